@@ -1,0 +1,28 @@
+/* cost.h: how long an op takes on a device, without a GPU: roofline on the device's peaks
+ * with shape-aware efficiency, plus kernel-launch overheads. Constants are named in cost.c. */
+#ifndef PROTOSIM_COST_H
+#define PROTOSIM_COST_H
+
+#include "../topology/cluster.h"
+#include "../workloads/workload.h"
+
+typedef enum { PASS_FWD = 0, PASS_BWD = 1 } op_pass;
+
+/* GPU time of one (already sharded) op, kernel time only: max(compute, memory) per kernel
+ * with efficiency for the op class and shape. Never negative. */
+double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                              const device_spec *dev);
+/* Host-side launch overhead of the op's kernels in that pass (backward launches 2x). */
+double cost_op_launch_seconds(const workload_op *op, op_pass pass);
+/* The two above, added. */
+double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                       const device_spec *dev);
+
+/* Adam (or SGD when adam == 0) step over `params` local parameters, mixed precision when
+ * prec is fp16/bf16 (fp32 master weights). Memory bound. */
+double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev);
+
+/* Seconds per kernel launch (CPU side, exposed when kernels are short). */
+double cost_kernel_launch_seconds(void);
+
+#endif

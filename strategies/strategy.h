@@ -1,0 +1,79 @@
+/* strategy.h: the strategy tree users write (DESIGN.md section 3), parsed and validated.
+ * Every field keeps the line and column it came from so later checks can point at it. */
+#ifndef PROTOSIM_STRATEGY_H
+#define PROTOSIM_STRATEGY_H
+
+#include "../sim/error.h"
+#include "../workloads/workload.h"
+
+typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
+typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
+typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE } parallel_axis;
+typedef enum { OPT_ADAM, OPT_SGD } optimizer_kind;
+
+typedef struct src_loc { int line, column; } src_loc;   /* 1-based; 0 when absent */
+
+/* A `children` entry: overrides applied to a subtree selected by module path.
+ * Paths: "layers.A-B" / "layers.N" (inclusive layer range), "embedding", "head". */
+typedef struct strategy_override {
+    char path[64];
+    src_loc loc;
+    int first_layer, last_layer;   /* resolved range; -1/-1 for embedding, L/L for head */
+    int has_recompute;
+    recompute_mode recompute;
+    int has_vocab_parallel;
+    int vocab_parallel;
+} strategy_override;
+
+typedef struct strategy {
+    char file[512];
+    char data_dir[512];            /* where workloads/models lives (for named workloads) */
+    workload_model model;          /* resolved: named, path, or inline */
+    src_loc workload_loc;
+
+    int global_batch, micro_batch;
+    src_loc batch_loc;
+    precision_t precision;
+    optimizer_kind optimizer;
+
+    int tp;                        /* tensor.degree */
+    int sequence_parallel;
+    int vocab_parallel;            /* tensor.vocab_parallel (root default 1) */
+    src_loc tp_loc;
+
+    int pp;                        /* pipeline.degree */
+    pipeline_schedule schedule;
+    int virtual_stages;            /* 1 unless interleaved */
+    src_loc pp_loc;
+
+    int dp;                        /* data.degree */
+    int zero;                      /* 0..3 (only 0 and 1 simulated for now) */
+    double bucket_mb;
+    int dp_overlap;
+    src_loc dp_loc;
+
+    recompute_mode recompute;
+    parallel_axis order[3];        /* order[0] varies fastest across ranks */
+
+    strategy_override *overrides;
+    int n_overrides;
+} strategy;
+
+/* Parse and check what can be checked without a cluster: schema, types, enums, divisibility
+ * of heads by TP and of layers by PP x virtual stages, batch by micro x DP. data_dir is the
+ * project's data root (for `workload: NAME`). Caller frees with strategy_free. */
+int strategy_load(const char *path, const char *data_dir, strategy *out, ps_error *err);
+void strategy_free(strategy *s);
+
+/* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
+int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
+
+/* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
+recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
+
+int strategy_micro_batches(const strategy *s);    /* global / (micro * dp) */
+
+const char *schedule_name(pipeline_schedule s);
+const char *recompute_name(recompute_mode r);
+
+#endif

@@ -1,0 +1,61 @@
+/* cluster.h: the machine a plan runs on: GPUs in rank order, their device specs, and the
+ * SimGrid platform loaded into the engine. Also the generator of common DGX clusters. */
+#ifndef PROTOSIM_CLUSTER_H
+#define PROTOSIM_CLUSTER_H
+
+#include <stdio.h>
+
+#include "../sim/error.h"
+#include "../workloads/workload.h"
+
+/* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
+typedef struct device_spec {
+    char name[48];
+    double peak_flops[4];  /* FLOP/s indexed by precision_t: FP32, TF32, FP16, BF16 */
+    double hbm_bw;         /* bytes/s */
+    double hbm_bytes;      /* capacity */
+    int sms;               /* streaming multiprocessors */
+} device_spec;
+
+typedef struct device_table {
+    device_spec *specs;
+    int n;
+} device_table;
+
+/* Load a device table (YAML list of mappings with keys name, fp32_tflops, tf32_tflops,
+ * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib, sms). */
+int device_table_load(const char *path, device_table *out, ps_error *err);
+const device_spec *device_table_find(const device_table *t, const char *name);
+void device_table_free(device_table *t);
+
+typedef struct cluster {
+    char file[512];
+    int n_gpus;
+    char **host_names;            /* [n_gpus], rank order */
+    int *node_of_rank;            /* [n_gpus], index of the netzone (node) holding the GPU */
+    int n_nodes;
+    const device_spec **device;   /* [n_gpus], points into `devices` */
+    device_table devices;
+} cluster;
+
+/* Start the SimGrid engine (ptask_L07, TCP-gamma 0, fine timing precision, quiet logs) and
+ * load the platform. One per process: SimGrid cannot be reset. GPUs are the hosts with a `gpu`
+ * property; ranks follow the `rank` property if every GPU has one, else natural name order.
+ * Malformed XML, unknown GPU names, duplicate or gapped ranks are PS_EINPUT errors.
+ * data_dir locates topology/devices/devices.yaml. */
+int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err);
+void cluster_free(cluster *c);
+
+/* Options of `protosim cluster KIND --nodes N`. Zero/negative fields take KIND's defaults. */
+typedef struct cluster_gen_opts {
+    int nodes;
+    int nics_per_node;        /* --nics */
+    double nic_gbps;          /* --nic-gbps: per NIC, per direction, in Gb/s */
+    int gpus_per_node;        /* --gpus-per-node (default 8) */
+    double oversubscription;  /* --oversubscription: 1 = non-blocking fabric */
+} cluster_gen_opts;
+
+/* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100. */
+int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, ps_error *err);
+
+#endif
