@@ -1,2 +1,199 @@
-/* placeholder: being written */
-typedef int placeholder_cost;
+/* cost.c: op time on a device without a GPU: a roofline on the datasheet peaks with
+ * shape-aware GEMM efficiency (tiles, waves, K depth), bandwidth efficiency and launch costs. */
+#include "cost.h"
+
+#include <assert.h>
+#include <math.h>
+
+/* Every constant below is a first guess from public figures, to be fitted on
+ * ../shared/groundtruth (issue 3). They describe the hardware and libraries, never a row. */
+
+/* Output tile of one cuBLAS/CUTLASS thread block on (m, n): 128 x 128 is the common
+ * large-GEMM tile on Volta through Hopper. */
+static const double COST_GEMM_TILE_M = 128.0;
+static const double COST_GEMM_TILE_N = 128.0;
+/* Fraction of the tensor-core peak a large, well-shaped GEMM reaches (fp16/bf16/tf32):
+ * A100 bf16 GEMMs measure about 250-270 of 312 TFLOP/s. First guess. */
+static const double COST_GEMM_EFF_TENSOR = 0.80;
+/* Fraction of the fp32 SIMT peak a large SGEMM reaches (no tensor cores). First guess. */
+static const double COST_GEMM_EFF_SIMT = 0.85;
+/* K depth at which a GEMM reaches half its efficiency: prologue/epilogue cost of a tile is
+ * amortized over k, factor k / (k + K0). First guess. */
+static const double COST_GEMM_K_HALF = 64.0;
+/* Fraction of the fp32 peak reached by the arithmetic of memory-bound kernels (layernorm,
+ * softmax, gelu): these never hit it, the value only keeps compute a lower bound. */
+static const double COST_VECTOR_EFF = 0.50;
+/* Fraction of the HBM bandwidth streaming kernels sustain (STREAM-like copies reach about
+ * 80-90% of the datasheet figure). First guess. */
+static const double COST_MEM_EFF = 0.80;
+/* Shortest time a kernel occupies the GPU, however little it does. First guess. */
+static const double COST_KERNEL_MIN_SECONDS = 2.0e-6;
+/* Host-side cost of launching one kernel (framework dispatch + cudaLaunchKernel). First guess. */
+static const double COST_KERNEL_LAUNCH_SECONDS = 5.0e-6;
+
+/* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
+static const double COST_ADAM_STATE_BYTES = 16.0;  /* fp32 m and v, each read and written */
+static const double COST_SGD_STATE_BYTES = 8.0;    /* fp32 momentum, read and written */
+static const double COST_MASTER_BYTES = 8.0;       /* fp32 weights (master copy), read + written */
+static const double COST_GRAD_BYTES = 8.0;         /* fp32 grad read by clipping norm and step */
+/* Kernels of one optimizer step (grad norm, unscale/clip, update, copy to low precision);
+ * multi-tensor apply makes their number independent of the parameter count. */
+static const double COST_OPTIMIZER_KERNELS = 4.0;
+
+static void check_device(const device_spec *dev)
+{
+    assert(dev);
+    assert(dev->peak_flops[PREC_FP32] > 0 && dev->hbm_bw > 0 && dev->sms > 0);
+    (void)dev;
+}
+
+/* A precision the device has no units for (bf16 on V100, tf32 before Ampere) runs on the
+ * fp32 SIMT path, as the frameworks fall back to. */
+static int tensor_path(precision_t prec, const device_spec *dev)
+{
+    return prec != PREC_FP32 && dev->peak_flops[prec] > 0;
+}
+
+static double gemm_peak(precision_t prec, const device_spec *dev)
+{
+    return tensor_path(prec, dev) ? dev->peak_flops[prec] : dev->peak_flops[PREC_FP32];
+}
+
+double cost_gemm_efficiency(double batch, double m, double n, double k, precision_t prec,
+                            const device_spec *dev)
+{
+    check_device(dev);
+    assert(batch > 0 && m > 0 && n > 0 && k > 0);
+    double tm = ceil(m / COST_GEMM_TILE_M), tn = ceil(n / COST_GEMM_TILE_N);
+    double tile_eff = (m * n) / (tm * COST_GEMM_TILE_M * tn * COST_GEMM_TILE_N);
+    double tiles = ceil(batch) * tm * tn;
+    double sms = dev->sms;
+    double wave_eff = tiles / (ceil(tiles / sms) * sms);
+    double k_eff = k / (k + COST_GEMM_K_HALF);
+    double base = tensor_path(prec, dev) ? COST_GEMM_EFF_TENSOR : COST_GEMM_EFF_SIMT;
+    double eff = base * tile_eff * wave_eff * k_eff;
+    assert(eff > 0 && eff <= 1);
+    return eff;
+}
+
+double cost_memory_efficiency(void)
+{
+    return COST_MEM_EFF;
+}
+
+static double memory_seconds(double bytes, const device_spec *dev)
+{
+    return bytes / (dev->hbm_bw * COST_MEM_EFF);
+}
+
+static double gemm_bytes(double batch, double m, double n, double k, precision_t prec)
+{
+    return batch * (m * k + k * n + m * n) * precision_bytes(prec);
+}
+
+/* One [batch x] (m x k).(k x n) kernel: max of compute and memory time. */
+static double gemm_seconds(double batch, double m, double n, double k, precision_t prec,
+                           const device_spec *dev)
+{
+    double flops = 2.0 * batch * m * n * k;
+    double compute = flops / (gemm_peak(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec,
+                                                                          dev));
+    return fmax(compute, memory_seconds(gemm_bytes(batch, m, n, k, prec), dev));
+}
+
+/* An op known only by its totals (no shape): roofline at the op class's base efficiency. */
+static double roofline_seconds(double flops, double bytes, double peak, double eff,
+                               const device_spec *dev)
+{
+    return fmax(flops / (peak * eff), memory_seconds(bytes, dev));
+}
+
+static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                              const device_spec *dev)
+{
+    double b = op->batch, m = op->m, n = op->n, k = op->k;
+    if (!(b > 0 && m > 0 && n > 0 && k > 0)) {
+        double base = tensor_path(prec, dev) ? COST_GEMM_EFF_TENSOR : COST_GEMM_EFF_SIMT;
+        return pass == PASS_FWD
+                   ? roofline_seconds(op->fwd_flops, op->fwd_bytes, gemm_peak(prec, dev), base, dev)
+                   : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base, dev);
+    }
+    if (pass == PASS_FWD)
+        return gemm_seconds(b, m, n, k, prec, dev);
+    /* dX = dY . W^T has shape (m x k) over n; dW = X^T . dY has shape (k x n) over m */
+    return gemm_seconds(b, m, k, n, prec, dev) + gemm_seconds(b, k, n, m, prec, dev);
+}
+
+/* Attention core: its batched GEMMs at GEMM efficiency, the rest of its traffic (softmax,
+ * dropout, permute) as streaming memory. Shape: QK^T is (m x k).(k x n), m = n = seq. */
+static double attention_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                                const device_spec *dev)
+{
+    double b = op->batch, s = op->m, d = op->k;
+    assert(op->m == op->n);
+    double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = gemm_bytes(b, s, s, d, prec);
+    double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = gemm_bytes(b, s, d, s, prec);
+    double gemm_time, gemm_traffic, bytes;
+    if (pass == PASS_FWD) {
+        gemm_time = qk + av;
+        gemm_traffic = qk_bytes + av_bytes;
+        bytes = op->fwd_bytes;
+    } else {
+        /* dQ, dK and dV are (s x d) over s; dP is (s x s) over d */
+        gemm_time = qk + 3 * av;
+        gemm_traffic = qk_bytes + 3 * av_bytes;
+        bytes = op->bwd_bytes;
+    }
+    return gemm_time + memory_seconds(fmax(bytes - gemm_traffic, 0.0), dev);
+}
+
+double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                              const device_spec *dev)
+{
+    assert(op);
+    check_device(dev);
+    double t;
+    if (op->kind == OP_GEMM)
+        t = gemm_op_seconds(op, pass, prec, dev);
+    else if (op->kind == OP_ATTENTION && op->batch > 0 && op->m > 0 && op->k > 0)
+        t = attention_seconds(op, pass, prec, dev);
+    else    /* memory-bound ops, and any op known only by its totals */
+        t = pass == PASS_FWD
+                ? roofline_seconds(op->fwd_flops, op->fwd_bytes, dev->peak_flops[PREC_FP32],
+                                   COST_VECTOR_EFF, dev)
+                : roofline_seconds(op->bwd_flops, op->bwd_bytes, dev->peak_flops[PREC_FP32],
+                                   COST_VECTOR_EFF, dev);
+    double kernels = op->kernels * (pass == PASS_BWD ? 2.0 : 1.0);
+    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS);
+    assert(t >= 0 && isfinite(t));
+    return t;
+}
+
+double cost_op_launch_seconds(const workload_op *op, op_pass pass)
+{
+    assert(op && op->kernels >= 0);
+    return op->kernels * (pass == PASS_BWD ? 2.0 : 1.0) * COST_KERNEL_LAUNCH_SECONDS;
+}
+
+double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                       const device_spec *dev)
+{
+    return cost_op_kernel_seconds(op, pass, prec, dev) + cost_op_launch_seconds(op, pass);
+}
+
+double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev)
+{
+    check_device(dev);
+    assert(params >= 0);
+    int mixed = prec == PREC_FP16 || prec == PREC_BF16;
+    double per_param = COST_GRAD_BYTES + COST_MASTER_BYTES +
+                       (adam ? COST_ADAM_STATE_BYTES : COST_SGD_STATE_BYTES) +
+                       (mixed ? precision_bytes(prec) : 0.0);   /* low-precision copy written */
+    return memory_seconds(params * per_param, dev) +
+           COST_OPTIMIZER_KERNELS * COST_KERNEL_LAUNCH_SECONDS;
+}
+
+double cost_kernel_launch_seconds(void)
+{
+    return COST_KERNEL_LAUNCH_SECONDS;
+}

@@ -25,4 +25,12 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, const d
 /* Seconds per kernel launch (CPU side, exposed when kernels are short). */
 double cost_kernel_launch_seconds(void);
 
+/* Fraction of the GEMM peak (tensor-core peak of prec, or fp32 SIMT where the device has no
+ * unit for prec) one [batch x] (m x k).(k x n) kernel reaches: base x tile quantization x
+ * wave quantization over the SMs x K depth. In (0, 1]. */
+double cost_gemm_efficiency(double batch, double m, double n, double k, precision_t prec,
+                            const device_spec *dev);
+/* Fraction of the HBM bandwidth that memory-bound kernels sustain. */
+double cost_memory_efficiency(void);
+
 #endif

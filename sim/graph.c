@@ -1,2 +1,291 @@
-/* placeholder: being written */
-typedef int placeholder_graph;
+/* graph.c: building the execution graph: growing arrays while the compiler adds tasks, then
+ * one finalize pass into flat successor lists and per-stream orders (checked acyclic). */
+#include "graph.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return p;
+    uint32_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, (size_t)c * elem);
+    if (!q)
+        abort();    /* out of memory building a graph: nothing sensible to do */
+    *cap = c;
+    return q;
+}
+
+htae_graph *htae_graph_create(int n_ranks)
+{
+    assert(n_ranks > 0);
+    htae_graph *g = calloc(1, sizeof *g);
+    if (!g)
+        abort();
+    g->n_ranks = n_ranks;
+    return g;
+}
+
+void htae_graph_free(htae_graph *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n_labels; i++)
+        free(g->labels[i]);
+    free(g->labels);
+    free(g->tasks);
+    free(g->edges);
+    free(g->succ);
+    free(g->groups);
+    free(g->group_ranks);
+    free(g->colls);
+    free(g->coll_tasks);
+    free(g->stream_first);
+    free(g->stream_tasks);
+    free(g);
+}
+
+int htae_label(htae_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_labels; i++)   /* few distinct labels: a scan is fine */
+        if (strcmp(g->labels[i], name) == 0)
+            return i;
+    uint32_t cap = (uint32_t)g->cap_labels;
+    g->labels = grow(g->labels, &cap, (uint32_t)g->n_labels + 1, sizeof *g->labels);
+    g->cap_labels = (int)cap;
+    g->labels[g->n_labels] = strdup(name);
+    return g->n_labels++;
+}
+
+static uint32_t add_task(htae_graph *g, task_kind kind, int rank, stream_id stream,
+                         task_category cat, int label, int micro)
+{
+    assert(!g->finalized);
+    assert(rank >= 0 && rank < g->n_ranks);
+    g->tasks = grow(g->tasks, &g->cap_tasks, g->n_tasks + 1, sizeof *g->tasks);
+    htae_task *t = &g->tasks[g->n_tasks];
+    memset(t, 0, sizeof *t);
+    t->kind = (uint8_t)kind;
+    t->stream = (uint8_t)stream;
+    t->category = (uint8_t)cat;
+    t->rank = rank;
+    t->peer = -1;
+    t->coll = -1;
+    t->label = label;
+    t->micro = micro;
+    return g->n_tasks++;
+}
+
+uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
+                          int micro)
+{
+    assert(seconds >= 0.0);
+    uint32_t id = add_task(g, TASK_COMPUTE, rank, STREAM_COMPUTE, cat, label, micro);
+    g->tasks[id].seconds = seconds;
+    return id;
+}
+
+uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
+                           task_category cat, int label, int micro)
+{
+    assert(bytes >= 0.0 && dst >= 0 && dst < g->n_ranks && dst != src);
+    uint32_t id = add_task(g, TASK_TRANSFER, src, stream, cat, label, micro);
+    g->tasks[id].peer = dst;
+    g->tasks[id].bytes = bytes;
+    return id;
+}
+
+int htae_add_group(htae_graph *g, const int *ranks, int n)
+{
+    assert(n >= 1);
+    g->groups = grow(g->groups, &g->cap_groups, g->n_groups + 1, sizeof *g->groups);
+    g->group_ranks = grow(g->group_ranks, &g->cap_group_ranks, g->n_group_ranks + (uint32_t)n,
+                          sizeof *g->group_ranks);
+    htae_group *gr = &g->groups[g->n_groups];
+    gr->first = g->n_group_ranks;
+    gr->n = (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        assert(ranks[i] >= 0 && ranks[i] < g->n_ranks);
+        g->group_ranks[g->n_group_ranks++] = ranks[i];
+    }
+    return (int)g->n_groups++;
+}
+
+int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
+                        task_category cat, int label, int micro, uint32_t *task_ids)
+{
+    assert(group >= 0 && (uint32_t)group < g->n_groups && bytes >= 0.0);
+    const htae_group *gr = &g->groups[group];
+    g->colls = grow(g->colls, &g->cap_colls, g->n_colls + 1, sizeof *g->colls);
+    g->coll_tasks = grow(g->coll_tasks, &g->cap_coll_tasks, g->n_coll_tasks + gr->n,
+                         sizeof *g->coll_tasks);
+    int c = (int)g->n_colls++;
+    htae_collective *col = &g->colls[c];
+    col->kind = kind;
+    col->group = group;
+    col->bytes = bytes;
+    col->first_task = g->n_coll_tasks;
+    for (uint32_t i = 0; i < gr->n; i++) {
+        int rank = g->group_ranks[gr->first + i];
+        uint32_t id = add_task(g, TASK_COLLECTIVE, rank, stream, cat, label, micro);
+        g->tasks[id].coll = c;
+        g->tasks[id].bytes = bytes;
+        g->coll_tasks[g->n_coll_tasks++] = id;
+        if (task_ids)
+            task_ids[i] = id;
+    }
+    return c;
+}
+
+void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to)
+{
+    assert(!g->finalized && from < g->n_tasks && to < g->n_tasks && from != to);
+    g->edges = grow(g->edges, &g->cap_edges, 2 * (g->n_edges + 1), sizeof *g->edges);
+    g->edges[2 * g->n_edges] = from;
+    g->edges[2 * g->n_edges + 1] = to;
+    g->n_edges++;
+}
+
+/* Release t's successors (explicit edges, then the next task of its stream) into the queue. */
+static void kahn_release(const htae_graph *g, uint32_t t, const uint32_t *pos, uint32_t *indeg,
+                         uint32_t *queue, uint32_t *tail)
+{
+    const htae_task *k = &g->tasks[t];
+    for (uint32_t j = 0; j < k->n_succ; j++) {
+        uint32_t s = g->succ[k->succ_first + j];
+        if (--indeg[s] == 0)
+            queue[(*tail)++] = s;
+    }
+    uint32_t si = (uint32_t)k->rank * STREAM_COUNT + k->stream;
+    uint32_t next = g->stream_first[si] + pos[t] + 1;
+    if (next < g->stream_first[si + 1]) {
+        uint32_t s = g->stream_tasks[next];
+        if (--indeg[s] == 0)
+            queue[(*tail)++] = s;
+    }
+}
+
+/* Kahn's algorithm over explicit edges plus each stream's program order, where a collective's
+ * member tasks complete only once all of them are ready (as the executor runs them): this
+ * also catches members reaching collectives in inconsistent orders. */
+static int check_acyclic(const htae_graph *g, const uint32_t *pos)
+{
+    uint32_t n = g->n_tasks;
+    uint32_t *indeg = malloc((size_t)n * sizeof *indeg + 1);
+    uint32_t *queue = malloc((size_t)n * sizeof *queue + 1);
+    uint32_t *ready = calloc((size_t)g->n_colls + 1, sizeof *ready);
+    if (!indeg || !queue || !ready)
+        abort();
+    for (uint32_t i = 0; i < n; i++)
+        indeg[i] = g->tasks[i].n_pred + (pos[i] > 0);
+    uint32_t head = 0, tail = 0, seen = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (indeg[i] == 0)
+            queue[tail++] = i;
+    while (head < tail) {
+        uint32_t t = queue[head++];
+        const htae_task *k = &g->tasks[t];
+        if (k->kind != TASK_COLLECTIVE) {
+            seen++;
+            kahn_release(g, t, pos, indeg, queue, &tail);
+            continue;
+        }
+        const htae_collective *c = &g->colls[k->coll];
+        if (++ready[k->coll] < g->groups[c->group].n)
+            continue;
+        for (uint32_t m = 0; m < g->groups[c->group].n; m++) {
+            seen++;
+            kahn_release(g, g->coll_tasks[c->first_task + m], pos, indeg, queue, &tail);
+        }
+    }
+    free(indeg);
+    free(queue);
+    free(ready);
+    return seen == n ? 0 : -1;
+}
+
+int htae_graph_finalize(htae_graph *g, ps_error *err)
+{
+    assert(!g->finalized);
+    uint32_t n = g->n_tasks;
+
+    /* successor lists by counting sort on the source */
+    g->succ = malloc((size_t)g->n_edges * sizeof *g->succ + 1);
+    if (!g->succ)
+        abort();
+    for (uint32_t i = 0; i < n; i++)
+        g->tasks[i].n_succ = g->tasks[i].n_pred = 0;
+    for (uint32_t e = 0; e < g->n_edges; e++) {
+        g->tasks[g->edges[2 * e]].n_succ++;
+        g->tasks[g->edges[2 * e + 1]].n_pred++;
+    }
+    uint32_t acc = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        g->tasks[i].succ_first = acc;
+        acc += g->tasks[i].n_succ;
+        g->tasks[i].n_succ = 0;
+    }
+    for (uint32_t e = 0; e < g->n_edges; e++) {
+        htae_task *f = &g->tasks[g->edges[2 * e]];
+        g->succ[f->succ_first + f->n_succ++] = g->edges[2 * e + 1];
+    }
+    free(g->edges);
+    g->edges = NULL;
+    g->cap_edges = 0;
+
+    /* stream orders, keeping insertion (program) order */
+    uint32_t n_streams = (uint32_t)g->n_ranks * STREAM_COUNT;
+    g->stream_first = calloc((size_t)n_streams + 1, sizeof *g->stream_first);
+    g->stream_tasks = malloc((size_t)n * sizeof *g->stream_tasks + 1);
+    uint32_t *pos = malloc((size_t)n * sizeof *pos + 1);
+    if (!g->stream_first || !g->stream_tasks || !pos)
+        abort();
+    for (uint32_t i = 0; i < n; i++)
+        g->stream_first[(uint32_t)g->tasks[i].rank * STREAM_COUNT + g->tasks[i].stream + 1]++;
+    for (uint32_t s = 0; s < n_streams; s++)
+        g->stream_first[s + 1] += g->stream_first[s];
+    uint32_t *fill = calloc((size_t)n_streams + 1, sizeof *fill);
+    if (!fill)
+        abort();
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s = (uint32_t)g->tasks[i].rank * STREAM_COUNT + g->tasks[i].stream;
+        pos[i] = fill[s];
+        g->stream_tasks[g->stream_first[s] + fill[s]++] = i;
+    }
+    free(fill);
+    g->finalized = 1;
+
+    int rc = check_acyclic(g, pos);
+    free(pos);
+    if (rc != 0)
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "execution graph has a cycle (a schedule or dependency bug)");
+    return 0;
+}
+
+const char *task_category_name(task_category c)
+{
+    static const char *names[CAT_COUNT] = {"forward", "backward", "recompute", "optimizer",
+                                           "tp-comm", "pp-comm", "dp-comm"};
+    return (unsigned)c < CAT_COUNT ? names[c] : "?";
+}
+
+const char *stream_name(stream_id s)
+{
+    static const char *names[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm"};
+    return (unsigned)s < STREAM_COUNT ? names[s] : "?";
+}
+
+const char *coll_kind_name(coll_kind k)
+{
+    switch (k) {
+    case COLL_ALLREDUCE: return "all-reduce";
+    case COLL_REDUCE_SCATTER: return "reduce-scatter";
+    case COLL_ALLGATHER: return "all-gather";
+    }
+    return "?";
+}

@@ -1,2 +1,459 @@
-/* placeholder: being written */
-typedef int placeholder_htae;
+/* htae.c: the executor. One SimGrid actor per (GPU, stream) walks its queue in program order,
+ * waits for predecessors on a semaphore, runs the task, and releases its successors. */
+#include "htae.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
+#include <simgrid/semaphore.h>
+
+/* First guesses, to be calibrated against nccl-tests (groundtruth/nccl_allreduce_*):
+ * - NCCL's launch of a collective kernel plus its first handshake costs ~10 us;
+ * - each ring step adds a protocol latency on top of the wire latency (~1 us on NVLink);
+ * - Proteus (and others) measured 10-30% compute slowdown when NCCL kernels share the SMs. */
+static const double HTAE_COLL_LAUNCH_S = 10e-6;
+static const double HTAE_COLL_STEP_S = 1e-6;
+static const double HTAE_P2P_LAUNCH_S = 10e-6;
+static const double HTAE_OVERLAP_SLOWDOWN = 0.15;
+
+/* Actor stacks: the actor code is shallow; 3.32's default (8 MiB) wastes address space
+ * at thousands of actors. */
+static const unsigned HTAE_ACTOR_STACK = 256 * 1024;
+
+void htae_default_options(htae_options *o)
+{
+    o->overlap_slowdown = HTAE_OVERLAP_SLOWDOWN;
+    o->coll_launch_s = HTAE_COLL_LAUNCH_S;
+    o->coll_step_s = HTAE_COLL_STEP_S;
+    o->p2p_launch_s = HTAE_P2P_LAUNCH_S;
+}
+
+/* How a group's collectives map onto the platform, computed once per group. */
+typedef struct group_plan {
+    int n;
+    sg_host_t *hosts;       /* ring order */
+    double ring_lat;        /* worst route latency over the ring's edges */
+    int k;                  /* members per node when hierarchical (several nodes, k > 1 each) */
+    int n_nodes;
+    sg_host_t *by_node;     /* hosts node-major: by_node[node * k + j] */
+    double intra_lat, inter_lat;
+} group_plan;
+
+struct exec_state;
+
+typedef struct stream_state {
+    struct exec_state *x;
+    int rank, stream;
+    uint32_t first, count;  /* into g->stream_tasks */
+    int64_t waiting_task;   /* task whose predecessors this actor waits for, or -1 */
+    int64_t waiting_coll;   /* collective this actor waits to finish, or -1 */
+    sg_sem_t sem;
+    sg_exec_t *handles;     /* scratch for sub-rings launched together */
+} stream_state;
+
+typedef struct exec_state {
+    const htae_graph *g;
+    htae_options opt;
+    sg_host_t *hosts;       /* per rank */
+    double *speed;          /* per rank, FLOP/s */
+    uint32_t *pending;      /* per task: predecessors not yet done */
+    uint32_t *coll_arrived; /* per collective */
+    uint8_t *coll_done;
+    int *comm_active;       /* per rank: communications in flight touching that GPU */
+    stream_state *streams;  /* [n_ranks * STREAM_COUNT] */
+    group_plan *groups;
+    double *matrix;         /* n x n bytes scratch for one ring, all zero between uses */
+    int matrix_n;
+    htae_result *res;
+    uint64_t activities;
+    uint32_t done_tasks;
+} exec_state;
+
+static int ring_steps(coll_kind kind, int n)
+{
+    return kind == COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
+}
+
+static double ring_edge_factor(coll_kind kind, int n)
+{
+    double f = (double)(n - 1) / n;
+    return kind == COLL_ALLREDUCE ? 2.0 * f : f;
+}
+
+double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int members,
+                               double route_latency)
+{
+    if (members < 2)
+        return 0.0;
+    return o->coll_launch_s + ring_steps(kind, members) * (o->coll_step_s + route_latency);
+}
+
+static void sleep_for(double s)
+{
+    if (s > 0.0)
+        sg_actor_sleep_for(s);
+}
+
+/* Start one ring as a single parallel task: every edge carries `edge_bytes`, and the ring
+ * advances at the pace of its slowest edge, as a real ring does. SimGrid shares the links. */
+static sg_exec_t ring_start(exec_state *x, sg_host_t *hosts, int n, double edge_bytes)
+{
+    assert(n >= 2 && n <= x->matrix_n);
+    for (int i = 0; i < n; i++)
+        x->matrix[(size_t)i * n + (size_t)((i + 1) % n)] = edge_bytes;
+    sg_exec_t e = sg_actor_parallel_exec_init(n, hosts, NULL, x->matrix);
+    for (int i = 0; i < n; i++)
+        x->matrix[(size_t)i * n + (size_t)((i + 1) % n)] = 0.0;
+    sg_exec_start(e);
+    x->activities++;
+    return e;
+}
+
+/* One phase: `count` independent rings of `n` hosts each, hosts[r * stride_ring + j * stride_member]. */
+static void run_rings(exec_state *x, stream_state *st, const sg_host_t *base, int count, int n,
+                      int stride_ring, int stride_member, coll_kind kind, double bytes, double lat)
+{
+    if (n < 2)
+        return;
+    sleep_for(ring_steps(kind, n) * x->opt.coll_step_s + (ring_steps(kind, n) - 1) * lat);
+    double edge = ring_edge_factor(kind, n) * bytes;
+    sg_host_t ring[n];
+    for (int r = 0; r < count; r++) {
+        for (int j = 0; j < n; j++)
+            ring[j] = base[r * stride_ring + j * stride_member];
+        st->handles[r] = ring_start(x, ring, n, edge);
+    }
+    for (int r = 0; r < count; r++)
+        sg_exec_wait(st->handles[r]);
+}
+
+static void run_collective(exec_state *x, stream_state *st, const htae_collective *col)
+{
+    const group_plan *gp = &x->groups[col->group];
+    if (gp->n < 2)
+        return;
+    sleep_for(x->opt.coll_launch_s);
+    double s = col->bytes;
+    if (gp->k == 0) {
+        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, col->kind, s, gp->ring_lat);
+        return;
+    }
+    /* Hierarchical: rings inside each node over NVLink, rings across nodes between GPUs of the
+     * same local index (each on its own NIC), as NCCL's tree/ring hybrids do. */
+    int k = gp->k, m = gp->n_nodes;
+    switch (col->kind) {
+    case COLL_ALLREDUCE:
+        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat);
+        run_rings(x, st, gp->by_node, k, m, 1, k, COLL_ALLREDUCE, s / k, gp->inter_lat);
+        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat);
+        break;
+    case COLL_REDUCE_SCATTER:
+        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat);
+        run_rings(x, st, gp->by_node, k, m, 1, k, COLL_REDUCE_SCATTER, s / k, gp->inter_lat);
+        break;
+    case COLL_ALLGATHER:
+        run_rings(x, st, gp->by_node, k, m, 1, k, COLL_ALLGATHER, s / k, gp->inter_lat);
+        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat);
+        break;
+    }
+}
+
+static void release(exec_state *x, uint32_t t)
+{
+    const htae_task *k = &x->g->tasks[t];
+    stream_state *st = &x->streams[(size_t)k->rank * STREAM_COUNT + k->stream];
+    if (st->waiting_task == (int64_t)t) {
+        st->waiting_task = -1;
+        sg_sem_release(st->sem);
+    }
+}
+
+static void task_done(exec_state *x, uint32_t t, double now)
+{
+    const htae_graph *g = x->g;
+    const htae_task *k = &g->tasks[t];
+    x->res->end[t] = now;
+    x->done_tasks++;
+    for (uint32_t j = 0; j < k->n_succ; j++) {
+        uint32_t s = g->succ[k->succ_first + j];
+        assert(x->pending[s] > 0);
+        if (--x->pending[s] == 0)
+            release(x, s);
+    }
+}
+
+static void run_compute(exec_state *x, const htae_task *k)
+{
+    double d = k->seconds;
+    if (x->comm_active[k->rank] > 0)
+        d *= 1.0 + x->opt.overlap_slowdown;
+    double flops = d * x->speed[k->rank];
+    if (flops > 0.0) {
+        sg_actor_execute(flops);
+        x->activities++;
+    }
+}
+
+static void run_transfer(exec_state *x, const htae_task *k)
+{
+    if (k->bytes <= 0.0)
+        return;
+    x->comm_active[k->rank]++;
+    x->comm_active[k->peer]++;
+    sleep_for(x->opt.p2p_launch_s);
+    sg_host_t pair[2] = {x->hosts[k->rank], x->hosts[k->peer]};
+    double bytes[4] = {0.0, k->bytes, 0.0, 0.0};
+    sg_exec_t e = sg_actor_parallel_exec_init(2, pair, NULL, bytes);
+    sg_exec_start(e);
+    x->activities++;
+    sg_exec_wait(e);
+    x->comm_active[k->rank]--;
+    x->comm_active[k->peer]--;
+}
+
+/* The last member to arrive runs the collective for everyone; the others sleep on their
+ * semaphores until it is done, as NCCL blocks until all ranks have launched the kernel. */
+static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
+{
+    const htae_graph *g = x->g;
+    const htae_task *k = &g->tasks[t];
+    const htae_collective *col = &g->colls[k->coll];
+    const htae_group *gr = &g->groups[col->group];
+    const uint32_t *members = &g->coll_tasks[col->first_task];
+
+    if (++x->coll_arrived[k->coll] < gr->n) {
+        st->waiting_coll = k->coll;
+        while (!x->coll_done[k->coll])
+            sg_sem_acquire(st->sem);
+        st->waiting_coll = -1;
+        return;
+    }
+    double t0 = simgrid_get_clock();
+    for (uint32_t i = 0; i < gr->n; i++) {
+        x->res->start[members[i]] = t0;
+        x->comm_active[g->tasks[members[i]].rank]++;
+    }
+    run_collective(x, st, col);
+    double t1 = simgrid_get_clock();
+    x->coll_done[k->coll] = 1;
+    for (uint32_t i = 0; i < gr->n; i++) {
+        const htae_task *m = &g->tasks[members[i]];
+        x->comm_active[m->rank]--;
+        task_done(x, members[i], t1);
+        stream_state *other = &x->streams[(size_t)m->rank * STREAM_COUNT + m->stream];
+        if (other->waiting_coll == (int64_t)k->coll)
+            sg_sem_release(other->sem);
+    }
+}
+
+static void stream_actor(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    stream_state *st = sg_actor_self_get_data();
+    exec_state *x = st->x;
+    const htae_graph *g = x->g;
+    for (uint32_t i = 0; i < st->count; i++) {
+        uint32_t t = g->stream_tasks[st->first + i];
+        const htae_task *k = &g->tasks[t];
+        while (x->pending[t] > 0) {
+            st->waiting_task = t;
+            sg_sem_acquire(st->sem);
+        }
+        if (k->kind == TASK_COLLECTIVE) {
+            run_collective_task(x, st, t);
+            continue;
+        }
+        x->res->start[t] = simgrid_get_clock();
+        if (k->kind == TASK_COMPUTE)
+            run_compute(x, k);
+        else
+            run_transfer(x, k);
+        task_done(x, t, simgrid_get_clock());
+    }
+}
+
+static double route_latency(sg_host_t a, sg_host_t b)
+{
+    return a == b ? 0.0 : sg_host_get_route_latency(a, b);
+}
+
+static double ring_latency(const sg_host_t *h, int n, int stride)
+{
+    double worst = 0.0;
+    for (int i = 0; i < n; i++) {
+        double l = route_latency(h[i * stride], h[((i + 1) % n) * stride]);
+        if (l > worst)
+            worst = l;
+    }
+    return worst;
+}
+
+/* Decide flat or hierarchical for a group, and cache hosts and latencies. */
+static void plan_group(exec_state *x, const cluster *c, int gi, group_plan *gp)
+{
+    const htae_graph *g = x->g;
+    const htae_group *gr = &g->groups[gi];
+    const int32_t *ranks = &g->group_ranks[gr->first];
+    int n = (int)gr->n;
+    gp->n = n;
+    gp->hosts = malloc((size_t)n * sizeof *gp->hosts);
+    for (int i = 0; i < n; i++)
+        gp->hosts[i] = x->hosts[ranks[i]];
+    gp->ring_lat = ring_latency(gp->hosts, n, 1);
+    gp->k = 0;
+    gp->by_node = NULL;
+
+    /* nodes in order of first appearance, with their member counts */
+    int nodes[n], count[n], m = 0;
+    for (int i = 0; i < n; i++) {
+        int node = c->node_of_rank[ranks[i]], j;
+        for (j = 0; j < m && nodes[j] != node; j++)
+            ;
+        if (j == m) {
+            nodes[m] = node;
+            count[m++] = 0;
+        }
+        count[j]++;
+    }
+    if (m < 2 || count[0] < 2)
+        return;
+    for (int j = 1; j < m; j++)
+        if (count[j] != count[0])
+            return;
+    gp->k = count[0];
+    gp->n_nodes = m;
+    gp->by_node = malloc((size_t)n * sizeof *gp->by_node);
+    int fill[m];
+    memset(fill, 0, sizeof fill);
+    for (int i = 0; i < n; i++) {
+        int node = c->node_of_rank[ranks[i]], j;
+        for (j = 0; nodes[j] != node; j++)
+            ;
+        gp->by_node[j * gp->k + fill[j]++] = gp->hosts[i];
+    }
+    gp->intra_lat = ring_latency(gp->by_node, gp->k, 1);
+    gp->inter_lat = ring_latency(gp->by_node, m, gp->k);
+}
+
+int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
+             ps_error *err)
+{
+    assert(g->finalized);
+    if (g->n_ranks != c->n_gpus)
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "graph has %d ranks but the cluster %d GPUs", g->n_ranks, c->n_gpus);
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+
+    memset(out, 0, sizeof *out);
+    out->start = calloc((size_t)g->n_tasks + 1, sizeof *out->start);
+    out->end = calloc((size_t)g->n_tasks + 1, sizeof *out->end);
+
+    exec_state x;
+    memset(&x, 0, sizeof x);
+    x.g = g;
+    if (opt)
+        x.opt = *opt;
+    else
+        htae_default_options(&x.opt);
+    x.res = out;
+    x.hosts = malloc((size_t)g->n_ranks * sizeof *x.hosts);
+    x.speed = malloc((size_t)g->n_ranks * sizeof *x.speed);
+    x.comm_active = calloc((size_t)g->n_ranks, sizeof *x.comm_active);
+    for (int r = 0; r < g->n_ranks; r++) {
+        x.hosts[r] = sg_host_by_name(c->host_names[r]);
+        if (!x.hosts[r])
+            return ps_error_set(err, PS_EINTERNAL, c->file, 0, 0, NULL,
+                                "host '%s' is not in the loaded platform", c->host_names[r]);
+        x.speed[r] = sg_host_get_speed(x.hosts[r]);
+    }
+    x.pending = malloc((size_t)g->n_tasks * sizeof *x.pending + 1);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        x.pending[t] = g->tasks[t].n_pred;
+    x.coll_arrived = calloc((size_t)g->n_colls + 1, sizeof *x.coll_arrived);
+    x.coll_done = calloc((size_t)g->n_colls + 1, 1);
+
+    int max_rings = 1;
+    x.groups = calloc((size_t)g->n_groups + 1, sizeof *x.groups);
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        plan_group(&x, c, (int)i, &x.groups[i]);
+        if (x.groups[i].n > x.matrix_n)
+            x.matrix_n = x.groups[i].n;
+        if (x.groups[i].k > max_rings)
+            max_rings = x.groups[i].k;
+        if (x.groups[i].n_nodes > max_rings)
+            max_rings = x.groups[i].n_nodes;
+    }
+    x.matrix = calloc((size_t)x.matrix_n * (size_t)x.matrix_n + 1, sizeof *x.matrix);
+
+    size_t n_streams = (size_t)g->n_ranks * STREAM_COUNT;
+    x.streams = calloc(n_streams, sizeof *x.streams);
+    for (size_t i = 0; i < n_streams; i++) {
+        stream_state *st = &x.streams[i];
+        st->x = &x;
+        st->rank = (int)(i / STREAM_COUNT);
+        st->stream = (int)(i % STREAM_COUNT);
+        st->first = g->stream_first[i];
+        st->count = g->stream_first[i + 1] - g->stream_first[i];
+        st->waiting_task = st->waiting_coll = -1;
+        if (st->count == 0)
+            continue;
+        st->sem = sg_sem_init(0);
+        st->handles = malloc((size_t)max_rings * sizeof *st->handles);
+        char name[64];
+        snprintf(name, sizeof name, "gpu%d:%s", st->rank, stream_name(st->stream));
+        sg_actor_t a = sg_actor_init(name, x.hosts[st->rank]);
+        sg_actor_set_stacksize(a, HTAE_ACTOR_STACK);
+        sg_actor_set_data(a, st);
+        sg_actor_start_(a, stream_actor, 0, NULL);
+    }
+
+    simgrid_run();
+
+    int rc = 0;
+    if (x.done_tasks != g->n_tasks)
+        rc = ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                          "simulation stalled: %u of %u tasks ran (dependency deadlock)",
+                          x.done_tasks, g->n_tasks);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        if (out->end[t] > out->makespan)
+            out->makespan = out->end[t];
+    out->activities = x.activities;
+
+    for (size_t i = 0; i < n_streams; i++) {
+        if (x.streams[i].count)
+            sg_sem_destroy(x.streams[i].sem);
+        free(x.streams[i].handles);
+    }
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        free(x.groups[i].hosts);
+        free(x.groups[i].by_node);
+    }
+    free(x.groups);
+    free(x.streams);
+    free(x.matrix);
+    free(x.pending);
+    free(x.coll_arrived);
+    free(x.coll_done);
+    free(x.comm_active);
+    free(x.hosts);
+    free(x.speed);
+
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    out->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+    return rc;
+}
+
+void htae_result_free(htae_result *r)
+{
+    free(r->start);
+    free(r->end);
+    r->start = r->end = NULL;
+}

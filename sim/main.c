@@ -1,1 +1,221 @@
-int main(void) { return 3; }
+/* main.c: the protosim command: argument parsing only, then the pipeline
+ * load strategy -> load cluster -> compile -> simulate -> report, and exit codes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../strategies/compile.h"
+#include "../strategies/strategy.h"
+#include "../topology/cluster.h"
+#include "error.h"
+#include "htae.h"
+#include "report.h"
+
+#define PROTOSIM_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+    fputs("usage:\n"
+          "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
+          "               [--trace OUT.trace.json] [--strict-memory] [--quiet]\n"
+          "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
+          "               [--gpus-per-node N] [--oversubscription X]\n"
+          "      KIND: dgx-v100, dgx-a100, dgx-h100\n"
+          "  protosim --version\n"
+          "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
+          "            3 internal error\n",
+          f);
+}
+
+/* Where bundled data (workloads/models, topology/devices) lives. */
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d && *d ? d : PROTOSIM_SOURCE_DIR;
+}
+
+static int fail(const ps_error *e)
+{
+    ps_error_print(e, stderr);
+    return e->code ? e->code : PS_EINTERNAL;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("protosim: error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\n", stderr);
+    usage(stderr);
+    return PS_EINPUT;
+}
+
+/* Strict numeric option values: the whole string must parse. */
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < -1000000000L || v > 1000000000L)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    return (!*s || *end) ? -1 : 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    const char *strategy_path = NULL, *cluster_path = NULL, *json = NULL, *trace = NULL;
+    int strict = 0, quiet = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--cluster") || !strcmp(a, "--json") || !strcmp(a, "--trace")) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--cluster"))
+                cluster_path = v;
+            else if (!strcmp(a, "--json"))
+                json = v;
+            else
+                trace = v;
+        } else if (!strcmp(a, "--strict-memory")) {
+            strict = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            quiet = 1;
+        } else if (a[0] == '-') {
+            return usage_error("unknown option '%s'", a);
+        } else if (!strategy_path) {
+            strategy_path = a;
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (!strategy_path)
+        return usage_error("%s", "run needs a STRATEGY.yaml");
+    if (!cluster_path)
+        return usage_error("%s", "run needs --cluster CLUSTER.xml");
+
+    ps_error err;
+    ps_error_clear(&err);
+    strategy s;
+    if (strategy_load(strategy_path, data_dir(), &s, &err))
+        return fail(&err);
+    cluster c;
+    if (cluster_load(cluster_path, data_dir(), &c, &err)) {
+        strategy_free(&s);
+        return fail(&err);
+    }
+    compiled_plan plan;
+    htae_result res;
+    memset(&res, 0, sizeof res);
+    int rc = compile_plan(&s, &c, &plan, &err);
+    if (!rc)
+        rc = htae_run(plan.graph, &c, NULL, &res, &err);
+    if (!rc) {
+        report_summary sum;
+        report_summarize(&plan, &res, &sum);
+        if (!quiet)
+            report_print_text(stdout, &s, &c, &plan, &res, &sum);
+        if (json)
+            rc = report_write_json(json, &s, &c, &plan, &res, &sum, &err);
+        if (!rc && trace)
+            rc = report_write_trace(trace, &c, &plan, &res, &err);
+        if (!rc && strict && sum.peak_memory_bytes > sum.memory_capacity) {
+            fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
+                    sum.peak_memory_bytes / 1073741824.0, sum.memory_capacity / 1073741824.0);
+            rc = PS_ENOMEM_PLAN;
+        }
+    }
+    if (rc && err.code)
+        fail(&err);
+    htae_result_free(&res);
+    compiled_plan_free(&plan);
+    cluster_free(&c);
+    strategy_free(&s);
+    return rc;
+}
+
+static int cmd_cluster(int argc, char **argv)
+{
+    const char *kind = NULL, *out_path = NULL;
+    cluster_gen_opts o;
+    memset(&o, 0, sizeof o);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int takes = !strcmp(a, "--nodes") || !strcmp(a, "-o") || !strcmp(a, "--nics") ||
+                    !strcmp(a, "--nic-gbps") || !strcmp(a, "--gpus-per-node") ||
+                    !strcmp(a, "--oversubscription");
+        if (takes) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            int bad = 0;
+            if (!strcmp(a, "--nodes"))
+                bad = parse_int(v, &o.nodes);
+            else if (!strcmp(a, "--nics"))
+                bad = parse_int(v, &o.nics_per_node);
+            else if (!strcmp(a, "--gpus-per-node"))
+                bad = parse_int(v, &o.gpus_per_node);
+            else if (!strcmp(a, "--nic-gbps"))
+                bad = parse_double(v, &o.nic_gbps);
+            else if (!strcmp(a, "--oversubscription"))
+                bad = parse_double(v, &o.oversubscription);
+            else
+                out_path = v;
+            if (bad)
+                return usage_error("bad number '%s'", v);
+        } else if (a[0] == '-') {
+            return usage_error("unknown option '%s'", a);
+        } else if (!kind) {
+            kind = a;
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (!kind)
+        return usage_error("%s", "cluster needs a KIND");
+    if (o.nodes < 1)
+        return usage_error("%s", "cluster needs --nodes N (N >= 1)");
+    FILE *f = stdout;
+    if (out_path && !(f = fopen(out_path, "w"))) {
+        ps_error err;
+        ps_error_clear(&err);
+        ps_error_set(&err, PS_EINPUT, out_path, 0, 0, NULL, "cannot write");
+        return fail(&err);
+    }
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = cluster_generate(kind, &o, f, &err);
+    if (f != stdout && fclose(f) != 0 && !rc)
+        rc = ps_error_set(&err, PS_EINPUT, out_path, 0, 0, NULL, "cannot write");
+    if (rc)
+        return fail(&err);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return PS_EINPUT;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "cluster"))
+        return cmd_cluster(argc - 2, argv + 2);
+    if (!strcmp(cmd, "--version")) {
+        printf("protosim %s\n", PROTOSIM_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    return usage_error("unknown command '%s'", cmd);
+}

@@ -70,6 +70,7 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
 
 /* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
+int strategy_vocab_parallel_for_layer(const strategy *s, int layer);   /* last match wins */
 
 int strategy_micro_batches(const strategy *s);    /* global / (micro * dp) */
 

@@ -1,2 +1,250 @@
-/* placeholder: being written */
-typedef int placeholder_cluster;
+/* cluster.c: loading a cluster: start SimGrid on the platform, find the GPUs, order them into
+ * ranks, attach device specs, and group them into nodes by netzone. */
+#include "cluster.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+
+/* Line of `<host id="NAME"` in the platform file, so errors about a host point at it; 0 if not
+ * found (SimGrid keeps no source positions for hosts). */
+static int host_line(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char needle[300];
+    snprintf(needle, sizeof needle, "id=\"%s\"", name);
+    char buf[4096];
+    int line = 0, found = 0;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        line++;
+        found = strstr(buf, "<host") && strstr(buf, needle);
+    }
+    fclose(f);
+    return found ? line : 0;
+}
+
+/* Natural order: digit runs compare as numbers, so n0g2 < n0g10. */
+static int natural_compare(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (*a == '0' && isdigit((unsigned char)a[1]))
+                a++;
+            while (*b == '0' && isdigit((unsigned char)b[1]))
+                b++;
+            size_t la = 0, lb = 0;
+            while (isdigit((unsigned char)a[la]))
+                la++;
+            while (isdigit((unsigned char)b[lb]))
+                lb++;
+            if (la != lb)
+                return la < lb ? -1 : 1;
+            int c = strncmp(a, b, la);
+            if (c)
+                return c;
+            a += la;
+            b += lb;
+        } else {
+            if (*a != *b)
+                return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+            a++;
+            b++;
+        }
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
+static int compare_hosts_by_name(const void *x, const void *y)
+{
+    const char *a = sg_host_get_name(*(const sg_host_t *)x);
+    const char *b = sg_host_get_name(*(const sg_host_t *)y);
+    int c = natural_compare(a, b);
+    return c ? c : strcmp(a, b);
+}
+
+static int parse_rank(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < 0 || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Put the GPU hosts in rank order: by `rank` property if every GPU has one, else by name. */
+static int order_ranks(const char *path, sg_host_t *gpus, int n, ps_error *err)
+{
+    int with_rank = 0;
+    for (int i = 0; i < n; i++)
+        with_rank += sg_host_get_property_value(gpus[i], "rank") != NULL;
+    if (with_rank == 0) {
+        qsort(gpus, (size_t)n, sizeof *gpus, compare_hosts_by_name);
+        return 0;
+    }
+
+    sg_host_t *ordered = calloc((size_t)n, sizeof *ordered);
+    if (!ordered)
+        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "out of memory");
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const char *name = sg_host_get_name(gpus[i]);
+        const char *value = sg_host_get_property_value(gpus[i], "rank");
+        int r;
+        if (!value)
+            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+                              "GPU host '%s' has no rank property, but %d other GPUs have one "
+                              "(give every GPU a rank, or none)", name, with_rank);
+        else if (parse_rank(value, &r))
+            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+                              "GPU host '%s': rank '%s' is not a non-negative integer", name,
+                              value);
+        else if (r >= n)
+            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+                              "GPU host '%s': rank %d leaves a gap (ranks must be 0..%d)", name, r,
+                              n - 1);
+        else if (ordered[r])
+            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+                              "GPU hosts '%s' and '%s' both have rank %d",
+                              sg_host_get_name(ordered[r]), name, r);
+        else
+            ordered[r] = gpus[i];
+    }
+    /* n distinct ranks in 0..n-1 fill every slot, so no gap check is needed beyond r < n. */
+    if (!rc)
+        memcpy(gpus, ordered, (size_t)n * sizeof *gpus);
+    free(ordered);
+    return rc;
+}
+
+static int unknown_device(const char *path, const char *host, const char *gpu,
+                          const device_table *t, ps_error *err)
+{
+    char known[600] = "";
+    size_t len = 0;
+    for (int i = 0; i < t->n && len < sizeof known; i++)
+        len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
+                                t->specs[i].name);
+    return ps_error_set(err, PS_EINPUT, path, host_line(path, host), 0, "gpu",
+                        "GPU host '%s': unknown device '%s' (known: %s)", host, gpu, known);
+}
+
+/* Node of each rank: the netzone holding the host, numbered densely in rank order. */
+static int assign_nodes(const char *path, cluster *c, ps_error *err)
+{
+    const char **zones = calloc((size_t)c->n_gpus, sizeof *zones);
+    if (!zones)
+        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "out of memory");
+    c->n_nodes = 0;
+    for (int r = 0; r < c->n_gpus; r++) {
+        const char *z = cluster_platform_host_zone(c->host_names[r]);
+        if (!z) {
+            free(zones);
+            return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "host '%s' has no netzone",
+                                c->host_names[r]);
+        }
+        int k = 0;
+        while (k < c->n_nodes && strcmp(zones[k], z))
+            k++;
+        if (k == c->n_nodes)
+            zones[c->n_nodes++] = z;
+        c->node_of_rank[r] = k;
+    }
+    free(zones);
+    return 0;
+}
+
+static const char *default_data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d && *d ? d : PROTOSIM_SOURCE_DIR;
+}
+
+int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->file, sizeof out->file, "%s", platform_path);
+
+    /* SimGrid aborts on some unreadable files instead of throwing: check first. */
+    FILE *f = fopen(platform_path, "r");
+    if (!f)
+        return ps_error_set(err, PS_EINPUT, platform_path, 0, 0, "", "cannot open: %s",
+                            strerror(errno));
+    fclose(f);
+
+    char devices_path[1024];
+    snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
+             data_dir && *data_dir ? data_dir : default_data_dir());
+    int rc = device_table_load(devices_path, &out->devices, err);
+    if (rc)
+        return rc;
+
+    char msg[700];
+    int line;
+    if (cluster_platform_start(platform_path, msg, sizeof msg, &line)) {
+        cluster_free(out);
+        return ps_error_set(err, PS_EINPUT, platform_path, line, 0, "", "%s", msg);
+    }
+
+    size_t n_hosts = sg_host_count();
+    sg_host_t *hosts = sg_host_list();
+    int n = 0;
+    for (size_t i = 0; i < n_hosts; i++)
+        if (sg_host_get_property_value(hosts[i], "gpu"))
+            hosts[n++] = hosts[i];
+    if (n == 0) {
+        free(hosts);
+        cluster_free(out);
+        return ps_error_set(err, PS_EINPUT, platform_path, 0, 0, "gpu",
+                            "no GPU in the platform (GPUs are hosts with "
+                            "<prop id=\"gpu\" value=\"A100-SXM4-80GB\"/>, say)");
+    }
+
+    rc = order_ranks(platform_path, hosts, n, err);
+    if (!rc) {
+        out->n_gpus = n;
+        out->host_names = calloc((size_t)n, sizeof *out->host_names);
+        out->node_of_rank = calloc((size_t)n, sizeof *out->node_of_rank);
+        out->device = calloc((size_t)n, sizeof *out->device);
+        if (!out->host_names || !out->node_of_rank || !out->device)
+            rc = ps_error_set(err, PS_EINTERNAL, platform_path, 0, 0, "", "out of memory");
+    }
+    for (int r = 0; !rc && r < n; r++) {
+        const char *name = sg_host_get_name(hosts[r]);
+        const char *gpu = sg_host_get_property_value(hosts[r], "gpu");
+        out->host_names[r] = strdup(name);
+        if (!out->host_names[r])
+            rc = ps_error_set(err, PS_EINTERNAL, platform_path, 0, 0, "", "out of memory");
+        else if (!(out->device[r] = device_table_find(&out->devices, gpu)))
+            rc = unknown_device(platform_path, name, gpu, &out->devices, err);
+    }
+    free(hosts);
+    if (!rc)
+        rc = assign_nodes(platform_path, out, err);
+    if (rc)
+        cluster_free(out);
+    return rc;
+}
+
+void cluster_free(cluster *c)
+{
+    if (c->host_names)
+        for (int i = 0; i < c->n_gpus; i++)
+            free(c->host_names[i]);
+    free(c->host_names);
+    free(c->node_of_rank);
+    free(c->device);
+    device_table_free(&c->devices);
+    c->host_names = NULL;
+    c->node_of_rank = NULL;
+    c->device = NULL;
+    c->n_gpus = c->n_nodes = 0;
+}

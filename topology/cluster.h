@@ -3,6 +3,7 @@
 #ifndef PROTOSIM_CLUSTER_H
 #define PROTOSIM_CLUSTER_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "../sim/error.h"
@@ -45,6 +46,18 @@ typedef struct cluster {
  * data_dir locates topology/devices/devices.yaml. */
 int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err);
 void cluster_free(cluster *c);
+
+/* The SimGrid shim (topology/platform.cpp): SimGrid reports platform errors as C++ exceptions,
+ * which would abort a C caller, so the C++ side catches them and hands back text. For topology/
+ * and sim/htae only; the rest of protosim never sees the engine. */
+
+/* Start the engine once per process and load the platform. Returns 0, or -1 with the exception's
+ * message in msg and its line in *line (0 when the message names none). The environment variable
+ * PROTOSIM_SIMGRID_LOG, e.g. "root.thres:warning", replaces the default critical-only logging. */
+int cluster_platform_start(const char *path, char *msg, size_t msg_cap, int *line);
+/* Name of the netzone directly holding host `name`, or NULL if there is no such host. The string
+ * lives as long as the engine. */
+const char *cluster_platform_host_zone(const char *name);
 
 /* Options of `protosim cluster KIND --nodes N`. Zero/negative fields take KIND's defaults. */
 typedef struct cluster_gen_opts {

@@ -1,1 +1,93 @@
-// placeholder
+/* platform.cpp: the C++ shim between protosim's C code and SimGrid's platform loading.
+ * SimGrid throws on bad platforms; here every exception becomes a message and a line number. */
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+extern "C" {
+#include "cluster.h"
+}
+
+static bool engine_started = false;
+
+/* SimGrid says "Parse error at FILE:LINE: ..." (and "(XML input line LINE" for XML errors). The
+ * file name may hold colons, so look for the path we gave it first. */
+static int line_of_message(const std::string &msg, const char *path)
+{
+    size_t at = msg.find(std::string(path) + ":");
+    if (at != std::string::npos)
+        return std::atoi(msg.c_str() + at + std::strlen(path) + 1);
+    at = msg.find("input line ");
+    if (at != std::string::npos)
+        return std::atoi(msg.c_str() + at + std::strlen("input line "));
+    return 0;
+}
+
+/* The message without its "Parse error at FILE:LINE: " prefix: ps_error prints the position. */
+static const char *without_position(const char *msg, const char *path)
+{
+    std::string prefix = std::string("Parse error at ") + path + ":";
+    if (std::strncmp(msg, prefix.c_str(), prefix.size()))
+        return msg;
+    const char *rest = std::strstr(msg + prefix.size(), ": ");
+    return rest ? rest + 2 : msg;
+}
+
+static void start_engine()
+{
+    /* ptask_L07 with TCP-gamma 0 gives exact fluid timings (1 GB over 100 GB/s = 10.000 ms);
+     * the default LV08 model adds TCP factors that do not describe NVLink. */
+    std::string log = "--log=root.thres:critical";
+    const char *user_log = std::getenv("PROTOSIM_SIMGRID_LOG");
+    if (user_log && *user_log)
+        log = std::string("--log=") + user_log;
+    static char arg0[] = "protosim";
+    static char model[] = "--cfg=host/model:ptask_L07";
+    static char gamma[] = "--cfg=network/TCP-gamma:0";
+    static char precision[] = "--cfg=surf/precision:1e-9";
+    static std::string log_arg;
+    log_arg = log;
+    char *argv[] = {arg0, model, gamma, precision, &log_arg[0], nullptr};
+    int argc = 5;
+    simgrid_init(&argc, argv);
+    engine_started = true;
+}
+
+extern "C" int cluster_platform_start(const char *path, char *msg, size_t msg_cap, int *line)
+{
+    *line = 0;
+    if (engine_started) {
+        /* SimGrid cannot be reset, and a second platform would merge into the first. */
+        std::snprintf(msg, msg_cap, "a platform is already loaded in this process");
+        return -1;
+    }
+    try {
+        start_engine();
+        simgrid_load_platform(path);
+        return 0;
+    } catch (const std::exception &e) {
+        /* simgrid::ParseError, AssertionError and friends all derive from std::exception. */
+        *line = line_of_message(e.what(), path);
+        std::snprintf(msg, msg_cap, "%s", without_position(e.what(), path));
+    } catch (...) {
+        std::snprintf(msg, msg_cap, "unknown error while loading the platform");
+    }
+    return -1;
+}
+
+extern "C" const char *cluster_platform_host_zone(const char *name)
+{
+    try {
+        const simgrid::s4u::Host *h = simgrid::s4u::Host::by_name_or_null(name);
+        if (!h || !h->get_englobing_zone())
+            return nullptr;
+        return h->get_englobing_zone()->get_cname();
+    } catch (...) {
+        return nullptr;
+    }
+}

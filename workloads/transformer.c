@@ -1,2 +1,375 @@
-/* placeholder: being written */
-typedef int placeholder_transformer;
+/* transformer.c: the GPT and BERT builders (Megatron-LM layout) expanding a model into the op
+ * graph of one micro-batch, and the tensor-parallel sharding of one op. */
+#include "workload.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* FLOPs per element of the memory-bound ops (forward; backward counts twice). They only matter
+ * when a kernel is compute bound, which these never are on current GPUs. */
+static const double LAYERNORM_FLOPS_PER_ELEM = 8.0;   /* mean, variance, normalize, affine */
+static const double GELU_FLOPS_PER_ELEM = 10.0;       /* bias add + tanh approximation */
+static const double DROPOUT_ADD_FLOPS_PER_ELEM = 3.0; /* bias add, mask multiply, residual add */
+static const double SOFTMAX_FLOPS_PER_ELEM = 5.0;     /* scale, mask, max, exp, normalize */
+static const double MASK_BYTES = 1.0;                 /* dropout masks are stored as bytes */
+static const double LOSS_FP32_BYTES = 4.0;            /* cross-entropy works on fp32 logits */
+
+typedef struct builder {
+    workload_graph *g;
+    int cap;
+    double e;   /* bytes per element of activations and weights */
+} builder;
+
+/* "layers.3" + ".mlp.fc1", or the bare suffix for ops outside the layers (l < 0). */
+static const char *op_name(char *buf, size_t cap, int l, const char *suffix)
+{
+    int n = l >= 0 ? snprintf(buf, cap, "layers.%d.%s", l, suffix)
+                   : snprintf(buf, cap, "%s", suffix);
+    assert(n > 0 && (size_t)n < cap);
+    (void)n;
+    return buf;
+}
+
+static workload_op *add_op(builder *bd, const char *name, int layer, op_kind kind,
+                           op_split split)
+{
+    workload_graph *g = bd->g;
+    assert(g->n_ops < bd->cap);
+    workload_op *op = &g->ops[g->n_ops++];
+    memset(op, 0, sizeof *op);
+    assert(strlen(name) < sizeof op->name);
+    snprintf(op->name, sizeof op->name, "%s", name);
+    op->layer = layer;
+    op->kind = kind;
+    op->split = split;
+    op->batch = 1;
+    op->kernels = 1;
+    return op;
+}
+
+/* out = X[m,k] . W[k,n] (+ bias[n]); backward computes dX and dW, each as large as forward. */
+static workload_op *add_gemm(builder *bd, const char *name, int layer, op_split split,
+                             double m, double n, double k, int bias)
+{
+    workload_op *op = add_op(bd, name, layer, OP_GEMM, split);
+    op->m = m;
+    op->n = n;
+    op->k = k;
+    op->fwd_flops = 2.0 * m * n * k;
+    op->bwd_flops = 2.0 * op->fwd_flops;
+    op->fwd_bytes = (m * k + k * n + m * n) * bd->e;
+    op->bwd_bytes = 2.0 * op->fwd_bytes;
+    op->params = k * n + (bias ? n : 0.0);
+    return op;
+}
+
+/* A memory-bound op over rows x cols elements: bytes per element given for each pass. */
+static workload_op *add_pointwise(builder *bd, const char *name, int layer, op_kind kind,
+                                  op_split split, double rows, double cols,
+                                  double flops_per_elem, double fwd_bytes_per_elem,
+                                  double bwd_bytes_per_elem)
+{
+    workload_op *op = add_op(bd, name, layer, kind, split);
+    double elems = rows * cols;
+    op->m = rows;
+    op->n = cols;
+    op->fwd_flops = flops_per_elem * elems;
+    op->bwd_flops = 2.0 * op->fwd_flops;
+    op->fwd_bytes = fwd_bytes_per_elem * elems;
+    op->bwd_bytes = bwd_bytes_per_elem * elems;
+    return op;
+}
+
+static void add_layernorm(builder *bd, const char *name, int layer, double tokens, double h)
+{
+    double e = bd->e;
+    /* forward reads x, writes y; backward reads dy and x, writes dx */
+    workload_op *op = add_pointwise(bd, name, layer, OP_LAYERNORM, SPLIT_SEQUENCE, tokens, h,
+                                    LAYERNORM_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    op->fwd_bytes += 2 * h * e;
+    op->bwd_bytes += 2 * h * e;
+    op->params = 2 * h;
+    /* its input (for its own backward) and its output (the input the next GEMM saves):
+     * kept here so that the TP/SP division of Korthikanti et al. falls out of the split */
+    op->act_bytes = 2 * tokens * h * e;
+}
+
+static void add_dropout_add(builder *bd, const char *name, int layer, double tokens, double h)
+{
+    double e = bd->e;
+    /* fused bias-dropout-add: reads x and residual, writes out and mask */
+    workload_op *op = add_pointwise(bd, name, layer, OP_DROPOUT, SPLIT_SEQUENCE, tokens, h,
+                                    DROPOUT_ADD_FLOPS_PER_ELEM, 3 * e + MASK_BYTES,
+                                    2 * e + MASK_BYTES);
+    op->act_bytes = tokens * h * MASK_BYTES;
+}
+
+/* QK^T, scale+mask+softmax, dropout, .V and the context permute; batch = b * heads. */
+static void add_attention_core(builder *bd, int l, double b, double s, double h, double a)
+{
+    double e = bd->e;
+    double d = h / a;
+    char nm[48];
+    workload_op *op = add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION,
+                             SPLIT_HEADS);
+    op->batch = b * a;
+    op->m = s;
+    op->n = s;
+    op->k = d;
+    double scores = b * a * s * s;
+    double qkv1 = b * s * h;   /* one of Q, K, V or the context */
+    /* softmax and dropout on the scores are counted as bytes only */
+    op->fwd_flops = 2.0 * 2.0 * b * s * s * h;
+    op->bwd_flops = 2.0 * op->fwd_flops;
+    /* fwd: QK^T (2Q + S), softmax (2S), dropout (2S + mask), AV (S + 2Q), permute (2Q) */
+    op->fwd_bytes = e * (6 * qkv1 + 6 * scores) + MASK_BYTES * scores;
+    /* bwd: two GEMMs per bmm (4 x (S + 2Q)), dropout (2S + mask), softmax (3S), permute (2Q) */
+    op->bwd_bytes = e * (10 * qkv1 + 9 * scores) + MASK_BYTES * scores;
+    op->act_bytes = scores * (2 * e + MASK_BYTES);   /* softmax out, mask, dropout out */
+    op->kernels = 5;
+    op->selective = 1;
+}
+
+static void add_layer(builder *bd, int l, double b, double s, double h, double a, double f)
+{
+    double e = bd->e;
+    double t = b * s;   /* tokens */
+    char nm[48];
+    workload_op *op;
+
+    add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.qkv"), l, SPLIT_COLUMN, t, 3 * h, h, 1);
+    op->act_bytes = 3 * t * h * e;   /* Q, K, V: kept even under selective recompute */
+    add_attention_core(bd, l, b, s, h, a);
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, h, 1);
+    op->act_bytes = t * h * e;
+    add_dropout_add(bd, op_name(nm, sizeof nm, l, "attn.dropout_add"), l, t, h);
+
+    add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
+    add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc1"), l, SPLIT_COLUMN, t, f, h, 1);
+    /* fused bias-gelu on the sharded fc1 output: saves its input */
+    op = add_pointwise(bd, op_name(nm, sizeof nm, l, "mlp.gelu"), l, OP_ELEMENTWISE,
+                       SPLIT_COLUMN, t, f, GELU_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    op->act_bytes = t * f * e;
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc2"), l, SPLIT_ROW, t, h, f, 1);
+    op->act_bytes = t * f * e;
+    add_dropout_add(bd, op_name(nm, sizeof nm, l, "mlp.dropout_add"), l, t, h);
+}
+
+/* Word + position (+ token type for BERT) lookup, add, dropout. */
+static void add_embedding(builder *bd, const workload_model *m, double b)
+{
+    double e = bd->e;
+    double s = m->seq, h = m->hidden, v = m->vocab;
+    double elems = b * s * h;
+    workload_op *op = add_op(bd, "embedding", -1, OP_EMBEDDING, SPLIT_VOCAB);
+    op->m = b * s;
+    op->n = v;
+    op->k = h;
+    op->fwd_flops = 2.0 * elems;
+    op->bwd_flops = 2.0 * op->fwd_flops;
+    /* lookups (2 each), add (3), dropout (2 + mask) */
+    op->fwd_bytes = 8 * e * elems + MASK_BYTES * elems;
+    /* dropout backward, scatter-adds of dy, and zeroing + accumulating the dense table grad */
+    op->bwd_bytes = 4 * e * elems + MASK_BYTES * elems + 2 * v * h * e;
+    op->params = v * h + s * h + (m->family == FAMILY_BERT ? 2 * h : 0.0);
+    op->act_bytes = MASK_BYTES * elems;
+    op->kernels = 4;
+}
+
+static void add_loss(builder *bd, int L, double tokens, double v)
+{
+    double e = bd->e;
+    /* vocab-parallel cross-entropy: max, subtract, exp, sum, log on fp32 logits */
+    workload_op *op = add_pointwise(bd, "loss", L, OP_LOSS, SPLIT_VOCAB, tokens, v,
+                                    SOFTMAX_FLOPS_PER_ELEM, e + 3 * LOSS_FP32_BYTES,
+                                    LOSS_FP32_BYTES + e);
+    op->act_bytes = tokens * v * LOSS_FP32_BYTES;   /* the fp32 softmax kept for backward */
+    op->kernels = 5;
+}
+
+static int model_check(const workload_model *m, int micro_batch, ps_error *err)
+{
+    if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
+        m->ffn_hidden <= 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
+                            "model '%s' has a non-positive dimension", m->name);
+    if (m->hidden % m->heads != 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.heads",
+                            "hidden (%d) is not divisible by heads (%d)", m->hidden, m->heads);
+    if (micro_batch <= 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
+                            "micro-batch must be positive, got %d", micro_batch);
+    return 0;
+}
+
+int workload_build(const workload_model *m, int micro_batch, precision_t prec,
+                   workload_graph *out, ps_error *err)
+{
+    assert(m && out);
+    memset(out, 0, sizeof *out);
+    int rc = model_check(m, micro_batch, err);
+    if (rc)
+        return rc;
+
+    const int L = m->layers;
+    const double b = micro_batch, s = m->seq, h = m->hidden, a = m->heads;
+    const double f = m->ffn_hidden, v = m->vocab, t = b * s;
+    const int per_layer = 11, extra = 8;
+
+    out->model = *m;
+    out->micro_batch = micro_batch;
+    out->precision = prec;
+    builder bd = {out, L * per_layer + extra, precision_bytes(prec)};
+    out->ops = calloc((size_t)bd.cap, sizeof *out->ops);
+    if (!out->ops)
+        return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "out of memory building '%s'",
+                            m->name);
+
+    add_embedding(&bd, m, b);
+    if (m->family == FAMILY_BERT)
+        add_layernorm(&bd, "embedding.layernorm", -1, t, h);
+    for (int l = 0; l < L; l++)
+        add_layer(&bd, l, b, s, h, a, f);
+
+    workload_op *op;
+    if (m->family == FAMILY_GPT) {
+        add_layernorm(&bd, "final_layernorm", L, t, h);
+        add_gemm(&bd, "lm_head", L, SPLIT_VOCAB, t, v, h, 0);
+    } else {
+        /* MLM head: dense + gelu + layernorm (replicated in Megatron), then the decoder */
+        op = add_gemm(&bd, "head.dense", L, SPLIT_REPLICATED, t, h, h, 1);
+        op->act_bytes = t * h * bd.e;
+        op = add_pointwise(&bd, "head.gelu", L, OP_ELEMENTWISE, SPLIT_REPLICATED, t, h,
+                           GELU_FLOPS_PER_ELEM, 2 * bd.e, 3 * bd.e);
+        op->act_bytes = t * h * bd.e;
+        add_layernorm(&bd, "head.layernorm", L, t, h);
+        add_gemm(&bd, "head.decoder", L, SPLIT_VOCAB, t, v, h, 1);
+    }
+    add_loss(&bd, L, t, v);
+    assert(out->n_ops <= bd.cap);
+
+    for (int i = 0; i < out->n_ops; i++) {
+        const workload_op *o = &out->ops[i];
+        assert(o->fwd_flops >= 0 && o->bwd_flops >= 0 && o->fwd_bytes >= 0 && o->params >= 0);
+        out->total_params += o->params;
+        out->fwd_flops += o->fwd_flops;
+        out->bwd_flops += o->bwd_flops;
+    }
+    return 0;
+}
+
+void workload_graph_free(workload_graph *g)
+{
+    if (!g)
+        return;
+    free(g->ops);
+    g->ops = NULL;
+    g->n_ops = 0;
+}
+
+/* ---- tensor-parallel sharding ---- */
+
+static void divide_work(workload_op *o, double tp)
+{
+    o->fwd_flops /= tp;
+    o->bwd_flops /= tp;
+    o->fwd_bytes /= tp;
+    o->bwd_bytes /= tp;
+    o->act_bytes /= tp;
+}
+
+/* A GEMM's traffic is its three matrices: rescale bytes to the sharded shape. */
+static void gemm_reshape(workload_op *o, double m, double n, double k)
+{
+    double before = o->m * o->k + o->k * o->n + o->m * o->n;
+    double after = m * k + k * n + m * n;
+    assert(before > 0);
+    o->fwd_bytes *= after / before;
+    o->bwd_bytes *= after / before;
+    o->m = m;
+    o->n = n;
+    o->k = k;
+}
+
+/* Split a GEMM's weight on N (column / vocab) or K (row); the bias is split on N only. */
+static void shard_gemm(workload_op *o, double tp, int on_n)
+{
+    double weight = o->k * o->n, bias = o->params - weight;
+    assert(bias >= 0);
+    if (on_n) {
+        gemm_reshape(o, o->m, o->n / tp, o->k);
+        o->params = (weight + bias) / tp;
+    } else {
+        gemm_reshape(o, o->m, o->n, o->k / tp);
+        o->params = weight / tp + bias;   /* row-parallel bias is added after the all-reduce */
+    }
+    o->fwd_flops /= tp;
+    o->bwd_flops /= tp;
+    o->act_bytes /= tp;
+}
+
+void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
+                       workload_op *out)
+{
+    assert(op && out && tp >= 1);
+    *out = *op;
+    if (tp == 1)
+        return;
+    const double t = tp;
+
+    switch (op->split) {
+    case SPLIT_REPLICATED:
+        break;
+    case SPLIT_SEQUENCE:
+        if (sequence_parallel) {
+            out->m /= t;
+            divide_work(out, t);
+        }
+        break;
+    case SPLIT_COLUMN:
+        if (op->kind == OP_GEMM) {
+            shard_gemm(out, t, 1);
+        } else {
+            out->n /= t;
+            divide_work(out, t);
+            out->params /= t;
+        }
+        break;
+    case SPLIT_ROW:
+        if (op->kind == OP_GEMM) {
+            shard_gemm(out, t, 0);
+        } else {
+            out->k /= t;
+            divide_work(out, t);
+            out->params /= t;
+        }
+        break;
+    case SPLIT_HEADS:
+        out->batch /= t;
+        divide_work(out, t);
+        out->params /= t;
+        break;
+    case SPLIT_VOCAB:
+        if (!vocab_parallel)
+            break;
+        if (op->kind == OP_GEMM) {
+            shard_gemm(out, t, 1);
+        } else if (op->kind == OP_EMBEDDING) {
+            /* each rank looks up its slice of the table and writes a full (masked) output
+             * that is then all-reduced: only the word table divides */
+            double word = op->n * op->k;
+            assert(op->params >= word);
+            out->n /= t;
+            out->params = word / t + (op->params - word);
+        } else {
+            out->n /= t;
+            divide_work(out, t);
+            out->params /= t;
+        }
+        break;
+    }
+    assert(out->fwd_flops >= 0 && out->fwd_bytes >= 0 && out->params >= 0);
+}

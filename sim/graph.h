@@ -1,0 +1,109 @@
+/* graph.h: the distributed execution graph the compiler emits and the executor runs: per-GPU
+ * streams of tasks in program order, edges across streams and GPUs, collectives over groups. */
+#ifndef PROTOSIM_GRAPH_H
+#define PROTOSIM_GRAPH_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum { TASK_COMPUTE, TASK_TRANSFER, TASK_COLLECTIVE } task_kind;
+
+/* Streams of one GPU, like CUDA streams: compute, tensor-parallel collectives, pipeline
+ * point-to-point, data-parallel collectives. */
+typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_COUNT } stream_id;
+
+/* What a task is for; the report's breakdown and the trace colour by it. */
+typedef enum {
+    CAT_FORWARD, CAT_BACKWARD, CAT_RECOMPUTE, CAT_OPTIMIZER,
+    CAT_TP_COMM, CAT_PP_COMM, CAT_DP_COMM, CAT_COUNT
+} task_category;
+
+typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
+
+typedef struct htae_task {
+    uint8_t kind;          /* task_kind */
+    uint8_t stream;        /* stream_id */
+    uint8_t category;      /* task_category */
+    int32_t rank;
+    int32_t peer;          /* TASK_TRANSFER: destination rank */
+    int32_t coll;          /* TASK_COLLECTIVE: collective index */
+    int32_t label;         /* index into the label table */
+    int32_t micro;         /* micro-batch, -1 if none (for trace names) */
+    double seconds;        /* TASK_COMPUTE: duration on an idle GPU */
+    double bytes;          /* TRANSFER: payload; COLLECTIVE: per-rank buffer size */
+    uint32_t succ_first;   /* into graph->succ, after finalize */
+    uint32_t n_succ;
+    uint32_t n_pred;
+} htae_task;
+
+/* A group of ranks that run collectives together, in ring order. */
+typedef struct htae_group {
+    uint32_t first;        /* into graph->group_ranks */
+    uint32_t n;
+} htae_group;
+
+typedef struct htae_collective {
+    coll_kind kind;
+    int32_t group;
+    double bytes;          /* per-rank buffer size S */
+    uint32_t first_task;   /* into graph->coll_tasks: one task per member, in group order */
+} htae_collective;
+
+typedef struct htae_graph {
+    int n_ranks;
+    htae_task *tasks;
+    uint32_t n_tasks, cap_tasks;
+
+    uint32_t *edges;            /* pairs (from, to) until finalize */
+    uint32_t n_edges, cap_edges;
+    uint32_t *succ;             /* CSR successor lists, after finalize */
+
+    htae_group *groups;
+    uint32_t n_groups, cap_groups;
+    int32_t *group_ranks;
+    uint32_t n_group_ranks, cap_group_ranks;
+
+    htae_collective *colls;
+    uint32_t n_colls, cap_colls;
+    uint32_t *coll_tasks;
+    uint32_t n_coll_tasks, cap_coll_tasks;
+
+    char **labels;
+    int n_labels, cap_labels;
+
+    /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
+     * stream_first[i+1]) with i = r * STREAM_COUNT + s, in program order. */
+    uint32_t *stream_first;
+    uint32_t *stream_tasks;
+    int finalized;
+} htae_graph;
+
+htae_graph *htae_graph_create(int n_ranks);
+void htae_graph_free(htae_graph *g);
+
+/* Intern a label (task names in traces). */
+int htae_label(htae_graph *g, const char *name);
+
+uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
+                          int micro);
+/* A point-to-point transfer issued by `src` on stream `stream` (the receiver only depends on it). */
+uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
+                           task_category cat, int label, int micro);
+/* A group of ranks, ring order as given. Callers create each group once and reuse its id. */
+int htae_add_group(htae_graph *g, const int *ranks, int n);
+/* One collective over `group`: adds one task per member on `stream`; their ids are written to
+ * task_ids (in group order) when it is not NULL. Returns the collective index. */
+int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
+                        task_category cat, int label, int micro, uint32_t *task_ids);
+void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
+
+/* Build successor lists and stream orders; fail (PS_EINTERNAL) on a cycle, counting the
+ * implicit program-order edges of each stream. */
+int htae_graph_finalize(htae_graph *g, ps_error *err);
+
+const char *task_category_name(task_category c);
+const char *stream_name(stream_id s);
+const char *coll_kind_name(coll_kind k);
+
+#endif

@@ -1,0 +1,40 @@
+/* htae.h: the hierarchical topology-aware executor: runs an execution graph on the SimGrid
+ * platform of a cluster, one actor per GPU stream, and records when every task ran. */
+#ifndef PROTOSIM_HTAE_H
+#define PROTOSIM_HTAE_H
+
+#include <stdint.h>
+
+#include "../topology/cluster.h"
+#include "error.h"
+#include "graph.h"
+
+/* Executor constants that are not properties of the platform. */
+typedef struct htae_options {
+    double overlap_slowdown;     /* compute slows by this fraction while its GPU communicates */
+    double coll_launch_s;        /* fixed cost of starting one collective (NCCL kernel launch) */
+    double coll_step_s;          /* per algorithm step (ring hop) software/protocol latency */
+    double p2p_launch_s;         /* fixed cost of one point-to-point transfer */
+} htae_options;
+
+void htae_default_options(htae_options *o);
+
+typedef struct htae_result {
+    double makespan;             /* simulated seconds until the last task ended */
+    double *start, *end;         /* [n_tasks] simulated start and end of each task */
+    uint64_t activities;         /* SimGrid activities run (executions and flows) */
+    double wall_s;               /* host seconds spent in the simulation */
+} htae_result;
+
+/* Run `g` (finalized) on the cluster's platform; the engine must have been started by
+ * cluster_load in this process. One call per process. */
+int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
+             ps_error *err);
+void htae_result_free(htae_result *r);
+
+/* Time of a collective alone on the platform, as the executor would simulate it: the model the
+ * tests check against 2(p-1)/p * S / B + latency terms. Exposed for tests and docs. */
+double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int members,
+                               double route_latency);
+
+#endif

@@ -1,0 +1,481 @@
+/* test_cluster.c: unit tests of topology/: device table, cluster loading, the DGX generator, and
+ * the link timings SimGrid gives on a loaded platform. Each test forks: one engine per process. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
+
+#include "../topology/cluster.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d ? d : PROTOSIM_SOURCE_DIR;
+}
+
+static void fixture_path(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/tests/data/cluster/%s", data_dir(), name);
+}
+
+static void bundled_path(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/topology/clusters/%s", data_dir(), name);
+}
+
+static void load_ok(const char *path, cluster *c)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = cluster_load(path, data_dir(), c, &err);
+    if (rc)
+        ps_error_print(&err, stderr);
+    ck_assert_msg(rc == 0, "%s: %s:%d %s: %s", path, err.file, err.line, err.field, err.message);
+}
+
+/* Load a fixture that must fail with PS_EINPUT; returns the error for further checks. */
+static ps_error load_fails(const char *fixture)
+{
+    char path[1024];
+    fixture_path(path, sizeof path, fixture);
+    cluster c;
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = cluster_load(path, data_dir(), &c, &err);
+    ck_assert_msg(rc == PS_EINPUT, "%s: expected PS_EINPUT, got %d", fixture, rc);
+    ck_assert_int_eq(err.code, PS_EINPUT);
+    ck_assert_ptr_null(c.host_names);
+    return err;
+}
+
+/* Generate KIND into a temporary file and return its path (in buf). */
+static void generate_to(const char *kind, const cluster_gen_opts *o, char *buf, size_t n)
+{
+    snprintf(buf, n, "/tmp/protosim_test_cluster_%d.xml", (int)getpid());
+    FILE *f = fopen(buf, "w");
+    ck_assert_ptr_nonnull(f);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate(kind, o, f, &err), 0);
+    fclose(f);
+}
+
+/* ---- device table ---- */
+
+START_TEST(devices_bundled)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", data_dir());
+    device_table t;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(device_table_load(path, &t, &err), 0);
+    ck_assert_int_ge(t.n, 8);
+
+    const device_spec *a = device_table_find(&t, "A100-SXM4-80GB");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_double_eq_tol(a->peak_flops[PREC_BF16], 312e12, 1);
+    ck_assert_double_eq_tol(a->peak_flops[PREC_TF32], 156e12, 1);
+    ck_assert_double_eq_tol(a->peak_flops[PREC_FP32], 19.5e12, 1);
+    ck_assert_double_eq_tol(a->hbm_bw, 2039e9, 1);
+    ck_assert_double_eq_tol(a->hbm_bytes, 80.0 * 1073741824.0, 1);
+    ck_assert_int_eq(a->sms, 108);
+
+    const device_spec *v = device_table_find(&t, "V100-SXM2-32GB");
+    ck_assert_ptr_nonnull(v);
+    /* No BF16 on Volta: the table gives the fp16 figure. */
+    ck_assert_double_eq_tol(v->peak_flops[PREC_BF16], v->peak_flops[PREC_FP16], 1);
+    ck_assert_double_eq_tol(v->peak_flops[PREC_TF32], v->peak_flops[PREC_FP32], 1);
+
+    const device_spec *h = device_table_find(&t, "H200-SXM-141GB");
+    ck_assert_ptr_nonnull(h);
+    ck_assert_double_eq_tol(h->hbm_bytes, 141e9, 1);
+    ck_assert_ptr_nonnull(device_table_find(&t, "H100-SXM5-80GB"));
+    ck_assert_ptr_null(device_table_find(&t, "A100"));
+    device_table_free(&t);
+}
+END_TEST
+
+START_TEST(devices_bad_key)
+{
+    char path[1024];
+    fixture_path(path, sizeof path, "bad_devices.yaml");
+    device_table t;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(device_table_load(path, &t, &err), PS_EINPUT);
+    ck_assert_int_eq(err.line, 11);
+    ck_assert_int_eq(err.column, 3);
+    ck_assert_str_eq(err.field, "fp32_tflop");
+    ck_assert_ptr_null(t.specs);
+}
+END_TEST
+
+/* ---- loading ---- */
+
+START_TEST(dgx4_loads)
+{
+    char path[1024];
+    bundled_path(path, sizeof path, "dgx4.xml");
+    cluster c;
+    load_ok(path, &c);
+    ck_assert_int_eq(c.n_gpus, 4);
+    ck_assert_int_eq(c.n_nodes, 1);
+    for (int r = 0; r < 4; r++) {
+        char want[16];
+        snprintf(want, sizeof want, "n0g%d", r);
+        ck_assert_str_eq(c.host_names[r], want);
+        ck_assert_int_eq(c.node_of_rank[r], 0);
+        ck_assert_str_eq(c.device[r]->name, "A100-SXM4-80GB");
+    }
+    ck_assert_double_eq_tol(c.device[0]->peak_flops[PREC_BF16], 312e12, 1);
+    ck_assert_double_eq_tol(c.device[0]->hbm_bw, 2039e9, 1);
+    /* NVSwitch: any GPU pair gets a GPU's full 300 GB/s per direction. */
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(sg_host_by_name("n0g0"),
+                                                        sg_host_by_name("n0g3")), 300e9, 1);
+    ck_assert_double_eq_tol(sg_host_get_speed(sg_host_by_name("n0g2")), 312e12, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(generated_a100_two_nodes)
+{
+    char path[256];
+    cluster_gen_opts o = {.nodes = 2};
+    generate_to("dgx-a100", &o, path, sizeof path);
+    cluster c;
+    load_ok(path, &c);
+    remove(path);
+    ck_assert_int_eq(c.n_gpus, 16);
+    ck_assert_int_eq(c.n_nodes, 2);
+    for (int r = 0; r < 16; r++) {
+        char want[16];
+        snprintf(want, sizeof want, "n%dg%d", r / 8, r % 8);
+        ck_assert_str_eq(c.host_names[r], want);
+        ck_assert_int_eq(c.node_of_rank[r], r / 8);
+    }
+    /* Across nodes the NIC (HDR, 25 GB/s) binds; NIC ports 2.5 us each. */
+    sg_host_t a = sg_host_by_name("n0g0"), b = sg_host_by_name("n1g5");
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(a, b), 25e9, 1);
+    ck_assert_double_eq_tol(sg_host_get_route_latency(a, b), 5e-6, 1e-12);
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(a, sg_host_by_name("n0g7")), 300e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(generated_v100_cube_mesh)
+{
+    char path[256];
+    cluster_gen_opts o = {.nodes = 2};
+    generate_to("dgx-v100", &o, path, sizeof path);
+    cluster c;
+    load_ok(path, &c);
+    remove(path);
+    ck_assert_int_eq(c.n_gpus, 16);
+    ck_assert_str_eq(c.device[0]->name, "V100-SXM2-32GB");
+    /* GPU0-GPU3 have two NVLink2 links, GPU0-GPU1 one, GPU0-GPU5 none (PCIe). */
+    sg_host_t g0 = sg_host_by_name("n0g0");
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g3")), 50e9, 1);
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g1")), 25e9, 1);
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g5")), 15.75e9,
+                            1);
+    /* Off node: one EDR NIC per GPU pair, 12.5 GB/s. */
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n1g1")), 12.5e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(generated_h100_one_node)
+{
+    char path[256];
+    cluster_gen_opts o = {.nodes = 1};
+    generate_to("dgx-h100", &o, path, sizeof path);
+    cluster c;
+    load_ok(path, &c);
+    remove(path);
+    ck_assert_int_eq(c.n_gpus, 8);
+    ck_assert_int_eq(c.n_nodes, 1);
+    ck_assert_str_eq(c.device[7]->name, "H100-SXM5-80GB");
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(sg_host_by_name("n0g1"),
+                                                        sg_host_by_name("n0g6")), 450e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(generated_oversubscribed_fabric)
+{
+    char path[256];
+    cluster_gen_opts o = {.nodes = 3, .nics_per_node = 2, .nic_gbps = 400,
+                          .oversubscription = 4};
+    generate_to("dgx-a100", &o, path, sizeof path);
+    cluster c;
+    load_ok(path, &c);
+    remove(path);
+    ck_assert_int_eq(c.n_gpus, 24);
+    ck_assert_int_eq(c.n_nodes, 3);
+    ck_assert_int_eq(c.node_of_rank[23], 2);
+    /* 2 NDR NICs = 100 GB/s per node, / 4 = 25 GB/s into the fabric; a NIC (50 GB/s) is shared
+     * by four GPUs. */
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(sg_host_by_name("n0g0"),
+                                                        sg_host_by_name("n2g7")), 25e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+/* The bundled files are the generator's output: regenerating them must change nothing. */
+static void check_bundled_matches(const char *name, const char *kind, cluster_gen_opts o)
+{
+    char path[1024];
+    bundled_path(path, sizeof path, name);
+    char *bundled = NULL, *fresh = NULL;
+    size_t nb = 0, nf = 0;
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    FILE *m = open_memstream(&bundled, &nb);
+    int ch;
+    while ((ch = fgetc(f)) != EOF)
+        fputc(ch, m);
+    fclose(f);
+    fclose(m);
+    m = open_memstream(&fresh, &nf);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate(kind, &o, m, &err), 0);
+    fclose(m);
+    ck_assert_msg(nb == nf && !memcmp(bundled, fresh, nb),
+                  "%s differs from `protosim cluster %s` output: regenerate it", name, kind);
+    free(bundled);
+    free(fresh);
+}
+
+START_TEST(bundled_are_generated)
+{
+    check_bundled_matches("dgx4.xml", "dgx-a100",
+                          (cluster_gen_opts){.nodes = 1, .gpus_per_node = 4});
+    check_bundled_matches("dgx-a100-2node.xml", "dgx-a100", (cluster_gen_opts){.nodes = 2});
+}
+END_TEST
+
+START_TEST(generate_rejects_bad_options)
+{
+    ps_error err;
+    FILE *devnull = fopen("/dev/null", "w");
+    cluster_gen_opts o = {.nodes = 1};
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-b200", &o, devnull, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "kind");
+    o.nodes = 0;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-a100", &o, devnull, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "nodes");
+    o = (cluster_gen_opts){.nodes = 1, .gpus_per_node = 16};
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-v100", &o, devnull, &err), PS_EINPUT);
+    o = (cluster_gen_opts){.nodes = 1, .oversubscription = 0.5};
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-h100", &o, devnull, &err), PS_EINPUT);
+    fclose(devnull);
+}
+END_TEST
+
+START_TEST(rank_property_order)
+{
+    char path[1024];
+    fixture_path(path, sizeof path, "reverse_rank.xml");
+    cluster c;
+    load_ok(path, &c);
+    ck_assert_int_eq(c.n_gpus, 4);
+    ck_assert_str_eq(c.host_names[0], "g3");
+    ck_assert_str_eq(c.host_names[1], "g2");
+    ck_assert_str_eq(c.host_names[2], "g1");
+    ck_assert_str_eq(c.host_names[3], "g0");
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(natural_name_order)
+{
+    char path[1024];
+    fixture_path(path, sizeof path, "natural_order.xml");
+    cluster c;
+    load_ok(path, &c);
+    ck_assert_int_eq(c.n_gpus, 4);
+    ck_assert_str_eq(c.host_names[0], "n0g0");
+    ck_assert_str_eq(c.host_names[1], "n0g1");
+    ck_assert_str_eq(c.host_names[2], "n0g2");
+    ck_assert_str_eq(c.host_names[3], "n0g10");
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(malformed_xml)
+{
+    ps_error err = load_fails("malformed.xml");
+    ck_assert_int_eq(err.line, 8);
+    ck_assert_ptr_nonnull(strstr(err.file, "malformed.xml"));
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+    cluster c;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_load("/nonexistent/protosim.xml", data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
+    ck_assert_str_eq(err.file, "/nonexistent/protosim.xml");
+}
+END_TEST
+
+START_TEST(unknown_gpu)
+{
+    ps_error err = load_fails("unknown_gpu.xml");
+    ck_assert_str_eq(err.field, "gpu");
+    ck_assert_int_eq(err.line, 7);
+    ck_assert_ptr_nonnull(strstr(err.message, "'g1'"));
+    ck_assert_ptr_nonnull(strstr(err.message, "B300-SXM-288GB"));
+    ck_assert_ptr_nonnull(strstr(err.message, "A100-SXM4-80GB"));  /* lists the known ones */
+}
+END_TEST
+
+START_TEST(duplicate_rank)
+{
+    ps_error err = load_fails("dup_rank.xml");
+    ck_assert_str_eq(err.field, "rank");
+    ck_assert_ptr_nonnull(strstr(err.message, "'g1'"));
+    ck_assert_ptr_nonnull(strstr(err.message, "'g2'"));
+}
+END_TEST
+
+START_TEST(bad_ranks)
+{
+    static const char *const fixture[] = {"gap_rank.xml", "partial_rank.xml", "bad_rank.xml"};
+    static const char *const culprit[] = {"'g2'", "'g2'", "'g1'"};
+    ps_error err = load_fails(fixture[_i]);
+    ck_assert_str_eq(err.field, "rank");
+    ck_assert_ptr_nonnull(strstr(err.message, culprit[_i]));
+    ck_assert_int_gt(err.line, 0);
+}
+END_TEST
+
+START_TEST(no_gpu)
+{
+    ps_error err = load_fails("no_gpu.xml");
+    ck_assert_str_eq(err.field, "gpu");
+}
+END_TEST
+
+/* ---- timings on a loaded platform (SimGrid C API directly) ---- */
+
+enum { MAX_FLOWS = 2 };
+static sg_host_t flow_from[MAX_FLOWS], flow_to[MAX_FLOWS];
+static double flow_end[MAX_FLOWS];
+
+/* One transfer with no receiving actor: a two-host parallel exec with zero FLOPs. */
+static void flow_actor(int argc, char **argv)
+{
+    ck_assert_int_eq(argc, 2);
+    int i = atoi(argv[1]);
+    sg_host_t hosts[2] = {flow_from[i], flow_to[i]};
+    double flops[2] = {0, 0};
+    double bytes[4] = {0, 1e9, 0, 0};
+    sg_exec_t e = sg_actor_parallel_exec_init(2, hosts, flops, bytes);
+    sg_exec_start(e);
+    sg_exec_wait(e);
+    flow_end[i] = simgrid_get_clock();
+}
+
+/* Load two_gpus.xml (a, b, one 100 GB/s split-duplex link) and run 1e9-byte flows. */
+static void run_flows(int n, const char *const from[], const char *const to[])
+{
+    char path[1024];
+    fixture_path(path, sizeof path, "two_gpus.xml");
+    cluster c;
+    load_ok(path, &c);
+    for (int i = 0; i < n; i++) {
+        flow_from[i] = sg_host_by_name(from[i]);
+        flow_to[i] = sg_host_by_name(to[i]);
+        char index[8];
+        snprintf(index, sizeof index, "%d", i);
+        const char *argv[] = {"flow", index};
+        sg_actor_create_("flow", flow_from[i], flow_actor, 2, argv);
+    }
+    simgrid_run();
+    cluster_free(&c);
+}
+
+START_TEST(timing_one_flow)
+{
+    run_flows(1, (const char *[]){"a"}, (const char *[]){"b"});
+    ck_assert_double_eq_tol(flow_end[0], 0.010, 0.010 * 1e-3);
+}
+END_TEST
+
+START_TEST(timing_two_flows_same_direction)
+{
+    run_flows(2, (const char *[]){"a", "a"}, (const char *[]){"b", "b"});
+    ck_assert_double_eq_tol(flow_end[0], 0.020, 0.020 * 1e-3);
+    ck_assert_double_eq_tol(flow_end[1], 0.020, 0.020 * 1e-3);
+}
+END_TEST
+
+START_TEST(timing_two_flows_opposite_directions)
+{
+    /* Split duplex: each direction has the full 100 GB/s. */
+    run_flows(2, (const char *[]){"a", "b"}, (const char *[]){"b", "a"});
+    ck_assert_double_eq_tol(flow_end[0], 0.010, 0.010 * 1e-3);
+    ck_assert_double_eq_tol(flow_end[1], 0.010, 0.010 * 1e-3);
+}
+END_TEST
+
+static Suite *cluster_suite(void)
+{
+    Suite *s = suite_create("cluster");
+    TCase *t = tcase_create("devices");
+    tcase_add_test(t, devices_bundled);
+    tcase_add_test(t, devices_bad_key);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("load");
+    tcase_add_test(t, dgx4_loads);
+    tcase_add_test(t, rank_property_order);
+    tcase_add_test(t, natural_name_order);
+    tcase_add_test(t, malformed_xml);
+    tcase_add_test(t, missing_file);
+    tcase_add_test(t, unknown_gpu);
+    tcase_add_test(t, duplicate_rank);
+    tcase_add_loop_test(t, bad_ranks, 0, 3);
+    tcase_add_test(t, no_gpu);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("generate");
+    tcase_add_test(t, generated_a100_two_nodes);
+    tcase_add_test(t, generated_v100_cube_mesh);
+    tcase_add_test(t, generated_h100_one_node);
+    tcase_add_test(t, generated_oversubscribed_fabric);
+    tcase_add_test(t, bundled_are_generated);
+    tcase_add_test(t, generate_rejects_bad_options);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("timing");
+    tcase_add_test(t, timing_one_flow);
+    tcase_add_test(t, timing_two_flows_same_direction);
+    tcase_add_test(t, timing_two_flows_opposite_directions);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cluster_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

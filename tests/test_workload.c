@@ -1,0 +1,336 @@
+/* test_workload.c: model loading (YAML, errors with positions), the transformer op graph
+ * (parameter and FLOP counts by hand, activations per Korthikanti et al.) and TP sharding. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../workloads/workload.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d ? d : PROTOSIM_SOURCE_DIR;
+}
+
+static workload_model load_ok(const char *name)
+{
+    workload_model m;
+    ps_error err = {0};
+    int rc = workload_model_load(name, data_dir(), &m, &err);
+    ck_assert_msg(rc == 0, "%s: %s", name, err.message);
+    return m;
+}
+
+static const workload_op *find_op(const workload_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_ops; i++)
+        if (strcmp(g->ops[i].name, name) == 0)
+            return &g->ops[i];
+    ck_abort_msg("no op %s", name);
+    return NULL;
+}
+
+/* Write text to a temporary .yaml file; the caller unlinks it. */
+static void write_tmp(char *path, size_t cap, const char *text)
+{
+    snprintf(path, cap, "/tmp/protosim_test_wl_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static int load_text(const char *text, workload_model *m, ps_error *err)
+{
+    char path[64];
+    write_tmp(path, sizeof path, text);
+    int rc = workload_model_load(path, data_dir(), m, err);
+    unlink(path);
+    return rc;
+}
+
+START_TEST(precision_names_and_sizes)
+{
+    precision_t p;
+    ck_assert_int_eq(precision_parse("bf16", &p), 0);
+    ck_assert_int_eq(p, PREC_BF16);
+    ck_assert_int_eq(precision_parse("tf32", &p), 0);
+    ck_assert_int_eq(p, PREC_TF32);
+    ck_assert_int_eq(precision_parse("fp8", &p), -1);
+    ck_assert_int_eq(precision_bytes(PREC_FP16), 2);
+    ck_assert_int_eq(precision_bytes(PREC_TF32), 4);
+    ck_assert_str_eq(precision_name(PREC_FP32), "fp32");
+}
+END_TEST
+
+START_TEST(gpt3_175b_params)
+{
+    workload_model m = load_ok("gpt3-175b");
+    ck_assert_str_eq(m.name, "gpt3-175b");
+    ck_assert_int_eq(m.family, FAMILY_GPT);
+    ck_assert_int_eq(m.ffn_hidden, 4 * 12288);
+
+    workload_graph g;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+    double L = 96, h = 12288, V = 51200, s = 2048;
+    /* per layer: 12h^2 weights + 13h biases and layernorms; word + position embeddings,
+     * final layernorm, and the (untied) LM head counted on its own */
+    double hand = 12 * L * h * h + 13 * L * h + V * h + s * h + 2 * h + V * h;
+    ck_assert_double_eq_tol(g.total_params, hand, 1.0);
+    ck_assert_msg(fabs(g.total_params / 174.6e9 - 1) < 0.01, "params %.4g", g.total_params);
+
+    /* training FLOPs per token ~ 6 x params + attention (Narayanan et al. 2021 eq. 3) */
+    double tokens = s;
+    double per_token = (g.fwd_flops + g.bwd_flops) / tokens;
+    double attention = 3 * 4 * L * s * h;   /* 4 s h per layer per token, fwd + bwd */
+    double expect = 6 * (12 * L * h * h + V * h) + attention;
+    ck_assert_msg(fabs(per_token / expect - 1) < 0.01, "%.4g vs %.4g", per_token, expect);
+    workload_graph_free(&g);
+}
+END_TEST
+
+START_TEST(gemm_flops_by_hand)
+{
+    workload_model m = load_ok("gpt3-1.3b");
+    workload_graph g;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_build(&m, 4, PREC_FP16, &g, &err), 0);
+    const workload_op *fc1 = find_op(&g, "layers.3.mlp.fc1");
+    double mm = 4.0 * 2048, n = 4.0 * 2048, k = 2048;
+    ck_assert_int_eq(fc1->kind, OP_GEMM);
+    ck_assert_int_eq(fc1->split, SPLIT_COLUMN);
+    ck_assert_int_eq(fc1->layer, 3);
+    ck_assert_double_eq(fc1->m, mm);
+    ck_assert_double_eq(fc1->fwd_flops, 2 * mm * n * k);
+    ck_assert_double_eq(fc1->bwd_flops, 4 * mm * n * k);
+    ck_assert_double_eq(fc1->fwd_bytes, (mm * k + k * n + mm * n) * 2);
+    ck_assert_double_eq(fc1->params, k * n + n);
+
+    const workload_op *core = find_op(&g, "layers.0.attn.core");
+    ck_assert_int_eq(core->kind, OP_ATTENTION);
+    ck_assert_double_eq(core->batch, 4.0 * 16);
+    ck_assert_double_eq(core->fwd_flops, 4.0 * 4 * 2048.0 * 2048 * 2048);
+    ck_assert_int_eq(core->selective, 1);
+
+    ck_assert_str_eq(g.ops[0].name, "embedding");
+    ck_assert_int_eq(g.ops[0].layer, -1);
+    ck_assert_str_eq(g.ops[g.n_ops - 1].name, "loss");
+    ck_assert_int_eq(g.ops[g.n_ops - 1].layer, 24);
+    workload_graph_free(&g);
+}
+END_TEST
+
+/* Korthikanti et al. 2022: s b h (34 + 5 a s / h) bytes per layer at 2-byte precision,
+ * s b h (10 + 24/t + 5 a s / (h t)) under TP and s b h (34 + 5 a s / h) / t with SP. */
+START_TEST(activations_per_layer)
+{
+    workload_model m = load_ok("gpt3-2.7b");
+    workload_graph g;
+    ps_error err = {0};
+    int b = 2;
+    ck_assert_int_eq(workload_build(&m, b, PREC_BF16, &g, &err), 0);
+    double s = m.seq, h = m.hidden, a = m.heads, sbh = s * b * h;
+    for (int t = 1; t <= 4; t *= 2) {
+        for (int sp = 0; sp <= 1; sp++) {
+            double sum = 0, dropped = 0;
+            for (int i = 0; i < g.n_ops; i++) {
+                if (g.ops[i].layer != 5)
+                    continue;
+                workload_op o;
+                workload_op_shard(&g.ops[i], t, sp, 0, &o);
+                sum += o.act_bytes;
+                if (o.selective)
+                    dropped += o.act_bytes;
+            }
+            double attn = 5 * a * s / h / t;
+            double expect = sp ? sbh * (34.0 / t + attn) : sbh * (10 + 24.0 / t + attn);
+            ck_assert_double_eq_tol(sum, expect, 1e-6 * expect);
+            ck_assert_double_eq_tol(dropped, sbh * attn, 1e-6 * expect);
+        }
+    }
+    workload_graph_free(&g);
+}
+END_TEST
+
+START_TEST(shard_column_and_row)
+{
+    workload_model m = load_ok("gpt2-large");
+    workload_graph g;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_build(&m, 1, PREC_FP16, &g, &err), 0);
+    const workload_op *fc1 = find_op(&g, "layers.0.mlp.fc1");
+    workload_op o;
+    workload_op_shard(fc1, 2, 0, 0, &o);
+    ck_assert_double_eq(o.n, fc1->n / 2);
+    ck_assert_double_eq(o.k, fc1->k);
+    ck_assert_double_eq(o.fwd_flops, fc1->fwd_flops / 2);
+    ck_assert_double_eq(o.bwd_flops, fc1->bwd_flops / 2);
+    ck_assert_double_eq(o.params, fc1->params / 2);
+    ck_assert_double_eq_tol(o.fwd_bytes, (o.m * o.k + o.k * o.n + o.m * o.n) * 2, 1e-3);
+
+    const workload_op *fc2 = find_op(&g, "layers.0.mlp.fc2");
+    workload_op_shard(fc2, 4, 0, 0, &o);
+    ck_assert_double_eq(o.k, fc2->k / 4);
+    ck_assert_double_eq(o.fwd_flops, fc2->fwd_flops / 4);
+    ck_assert_double_eq(o.params, fc2->k * fc2->n / 4 + fc2->n);
+
+    const workload_op *ln = find_op(&g, "layers.0.ln1");
+    workload_op_shard(ln, 4, 0, 0, &o);
+    ck_assert_double_eq(o.fwd_bytes, ln->fwd_bytes);
+    workload_op_shard(ln, 4, 1, 0, &o);
+    ck_assert_double_eq(o.m, ln->m / 4);
+    ck_assert_double_eq(o.params, ln->params);
+
+    const workload_op *head = find_op(&g, "lm_head");
+    workload_op_shard(head, 4, 0, 0, &o);
+    ck_assert_double_eq(o.n, head->n);
+    workload_op_shard(head, 4, 0, 1, &o);
+    ck_assert_double_eq(o.n, head->n / 4);
+
+    workload_op_shard(fc1, 1, 1, 1, &o);
+    ck_assert_mem_eq(&o, fc1, sizeof o);
+    workload_graph_free(&g);
+}
+END_TEST
+
+START_TEST(bundled_models_build)
+{
+    static const char *const names[] = {"gpt2-large", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b",
+                                        "gpt3-13b", "gpt3-175b", "bert-large"};
+    /* published sizes; ours count the LM head apart from the embedding, so allow +10% */
+    static const double published[] = {774e6, 1.3e9, 2.7e9, 6.7e9, 13e9, 175e9, 340e6};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        workload_model m = load_ok(names[i]);
+        workload_graph g;
+        ps_error err = {0};
+        ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+        double r = g.total_params / published[i];
+        ck_assert_msg(r > 0.95 && r < 1.10, "%s: %.4g params", names[i], g.total_params);
+        workload_graph_free(&g);
+    }
+    workload_model bert = load_ok("bert-large");
+    ck_assert_int_eq(bert.family, FAMILY_BERT);
+}
+END_TEST
+
+START_TEST(missing_model_names_file)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_model_load("gpt-nonexistent", data_dir(), &m, &err), PS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.file, "workloads/models/gpt-nonexistent.yaml"));
+    ck_assert_ptr_nonnull(strstr(err.message, "no such workload"));
+    ck_assert_ptr_nonnull(strstr(err.message, "gpt-nonexistent"));
+}
+END_TEST
+
+START_TEST(unknown_key_has_line)
+{
+    workload_model m;
+    ps_error err = {0};
+    int rc = load_text("family: gpt\nlayers: 2\nhidden: 64\n  \nheads: 4\nseq: 16\n"
+                       "vocab: 100\nhiden_size: 3\n",
+                       &m, &err);
+    ck_assert_int_eq(rc, PS_EINPUT);
+    ck_assert_int_eq(err.line, 8);
+    ck_assert_int_eq(err.column, 1);
+    ck_assert_str_eq(err.field, "hiden_size");
+}
+END_TEST
+
+START_TEST(bad_values_have_positions)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(load_text("family: gpt\nlayers: [1, 2]\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(err.line, 2);
+    ck_assert_int_eq(err.column, 9);
+    ck_assert_str_eq(err.field, "layers");
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: twelve\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(err.line, 3);
+    ck_assert_str_eq(err.field, "hidden");
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_text("family: gpt\nlayers: 0\n", &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "layers");
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n", &m, &err),
+                     PS_EINPUT);
+    ck_assert_str_eq(err.field, "vocab");
+    ck_assert_ptr_nonnull(strstr(err.message, "missing"));
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_text("family: gpt\nlayers: [1, 2\nhidden: 3\n", &m, &err), PS_EINPUT);
+    ck_assert_int_gt(err.line, 1);
+    ck_assert_ptr_nonnull(strstr(err.message, "malformed YAML"));
+}
+END_TEST
+
+START_TEST(inline_model_and_default_ffn)
+{
+    const char *text = "workload:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n"
+                       "  seq: 16\n  vocab: 100\n  ffn_hidden: 200\n";
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    ck_assert(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    ck_assert(yaml_parser_load(&parser, &doc));
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_node_t *model = yaml_document_get_node(&doc, root->data.mapping.pairs.start->value);
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_model_from_yaml(&doc, model, "inline.yaml", &m, &err), 0);
+    ck_assert_int_eq(m.family, FAMILY_BERT);
+    ck_assert_int_eq(m.ffn_hidden, 200);
+    ck_assert_int_eq(m.seq, 16);
+    /* the strategy's root is not a model: its key is reported */
+    ck_assert_int_eq(workload_model_from_yaml(&doc, root, "inline.yaml", &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "workload");
+    ck_assert_int_eq(err.line, 1);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n"
+                               "vocab: 10\n",
+                               &m, &err),
+                     0);
+    ck_assert_int_eq(m.ffn_hidden, 256);
+    ck_assert_int_eq(strncmp(m.name, "protosim_test_wl_", 17), 0);
+}
+END_TEST
+
+static Suite *workload_suite(void)
+{
+    Suite *s = suite_create("workload");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, precision_names_and_sizes);
+    tcase_add_test(tc, gpt3_175b_params);
+    tcase_add_test(tc, gemm_flops_by_hand);
+    tcase_add_test(tc, activations_per_layer);
+    tcase_add_test(tc, shard_column_and_row);
+    tcase_add_test(tc, bundled_models_build);
+    tcase_add_test(tc, missing_model_names_file);
+    tcase_add_test(tc, unknown_key_has_line);
+    tcase_add_test(tc, bad_values_have_positions);
+    tcase_add_test(tc, inline_model_and_default_ffn);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(workload_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}
