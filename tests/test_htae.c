@@ -1,0 +1,323 @@
+/* test_htae.c: the executor against timings computed by hand: flows sharing links, ring
+ * collectives, pipeline bubbles, compute slowed by communication, and deadlock detection. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/graph.h"
+#include "../sim/htae.h"
+#include "../strategies/schedule.h"
+#include "../topology/cluster.h"
+
+static const double GB = 1e9;
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d ? d : ".";
+}
+
+static void load(const char *rel, cluster *c)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", data_dir(), rel);
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = cluster_load(path, data_dir(), c, &err);
+    ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
+}
+
+/* Options with every software overhead off, so only the platform shapes the timings. */
+static htae_options bare(void)
+{
+    htae_options o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+static void run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    ck_assert_msg(htae_run(g, c, o, r, &err) == 0, "htae_run: %s", err.message);
+}
+
+#define ck_close(got, want, rel) \
+    ck_assert_msg(fabs((got) - (want)) <= (rel) * fabs(want), "got %.9g, want %.9g", \
+                  (double)(got), (double)(want))
+
+START_TEST(transfer_1gb_over_100gbps_takes_10ms)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.end[t] - r.start[t], 0.010, 1e-3);   /* 1e9 B / 100e9 B/s */
+    ck_close(r.makespan, 0.010, 1e-3);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(two_flows_share_a_link_and_take_20ms)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    uint32_t a = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t b = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.end[a], 0.020, 1e-3);                /* each gets 50 GB/s */
+    ck_close(r.end[b], 0.020, 1e-3);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(opposite_directions_do_not_share)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    uint32_t a = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t b = htae_add_transfer(g, 1, 0, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.end[a], 0.010, 1e-3);                /* full duplex: 100 GB/s each way */
+    ck_close(r.end[b], 0.010, 1e-3);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* A ring all-reduce of S bytes over p GPUs on NVSwitch (300 GB/s ports, 0.7 us per port):
+ * every ring edge carries 2(p-1)/p * S, plus 2(p-1) steps of latency and the launch. */
+START_TEST(ring_allreduce_matches_formula)
+{
+    cluster c;
+    load("topology/clusters/dgx4.xml", &c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3};
+    int grp = htae_add_group(g, ranks, 4);
+    uint32_t ids[4];
+    double S = 1 * GB;
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, S, CAT_TP_COMM, htae_label(g, "ar"), 0,
+                        ids);
+    htae_options o;
+    htae_default_options(&o);
+    htae_result r;
+    run(g, &c, &o, &r);
+    double p = 4, B = 300 * GB, lat = 2 * 0.7e-6;
+    double want = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
+    ck_close(want, htae_ring_latency_terms(&o, COLL_ALLREDUCE, 4, lat) + 2 * (p - 1) / p * S / B,
+             1e-12);
+    for (int i = 0; i < 4; i++) {
+        ck_close(r.start[ids[i]], 0.0, 1e-9);
+        ck_close(r.end[ids[i]], want, 1e-3);        /* 5.0 ms + 26 us */
+    }
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Reduce-scatter and all-gather each move (p-1)/p * S per edge in p-1 steps. */
+START_TEST(ring_reduce_scatter_and_allgather)
+{
+    cluster c;
+    load("topology/clusters/dgx4.xml", &c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3};
+    int grp = htae_add_group(g, ranks, 4);
+    uint32_t rs[4], ag[4];
+    double S = 0.6 * GB;
+    int l = htae_label(g, "c");
+    htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, rs);
+    htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, ag);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    double one = 3 * 1.4e-6 + 0.75 * S / (300 * GB);    /* 1.5 ms + 4.2 us */
+    ck_close(r.end[rs[0]], one, 1e-3);
+    ck_close(r.end[ag[3]], 2 * one, 1e-3);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* p stages, m micro-batches, forward f and backward b on every stage: GPipe and 1F1B both
+ * take (m + p - 1)(f + b), so the bubble is (p - 1) / (m + p - 1) of the iteration. */
+static void pipeline_case(pipeline_schedule sched)
+{
+    cluster c;
+    load("topology/clusters/dgx4.xml", &c);
+    const int p = 4, m = 8;
+    const double f = 1e-3, b = 2e-3;
+    htae_graph *g = htae_graph_create(p);
+    uint32_t fwd[4][8], bwd[4][8];
+    pipeline_unit units[16];
+    int lf = htae_label(g, "fwd"), lb = htae_label(g, "bwd");
+    for (int s = 0; s < p; s++) {
+        int n = pipeline_order(sched, p, s, m, 1, units);
+        ck_assert_int_eq(n, 2 * m);
+        for (int u = 0; u < n; u++) {
+            int mb = units[u].micro;
+            if (units[u].backward)
+                bwd[s][mb] = htae_add_compute(g, s, CAT_BACKWARD, b, lb, mb);
+            else
+                fwd[s][mb] = htae_add_compute(g, s, CAT_FORWARD, f, lf, mb);
+        }
+    }
+    for (int s = 0; s < p; s++)
+        for (int mb = 0; mb < m; mb++) {
+            if (s + 1 < p) {
+                htae_add_edge(g, fwd[s][mb], fwd[s + 1][mb]);
+                htae_add_edge(g, bwd[s + 1][mb], bwd[s][mb]);
+            }
+        }
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    double want = (m + p - 1) * (f + b);                /* 33 ms */
+    ck_close(r.makespan, want, 1e-6);
+    double busy = m * (f + b);
+    ck_close((r.makespan - busy) / r.makespan, (double)(p - 1) / (m + p - 1), 1e-6);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+
+START_TEST(gpipe_textbook_bubble) { pipeline_case(SCHED_GPIPE); }
+END_TEST
+
+START_TEST(one_f_one_b_textbook_bubble) { pipeline_case(SCHED_1F1B); }
+END_TEST
+
+/* Compute that starts while its GPU communicates runs slower by the overlap slowdown. */
+START_TEST(compute_overlapping_comm_is_slowed)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    uint32_t c1 = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t c2 = htae_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
+    uint32_t x = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+    uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
+    htae_add_edge(g, x, c3);
+    htae_options o = bare();
+    o.overlap_slowdown = 0.2;
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.end[c1], 1e-3, 1e-6);                /* alone: full speed */
+    ck_close(r.end[c2], 1e-3 + 5e-3 * 1.2, 1e-6);   /* starts during the 10 ms transfer */
+    ck_close(r.start[c3], 0.010, 1e-3);             /* after the transfer, comm idle again */
+    ck_close(r.end[c3], 0.015, 1e-3);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Software overheads add up as documented: a transfer pays its launch cost once. */
+START_TEST(p2p_launch_cost_is_added)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 0.5 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+    htae_options o = bare();
+    o.p2p_launch_s = 20e-6;
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.end[t], 20e-6 + 0.005, 1e-4);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Two GPUs reaching two collectives in opposite orders would hang NCCL: refuse the graph. */
+START_TEST(inconsistent_collective_order_is_a_cycle)
+{
+    htae_graph *g = htae_graph_create(2);
+    int ranks[2] = {0, 1};
+    int grp = htae_add_group(g, ranks, 2);
+    uint32_t x[2], y[2];
+    int l = htae_label(g, "c");
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1e6, CAT_TP_COMM, l, 0, x);
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1e6, CAT_DP_COMM, l, 0, y);
+    htae_add_edge(g, x[0], y[0]);      /* GPU 0: x then y */
+    htae_add_edge(g, y[1], x[1]);      /* GPU 1: y then x */
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_graph_finalize(g, &err), PS_EINTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cycle"));
+    htae_graph_free(g);
+}
+END_TEST
+
+START_TEST(graph_keeps_program_order_per_stream)
+{
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    ck_assert_int_eq(htae_label(g, "x"), l);
+    uint32_t a = htae_add_compute(g, 1, CAT_FORWARD, 1, l, 0);
+    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1, l, 0);
+    uint32_t c = htae_add_compute(g, 1, CAT_FORWARD, 1, l, 0);
+    htae_add_edge(g, b, c);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    uint32_t s1 = 1 * STREAM_COUNT + STREAM_COMPUTE;
+    ck_assert_uint_eq(g->stream_first[s1 + 1] - g->stream_first[s1], 2);
+    ck_assert_uint_eq(g->stream_tasks[g->stream_first[s1]], a);
+    ck_assert_uint_eq(g->stream_tasks[g->stream_first[s1] + 1], c);
+    ck_assert_uint_eq(g->tasks[c].n_pred, 1);
+    ck_assert_uint_eq(g->tasks[b].n_succ, 1);
+    htae_graph_free(g);
+}
+END_TEST
+
+static Suite *htae_suite(void)
+{
+    Suite *s = suite_create("htae");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, transfer_1gb_over_100gbps_takes_10ms);
+    tcase_add_test(tc, two_flows_share_a_link_and_take_20ms);
+    tcase_add_test(tc, opposite_directions_do_not_share);
+    tcase_add_test(tc, ring_allreduce_matches_formula);
+    tcase_add_test(tc, ring_reduce_scatter_and_allgather);
+    tcase_add_test(tc, gpipe_textbook_bubble);
+    tcase_add_test(tc, one_f_one_b_textbook_bubble);
+    tcase_add_test(tc, compute_overlapping_comm_is_slowed);
+    tcase_add_test(tc, p2p_launch_cost_is_added);
+    tcase_add_test(tc, inconsistent_collective_order_is_a_cycle);
+    tcase_add_test(tc, graph_keeps_program_order_per_stream);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(htae_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
