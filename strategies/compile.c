@@ -182,12 +182,20 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         seg_push(&ct->rec, cur);
     }
 
-    memset(&cur, 0, sizeof cur);                           /* backward, in reverse */
+    /* Backward, in reverse. With overlapped data parallelism a segment also ends where a
+     * layer's gradients are complete, so buckets can start while earlier layers run. */
+    int per_layer = cx->dp > 1 && s->dp_overlap;
+    memset(&cur, 0, sizeof cur);
     last = NULL;
     for (int i = n - 1; i >= 0; i--) {
         const workload_op *op = &cx->sharded[i];
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
+        if (per_layer && last && last->layer != op->layer && cur.seconds > 0) {
+            cur.label = seg_label(cx, "bwd", last);
+            seg_push(&ct->bwd, cur);
+            memset(&cur, 0, sizeof cur);
+        }
         cur.seconds += cost_op_seconds(op, PASS_BWD, prec, dev);
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
             cur.seconds += cost_op_seconds(op, PASS_FWD, prec, dev);

@@ -1,0 +1,300 @@
+/* test_compile.c: the compiler and pipeline schedules, checked end to end through the executor
+ * against sums of op costs computed here, and against the structure Megatron-LM would run. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/cost.h"
+#include "../sim/htae.h"
+#include "../sim/report.h"
+#include "../strategies/compile.h"
+#include "../strategies/schedule.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d ? d : ".";
+}
+
+#define ck_close(got, want, rel) \
+    ck_assert_msg(fabs((got) - (want)) <= (rel) * fabs(want), "got %.9g, want %.9g", \
+                  (double)(got), (double)(want))
+
+typedef struct fixture {
+    strategy s;
+    cluster c;
+    compiled_plan p;
+    htae_result r;
+    report_summary sum;
+} fixture;
+
+/* Load, compile and (when simulate) run one plan: one SimGrid engine per test process. */
+static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel, int simulate)
+{
+    char sp[1024], cp[1024];
+    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
+    snprintf(cp, sizeof cp, "%s/%s", data_dir(), cluster_rel);
+    ps_error err;
+    ps_error_clear(&err);
+    memset(f, 0, sizeof *f);
+    ck_assert_msg(strategy_load(sp, data_dir(), &f->s, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
+    ck_assert_msg(compile_plan(&f->s, &f->c, &f->p, &err) == 0, "%s", err.message);
+    if (!simulate)
+        return;
+    ck_assert_msg(htae_run(f->p.graph, &f->c, NULL, &f->r, &err) == 0, "%s", err.message);
+    report_summarize(&f->p, &f->r, &f->sum);
+}
+
+static void teardown(fixture *f)
+{
+    htae_result_free(&f->r);
+    compiled_plan_free(&f->p);
+    cluster_free(&f->c);
+    strategy_free(&f->s);
+}
+
+/* Sum of per-op forward and backward costs of one micro-batch (tp = 1: ops unsharded);
+ * `recompute_layers` adds the forward of every transformer-layer op once more. */
+static double step_by_hand(const fixture *f, int recompute_layers)
+{
+    workload_graph wg;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&f->s.model, f->s.micro_batch, f->s.precision, &wg, &err), 0);
+    const device_spec *dev = f->c.device[0];
+    double kernels = 0, launches = 0;
+    for (int i = 0; i < wg.n_ops; i++) {
+        const workload_op *op = &wg.ops[i];
+        int passes = 2 + (recompute_layers && op->layer >= 0 && op->layer < wg.model.layers);
+        for (int k = 0; k < passes; k++) {
+            op_pass pass = k == 1 ? PASS_BWD : PASS_FWD;
+            kernels += cost_op_kernel_seconds(op, pass, f->s.precision, dev);
+            launches += cost_op_launch_seconds(op, pass);
+        }
+    }
+    workload_graph_free(&wg);
+    ck_assert(launches > 0);
+    return kernels + launches;
+}
+
+START_TEST(single_gpu_iteration_is_sum_of_op_times)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/single.yaml", "tests/data/htae/one.xml", 1);
+    ck_assert_int_eq(f.p.micro_batches, 4);
+    double opt = cost_optimizer_seconds(f.p.params_total, 1, PREC_BF16, f.c.device[0]);
+    double want = 4 * step_by_hand(&f, 0) + opt;
+    ck_close(f.r.makespan, want, 1e-6);
+    ck_close(f.sum.compute_s, want, 1e-6);
+    ck_assert(f.sum.exposed_comm_s == 0 && f.sum.bubble_s == 0);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(full_recompute_adds_one_forward_of_the_layers)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/single-full.yaml", "tests/data/htae/one.xml", 1);
+    double opt = cost_optimizer_seconds(f.p.params_total, 1, PREC_BF16, f.c.device[0]);
+    ck_close(f.r.makespan, 4 * step_by_hand(&f, 1) + opt, 1e-6);
+    teardown(&f);
+}
+END_TEST
+
+/* Mixed-precision Adam without ZeRO: 2 B weights, 4 B fp32 gradients, 12 B optimizer state. */
+START_TEST(memory_of_single_gpu_states)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/single.yaml", "tests/data/htae/one.xml", 0);
+    const memory_estimate *m = &f.p.memory[0];
+    double P = f.p.params_total;
+    ck_close(m->weights, 2 * P, 1e-12);
+    ck_close(m->gradients, 4 * P, 1e-12);
+    ck_close(m->optimizer, 12 * P, 1e-12);
+    ck_assert(m->activations > 0);
+    ck_close(m->total, m->weights + m->gradients + m->optimizer + m->activations + m->buffers, 1e-12);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(dp_overlap_hides_small_allreduce)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/dp2-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    double dp = f.sum.comm_s[CAT_DP_COMM];
+    ck_assert(dp > 0);
+    /* Six buckets (LM head, four layers, embedding + layer 0); all but the last run under
+     * later backward work, so at most about a third of the all-reduce time shows. */
+    ck_assert_msg(f.sum.exposed_comm_s < 0.35 * dp, "exposed %g of %g", f.sum.exposed_comm_s, dp);
+    ck_assert(f.sum.exposed_comm_s < 0.05 * f.r.makespan);
+    int buckets = 0;
+    for (uint32_t i = 0; i < f.p.graph->n_colls; i++)
+        buckets += f.p.graph->tasks[f.p.graph->coll_tasks[f.p.graph->colls[i].first_task]].category
+                   == CAT_DP_COMM;
+    ck_assert_int_eq(buckets, 6);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(dp_without_overlap_exposes_allreduce)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/dp2-no-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    ck_close(f.sum.exposed_comm_s, f.sum.comm_s[CAT_DP_COMM], 1e-6);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(dp_overlap_cannot_hide_a_slow_network)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/dp2-overlap.yaml", "tests/data/htae/two-1GBps.xml", 1);
+    /* ~100 M fp32 gradients = 0.4 GB at 1 GB/s: far longer than the backward pass */
+    ck_assert_msg(f.sum.exposed_comm_s > 0.5 * f.r.makespan, "exposed %g of %g",
+                  f.sum.exposed_comm_s, f.r.makespan);
+    double grads = f.p.params_total * 4.0;          /* ring of 2: each edge carries S */
+    ck_assert(f.sum.comm_s[CAT_DP_COMM] >= grads / 1e9);
+    teardown(&f);
+}
+END_TEST
+
+/* Two TP collectives per layer per pass, one after the vocab-parallel embedding (forward) and
+ * one after the LM head (backward), per micro-batch. */
+START_TEST(tp_collective_count_follows_megatron)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/tp2.yaml", "tests/data/htae/two-300GBps.xml", 0);
+    const htae_graph *g = f.p.graph;
+    int tp_colls = 0;
+    for (uint32_t i = 0; i < g->n_colls; i++)
+        if (g->tasks[g->coll_tasks[g->colls[i].first_task]].category == CAT_TP_COMM) {
+            tp_colls++;
+            ck_assert_int_eq(g->colls[i].kind, COLL_ALLREDUCE);
+            ck_close(g->colls[i].bytes, 1.0 * 512 * 1024 * 2, 1e-12);   /* b s h, bf16 */
+        }
+    ck_assert_int_eq(tp_colls, 2 * (2 * 2 + 1 + 2 * 2 + 1));
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(pipeline_gpipe_holds_more_activations_than_1f1b)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/pp2-gpipe.yaml", "tests/data/htae/two-300GBps.xml", 0);
+    double gpipe0 = f.p.memory[0].activations, gpipe1 = f.p.memory[1].activations;
+    compiled_plan_free(&f.p);
+    f.s.schedule = SCHED_1F1B;      /* same plan, same cluster: compile again, no simulation */
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(compile_plan(&f.s, &f.c, &f.p, &err), 0);
+    /* of 8 micro-batches, GPipe keeps all 8 alive; 1F1B keeps 2 on stage 0 and 1 on stage 1 */
+    ck_close(gpipe0 / f.p.memory[0].activations, 8.0 / 2.0, 1e-12);
+    ck_close(gpipe1 / f.p.memory[1].activations, 8.0 / 1.0, 1e-12);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(pipeline_plan_runs_with_a_bubble)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    ck_assert(f.sum.bubble_s > 0);
+    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s,
+             f.r.makespan, 1e-9);
+    teardown(&f);
+}
+END_TEST
+
+START_TEST(rank_order_follows_strategy)
+{
+    fixture f;
+    char sp[1024];
+    snprintf(sp, sizeof sp, "%s/tests/data/compile/order-dtp.yaml", data_dir());
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(strategy_load(sp, data_dir(), &f.s, &err), 0);
+    /* order [data, tensor, pipeline]: rank = d + 2 * (t + 2 * p) */
+    ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 6);
+    ck_assert_int_eq(compile_rank_of(&f.s, 0, 1, 0), 1);
+    f.s.order[0] = AXIS_TENSOR;
+    f.s.order[1] = AXIS_DATA;
+    ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 5);   /* t + 2 * (d + 2 * p) */
+    strategy_free(&f.s);
+}
+END_TEST
+
+START_TEST(one_f_one_b_order)
+{
+    pipeline_unit u[16];
+    pipeline_1f1b_order(4, 0, 8, u);
+    int want0[][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {0, 4}, {1, 1}};
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(u[i].backward, want0[i][0]);
+        ck_assert_int_eq(u[i].micro, want0[i][1]);
+    }
+    ck_assert_int_eq(u[15].backward, 1);
+    ck_assert_int_eq(u[15].micro, 7);
+    pipeline_1f1b_order(4, 3, 8, u);          /* last stage: no warm-up */
+    ck_assert(u[0].backward == 0 && u[1].backward == 1 && u[1].micro == 0);
+}
+END_TEST
+
+START_TEST(interleaved_order_covers_every_unit_once)
+{
+    const int p = 2, m = 4, v = 2;
+    pipeline_unit u[16];
+    for (int stage = 0; stage < p; stage++) {
+        ck_assert_int_eq(pipeline_order(SCHED_INTERLEAVED, p, stage, m, v, u), 2 * m * v);
+        int seen[2][4][2] = {{{0}}};
+        for (int i = 0; i < 2 * m * v; i++) {
+            seen[u[i].backward][u[i].micro][u[i].chunk]++;
+            if (u[i].backward)    /* a backward comes after its forward on this stage */
+                ck_assert_int_eq(seen[0][u[i].micro][u[i].chunk], 1);
+        }
+        for (int b = 0; b < 2; b++)
+            for (int mb = 0; mb < m; mb++)
+                for (int c = 0; c < v; c++)
+                    ck_assert_int_eq(seen[b][mb][c], 1);
+    }
+    pipeline_order(SCHED_INTERLEAVED, p, 0, m, v, u);
+    /* Megatron: stage 0 warms up with (p-1)*2 + (v-1)*p = 4 forwards: mb 0,1 of chunk 0, then chunk 1 */
+    int want[][3] = {{0, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}, {0, 2, 0}, {1, 0, 1}};
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(u[i].backward, want[i][0]);
+        ck_assert_int_eq(u[i].micro, want[i][1]);
+        ck_assert_int_eq(u[i].chunk, want[i][2]);
+    }
+}
+END_TEST
+
+static Suite *compile_suite(void)
+{
+    Suite *s = suite_create("compile");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, single_gpu_iteration_is_sum_of_op_times);
+    tcase_add_test(tc, full_recompute_adds_one_forward_of_the_layers);
+    tcase_add_test(tc, memory_of_single_gpu_states);
+    tcase_add_test(tc, dp_overlap_hides_small_allreduce);
+    tcase_add_test(tc, dp_without_overlap_exposes_allreduce);
+    tcase_add_test(tc, dp_overlap_cannot_hide_a_slow_network);
+    tcase_add_test(tc, tp_collective_count_follows_megatron);
+    tcase_add_test(tc, pipeline_gpipe_holds_more_activations_than_1f1b);
+    tcase_add_test(tc, pipeline_plan_runs_with_a_bubble);
+    tcase_add_test(tc, rank_order_follows_strategy);
+    tcase_add_test(tc, one_f_one_b_order);
+    tcase_add_test(tc, interleaved_order_covers_every_unit_once);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(compile_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,684 @@
+/* test_e2e.c: end-to-end tests of the protosim binary. Each test runs the real executable
+ * (PROTOSIM_BIN) with fork/execv, captures its exit status, stdout and stderr in temporary files,
+ * and checks the exit code contract (0 ok, 1 bad input, 2 does not fit with --strict-memory),
+ * the error locations on stderr, and the --json / --trace outputs. Source root: PROTOSIM_DATA_DIR. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ---------------------------------------------------------------- helpers */
+
+static const char *protosim_bin(void)
+{
+    const char *b = getenv("PROTOSIM_BIN");
+    ck_assert_msg(b && *b, "PROTOSIM_BIN is not set");
+    return b;
+}
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    ck_assert_msg(d && *d, "PROTOSIM_DATA_DIR is not set");
+    return d;
+}
+
+static char *src_path(const char *rel)
+{
+    size_t n = strlen(data_dir()) + strlen(rel) + 2;
+    char *p = malloc(n);
+    ck_assert_ptr_nonnull(p);
+    snprintf(p, n, "%s/%s", data_dir(), rel);
+    return p;
+}
+
+static char *tmp_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    ck_assert_ptr_nonnull(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static char *make_tmpdir(void)
+{
+    char *t = strdup("/tmp/protosim-e2e-XXXXXX");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(mkdtemp(t) != NULL, "mkdtemp: %s", strerror(errno));
+    return t;
+}
+
+/* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
+static void remove_tmpdir(char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char *p = tmp_path(dir, e->d_name);
+            unlink(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+/* Whole file into a NUL-terminated buffer; NULL if it cannot be read. *len gets the size. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n - 1 == 0) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+typedef struct {
+    int status;    /* raw waitpid status */
+    char *out;     /* captured stdout */
+    char *err;     /* captured stderr */
+    char cmd[2048]; /* the command line, for messages */
+} run_result;
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* Runs PROTOSIM_BIN with args (NULL-terminated, without argv[0]) capturing stdout/stderr in
+ * files under tmpdir. Fails the test if the process cannot be started. */
+static run_result run_protosim(const char *tmpdir, const char *const *args)
+{
+    run_result r;
+    memset(&r, 0, sizeof r);
+    const char *bin = protosim_bin();
+
+    size_t nargs = 0;
+    while (args[nargs])
+        nargs++;
+    const char **argv = calloc(nargs + 2, sizeof *argv);
+    ck_assert_ptr_nonnull(argv);
+    argv[0] = bin;
+    size_t off = (size_t)snprintf(r.cmd, sizeof r.cmd, "protosim");
+    for (size_t i = 0; i < nargs; i++) {
+        argv[i + 1] = args[i];
+        if (off < sizeof r.cmd)
+            off += (size_t)snprintf(r.cmd + off, sizeof r.cmd - off, " %s", args[i]);
+    }
+
+    char *out_path = tmp_path(tmpdir, "stdout.XXXXXX");
+    char *err_path = tmp_path(tmpdir, "stderr.XXXXXX");
+    int out_fd = mkstemp(out_path);
+    int err_fd = mkstemp(err_path);
+    ck_assert_msg(out_fd >= 0 && err_fd >= 0, "mkstemp: %s", strerror(errno));
+
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(err_fd, STDERR_FILENO);
+        execv(bin, (char *const *)argv);
+        fprintf(stderr, "execv %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    close(out_fd);
+    close(err_fd);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
+    r.status = st;
+    r.out = slurp(out_path, NULL);
+    r.err = slurp(err_path, NULL);
+    ck_assert_ptr_nonnull(r.out);
+    ck_assert_ptr_nonnull(r.err);
+    unlink(out_path);
+    unlink(err_path);
+    free(out_path);
+    free(err_path);
+    free(argv);
+    return r;
+}
+
+/* Asserts the process exited normally (no signal) with the expected code. */
+static void expect_exit(const run_result *r, int code)
+{
+    ck_assert_msg(!WIFSIGNALED(r->status), "`%s` was killed by signal %d\nstderr:\n%s", r->cmd,
+                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0, r->err);
+    ck_assert_msg(WIFEXITED(r->status), "`%s` did not exit normally", r->cmd);
+    ck_assert_msg(WEXITSTATUS(r->status) == code,
+                  "`%s` exited %d, expected %d\nstdout:\n%s\nstderr:\n%s", r->cmd,
+                  WEXITSTATUS(r->status), code, r->out, r->err);
+}
+
+/* Line of "NAME:LINE:COL" in text after the file name `name`, or -1 if no such location. */
+static long location_line(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+        const char *q = p + n;
+        if (*q != ':' || !isdigit((unsigned char)q[1]))
+            continue;
+        char *end;
+        long line = strtol(q + 1, &end, 10);
+        if (*end == ':' && isdigit((unsigned char)end[1]))
+            return line;
+    }
+    return -1;
+}
+
+/* Bad-input check: exit 1, no crash, nothing on stdout, a "protosim: error:" message on stderr
+ * mentioning every string in `needles` (NULL-terminated). */
+static void expect_bad_input(const run_result *r, const char *const *needles)
+{
+    expect_exit(r, 1);
+    ck_assert_msg(r->out[0] == '\0', "`%s` wrote on stdout on error:\n%s", r->cmd, r->out);
+    ck_assert_msg(strstr(r->err, "protosim: error:") != NULL,
+                  "`%s`: stderr lacks 'protosim: error:':\n%s", r->cmd, r->err);
+    for (size_t i = 0; needles && needles[i]; i++)
+        ck_assert_msg(strstr(r->err, needles[i]) != NULL, "`%s`: stderr lacks \"%s\":\n%s", r->cmd,
+                      needles[i], r->err);
+}
+
+static cJSON *parse_json_file(const char *path)
+{
+    char *text = slurp(path, NULL);
+    ck_assert_msg(text != NULL, "%s was not written", path);
+    cJSON *j = cJSON_Parse(text);
+    ck_assert_msg(j != NULL, "%s does not parse as JSON near: %.60s", path,
+                  cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "?");
+    free(text);
+    return j;
+}
+
+static double num_field(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(cJSON_IsNumber(v), "JSON field '%s' missing or not a number", key);
+    return v->valuedouble;
+}
+
+static const cJSON *obj_field(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(cJSON_IsObject(v), "JSON field '%s' missing or not an object", key);
+    return v;
+}
+
+static void assert_rel_close(double got, double want, double rel, const char *what)
+{
+    double tol = rel * fmax(fabs(want), 1e-300);
+    ck_assert_msg(fabs(got - want) <= tol, "%s: got %.17g, expected %.17g (rel tol %g)", what, got,
+                  want, rel);
+}
+
+/* Replaces the numeric value after every "key": in a JSON text with a single 'X', so two texts
+ * can be compared byte for byte except for that field (whatever its number of digits). */
+static void mask_field(char *text, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    for (char *p = strstr(text, pat); p; p = strstr(p + 1, pat)) {
+        char *q = p + strlen(pat);
+        while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')
+            q++;
+        if (*q != ':')
+            continue;
+        q++;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        char *end = q;
+        while (*end && strchr("0123456789+-.eE", *end))
+            end++;
+        if (end > q) {
+            *q = 'X';
+            memmove(q + 1, end, strlen(end) + 1);
+        }
+    }
+}
+
+static const char *example_strategy = "strategies/examples/gpt3-1.3b-dp2-tp2.yaml";
+static const char *dgx4 = "topology/clusters/dgx4.xml";
+
+/* ---------------------------------------------------------------- 1. bundled example */
+
+START_TEST(example_runs_and_reports)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path(example_strategy), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "out.json"), *trace = tmp_path(dir, "out.trace.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--trace", trace, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "iteration") != NULL, "summary lacks 'iteration':\n%s", r.out);
+
+    cJSON *j = parse_json_file(json);
+    double it = num_field(j, "iteration_time_s");
+    ck_assert_msg(it > 0 && isfinite(it), "iteration_time_s = %g", it);
+    double sps = num_field(j, "samples_per_s");
+    assert_rel_close(sps, 16.0 / it, 1e-9, "samples_per_s vs 16 / iteration_time_s");
+    double tps = num_field(j, "tokens_per_s");
+    assert_rel_close(tps, sps * 2048.0, 1e-9, "tokens_per_s vs samples_per_s * 2048");
+    double mfu = num_field(j, "mfu");
+    ck_assert_msg(mfu > 0 && mfu < 1, "mfu = %g", mfu);
+    double peak = num_field(j, "peak_memory_bytes");
+    ck_assert_msg(peak > 1.0 * GIB && peak < 80.0 * GIB, "peak_memory_bytes = %g", peak);
+    ck_assert_msg(num_field(j, "gpus") == 4, "gpus = %g", num_field(j, "gpus"));
+
+    const cJSON *bd = obj_field(j, "breakdown");
+    const char *parts[] = {"compute_s", "exposed_comm_s", "bubble_s", "idle_s"};
+    double sum = 0;
+    for (int i = 0; i < 4; i++) {
+        double v = num_field(bd, parts[i]);
+        ck_assert_msg(v >= 0, "breakdown.%s = %g < 0", parts[i], v);
+        sum += v;
+    }
+    ck_assert_msg(num_field(bd, "compute_s") > 0, "no compute time");
+    assert_rel_close(sum, it, 1e-6, "sum of breakdown vs iteration_time_s");
+
+    const cJSON *sim = obj_field(j, "simulator");
+    ck_assert_msg(num_field(sim, "wall_s") >= 0, "simulator.wall_s < 0");
+    ck_assert_msg(num_field(sim, "activities") > 0, "simulator.activities = %g",
+                  num_field(sim, "activities"));
+    cJSON_Delete(j);
+
+    /* Trace: Chrome trace JSON with complete events on GPUs 0..3 and named threads. */
+    cJSON *t = parse_json_file(trace);
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(t, "traceEvents");
+    ck_assert_msg(cJSON_IsArray(ev), "trace lacks a traceEvents array");
+    int x_count = 0, x_pids[4] = {0}, tn_pids[4] = {0};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ev)
+    {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        ck_assert_msg(cJSON_IsString(ph), "trace event without a 'ph' string");
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+        if (!strcmp(ph->valuestring, "X")) {
+            ck_assert_msg(cJSON_IsNumber(pid), "X event without a numeric pid");
+            ck_assert_msg(pid->valueint >= 0 && pid->valueint <= 3, "X event pid %d outside 0..3",
+                          pid->valueint);
+            x_pids[pid->valueint]++;
+            ck_assert_msg(num_field(e, "ts") >= 0, "X event with ts < 0");
+            ck_assert_msg(num_field(e, "dur") >= 0, "X event with dur < 0");
+            x_count++;
+        } else if (!strcmp(ph->valuestring, "M")) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+            if (cJSON_IsString(name) && !strcmp(name->valuestring, "thread_name")) {
+                ck_assert_msg(cJSON_IsNumber(pid), "thread_name metadata without a pid");
+                const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "args");
+                const cJSON *an = cJSON_GetObjectItemCaseSensitive(a, "name");
+                ck_assert_msg(cJSON_IsString(an) && an->valuestring[0],
+                              "thread_name metadata without args.name");
+                if (pid->valueint >= 0 && pid->valueint <= 3)
+                    tn_pids[pid->valueint]++;
+            }
+        }
+    }
+    ck_assert_msg(x_count > 0, "trace has no X events");
+    for (int g = 0; g < 4; g++) {
+        ck_assert_msg(x_pids[g] > 0, "trace has no X events for pid %d", g);
+        ck_assert_msg(tn_pids[g] > 0, "trace has no thread_name metadata for pid %d", g);
+    }
+    cJSON_Delete(t);
+
+    run_free(&r);
+    free(strat), free(cl), free(json), free(trace);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- 2. determinism */
+
+START_TEST(same_plan_same_output)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path(example_strategy), *cl = src_path(dgx4);
+    char *json[2], *trace[2], *jtext[2], *ttext[2];
+    size_t tlen[2];
+    double it[2];
+    for (int k = 0; k < 2; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "run%d.json", k);
+        json[k] = tmp_path(dir, name);
+        snprintf(name, sizeof name, "run%d.trace.json", k);
+        trace[k] = tmp_path(dir, name);
+        const char *args[] = {"run",    strat,   "--cluster", cl,        "--json",
+                              json[k], "--trace", trace[k],  "--quiet", NULL};
+        run_result r = run_protosim(dir, args);
+        expect_exit(&r, 0);
+        run_free(&r);
+        cJSON *j = parse_json_file(json[k]);
+        it[k] = num_field(j, "iteration_time_s");
+        cJSON_Delete(j);
+        jtext[k] = slurp(json[k], NULL);
+        ttext[k] = slurp(trace[k], &tlen[k]);
+        ck_assert_ptr_nonnull(jtext[k]);
+        ck_assert_ptr_nonnull(ttext[k]);
+    }
+    ck_assert_msg(it[0] == it[1], "iteration_time_s differs: %.17g vs %.17g", it[0], it[1]);
+    for (int k = 0; k < 2; k++) {
+        mask_field(jtext[k], "wall_s");
+        mask_field(jtext[k], "activities_per_s");
+    }
+    ck_assert_msg(strcmp(jtext[0], jtext[1]) == 0,
+                  "--json outputs differ beyond simulator.wall_s/activities_per_s:\n%s\n---\n%s",
+                  jtext[0], jtext[1]);
+    ck_assert_msg(tlen[0] == tlen[1] && memcmp(ttext[0], ttext[1], tlen[0]) == 0,
+                  "--trace outputs differ (%zu vs %zu bytes)", tlen[0], tlen[1]);
+    for (int k = 0; k < 2; k++)
+        free(json[k]), free(trace[k]), free(jtext[k]), free(ttext[k]);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- 3. bad inputs */
+
+/* Runs `protosim run STRATEGY --cluster CLUSTER --json DIR/o.json` and expects a bad-input error. */
+static run_result run_plan(const char *dir, const char *strat, const char *cl)
+{
+    char *json = tmp_path(dir, "o.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, NULL};
+    run_result r = run_protosim(dir, args);
+    free(json);
+    return r;
+}
+
+START_TEST(bad_unknown_key)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/unknown-key.yaml"), *cl = src_path(dgx4);
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"unknown-key.yaml", "tensr", NULL};
+    expect_bad_input(&r, needles);
+    long line = location_line(r.err, "unknown-key.yaml");
+    ck_assert_msg(line == 6, "expected location unknown-key.yaml:6:COL, stderr:\n%s", r.err);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_tensor_heads)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/tp3-16heads.yaml"), *cl = src_path(dgx4);
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"tp3-16heads.yaml", "tensor", "degree", "3", "16", NULL};
+    expect_bad_input(&r, needles);
+    long line = location_line(r.err, "tp3-16heads.yaml");
+    ck_assert_msg(line == 6, "expected location tp3-16heads.yaml:6:COL, stderr:\n%s", r.err);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_gpu_count)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/gpus-mismatch.yaml"), *cl = src_path(dgx4);
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"gpus-mismatch.yaml", "degree", "8", "4", NULL};
+    expect_bad_input(&r, needles);
+    long line = location_line(r.err, "gpus-mismatch.yaml");
+    ck_assert_msg(line >= 5 && line <= 8,
+                  "expected a location gpus-mismatch.yaml:LINE:COL in the strategy block, "
+                  "stderr:\n%s",
+                  r.err);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_missing_strategy)
+{
+    char *dir = make_tmpdir();
+    char *strat = tmp_path(dir, "no-such-plan.yaml"), *cl = src_path(dgx4);
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"no-such-plan.yaml", NULL};
+    expect_bad_input(&r, needles);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_missing_cluster)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path(example_strategy), *cl = tmp_path(dir, "no-such-cluster.xml");
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"no-such-cluster.xml", NULL};
+    expect_bad_input(&r, needles);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_malformed_yaml)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/malformed.yaml"), *cl = src_path(dgx4);
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"malformed.yaml", NULL};
+    expect_bad_input(&r, needles);
+    long line = location_line(r.err, "malformed.yaml");
+    ck_assert_msg(line >= 3 && line <= 5, "expected location malformed.yaml:{3..5}:COL, stderr:\n%s",
+                  r.err);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_malformed_xml)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path(example_strategy), *cl = src_path("tests/data/e2e/broken-cluster.xml");
+    run_result r = run_plan(dir, strat, cl);
+    const char *needles[] = {"broken-cluster.xml", NULL};
+    expect_bad_input(&r, needles);
+    long line = location_line(r.err, "broken-cluster.xml");
+    ck_assert_msg(line >= 6 && line <= 8,
+                  "expected location broken-cluster.xml:{6..8}:COL, stderr:\n%s", r.err);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_unknown_option)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path(example_strategy), *cl = src_path(dgx4);
+    const char *args[] = {"run", strat, "--cluster", cl, "--frobnicate", NULL};
+    run_result r = run_protosim(dir, args);
+    const char *needles[] = {"--frobnicate", NULL};
+    expect_bad_input(&r, needles);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_cluster_kind)
+{
+    char *dir = make_tmpdir();
+    char *out = tmp_path(dir, "foo.xml");
+    const char *args[] = {"cluster", "dgx-foo", "--nodes", "2", "-o", out, NULL};
+    run_result r = run_protosim(dir, args);
+    const char *needles[] = {"dgx-foo", NULL};
+    expect_bad_input(&r, needles);
+    ck_assert_msg(access(out, F_OK) != 0, "cluster dgx-foo wrote %s", out);
+    run_free(&r);
+    free(out);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bad_cluster_nodes)
+{
+    char *dir = make_tmpdir();
+    char *out = tmp_path(dir, "zero.xml");
+    const char *args[] = {"cluster", "dgx-a100", "--nodes", "0", "-o", out, NULL};
+    run_result r = run_protosim(dir, args);
+    const char *needles[] = {"nodes", NULL};
+    expect_bad_input(&r, needles);
+    ck_assert_msg(access(out, F_OK) != 0, "cluster --nodes 0 wrote %s", out);
+    run_free(&r);
+    free(out);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- 4. generated cluster */
+
+START_TEST(generated_cluster_16_gpus)
+{
+    char *dir = make_tmpdir();
+    char *cl = tmp_path(dir, "a100x2.xml");
+    const char *gen[] = {"cluster", "dgx-a100", "--nodes", "2", "-o", cl, NULL};
+    run_result r = run_protosim(dir, gen);
+    expect_exit(&r, 0);
+    run_free(&r);
+    char *xml = slurp(cl, NULL);
+    ck_assert_msg(xml && strstr(xml, "<platform"), "%s is not a SimGrid platform", cl);
+    free(xml);
+
+    char *strat = src_path("tests/data/e2e/gpt3-1.3b-tp8-dp2.yaml");
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
+    r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *j = parse_json_file(json);
+    ck_assert_msg(num_field(j, "gpus") == 16, "gpus = %g", num_field(j, "gpus"));
+    double it = num_field(j, "iteration_time_s");
+    ck_assert_msg(it > 0 && isfinite(it), "iteration_time_s = %g", it);
+    assert_rel_close(num_field(j, "samples_per_s"), 32.0 / it, 1e-9,
+                     "samples_per_s vs 32 / iteration_time_s");
+    double mfu = num_field(j, "mfu");
+    ck_assert_msg(mfu > 0 && mfu < 1, "mfu = %g", mfu);
+    cJSON_Delete(j);
+    free(strat), free(json), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- 5. --strict-memory */
+
+START_TEST(strict_memory_does_not_fit)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/gpt3-175b-dp4-nofit.yaml"), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "out.json");
+
+    const char *strict[] = {"run", strat, "--cluster", cl, "--strict-memory", "--quiet", NULL};
+    run_result r = run_protosim(dir, strict);
+    expect_exit(&r, 2);
+    run_free(&r);
+
+    const char *lax[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
+    r = run_protosim(dir, lax);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *j = parse_json_file(json);
+    double peak = num_field(j, "peak_memory_bytes");
+    ck_assert_msg(peak > 80.0 * GIB, "peak_memory_bytes = %g (%.2f GiB), expected > 80 GiB", peak,
+                  peak / GIB);
+    const cJSON *fits = cJSON_GetObjectItemCaseSensitive(j, "fits_in_memory");
+    if (fits)
+        ck_assert_msg(cJSON_IsFalse(fits), "fits_in_memory is not false for a %.0f GiB plan",
+                      peak / GIB);
+    ck_assert_msg(num_field(j, "iteration_time_s") > 0, "iteration_time_s <= 0");
+    cJSON_Delete(j);
+    free(strat), free(cl), free(json);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- suite */
+
+static Suite *e2e_suite(void)
+{
+    Suite *s = suite_create("e2e");
+    TCase *t = tcase_create("example");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, example_runs_and_reports);
+    tcase_add_test(t, same_plan_same_output);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("bad_input");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, bad_unknown_key);
+    tcase_add_test(t, bad_tensor_heads);
+    tcase_add_test(t, bad_gpu_count);
+    tcase_add_test(t, bad_missing_strategy);
+    tcase_add_test(t, bad_missing_cluster);
+    tcase_add_test(t, bad_malformed_yaml);
+    tcase_add_test(t, bad_malformed_xml);
+    tcase_add_test(t, bad_unknown_option);
+    tcase_add_test(t, bad_cluster_kind);
+    tcase_add_test(t, bad_cluster_nodes);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("cluster_and_memory");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, generated_cluster_16_gpus);
+    tcase_add_test(t, strict_memory_does_not_fit);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(e2e_suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
