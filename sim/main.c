@@ -181,18 +181,22 @@ static int cmd_cluster(int argc, char **argv)
         return usage_error("%s", "cluster needs a KIND");
     if (o.nodes < 1)
         return usage_error("%s", "cluster needs --nodes N (N >= 1)");
-    FILE *f = stdout;
-    if (out_path && !(f = fopen(out_path, "w"))) {
-        ps_error err;
-        ps_error_clear(&err);
-        ps_error_set(&err, PS_EINPUT, out_path, 0, 0, NULL, "cannot write");
-        return fail(&err);
-    }
+    /* Generate in memory first: a rejected request must not truncate an existing file. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
     ps_error err;
     ps_error_clear(&err);
-    int rc = cluster_generate(kind, &o, f, &err);
-    if (f != stdout && fclose(f) != 0 && !rc)
-        rc = ps_error_set(&err, PS_EINPUT, out_path, 0, 0, NULL, "cannot write");
+    int rc = mem ? cluster_generate(kind, &o, mem, &err)
+                 : ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory");
+    if (mem)
+        fclose(mem);
+    if (!rc) {
+        FILE *f = out_path ? fopen(out_path, "w") : stdout;
+        if (!f || fwrite(text, 1, len, f) != len || (f != stdout && fclose(f) != 0))
+            rc = ps_error_set(&err, PS_EINPUT, out_path, 0, 0, NULL, "cannot write");
+    }
+    free(text);
     if (rc)
         return fail(&err);
     return 0;

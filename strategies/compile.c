@@ -56,7 +56,7 @@ typedef struct compile_ctx {
 
 int compile_rank_of(const strategy *s, int t, int d, int p)
 {
-    int coord[3], size[3];
+    int coord[3] = {0, 0, 0}, size[3] = {1, 1, 1};
     for (int i = 0; i < 3; i++) {
         switch (s->order[i]) {
         case AXIS_TENSOR: coord[i] = t; size[i] = s->tp; break;

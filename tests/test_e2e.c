@@ -111,6 +111,7 @@ typedef struct {
     int status;    /* raw waitpid status */
     char *out;     /* captured stdout */
     char *err;     /* captured stderr */
+    int json_written; /* run_plan: 1 if its --json file exists afterwards, else 0 */
     char cmd[2048]; /* the command line, for messages */
 } run_result;
 
@@ -213,6 +214,7 @@ static void expect_bad_input(const run_result *r, const char *const *needles)
 {
     expect_exit(r, 1);
     ck_assert_msg(r->out[0] == '\0', "`%s` wrote on stdout on error:\n%s", r->cmd, r->out);
+    ck_assert_msg(!r->json_written, "`%s` wrote its --json file despite the error", r->cmd);
     ck_assert_msg(strstr(r->err, "protosim: error:") != NULL,
                   "`%s`: stderr lacks 'protosim: error:':\n%s", r->cmd, r->err);
     for (size_t i = 0; needles && needles[i]; i++)
@@ -414,12 +416,14 @@ END_TEST
 
 /* ---------------------------------------------------------------- 3. bad inputs */
 
-/* Runs `protosim run STRATEGY --cluster CLUSTER --json DIR/o.json` and expects a bad-input error. */
+/* Runs `protosim run STRATEGY --cluster CLUSTER --json DIR/o.json`, noting whether o.json was
+ * written (a bad-input run must not write it). */
 static run_result run_plan(const char *dir, const char *strat, const char *cl)
 {
     char *json = tmp_path(dir, "o.json");
     const char *args[] = {"run", strat, "--cluster", cl, "--json", json, NULL};
     run_result r = run_protosim(dir, args);
+    r.json_written = access(json, F_OK) == 0;
     free(json);
     return r;
 }
@@ -552,10 +556,14 @@ START_TEST(bad_cluster_kind)
     run_result r = run_protosim(dir, args);
     const char *needles[] = {"dgx-foo", NULL};
     expect_bad_input(&r, needles);
-    ck_assert_msg(access(out, F_OK) != 0, "cluster dgx-foo wrote %s", out);
+    struct stat st;
+    int wrote = stat(out, &st) == 0;
+    long size = wrote ? (long)st.st_size : 0;
     run_free(&r);
     free(out);
     remove_tmpdir(dir);
+    ck_assert_msg(!wrote, "cluster dgx-foo -o FILE exited 1 but created/truncated FILE (%ld bytes); "
+                  "a bad-input run must leave -o untouched", size);
 }
 END_TEST
 
@@ -567,10 +575,14 @@ START_TEST(bad_cluster_nodes)
     run_result r = run_protosim(dir, args);
     const char *needles[] = {"nodes", NULL};
     expect_bad_input(&r, needles);
-    ck_assert_msg(access(out, F_OK) != 0, "cluster --nodes 0 wrote %s", out);
+    struct stat st;
+    int wrote = stat(out, &st) == 0;
+    long size = wrote ? (long)st.st_size : 0;
     run_free(&r);
     free(out);
     remove_tmpdir(dir);
+    ck_assert_msg(!wrote, "cluster --nodes 0 -o FILE exited 1 but created/truncated FILE (%ld bytes); "
+                  "a bad-input run must leave -o untouched", size);
 }
 END_TEST
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install protosim's Debian packages (needs root or sudo) and build it into build/.
+# Packages: SimGrid 3.32 (network/compute engine), cJSON (reports), libyaml (strategy files),
+# hwloc (topology import), Check (unit tests), meson + ninja (build), a C/C++ compiler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+packages="build-essential g++ pkg-config meson ninja-build libsimgrid-dev libcjson-dev libyaml-dev
+          libhwloc-dev check"
+missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$missing" ]; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+[ -d build ] || meson setup build >/dev/null
+ninja -C build
