@@ -61,7 +61,6 @@ typedef struct exec_state {
     const htae_graph *g;
     htae_options opt;
     sg_host_t *hosts;       /* per rank */
-    double *speed;          /* per rank, FLOP/s */
     uint32_t *pending;      /* per task: predecessors not yet done */
     uint32_t *coll_arrived; /* per collective */
     uint8_t *coll_done;
@@ -117,11 +116,16 @@ static sg_exec_t ring_start(exec_state *x, sg_host_t *hosts, int n, double edge_
 
 /* One phase: `count` independent rings of `n` hosts each, hosts[r * stride_ring + j * stride_member]. */
 static void run_rings(exec_state *x, stream_state *st, const sg_host_t *base, int count, int n,
-                      int stride_ring, int stride_member, coll_kind kind, double bytes, double lat)
+                      int stride_ring, int stride_member, coll_kind kind, double bytes, double lat,
+                      double extra_delay)
 {
-    if (n < 2)
+    if (n < 2) {
+        sleep_for(extra_delay);
         return;
-    sleep_for(ring_steps(kind, n) * x->opt.coll_step_s + (ring_steps(kind, n) - 1) * lat);
+    }
+    /* the ring's step latencies, less the one route latency SimGrid charges the flow itself */
+    sleep_for(extra_delay + ring_steps(kind, n) * x->opt.coll_step_s +
+              (ring_steps(kind, n) - 1) * lat);
     double edge = ring_edge_factor(kind, n) * bytes;
     sg_host_t ring[n];
     for (int r = 0; r < count; r++) {
@@ -138,28 +142,28 @@ static void run_collective(exec_state *x, stream_state *st, const htae_collectiv
     const group_plan *gp = &x->groups[col->group];
     if (gp->n < 2)
         return;
-    sleep_for(x->opt.coll_launch_s);
-    double s = col->bytes;
+    double s = col->bytes, launch = x->opt.coll_launch_s;
     if (gp->k == 0) {
-        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, col->kind, s, gp->ring_lat);
+        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, col->kind, s, gp->ring_lat, launch);
         return;
     }
     /* Hierarchical: rings inside each node over NVLink, rings across nodes between GPUs of the
      * same local index (each on its own NIC), as NCCL's tree/ring hybrids do. */
     int k = gp->k, m = gp->n_nodes;
+    const sg_host_t *h = gp->by_node;
     switch (col->kind) {
     case COLL_ALLREDUCE:
-        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat);
-        run_rings(x, st, gp->by_node, k, m, 1, k, COLL_ALLREDUCE, s / k, gp->inter_lat);
-        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat);
+        run_rings(x, st, h, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
+        run_rings(x, st, h, k, m, 1, k, COLL_ALLREDUCE, s / k, gp->inter_lat, 0.0);
+        run_rings(x, st, h, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
         break;
     case COLL_REDUCE_SCATTER:
-        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat);
-        run_rings(x, st, gp->by_node, k, m, 1, k, COLL_REDUCE_SCATTER, s / k, gp->inter_lat);
+        run_rings(x, st, h, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
+        run_rings(x, st, h, k, m, 1, k, COLL_REDUCE_SCATTER, s / k, gp->inter_lat, 0.0);
         break;
     case COLL_ALLGATHER:
-        run_rings(x, st, gp->by_node, k, m, 1, k, COLL_ALLGATHER, s / k, gp->inter_lat);
-        run_rings(x, st, gp->by_node, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat);
+        run_rings(x, st, h, k, m, 1, k, COLL_ALLGATHER, s / k, gp->inter_lat, launch);
+        run_rings(x, st, h, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
         break;
     }
 }
@@ -188,14 +192,17 @@ static void task_done(exec_state *x, uint32_t t, double now)
     }
 }
 
+/* A GPU's compute stream is its only user of the SMs in this model (the slowdown from
+ * concurrent NCCL kernels is applied here), so compute is a timed wait: keeping it out of
+ * ptask_L07's sharing system, which re-solves every active action at each event, makes large
+ * plans several times faster with identical timings. */
 static void run_compute(exec_state *x, const htae_task *k)
 {
     double d = k->seconds;
     if (x->comm_active[k->rank] > 0)
         d *= 1.0 + x->opt.overlap_slowdown;
-    double flops = d * x->speed[k->rank];
-    if (flops > 0.0) {
-        sg_actor_execute(flops);
+    if (d > 0.0) {
+        sg_actor_sleep_for(d);
         x->activities++;
     }
 }
@@ -365,14 +372,12 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
         htae_default_options(&x.opt);
     x.res = out;
     x.hosts = malloc((size_t)g->n_ranks * sizeof *x.hosts);
-    x.speed = malloc((size_t)g->n_ranks * sizeof *x.speed);
     x.comm_active = calloc((size_t)g->n_ranks, sizeof *x.comm_active);
     for (int r = 0; r < g->n_ranks; r++) {
         x.hosts[r] = sg_host_by_name(c->host_names[r]);
         if (!x.hosts[r])
             return ps_error_set(err, PS_EINTERNAL, c->file, 0, 0, NULL,
                                 "host '%s' is not in the loaded platform", c->host_names[r]);
-        x.speed[r] = sg_host_get_speed(x.hosts[r]);
     }
     x.pending = malloc((size_t)g->n_tasks * sizeof *x.pending + 1);
     for (uint32_t t = 0; t < g->n_tasks; t++)
@@ -444,7 +449,6 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     free(x.coll_done);
     free(x.comm_active);
     free(x.hosts);
-    free(x.speed);
 
     clock_gettime(CLOCK_MONOTONIC, &w1);
     out->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
