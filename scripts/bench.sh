@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Speed benchmark: wall time and simulated activities per second of `protosim run` on GPT-3 175B
+# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP). Not a test: figures vary by machine.
+#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plan only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x build/protosim ] || bash scripts/setup.sh >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+build/protosim cluster dgx-a100 --nodes 8 -o "$tmp/a100x64.xml"
+build/protosim cluster dgx-a100 --nodes 128 -o "$tmp/a100x1024.xml"
+
+plans="gpt3-175b-64gpu:a100x64"
+[ "${1:-}" = "--quick" ] || plans="$plans gpt3-175b-1024gpu:a100x1024 gpt3-175b-1024gpu-pp8:a100x1024"
+
+field() { sed -n "s/.*\"$1\":[[:space:]]*\([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
+
+printf '%-24s %6s %10s %12s %12s %10s %14s %9s\n' plan gpus iter_s tasks activities wall_s activities/s peak_MB
+for entry in $plans; do
+    plan=${entry%%:*}
+    cl=${entry##*:}
+    /usr/bin/time -f '%M' -o "$tmp/rss" \
+        build/protosim run "strategies/examples/$plan.yaml" --cluster "$tmp/$cl.xml" \
+        --json "$tmp/$plan.json" --quiet
+    j="$tmp/$plan.json"
+    printf '%-24s %6s %10.3f %12s %12s %10.2f %14.0f %9.0f\n' "$plan" "$(field gpus "$j")" \
+        "$(field iteration_time_s "$j")" "$(field tasks "$j")" "$(field activities "$j")" \
+        "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$(( $(cat "$tmp/rss") / 1024 ))"
+done
