@@ -1,6 +1,7 @@
 /* htae.c: the executor. One SimGrid actor per (GPU, stream) walks its queue in program order,
  * waits for predecessors on a semaphore, runs the task, and releases its successors. */
 #include "htae.h"
+#include "htae_rings.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -13,12 +14,19 @@
 #include <simgrid/host.h>
 #include <simgrid/semaphore.h>
 
-/* First guesses, to be calibrated against nccl-tests (groundtruth/nccl_allreduce_*):
- * - NCCL's launch of a collective kernel plus its first handshake costs ~10 us;
- * - each ring step adds a protocol latency on top of the wire latency (~1 us on NVLink);
- * - Proteus (and others) measured 10-30% compute slowdown when NCCL kernels share the SMs. */
-static const double HTAE_COLL_LAUNCH_S = 10e-6;
-static const double HTAE_COLL_STEP_S = 1e-6;
+/* Collective constants fitted by scripts/fit_nccl on the nccl-tests all-reduce curves of
+ * ../shared/groundtruth (A100 NVSwitch and V100 DGX-1, 2-8 GPUs, sizes >= 1 MB, every 8th size;
+ * held-out sizes: geomean |error| 2.5% A100, 13.8% V100, 5.8% overall):
+ * - a collective's fixed cost (kernel launch, handshakes, pipeline fill of NCCL's chunks);
+ * - a protocol latency per ring step on top of the wire latency (fitted to zero: the routes'
+ *   own latencies account for the per-step cost);
+ * - the fraction of link bandwidth NCCL turns into payload: the bus-bandwidth plateau
+ *   (A100: 229 GB/s of 300 on 8 GPUs) over the links' raw bandwidth. */
+static const double HTAE_COLL_LAUNCH_S = 77.5e-6;
+static const double HTAE_COLL_STEP_S = 0.0;
+static const double HTAE_PROTOCOL_EFFICIENCY = 0.77;
+/* Not fitted yet (no point-to-point measurements here): NCCL send/recv launch, and the compute
+ * slowdown when NCCL kernels share the SMs (Proteus measured 10-30%). */
 static const double HTAE_P2P_LAUNCH_S = 10e-6;
 static const double HTAE_OVERLAP_SLOWDOWN = 0.15;
 
@@ -32,13 +40,15 @@ void htae_default_options(htae_options *o)
     o->coll_launch_s = HTAE_COLL_LAUNCH_S;
     o->coll_step_s = HTAE_COLL_STEP_S;
     o->p2p_launch_s = HTAE_P2P_LAUNCH_S;
+    o->protocol_efficiency = HTAE_PROTOCOL_EFFICIENCY;
 }
 
 /* How a group's collectives map onto the platform, computed once per group. */
 typedef struct group_plan {
     int n;
-    sg_host_t *hosts;       /* ring order */
-    double ring_lat;        /* worst route latency over the ring's edges */
+    sg_host_t *hosts;       /* group order */
+    ring_set rings;         /* flat collectives: NCCL-like rings over `hosts` */
+    double ring_lat;        /* worst route latency over the rings' edges */
     int k;                  /* members per node when hierarchical (several nodes, k > 1 each) */
     int n_nodes;
     sg_host_t *by_node;     /* hosts node-major: by_node[node * k + j] */
@@ -99,25 +109,37 @@ static void sleep_for(double s)
         sg_actor_sleep_for(s);
 }
 
-/* Start one ring as a single parallel task: every edge carries `edge_bytes`, and the ring
- * advances at the pace of its slowest edge, as a real ring does. SimGrid shares the links. */
-static sg_exec_t ring_start(exec_state *x, sg_host_t *hosts, int n, double edge_bytes)
+/* Start one collective phase as a single parallel task whose bytes matrix holds every ring
+ * edge: rings advance at the pace of their slowest edge, as real rings do, and SimGrid shares
+ * every link with all other traffic. rs == NULL: one ring in the order of `hosts`. */
+static sg_exec_t rings_start(exec_state *x, sg_host_t *hosts, int n, const ring_set *rs,
+                             double edge_bytes)
 {
     assert(n >= 2 && n <= x->matrix_n);
-    for (int i = 0; i < n; i++)
-        x->matrix[(size_t)i * n + (size_t)((i + 1) % n)] = edge_bytes;
-    sg_exec_t e = sg_actor_parallel_exec_init(n, hosts, NULL, x->matrix);
-    for (int i = 0; i < n; i++)
-        x->matrix[(size_t)i * n + (size_t)((i + 1) % n)] = 0.0;
+    double *m = x->matrix;
+    if (rs)
+        for (int e = 0; e < rs->n_edges; e++)
+            m[(size_t)rs->src[e] * n + (size_t)rs->dst[e]] += rs->share[e] * edge_bytes;
+    else
+        for (int i = 0; i < n; i++)
+            m[(size_t)i * n + (size_t)((i + 1) % n)] = edge_bytes;
+    sg_exec_t e = sg_actor_parallel_exec_init(n, hosts, NULL, m);
+    if (rs)
+        for (int k = 0; k < rs->n_edges; k++)
+            m[(size_t)rs->src[k] * n + (size_t)rs->dst[k]] = 0.0;
+    else
+        for (int i = 0; i < n; i++)
+            m[(size_t)i * n + (size_t)((i + 1) % n)] = 0.0;
     sg_exec_start(e);
     x->activities++;
     return e;
 }
 
-/* One phase: `count` independent rings of `n` hosts each, hosts[r * stride_ring + j * stride_member]. */
+/* One phase: `count` independent ring groups of `n` hosts each,
+ * hosts[r * stride_ring + j * stride_member]; `rs` (count 1 only) gives their rings. */
 static void run_rings(exec_state *x, stream_state *st, const sg_host_t *base, int count, int n,
-                      int stride_ring, int stride_member, coll_kind kind, double bytes, double lat,
-                      double extra_delay)
+                      int stride_ring, int stride_member, const ring_set *rs, coll_kind kind,
+                      double bytes, double lat, double extra_delay)
 {
     if (n < 2) {
         sleep_for(extra_delay);
@@ -126,12 +148,12 @@ static void run_rings(exec_state *x, stream_state *st, const sg_host_t *base, in
     /* the ring's step latencies, less the one route latency SimGrid charges the flow itself */
     sleep_for(extra_delay + ring_steps(kind, n) * x->opt.coll_step_s +
               (ring_steps(kind, n) - 1) * lat);
-    double edge = ring_edge_factor(kind, n) * bytes;
+    double edge = ring_edge_factor(kind, n) * bytes / x->opt.protocol_efficiency;
     sg_host_t ring[n];
     for (int r = 0; r < count; r++) {
         for (int j = 0; j < n; j++)
             ring[j] = base[r * stride_ring + j * stride_member];
-        st->handles[r] = ring_start(x, ring, n, edge);
+        st->handles[r] = rings_start(x, ring, n, rs, edge);
     }
     for (int r = 0; r < count; r++)
         sg_exec_wait(st->handles[r]);
@@ -144,7 +166,8 @@ static void run_collective(exec_state *x, stream_state *st, const htae_collectiv
         return;
     double s = col->bytes, launch = x->opt.coll_launch_s;
     if (gp->k == 0) {
-        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, col->kind, s, gp->ring_lat, launch);
+        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, &gp->rings, col->kind, s, gp->ring_lat,
+                  launch);
         return;
     }
     /* Hierarchical: rings inside each node over NVLink, rings across nodes between GPUs of the
@@ -153,17 +176,17 @@ static void run_collective(exec_state *x, stream_state *st, const htae_collectiv
     const sg_host_t *h = gp->by_node;
     switch (col->kind) {
     case COLL_ALLREDUCE:
-        run_rings(x, st, h, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
-        run_rings(x, st, h, k, m, 1, k, COLL_ALLREDUCE, s / k, gp->inter_lat, 0.0);
-        run_rings(x, st, h, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
+        run_rings(x, st, h, m, k, k, 1, NULL, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
+        run_rings(x, st, h, k, m, 1, k, NULL, COLL_ALLREDUCE, s / k, gp->inter_lat, 0.0);
+        run_rings(x, st, h, m, k, k, 1, NULL, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
         break;
     case COLL_REDUCE_SCATTER:
-        run_rings(x, st, h, m, k, k, 1, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
-        run_rings(x, st, h, k, m, 1, k, COLL_REDUCE_SCATTER, s / k, gp->inter_lat, 0.0);
+        run_rings(x, st, h, m, k, k, 1, NULL, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
+        run_rings(x, st, h, k, m, 1, k, NULL, COLL_REDUCE_SCATTER, s / k, gp->inter_lat, 0.0);
         break;
     case COLL_ALLGATHER:
-        run_rings(x, st, h, k, m, 1, k, COLL_ALLGATHER, s / k, gp->inter_lat, launch);
-        run_rings(x, st, h, m, k, k, 1, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
+        run_rings(x, st, h, k, m, 1, k, NULL, COLL_ALLGATHER, s / k, gp->inter_lat, launch);
+        run_rings(x, st, h, m, k, k, 1, NULL, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
         break;
     }
 }
@@ -313,7 +336,13 @@ static void plan_group(exec_state *x, const cluster *c, int gi, group_plan *gp)
     gp->hosts = malloc((size_t)n * sizeof *gp->hosts);
     for (int i = 0; i < n; i++)
         gp->hosts[i] = x->hosts[ranks[i]];
-    gp->ring_lat = ring_latency(gp->hosts, n, 1);
+    htae_rings_build(gp->hosts, n, &gp->rings);
+    gp->ring_lat = 0.0;
+    for (int e = 0; e < gp->rings.n_edges; e++) {
+        double l = route_latency(gp->hosts[gp->rings.src[e]], gp->hosts[gp->rings.dst[e]]);
+        if (l > gp->ring_lat)
+            gp->ring_lat = l;
+    }
     gp->k = 0;
     gp->by_node = NULL;
 
@@ -439,6 +468,7 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     }
     for (uint32_t i = 0; i < g->n_groups; i++) {
         free(x.groups[i].hosts);
+        htae_rings_free(&x.groups[i].rings);
         free(x.groups[i].by_node);
     }
     free(x.groups);
@@ -460,4 +490,35 @@ void htae_result_free(htae_result *r)
     free(r->start);
     free(r->end);
     r->start = r->end = NULL;
+}
+
+int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,
+                          int n_sizes, const htae_options *opt, double *times, ps_error *err)
+{
+    if (gpus < 1 || gpus > c->n_gpus)
+        return ps_error_set(err, PS_EINPUT, c->file, 0, 0, "gpus",
+                            "%d GPUs asked, the cluster has %d", gpus, c->n_gpus);
+    htae_graph *g = htae_graph_create(c->n_gpus);
+    int ranks[gpus];
+    for (int i = 0; i < gpus; i++)
+        ranks[i] = i;
+    int grp = htae_add_group(g, ranks, gpus);
+    int label = htae_label(g, coll_kind_name(kind));
+    uint32_t *first = malloc((size_t)(n_sizes + 1) * sizeof *first);
+    uint32_t members[gpus];
+    for (int i = 0; i < n_sizes; i++) {
+        htae_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);
+        first[i] = members[0];
+    }
+    int rc = htae_graph_finalize(g, err);
+    htae_result r;
+    memset(&r, 0, sizeof r);
+    if (!rc)
+        rc = htae_run(g, c, opt, &r, err);
+    for (int i = 0; !rc && i < n_sizes; i++)
+        times[i] = r.end[first[i]] - r.start[first[i]];
+    htae_result_free(&r);
+    free(first);
+    htae_graph_free(g);
+    return rc;
 }

@@ -15,6 +15,7 @@ typedef struct htae_options {
     double coll_launch_s;        /* fixed cost of starting one collective (NCCL kernel launch) */
     double coll_step_s;          /* per algorithm step (ring hop) software/protocol latency */
     double p2p_launch_s;         /* fixed cost of one point-to-point transfer */
+    double protocol_efficiency;  /* payload share of collective link bandwidth, in (0, 1] */
 } htae_options;
 
 void htae_default_options(htae_options *o);
@@ -36,5 +37,10 @@ void htae_result_free(htae_result *r);
  * tests check against 2(p-1)/p * S / B + latency terms. Exposed for tests and docs. */
 double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int members,
                                double route_latency);
+
+/* Like nccl-tests: simulate collectives of each size in `sizes`, one after another, over the
+ * first `gpus` ranks of the cluster, and write each one's duration to times[]. */
+int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,
+                          int n_sizes, const htae_options *opt, double *times, ps_error *err);
 
 #endif

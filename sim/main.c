@@ -21,6 +21,10 @@ static void usage(FILE *f)
           "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
           "               [--gpus-per-node N] [--oversubscription X]\n"
           "      KIND: dgx-v100, dgx-a100, dgx-h100\n"
+          "  protosim collective --cluster CLUSTER.xml --gpus N --sizes BYTES[,BYTES...]\n"
+          "               [--op allreduce|reduce-scatter|all-gather] [--csv OUT]\n"
+          "      simulates the collectives one after another (like nccl-tests) and prints\n"
+          "      bytes,time_s per size\n"
           "  protosim --version\n"
           "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
           "            3 internal error\n",
@@ -202,6 +206,96 @@ static int cmd_cluster(int argc, char **argv)
     return 0;
 }
 
+/* Comma-separated byte counts; returns how many, or -1 on a bad entry. */
+static int parse_sizes(const char *list, double **out)
+{
+    int n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    double *v = malloc((size_t)n * sizeof *v);
+    char *copy = strdup(list), *save = NULL;
+    int k = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (parse_double(tok, &v[k]) || v[k] < 0) {
+            free(copy);
+            free(v);
+            return -1;
+        }
+        k++;
+    }
+    free(copy);
+    *out = v;
+    return k;
+}
+
+static int cmd_collective(int argc, char **argv)
+{
+    const char *cluster_path = NULL, *sizes_arg = NULL, *op = "allreduce", *csv = NULL;
+    int gpus = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--cluster") || !strcmp(a, "--sizes") || !strcmp(a, "--op") ||
+            !strcmp(a, "--csv") || !strcmp(a, "--gpus")) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--cluster"))
+                cluster_path = v;
+            else if (!strcmp(a, "--sizes"))
+                sizes_arg = v;
+            else if (!strcmp(a, "--op"))
+                op = v;
+            else if (!strcmp(a, "--csv"))
+                csv = v;
+            else if (parse_int(v, &gpus) || gpus < 1)
+                return usage_error("bad GPU count '%s'", v);
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (!cluster_path || !sizes_arg || gpus < 1)
+        return usage_error("%s", "collective needs --cluster, --gpus and --sizes");
+    coll_kind kind;
+    if (!strcmp(op, "allreduce") || !strcmp(op, "all-reduce"))
+        kind = COLL_ALLREDUCE;
+    else if (!strcmp(op, "reduce-scatter") || !strcmp(op, "reducescatter"))
+        kind = COLL_REDUCE_SCATTER;
+    else if (!strcmp(op, "all-gather") || !strcmp(op, "allgather"))
+        kind = COLL_ALLGATHER;
+    else
+        return usage_error("unknown collective '%s'", op);
+    double *sizes;
+    int n = parse_sizes(sizes_arg, &sizes);
+    if (n <= 0)
+        return usage_error("bad --sizes '%s'", sizes_arg);
+
+    ps_error err;
+    ps_error_clear(&err);
+    cluster c;
+    if (cluster_load(cluster_path, data_dir(), &c, &err)) {
+        free(sizes);
+        return fail(&err);
+    }
+    double *times = calloc((size_t)n, sizeof *times);
+    int rc = htae_time_collectives(&c, kind, gpus, sizes, n, NULL, times, &err);
+    if (!rc) {
+        FILE *f = csv ? fopen(csv, "w") : stdout;
+        if (!f) {
+            rc = ps_error_set(&err, PS_EINPUT, csv, 0, 0, NULL, "cannot write");
+        } else {
+            fputs("bytes,time_s\n", f);
+            for (int i = 0; i < n; i++)
+                fprintf(f, "%.0f,%.9e\n", sizes[i], times[i]);
+            if (f != stdout && fclose(f) != 0)
+                rc = ps_error_set(&err, PS_EINPUT, csv, 0, 0, NULL, "cannot write");
+        }
+    }
+    free(times);
+    free(sizes);
+    cluster_free(&c);
+    return rc ? fail(&err) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -213,6 +307,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "cluster"))
         return cmd_cluster(argc - 2, argv + 2);
+    if (!strcmp(cmd, "collective"))
+        return cmd_collective(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version")) {
         printf("protosim %s\n", PROTOSIM_VERSION);
         return 0;

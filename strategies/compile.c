@@ -295,7 +295,11 @@ static void estimate_memory(const compile_ctx *cx, int p, memory_estimate *me)
     }
     int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
     double w = precision_bytes(s->precision);
-    double opt = s->optimizer == OPT_ADAM ? (mixed ? 12.0 : 8.0) : (mixed ? 4.0 : 0.0);
+    /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
+     * SGD's momentum */
+    double opt = s->optimizer == OPT_ADAM ? (mixed ? 12.0 : 8.0)
+               : s->optimizer == OPT_SGD  ? (mixed ? 8.0 : 4.0)
+                                          : 0.0;
     me->weights = params * w / (s->zero >= 3 ? cx->dp : 1);
     me->gradients = params * (mixed ? 4.0 : w) / (s->zero >= 2 ? cx->dp : 1);
     me->optimizer = params * opt / (s->zero >= 1 ? cx->dp : 1);
@@ -443,8 +447,10 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
             params += cx->tmpl[c * pp + p].params;
         if (s->zero >= 1)
             params /= dp;
-        double secs = cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
-                                             cx->c->device[r]);
+        double secs = s->optimizer == OPT_NONE
+            ? 0.0
+            : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
+                                     cx->c->device[r]);
         opt_task[r] = htae_add_compute(g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
         for (int i = 0; i < n_dp_tasks[r]; i++)
             htae_add_edge(g, dp_tasks[r][i], opt_task[r]);

@@ -22,7 +22,7 @@ typedef struct load_ctx {
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
-static const char *const optimizer_names[] = {"adam", "sgd"};
+static const char *const optimizer_names[] = {"adam", "sgd", "none"};
 static const char *const axis_names[] = {"tensor", "data", "pipeline"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

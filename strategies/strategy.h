@@ -9,7 +9,8 @@
 typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
 typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE } parallel_axis;
-typedef enum { OPT_ADAM, OPT_SGD } optimizer_kind;
+/* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
+typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE } optimizer_kind;
 
 typedef struct src_loc { int line, column; } src_loc;   /* 1-based; 0 when absent */
 
