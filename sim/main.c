@@ -17,7 +17,7 @@ static void usage(FILE *f)
 {
     fputs("usage:\n"
           "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
-          "               [--trace OUT.trace.json] [--strict-memory] [--quiet]\n"
+          "               [--trace OUT.trace.json] [--strict-memory] [--no-fold] [--quiet]\n"
           "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
           "               [--gpus-per-node N] [--oversubscription X]\n"
           "      KIND: dgx-v100, dgx-a100, dgx-h100\n"
@@ -75,6 +75,8 @@ static int cmd_run(int argc, char **argv)
 {
     const char *strategy_path = NULL, *cluster_path = NULL, *json = NULL, *trace = NULL;
     int strict = 0, quiet = 0;
+    compile_options copt;
+    compile_default_options(&copt);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--cluster") || !strcmp(a, "--json") || !strcmp(a, "--trace")) {
@@ -87,6 +89,8 @@ static int cmd_run(int argc, char **argv)
                 json = v;
             else
                 trace = v;
+        } else if (!strcmp(a, "--no-fold")) {
+            copt.fold_data_parallel = 0;
         } else if (!strcmp(a, "--strict-memory")) {
             strict = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
@@ -117,7 +121,7 @@ static int cmd_run(int argc, char **argv)
     compiled_plan plan;
     htae_result res;
     memset(&res, 0, sizeof res);
-    int rc = compile_plan(&s, &c, &plan, &err);
+    int rc = compile_plan(&s, &c, &copt, &plan, &err);
     if (!rc)
         rc = htae_run(plan.graph, &c, NULL, &res, &err);
     if (!rc) {

@@ -235,9 +235,12 @@ void report_print_text(FILE *out, const strategy *s, const cluster *c, const com
             fprintf(out, "    %-40s %12s\n", p->graph->labels[sum->top[i].label],
                     human_time(sum->top[i].seconds, b1, sizeof b1));
     }
-    fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)\n",
+    fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
+    if (p->simulated_replicas < p->dp)
+        fprintf(out, "; 1 of %d data-parallel replicas simulated (folded)", p->dp);
+    fputc('\n', out);
 }
 
 static int write_error(const char *path, ps_error *err)
@@ -307,6 +310,7 @@ int report_write_json(const char *path, const strategy *s, const cluster *c,
     cJSON_AddNumberToObject(sim, "wall_s", r->wall_s);
     cJSON_AddNumberToObject(sim, "activities", (double)r->activities);
     cJSON_AddNumberToObject(sim, "tasks", p->graph->n_tasks);
+    cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
 
     char *text = cJSON_Print(root);

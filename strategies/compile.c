@@ -46,6 +46,7 @@ typedef struct compile_ctx {
     workload_graph wg;
     workload_op *sharded;          /* [wg.n_ops]: the part one TP rank runs */
     int tp, pp, dp, v, mcs, M;     /* mcs: model chunks = pp * v */
+    int dp_sim;                    /* replicas simulated: dp, or 1 when folded */
     double tp_bytes;               /* one TP collective's buffer: b * s * h elements */
     double pp_bytes;               /* one pipeline send */
     double grad_elem;              /* bytes per gradient element in DP reduction */
@@ -342,7 +343,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     int ranks[tp];
     uint32_t first[tp], last[tp], segids[(size_t)maxseg * tp];
 
-    for (int d = 0; d < dp; d++) {
+    for (int d = 0; d < cx->dp_sim; d++) {
         for (int p = 0; p < pp; p++) {
             for (int t = 0; t < tp; t++)
                 ranks[t] = compile_rank_of(s, t, d, p);
@@ -427,7 +428,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                     htae_add_collective(g, grad_kind, dp_group[p * tp + t], STREAM_DP,
                                         ct->bucket_bytes[b], CAT_DP_COMM, cx->label_dp[grad_kind],
                                         M - 1, coll);
-                    for (int d = 0; d < dp; d++) {
+                    for (int d = 0; d < cx->dp_sim; d++) {   /* folded members: no deps */
                         uint32_t ready = s->dp_overlap
                             ? last_bwd[xidx(cx, d, t, mc, 0) / M * maxseg + ct->bucket_end[b]]
                             : final_compute[dranks[d]];
@@ -439,8 +440,10 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
         }
     }
 
-    /* optimizer step on each rank's (ZeRO: its slice of the) parameters */
+    /* optimizer step on each simulated rank's (ZeRO: its slice of the) parameters */
     for (int r = 0; r < n; r++) {
+        if (out->replica_of_rank[r] >= cx->dp_sim)
+            continue;
         int p = out->stage_of_rank[r];
         double params = 0;
         for (int c = 0; c < cx->v; c++)
@@ -465,7 +468,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                 htae_add_collective(g, COLL_ALLGATHER, dp_group[p * tp + t], STREAM_DP,
                                     params * precision_bytes(s->precision), CAT_DP_COMM,
                                     cx->label_dp[COLL_ALLGATHER], -1, coll);
-                for (int d = 0; d < dp; d++)
+                for (int d = 0; d < cx->dp_sim; d++)
                     htae_add_edge(g, opt_task[compile_rank_of(s, t, d, p)], coll[d]);
             }
     }
@@ -485,8 +488,30 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     free(bwd_in);
 }
 
-int compile_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err)
+void compile_default_options(compile_options *o)
 {
+    o->fold_data_parallel = 1;
+}
+
+/* Folding needs replicas on the same GPU models, position by position. */
+static int replicas_alike(const strategy *s, const cluster *c)
+{
+    for (int p = 0; p < s->pp; p++)
+        for (int t = 0; t < s->tp; t++)
+            for (int d = 1; d < s->dp; d++)
+                if (c->device[compile_rank_of(s, t, d, p)] != c->device[compile_rank_of(s, t, 0, p)])
+                    return 0;
+    return 1;
+}
+
+int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
+                 compiled_plan *out, ps_error *err)
+{
+    compile_options defaults;
+    if (!opt) {
+        compile_default_options(&defaults);
+        opt = &defaults;
+    }
     memset(out, 0, sizeof *out);
     if (strategy_check_gpus(s, c->n_gpus, err))
         return err->code;
@@ -500,6 +525,7 @@ int compile_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_err
     cx.v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
+    cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? 1 : cx.dp;
     if (s->schedule == SCHED_INTERLEAVED && cx.M % cx.pp != 0)
         return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.schedule",
@@ -531,11 +557,15 @@ int compile_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_err
     out->model_flops_per_iter = (cx.wg.fwd_flops + cx.wg.bwd_flops) * cx.M * cx.dp;
     out->params_total = cx.wg.total_params;
     out->peak_flops_per_gpu = c->device[0]->peak_flops[s->precision];
+    out->simulated_replicas = cx.dp_sim;
     out->stage_of_rank = malloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
+    out->replica_of_rank = malloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
     for (int p = 0; p < cx.pp; p++)
         for (int d = 0; d < cx.dp; d++)
-            for (int t = 0; t < cx.tp; t++)
+            for (int t = 0; t < cx.tp; t++) {
                 out->stage_of_rank[compile_rank_of(s, t, d, p)] = p;
+                out->replica_of_rank[compile_rank_of(s, t, d, p)] = d;
+            }
 
     cx.g = htae_graph_create(c->n_gpus);
     cx.label_tp[COLL_ALLREDUCE] = htae_label(cx.g, "tp all-reduce");
@@ -580,6 +610,7 @@ void compiled_plan_free(compiled_plan *p)
 {
     htae_graph_free(p->graph);
     free(p->stage_of_rank);
+    free(p->replica_of_rank);
     free(p->memory);
     memset(p, 0, sizeof *p);
 }

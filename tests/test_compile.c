@@ -40,7 +40,7 @@ static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel,
     memset(f, 0, sizeof *f);
     ck_assert_msg(strategy_load(sp, data_dir(), &f->s, &err) == 0, "%s", err.message);
     ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
-    ck_assert_msg(compile_plan(&f->s, &f->c, &f->p, &err) == 0, "%s", err.message);
+    ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
     if (!simulate)
         return;
     ck_assert_msg(htae_run(f->p.graph, &f->c, NULL, &f->r, &err) == 0, "%s", err.message);
@@ -188,7 +188,7 @@ START_TEST(pipeline_gpipe_holds_more_activations_than_1f1b)
     f.s.schedule = SCHED_1F1B;      /* same plan, same cluster: compile again, no simulation */
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(compile_plan(&f.s, &f.c, &f.p, &err), 0);
+    ck_assert_int_eq(compile_plan(&f.s, &f.c, NULL, &f.p, &err), 0);
     /* of 8 micro-batches, GPipe keeps all 8 alive; 1F1B keeps 2 on stage 0 and 1 on stage 1 */
     ck_close(gpipe0 / f.p.memory[0].activations, 8.0 / 2.0, 1e-12);
     ck_close(gpipe1 / f.p.memory[1].activations, 8.0 / 1.0, 1e-12);
