@@ -27,10 +27,24 @@ double cost_kernel_launch_seconds(void);
 
 /* Fraction of the GEMM peak (tensor-core peak of prec, or fp32 SIMT where the device has no
  * unit for prec) one [batch x] (m x k).(k x n) kernel reaches: base x tile quantization x
- * wave quantization over the SMs x K depth. In (0, 1]. */
+ * wave quantization over the SMs x K depth, for the best of the library's tilings (output tile
+ * shapes and split-K factors, see cost.c). In (0, 1]. */
 double cost_gemm_efficiency(double batch, double m, double n, double k, precision_t prec,
                             const device_spec *dev);
 /* Fraction of the HBM bandwidth that memory-bound kernels sustain. */
 double cost_memory_efficiency(void);
+
+/* The same for one tiling: output tiles of tile_m x tile_n, k split in `split` parts (each
+ * split's partial tile counts as a tile for the waves). */
+double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, int tile_m,
+                                   int tile_n, int split, precision_t prec, const device_spec *dev);
+/* GPU time of one [batch x] (m x k).(k x n) GEMM kernel: max(compute at cost_gemm_efficiency,
+ * memory, minimum kernel time). What scripts/fit_kernels replicates. */
+double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,
+                                const device_spec *dev);
+/* GPU time of one memory-bound kernel moving `bytes` to and from HBM (at least the minimum). */
+double cost_memory_kernel_seconds(double bytes, const device_spec *dev);
+/* Shortest GPU time of any kernel. */
+double cost_kernel_min_seconds(void);
 
 #endif

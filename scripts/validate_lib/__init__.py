@@ -1,0 +1,1 @@
+"""Helpers for scripts/validate: metrics and ground-truth row parsing (standard library only)."""

@@ -1,0 +1,380 @@
+"""Ground-truth files -> rows to check and protosim jobs that predict them.
+
+Each loader returns (rows, jobs). A Row is one measurement; a Job is one protosim process that
+predicts one or more rows (a `run` of a strategy, or one `collective` call for a whole nccl
+file). Rows that cannot be turned into a job (missing or bad columns, unsupported model or
+device) come back already failed; rows outside --max-gpus come back skipped.
+"""
+import csv
+import os
+import re
+
+VTRAIN_FILE = "vtrain_ground_truth_single_A100.csv"
+MEGATRON_FILE = "megatron_public.csv"
+NEUSIGHT_FILE = "neusight_labels_fp32.csv"
+NCCL_RE = re.compile(r"^nccl_allreduce_(a100|v100)_(\d+)gpu_vtrain\.csv$")
+
+VTRAIN_VOCAB = 51200          # not in the file; Megatron-DeepSpeed GPT default (padded)
+NCCL_MIN_BYTES = 1048576      # only sizes >= 1 MiB count in the summary
+QUICK_VTRAIN_STRIDE = 24      # --quick: data rows 0, 24, 48, ... of the vTrain file
+QUICK_NCCL_SIZES = (1 << 20, 1 << 24, 1 << 27, 1 << 30)   # 1 MiB, 16 MiB, 128 MiB, 1 GiB
+QUICK_MEGATRON_ROWS = 3       # --quick: the 3 rows with the fewest GPUs (file order breaks ties)
+
+
+class Row:
+    __slots__ = ("dataset", "file", "rid", "desc", "group", "measured", "counted",
+                 "status", "message", "predicted")
+
+    def __init__(self, dataset, file, rid, desc="", group="", measured=None):
+        self.dataset, self.file, self.rid, self.desc = dataset, file, rid, desc
+        self.group, self.measured = group, measured
+        self.counted = True       # enters the summary when ok
+        self.status, self.message, self.predicted = "pending", "", None
+
+    def fail(self, msg):
+        self.status, self.message = "failed", msg
+        return self
+
+    def skip(self, msg):
+        self.status, self.message = "skipped", msg
+        return self
+
+    def error(self):
+        if self.status != "ok" or not self.measured:
+            return None
+        return self.predicted / self.measured - 1.0
+
+
+class Job:
+    """kind 'run': strategy text + cluster; kind 'collective': op, gpus, sizes, row per size."""
+
+    def __init__(self, kind, cluster, rows, strategy=None, op=None, gpus=None, sizes=None):
+        self.kind, self.cluster, self.rows = kind, cluster, rows
+        self.strategy, self.op, self.gpus, self.sizes = strategy, op, gpus, sizes
+
+
+class BadRow(Exception):
+    pass
+
+
+def _get(rec, col, conv, allow_empty=False, default=None):
+    if col not in rec or rec[col] is None:
+        raise BadRow("missing column '%s'" % col)
+    s = rec[col].strip()
+    if s == "":
+        if allow_empty:
+            return default
+        raise BadRow("empty value in column '%s'" % col)
+    try:
+        return conv(s)
+    except ValueError:
+        raise BadRow("bad value in column '%s': %r" % (col, s))
+
+
+def _pos_int(s):
+    v = float(s)
+    if v != int(v) or v <= 0:
+        raise ValueError(s)
+    return int(v)
+
+
+def _pos_float(s):
+    v = float(s)
+    if not v > 0:
+        raise ValueError(s)
+    return v
+
+
+def _workload_yaml(m):
+    keys = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", "ffn_hidden")
+    return "{" + ", ".join("%s: %s" % (k, m[k]) for k in keys if k in m) + "}"
+
+
+def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
+                  schedule="1f1b"):
+    return ("workload: %s\n"
+            "batch: {global: %d, micro: %d}\n"
+            "precision: %s\n"
+            "optimizer: %s\n"
+            "strategy:\n"
+            "  tensor: {degree: %d}\n"
+            "  pipeline: {degree: %d, schedule: %s}\n"
+            "  data: {degree: %d}\n"
+            "  recompute: %s\n") % (_workload_yaml(workload), gb, mb, precision, optimizer,
+                                    tp, pp, schedule, dp, recompute)
+
+
+def _read_dicts(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ---------------------------------------------------------------- vTrain
+def load_vtrain(gt_dir, quick=False, **_):
+    rows, jobs = [], []
+    recs = _read_dicts(os.path.join(gt_dir, VTRAIN_FILE))
+    for i, rec in enumerate(recs):
+        if quick and i % QUICK_VTRAIN_STRIDE:
+            continue
+        row = Row("vtrain", VTRAIN_FILE, i + 1)
+        rows.append(row)
+        try:
+            g = _get(rec, "# GPUs", _pos_int)
+            gb = _get(rec, "global batch", _pos_int)
+            mb = _get(rec, "micro batch", _pos_int)
+            h = _get(rec, "hidden size", _pos_int)
+            a = _get(rec, "attention heads", _pos_int)
+            L = _get(rec, "# layers", _pos_int)
+            s = _get(rec, "sequence length", _pos_int)
+            tp = _get(rec, "tensor parallelism", _pos_int)
+            dp = _get(rec, "data parallelism", _pos_int)
+            pp = _get(rec, "pipeline parallelism", _pos_int)
+            ms = _get(rec, "iteration time (ms)", _pos_float)
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        row.desc = "h%d L%d g%d tp%d pp%d dp%d gb%d mb%d" % (h, L, g, tp, pp, dp, gb, mb)
+        row.group = "h%d L%d g%d" % (h, L, g)
+        row.measured = ms / 1000.0
+        wl = {"family": "gpt", "layers": L, "hidden": h, "heads": a, "seq": s,
+              "vocab": VTRAIN_VOCAB}
+        jobs.append(Job("run", ("gen", "dgx-a100", 1, g, None, None), [row],
+                        strategy=strategy_yaml(wl, gb, mb, "fp16", "adam", tp, pp, dp, "full")))
+    return rows, jobs
+
+
+# ---------------------------------------------------------------- nccl-tests
+NCCL_HEADER = ["size(B)", "count", "type", "time(ns)", "busbw(GB/s)", "time(ns)", "busbw(GB/s)"]
+
+
+def load_nccl(gt_dir, quick=False, **_):
+    rows, jobs = [], []
+    names = sorted((n for n in os.listdir(gt_dir) if NCCL_RE.match(n)),
+                   key=lambda n: (NCCL_RE.match(n).group(1), int(NCCL_RE.match(n).group(2))))
+    for name in names:
+        kind, gpus = NCCL_RE.match(name).group(1), int(NCCL_RE.match(name).group(2))
+        cluster = ("gen", "dgx-%s" % kind, 1, None, None, None)
+        with open(os.path.join(gt_dir, name), newline="") as f:
+            recs = list(csv.reader(f))
+        header, recs = (recs[0], recs[1:]) if recs else ([], [])
+        bad_header = [h.strip() for h in header[:5]] != NCCL_HEADER[:5]
+        by_size = {}
+        for i, rec in enumerate(recs):
+            row = Row("nccl", name, i + 1, group="%s g%d" % (kind, gpus))
+            if bad_header:
+                row.fail("unexpected header %r (want %s)"
+                         % (",".join(header), ",".join(NCCL_HEADER)))
+                rows.append(row)
+                continue
+            try:
+                d = dict(zip(["size", "count", "type", "time"], rec[:4]))
+                size = _get(d, "size", _pos_int)
+                t_ns = _get(d, "time", _pos_float)
+            except BadRow as e:
+                if quick:
+                    continue
+                rows.append(row.fail(str(e).replace("'size'", "'size(B)'")
+                                     .replace("'time'", "'time(ns)'")))
+                continue
+            if quick and size not in QUICK_NCCL_SIZES:
+                continue
+            row.desc = "allreduce %s %dgpu %s" % (kind, gpus, _human_bytes(size))
+            row.measured = t_ns * 1e-9
+            row.counted = size >= NCCL_MIN_BYTES
+            rows.append(row)
+            if size in by_size:
+                row.fail("size %d given twice in the file" % size)
+                continue
+            by_size[size] = row
+        if by_size:
+            sizes = sorted(by_size)
+            jobs.append(Job("collective", cluster, by_size, op="allreduce", gpus=gpus,
+                            sizes=sizes))
+    return rows, jobs
+
+
+def _human_bytes(n):
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            v = n / k
+            return ("%d %s" % (v, unit)) if v == int(v) else ("%.1f %s" % (v, unit))
+    return "%d B" % n
+
+
+# ---------------------------------------------------------------- Megatron public tables
+def load_megatron(gt_dir, quick=False, max_gpus=128, **_):
+    rows, jobs, cand = [], [], []
+    recs = _read_dicts(os.path.join(gt_dir, MEGATRON_FILE))
+    for i, rec in enumerate(recs):
+        row = Row("megatron", MEGATRON_FILE, i + 1)
+        try:
+            src = _get(rec, "source", str)
+            gpu = _get(rec, "gpu", str)
+            model = _get(rec, "model", str)
+            gpus = _get(rec, "gpus", _pos_int)
+            row.desc = "%s %s %dgpu" % (gpu.split("-")[0], model, gpus)
+            row.group = src
+            row.measured = _get(rec, "derived_iteration_s", _pos_float)
+            wl = {"family": "gpt", "layers": _get(rec, "layers", _pos_int),
+                  "hidden": _get(rec, "hidden", _pos_int), "heads": _get(rec, "heads", _pos_int),
+                  "seq": _get(rec, "seq", _pos_int), "vocab": _get(rec, "vocab", _pos_int)}
+            tp = _get(rec, "tp", _pos_int)
+            pp = _get(rec, "pp", _pos_int)
+            dp = _get(rec, "dp", _pos_int)
+            gb = _get(rec, "global_batch", _pos_int)
+            mb = _get(rec, "micro_batch", _pos_int, allow_empty=True, default=1)
+            prec = _get(rec, "precision", str)
+            rc = _get(rec, "recompute", str, allow_empty=True, default="none")
+            gpn = _get(rec, "gpus_per_node", _pos_int)
+            nic = _get(rec, "nic_gbps_per_gpu", _pos_float)
+            row.desc = "%s %s %dgpu tp%d pp%d dp%d" % (gpu.split("-")[0], model, gpus, tp, pp, dp)
+            if gpn != 8 or gpus % 8:
+                raise BadRow("need 8 GPUs per node and a multiple of 8 GPUs (got %d, %d)"
+                             % (gpn, gpus))
+            if gpu.startswith("A100"):
+                cluster = ("gen", "dgx-a100", gpus // 8, None, 8, nic)
+            elif gpu.startswith("H100"):
+                cluster = ("gen", "dgx-h100", gpus // 8, None, None, None)
+            else:
+                raise BadRow("no cluster for gpu '%s'" % gpu)
+        except BadRow as e:
+            rows.append(row.fail(str(e)))
+            continue
+        job = Job("run", cluster, [row],
+                  strategy=strategy_yaml(wl, gb, mb, prec, "adam", tp, pp, dp, rc))
+        cand.append((gpus, i, row, job))
+    if quick:
+        cand.sort(key=lambda c: (c[0], c[1]))
+        cand = cand[:QUICK_MEGATRON_ROWS]
+        cand.sort(key=lambda c: c[1])
+    for gpus, _, row, job in cand:
+        rows.append(row)
+        if max_gpus is not None and gpus > max_gpus:
+            row.skip("%d GPUs > --max-gpus %d" % (gpus, max_gpus))
+        else:
+            jobs.append(job)
+    rows.sort(key=lambda r: r.rid)
+    return rows, jobs
+
+
+# ---------------------------------------------------------------- NeuSight single-GPU training
+# NeuSight model name -> (model file in workloads/models, or None, inline overrides)
+NEUSIGHT_MODELS = {
+    "bert_large": ("bert-large", {}),
+    "gpt2_large": ("gpt2-large", {}),
+    "gpt3_xl": ("gpt3-1.3b", {}),
+    "gpt3_27": ("gpt3-2.7b", {}),
+    # OPT-1.3B (Zhang et al. 2022): 24 layers, d 2048, 32 heads, vocab 50272, ffn 4d
+    "opt_13": (None, {"name": "opt-1.3b", "family": "gpt", "layers": 24, "hidden": 2048,
+                      "heads": 32, "vocab": 50272}),
+}
+
+
+def read_model_file(path):
+    """Flat `key: value` YAML of workloads/models/*.yaml (no nesting there)."""
+    m = {}
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].rstrip()
+            mm = re.match(r"^([A-Za-z_]+)\s*:\s*(\S.*)$", line)
+            if mm:
+                v = mm.group(2).strip().strip("'\"")
+                m[mm.group(1)] = int(v) if re.fullmatch(r"\d+", v) else v
+    return m
+
+
+def read_device_names(path):
+    names = []
+    with open(path) as f:
+        for line in f:
+            mm = re.match(r"^\s*(?:-\s*)?name\s*:\s*['\"]?([^'\"#\s]+)", line)
+            if mm:
+                names.append(mm.group(1))
+    return names
+
+
+def _tokens(name):
+    return frozenset(t for t in re.split(r"[-_ ]+", name.upper()) if t)
+
+
+# Explicit NeuSight -> protosim names, tried before the token match: PyTorch on an MI250 sees
+# one of its two dies (GCDs) as a device, so the labels are for one GCD.
+NEUSIGHT_DEVICE_ALIASES = {"AMD_Instinct_MI250": ["MI250-GCD"]}
+
+
+def map_device(neusight_name, device_names):
+    """NeuSight device -> protosim device: drop the vendor prefix, then match names as sets of
+    '-'/'_'-separated tokens, case-insensitively (NVIDIA_A100_80GB_PCIe == A100-PCIE-80GB,
+    Tesla_V100-PCIE-32GB == V100-PCIE-32GB, AMD_Instinct_MI210 == MI210)."""
+    for alias in NEUSIGHT_DEVICE_ALIASES.get(neusight_name, []):
+        if alias in device_names:
+            return alias, alias
+    stripped = re.sub(r"^(NVIDIA|Tesla|AMD_Instinct|AMD)[_ -]", "", neusight_name)
+    want = _tokens(stripped)
+    for n in device_names:
+        if _tokens(n) == want:
+            return n, stripped
+    return None, stripped
+
+
+def load_neusight(gt_dir, repo=None, devices_yaml=None, **_):
+    rows, jobs = [], []
+    recs = _read_dicts(os.path.join(gt_dir, NEUSIGHT_FILE))
+    try:
+        dev_names = read_device_names(devices_yaml)
+        dev_err = None
+    except OSError as e:
+        dev_names, dev_err = [], "cannot read %s: %s" % (devices_yaml, e.strerror)
+    for i, rec in enumerate(recs):
+        if rec.get("mode", "").strip() != "train":
+            if "mode" in rec:
+                continue
+        row = Row("neusight", NEUSIGHT_FILE, i + 1)
+        rows.append(row)
+        try:
+            if "mode" not in rec:
+                raise BadRow("missing column 'mode'")
+            dev = _get(rec, "device", str)
+            model = _get(rec, "model", str)
+            seq = _get(rec, "seq", _pos_int)
+            batch = _get(rec, "batch", _pos_int)
+            row.desc = "%s %s s%d b%d" % (dev, model, seq, batch)
+            row.group = "%s %s" % (dev, model)
+            row.measured = _get(rec, "e2e_ms", _pos_float) / 1000.0
+            par = _get(rec, "parallel", str, allow_empty=True, default="")
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        if par:
+            row.fail("parallel=%s not supported (single-GPU rows only)" % par)
+            continue
+        if model.startswith("switch"):
+            row.fail("MoE not supported yet (%s)" % model)
+            continue
+        if model not in NEUSIGHT_MODELS:
+            row.fail("unknown model '%s'" % model)
+            continue
+        if dev_err:
+            row.fail(dev_err)
+            continue
+        pdev, stripped = map_device(dev, dev_names)
+        if not pdev:
+            row.fail("unknown device %s (no %s in devices.yaml)" % (dev, stripped))
+            continue
+        base, over = NEUSIGHT_MODELS[model]
+        wl = {}
+        if base:
+            try:
+                wl = read_model_file(os.path.join(repo, "workloads", "models", base + ".yaml"))
+            except OSError as e:
+                row.fail("cannot read model %s: %s" % (base, e.strerror))
+                continue
+        wl.update(over)
+        wl["seq"] = seq
+        jobs.append(Job("run", ("one", pdev), [row],
+                        strategy=strategy_yaml(wl, batch, batch, "fp32", "none")))
+    return rows, jobs
+
+
+LOADERS = {"vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
+           "neusight": load_neusight}
