@@ -46,6 +46,9 @@ static const double COST_MEM_EFF = 0.62;
 static const double COST_KERNEL_MIN_SECONDS = 2.0e-6;
 /* Host-side cost of launching one kernel (framework dispatch + cudaLaunchKernel). First guess. */
 static const double COST_KERNEL_LAUNCH_SECONDS = 5.0e-6;
+/* Host-side work of a training step outside forward and backward (gradient clipping and
+ * loss-scale checks, zero_grad, data loading, logging). */
+static const double COST_ITERATION_OVERHEAD_SECONDS = 0.0;
 
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
 static const double COST_ADAM_STATE_BYTES = 16.0;  /* fp32 m and v, each read and written */
@@ -231,6 +234,11 @@ double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
                        const device_spec *dev)
 {
     return cost_op_kernel_seconds(op, pass, prec, dev) + cost_op_launch_seconds(op, pass);
+}
+
+double cost_iteration_overhead_seconds(void)
+{
+    return COST_ITERATION_OVERHEAD_SECONDS;
 }
 
 double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev)

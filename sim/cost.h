@@ -12,7 +12,9 @@ typedef enum { PASS_FWD = 0, PASS_BWD = 1 } op_pass;
  * with efficiency for the op class and shape. Never negative. */
 double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
                               const device_spec *dev);
-/* Host-side launch overhead of the op's kernels in that pass (backward launches 2x). */
+/* Host-side launch overhead of the op's kernels in that pass (backward launches 2x). The host
+ * issues kernels asynchronously: callers add these up beside the kernel times and take the
+ * larger of the two sums over a run of kernels (see strategies/compile.c). */
 double cost_op_launch_seconds(const workload_op *op, op_pass pass);
 /* The two above, added. */
 double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
@@ -21,6 +23,10 @@ double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
 /* Adam (or SGD when adam == 0) step over `params` local parameters, mixed precision when
  * prec is fp16/bf16 (fp32 master weights). Memory bound. */
 double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev);
+
+/* Host-side cost of one training step outside forward and backward; charged with the
+ * optimizer step (and not at all when there is no optimizer step). */
+double cost_iteration_overhead_seconds(void);
 
 /* Seconds per kernel launch (CPU side, exposed when kernels are short). */
 double cost_kernel_launch_seconds(void);

@@ -17,9 +17,12 @@
  * first guess, refined with the memory model (issue 4). */
 static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
-/* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. */
+/* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. The
+ * host issues its kernels asynchronously, so it takes the longer of the GPU's kernel time and
+ * the host's issue time: short kernels leave the GPU waiting on the host. */
 typedef struct segment {
-    double seconds;
+    double seconds;      /* max(gpu, cpu) once closed */
+    double gpu, cpu;
     double params;       /* sharded parameters whose gradients this (backward) segment makes */
     int label;
     int cut;             /* a TP collective follows */
@@ -70,6 +73,7 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
 
 static void seg_push(segment_list *l, segment sg)
 {
+    sg.seconds = sg.gpu > sg.cpu ? sg.gpu : sg.cpu;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->seg = realloc(l->seg, (size_t)l->cap * sizeof *l->seg);
@@ -77,6 +81,13 @@ static void seg_push(segment_list *l, segment sg)
             abort();
     }
     l->seg[l->n++] = sg;
+}
+
+static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
+                   const device_spec *dev)
+{
+    sg->gpu += cost_op_kernel_seconds(op, pass, prec, dev);
+    sg->cpu += cost_op_launch_seconds(op, pass);
 }
 
 static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
@@ -126,13 +137,14 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
     memset(ct, 0, sizeof *ct);
     int n = wg->n_ops;
 
-    segment cur = {0, 0, -1, 0};
+    segment cur;
+    memset(&cur, 0, sizeof cur);
     const workload_op *last = NULL;
     for (int i = 0; i < n; i++) {                          /* forward */
         const workload_op *op = &cx->sharded[i];
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
-        cur.seconds += cost_op_seconds(op, PASS_FWD, prec, dev);
+        add_op(&cur, op, PASS_FWD, prec, dev);
         ct->params += op->params;
         last = op;
         recompute_mode rm = strategy_recompute_for_layer(s, op->layer);
@@ -150,7 +162,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
             memset(&cur, 0, sizeof cur);
         }
     }
-    if (last && (cur.seconds > 0 || ct->fwd.n == 0)) {
+    if (last && (cur.gpu + cur.cpu > 0 || ct->fwd.n == 0)) {
         cur.label = seg_label(cx, "fwd", last);
         seg_push(&ct->fwd, cur);
     }
@@ -169,7 +181,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         if (!chunk_has_op(cx, mc, &wg->ops[i]) || l < 0 || l >= wg->model.layers ||
             strategy_recompute_for_layer(s, l) != RECOMPUTE_FULL)
             continue;
-        cur.seconds += cost_op_seconds(op, PASS_FWD, prec, dev);
+        add_op(&cur, op, PASS_FWD, prec, dev);
         last = op;
         if (fwd_cut(cx, &wg->ops[i])) {
             cur.cut = 1;
@@ -178,7 +190,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
             memset(&cur, 0, sizeof cur);
         }
     }
-    if (last && cur.seconds > 0) {
+    if (last && cur.gpu + cur.cpu > 0) {
         cur.label = seg_label(cx, "recompute", last);
         seg_push(&ct->rec, cur);
     }
@@ -192,14 +204,14 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         const workload_op *op = &cx->sharded[i];
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
-        if (per_layer && last && last->layer != op->layer && cur.seconds > 0) {
+        if (per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) {
             cur.label = seg_label(cx, "bwd", last);
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
-        cur.seconds += cost_op_seconds(op, PASS_BWD, prec, dev);
+        add_op(&cur, op, PASS_BWD, prec, dev);
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
-            cur.seconds += cost_op_seconds(op, PASS_FWD, prec, dev);
+            add_op(&cur, op, PASS_FWD, prec, dev);
         cur.params += op->params;
         last = op;
         if (bwd_cut(cx, &wg->ops[i])) {
@@ -209,7 +221,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
             memset(&cur, 0, sizeof cur);
         }
     }
-    if (last && (cur.seconds > 0 || ct->bwd.n == 0)) {
+    if (last && (cur.gpu + cur.cpu > 0 || ct->bwd.n == 0)) {
         cur.label = seg_label(cx, "bwd", last);
         seg_push(&ct->bwd, cur);
     }
@@ -453,7 +465,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
         double secs = s->optimizer == OPT_NONE
             ? 0.0
             : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
-                                     cx->c->device[r]);
+                                     cx->c->device[r]) + cost_iteration_overhead_seconds();
         opt_task[r] = htae_add_compute(g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
         for (int i = 0; i < n_dp_tasks[r]; i++)
             htae_add_edge(g, dp_tasks[r][i], opt_task[r]);

