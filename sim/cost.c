@@ -193,6 +193,13 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
     double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = gemm_bytes(b, s, s, d, prec);
     double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = gemm_bytes(b, s, d, s, prec);
     double gemm_time, gemm_traffic, bytes;
+    if (op->fused) {
+        /* one kernel, scores on chip: forward QK^T and PV; backward recomputes QK^T, then dV,
+         * dP, dQ, dK. Its HBM traffic (Q, K, V, O and gradients) overlaps the math. */
+        gemm_time = pass == PASS_FWD ? qk + av : 2 * qk + 3 * av;
+        bytes = pass == PASS_FWD ? op->fwd_bytes : op->bwd_bytes;
+        return fmax(gemm_time, memory_seconds(bytes, dev));
+    }
     if (pass == PASS_FWD) {
         gemm_time = qk + av;
         gemm_traffic = qk_bytes + av_bytes;

@@ -188,10 +188,43 @@ START_TEST(launch_overhead)
 }
 END_TEST
 
+/* A fused (flash) attention costs its GEMMs (2 forward, 5 backward) or its HBM traffic,
+ * whichever is longer; unfused attention also streams the s x s scores through HBM. */
+START_TEST(flash_attention_cost)
+{
+    device_spec d = a100();
+    workload_model m = {"t", FAMILY_GPT, 1, 4096, 32, 4096, 51200, 16384, 0};
+    workload_graph un, fl;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &un, &err), 0);
+    m.flash_attention = 1;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &fl, &err), 0);
+    const workload_op *u = NULL, *f = NULL;
+    for (int i = 0; i < un.n_ops; i++)
+        if (un.ops[i].kind == OP_ATTENTION) {
+            u = &un.ops[i];
+            f = &fl.ops[i];
+        }
+    ck_assert(u && f && f->fused);
+    double b = 32, s = 4096, dh = 128;
+    double qk = cost_gemm_kernel_seconds(b, s, s, dh, PREC_BF16, &d);
+    double av = cost_gemm_kernel_seconds(b, s, dh, s, PREC_BF16, &d);
+    double mem = f->fwd_bytes / (d.hbm_bw * cost_memory_efficiency());
+    ck_assert(rel(cost_op_kernel_seconds(f, PASS_FWD, PREC_BF16, &d), fmax(qk + av, mem)) < 1e-9);
+    mem = f->bwd_bytes / (d.hbm_bw * cost_memory_efficiency());
+    ck_assert(rel(cost_op_kernel_seconds(f, PASS_BWD, PREC_BF16, &d), fmax(2 * qk + 3 * av, mem))
+              < 1e-9);
+    ck_assert(cost_op_kernel_seconds(f, PASS_FWD, PREC_BF16, &d) <
+              0.8 * cost_op_kernel_seconds(u, PASS_FWD, PREC_BF16, &d));
+    workload_graph_free(&un);
+    workload_graph_free(&fl);
+}
+END_TEST
+
 START_TEST(transformer_ops_cost)
 {
     device_spec d = a100();
-    workload_model m = {"t", FAMILY_GPT, 2, 2048, 16, 2048, 51200, 8192};
+    workload_model m = {"t", FAMILY_GPT, 2, 2048, 16, 2048, 51200, 8192, 0};
     workload_graph g;
     ps_error err = {0};
     ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
@@ -356,6 +389,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, wave_quantization);
     tcase_add_test(tc, launch_overhead);
     tcase_add_test(tc, transformer_ops_cost);
+    tcase_add_test(tc, flash_attention_cost);
     tcase_add_test(tc, optimizer_memory_bound);
     tcase_add_test(tc, tiny_gemm_hits_floor);
     tcase_add_test(tc, python_model_agrees);

@@ -274,6 +274,49 @@ START_TEST(bad_values_have_positions)
 }
 END_TEST
 
+/* attention: flash keeps the s x s scores on chip: the op moves Q, K, V and O (plus a
+ * log-sum-exp per row), saves only the log-sum-exp, and its backward recomputes the scores. */
+START_TEST(flash_attention_keeps_scores_on_chip)
+{
+    workload_model m = load_ok("gpt3-2.7b");
+    m.flash_attention = 1;
+    workload_graph g;
+    ps_error err = {0};
+    int b = 2;
+    ck_assert_int_eq(workload_build(&m, b, PREC_BF16, &g, &err), 0);
+    double s = m.seq, h = m.hidden, a = m.heads;
+    int found = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        const workload_op *op = &g.ops[i];
+        if (op->kind != OP_ATTENTION || op->layer != 5)
+            continue;
+        found = 1;
+        double lse = b * a * s * 4;
+        ck_assert(op->fused && !op->selective && op->kernels == 1);
+        ck_assert_double_eq_tol(op->fwd_flops, 4 * b * s * s * h, 1e-6 * op->fwd_flops);
+        ck_assert_double_eq_tol(op->bwd_flops, 2.5 * op->fwd_flops, 1e-6 * op->fwd_flops);
+        ck_assert_double_eq_tol(op->fwd_bytes, 4 * b * s * h * 2 + lse, 1e-9 * op->fwd_bytes);
+        ck_assert_double_eq_tol(op->act_bytes, lse, 1e-9 * lse);
+    }
+    ck_assert(found);
+    workload_graph_free(&g);
+
+    const char *text = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
+                       "attention: flashy\n";
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    ck_assert(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    ck_assert(yaml_parser_load(&parser, &doc));
+    ck_assert_int_eq(workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml",
+                                              &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "attention");
+    ck_assert_int_eq(err.line, 7);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+}
+END_TEST
+
 START_TEST(inline_model_and_default_ffn)
 {
     const char *text = "workload:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n"
@@ -322,6 +365,7 @@ static Suite *workload_suite(void)
     tcase_add_test(tc, unknown_key_has_line);
     tcase_add_test(tc, bad_values_have_positions);
     tcase_add_test(tc, inline_model_and_default_ffn);
+    tcase_add_test(tc, flash_attention_keeps_scores_on_chip);
     suite_add_tcase(s, tc);
     return s;
 }

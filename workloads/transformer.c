@@ -20,6 +20,7 @@ typedef struct builder {
     workload_graph *g;
     int cap;
     double e;   /* bytes per element of activations and weights */
+    int flash;  /* fused attention */
 } builder;
 
 /* "layers.3" + ".mlp.fc1", or the bare suffix for ops outside the layers (l < 0). */
@@ -130,6 +131,18 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
     op->act_bytes = scores * (2 * e + MASK_BYTES);   /* softmax out, mask, dropout out */
     op->kernels = 5;
     op->selective = 1;
+    if (!bd->flash)
+        return;
+    /* FlashAttention: one kernel per pass, scores never leave the chip; backward recomputes
+     * them (5 GEMMs against the forward's 2) from Q, K, V, O and the per-row log-sum-exp. */
+    double lse = b * a * s * 4.0;
+    op->bwd_flops = 2.5 * op->fwd_flops;
+    op->fwd_bytes = e * 4 * qkv1 + lse;                 /* read Q, K, V; write O */
+    op->bwd_bytes = e * 8 * qkv1 + lse;                 /* read Q, K, V, O, dO; write dQ, dK, dV */
+    op->act_bytes = lse;
+    op->kernels = 1;
+    op->selective = 0;
+    op->fused = 1;
 }
 
 static void add_layer(builder *bd, int l, double b, double s, double h, double a, double f)
@@ -222,7 +235,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec,
     out->model = *m;
     out->micro_batch = micro_batch;
     out->precision = prec;
-    builder bd = {out, L * per_layer + extra, precision_bytes(prec)};
+    builder bd = {out, L * per_layer + extra, precision_bytes(prec), m->flash_attention};
     out->ops = calloc((size_t)bd.cap, sizeof *out->ops);
     if (!out->ops)
         return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "out of memory building '%s'",

@@ -67,9 +67,10 @@ static int parse_dim(const yaml_node_t *v, const char *file, const char *field, 
     return 0;
 }
 
-enum { F_NAME, F_FAMILY, F_LAYERS, F_HIDDEN, F_HEADS, F_SEQ, F_VOCAB, F_FFN, F_COUNT };
-static const char *const model_keys[F_COUNT] = {"name", "family", "layers", "hidden",
-                                                "heads", "seq", "vocab", "ffn_hidden"};
+enum { F_NAME, F_FAMILY, F_LAYERS, F_HIDDEN, F_HEADS, F_SEQ, F_VOCAB, F_FFN, F_ATTENTION,
+       F_COUNT };
+static const char *const model_keys[F_COUNT] = {"name", "family", "layers", "hidden", "heads",
+                                                "seq", "vocab", "ffn_hidden", "attention"};
 
 int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
                              workload_model *out, ps_error *err)
@@ -83,7 +84,7 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
     memset(&m, 0, sizeof m);
     int seen[F_COUNT] = {0};
     int *dims[F_COUNT] = {NULL, NULL, &m.layers, &m.hidden, &m.heads,
-                          &m.seq, &m.vocab, &m.ffn_hidden};
+                          &m.seq, &m.vocab, &m.ffn_hidden, NULL};
 
     for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
          p++) {
@@ -100,13 +101,21 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
         if (f == F_COUNT)
             return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
                                 "unknown model key '%s' (expected name, family, layers, "
-                                "hidden, heads, seq, vocab, ffn_hidden)", key);
+                                "hidden, heads, seq, vocab, ffn_hidden, attention)", key);
         if (seen[f])
             return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
                                 "duplicate key '%s'", key);
         seen[f] = 1;
 
-        if (f == F_NAME || f == F_FAMILY) {
+        if (f == F_ATTENTION) {
+            const char *a = scalar_text(v);
+            if (a && strcmp(a, "flash") == 0)
+                m.flash_attention = 1;
+            else if (!a || strcmp(a, "unfused") != 0)
+                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
+                                    "unknown attention '%s' (expected unfused or flash)",
+                                    a ? a : "");
+        } else if (f == F_NAME || f == F_FAMILY) {
             const char *s = scalar_text(v);
             if (!s)
                 return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
@@ -132,7 +141,7 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
     }
 
     for (int f = F_FAMILY; f < F_COUNT; f++) {
-        if (!seen[f] && f != F_FFN)
+        if (!seen[f] && f != F_FFN && f != F_ATTENTION)
             return ps_error_set(err, PS_EINPUT, file, node_line(node), node_col(node),
                                 model_keys[f], "missing required key '%s'", model_keys[f]);
     }

@@ -22,6 +22,7 @@ typedef struct workload_model {
     model_family family;
     int layers, hidden, heads, seq, vocab;
     int ffn_hidden;              /* default 4 * hidden */
+    int flash_attention;         /* `attention: flash`: fused attention, scores kept on chip */
 } workload_model;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
@@ -59,6 +60,7 @@ typedef struct workload_op {
     double act_bytes;       /* activation bytes saved for backward (no recompute) */
     int kernels;            /* kernel launches in forward (backward assumed 2x) */
     int selective;          /* 1 if selective recompute drops (and recomputes) this op's saved state */
+    int fused;              /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
 } workload_op;
 
 typedef struct workload_graph {
