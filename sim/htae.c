@@ -75,6 +75,7 @@ typedef struct exec_state {
     uint32_t *coll_arrived; /* per collective */
     uint8_t *coll_done;
     int *comm_active;       /* per rank: communications in flight touching that GPU */
+    struct stream_state **computing;   /* per rank: the compute actor mid-task, or NULL */
     stream_state *streams;  /* [n_ranks * STREAM_COUNT] */
     group_plan *groups;
     double *matrix;         /* n x n bytes scratch for one ring, all zero between uses */
@@ -215,27 +216,43 @@ static void task_done(exec_state *x, uint32_t t, double now)
     }
 }
 
-/* A GPU's compute stream is its only user of the SMs in this model (the slowdown from
- * concurrent NCCL kernels is applied here), so compute is a timed wait: keeping it out of
- * ptask_L07's sharing system, which re-solves every active action at each event, makes large
- * plans several times faster with identical timings. */
-static void run_compute(exec_state *x, const htae_task *k)
+/* A GPU's compute stream is its only user of the SMs in this model, so compute is a timed
+ * wait, kept out of ptask_L07's sharing system (which re-solves every active action at each
+ * event). While any communication touches the GPU, compute progresses at 1 / (1 + slowdown)
+ * of full speed: communication starting or ending wakes the computing actor (comm_changed),
+ * which re-reads the rate, so the result does not depend on which actor runs first. */
+static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
 {
-    double d = k->seconds;
-    if (x->comm_active[k->rank] > 0)
-        d *= 1.0 + x->opt.overlap_slowdown;
-    if (d > 0.0) {
-        sg_actor_sleep_for(d);
-        x->activities++;
+    double remaining = k->seconds;          /* at full speed */
+    if (remaining <= 0.0)
+        return;
+    x->computing[k->rank] = st;
+    x->activities++;
+    while (remaining > 1e-12) {
+        double rate = x->comm_active[k->rank] > 0 ? 1.0 / (1.0 + x->opt.overlap_slowdown) : 1.0;
+        double t0 = simgrid_get_clock();
+        int timed_out = sg_sem_acquire_timeout(st->sem, remaining / rate);
+        double done = (simgrid_get_clock() - t0) * rate;
+        remaining = timed_out ? 0.0 : remaining - done;
     }
+    x->computing[k->rank] = NULL;
+}
+
+/* Communication on `rank` started or ended: a computing actor there re-reads its rate. */
+static void comm_changed(exec_state *x, int rank, int delta)
+{
+    x->comm_active[rank] += delta;
+    assert(x->comm_active[rank] >= 0);
+    if (x->computing[rank])
+        sg_sem_release(x->computing[rank]->sem);
 }
 
 static void run_transfer(exec_state *x, const htae_task *k)
 {
     if (k->bytes <= 0.0)
         return;
-    x->comm_active[k->rank]++;
-    x->comm_active[k->peer]++;
+    comm_changed(x, k->rank, 1);
+    comm_changed(x, k->peer, 1);
     sleep_for(x->opt.p2p_launch_s);
     sg_host_t pair[2] = {x->hosts[k->rank], x->hosts[k->peer]};
     double bytes[4] = {0.0, k->bytes, 0.0, 0.0};
@@ -243,8 +260,8 @@ static void run_transfer(exec_state *x, const htae_task *k)
     sg_exec_start(e);
     x->activities++;
     sg_exec_wait(e);
-    x->comm_active[k->rank]--;
-    x->comm_active[k->peer]--;
+    comm_changed(x, k->rank, -1);
+    comm_changed(x, k->peer, -1);
 }
 
 /* The last member to arrive runs the collective for everyone; the others sleep on their
@@ -267,14 +284,14 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     double t0 = simgrid_get_clock();
     for (uint32_t i = 0; i < gr->n; i++) {
         x->res->start[members[i]] = t0;
-        x->comm_active[g->tasks[members[i]].rank]++;
+        comm_changed(x, g->tasks[members[i]].rank, 1);
     }
     run_collective(x, st, col);
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->n; i++) {
         const htae_task *m = &g->tasks[members[i]];
-        x->comm_active[m->rank]--;
+        comm_changed(x, m->rank, -1);
         task_done(x, members[i], t1);
         stream_state *other = &x->streams[(size_t)m->rank * STREAM_COUNT + m->stream];
         if (other->waiting_coll == (int64_t)k->coll)
@@ -302,7 +319,7 @@ static void stream_actor(int argc, char **argv)
         }
         x->res->start[t] = simgrid_get_clock();
         if (k->kind == TASK_COMPUTE)
-            run_compute(x, k);
+            run_compute(x, st, k);
         else
             run_transfer(x, k);
         task_done(x, t, simgrid_get_clock());
@@ -402,6 +419,7 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     x.res = out;
     x.hosts = malloc((size_t)g->n_ranks * sizeof *x.hosts);
     x.comm_active = calloc((size_t)g->n_ranks, sizeof *x.comm_active);
+    x.computing = calloc((size_t)g->n_ranks, sizeof *x.computing);
     for (int r = 0; r < g->n_ranks; r++) {
         x.hosts[r] = sg_host_by_name(c->host_names[r]);
         if (!x.hosts[r])
@@ -478,6 +496,7 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     free(x.coll_arrived);
     free(x.coll_done);
     free(x.comm_active);
+    free(x.computing);
     free(x.hosts);
 
     clock_gettime(CLOCK_MONOTONIC, &w1);

@@ -24,6 +24,7 @@ typedef struct segment {
     double seconds;      /* max(gpu, cpu) once closed */
     double gpu, cpu;
     double params;       /* sharded parameters whose gradients this (backward) segment makes */
+    int n_ops, lo, hi;   /* how many ops, lowest and highest layer among them */
     int label;
     int cut;             /* a TP collective follows */
 } segment;
@@ -40,7 +41,9 @@ typedef struct chunk_template {
     double act_bytes;             /* saved per micro-batch, after recompute savings */
     int *bucket_end;              /* backward segment index closing each gradient bucket */
     double *bucket_bytes;
+    int *bucket_lo;               /* lowest layer whose parameters the bucket holds */
     int n_buckets;
+    int *fwd_bucket;              /* per forward segment: the bucket holding its last layer */
 } chunk_template;
 
 typedef struct compile_ctx {
@@ -55,6 +58,7 @@ typedef struct compile_ctx {
     double grad_elem;              /* bytes per gradient element in DP reduction */
     chunk_template *tmpl;          /* [mcs] */
     htae_graph *g;
+    uint32_t *last_compute;        /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt;
 } compile_ctx;
 
@@ -86,6 +90,10 @@ static void seg_push(segment_list *l, segment sg)
 static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
                    const device_spec *dev)
 {
+    if (sg->n_ops++ == 0 || op->layer < sg->lo)
+        sg->lo = op->layer;
+    if (sg->n_ops == 1 || op->layer > sg->hi)
+        sg->hi = op->layer;
     sg->gpu += cost_op_kernel_seconds(op, pass, prec, dev);
     sg->cpu += cost_op_launch_seconds(op, pass);
 }
@@ -229,14 +237,29 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
     /* gradient buckets, filled in backward order as gradients become ready */
     ct->bucket_end = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_end);
     ct->bucket_bytes = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_bytes);
+    ct->bucket_lo = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_lo);
     double bucket = s->bucket_mb * 1e6, acc = 0;
+    int lo = wg->model.layers;
     for (int i = 0; i < ct->bwd.n; i++) {
         acc += ct->bwd.seg[i].params * cx->grad_elem;
+        if (ct->bwd.seg[i].lo < lo)
+            lo = ct->bwd.seg[i].lo;
         if (acc >= bucket || (i == ct->bwd.n - 1 && acc > 0)) {
             ct->bucket_end[ct->n_buckets] = i;
+            ct->bucket_lo[ct->n_buckets] = lo;
             ct->bucket_bytes[ct->n_buckets++] = acc;
             acc = 0;
+            lo = wg->model.layers;
         }
+    }
+    /* Buckets run from the top layers down; a forward segment needs every bucket up to the
+     * first one (in that order) reaching down to its highest layer. */
+    ct->fwd_bucket = malloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
+    for (int i = 0; i < ct->fwd.n; i++) {
+        int b = 0;
+        while (b < ct->n_buckets - 1 && ct->bucket_lo[b] > ct->fwd.seg[i].hi)
+            b++;
+        ct->fwd_bucket[i] = b;
     }
 }
 
@@ -247,31 +270,44 @@ static void free_template(chunk_template *ct)
     free(ct->rec.seg);
     free(ct->bucket_end);
     free(ct->bucket_bytes);
+    free(ct->bucket_lo);
+    free(ct->fwd_bucket);
 }
 
 /* Emit one segment list for the TP group `ranks` (tp members): compute tasks, with a TP
  * collective (all-reduce, or reduce-scatter + all-gather under sequence parallelism) after
  * each cut. first/last receive each member's first and last compute task; seg_ids (when not
  * NULL) each segment's task per member: seg_ids[i * tp + t]. */
+/* Emit one segment list for the TP group `ranks` (tp members): compute tasks, with a TP
+ * collective (all-reduce, or reduce-scatter + all-gather under sequence parallelism) after
+ * each cut. With tensor.comm_overlap the cut's collectives run beside the segment that makes
+ * their data (Megatron's userbuffer overlap) and the next segment waits for both. first/last
+ * receive each member's first and last compute task; seg_ids (when not NULL) each segment's
+ * task per member: seg_ids[i * tp + t]; gate (when not NULL) a task per segment and member
+ * that must finish before the segment starts: gate[i * tp + t], NONE for none. */
 static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ranks, int group,
                           task_category cat, int micro, uint32_t *first, uint32_t *last,
-                          uint32_t *seg_ids)
+                          uint32_t *seg_ids, const uint32_t *gate)
 {
     htae_graph *g = cx->g;
-    int tp = cx->tp;
-    uint32_t after[tp], coll[tp];
+    int tp = cx->tp, overlap = cx->s->tp_comm_overlap;
+    uint32_t after[tp], coll[tp], before[tp];
     for (int t = 0; t < tp; t++)
         after[t] = NONE;
     for (int i = 0; i < l->n; i++) {
         const segment *sg = &l->seg[i];
         for (int t = 0; t < tp; t++) {
+            before[t] = cx->last_compute[ranks[t]];
             uint32_t id = htae_add_compute(g, ranks[t], cat, sg->seconds, sg->label, micro);
             if (after[t] != NONE)
                 htae_add_edge(g, after[t], id);
+            if (gate && gate[(size_t)i * tp + t] != NONE)
+                htae_add_edge(g, gate[(size_t)i * tp + t], id);
             if (first[t] == NONE)
                 first[t] = id;
             last[t] = id;
             after[t] = id;
+            cx->last_compute[ranks[t]] = id;
             if (seg_ids)
                 seg_ids[(size_t)i * tp + t] = id;
         }
@@ -283,7 +319,9 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
             htae_add_collective(g, kinds[j], group, STREAM_TP, cx->tp_bytes, CAT_TP_COMM,
                                 cx->label_tp[kinds[j]], micro, coll);
             for (int t = 0; t < tp; t++) {
-                htae_add_edge(g, after[t], coll[t]);
+                uint32_t dep = overlap && j == 0 ? before[t] : after[t];
+                if (dep != NONE)
+                    htae_add_edge(g, dep, coll[t]);
                 after[t] = coll[t];
             }
         }
@@ -354,6 +392,52 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     pipeline_unit *units = malloc((size_t)2 * M * cx->v * sizeof *units);
     int ranks[tp];
     uint32_t first[tp], last[tp], segids[(size_t)maxseg * tp];
+    int n = cx->c->n_gpus;
+    int dranks[dp];
+    uint32_t coll[dp];
+
+    /* data-parallel groups: GPUs at the same tensor index and stage, ring in DP order */
+    int *dp_group = malloc((size_t)tp * pp * sizeof *dp_group);
+    for (int p = 0; p < pp; p++)
+        for (int t = 0; t < tp; t++) {
+            for (int d = 0; d < dp; d++)
+                dranks[d] = compile_rank_of(s, t, d, p);
+            dp_group[p * tp + t] = dp > 1 ? htae_add_group(g, dranks, dp) : -1;
+        }
+
+    /* ZeRO with overlapped parameter gathering: the previous step's all-gathers run under this
+     * step's first forward, bucket by bucket in forward order; in steady state one iteration
+     * holds them at its start. gather[(rank * mcs + mc) * maxbuckets + b] = the rank's task. */
+    int maxfseg = 1, maxbuckets = 1;
+    for (int mc = 0; mc < cx->mcs; mc++) {
+        if (cx->tmpl[mc].fwd.n > maxfseg)
+            maxfseg = cx->tmpl[mc].fwd.n;
+        if (cx->tmpl[mc].n_buckets > maxbuckets)
+            maxbuckets = cx->tmpl[mc].n_buckets;
+    }
+    uint32_t *gather = NULL, *gates = malloc((size_t)maxfseg * tp * sizeof *gates);
+    if (s->zero >= 1 && dp > 1 && s->overlap_param_gather) {
+        size_t ng = (size_t)n * cx->mcs * maxbuckets;
+        gather = malloc(ng * sizeof *gather);
+        for (size_t i = 0; i < ng; i++)
+            gather[i] = NONE;
+        for (int p = 0; p < pp; p++)
+            for (int t = 0; t < tp; t++)
+                for (int c = 0; c < cx->v; c++) {
+                    int mc = c * pp + p;
+                    const chunk_template *ct = &cx->tmpl[mc];
+                    for (int b = ct->n_buckets - 1; b >= 0; b--) {
+                        double bytes = ct->bucket_bytes[b] / cx->grad_elem *
+                                       precision_bytes(s->precision);
+                        htae_add_collective(g, COLL_ALLGATHER, dp_group[p * tp + t], STREAM_DP,
+                                            bytes, CAT_DP_COMM, cx->label_dp[COLL_ALLGATHER], -1,
+                                            coll);
+                        for (int d = 0; d < dp; d++)
+                            gather[((size_t)compile_rank_of(s, t, d, p) * cx->mcs + mc) *
+                                       maxbuckets + b] = coll[d];
+                    }
+                }
+    }
 
     for (int d = 0; d < cx->dp_sim; d++) {
         for (int p = 0; p < pp; p++) {
@@ -367,11 +451,22 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                 for (int t = 0; t < tp; t++)
                     first[t] = last[t] = NONE;
                 if (!units[u].backward) {
-                    emit_segments(cx, &ct->fwd, ranks, group, CAT_FORWARD, mb, first, last, NULL);
+                    const uint32_t *gate = NULL;
+                    if (gather && mb == 0) {    /* first use of the chunk's parameters */
+                        for (int i = 0; i < ct->fwd.n; i++)
+                            for (int t = 0; t < tp; t++)
+                                gates[(size_t)i * tp + t] =
+                                    gather[((size_t)compile_rank_of(s, t, d, p) * cx->mcs + mc) *
+                                               maxbuckets + ct->fwd_bucket[i]];
+                        gate = gates;
+                    }
+                    emit_segments(cx, &ct->fwd, ranks, group, CAT_FORWARD, mb, first, last, NULL,
+                                  gate);
                 } else {
-                    emit_segments(cx, &ct->rec, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL);
+                    emit_segments(cx, &ct->rec, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL,
+                                  NULL);
                     emit_segments(cx, &ct->bwd, ranks, group, CAT_BACKWARD, mb, first, last,
-                                  mb == M - 1 ? segids : NULL);
+                                  mb == M - 1 ? segids : NULL, NULL);
                 }
                 for (int t = 0; t < tp; t++) {
                     size_t xi = xidx(cx, d, t, mc, mb);
@@ -411,11 +506,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     }
 
     /* Data parallelism: per DP group, buckets in the order their gradients complete. */
-    int n = cx->c->n_gpus;
     uint32_t *opt_task = malloc((size_t)n * sizeof *opt_task);
-    int *dp_group = malloc((size_t)tp * pp * sizeof *dp_group);
-    int dranks[dp];
-    uint32_t coll[dp];
     coll_kind grad_kind = s->zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE;
     uint32_t **dp_tasks = calloc((size_t)n, sizeof *dp_tasks);
     int *n_dp_tasks = calloc((size_t)n, sizeof *n_dp_tasks);
@@ -428,7 +519,6 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
         for (int t = 0; t < tp; t++) {
             for (int d = 0; d < dp; d++)
                 dranks[d] = compile_rank_of(s, t, d, p);
-            dp_group[p * tp + t] = dp > 1 ? htae_add_group(g, dranks, dp) : -1;
             if (dp == 1)
                 continue;
             for (int d = 0; d < dp; d++)
@@ -470,8 +560,8 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
         for (int i = 0; i < n_dp_tasks[r]; i++)
             htae_add_edge(g, dp_tasks[r][i], opt_task[r]);
     }
-    /* ZeRO: gather the updated parameter slices */
-    if (s->zero >= 1 && dp > 1) {
+    /* ZeRO: gather the updated parameter slices (unless the next step's forward does) */
+    if (s->zero >= 1 && dp > 1 && !gather) {
         for (int p = 0; p < pp; p++)
             for (int t = 0; t < tp; t++) {
                 double params = 0;
@@ -490,6 +580,8 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     free(dp_tasks);
     free(n_dp_tasks);
     free(dp_group);
+    free(gather);
+    free(gates);
     free(opt_task);
     free(units);
     free(final_compute);
@@ -580,6 +672,9 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
             }
 
     cx.g = htae_graph_create(c->n_gpus);
+    cx.last_compute = malloc((size_t)c->n_gpus * sizeof *cx.last_compute);
+    for (int r = 0; r < c->n_gpus; r++)
+        cx.last_compute[r] = NONE;
     cx.label_tp[COLL_ALLREDUCE] = htae_label(cx.g, "tp all-reduce");
     cx.label_tp[COLL_REDUCE_SCATTER] = htae_label(cx.g, "tp reduce-scatter");
     cx.label_tp[COLL_ALLGATHER] = htae_label(cx.g, "tp all-gather");
@@ -614,6 +709,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
         free_template(&cx.tmpl[mc]);
     free(cx.tmpl);
     free(cx.sharded);
+    free(cx.last_compute);
     workload_graph_free(&cx.wg);
     return rc;
 }

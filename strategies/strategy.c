@@ -315,7 +315,8 @@ static int load_batch(load_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy *
 
 static int load_tensor(load_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"degree", "sequence_parallel", "vocab_parallel"};
+    static const char *const keys[] = {"degree", "sequence_parallel", "vocab_parallel",
+                                       "comm_overlap"};
     const char *path = "strategy.tensor";
     if (expect_mapping(c, n, path) || check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
@@ -328,6 +329,9 @@ static int load_tensor(load_ctx *c, yaml_node_t *n, strategy *s)
     }
     if ((v = map_get(c, n, "sequence_parallel")) &&
         get_bool(c, v, "strategy.tensor.sequence_parallel", &s->sequence_parallel))
+        return c->err->code;
+    if ((v = map_get(c, n, "comm_overlap")) &&
+        get_bool(c, v, "strategy.tensor.comm_overlap", &s->tp_comm_overlap))
         return c->err->code;
     if ((v = map_get(c, n, "vocab_parallel")) &&
         get_bool(c, v, "strategy.tensor.vocab_parallel", &s->vocab_parallel))
@@ -375,7 +379,8 @@ static int load_pipeline(load_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_data(load_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"degree", "zero", "bucket_mb", "overlap"};
+    static const char *const keys[] = {"degree", "zero", "bucket_mb", "overlap",
+                                       "overlap_param_gather"};
     const char *path = "strategy.data";
     if (expect_mapping(c, n, path) || check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
@@ -390,6 +395,9 @@ static int load_data(load_ctx *c, yaml_node_t *n, strategy *s)
         return c->err->code;
     if ((v = map_get(c, n, "bucket_mb")) &&
         get_positive_number(c, v, "strategy.data.bucket_mb", &s->bucket_mb))
+        return c->err->code;
+    if ((v = map_get(c, n, "overlap_param_gather")) &&
+        get_bool(c, v, "strategy.data.overlap_param_gather", &s->overlap_param_gather))
         return c->err->code;
     if ((v = map_get(c, n, "overlap")) &&
         get_bool(c, v, "strategy.data.overlap", &s->dp_overlap))

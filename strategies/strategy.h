@@ -40,6 +40,7 @@ typedef struct strategy {
     int tp;                        /* tensor.degree */
     int sequence_parallel;
     int vocab_parallel;            /* tensor.vocab_parallel (root default 1) */
+    int tp_comm_overlap;           /* tensor.comm_overlap: TP collectives overlap their GEMMs */
     src_loc tp_loc;
 
     int pp;                        /* pipeline.degree */
@@ -51,6 +52,7 @@ typedef struct strategy {
     int zero;                      /* 0..3 (only 0 and 1 simulated for now) */
     double bucket_mb;
     int dp_overlap;
+    int overlap_param_gather;      /* ZeRO: gather parameters under the next forward */
     src_loc dp_loc;
 
     recompute_mode recompute;

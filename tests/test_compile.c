@@ -277,6 +277,70 @@ START_TEST(interleaved_order_covers_every_unit_once)
 }
 END_TEST
 
+/* tensor.comm_overlap: each TP all-reduce starts with the segment that produces its data
+ * (the previous compute task's end) instead of after it, and the next segment waits for it. */
+START_TEST(tp_comm_overlap_runs_collectives_beside_their_segment)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/tp2-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    const htae_graph *g = f.p.graph;
+    uint32_t s0 = 0 * STREAM_COUNT + STREAM_COMPUTE;
+    int checked = 0;
+    for (uint32_t i = 0; i < g->n_colls; i++) {
+        uint32_t t = g->coll_tasks[g->colls[i].first_task];     /* rank 0's member */
+        /* its segment starts with it; the following segment waits for both */
+        uint32_t seg = UINT32_MAX;
+        for (uint32_t k = g->stream_first[s0]; k < g->stream_first[s0 + 1]; k++) {
+            uint32_t c = g->stream_tasks[k];
+            if (seg != UINT32_MAX) {
+                ck_assert(f.r.start[c] >= f.r.end[t] - 1e-12);
+                ck_assert(f.r.start[c] >= f.r.end[seg] - 1e-12);
+                break;
+            }
+            if (fabs(f.r.start[c] - f.r.start[t]) < 1e-9)
+                seg = c;
+        }
+        ck_assert_msg(seg != UINT32_MAX, "collective %u (start %g) runs alone", i, f.r.start[t]);
+        checked++;
+    }
+    ck_assert_int_eq(checked, 20);
+    teardown(&f);
+}
+END_TEST
+
+/* data.overlap_param_gather: the all-gathers open the iteration (none after the optimizer),
+ * and the first forward waits for the bucket holding its layers. */
+START_TEST(param_gather_overlaps_the_first_forward)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/zero1-gather.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    const htae_graph *g = f.p.graph;
+    double opt_end = 0, first_fwd = 1e30, first_gather_end = 1e30, last_gather_start = 0;
+    int gathers = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        if (g->tasks[t].rank != 0)
+            continue;
+        if (g->tasks[t].category == CAT_OPTIMIZER)
+            opt_end = f.r.end[t];
+        if (g->tasks[t].category == CAT_FORWARD && f.r.start[t] < first_fwd)
+            first_fwd = f.r.start[t];
+        if (g->tasks[t].kind == TASK_COLLECTIVE &&
+            g->colls[g->tasks[t].coll].kind == COLL_ALLGATHER) {
+            gathers++;
+            if (f.r.end[t] < first_gather_end)
+                first_gather_end = f.r.end[t];
+            if (f.r.start[t] > last_gather_start)
+                last_gather_start = f.r.start[t];
+        }
+    }
+    ck_assert_int_eq(gathers, 6);                       /* one per gradient bucket */
+    ck_assert(first_fwd >= first_gather_end - 1e-12);    /* embedding waits for its bucket */
+    ck_assert(last_gather_start < opt_end);              /* none after the optimizer */
+    ck_close(f.r.makespan, opt_end, 1e-12);
+    teardown(&f);
+}
+END_TEST
+
 static Suite *compile_suite(void)
 {
     Suite *s = suite_create("compile");
@@ -292,6 +356,8 @@ static Suite *compile_suite(void)
     tcase_add_test(tc, pipeline_gpipe_holds_more_activations_than_1f1b);
     tcase_add_test(tc, pipeline_plan_runs_with_a_bubble);
     tcase_add_test(tc, rank_order_follows_strategy);
+    tcase_add_test(tc, tp_comm_overlap_runs_collectives_beside_their_segment);
+    tcase_add_test(tc, param_gather_overlaps_the_first_forward);
     tcase_add_test(tc, one_f_one_b_order);
     tcase_add_test(tc, interleaved_order_covers_every_unit_once);
     suite_add_tcase(s, tc);

@@ -229,7 +229,8 @@ END_TEST
 START_TEST(one_f_one_b_textbook_bubble) { pipeline_case(SCHED_1F1B); }
 END_TEST
 
-/* Compute that starts while its GPU communicates runs slower by the overlap slowdown. */
+/* Compute progresses at 1 / (1 + slowdown) of full speed while its GPU communicates, whether
+ * the communication was there first or arrives mid-task. */
 START_TEST(compute_overlapping_comm_is_slowed)
 {
     cluster c;
@@ -239,16 +240,20 @@ START_TEST(compute_overlapping_comm_is_slowed)
     uint32_t c1 = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
     uint32_t c2 = htae_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
     uint32_t x = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+    uint32_t c4 = htae_add_compute(g, 1, CAT_FORWARD, 2e-3, l, 0);
     uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
+    htae_add_edge(g, c1, x);           /* the transfer runs 1 ms .. 11 ms, GPU 0 -> GPU 1 */
     htae_add_edge(g, x, c3);
     htae_options o = bare();
     o.overlap_slowdown = 0.2;
     htae_result r;
     run(g, &c, &o, &r);
     ck_close(r.end[c1], 1e-3, 1e-6);                /* alone: full speed */
-    ck_close(r.end[c2], 1e-3 + 5e-3 * 1.2, 1e-6);   /* starts during the 10 ms transfer */
-    ck_close(r.start[c3], 0.010, 1e-3);             /* after the transfer, comm idle again */
-    ck_close(r.end[c3], 0.015, 1e-3);
+    ck_close(r.end[x], 0.011, 1e-4);
+    ck_close(r.end[c2], 1e-3 + 5e-3 * 1.2, 1e-6);   /* all of it under the transfer */
+    ck_close(r.end[c4], 1e-3 + 1e-3 * 1.2, 1e-6);   /* 1 ms alone, the rest slowed */
+    ck_close(r.start[c3], 0.011, 1e-4);             /* after the transfer: full speed again */
+    ck_close(r.end[c3], 0.016, 1e-4);
     htae_result_free(&r);
     htae_graph_free(g);
     cluster_free(&c);

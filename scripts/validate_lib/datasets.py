@@ -262,8 +262,12 @@ def load_megatron(gt_dir, quick=False, max_gpus=128, **_):
 NEUSIGHT_MODELS = {
     "bert_large": ("bert-large", {}),
     "gpt2_large": ("gpt2-large", {}),
-    "gpt3_xl": ("gpt3-1.3b", {}),
-    "gpt3_27": ("gpt3-2.7b", {}),
+    # NeuSight's GPT-3 configs (scripts/asplos/data/DLmodel_configs/gpt3_*.json) are HF GPT-2
+    # models with the GPT-2 vocab (50257), and its gpt3_xl takes the paper's 24 heads x 128
+    # (n_embd 3072), not the paper's d_model 2048: ~2.7B parameters, not 1.3B.
+    "gpt3_xl": ("gpt3-1.3b", {"name": "gpt3-xl-neusight", "hidden": 3072, "heads": 24,
+                              "vocab": 50257}),
+    "gpt3_27": ("gpt3-2.7b", {"vocab": 50257}),
     # OPT-1.3B (Zhang et al. 2022): 24 layers, d 2048, 32 heads, vocab 50272, ffn 4d
     "opt_13": (None, {"name": "opt-1.3b", "family": "gpt", "layers": 24, "hidden": 2048,
                       "heads": 32, "vocab": 50272}),
