@@ -15,12 +15,21 @@ static const double DROPOUT_ADD_FLOPS_PER_ELEM = 3.0; /* bias add, mask multiply
 static const double SOFTMAX_FLOPS_PER_ELEM = 5.0;     /* scale, mask, max, exp, normalize */
 static const double MASK_BYTES = 1.0;                 /* dropout masks are stored as bytes */
 static const double LOSS_FP32_BYTES = 4.0;            /* cross-entropy works on fp32 logits */
+/* `kernels: eager` (unfused PyTorch ops, as HuggingFace models run): element passes of the
+ * tanh GELU written as ops (gelu_new: mul, pow, mul, add, mul, tanh, add, mul; 18 element
+ * reads+writes forward, about as many in its autograd backward), and its kernel count. Counted
+ * from the ops in NeuSight's per-op GPT-2 profiles (scripts/asplos/label). */
+static const double EAGER_GELU_TANH_PASSES = 18.0;
+static const int EAGER_GELU_TANH_KERNELS = 8;
 
 typedef struct builder {
     workload_graph *g;
     int cap;
     double e;   /* bytes per element of activations and weights */
     int flash;  /* fused attention */
+    int eager;  /* unfused eager ops (workload_model.eager_kernels) */
+    model_family family;
+    model_activation act;
 } builder;
 
 /* "layers.3" + ".mlp.fc1", or the bare suffix for ops outside the layers (l < 0). */
@@ -105,6 +114,27 @@ static void add_dropout_add(builder *bd, const char *name, int layer, double tok
                                     DROPOUT_ADD_FLOPS_PER_ELEM, 3 * e + MASK_BYTES,
                                     2 * e + MASK_BYTES);
     op->act_bytes = tokens * h * MASK_BYTES;
+    if (bd->eager) {
+        /* dropout writes its output, then a separate residual add reads it and the residual
+         * and writes the sum; the add's backward passes the gradient through, no kernel */
+        op->fwd_bytes += 2 * e * tokens * h;
+        op->kernels = 2;
+    }
+}
+
+/* The MLP activation on rows x cols (fc1 output). Fused: one bias-activation kernel. */
+static workload_op *add_activation(builder *bd, const char *name, int layer, op_split split,
+                                   double rows, double cols)
+{
+    double e = bd->e;
+    workload_op *op = add_pointwise(bd, name, layer, OP_ELEMENTWISE, split, rows, cols,
+                                    GELU_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    if (bd->eager && bd->act == ACT_GELU_TANH) {
+        op->fwd_bytes = EAGER_GELU_TANH_PASSES * e * rows * cols;
+        op->bwd_bytes = EAGER_GELU_TANH_PASSES * e * rows * cols;
+        op->kernels = EAGER_GELU_TANH_KERNELS;
+    }
+    return op;
 }
 
 /* QK^T, scale+mask+softmax, dropout, .V and the context permute; batch = b * heads. */
@@ -131,8 +161,18 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
     op->act_bytes = scores * (2 * e + MASK_BYTES);   /* softmax out, mask, dropout out */
     op->kernels = 5;
     op->selective = 1;
-    if (!bd->flash)
+    if (!bd->flash) {
+        if (bd->eager) {
+            /* the 1/sqrt(d) scale and the mask are kernels of their own, each reading and
+             * writing the scores: GPT-2's causal mask is a where() (its backward another
+             * pass), BERT's padding mask an add (backward passes through); the scale's
+             * backward is a pass */
+            op->fwd_bytes += 4 * e * scores;
+            op->bwd_bytes += (bd->family == FAMILY_GPT ? 4 : 2) * e * scores;
+            op->kernels += 2;
+        }
         return;
+    }
     /* FlashAttention: one kernel per pass, scores never leave the chip; backward recomputes
      * them (5 GEMMs against the forward's 2) from Q, K, V, O and the per-row log-sum-exp. */
     double lse = b * a * s * 4.0;
@@ -163,8 +203,7 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double a
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
     add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc1"), l, SPLIT_COLUMN, t, f, h, 1);
     /* fused bias-gelu on the sharded fc1 output: saves its input */
-    op = add_pointwise(bd, op_name(nm, sizeof nm, l, "mlp.gelu"), l, OP_ELEMENTWISE,
-                       SPLIT_COLUMN, t, f, GELU_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    op = add_activation(bd, op_name(nm, sizeof nm, l, "mlp.gelu"), l, SPLIT_COLUMN, t, f);
     op->act_bytes = t * f * e;
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc2"), l, SPLIT_ROW, t, h, f, 1);
     op->act_bytes = t * f * e;
@@ -235,7 +274,8 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec,
     out->model = *m;
     out->micro_batch = micro_batch;
     out->precision = prec;
-    builder bd = {out, L * per_layer + extra, precision_bytes(prec), m->flash_attention};
+    builder bd = {out, L * per_layer + extra, precision_bytes(prec), m->flash_attention,
+                  m->eager_kernels, m->family, m->activation};
     out->ops = calloc((size_t)bd.cap, sizeof *out->ops);
     if (!out->ops)
         return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "out of memory building '%s'",

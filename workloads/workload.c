@@ -68,9 +68,10 @@ static int parse_dim(const yaml_node_t *v, const char *file, const char *field, 
 }
 
 enum { F_NAME, F_FAMILY, F_LAYERS, F_HIDDEN, F_HEADS, F_SEQ, F_VOCAB, F_FFN, F_ATTENTION,
-       F_COUNT };
+       F_KERNELS, F_ACTIVATION, F_COUNT };
 static const char *const model_keys[F_COUNT] = {"name", "family", "layers", "hidden", "heads",
-                                                "seq", "vocab", "ffn_hidden", "attention"};
+                                                "seq", "vocab", "ffn_hidden", "attention",
+                                                "kernels", "activation"};
 
 int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
                              workload_model *out, ps_error *err)
@@ -84,7 +85,7 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
     memset(&m, 0, sizeof m);
     int seen[F_COUNT] = {0};
     int *dims[F_COUNT] = {NULL, NULL, &m.layers, &m.hidden, &m.heads,
-                          &m.seq, &m.vocab, &m.ffn_hidden, NULL};
+                          &m.seq, &m.vocab, &m.ffn_hidden, NULL, NULL, NULL};
 
     for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
          p++) {
@@ -101,7 +102,8 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
         if (f == F_COUNT)
             return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
                                 "unknown model key '%s' (expected name, family, layers, "
-                                "hidden, heads, seq, vocab, ffn_hidden, attention)", key);
+                                "hidden, heads, seq, vocab, ffn_hidden, attention, kernels, "
+                                "activation)", key);
         if (seen[f])
             return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
                                 "duplicate key '%s'", key);
@@ -114,6 +116,25 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
             else if (!a || strcmp(a, "unfused") != 0)
                 return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
                                     "unknown attention '%s' (expected unfused or flash)",
+                                    a ? a : "");
+        } else if (f == F_KERNELS) {
+            const char *a = scalar_text(v);
+            if (a && strcmp(a, "eager") == 0)
+                m.eager_kernels = 1;
+            else if (!a || strcmp(a, "fused") != 0)
+                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
+                                    "unknown kernels '%s' (expected fused or eager)", a ? a : "");
+        } else if (f == F_ACTIVATION) {
+            const char *a = scalar_text(v);
+            if (a && strcmp(a, "gelu") == 0)
+                m.activation = ACT_GELU;
+            else if (a && strcmp(a, "gelu_tanh") == 0)
+                m.activation = ACT_GELU_TANH;
+            else if (a && strcmp(a, "relu") == 0)
+                m.activation = ACT_RELU;
+            else
+                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
+                                    "unknown activation '%s' (expected gelu, gelu_tanh or relu)",
                                     a ? a : "");
         } else if (f == F_NAME || f == F_FAMILY) {
             const char *s = scalar_text(v);
@@ -141,7 +162,7 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
     }
 
     for (int f = F_FAMILY; f < F_COUNT; f++) {
-        if (!seen[f] && f != F_FFN && f != F_ATTENTION)
+        if (!seen[f] && f != F_FFN && f != F_ATTENTION && f != F_KERNELS && f != F_ACTIVATION)
             return ps_error_set(err, PS_EINPUT, file, node_line(node), node_col(node),
                                 model_keys[f], "missing required key '%s'", model_keys[f]);
     }

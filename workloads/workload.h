@@ -16,6 +16,11 @@ int precision_parse(const char *s, precision_t *out);  /* 0 ok, -1 unknown name 
 
 typedef enum { FAMILY_GPT, FAMILY_BERT } model_family;
 
+/* MLP activation. Only `kernels: eager` tells them apart: fused kernels do any of them in one
+ * bias-activation pass. gelu_tanh is the tanh approximation written as PyTorch ops
+ * (HuggingFace's gelu_new: 8 elementwise kernels each way). */
+typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } model_activation;
+
 /* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). */
 typedef struct workload_model {
     char name[64];
@@ -23,6 +28,11 @@ typedef struct workload_model {
     int layers, hidden, heads, seq, vocab;
     int ffn_hidden;              /* default 4 * hidden */
     int flash_attention;         /* `attention: flash`: fused attention, scores kept on chip */
+    int eager_kernels;           /* `kernels: eager`: unfused PyTorch eager ops (HuggingFace
+                                  * models): separate scale and mask passes on the attention
+                                  * scores, dropout and residual add apart, activation as
+                                  * written; default `kernels: fused` (Megatron's kernels) */
+    model_activation activation; /* `activation:` gelu (default), gelu_tanh, relu */
 } workload_model;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
