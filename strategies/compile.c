@@ -355,18 +355,20 @@ static void estimate_memory(const compile_ctx *cx, int p, memory_estimate *me)
     me->gradients = params * (mixed ? 4.0 : w) / (s->zero >= 2 ? cx->dp : 1);
     me->optimizer = params * opt / (s->zero >= 1 ? cx->dp : 1);
 
-    /* micro-batches whose activations are alive at once on stage p */
+    /* Forward passes of one model chunk whose activations are alive at once on stage p, at
+     * the end of warm-up: GPipe all of them, 1F1B p - stage, interleaved its warm-up plus one
+     * (Korthikanti et al. 2022: the first stage holds L (1 + (p-1)/(p v)) layers' worth). */
     double inflight;
+    double total = (double)cx->M * cx->v;
     switch (s->schedule) {
     case SCHED_GPIPE: inflight = cx->M; break;
     case SCHED_1F1B: inflight = cx->pp - p < cx->M ? cx->pp - p : cx->M; break;
     default: {
         double units = (cx->pp - p - 1) * 2 + (cx->v - 1) * cx->pp + 1;
-        double total = (double)cx->M * cx->v;
-        inflight = (units < total ? units : total) / cx->v;
+        inflight = units < total ? units : total;
     }
     }
-    me->activations = act / cx->v * inflight;
+    me->activations = act / cx->v * inflight;      /* act / v: one chunk's activations */
     me->buffers = COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 ? 2 * s->bucket_mb * 1e6 : 0);
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
 }

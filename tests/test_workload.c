@@ -317,6 +317,71 @@ START_TEST(flash_attention_keeps_scores_on_chip)
 }
 END_TEST
 
+/* `kernels: eager` (HuggingFace eager ops) adds the separate scale/mask passes on the scores,
+ * the unfused residual add and, with gelu_tanh, the 8-op tanh GELU; FLOPs and params are
+ * unchanged; the default (fused) graph is what it was. Bad values are reported at the key. */
+START_TEST(eager_kernels_add_unfused_passes)
+{
+    const char *text = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
+                       "kernels: eager\nactivation: gelu_tanh\n";
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    workload_model m;
+    ps_error err = {0};
+    ck_assert(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    ck_assert(yaml_parser_load(&parser, &doc));
+    ck_assert_int_eq(workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml",
+                                              &m, &err), 0);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    ck_assert(m.eager_kernels && m.activation == ACT_GELU_TANH);
+
+    workload_model fm = m;
+    fm.eager_kernels = 0;
+    workload_graph eg, fg;
+    ck_assert_int_eq(workload_build(&m, 2, PREC_FP32, &eg, &err), 0);
+    ck_assert_int_eq(workload_build(&fm, 2, PREC_FP32, &fg, &err), 0);
+    ck_assert_int_eq(eg.n_ops, fg.n_ops);
+    ck_assert_double_eq_tol(eg.fwd_flops, fg.fwd_flops, 1e-9 * fg.fwd_flops);
+    ck_assert_double_eq_tol(eg.total_params, fg.total_params, 1e-9);
+    double e = 4, b = 2, s = 16, h = 64, a = 4, f = 256, scores = b * a * s * s;
+    for (int i = 0; i < eg.n_ops; i++) {
+        const workload_op *x = &eg.ops[i], *y = &fg.ops[i];
+        if (x->layer != 1)
+            continue;
+        if (x->kind == OP_ATTENTION) {
+            ck_assert_int_eq(x->kernels, y->kernels + 2);
+            ck_assert_double_eq_tol(x->fwd_bytes - y->fwd_bytes, 4 * e * scores, 1e-6);
+            ck_assert_double_eq_tol(x->bwd_bytes - y->bwd_bytes, 4 * e * scores, 1e-6);
+        } else if (x->kind == OP_DROPOUT) {
+            ck_assert_int_eq(x->kernels, 2);
+            ck_assert_double_eq_tol(x->fwd_bytes - y->fwd_bytes, 2 * e * b * s * h, 1e-6);
+        } else if (x->kind == OP_ELEMENTWISE) {
+            ck_assert_int_eq(x->kernels, 8);
+            ck_assert_double_eq_tol(x->fwd_bytes, 18 * e * b * s * f, 1e-6);
+        } else {
+            ck_assert_double_eq_tol(x->fwd_bytes, y->fwd_bytes, 1e-9);
+            ck_assert_int_eq(x->kernels, y->kernels);
+        }
+    }
+    workload_graph_free(&eg);
+    workload_graph_free(&fg);
+
+    const char *bad = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
+                      "activation: swish\n";
+    ck_assert(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)bad, strlen(bad));
+    ck_assert(yaml_parser_load(&parser, &doc));
+    ck_assert_int_eq(workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml",
+                                              &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "activation");
+    ck_assert_int_eq(err.line, 7);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+}
+END_TEST
+
 START_TEST(inline_model_and_default_ffn)
 {
     const char *text = "workload:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n"
@@ -366,6 +431,7 @@ static Suite *workload_suite(void)
     tcase_add_test(tc, bad_values_have_positions);
     tcase_add_test(tc, inline_model_and_default_ffn);
     tcase_add_test(tc, flash_attention_keeps_scores_on_chip);
+    tcase_add_test(tc, eager_kernels_add_unfused_passes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -86,7 +86,8 @@ def _pos_float(s):
 
 
 def _workload_yaml(m):
-    keys = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", "ffn_hidden")
+    keys = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", "ffn_hidden",
+            "kernels", "activation")   # the last two: NeuSight (eager HF models) only
     return "{" + ", ".join("%s: %s" % (k, m[k]) for k in keys if k in m) + "}"
 
 
@@ -259,18 +260,21 @@ def load_megatron(gt_dir, quick=False, max_gpus=128, **_):
 
 # ---------------------------------------------------------------- NeuSight single-GPU training
 # NeuSight model name -> (model file in workloads/models, or None, inline overrides)
+# The labels time HuggingFace transformers models (BertLMHeadModel, GPT2LMHeadModel,
+# OPTForCausalLM) in eager PyTorch: `kernels: eager`, and the activation each config names
+# (BERT "gelu" = erf, one kernel; GPT-2's "gelu_new" = tanh GELU written as 8 ops; OPT relu).
 NEUSIGHT_MODELS = {
-    "bert_large": ("bert-large", {}),
-    "gpt2_large": ("gpt2-large", {}),
+    "bert_large": ("bert-large", {"kernels": "eager", "activation": "gelu"}),
+    "gpt2_large": ("gpt2-large", {"kernels": "eager", "activation": "gelu_tanh"}),
     # NeuSight's GPT-3 configs (scripts/asplos/data/DLmodel_configs/gpt3_*.json) are HF GPT-2
     # models with the GPT-2 vocab (50257), and its gpt3_xl takes the paper's 24 heads x 128
     # (n_embd 3072), not the paper's d_model 2048: ~2.7B parameters, not 1.3B.
     "gpt3_xl": ("gpt3-1.3b", {"name": "gpt3-xl-neusight", "hidden": 3072, "heads": 24,
-                              "vocab": 50257}),
-    "gpt3_27": ("gpt3-2.7b", {"vocab": 50257}),
-    # OPT-1.3B (Zhang et al. 2022): 24 layers, d 2048, 32 heads, vocab 50272, ffn 4d
+                              "vocab": 50257, "kernels": "eager", "activation": "gelu_tanh"}),
+    "gpt3_27": ("gpt3-2.7b", {"vocab": 50257, "kernels": "eager", "activation": "gelu_tanh"}),
+    # OPT-1.3B (Zhang et al. 2022): 24 layers, d 2048, 32 heads, vocab 50272, ffn 4d, relu
     "opt_13": (None, {"name": "opt-1.3b", "family": "gpt", "layers": 24, "hidden": 2048,
-                      "heads": 32, "vocab": 50272}),
+                      "heads": 32, "vocab": 50272, "kernels": "eager", "activation": "relu"}),
 }
 
 
