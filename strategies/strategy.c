@@ -640,6 +640,78 @@ static int load_root(load_ctx *c, yaml_node_t *root, strategy *s)
     return validate(c, s);
 }
 
+static void start_strategy(strategy *out, const char *path, const char *data_dir)
+{
+    memset(out, 0, sizeof *out);
+    set_defaults(out);
+    snprintf(out->file, sizeof out->file, "%s", path);
+    snprintf(out->data_dir, sizeof out->data_dir, "%s", data_dir ? data_dir : "");
+}
+
+int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file,
+                       const char *data_dir, strategy *out, ps_error *err)
+{
+    ps_error scratch;
+    if (!err) {
+        ps_error_clear(&scratch);
+        err = &scratch;
+    }
+    start_strategy(out, file, data_dir);
+    load_ctx c = {doc, file, err};
+    if (load_root(&c, root, out)) {
+        strategy_free(out);
+        return err->code;
+    }
+    return 0;
+}
+
+int strategy_validate(const strategy *s, ps_error *err)
+{
+    ps_error scratch;
+    if (!err) {
+        ps_error_clear(&scratch);
+        err = &scratch;
+    }
+    load_ctx c = {NULL, s->file, err};
+    if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->micro_batch < 1 || s->virtual_stages < 1)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy", "degrees, micro batch and virtual stages must be >= 1");
+    if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                            "strategy.pipeline.virtual_stages",
+                            "the interleaved schedule needs virtual_stages >= 2, got %d",
+                            s->virtual_stages);
+    if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
+        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                            "strategy.pipeline.virtual_stages",
+                            "virtual_stages must be 1 unless schedule is interleaved "
+                            "(schedule is %s, virtual_stages %d)",
+                            schedule_names[s->schedule], s->virtual_stages);
+    if (s->zero < 0 || s->zero > 3)
+        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
+                            "strategy.data.zero", "must be between 0 and 3, got %d", s->zero);
+    if (!(s->bucket_mb > 0))
+        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
+                            "strategy.data.bucket_mb", "must be greater than 0, got %g",
+                            s->bucket_mb);
+    return validate(&c, s);
+}
+
+int strategy_clone(const strategy *src, strategy *dst)
+{
+    *dst = *src;
+    dst->overrides = NULL;
+    if (src->n_overrides > 0) {
+        dst->overrides = malloc((size_t)src->n_overrides * sizeof *dst->overrides);
+        if (!dst->overrides) {
+            dst->n_overrides = 0;
+            return -1;
+        }
+        memcpy(dst->overrides, src->overrides, (size_t)src->n_overrides * sizeof *dst->overrides);
+    }
+    return 0;
+}
+
 int strategy_load(const char *path, const char *data_dir, strategy *out, ps_error *err)
 {
     ps_error scratch;   /* the helpers read err->code, so never let it be NULL */
@@ -647,10 +719,7 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
         ps_error_clear(&scratch);
         err = &scratch;
     }
-    memset(out, 0, sizeof *out);
-    set_defaults(out);
-    snprintf(out->file, sizeof out->file, "%s", path);
-    snprintf(out->data_dir, sizeof out->data_dir, "%s", data_dir ? data_dir : "");
+    start_strategy(out, path, data_dir);
 
     FILE *f = fopen(path, "rb");
     if (!f)

@@ -67,6 +67,16 @@ typedef struct strategy {
  * project's data root (for `workload: NAME`). Caller frees with strategy_free. */
 int strategy_load(const char *path, const char *data_dir, strategy *out, ps_error *err);
 void strategy_free(strategy *s);
+/* The same from a mapping inside an already parsed YAML document (an inline strategy, e.g. a
+ * sweep file's `base:`); locations point into `file`, the document's file. */
+int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file,
+                       const char *data_dir, strategy *out, ps_error *err);
+/* Re-run the consistency checks strategy_load does after parsing (schedule and virtual stages,
+ * heads by TP, layers by PP x virtual stages, batch by micro x DP) on a strategy changed in
+ * memory (a sweep variant). Errors point at the loaded locations of the changed fields. */
+int strategy_validate(const strategy *s, ps_error *err);
+/* Deep copy (overrides are heap-owned); free dst with strategy_free. 0, or -1 out of memory. */
+int strategy_clone(const strategy *src, strategy *dst);
 
 /* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
