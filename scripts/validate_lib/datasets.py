@@ -87,22 +87,30 @@ def _pos_float(s):
 
 def _workload_yaml(m):
     keys = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", "ffn_hidden",
-            "kernels", "activation")   # the last two: NeuSight (eager HF models) only
+            "kernels", "activation", "attention")   # optional keys last
     return "{" + ", ".join("%s: %s" % (k, m[k]) for k in keys if k in m) + "}"
 
 
+def _flow(d):
+    return ", ".join("%s: %s" % (k, v) for k, v in d.items())
+
+
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
-                  schedule="1f1b"):
+                  schedule="1f1b", tensor_extra=None, data_extra=None):
+    tensor = {"degree": tp}
+    tensor.update(tensor_extra or {})
+    data = {"degree": dp}
+    data.update(data_extra or {})
     return ("workload: %s\n"
             "batch: {global: %d, micro: %d}\n"
             "precision: %s\n"
             "optimizer: %s\n"
             "strategy:\n"
-            "  tensor: {degree: %d}\n"
+            "  tensor: {%s}\n"
             "  pipeline: {degree: %d, schedule: %s}\n"
-            "  data: {degree: %d}\n"
+            "  data: {%s}\n"
             "  recompute: %s\n") % (_workload_yaml(workload), gb, mb, precision, optimizer,
-                                    tp, pp, schedule, dp, recompute)
+                                    _flow(tensor), pp, schedule, _flow(data), recompute)
 
 
 def _read_dicts(path):
@@ -241,8 +249,18 @@ def load_megatron(gt_dir, quick=False, max_gpus=128, **_):
         except BadRow as e:
             rows.append(row.fail(str(e)))
             continue
+        # Megatron-Core 2024 (the H100 table, "communication overlap on"): FlashAttention,
+        # sequence parallelism with TP, the distributed optimizer (ZeRO-1) with overlapped
+        # gradient reduce-scatter and parameter all-gather, and TP communication overlap.
+        tensor_extra, data_extra = {}, {}
+        if src.startswith("megatron_core"):
+            wl["attention"] = "flash"
+            if tp > 1:
+                tensor_extra = {"sequence_parallel": "true", "comm_overlap": "true"}
+            data_extra = {"zero": 1, "overlap_param_gather": "true"}
         job = Job("run", cluster, [row],
-                  strategy=strategy_yaml(wl, gb, mb, prec, "adam", tp, pp, dp, rc))
+                  strategy=strategy_yaml(wl, gb, mb, prec, "adam", tp, pp, dp, rc,
+                                         tensor_extra=tensor_extra, data_extra=data_extra))
         cand.append((gpus, i, row, job))
     if quick:
         cand.sort(key=lambda c: (c[0], c[1]))
