@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Speed benchmark: wall time and simulated activities per second of `protosim run` on GPT-3 175B
-# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP). Not a test: figures vary by machine.
-#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plan only)
+# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP), then plans per second of a 64-GPU sweep
+# (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2). Not a
+# test: figures vary by machine.
+#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plan and 1/8 of the sweep only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/protosim ] || bash scripts/setup.sh >/dev/null
@@ -28,3 +30,18 @@ for entry in $plans; do
         "$(field iteration_time_s "$j")" "$(field tasks "$j")" "$(field activities "$j")" \
         "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$(( $(cat "$tmp/rss") / 1024 ))"
 done
+
+# Sweep: every valid plan of the 64-GPU sweep with 2 worker processes (--quick: 1/8 of them).
+shard=""
+[ "${1:-}" = "--quick" ] && shard="--shard 1/8"
+# shellcheck disable=SC2086
+build/protosim sweep strategies/examples/sweep-gpt3-6.7b-64gpu.yaml --cluster "$tmp/a100x64.xml" \
+    -j 2 $shard --no-progress --json "$tmp/sweep.json" >/dev/null 2>"$tmp/sweep.err"
+j="$tmp/sweep.json"
+ok=$(field ok "$j"); oom=$(field oom "$j"); failed=$(field failed "$j"); wall=$(field wall_s "$j")
+echo
+printf '%-24s %6s %6s %10s %6s %6s %8s %10s %12s\n' sweep gpus jobs processed ok oom failed \
+    wall_s plans/s
+printf '%-24s %6s %6s %10s %6s %6s %8s %10.1f %12.2f\n' sweep-gpt3-6.7b-64gpu 64 2 \
+    "$((ok + oom + failed))" "$ok" "$oom" "$failed" "$wall" \
+    "$(awk -v n="$((ok + oom + failed))" -v w="$wall" 'BEGIN { print n / w }')"

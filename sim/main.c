@@ -10,6 +10,7 @@
 #include "error.h"
 #include "htae.h"
 #include "report.h"
+#include "sweep.h"
 
 #define PROTOSIM_VERSION "0.1.0"
 
@@ -25,6 +26,12 @@ static void usage(FILE *f)
           "               [--op allreduce|reduce-scatter|all-gather] [--csv OUT]\n"
           "      simulates the collectives one after another (like nccl-tests) and prints\n"
           "      bytes,time_s per size\n"
+          "  protosim sweep SWEEP.yaml --cluster CLUSTER.xml [-j N] [--shard K/N] [--top N]\n"
+          "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
+          "      enumerates the plans of a sweep file, simulates them in N worker processes\n"
+          "      and ranks them; --shard K/N simulates only the K-th of N slices\n"
+          "  protosim merge SHARD.json... [--top N] [--csv OUT] [--json OUT] [--plot OUT.svg]\n"
+          "      re-ranks the --json outputs of the shards of one sweep\n"
           "  protosim --version\n"
           "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
           "            3 internal error\n",
@@ -300,6 +307,112 @@ static int cmd_collective(int argc, char **argv)
     return rc ? fail(&err) : 0;
 }
 
+/* Options shared by sweep and merge; *i is advanced past a consumed value. Returns 0 when
+ * consumed, -1 when argv[*i] is not one of them, PS_EINPUT on a bad value. */
+static int parse_sweep_option(int argc, char **argv, int *i, sweep_options *o, int allow_run)
+{
+    const char *a = argv[*i];
+    int run_only = !strcmp(a, "-j") || !strcmp(a, "--jobs") || !strcmp(a, "--shard");
+    int takes = run_only || !strcmp(a, "--csv") || !strcmp(a, "--json") ||
+                !strcmp(a, "--plot") || !strcmp(a, "--top");
+    if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
+        o->progress = !strcmp(a, "--progress");
+        return 0;
+    }
+    if (!takes || (run_only && !allow_run))
+        return -1;
+    if (*i + 1 >= argc)
+        return usage_error("%s needs a value", a);
+    const char *v = argv[++*i];
+    if (!strcmp(a, "--csv"))
+        o->csv = v;
+    else if (!strcmp(a, "--json"))
+        o->json = v;
+    else if (!strcmp(a, "--plot"))
+        o->plot = v;
+    else if (!strcmp(a, "--top")) {
+        if (parse_int(v, &o->top) || o->top < 0)
+            return usage_error("bad --top '%s'", v);
+    } else if (!strcmp(a, "--shard")) {
+        char k[32], n[32];
+        const char *slash = strchr(v, '/');
+        if (!slash || slash - v >= (long)sizeof k || strlen(slash + 1) >= sizeof n)
+            return usage_error("bad --shard '%s' (expected K/N, e.g. 2/8)", v);
+        snprintf(k, sizeof k, "%.*s", (int)(slash - v), v);
+        snprintf(n, sizeof n, "%s", slash + 1);
+        if (parse_int(k, &o->shard_k) || parse_int(n, &o->shard_n) || o->shard_n < 1 ||
+            o->shard_k < 1 || o->shard_k > o->shard_n)
+            return usage_error("bad --shard '%s' (expected K/N with 1 <= K <= N)", v);
+    } else if (parse_int(v, &o->jobs) || o->jobs < 1) {
+        return usage_error("bad job count '%s'", v);
+    }
+    return 0;
+}
+
+static int cmd_sweep(int argc, char **argv)
+{
+    const char *sweep_path = NULL, *cluster_path = NULL;
+    sweep_options o;
+    sweep_default_options(&o);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--cluster")) {
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", a);
+            cluster_path = argv[++i];
+            continue;
+        }
+        int r = parse_sweep_option(argc, argv, &i, &o, 1);
+        if (r > 0)
+            return r;
+        if (r == 0)
+            continue;
+        if (a[0] == '-')
+            return usage_error("unknown option '%s'", a);
+        if (sweep_path)
+            return usage_error("unexpected argument '%s'", a);
+        sweep_path = a;
+    }
+    if (!sweep_path)
+        return usage_error("%s", "sweep needs a SWEEP.yaml");
+    if (!cluster_path)
+        return usage_error("%s", "sweep needs --cluster CLUSTER.xml");
+    ps_error err;
+    ps_error_clear(&err);
+    return sweep_run(sweep_path, cluster_path, data_dir(), &o, &err) ? fail(&err) : 0;
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    sweep_options o;
+    sweep_default_options(&o);
+    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        int r = parse_sweep_option(argc, argv, &i, &o, 0);
+        if (r > 0) {
+            free(inputs);
+            return r;
+        }
+        if (r == 0)
+            continue;
+        if (argv[i][0] == '-') {
+            free(inputs);
+            return usage_error("unknown option '%s'", argv[i]);
+        }
+        inputs[n++] = argv[i];
+    }
+    if (n == 0) {
+        free(inputs);
+        return usage_error("%s", "merge needs the --json files of the shards");
+    }
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = sweep_merge(inputs, n, &o, &err);
+    free(inputs);
+    return rc ? fail(&err) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -313,6 +426,10 @@ int main(int argc, char **argv)
         return cmd_cluster(argc - 2, argv + 2);
     if (!strcmp(cmd, "collective"))
         return cmd_collective(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sweep"))
+        return cmd_sweep(argc - 2, argv + 2);
+    if (!strcmp(cmd, "merge"))
+        return cmd_merge(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version")) {
         printf("protosim %s\n", PROTOSIM_VERSION);
         return 0;

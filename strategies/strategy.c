@@ -369,6 +369,9 @@ static int load_pipeline(load_ctx *c, yaml_node_t *n, strategy *s)
         return fail_at(c, vs_node ? vs_node : sched_node, "strategy.pipeline.virtual_stages",
                        "the interleaved schedule needs virtual_stages >= 2, got %d",
                        s->virtual_stages);
+    if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
+        return fail_at(c, sched_node, "strategy.pipeline.schedule",
+                       "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
     if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
         return fail_at(c, vs_node, "strategy.pipeline.virtual_stages",
                        "virtual_stages must be 1 unless schedule is interleaved "
@@ -681,6 +684,11 @@ int strategy_validate(const strategy *s, ps_error *err)
                             "strategy.pipeline.virtual_stages",
                             "the interleaved schedule needs virtual_stages >= 2, got %d",
                             s->virtual_stages);
+    if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                            "strategy.pipeline.schedule",
+                            "the interleaved schedule needs a pipeline degree >= 2, got %d",
+                            s->pp);
     if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.virtual_stages",

@@ -274,6 +274,7 @@ static const bad_case bad[] = {
     {"bad_bucket.yaml", 5, 32, "strategy.data.bucket_mb", "greater than 0"},
     {"bad_virtual_stages.yaml", 5, 57, "strategy.pipeline.virtual_stages", "interleaved"},
     {"bad_interleaved.yaml", 5, 35, "strategy.pipeline.virtual_stages", ">= 2"},
+    {"bad_interleaved_pp1.yaml", 5, 35, "strategy.pipeline.schedule", "pipeline degree >= 2"},
 };
 
 START_TEST(test_bad_input)

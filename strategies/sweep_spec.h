@@ -1,0 +1,54 @@
+/* sweep_spec.h: a sweep file: a base strategy, the axes to vary and the constraints a plan must
+ * meet (README "Sweeps"). Parsed with locations so bad sweeps are errors at file:line:column. */
+#ifndef PROTOSIM_SWEEP_SPEC_H
+#define PROTOSIM_SWEEP_SPEC_H
+
+#include "strategy.h"
+
+/* The axes a sweep may vary, in enumeration order (the first varies slowest). */
+typedef enum {
+    SWEEP_TENSOR,
+    SWEEP_PIPELINE,
+    SWEEP_DATA,
+    SWEEP_MICRO_BATCH,
+    SWEEP_SCHEDULE,
+    SWEEP_VIRTUAL_STAGES,
+    SWEEP_ZERO,
+    SWEEP_RECOMPUTE,
+    SWEEP_BUCKET_MB,
+    SWEEP_SEQUENCE_PARALLEL,
+    SWEEP_AXIS_COUNT
+} sweep_axis_kind;
+
+/* One axis's values. Enums are stored as their index (pipeline_schedule, recompute_mode),
+ * booleans as 0/1. data_auto: `data: auto` (GPUs / (tensor x pipeline)); then n == 0. */
+typedef struct sweep_axis {
+    int present;
+    int data_auto;
+    double *values;
+    int n;
+    src_loc loc;
+} sweep_axis;
+
+typedef struct sweep_spec {
+    char file[512];
+    char base_file[1024];          /* the base strategy's path; "" when inline */
+    strategy base;
+    sweep_axis axes[SWEEP_AXIS_COUNT];
+    int gpus;                      /* constraints.gpus; 0: the cluster's */
+    src_loc gpus_loc;
+    int memory_fit;                /* constraints.memory: 1 fit (default), 0 ignore */
+    int max_plans;                 /* constraints.max_plans (default 100000) */
+    src_loc max_plans_loc;
+    src_loc axes_loc;
+} sweep_spec;
+
+/* Parse and check SWEEP.yaml; data_dir as for strategy_load. Free with sweep_spec_free. */
+int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_error *err);
+void sweep_spec_free(sweep_spec *s);
+
+const char *sweep_axis_name(sweep_axis_kind k);
+/* Number of values an axis contributes to the product (1 when absent or auto). */
+int sweep_axis_count(const sweep_spec *s, sweep_axis_kind k);
+
+#endif

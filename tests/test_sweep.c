@@ -1,0 +1,559 @@
+/* test_sweep.c: sweeps: enumeration counted by hand (in process), and through the protosim
+ * binary (PROTOSIM_BIN): OOM plans, ranking equal to single runs, shards merged equal to the
+ * whole sweep, bad sweep files with locations, and a crashing worker reported as failed. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../sim/sweep.h"
+
+/* ---------------------------------------------------------------- helpers (as test_e2e.c) */
+
+static const char *protosim_bin(void)
+{
+    const char *b = getenv("PROTOSIM_BIN");
+    ck_assert_msg(b && *b, "PROTOSIM_BIN is not set");
+    return b;
+}
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    ck_assert_msg(d && *d, "PROTOSIM_DATA_DIR is not set");
+    return d;
+}
+
+static char *src_path(const char *rel)
+{
+    size_t n = strlen(data_dir()) + strlen(rel) + 2;
+    char *p = malloc(n);
+    ck_assert_ptr_nonnull(p);
+    snprintf(p, n, "%s/%s", data_dir(), rel);
+    return p;
+}
+
+static char *tmp_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    ck_assert_ptr_nonnull(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static char *make_tmpdir(void)
+{
+    char *t = strdup("/tmp/protosim-sweep-XXXXXX");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(mkdtemp(t) != NULL, "mkdtemp: %s", strerror(errno));
+    return t;
+}
+
+/* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
+static void remove_tmpdir(char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char *p = tmp_path(dir, e->d_name);
+            unlink(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+/* Whole file into a NUL-terminated buffer; NULL if it cannot be read. *len gets the size. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n - 1 == 0) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+typedef struct {
+    int status;    /* raw waitpid status */
+    char *out;     /* captured stdout */
+    char *err;     /* captured stderr */
+    int json_written; /* run_plan: 1 if its --json file exists afterwards, else 0 */
+    char cmd[2048]; /* the command line, for messages */
+} run_result;
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* Runs PROTOSIM_BIN with args (NULL-terminated, without argv[0]) capturing stdout/stderr in
+ * files under tmpdir. Fails the test if the process cannot be started. */
+static run_result run_protosim(const char *tmpdir, const char *const *args)
+{
+    run_result r;
+    memset(&r, 0, sizeof r);
+    const char *bin = protosim_bin();
+
+    size_t nargs = 0;
+    while (args[nargs])
+        nargs++;
+    const char **argv = calloc(nargs + 2, sizeof *argv);
+    ck_assert_ptr_nonnull(argv);
+    argv[0] = bin;
+    size_t off = (size_t)snprintf(r.cmd, sizeof r.cmd, "protosim");
+    for (size_t i = 0; i < nargs; i++) {
+        argv[i + 1] = args[i];
+        if (off < sizeof r.cmd)
+            off += (size_t)snprintf(r.cmd + off, sizeof r.cmd - off, " %s", args[i]);
+    }
+
+    char *out_path = tmp_path(tmpdir, "stdout.XXXXXX");
+    char *err_path = tmp_path(tmpdir, "stderr.XXXXXX");
+    int out_fd = mkstemp(out_path);
+    int err_fd = mkstemp(err_path);
+    ck_assert_msg(out_fd >= 0 && err_fd >= 0, "mkstemp: %s", strerror(errno));
+
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(err_fd, STDERR_FILENO);
+        execv(bin, (char *const *)argv);
+        fprintf(stderr, "execv %s: %s\n", bin, strerror(errno));
+        _exit(127);
+    }
+    close(out_fd);
+    close(err_fd);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
+    r.status = st;
+    r.out = slurp(out_path, NULL);
+    r.err = slurp(err_path, NULL);
+    ck_assert_ptr_nonnull(r.out);
+    ck_assert_ptr_nonnull(r.err);
+    unlink(out_path);
+    unlink(err_path);
+    free(out_path);
+    free(err_path);
+    free(argv);
+    return r;
+}
+
+/* Asserts the process exited normally (no signal) with the expected code. */
+static void expect_exit(const run_result *r, int code)
+{
+    ck_assert_msg(!WIFSIGNALED(r->status), "`%s` was killed by signal %d\nstderr:\n%s", r->cmd,
+                  WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0, r->err);
+    ck_assert_msg(WIFEXITED(r->status), "`%s` did not exit normally", r->cmd);
+    ck_assert_msg(WEXITSTATUS(r->status) == code,
+                  "`%s` exited %d, expected %d\nstdout:\n%s\nstderr:\n%s", r->cmd,
+                  WEXITSTATUS(r->status), code, r->out, r->err);
+}
+
+/* Line of "NAME:LINE:COL" in text after the file name `name`, or -1 if no such location. */
+static long location_line(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+        const char *q = p + n;
+        if (*q != ':' || !isdigit((unsigned char)q[1]))
+            continue;
+        char *end;
+        long line = strtol(q + 1, &end, 10);
+        if (*end == ':' && isdigit((unsigned char)end[1]))
+            return line;
+    }
+    return -1;
+}
+
+static cJSON *parse_json_file(const char *path)
+{
+    char *text = slurp(path, NULL);
+    ck_assert_msg(text != NULL, "%s was not written", path);
+    cJSON *j = cJSON_Parse(text);
+    ck_assert_msg(j != NULL, "%s does not parse as JSON", path);
+    free(text);
+    return j;
+}
+
+static const cJSON *plans_of(const cJSON *root)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "plans");
+    ck_assert_msg(cJSON_IsArray(p), "no plans array");
+    return p;
+}
+
+static double numf(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    ck_assert_msg(cJSON_IsNumber(v), "field '%s' missing", k);
+    return v->valuedouble;
+}
+
+static const char *strf(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    ck_assert_msg(cJSON_IsString(v), "field '%s' missing", k);
+    return v->valuestring;
+}
+
+static int count_status(const cJSON *root, const char *status)
+{
+    int n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, plans_of(root)) n += !strcmp(strf(p, "status"), status);
+    return n;
+}
+
+/* protosim sweep tests/data/sweep/NAME.yaml --cluster dgx4 --json DIR/OUT [extra...] */
+static run_result run_sweep(const char *dir, const char *name, const char *json,
+                            const char *extra1, const char *extra2)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/data/sweep/%s.yaml", name);
+    char *sweep = src_path(rel), *cl = src_path("topology/clusters/dgx4.xml");
+    char *out = tmp_path(dir, json);
+    const char *args[] = {"sweep", sweep, "--cluster", cl, "-j", "2", "--json", out,
+                          extra1, extra2, NULL};
+    run_result r = run_protosim(dir, args);
+    free(sweep);
+    free(cl);
+    free(out);
+    return r;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+START_TEST(enumeration_counts_by_hand)
+{
+    /* 3 tensor x 3 pipeline x 2 micro-batch = 18 on 8 GPUs, heads 6, layers 6, batch 8:
+     * tp4 pp4: 16 GPUs (2, gpus); tp4 with pp 1|2: heads (4); pp4 with tp 1|2: layers (4);
+     * tp1 pp1 dp8 mb2: batch (1). Valid: 7. */
+    char *path = src_path("tests/data/sweep/enum.yaml");
+    sweep_spec s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 18);
+    int valid = 0, gpus = 0, heads = 0, layers = 0, batch = 0;
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(plans[i].index, i);
+        if (plans[i].status == SWEEP_PLAN_PENDING) {
+            valid++;
+            ck_assert_int_eq(plans[i].tp * plans[i].pp * plans[i].dp, 8);
+            continue;
+        }
+        ck_assert_int_eq(plans[i].status, SWEEP_PLAN_INVALID);
+        const char *k = plans[i].reason_kind;
+        gpus += !strcmp(k, "gpus");
+        heads += !strcmp(k, "strategy.tensor.degree");
+        layers += !strcmp(k, "strategy.pipeline.degree");
+        batch += !strcmp(k, "batch.global");
+    }
+    ck_assert_int_eq(valid, 7);
+    ck_assert_int_eq(gpus, 2);
+    ck_assert_int_eq(heads, 4);
+    ck_assert_int_eq(layers, 4);
+    ck_assert_int_eq(batch, 1);
+    /* first axis slowest: plan 0 is tp1 pp1 mb1, plan 1 tp1 pp1 mb2, plan 2 tp1 pp2 mb1 */
+    ck_assert_int_eq(plans[1].micro_batch, 2);
+    ck_assert_int_eq(plans[2].pp, 2);
+    free(plans);
+    sweep_spec_free(&s);
+    free(path);
+}
+END_TEST
+
+START_TEST(oom_plan_reported_not_simulated)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "oom", "oom.json", NULL, NULL);
+    expect_exit(&r, 0);
+    char *j = tmp_path(dir, "oom.json");
+    cJSON *root = parse_json_file(j);
+    ck_assert_int_eq(count_status(root, "ok"), 1);
+    ck_assert_int_eq(count_status(root, "oom"), 1);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, plans_of(root))
+    {
+        if (strcmp(strf(p, "status"), "oom"))
+            continue;
+        ck_assert_int_eq((int)numf(p, "tensor"), 1);
+        ck_assert(numf(p, "peak_memory_bytes") > numf(p, "memory_capacity_bytes"));
+        ck_assert(!cJSON_HasObjectItem(p, "iteration_time_s"));   /* not simulated */
+    }
+    ck_assert_ptr_nonnull(strstr(r.out, "oom: needs"));
+    cJSON_Delete(root);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* Strategy YAML equal to plan p of small.yaml (base: gpt3-1.3b, batch 16/2, SP, defaults). */
+static void write_plan_strategy(const char *path, const cJSON *p)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "workload: gpt3-1.3b\nbatch: {global: 16, micro: %d}\nstrategy:\n"
+            "  tensor: {degree: %d, sequence_parallel: true}\n"
+            "  pipeline: {degree: %d, schedule: %s}\n  data: {degree: %d}\n  recompute: %s\n",
+            (int)numf(p, "micro_batch"), (int)numf(p, "tensor"), (int)numf(p, "pipeline"),
+            strf(p, "schedule"), (int)numf(p, "data"), strf(p, "recompute"));
+    fclose(f);
+}
+
+START_TEST(ranking_matches_single_runs)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "small", "all.json", NULL, NULL);
+    expect_exit(&r, 0);
+    char *j = tmp_path(dir, "all.json");
+    cJSON *root = parse_json_file(j);
+    const cJSON *plans = plans_of(root);
+    int ok = count_status(root, "ok");
+    ck_assert_int_eq(ok, 10);
+    ck_assert_int_eq(count_status(root, "invalid"), 2);
+    /* ranks 1..ok in order, iteration times ascending */
+    double prev = 0;
+    for (int i = 0; i < ok; i++) {
+        const cJSON *p = cJSON_GetArrayItem(plans, i);
+        ck_assert_int_eq((int)numf(p, "rank"), i + 1);
+        ck_assert(numf(p, "iteration_time_s") >= prev);
+        prev = numf(p, "iteration_time_s");
+    }
+    /* the best, a middle and the worst plan equal `protosim run` of the same strategy */
+    int pick[3] = {0, ok / 2, ok - 1};
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    for (int k = 0; k < 3; k++) {
+        const cJSON *p = cJSON_GetArrayItem(plans, pick[k]);
+        char *yaml = tmp_path(dir, "plan.yaml"), *out = tmp_path(dir, "plan.json");
+        write_plan_strategy(yaml, p);
+        const char *args[] = {"run", yaml, "--cluster", cl, "--json", out, "--quiet", NULL};
+        run_result rr = run_protosim(dir, args);
+        expect_exit(&rr, 0);
+        cJSON *single = parse_json_file(out);
+        ck_assert_msg(numf(single, "iteration_time_s") == numf(p, "iteration_time_s"),
+                      "plan %s: sweep %.17g, run %.17g", strf(p, "plan"),
+                      numf(p, "iteration_time_s"), numf(single, "iteration_time_s"));
+        ck_assert(numf(single, "tokens_per_s") == numf(p, "tokens_per_s"));
+        ck_assert(numf(single, "peak_memory_bytes") == numf(p, "peak_memory_bytes"));
+        cJSON_Delete(single);
+        run_free(&rr);
+        unlink(yaml);
+        unlink(out);
+        free(yaml);
+        free(out);
+    }
+    free(cl);
+    cJSON_Delete(root);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(shards_merge_to_whole_sweep)
+{
+    char *dir = make_tmpdir();
+    run_result a = run_sweep(dir, "small", "all.json", "-j", "1");
+    run_result s1 = run_sweep(dir, "small", "s1.json", "--shard", "1/2");
+    run_result s2 = run_sweep(dir, "small", "s2.json", "--shard", "2/2");
+    expect_exit(&a, 0);
+    expect_exit(&s1, 0);
+    expect_exit(&s2, 0);
+    char *p1 = tmp_path(dir, "s1.json"), *p2 = tmp_path(dir, "s2.json");
+    char *pm = tmp_path(dir, "merged.json"), *pa = tmp_path(dir, "all.json");
+    char *csv = tmp_path(dir, "merged.csv");
+    const char *args[] = {"merge", p2, p1, "--json", pm, "--csv", csv, NULL};
+    run_result m = run_protosim(dir, args);
+    expect_exit(&m, 0);
+    cJSON *whole = parse_json_file(pa), *merged = parse_json_file(pm);
+    const cJSON *wp = plans_of(whole), *mp = plans_of(merged);
+    ck_assert_int_eq(cJSON_GetArraySize(wp), 12);
+    ck_assert_int_eq(cJSON_GetArraySize(mp), 12);
+    for (int i = 0; i < 12; i++) {
+        const cJSON *x = cJSON_GetArrayItem(wp, i), *y = cJSON_GetArrayItem(mp, i);
+        ck_assert_int_eq((int)numf(x, "index"), (int)numf(y, "index"));
+        ck_assert_str_eq(strf(x, "status"), strf(y, "status"));
+        if (!strcmp(strf(x, "status"), "ok")) {
+            ck_assert(numf(x, "iteration_time_s") == numf(y, "iteration_time_s"));
+            ck_assert_int_eq((int)numf(x, "rank"), (int)numf(y, "rank"));
+        }
+    }
+    /* a shard given twice, and a shard of another sweep, are errors */
+    const char *dup[] = {"merge", p1, p1, NULL};
+    run_result d = run_protosim(dir, dup);
+    expect_exit(&d, 1);
+    run_result o = run_sweep(dir, "oom", "other.json", "--shard", "1/2");
+    char *po = tmp_path(dir, "other.json");
+    const char *other[] = {"merge", p1, po, NULL};
+    run_result x = run_protosim(dir, other);
+    expect_exit(&x, 1);
+    ck_assert_ptr_nonnull(strstr(x.err, "different sweep"));
+    cJSON_Delete(whole);
+    cJSON_Delete(merged);
+    run_free(&a);
+    run_free(&s1);
+    run_free(&s2);
+    run_free(&m);
+    run_free(&d);
+    run_free(&o);
+    run_free(&x);
+    free(p1);
+    free(p2);
+    free(pm);
+    free(pa);
+    free(po);
+    free(csv);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+static void expect_bad_sweep(const char *name, long line, const char *needle)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, name, "bad.json", NULL, NULL);
+    expect_exit(&r, 1);
+    char file[64];
+    snprintf(file, sizeof file, "%s.yaml", name);
+    ck_assert_msg(location_line(r.err, file) == line, "%s: expected line %ld in:\n%s", name, line,
+                  r.err);
+    ck_assert_msg(strstr(r.err, needle) != NULL, "%s: stderr lacks '%s':\n%s", name, needle, r.err);
+    char *j = tmp_path(dir, "bad.json");
+    ck_assert_msg(access(j, F_OK) != 0, "%s: --json written despite the error", name);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+
+START_TEST(bad_sweep_files)
+{
+    expect_bad_sweep("bad_axis", 4, "unknown axis 'expert'");
+    expect_bad_sweep("empty_axis", 4, "empty list");
+    expect_bad_sweep("bad_gpus", 6, "impossible constraint");
+    expect_bad_sweep("no_valid", 3, "none of the 2 combinations");
+}
+END_TEST
+
+START_TEST(crashing_worker_is_reported)
+{
+    char *dir = make_tmpdir();
+    setenv("PROTOSIM_SWEEP_CRASH_PLAN", "0", 1);
+    run_result r = run_sweep(dir, "small", "crash.json", NULL, NULL);
+    unsetenv("PROTOSIM_SWEEP_CRASH_PLAN");
+    expect_exit(&r, 0);
+    char *j = tmp_path(dir, "crash.json");
+    cJSON *root = parse_json_file(j);
+    ck_assert_int_eq(count_status(root, "failed"), 1);
+    ck_assert_int_eq(count_status(root, "ok"), 9);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, plans_of(root)) if (!strcmp(strf(p, "status"), "failed"))
+    {
+        ck_assert_int_eq((int)numf(p, "index"), 0);
+        ck_assert_ptr_nonnull(strstr(strf(p, "reason"), "SIGSEGV"));
+    }
+    cJSON_Delete(root);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(bundled_sweep_outputs)
+{
+    char *dir = make_tmpdir();
+    char *sweep = src_path("strategies/examples/sweep-gpt3-1.3b-dgx4.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    char *svg = tmp_path(dir, "s.svg"), *csv = tmp_path(dir, "s.csv");
+    const char *args[] = {"sweep", sweep, "--cluster", cl, "--plot", svg, "--csv", csv, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    char *text = slurp(svg, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, "<svg"));
+    ck_assert_ptr_nonnull(strstr(text, "pipeline degree"));
+    ck_assert_ptr_nonnull(strstr(text, "</svg>"));
+    free(text);
+    text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert(!strncmp(text, "rank,index,plan,status", 22));
+    free(text);
+    free(sweep);
+    free(cl);
+    free(svg);
+    free(csv);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+static Suite *sweep_suite(void)
+{
+    Suite *s = suite_create("sweep");
+    TCase *t = tcase_create("sweep");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, enumeration_counts_by_hand);
+    tcase_add_test(t, oom_plan_reported_not_simulated);
+    tcase_add_test(t, ranking_matches_single_runs);
+    tcase_add_test(t, shards_merge_to_whole_sweep);
+    tcase_add_test(t, bad_sweep_files);
+    tcase_add_test(t, crashing_worker_is_reported);
+    tcase_add_test(t, bundled_sweep_outputs);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(sweep_suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
