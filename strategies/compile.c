@@ -18,12 +18,11 @@
 static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
 /* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. The
- * host issues kernels asynchronously into the GPU's queue: a two-stage flow shop in which op i
- * starts on the GPU once the GPU has finished op i-1 and the host has issued op i. Short
- * kernels leave the GPU waiting on the host; long ones let the host run ahead. */
+ * host issues its kernels asynchronously, so it takes the longer of the GPU's kernel time and
+ * the host's issue time: short kernels leave the GPU waiting on the host. */
 typedef struct segment {
-    double seconds;      /* when the GPU finishes the last op, from the segment's start */
-    double gpu, cpu;     /* GPU kernel time and host issue time, summed */
+    double seconds;      /* max(gpu, cpu) once closed */
+    double gpu, cpu;
     double params;       /* sharded parameters whose gradients this (backward) segment makes */
     int n_ops, lo, hi;   /* how many ops, lowest and highest layer among them */
     int label;
@@ -78,6 +77,7 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
 
 static void seg_push(segment_list *l, segment sg)
 {
+    sg.seconds = sg.gpu > sg.cpu ? sg.gpu : sg.cpu;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->seg = realloc(l->seg, (size_t)l->cap * sizeof *l->seg);
@@ -94,10 +94,8 @@ static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
         sg->hi = op->layer;
-    double g = cost_op_kernel_seconds(op, pass, prec, dev);
+    sg->gpu += cost_op_kernel_seconds(op, pass, prec, dev);
     sg->cpu += cost_op_launch_seconds(op, pass);
-    sg->seconds = (sg->seconds > sg->cpu ? sg->seconds : sg->cpu) + g;
-    sg->gpu += g;
 }
 
 static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
