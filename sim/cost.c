@@ -53,6 +53,10 @@ static const double COST_KERNEL_LAUNCH_SECONDS = 54e-6;
 /* Host-side work of a training step outside forward and backward (gradient clipping and
  * loss-scale checks, zero_grad, data loading, logging). Fitted with the above: 2 ms. */
 static const double COST_ITERATION_OVERHEAD_SECONDS = 2e-3;
+/* Host-side work of a pipeline runtime per forward or backward unit of a stage (schedule
+ * step, send/recv setup with shape metadata, buffer management), paid only when pipelining.
+ * Fitted with the above by scripts/fit_vtrain. */
+static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 2e-3;
 
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
 static const double COST_ADAM_STATE_BYTES = 16.0;  /* fp32 m and v, each read and written */
@@ -250,6 +254,11 @@ double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
 double cost_iteration_overhead_seconds(void)
 {
     return COST_ITERATION_OVERHEAD_SECONDS;
+}
+
+double cost_pipeline_unit_overhead_seconds(void)
+{
+    return COST_PIPELINE_UNIT_OVERHEAD_SECONDS;
 }
 
 double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev)

@@ -28,6 +28,10 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, const d
  * optimizer step (and not at all when there is no optimizer step). */
 double cost_iteration_overhead_seconds(void);
 
+/* Host-side cost of a pipeline runtime per forward or backward unit of a stage, when the
+ * plan is pipelined (pipeline degree > 1). */
+double cost_pipeline_unit_overhead_seconds(void);
+
 /* Seconds per kernel launch (CPU side, exposed when kernels are short). */
 double cost_kernel_launch_seconds(void);
 

@@ -59,7 +59,7 @@ typedef struct compile_ctx {
     chunk_template *tmpl;          /* [mcs] */
     htae_graph *g;
     uint32_t *last_compute;        /* per rank: latest compute task emitted, NONE at first */
-    int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt;
+    int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
 } compile_ctx;
 
 int compile_rank_of(const strategy *s, int t, int d, int p)
@@ -380,9 +380,11 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     int tp = cx->tp, pp = cx->pp, dp = cx->dp, M = cx->M;
     size_t nx = (size_t)dp * tp * cx->mcs * M;
     uint32_t *fwd_first = malloc(nx * sizeof *fwd_first), *bwd_first = malloc(nx * sizeof *bwd_first);
+    /* the receiver's compute task just before each unit: where it posts the receive */
+    uint32_t *fwd_prev = malloc(nx * sizeof *fwd_prev), *bwd_prev = malloc(nx * sizeof *bwd_prev);
     uint32_t *fwd_in = malloc(nx * sizeof *fwd_in), *bwd_in = malloc(nx * sizeof *bwd_in);
     for (size_t i = 0; i < nx; i++)
-        fwd_first[i] = bwd_first[i] = fwd_in[i] = bwd_in[i] = NONE;
+        fwd_first[i] = bwd_first[i] = fwd_in[i] = bwd_in[i] = fwd_prev[i] = bwd_prev[i] = NONE;
     int maxseg = 1;
     for (int mc = 0; mc < cx->mcs; mc++)
         if (cx->tmpl[mc].bwd.n > maxseg)
@@ -450,8 +452,19 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
             for (int u = 0; u < nu; u++) {
                 int mc = units[u].chunk * pp + p, mb = units[u].micro;
                 const chunk_template *ct = &cx->tmpl[mc];
-                for (int t = 0; t < tp; t++)
+                uint32_t before[tp];
+                for (int t = 0; t < tp; t++) {
                     first[t] = last[t] = NONE;
+                    before[t] = cx->last_compute[ranks[t]];
+                    if (pp > 1) {   /* the pipeline runtime's own step, before the unit */
+                        uint32_t id = htae_add_compute(g, ranks[t], units[u].backward
+                                                           ? CAT_BACKWARD : CAT_FORWARD,
+                                                       cost_pipeline_unit_overhead_seconds(),
+                                                       cx->label_pipe, mb);
+                        first[t] = id;
+                        cx->last_compute[ranks[t]] = id;
+                    }
+                }
                 if (!units[u].backward) {
                     const uint32_t *gate = NULL;
                     if (gather && mb == 0) {    /* first use of the chunk's parameters */
@@ -474,6 +487,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                     size_t xi = xidx(cx, d, t, mc, mb);
                     if (!units[u].backward) {
                         fwd_first[xi] = first[t];
+                        fwd_prev[xi] = before[t];
                         if (mc + 1 < cx->mcs) {
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
                             uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
@@ -483,6 +497,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                         }
                     } else {
                         bwd_first[xi] = first[t];
+                        bwd_prev[xi] = before[t];
                         if (mc > 0) {
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
                             uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
@@ -500,11 +515,21 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
             }
         }
     }
-    for (size_t i = 0; i < nx; i++) {     /* pipeline receives gate the receiving unit */
-        if (fwd_in[i] != NONE)
+    /* A pipeline transfer gates the unit that consumes it, and starts only once the receiver
+     * has posted its receive: Megatron and DeepSpeed receive just before the unit
+     * (recv_forward, send_forward_recv_backward: blocking), so the transfer is on the
+     * receiver's critical path instead of arriving ahead of time. */
+    for (size_t i = 0; i < nx; i++) {
+        if (fwd_in[i] != NONE) {
             htae_add_edge(g, fwd_in[i], fwd_first[i]);
-        if (bwd_in[i] != NONE)
+            if (fwd_prev[i] != NONE)
+                htae_add_edge(g, fwd_prev[i], fwd_in[i]);
+        }
+        if (bwd_in[i] != NONE) {
             htae_add_edge(g, bwd_in[i], bwd_first[i]);
+            if (bwd_prev[i] != NONE)
+                htae_add_edge(g, bwd_prev[i], bwd_in[i]);
+        }
     }
 
     /* Data parallelism: per DP group, buckets in the order their gradients complete. */
@@ -589,6 +614,8 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     free(final_compute);
     free(last_bwd);
     free(fwd_first);
+    free(fwd_prev);
+    free(bwd_prev);
     free(bwd_first);
     free(fwd_in);
     free(bwd_in);
@@ -686,6 +713,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.label_send_act = htae_label(cx.g, "pp send activations");
     cx.label_send_grad = htae_label(cx.g, "pp send gradients");
     cx.label_opt = htae_label(cx.g, "optimizer step");
+    cx.label_pipe = htae_label(cx.g, "pipeline runtime");
 
     /* Templates use the device of the stage's first rank; clusters mixing GPU models inside a
      * stage would need per-rank templates. */
