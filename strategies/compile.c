@@ -18,10 +18,11 @@
 static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
 /* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. The
- * host issues its kernels asynchronously, so it takes the longer of the GPU's kernel time and
- * the host's issue time: short kernels leave the GPU waiting on the host. */
+ * host issues kernels (and NCCL calls) asynchronously, so over a whole pass the GPU waits on
+ * the host only when the host's issue time exceeds the GPU's kernel time: then every segment
+ * of the pass is stretched by that ratio (host_pace), wherever the TP collectives fall. */
 typedef struct segment {
-    double seconds;      /* max(gpu, cpu) once closed */
+    double seconds;      /* GPU time, stretched when the host is the slower of the two */
     double gpu, cpu;
     double params;       /* sharded parameters whose gradients this (backward) segment makes */
     int n_ops, lo, hi;   /* how many ops, lowest and highest layer among them */
@@ -77,6 +78,7 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
 
 static void seg_push(segment_list *l, segment sg)
 {
+    sg.seconds = sg.gpu;
     sg.seconds = sg.gpu > sg.cpu ? sg.gpu : sg.cpu;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
@@ -134,6 +136,20 @@ static int seg_label(compile_ctx *cx, const char *pass, const workload_op *last)
     char name[96];
     snprintf(name, sizeof name, "%s %s", pass, last->name);
     return htae_label(cx->g, name);
+}
+
+/* A pass is host-bound when issuing its kernels takes longer than running them. */
+static void host_pace(segment_list *l)
+{
+    double gpu = 0, cpu = 0;
+    for (int i = 0; i < l->n; i++) {
+        gpu += l->seg[i].gpu;
+        cpu += l->seg[i].cpu;
+    }
+    if (cpu <= gpu || l->n == 0)
+        return;
+    for (int i = 0; i < l->n; i++)
+        l->seg[i].seconds = gpu > 0 ? l->seg[i].gpu * cpu / gpu : (i == 0 ? cpu : 0.0);
 }
 
 /* Build one chunk's segments (op costs on `dev`), its gradient buckets and activation bytes. */
@@ -233,6 +249,10 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         cur.label = seg_label(cx, "bwd", last);
         seg_push(&ct->bwd, cur);
     }
+
+    host_pace(&ct->fwd);
+    host_pace(&ct->rec);
+    host_pace(&ct->bwd);
 
     /* gradient buckets, filled in backward order as gradients become ready */
     ct->bucket_end = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_end);

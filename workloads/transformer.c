@@ -234,12 +234,15 @@ static void add_embedding(builder *bd, const workload_model *m, double b)
 static void add_loss(builder *bd, int L, double tokens, double v)
 {
     double e = bd->e;
-    /* vocab-parallel cross-entropy: max, subtract, exp, sum, log on fp32 logits */
+    /* Megatron's vocab-parallel cross-entropy, one pass per step over the tokens x vocab/tp
+     * logits: cast to fp32 (read e, write 4), max (read 4), subtract in place (8), exp (8),
+     * sum (4), divide in place (8): the fp32 softmax is kept for backward. Backward: scale the
+     * softmax by the incoming gradient in place (8), then cast back (read 4, write e). */
     workload_op *op = add_pointwise(bd, "loss", L, OP_LOSS, SPLIT_VOCAB, tokens, v,
-                                    SOFTMAX_FLOPS_PER_ELEM, e + 3 * LOSS_FP32_BYTES,
-                                    LOSS_FP32_BYTES + e);
+                                    SOFTMAX_FLOPS_PER_ELEM, e + 9 * LOSS_FP32_BYTES,
+                                    3 * LOSS_FP32_BYTES + e);
     op->act_bytes = tokens * v * LOSS_FP32_BYTES;   /* the fp32 softmax kept for backward */
-    op->kernels = 5;
+    op->kernels = 8;
 }
 
 static int model_check(const workload_model *m, int micro_batch, ps_error *err)
