@@ -22,9 +22,9 @@ static const int COST_GEMM_SPLITS[] = {1, 2, 4, 8, 16};
 static const double COST_GEMM_SPLIT_MIN_K = 128.0;
 /* Fraction of the tensor-core peak a large, well-shaped GEMM reaches (fp16/bf16/tf32), before
  * tile, wave and K-depth losses. Fitted by scripts/fit_vtrain on vTrain's A100 fp16 iteration
- * times (every 4th row): 0.80 (coordinate descent, step 0.025), consistent with the 250-270 of
+ * times (every 4th row): 0.85 (coordinate descent, step 0.025), consistent with the 270-290 of
  * 312 TFLOP/s that large A100 GEMMs measure publicly. */
-static const double COST_GEMM_EFF_TENSOR = 0.80;
+static const double COST_GEMM_EFF_TENSOR = 0.85;
 /* Fraction of the fp32 SIMT peak a large SGEMM reaches (no tensor cores). Fitted: 0.68 over all
  * five devices (grid 0.40-1.00 step 0.02). Full-power cards reach more (A100 0.78, V100 0.86,
  * P100 0.76 of peak for the largest shapes), the 70-75 W T4 and P4 much less (0.38, 0.17-0.5:

@@ -130,9 +130,9 @@ START_TEST(wave_quantization)
     ck_assert(rel(eb, e109) < 1e-12);
     double es = cost_gemm_tiling_efficiency(1, 128, 128 * 27, 4096 * 4, 128, 128, 4, PREC_BF16, &d);
     ck_assert(rel(es, e108) < 1e-12);
-    /* hand arithmetic of one tiling: base 0.80 x tile 100/128 x waves 1/108 x k 4096/(4096+64) */
+    /* hand arithmetic of one tiling: base 0.85 x tile 100/128 x waves 1/108 x k 4096/(4096+64) */
     double e1 = cost_gemm_tiling_efficiency(1, 100, 128, 4096, 128, 128, 1, PREC_BF16, &d);
-    ck_assert(rel(e1, 0.80 * (100.0 / 128) * (1.0 / 108) * (4096.0 / 4160)) < 1e-12);
+    ck_assert(rel(e1, 0.85 * (100.0 / 128) * (1.0 / 108) * (4096.0 / 4160)) < 1e-12);
     /* the chosen tiling is the best one, so never below any single tiling */
     ck_assert(cost_gemm_efficiency(1, 128, 128 * 109, 4096, PREC_BF16, &d) >= e109);
     /* shallow k is less efficient */
