@@ -9,6 +9,10 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 packages="build-essential g++ pkg-config meson ninja-build libsimgrid-dev libcjson-dev libyaml-dev
           libhwloc-dev check python3"
+if [ "${1:-}" = "--packages" ]; then     # the list alone, for .ci/run
+    echo $packages
+    exit 0
+fi
 missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
     $SUDO apt-get update -qq
