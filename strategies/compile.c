@@ -356,6 +356,13 @@ static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
            (size_t)mb;
 }
 
+/* Index of backward segment `seg` of chunk mc at (d, t) in the last-micro-batch table. */
+static size_t lidx(const compile_ctx *cx, int d, int t, int mc, int maxseg, int seg)
+{
+    return (((size_t)d * cx->tp + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)maxseg +
+           (size_t)seg;
+}
+
 static void estimate_memory(const compile_ctx *cx, int p, memory_estimate *me)
 {
     const strategy *s = cx->s;
@@ -412,7 +419,6 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     /* backward segment tasks of the last micro-batch: gradient-ready points for DP buckets */
     size_t nlast = (size_t)dp * tp * cx->mcs * (size_t)maxseg;
     uint32_t *last_bwd = malloc(nlast * sizeof *last_bwd);
-    uint32_t *final_compute = malloc((size_t)cx->c->n_gpus * sizeof *final_compute);
     pipeline_unit *units = malloc((size_t)2 * M * cx->v * sizeof *units);
     int ranks[tp];
     uint32_t first[tp], last[tp], segids[(size_t)maxseg * tp];
@@ -527,10 +533,9 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                         }
                         if (mb == M - 1)
                             for (int i = 0; i < ct->bwd.n; i++)
-                                last_bwd[xidx(cx, d, t, mc, 0) / M * maxseg + i] =
+                                last_bwd[lidx(cx, d, t, mc, maxseg, i)] =
                                     segids[(size_t)i * tp + t];
                     }
-                    final_compute[ranks[t]] = last[t];
                 }
             }
         }
@@ -579,8 +584,8 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                                         M - 1, coll);
                     for (int d = 0; d < cx->dp_sim; d++) {   /* folded members: no deps */
                         uint32_t ready = s->dp_overlap
-                            ? last_bwd[xidx(cx, d, t, mc, 0) / M * maxseg + ct->bucket_end[b]]
-                            : final_compute[dranks[d]];
+                            ? last_bwd[lidx(cx, d, t, mc, maxseg, ct->bucket_end[b])]
+                            : cx->last_compute[dranks[d]];   /* the rank's final backward */
                         htae_add_edge(g, ready, coll[d]);
                         dp_tasks[dranks[d]][n_dp_tasks[dranks[d]]++] = coll[d];
                     }
@@ -631,7 +636,6 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     free(gates);
     free(opt_task);
     free(units);
-    free(final_compute);
     free(last_bwd);
     free(fwd_first);
     free(fwd_prev);
