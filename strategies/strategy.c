@@ -1,6 +1,7 @@
 /* strategy.c: loading a strategy YAML file (DESIGN.md section 3) into a checked strategy tree.
  * Uses libyaml's document API so every value keeps its line and column for error messages. */
 #include "strategy.h"
+#include "yaml_read.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,13 +13,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-/* Everything a helper needs to read one node and report an error at it. */
-typedef struct load_ctx {
-    yaml_document_t *doc;
-    const char *file;
-    ps_error *err;
-} load_ctx;
-
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
@@ -26,219 +20,6 @@ static const char *const optimizer_names[] = {"adam", "sgd", "none"};
 static const char *const axis_names[] = {"tensor", "data", "pipeline"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-/* ---- locations and errors ---- */
-
-static src_loc node_loc(const yaml_node_t *n)
-{
-    src_loc l = {0, 0};
-    if (n) {
-        l.line = (int)n->start_mark.line + 1;     /* libyaml marks are 0-based */
-        l.column = (int)n->start_mark.column + 1;
-    }
-    return l;
-}
-
-static int fail_at(load_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail_at(load_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
-{
-    char msg[640];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    src_loc l = node_loc(n);
-    return ps_error_set(c->err, PS_EINPUT, c->file, l.line, l.column, field, "%s", msg);
-}
-
-static void join_path(char *out, size_t size, const char *parent, const char *key)
-{
-    if (parent && parent[0])
-        snprintf(out, size, "%s.%s", parent, key);
-    else
-        snprintf(out, size, "%s", key);
-}
-
-/* ---- node kinds and scalars ---- */
-
-static const char *kind_name(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return n->data.scalar.length ? "a scalar" : "an empty value";
-    default: return "nothing";
-    }
-}
-
-/* The scalar's text, or NULL when the node is not a scalar or holds an embedded NUL. */
-static const char *scalar_text(const yaml_node_t *n)
-{
-    if (!n || n->type != YAML_SCALAR_NODE)
-        return NULL;
-    const char *s = (const char *)n->data.scalar.value;
-    if (strlen(s) != n->data.scalar.length)
-        return NULL;
-    return s;
-}
-
-/* Quoted scalars are strings in YAML: "2" is not the integer 2. */
-static int is_plain(const yaml_node_t *n)
-{
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
-           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
-
-/* How to name a value that has the wrong type, for messages: 'abc', a quoted string, a list. */
-static void describe(const yaml_node_t *n, char *out, size_t size)
-{
-    const char *s = scalar_text(n);
-    if (!s || (!s[0] && is_plain(n)))
-        snprintf(out, size, "%s", kind_name(n));
-    else if (!is_plain(n))
-        snprintf(out, size, "the quoted string '%s' (quotes make it a string)", s);
-    else
-        snprintf(out, size, "'%s'", s);
-}
-
-static int expect_mapping(load_ctx *c, const yaml_node_t *n, const char *field)
-{
-    if (n->type == YAML_MAPPING_NODE)
-        return 0;
-    return fail_at(c, n, field, "expected a mapping, got %s", kind_name(n));
-}
-
-static int get_int(load_ctx *c, const yaml_node_t *n, const char *field, int min, int max,
-                   int *out)
-{
-    const char *s = scalar_text(n);
-    char what[160];
-    describe(n, what, sizeof what);
-    if (!s || !is_plain(n) || !s[0])
-        return fail_at(c, n, field, "expected an integer, got %s", what);
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    if (!*p || strspn(p, "0123456789") != strlen(p))
-        return fail_at(c, n, field, "expected an integer, got '%s'", s);
-    errno = 0;
-    long v = strtol(s, NULL, 10);
-    if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
-        return fail_at(c, n, field, "integer '%s' is out of range", s);
-    if (v < min || v > max) {
-        if (max == INT_MAX)
-            return fail_at(c, n, field, "must be at least %d, got %ld", min, v);
-        return fail_at(c, n, field, "must be between %d and %d, got %ld", min, max, v);
-    }
-    *out = (int)v;
-    return 0;
-}
-
-/* A number that must be finite and > 0 (bucket sizes). */
-static int get_positive_number(load_ctx *c, const yaml_node_t *n, const char *field,
-                               double *out)
-{
-    const char *s = scalar_text(n);
-    char what[160];
-    describe(n, what, sizeof what);
-    if (!s || !is_plain(n) || !s[0])
-        return fail_at(c, n, field, "expected a number, got %s", what);
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    /* strtod also takes "inf", "nan" and hex floats; YAML numbers here are plain decimals */
-    if (*end || errno == ERANGE || !isfinite(v) || strpbrk(s, "xXnNiI"))
-        return fail_at(c, n, field, "expected a number, got '%s'", s);
-    if (v <= 0)
-        return fail_at(c, n, field, "must be greater than 0, got %s", s);
-    *out = v;
-    return 0;
-}
-
-static int get_bool(load_ctx *c, const yaml_node_t *n, const char *field, int *out)
-{
-    const char *s = scalar_text(n);
-    if (s && is_plain(n)) {
-        if (!strcasecmp(s, "true") || !strcasecmp(s, "yes")) {
-            *out = 1;
-            return 0;
-        }
-        if (!strcasecmp(s, "false") || !strcasecmp(s, "no")) {
-            *out = 0;
-            return 0;
-        }
-    }
-    char what[160];
-    describe(n, what, sizeof what);
-    return fail_at(c, n, field, "expected a boolean (true/false/yes/no), got %s", what);
-}
-
-/* One of `names` (the YAML spelling); *out is its index. */
-static int get_enum(load_ctx *c, const yaml_node_t *n, const char *field,
-                    const char *const *names, int count, int *out)
-{
-    const char *s = scalar_text(n);
-    for (int i = 0; s && i < count; i++) {
-        if (!strcmp(s, names[i])) {
-            *out = i;
-            return 0;
-        }
-    }
-    char allowed[128] = "";
-    for (int i = 0; i < count; i++) {
-        size_t used = strlen(allowed);
-        snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", names[i]);
-    }
-    return fail_at(c, n, field, "expected one of %s, got %s%s%s", allowed,
-                   s ? "'" : kind_name(n), s ? s : "", s ? "'" : "");
-}
-
-/* ---- mappings ---- */
-
-/* Check that every key of mapping `m` is a scalar in `allowed` and appears once. */
-static int check_keys(load_ctx *c, yaml_node_t *m, const char *path,
-                      const char *const *allowed, int count)
-{
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        const char *ks = scalar_text(k);
-        if (!ks)
-            return fail_at(c, k, path, "keys must be plain names, got %s", kind_name(k));
-        char field[128];
-        join_path(field, sizeof field, path, ks);
-        int known = 0;
-        for (int i = 0; i < count && !known; i++)
-            known = !strcmp(ks, allowed[i]);
-        if (!known) {
-            char list[256] = "";
-            for (int i = 0; i < count; i++) {
-                size_t used = strlen(list);
-                snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
-            }
-            return fail_at(c, k, field, "unknown key '%s'%s%s (expected %s)", ks,
-                           path[0] ? " in " : "", path, list);
-        }
-        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
-            const char *qs = scalar_text(yaml_document_get_node(c->doc, q->key));
-            if (qs && !strcmp(qs, ks))
-                return fail_at(c, k, field, "duplicate key '%s'", ks);
-        }
-    }
-    return 0;
-}
-
-/* The value of `key` in mapping `m`, or NULL when absent. */
-static yaml_node_t *map_get(load_ctx *c, yaml_node_t *m, const char *key)
-{
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        const char *ks = scalar_text(yaml_document_get_node(c->doc, p->key));
-        if (ks && !strcmp(ks, key))
-            return yaml_document_get_node(c->doc, p->value);
-    }
-    return NULL;
-}
 
 /* ---- sections ---- */
 
@@ -249,9 +30,9 @@ static int file_exists(const char *path)
 }
 
 /* workload: NAME | path | mapping. A relative path is tried beside the strategy file first. */
-static int load_workload(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    s->workload_loc = node_loc(n);
+    s->workload_loc = yread_loc(n);
     if (n->type == YAML_MAPPING_NODE) {
         if (workload_model_from_yaml(c->doc, n, c->file, &s->model, c->err))
             return c->err->code;
@@ -260,10 +41,10 @@ static int load_workload(load_ctx *c, yaml_node_t *n, strategy *s)
         return 0;
     }
 
-    const char *name = scalar_text(n);
+    const char *name = yread_scalar(n);
     if (!name || !name[0])
-        return fail_at(c, n, "workload", "expected a model name, a path or a mapping, got %s",
-                       kind_name(n));
+        return yread_fail(c, n, "workload", "expected a model name, a path or a mapping, got %s",
+                       yread_kind(n));
     char path[1024];
     snprintf(path, sizeof path, "%s", name);
     if (name[0] != '/') {
@@ -289,132 +70,132 @@ static int load_workload(load_ctx *c, yaml_node_t *n, strategy *s)
         return c->err->code;
     }
     if (sub.message[0])
-        return fail_at(c, n, "workload", "%s", sub.message);
-    return fail_at(c, n, "workload", "cannot load workload '%s'", name);
+        return yread_fail(c, n, "workload", "%s", sub.message);
+    return yread_fail(c, n, "workload", "cannot load workload '%s'", name);
 }
 
-static int load_batch(load_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy *s)
+static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"global", "micro"};
     if (!n)
-        return fail_at(c, root, "batch.global", "missing required key 'batch' "
+        return yread_fail(c, root, "batch.global", "missing required key 'batch' "
                        "(batch: {global: N, micro: M})");
-    if (expect_mapping(c, n, "batch") || check_keys(c, n, "batch", keys, COUNT(keys)))
+    if (yread_expect_mapping(c, n, "batch") || yread_check_keys(c, n, "batch", keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v = map_get(c, n, "global");
+    yaml_node_t *v = yread_map_get(c, n, "global");
     if (!v)
-        return fail_at(c, n, "batch.global", "missing required key 'global' in batch");
-    s->batch_loc = node_loc(v);
-    if (get_int(c, v, "batch.global", 1, INT_MAX, &s->global_batch))
+        return yread_fail(c, n, "batch.global", "missing required key 'global' in batch");
+    s->batch_loc = yread_loc(v);
+    if (yread_int(c, v, "batch.global", 1, INT_MAX, &s->global_batch))
         return c->err->code;
-    if ((v = map_get(c, n, "micro")) && get_int(c, v, "batch.micro", 1, INT_MAX,
+    if ((v = yread_map_get(c, n, "micro")) && yread_int(c, v, "batch.micro", 1, INT_MAX,
                                                       &s->micro_batch))
         return c->err->code;
     return 0;
 }
 
-static int load_tensor(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"degree", "sequence_parallel", "vocab_parallel",
                                        "comm_overlap"};
     const char *path = "strategy.tensor";
-    if (expect_mapping(c, n, path) || check_keys(c, n, path, keys, COUNT(keys)))
+    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v;
-    s->tp_loc = node_loc(n);
-    if ((v = map_get(c, n, "degree"))) {
-        s->tp_loc = node_loc(v);
-        if (get_int(c, v, "strategy.tensor.degree", 1, INT_MAX, &s->tp))
+    s->tp_loc = yread_loc(n);
+    if ((v = yread_map_get(c, n, "degree"))) {
+        s->tp_loc = yread_loc(v);
+        if (yread_int(c, v, "strategy.tensor.degree", 1, INT_MAX, &s->tp))
             return c->err->code;
     }
-    if ((v = map_get(c, n, "sequence_parallel")) &&
-        get_bool(c, v, "strategy.tensor.sequence_parallel", &s->sequence_parallel))
+    if ((v = yread_map_get(c, n, "sequence_parallel")) &&
+        yread_bool(c, v, "strategy.tensor.sequence_parallel", &s->sequence_parallel))
         return c->err->code;
-    if ((v = map_get(c, n, "comm_overlap")) &&
-        get_bool(c, v, "strategy.tensor.comm_overlap", &s->tp_comm_overlap))
+    if ((v = yread_map_get(c, n, "comm_overlap")) &&
+        yread_bool(c, v, "strategy.tensor.comm_overlap", &s->tp_comm_overlap))
         return c->err->code;
-    if ((v = map_get(c, n, "vocab_parallel")) &&
-        get_bool(c, v, "strategy.tensor.vocab_parallel", &s->vocab_parallel))
+    if ((v = yread_map_get(c, n, "vocab_parallel")) &&
+        yread_bool(c, v, "strategy.tensor.vocab_parallel", &s->vocab_parallel))
         return c->err->code;
     return 0;
 }
 
-static int load_pipeline(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"degree", "schedule", "virtual_stages"};
     const char *path = "strategy.pipeline";
-    if (expect_mapping(c, n, path) || check_keys(c, n, path, keys, COUNT(keys)))
+    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v, *sched_node = NULL, *vs_node = NULL;
-    s->pp_loc = node_loc(n);
-    if ((v = map_get(c, n, "degree"))) {
-        s->pp_loc = node_loc(v);
-        if (get_int(c, v, "strategy.pipeline.degree", 1, INT_MAX, &s->pp))
+    s->pp_loc = yread_loc(n);
+    if ((v = yread_map_get(c, n, "degree"))) {
+        s->pp_loc = yread_loc(v);
+        if (yread_int(c, v, "strategy.pipeline.degree", 1, INT_MAX, &s->pp))
             return c->err->code;
     }
-    if ((sched_node = map_get(c, n, "schedule"))) {
+    if ((sched_node = yread_map_get(c, n, "schedule"))) {
         int i;
-        if (get_enum(c, sched_node, "strategy.pipeline.schedule", schedule_names,
+        if (yread_enum(c, sched_node, "strategy.pipeline.schedule", schedule_names,
                      COUNT(schedule_names), &i))
             return c->err->code;
         s->schedule = (pipeline_schedule)i;
     }
-    if ((vs_node = map_get(c, n, "virtual_stages")) &&
-        get_int(c, vs_node, "strategy.pipeline.virtual_stages", 1, INT_MAX,
+    if ((vs_node = yread_map_get(c, n, "virtual_stages")) &&
+        yread_int(c, vs_node, "strategy.pipeline.virtual_stages", 1, INT_MAX,
                 &s->virtual_stages))
         return c->err->code;
 
     /* Virtual stages only exist in the interleaved schedule, which needs at least two. */
     if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
-        return fail_at(c, vs_node ? vs_node : sched_node, "strategy.pipeline.virtual_stages",
+        return yread_fail(c, vs_node ? vs_node : sched_node, "strategy.pipeline.virtual_stages",
                        "the interleaved schedule needs virtual_stages >= 2, got %d",
                        s->virtual_stages);
     if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
-        return fail_at(c, sched_node, "strategy.pipeline.schedule",
+        return yread_fail(c, sched_node, "strategy.pipeline.schedule",
                        "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
     if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
-        return fail_at(c, vs_node, "strategy.pipeline.virtual_stages",
+        return yread_fail(c, vs_node, "strategy.pipeline.virtual_stages",
                        "virtual_stages must be 1 unless schedule is interleaved "
                        "(schedule is %s, virtual_stages %d)",
                        schedule_names[s->schedule], s->virtual_stages);
     return 0;
 }
 
-static int load_data(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"degree", "zero", "bucket_mb", "overlap",
                                        "overlap_param_gather"};
     const char *path = "strategy.data";
-    if (expect_mapping(c, n, path) || check_keys(c, n, path, keys, COUNT(keys)))
+    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v;
-    s->dp_loc = node_loc(n);
-    if ((v = map_get(c, n, "degree"))) {
-        s->dp_loc = node_loc(v);
-        if (get_int(c, v, "strategy.data.degree", 1, INT_MAX, &s->dp))
+    s->dp_loc = yread_loc(n);
+    if ((v = yread_map_get(c, n, "degree"))) {
+        s->dp_loc = yread_loc(v);
+        if (yread_int(c, v, "strategy.data.degree", 1, INT_MAX, &s->dp))
             return c->err->code;
     }
-    if ((v = map_get(c, n, "zero")) && get_int(c, v, "strategy.data.zero", 0, 3, &s->zero))
+    if ((v = yread_map_get(c, n, "zero")) && yread_int(c, v, "strategy.data.zero", 0, 3, &s->zero))
         return c->err->code;
-    if ((v = map_get(c, n, "bucket_mb")) &&
-        get_positive_number(c, v, "strategy.data.bucket_mb", &s->bucket_mb))
+    if ((v = yread_map_get(c, n, "bucket_mb")) &&
+        yread_positive(c, v, "strategy.data.bucket_mb", &s->bucket_mb))
         return c->err->code;
-    if ((v = map_get(c, n, "overlap_param_gather")) &&
-        get_bool(c, v, "strategy.data.overlap_param_gather", &s->overlap_param_gather))
+    if ((v = yread_map_get(c, n, "overlap_param_gather")) &&
+        yread_bool(c, v, "strategy.data.overlap_param_gather", &s->overlap_param_gather))
         return c->err->code;
-    if ((v = map_get(c, n, "overlap")) &&
-        get_bool(c, v, "strategy.data.overlap", &s->dp_overlap))
+    if ((v = yread_map_get(c, n, "overlap")) &&
+        yread_bool(c, v, "strategy.data.overlap", &s->dp_overlap))
         return c->err->code;
     return 0;
 }
 
 /* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */
-static int load_order(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     if (n->type != YAML_SEQUENCE_NODE)
-        return fail_at(c, n, "strategy.order",
+        return yread_fail(c, n, "strategy.order",
                        "expected a list of the axes tensor, data, pipeline, got %s",
-                       kind_name(n));
+                       yread_kind(n));
     int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
     int seen[3] = {0, 0, 0};
     for (int i = 0; i < count; i++) {
@@ -422,16 +203,16 @@ static int load_order(load_ctx *c, yaml_node_t *n, strategy *s)
         char field[64];
         snprintf(field, sizeof field, "strategy.order[%d]", i);
         int axis;
-        if (get_enum(c, item, field, axis_names, COUNT(axis_names), &axis))
+        if (yread_enum(c, item, field, axis_names, COUNT(axis_names), &axis))
             return c->err->code;
         if (seen[axis])
-            return fail_at(c, item, field, "axis '%s' appears twice in order", axis_names[axis]);
+            return yread_fail(c, item, field, "axis '%s' appears twice in order", axis_names[axis]);
         seen[axis] = 1;
         if (i < 3)
             s->order[i] = (parallel_axis)axis;
     }
     if (count != 3)
-        return fail_at(c, n, "strategy.order",
+        return yread_fail(c, n, "strategy.order",
                        "order must list each of tensor, data, pipeline once (got %d items)",
                        count);
     return 0;
@@ -463,50 +244,50 @@ static int parse_layer_path(const char *p, int layers, int *first, int *last)
     return 0;
 }
 
-static int load_override(load_ctx *c, yaml_node_t *key, yaml_node_t *val, int layers,
+static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int layers,
                          strategy_override *o)
 {
     static const char *const keys[] = {"recompute", "tensor"};
     static const char *const tensor_keys[] = {"vocab_parallel"};
-    const char *path = scalar_text(key);
+    const char *path = yread_scalar(key);
     char field[128];
     snprintf(field, sizeof field, "strategy.children.%s", path ? path : "?");
 
     if (!path)
-        return fail_at(c, key, "strategy.children", "a children key must be a module path, "
-                       "got %s", kind_name(key));
+        return yread_fail(c, key, "strategy.children", "a children key must be a module path, "
+                       "got %s", yread_kind(key));
     if (strlen(path) >= sizeof o->path ||
         parse_layer_path(path, layers, &o->first_layer, &o->last_layer))
-        return fail_at(c, key, field, "unknown module path '%s' (expected layers.N, "
+        return yread_fail(c, key, field, "unknown module path '%s' (expected layers.N, "
                        "layers.A-B, embedding or head)", path);
     if (strcmp(path, "embedding") && strcmp(path, "head") &&
         (o->first_layer > o->last_layer || o->last_layer >= layers))
-        return fail_at(c, key, field, "layer range '%s' must satisfy 0 <= A <= B < %d "
+        return yread_fail(c, key, field, "layer range '%s' must satisfy 0 <= A <= B < %d "
                        "(the model's layer count)", path, layers);
     snprintf(o->path, sizeof o->path, "%s", path);
-    o->loc = node_loc(key);
+    o->loc = yread_loc(key);
 
-    if (expect_mapping(c, val, field) || check_keys(c, val, field, keys, COUNT(keys)))
+    if (yread_expect_mapping(c, val, field) || yread_check_keys(c, val, field, keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v;
     char sub[160];
-    if ((v = map_get(c, val, "recompute"))) {
+    if ((v = yread_map_get(c, val, "recompute"))) {
         int i;
-        join_path(sub, sizeof sub, field, "recompute");
-        if (get_enum(c, v, sub, recompute_names, COUNT(recompute_names), &i))
+        yread_join_path(sub, sizeof sub, field, "recompute");
+        if (yread_enum(c, v, sub, recompute_names, COUNT(recompute_names), &i))
             return c->err->code;
         o->has_recompute = 1;
         o->recompute = (recompute_mode)i;
     }
-    if ((v = map_get(c, val, "tensor"))) {
-        join_path(sub, sizeof sub, field, "tensor");
-        if (expect_mapping(c, v, sub) ||
-            check_keys(c, v, sub, tensor_keys, COUNT(tensor_keys)))
+    if ((v = yread_map_get(c, val, "tensor"))) {
+        yread_join_path(sub, sizeof sub, field, "tensor");
+        if (yread_expect_mapping(c, v, sub) ||
+            yread_check_keys(c, v, sub, tensor_keys, COUNT(tensor_keys)))
             return c->err->code;
-        yaml_node_t *vp = map_get(c, v, "vocab_parallel");
+        yaml_node_t *vp = yread_map_get(c, v, "vocab_parallel");
         if (vp) {
-            join_path(sub, sizeof sub, field, "tensor.vocab_parallel");
-            if (get_bool(c, vp, sub, &o->vocab_parallel))
+            yread_join_path(sub, sizeof sub, field, "tensor.vocab_parallel");
+            if (yread_bool(c, vp, sub, &o->vocab_parallel))
                 return c->err->code;
             o->has_vocab_parallel = 1;
         }
@@ -514,9 +295,9 @@ static int load_override(load_ctx *c, yaml_node_t *key, yaml_node_t *val, int la
     return 0;
 }
 
-static int load_children(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    if (expect_mapping(c, n, "strategy.children"))
+    if (yread_expect_mapping(c, n, "strategy.children"))
         return c->err->code;
     int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     if (count == 0)
@@ -536,34 +317,34 @@ static int load_children(load_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
-static int load_strategy_section(load_ctx *c, yaml_node_t *n, strategy *s)
+static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"tensor", "pipeline", "data", "recompute",
                                        "order", "children"};
-    if (expect_mapping(c, n, "strategy") || check_keys(c, n, "strategy", keys, COUNT(keys)))
+    if (yread_expect_mapping(c, n, "strategy") || yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v;
-    if ((v = map_get(c, n, "tensor")) && load_tensor(c, v, s))
+    if ((v = yread_map_get(c, n, "tensor")) && load_tensor(c, v, s))
         return c->err->code;
-    if ((v = map_get(c, n, "pipeline")) && load_pipeline(c, v, s))
+    if ((v = yread_map_get(c, n, "pipeline")) && load_pipeline(c, v, s))
         return c->err->code;
-    if ((v = map_get(c, n, "data")) && load_data(c, v, s))
+    if ((v = yread_map_get(c, n, "data")) && load_data(c, v, s))
         return c->err->code;
-    if ((v = map_get(c, n, "recompute"))) {
+    if ((v = yread_map_get(c, n, "recompute"))) {
         int i;
-        if (get_enum(c, v, "strategy.recompute", recompute_names, COUNT(recompute_names), &i))
+        if (yread_enum(c, v, "strategy.recompute", recompute_names, COUNT(recompute_names), &i))
             return c->err->code;
         s->recompute = (recompute_mode)i;
     }
-    if ((v = map_get(c, n, "order")) && load_order(c, v, s))
+    if ((v = yread_map_get(c, n, "order")) && load_order(c, v, s))
         return c->err->code;
-    if ((v = map_get(c, n, "children")) && load_children(c, v, s))
+    if ((v = yread_map_get(c, n, "children")) && load_children(c, v, s))
         return c->err->code;
     return 0;
 }
 
 /* Checks that need the model and the whole plan, each pointing at the value to change. */
-static int validate(load_ctx *c, const strategy *s)
+static int validate(yread_ctx *c, const strategy *s)
 {
     const workload_model *m = &s->model;
     if (m->heads % s->tp)
@@ -612,33 +393,33 @@ static void set_defaults(strategy *s)
 }
 
 /* Everything after the YAML parsed: the root mapping, section by section. */
-static int load_root(load_ctx *c, yaml_node_t *root, strategy *s)
+static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
 {
     static const char *const keys[] = {"workload", "batch", "precision", "optimizer",
                                        "strategy"};
-    if (expect_mapping(c, root, "") || check_keys(c, root, "", keys, COUNT(keys)))
+    if (yread_expect_mapping(c, root, "") || yread_check_keys(c, root, "", keys, COUNT(keys)))
         return c->err->code;
 
-    yaml_node_t *v = map_get(c, root, "workload");
+    yaml_node_t *v = yread_map_get(c, root, "workload");
     if (!v)
-        return fail_at(c, root, "workload", "missing required key 'workload' "
+        return yread_fail(c, root, "workload", "missing required key 'workload' "
                        "(a model name, a path or a mapping)");
     if (load_workload(c, v, s))
         return c->err->code;
-    if (load_batch(c, root, map_get(c, root, "batch"), s))
+    if (load_batch(c, root, yread_map_get(c, root, "batch"), s))
         return c->err->code;
     int i;
-    if ((v = map_get(c, root, "precision"))) {
-        if (get_enum(c, v, "precision", precision_names, COUNT(precision_names), &i))
+    if ((v = yread_map_get(c, root, "precision"))) {
+        if (yread_enum(c, v, "precision", precision_names, COUNT(precision_names), &i))
             return c->err->code;
         s->precision = (precision_t)i;
     }
-    if ((v = map_get(c, root, "optimizer"))) {
-        if (get_enum(c, v, "optimizer", optimizer_names, COUNT(optimizer_names), &i))
+    if ((v = yread_map_get(c, root, "optimizer"))) {
+        if (yread_enum(c, v, "optimizer", optimizer_names, COUNT(optimizer_names), &i))
             return c->err->code;
         s->optimizer = (optimizer_kind)i;
     }
-    if ((v = map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
+    if ((v = yread_map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
         return c->err->code;
     return validate(c, s);
 }
@@ -660,7 +441,7 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
         err = &scratch;
     }
     start_strategy(out, file, data_dir);
-    load_ctx c = {doc, file, err};
+    yread_ctx c = {doc, file, err};
     if (load_root(&c, root, out)) {
         strategy_free(out);
         return err->code;
@@ -675,7 +456,7 @@ int strategy_validate(const strategy *s, ps_error *err)
         ps_error_clear(&scratch);
         err = &scratch;
     }
-    load_ctx c = {NULL, s->file, err};
+    yread_ctx c = {NULL, s->file, err};
     if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->micro_batch < 1 || s->virtual_stages < 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
                             "strategy", "degrees, micro batch and virtual stages must be >= 1");
@@ -752,7 +533,7 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
         return rc;
     }
 
-    load_ctx c = {&doc, path, err};
+    yread_ctx c = {&doc, path, err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     int rc;
     if (!root)

@@ -1,15 +1,13 @@
 /* sweep_spec.c: parsing a sweep file (base strategy, axes, constraints) with libyaml's document
  * API, so every error names file:line:column and the field, as the strategy parser does. */
 #include "sweep_spec.h"
+#include "yaml_read.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
     "tensor", "pipeline", "data", "micro_batch", "schedule", "virtual_stages", "zero",
@@ -17,136 +15,49 @@ static const char *const axis_names[SWEEP_AXIS_COUNT] = {
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
 
-typedef struct spec_ctx {
-    yaml_document_t *doc;
-    const char *file;
-    ps_error *err;
-} spec_ctx;
-
-static src_loc loc_of(const yaml_node_t *n)
-{
-    src_loc l = {(int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
-    return l;
-}
-
-static int fail_at(spec_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail_at(spec_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
-{
-    char msg[640];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    src_loc l = n ? loc_of(n) : (src_loc){0, 0};
-    return ps_error_set(c->err, PS_EINPUT, c->file, l.line, l.column, field, "%s", msg);
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-    if (!n || n->type != YAML_SCALAR_NODE)
-        return NULL;
-    const char *s = (const char *)n->data.scalar.value;
-    return strlen(s) == n->data.scalar.length ? s : NULL;
-}
-
-static const char *kind_name(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_MAPPING_NODE: return "a mapping";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return n->data.scalar.length ? "a scalar" : "an empty value";
-    default: return "nothing";
-    }
-}
-
-static int parse_int_text(const char *s, long *out)
-{
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
-    if (!*p || strspn(p, "0123456789") != strlen(p))
-        return -1;
-    errno = 0;
-    *out = strtol(s, NULL, 10);
-    return errno == ERANGE || *out < INT_MIN || *out > INT_MAX ? -1 : 0;
-}
-
-static int get_int(spec_ctx *c, const yaml_node_t *n, const char *field, int min, int max,
-                   int *out)
-{
-    const char *s = scalar(n);
-    long v;
-    if (!s || parse_int_text(s, &v))
-        return fail_at(c, n, field, "expected an integer, got %s%s%s", s ? "'" : kind_name(n),
-                       s ? s : "", s ? "'" : "");
-    if (v < min || v > max)
-        return fail_at(c, n, field, "must be between %d and %d, got %ld", min, max, v);
-    *out = (int)v;
-    return 0;
-}
-
 /* One value of axis k, as stored in sweep_axis.values. */
-static int axis_value(spec_ctx *c, sweep_axis_kind k, const yaml_node_t *n, const char *field,
+static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, const char *field,
                       double *out)
 {
-    const char *s = scalar(n);
     int iv;
     switch (k) {
     case SWEEP_SCHEDULE:
-    case SWEEP_RECOMPUTE: {
-        const char *const *names = k == SWEEP_SCHEDULE ? schedule_names : recompute_names;
-        for (int i = 0; s && i < 3; i++)
-            if (!strcmp(s, names[i])) {
-                *out = i;
-                return 0;
-            }
-        return fail_at(c, n, field, "expected one of %s, %s, %s, got %s%s%s", names[0], names[1],
-                       names[2], s ? "'" : kind_name(n), s ? s : "", s ? "'" : "");
-    }
-    case SWEEP_SEQUENCE_PARALLEL:
-        if (s && (!strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "false") ||
-                  !strcasecmp(s, "no"))) {
-            *out = !strcasecmp(s, "true") || !strcasecmp(s, "yes");
-            return 0;
-        }
-        return fail_at(c, n, field, "expected a boolean (true/false), got %s%s%s",
-                       s ? "'" : kind_name(n), s ? s : "", s ? "'" : "");
-    case SWEEP_BUCKET_MB: {
-        char *end;
-        double v = s && *s ? strtod(s, &end) : 0;
-        if (!s || !*s || *end || !isfinite(v) || strpbrk(s, "xXnNiI"))
-            return fail_at(c, n, field, "expected a number, got %s%s%s", s ? "'" : kind_name(n),
-                           s ? s : "", s ? "'" : "");
-        if (v <= 0)
-            return fail_at(c, n, field, "must be greater than 0, got %s", s);
-        *out = v;
+    case SWEEP_RECOMPUTE:
+        if (yread_enum(c, n, field, k == SWEEP_SCHEDULE ? schedule_names : recompute_names, 3,
+                       &iv))
+            return c->err->code;
+        *out = iv;
         return 0;
-    }
+    case SWEEP_SEQUENCE_PARALLEL:
+        if (yread_bool(c, n, field, &iv))
+            return c->err->code;
+        *out = iv;
+        return 0;
+    case SWEEP_BUCKET_MB:
+        return yread_positive(c, n, field, out);
     case SWEEP_ZERO:
-        if (get_int(c, n, field, 0, 3, &iv))
+        if (yread_int(c, n, field, 0, 3, &iv))
             return c->err->code;
         *out = iv;
         return 0;
     default:
-        if (get_int(c, n, field, 1, 1 << 20, &iv))
+        if (yread_int(c, n, field, 1, 1 << 20, &iv))
             return c->err->code;
         *out = iv;
         return 0;
     }
 }
 
-static int load_axes(spec_ctx *c, yaml_node_t *m, sweep_spec *s)
+static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
 {
     if (m->type != YAML_MAPPING_NODE)
-        return fail_at(c, m, "axes", "expected a mapping of axis: [values], got %s",
-                       kind_name(m));
-    s->axes_loc = loc_of(m);
+        return yread_fail(c, m, "axes", "expected a mapping of axis: [values], got %s",
+                       yread_kind(m));
+    s->axes_loc = yread_loc(m);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *name = scalar(k);
+        const char *name = yread_scalar(k);
         int kind = -1;
         for (int i = 0; name && i < SWEEP_AXIS_COUNT; i++)
             if (!strcmp(name, axis_names[i]))
@@ -159,25 +70,25 @@ static int load_axes(spec_ctx *c, yaml_node_t *m, sweep_spec *s)
                 size_t used = strlen(list);
                 snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", axis_names[i]);
             }
-            return fail_at(c, k, field, "unknown axis '%s' (expected %s)", name ? name : "?",
+            return yread_fail(c, k, field, "unknown axis '%s' (expected %s)", name ? name : "?",
                            list);
         }
         sweep_axis *a = &s->axes[kind];
         if (a->present)
-            return fail_at(c, k, field, "duplicate axis '%s'", name);
+            return yread_fail(c, k, field, "duplicate axis '%s'", name);
         a->present = 1;
-        a->loc = loc_of(v);
-        const char *sv = scalar(v);
+        a->loc = yread_loc(v);
+        const char *sv = yread_scalar(v);
         if (kind == SWEEP_DATA && sv && !strcmp(sv, "auto")) {
             a->data_auto = 1;
             continue;
         }
         if (v->type != YAML_SEQUENCE_NODE)
-            return fail_at(c, v, field, "expected a non-empty list of values%s, got %s",
-                           kind == SWEEP_DATA ? " or auto" : "", kind_name(v));
+            return yread_fail(c, v, field, "expected a non-empty list of values%s, got %s",
+                           kind == SWEEP_DATA ? " or auto" : "", yread_kind(v));
         int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
         if (n == 0)
-            return fail_at(c, v, field, "empty list: an axis needs at least one value");
+            return yread_fail(c, v, field, "empty list: an axis needs at least one value");
         a->values = calloc((size_t)n, sizeof *a->values);
         if (!a->values)
             return ps_error_set(c->err, PS_EINTERNAL, c->file, 0, 0, field, "out of memory");
@@ -189,64 +100,48 @@ static int load_axes(spec_ctx *c, yaml_node_t *m, sweep_spec *s)
                 return c->err->code;
             for (int j = 0; j < i; j++)
                 if (a->values[j] == a->values[i])
-                    return fail_at(c, item, f, "value repeated in axis '%s'", name);
+                    return yread_fail(c, item, f, "value repeated in axis '%s'", name);
             a->n = i + 1;
         }
     }
     return 0;
 }
 
-static int load_constraints(spec_ctx *c, yaml_node_t *m, sweep_spec *s)
+static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
 {
     static const char *const keys[] = {"gpus", "memory", "max_plans"};
-    if (m->type != YAML_MAPPING_NODE)
-        return fail_at(c, m, "constraints", "expected a mapping, got %s", kind_name(m));
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *name = scalar(k);
-        int idx = -1;
-        for (int i = 0; name && i < 3; i++)
-            if (!strcmp(name, keys[i]))
-                idx = i;
-        char field[128];
-        snprintf(field, sizeof field, "constraints.%s", name ? name : "?");
-        if (idx < 0)
-            return fail_at(c, k, field, "unknown key '%s' in constraints (expected gpus, "
-                           "memory, max_plans)", name ? name : "?");
-        if (idx == 0) {
-            s->gpus_loc = loc_of(v);
-            if (get_int(c, v, field, 1, 1 << 24, &s->gpus))
-                return c->err->code;
-        } else if (idx == 1) {
-            const char *sv = scalar(v);
-            if (sv && !strcmp(sv, "fit"))
-                s->memory_fit = 1;
-            else if (sv && !strcmp(sv, "ignore"))
-                s->memory_fit = 0;
-            else
-                return fail_at(c, v, field, "expected fit or ignore, got %s%s%s",
-                               sv ? "'" : kind_name(v), sv ? sv : "", sv ? "'" : "");
-        } else {
-            s->max_plans_loc = loc_of(v);
-            if (get_int(c, v, field, 1, INT_MAX, &s->max_plans))
-                return c->err->code;
-        }
+    static const char *const memory_names[] = {"ignore", "fit"};
+    yaml_node_t *v;
+    if (yread_expect_mapping(c, m, "constraints") ||
+        yread_check_keys(c, m, "constraints", keys, 3))
+        return c->err->code;
+    if ((v = yread_map_get(c, m, "gpus"))) {
+        s->gpus_loc = yread_loc(v);
+        if (yread_int(c, v, "constraints.gpus", 1, 1 << 24, &s->gpus))
+            return c->err->code;
+    }
+    if ((v = yread_map_get(c, m, "memory")) &&
+        yread_enum(c, v, "constraints.memory", memory_names, 2, &s->memory_fit))
+        return c->err->code;
+    if ((v = yread_map_get(c, m, "max_plans"))) {
+        s->max_plans_loc = yread_loc(v);
+        if (yread_int(c, v, "constraints.max_plans", 1, INT_MAX, &s->max_plans))
+            return c->err->code;
     }
     return 0;
 }
 
 /* base: a strategy file (relative to the sweep file) or an inline strategy mapping. */
-static int load_base(spec_ctx *c, yaml_node_t *n, const char *data_dir, sweep_spec *s)
+static int load_base(yread_ctx *c, yaml_node_t *n, const char *data_dir, sweep_spec *s)
 {
     if (n->type == YAML_MAPPING_NODE) {
         s->base_file[0] = '\0';
         return strategy_load_node(c->doc, n, c->file, data_dir, &s->base, c->err);
     }
-    const char *path = scalar(n);
+    const char *path = yread_scalar(n);
     if (!path || !path[0])
-        return fail_at(c, n, "base", "expected a strategy file path or an inline strategy "
-                       "mapping, got %s", kind_name(n));
+        return yread_fail(c, n, "base", "expected a strategy file path or an inline strategy "
+                       "mapping, got %s", yread_kind(n));
     const char *slash = strrchr(c->file, '/');
     if (path[0] != '/' && slash)
         snprintf(s->base_file, sizeof s->base_file, "%.*s/%s", (int)(slash - c->file), c->file,
@@ -262,37 +157,37 @@ static int load_base(spec_ctx *c, yaml_node_t *n, const char *data_dir, sweep_sp
         *c->err = sub;
         return c->err->code;
     }
-    return fail_at(c, n, "base", "%s: %s", s->base_file, sub.message);
+    return yread_fail(c, n, "base", "%s: %s", s->base_file, sub.message);
 }
 
-static int load_sweep_root(spec_ctx *c, yaml_node_t *root, const char *data_dir, sweep_spec *s)
+static int load_sweep_root(yread_ctx *c, yaml_node_t *root, const char *data_dir, sweep_spec *s)
 {
     static const char *const keys[] = {"base", "axes", "constraints"};
     if (root->type != YAML_MAPPING_NODE)
-        return fail_at(c, root, "", "a sweep file is a mapping with base, axes and constraints, "
-                       "got %s", kind_name(root));
+        return yread_fail(c, root, "", "a sweep file is a mapping with base, axes and constraints, "
+                       "got %s", yread_kind(root));
     yaml_node_t *base = NULL, *axes = NULL, *cons = NULL;
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
          p++) {
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *name = scalar(k);
+        const char *name = yread_scalar(k);
         yaml_node_t **slot = NULL;
         for (int i = 0; name && i < 3; i++)
             if (!strcmp(name, keys[i]))
                 slot = i == 0 ? &base : i == 1 ? &axes : &cons;
         if (!slot)
-            return fail_at(c, k, name ? name : "", "unknown key '%s' (expected base, axes, "
+            return yread_fail(c, k, name ? name : "", "unknown key '%s' (expected base, axes, "
                            "constraints)", name ? name : "?");
         if (*slot)
-            return fail_at(c, k, name, "duplicate key '%s'", name);
+            return yread_fail(c, k, name, "duplicate key '%s'", name);
         *slot = v;
     }
     if (!base)
-        return fail_at(c, root, "base", "missing required key 'base' (a strategy file or an "
+        return yread_fail(c, root, "base", "missing required key 'base' (a strategy file or an "
                        "inline strategy)");
     if (!axes)
-        return fail_at(c, root, "axes", "missing required key 'axes'");
+        return yread_fail(c, root, "axes", "missing required key 'axes'");
     if (load_axes(c, axes, s))
         return c->err->code;
     if (cons && load_constraints(c, cons, s))
@@ -325,7 +220,7 @@ int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_
         fclose(f);
         return rc;
     }
-    spec_ctx c = {&doc, path, err};
+    yread_ctx c = {&doc, path, err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     int rc = root ? load_sweep_root(&c, root, data_dir, out)
                   : ps_error_set(err, PS_EINPUT, path, 1, 1, "base", "the sweep file is empty");

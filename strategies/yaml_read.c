@@ -1,0 +1,223 @@
+/* yaml_read.c: reading values out of a libyaml document with their locations: typed getters
+ * and key checks that report file:line:column and the field path on any mismatch. */
+#include "yaml_read.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- locations and errors ---- */
+
+src_loc yread_loc(const yaml_node_t *n)
+{
+    src_loc l = {0, 0};
+    if (n) {
+        l.line = (int)n->start_mark.line + 1;     /* libyaml marks are 0-based */
+        l.column = (int)n->start_mark.column + 1;
+    }
+    return l;
+}
+
+int yread_fail(yread_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
+{
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    src_loc l = yread_loc(n);
+    return ps_error_set(c->err, PS_EINPUT, c->file, l.line, l.column, field, "%s", msg);
+}
+
+void yread_join_path(char *out, size_t size, const char *parent, const char *key)
+{
+    if (parent && parent[0])
+        snprintf(out, size, "%s.%s", parent, key);
+    else
+        snprintf(out, size, "%s", key);
+}
+
+/* ---- node kinds and scalars ---- */
+
+const char *yread_kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_MAPPING_NODE: return "a mapping";
+    case YAML_SEQUENCE_NODE: return "a list";
+    case YAML_SCALAR_NODE: return n->data.scalar.length ? "a scalar" : "an empty value";
+    default: return "nothing";
+    }
+}
+
+/* The scalar's text, or NULL when the node is not a scalar or holds an embedded NUL. */
+const char *yread_scalar(const yaml_node_t *n)
+{
+    if (!n || n->type != YAML_SCALAR_NODE)
+        return NULL;
+    const char *s = (const char *)n->data.scalar.value;
+    if (strlen(s) != n->data.scalar.length)
+        return NULL;
+    return s;
+}
+
+/* Quoted scalars are strings in YAML: "2" is not the integer 2. */
+static int yread_is_plain(const yaml_node_t *n)
+{
+    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+}
+
+/* How to name a value that has the wrong type, for messages: 'abc', a quoted string, a list. */
+static void yread_describe(const yaml_node_t *n, char *out, size_t size)
+{
+    const char *s = yread_scalar(n);
+    if (!s || (!s[0] && yread_is_plain(n)))
+        snprintf(out, size, "%s", yread_kind(n));
+    else if (!yread_is_plain(n))
+        snprintf(out, size, "the quoted string '%s' (quotes make it a string)", s);
+    else
+        snprintf(out, size, "'%s'", s);
+}
+
+int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field)
+{
+    if (n->type == YAML_MAPPING_NODE)
+        return 0;
+    return yread_fail(c, n, field, "expected a mapping, got %s", yread_kind(n));
+}
+
+int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max,
+                   int *out)
+{
+    const char *s = yread_scalar(n);
+    char what[160];
+    yread_describe(n, what, sizeof what);
+    if (!s || !yread_is_plain(n) || !s[0])
+        return yread_fail(c, n, field, "expected an integer, got %s", what);
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!*p || strspn(p, "0123456789") != strlen(p))
+        return yread_fail(c, n, field, "expected an integer, got '%s'", s);
+    errno = 0;
+    long v = strtol(s, NULL, 10);
+    if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return yread_fail(c, n, field, "integer '%s' is out of range", s);
+    if (v < min || v > max) {
+        if (max == INT_MAX)
+            return yread_fail(c, n, field, "must be at least %d, got %ld", min, v);
+        return yread_fail(c, n, field, "must be between %d and %d, got %ld", min, max, v);
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* A number that must be finite and > 0 (bucket sizes). */
+int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field,
+                               double *out)
+{
+    const char *s = yread_scalar(n);
+    char what[160];
+    yread_describe(n, what, sizeof what);
+    if (!s || !yread_is_plain(n) || !s[0])
+        return yread_fail(c, n, field, "expected a number, got %s", what);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* strtod also takes "inf", "nan" and hex floats; YAML numbers here are plain decimals */
+    if (*end || errno == ERANGE || !isfinite(v) || strpbrk(s, "xXnNiI"))
+        return yread_fail(c, n, field, "expected a number, got '%s'", s);
+    if (v <= 0)
+        return yread_fail(c, n, field, "must be greater than 0, got %s", s);
+    *out = v;
+    return 0;
+}
+
+int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out)
+{
+    const char *s = yread_scalar(n);
+    if (s && yread_is_plain(n)) {
+        if (!strcasecmp(s, "true") || !strcasecmp(s, "yes")) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcasecmp(s, "false") || !strcasecmp(s, "no")) {
+            *out = 0;
+            return 0;
+        }
+    }
+    char what[160];
+    yread_describe(n, what, sizeof what);
+    return yread_fail(c, n, field, "expected a boolean (true/false/yes/no), got %s", what);
+}
+
+/* One of `names` (the YAML spelling); *out is its index. */
+int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field,
+                    const char *const *names, int count, int *out)
+{
+    const char *s = yread_scalar(n);
+    for (int i = 0; s && i < count; i++) {
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    }
+    char allowed[128] = "";
+    for (int i = 0; i < count; i++) {
+        size_t used = strlen(allowed);
+        snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    return yread_fail(c, n, field, "expected one of %s, got %s%s%s", allowed,
+                   s ? "'" : yread_kind(n), s ? s : "", s ? "'" : "");
+}
+
+/* ---- mappings ---- */
+
+/* Check that every key of mapping `m` is a scalar in `allowed` and appears once. */
+int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path,
+                      const char *const *allowed, int count)
+{
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        const char *ks = yread_scalar(k);
+        if (!ks)
+            return yread_fail(c, k, path, "keys must be plain names, got %s", yread_kind(k));
+        char field[128];
+        yread_join_path(field, sizeof field, path, ks);
+        int known = 0;
+        for (int i = 0; i < count && !known; i++)
+            known = !strcmp(ks, allowed[i]);
+        if (!known) {
+            char list[256] = "";
+            for (int i = 0; i < count; i++) {
+                size_t used = strlen(list);
+                snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
+            }
+            return yread_fail(c, k, field, "unknown key '%s'%s%s (expected %s)", ks,
+                           path[0] ? " in " : "", path, list);
+        }
+        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
+            const char *qs = yread_scalar(yaml_document_get_node(c->doc, q->key));
+            if (qs && !strcmp(qs, ks))
+                return yread_fail(c, k, field, "duplicate key '%s'", ks);
+        }
+    }
+    return 0;
+}
+
+/* The value of `key` in mapping `m`, or NULL when absent. */
+yaml_node_t *yread_map_get(yread_ctx *c, yaml_node_t *m, const char *key)
+{
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const char *ks = yread_scalar(yaml_document_get_node(c->doc, p->key));
+        if (ks && !strcmp(ks, key))
+            return yaml_document_get_node(c->doc, p->value);
+    }
+    return NULL;
+}
+

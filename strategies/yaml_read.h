@@ -1,0 +1,43 @@
+/* yaml_read.h: typed reads from a libyaml document that keep each value's location, shared by
+ * the strategy and sweep parsers. Every failure is a PS_EINPUT naming file:line:column and field. */
+#ifndef PROTOSIM_YAML_READ_H
+#define PROTOSIM_YAML_READ_H
+
+#include <stddef.h>
+
+#include <yaml.h>
+
+#include "../sim/error.h"
+#include "strategy.h"
+
+/* Everything a reader needs to read one node and report an error at it. */
+typedef struct yread_ctx {
+    yaml_document_t *doc;
+    const char *file;
+    ps_error *err;
+} yread_ctx;
+
+/* Locations and errors. yread_loc(NULL) is {0, 0}; yread_fail returns the error code. */
+src_loc yread_loc(const yaml_node_t *n);
+int yread_fail(yread_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void yread_join_path(char *out, size_t size, const char *parent, const char *key);
+
+/* Node kinds and scalars: "a mapping", "a list", ...; the scalar's text or NULL. */
+const char *yread_kind(const yaml_node_t *n);
+const char *yread_scalar(const yaml_node_t *n);
+
+/* Typed values: 0 on success, the error code otherwise. Quoted scalars are strings. */
+int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field);
+int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out);
+int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out);
+int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out);
+int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, const char *const *names,
+               int count, int *out);
+
+/* Mappings: every key a known plain name, once; the value of `key`, or NULL. */
+int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,
+                     int count);
+yaml_node_t *yread_map_get(yread_ctx *c, yaml_node_t *m, const char *key);
+
+#endif
