@@ -45,11 +45,17 @@ static const double COST_MEM_EFF = 0.62;
 /* Shortest time a kernel occupies the GPU, however little it does. Not observable in the kernel
  * data (hidden under the 25-60 us host floor of eager PyTorch); public figure. */
 static const double COST_KERNEL_MIN_SECONDS = 2.0e-6;
+/* GPU time every kernel costs besides its work: the device-side launch latency, prologue and
+ * the tail of its last wave, paid once per modelled kernel (about 2.5 CUDA kernels). */
+static const double COST_KERNEL_GPU_OVERHEAD_SECONDS = 17e-6;
 /* Host time to issue one kernel of this op model: PyTorch eager dispatch, autograd, framework
  * hooks and cudaLaunchKernel. The op graph fuses what Megatron issues as about 2.5 PyTorch ops
  * into one kernel, so this is per modelled kernel, not per CUDA kernel (about 20 us per real
  * op). Fitted by scripts/fit_vtrain on vTrain (Megatron-DeepSpeed, A100): 52 us (step 2 us). */
-static const double COST_KERNEL_LAUNCH_SECONDS = 52e-6;
+static const double COST_KERNEL_LAUNCH_SECONDS = 61e-6;
+/* Host time of one communication call (torch.distributed all-reduce or send/recv through
+ * Megatron's autograd wrappers: ProcessGroupNCCL's enqueue, events, stream waits). */
+static const double COST_COMM_CALL_SECONDS = 2.5e-6;
 /* Host-side work of a training step outside forward and backward (gradient clipping and
  * loss-scale checks, zero_grad, data loading, logging). Fitted with the above: 0 (step 1 ms;
  * 2 ms before the pipeline-unit cost below existed): vTrain cannot tell it from other costs. */
@@ -58,7 +64,7 @@ static const double COST_ITERATION_OVERHEAD_SECONDS = 0.0;
  * step, send/recv setup with shape metadata, buffer management), paid only when pipelining.
  * Fitted with the above by scripts/fit_vtrain (DeepSpeed's pipeline engine): 1.5 ms. Held-out
  * vTrain rows with all four: geomean |error| 5.7%, Kendall tau mean 0.890. */
-static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 1.5e-3;
+static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 0.25e-3;
 
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
 static const double COST_ADAM_STATE_BYTES = 16.0;  /* fp32 m and v, each read and written */
@@ -236,7 +242,7 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
                 : roofline_seconds(op->bwd_flops, op->bwd_bytes, dev->peak_flops[PREC_FP32],
                                    COST_VECTOR_EFF, dev);
     double kernels = op->kernels * (pass == PASS_BWD ? 2.0 : 1.0);
-    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS);
+    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * COST_KERNEL_GPU_OVERHEAD_SECONDS;
     assert(t >= 0 && isfinite(t));
     return t;
 }
@@ -273,6 +279,16 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, const d
                        (mixed ? precision_bytes(prec) : 0.0);   /* low-precision copy written */
     return memory_seconds(params * per_param, dev) +
            COST_OPTIMIZER_KERNELS * COST_KERNEL_LAUNCH_SECONDS;
+}
+
+double cost_kernel_gpu_overhead_seconds(void)
+{
+    return COST_KERNEL_GPU_OVERHEAD_SECONDS;
+}
+
+double cost_comm_call_seconds(void)
+{
+    return COST_COMM_CALL_SECONDS;
 }
 
 double cost_kernel_launch_seconds(void)

@@ -32,6 +32,13 @@ double cost_iteration_overhead_seconds(void);
  * plan is pipelined (pipeline degree > 1). */
 double cost_pipeline_unit_overhead_seconds(void);
 
+/* GPU seconds every modelled kernel of an op costs besides its work (cost_op_kernel_seconds
+ * adds it per kernel; the single-kernel functions above do not). */
+double cost_kernel_gpu_overhead_seconds(void);
+
+/* Host seconds to issue one collective or point-to-point call. */
+double cost_comm_call_seconds(void);
+
 /* Seconds per kernel launch (CPU side, exposed when kernels are short). */
 double cost_kernel_launch_seconds(void);
 

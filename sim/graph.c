@@ -99,6 +99,16 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
     return id;
 }
 
+void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)
+{
+    assert(!g->finalized && t < g->n_tasks);
+    assert(host_s >= 0.0 && span >= 0.0);
+    assert(flags == 0 || (flags & HOST_ISSUE));
+    g->tasks[t].host = (uint8_t)flags;
+    g->tasks[t].host_s = host_s;
+    g->tasks[t].span = span;
+}
+
 int htae_add_group(htae_graph *g, const int *ranks, int n)
 {
     assert(n >= 1);

@@ -21,10 +21,21 @@ typedef enum {
 
 typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
 
+/* How the GPU's host thread (the framework's Python/C++ thread that launches kernels and NCCL
+ * calls) takes part in a task. The host walks its GPU's HOST_ISSUE tasks in program order (task
+ * id order), spending host_s on each; it never waits for the GPU except where told to. */
+enum {
+    HOST_ISSUE = 1,   /* the task cannot start on the GPU before the host has issued it */
+    HOST_WAIT = 2,    /* before issuing, the host blocks until the task's predecessors are done
+                         (a blocking receive, then synchronize) */
+    HOST_SYNC = 4     /* after issuing, the host blocks until the task is done (synchronize) */
+};
+
 typedef struct htae_task {
     uint8_t kind;          /* task_kind */
     uint8_t stream;        /* stream_id */
     uint8_t category;      /* task_category */
+    uint8_t host;          /* HOST_* flags, 0: the host plays no part */
     int32_t rank;
     int32_t peer;          /* TASK_TRANSFER: destination rank */
     int32_t coll;          /* TASK_COLLECTIVE: collective index */
@@ -32,6 +43,10 @@ typedef struct htae_task {
     int32_t micro;         /* micro-batch, -1 if none (for trace names) */
     double seconds;        /* TASK_COMPUTE: duration on an idle GPU */
     double bytes;          /* TRANSFER: payload; COLLECTIVE: per-rank buffer size */
+    double host_s;         /* HOST_ISSUE: host time to issue it (launches, framework work) */
+    double span;           /* HOST_ISSUE compute: the task cannot end before issue start + span
+                              (its kernels' flow shop behind a host that issues them one by
+                              one); transfers and collectives start when issuing ends */
     uint32_t succ_first;   /* into graph->succ, after finalize */
     uint32_t n_succ;
     uint32_t n_pred;
@@ -97,6 +112,8 @@ int htae_add_group(htae_graph *g, const int *ranks, int n);
 int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
                         task_category cat, int label, int micro, uint32_t *task_ids);
 void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
+/* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
+void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
 /* Build successor lists and stream orders; fail (PS_EINTERNAL) on a cycle, counting the
  * implicit program-order edges of each stream. */

@@ -69,6 +69,18 @@ typedef struct stream_state {
     sg_exec_t *handles;     /* scratch for sub-rings launched together */
 } stream_state;
 
+/* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
+ * ahead of simulated time (issuing never waits for the GPU), so it only blocks, as an actor,
+ * where the program synchronizes (HOST_WAIT, HOST_SYNC). */
+typedef struct host_state {
+    struct exec_state *x;
+    int rank;
+    uint32_t *tasks, count;
+    int64_t waiting_deps;   /* HOST_WAIT task whose predecessors it waits for, or -1 */
+    int64_t waiting_done;   /* HOST_SYNC task it waits to finish, or -1 */
+    sg_sem_t sem;
+} host_state;
+
 typedef struct exec_state {
     const htae_graph *g;
     htae_options opt;
@@ -79,6 +91,10 @@ typedef struct exec_state {
     int *comm_active;       /* per rank: communications in flight touching that GPU */
     struct stream_state **computing;   /* per rank: the compute actor mid-task, or NULL */
     stream_state *streams;  /* [n_ranks * STREAM_COUNT] */
+    host_state *host;       /* per rank */
+    double *ready;          /* per HOST_ISSUE task: earliest GPU start (host clock) */
+    double *host_end;       /* per HOST_ISSUE compute task: earliest end, issue start + span */
+    uint8_t *finished;      /* per task */
     group_plan *groups;
     double *matrix;         /* n x n bytes scratch for one ring, all zero between uses */
     int matrix_n;
@@ -209,12 +225,69 @@ static void task_done(exec_state *x, uint32_t t, double now)
     const htae_graph *g = x->g;
     const htae_task *k = &g->tasks[t];
     x->res->end[t] = now;
+    x->finished[t] = 1;
     x->done_tasks++;
+    if (x->host[k->rank].waiting_done == (int64_t)t) {
+        x->host[k->rank].waiting_done = -1;
+        sg_sem_release(x->host[k->rank].sem);
+    }
     for (uint32_t j = 0; j < k->n_succ; j++) {
         uint32_t s = g->succ[k->succ_first + j];
         assert(x->pending[s] > 0);
-        if (--x->pending[s] == 0)
+        if (--x->pending[s] == 0) {
             release(x, s);
+        } else if (x->pending[s] == 1) {   /* only the host's issue left: a waiting host goes */
+            host_state *h = &x->host[g->tasks[s].rank];
+            if (h->waiting_deps == (int64_t)s) {
+                h->waiting_deps = -1;
+                sg_sem_release(h->sem);
+            }
+        }
+    }
+}
+
+static void sleep_until(double t)
+{
+    double now = simgrid_get_clock();
+    if (t > now)
+        sg_actor_sleep_for(t - now);
+}
+
+/* The host thread of one GPU. Issuing a task takes host_s of host time; the GPU may start a
+ * compute task once its issue starts (its kernels trickle in: `span` bounds its end) and a
+ * collective or transfer once its issue ends. */
+static void host_actor(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    host_state *h = sg_actor_self_get_data();
+    exec_state *x = h->x;
+    const htae_graph *g = x->g;
+    double clock = 0.0;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint32_t t = h->tasks[i];
+        const htae_task *k = &g->tasks[t];
+        if (k->host & HOST_WAIT) {
+            while (x->pending[t] > 1) {
+                h->waiting_deps = t;
+                sg_sem_acquire(h->sem);
+            }
+            if (simgrid_get_clock() > clock)
+                clock = simgrid_get_clock();
+        }
+        x->ready[t] = k->kind == TASK_COMPUTE ? clock : clock + k->host_s;
+        x->host_end[t] = clock + k->span;
+        clock += k->host_s;
+        if (--x->pending[t] == 0)
+            release(x, t);
+        if (k->host & HOST_SYNC) {
+            while (!x->finished[t]) {
+                h->waiting_done = t;
+                sg_sem_acquire(h->sem);
+            }
+            if (simgrid_get_clock() > clock)
+                clock = simgrid_get_clock();
+        }
     }
 }
 
@@ -315,15 +388,20 @@ static void stream_actor(int argc, char **argv)
             st->waiting_task = t;
             sg_sem_acquire(st->sem);
         }
+        if (k->host)
+            sleep_until(x->ready[t]);
         if (k->kind == TASK_COLLECTIVE) {
             run_collective_task(x, st, t);
             continue;
         }
         x->res->start[t] = simgrid_get_clock();
-        if (k->kind == TASK_COMPUTE)
+        if (k->kind == TASK_COMPUTE) {
             run_compute(x, st, k);
-        else
+            if (k->host)
+                sleep_until(x->host_end[t]);   /* the host was still issuing its kernels */
+        } else {
             run_transfer(x, k);
+        }
         task_done(x, t, simgrid_get_clock());
     }
 }
@@ -429,8 +507,28 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
                                 "host '%s' is not in the loaded platform", c->host_names[r]);
     }
     x.pending = malloc((size_t)g->n_tasks * sizeof *x.pending + 1);
-    for (uint32_t t = 0; t < g->n_tasks; t++)
-        x.pending[t] = g->tasks[t].n_pred;
+    x.ready = calloc((size_t)g->n_tasks + 1, sizeof *x.ready);
+    x.host_end = calloc((size_t)g->n_tasks + 1, sizeof *x.host_end);
+    x.finished = calloc((size_t)g->n_tasks + 1, 1);
+    x.host = calloc((size_t)g->n_ranks, sizeof *x.host);
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        x.pending[t] = g->tasks[t].n_pred + (g->tasks[t].host ? 1u : 0u);
+        if (g->tasks[t].host)
+            x.host[g->tasks[t].rank].count++;
+    }
+    for (int r = 0; r < g->n_ranks; r++) {
+        host_state *h = &x.host[r];
+        h->x = &x;
+        h->rank = r;
+        h->waiting_deps = h->waiting_done = -1;
+        h->tasks = malloc((size_t)h->count * sizeof *h->tasks + 1);
+        h->count = 0;
+    }
+    for (uint32_t t = 0; t < g->n_tasks; t++)   /* task id order is program order */
+        if (g->tasks[t].host) {
+            host_state *h = &x.host[g->tasks[t].rank];
+            h->tasks[h->count++] = t;
+        }
     x.coll_arrived = calloc((size_t)g->n_colls + 1, sizeof *x.coll_arrived);
     x.coll_done = calloc((size_t)g->n_colls + 1, 1);
 
@@ -469,6 +567,19 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
         sg_actor_start_(a, stream_actor, 0, NULL);
     }
 
+    for (int r = 0; r < g->n_ranks; r++) {
+        host_state *h = &x.host[r];
+        if (h->count == 0)
+            continue;
+        h->sem = sg_sem_init(0);
+        char name[64];
+        snprintf(name, sizeof name, "gpu%d:host", r);
+        sg_actor_t a = sg_actor_init(name, x.hosts[r]);
+        sg_actor_set_stacksize(a, HTAE_ACTOR_STACK_KIB);
+        sg_actor_set_data(a, h);
+        sg_actor_start_(a, host_actor, 0, NULL);
+    }
+
     simgrid_run();
 
     int rc = 0;
@@ -491,6 +602,15 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
         htae_rings_free(&x.groups[i].rings);
         free(x.groups[i].by_node);
     }
+    for (int r = 0; r < g->n_ranks; r++) {
+        if (x.host[r].count)
+            sg_sem_destroy(x.host[r].sem);
+        free(x.host[r].tasks);
+    }
+    free(x.host);
+    free(x.ready);
+    free(x.host_end);
+    free(x.finished);
     free(x.groups);
     free(x.streams);
     free(x.matrix);

@@ -18,12 +18,13 @@
 static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
 /* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. The
- * host issues kernels (and NCCL calls) asynchronously, so over a whole pass the GPU waits on
- * the host only when the host's issue time exceeds the GPU's kernel time: then every segment
- * of the pass is stretched by that ratio (host_pace), wherever the TP collectives fall. */
+ * host thread issues its kernels one by one (cpu seconds in all); the GPU runs them as they
+ * arrive, so the segment cannot end before `span` after its issue began (a flow shop of the
+ * kernels: host launch, then GPU run). The executor plays the host's timeline (HOST_ISSUE):
+ * a host-bound pass hides the TP collectives' time behind the issuing of later kernels, as
+ * asynchronous NCCL calls do. */
 typedef struct segment {
-    double seconds;      /* GPU time, stretched when the host is the slower of the two */
-    double gpu, cpu;
+    double gpu, cpu, span;
     double params;       /* sharded parameters whose gradients this (backward) segment makes */
     int n_ops, lo, hi;   /* how many ops, lowest and highest layer among them */
     int label;
@@ -78,8 +79,6 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
 
 static void seg_push(segment_list *l, segment sg)
 {
-    sg.seconds = sg.gpu;
-    sg.seconds = sg.gpu > sg.cpu ? sg.gpu : sg.cpu;
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->seg = realloc(l->seg, (size_t)l->cap * sizeof *l->seg);
@@ -96,8 +95,17 @@ static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
         sg->hi = op->layer;
-    sg->gpu += cost_op_kernel_seconds(op, pass, prec, dev);
-    sg->cpu += cost_op_launch_seconds(op, pass);
+    double g = cost_op_kernel_seconds(op, pass, prec, dev);
+    double c = cost_op_launch_seconds(op, pass);
+    /* the op's kernels, launched one after another, each run once launched and the GPU free */
+    int k = (int)(c / cost_kernel_launch_seconds() + 0.5);
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        sg->cpu += c / k;
+        sg->span = (sg->span > sg->cpu ? sg->span : sg->cpu) + g / k;
+    }
+    sg->gpu += g;
 }
 
 static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
@@ -136,20 +144,6 @@ static int seg_label(compile_ctx *cx, const char *pass, const workload_op *last)
     char name[96];
     snprintf(name, sizeof name, "%s %s", pass, last->name);
     return htae_label(cx->g, name);
-}
-
-/* A pass is host-bound when issuing its kernels takes longer than running them. */
-static void host_pace(segment_list *l)
-{
-    double gpu = 0, cpu = 0;
-    for (int i = 0; i < l->n; i++) {
-        gpu += l->seg[i].gpu;
-        cpu += l->seg[i].cpu;
-    }
-    if (cpu <= gpu || l->n == 0)
-        return;
-    for (int i = 0; i < l->n; i++)
-        l->seg[i].seconds = gpu > 0 ? l->seg[i].gpu * cpu / gpu : (i == 0 ? cpu : 0.0);
 }
 
 /* Build one chunk's segments (op costs on `dev`), its gradient buckets and activation bytes. */
@@ -250,10 +244,6 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         seg_push(&ct->bwd, cur);
     }
 
-    host_pace(&ct->fwd);
-    host_pace(&ct->rec);
-    host_pace(&ct->bwd);
-
     /* gradient buckets, filled in backward order as gradients become ready */
     ct->bucket_end = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_end);
     ct->bucket_bytes = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_bytes);
@@ -318,7 +308,8 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
         const segment *sg = &l->seg[i];
         for (int t = 0; t < tp; t++) {
             before[t] = cx->last_compute[ranks[t]];
-            uint32_t id = htae_add_compute(g, ranks[t], cat, sg->seconds, sg->label, micro);
+            uint32_t id = htae_add_compute(g, ranks[t], cat, sg->gpu, sg->label, micro);
+            htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
             if (after[t] != NONE)
                 htae_add_edge(g, after[t], id);
             if (gate && gate[(size_t)i * tp + t] != NONE)
@@ -339,6 +330,8 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
             htae_add_collective(g, kinds[j], group, STREAM_TP, cx->tp_bytes, CAT_TP_COMM,
                                 cx->label_tp[kinds[j]], micro, coll);
             for (int t = 0; t < tp; t++) {
+                if (!(overlap && j == 0))   /* an overlapped one is issued with its GEMM */
+                    htae_set_host(g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
                 uint32_t dep = overlap && j == 0 ? before[t] : after[t];
                 if (dep != NONE)
                     htae_add_edge(g, dep, coll[t]);
@@ -482,11 +475,15 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                 for (int t = 0; t < tp; t++) {
                     first[t] = last[t] = NONE;
                     before[t] = cx->last_compute[ranks[t]];
-                    if (pp > 1) {   /* the pipeline runtime's own step, before the unit */
+                    if (pp > 1) {
+                        /* The pipeline runtime's step before the unit: the host receives the
+                         * unit's input (blocking, then synchronize: Megatron's p2p), then does
+                         * the schedule's own work. Host time only. */
                         uint32_t id = htae_add_compute(g, ranks[t], units[u].backward
                                                            ? CAT_BACKWARD : CAT_FORWARD,
-                                                       cost_pipeline_unit_overhead_seconds(),
-                                                       cx->label_pipe, mb);
+                                                       0.0, cx->label_pipe, mb);
+                        htae_set_host(g, id, HOST_ISSUE | HOST_WAIT,
+                                      cost_pipeline_unit_overhead_seconds(), 0.0);
                         first[t] = id;
                         cx->last_compute[ranks[t]] = id;
                     }
@@ -518,6 +515,9 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
                             uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
                                                            CAT_PP_COMM, cx->label_send_act, mb);
+                            /* a blocking send, then synchronize */
+                            htae_set_host(g, x, HOST_ISSUE | HOST_SYNC,
+                                          cost_comm_call_seconds(), 0.0);
                             htae_add_edge(g, last[t], x);
                             fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
                         }
@@ -528,6 +528,9 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
                             uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
                                                            CAT_PP_COMM, cx->label_send_grad, mb);
+                            /* a blocking send, then synchronize */
+                            htae_set_host(g, x, HOST_ISSUE | HOST_SYNC,
+                                          cost_comm_call_seconds(), 0.0);
                             htae_add_edge(g, last[t], x);
                             bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
                         }

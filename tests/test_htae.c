@@ -1,5 +1,6 @@
 /* test_htae.c: the executor against timings computed by hand: flows sharing links, ring
- * collectives, pipeline bubbles, compute slowed by communication, and deadlock detection. */
+ * collectives, pipeline bubbles, compute slowed by communication, the host thread's issue
+ * timeline, and deadlock detection. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -278,6 +279,111 @@ START_TEST(p2p_launch_cost_is_added)
 }
 END_TEST
 
+/* The host thread issues in program order and never waits for the GPU: a compute task starts
+ * once its issue starts and ends no earlier than issue start + span. Hand timeline (ms):
+ * A issued 0-3 (span 3.5): runs 0 .. max(1, 3.5) = 3.5. B issued 3-3.5: starts when A ends,
+ * 3.5 .. max(3.5 + 2, 3 + 2.2) = 5.5. C issued 3.5-7.5: 5.5 .. max(5.6, 3.5 + 4.05) = 7.55. */
+START_TEST(host_bound_compute_follows_the_issue_timeline)
+{
+    cluster c;
+    load("tests/data/htae/one.xml", &c);
+    htae_graph *g = htae_graph_create(1);
+    int l = htae_label(g, "x");
+    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
+    uint32_t k = htae_add_compute(g, 0, CAT_FORWARD, 0.1e-3, l, 0);
+    htae_set_host(g, a, HOST_ISSUE, 3e-3, 3.5e-3);
+    htae_set_host(g, b, HOST_ISSUE, 0.5e-3, 2.2e-3);
+    htae_set_host(g, k, HOST_ISSUE, 4e-3, 4.05e-3);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.end[a], 3.5e-3, 1e-9);
+    ck_close(r.start[b], 3.5e-3, 1e-9);
+    ck_close(r.end[b], 5.5e-3, 1e-9);
+    ck_close(r.start[k], 5.5e-3, 1e-9);
+    ck_close(r.end[k], 7.55e-3, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* An all-reduce issued by a host-bound program runs while the host issues what follows: 0.1 GB
+ * over 100 GB/s on 2 GPUs is 2(p-1)/p * S / B = 1 ms. Each GPU: A issued 0-2 ms (span 2),
+ * the all-reduce issued 2-2.1 (runs 2.1-3.1), B issued 2.1-5.1 (span 3): B runs 3.1 .. 5.1.
+ * The iteration takes the host's 5.1 ms, not 2 + 0.1 + 1 + 3. */
+START_TEST(collective_hides_behind_a_host_bound_program)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x"), ranks[2] = {0, 1};
+    int grp = htae_add_group(g, ranks, 2);
+    uint32_t a[2], ar[2], b[2];
+    for (int r = 0; r < 2; r++) {
+        a[r] = htae_add_compute(g, r, CAT_FORWARD, 0.5e-3, l, 0);
+        htae_set_host(g, a[r], HOST_ISSUE, 2e-3, 2e-3);
+    }
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 0.1 * GB, CAT_TP_COMM, l, 0, ar);
+    for (int r = 0; r < 2; r++) {
+        htae_set_host(g, ar[r], HOST_ISSUE, 0.1e-3, 0.0);
+        htae_add_edge(g, a[r], ar[r]);
+        b[r] = htae_add_compute(g, r, CAT_FORWARD, 0.5e-3, l, 0);
+        htae_set_host(g, b[r], HOST_ISSUE, 3e-3, 3e-3);
+        htae_add_edge(g, ar[r], b[r]);
+    }
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    for (int k = 0; k < 2; k++) {
+        ck_close(r.start[ar[k]], 2.1e-3, 1e-9);
+        ck_close(r.end[ar[k]], 3.1e-3, 1e-4);
+        ck_close(r.start[b[k]], 3.1e-3, 1e-4);
+        ck_close(r.end[b[k]], 5.1e-3, 1e-9);
+    }
+    ck_close(r.makespan, 5.1e-3, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Blocking point-to-point: GPU 0 computes A (2 ms; issued at 0-0.1), then sends 1 GB
+ * (HOST_SYNC, issued 0.1-0.15): the send runs 2-12 ms and the host waits for it, so C is
+ * issued at 12 and runs 12-13 instead of 2-3. GPU 1's D waits for the data (HOST_WAIT): its
+ * host issues it 12-13 (span 1.5), so D runs 12 .. 13.5. */
+START_TEST(host_waits_at_blocking_send_and_receive)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
+    uint32_t x = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t k = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t d = htae_add_compute(g, 1, CAT_FORWARD, 1e-3, l, 0);
+    htae_set_host(g, a, HOST_ISSUE, 0.1e-3, 0.1e-3);
+    htae_set_host(g, x, HOST_ISSUE | HOST_SYNC, 0.05e-3, 0.0);
+    htae_set_host(g, k, HOST_ISSUE, 0.5e-3, 0.5e-3);
+    htae_set_host(g, d, HOST_ISSUE | HOST_WAIT, 1e-3, 1.5e-3);
+    htae_add_edge(g, a, x);
+    htae_add_edge(g, x, d);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.start[x], 2e-3, 1e-9);
+    ck_close(r.end[x], 12e-3, 1e-4);
+    ck_close(r.start[k], 12e-3, 1e-4);
+    ck_close(r.end[k], 13e-3, 1e-4);
+    ck_close(r.start[d], 12e-3, 1e-4);
+    ck_close(r.end[d], 13.5e-3, 1e-4);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* Two GPUs reaching two collectives in opposite orders would hang NCCL: refuse the graph. */
 START_TEST(inconsistent_collective_order_is_a_cycle)
 {
@@ -335,6 +441,9 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, one_f_one_b_textbook_bubble);
     tcase_add_test(tc, compute_overlapping_comm_is_slowed);
     tcase_add_test(tc, p2p_launch_cost_is_added);
+    tcase_add_test(tc, host_bound_compute_follows_the_issue_timeline);
+    tcase_add_test(tc, collective_hides_behind_a_host_bound_program);
+    tcase_add_test(tc, host_waits_at_blocking_send_and_receive);
     tcase_add_test(tc, inconsistent_collective_order_is_a_cycle);
     tcase_add_test(tc, graph_keeps_program_order_per_stream);
     suite_add_tcase(s, tc);

@@ -382,6 +382,48 @@ START_TEST(eager_kernels_add_unfused_passes)
 }
 END_TEST
 
+/* Megatron's fused scale-mask-softmax refuses b x heads-per-rank not divisible by 4 (seq 1024:
+ * 4 batches per block): with 16 heads, TP 8 and micro-batch 1 there are 2, and the PyTorch
+ * path (fp32 softmax) costs 4 more kernels and 33 / 35 more bytes per score; micro-batch 2
+ * (4 batches) keeps the fused kernel. Flash attention and fp32 never take this path. */
+START_TEST(megatron_softmax_falls_back_for_odd_batches)
+{
+    workload_model m = {"t", FAMILY_GPT, 2, 1024, 16, 1024, 51200, 4096, 0, 0, ACT_GELU};
+    ps_error err = {0};
+    for (int b = 1; b <= 2; b++) {
+        workload_graph g;
+        ck_assert_int_eq(workload_build(&m, b, PREC_FP16, &g, &err), 0);
+        const workload_op *op = NULL;
+        for (int i = 0; i < g.n_ops && !op; i++)
+            if (g.ops[i].kind == OP_ATTENTION)
+                op = &g.ops[i];
+        ck_assert_ptr_nonnull(op);
+        workload_op t4, t8;
+        workload_op_shard(op, 4, 0, 1, &t4);   /* 4 heads per rank: b * 4 batches, fused */
+        workload_op_shard(op, 8, 0, 1, &t8);
+        ck_assert_int_eq(t4.kernels, op->kernels);
+        double scores = b * 2.0 * 1024 * 1024;          /* per TP-8 rank */
+        int fused = b == 2;
+        ck_assert_int_eq(t8.kernels, op->kernels + (fused ? 0 : 4));
+        ck_assert_double_eq_tol(t8.fwd_bytes, op->fwd_bytes / 8 + (fused ? 0 : 33 * scores),
+                                1e-9 * t8.fwd_bytes);
+        ck_assert_double_eq_tol(t8.bwd_bytes, op->bwd_bytes / 8 + (fused ? 0 : 35 * scores),
+                                1e-9 * t8.bwd_bytes);
+        workload_graph_free(&g);
+    }
+    m.flash_attention = 1;
+    workload_graph g;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_FP16, &g, &err), 0);
+    for (int i = 0; i < g.n_ops; i++)
+        if (g.ops[i].kind == OP_ATTENTION) {
+            workload_op t8;
+            workload_op_shard(&g.ops[i], 8, 0, 1, &t8);
+            ck_assert_int_eq(t8.kernels, 1);
+        }
+    workload_graph_free(&g);
+}
+END_TEST
+
 START_TEST(inline_model_and_default_ffn)
 {
     const char *text = "workload:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n"
@@ -432,6 +474,7 @@ static Suite *workload_suite(void)
     tcase_add_test(tc, inline_model_and_default_ffn);
     tcase_add_test(tc, flash_attention_keeps_scores_on_chip);
     tcase_add_test(tc, eager_kernels_add_unfused_passes);
+    tcase_add_test(tc, megatron_softmax_falls_back_for_odd_batches);
     suite_add_tcase(s, tc);
     return s;
 }

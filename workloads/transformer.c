@@ -162,6 +162,8 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
     op->kernels = 5;
     op->selective = 1;
     if (!bd->flash) {
+        if (!bd->eager && e == 2)
+            op->megatron_softmax = bd->family == FAMILY_GPT ? 1 : 2;
         if (bd->eager) {
             /* the 1/sqrt(d) scale and the mask are kernels of their own, each reading and
              * writing the scores: GPT-2's causal mask is a where() (its backward another
@@ -367,13 +369,53 @@ static void shard_gemm(workload_op *o, double tp, int on_n)
     o->act_bytes /= tp;
 }
 
+/* Megatron's FusedScaleMaskSoftmax.is_kernel_available for fp16/bf16 scores of attn_batches
+ * (b x heads on this rank) x sq x sk: 16 < sk <= 4096, sq and sk multiples of 4, attn_batches a
+ * multiple of 4, and the batches (causal) or rows (padding mask) a multiple of the kernel's
+ * batches per 128-thread block (warps of min(32, next_pow2(sk)) lanes, 2 rows a warp when
+ * next_pow2(sk) <= 128). */
+static int megatron_softmax_fusable(double attn_batches, double sq, double sk, int causal)
+{
+    long b = (long)attn_batches, q = (long)sq, k = (long)sk;
+    if (!(k > 16 && k <= 4096) || q % 4 || k % 4 || b % 4)
+        return 0;
+    long pow2 = 1;
+    while (pow2 < k)
+        pow2 *= 2;
+    long warp = pow2 < 32 ? pow2 : 32;
+    long per_block = (128 / warp) * (pow2 <= 128 ? 2 : 1);
+    return causal ? b % per_block == 0 : q % per_block == 0;
+}
+
+/* The PyTorch path Megatron takes instead (softmax in fp32, as query-key layer scaling forces):
+ * float(), scale, masked_fill, softmax, half() on the scores instead of one kernel, forward
+ * and (through autograd) backward. Bytes per score beyond the fused kernel's: forward
+ * (2+4) + 8 + (4+1+4) + 8 + (4+2) - 4 = 33; backward (2+4) + 12 + 9 + 8 + (4+2) - 6 = 35. */
+static const double UNFUSED_SOFTMAX_FWD_BYTES = 33.0;
+static const double UNFUSED_SOFTMAX_BWD_BYTES = 35.0;
+static const int UNFUSED_SOFTMAX_KERNELS = 4;
+
+static void check_softmax_fusion(workload_op *op)
+{
+    if (!op->megatron_softmax ||
+        megatron_softmax_fusable(op->batch, op->m, op->n, op->megatron_softmax == 1))
+        return;
+    double scores = op->batch * op->m * op->n;
+    op->fwd_bytes += UNFUSED_SOFTMAX_FWD_BYTES * scores;
+    op->bwd_bytes += UNFUSED_SOFTMAX_BWD_BYTES * scores;
+    op->kernels += UNFUSED_SOFTMAX_KERNELS;
+    op->megatron_softmax = 0;
+}
+
 void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
                        workload_op *out)
 {
     assert(op && out && tp >= 1);
     *out = *op;
-    if (tp == 1)
+    if (tp == 1) {
+        check_softmax_fusion(out);
         return;
+    }
     const double t = tp;
 
     switch (op->split) {
@@ -427,5 +469,6 @@ void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int
         }
         break;
     }
+    check_softmax_fusion(out);
     assert(out->fwd_flops >= 0 && out->fwd_bytes >= 0 && out->params >= 0);
 }
