@@ -22,8 +22,10 @@ static const int COST_GEMM_SPLITS[] = {1, 2, 4, 8, 16};
 static const double COST_GEMM_SPLIT_MIN_K = 128.0;
 /* Fraction of the tensor-core peak a large, well-shaped GEMM reaches (fp16/bf16/tf32), before
  * tile, wave and K-depth losses. Fitted by scripts/fit_vtrain on vTrain's A100 fp16 iteration
- * times (every 4th row): 0.85 (coordinate descent, step 0.025), consistent with the 270-290 of
- * 312 TFLOP/s that large A100 GEMMs measure publicly. */
+ * times (every 4th row) with the previous host model: 0.85, consistent with the 270-290 of 312
+ * TFLOP/s that large A100 GEMMs measure publicly. Now held fixed (`fit_vtrain --fix`): with the
+ * per-kernel GPU overhead free, vTrain's small GEMMs push it to 1.0, which large GEMMs never
+ * reach (docs/accuracy.md). */
 static const double COST_GEMM_EFF_TENSOR = 0.85;
 /* Fraction of the fp32 SIMT peak a large SGEMM reaches (no tensor cores). Fitted: 0.68 over all
  * five devices (grid 0.40-1.00 step 0.02). Full-power cards reach more (A100 0.78, V100 0.86,
@@ -46,24 +48,28 @@ static const double COST_MEM_EFF = 0.62;
  * data (hidden under the 25-60 us host floor of eager PyTorch); public figure. */
 static const double COST_KERNEL_MIN_SECONDS = 2.0e-6;
 /* GPU time every kernel costs besides its work: the device-side launch latency, prologue and
- * the tail of its last wave, paid once per modelled kernel (about 2.5 CUDA kernels). */
+ * the tail of its last wave, paid once per modelled kernel (about 2.5 CUDA kernels). Fitted by
+ * scripts/fit_vtrain (step 1 us): 17 us, about 7 us per CUDA kernel. */
 static const double COST_KERNEL_GPU_OVERHEAD_SECONDS = 17e-6;
 /* Host time to issue one kernel of this op model: PyTorch eager dispatch, autograd, framework
  * hooks and cudaLaunchKernel. The op graph fuses what Megatron issues as about 2.5 PyTorch ops
  * into one kernel, so this is per modelled kernel, not per CUDA kernel (about 20 us per real
- * op). Fitted by scripts/fit_vtrain on vTrain (Megatron-DeepSpeed, A100): 52 us (step 2 us). */
+ * op). Fitted by scripts/fit_vtrain on vTrain (Megatron-DeepSpeed, A100): 61 us (step 1 us),
+ * with the executor's host thread issuing them (sim/htae.c). */
 static const double COST_KERNEL_LAUNCH_SECONDS = 61e-6;
 /* Host time of one communication call (torch.distributed all-reduce or send/recv through
- * Megatron's autograd wrappers: ProcessGroupNCCL's enqueue, events, stream waits). */
+ * Megatron's autograd wrappers: ProcessGroupNCCL's enqueue, events, stream waits). Fitted with
+ * the above: 2.5 us (step 2.5 us): next to nothing beyond the kernel launches around it. */
 static const double COST_COMM_CALL_SECONDS = 2.5e-6;
 /* Host-side work of a training step outside forward and backward (gradient clipping and
- * loss-scale checks, zero_grad, data loading, logging). Fitted with the above: 0 (step 1 ms;
- * 2 ms before the pipeline-unit cost below existed): vTrain cannot tell it from other costs. */
+ * loss-scale checks, zero_grad, data loading, logging). Fitted with the above: 0 (step 1 ms):
+ * vTrain cannot tell it from other costs. */
 static const double COST_ITERATION_OVERHEAD_SECONDS = 0.0;
 /* Host-side work of a pipeline runtime per forward or backward unit of a stage (schedule
  * step, send/recv setup with shape metadata, buffer management), paid only when pipelining.
- * Fitted with the above by scripts/fit_vtrain (DeepSpeed's pipeline engine): 1.5 ms. Held-out
- * vTrain rows with all four: geomean |error| 5.7%, Kendall tau mean 0.890. */
+ * Fitted with the above by scripts/fit_vtrain: 0.25 ms (1.5 ms before the host thread made
+ * the pipeline's blocking send/receive synchronize the host). Held-out vTrain rows with all
+ * of these: geomean |error| 4.3%, Kendall tau mean 0.915. */
 static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 0.25e-3;
 
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
