@@ -515,8 +515,9 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
                             uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
                                                            CAT_PP_COMM, cx->label_send_act, mb);
-                            /* a blocking send, then synchronize */
-                            htae_set_host(g, x, HOST_ISSUE | HOST_SYNC,
+                            /* issued by the host; the synchronize after it is modelled
+                             * at the receiver, which waits for the data (HOST_WAIT) */
+                            htae_set_host(g, x, HOST_ISSUE,
                                           cost_comm_call_seconds(), 0.0);
                             htae_add_edge(g, last[t], x);
                             fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
@@ -528,8 +529,9 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
                             uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
                                                            CAT_PP_COMM, cx->label_send_grad, mb);
-                            /* a blocking send, then synchronize */
-                            htae_set_host(g, x, HOST_ISSUE | HOST_SYNC,
+                            /* issued by the host; the synchronize after it is modelled
+                             * at the receiver, which waits for the data (HOST_WAIT) */
+                            htae_set_host(g, x, HOST_ISSUE,
                                           cost_comm_call_seconds(), 0.0);
                             htae_add_edge(g, last[t], x);
                             bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;

@@ -232,6 +232,21 @@ START_TEST(pipeline_plan_runs_with_a_bubble)
 }
 END_TEST
 
+/* Interleaved 1F1B with the host thread: the pipeline runtime waits for each unit's input;
+ * a blocking send (waiting for a receive Megatron posts a unit earlier than the one that
+ * consumes it) once deadlocked this plan. It runs, and its breakdown adds up. */
+START_TEST(interleaved_plan_runs_with_a_bubble)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/pp2-interleaved.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    ck_assert_int_eq(f.p.chunks, 2);
+    ck_assert(f.sum.bubble_s > 0);
+    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s,
+             f.r.makespan, 1e-9);
+    teardown(&f);
+}
+END_TEST
+
 START_TEST(rank_order_follows_strategy)
 {
     fixture f;
@@ -441,6 +456,7 @@ static Suite *compile_suite(void)
     tcase_add_test(tc, param_gather_overlaps_the_first_forward);
     tcase_add_test(tc, one_f_one_b_order);
     tcase_add_test(tc, interleaved_order_covers_every_unit_once);
+    tcase_add_test(tc, interleaved_plan_runs_with_a_bubble);
     suite_add_tcase(s, tc);
     return s;
 }
