@@ -247,16 +247,22 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
                                    COST_VECTOR_EFF, dev)
                 : roofline_seconds(op->bwd_flops, op->bwd_bytes, dev->peak_flops[PREC_FP32],
                                    COST_VECTOR_EFF, dev);
-    double kernels = op->kernels * (pass == PASS_BWD ? 2.0 : 1.0);
+    double kernels = cost_op_kernels(op, pass);
     t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * COST_KERNEL_GPU_OVERHEAD_SECONDS;
     assert(t >= 0 && isfinite(t));
     return t;
 }
 
+int cost_op_kernels(const workload_op *op, op_pass pass)
+{
+    assert(op && op->kernels >= 0);
+    return op->kernels * (pass == PASS_BWD ? 2 : 1);
+}
+
 double cost_op_launch_seconds(const workload_op *op, op_pass pass)
 {
     assert(op && op->kernels >= 0);
-    return op->kernels * (pass == PASS_BWD ? 2.0 : 1.0) * COST_KERNEL_LAUNCH_SECONDS;
+    return cost_op_kernels(op, pass) * COST_KERNEL_LAUNCH_SECONDS;
 }
 
 double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,

@@ -12,9 +12,11 @@ typedef enum { PASS_FWD = 0, PASS_BWD = 1 } op_pass;
  * with efficiency for the op class and shape. Never negative. */
 double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
                               const device_spec *dev);
-/* Host-side launch overhead of the op's kernels in that pass (backward launches 2x). The host
- * issues kernels asynchronously: callers add these up beside the kernel times and take the
- * larger of the two sums over a run of kernels (see strategies/compile.c). */
+/* Kernels the op launches in that pass: its forward count, twice that in backward. */
+int cost_op_kernels(const workload_op *op, op_pass pass);
+/* Host-side launch overhead of the op's kernels in that pass (one launch cost per kernel). The
+ * host issues kernels asynchronously: the compiler runs them as a flow shop (host launch, then
+ * GPU run) and the executor plays the host's timeline (strategies/compile.c, sim/htae.c). */
 double cost_op_launch_seconds(const workload_op *op, op_pass pass);
 /* The two above, added. */
 double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,

@@ -26,9 +26,8 @@ typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
  * id order), spending host_s on each; it never waits for the GPU except where told to. */
 enum {
     HOST_ISSUE = 1,   /* the task cannot start on the GPU before the host has issued it */
-    HOST_WAIT = 2,    /* before issuing, the host blocks until the task's predecessors are done
+    HOST_WAIT = 2     /* before issuing, the host blocks until the task's predecessors are done
                          (a blocking receive, then synchronize) */
-    HOST_SYNC = 4     /* after issuing, the host blocks until the task is done (synchronize) */
 };
 
 typedef struct htae_task {

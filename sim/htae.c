@@ -71,13 +71,11 @@ typedef struct stream_state {
 
 /* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
  * ahead of simulated time (issuing never waits for the GPU), so it only blocks, as an actor,
- * where the program synchronizes (HOST_WAIT, HOST_SYNC). */
+ * where the program synchronizes (HOST_WAIT). */
 typedef struct host_state {
     struct exec_state *x;
-    int rank;
     uint32_t *tasks, count;
     int64_t waiting_deps;   /* HOST_WAIT task whose predecessors it waits for, or -1 */
-    int64_t waiting_done;   /* HOST_SYNC task it waits to finish, or -1 */
     sg_sem_t sem;
 } host_state;
 
@@ -92,9 +90,8 @@ typedef struct exec_state {
     struct stream_state **computing;   /* per rank: the compute actor mid-task, or NULL */
     stream_state *streams;  /* [n_ranks * STREAM_COUNT] */
     host_state *host;       /* per rank */
-    double *ready;          /* per HOST_ISSUE task: earliest GPU start (host clock) */
-    double *host_end;       /* per HOST_ISSUE compute task: earliest end, issue start + span */
-    uint8_t *finished;      /* per task */
+    double *ready;          /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
+                               task's issue start, so it ends no earlier than ready + span */
     group_plan *groups;
     double *matrix;         /* n x n bytes scratch for one ring, all zero between uses */
     int matrix_n;
@@ -225,12 +222,7 @@ static void task_done(exec_state *x, uint32_t t, double now)
     const htae_graph *g = x->g;
     const htae_task *k = &g->tasks[t];
     x->res->end[t] = now;
-    x->finished[t] = 1;
     x->done_tasks++;
-    if (x->host[k->rank].waiting_done == (int64_t)t) {
-        x->host[k->rank].waiting_done = -1;
-        sg_sem_release(x->host[k->rank].sem);
-    }
     for (uint32_t j = 0; j < k->n_succ; j++) {
         uint32_t s = g->succ[k->succ_first + j];
         assert(x->pending[s] > 0);
@@ -276,18 +268,9 @@ static void host_actor(int argc, char **argv)
                 clock = simgrid_get_clock();
         }
         x->ready[t] = k->kind == TASK_COMPUTE ? clock : clock + k->host_s;
-        x->host_end[t] = clock + k->span;
         clock += k->host_s;
         if (--x->pending[t] == 0)
             release(x, t);
-        if (k->host & HOST_SYNC) {
-            while (!x->finished[t]) {
-                h->waiting_done = t;
-                sg_sem_acquire(h->sem);
-            }
-            if (simgrid_get_clock() > clock)
-                clock = simgrid_get_clock();
-        }
     }
 }
 
@@ -398,7 +381,7 @@ static void stream_actor(int argc, char **argv)
         if (k->kind == TASK_COMPUTE) {
             run_compute(x, st, k);
             if (k->host)
-                sleep_until(x->host_end[t]);   /* the host was still issuing its kernels */
+                sleep_until(x->ready[t] + k->span);   /* the host was still issuing them */
         } else {
             run_transfer(x, k);
         }
@@ -508,8 +491,6 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     }
     x.pending = malloc((size_t)g->n_tasks * sizeof *x.pending + 1);
     x.ready = calloc((size_t)g->n_tasks + 1, sizeof *x.ready);
-    x.host_end = calloc((size_t)g->n_tasks + 1, sizeof *x.host_end);
-    x.finished = calloc((size_t)g->n_tasks + 1, 1);
     x.host = calloc((size_t)g->n_ranks, sizeof *x.host);
     for (uint32_t t = 0; t < g->n_tasks; t++) {
         x.pending[t] = g->tasks[t].n_pred + (g->tasks[t].host ? 1u : 0u);
@@ -519,8 +500,7 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     for (int r = 0; r < g->n_ranks; r++) {
         host_state *h = &x.host[r];
         h->x = &x;
-        h->rank = r;
-        h->waiting_deps = h->waiting_done = -1;
+        h->waiting_deps = -1;
         h->tasks = malloc((size_t)h->count * sizeof *h->tasks + 1);
         h->count = 0;
     }
@@ -609,8 +589,6 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     }
     free(x.host);
     free(x.ready);
-    free(x.host_end);
-    free(x.finished);
     free(x.groups);
     free(x.streams);
     free(x.matrix);

@@ -98,7 +98,7 @@ static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t
     double g = cost_op_kernel_seconds(op, pass, prec, dev);
     double c = cost_op_launch_seconds(op, pass);
     /* the op's kernels, launched one after another, each run once launched and the GPU free */
-    int k = (int)(c / cost_kernel_launch_seconds() + 0.5);
+    int k = cost_op_kernels(op, pass);
     if (k < 1)
         k = 1;
     for (int j = 0; j < k; j++) {
@@ -343,6 +343,18 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
 
 static int stage_of_chunk(const compile_ctx *cx, int mc) { return mc % cx->pp; }
 
+/* A pipeline send of one unit's output (activations or gradients) from `src` after its compute
+ * task `after`. The host issues it and goes on; the synchronize Megatron does after its p2p
+ * calls is modelled at the receiver, whose host waits for the data (HOST_WAIT). */
+static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int label, int mb)
+{
+    uint32_t x = htae_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label,
+                                   mb);
+    htae_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+    htae_add_edge(cx->g, after, x);
+    return x;
+}
+
 static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
 {
     return (((size_t)d * cx->tp + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)cx->M +
@@ -513,28 +525,16 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                         fwd_prev[xi] = before[t];
                         if (mc + 1 < cx->mcs) {
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
-                            uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
-                                                           CAT_PP_COMM, cx->label_send_act, mb);
-                            /* issued by the host; the synchronize after it is modelled
-                             * at the receiver, which waits for the data (HOST_WAIT) */
-                            htae_set_host(g, x, HOST_ISSUE,
-                                          cost_comm_call_seconds(), 0.0);
-                            htae_add_edge(g, last[t], x);
-                            fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
+                            fwd_in[xidx(cx, d, t, mc + 1, mb)] =
+                                emit_send(cx, ranks[t], dst, last[t], cx->label_send_act, mb);
                         }
                     } else {
                         bwd_first[xi] = first[t];
                         bwd_prev[xi] = before[t];
                         if (mc > 0) {
                             int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
-                            uint32_t x = htae_add_transfer(g, ranks[t], dst, STREAM_PP, cx->pp_bytes,
-                                                           CAT_PP_COMM, cx->label_send_grad, mb);
-                            /* issued by the host; the synchronize after it is modelled
-                             * at the receiver, which waits for the data (HOST_WAIT) */
-                            htae_set_host(g, x, HOST_ISSUE,
-                                          cost_comm_call_seconds(), 0.0);
-                            htae_add_edge(g, last[t], x);
-                            bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
+                            bwd_in[xidx(cx, d, t, mc - 1, mb)] =
+                                emit_send(cx, ranks[t], dst, last[t], cx->label_send_grad, mb);
                         }
                         if (mb == M - 1)
                             for (int i = 0; i < ct->bwd.n; i++)

@@ -65,9 +65,12 @@ typedef struct flow {
     double host, gpu;   /* the host's clock and when the GPU is free */
 } flow;
 
-static void flow_op(flow *f, double launch, double kernel)
+static void flow_op(flow *f, const workload_op *op, op_pass pass, precision_t prec,
+                    const device_spec *dev)
 {
-    int k = (int)(launch / cost_kernel_launch_seconds() + 0.5);
+    double launch = cost_op_launch_seconds(op, pass);
+    double kernel = cost_op_kernel_seconds(op, pass, prec, dev);
+    int k = cost_op_kernels(op, pass);
     if (k < 1)
         k = 1;
     for (int j = 0; j < k; j++) {
@@ -87,15 +90,12 @@ static double steps_by_hand(const fixture *f, int recompute_layers, int micro_ba
     flow fl = {0.0, 0.0};
     for (int m = 0; m < micro_batches; m++) {
         for (int i = 0; i < wg.n_ops; i++)
-            flow_op(&fl, cost_op_launch_seconds(&wg.ops[i], PASS_FWD),
-                    cost_op_kernel_seconds(&wg.ops[i], PASS_FWD, prec, dev));
+            flow_op(&fl, &wg.ops[i], PASS_FWD, prec, dev);
         for (int i = 0; recompute_layers && i < wg.n_ops; i++)
             if (wg.ops[i].layer >= 0 && wg.ops[i].layer < wg.model.layers)
-                flow_op(&fl, cost_op_launch_seconds(&wg.ops[i], PASS_FWD),
-                        cost_op_kernel_seconds(&wg.ops[i], PASS_FWD, prec, dev));
+                flow_op(&fl, &wg.ops[i], PASS_FWD, prec, dev);
         for (int i = wg.n_ops - 1; i >= 0; i--)
-            flow_op(&fl, cost_op_launch_seconds(&wg.ops[i], PASS_BWD),
-                    cost_op_kernel_seconds(&wg.ops[i], PASS_BWD, prec, dev));
+            flow_op(&fl, &wg.ops[i], PASS_BWD, prec, dev);
     }
     workload_graph_free(&wg);
     ck_assert(fl.host > 0 && fl.gpu > 0);

@@ -407,15 +407,10 @@ static void check_softmax_fusion(workload_op *op)
     op->megatron_softmax = 0;
 }
 
-void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
-                       workload_op *out)
+/* Divide `out` (a copy of op) as op's split says, over tp > 1 ranks. */
+static void shard_by_split(const workload_op *op, int tp, int sequence_parallel,
+                           int vocab_parallel, workload_op *out)
 {
-    assert(op && out && tp >= 1);
-    *out = *op;
-    if (tp == 1) {
-        check_softmax_fusion(out);
-        return;
-    }
     const double t = tp;
 
     switch (op->split) {
@@ -469,6 +464,15 @@ void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int
         }
         break;
     }
+}
+
+void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
+                       workload_op *out)
+{
+    assert(op && out && tp >= 1);
+    *out = *op;
+    if (tp > 1)
+        shard_by_split(op, tp, sequence_parallel, vocab_parallel, out);
     check_softmax_fusion(out);
     assert(out->fwd_flops >= 0 && out->fwd_bytes >= 0 && out->params >= 0);
 }
