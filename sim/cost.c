@@ -54,13 +54,14 @@ static const double COST_KERNEL_GPU_OVERHEAD_SECONDS = 17e-6;
 /* Host time to issue one kernel of this op model: PyTorch eager dispatch, autograd, framework
  * hooks and cudaLaunchKernel. The op graph fuses what Megatron issues as about 2.5 PyTorch ops
  * into one kernel, so this is per modelled kernel, not per CUDA kernel (about 20 us per real
- * op). Fitted by scripts/fit_vtrain on vTrain (Megatron-DeepSpeed, A100): 61 us (step 1 us),
+ * op). Fitted by scripts/fit_vtrain on vTrain (Megatron-DeepSpeed, A100): 60 us (step 1 us),
  * with the executor's host thread issuing them (sim/htae.c). */
-static const double COST_KERNEL_LAUNCH_SECONDS = 61e-6;
+static const double COST_KERNEL_LAUNCH_SECONDS = 60e-6;
 /* Host time of one communication call (torch.distributed all-reduce or send/recv through
  * Megatron's autograd wrappers: ProcessGroupNCCL's enqueue, events, stream waits). Fitted with
- * the above: 2.5 us (step 2.5 us): next to nothing beyond the kernel launches around it. */
-static const double COST_COMM_CALL_SECONDS = 2.5e-6;
+ * the above: 15 us (step 2.5 us), about what ProcessGroupNCCL's enqueue and its CUDA events cost
+ * (2.5 us when the collectives' own launch was overstated at 77.5 us, see sim/htae.c). */
+static const double COST_COMM_CALL_SECONDS = 15e-6;
 /* Host-side work of a training step outside forward and backward (gradient clipping and
  * loss-scale checks, zero_grad, data loading, logging). Fitted with the above: 0 (step 1 ms):
  * vTrain cannot tell it from other costs. */

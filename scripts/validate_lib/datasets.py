@@ -23,7 +23,7 @@ QUICK_MEGATRON_ROWS = 3       # --quick: the 3 rows with the fewest GPUs (file o
 
 class Row:
     __slots__ = ("dataset", "file", "rid", "desc", "group", "measured", "counted",
-                 "status", "message", "predicted", "job")
+                 "status", "message", "predicted", "job", "shape", "fold")
 
     def __init__(self, dataset, file, rid, desc="", group="", measured=None):
         self.dataset, self.file, self.rid, self.desc = dataset, file, rid, desc
@@ -31,6 +31,8 @@ class Row:
         self.counted = True       # enters the summary when ok
         self.status, self.message, self.predicted = "pending", "", None
         self.job = None           # rows with the same job are alternative plans for it
+        self.shape = None         # per-GPU kernel shapes (vTrain: hidden, TP, micro-batch)
+        self.fold = None          # what varies among rows of one shape (vTrain: layers)
 
     def fail(self, msg):
         self.status, self.message = "failed", msg
@@ -146,6 +148,7 @@ def load_vtrain(gt_dir, quick=False, **_):
         row.desc = "h%d L%d g%d tp%d pp%d dp%d gb%d mb%d" % (h, L, g, tp, pp, dp, gb, mb)
         row.group = "h%d L%d g%d" % (h, L, g)
         row.job = "h%d L%d g%d gb%d" % (h, L, g, gb)
+        row.shape, row.fold = "h%d tp%d mb%d" % (h, tp, mb), L
         row.measured = ms / 1000.0
         wl = {"family": "gpt", "layers": L, "hidden": h, "heads": a, "seq": s,
               "vocab": VTRAIN_VOCAB}
