@@ -294,13 +294,15 @@ START_TEST(bad_unknown_option)
 }
 END_TEST
 
-START_TEST(bad_cluster_kind)
+/* `protosim cluster KIND --nodes NODES -o FILE` must fail with a message naming `needle` and
+ * leave FILE untouched (a bad-input run never creates or truncates its output). */
+static void expect_cluster_refused(const char *kind, const char *nodes, const char *needle)
 {
     char *dir = make_tmpdir();
-    char *out = tmp_path(dir, "foo.xml");
-    const char *args[] = {"cluster", "dgx-foo", "--nodes", "2", "-o", out, NULL};
+    char *out = tmp_path(dir, "refused.xml");
+    const char *args[] = {"cluster", kind, "--nodes", nodes, "-o", out, NULL};
     run_result r = run_protosim(dir, args);
-    const char *needles[] = {"dgx-foo", NULL};
+    const char *needles[] = {needle, NULL};
     expect_bad_input(&r, needles);
     struct stat st;
     int wrote = stat(out, &st) == 0;
@@ -308,40 +310,39 @@ START_TEST(bad_cluster_kind)
     run_free(&r);
     free(out);
     remove_tmpdir(dir);
-    ck_assert_msg(!wrote, "cluster dgx-foo -o FILE exited 1 but created/truncated FILE (%ld bytes); "
-                  "a bad-input run must leave -o untouched", size);
+    ck_assert_msg(!wrote, "cluster %s --nodes %s -o FILE exited 1 but created/truncated FILE "
+                  "(%ld bytes); a bad-input run must leave -o untouched", kind, nodes, size);
+}
+
+START_TEST(bad_cluster_kind)
+{
+    expect_cluster_refused("dgx-foo", "2", "dgx-foo");
 }
 END_TEST
 
 START_TEST(bad_cluster_nodes)
 {
-    char *dir = make_tmpdir();
-    char *out = tmp_path(dir, "zero.xml");
-    const char *args[] = {"cluster", "dgx-a100", "--nodes", "0", "-o", out, NULL};
-    run_result r = run_protosim(dir, args);
-    const char *needles[] = {"nodes", NULL};
-    expect_bad_input(&r, needles);
-    struct stat st;
-    int wrote = stat(out, &st) == 0;
-    long size = wrote ? (long)st.st_size : 0;
-    run_free(&r);
-    free(out);
-    remove_tmpdir(dir);
-    ck_assert_msg(!wrote, "cluster --nodes 0 -o FILE exited 1 but created/truncated FILE (%ld bytes); "
-                  "a bad-input run must leave -o untouched", size);
+    expect_cluster_refused("dgx-a100", "0", "nodes");
 }
 END_TEST
 
 /* ---------------------------------------------------------------- 4. generated cluster */
 
-START_TEST(generated_cluster_16_gpus)
+/* Generate a DGX A100 platform of `nodes` nodes in `dir`; returns its path (caller frees). */
+static char *generate_a100(const char *dir, const char *nodes)
 {
-    char *dir = make_tmpdir();
-    char *cl = tmp_path(dir, "a100x2.xml");
-    const char *gen[] = {"cluster", "dgx-a100", "--nodes", "2", "-o", cl, NULL};
+    char *cl = tmp_path(dir, "a100.xml");
+    const char *gen[] = {"cluster", "dgx-a100", "--nodes", nodes, "-o", cl, NULL};
     run_result r = run_protosim(dir, gen);
     expect_exit(&r, 0);
     run_free(&r);
+    return cl;
+}
+
+START_TEST(generated_cluster_16_gpus)
+{
+    char *dir = make_tmpdir();
+    char *cl = generate_a100(dir, "2");
     char *xml = slurp(cl, NULL);
     ck_assert_msg(xml && strstr(xml, "<platform"), "%s is not a SimGrid platform", cl);
     free(xml);
@@ -349,7 +350,7 @@ START_TEST(generated_cluster_16_gpus)
     char *strat = src_path("tests/data/e2e/gpt3-1.3b-tp8-dp2.yaml");
     char *json = tmp_path(dir, "out.json");
     const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
-    r = run_protosim(dir, args);
+    run_result r = run_protosim(dir, args);
     expect_exit(&r, 0);
     run_free(&r);
     cJSON *j = parse_json_file(json);
@@ -427,11 +428,7 @@ START_TEST(collectives_track_nccl_tests)
     const char *shared = getenv("PROTOSIM_SHARED_DIR");
     ck_assert_msg(shared && *shared, "PROTOSIM_SHARED_DIR is not set");
     char *dir = make_tmpdir();
-    char *cl = tmp_path(dir, "a100.xml");
-    const char *gen[] = {"cluster", "dgx-a100", "--nodes", "1", "-o", cl, NULL};
-    run_result r = run_protosim(dir, gen);
-    expect_exit(&r, 0);
-    run_free(&r);
+    char *cl = generate_a100(dir, "1");
     static const int gpus[] = {2, 8};
     static const double sizes[] = {2097152, 8388608, 1073741824};
     for (size_t g = 0; g < 2; g++) {
@@ -441,7 +438,7 @@ START_TEST(collectives_track_nccl_tests)
                  gpus[g]);
         const char *args[] = {"collective", "--cluster", cl, "--gpus", n, "--sizes",
                               "2097152,8388608,1073741824", NULL};
-        r = run_protosim(dir, args);
+        run_result r = run_protosim(dir, args);
         expect_exit(&r, 0);
         const char *p = strchr(r.out, '\n');
         for (size_t i = 0; i < 3; i++) {
