@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 #include "../topology/cluster.h"
-#include "error.h"
-#include "graph.h"
+#include "base/error.h"
+#include "base/graph.h"
 
 /* Executor constants that are not properties of the platform. */
 typedef struct htae_options {

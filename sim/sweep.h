@@ -4,7 +4,7 @@
 #define PROTOSIM_SWEEP_H
 
 #include "../strategies/sweep_spec.h"
-#include "error.h"
+#include "base/error.h"
 
 typedef enum {
     SWEEP_PLAN_OK,        /* simulated */

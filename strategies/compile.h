@@ -3,7 +3,7 @@
 #ifndef PROTOSIM_COMPILE_H
 #define PROTOSIM_COMPILE_H
 
-#include "../sim/graph.h"
+#include "../sim/base/graph.h"
 #include "../topology/cluster.h"
 #include "strategy.h"
 

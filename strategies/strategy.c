@@ -1,7 +1,7 @@
 /* strategy.c: loading a strategy YAML file (DESIGN.md section 3) into a checked strategy tree.
  * Uses libyaml's document API so every value keeps its line and column for error messages. */
 #include "strategy.h"
-#include "yaml_read.h"
+#include "../sim/base/yaml_read.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,7 +15,6 @@
 
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
 static const char *const optimizer_names[] = {"adam", "sgd", "none"};
 static const char *const axis_names[] = {"tensor", "data", "pipeline"};
 
@@ -410,7 +409,7 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
         return c->err->code;
     int i;
     if ((v = yread_map_get(c, root, "precision"))) {
-        if (yread_enum(c, v, "precision", precision_names, COUNT(precision_names), &i))
+        if (yread_enum(c, v, "precision", precision_names.names, precision_names.count, &i))
             return c->err->code;
         s->precision = (precision_t)i;
     }

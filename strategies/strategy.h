@@ -3,7 +3,7 @@
 #ifndef PROTOSIM_STRATEGY_H
 #define PROTOSIM_STRATEGY_H
 
-#include "../sim/error.h"
+#include "../sim/base/error.h"
 #include "../workloads/workload.h"
 
 typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
@@ -12,7 +12,6 @@ typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE } parallel_axis;
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
 typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE } optimizer_kind;
 
-typedef struct src_loc { int line, column; } src_loc;   /* 1-based; 0 when absent */
 
 /* A `children` entry: overrides applied to a subtree selected by module path.
  * Paths: "layers.A-B" / "layers.N" (inclusive layer range), "embedding", "head". */

@@ -1,7 +1,7 @@
 /* sweep_spec.c: parsing a sweep file (base strategy, axes, constraints) with libyaml's document
  * API, so every error names file:line:column and the field, as the strategy parser does. */
 #include "sweep_spec.h"
-#include "yaml_read.h"
+#include "../sim/base/yaml_read.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/graph.h"
+#include "../sim/base/graph.h"
 #include "../sim/htae.h"
 #include "../strategies/schedule.h"
 #include "../topology/cluster.h"

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../sim/error.h"
-#include "../workloads/workload.h"
+#include "../sim/base/error.h"
+#include "../sim/base/vocab.h"
 
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {

@@ -1,4 +1,4 @@
-/* workload.c: precisions, and models read from YAML (workloads/models/NAME.yaml or a path).
+/* workload.c: models read from YAML (workloads/models/NAME.yaml or a path).
  * The op-graph builders live in transformer.c; this file only knows model descriptions. */
 #include "workload.h"
 
@@ -8,32 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
-
-int precision_bytes(precision_t p)
-{
-    assert(p >= PREC_FP32 && p <= PREC_BF16);
-    /* tf32 is a tensor-core compute mode; tensors stay fp32 in memory */
-    return (p == PREC_FP16 || p == PREC_BF16) ? 2 : 4;
-}
-
-const char *precision_name(precision_t p)
-{
-    assert(p >= PREC_FP32 && p <= PREC_BF16);
-    return precision_names[p];
-}
-
-int precision_parse(const char *s, precision_t *out)
-{
-    for (int i = 0; i < 4; i++) {
-        if (s && strcmp(s, precision_names[i]) == 0) {
-            *out = (precision_t)i;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 /* ---- model mapping ---- */
 

@@ -5,14 +5,8 @@
 
 #include <yaml.h>
 
-#include "../sim/error.h"
-
-/* Numeric formats of the compute path. */
-typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16 } precision_t;
-
-int precision_bytes(precision_t p);          /* bytes per activation/weight element: 4 or 2 */
-const char *precision_name(precision_t p);
-int precision_parse(const char *s, precision_t *out);  /* 0 ok, -1 unknown name */
+#include "../sim/base/error.h"
+#include "../sim/base/vocab.h"
 
 typedef enum { FAMILY_GPT, FAMILY_BERT } model_family;
 

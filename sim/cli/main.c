@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../strategies/compile.h"
-#include "../strategies/strategy.h"
-#include "../topology/cluster.h"
-#include "error.h"
-#include "htae.h"
-#include "report.h"
-#include "sweep.h"
+#include "../../strategies/compile.h"
+#include "../../strategies/strategy.h"
+#include "../../topology/cluster.h"
+#include "../base/error.h"
+#include "../htae.h"
+#include "../report.h"
+#include "../sweep.h"
 
 #define PROTOSIM_VERSION "0.1.0"
 

@@ -7,8 +7,8 @@
 
 #include <yaml.h>
 
-#include "../sim/error.h"
-#include "strategy.h"
+#include "error.h"
+#include "vocab.h"
 
 /* Everything a reader needs to read one node and report an error at it. */
 typedef struct yread_ctx {

@@ -1,0 +1,44 @@
+/* vocab.c: precisions and the enum name-table lookups of vocab.h.
+ * Each enum's table lives beside the module that owns the enum; this file only looks up. */
+#include "vocab.h"
+
+#include <assert.h>
+#include <string.h>
+
+static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16"};
+const enum_names precision_names = ENUM_NAMES(precision_table);
+
+const char *enum_name(enum_names t, int v)
+{
+    return v >= 0 && v < t.count ? t.names[v] : "?";
+}
+
+int enum_parse(enum_names t, const char *s)
+{
+    for (int i = 0; s && i < t.count; i++)
+        if (strcmp(s, t.names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int precision_bytes(precision_t p)
+{
+    assert(p >= PREC_FP32 && p < PREC_COUNT);
+    /* tf32 is a tensor-core compute mode; tensors stay fp32 in memory */
+    return (p == PREC_FP16 || p == PREC_BF16) ? 2 : 4;
+}
+
+const char *precision_name(precision_t p)
+{
+    assert(p >= PREC_FP32 && p < PREC_COUNT);
+    return precision_table[p];
+}
+
+int precision_parse(const char *s, precision_t *out)
+{
+    int v = enum_parse(precision_names, s);
+    if (v < 0)
+        return -1;
+    *out = (precision_t)v;
+    return 0;
+}

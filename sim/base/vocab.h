@@ -1,0 +1,32 @@
+/* vocab.h: the small shared words every layer uses: source locations, numeric precisions, and
+ * name tables for enums (one table per enum, looked up both ways). Depends on nothing. */
+#ifndef PROTOSIM_VOCAB_H
+#define PROTOSIM_VOCAB_H
+
+typedef struct src_loc {
+    int line, column; /* 1-based; 0 when absent */
+} src_loc;
+
+/* Numeric formats of the compute path. */
+typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16, PREC_COUNT } precision_t;
+
+int precision_bytes(precision_t p); /* bytes per activation/weight element: 4 or 2 */
+const char *precision_name(precision_t p);
+int precision_parse(const char *s, precision_t *out); /* 0 ok, -1 unknown name */
+
+/* An enum's names, indexed by value: names[v] for v in [0, count). */
+typedef struct enum_names {
+    const char *const *names;
+    int count;
+} enum_names;
+
+#define ENUM_NAMES(table) ((enum_names){(table), (int)(sizeof(table) / sizeof((table)[0]))})
+
+/* names[v], or "?" when v is out of range. */
+const char *enum_name(enum_names t, int v);
+/* The value whose name is s, or -1. */
+int enum_parse(enum_names t, const char *s);
+
+extern const enum_names precision_names;
+
+#endif
