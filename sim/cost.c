@@ -16,7 +16,7 @@
  * The model takes the tiling with the highest efficiency, as the library's heuristic aims to.
  * Shared by the SIMT and tensor-core paths. */
 static const int COST_GEMM_TILES[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {128, 32},
-                                         {32, 128}, {64, 32}, {32, 64}, {32, 32}};
+                                         {32, 128},  {64, 32},  {32, 64},  {32, 32}};
 static const int COST_GEMM_SPLITS[] = {1, 2, 4, 8, 16};
 /* Split-K only for unbatched GEMMs, and never below this k per split. */
 static const double COST_GEMM_SPLIT_MIN_K = 128.0;
@@ -74,10 +74,10 @@ static const double COST_ITERATION_OVERHEAD_SECONDS = 0.0;
 static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 0.25e-3;
 
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
-static const double COST_ADAM_STATE_BYTES = 16.0;  /* fp32 m and v, each read and written */
-static const double COST_SGD_STATE_BYTES = 8.0;    /* fp32 momentum, read and written */
-static const double COST_MASTER_BYTES = 8.0;       /* fp32 weights (master copy), read + written */
-static const double COST_GRAD_BYTES = 8.0;         /* fp32 grad read by clipping norm and step */
+static const double COST_ADAM_STATE_BYTES = 16.0; /* fp32 m and v, each read and written */
+static const double COST_SGD_STATE_BYTES = 8.0;   /* fp32 momentum, read and written */
+static const double COST_MASTER_BYTES = 8.0;      /* fp32 weights (master copy), read + written */
+static const double COST_GRAD_BYTES = 8.0;        /* fp32 grad read by clipping norm and step */
 /* Kernels of one optimizer step (grad norm, unscale/clip, update, copy to low precision);
  * multi-tensor apply makes their number independent of the parameter count. */
 static const double COST_OPTIMIZER_KERNELS = 4.0;
@@ -129,8 +129,7 @@ double cost_gemm_efficiency(double batch, double m, double n, double k, precisio
             if (split > 1 && (k / split < COST_GEMM_SPLIT_MIN_K || ceil(batch) > 1))
                 continue;
             best = fmax(best, cost_gemm_tiling_efficiency(batch, m, n, k, COST_GEMM_TILES[t][0],
-                                                          COST_GEMM_TILES[t][1], split, prec,
-                                                          dev));
+                                                          COST_GEMM_TILES[t][1], split, prec, dev));
         }
     return best;
 }
@@ -155,8 +154,8 @@ static double gemm_seconds(double batch, double m, double n, double k, precision
                            const device_spec *dev)
 {
     double flops = 2.0 * batch * m * n * k;
-    double compute = flops / (gemm_peak(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec,
-                                                                          dev));
+    double compute =
+        flops / (gemm_peak(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
     return fmax(compute, memory_seconds(gemm_bytes(batch, m, n, k, prec), dev));
 }
 
@@ -194,7 +193,8 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
         double base = tensor_path(prec, dev) ? COST_GEMM_EFF_TENSOR : COST_GEMM_EFF_SIMT;
         return pass == PASS_FWD
                    ? roofline_seconds(op->fwd_flops, op->fwd_bytes, gemm_peak(prec, dev), base, dev)
-                   : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base, dev);
+                   : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base,
+                                      dev);
     }
     if (pass == PASS_FWD)
         return gemm_seconds(b, m, n, k, prec, dev);
@@ -242,12 +242,11 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
         t = gemm_op_seconds(op, pass, prec, dev);
     else if (op->kind == OP_ATTENTION && op->batch > 0 && op->m > 0 && op->k > 0)
         t = attention_seconds(op, pass, prec, dev);
-    else    /* memory-bound ops, and any op known only by its totals */
-        t = pass == PASS_FWD
-                ? roofline_seconds(op->fwd_flops, op->fwd_bytes, dev->peak_flops[PREC_FP32],
-                                   COST_VECTOR_EFF, dev)
-                : roofline_seconds(op->bwd_flops, op->bwd_bytes, dev->peak_flops[PREC_FP32],
-                                   COST_VECTOR_EFF, dev);
+    else /* memory-bound ops, and any op known only by its totals */
+        t = pass == PASS_FWD ? roofline_seconds(op->fwd_flops, op->fwd_bytes,
+                                                dev->peak_flops[PREC_FP32], COST_VECTOR_EFF, dev)
+                             : roofline_seconds(op->bwd_flops, op->bwd_bytes,
+                                                dev->peak_flops[PREC_FP32], COST_VECTOR_EFF, dev);
     double kernels = cost_op_kernels(op, pass);
     t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * COST_KERNEL_GPU_OVERHEAD_SECONDS;
     assert(t >= 0 && isfinite(t));
@@ -289,7 +288,7 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, const d
     int mixed = prec == PREC_FP16 || prec == PREC_BF16;
     double per_param = COST_GRAD_BYTES + COST_MASTER_BYTES +
                        (adam ? COST_ADAM_STATE_BYTES : COST_SGD_STATE_BYTES) +
-                       (mixed ? precision_bytes(prec) : 0.0);   /* low-precision copy written */
+                       (mixed ? precision_bytes(prec) : 0.0); /* low-precision copy written */
     return memory_seconds(params * per_param, dev) +
            COST_OPTIMIZER_KERNELS * COST_KERNEL_LAUNCH_SECONDS;
 }

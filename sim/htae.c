@@ -50,12 +50,12 @@ void htae_default_options(htae_options *o)
 /* How a group's collectives map onto the platform, computed once per group. */
 typedef struct group_plan {
     int n;
-    sg_host_t *hosts;       /* group order */
-    ring_set rings;         /* flat collectives: NCCL-like rings over `hosts` */
-    double ring_lat;        /* worst route latency over the rings' edges */
-    int k;                  /* members per node when hierarchical (several nodes, k > 1 each) */
+    sg_host_t *hosts; /* group order */
+    ring_set rings;   /* flat collectives: NCCL-like rings over `hosts` */
+    double ring_lat;  /* worst route latency over the rings' edges */
+    int k;            /* members per node when hierarchical (several nodes, k > 1 each) */
     int n_nodes;
-    sg_host_t *by_node;     /* hosts node-major: by_node[node * k + j] */
+    sg_host_t *by_node; /* hosts node-major: by_node[node * k + j] */
     double intra_lat, inter_lat;
 } group_plan;
 
@@ -64,11 +64,11 @@ struct exec_state;
 typedef struct stream_state {
     struct exec_state *x;
     int rank, stream;
-    uint32_t first, count;  /* into g->stream_tasks */
-    int64_t waiting_task;   /* task whose predecessors this actor waits for, or -1 */
-    int64_t waiting_coll;   /* collective this actor waits to finish, or -1 */
+    uint32_t first, count; /* into g->stream_tasks */
+    int64_t waiting_task;  /* task whose predecessors this actor waits for, or -1 */
+    int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
     sg_sem_t sem;
-    sg_exec_t *handles;     /* scratch for sub-rings launched together */
+    sg_exec_t *handles; /* scratch for sub-rings launched together */
 } stream_state;
 
 /* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
@@ -77,7 +77,7 @@ typedef struct stream_state {
 typedef struct host_state {
     struct exec_state *x;
     uint32_t *tasks, count;
-    int64_t waiting_deps;   /* HOST_WAIT task whose predecessors it waits for, or -1 */
+    int64_t waiting_deps; /* HOST_WAIT task whose predecessors it waits for, or -1 */
     sg_sem_t sem;
 } host_state;
 
@@ -88,14 +88,14 @@ typedef struct exec_state {
     uint32_t *pending;      /* per task: predecessors not yet done */
     uint32_t *coll_arrived; /* per collective */
     uint8_t *coll_done;
-    int *comm_active;       /* per rank: communications in flight touching that GPU */
-    struct stream_state **computing;   /* per rank: the compute actor mid-task, or NULL */
-    stream_state *streams;  /* [n_ranks * STREAM_COUNT] */
-    host_state *host;       /* per rank */
-    double *ready;          /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
+    int *comm_active;                /* per rank: communications in flight touching that GPU */
+    struct stream_state **computing; /* per rank: the compute actor mid-task, or NULL */
+    stream_state *streams;           /* [n_ranks * STREAM_COUNT] */
+    host_state *host;                /* per rank */
+    double *ready; /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
     group_plan *groups;
-    double *matrix;         /* n x n bytes scratch for one ring, all zero between uses */
+    double *matrix; /* n x n bytes scratch for one ring, all zero between uses */
     int matrix_n;
     htae_result *res;
     uint64_t activities;
@@ -184,8 +184,7 @@ static void run_collective(exec_state *x, stream_state *st, const htae_collectiv
         return;
     double s = col->bytes, launch = x->opt.coll_launch_s;
     if (gp->k == 0) {
-        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, &gp->rings, col->kind, s, gp->ring_lat,
-                  launch);
+        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, &gp->rings, col->kind, s, gp->ring_lat, launch);
         return;
     }
     /* Hierarchical: rings inside each node over NVLink, rings across nodes between GPUs of the
@@ -230,7 +229,7 @@ static void task_done(exec_state *x, uint32_t t, double now)
         assert(x->pending[s] > 0);
         if (--x->pending[s] == 0) {
             release(x, s);
-        } else if (x->pending[s] == 1) {   /* only the host's issue left: a waiting host goes */
+        } else if (x->pending[s] == 1) { /* only the host's issue left: a waiting host goes */
             host_state *h = &x->host[g->tasks[s].rank];
             if (h->waiting_deps == (int64_t)s) {
                 h->waiting_deps = -1;
@@ -283,7 +282,7 @@ static void host_actor(int argc, char **argv)
  * which re-reads the rate, so the result does not depend on which actor runs first. */
 static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
 {
-    double remaining = k->seconds;          /* at full speed */
+    double remaining = k->seconds; /* at full speed */
     if (remaining <= 0.0)
         return;
     x->computing[k->rank] = st;
@@ -383,7 +382,7 @@ static void stream_actor(int argc, char **argv)
         if (k->kind == TASK_COMPUTE) {
             run_compute(x, st, k);
             if (k->host)
-                sleep_until(x->ready[t] + k->span);   /* the host was still issuing them */
+                sleep_until(x->ready[t] + k->span); /* the host was still issuing them */
         } else {
             run_transfer(x, k);
         }
@@ -506,7 +505,7 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
         h->tasks = malloc((size_t)h->count * sizeof *h->tasks + 1);
         h->count = 0;
     }
-    for (uint32_t t = 0; t < g->n_tasks; t++)   /* task id order is program order */
+    for (uint32_t t = 0; t < g->n_tasks; t++) /* task id order is program order */
         if (g->tasks[t].host) {
             host_state *h = &x.host[g->tasks[t].rank];
             h->tasks[h->count++] = t;

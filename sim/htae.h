@@ -11,20 +11,20 @@
 
 /* Executor constants that are not properties of the platform. */
 typedef struct htae_options {
-    double overlap_slowdown;     /* compute slows by this fraction while its GPU communicates */
-    double coll_launch_s;        /* fixed cost of starting one collective (NCCL kernel launch) */
-    double coll_step_s;          /* per algorithm step (ring hop) software/protocol latency */
-    double p2p_launch_s;         /* fixed cost of one point-to-point transfer */
-    double protocol_efficiency;  /* payload share of collective link bandwidth, in (0, 1] */
+    double overlap_slowdown;    /* compute slows by this fraction while its GPU communicates */
+    double coll_launch_s;       /* fixed cost of starting one collective (NCCL kernel launch) */
+    double coll_step_s;         /* per algorithm step (ring hop) software/protocol latency */
+    double p2p_launch_s;        /* fixed cost of one point-to-point transfer */
+    double protocol_efficiency; /* payload share of collective link bandwidth, in (0, 1] */
 } htae_options;
 
 void htae_default_options(htae_options *o);
 
 typedef struct htae_result {
-    double makespan;             /* simulated seconds until the last task ended */
-    double *start, *end;         /* [n_tasks] simulated start and end of each task */
-    uint64_t activities;         /* SimGrid activities run (executions and flows) */
-    double wall_s;               /* host seconds spent in the simulation */
+    double makespan;     /* simulated seconds until the last task ended */
+    double *start, *end; /* [n_tasks] simulated start and end of each task */
+    uint64_t activities; /* SimGrid activities run (executions and flows) */
+    double wall_s;       /* host seconds spent in the simulation */
 } htae_result;
 
 /* Run `g` (finalized) on the cluster's platform; the engine must have been started by

@@ -11,13 +11,13 @@
 
 /* A further ring is worth a channel only if it adds this fraction of the first one. */
 static const double RING_MIN_GAIN = 0.05;
-static const int RING_MAX = 16;         /* NCCL uses at most 16-32 channels */
+static const int RING_MAX = 16; /* NCCL uses at most 16-32 channels */
 
 typedef struct search {
     int n, n_links;
-    int **route;            /* route[i * n + j]: link indices, -1 terminated */
-    double *residual;       /* per link */
-    int *usage;             /* per link, in the ring being built */
+    int **route;      /* route[i * n + j]: link indices, -1 terminated */
+    double *residual; /* per link */
+    int *usage;       /* per link, in the ring being built */
     int order[HTAE_RING_SEARCH_MAX], best[HTAE_RING_SEARCH_MAX];
     int used[HTAE_RING_SEARCH_MAX];
     double best_bottleneck;
@@ -148,7 +148,7 @@ void htae_rings_build(const sg_host_t *hosts, int n, ring_set *rs)
         memcpy(orders[rings], s.best, sizeof orders[rings]);
         weights[rings++] = b;
         total += b;
-        for (int i = 0; i < n; i++)       /* take its capacity */
+        for (int i = 0; i < n; i++) /* take its capacity */
             for (int *l = s.route[s.best[i] * n + s.best[(i + 1) % n]]; *l >= 0; l++)
                 s.residual[*l] -= b;
     }

@@ -8,11 +8,11 @@
 /* The edges of all rings of a group; every ring carries the collective's full per-edge volume
  * times its share, shares summing to 1 over rings. */
 typedef struct ring_set {
-    int n;              /* members */
+    int n; /* members */
     int n_rings;
-    int n_edges;        /* n * n_rings */
-    int *src, *dst;     /* member indices */
-    double *share;      /* of the per-edge volume, per edge */
+    int n_edges;    /* n * n_rings */
+    int *src, *dst; /* member indices */
+    double *share;  /* of the per-edge volume, per edge */
 } ring_set;
 
 /* Rings over hosts[0..n): for n <= HTAE_RING_SEARCH_MAX an exhaustive search, repeated on the

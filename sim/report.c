@@ -120,7 +120,7 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, re
     double idle_early = last_bwd - busy_before(all, na, last_bwd);
     s->bubble_s = p->pp > 1 ? idle_early : 0.0;
     s->idle_s = idle_total - s->bubble_s;
-    if (s->idle_s < 0)          /* rounding only */
+    if (s->idle_s < 0) /* rounding only */
         s->idle_s = 0;
     free(all);
     free(comp);
@@ -193,7 +193,10 @@ static const char *human_time(double s, char *buf, size_t n)
     return buf;
 }
 
-static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+static double pct(double part, double whole)
+{
+    return whole > 0 ? 100.0 * part / whole : 0;
+}
 
 void report_print_text(FILE *out, const strategy *s, const cluster *c, const compiled_plan *p,
                        const htae_result *r, const report_summary *sum)
@@ -248,9 +251,8 @@ static int write_error(const char *path, ps_error *err)
     return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s", strerror(errno));
 }
 
-int report_write_json(const char *path, const strategy *s, const cluster *c,
-                      const compiled_plan *p, const htae_result *r, const report_summary *sum,
-                      ps_error *err)
+int report_write_json(const char *path, const strategy *s, const cluster *c, const compiled_plan *p,
+                      const htae_result *r, const report_summary *sum, ps_error *err)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "strategy", s->file);
@@ -361,11 +363,15 @@ int report_write_trace(const char *path, const cluster *c, const compiled_plan *
                  p->stage_of_rank[k]);
         put_json_string(f, name);
         fputs("}}", f);
-        fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,"
-                   "\"args\":{\"sort_index\":%d}}", k, k);
+        fprintf(f,
+                ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,"
+                "\"args\":{\"sort_index\":%d}}",
+                k, k);
         for (int s = 0; s < STREAM_COUNT; s++)
-            fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
-                       "\"args\":{\"name\":\"%s\"}}", k, s, stream_name(s));
+            fprintf(f,
+                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                    "\"args\":{\"name\":\"%s\"}}",
+                    k, s, stream_name(s));
     }
     for (uint32_t t = 0; t < g->n_tasks; t++) {
         const htae_task *k = &g->tasks[t];

@@ -22,13 +22,13 @@ typedef struct report_summary {
     double peak_memory_bytes;
     int peak_memory_rank;
     double memory_capacity;
-    int busiest_rank;               /* the GPU with the most compute time */
+    int busiest_rank; /* the GPU with the most compute time */
     /* The busiest GPU's iteration, split: compute + exposed_comm + bubble + idle = iteration_s.
      * exposed_comm: communicating while not computing; bubble: idle before its last backward
      * when pipelined (waiting on other stages); idle: the rest (e.g. waiting at the end). */
     double compute_s, exposed_comm_s, bubble_s, idle_s;
-    double comm_s[CAT_COUNT];       /* busy time per communication category on that GPU */
-    report_item top[REPORT_TOP];    /* largest labels by time on that GPU */
+    double comm_s[CAT_COUNT];    /* busy time per communication category on that GPU */
+    report_item top[REPORT_TOP]; /* largest labels by time on that GPU */
     int n_top;
 } report_summary;
 
@@ -36,9 +36,8 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
 void report_print_text(FILE *out, const strategy *s, const cluster *c, const compiled_plan *p,
                        const htae_result *r, const report_summary *sum);
 /* Both return 0, or PS_EINPUT with err naming the file that could not be written. */
-int report_write_json(const char *path, const strategy *s, const cluster *c,
-                      const compiled_plan *p, const htae_result *r, const report_summary *sum,
-                      ps_error *err);
+int report_write_json(const char *path, const strategy *s, const cluster *c, const compiled_plan *p,
+                      const htae_result *r, const report_summary *sum, ps_error *err);
 int report_write_trace(const char *path, const cluster *c, const compiled_plan *p,
                        const htae_result *r, ps_error *err);
 

@@ -31,11 +31,11 @@ typedef struct sweep_table {
     char sweep_file[512], cluster_file[512], base[1024], workload[64];
     int gpus, memory_fit, combinations, shard_k, shard_n;
     char hash[17];
-    cJSON *axes;                    /* {"tensor": [4, 8], "data": "auto", ...}, owned */
+    cJSON *axes; /* {"tensor": [4, 8], "data": "auto", ...}, owned */
     int show_bucket, show_sp;
     sweep_plan *plans;
     int n;
-    int *order;                     /* ranked order of plans[] */
+    int *order; /* ranked order of plans[] */
     double wall_s;
 } sweep_table;
 
@@ -126,7 +126,7 @@ static void check_plan(const sweep_spec *s, int gpus, int data_auto, sweep_plan 
                      p->pp, p->dp, (long)p->tp * p->pp * p->dp, gpus);
         return;
     }
-    strategy v = s->base;   /* shallow: only read by strategy_validate */
+    strategy v = s->base; /* shallow: only read by strategy_validate */
     apply_plan(p, &v);
     ps_error e;
     ps_error_clear(&e);
@@ -143,7 +143,8 @@ static void check_plan(const sweep_spec *s, int gpus, int data_auto, sweep_plan 
     if (p->schedule == SCHED_INTERLEAVED && m % p->pp)
         mark_invalid(p, "strategy.pipeline.schedule",
                      "the interleaved schedule needs the micro-batches per data-parallel rank "
-                     "(%d) to be a multiple of the pipeline degree (%d)", m, p->pp);
+                     "(%d) to be a multiple of the pipeline degree (%d)",
+                     m, p->pp);
 }
 
 int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err)
@@ -155,8 +156,7 @@ int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_
             for (int j = k + 1; j < SWEEP_AXIS_COUNT && total < 1L << 40; j++)
                 total *= sweep_axis_count(s, (sweep_axis_kind)j);
             src_loc l = s->max_plans_loc.line ? s->max_plans_loc : s->axes_loc;
-            return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column,
-                                "constraints.max_plans",
+            return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "constraints.max_plans",
                                 "the axes give %ld combinations, more than max_plans %d "
                                 "(shorten the axes or raise constraints.max_plans)",
                                 total, s->max_plans);
@@ -172,9 +172,11 @@ int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_
         sweep_plan *p = &plans[i];
         p->index = (int)i;
         p->status = SWEEP_PLAN_PENDING;
-        double v[SWEEP_AXIS_COUNT] = {b->tp, b->pp, b->dp, b->micro_batch, b->schedule,
-                                      b->virtual_stages, b->zero, b->recompute, b->bucket_mb,
-                                      b->sequence_parallel};
+        double v[SWEEP_AXIS_COUNT] = {b->tp,        b->pp,
+                                      b->dp,        b->micro_batch,
+                                      b->schedule,  b->virtual_stages,
+                                      b->zero,      b->recompute,
+                                      b->bucket_mb, b->sequence_parallel};
         for (int k = 0; k < SWEEP_AXIS_COUNT; k++)
             if (s->axes[k].present && !s->axes[k].data_auto)
                 v[k] = s->axes[k].values[digit[k]];
@@ -267,8 +269,8 @@ static void worker_main(const sweep_spec *spec, const cluster *c, int memory_fit
         p.memory_capacity_bytes = plan.memory_capacity;
         if (memory_fit && peak > plan.memory_capacity) {
             p.status = SWEEP_PLAN_OOM;
-            snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB",
-                     peak / GIB, plan.memory_capacity / GIB);
+            snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,
+                     plan.memory_capacity / GIB);
             _exit(write_all(fd, &p, sizeof p) ? 3 : 0);
         }
         rc = htae_run(plan.graph, c, NULL, &res, &err);
@@ -302,7 +304,7 @@ static void worker_main(const sweep_spec *spec, const cluster *c, int memory_fit
 typedef struct worker {
     pid_t pid;
     int fd;
-    int plan;          /* index into the plans array */
+    int plan; /* index into the plans array */
     size_t got;
     sweep_plan rec;
 } worker;
@@ -325,8 +327,7 @@ static void worker_finish(worker *w, sweep_plan *plans)
         *p = w->rec;
         if (WEXITSTATUS(st) && p->status != SWEEP_PLAN_FAILED) {
             p->status = SWEEP_PLAN_FAILED;
-            snprintf(p->reason, sizeof p->reason, "worker exited with code %d",
-                     WEXITSTATUS(st));
+            snprintf(p->reason, sizeof p->reason, "worker exited with code %d", WEXITSTATUS(st));
         }
     } else {
         p->status = SWEEP_PLAN_FAILED;
@@ -355,8 +356,8 @@ static void progress_draw(int done, int total, double t0, int final)
 }
 
 /* Simulate the pending plans of `todo` with at most `jobs` workers alive. */
-static int run_workers(const sweep_spec *spec, const cluster *c, sweep_plan *plans,
-                       const int *todo, int n_todo, int jobs, int progress, ps_error *err)
+static int run_workers(const sweep_spec *spec, const cluster *c, sweep_plan *plans, const int *todo,
+                       int n_todo, int jobs, int progress, ps_error *err)
 {
     worker *ws = calloc((size_t)jobs, sizeof *ws);
     struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
@@ -376,8 +377,7 @@ static int run_workers(const sweep_spec *spec, const cluster *c, sweep_plan *pla
                 slot++;
             int fds[2];
             if (pipe(fds)) {
-                rc = ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "pipe: %s",
-                                  strerror(errno));
+                rc = ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "pipe: %s", strerror(errno));
                 break;
             }
             fflush(stdout);
@@ -386,8 +386,7 @@ static int run_workers(const sweep_spec *spec, const cluster *c, sweep_plan *pla
             if (pid < 0) {
                 close(fds[0]);
                 close(fds[1]);
-                rc = ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "fork: %s",
-                                  strerror(errno));
+                rc = ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "fork: %s", strerror(errno));
                 break;
             }
             if (pid == 0) {
@@ -455,7 +454,7 @@ static int rank_cmp(const void *a, const void *b)
 {
     const sweep_plan *p = &g_rank_plans[*(const int *)a], *q = &g_rank_plans[*(const int *)b];
     if (p->status != q->status)
-        return p->status - q->status;   /* ok, oom, failed, invalid */
+        return p->status - q->status; /* ok, oom, failed, invalid */
     if (p->status == SWEEP_PLAN_OK && p->iteration_s != q->iteration_s)
         return p->iteration_s < q->iteration_s ? -1 : 1;
     return p->index - q->index;
@@ -490,7 +489,8 @@ static void print_table(FILE *f, const sweep_table *t, int top)
     int c[5];
     count_status(t, c);
     const char *cl = strrchr(t->cluster_file, '/');
-    fprintf(f, "sweep %s on %s (%d GPUs): %d plans: %d simulated, %d do not fit in memory, "
+    fprintf(f,
+            "sweep %s on %s (%d GPUs): %d plans: %d simulated, %d do not fit in memory, "
             "%d failed, %d invalid combinations\n",
             t->sweep_file, cl ? cl + 1 : t->cluster_file, t->gpus, t->n, c[SWEEP_PLAN_OK],
             c[SWEEP_PLAN_OOM], c[SWEEP_PLAN_FAILED], c[SWEEP_PLAN_INVALID]);
@@ -498,8 +498,7 @@ static void print_table(FILE *f, const sweep_table *t, int top)
         fprintf(f, "shard %d/%d of %d combinations (merge the shards with protosim merge)\n",
                 t->shard_k, t->shard_n, t->combinations);
     fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s\n", "rank", "plan", "iter s",
-            "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm", "bubble", "idle",
-            "status");
+            "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm", "bubble", "idle", "status");
     int shown[5] = {0}, hidden[5] = {0};
     for (int i = 0; i < t->n; i++) {
         const sweep_plan *p = &t->plans[t->order[i]];
@@ -516,9 +515,9 @@ static void print_table(FILE *f, const sweep_table *t, int top)
         snprintf(mem, sizeof mem, "%.1f/%.1f", p->peak_memory_bytes / GIB,
                  p->memory_capacity_bytes / GIB);
         if (p->status == SWEEP_PLAN_OK) {
-            fprintf(f, "%4d  %-36s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n",
-                    p->rank, label, p->iteration_s, p->tokens_per_s, 100 * p->mfu, mem,
-                    p->compute_s, p->exposed_comm_s, p->bubble_s, p->idle_s);
+            fprintf(f, "%4d  %-36s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n", p->rank,
+                    label, p->iteration_s, p->tokens_per_s, 100 * p->mfu, mem, p->compute_s,
+                    p->exposed_comm_s, p->bubble_s, p->idle_s);
         } else {
             fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s: %s\n", "-", label, "-",
                     "-", "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-",
@@ -526,9 +525,10 @@ static void print_table(FILE *f, const sweep_table *t, int top)
         }
     }
     if (hidden[SWEEP_PLAN_OK] + hidden[SWEEP_PLAN_OOM] + hidden[SWEEP_PLAN_FAILED])
-        fprintf(f, "... and %d more simulated, %d more oom, %d more failed plans (all in "
-                "--csv/--json; --top 0 shows all)\n", hidden[SWEEP_PLAN_OK],
-                hidden[SWEEP_PLAN_OOM], hidden[SWEEP_PLAN_FAILED]);
+        fprintf(f,
+                "... and %d more simulated, %d more oom, %d more failed plans (all in "
+                "--csv/--json; --top 0 shows all)\n",
+                hidden[SWEEP_PLAN_OK], hidden[SWEEP_PLAN_OOM], hidden[SWEEP_PLAN_FAILED]);
     /* invalid combinations: counted by reason */
     for (int i = 0; i < t->n; i++) {
         const sweep_plan *p = &t->plans[i];
@@ -551,8 +551,7 @@ static int write_csv(const char *path, const sweep_table *t, ps_error *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
-        return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s",
-                            strerror(errno));
+        return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s", strerror(errno));
     fputs("rank,index,plan,status,tensor,pipeline,data,micro_batch,schedule,virtual_stages,zero,"
           "recompute,bucket_mb,sequence_parallel,iteration_time_s,tokens_per_s,samples_per_s,"
           "mfu,peak_memory_bytes,memory_capacity_bytes,compute_s,exposed_comm_s,bubble_s,"
@@ -577,8 +576,8 @@ static int write_csv(const char *path, const sweep_table *t, ps_error *err)
                 recompute_name((recompute_mode)p->recompute), p->bucket_mb,
                 p->sequence_parallel ? "true" : "false");
         if (p->status == SWEEP_PLAN_OK)
-            fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->iteration_s, p->tokens_per_s,
-                    p->samples_per_s, p->mfu);
+            fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->iteration_s, p->tokens_per_s, p->samples_per_s,
+                    p->mfu);
         else
             fputs(",,,,", f);
         if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM)
@@ -726,8 +725,7 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
-        return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s",
-                            strerror(errno));
+        return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s", strerror(errno));
     int c[5];
     count_status(t, c);
     int n_ok = c[SWEEP_PLAN_OK], n_bad = c[SWEEP_PLAN_OOM] + c[SWEEP_PLAN_FAILED];
@@ -756,14 +754,15 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
         if (k == n_pp && n_pp < 16)
             pps[n_pp++] = p->pp;
     }
-    for (int i = 1; i < n_pp; i++)   /* insertion sort */
+    for (int i = 1; i < n_pp; i++) /* insertion sort */
         for (int j = i; j > 0 && pps[j - 1] > pps[j]; j--) {
             int x = pps[j];
             pps[j] = pps[j - 1];
             pps[j - 1] = x;
         }
 
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
             "viewBox=\"0 0 %.0f %.0f\" font-family=\"Helvetica, Arial, sans-serif\">\n",
             W, H, W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
@@ -773,7 +772,8 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
     fprintf(f, " on ");
     xml_text(f, cl ? cl + 1 : t->cluster_file);
     fprintf(f, " (%d GPUs), throughput per plan, best first</text>\n", t->gpus);
-    fprintf(f, "<text x=\"%.0f\" y=\"52\" font-size=\"13\" fill=\"#555\">%d simulated, %d do not "
+    fprintf(f,
+            "<text x=\"%.0f\" y=\"52\" font-size=\"13\" fill=\"#555\">%d simulated, %d do not "
             "fit in memory, %d failed, %d invalid combinations not shown",
             L, n_ok, c[SWEEP_PLAN_OOM], c[SWEEP_PLAN_FAILED], c[SWEEP_PLAN_INVALID]);
     if (n_ok) {
@@ -803,26 +803,33 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\">%s</text>\n",
                 L - 6, py + 4, tick);
     }
-    fprintf(f, "<text transform=\"translate(%.0f,%.0f) rotate(-90)\" font-size=\"14\" "
-            "text-anchor=\"middle\">tokens/s (simulated)</text>\n", L - 60, T + ph / 2);
+    fprintf(f,
+            "<text transform=\"translate(%.0f,%.0f) rotate(-90)\" font-size=\"14\" "
+            "text-anchor=\"middle\">tokens/s (simulated)</text>\n",
+            L - 60, T + ph / 2);
 
     /* OOM/failed strip */
     if (n_bad) {
         double x0 = L + n_ok * slot;
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n",
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n",
                 x0, T, n_bad * slot, ph);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
-                "fill=\"#555\">not simulated</text>\n", x0 + n_bad * slot / 2, T + 16);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
-                "fill=\"#555\">%d OOM, %d failed</text>\n", x0 + n_bad * slot / 2, T + 32,
-                c[SWEEP_PLAN_OOM], c[SWEEP_PLAN_FAILED]);
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
+                "fill=\"#555\">not simulated</text>\n",
+                x0 + n_bad * slot / 2, T + 16);
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
+                "fill=\"#555\">%d OOM, %d failed</text>\n",
+                x0 + n_bad * slot / 2, T + 32, c[SWEEP_PLAN_OOM], c[SWEEP_PLAN_FAILED]);
     }
     double bw = slot < 4 ? slot : slot * 0.8;
     if (slots > 40 && n_ok)
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"64\" fill=\"white\" "
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"64\" fill=\"white\" "
                 "stroke=\"#999\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
-                "font-weight=\"bold\">best plans</text>\n", L + pw * 0.28 - 8, T + 8,
-                pw * 0.52, L + pw * 0.28, T + 22);
+                "font-weight=\"bold\">best plans</text>\n",
+                L + pw * 0.28 - 8, T + 8, pw * 0.52, L + pw * 0.28, T + 22);
     double r = fmin(6, fmax(2.5, slot * 0.35));
     for (int i = 0; i < n_ok + n_bad && i < t->n; i++) {
         const sweep_plan *p = &t->plans[t->order[i]];
@@ -835,30 +842,37 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
         sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
         if (p->status == SWEEP_PLAN_OK) {
             double h = p->tokens_per_s / ymax * ph;
-            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">"
+            fprintf(f,
+                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">"
                     "<title>#%d %s: %.1f tokens/s, %.4f s, MFU %.1f%%</title></rect>\n",
                     cx - bw / 2, T + ph - h, bw, h, col, p->rank, label, p->tokens_per_s,
                     p->iteration_s, 100 * p->mfu);
         } else if (p->status == SWEEP_PLAN_OOM) {
-            fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"none\" stroke=\"%s\" "
+            fprintf(f,
+                    "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"none\" stroke=\"%s\" "
                     "stroke-width=\"2\"><title>%s: OOM, %s</title></circle>\n",
                     cx, T + ph - 10, r, col, label, p->reason);
         } else {
-            fprintf(f, "<path d=\"M%.2f %.2f l8 8 m0 -8 l-8 8\" stroke=\"#d62728\" "
-                    "stroke-width=\"2\"><title>%s: failed, ", cx - 4, T + ph - 34, label);
+            fprintf(f,
+                    "<path d=\"M%.2f %.2f l8 8 m0 -8 l-8 8\" stroke=\"#d62728\" "
+                    "stroke-width=\"2\"><title>%s: failed, ",
+                    cx - 4, T + ph - 34, label);
             xml_text(f, p->reason);
             fprintf(f, "</title></path>\n");
         }
         /* plan names under the axis when there is room, else the best three above their bars */
         if (slots <= 40) {
-            fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-60)\" font-size=\"10\" "
-                    "text-anchor=\"end\">%s</text>\n", cx + 3, T + ph + 10, label);
+            fprintf(f,
+                    "<text transform=\"translate(%.1f,%.1f) rotate(-60)\" font-size=\"10\" "
+                    "text-anchor=\"end\">%s</text>\n",
+                    cx + 3, T + ph + 10, label);
         } else if (p->status == SWEEP_PLAN_OK && p->rank <= 3) {
             /* numbered marker over the bar; the names go in the box below */
             double h = p->tokens_per_s / ymax * ph;
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" "
-                    "text-anchor=\"middle\">%d</text>\n", L + 8 + 14 * (p->rank - 1),
-                    T + ph - h - 6, p->rank);
+            fprintf(f,
+                    "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" "
+                    "text-anchor=\"middle\">%d</text>\n",
+                    L + 8 + 14 * (p->rank - 1), T + ph - h - 6, p->rank);
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%d. ", L + pw * 0.28,
                     T + 22 + 17 * p->rank, p->rank);
             xml_text(f, label);
@@ -877,9 +891,11 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
             xs = 1;
         for (double k = xs; k <= n_ok; k += xs) {
             double x = L + (k - 0.5) * slot;
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>"
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>"
                     "<text x=\"%.1f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\">%g"
-                    "</text>\n", x, T + ph, x, T + ph + 5, x, T + ph + 19, k);
+                    "</text>\n",
+                    x, T + ph, x, T + ph + 5, x, T + ph + 19, k);
         }
     }
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" text-anchor=\"middle\">%s</text>\n",
@@ -887,21 +903,27 @@ static int write_plot(const char *path, const sweep_table *t, ps_error *err)
 
     /* legend */
     double lx = L + pw + 24, ly = T + 10;
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">pipeline "
-            "degree</text>\n", lx, ly);
+    fprintf(f,
+            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">pipeline "
+            "degree</text>\n",
+            lx, ly);
     for (int k = 0; k < n_pp; k++) {
         double y = ly + 22 + 22 * k;
-        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
+        fprintf(f,
+                "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
                 "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">pp %d</text>\n",
                 lx, y - 11, palette[k % 10], lx + 22, y, pps[k]);
     }
     double y = ly + 22 + 22 * n_pp + 14;
-    fprintf(f, "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"5\" fill=\"none\" stroke=\"#333\" "
+    fprintf(f,
+            "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"5\" fill=\"none\" stroke=\"#333\" "
             "stroke-width=\"2\"/><text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">does not fit "
-            "(OOM)</text>\n", lx + 7, y - 4, lx + 22, y);
-    fprintf(f, "<path d=\"M%.0f %.0f l8 8 m0 -8 l-8 8\" stroke=\"#d62728\" stroke-width=\"2\"/>"
-            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">failed</text>\n", lx + 3, y + 14,
-            lx + 22, y + 22);
+            "(OOM)</text>\n",
+            lx + 7, y - 4, lx + 22, y);
+    fprintf(f,
+            "<path d=\"M%.0f %.0f l8 8 m0 -8 l-8 8\" stroke=\"#d62728\" stroke-width=\"2\"/>"
+            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">failed</text>\n",
+            lx + 3, y + 14, lx + 22, y + 22);
     fprintf(f, "</svg>\n");
     if (fclose(f))
         return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write");
@@ -991,8 +1013,10 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
     int rc = 0;
     if (spec.gpus && spec.gpus != c.n_gpus) {
         rc = ps_error_set(err, PS_EINPUT, spec.file, spec.gpus_loc.line, spec.gpus_loc.column,
-                          "constraints.gpus", "impossible constraint: %d GPUs, but the cluster "
-                          "%s has %d GPUs", spec.gpus, cluster_path, c.n_gpus);
+                          "constraints.gpus",
+                          "impossible constraint: %d GPUs, but the cluster "
+                          "%s has %d GPUs",
+                          spec.gpus, cluster_path, c.n_gpus);
         goto out;
     }
     t.gpus = c.n_gpus;
@@ -1004,9 +1028,10 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
         valid += t.plans[i].status == SWEEP_PLAN_PENDING;
     if (!valid) {
         rc = ps_error_set(err, PS_EINPUT, spec.file, spec.axes_loc.line, spec.axes_loc.column,
-                          "axes", "impossible constraints: none of the %d combinations is a "
-                          "valid plan on %d GPUs (first: %s)", t.n, c.n_gpus,
-                          t.n ? t.plans[0].reason : "-");
+                          "axes",
+                          "impossible constraints: none of the %d combinations is a "
+                          "valid plan on %d GPUs (first: %s)",
+                          t.n, c.n_gpus, t.n ? t.plans[0].reason : "-");
         goto out;
     }
     /* identity of the sweep, so merge can refuse shards of different sweeps */
@@ -1052,7 +1077,8 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
     rank_plans(&t);
     int cnt[5];
     count_status(&t, cnt);
-    fprintf(stderr, "sweep: %d plans processed in %.1f s with %d workers (%.1f plans/s): "
+    fprintf(stderr,
+            "sweep: %d plans processed in %.1f s with %d workers (%.1f plans/s): "
             "%d simulated, %d oom, %d failed; %d invalid combinations skipped\n",
             n_todo, sim_s, jobs, sim_s > 0 ? n_todo / sim_s : 0.0, cnt[SWEEP_PLAN_OK],
             cnt[SWEEP_PLAN_OOM], cnt[SWEEP_PLAN_FAILED], cnt[SWEEP_PLAN_INVALID]);
@@ -1095,8 +1121,14 @@ static int enum_of(const char *s, const char *(*name)(int), int n)
     return 0;
 }
 
-static const char *sched_n(int i) { return schedule_name((pipeline_schedule)i); }
-static const char *recomp_n(int i) { return recompute_name((recompute_mode)i); }
+static const char *sched_n(int i)
+{
+    return schedule_name((pipeline_schedule)i);
+}
+static const char *recomp_n(int i)
+{
+    return recompute_name((recompute_mode)i);
+}
 
 static int plan_from_json(const cJSON *o, sweep_plan *p)
 {
@@ -1129,7 +1161,8 @@ static int plan_from_json(const cJSON *o, sweep_plan *p)
         p->bubble_s = num(b, "bubble_s");
         p->idle_s = num(b, "idle_s");
     }
-    snprintf(p->reason_kind, sizeof p->reason_kind, "%s", str(o, "reason_kind") ? str(o, "reason_kind") : "");
+    snprintf(p->reason_kind, sizeof p->reason_kind, "%s",
+             str(o, "reason_kind") ? str(o, "reason_kind") : "");
     snprintf(p->reason, sizeof p->reason, "%s", str(o, "reason") ? str(o, "reason") : "");
     return 0;
 }
@@ -1204,7 +1237,8 @@ int sweep_merge(const char *const *inputs, int n_inputs, const sweep_options *o,
         } else if (strcmp(hash, t.hash)) {
             rc = ps_error_set(err, PS_EINPUT, inputs[i], 0, 0, "sweep.hash",
                               "comes from a different sweep than %s (sweep file, base strategy "
-                              "or cluster differ: hash %s, not %s)", inputs[0], hash, t.hash);
+                              "or cluster differ: hash %s, not %s)",
+                              inputs[0], hash, t.hash);
         } else if (n != t.shard_n) {
             rc = ps_error_set(err, PS_EINPUT, inputs[i], 0, 0, "sweep.shard",
                               "was split into %d shards, %s into %d", n, inputs[0], t.shard_n);
@@ -1233,15 +1267,18 @@ int sweep_merge(const char *const *inputs, int n_inputs, const sweep_options *o,
             if (t.plans[i].index == t.plans[i - 1].index)
                 rc = ps_error_set(err, PS_EINPUT, NULL, 0, 0, NULL,
                                   "plan %d appears in more than one input (the same shard "
-                                  "given twice?)", t.plans[i].index);
+                                  "given twice?)",
+                                  t.plans[i].index);
     }
     if (!rc) {
         int missing = 0;
         for (int k = 1; k <= t.shard_n; k++)
             missing += !seen_shard[k];
         if (missing)
-            fprintf(stderr, "protosim: warning: %d of %d shards missing: the ranking covers "
-                    "%d of %d plans\n", missing, t.shard_n, t.n, t.combinations);
+            fprintf(stderr,
+                    "protosim: warning: %d of %d shards missing: the ranking covers "
+                    "%d of %d plans\n",
+                    missing, t.shard_n, t.n, t.combinations);
         t.shard_n = t.shard_k = 0;
         rank_plans(&t);
         rc = write_outputs(&t, o, err);

@@ -7,26 +7,26 @@
 #include "base/error.h"
 
 typedef enum {
-    SWEEP_PLAN_OK,        /* simulated */
-    SWEEP_PLAN_OOM,       /* does not fit in GPU memory (not simulated under memory: fit) */
-    SWEEP_PLAN_FAILED,    /* its worker crashed or reported an error */
-    SWEEP_PLAN_INVALID,   /* inconsistent combination (not simulated, not an error) */
+    SWEEP_PLAN_OK,      /* simulated */
+    SWEEP_PLAN_OOM,     /* does not fit in GPU memory (not simulated under memory: fit) */
+    SWEEP_PLAN_FAILED,  /* its worker crashed or reported an error */
+    SWEEP_PLAN_INVALID, /* inconsistent combination (not simulated, not an error) */
     SWEEP_PLAN_PENDING
 } sweep_plan_status;
 
 /* One combination of the axes and, once processed, its outcome. Plain data: workers send it
  * back through a pipe as is. */
 typedef struct sweep_plan {
-    int index;                      /* position in the cartesian product, 0-based */
+    int index; /* position in the cartesian product, 0-based */
     int tp, pp, dp, micro_batch, schedule, virtual_stages, zero, recompute, sequence_parallel;
     double bucket_mb;
-    int status;                     /* sweep_plan_status */
-    int rank;                       /* 1-based among simulated plans after ranking; 0 else */
+    int status; /* sweep_plan_status */
+    int rank;   /* 1-based among simulated plans after ranking; 0 else */
     double iteration_s, samples_per_s, tokens_per_s, mfu;
     double peak_memory_bytes, memory_capacity_bytes;
     double compute_s, exposed_comm_s, bubble_s, idle_s;
-    double sim_wall_s;              /* host seconds the worker spent simulating */
-    char reason_kind[64];           /* invalid/failed: the field or cause, for grouping */
+    double sim_wall_s;    /* host seconds the worker spent simulating */
+    char reason_kind[64]; /* invalid/failed: the field or cause, for grouping */
     char reason[448];
 } sweep_plan;
 
@@ -42,11 +42,11 @@ int sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out)
 void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *out, size_t n);
 
 typedef struct sweep_options {
-    int jobs;                       /* worker processes alive at once; <= 0: the CPU count */
-    int shard_k, shard_n;           /* process plans with index % n == k - 1; 0/0: all */
-    int top;                        /* rows of the ranked table on stdout; 0: all */
-    int progress;                   /* -1 auto (stderr is a terminal), 0 off, 1 on */
-    const char *csv, *json, *plot;  /* outputs, NULL when not asked for */
+    int jobs;                      /* worker processes alive at once; <= 0: the CPU count */
+    int shard_k, shard_n;          /* process plans with index % n == k - 1; 0/0: all */
+    int top;                       /* rows of the ranked table on stdout; 0: all */
+    int progress;                  /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    const char *csv, *json, *plot; /* outputs, NULL when not asked for */
 } sweep_options;
 
 void sweep_default_options(sweep_options *o);

@@ -25,10 +25,10 @@ static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
  * asynchronous NCCL calls do. */
 typedef struct segment {
     double gpu, cpu, span;
-    double params;       /* sharded parameters whose gradients this (backward) segment makes */
-    int n_ops, lo, hi;   /* how many ops, lowest and highest layer among them */
+    double params;     /* sharded parameters whose gradients this (backward) segment makes */
+    int n_ops, lo, hi; /* how many ops, lowest and highest layer among them */
     int label;
-    int cut;             /* a TP collective follows */
+    int cut; /* a TP collective follows */
 } segment;
 
 typedef struct segment_list {
@@ -38,29 +38,29 @@ typedef struct segment_list {
 
 /* Everything one model chunk needs, the same for every micro-batch and rank of its stage. */
 typedef struct chunk_template {
-    segment_list fwd, bwd, rec;   /* rec: forward replayed before backward (full recompute) */
-    double params;                /* sharded */
-    double act_bytes;             /* saved per micro-batch, after recompute savings */
-    int *bucket_end;              /* backward segment index closing each gradient bucket */
+    segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
+    double params;              /* sharded */
+    double act_bytes;           /* saved per micro-batch, after recompute savings */
+    int *bucket_end;            /* backward segment index closing each gradient bucket */
     double *bucket_bytes;
-    int *bucket_lo;               /* lowest layer whose parameters the bucket holds */
+    int *bucket_lo; /* lowest layer whose parameters the bucket holds */
     int n_buckets;
-    int *fwd_bucket;              /* per forward segment: the bucket holding its last layer */
+    int *fwd_bucket; /* per forward segment: the bucket holding its last layer */
 } chunk_template;
 
 typedef struct compile_ctx {
     const strategy *s;
     const cluster *c;
     workload_graph wg;
-    workload_op *sharded;          /* [wg.n_ops]: the part one TP rank runs */
-    int tp, pp, dp, v, mcs, M;     /* mcs: model chunks = pp * v */
-    int dp_sim;                    /* replicas simulated: dp, or 1 when folded */
-    double tp_bytes;               /* one TP collective's buffer: b * s * h elements */
-    double pp_bytes;               /* one pipeline send */
-    double grad_elem;              /* bytes per gradient element in DP reduction */
-    chunk_template *tmpl;          /* [mcs] */
+    workload_op *sharded;      /* [wg.n_ops]: the part one TP rank runs */
+    int tp, pp, dp, v, mcs, M; /* mcs: model chunks = pp * v */
+    int dp_sim;                /* replicas simulated: dp, or 1 when folded */
+    double tp_bytes;           /* one TP collective's buffer: b * s * h elements */
+    double pp_bytes;           /* one pipeline send */
+    double grad_elem;          /* bytes per gradient element in DP reduction */
+    chunk_template *tmpl;      /* [mcs] */
     htae_graph *g;
-    uint32_t *last_compute;        /* per rank: latest compute task emitted, NONE at first */
+    uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
 } compile_ctx;
 
@@ -69,9 +69,18 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
     int coord[3] = {0, 0, 0}, size[3] = {1, 1, 1};
     for (int i = 0; i < 3; i++) {
         switch (s->order[i]) {
-        case AXIS_TENSOR: coord[i] = t; size[i] = s->tp; break;
-        case AXIS_DATA: coord[i] = d; size[i] = s->dp; break;
-        case AXIS_PIPELINE: coord[i] = p; size[i] = s->pp; break;
+        case AXIS_TENSOR:
+            coord[i] = t;
+            size[i] = s->tp;
+            break;
+        case AXIS_DATA:
+            coord[i] = d;
+            size[i] = s->dp;
+            break;
+        case AXIS_PIPELINE:
+            coord[i] = p;
+            size[i] = s->pp;
+            break;
         }
     }
     return coord[0] + size[0] * (coord[1] + size[1] * coord[2]);
@@ -158,7 +167,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
     segment cur;
     memset(&cur, 0, sizeof cur);
     const workload_op *last = NULL;
-    for (int i = 0; i < n; i++) {                          /* forward */
+    for (int i = 0; i < n; i++) { /* forward */
         const workload_op *op = &cx->sharded[i];
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
@@ -168,7 +177,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         recompute_mode rm = strategy_recompute_for_layer(s, op->layer);
         int layer_op = op->layer >= 0 && op->layer < wg->model.layers;
         if (layer_op && rm == RECOMPUTE_FULL)
-            ;   /* only the layer input is kept: counted once per layer below */
+            ; /* only the layer input is kept: counted once per layer below */
         else if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
             ;
         else
@@ -191,7 +200,7 @@ static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chun
         if (strategy_recompute_for_layer(s, l) == RECOMPUTE_FULL)
             ct->act_bytes += cx->tp_bytes / (s->sequence_parallel ? cx->tp : 1);
 
-    memset(&cur, 0, sizeof cur);                           /* full-recompute replay */
+    memset(&cur, 0, sizeof cur); /* full-recompute replay */
     last = NULL;
     for (int i = 0; i < n; i++) {
         const workload_op *op = &cx->sharded[i];
@@ -330,7 +339,7 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
             htae_add_collective(g, kinds[j], group, STREAM_TP, cx->tp_bytes, CAT_TP_COMM,
                                 cx->label_tp[kinds[j]], micro, coll);
             for (int t = 0; t < tp; t++) {
-                if (!(overlap && j == 0))   /* an overlapped one is issued with its GEMM */
+                if (!(overlap && j == 0)) /* an overlapped one is issued with its GEMM */
                     htae_set_host(g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
                 uint32_t dep = overlap && j == 0 ? before[t] : after[t];
                 if (dep != NONE)
@@ -341,15 +350,18 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
     }
 }
 
-static int stage_of_chunk(const compile_ctx *cx, int mc) { return mc % cx->pp; }
+static int stage_of_chunk(const compile_ctx *cx, int mc)
+{
+    return mc % cx->pp;
+}
 
 /* A pipeline send of one unit's output (activations or gradients) from `src` after its compute
  * task `after`. The host issues it and goes on; the synchronize Megatron does after its p2p
  * calls is modelled at the receiver, whose host waits for the data (HOST_WAIT). */
 static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int label, int mb)
 {
-    uint32_t x = htae_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label,
-                                   mb);
+    uint32_t x =
+        htae_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label, mb);
     htae_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
     htae_add_edge(cx->g, after, x);
     return x;
@@ -380,9 +392,9 @@ static void estimate_memory(const compile_ctx *cx, int p, memory_estimate *me)
     double w = precision_bytes(s->precision);
     /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
      * SGD's momentum */
-    double opt = s->optimizer == OPT_ADAM ? (mixed ? 12.0 : 8.0)
-               : s->optimizer == OPT_SGD  ? (mixed ? 8.0 : 4.0)
-                                          : 0.0;
+    double opt = s->optimizer == OPT_ADAM  ? (mixed ? 12.0 : 8.0)
+                 : s->optimizer == OPT_SGD ? (mixed ? 8.0 : 4.0)
+                                           : 0.0;
     me->weights = params * w / (s->zero >= 3 ? cx->dp : 1);
     me->gradients = params * (mixed ? 4.0 : w) / (s->zero >= 2 ? cx->dp : 1);
     me->optimizer = params * opt / (s->zero >= 1 ? cx->dp : 1);
@@ -400,7 +412,7 @@ static void estimate_memory(const compile_ctx *cx, int p, memory_estimate *me)
         inflight = units < total ? units : total;
     }
     }
-    me->activations = act / cx->v * inflight;      /* act / v: one chunk's activations */
+    me->activations = act / cx->v * inflight; /* act / v: one chunk's activations */
     me->buffers = COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 ? 2 * s->bucket_mb * 1e6 : 0);
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
 }
@@ -411,7 +423,8 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     htae_graph *g = cx->g;
     int tp = cx->tp, pp = cx->pp, dp = cx->dp, M = cx->M;
     size_t nx = (size_t)dp * tp * cx->mcs * M;
-    uint32_t *fwd_first = malloc(nx * sizeof *fwd_first), *bwd_first = malloc(nx * sizeof *bwd_first);
+    uint32_t *fwd_first = malloc(nx * sizeof *fwd_first),
+             *bwd_first = malloc(nx * sizeof *bwd_first);
     /* the receiver's compute task just before each unit: where it posts the receive */
     uint32_t *fwd_prev = malloc(nx * sizeof *fwd_prev), *bwd_prev = malloc(nx * sizeof *bwd_prev);
     uint32_t *fwd_in = malloc(nx * sizeof *fwd_in), *bwd_in = malloc(nx * sizeof *bwd_in);
@@ -462,14 +475,15 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                     int mc = c * pp + p;
                     const chunk_template *ct = &cx->tmpl[mc];
                     for (int b = ct->n_buckets - 1; b >= 0; b--) {
-                        double bytes = ct->bucket_bytes[b] / cx->grad_elem *
-                                       precision_bytes(s->precision);
+                        double bytes =
+                            ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
                         htae_add_collective(g, COLL_ALLGATHER, dp_group[p * tp + t], STREAM_DP,
                                             bytes, CAT_DP_COMM, cx->label_dp[COLL_ALLGATHER], -1,
                                             coll);
                         for (int d = 0; d < dp; d++)
                             gather[((size_t)compile_rank_of(s, t, d, p) * cx->mcs + mc) *
-                                       maxbuckets + b] = coll[d];
+                                       maxbuckets +
+                                   b] = coll[d];
                     }
                 }
     }
@@ -491,9 +505,9 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                         /* The pipeline runtime's step before the unit: the host receives the
                          * unit's input (blocking, then synchronize: Megatron's p2p), then does
                          * the schedule's own work. Host time only. */
-                        uint32_t id = htae_add_compute(g, ranks[t], units[u].backward
-                                                           ? CAT_BACKWARD : CAT_FORWARD,
-                                                       0.0, cx->label_pipe, mb);
+                        uint32_t id = htae_add_compute(
+                            g, ranks[t], units[u].backward ? CAT_BACKWARD : CAT_FORWARD, 0.0,
+                            cx->label_pipe, mb);
                         htae_set_host(g, id, HOST_ISSUE | HOST_WAIT,
                                       cost_pipeline_unit_overhead_seconds(), 0.0);
                         first[t] = id;
@@ -502,12 +516,13 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                 }
                 if (!units[u].backward) {
                     const uint32_t *gate = NULL;
-                    if (gather && mb == 0) {    /* first use of the chunk's parameters */
+                    if (gather && mb == 0) { /* first use of the chunk's parameters */
                         for (int i = 0; i < ct->fwd.n; i++)
                             for (int t = 0; t < tp; t++)
                                 gates[(size_t)i * tp + t] =
                                     gather[((size_t)compile_rank_of(s, t, d, p) * cx->mcs + mc) *
-                                               maxbuckets + ct->fwd_bucket[i]];
+                                               maxbuckets +
+                                           ct->fwd_bucket[i]];
                         gate = gates;
                     }
                     emit_segments(cx, &ct->fwd, ranks, group, CAT_FORWARD, mb, first, last, NULL,
@@ -569,7 +584,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     int *n_dp_tasks = calloc((size_t)n, sizeof *n_dp_tasks);
     for (int p = 0; p < pp; p++) {
         int nu = pipeline_order(s->schedule, pp, p, M, cx->v, units);
-        int chunk_order[cx->v], nc = 0;   /* chunks by when their last backward runs */
+        int chunk_order[cx->v], nc = 0; /* chunks by when their last backward runs */
         for (int u = 0; u < nu; u++)
             if (units[u].backward && units[u].micro == M - 1)
                 chunk_order[nc++] = units[u].chunk;
@@ -587,10 +602,11 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
                     htae_add_collective(g, grad_kind, dp_group[p * tp + t], STREAM_DP,
                                         ct->bucket_bytes[b], CAT_DP_COMM, cx->label_dp[grad_kind],
                                         M - 1, coll);
-                    for (int d = 0; d < cx->dp_sim; d++) {   /* folded members: no deps */
-                        uint32_t ready = s->dp_overlap
-                            ? last_bwd[lidx(cx, d, t, mc, maxseg, ct->bucket_end[b])]
-                            : cx->last_compute[dranks[d]];   /* the rank's final backward */
+                    for (int d = 0; d < cx->dp_sim; d++) { /* folded members: no deps */
+                        uint32_t ready =
+                            s->dp_overlap
+                                ? last_bwd[lidx(cx, d, t, mc, maxseg, ct->bucket_end[b])]
+                                : cx->last_compute[dranks[d]]; /* the rank's final backward */
                         htae_add_edge(g, ready, coll[d]);
                         dp_tasks[dranks[d]][n_dp_tasks[dranks[d]]++] = coll[d];
                     }
@@ -610,9 +626,10 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
         if (s->zero >= 1)
             params /= dp;
         double secs = s->optimizer == OPT_NONE
-            ? 0.0
-            : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
-                                     cx->c->device[r]) + cost_iteration_overhead_seconds();
+                          ? 0.0
+                          : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
+                                                   cx->c->device[r]) +
+                                cost_iteration_overhead_seconds();
         opt_task[r] = htae_add_compute(g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
         for (int i = 0; i < n_dp_tasks[r]; i++)
             htae_add_edge(g, dp_tasks[r][i], opt_task[r]);
@@ -661,7 +678,8 @@ static int replicas_alike(const strategy *s, const cluster *c)
     for (int p = 0; p < s->pp; p++)
         for (int t = 0; t < s->tp; t++)
             for (int d = 1; d < s->dp; d++)
-                if (c->device[compile_rank_of(s, t, d, p)] != c->device[compile_rank_of(s, t, 0, p)])
+                if (c->device[compile_rank_of(s, t, d, p)] !=
+                    c->device[compile_rank_of(s, t, 0, p)])
                     return 0;
     return 1;
 }
@@ -701,7 +719,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     int elem = precision_bytes(s->precision);
     cx.tp_bytes = (double)s->micro_batch * m->seq * m->hidden * elem;
     cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
-    cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0;  /* Megatron: bf16 reduces fp32 grads */
+    cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
 
     cx.sharded = malloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
     for (int i = 0; i < cx.wg.n_ops; i++)

@@ -27,15 +27,15 @@ void compile_default_options(compile_options *o);
 typedef struct compiled_plan {
     htae_graph *graph;
     int gpus, tp, pp, dp, chunks, micro_batches;
-    int simulated_replicas;        /* dp, or 1 when data-parallel replicas are folded */
+    int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     double samples_per_iter, tokens_per_iter;
-    double model_flops_per_iter;   /* forward + backward of the model, recompute excluded */
-    double peak_flops_per_gpu;     /* at the plan's precision */
+    double model_flops_per_iter; /* forward + backward of the model, recompute excluded */
+    double peak_flops_per_gpu;   /* at the plan's precision */
     double params_total;
-    int *stage_of_rank;            /* [gpus] */
-    int *replica_of_rank;          /* [gpus]: data-parallel index */
-    memory_estimate *memory;       /* [gpus] */
-    double memory_capacity;        /* smallest HBM capacity among the GPUs */
+    int *stage_of_rank;      /* [gpus] */
+    int *replica_of_rank;    /* [gpus]: data-parallel index */
+    memory_estimate *memory; /* [gpus] */
+    double memory_capacity;  /* smallest HBM capacity among the GPUs */
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data index d, pipeline stage p under s->order. */

@@ -30,11 +30,11 @@ void pipeline_1f1b_order(int stages, int stage, int micro, pipeline_unit *out)
     int n = 0, f = 0, b = 0;
     while (f < warmup)
         out[n++] = unit(0, f++, 0);
-    while (f < micro) {          /* steady state: one forward, one backward */
+    while (f < micro) { /* steady state: one forward, one backward */
         out[n++] = unit(0, f++, 0);
         out[n++] = unit(1, b++, 0);
     }
-    while (b < micro)            /* cool-down */
+    while (b < micro) /* cool-down */
         out[n++] = unit(1, b++, 0);
 }
 
@@ -72,12 +72,8 @@ int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int ch
                    pipeline_unit *out)
 {
     switch (s) {
-    case SCHED_GPIPE:
-        pipeline_gpipe_order(stages, stage, micro, out);
-        return 2 * micro;
-    case SCHED_1F1B:
-        pipeline_1f1b_order(stages, stage, micro, out);
-        return 2 * micro;
+    case SCHED_GPIPE: pipeline_gpipe_order(stages, stage, micro, out); return 2 * micro;
+    case SCHED_1F1B: pipeline_1f1b_order(stages, stage, micro, out); return 2 * micro;
     case SCHED_INTERLEAVED:
         pipeline_interleaved_order(stages, stage, micro, chunks, out);
         return 2 * micro * chunks;

@@ -6,9 +6,9 @@
 #include "strategy.h"
 
 typedef struct pipeline_unit {
-    int backward;   /* 0 forward, 1 backward */
-    int micro;      /* micro-batch index */
-    int chunk;      /* model chunk on this stage (0 unless interleaved) */
+    int backward; /* 0 forward, 1 backward */
+    int micro;    /* micro-batch index */
+    int chunk;    /* model chunk on this stage (0 unless interleaved) */
 } pipeline_unit;
 
 /* Each writes the 2 * micro * chunks units of stage `stage` (of `stages`) into out. */

@@ -35,7 +35,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
     if (n->type == YAML_MAPPING_NODE) {
         if (workload_model_from_yaml(c->doc, n, c->file, &s->model, c->err))
             return c->err->code;
-        if (!s->model.name[0])   /* reports need some name */
+        if (!s->model.name[0]) /* reports need some name */
             snprintf(s->model.name, sizeof s->model.name, "inline");
         return 0;
     }
@@ -43,7 +43,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
     const char *name = yread_scalar(n);
     if (!name || !name[0])
         return yread_fail(c, n, "workload", "expected a model name, a path or a mapping, got %s",
-                       yread_kind(n));
+                          yread_kind(n));
     char path[1024];
     snprintf(path, sizeof path, "%s", name);
     if (name[0] != '/') {
@@ -77,8 +77,9 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
 {
     static const char *const keys[] = {"global", "micro"};
     if (!n)
-        return yread_fail(c, root, "batch.global", "missing required key 'batch' "
-                       "(batch: {global: N, micro: M})");
+        return yread_fail(c, root, "batch.global",
+                          "missing required key 'batch' "
+                          "(batch: {global: N, micro: M})");
     if (yread_expect_mapping(c, n, "batch") || yread_check_keys(c, n, "batch", keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v = yread_map_get(c, n, "global");
@@ -87,8 +88,8 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
     s->batch_loc = yread_loc(v);
     if (yread_int(c, v, "batch.global", 1, INT_MAX, &s->global_batch))
         return c->err->code;
-    if ((v = yread_map_get(c, n, "micro")) && yread_int(c, v, "batch.micro", 1, INT_MAX,
-                                                      &s->micro_batch))
+    if ((v = yread_map_get(c, n, "micro")) &&
+        yread_int(c, v, "batch.micro", 1, INT_MAX, &s->micro_batch))
         return c->err->code;
     return 0;
 }
@@ -135,28 +136,27 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
     if ((sched_node = yread_map_get(c, n, "schedule"))) {
         int i;
         if (yread_enum(c, sched_node, "strategy.pipeline.schedule", schedule_names,
-                     COUNT(schedule_names), &i))
+                       COUNT(schedule_names), &i))
             return c->err->code;
         s->schedule = (pipeline_schedule)i;
     }
     if ((vs_node = yread_map_get(c, n, "virtual_stages")) &&
-        yread_int(c, vs_node, "strategy.pipeline.virtual_stages", 1, INT_MAX,
-                &s->virtual_stages))
+        yread_int(c, vs_node, "strategy.pipeline.virtual_stages", 1, INT_MAX, &s->virtual_stages))
         return c->err->code;
 
     /* Virtual stages only exist in the interleaved schedule, which needs at least two. */
     if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
         return yread_fail(c, vs_node ? vs_node : sched_node, "strategy.pipeline.virtual_stages",
-                       "the interleaved schedule needs virtual_stages >= 2, got %d",
-                       s->virtual_stages);
+                          "the interleaved schedule needs virtual_stages >= 2, got %d",
+                          s->virtual_stages);
     if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
         return yread_fail(c, sched_node, "strategy.pipeline.schedule",
-                       "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
+                          "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
     if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
         return yread_fail(c, vs_node, "strategy.pipeline.virtual_stages",
-                       "virtual_stages must be 1 unless schedule is interleaved "
-                       "(schedule is %s, virtual_stages %d)",
-                       schedule_names[s->schedule], s->virtual_stages);
+                          "virtual_stages must be 1 unless schedule is interleaved "
+                          "(schedule is %s, virtual_stages %d)",
+                          schedule_names[s->schedule], s->virtual_stages);
     return 0;
 }
 
@@ -193,8 +193,8 @@ static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     if (n->type != YAML_SEQUENCE_NODE)
         return yread_fail(c, n, "strategy.order",
-                       "expected a list of the axes tensor, data, pipeline, got %s",
-                       yread_kind(n));
+                          "expected a list of the axes tensor, data, pipeline, got %s",
+                          yread_kind(n));
     int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
     int seen[3] = {0, 0, 0};
     for (int i = 0; i < count; i++) {
@@ -212,8 +212,8 @@ static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
     }
     if (count != 3)
         return yread_fail(c, n, "strategy.order",
-                       "order must list each of tensor, data, pipeline once (got %d items)",
-                       count);
+                          "order must list each of tensor, data, pipeline once (got %d items)",
+                          count);
     return 0;
 }
 
@@ -235,8 +235,8 @@ static int parse_layer_path(const char *p, int layers, int *first, int *last)
     size_t n1 = dash ? (size_t)(dash - p) : strlen(p);
     const char *second = dash ? dash + 1 : p;
     size_t n2 = strlen(second);
-    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 ||
-        n2 == 0 || n2 > 9 || strspn(second, "0123456789") != n2)
+    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 || n2 == 0 || n2 > 9 ||
+        strspn(second, "0123456789") != n2)
         return -1;
     *first = atoi(p);
     *last = atoi(second);
@@ -253,16 +253,22 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
     snprintf(field, sizeof field, "strategy.children.%s", path ? path : "?");
 
     if (!path)
-        return yread_fail(c, key, "strategy.children", "a children key must be a module path, "
-                       "got %s", yread_kind(key));
+        return yread_fail(c, key, "strategy.children",
+                          "a children key must be a module path, "
+                          "got %s",
+                          yread_kind(key));
     if (strlen(path) >= sizeof o->path ||
         parse_layer_path(path, layers, &o->first_layer, &o->last_layer))
-        return yread_fail(c, key, field, "unknown module path '%s' (expected layers.N, "
-                       "layers.A-B, embedding or head)", path);
+        return yread_fail(c, key, field,
+                          "unknown module path '%s' (expected layers.N, "
+                          "layers.A-B, embedding or head)",
+                          path);
     if (strcmp(path, "embedding") && strcmp(path, "head") &&
         (o->first_layer > o->last_layer || o->last_layer >= layers))
-        return yread_fail(c, key, field, "layer range '%s' must satisfy 0 <= A <= B < %d "
-                       "(the model's layer count)", path, layers);
+        return yread_fail(c, key, field,
+                          "layer range '%s' must satisfy 0 <= A <= B < %d "
+                          "(the model's layer count)",
+                          path, layers);
     snprintf(o->path, sizeof o->path, "%s", path);
     o->loc = yread_loc(key);
 
@@ -318,9 +324,10 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor", "pipeline", "data", "recompute",
-                                       "order", "children"};
-    if (yread_expect_mapping(c, n, "strategy") || yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
+    static const char *const keys[] = {"tensor",    "pipeline", "data",
+                                       "recompute", "order",    "children"};
+    if (yread_expect_mapping(c, n, "strategy") ||
+        yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v;
     if ((v = yread_map_get(c, n, "tensor")) && load_tensor(c, v, s))
@@ -347,10 +354,9 @@ static int validate(yread_ctx *c, const strategy *s)
 {
     const workload_model *m = &s->model;
     if (m->heads % s->tp)
-        return ps_error_set(c->err, PS_EINPUT, c->file, s->tp_loc.line, s->tp_loc.column,
-                            "strategy.tensor.degree",
-                            "tensor degree %d does not divide the model's %d attention heads",
-                            s->tp, m->heads);
+        return ps_error_set(
+            c->err, PS_EINPUT, c->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
+            "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
     if (m->layers % (s->pp * s->virtual_stages)) {
         if (s->virtual_stages > 1)
             return ps_error_set(c->err, PS_EINPUT, c->file, s->pp_loc.line, s->pp_loc.column,
@@ -360,8 +366,8 @@ static int validate(yread_ctx *c, const strategy *s)
                                 s->pp, s->virtual_stages, s->pp * s->virtual_stages, m->layers);
         return ps_error_set(c->err, PS_EINPUT, c->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.degree",
-                            "pipeline degree %d does not divide the model's %d layers",
-                            s->pp, m->layers);
+                            "pipeline degree %d does not divide the model's %d layers", s->pp,
+                            m->layers);
     }
     long per_step = (long)s->micro_batch * s->dp;
     if (s->global_batch % per_step)
@@ -394,15 +400,15 @@ static void set_defaults(strategy *s)
 /* Everything after the YAML parsed: the root mapping, section by section. */
 static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
 {
-    static const char *const keys[] = {"workload", "batch", "precision", "optimizer",
-                                       "strategy"};
+    static const char *const keys[] = {"workload", "batch", "precision", "optimizer", "strategy"};
     if (yread_expect_mapping(c, root, "") || yread_check_keys(c, root, "", keys, COUNT(keys)))
         return c->err->code;
 
     yaml_node_t *v = yread_map_get(c, root, "workload");
     if (!v)
-        return yread_fail(c, root, "workload", "missing required key 'workload' "
-                       "(a model name, a path or a mapping)");
+        return yread_fail(c, root, "workload",
+                          "missing required key 'workload' "
+                          "(a model name, a path or a mapping)");
     if (load_workload(c, v, s))
         return c->err->code;
     if (load_batch(c, root, yread_map_get(c, root, "batch"), s))
@@ -457,8 +463,8 @@ int strategy_validate(const strategy *s, ps_error *err)
     }
     yread_ctx c = {NULL, s->file, err};
     if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->micro_batch < 1 || s->virtual_stages < 1)
-        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
-                            "strategy", "degrees, micro batch and virtual stages must be >= 1");
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy",
+                            "degrees, micro batch and virtual stages must be >= 1");
     if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
         return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.virtual_stages",
@@ -467,8 +473,7 @@ int strategy_validate(const strategy *s, ps_error *err)
     if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
         return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.schedule",
-                            "the interleaved schedule needs a pipeline degree >= 2, got %d",
-                            s->pp);
+                            "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
     if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.virtual_stages",
@@ -502,7 +507,7 @@ int strategy_clone(const strategy *src, strategy *dst)
 
 int strategy_load(const char *path, const char *data_dir, strategy *out, ps_error *err)
 {
-    ps_error scratch;   /* the helpers read err->code, so never let it be NULL */
+    ps_error scratch; /* the helpers read err->code, so never let it be NULL */
     if (!err) {
         ps_error_clear(&scratch);
         err = &scratch;
@@ -511,8 +516,8 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
 
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ps_error_set(err, PS_EINPUT, path, 0, 0, "",
-                            "cannot open strategy file: %s", strerror(errno));
+        return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot open strategy file: %s",
+                            strerror(errno));
 
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -523,8 +528,7 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
     yaml_parser_set_input_file(&parser, f);
     if (!yaml_parser_load(&parser, &doc)) {
         int rc = ps_error_set(err, PS_EINPUT, path, (int)parser.problem_mark.line + 1,
-                              (int)parser.problem_mark.column + 1, "",
-                              "malformed YAML: %s%s%s",
+                              (int)parser.problem_mark.column + 1, "", "malformed YAML: %s%s%s",
                               parser.problem ? parser.problem : "parse error",
                               parser.context ? " " : "", parser.context ? parser.context : "");
         yaml_parser_delete(&parser);

@@ -12,13 +12,12 @@ typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE } parallel_axis;
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
 typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE } optimizer_kind;
 
-
 /* A `children` entry: overrides applied to a subtree selected by module path.
  * Paths: "layers.A-B" / "layers.N" (inclusive layer range), "embedding", "head". */
 typedef struct strategy_override {
     char path[64];
     src_loc loc;
-    int first_layer, last_layer;   /* resolved range; -1/-1 for embedding, L/L for head */
+    int first_layer, last_layer; /* resolved range; -1/-1 for embedding, L/L for head */
     int has_recompute;
     recompute_mode recompute;
     int has_vocab_parallel;
@@ -27,8 +26,8 @@ typedef struct strategy_override {
 
 typedef struct strategy {
     char file[512];
-    char data_dir[512];            /* where workloads/models lives (for named workloads) */
-    workload_model model;          /* resolved: named, path, or inline */
+    char data_dir[512];   /* where workloads/models lives (for named workloads) */
+    workload_model model; /* resolved: named, path, or inline */
     src_loc workload_loc;
 
     int global_batch, micro_batch;
@@ -36,26 +35,26 @@ typedef struct strategy {
     precision_t precision;
     optimizer_kind optimizer;
 
-    int tp;                        /* tensor.degree */
+    int tp; /* tensor.degree */
     int sequence_parallel;
-    int vocab_parallel;            /* tensor.vocab_parallel (root default 1) */
-    int tp_comm_overlap;           /* tensor.comm_overlap: TP collectives overlap their GEMMs */
+    int vocab_parallel;  /* tensor.vocab_parallel (root default 1) */
+    int tp_comm_overlap; /* tensor.comm_overlap: TP collectives overlap their GEMMs */
     src_loc tp_loc;
 
-    int pp;                        /* pipeline.degree */
+    int pp; /* pipeline.degree */
     pipeline_schedule schedule;
-    int virtual_stages;            /* 1 unless interleaved */
+    int virtual_stages; /* 1 unless interleaved */
     src_loc pp_loc;
 
-    int dp;                        /* data.degree */
-    int zero;                      /* 0..3 (only 0 and 1 simulated for now) */
+    int dp;   /* data.degree */
+    int zero; /* 0..3 (only 0 and 1 simulated for now) */
     double bucket_mb;
     int dp_overlap;
-    int overlap_param_gather;      /* ZeRO: gather parameters under the next forward */
+    int overlap_param_gather; /* ZeRO: gather parameters under the next forward */
     src_loc dp_loc;
 
     recompute_mode recompute;
-    parallel_axis order[3];        /* order[0] varies fastest across ranks */
+    parallel_axis order[3]; /* order[0] varies fastest across ranks */
 
     strategy_override *overrides;
     int n_overrides;
@@ -82,9 +81,9 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
 
 /* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
-int strategy_vocab_parallel_for_layer(const strategy *s, int layer);   /* last match wins */
+int strategy_vocab_parallel_for_layer(const strategy *s, int layer); /* last match wins */
 
-int strategy_micro_batches(const strategy *s);    /* global / (micro * dp) */
+int strategy_micro_batches(const strategy *s); /* global / (micro * dp) */
 
 const char *schedule_name(pipeline_schedule s);
 const char *recompute_name(recompute_mode r);

@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
-    "tensor", "pipeline", "data", "micro_batch", "schedule", "virtual_stages", "zero",
-    "recompute", "bucket_mb", "sequence_parallel"};
+    "tensor",         "pipeline", "data",      "micro_batch", "schedule",
+    "virtual_stages", "zero",     "recompute", "bucket_mb",   "sequence_parallel"};
 static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_names[] = {"none", "selective", "full"};
 
@@ -23,8 +23,7 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
     switch (k) {
     case SWEEP_SCHEDULE:
     case SWEEP_RECOMPUTE:
-        if (yread_enum(c, n, field, k == SWEEP_SCHEDULE ? schedule_names : recompute_names, 3,
-                       &iv))
+        if (yread_enum(c, n, field, k == SWEEP_SCHEDULE ? schedule_names : recompute_names, 3, &iv))
             return c->err->code;
         *out = iv;
         return 0;
@@ -33,8 +32,7 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
             return c->err->code;
         *out = iv;
         return 0;
-    case SWEEP_BUCKET_MB:
-        return yread_positive(c, n, field, out);
+    case SWEEP_BUCKET_MB: return yread_positive(c, n, field, out);
     case SWEEP_ZERO:
         if (yread_int(c, n, field, 0, 3, &iv))
             return c->err->code;
@@ -52,7 +50,7 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
 {
     if (m->type != YAML_MAPPING_NODE)
         return yread_fail(c, m, "axes", "expected a mapping of axis: [values], got %s",
-                       yread_kind(m));
+                          yread_kind(m));
     s->axes_loc = yread_loc(m);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
@@ -71,7 +69,7 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
                 snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", axis_names[i]);
             }
             return yread_fail(c, k, field, "unknown axis '%s' (expected %s)", name ? name : "?",
-                           list);
+                              list);
         }
         sweep_axis *a = &s->axes[kind];
         if (a->present)
@@ -85,7 +83,7 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         }
         if (v->type != YAML_SEQUENCE_NODE)
             return yread_fail(c, v, field, "expected a non-empty list of values%s, got %s",
-                           kind == SWEEP_DATA ? " or auto" : "", yread_kind(v));
+                              kind == SWEEP_DATA ? " or auto" : "", yread_kind(v));
         int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
         if (n == 0)
             return yread_fail(c, v, field, "empty list: an axis needs at least one value");
@@ -112,8 +110,7 @@ static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
     static const char *const keys[] = {"gpus", "memory", "max_plans"};
     static const char *const memory_names[] = {"ignore", "fit"};
     yaml_node_t *v;
-    if (yread_expect_mapping(c, m, "constraints") ||
-        yread_check_keys(c, m, "constraints", keys, 3))
+    if (yread_expect_mapping(c, m, "constraints") || yread_check_keys(c, m, "constraints", keys, 3))
         return c->err->code;
     if ((v = yread_map_get(c, m, "gpus"))) {
         s->gpus_loc = yread_loc(v);
@@ -140,8 +137,10 @@ static int load_base(yread_ctx *c, yaml_node_t *n, const char *data_dir, sweep_s
     }
     const char *path = yread_scalar(n);
     if (!path || !path[0])
-        return yread_fail(c, n, "base", "expected a strategy file path or an inline strategy "
-                       "mapping, got %s", yread_kind(n));
+        return yread_fail(c, n, "base",
+                          "expected a strategy file path or an inline strategy "
+                          "mapping, got %s",
+                          yread_kind(n));
     const char *slash = strrchr(c->file, '/');
     if (path[0] != '/' && slash)
         snprintf(s->base_file, sizeof s->base_file, "%.*s/%s", (int)(slash - c->file), c->file,
@@ -164,8 +163,10 @@ static int load_sweep_root(yread_ctx *c, yaml_node_t *root, const char *data_dir
 {
     static const char *const keys[] = {"base", "axes", "constraints"};
     if (root->type != YAML_MAPPING_NODE)
-        return yread_fail(c, root, "", "a sweep file is a mapping with base, axes and constraints, "
-                       "got %s", yread_kind(root));
+        return yread_fail(c, root, "",
+                          "a sweep file is a mapping with base, axes and constraints, "
+                          "got %s",
+                          yread_kind(root));
     yaml_node_t *base = NULL, *axes = NULL, *cons = NULL;
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
          p++) {
@@ -177,15 +178,18 @@ static int load_sweep_root(yread_ctx *c, yaml_node_t *root, const char *data_dir
             if (!strcmp(name, keys[i]))
                 slot = i == 0 ? &base : i == 1 ? &axes : &cons;
         if (!slot)
-            return yread_fail(c, k, name ? name : "", "unknown key '%s' (expected base, axes, "
-                           "constraints)", name ? name : "?");
+            return yread_fail(c, k, name ? name : "",
+                              "unknown key '%s' (expected base, axes, "
+                              "constraints)",
+                              name ? name : "?");
         if (*slot)
             return yread_fail(c, k, name, "duplicate key '%s'", name);
         *slot = v;
     }
     if (!base)
-        return yread_fail(c, root, "base", "missing required key 'base' (a strategy file or an "
-                       "inline strategy)");
+        return yread_fail(c, root, "base",
+                          "missing required key 'base' (a strategy file or an "
+                          "inline strategy)");
     if (!axes)
         return yread_fail(c, root, "axes", "missing required key 'axes'");
     if (load_axes(c, axes, s))

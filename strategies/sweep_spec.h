@@ -32,13 +32,13 @@ typedef struct sweep_axis {
 
 typedef struct sweep_spec {
     char file[512];
-    char base_file[1024];          /* the base strategy's path; "" when inline */
+    char base_file[1024]; /* the base strategy's path; "" when inline */
     strategy base;
     sweep_axis axes[SWEEP_AXIS_COUNT];
-    int gpus;                      /* constraints.gpus; 0: the cluster's */
+    int gpus; /* constraints.gpus; 0: the cluster's */
     src_loc gpus_loc;
-    int memory_fit;                /* constraints.memory: 1 fit (default), 0 ignore */
-    int max_plans;                 /* constraints.max_plans (default 100000) */
+    int memory_fit; /* constraints.memory: 1 fit (default), 0 ignore */
+    int max_plans;  /* constraints.max_plans (default 100000) */
     src_loc max_plans_loc;
     src_loc axes_loc;
 } sweep_spec;

@@ -101,7 +101,6 @@ char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-
 void run_free(run_result *r)
 {
     free(r->out);
@@ -265,4 +264,3 @@ void mask_field(char *text, const char *key)
         }
     }
 }
-

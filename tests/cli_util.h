@@ -8,11 +8,11 @@
 #include <cjson/cJSON.h>
 
 typedef struct {
-    int status;    /* raw waitpid status */
-    char *out;     /* captured stdout */
-    char *err;     /* captured stderr */
+    int status;       /* raw waitpid status */
+    char *out;        /* captured stdout */
+    char *err;        /* captured stderr */
     int json_written; /* run_plan: 1 if its --json file exists afterwards, else 0 */
-    char cmd[2048]; /* the command line, for messages */
+    char cmd[2048];   /* the command line, for messages */
 } run_result;
 
 const char *protosim_bin(void);

@@ -137,8 +137,8 @@ START_TEST(dgx4_loads)
     ck_assert_double_eq_tol(c.device[0]->peak_flops[PREC_BF16], 312e12, 1);
     ck_assert_double_eq_tol(c.device[0]->hbm_bw, 2039e9, 1);
     /* NVSwitch: any GPU pair gets a GPU's full 300 GB/s per direction. */
-    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(sg_host_by_name("n0g0"),
-                                                        sg_host_by_name("n0g3")), 300e9, 1);
+    ck_assert_double_eq_tol(
+        sg_host_get_route_bandwidth(sg_host_by_name("n0g0"), sg_host_by_name("n0g3")), 300e9, 1);
     ck_assert_double_eq_tol(sg_host_get_speed(sg_host_by_name("n0g2")), 312e12, 1);
     cluster_free(&c);
 }
@@ -183,8 +183,7 @@ START_TEST(generated_v100_cube_mesh)
     sg_host_t g0 = sg_host_by_name("n0g0");
     ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g3")), 50e9, 1);
     ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g1")), 25e9, 1);
-    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g5")), 15.75e9,
-                            1);
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n0g5")), 15.75e9, 1);
     /* Off node: one EDR NIC per GPU pair, 12.5 GB/s. */
     ck_assert_double_eq_tol(sg_host_get_route_bandwidth(g0, sg_host_by_name("n1g1")), 12.5e9, 1);
     cluster_free(&c);
@@ -202,8 +201,8 @@ START_TEST(generated_h100_one_node)
     ck_assert_int_eq(c.n_gpus, 8);
     ck_assert_int_eq(c.n_nodes, 1);
     ck_assert_str_eq(c.device[7]->name, "H100-SXM5-80GB");
-    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(sg_host_by_name("n0g1"),
-                                                        sg_host_by_name("n0g6")), 450e9, 1);
+    ck_assert_double_eq_tol(
+        sg_host_get_route_bandwidth(sg_host_by_name("n0g1"), sg_host_by_name("n0g6")), 450e9, 1);
     cluster_free(&c);
 }
 END_TEST
@@ -211,8 +210,7 @@ END_TEST
 START_TEST(generated_oversubscribed_fabric)
 {
     char path[256];
-    cluster_gen_opts o = {.nodes = 3, .nics_per_node = 2, .nic_gbps = 400,
-                          .oversubscription = 4};
+    cluster_gen_opts o = {.nodes = 3, .nics_per_node = 2, .nic_gbps = 400, .oversubscription = 4};
     generate_to("dgx-a100", &o, path, sizeof path);
     cluster c;
     load_ok(path, &c);
@@ -222,8 +220,8 @@ START_TEST(generated_oversubscribed_fabric)
     ck_assert_int_eq(c.node_of_rank[23], 2);
     /* 2 NDR NICs = 100 GB/s per node, / 4 = 25 GB/s into the fabric; a NIC (50 GB/s) is shared
      * by four GPUs. */
-    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(sg_host_by_name("n0g0"),
-                                                        sg_host_by_name("n2g7")), 25e9, 1);
+    ck_assert_double_eq_tol(
+        sg_host_get_route_bandwidth(sg_host_by_name("n0g0"), sg_host_by_name("n2g7")), 25e9, 1);
     cluster_free(&c);
 }
 END_TEST
@@ -340,7 +338,7 @@ START_TEST(unknown_gpu)
     ck_assert_int_eq(err.line, 7);
     ck_assert_ptr_nonnull(strstr(err.message, "'g1'"));
     ck_assert_ptr_nonnull(strstr(err.message, "B300-SXM-288GB"));
-    ck_assert_ptr_nonnull(strstr(err.message, "A100-SXM4-80GB"));  /* lists the known ones */
+    ck_assert_ptr_nonnull(strstr(err.message, "A100-SXM4-80GB")); /* lists the known ones */
 }
 END_TEST
 

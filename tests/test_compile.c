@@ -18,9 +18,9 @@ static const char *data_dir(void)
     return d ? d : ".";
 }
 
-#define ck_close(got, want, rel) \
-    ck_assert_msg(fabs((got) - (want)) <= (rel) * fabs(want), "got %.9g, want %.9g", \
-                  (double)(got), (double)(want))
+#define ck_close(got, want, rel)                                                                   \
+    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.9g, want %.9g", (double)(got),  \
+                  (double)(want))
 
 typedef struct fixture {
     strategy s;
@@ -62,7 +62,7 @@ static void teardown(fixture *f)
  * of the transformer-layer ops when `recompute_layers`, backward (launching 2x the kernels);
  * micro-batches one after another. Returns the time the GPU finishes the last backward. */
 typedef struct flow {
-    double host, gpu;   /* the host's clock and when the GPU is free */
+    double host, gpu; /* the host's clock and when the GPU is free */
 } flow;
 
 static void flow_op(flow *f, const workload_op *op, op_pass pass, precision_t prec,
@@ -140,7 +140,8 @@ START_TEST(memory_of_single_gpu_states)
     ck_close(m->gradients, 4 * P, 1e-12);
     ck_close(m->optimizer, 12 * P, 1e-12);
     ck_assert(m->activations > 0);
-    ck_close(m->total, m->weights + m->gradients + m->optimizer + m->activations + m->buffers, 1e-12);
+    ck_close(m->total, m->weights + m->gradients + m->optimizer + m->activations + m->buffers,
+             1e-12);
     teardown(&f);
 }
 END_TEST
@@ -156,8 +157,9 @@ START_TEST(dp_overlap_hides_small_allreduce)
     ck_assert_msg(f.sum.exposed_comm_s < 0.35 * dp, "exposed %g of %g", f.sum.exposed_comm_s, dp);
     int buckets = 0;
     for (uint32_t i = 0; i < f.p.graph->n_colls; i++)
-        buckets += f.p.graph->tasks[f.p.graph->coll_tasks[f.p.graph->colls[i].first_task]].category
-                   == CAT_DP_COMM;
+        buckets +=
+            f.p.graph->tasks[f.p.graph->coll_tasks[f.p.graph->colls[i].first_task]].category ==
+            CAT_DP_COMM;
     ck_assert_int_eq(buckets, 6);
     teardown(&f);
 }
@@ -179,7 +181,7 @@ START_TEST(dp_overlap_cannot_hide_a_slow_network)
     /* ~100 M fp32 gradients = 0.4 GB at 1 GB/s: far longer than the backward pass */
     ck_assert_msg(f.sum.exposed_comm_s > 0.5 * f.r.makespan, "exposed %g of %g",
                   f.sum.exposed_comm_s, f.r.makespan);
-    double grads = f.p.params_total * 4.0;          /* ring of 2: each edge carries S */
+    double grads = f.p.params_total * 4.0; /* ring of 2: each edge carries S */
     ck_assert(f.sum.comm_s[CAT_DP_COMM] >= grads / 1e9);
     teardown(&f);
 }
@@ -197,7 +199,7 @@ START_TEST(tp_collective_count_follows_megatron)
         if (g->tasks[g->coll_tasks[g->colls[i].first_task]].category == CAT_TP_COMM) {
             tp_colls++;
             ck_assert_int_eq(g->colls[i].kind, COLL_ALLREDUCE);
-            ck_close(g->colls[i].bytes, 1.0 * 512 * 1024 * 2, 1e-12);   /* b s h, bf16 */
+            ck_close(g->colls[i].bytes, 1.0 * 512 * 1024 * 2, 1e-12); /* b s h, bf16 */
         }
     ck_assert_int_eq(tp_colls, 2 * (2 * 2 + 1 + 2 * 2 + 1));
     teardown(&f);
@@ -210,7 +212,7 @@ START_TEST(pipeline_gpipe_holds_more_activations_than_1f1b)
     setup(&f, "tests/data/compile/pp2-gpipe.yaml", "tests/data/htae/two-300GBps.xml", 0);
     double gpipe0 = f.p.memory[0].activations, gpipe1 = f.p.memory[1].activations;
     compiled_plan_free(&f.p);
-    f.s.schedule = SCHED_1F1B;      /* same plan, same cluster: compile again, no simulation */
+    f.s.schedule = SCHED_1F1B; /* same plan, same cluster: compile again, no simulation */
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(compile_plan(&f.s, &f.c, NULL, &f.p, &err), 0);
@@ -226,8 +228,8 @@ START_TEST(pipeline_plan_runs_with_a_bubble)
     fixture f;
     setup(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", 1);
     ck_assert(f.sum.bubble_s > 0);
-    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s,
-             f.r.makespan, 1e-9);
+    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s, f.r.makespan,
+             1e-9);
     teardown(&f);
 }
 END_TEST
@@ -241,8 +243,8 @@ START_TEST(interleaved_plan_runs_with_a_bubble)
     setup(&f, "tests/data/compile/pp2-interleaved.yaml", "tests/data/htae/two-300GBps.xml", 1);
     ck_assert_int_eq(f.p.chunks, 2);
     ck_assert(f.sum.bubble_s > 0);
-    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s,
-             f.r.makespan, 1e-9);
+    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s, f.r.makespan,
+             1e-9);
     teardown(&f);
 }
 END_TEST
@@ -260,7 +262,7 @@ START_TEST(rank_order_follows_strategy)
     ck_assert_int_eq(compile_rank_of(&f.s, 0, 1, 0), 1);
     f.s.order[0] = AXIS_TENSOR;
     f.s.order[1] = AXIS_DATA;
-    ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 5);   /* t + 2 * (d + 2 * p) */
+    ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 5); /* t + 2 * (d + 2 * p) */
     strategy_free(&f.s);
 }
 END_TEST
@@ -276,7 +278,7 @@ START_TEST(one_f_one_b_order)
     }
     ck_assert_int_eq(u[15].backward, 1);
     ck_assert_int_eq(u[15].micro, 7);
-    pipeline_1f1b_order(4, 3, 8, u);          /* last stage: no warm-up */
+    pipeline_1f1b_order(4, 3, 8, u); /* last stage: no warm-up */
     ck_assert(u[0].backward == 0 && u[1].backward == 1 && u[1].micro == 0);
 }
 END_TEST
@@ -290,7 +292,7 @@ START_TEST(interleaved_order_covers_every_unit_once)
         int seen[2][4][2] = {{{0}}};
         for (int i = 0; i < 2 * m * v; i++) {
             seen[u[i].backward][u[i].micro][u[i].chunk]++;
-            if (u[i].backward)    /* a backward comes after its forward on this stage */
+            if (u[i].backward) /* a backward comes after its forward on this stage */
                 ck_assert_int_eq(seen[0][u[i].micro][u[i].chunk], 1);
         }
         for (int b = 0; b < 2; b++)
@@ -319,7 +321,7 @@ START_TEST(tp_comm_overlap_runs_collectives_beside_their_segment)
     uint32_t s0 = 0 * STREAM_COUNT + STREAM_COMPUTE;
     int checked = 0;
     for (uint32_t i = 0; i < g->n_colls; i++) {
-        uint32_t t = g->coll_tasks[g->colls[i].first_task];     /* rank 0's member */
+        uint32_t t = g->coll_tasks[g->colls[i].first_task]; /* rank 0's member */
         /* its segment starts with it; the following segment waits for both */
         uint32_t seg = UINT32_MAX;
         for (uint32_t k = g->stream_first[s0]; k < g->stream_first[s0 + 1]; k++) {
@@ -365,9 +367,9 @@ START_TEST(param_gather_overlaps_the_first_forward)
                 last_gather_start = f.r.start[t];
         }
     }
-    ck_assert_int_eq(gathers, 6);                       /* one per gradient bucket */
-    ck_assert(first_fwd >= first_gather_end - 1e-12);    /* embedding waits for its bucket */
-    ck_assert(last_gather_start < opt_end);              /* none after the optimizer */
+    ck_assert_int_eq(gathers, 6);                     /* one per gradient bucket */
+    ck_assert(first_fwd >= first_gather_end - 1e-12); /* embedding waits for its bucket */
+    ck_assert(last_gather_start < opt_end);           /* none after the optimizer */
     ck_close(f.r.makespan, opt_end, 1e-12);
     teardown(&f);
 }
@@ -401,18 +403,21 @@ static void korthikanti(const char *strategy_rel, int nodes, double act_gib)
     ck_assert_msg(compile_plan(&f.s, &f.c, NULL, &f.p, &err) == 0, "%s", err.message);
     unlink(xml);
     const double GiB = 1073741824.0;
-    const memory_estimate *m = &f.p.memory[0];       /* first stage: the most activations */
+    const memory_estimate *m = &f.p.memory[0]; /* first stage: the most activations */
     double states = (m->weights + m->gradients + m->optimizer) / GiB;
     ck_assert_msg(states >= 45.56 && states <= 45.56 * 1.04, "states %.2f GiB", states);
     double act = m->activations / GiB;
-    ck_assert_msg(act >= act_gib && act <= act_gib * 1.03, "activations %.2f GiB, paper %.2f",
-                  act, act_gib);
+    ck_assert_msg(act >= act_gib && act <= act_gib * 1.03, "activations %.2f GiB, paper %.2f", act,
+                  act_gib);
     compiled_plan_free(&f.p);
     cluster_free(&f.c);
     strategy_free(&f.s);
 }
 
-START_TEST(memory_22b_tp8_no_recompute) { korthikanti("tests/data/memory/22b-tp8.yaml", 1, 59.25); }
+START_TEST(memory_22b_tp8_no_recompute)
+{
+    korthikanti("tests/data/memory/22b-tp8.yaml", 1, 59.25);
+}
 END_TEST
 
 START_TEST(memory_22b_tp8_sp_selective)

@@ -58,7 +58,7 @@ START_TEST(big_gemm_is_compute_bound)
     double compute = 2 * n * n * n / (312e12 * eff);
     double memory = 3 * n * n * 2 / (2039e9 * cost_memory_efficiency());
     ck_assert(memory < compute);
-    double ovh = cost_kernel_gpu_overhead_seconds();   /* per kernel, besides its work */
+    double ovh = cost_kernel_gpu_overhead_seconds(); /* per kernel, besides its work */
     ck_assert(ovh >= 0 && ovh < 50e-6);
     double t = cost_op_kernel_seconds(&op, PASS_FWD, PREC_BF16, &d);
     ck_assert_msg(rel(t, compute + ovh) < 1e-12, "%g vs %g", t, compute + ovh);
@@ -106,7 +106,8 @@ START_TEST(tile_quantization)
     double e129 = cost_gemm_tiling_efficiency(1, 129, 8192, 8192, 128, 128, 1, PREC_FP16, &d);
     double e256 = cost_gemm_tiling_efficiency(1, 256, 8192, 8192, 128, 128, 1, PREC_FP16, &d);
     double e128 = cost_gemm_tiling_efficiency(1, 128, 8192, 8192, 128, 128, 1, PREC_FP16, &d);
-    ck_assert_msg(rel(129 / e129, 256 / e256) < 1e-12, "m=129 %g, m=256 %g", 129 / e129, 256 / e256);
+    ck_assert_msg(rel(129 / e129, 256 / e256) < 1e-12, "m=129 %g, m=256 %g", 129 / e129,
+                  256 / e256);
     ck_assert(e128 > e129);
     /* the library picks a better tiling for m = 129 (a 64- or 32-row tile): never slower than
      * m = 256, never faster than m = 128 */
@@ -114,8 +115,8 @@ START_TEST(tile_quantization)
     double ta = cost_op_kernel_seconds(&a, PASS_FWD, PREC_FP16, &d);
     double tb = cost_op_kernel_seconds(&b, PASS_FWD, PREC_FP16, &d);
     double tc = cost_op_kernel_seconds(&c, PASS_FWD, PREC_FP16, &d);
-    ck_assert_msg(ta <= tb * (1 + 1e-12) && ta >= tc, "m=129 %g s, m=256 %g s, m=128 %g s", ta,
-                  tb, tc);
+    ck_assert_msg(ta <= tb * (1 + 1e-12) && ta >= tc, "m=129 %g s, m=256 %g s, m=128 %g s", ta, tb,
+                  tc);
     ck_assert(cost_gemm_efficiency(1, 129, 8192, 8192, PREC_FP16, &d) >= e129);
 }
 END_TEST
@@ -152,8 +153,8 @@ START_TEST(tiny_gemm_hits_floor)
     ck_assert(cost_kernel_min_seconds() > 0 && cost_kernel_min_seconds() < 2e-5);
     ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP32, &d),
                   cost_kernel_min_seconds() + cost_kernel_gpu_overhead_seconds()) < 1e-12);
-    ck_assert(rel(cost_gemm_kernel_seconds(1, 8, 8, 8, PREC_FP16, &d), cost_kernel_min_seconds())
-              < 1e-12);
+    ck_assert(rel(cost_gemm_kernel_seconds(1, 8, 8, 8, PREC_FP16, &d), cost_kernel_min_seconds()) <
+              1e-12);
     ck_assert(rel(cost_memory_kernel_seconds(64, &d), cost_kernel_min_seconds()) < 1e-12);
 }
 END_TEST
@@ -165,9 +166,9 @@ START_TEST(python_model_agrees)
     device_spec d = a100();
     d.hbm_bw = 1555e9;
     static const double cases[][5] = {
-        {1, 64, 64, 64, 2.135109502e-06},        {1, 129, 8192, 8192, 1.652574755e-03},
-        {1, 4096, 4096, 4096, 1.054744094e-02},  {96, 512, 512, 64, 4.868049665e-04},
-        {1, 2048, 50, 8192, 1.761465339e-04},    {1, 17, 4100, 1000, 2.618845249e-05},
+        {1, 64, 64, 64, 2.135109502e-06},       {1, 129, 8192, 8192, 1.652574755e-03},
+        {1, 4096, 4096, 4096, 1.054744094e-02}, {96, 512, 512, 64, 4.868049665e-04},
+        {1, 2048, 50, 8192, 1.761465339e-04},   {1, 17, 4100, 1000, 2.618845249e-05},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const double *c = cases[i];
@@ -214,7 +215,7 @@ START_TEST(flash_attention_cost)
     double qk = cost_gemm_kernel_seconds(b, s, s, dh, PREC_BF16, &d);
     double av = cost_gemm_kernel_seconds(b, s, dh, s, PREC_BF16, &d);
     double mem = f->fwd_bytes / (d.hbm_bw * cost_memory_efficiency());
-    double ovh = cost_kernel_gpu_overhead_seconds();   /* one kernel forward, two backward */
+    double ovh = cost_kernel_gpu_overhead_seconds(); /* one kernel forward, two backward */
     ck_assert(rel(cost_op_kernel_seconds(f, PASS_FWD, PREC_BF16, &d), fmax(qk + av, mem) + ovh) <
               1e-9);
     mem = f->bwd_bytes / (d.hbm_bw * cost_memory_efficiency());
@@ -277,7 +278,11 @@ END_TEST
 /* ---- regression against measured kernels (../shared/groundtruth/kernels) -------------------- */
 
 /* Specs the measurements were taken against (NeuSight device_*.json; P4 with its 20 real SMs). */
-static const struct { const char *file, *csv_name; double fp32, bw; int sms; } GT_DEVS[] = {
+static const struct {
+    const char *file, *csv_name;
+    double fp32, bw;
+    int sms;
+} GT_DEVS[] = {
     {"NVIDIA_A100-PCIE-40GB", "NVIDIA A100-PCIE-40GB", 19.492e12, 1555e9, 108},
     {"Tesla_V100-PCIE-32GB", "Tesla V100-PCIE-32GB", 14.029e12, 900e9, 80},
     {"Tesla_T4", "Tesla T4", 8.141e12, 320e9, 40},
@@ -289,8 +294,11 @@ static const struct { const char *file, *csv_name; double fp32, bw; int sms; } G
  * fitted by scripts/fit_kernels alongside the model (its HARNESS table), never used to simulate.
  * Bounds: held-out geomean |error| over all rows (linear 42.8%, bmm 28.0%, ln 14.2%,
  * softmax 17.9%, add 16.6%) plus 7 points for this 1-in-50 sample and small model changes. */
-static const struct { const char *kind; double floor, lead, bound; } GT_KINDS[] = {
-    {"linear", 58e-6, 49e-6, 0.50}, {"bmm", 48e-6, 30e-6, 0.35}, {"ln", 15e-6, 45e-6, 0.21},
+static const struct {
+    const char *kind;
+    double floor, lead, bound;
+} GT_KINDS[] = {
+    {"linear", 58e-6, 49e-6, 0.50},  {"bmm", 48e-6, 30e-6, 0.35}, {"ln", 15e-6, 45e-6, 0.21},
     {"softmax", 40e-6, 23e-6, 0.25}, {"add", 32e-6, 2e-6, 0.24},
 };
 
@@ -341,8 +349,10 @@ START_TEST(groundtruth_kernels)
             snprintf(path, sizeof path, "%s/groundtruth/kernels/%s_%s.csv", shared,
                      GT_KINDS[k].kind, GT_DEVS[d].file);
             FILE *f = fopen(path, "r");
-            ck_assert_msg(f, "measured kernels missing: cannot open %s (the regression test needs "
-                             "../shared/groundtruth/kernels)", path);
+            ck_assert_msg(f,
+                          "measured kernels missing: cannot open %s (the regression test needs "
+                          "../shared/groundtruth/kernels)",
+                          path);
             device_spec dev;
             memset(&dev, 0, sizeof dev);
             dev.peak_flops[PREC_FP32] = GT_DEVS[d].fp32;
@@ -356,23 +366,24 @@ START_TEST(groundtruth_kernels)
                 cn = col(hdr, nh, "N"), ck = col(hdr, nh, "K"), ch = col(hdr, nh, "H"),
                 cd = col(hdr, nh, "Device");
             ck_assert_msg(cl >= 0 && cb >= 0 && cd >= 0, "%s: unexpected header", path);
-            int gemm = strcmp(GT_KINDS[k].kind, "linear") == 0 || strcmp(GT_KINDS[k].kind, "bmm") == 0;
+            int gemm =
+                strcmp(GT_KINDS[k].kind, "linear") == 0 || strcmp(GT_KINDS[k].kind, "bmm") == 0;
             for (int i = 0; fgets(line, sizeof line, f); i++) {
-                if (i % 50 != 1)   /* odd rows are the held-out half; 1 in 50 of all rows */
+                if (i % 50 != 1) /* odd rows are the held-out half; 1 in 50 of all rows */
                     continue;
                 int n = csv_split(line, fld, 64);
                 ck_assert_msg(n == nh, "%s row %d: %d fields, header has %d", path, i, n, nh);
                 ck_assert_str_eq(fld[cd], GT_DEVS[d].csv_name);
                 double t = atof(fld[cl]) * 1e-3, b = atof(fld[cb]), kernel;
                 if (gemm) {
-                    kernel = cost_gemm_kernel_seconds(b, atof(fld[cm]), atof(fld[cn]), atof(fld[ck]),
-                                                      PREC_FP32, &dev);
+                    kernel = cost_gemm_kernel_seconds(b, atof(fld[cm]), atof(fld[cn]),
+                                                      atof(fld[ck]), PREC_FP32, &dev);
                 } else {
                     double h = atof(fld[ch]), bytes;
                     if (strcmp(GT_KINDS[k].kind, "add") == 0)
-                        bytes = 3 * 4 * b * h;                      /* two inputs, one output */
+                        bytes = 3 * 4 * b * h; /* two inputs, one output */
                     else if (strcmp(GT_KINDS[k].kind, "softmax") == 0)
-                        bytes = 2 * 4 * b * h;                      /* input, output */
+                        bytes = 2 * 4 * b * h; /* input, output */
                     else
                         bytes = 2 * 4 * b * h + 2 * 4 * h + 2 * 4 * b; /* x, y, gamma/beta, stats */
                     kernel = cost_memory_kernel_seconds(bytes, &dev);
@@ -388,8 +399,10 @@ START_TEST(groundtruth_kernels)
         double geo = exp(sum_log / rows) - 1;
         fprintf(stderr, "groundtruth %-8s %4d rows: geomean |error| %.1f%% (bound %.0f%%)\n",
                 GT_KINDS[k].kind, rows, 100 * geo, 100 * GT_KINDS[k].bound);
-        ck_assert_msg(geo < GT_KINDS[k].bound, "%s: geomean |error| %.1f%% over %d measured rows, "
-                      "bound %.0f%%", GT_KINDS[k].kind, 100 * geo, rows, 100 * GT_KINDS[k].bound);
+        ck_assert_msg(geo < GT_KINDS[k].bound,
+                      "%s: geomean |error| %.1f%% over %d measured rows, "
+                      "bound %.0f%%",
+                      GT_KINDS[k].kind, 100 * geo, rows, 100 * GT_KINDS[k].bound);
     }
 }
 END_TEST

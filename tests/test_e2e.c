@@ -130,8 +130,8 @@ START_TEST(same_plan_same_output)
         json[k] = tmp_path(dir, name);
         snprintf(name, sizeof name, "run%d.trace.json", k);
         trace[k] = tmp_path(dir, name);
-        const char *args[] = {"run",    strat,   "--cluster", cl,        "--json",
-                              json[k], "--trace", trace[k],  "--quiet", NULL};
+        const char *args[] = {"run",   strat,     "--cluster", cl,        "--json",
+                              json[k], "--trace", trace[k],    "--quiet", NULL};
         run_result r = run_protosim(dir, args);
         expect_exit(&r, 0);
         run_free(&r);
@@ -256,8 +256,8 @@ START_TEST(bad_malformed_yaml)
     const char *needles[] = {"malformed.yaml", NULL};
     expect_bad_input(&r, needles);
     long line = location_line(r.err, "malformed.yaml");
-    ck_assert_msg(line >= 3 && line <= 5, "expected location malformed.yaml:{3..5}:COL, stderr:\n%s",
-                  r.err);
+    ck_assert_msg(line >= 3 && line <= 5,
+                  "expected location malformed.yaml:{3..5}:COL, stderr:\n%s", r.err);
     run_free(&r);
     free(strat), free(cl);
     remove_tmpdir(dir);
@@ -310,8 +310,10 @@ static void expect_cluster_refused(const char *kind, const char *nodes, const ch
     run_free(&r);
     free(out);
     remove_tmpdir(dir);
-    ck_assert_msg(!wrote, "cluster %s --nodes %s -o FILE exited 1 but created/truncated FILE "
-                  "(%ld bytes); a bad-input run must leave -o untouched", kind, nodes, size);
+    ck_assert_msg(!wrote,
+                  "cluster %s --nodes %s -o FILE exited 1 but created/truncated FILE "
+                  "(%ld bytes); a bad-input run must leave -o untouched",
+                  kind, nodes, size);
 }
 
 START_TEST(bad_cluster_kind)
@@ -436,8 +438,9 @@ START_TEST(collectives_track_nccl_tests)
         snprintf(n, sizeof n, "%d", gpus[g]);
         snprintf(file, sizeof file, "%s/groundtruth/nccl_allreduce_a100_%dgpu_vtrain.csv", shared,
                  gpus[g]);
-        const char *args[] = {"collective", "--cluster", cl, "--gpus", n, "--sizes",
-                              "2097152,8388608,1073741824", NULL};
+        const char *args[] = {
+            "collective", "--cluster", cl, "--gpus", n, "--sizes", "2097152,8388608,1073741824",
+            NULL};
         run_result r = run_protosim(dir, args);
         expect_exit(&r, 0);
         const char *p = strchr(r.out, '\n');
@@ -446,8 +449,10 @@ START_TEST(collectives_track_nccl_tests)
             ck_assert_msg(p && sscanf(p + 1, "%lf,%lf", &bytes, &sim) == 2 && bytes == sizes[i],
                           "collective output: %s", r.out);
             double meas = nccl_measured(file, sizes[i]);
-            ck_assert_msg(fabs(sim / meas - 1) < 0.20, "%d GPUs, %.0f bytes: simulated %.1f us, "
-                          "nccl-tests %.1f us", gpus[g], bytes, sim * 1e6, meas * 1e6);
+            ck_assert_msg(fabs(sim / meas - 1) < 0.20,
+                          "%d GPUs, %.0f bytes: simulated %.1f us, "
+                          "nccl-tests %.1f us",
+                          gpus[g], bytes, sim * 1e6, meas * 1e6);
             p = strchr(p + 1, '\n');
         }
         run_free(&r);

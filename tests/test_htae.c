@@ -46,9 +46,9 @@ static void run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r
     ck_assert_msg(htae_run(g, c, o, r, &err) == 0, "htae_run: %s", err.message);
 }
 
-#define ck_close(got, want, rel) \
-    ck_assert_msg(fabs((got) - (want)) <= (rel) * fabs(want), "got %.9g, want %.9g", \
-                  (double)(got), (double)(want))
+#define ck_close(got, want, rel)                                                                   \
+    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.9g, want %.9g", (double)(got),  \
+                  (double)(want))
 
 START_TEST(transfer_1gb_over_100gbps_takes_10ms)
 {
@@ -59,7 +59,7 @@ START_TEST(transfer_1gb_over_100gbps_takes_10ms)
     htae_options o = bare();
     htae_result r;
     run(g, &c, &o, &r);
-    ck_close(r.end[t] - r.start[t], 0.010, 1e-3);   /* 1e9 B / 100e9 B/s */
+    ck_close(r.end[t] - r.start[t], 0.010, 1e-3); /* 1e9 B / 100e9 B/s */
     ck_close(r.makespan, 0.010, 1e-3);
     htae_result_free(&r);
     htae_graph_free(g);
@@ -78,7 +78,7 @@ START_TEST(two_flows_share_a_link_and_take_20ms)
     htae_options o = bare();
     htae_result r;
     run(g, &c, &o, &r);
-    ck_close(r.end[a], 0.020, 1e-3);                /* each gets 50 GB/s */
+    ck_close(r.end[a], 0.020, 1e-3); /* each gets 50 GB/s */
     ck_close(r.end[b], 0.020, 1e-3);
     htae_result_free(&r);
     htae_graph_free(g);
@@ -97,7 +97,7 @@ START_TEST(opposite_directions_do_not_share)
     htae_options o = bare();
     htae_result r;
     run(g, &c, &o, &r);
-    ck_close(r.end[a], 0.010, 1e-3);                /* full duplex: 100 GB/s each way */
+    ck_close(r.end[a], 0.010, 1e-3); /* full duplex: 100 GB/s each way */
     ck_close(r.end[b], 0.010, 1e-3);
     htae_result_free(&r);
     htae_graph_free(g);
@@ -128,7 +128,7 @@ START_TEST(ring_allreduce_matches_formula)
              1e-12);
     for (int i = 0; i < 4; i++) {
         ck_close(r.start[ids[i]], 0.0, 1e-9);
-        ck_close(r.end[ids[i]], want, 1e-3);        /* 6.5 ms + 86 us */
+        ck_close(r.end[ids[i]], want, 1e-3); /* 6.5 ms + 86 us */
     }
     htae_result_free(&r);
     htae_graph_free(g);
@@ -152,7 +152,7 @@ START_TEST(ring_reduce_scatter_and_allgather)
     htae_options o = bare();
     htae_result r;
     run(g, &c, &o, &r);
-    double one = 3 * 1.4e-6 + 0.75 * S / (300 * GB);    /* 1.5 ms + 4.2 us */
+    double one = 3 * 1.4e-6 + 0.75 * S / (300 * GB); /* 1.5 ms + 4.2 us */
     ck_close(r.end[rs[0]], one, 1e-3);
     ck_close(r.end[ag[3]], 2 * one, 1e-3);
     htae_result_free(&r);
@@ -215,7 +215,7 @@ static void pipeline_case(pipeline_schedule sched)
     htae_options o = bare();
     htae_result r;
     run(g, &c, &o, &r);
-    double want = (m + p - 1) * (f + b);                /* 33 ms */
+    double want = (m + p - 1) * (f + b); /* 33 ms */
     ck_close(r.makespan, want, 1e-6);
     double busy = m * (f + b);
     ck_close((r.makespan - busy) / r.makespan, (double)(p - 1) / (m + p - 1), 1e-6);
@@ -224,10 +224,16 @@ static void pipeline_case(pipeline_schedule sched)
     cluster_free(&c);
 }
 
-START_TEST(gpipe_textbook_bubble) { pipeline_case(SCHED_GPIPE); }
+START_TEST(gpipe_textbook_bubble)
+{
+    pipeline_case(SCHED_GPIPE);
+}
 END_TEST
 
-START_TEST(one_f_one_b_textbook_bubble) { pipeline_case(SCHED_1F1B); }
+START_TEST(one_f_one_b_textbook_bubble)
+{
+    pipeline_case(SCHED_1F1B);
+}
 END_TEST
 
 /* Compute progresses at 1 / (1 + slowdown) of full speed while its GPU communicates, whether
@@ -243,17 +249,17 @@ START_TEST(compute_overlapping_comm_is_slowed)
     uint32_t x = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
     uint32_t c4 = htae_add_compute(g, 1, CAT_FORWARD, 2e-3, l, 0);
     uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
-    htae_add_edge(g, c1, x);           /* the transfer runs 1 ms .. 11 ms, GPU 0 -> GPU 1 */
+    htae_add_edge(g, c1, x); /* the transfer runs 1 ms .. 11 ms, GPU 0 -> GPU 1 */
     htae_add_edge(g, x, c3);
     htae_options o = bare();
     o.overlap_slowdown = 0.2;
     htae_result r;
     run(g, &c, &o, &r);
-    ck_close(r.end[c1], 1e-3, 1e-6);                /* alone: full speed */
+    ck_close(r.end[c1], 1e-3, 1e-6); /* alone: full speed */
     ck_close(r.end[x], 0.011, 1e-4);
-    ck_close(r.end[c2], 1e-3 + 5e-3 * 1.2, 1e-6);   /* all of it under the transfer */
-    ck_close(r.end[c4], 1e-3 + 1e-3 * 1.2, 1e-6);   /* 1 ms alone, the rest slowed */
-    ck_close(r.start[c3], 0.011, 1e-4);             /* after the transfer: full speed again */
+    ck_close(r.end[c2], 1e-3 + 5e-3 * 1.2, 1e-6); /* all of it under the transfer */
+    ck_close(r.end[c4], 1e-3 + 1e-3 * 1.2, 1e-6); /* 1 ms alone, the rest slowed */
+    ck_close(r.start[c3], 0.011, 1e-4);           /* after the transfer: full speed again */
     ck_close(r.end[c3], 0.016, 1e-4);
     htae_result_free(&r);
     htae_graph_free(g);
@@ -267,7 +273,8 @@ START_TEST(p2p_launch_cost_is_added)
     cluster c;
     load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
-    uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 0.5 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+    uint32_t t =
+        htae_add_transfer(g, 0, 1, STREAM_PP, 0.5 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
     htae_options o = bare();
     o.p2p_launch_s = 20e-6;
     htae_result r;
@@ -394,8 +401,8 @@ START_TEST(inconsistent_collective_order_is_a_cycle)
     int l = htae_label(g, "c");
     htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1e6, CAT_TP_COMM, l, 0, x);
     htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1e6, CAT_DP_COMM, l, 0, y);
-    htae_add_edge(g, x[0], y[0]);      /* GPU 0: x then y */
-    htae_add_edge(g, y[1], x[1]);      /* GPU 1: y then x */
+    htae_add_edge(g, x[0], y[0]); /* GPU 0: x then y */
+    htae_add_edge(g, y[1], x[1]); /* GPU 1: y then x */
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(htae_graph_finalize(g, &err), PS_EINTERNAL);

@@ -32,8 +32,8 @@ static void load_ok(const char *path, strategy *s)
     int rc = strategy_load(path, data_dir(), s, &err);
     if (rc)
         ps_error_print(&err, stderr);
-    ck_assert_msg(rc == 0, "%s: %s:%d:%d %s: %s", path, err.file, err.line, err.column,
-                  err.field, err.message);
+    ck_assert_msg(rc == 0, "%s: %s:%d:%d %s: %s", path, err.file, err.line, err.column, err.field,
+                  err.message);
 }
 
 /* ---- the bundled examples ---- */
@@ -53,8 +53,7 @@ static const example_case examples[] = {
     {"gpt3-175b-1024gpu.yaml", 8, 16, 8, 1536, 1, 1024, 1, SCHED_1F1B, RECOMPUTE_SELECTIVE,
      PREC_BF16},
     {"bert-large-dp8.yaml", 1, 1, 8, 256, 32, 8, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_FP16},
-    {"inline-gpt-small-tp2-dp2.yaml", 2, 1, 2, 32, 4, 4, 0, SCHED_1F1B, RECOMPUTE_NONE,
-     PREC_BF16},
+    {"inline-gpt-small-tp2-dp2.yaml", 2, 1, 2, 32, 4, 4, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_BF16},
 };
 
 START_TEST(test_example_loads)
@@ -148,7 +147,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(strategy_micro_batches(&s), 8);
     ck_assert_str_eq(strstr(s.file, "defaults.yaml"), "defaults.yaml");
     strategy_free(&s);
-    strategy_free(&s);   /* freeing twice is harmless */
+    strategy_free(&s); /* freeing twice is harmless */
 }
 END_TEST
 
@@ -189,7 +188,7 @@ START_TEST(test_recompute_overrides)
     ck_assert_int_eq(strategy_recompute_for_layer(&s, 4), RECOMPUTE_SELECTIVE);
     ck_assert_int_eq(strategy_recompute_for_layer(&s, 23), RECOMPUTE_SELECTIVE);
     ck_assert_int_eq(strategy_recompute_for_layer(&s, -1), RECOMPUTE_SELECTIVE);
-    ck_assert_int_eq(strategy_recompute_for_layer(&s, 24), RECOMPUTE_FULL);   /* head */
+    ck_assert_int_eq(strategy_recompute_for_layer(&s, 24), RECOMPUTE_FULL); /* head */
     ck_assert_int_eq(s.overrides[2].first_layer, 24);
     ck_assert_int_eq(s.overrides[3].first_layer, -1);
     ck_assert_int_eq(s.overrides[3].last_layer, -1);
@@ -243,7 +242,7 @@ typedef struct bad_case {
     const char *file;
     int line, column;
     const char *field;
-    const char *needle;   /* a piece the message must contain */
+    const char *needle; /* a piece the message must contain */
 } bad_case;
 
 static const bad_case bad[] = {
@@ -291,12 +290,12 @@ START_TEST(test_bad_input)
     ck_assert_msg(err.line == b->line && err.column == b->column,
                   "%s: expected %d:%d, got %d:%d (%s)", b->file, b->line, b->column, err.line,
                   err.column, err.message);
-    ck_assert_msg(!strcmp(err.field, b->field), "%s: expected field '%s', got '%s' (%s)",
-                  b->file, b->field, err.field, err.message);
+    ck_assert_msg(!strcmp(err.field, b->field), "%s: expected field '%s', got '%s' (%s)", b->file,
+                  b->field, err.field, err.message);
     ck_assert_msg(strstr(err.message, b->needle), "%s: message '%s' lacks '%s'", b->file,
                   err.message, b->needle);
     ck_assert_msg(!strcmp(err.file, path), "%s: error names file '%s'", b->file, err.file);
-    ck_assert_ptr_null(s.overrides);   /* a failed load owns nothing */
+    ck_assert_ptr_null(s.overrides); /* a failed load owns nothing */
 }
 END_TEST
 
@@ -309,7 +308,7 @@ START_TEST(test_missing_file)
     ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, path);
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, NULL), PS_EINPUT);   /* NULL err ok */
+    ck_assert_int_eq(strategy_load(path, data_dir(), &s, NULL), PS_EINPUT); /* NULL err ok */
 }
 END_TEST
 

@@ -21,7 +21,6 @@
 #include "../sim/sweep.h"
 #include "cli_util.h"
 
-
 /* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
 /* Whole file into a NUL-terminated buffer; NULL if it cannot be read. *len gets the size. */
 /* Runs PROTOSIM_BIN with args (NULL-terminated, without argv[0]) capturing stdout/stderr in
@@ -58,15 +57,15 @@ static int count_status(const cJSON *root, const char *status)
 }
 
 /* protosim sweep tests/data/sweep/NAME.yaml --cluster dgx4 --json DIR/OUT [extra...] */
-static run_result run_sweep(const char *dir, const char *name, const char *json,
-                            const char *extra1, const char *extra2)
+static run_result run_sweep(const char *dir, const char *name, const char *json, const char *extra1,
+                            const char *extra2)
 {
     char rel[256];
     snprintf(rel, sizeof rel, "tests/data/sweep/%s.yaml", name);
     char *sweep = src_path(rel), *cl = src_path("topology/clusters/dgx4.xml");
     char *out = tmp_path(dir, json);
-    const char *args[] = {"sweep", sweep, "--cluster", cl, "-j", "2", "--json", out,
-                          extra1, extra2, NULL};
+    const char *args[] = {"sweep",  sweep, "--cluster", cl,     "-j", "2",
+                          "--json", out,   extra1,      extra2, NULL};
     run_result r = run_protosim(dir, args);
     free(sweep);
     free(cl);
@@ -135,7 +134,7 @@ START_TEST(oom_plan_reported_not_simulated)
             continue;
         ck_assert_int_eq((int)numf(p, "tensor"), 1);
         ck_assert(numf(p, "peak_memory_bytes") > numf(p, "memory_capacity_bytes"));
-        ck_assert(!cJSON_HasObjectItem(p, "iteration_time_s"));   /* not simulated */
+        ck_assert(!cJSON_HasObjectItem(p, "iteration_time_s")); /* not simulated */
     }
     ck_assert_ptr_nonnull(strstr(r.out, "oom: needs"));
     cJSON_Delete(root);
@@ -150,7 +149,8 @@ static void write_plan_strategy(const char *path, const cJSON *p)
 {
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "workload: gpt3-1.3b\nbatch: {global: 16, micro: %d}\nstrategy:\n"
+    fprintf(f,
+            "workload: gpt3-1.3b\nbatch: {global: 16, micro: %d}\nstrategy:\n"
             "  tensor: {degree: %d, sequence_parallel: true}\n"
             "  pipeline: {degree: %d, schedule: %s}\n  data: {degree: %d}\n  recompute: %s\n",
             (int)numf(p, "micro_batch"), (int)numf(p, "tensor"), (int)numf(p, "pipeline"),

@@ -87,7 +87,7 @@ START_TEST(gpt3_175b_params)
     /* training FLOPs per token ~ 6 x params + attention (Narayanan et al. 2021 eq. 3) */
     double tokens = s;
     double per_token = (g.fwd_flops + g.bwd_flops) / tokens;
-    double attention = 3 * 4 * L * s * h;   /* 4 s h per layer per token, fwd + bwd */
+    double attention = 3 * 4 * L * s * h; /* 4 s h per layer per token, fwd + bwd */
     double expect = 6 * (12 * L * h * h + V * h) + attention;
     ck_assert_msg(fabs(per_token / expect - 1) < 0.01, "%.4g vs %.4g", per_token, expect);
     workload_graph_free(&g);
@@ -201,7 +201,7 @@ END_TEST
 START_TEST(bundled_models_build)
 {
     static const char *const names[] = {"gpt2-large", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b",
-                                        "gpt3-13b", "gpt3-175b", "bert-large"};
+                                        "gpt3-13b",   "gpt3-175b", "bert-large"};
     /* published sizes; ours count the LM head apart from the embedding, so allow +10% */
     static const double published[] = {774e6, 1.3e9, 2.7e9, 6.7e9, 13e9, 175e9, 340e6};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -308,8 +308,9 @@ START_TEST(flash_attention_keeps_scores_on_chip)
     ck_assert(yaml_parser_initialize(&parser));
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
     ck_assert(yaml_parser_load(&parser, &doc));
-    ck_assert_int_eq(workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml",
-                                              &m, &err), PS_EINPUT);
+    ck_assert_int_eq(
+        workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml", &m, &err),
+        PS_EINPUT);
     ck_assert_str_eq(err.field, "attention");
     ck_assert_int_eq(err.line, 7);
     yaml_document_delete(&doc);
@@ -331,8 +332,8 @@ START_TEST(eager_kernels_add_unfused_passes)
     ck_assert(yaml_parser_initialize(&parser));
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
     ck_assert(yaml_parser_load(&parser, &doc));
-    ck_assert_int_eq(workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml",
-                                              &m, &err), 0);
+    ck_assert_int_eq(
+        workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml", &m, &err), 0);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     ck_assert(m.eager_kernels && m.activation == ACT_GELU_TANH);
@@ -373,8 +374,9 @@ START_TEST(eager_kernels_add_unfused_passes)
     ck_assert(yaml_parser_initialize(&parser));
     yaml_parser_set_input_string(&parser, (const unsigned char *)bad, strlen(bad));
     ck_assert(yaml_parser_load(&parser, &doc));
-    ck_assert_int_eq(workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml",
-                                              &m, &err), PS_EINPUT);
+    ck_assert_int_eq(
+        workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml", &m, &err),
+        PS_EINPUT);
     ck_assert_str_eq(err.field, "activation");
     ck_assert_int_eq(err.line, 7);
     yaml_document_delete(&doc);
@@ -399,10 +401,10 @@ START_TEST(megatron_softmax_falls_back_for_odd_batches)
                 op = &g.ops[i];
         ck_assert_ptr_nonnull(op);
         workload_op t4, t8;
-        workload_op_shard(op, 4, 0, 1, &t4);   /* 4 heads per rank: b * 4 batches, fused */
+        workload_op_shard(op, 4, 0, 1, &t4); /* 4 heads per rank: b * 4 batches, fused */
         workload_op_shard(op, 8, 0, 1, &t8);
         ck_assert_int_eq(t4.kernels, op->kernels);
-        double scores = b * 2.0 * 1024 * 1024;          /* per TP-8 rank */
+        double scores = b * 2.0 * 1024 * 1024; /* per TP-8 rank */
         int fused = b == 2;
         ck_assert_int_eq(t8.kernels, op->kernels + (fused ? 0 : 4));
         ck_assert_double_eq_tol(t8.fwd_bytes, op->fwd_bytes / 8 + (fused ? 0 : 33 * scores),

@@ -102,11 +102,12 @@ static int order_ranks(const char *path, sg_host_t *gpus, int n, ps_error *err)
         if (!value)
             rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
                               "GPU host '%s' has no rank property, but %d other GPUs have one "
-                              "(give every GPU a rank, or none)", name, with_rank);
+                              "(give every GPU a rank, or none)",
+                              name, with_rank);
         else if (parse_rank(value, &r))
-            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
-                              "GPU host '%s': rank '%s' is not a non-negative integer", name,
-                              value);
+            rc =
+                ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+                             "GPU host '%s': rank '%s' is not a non-negative integer", name, value);
         else if (r >= n)
             rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
                               "GPU host '%s': rank %d leaves a gap (ranks must be 0..%d)", name, r,

@@ -12,10 +12,10 @@
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {
     char name[48];
-    double peak_flops[4];  /* FLOP/s indexed by precision_t: FP32, TF32, FP16, BF16 */
-    double hbm_bw;         /* bytes/s */
-    double hbm_bytes;      /* capacity */
-    int sms;               /* streaming multiprocessors */
+    double peak_flops[4]; /* FLOP/s indexed by precision_t: FP32, TF32, FP16, BF16 */
+    double hbm_bw;        /* bytes/s */
+    double hbm_bytes;     /* capacity */
+    int sms;              /* streaming multiprocessors */
 } device_spec;
 
 typedef struct device_table {
@@ -32,10 +32,10 @@ void device_table_free(device_table *t);
 typedef struct cluster {
     char file[512];
     int n_gpus;
-    char **host_names;            /* [n_gpus], rank order */
-    int *node_of_rank;            /* [n_gpus], index of the netzone (node) holding the GPU */
+    char **host_names; /* [n_gpus], rank order */
+    int *node_of_rank; /* [n_gpus], index of the netzone (node) holding the GPU */
     int n_nodes;
-    const device_spec **device;   /* [n_gpus], points into `devices` */
+    const device_spec **device; /* [n_gpus], points into `devices` */
     device_table devices;
 } cluster;
 
@@ -62,10 +62,10 @@ const char *cluster_platform_host_zone(const char *name);
 /* Options of `protosim cluster KIND --nodes N`. Zero/negative fields take KIND's defaults. */
 typedef struct cluster_gen_opts {
     int nodes;
-    int nics_per_node;        /* --nics */
-    double nic_gbps;          /* --nic-gbps: per NIC, per direction, in Gb/s */
-    int gpus_per_node;        /* --gpus-per-node (default 8) */
-    double oversubscription;  /* --oversubscription: 1 = non-blocking fabric */
+    int nics_per_node;       /* --nics */
+    double nic_gbps;         /* --nic-gbps: per NIC, per direction, in Gb/s */
+    int gpus_per_node;       /* --gpus-per-node (default 8) */
+    double oversubscription; /* --oversubscription: 1 = non-blocking fabric */
 } cluster_gen_opts;
 
 /* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100. */

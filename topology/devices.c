@@ -8,12 +8,22 @@
 #include <string.h>
 #include <yaml.h>
 
-enum { KEY_FP32, KEY_TF32, KEY_FP16, KEY_BF16, KEY_HBM_GBPS, KEY_HBM_GIB, KEY_HBM_GB, KEY_SMS,
-       KEY_NAME, N_KEYS };
+enum {
+    KEY_FP32,
+    KEY_TF32,
+    KEY_FP16,
+    KEY_BF16,
+    KEY_HBM_GBPS,
+    KEY_HBM_GIB,
+    KEY_HBM_GB,
+    KEY_SMS,
+    KEY_NAME,
+    N_KEYS
+};
 
 static const char *const device_keys[N_KEYS] = {
-    "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "hbm_gbps", "hbm_gib", "hbm_gb",
-    "sms", "name",
+    "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "hbm_gbps",
+    "hbm_gib",     "hbm_gb",      "sms",         "name",
 };
 
 /* The peak_flops slot of each *_tflops key (precision_t order). */
@@ -100,8 +110,8 @@ static int parse_entry(const char *path, yaml_document_t *doc, const yaml_node_t
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->hbm_bw = value[KEY_HBM_GBPS] * 1e9;
-    spec->hbm_bytes = seen[KEY_HBM_GIB] ? value[KEY_HBM_GIB] * 1073741824.0
-                                        : value[KEY_HBM_GB] * 1e9;
+    spec->hbm_bytes =
+        seen[KEY_HBM_GIB] ? value[KEY_HBM_GIB] * 1073741824.0 : value[KEY_HBM_GB] * 1e9;
     spec->sms = (int)value[KEY_SMS];
     return 0;
 }

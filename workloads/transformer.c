@@ -25,9 +25,9 @@ static const int EAGER_GELU_TANH_KERNELS = 8;
 typedef struct builder {
     workload_graph *g;
     int cap;
-    double e;   /* bytes per element of activations and weights */
-    int flash;  /* fused attention */
-    int eager;  /* unfused eager ops (workload_model.eager_kernels) */
+    double e;  /* bytes per element of activations and weights */
+    int flash; /* fused attention */
+    int eager; /* unfused eager ops (workload_model.eager_kernels) */
     model_family family;
     model_activation act;
 } builder;
@@ -35,15 +35,14 @@ typedef struct builder {
 /* "layers.3" + ".mlp.fc1", or the bare suffix for ops outside the layers (l < 0). */
 static const char *op_name(char *buf, size_t cap, int l, const char *suffix)
 {
-    int n = l >= 0 ? snprintf(buf, cap, "layers.%d.%s", l, suffix)
-                   : snprintf(buf, cap, "%s", suffix);
+    int n =
+        l >= 0 ? snprintf(buf, cap, "layers.%d.%s", l, suffix) : snprintf(buf, cap, "%s", suffix);
     assert(n > 0 && (size_t)n < cap);
     (void)n;
     return buf;
 }
 
-static workload_op *add_op(builder *bd, const char *name, int layer, op_kind kind,
-                           op_split split)
+static workload_op *add_op(builder *bd, const char *name, int layer, op_kind kind, op_split split)
 {
     workload_graph *g = bd->g;
     assert(g->n_ops < bd->cap);
@@ -60,8 +59,8 @@ static workload_op *add_op(builder *bd, const char *name, int layer, op_kind kin
 }
 
 /* out = X[m,k] . W[k,n] (+ bias[n]); backward computes dX and dW, each as large as forward. */
-static workload_op *add_gemm(builder *bd, const char *name, int layer, op_split split,
-                             double m, double n, double k, int bias)
+static workload_op *add_gemm(builder *bd, const char *name, int layer, op_split split, double m,
+                             double n, double k, int bias)
 {
     workload_op *op = add_op(bd, name, layer, OP_GEMM, split);
     op->m = m;
@@ -77,9 +76,8 @@ static workload_op *add_gemm(builder *bd, const char *name, int layer, op_split 
 
 /* A memory-bound op over rows x cols elements: bytes per element given for each pass. */
 static workload_op *add_pointwise(builder *bd, const char *name, int layer, op_kind kind,
-                                  op_split split, double rows, double cols,
-                                  double flops_per_elem, double fwd_bytes_per_elem,
-                                  double bwd_bytes_per_elem)
+                                  op_split split, double rows, double cols, double flops_per_elem,
+                                  double fwd_bytes_per_elem, double bwd_bytes_per_elem)
 {
     workload_op *op = add_op(bd, name, layer, kind, split);
     double elems = rows * cols;
@@ -110,9 +108,9 @@ static void add_dropout_add(builder *bd, const char *name, int layer, double tok
 {
     double e = bd->e;
     /* fused bias-dropout-add: reads x and residual, writes out and mask */
-    workload_op *op = add_pointwise(bd, name, layer, OP_DROPOUT, SPLIT_SEQUENCE, tokens, h,
-                                    DROPOUT_ADD_FLOPS_PER_ELEM, 3 * e + MASK_BYTES,
-                                    2 * e + MASK_BYTES);
+    workload_op *op =
+        add_pointwise(bd, name, layer, OP_DROPOUT, SPLIT_SEQUENCE, tokens, h,
+                      DROPOUT_ADD_FLOPS_PER_ELEM, 3 * e + MASK_BYTES, 2 * e + MASK_BYTES);
     op->act_bytes = tokens * h * MASK_BYTES;
     if (bd->eager) {
         /* dropout writes its output, then a separate residual add reads it and the residual
@@ -143,14 +141,14 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
     double e = bd->e;
     double d = h / a;
     char nm[48];
-    workload_op *op = add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION,
-                             SPLIT_HEADS);
+    workload_op *op =
+        add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION, SPLIT_HEADS);
     op->batch = b * a;
     op->m = s;
     op->n = s;
     op->k = d;
     double scores = b * a * s * s;
-    double qkv1 = b * s * h;   /* one of Q, K, V or the context */
+    double qkv1 = b * s * h; /* one of Q, K, V or the context */
     /* softmax and dropout on the scores are counted as bytes only */
     op->fwd_flops = 2.0 * 2.0 * b * s * s * h;
     op->bwd_flops = 2.0 * op->fwd_flops;
@@ -158,7 +156,7 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
     op->fwd_bytes = e * (6 * qkv1 + 6 * scores) + MASK_BYTES * scores;
     /* bwd: two GEMMs per bmm (4 x (S + 2Q)), dropout (2S + mask), softmax (3S), permute (2Q) */
     op->bwd_bytes = e * (10 * qkv1 + 9 * scores) + MASK_BYTES * scores;
-    op->act_bytes = scores * (2 * e + MASK_BYTES);   /* softmax out, mask, dropout out */
+    op->act_bytes = scores * (2 * e + MASK_BYTES); /* softmax out, mask, dropout out */
     op->kernels = 5;
     op->selective = 1;
     if (!bd->flash) {
@@ -179,8 +177,8 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
      * them (5 GEMMs against the forward's 2) from Q, K, V, O and the per-row log-sum-exp. */
     double lse = b * a * s * 4.0;
     op->bwd_flops = 2.5 * op->fwd_flops;
-    op->fwd_bytes = e * 4 * qkv1 + lse;                 /* read Q, K, V; write O */
-    op->bwd_bytes = e * 8 * qkv1 + lse;                 /* read Q, K, V, O, dO; write dQ, dK, dV */
+    op->fwd_bytes = e * 4 * qkv1 + lse; /* read Q, K, V; write O */
+    op->bwd_bytes = e * 8 * qkv1 + lse; /* read Q, K, V, O, dO; write dQ, dK, dV */
     op->act_bytes = lse;
     op->kernels = 1;
     op->selective = 0;
@@ -190,13 +188,13 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
 static void add_layer(builder *bd, int l, double b, double s, double h, double a, double f)
 {
     double e = bd->e;
-    double t = b * s;   /* tokens */
+    double t = b * s; /* tokens */
     char nm[48];
     workload_op *op;
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.qkv"), l, SPLIT_COLUMN, t, 3 * h, h, 1);
-    op->act_bytes = 3 * t * h * e;   /* Q, K, V: kept even under selective recompute */
+    op->act_bytes = 3 * t * h * e; /* Q, K, V: kept even under selective recompute */
     add_attention_core(bd, l, b, s, h, a);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, h, 1);
     op->act_bytes = t * h * e;
@@ -240,10 +238,10 @@ static void add_loss(builder *bd, int L, double tokens, double v)
      * logits: cast to fp32 (read e, write 4), max (read 4), subtract in place (8), exp (8),
      * sum (4), divide in place (8): the fp32 softmax is kept for backward. Backward: scale the
      * softmax by the incoming gradient in place (8), then cast back (read 4, write e). */
-    workload_op *op = add_pointwise(bd, "loss", L, OP_LOSS, SPLIT_VOCAB, tokens, v,
-                                    SOFTMAX_FLOPS_PER_ELEM, e + 9 * LOSS_FP32_BYTES,
-                                    3 * LOSS_FP32_BYTES + e);
-    op->act_bytes = tokens * v * LOSS_FP32_BYTES;   /* the fp32 softmax kept for backward */
+    workload_op *op =
+        add_pointwise(bd, "loss", L, OP_LOSS, SPLIT_VOCAB, tokens, v, SOFTMAX_FLOPS_PER_ELEM,
+                      e + 9 * LOSS_FP32_BYTES, 3 * LOSS_FP32_BYTES + e);
+    op->act_bytes = tokens * v * LOSS_FP32_BYTES; /* the fp32 softmax kept for backward */
     op->kernels = 8;
 }
 
@@ -262,8 +260,8 @@ static int model_check(const workload_model *m, int micro_batch, ps_error *err)
     return 0;
 }
 
-int workload_build(const workload_model *m, int micro_batch, precision_t prec,
-                   workload_graph *out, ps_error *err)
+int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,
+                   ps_error *err)
 {
     assert(m && out);
     memset(out, 0, sizeof *out);
@@ -279,8 +277,13 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec,
     out->model = *m;
     out->micro_batch = micro_batch;
     out->precision = prec;
-    builder bd = {out, L * per_layer + extra, precision_bytes(prec), m->flash_attention,
-                  m->eager_kernels, m->family, m->activation};
+    builder bd = {out,
+                  L * per_layer + extra,
+                  precision_bytes(prec),
+                  m->flash_attention,
+                  m->eager_kernels,
+                  m->family,
+                  m->activation};
     out->ops = calloc((size_t)bd.cap, sizeof *out->ops);
     if (!out->ops)
         return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "out of memory building '%s'",
@@ -362,7 +365,7 @@ static void shard_gemm(workload_op *o, double tp, int on_n)
         o->params = (weight + bias) / tp;
     } else {
         gemm_reshape(o, o->m, o->n, o->k / tp);
-        o->params = weight / tp + bias;   /* row-parallel bias is added after the all-reduce */
+        o->params = weight / tp + bias; /* row-parallel bias is added after the all-reduce */
     }
     o->fwd_flops /= tp;
     o->bwd_flops /= tp;
@@ -408,14 +411,13 @@ static void check_softmax_fusion(workload_op *op)
 }
 
 /* Divide `out` (a copy of op) as op's split says, over tp > 1 ranks. */
-static void shard_by_split(const workload_op *op, int tp, int sequence_parallel,
-                           int vocab_parallel, workload_op *out)
+static void shard_by_split(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
+                           workload_op *out)
 {
     const double t = tp;
 
     switch (op->split) {
-    case SPLIT_REPLICATED:
-        break;
+    case SPLIT_REPLICATED: break;
     case SPLIT_SEQUENCE:
         if (sequence_parallel) {
             out->m /= t;

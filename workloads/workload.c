@@ -11,8 +11,14 @@
 
 /* ---- model mapping ---- */
 
-static int node_line(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
-static int node_col(const yaml_node_t *n) { return (int)n->start_mark.column + 1; }
+static int node_line(const yaml_node_t *n)
+{
+    return (int)n->start_mark.line + 1;
+}
+static int node_col(const yaml_node_t *n)
+{
+    return (int)n->start_mark.column + 1;
+}
 
 static const char *scalar_text(const yaml_node_t *n)
 {
@@ -41,11 +47,23 @@ static int parse_dim(const yaml_node_t *v, const char *file, const char *field, 
     return 0;
 }
 
-enum { F_NAME, F_FAMILY, F_LAYERS, F_HIDDEN, F_HEADS, F_SEQ, F_VOCAB, F_FFN, F_ATTENTION,
-       F_KERNELS, F_ACTIVATION, F_COUNT };
-static const char *const model_keys[F_COUNT] = {"name", "family", "layers", "hidden", "heads",
-                                                "seq", "vocab", "ffn_hidden", "attention",
-                                                "kernels", "activation"};
+enum {
+    F_NAME,
+    F_FAMILY,
+    F_LAYERS,
+    F_HIDDEN,
+    F_HEADS,
+    F_SEQ,
+    F_VOCAB,
+    F_FFN,
+    F_ATTENTION,
+    F_KERNELS,
+    F_ACTIVATION,
+    F_COUNT
+};
+static const char *const model_keys[F_COUNT] = {"name",      "family",  "layers",    "hidden",
+                                                "heads",     "seq",     "vocab",     "ffn_hidden",
+                                                "attention", "kernels", "activation"};
 
 int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
                              workload_model *out, ps_error *err)
@@ -58,8 +76,8 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
     workload_model m;
     memset(&m, 0, sizeof m);
     int seen[F_COUNT] = {0};
-    int *dims[F_COUNT] = {NULL, NULL, &m.layers, &m.hidden, &m.heads,
-                          &m.seq, &m.vocab, &m.ffn_hidden, NULL, NULL, NULL};
+    int *dims[F_COUNT] = {NULL,     NULL,          &m.layers, &m.hidden, &m.heads, &m.seq,
+                          &m.vocab, &m.ffn_hidden, NULL,      NULL,      NULL};
 
     for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
          p++) {
@@ -77,7 +95,8 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
             return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
                                 "unknown model key '%s' (expected name, family, layers, "
                                 "hidden, heads, seq, vocab, ffn_hidden, attention, kernels, "
-                                "activation)", key);
+                                "activation)",
+                                key);
         if (seen[f])
             return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
                                 "duplicate key '%s'", key);
@@ -180,8 +199,8 @@ int workload_model_load(const char *name_or_path, const char *data_dir, workload
     if (looks_like_path(name_or_path))
         n = snprintf(path, sizeof path, "%s", name_or_path);
     else
-        n = snprintf(path, sizeof path, "%s/workloads/models/%s.yaml",
-                     data_dir ? data_dir : ".", name_or_path);
+        n = snprintf(path, sizeof path, "%s/workloads/models/%s.yaml", data_dir ? data_dir : ".",
+                     name_or_path);
     if (n < 0 || (size_t)n >= sizeof path)
         return ps_error_set(err, PS_EINPUT, name_or_path, 0, 0, "workload",
                             "workload path too long");

@@ -31,41 +31,41 @@ typedef struct workload_model {
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
 typedef enum {
-    SPLIT_REPLICATED,   /* every TP rank does the whole op (layernorm, dropout, residual) */
-    SPLIT_SEQUENCE,     /* replicated, but divided by TP when sequence parallelism is on */
-    SPLIT_COLUMN,       /* weight split on N (QKV, MLP fc1): no communication after */
-    SPLIT_ROW,          /* weight split on K (attention proj, MLP fc2): all-reduce after */
-    SPLIT_HEADS,        /* attention core divided by heads */
-    SPLIT_VOCAB         /* embedding / LM head / loss over a vocab-parallel table */
+    SPLIT_REPLICATED, /* every TP rank does the whole op (layernorm, dropout, residual) */
+    SPLIT_SEQUENCE,   /* replicated, but divided by TP when sequence parallelism is on */
+    SPLIT_COLUMN,     /* weight split on N (QKV, MLP fc1): no communication after */
+    SPLIT_ROW,        /* weight split on K (attention proj, MLP fc2): all-reduce after */
+    SPLIT_HEADS,      /* attention core divided by heads */
+    SPLIT_VOCAB       /* embedding / LM head / loss over a vocab-parallel table */
 } op_split;
 
 typedef enum {
-    OP_GEMM,            /* [batch x] (m x k) . (k x n) */
-    OP_ATTENTION,       /* QK^T, softmax, dropout, .V of one layer as batched GEMMs: batch=b*heads */
+    OP_GEMM,      /* [batch x] (m x k) . (k x n) */
+    OP_ATTENTION, /* QK^T, softmax, dropout, .V of one layer as batched GEMMs: batch=b*heads */
     OP_SOFTMAX,
     OP_LAYERNORM,
-    OP_ELEMENTWISE,     /* residual add, gelu, bias */
+    OP_ELEMENTWISE, /* residual add, gelu, bias */
     OP_DROPOUT,
-    OP_EMBEDDING,       /* table lookup (forward), scatter-add (backward) */
-    OP_LOSS             /* softmax cross-entropy over the vocab */
+    OP_EMBEDDING, /* table lookup (forward), scatter-add (backward) */
+    OP_LOSS       /* softmax cross-entropy over the vocab */
 } op_kind;
 
 typedef struct workload_op {
-    char name[48];          /* module path, e.g. "layers.3.mlp.fc1" */
-    int layer;              /* transformer layer index; -1 embedding, layers for the head */
+    char name[48]; /* module path, e.g. "layers.3.mlp.fc1" */
+    int layer;     /* transformer layer index; -1 embedding, layers for the head */
     op_kind kind;
     op_split split;
-    double batch, m, n, k;  /* GEMM/attention shape of the forward pass (batch=1 for GEMM) */
-    double fwd_flops;       /* whole op, unsharded */
-    double bwd_flops;       /* gradients w.r.t. input and weights */
-    double fwd_bytes;       /* HBM bytes read+written by the forward kernel(s) */
+    double batch, m, n, k; /* GEMM/attention shape of the forward pass (batch=1 for GEMM) */
+    double fwd_flops;      /* whole op, unsharded */
+    double bwd_flops;      /* gradients w.r.t. input and weights */
+    double fwd_bytes;      /* HBM bytes read+written by the forward kernel(s) */
     double bwd_bytes;
-    double params;          /* parameter count held by this op */
-    double act_bytes;       /* activation bytes saved for backward (no recompute) */
-    int kernels;            /* kernel launches in forward (backward assumed 2x) */
-    int selective;          /* 1 if selective recompute drops (and recomputes) this op's saved state */
-    int fused;              /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
-    int megatron_softmax;   /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
+    double params;    /* parameter count held by this op */
+    double act_bytes; /* activation bytes saved for backward (no recompute) */
+    int kernels;      /* kernel launches in forward (backward assumed 2x) */
+    int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
+    int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
+    int megatron_softmax; /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
                                to PyTorch ops for shapes its kernel refuses (checked when
                                sharding): 1 causal mask, 2 padding mask, 0 not used */
 } workload_op;
@@ -74,10 +74,10 @@ typedef struct workload_graph {
     workload_model model;
     int micro_batch;
     precision_t precision;
-    workload_op *ops;       /* forward order */
+    workload_op *ops; /* forward order */
     int n_ops;
     double total_params;
-    double fwd_flops, bwd_flops;   /* sums over ops, one micro-batch */
+    double fwd_flops, bwd_flops; /* sums over ops, one micro-batch */
 } workload_graph;
 
 /* Parse a model mapping (a YAML node of an already loaded document). `file` names the document
@@ -89,8 +89,8 @@ int workload_model_load(const char *name_or_path, const char *data_dir, workload
                         ps_error *err);
 
 /* Expand a model into the op graph of one micro-batch. Caller frees with workload_graph_free. */
-int workload_build(const workload_model *m, int micro_batch, precision_t prec,
-                   workload_graph *out, ps_error *err);
+int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,
+                   ps_error *err);
 void workload_graph_free(workload_graph *g);
 
 /* The part of `op` one tensor-parallel rank runs: shape, FLOPs, bytes, params and activations

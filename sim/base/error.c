@@ -5,12 +5,12 @@
 #include <stdarg.h>
 #include <string.h>
 
-int ps_error_set(ps_error *e, int code, const char *file, int line, int column,
-                 const char *field, const char *fmt, ...)
+int ps_error_set(ps_error *e, int code, const char *file, int line, int column, const char *field,
+                 const char *fmt, ...)
 {
     if (!e)
         return code;
-    if (e->code)    /* keep the first, it is the cause */
+    if (e->code) /* keep the first, it is the cause */
         return e->code;
     e->code = code;
     snprintf(e->file, sizeof e->file, "%s", file ? file : "");

@@ -15,7 +15,7 @@ static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
         c *= 2;
     void *q = realloc(p, (size_t)c * elem);
     if (!q)
-        abort();    /* out of memory building a graph: nothing sensible to do */
+        abort(); /* out of memory building a graph: nothing sensible to do */
     *cap = c;
     return q;
 }
@@ -51,7 +51,7 @@ void htae_graph_free(htae_graph *g)
 
 int htae_label(htae_graph *g, const char *name)
 {
-    for (int i = 0; i < g->n_labels; i++)   /* few distinct labels: a scan is fine */
+    for (int i = 0; i < g->n_labels; i++) /* few distinct labels: a scan is fine */
         if (strcmp(g->labels[i], name) == 0)
             return i;
     uint32_t cap = (uint32_t)g->cap_labels;
@@ -131,8 +131,8 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
     assert(group >= 0 && (uint32_t)group < g->n_groups && bytes >= 0.0);
     const htae_group *gr = &g->groups[group];
     g->colls = grow(g->colls, &g->cap_colls, g->n_colls + 1, sizeof *g->colls);
-    g->coll_tasks = grow(g->coll_tasks, &g->cap_coll_tasks, g->n_coll_tasks + gr->n,
-                         sizeof *g->coll_tasks);
+    g->coll_tasks =
+        grow(g->coll_tasks, &g->cap_coll_tasks, g->n_coll_tasks + gr->n, sizeof *g->coll_tasks);
     int c = (int)g->n_colls++;
     htae_collective *col = &g->colls[c];
     col->kind = kind;
@@ -280,7 +280,7 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
 const char *task_category_name(task_category c)
 {
     static const char *names[CAT_COUNT] = {"forward", "backward", "recompute", "optimizer",
-                                           "tp-comm", "pp-comm", "dp-comm"};
+                                           "tp-comm", "pp-comm",  "dp-comm"};
     return (unsigned)c < CAT_COUNT ? names[c] : "?";
 }
 

@@ -15,8 +15,14 @@ typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_COUNT } s
 
 /* What a task is for; the report's breakdown and the trace colour by it. */
 typedef enum {
-    CAT_FORWARD, CAT_BACKWARD, CAT_RECOMPUTE, CAT_OPTIMIZER,
-    CAT_TP_COMM, CAT_PP_COMM, CAT_DP_COMM, CAT_COUNT
+    CAT_FORWARD,
+    CAT_BACKWARD,
+    CAT_RECOMPUTE,
+    CAT_OPTIMIZER,
+    CAT_TP_COMM,
+    CAT_PP_COMM,
+    CAT_DP_COMM,
+    CAT_COUNT
 } task_category;
 
 typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
@@ -25,43 +31,43 @@ typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
  * calls) takes part in a task. The host walks its GPU's HOST_ISSUE tasks in program order (task
  * id order), spending host_s on each; it never waits for the GPU except where told to. */
 enum {
-    HOST_ISSUE = 1,   /* the task cannot start on the GPU before the host has issued it */
-    HOST_WAIT = 2     /* before issuing, the host blocks until the task's predecessors are done
+    HOST_ISSUE = 1, /* the task cannot start on the GPU before the host has issued it */
+    HOST_WAIT = 2   /* before issuing, the host blocks until the task's predecessors are done
                          (a blocking receive, then synchronize) */
 };
 
 typedef struct htae_task {
-    uint8_t kind;          /* task_kind */
-    uint8_t stream;        /* stream_id */
-    uint8_t category;      /* task_category */
-    uint8_t host;          /* HOST_* flags, 0: the host plays no part */
+    uint8_t kind;     /* task_kind */
+    uint8_t stream;   /* stream_id */
+    uint8_t category; /* task_category */
+    uint8_t host;     /* HOST_* flags, 0: the host plays no part */
     int32_t rank;
-    int32_t peer;          /* TASK_TRANSFER: destination rank */
-    int32_t coll;          /* TASK_COLLECTIVE: collective index */
-    int32_t label;         /* index into the label table */
-    int32_t micro;         /* micro-batch, -1 if none (for trace names) */
-    double seconds;        /* TASK_COMPUTE: duration on an idle GPU */
-    double bytes;          /* TRANSFER: payload; COLLECTIVE: per-rank buffer size */
-    double host_s;         /* HOST_ISSUE: host time to issue it (launches, framework work) */
-    double span;           /* HOST_ISSUE compute: the task cannot end before issue start + span
+    int32_t peer;        /* TASK_TRANSFER: destination rank */
+    int32_t coll;        /* TASK_COLLECTIVE: collective index */
+    int32_t label;       /* index into the label table */
+    int32_t micro;       /* micro-batch, -1 if none (for trace names) */
+    double seconds;      /* TASK_COMPUTE: duration on an idle GPU */
+    double bytes;        /* TRANSFER: payload; COLLECTIVE: per-rank buffer size */
+    double host_s;       /* HOST_ISSUE: host time to issue it (launches, framework work) */
+    double span;         /* HOST_ISSUE compute: the task cannot end before issue start + span
                               (its kernels' flow shop behind a host that issues them one by
                               one); transfers and collectives start when issuing ends */
-    uint32_t succ_first;   /* into graph->succ, after finalize */
+    uint32_t succ_first; /* into graph->succ, after finalize */
     uint32_t n_succ;
     uint32_t n_pred;
 } htae_task;
 
 /* A group of ranks that run collectives together, in ring order. */
 typedef struct htae_group {
-    uint32_t first;        /* into graph->group_ranks */
+    uint32_t first; /* into graph->group_ranks */
     uint32_t n;
 } htae_group;
 
 typedef struct htae_collective {
     coll_kind kind;
     int32_t group;
-    double bytes;          /* per-rank buffer size S */
-    uint32_t first_task;   /* into graph->coll_tasks: one task per member, in group order */
+    double bytes;        /* per-rank buffer size S */
+    uint32_t first_task; /* into graph->coll_tasks: one task per member, in group order */
 } htae_collective;
 
 typedef struct htae_graph {
@@ -69,9 +75,9 @@ typedef struct htae_graph {
     htae_task *tasks;
     uint32_t n_tasks, cap_tasks;
 
-    uint32_t *edges;            /* pairs (from, to) until finalize */
+    uint32_t *edges; /* pairs (from, to) until finalize */
     uint32_t n_edges, cap_edges;
-    uint32_t *succ;             /* CSR successor lists, after finalize */
+    uint32_t *succ; /* CSR successor lists, after finalize */
 
     htae_group *groups;
     uint32_t n_groups, cap_groups;

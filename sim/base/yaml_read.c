@@ -17,7 +17,7 @@ src_loc yread_loc(const yaml_node_t *n)
 {
     src_loc l = {0, 0};
     if (n) {
-        l.line = (int)n->start_mark.line + 1;     /* libyaml marks are 0-based */
+        l.line = (int)n->start_mark.line + 1; /* libyaml marks are 0-based */
         l.column = (int)n->start_mark.column + 1;
     }
     return l;
@@ -91,8 +91,7 @@ int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field)
     return yread_fail(c, n, field, "expected a mapping, got %s", yread_kind(n));
 }
 
-int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max,
-                   int *out)
+int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out)
 {
     const char *s = yread_scalar(n);
     char what[160];
@@ -118,8 +117,7 @@ int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, in
 }
 
 /* A number that must be finite and > 0 (bucket sizes). */
-int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field,
-                               double *out)
+int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out)
 {
     const char *s = yread_scalar(n);
     char what[160];
@@ -157,8 +155,8 @@ int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out)
 }
 
 /* One of `names` (the YAML spelling); *out is its index. */
-int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field,
-                    const char *const *names, int count, int *out)
+int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, const char *const *names,
+               int count, int *out)
 {
     const char *s = yread_scalar(n);
     for (int i = 0; s && i < count; i++) {
@@ -173,14 +171,14 @@ int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field,
         snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", names[i]);
     }
     return yread_fail(c, n, field, "expected one of %s, got %s%s%s", allowed,
-                   s ? "'" : yread_kind(n), s ? s : "", s ? "'" : "");
+                      s ? "'" : yread_kind(n), s ? s : "", s ? "'" : "");
 }
 
 /* ---- mappings ---- */
 
 /* Check that every key of mapping `m` is a scalar in `allowed` and appears once. */
-int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path,
-                      const char *const *allowed, int count)
+int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,
+                     int count)
 {
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
@@ -199,7 +197,7 @@ int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path,
                 snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
             }
             return yread_fail(c, k, field, "unknown key '%s'%s%s (expected %s)", ks,
-                           path[0] ? " in " : "", path, list);
+                              path[0] ? " in " : "", path, list);
         }
         for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
             const char *qs = yread_scalar(yaml_document_get_node(c->doc, q->key));
@@ -220,4 +218,3 @@ yaml_node_t *yread_map_get(yread_ctx *c, yaml_node_t *m, const char *key)
     }
     return NULL;
 }
-

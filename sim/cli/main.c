@@ -141,7 +141,8 @@ static int cmd_run(int argc, char **argv)
         if (!rc && trace)
             rc = report_write_trace(trace, &c, &plan, &res, &err);
         if (!rc && strict && sum.peak_memory_bytes > sum.memory_capacity) {
-            fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
+            fprintf(stderr,
+                    "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
                     sum.peak_memory_bytes / 1073741824.0, sum.memory_capacity / 1073741824.0);
             rc = PS_ENOMEM_PLAN;
         }
@@ -313,8 +314,8 @@ static int parse_sweep_option(int argc, char **argv, int *i, sweep_options *o, i
 {
     const char *a = argv[*i];
     int run_only = !strcmp(a, "-j") || !strcmp(a, "--jobs") || !strcmp(a, "--shard");
-    int takes = run_only || !strcmp(a, "--csv") || !strcmp(a, "--json") ||
-                !strcmp(a, "--plot") || !strcmp(a, "--top");
+    int takes = run_only || !strcmp(a, "--csv") || !strcmp(a, "--json") || !strcmp(a, "--plot") ||
+                !strcmp(a, "--top");
     if (!strcmp(a, "--progress") || !strcmp(a, "--no-progress")) {
         o->progress = !strcmp(a, "--progress");
         return 0;
