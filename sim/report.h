@@ -1,12 +1,11 @@
 /* report.h: what a run tells its user: the summary (iteration time, throughput, MFU, memory,
- * where the time went on the busiest GPU) as text and JSON, and a Perfetto-ready trace. */
+ * where the time went on the busiest GPU), computed from the compiled plan and the timeline. */
 #ifndef PROTOSIM_REPORT_H
 #define PROTOSIM_REPORT_H
 
 #include <stdio.h>
 
 #include "../strategies/compile.h"
-#include "../strategies/strategy.h"
 #include "../topology/cluster.h"
 #include "htae.h"
 
@@ -33,12 +32,4 @@ typedef struct report_summary {
 } report_summary;
 
 void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out);
-void report_print_text(FILE *out, const strategy *s, const cluster *c, const compiled_plan *p,
-                       const htae_result *r, const report_summary *sum);
-/* Both return 0, or PS_EINPUT with err naming the file that could not be written. */
-int report_write_json(const char *path, const strategy *s, const cluster *c, const compiled_plan *p,
-                      const htae_result *r, const report_summary *sum, ps_error *err);
-int report_write_trace(const char *path, const cluster *c, const compiled_plan *p,
-                       const htae_result *r, ps_error *err);
-
 #endif

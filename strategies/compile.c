@@ -726,6 +726,9 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
         workload_op_shard(&cx.wg.ops[i], cx.tp, s->sequence_parallel,
                           strategy_vocab_parallel_for_layer(s, cx.wg.ops[i].layer), &cx.sharded[i]);
 
+    snprintf(out->strategy_file, sizeof out->strategy_file, "%s", s->file);
+    out->model = *m;
+    strategy_plan_desc(s, &out->plan);
     out->gpus = c->n_gpus;
     out->tp = cx.tp;
     out->pp = cx.pp;

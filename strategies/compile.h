@@ -26,6 +26,9 @@ void compile_default_options(compile_options *o);
 
 typedef struct compiled_plan {
     htae_graph *graph;
+    char strategy_file[512]; /* where the plan came from, for reports */
+    workload_model model;    /* the model as resolved */
+    plan_desc plan;          /* the strategy root's layout and knobs */
     int gpus, tp, pp, dp, chunks, micro_batches;
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     double samples_per_iter, tokens_per_iter;

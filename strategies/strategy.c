@@ -609,6 +609,23 @@ int strategy_vocab_parallel_for_layer(const strategy *s, int layer)
     return v;
 }
 
+void strategy_plan_desc(const strategy *s, plan_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    out->tp = s->tp;
+    out->pp = s->pp;
+    out->dp = s->dp;
+    out->micro_batch = s->micro_batch;
+    out->global_batch = s->global_batch;
+    out->schedule = s->schedule;
+    out->virtual_stages = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    out->zero = s->zero;
+    out->recompute = s->recompute;
+    out->sequence_parallel = s->sequence_parallel;
+    out->bucket_mb = s->bucket_mb;
+    out->precision = s->precision;
+}
+
 int strategy_micro_batches(const strategy *s)
 {
     if (s->micro_batch <= 0 || s->dp <= 0)

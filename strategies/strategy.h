@@ -60,6 +60,23 @@ typedef struct strategy {
     int n_overrides;
 } strategy;
 
+/* A plan's parallel layout and knobs, the fields reports, sweeps and merges name (one JSON
+ * writer and reader for them: sim/cli/out_plan.c). Plain data. */
+typedef struct plan_desc {
+    int tp, pp, dp;
+    int micro_batch, global_batch;
+    int schedule;       /* pipeline_schedule */
+    int virtual_stages; /* 1 unless interleaved */
+    int zero;
+    int recompute; /* recompute_mode */
+    int sequence_parallel;
+    double bucket_mb;
+    precision_t precision;
+} plan_desc;
+
+/* The plan_desc of a strategy's root. */
+void strategy_plan_desc(const strategy *s, plan_desc *out);
+
 /* Parse and check what can be checked without a cluster: schema, types, enums, divisibility
  * of heads by TP and of layers by PP x virtual stages, batch by micro x DP. data_dir is the
  * project's data root (for `workload: NAME`). Caller frees with strategy_free. */

@@ -10,6 +10,7 @@
 #include "../base/error.h"
 #include "../htae.h"
 #include "../report.h"
+#include "output.h"
 #include "../sweep.h"
 
 #define PROTOSIM_VERSION "0.1.0"
@@ -135,11 +136,11 @@ static int cmd_run(int argc, char **argv)
         report_summary sum;
         report_summarize(&plan, &res, &sum);
         if (!quiet)
-            report_print_text(stdout, &s, &c, &plan, &res, &sum);
+            out_run_text(stdout, &c, &plan, &res, &sum);
         if (json)
-            rc = report_write_json(json, &s, &c, &plan, &res, &sum, &err);
+            rc = out_run_json(json, &c, &plan, &res, &sum, &err);
         if (!rc && trace)
-            rc = report_write_trace(trace, &c, &plan, &res, &err);
+            rc = out_run_trace(trace, &c, &plan, &res, &err);
         if (!rc && strict && sum.peak_memory_bytes > sum.memory_capacity) {
             fprintf(stderr,
                     "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",

@@ -1,0 +1,211 @@
+/* out_run.c: what `protosim run` writes: the text summary, the JSON report and the Chrome
+ * trace of one simulated plan, from the compiled plan, the result and the cluster. */
+#include "output.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *human_time(double s, char *buf, size_t n)
+{
+    if (s >= 1.0)
+        snprintf(buf, n, "%.3f s", s);
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.3f us", s * 1e6);
+    return buf;
+}
+
+static double pct(double part, double whole)
+{
+    return whole > 0 ? 100.0 * part / whole : 0;
+}
+
+void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
+                  const report_summary *sum)
+{
+    char b1[32];
+    const double GiB = 1073741824.0;
+    const workload_model *m = &p->model;
+    const plan_desc *d = &p->plan;
+    fprintf(out, "protosim: %s on %s\n", p->strategy_file, c->file);
+    fprintf(out, "  model        %s: %d layers, hidden %d, %d heads, seq %d, %.2f B params\n",
+            m->name, m->layers, m->hidden, m->heads, m->seq, p->params_total / 1e9);
+    fprintf(out, "  plan         %d GPUs = TP %d x PP %d x DP %d; %s, %d micro-batches of %d",
+            p->gpus, p->tp, p->pp, p->dp, schedule_name(d->schedule), p->micro_batches,
+            d->micro_batch);
+    if (p->chunks > 1)
+        fprintf(out, ", %d virtual stages", p->chunks);
+    fprintf(out, "; %s; recompute %s%s%s\n", precision_name(d->precision),
+            recompute_name(d->recompute), d->sequence_parallel ? "; sequence parallel" : "",
+            d->zero ? "; ZeRO" : "");
+    fprintf(out, "  iteration    %s\n", human_time(sum->iteration_s, b1, sizeof b1));
+    fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->samples_per_s,
+            sum->tokens_per_s);
+    fprintf(out, "  MFU          %.1f%%\n", 100.0 * sum->mfu);
+    fprintf(out, "  memory       %.2f GiB peak (GPU %d) of %.2f GiB%s\n",
+            sum->peak_memory_bytes / GiB, sum->peak_memory_rank, sum->memory_capacity / GiB,
+            sum->peak_memory_bytes > sum->memory_capacity ? "  ** does not fit **" : "");
+    double T = sum->iteration_s;
+    fprintf(out, "  breakdown    (GPU %d, the busiest)\n", sum->busiest_rank);
+    fprintf(out, "    compute         %12s  %5.1f%%\n", human_time(sum->compute_s, b1, sizeof b1),
+            pct(sum->compute_s, T));
+    fprintf(out, "    exposed comm    %12s  %5.1f%%\n",
+            human_time(sum->exposed_comm_s, b1, sizeof b1), pct(sum->exposed_comm_s, T));
+    fprintf(out, "    pipeline bubble %12s  %5.1f%%\n", human_time(sum->bubble_s, b1, sizeof b1),
+            pct(sum->bubble_s, T));
+    fprintf(out, "    idle            %12s  %5.1f%%\n", human_time(sum->idle_s, b1, sizeof b1),
+            pct(sum->idle_s, T));
+    if (sum->n_top) {
+        fprintf(out, "  top items    (GPU %d)\n", sum->busiest_rank);
+        for (int i = 0; i < sum->n_top; i++)
+            fprintf(out, "    %-40s %12s\n", p->graph->labels[sum->top[i].label],
+                    human_time(sum->top[i].seconds, b1, sizeof b1));
+    }
+    fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
+            p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
+            r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
+    if (p->simulated_replicas < p->dp)
+        fprintf(out, "; 1 of %d data-parallel replicas simulated (folded)", p->dp);
+    fputc('\n', out);
+}
+
+int out_write_error(const char *path, ps_error *err)
+{
+    return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s", strerror(errno));
+}
+
+int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
+                 const report_summary *sum, ps_error *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "strategy", p->strategy_file);
+    cJSON_AddStringToObject(root, "cluster", c->file);
+    cJSON_AddStringToObject(root, "workload", p->model.name);
+    cJSON_AddNumberToObject(root, "iteration_time_s", sum->iteration_s);
+    cJSON_AddNumberToObject(root, "samples_per_s", sum->samples_per_s);
+    cJSON_AddNumberToObject(root, "tokens_per_s", sum->tokens_per_s);
+    cJSON_AddNumberToObject(root, "mfu", sum->mfu);
+    cJSON_AddNumberToObject(root, "peak_memory_bytes", sum->peak_memory_bytes);
+    cJSON_AddNumberToObject(root, "memory_capacity_bytes", sum->memory_capacity);
+    cJSON_AddBoolToObject(root, "fits_in_memory", sum->peak_memory_bytes <= sum->memory_capacity);
+    cJSON_AddNumberToObject(root, "gpus", p->gpus);
+
+    cJSON *plan = cJSON_AddObjectToObject(root, "plan");
+    out_plan_json(plan, &p->plan);
+    cJSON_AddNumberToObject(plan, "micro_batches", p->micro_batches);
+
+    cJSON *b = cJSON_AddObjectToObject(root, "breakdown");
+    cJSON_AddNumberToObject(b, "gpu", sum->busiest_rank);
+    cJSON_AddNumberToObject(b, "compute_s", sum->compute_s);
+    cJSON_AddNumberToObject(b, "exposed_comm_s", sum->exposed_comm_s);
+    cJSON_AddNumberToObject(b, "bubble_s", sum->bubble_s);
+    cJSON_AddNumberToObject(b, "idle_s", sum->idle_s);
+    cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
+    for (int k = CAT_TP_COMM; k <= CAT_DP_COMM; k++)
+        cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);
+
+    const memory_estimate *me = &p->memory[sum->peak_memory_rank];
+    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(mem, "gpu", sum->peak_memory_rank);
+    cJSON_AddNumberToObject(mem, "weights_bytes", me->weights);
+    cJSON_AddNumberToObject(mem, "gradients_bytes", me->gradients);
+    cJSON_AddNumberToObject(mem, "optimizer_bytes", me->optimizer);
+    cJSON_AddNumberToObject(mem, "activations_bytes", me->activations);
+    cJSON_AddNumberToObject(mem, "buffers_bytes", me->buffers);
+
+    cJSON *top = cJSON_AddArrayToObject(root, "top_items");
+    for (int i = 0; i < sum->n_top; i++) {
+        cJSON *it = cJSON_CreateObject();
+        cJSON_AddStringToObject(it, "name", p->graph->labels[sum->top[i].label]);
+        cJSON_AddNumberToObject(it, "seconds", sum->top[i].seconds);
+        cJSON_AddItemToArray(top, it);
+    }
+
+    cJSON *sim = cJSON_AddObjectToObject(root, "simulator");
+    cJSON_AddNumberToObject(sim, "wall_s", r->wall_s);
+    cJSON_AddNumberToObject(sim, "activities", (double)r->activities);
+    cJSON_AddNumberToObject(sim, "tasks", p->graph->n_tasks);
+    cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
+    cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
+
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(text);
+        return out_write_error(path, err);
+    }
+    fputs(text, f);
+    fputc('\n', f);
+    free(text);
+    if (fclose(f) != 0)
+        return out_write_error(path, err);
+    return 0;
+}
+
+/* Labels are ours (op paths and fixed names) but escape anyway: the trace must parse. */
+static void put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Chrome trace event format (Perfetto opens it): one process per GPU, one thread per stream.
+ * Streamed with fprintf: a trace holds millions of events, too many for a cJSON tree. */
+int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
+                  ps_error *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return out_write_error(path, err);
+    const htae_graph *g = p->graph;
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    int first = 1;
+    for (int k = 0; k < g->n_ranks; k++) {
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":",
+                first ? "" : ",\n", k);
+        first = 0;
+        char name[160];
+        snprintf(name, sizeof name, "GPU %d (%s, stage %d)", k, c->host_names[k],
+                 p->stage_of_rank[k]);
+        put_json_string(f, name);
+        fputs("}}", f);
+        fprintf(f,
+                ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,"
+                "\"args\":{\"sort_index\":%d}}",
+                k, k);
+        for (int s = 0; s < STREAM_COUNT; s++)
+            fprintf(f,
+                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                    "\"args\":{\"name\":\"%s\"}}",
+                    k, s, stream_name(s));
+    }
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        fputs(",\n{\"ph\":\"X\",\"name\":", f);
+        put_json_string(f, g->labels[k->label]);
+        fprintf(f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
+                task_category_name(k->category), k->rank, k->stream, r->start[t] * 1e6,
+                (r->end[t] - r->start[t]) * 1e6);
+        fputs(",\"args\":{", f);
+        fprintf(f, "\"micro_batch\":%d", k->micro);
+        if (k->kind != TASK_COMPUTE)
+            fprintf(f, ",\"bytes\":%.0f", k->bytes);
+        if (k->kind == TASK_TRANSFER)
+            fprintf(f, ",\"to\":%d", k->peer);
+        fputs("}}", f);
+    }
+    fputs("\n]}\n", f);
+    if (fclose(f) != 0)
+        return out_write_error(path, err);
+    return 0;
+}
