@@ -163,12 +163,6 @@ static int assign_nodes(const char *path, cluster *c, ps_error *err)
     return 0;
 }
 
-static const char *default_data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d && *d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -183,7 +177,7 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
 
     char devices_path[1024];
     snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
-             data_dir && *data_dir ? data_dir : default_data_dir());
+             data_dir && *data_dir ? data_dir : ps_data_dir());
     int rc = device_table_load(devices_path, &out->devices, err);
     if (rc)
         return rc;

@@ -3,6 +3,7 @@
 #include "vocab.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16"};
@@ -41,4 +42,10 @@ int precision_parse(const char *s, precision_t *out)
         return -1;
     *out = (precision_t)v;
     return 0;
+}
+
+const char *ps_data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d && *d ? d : PROTOSIM_SOURCE_DIR;
 }

@@ -29,4 +29,8 @@ int enum_parse(enum_names t, const char *s);
 
 extern const enum_names precision_names;
 
+/* Where bundled data (workloads/models, topology/devices, topology/clusters) lives:
+ * $PROTOSIM_DATA_DIR when set, else the source tree the binary was built from. */
+const char *ps_data_dir(void);
+
 #endif

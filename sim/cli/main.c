@@ -39,13 +39,6 @@ static void usage(FILE *f)
           f);
 }
 
-/* Where bundled data (workloads/models, topology/devices) lives. */
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d && *d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 static int fail(const ps_error *e)
 {
     ps_error_print(e, stderr);
@@ -119,10 +112,10 @@ static int cmd_run(int argc, char **argv)
     ps_error err;
     ps_error_clear(&err);
     strategy s;
-    if (strategy_load(strategy_path, data_dir(), &s, &err))
+    if (strategy_load(strategy_path, ps_data_dir(), &s, &err))
         return fail(&err);
     cluster c;
-    if (cluster_load(cluster_path, data_dir(), &c, &err)) {
+    if (cluster_load(cluster_path, ps_data_dir(), &c, &err)) {
         strategy_free(&s);
         return fail(&err);
     }
@@ -285,7 +278,7 @@ static int cmd_collective(int argc, char **argv)
     ps_error err;
     ps_error_clear(&err);
     cluster c;
-    if (cluster_load(cluster_path, data_dir(), &c, &err)) {
+    if (cluster_load(cluster_path, ps_data_dir(), &c, &err)) {
         free(sizes);
         return fail(&err);
     }
@@ -381,7 +374,7 @@ static int cmd_sweep(int argc, char **argv)
         return usage_error("%s", "sweep needs --cluster CLUSTER.xml");
     ps_error err;
     ps_error_clear(&err);
-    return sweep_run(sweep_path, cluster_path, data_dir(), &o, &err) ? fail(&err) : 0;
+    return sweep_run(sweep_path, cluster_path, ps_data_dir(), &o, &err) ? fail(&err) : 0;
 }
 
 static int cmd_merge(int argc, char **argv)
