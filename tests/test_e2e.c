@@ -403,21 +403,25 @@ END_TEST
 
 /* ---------------------------------------------------------------- 6. collectives vs nccl-tests */
 
-/* Measured out-of-place all-reduce time (seconds) of `bytes` in a nccl-tests file. */
-static double nccl_measured(const char *file, double bytes)
+/* Measured out-of-place all-reduce time (seconds) of `bytes` over `gpus` A100s, from the rows of
+ * vTrain's nccl-tests files carried in tests/data/groundtruth (scripts/make_test_samples). */
+static double nccl_measured(int gpus, double bytes)
 {
+    char file[1024];
+    snprintf(file, sizeof file, "%s/tests/data/groundtruth/nccl_allreduce_a100_sample.csv",
+             data_dir());
     FILE *f = fopen(file, "r");
-    ck_assert_msg(f, "cannot open %s (the test needs ../shared/groundtruth)", file);
+    ck_assert_msg(f, "cannot open %s", file);
     char line[512];
     double t = -1;
     while (t < 0 && fgets(line, sizeof line, f)) {
-        double size, count, ns;
-        char type[32];
-        if (sscanf(line, "%lf,%lf,%31[^,],%lf", &size, &count, type, &ns) == 4 && size == bytes)
+        int g;
+        double size, ns;
+        if (sscanf(line, "%d,%lf,%lf", &g, &size, &ns) == 3 && g == gpus && size == bytes)
             t = ns * 1e-9;
     }
     fclose(f);
-    ck_assert_msg(t > 0, "%s has no row of %.0f bytes", file, bytes);
+    ck_assert_msg(t > 0, "%s has no row of %d GPUs x %.0f bytes", file, gpus, bytes);
     return t;
 }
 
@@ -427,17 +431,13 @@ static double nccl_measured(const char *file, double bytes)
  * for refits. The previous single-launch model was +67% at 2 GPUs x 2 MiB. */
 START_TEST(collectives_track_nccl_tests)
 {
-    const char *shared = getenv("PROTOSIM_SHARED_DIR");
-    ck_assert_msg(shared && *shared, "PROTOSIM_SHARED_DIR is not set");
     char *dir = make_tmpdir();
     char *cl = generate_a100(dir, "1");
     static const int gpus[] = {2, 8};
     static const double sizes[] = {2097152, 8388608, 1073741824};
     for (size_t g = 0; g < 2; g++) {
-        char n[8], file[1024];
+        char n[8];
         snprintf(n, sizeof n, "%d", gpus[g]);
-        snprintf(file, sizeof file, "%s/groundtruth/nccl_allreduce_a100_%dgpu_vtrain.csv", shared,
-                 gpus[g]);
         const char *args[] = {
             "collective", "--cluster", cl, "--gpus", n, "--sizes", "2097152,8388608,1073741824",
             NULL};
@@ -448,7 +448,7 @@ START_TEST(collectives_track_nccl_tests)
             double bytes, sim;
             ck_assert_msg(p && sscanf(p + 1, "%lf,%lf", &bytes, &sim) == 2 && bytes == sizes[i],
                           "collective output: %s", r.out);
-            double meas = nccl_measured(file, sizes[i]);
+            double meas = nccl_measured(gpus[g], sizes[i]);
             ck_assert_msg(fabs(sim / meas - 1) < 0.20,
                           "%d GPUs, %.0f bytes: simulated %.1f us, "
                           "nccl-tests %.1f us",
