@@ -18,7 +18,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/sweep.h"
+#include "../strategies/sweep_plan.h"
 #include "cli_util.h"
 
 /* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
@@ -94,7 +94,7 @@ START_TEST(enumeration_counts_by_hand)
         ck_assert_int_eq(plans[i].index, i);
         if (plans[i].status == SWEEP_PLAN_PENDING) {
             valid++;
-            ck_assert_int_eq(plans[i].tp * plans[i].pp * plans[i].dp, 8);
+            ck_assert_int_eq(plans[i].desc.tp * plans[i].desc.pp * plans[i].desc.dp, 8);
             continue;
         }
         ck_assert_int_eq(plans[i].status, SWEEP_PLAN_INVALID);
@@ -110,8 +110,8 @@ START_TEST(enumeration_counts_by_hand)
     ck_assert_int_eq(layers, 4);
     ck_assert_int_eq(batch, 1);
     /* first axis slowest: plan 0 is tp1 pp1 mb1, plan 1 tp1 pp1 mb2, plan 2 tp1 pp2 mb1 */
-    ck_assert_int_eq(plans[1].micro_batch, 2);
-    ck_assert_int_eq(plans[2].pp, 2);
+    ck_assert_int_eq(plans[1].desc.micro_batch, 2);
+    ck_assert_int_eq(plans[2].desc.pp, 2);
     free(plans);
     sweep_spec_free(&s);
     free(path);

@@ -10,8 +10,9 @@
 #include "../base/error.h"
 #include "../htae.h"
 #include "../report.h"
+#include "../base/xalloc.h"
 #include "output.h"
-#include "../sweep.h"
+#include "sweep_run.h"
 
 #define PROTOSIM_VERSION "0.1.0"
 
@@ -218,8 +219,8 @@ static int parse_sizes(const char *list, double **out)
     int n = 1;
     for (const char *p = list; *p; p++)
         n += *p == ',';
-    double *v = malloc((size_t)n * sizeof *v);
-    char *copy = strdup(list), *save = NULL;
+    double *v = xcalloc((size_t)n, sizeof *v);
+    char *copy = xstrdup(list), *save = NULL;
     int k = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (parse_double(tok, &v[k]) || v[k] < 0) {
@@ -282,20 +283,10 @@ static int cmd_collective(int argc, char **argv)
         free(sizes);
         return fail(&err);
     }
-    double *times = calloc((size_t)n, sizeof *times);
+    double *times = xcalloc((size_t)n, sizeof *times);
     int rc = htae_time_collectives(&c, kind, gpus, sizes, n, NULL, times, &err);
-    if (!rc) {
-        FILE *f = csv ? fopen(csv, "w") : stdout;
-        if (!f) {
-            rc = ps_error_set(&err, PS_EINPUT, csv, 0, 0, NULL, "cannot write");
-        } else {
-            fputs("bytes,time_s\n", f);
-            for (int i = 0; i < n; i++)
-                fprintf(f, "%.0f,%.9e\n", sizes[i], times[i]);
-            if (f != stdout && fclose(f) != 0)
-                rc = ps_error_set(&err, PS_EINPUT, csv, 0, 0, NULL, "cannot write");
-        }
-    }
+    if (!rc)
+        rc = out_collective_csv(csv, sizes, times, n, &err);
     free(times);
     free(sizes);
     cluster_free(&c);
@@ -381,7 +372,7 @@ static int cmd_merge(int argc, char **argv)
 {
     sweep_options o;
     sweep_default_options(&o);
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
+    const char **inputs = xcalloc((size_t)argc + 1, sizeof *inputs);
     int n = 0;
     for (int i = 0; i < argc; i++) {
         int r = parse_sweep_option(argc, argv, &i, &o, 0);
