@@ -36,7 +36,8 @@ const cli_command cli_sweep = {
 const cli_command cli_merge = {
     "merge",
     "  protosim merge SHARD.json... [--top N] [--csv OUT] [--json OUT] [--plot OUT.svg]\n",
-    "re-ranks the --json outputs of the shards of one sweep (protosim sweep --shard K/N).\n"
+    "re-ranks the --json outputs of the shards of one sweep (written by sweep --shard K/N).\n"
+    "Every field is checked: an error names the file and the JSON path (plans[3].schedule).\n"
     "options:\n" OUTPUT_OPTIONS,
     merge_main,
 };
