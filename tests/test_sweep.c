@@ -18,7 +18,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/sweep.h"
+#include "../strategies/sweep_plan.h"
 #include "cli_util.h"
 
 /* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
@@ -94,7 +94,7 @@ START_TEST(enumeration_counts_by_hand)
         ck_assert_int_eq(plans[i].index, i);
         if (plans[i].status == SWEEP_PLAN_PENDING) {
             valid++;
-            ck_assert_int_eq(plans[i].tp * plans[i].pp * plans[i].dp, 8);
+            ck_assert_int_eq(plans[i].desc.tp * plans[i].desc.pp * plans[i].desc.dp, 8);
             continue;
         }
         ck_assert_int_eq(plans[i].status, SWEEP_PLAN_INVALID);
@@ -110,11 +110,57 @@ START_TEST(enumeration_counts_by_hand)
     ck_assert_int_eq(layers, 4);
     ck_assert_int_eq(batch, 1);
     /* first axis slowest: plan 0 is tp1 pp1 mb1, plan 1 tp1 pp1 mb2, plan 2 tp1 pp2 mb1 */
-    ck_assert_int_eq(plans[1].micro_batch, 2);
-    ck_assert_int_eq(plans[2].pp, 2);
+    ck_assert_int_eq(plans[1].desc.micro_batch, 2);
+    ck_assert_int_eq(plans[2].desc.pp, 2);
     free(plans);
     sweep_spec_free(&s);
     free(path);
+}
+END_TEST
+
+/* The interleaved schedule on 8 GPUs (pp 2, data auto: dp 4), batch 12 / micro 1: 3
+ * micro-batches per data-parallel rank, not a multiple of the pipeline degree 2. Of schedule
+ * {1f1b, interleaved} x virtual_stages {1, 2} only 1f1b v1 is valid: 1f1b v2 and interleaved
+ * v1 fail strategy_validate (virtual stages), interleaved v2 the micro-batch rule. */
+START_TEST(enumeration_interleaved_rules)
+{
+    char *dir = make_tmpdir(), *path = tmp_path(dir, "interleaved.yaml");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("base:\n"
+          "  workload: {family: gpt, layers: 8, hidden: 384, heads: 6, seq: 128, vocab: 1000}\n"
+          "  batch: {global: 12, micro: 1}\n"
+          "axes:\n"
+          "  pipeline: [2]\n"
+          "  data: auto\n"
+          "  schedule: [1f1b, interleaved]\n"
+          "  virtual_stages: [1, 2]\n",
+          f);
+    fclose(f);
+    sweep_spec s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(plans[0].status, SWEEP_PLAN_PENDING);
+    ck_assert_int_eq(plans[0].desc.dp, 4);
+    ck_assert_int_eq(plans[1].status, SWEEP_PLAN_INVALID);
+    ck_assert_str_eq(plans[1].reason_kind, "strategy.pipeline.virtual_stages");
+    ck_assert_int_eq(plans[2].status, SWEEP_PLAN_INVALID);
+    ck_assert_str_eq(plans[2].reason_kind, "strategy.pipeline.virtual_stages");
+    ck_assert_int_eq(plans[3].status, SWEEP_PLAN_INVALID);
+    ck_assert_int_eq(plans[3].desc.schedule, SCHED_INTERLEAVED);
+    ck_assert_int_eq(plans[3].desc.virtual_stages, 2);
+    ck_assert_str_eq(plans[3].reason_kind, "strategy.pipeline.schedule");
+    ck_assert_msg(strstr(plans[3].reason, "(3) to be a multiple of the pipeline degree (2)"),
+                  "reason: %s", plans[3].reason);
+    free(plans);
+    sweep_spec_free(&s);
+    free(path);
+    remove_tmpdir(dir);
 }
 END_TEST
 
@@ -349,6 +395,7 @@ static Suite *sweep_suite(void)
     TCase *t = tcase_create("sweep");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, enumeration_counts_by_hand);
+    tcase_add_test(t, enumeration_interleaved_rules);
     tcase_add_test(t, oom_plan_reported_not_simulated);
     tcase_add_test(t, ranking_matches_single_runs);
     tcase_add_test(t, shards_merge_to_whole_sweep);

@@ -1,6 +1,10 @@
-/* out_plan.c: a plan's fields as JSON, the one place the run report and the sweep outputs
- * name them (the names are the strategy's: tensor, pipeline, data, ...). */
+/* out_plan.c: a plan's fields as JSON and back, the one place the run report, the sweep outputs
+ * and merge name them (the names are the strategy's: tensor, pipeline, data, ...). */
 #include "output.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
 
 void out_plan_json(cJSON *obj, const plan_desc *p)
 {
@@ -16,4 +20,164 @@ void out_plan_json(cJSON *obj, const plan_desc *p)
     cJSON_AddNumberToObject(obj, "bucket_mb", p->bucket_mb);
     cJSON_AddBoolToObject(obj, "sequence_parallel", p->sequence_parallel);
     cJSON_AddStringToObject(obj, "precision", precision_name(p->precision));
+}
+
+/* ---- typed readers ---- */
+
+static const char *json_type(const cJSON *v)
+{
+    return cJSON_IsNumber(v)   ? "a number"
+           : cJSON_IsString(v) ? "a string"
+           : cJSON_IsBool(v)   ? "a boolean"
+           : cJSON_IsNull(v)   ? "null"
+           : cJSON_IsArray(v)  ? "an array"
+                               : "an object";
+}
+
+/* obj[key], or an error naming where.key when it is missing and not optional. *v NULL:
+ * missing (optional). */
+static int field(const cJSON *obj, const char *key, int optional, const char *file,
+                 const char *where, char *path, size_t n, const cJSON **v, ps_error *err)
+{
+    snprintf(path, n, "%s%s%s", where, where[0] ? "." : "", key);
+    *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (*v || optional)
+        return 0;
+    return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "missing");
+}
+
+int out_json_int(const cJSON *obj, const char *key, int optional, long lo, long hi,
+                 const char *file, const char *where, int *out, ps_error *err)
+{
+    char path[128];
+    const cJSON *v;
+    if (field(obj, key, optional, file, where, path, sizeof path, &v, err))
+        return err->code;
+    if (!v)
+        return 0;
+    if (!cJSON_IsNumber(v))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be an integer, got %s",
+                            json_type(v));
+    double x = v->valuedouble;
+    if (x != floor(x) || x < (double)lo || x > (double)hi)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+                            "must be an integer between %ld and %ld, got %g", lo, hi, x);
+    *out = (int)x;
+    return 0;
+}
+
+int out_json_num(const cJSON *obj, const char *key, int optional, const char *file,
+                 const char *where, double *out, ps_error *err)
+{
+    char path[128];
+    const cJSON *v;
+    if (field(obj, key, optional, file, where, path, sizeof path, &v, err))
+        return err->code;
+    if (!v)
+        return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be a number, got %s",
+                            json_type(v));
+    *out = v->valuedouble;
+    return 0;
+}
+
+int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,
+                 const char *where, const char **out, ps_error *err)
+{
+    char path[128];
+    const cJSON *v;
+    if (field(obj, key, optional, file, where, path, sizeof path, &v, err))
+        return err->code;
+    if (!v)
+        return 0;
+    if (!cJSON_IsString(v))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be a string, got %s",
+                            json_type(v));
+    *out = v->valuestring;
+    return 0;
+}
+
+int out_json_enum(const cJSON *obj, const char *key, enum_names names, const char *file,
+                  const char *where, int *out, ps_error *err)
+{
+    const char *s = NULL;
+    if (out_json_str(obj, key, 0, file, where, &s, err))
+        return err->code;
+    int v = enum_parse(names, s);
+    if (v >= 0) {
+        *out = v;
+        return 0;
+    }
+    char path[128], list[256] = "";
+    snprintf(path, sizeof path, "%s%s%s", where, where[0] ? "." : "", key);
+    for (int i = 0; i < names.count; i++) {
+        size_t k = strlen(list);
+        snprintf(list + k, sizeof list - k, "%s%s",
+                 i == 0                ? ""
+                 : i + 1 < names.count ? ", "
+                                       : " or ",
+                 names.names[i]);
+    }
+    return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "unknown %s '%s' (expected %s)", key, s,
+                        list);
+}
+
+/* ---- a plan's fields ---- */
+
+/* TODO(merge): use the schedule and recompute name tables strategy.h is to export; until then
+ * the tables are rebuilt from schedule_name() and recompute_name(). */
+static enum_names schedule_names(void)
+{
+    static const char *n[SCHED_INTERLEAVED + 1];
+    for (int i = 0; i <= SCHED_INTERLEAVED; i++)
+        n[i] = schedule_name((pipeline_schedule)i);
+    return (enum_names){n, SCHED_INTERLEAVED + 1};
+}
+
+static enum_names recompute_names(void)
+{
+    static const char *n[RECOMPUTE_FULL + 1];
+    for (int i = 0; i <= RECOMPUTE_FULL; i++)
+        n[i] = recompute_name((recompute_mode)i);
+    return (enum_names){n, RECOMPUTE_FULL + 1};
+}
+
+int out_plan_from_json(const cJSON *obj, const char *file, const char *where, plan_desc *out,
+                       ps_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsObject(obj))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "must be an object, got %s",
+                            json_type(obj));
+    const cJSON *sp = NULL;
+    int prec = 0;
+    char path[128];
+    if (out_json_int(obj, "tensor", 0, 1, INT_MAX, file, where, &out->tp, err) ||
+        out_json_int(obj, "pipeline", 0, 1, INT_MAX, file, where, &out->pp, err) ||
+        out_json_int(obj, "data", 0, 1, INT_MAX, file, where, &out->dp, err) ||
+        out_json_int(obj, "micro_batch", 0, 1, INT_MAX, file, where, &out->micro_batch, err) ||
+        out_json_int(obj, "global_batch", 0, 1, INT_MAX, file, where, &out->global_batch, err) ||
+        out_json_enum(obj, "schedule", schedule_names(), file, where, &out->schedule, err) ||
+        out_json_int(obj, "virtual_stages", 0, 1, INT_MAX, file, where, &out->virtual_stages,
+                     err) ||
+        out_json_int(obj, "zero", 0, 0, 3, file, where, &out->zero, err) ||
+        out_json_enum(obj, "recompute", recompute_names(), file, where, &out->recompute, err) ||
+        out_json_num(obj, "bucket_mb", 0, file, where, &out->bucket_mb, err) ||
+        field(obj, "sequence_parallel", 0, file, where, path, sizeof path, &sp, err) ||
+        out_json_enum(obj, "precision", precision_names, file, where, &prec, err))
+        return err->code;
+    if (!(out->bucket_mb > 0)) {
+        snprintf(path, sizeof path, "%s%sbucket_mb", where, where[0] ? "." : "");
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be greater than 0, got %g",
+                            out->bucket_mb);
+    }
+    if (!cJSON_IsBool(sp)) {
+        snprintf(path, sizeof path, "%s%ssequence_parallel", where, where[0] ? "." : "");
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be true or false, got %s",
+                            json_type(sp));
+    }
+    out->sequence_parallel = cJSON_IsTrue(sp);
+    out->precision = (precision_t)prec;
+    return 0;
 }

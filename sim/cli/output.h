@@ -1,5 +1,6 @@
 /* output.h: the writers of the `protosim` command: a run's text summary, JSON report and
- * trace (out_run.c) and a plan's fields as JSON (out_plan.c). Engine data in, files out. */
+ * trace (out_run.c), a plan's fields as JSON and back (out_plan.c), a sweep's table, CSV, JSON
+ * and plot (out_sweep.c, out_plot.c) and the collective timings (out_collective.c). */
 #ifndef PROTOSIM_OUTPUT_H
 #define PROTOSIM_OUTPUT_H
 
@@ -8,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "../../strategies/compile.h"
+#include "../../strategies/sweep_plan.h"
 #include "../../topology/cluster.h"
 #include "../htae.h"
 #include "../report.h"
@@ -17,6 +19,24 @@
 /* Add p's fields to obj: tensor, pipeline, data, micro_batch, global_batch, schedule,
  * virtual_stages, zero, recompute, bucket_mb, sequence_parallel, precision. */
 void out_plan_json(cJSON *obj, const plan_desc *p);
+
+/* The one reader of what out_plan_json writes: every field must be present with its type
+ * (integers integral), in range, enums by name. Errors are PS_EINPUT naming `file` and the
+ * JSON path of the field (`where` is obj's path, e.g. "plans[3]", and field "plans[3].zero"). */
+int out_plan_from_json(const cJSON *obj, const char *file, const char *where, plan_desc *out,
+                       ps_error *err);
+
+/* Small typed readers for the JSON path `where`.`key` of obj (shared by the merge reader).
+ * A missing key is an error unless `optional` (then *out is left as is). */
+int out_json_int(const cJSON *obj, const char *key, int optional, long lo, long hi,
+                 const char *file, const char *where, int *out, ps_error *err);
+int out_json_num(const cJSON *obj, const char *key, int optional, const char *file,
+                 const char *where, double *out, ps_error *err);
+int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,
+                 const char *where, const char **out, ps_error *err);
+/* An enum by name: *out gets its value; an unknown name is an error listing the names. */
+int out_json_enum(const cJSON *obj, const char *key, enum_names names, const char *file,
+                  const char *where, int *out, ps_error *err);
 
 /* ---- one run (out_run.c) ---- */
 
@@ -30,5 +50,35 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
 
 /* PS_EINPUT "cannot write: <strerror>" naming path. */
 int out_write_error(const char *path, ps_error *err);
+
+/* ---- a sweep (out_sweep.c, out_plot.c) ---- */
+
+/* Everything the sweep outputs need: the sweep's identity and its plans (sorted by index). */
+typedef struct sweep_table {
+    char sweep_file[512], cluster_file[512], base[1024], workload[64];
+    int gpus, memory_fit, combinations, shard_k, shard_n;
+    char hash[17];
+    cJSON *axes; /* {"tensor": [4, 8], "data": "auto", ...}, owned */
+    int show_bucket, show_sp;
+    sweep_plan *plans; /* owned */
+    int n;
+    int *order; /* ranked order of plans[], owned; NULL until ranked */
+    double wall_s;
+} sweep_table;
+
+void sweep_table_free(sweep_table *t);
+
+/* The ranked table: the best `top` plans of each status (0: all), invalid ones by reason. */
+void out_sweep_table(FILE *f, const sweep_table *t, int top);
+/* Each returns 0, or PS_EINPUT naming the file that could not be written. */
+int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err);
+int out_sweep_json(const char *path, const sweep_table *t, ps_error *err);
+int out_sweep_plot(const char *path, const sweep_table *t, ps_error *err); /* SVG */
+
+/* ---- collective timings (out_collective.c) ---- */
+
+/* "bytes,time_s" then one row per size, to path (NULL: stdout). */
+int out_collective_csv(const char *path, const double *sizes, const double *times, int n,
+                       ps_error *err);
 
 #endif

@@ -1,0 +1,135 @@
+/* cmd_collective.c: `protosim collective`: its arguments, then collectives timed one after
+ * another on the first N GPUs (like nccl-tests), written as bytes,time_s (out_collective.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../topology/cluster.h"
+#include "../base/xalloc.h"
+#include "../htae.h"
+#include "cli.h"
+#include "output.h"
+
+static int collective_main(int argc, char **argv);
+
+const cli_command cli_collective = {
+    "collective",
+    "  protosim collective --cluster CLUSTER.xml --gpus N --sizes BYTES[,BYTES...]\n"
+    "               [--op allreduce|reduce-scatter|all-gather] [--csv OUT]\n",
+    "simulates the collectives one after another on the first N GPUs (like nccl-tests) and\n"
+    "prints bytes,time_s per size.\n"
+    "options:\n"
+    "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
+    "  --gpus N                GPUs taking part (required, N >= 1)\n"
+    "  --sizes BYTES,...       message sizes in bytes (required)\n"
+    "  --op OP                 allreduce (default), reduce-scatter or all-gather\n"
+    "  --csv OUT               write the table to OUT (default: stdout)\n"
+    "  --help, -h              this help\n",
+    collective_main,
+};
+
+typedef struct collective_args {
+    const char *cluster, *sizes, *op, *csv;
+    int gpus;
+} collective_args;
+
+/* 0 parsed, -1 --help printed (exit 0), PS_EINPUT after a usage error. */
+static int parse_collective(int argc, char **argv, collective_args *a)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        if (cli_is_help(s)) {
+            cli_help(&cli_collective);
+            return -1;
+        }
+        if (strcmp(s, "--cluster") && strcmp(s, "--sizes") && strcmp(s, "--op") &&
+            strcmp(s, "--csv") && strcmp(s, "--gpus")) {
+            if (s[0] == '-')
+                return cli_usage_error(&cli_collective, "unknown option '%s'", s);
+            return cli_usage_error(&cli_collective, "unexpected argument '%s'", s);
+        }
+        const char *v = cli_value(&cli_collective, argc, argv, &i);
+        if (!v)
+            return PS_EINPUT;
+        if (!strcmp(s, "--cluster"))
+            a->cluster = v;
+        else if (!strcmp(s, "--sizes"))
+            a->sizes = v;
+        else if (!strcmp(s, "--op"))
+            a->op = v;
+        else if (!strcmp(s, "--csv"))
+            a->csv = v;
+        else if (cli_parse_int(v, &a->gpus) || a->gpus < 1)
+            return cli_usage_error(&cli_collective, "bad GPU count '%s'", v);
+    }
+    if (!a->cluster || !a->sizes || a->gpus < 1)
+        return cli_usage_error(&cli_collective, "collective needs --cluster, --gpus and --sizes");
+    return 0;
+}
+
+static int parse_kind(const char *op, coll_kind *kind)
+{
+    if (!strcmp(op, "allreduce") || !strcmp(op, "all-reduce"))
+        *kind = COLL_ALLREDUCE;
+    else if (!strcmp(op, "reduce-scatter") || !strcmp(op, "reducescatter"))
+        *kind = COLL_REDUCE_SCATTER;
+    else if (!strcmp(op, "all-gather") || !strcmp(op, "allgather"))
+        *kind = COLL_ALLGATHER;
+    else
+        return -1;
+    return 0;
+}
+
+/* Comma-separated byte counts into *out (caller frees); how many, or -1 on a bad entry. */
+static int parse_sizes(const char *list, double **out)
+{
+    int n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    double *v = xcalloc((size_t)n, sizeof *v);
+    char *copy = xstrdup(list), *save = NULL;
+    int k = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (cli_parse_double(tok, &v[k]) || v[k] < 0) {
+            free(copy);
+            free(v);
+            return -1;
+        }
+        k++;
+    }
+    free(copy);
+    *out = v;
+    return k;
+}
+
+static int collective_main(int argc, char **argv)
+{
+    collective_args a = {NULL, NULL, "allreduce", NULL, 0};
+    int prc = parse_collective(argc, argv, &a);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    coll_kind kind;
+    if (parse_kind(a.op, &kind))
+        return cli_usage_error(&cli_collective, "unknown collective '%s'", a.op);
+    double *sizes = NULL;
+    int n = parse_sizes(a.sizes, &sizes);
+    if (n <= 0) {
+        free(sizes);
+        return cli_usage_error(&cli_collective, "bad --sizes '%s'", a.sizes);
+    }
+    ps_error err;
+    ps_error_clear(&err);
+    cluster c;
+    if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
+        free(sizes);
+        return cli_fail(&err);
+    }
+    double *times = xcalloc((size_t)n, sizeof *times);
+    int rc = htae_time_collectives(&c, kind, a.gpus, sizes, n, NULL, times, &err);
+    if (!rc)
+        rc = out_collective_csv(a.csv, sizes, times, n, &err);
+    free(times);
+    free(sizes);
+    cluster_free(&c);
+    return rc ? cli_fail(&err) : 0;
+}

@@ -1,0 +1,129 @@
+/* cmd_run.c: `protosim run`: its arguments, then the pipeline load strategy -> load cluster ->
+ * compile -> simulate -> report, and the exit code (2: does not fit, with --strict-memory). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../strategies/compile.h"
+#include "cli.h"
+#include "output.h"
+
+static int run_main(int argc, char **argv);
+
+const cli_command cli_run = {
+    "run",
+    "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
+    "               [--trace OUT.trace.json] [--strict-memory] [--no-fold] [--quiet]\n",
+    "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
+    "summary (iteration time, throughput, MFU, memory, time breakdown, critical path).\n"
+    "options:\n"
+    "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
+    "  --json OUT.json         write the report as JSON\n"
+    "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev)\n"
+    "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
+    "  --no-fold               simulate every data-parallel replica (default: fold them)\n"
+    "  --quiet, -q             no summary on stdout\n"
+    "  --help, -h              this help\n"
+    "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
+    "            3 internal error\n",
+    run_main,
+};
+
+typedef struct run_args {
+    const char *strategy, *cluster, *json, *trace;
+    int strict, quiet;
+    compile_options copt;
+} run_args;
+
+/* 0 parsed, -1 --help printed (exit 0), PS_EINPUT after a usage error. */
+static int parse_run(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    compile_default_options(&a->copt);
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        if (cli_is_help(s)) {
+            cli_help(&cli_run);
+            return -1;
+        } else if (!strcmp(s, "--cluster") || !strcmp(s, "--json") || !strcmp(s, "--trace")) {
+            const char *v = cli_value(&cli_run, argc, argv, &i);
+            if (!v)
+                return PS_EINPUT;
+            if (!strcmp(s, "--cluster"))
+                a->cluster = v;
+            else if (!strcmp(s, "--json"))
+                a->json = v;
+            else
+                a->trace = v;
+        } else if (!strcmp(s, "--no-fold")) {
+            a->copt.fold_data_parallel = 0;
+        } else if (!strcmp(s, "--strict-memory")) {
+            a->strict = 1;
+        } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
+            a->quiet = 1;
+        } else if (s[0] == '-') {
+            return cli_usage_error(&cli_run, "unknown option '%s'", s);
+        } else if (!a->strategy) {
+            a->strategy = s;
+        } else {
+            return cli_usage_error(&cli_run, "unexpected argument '%s'", s);
+        }
+    }
+    if (!a->strategy)
+        return cli_usage_error(&cli_run, "run needs a STRATEGY.yaml");
+    if (!a->cluster)
+        return cli_usage_error(&cli_run, "run needs --cluster CLUSTER.xml");
+    return 0;
+}
+
+/* Summary, report files and the memory verdict of a simulated plan. */
+static int run_report(const run_args *a, const cluster *c, const compiled_plan *plan,
+                      const htae_result *res, ps_error *err)
+{
+    report_summary sum;
+    report_summarize(plan, res, &sum);
+    if (!a->quiet)
+        out_run_text(stdout, c, plan, res, &sum);
+    if (a->json && out_run_json(a->json, c, plan, res, &sum, err))
+        return err->code;
+    if (a->trace && out_run_trace(a->trace, c, plan, res, err))
+        return err->code;
+    if (a->strict && sum.peak_memory_bytes > sum.memory_capacity) {
+        fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
+                sum.peak_memory_bytes / 1073741824.0, sum.memory_capacity / 1073741824.0);
+        return PS_ENOMEM_PLAN;
+    }
+    return 0;
+}
+
+static int run_main(int argc, char **argv)
+{
+    run_args a;
+    int prc = parse_run(argc, argv, &a);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    ps_error err;
+    ps_error_clear(&err);
+    strategy s;
+    if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
+        return cli_fail(&err);
+    cluster c;
+    if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
+        strategy_free(&s);
+        return cli_fail(&err);
+    }
+    compiled_plan plan;
+    htae_result res;
+    memset(&res, 0, sizeof res);
+    int rc = compile_plan(&s, &c, &a.copt, &plan, &err);
+    if (!rc)
+        rc = htae_run(plan.graph, &c, NULL, &res, &err);
+    if (!rc)
+        rc = run_report(&a, &c, &plan, &res, &err);
+    if (rc && err.code)
+        cli_fail(&err);
+    htae_result_free(&res);
+    compiled_plan_free(&plan);
+    cluster_free(&c);
+    strategy_free(&s);
+    return rc;
+}

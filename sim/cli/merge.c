@@ -1,0 +1,262 @@
+/* merge.c: `protosim merge`: read the --json files of a sweep's shards (every field checked,
+ * errors name the file and the JSON path), check they belong to one sweep, re-rank, write. */
+#include "sweep_run.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/xalloc.h"
+
+/* The whole file, NUL-terminated (caller frees); NULL with errno when it cannot be read. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 0, n = 0, r;
+    char *buf = NULL;
+    do {
+        xgrow(&buf, 1, n + 4096 + 1, &cap);
+        r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+    } while (r > 0);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The outcome fields of a plan record, checked by status. */
+static int outcome_from_json(const cJSON *o, const char *file, const char *where, sweep_plan *p,
+                             ps_error *err)
+{
+    int ok = p->status == SWEEP_PLAN_OK, fits = ok || p->status == SWEEP_PLAN_OOM;
+    char bw[160];
+    snprintf(bw, sizeof bw, "%s.breakdown", where);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "breakdown");
+    if (ok && !cJSON_IsObject(b))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, bw, "missing (a simulated plan has one)");
+    const char *kind = "", *reason = "";
+    if (out_json_num(o, "iteration_time_s", !ok, file, where, &p->iteration_s, err) ||
+        out_json_num(o, "tokens_per_s", !ok, file, where, &p->tokens_per_s, err) ||
+        out_json_num(o, "samples_per_s", !ok, file, where, &p->samples_per_s, err) ||
+        out_json_num(o, "mfu", !ok, file, where, &p->mfu, err) ||
+        out_json_num(o, "sim_wall_s", 1, file, where, &p->sim_wall_s, err) ||
+        (ok && (out_json_num(b, "compute_s", 0, file, bw, &p->compute_s, err) ||
+                out_json_num(b, "exposed_comm_s", 0, file, bw, &p->exposed_comm_s, err) ||
+                out_json_num(b, "bubble_s", 0, file, bw, &p->bubble_s, err) ||
+                out_json_num(b, "idle_s", 0, file, bw, &p->idle_s, err))) ||
+        out_json_num(o, "peak_memory_bytes", !fits, file, where, &p->peak_memory_bytes, err) ||
+        out_json_num(o, "memory_capacity_bytes", !fits, file, where, &p->memory_capacity_bytes,
+                     err) ||
+        out_json_str(o, "reason_kind", ok, file, where, &kind, err) ||
+        out_json_str(o, "reason", ok, file, where, &reason, err))
+        return err->code;
+    snprintf(p->reason_kind, sizeof p->reason_kind, "%s", kind);
+    snprintf(p->reason, sizeof p->reason, "%s", reason);
+    return 0;
+}
+
+/* plans[j] of a shard file: index in [0, combinations), a final status (never "pending"), the
+ * plan's fields (out_plan_from_json) and the outcome its status calls for. */
+static int plan_from_json(const cJSON *o, int j, int combinations, const char *file, sweep_plan *p,
+                          ps_error *err)
+{
+    char where[64];
+    snprintf(where, sizeof where, "plans[%d]", j);
+    memset(p, 0, sizeof *p);
+    if (!cJSON_IsObject(o))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "must be a plan record (an object)");
+    const char *status = NULL;
+    if (out_json_int(o, "index", 0, 0, combinations - 1L, file, where, &p->index, err) ||
+        out_json_enum(o, "status", sweep_plan_status_names, file, where, &p->status, err))
+        return err->code;
+    if (p->status == SWEEP_PLAN_PENDING) {
+        out_json_str(o, "status", 0, file, where, &status, err);
+        char path[96];
+        snprintf(path, sizeof path, "%s.status", where);
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+                            "'%s' is not the status of a processed plan (expected ok, oom, "
+                            "failed or invalid)",
+                            status);
+    }
+    if (out_plan_from_json(o, file, where, &p->desc, err))
+        return err->code;
+    return outcome_from_json(o, file, where, p, err);
+}
+
+/* "shard": null or absent (the whole sweep: 0/0), or [k, n] with 1 <= k <= n. */
+static int shard_from_json(const cJSON *m, const char *file, int *k, int *n, ps_error *err)
+{
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(m, "shard");
+    *k = *n = 0;
+    if (!sh || cJSON_IsNull(sh))
+        return 0;
+    const cJSON *a = cJSON_GetArrayItem(sh, 0), *b = cJSON_GetArrayItem(sh, 1);
+    int ok = cJSON_IsArray(sh) && cJSON_GetArraySize(sh) == 2 && cJSON_IsNumber(a) &&
+             cJSON_IsNumber(b) && a->valuedouble >= 1 && a->valuedouble <= b->valuedouble &&
+             b->valuedouble <= INT_MAX && a->valuedouble == floor(a->valuedouble) &&
+             b->valuedouble == floor(b->valuedouble);
+    if (!ok)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
+                            "must be null or [k, n] with integers 1 <= k <= n");
+    *k = (int)a->valuedouble;
+    *n = (int)b->valuedouble;
+    return 0;
+}
+
+/* The sweep's header from the first file. */
+static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps_error *err)
+{
+    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "", *mem = "fit";
+    if (out_json_str(m, "hash", 0, file, "sweep", &hash, err) ||
+        out_json_str(m, "file", 1, file, "sweep", &sweep, err) ||
+        out_json_str(m, "cluster", 1, file, "sweep", &cl, err) ||
+        out_json_str(m, "base", 1, file, "sweep", &base, err) ||
+        out_json_str(m, "workload", 1, file, "sweep", &wl, err) ||
+        out_json_str(m, "memory", 1, file, "sweep", &mem, err) ||
+        out_json_int(m, "gpus", 0, 1, INT_MAX, file, "sweep", &t->gpus, err) ||
+        out_json_int(m, "combinations", 0, 0, INT_MAX, file, "sweep", &t->combinations, err))
+        return err->code;
+    snprintf(t->hash, sizeof t->hash, "%s", hash);
+    snprintf(t->sweep_file, sizeof t->sweep_file, "%s", sweep);
+    snprintf(t->cluster_file, sizeof t->cluster_file, "%s", cl);
+    snprintf(t->base, sizeof t->base, "%s", base);
+    snprintf(t->workload, sizeof t->workload, "%s", wl);
+    t->memory_fit = strcmp(mem, "ignore") != 0;
+    const cJSON *axes = cJSON_GetObjectItemCaseSensitive(m, "axes");
+    t->axes = cJSON_IsObject(axes) ? cJSON_Duplicate(axes, 1) : cJSON_CreateObject();
+    t->show_bucket = cJSON_HasObjectItem(t->axes, "bucket_mb");
+    t->show_sp = cJSON_HasObjectItem(t->axes, "sequence_parallel");
+    return 0;
+}
+
+/* State across the inputs. */
+typedef struct merge_state {
+    sweep_table t;
+    size_t cap;
+    int *seen_shard; /* [1..shard_n] */
+    const char *first;
+} merge_state;
+
+/* Check one file's header against the first's and record its shard. */
+static int merge_header(merge_state *ms, const cJSON *m, const char *file, ps_error *err)
+{
+    sweep_table *t = &ms->t;
+    int k, n;
+    const char *hash = NULL;
+    if (shard_from_json(m, file, &k, &n, err) ||
+        out_json_str(m, "hash", 0, file, "sweep", &hash, err))
+        return err->code;
+    if (!ms->first) {
+        if (header_from_json(m, file, t, err))
+            return err->code;
+        ms->first = file;
+        t->shard_n = n;
+        ms->seen_shard = xcalloc((size_t)n + 1, sizeof *ms->seen_shard);
+    } else if (strcmp(hash, t->hash)) {
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.hash",
+                            "comes from a different sweep than %s (sweep file, base strategy "
+                            "or cluster differ: hash %s, not %s)",
+                            ms->first, hash, t->hash);
+    } else if (n != t->shard_n) {
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
+                            "was split into %d shards, %s into %d", n, ms->first, t->shard_n);
+    }
+    if (n > 0) {
+        if (ms->seen_shard[k])
+            return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
+                                "shard %d/%d given twice", k, n);
+        ms->seen_shard[k] = 1;
+    }
+    double wall = 0;
+    if (out_json_num(m, "wall_s", 1, file, "sweep", &wall, err))
+        return err->code;
+    t->wall_s += wall;
+    return 0;
+}
+
+static int merge_file(merge_state *ms, const char *file, ps_error *err)
+{
+    char *text = read_text(file);
+    if (!text)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, NULL, "cannot read: %s", strerror(errno));
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "sweep");
+    const cJSON *plans = cJSON_GetObjectItemCaseSensitive(root, "plans");
+    int rc = 0;
+    if (!cJSON_IsObject(m) || !cJSON_IsArray(plans))
+        rc = ps_error_set(err, PS_EINPUT, file, 0, 0, NULL,
+                          "not the --json output of protosim sweep (%s)",
+                          !root                ? "not JSON"
+                          : !cJSON_IsObject(m) ? "no \"sweep\" object"
+                                               : "no \"plans\" array");
+    if (!rc)
+        rc = merge_header(ms, m, file, err);
+    int np = rc ? 0 : cJSON_GetArraySize(plans);
+    if (np > 0)
+        xgrow(&ms->t.plans, sizeof *ms->t.plans, (size_t)ms->t.n + (size_t)np, &ms->cap);
+    for (int j = 0; j < np && !rc; j++) {
+        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, ms->t.combinations, file,
+                            &ms->t.plans[ms->t.n], err);
+        ms->t.n += !rc;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static int by_index(const void *a, const void *b)
+{
+    return ((const sweep_plan *)a)->index - ((const sweep_plan *)b)->index;
+}
+
+/* Plans sorted by index, none twice; a warning for missing shards. */
+static int merge_check(merge_state *ms, ps_error *err)
+{
+    sweep_table *t = &ms->t;
+    if (t->n > 0)
+        qsort(t->plans, (size_t)t->n, sizeof *t->plans, by_index);
+    for (int i = 1; i < t->n; i++)
+        if (t->plans[i].index == t->plans[i - 1].index)
+            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, NULL,
+                                "plan %d appears in more than one input (the same shard "
+                                "given twice?)",
+                                t->plans[i].index);
+    int missing = 0;
+    for (int k = 1; k <= t->shard_n; k++)
+        missing += !ms->seen_shard[k];
+    if (missing)
+        fprintf(stderr,
+                "protosim: warning: %d of %d shards missing: the ranking covers %d of %d "
+                "plans\n",
+                missing, t->shard_n, t->n, t->combinations);
+    return 0;
+}
+
+int sweep_merge(const char *const *inputs, int n_inputs, const sweep_options *o, ps_error *err)
+{
+    merge_state ms;
+    memset(&ms, 0, sizeof ms);
+    int rc = 0;
+    for (int i = 0; i < n_inputs && !rc; i++)
+        rc = merge_file(&ms, inputs[i], err);
+    if (!rc)
+        rc = merge_check(&ms, err);
+    if (!rc) {
+        ms.t.shard_n = ms.t.shard_k = 0;
+        sweep_rank(&ms.t);
+        rc = sweep_write_outputs(&ms.t, o, err);
+    }
+    free(ms.seen_shard);
+    sweep_table_free(&ms.t);
+    return rc;
+}

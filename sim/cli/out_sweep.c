@@ -1,0 +1,254 @@
+/* out_sweep.c: what `protosim sweep` and `protosim merge` write: the ranked table on stdout,
+ * the CSV and the JSON of every plan (the SVG plot is in out_plot.c). */
+#include "output.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const char *status_name(int s)
+{
+    return enum_name(sweep_plan_status_names, s);
+}
+
+void sweep_table_free(sweep_table *t)
+{
+    cJSON_Delete(t->axes);
+    free(t->plans);
+    free(t->order);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- the table ---- */
+
+static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
+{
+    char label[128];
+    sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+    char mem[32];
+    snprintf(mem, sizeof mem, "%.1f/%.1f", p->peak_memory_bytes / GIB,
+             p->memory_capacity_bytes / GIB);
+    if (p->status == SWEEP_PLAN_OK)
+        fprintf(f, "%4d  %-36s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n", p->rank,
+                label, p->iteration_s, p->tokens_per_s, 100 * p->mfu, mem, p->compute_s,
+                p->exposed_comm_s, p->bubble_s, p->idle_s);
+    else
+        fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s: %s\n", "-", label, "-", "-",
+                "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-",
+                status_name(p->status), p->reason);
+}
+
+/* Invalid combinations, counted by reason kind, each with its first reason as an example. */
+static void table_invalid(FILE *f, const sweep_table *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        const sweep_plan *p = &t->plans[i];
+        if (p->status != SWEEP_PLAN_INVALID)
+            continue;
+        int seen = 0, count = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = t->plans[j].status == SWEEP_PLAN_INVALID &&
+                   !strcmp(t->plans[j].reason_kind, p->reason_kind);
+        if (seen)
+            continue;
+        for (int j = i; j < t->n; j++)
+            count += t->plans[j].status == SWEEP_PLAN_INVALID &&
+                     !strcmp(t->plans[j].reason_kind, p->reason_kind);
+        fprintf(f, "invalid: %d x %s (e.g. %s)\n", count, p->reason_kind, p->reason);
+    }
+}
+
+void out_sweep_table(FILE *f, const sweep_table *t, int top)
+{
+    int c[SWEEP_PLAN_STATUS_COUNT];
+    sweep_plans_count(t->plans, t->n, c);
+    const char *cl = strrchr(t->cluster_file, '/');
+    fprintf(f,
+            "sweep %s on %s (%d GPUs): %d plans: %d simulated, %d do not fit in memory, "
+            "%d failed, %d invalid combinations\n",
+            t->sweep_file, cl ? cl + 1 : t->cluster_file, t->gpus, t->n, c[SWEEP_PLAN_OK],
+            c[SWEEP_PLAN_OOM], c[SWEEP_PLAN_FAILED], c[SWEEP_PLAN_INVALID]);
+    if (t->shard_n)
+        fprintf(f, "shard %d/%d of %d combinations (merge the shards with protosim merge)\n",
+                t->shard_k, t->shard_n, t->combinations);
+    fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s\n", "rank", "plan", "iter s",
+            "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm", "bubble", "idle", "status");
+    int shown[SWEEP_PLAN_STATUS_COUNT] = {0}, hidden[SWEEP_PLAN_STATUS_COUNT] = {0};
+    for (int i = 0; i < t->n; i++) {
+        const sweep_plan *p = &t->plans[t->order[i]];
+        if (p->status == SWEEP_PLAN_INVALID || p->status == SWEEP_PLAN_PENDING)
+            break;
+        if (top > 0 && shown[p->status] >= top) {
+            hidden[p->status]++;
+            continue;
+        }
+        shown[p->status]++;
+        table_row(f, t, p);
+    }
+    if (hidden[SWEEP_PLAN_OK] + hidden[SWEEP_PLAN_OOM] + hidden[SWEEP_PLAN_FAILED])
+        fprintf(f,
+                "... and %d more simulated, %d more oom, %d more failed plans (all in "
+                "--csv/--json; --top 0 shows all)\n",
+                hidden[SWEEP_PLAN_OK], hidden[SWEEP_PLAN_OOM], hidden[SWEEP_PLAN_FAILED]);
+    table_invalid(f, t);
+}
+
+/* ---- CSV ---- */
+
+static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
+{
+    const plan_desc *d = &p->desc;
+    char label[128];
+    sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+    char reason[sizeof p->reason];
+    snprintf(reason, sizeof reason, "%s", p->reason);
+    for (char *q = reason; *q; q++)
+        if (*q == '"')
+            *q = '\'';
+    if (p->rank)
+        fprintf(f, "%d,", p->rank);
+    else
+        fputs(",", f);
+    fprintf(f, "%d,%s,%s,%d,%d,%d,%d,%s,%d,%d,%s,%g,%s,", p->index, label, status_name(p->status),
+            d->tp, d->pp, d->dp, d->micro_batch, schedule_name((pipeline_schedule)d->schedule),
+            d->virtual_stages, d->zero, recompute_name((recompute_mode)d->recompute), d->bucket_mb,
+            d->sequence_parallel ? "true" : "false");
+    if (p->status == SWEEP_PLAN_OK)
+        fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->iteration_s, p->tokens_per_s, p->samples_per_s,
+                p->mfu);
+    else
+        fputs(",,,,", f);
+    if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM)
+        fprintf(f, "%.0f,%.0f,", p->peak_memory_bytes, p->memory_capacity_bytes);
+    else
+        fputs(",,", f);
+    if (p->status == SWEEP_PLAN_OK)
+        fprintf(f, "%.9g,%.9g,%.9g,%.9g,", p->compute_s, p->exposed_comm_s, p->bubble_s, p->idle_s);
+    else
+        fputs(",,,,", f);
+    fprintf(f, "\"%s\"\n", reason);
+}
+
+int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return out_write_error(path, err);
+    fputs("rank,index,plan,status,tensor,pipeline,data,micro_batch,schedule,virtual_stages,zero,"
+          "recompute,bucket_mb,sequence_parallel,iteration_time_s,tokens_per_s,samples_per_s,"
+          "mfu,peak_memory_bytes,memory_capacity_bytes,compute_s,exposed_comm_s,bubble_s,"
+          "idle_s,reason\n",
+          f);
+    for (int i = 0; i < t->n; i++)
+        csv_row(f, t, &t->plans[t->order[i]]);
+    if (fclose(f))
+        return out_write_error(path, err);
+    return 0;
+}
+
+/* ---- JSON ---- */
+
+static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    char label[128];
+    sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+    cJSON_AddNumberToObject(o, "index", p->index);
+    if (p->rank)
+        cJSON_AddNumberToObject(o, "rank", p->rank);
+    else
+        cJSON_AddNullToObject(o, "rank");
+    cJSON_AddStringToObject(o, "plan", label);
+    cJSON_AddStringToObject(o, "status", status_name(p->status));
+    out_plan_json(o, &p->desc);
+    if (p->status == SWEEP_PLAN_OK) {
+        cJSON_AddNumberToObject(o, "iteration_time_s", p->iteration_s);
+        cJSON_AddNumberToObject(o, "tokens_per_s", p->tokens_per_s);
+        cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
+        cJSON_AddNumberToObject(o, "mfu", p->mfu);
+        cJSON *b = cJSON_AddObjectToObject(o, "breakdown");
+        cJSON_AddNumberToObject(b, "compute_s", p->compute_s);
+        cJSON_AddNumberToObject(b, "exposed_comm_s", p->exposed_comm_s);
+        cJSON_AddNumberToObject(b, "bubble_s", p->bubble_s);
+        cJSON_AddNumberToObject(b, "idle_s", p->idle_s);
+        cJSON_AddNumberToObject(o, "sim_wall_s", p->sim_wall_s);
+    }
+    if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM) {
+        cJSON_AddNumberToObject(o, "peak_memory_bytes", p->peak_memory_bytes);
+        cJSON_AddNumberToObject(o, "memory_capacity_bytes", p->memory_capacity_bytes);
+    }
+    if (p->status == SWEEP_PLAN_INVALID || p->status == SWEEP_PLAN_FAILED ||
+        p->status == SWEEP_PLAN_OOM) {
+        cJSON_AddStringToObject(o, "reason_kind", p->reason_kind);
+        cJSON_AddStringToObject(o, "reason", p->reason);
+    }
+    return o;
+}
+
+static cJSON *sweep_json(const sweep_table *t)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "file", t->sweep_file);
+    cJSON_AddStringToObject(m, "cluster", t->cluster_file);
+    cJSON_AddStringToObject(m, "base", t->base);
+    cJSON_AddStringToObject(m, "workload", t->workload);
+    cJSON_AddNumberToObject(m, "gpus", t->gpus);
+    cJSON_AddStringToObject(m, "memory", t->memory_fit ? "fit" : "ignore");
+    cJSON_AddItemToObject(m, "axes", t->axes ? cJSON_Duplicate(t->axes, 1) : cJSON_CreateObject());
+    cJSON_AddStringToObject(m, "hash", t->hash);
+    cJSON_AddNumberToObject(m, "combinations", t->combinations);
+    if (t->shard_n) {
+        cJSON *sh = cJSON_AddArrayToObject(m, "shard");
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(t->shard_k));
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(t->shard_n));
+    } else {
+        cJSON_AddNullToObject(m, "shard");
+    }
+    cJSON_AddNumberToObject(m, "wall_s", t->wall_s);
+    return m;
+}
+
+static cJSON *counts_json(const sweep_table *t)
+{
+    int c[SWEEP_PLAN_STATUS_COUNT];
+    sweep_plans_count(t->plans, t->n, c);
+    cJSON *cn = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cn, "plans", t->n);
+    cJSON_AddNumberToObject(cn, "valid", t->n - c[SWEEP_PLAN_INVALID]);
+    for (int s = SWEEP_PLAN_OK; s <= SWEEP_PLAN_INVALID; s++)
+        cJSON_AddNumberToObject(cn, status_name(s), c[s]);
+    return cn;
+}
+
+int out_sweep_json(const char *path, const sweep_table *t, ps_error *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "sweep", sweep_json(t));
+    cJSON_AddItemToObject(root, "counts", counts_json(t));
+    cJSON *by = cJSON_AddObjectToObject(root, "invalid_by_reason");
+    for (int i = 0; i < t->n; i++) {
+        const sweep_plan *p = &t->plans[i];
+        if (p->status != SWEEP_PLAN_INVALID)
+            continue;
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(by, p->reason_kind);
+        if (v)
+            cJSON_SetNumberValue(v, v->valuedouble + 1);
+        else
+            cJSON_AddNumberToObject(by, p->reason_kind, 1);
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "plans");
+    for (int i = 0; i < t->n; i++)
+        cJSON_AddItemToArray(arr, plan_json(t, &t->plans[t->order[i]]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    FILE *f = fopen(path, "w");
+    int rc = 0;
+    if (!text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0)
+        rc = out_write_error(path, err);
+    if (f && fclose(f) && !rc)
+        rc = out_write_error(path, err);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,514 @@
+/* sweep_run.c: `protosim sweep`: enumerate a sweep's plans, keep this shard's, simulate each in a
+ * forked worker (the parent loads the platform once; SimGrid runs once per process), rank. */
+#include "sweep_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/xalloc.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+void sweep_default_options(sweep_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->progress = -1;
+    o->top = 20;
+}
+
+/* ---- workers ---- */
+
+static const char *signal_label(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL (out of memory?)";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    default: return "a signal";
+    }
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The outcome of a simulated plan, from its summary. */
+static void record_summary(sweep_plan *p, const report_summary *sum, const htae_result *res)
+{
+    p->status = SWEEP_PLAN_OK;
+    p->iteration_s = sum->iteration_s;
+    p->samples_per_s = sum->samples_per_s;
+    p->tokens_per_s = sum->tokens_per_s;
+    p->mfu = sum->mfu;
+    p->peak_memory_bytes = sum->peak_memory_bytes;
+    p->memory_capacity_bytes = sum->memory_capacity;
+    p->compute_s = sum->compute_s;
+    p->exposed_comm_s = sum->exposed_comm_s;
+    p->bubble_s = sum->bubble_s;
+    p->idle_s = sum->idle_s;
+    p->sim_wall_s = res->wall_s;
+}
+
+/* The worker: compile, check memory, simulate, summarize; the record goes to fd. Never
+ * returns. PROTOSIM_SWEEP_CRASH_PLAN=K (a test hook) makes plan K's worker die of SIGSEGV. */
+static void worker_main(const sweep_spec *spec, const cluster *c, sweep_plan p, int fd)
+{
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+        dup2(devnull, STDOUT_FILENO);
+        close(devnull);
+    }
+    const char *crash = getenv("PROTOSIM_SWEEP_CRASH_PLAN");
+    if (crash && *crash && atoi(crash) == p.index) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
+    ps_error err;
+    ps_error_clear(&err);
+    strategy s;
+    compiled_plan plan;
+    htae_result res;
+    memset(&plan, 0, sizeof plan);
+    memset(&res, 0, sizeof res);
+    int rc = sweep_plan_strategy(spec, &p, &s)
+                 ? ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory")
+                 : compile_plan(&s, c, NULL, &plan, &err);
+    if (!rc) {
+        double peak = 0;
+        for (int r = 0; r < plan.gpus; r++)
+            if (plan.memory[r].total > peak)
+                peak = plan.memory[r].total;
+        p.peak_memory_bytes = peak;
+        p.memory_capacity_bytes = plan.memory_capacity;
+        if (spec->memory_fit && peak > plan.memory_capacity) {
+            p.status = SWEEP_PLAN_OOM;
+            snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,
+                     plan.memory_capacity / GIB);
+            _exit(write_all(fd, &p, sizeof p) ? 3 : 0);
+        }
+        rc = htae_run(plan.graph, c, NULL, &res, &err);
+    }
+    if (!rc) {
+        report_summary sum;
+        report_summarize(&plan, &res, &sum);
+        record_summary(&p, &sum, &res);
+    } else {
+        p.status = SWEEP_PLAN_FAILED;
+        snprintf(p.reason_kind, sizeof p.reason_kind, "error");
+        snprintf(p.reason, sizeof p.reason, "%.100s%s%.300s", err.field[0] ? err.field : "",
+                 err.field[0] ? ": " : "", err.message);
+    }
+    /* No cleanup: the process ends here and the parent's engine must not be torn down. */
+    int wrc = write_all(fd, &p, sizeof p);
+    _exit(wrc ? 3 : rc ? 3 : 0);
+}
+
+typedef struct worker {
+    pid_t pid;
+    int fd;
+    int plan; /* index into the plans array */
+    size_t got;
+    sweep_plan rec;
+} worker;
+
+/* The pool: `jobs` worker slots and the poll set over their pipes. */
+typedef struct pool {
+    const sweep_spec *spec;
+    const cluster *c;
+    sweep_plan *plans;
+    int jobs, alive;
+    worker *ws;         /* jobs slots; pid 0 when free */
+    struct pollfd *pfd; /* jobs entries */
+    int *map;           /* pfd entry -> slot */
+} pool;
+
+/* Finish a worker whose pipe reached end of file: reap it and record its outcome. */
+static void worker_finish(worker *w, sweep_plan *plans)
+{
+    int st = 0;
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    close(w->fd);
+    sweep_plan *p = &plans[w->plan];
+    int complete = w->got == sizeof w->rec && w->rec.index == p->index;
+    if (WIFSIGNALED(st)) {
+        p->status = SWEEP_PLAN_FAILED;
+        snprintf(p->reason_kind, sizeof p->reason_kind, "crash");
+        snprintf(p->reason, sizeof p->reason, "worker killed by %s (signal %d)",
+                 signal_label(WTERMSIG(st)), WTERMSIG(st));
+    } else if (complete) {
+        *p = w->rec;
+        if (WEXITSTATUS(st) && p->status != SWEEP_PLAN_FAILED) {
+            p->status = SWEEP_PLAN_FAILED;
+            snprintf(p->reason, sizeof p->reason, "worker exited with code %d", WEXITSTATUS(st));
+        }
+    } else {
+        p->status = SWEEP_PLAN_FAILED;
+        snprintf(p->reason_kind, sizeof p->reason_kind, "crash");
+        snprintf(p->reason, sizeof p->reason, "worker exited with code %d and no result",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    w->pid = 0;
+}
+
+/* Fork a worker for plans[plan] into a free slot. */
+static int pool_start(pool *pl, int plan, ps_error *err)
+{
+    int slot = 0;
+    while (pl->ws[slot].pid)
+        slot++;
+    int fds[2];
+    if (pipe(fds))
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        worker_main(pl->spec, pl->c, pl->plans[plan], fds[1]);
+    }
+    close(fds[1]);
+    worker *w = &pl->ws[slot];
+    memset(w, 0, sizeof *w);
+    w->pid = pid;
+    w->fd = fds[0];
+    w->plan = plan;
+    pl->alive++;
+    return 0;
+}
+
+/* Wait for the workers' pipes (timeout_ms, -1 forever) and read; returns how many finished,
+ * or -1 with err set. */
+static int pool_poll(pool *pl, int timeout_ms, ps_error *err)
+{
+    int np = 0, done = 0;
+    for (int i = 0; i < pl->jobs; i++)
+        if (pl->ws[i].pid) {
+            pl->pfd[np].fd = pl->ws[i].fd;
+            pl->pfd[np].events = POLLIN;
+            pl->pfd[np].revents = 0;
+            pl->map[np++] = i;
+        }
+    int k = poll(pl->pfd, (nfds_t)np, timeout_ms);
+    if (k < 0 && errno != EINTR) {
+        ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "poll: %s", strerror(errno));
+        return -1;
+    }
+    for (int i = 0; k > 0 && i < np; i++) {
+        if (!pl->pfd[i].revents)
+            continue;
+        worker *w = &pl->ws[pl->map[i]];
+        char *dst = (char *)&w->rec;
+        char sink[512];
+        ssize_t r = w->got < sizeof w->rec ? read(w->fd, dst + w->got, sizeof w->rec - w->got)
+                                           : read(w->fd, sink, sizeof sink);
+        if (r > 0 && w->got < sizeof w->rec) {
+            w->got += (size_t)r;
+        } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+            worker_finish(w, pl->plans);
+            pl->alive--;
+            done++;
+        }
+    }
+    return done;
+}
+
+static void progress_draw(int done, int total, double t0, int final)
+{
+    double el = now_s() - t0;
+    double rate = el > 0 ? done / el : 0;
+    double eta = rate > 0 ? (total - done) / rate : 0;
+    int width = 30, fill = total ? done * width / total : width;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "\r[%s] %d/%d plans  %.1f plans/s  ETA %d:%02d ", bar, done, total, rate,
+            (int)eta / 60, (int)eta % 60);
+    if (final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Simulate the pending plans of `todo` with at most `jobs` workers alive. */
+static int run_workers(const sweep_spec *spec, const cluster *c, sweep_plan *plans, const int *todo,
+                       int n_todo, int jobs, int progress, ps_error *err)
+{
+    pool pl = {spec, c, plans, jobs, 0, NULL, NULL, NULL};
+    pl.ws = xcalloc((size_t)jobs, sizeof *pl.ws);
+    pl.pfd = xcalloc((size_t)jobs, sizeof *pl.pfd);
+    pl.map = xcalloc((size_t)jobs, sizeof *pl.map);
+    double t0 = now_s(), last_draw = 0;
+    int next = 0, done = 0, rc = 0;
+    if (progress)
+        progress_draw(0, n_todo, t0, 0);
+    while (done < n_todo) {
+        while (!rc && pl.alive < jobs && next < n_todo)
+            if (!(rc = pool_start(&pl, todo[next], err)))
+                next++;
+        if (rc && pl.alive == 0)
+            break;
+        int k = pool_poll(&pl, progress ? 250 : -1, err);
+        if (k < 0) {
+            rc = err->code;
+            break;
+        }
+        done += k;
+        if (progress && (now_s() - last_draw > 0.2 || done == n_todo)) {
+            progress_draw(done, n_todo, t0, 0);
+            last_draw = now_s();
+        }
+    }
+    if (progress)
+        progress_draw(done, n_todo, t0, 1);
+    free(pl.ws);
+    free(pl.pfd);
+    free(pl.map);
+    return rc;
+}
+
+/* ---- ranking and outputs ---- */
+
+static int rank_cmp(const void *a, const void *b)
+{
+    const sweep_plan *p = *(const sweep_plan *const *)a, *q = *(const sweep_plan *const *)b;
+    if (p->status != q->status)
+        return p->status - q->status; /* ok, oom, failed, invalid */
+    if (p->status == SWEEP_PLAN_OK && p->iteration_s != q->iteration_s)
+        return p->iteration_s < q->iteration_s ? -1 : 1;
+    return p->index - q->index;
+}
+
+void sweep_rank(sweep_table *t)
+{
+    free(t->order);
+    t->order = xcalloc((size_t)(t->n > 0 ? t->n : 1), sizeof *t->order);
+    if (t->n <= 0)
+        return;
+    const sweep_plan **by = xcalloc((size_t)t->n, sizeof *by);
+    for (int i = 0; i < t->n; i++)
+        by[i] = &t->plans[i];
+    qsort(by, (size_t)t->n, sizeof *by, rank_cmp);
+    int r = 0;
+    for (int i = 0; i < t->n; i++) {
+        t->order[i] = (int)(by[i] - t->plans);
+        sweep_plan *p = &t->plans[t->order[i]];
+        p->rank = p->status == SWEEP_PLAN_OK ? ++r : 0;
+    }
+    free(by);
+}
+
+int sweep_write_outputs(const sweep_table *t, const sweep_options *o, ps_error *err)
+{
+    out_sweep_table(stdout, t, o->top);
+    fflush(stdout);
+    if (o->csv && out_sweep_csv(o->csv, t, err))
+        return err->code;
+    if (o->json && out_sweep_json(o->json, t, err))
+        return err->code;
+    if (o->plot && out_sweep_plot(o->plot, t, err))
+        return err->code;
+    return 0;
+}
+
+/* ---- the sweep's identity ---- */
+
+static void fnv_file(uint64_t *h, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) {
+            *h ^= buf[i];
+            *h *= 1099511628211ULL;
+        }
+    fclose(f);
+}
+
+static cJSON *axes_json(const sweep_spec *s)
+{
+    cJSON *a = cJSON_CreateObject();
+    for (int k = 0; k < SWEEP_AXIS_COUNT; k++) {
+        const sweep_axis *ax = &s->axes[k];
+        const char *name = sweep_axis_name((sweep_axis_kind)k);
+        if (!ax->present)
+            continue;
+        if (ax->data_auto) {
+            cJSON_AddStringToObject(a, name, "auto");
+            continue;
+        }
+        cJSON *v = cJSON_AddArrayToObject(a, name);
+        for (int i = 0; i < ax->n; i++) {
+            double x = ax->values[i];
+            if (k == SWEEP_SCHEDULE)
+                cJSON_AddItemToArray(v, cJSON_CreateString(schedule_name((pipeline_schedule)x)));
+            else if (k == SWEEP_RECOMPUTE)
+                cJSON_AddItemToArray(v, cJSON_CreateString(recompute_name((recompute_mode)x)));
+            else if (k == SWEEP_SEQUENCE_PARALLEL)
+                cJSON_AddItemToArray(v, cJSON_CreateBool(x != 0));
+            else
+                cJSON_AddItemToArray(v, cJSON_CreateNumber(x));
+        }
+    }
+    return a;
+}
+
+/* The table's header: files, identity hash (so merge can refuse shards of different sweeps),
+ * axes, shard. */
+static void table_identity(sweep_table *t, const sweep_spec *spec, const char *sweep_path,
+                           const char *cluster_path, const sweep_options *o)
+{
+    uint64_t h = 1469598103934665603ULL;
+    fnv_file(&h, spec->file);
+    if (spec->base_file[0])
+        fnv_file(&h, spec->base_file);
+    fnv_file(&h, cluster_path);
+    snprintf(t->hash, sizeof t->hash, "%016llx", (unsigned long long)h);
+    snprintf(t->sweep_file, sizeof t->sweep_file, "%s", sweep_path);
+    snprintf(t->cluster_file, sizeof t->cluster_file, "%s", cluster_path);
+    snprintf(t->base, sizeof t->base, "%s", spec->base_file[0] ? spec->base_file : "(inline)");
+    snprintf(t->workload, sizeof t->workload, "%s", spec->base.model.name);
+    t->memory_fit = spec->memory_fit;
+    t->axes = axes_json(spec);
+    t->show_bucket = spec->axes[SWEEP_BUCKET_MB].present;
+    t->show_sp = spec->axes[SWEEP_SEQUENCE_PARALLEL].present;
+    t->shard_k = o->shard_k;
+    t->shard_n = o->shard_n;
+}
+
+/* Enumerate into t; PS_EINPUT when the GPU constraint or every combination is impossible. */
+static int table_enumerate(sweep_table *t, const sweep_spec *spec, const cluster *c,
+                           const char *cluster_path, ps_error *err)
+{
+    if (spec->gpus && spec->gpus != c->n_gpus)
+        return ps_error_set(err, PS_EINPUT, spec->file, spec->gpus_loc.line, spec->gpus_loc.column,
+                            "constraints.gpus",
+                            "impossible constraint: %d GPUs, but the cluster %s has %d GPUs",
+                            spec->gpus, cluster_path, c->n_gpus);
+    t->gpus = c->n_gpus;
+    if (sweep_enumerate(spec, c->n_gpus, &t->plans, &t->n, err))
+        return err->code;
+    t->combinations = t->n;
+    int cnt[SWEEP_PLAN_STATUS_COUNT];
+    sweep_plans_count(t->plans, t->n, cnt);
+    if (!cnt[SWEEP_PLAN_PENDING])
+        return ps_error_set(err, PS_EINPUT, spec->file, spec->axes_loc.line, spec->axes_loc.column,
+                            "axes",
+                            "impossible constraints: none of the %d combinations is a valid "
+                            "plan on %d GPUs (first: %s)",
+                            t->n, c->n_gpus, t->n ? t->plans[0].reason : "-");
+    return 0;
+}
+
+/* Keep this shard's plans (enumeration is identical in every shard); the pending ones' indices
+ * into *todo (caller frees). */
+static int table_shard(sweep_table *t, const sweep_options *o, int **todo)
+{
+    if (o->shard_n > 0) {
+        int m = 0;
+        for (int i = 0; i < t->n; i++)
+            if (t->plans[i].index % o->shard_n == o->shard_k - 1)
+                t->plans[m++] = t->plans[i];
+        t->n = m;
+    }
+    *todo = xcalloc((size_t)(t->n > 0 ? t->n : 1), sizeof **todo);
+    int n_todo = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->plans[i].status == SWEEP_PLAN_PENDING)
+            (*todo)[n_todo++] = i;
+    return n_todo;
+}
+
+static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c,
+                    const sweep_options *o, double t0, ps_error *err)
+{
+    int *todo;
+    int n_todo = table_shard(t, o, &todo);
+    int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1)
+        jobs = 1;
+    int progress = o->progress >= 0 ? o->progress : isatty(STDERR_FILENO);
+    double ts = now_s();
+    int rc = run_workers(spec, c, t->plans, todo, n_todo, jobs, progress, err);
+    free(todo);
+    if (rc)
+        return rc;
+    double sim_s = now_s() - ts;
+    t->wall_s = now_s() - t0;
+    sweep_rank(t);
+    int cnt[SWEEP_PLAN_STATUS_COUNT];
+    sweep_plans_count(t->plans, t->n, cnt);
+    fprintf(stderr,
+            "sweep: %d plans processed in %.1f s with %d workers (%.1f plans/s): "
+            "%d simulated, %d oom, %d failed; %d invalid combinations skipped\n",
+            n_todo, sim_s, jobs, sim_s > 0 ? n_todo / sim_s : 0.0, cnt[SWEEP_PLAN_OK],
+            cnt[SWEEP_PLAN_OOM], cnt[SWEEP_PLAN_FAILED], cnt[SWEEP_PLAN_INVALID]);
+    return 0;
+}
+
+int sweep_run(const char *sweep_path, const char *cluster_path, const char *data_dir,
+              const sweep_options *o, ps_error *err)
+{
+    double t0 = now_s();
+    sweep_spec spec;
+    if (sweep_spec_load(sweep_path, data_dir, &spec, err))
+        return err->code;
+    cluster c;
+    if (cluster_load(cluster_path, data_dir, &c, err)) {
+        sweep_spec_free(&spec);
+        return err->code;
+    }
+    sweep_table t;
+    memset(&t, 0, sizeof t);
+    int rc = table_enumerate(&t, &spec, &c, cluster_path, err);
+    if (!rc) {
+        table_identity(&t, &spec, sweep_path, cluster_path, o);
+        rc = simulate(&t, &spec, &c, o, t0, err);
+    }
+    if (!rc)
+        rc = sweep_write_outputs(&t, o, err);
+    sweep_table_free(&t);
+    cluster_free(&c);
+    sweep_spec_free(&spec);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/* sweep_run.h: `protosim sweep` and `protosim merge`: the sweep driver with its forked worker
+ * pool and shards (sweep_run.c), and the merge of shard JSON files (merge.c). */
+#ifndef PROTOSIM_SWEEP_RUN_H
+#define PROTOSIM_SWEEP_RUN_H
+
+#include "output.h"
+
+typedef struct sweep_options {
+    int jobs;                      /* worker processes alive at once; <= 0: the CPU count */
+    int shard_k, shard_n;          /* process plans with index % n == k - 1; 0/0: all */
+    int top;                       /* rows of the ranked table on stdout; 0: all */
+    int progress;                  /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    const char *csv, *json, *plot; /* outputs, NULL when not asked for */
+} sweep_options;
+
+void sweep_default_options(sweep_options *o);
+
+/* `protosim sweep`: load the sweep and the cluster, enumerate, simulate, rank, write. */
+int sweep_run(const char *sweep_path, const char *cluster_path, const char *data_dir,
+              const sweep_options *o, ps_error *err);
+
+/* `protosim merge`: re-rank the union of shard JSON files of one sweep (merge.c). */
+int sweep_merge(const char *const *inputs, int n_inputs, const sweep_options *o, ps_error *err);
+
+/* Rank t's plans: t->order gets ok (fastest first), oom, failed, invalid, each by index;
+ * plans[].rank 1.. for the simulated ones. */
+void sweep_rank(sweep_table *t);
+
+/* The ranked table on stdout, then the files o asks for. */
+int sweep_write_outputs(const sweep_table *t, const sweep_options *o, ps_error *err);
+
+#endif

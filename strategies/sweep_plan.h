@@ -1,0 +1,56 @@
+/* sweep_plan.h: the plans of a sweep: every combination of a sweep file's axes applied to its
+ * base strategy, each judged valid or not by strategy_validate and the GPU count. */
+#ifndef PROTOSIM_SWEEP_PLAN_H
+#define PROTOSIM_SWEEP_PLAN_H
+
+#include <stddef.h>
+
+#include "sweep_spec.h"
+
+typedef enum {
+    SWEEP_PLAN_OK,      /* simulated */
+    SWEEP_PLAN_OOM,     /* does not fit in GPU memory (not simulated under memory: fit) */
+    SWEEP_PLAN_FAILED,  /* its worker crashed or reported an error */
+    SWEEP_PLAN_INVALID, /* inconsistent combination (not simulated, not an error) */
+    SWEEP_PLAN_PENDING, /* valid, not yet processed */
+    SWEEP_PLAN_STATUS_COUNT
+} sweep_plan_status;
+
+/* "ok", "oom", "failed", "invalid", "pending", indexed by sweep_plan_status. */
+extern const enum_names sweep_plan_status_names;
+
+/* One combination of the axes and, once processed, its outcome. Plain data (no pointers):
+ * workers send it back through a pipe as is. */
+typedef struct sweep_plan {
+    int index;      /* position in the cartesian product, 0-based */
+    plan_desc desc; /* the combination: tensor, pipeline, data, micro_batch, schedule, ... */
+    int status;     /* sweep_plan_status */
+    int rank;       /* 1-based among simulated plans after ranking; 0 else */
+    double iteration_s, samples_per_s, tokens_per_s, mfu;
+    double peak_memory_bytes, memory_capacity_bytes;
+    double compute_s, exposed_comm_s, bubble_s, idle_s;
+    double sim_wall_s;    /* host seconds the worker spent simulating */
+    char reason_kind[64]; /* invalid/failed: the field or cause, for grouping */
+    char reason[448];
+} sweep_plan;
+
+/* Every combination of s's axes for `gpus` GPUs, in enumeration order (first axis slowest),
+ * each marked SWEEP_PLAN_INVALID with its reason or SWEEP_PLAN_PENDING. Errors: more
+ * combinations than constraints.max_plans. Caller frees *out (free()). */
+int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err);
+
+/* Put d's fields (degrees, batches, schedule, virtual stages, zero, recompute, bucket, sequence
+ * parallelism, precision) into s; the rest of s (workload, overrides, locations) is kept. */
+void sweep_plan_apply(const plan_desc *d, strategy *s);
+
+/* The base strategy with p's combination applied (deep copy; free with strategy_free).
+ * 0, or -1 out of memory. */
+int sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out);
+
+/* "tp8 pp16 dp8 mb1 1f1b zero1 sel" (+ bucket and sequence parallelism when swept). */
+void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *out, size_t n);
+
+/* counts[s] = how many of plans[0..n) have status s. */
+void sweep_plans_count(const sweep_plan *plans, int n, int counts[SWEEP_PLAN_STATUS_COUNT]);
+
+#endif

@@ -1,0 +1,352 @@
+/* test_cli.c: the protosim command's surface, through the binary (PROTOSIM_BIN): --help for every
+ * subcommand, unknown options, and merge's reader (empty shards, bad fields named by JSON path,
+ * bad "shard" entries) on shard files written by hand. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli_util.h"
+
+/* ---------------------------------------------------------------- help */
+
+typedef struct {
+    const char *name;
+    const char *options[10]; /* NULL-terminated */
+} command_help;
+
+static const command_help commands[] = {
+    {"run",
+     {"STRATEGY.yaml", "--cluster", "--json", "--trace", "--strict-memory", "--no-fold", "--quiet",
+      "--help", NULL}},
+    {"sweep",
+     {"SWEEP.yaml", "--cluster", "-j N", "--shard K/N", "--top", "--csv", "--json", "--plot",
+      "--progress", NULL}},
+    {"merge", {"SHARD.json", "--top", "--csv", "--json", "--plot", "--help", NULL}},
+    {"cluster",
+     {"KIND", "--nodes", "-o FILE", "--nics", "--nic-gbps", "--gpus-per-node", "--oversubscription",
+      "dgx-a100", NULL}},
+    {"collective", {"--cluster", "--gpus", "--sizes", "--op", "--csv", "allreduce", NULL}},
+};
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+static void expect_help(const command_help *c, const char *flag)
+{
+    char *dir = make_tmpdir();
+    const char *args[] = {c->name, flag, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(r.err[0] == '\0', "`%s`: stderr not empty:\n%s", r.cmd, r.err);
+    ck_assert_msg(!strncmp(r.out, "usage:\n", 7), "`%s`: no usage:\n%s", r.cmd, r.out);
+    char want[64];
+    snprintf(want, sizeof want, "protosim %s ", c->name);
+    ck_assert_msg(strstr(r.out, want) != NULL, "`%s`: usage lacks '%s':\n%s", r.cmd, want, r.out);
+    for (int i = 0; c->options[i]; i++)
+        ck_assert_msg(strstr(r.out, c->options[i]) != NULL, "`%s`: usage lacks '%s':\n%s", r.cmd,
+                      c->options[i], r.out);
+    /* only this subcommand: no other subcommand's synopsis */
+    for (int k = 0; k < N_COMMANDS; k++) {
+        snprintf(want, sizeof want, "protosim %s ", commands[k].name);
+        if (&commands[k] != c)
+            ck_assert_msg(strstr(r.out, want) == NULL, "`%s`: usage shows '%s':\n%s", r.cmd, want,
+                          r.out);
+    }
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+
+START_TEST(help_for_every_subcommand)
+{
+    for (int k = 0; k < N_COMMANDS; k++) {
+        expect_help(&commands[k], "--help");
+        expect_help(&commands[k], "-h");
+    }
+}
+END_TEST
+
+START_TEST(help_overview)
+{
+    char *dir = make_tmpdir();
+    const char *flags[] = {"--help", "-h"};
+    for (int f = 0; f < 2; f++) {
+        const char *args[] = {flags[f], NULL};
+        run_result r = run_protosim(dir, args);
+        expect_exit(&r, 0);
+        ck_assert_msg(r.err[0] == '\0', "stderr not empty:\n%s", r.err);
+        for (int k = 0; k < N_COMMANDS; k++) {
+            char want[64];
+            snprintf(want, sizeof want, "protosim %s ", commands[k].name);
+            ck_assert_msg(strstr(r.out, want) != NULL, "overview lacks '%s':\n%s", want, r.out);
+        }
+        ck_assert_ptr_nonnull(strstr(r.out, "protosim SUBCOMMAND --help"));
+        run_free(&r);
+    }
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* --help after other arguments, and an unknown option before --help (an error, named). */
+START_TEST(help_among_arguments_and_unknown_options)
+{
+    char *dir = make_tmpdir();
+    const char *after[] = {"sweep", "x.yaml", "--cluster", "c.xml", "--help", NULL};
+    run_result r = run_protosim(dir, after);
+    expect_exit(&r, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "protosim sweep SWEEP.yaml"));
+    run_free(&r);
+    for (int k = 0; k < N_COMMANDS; k++) {
+        const char *args[] = {commands[k].name, "--frobnicate", "--help", NULL};
+        r = run_protosim(dir, args);
+        const char *needles[] = {"unknown option '--frobnicate'", NULL};
+        expect_bad_input(&r, needles);
+        char want[64];
+        snprintf(want, sizeof want, "protosim %s --help", commands[k].name);
+        ck_assert_msg(strstr(r.err, want) != NULL, "`%s`: stderr lacks '%s':\n%s", r.cmd, want,
+                      r.err);
+        run_free(&r);
+    }
+    const char *unknown[] = {"frobnicate", NULL};
+    r = run_protosim(dir, unknown);
+    const char *needles[] = {"unknown command 'frobnicate'", NULL};
+    expect_bad_input(&r, needles);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- merge */
+
+/* A valid shard 1/2 of a 2-plan sweep: plan 0 simulated (plan 1 would be in shard 2). */
+static cJSON *shard_doc(void)
+{
+    const char *text =
+        "{\"sweep\": {\"file\": \"s.yaml\", \"cluster\": \"dir/c.xml\", \"base\": \"(inline)\","
+        " \"workload\": \"w\", \"gpus\": 4, \"memory\": \"fit\", \"axes\": {\"tensor\": [2]},"
+        " \"hash\": \"0123456789abcdef\", \"combinations\": 2, \"shard\": [1, 2], \"wall_s\": 1},"
+        " \"plans\": [{\"index\": 0, \"rank\": 1, \"plan\": \"tp2\", \"status\": \"ok\","
+        " \"tensor\": 2, \"pipeline\": 1, \"data\": 2, \"micro_batch\": 1, \"global_batch\": 8,"
+        " \"schedule\": \"1f1b\", \"virtual_stages\": 1, \"zero\": 1, \"recompute\": \"full\","
+        " \"bucket_mb\": 25, \"sequence_parallel\": true, \"precision\": \"bf16\","
+        " \"iteration_time_s\": 1.5, \"tokens_per_s\": 1000, \"samples_per_s\": 8, \"mfu\": 0.25,"
+        " \"breakdown\": {\"compute_s\": 1, \"exposed_comm_s\": 0.25, \"bubble_s\": 0.125,"
+        " \"idle_s\": 0.125}, \"sim_wall_s\": 0.5, \"peak_memory_bytes\": 2147483648,"
+        " \"memory_capacity_bytes\": 85899345920}]}";
+    cJSON *d = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+static cJSON *plan0(cJSON *doc)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "plans"), 0);
+}
+
+static void set_field(cJSON *obj, const char *key, cJSON *value)
+{
+    if (cJSON_HasObjectItem(obj, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, value);
+    else
+        cJSON_AddItemToObject(obj, key, value);
+}
+
+/* Writes doc to DIR/name (doc is freed); returns the path. */
+static char *write_doc(const char *dir, const char *name, cJSON *doc)
+{
+    char *path = tmp_path(dir, name);
+    char *text = cJSON_Print(doc);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    cJSON_Delete(doc);
+    return path;
+}
+
+/* protosim merge DOC --json DIR/merged.json: exit 1, nothing on stdout nor in merged.json, and
+ * stderr naming the file and each needle (the JSON path of the field first). */
+static void expect_merge_refused(cJSON *doc, const char *const *needles)
+{
+    char *dir = make_tmpdir();
+    char *in = write_doc(dir, "shard.json", doc), *out = tmp_path(dir, "merged.json");
+    const char *args[] = {"merge", in, "--json", out, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_bad_input(&r, needles);
+    ck_assert_msg(strstr(r.err, in) != NULL, "stderr does not name %s:\n%s", in, r.err);
+    ck_assert_msg(access(out, F_OK) != 0, "--json written despite the error");
+    run_free(&r);
+    free(in);
+    free(out);
+    remove_tmpdir(dir);
+}
+
+START_TEST(merge_hand_written_shard)
+{
+    char *dir = make_tmpdir();
+    char *in = write_doc(dir, "shard.json", shard_doc()), *out = tmp_path(dir, "merged.json");
+    const char *args[] = {"merge", in, "--json", out, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_str_eq(r.err, "protosim: warning: 1 of 2 shards missing: the ranking covers 1 of 2 "
+                            "plans\n");
+    const char *head = "sweep s.yaml on c.xml (4 GPUs): 1 plans: 1 simulated, 0 do not fit in "
+                       "memory, 0 failed, 0 invalid combinations\n";
+    ck_assert_msg(!strncmp(r.out, head, strlen(head)), "stdout:\n%s", r.out);
+    ck_assert_ptr_nonnull(strstr(r.out, "   1  tp2 pp1 dp2 mb1 1f1b zero1 full "));
+    cJSON *m = parse_json_file(out);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "plans"), 0);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "plans")), 1);
+    ck_assert(num_field(p, "rank") == 1);
+    ck_assert(num_field(p, "tensor") == 2);
+    ck_assert(num_field(p, "data") == 2);
+    ck_assert(num_field(p, "global_batch") == 8);
+    ck_assert(num_field(p, "zero") == 1);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(p, "schedule")->valuestring, "1f1b");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(p, "recompute")->valuestring, "full");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(p, "precision")->valuestring, "bf16");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "sequence_parallel")));
+    ck_assert(num_field(p, "iteration_time_s") == 1.5);
+    ck_assert(num_field(p, "peak_memory_bytes") == 2147483648.0);
+    ck_assert(num_field(obj_field(p, "breakdown"), "exposed_comm_s") == 0.25);
+    ck_assert(num_field(obj_field(m, "counts"), "ok") == 1);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj_field(m, "sweep"), "shard")));
+    cJSON_Delete(m);
+    run_free(&r);
+    free(in);
+    free(out);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(merge_empty_plans)
+{
+    char *dir = make_tmpdir();
+    cJSON *doc = shard_doc();
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "plans", cJSON_CreateArray());
+    char *in = write_doc(dir, "empty.json", doc), *out = tmp_path(dir, "merged.json");
+    char *csv = tmp_path(dir, "merged.csv"), *svg = tmp_path(dir, "merged.svg");
+    const char *args[] = {"merge", in, "--json", out, "--csv", csv, "--plot", svg, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_str_eq(r.err, "protosim: warning: 1 of 2 shards missing: the ranking covers 0 of 2 "
+                            "plans\n");
+    ck_assert_ptr_nonnull(strstr(r.out, "(4 GPUs): 0 plans: 0 simulated, 0 do not fit in memory, "
+                                        "0 failed, 0 invalid combinations\n"));
+    cJSON *m = parse_json_file(out);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "plans")), 0);
+    ck_assert(num_field(obj_field(m, "counts"), "plans") == 0);
+    cJSON_Delete(m);
+    char *text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert(!strncmp(text, "rank,index,plan,status", 22));
+    ck_assert_ptr_null(strchr(strchr(text, '\n') + 1, '\n')); /* the header only */
+    free(text);
+    text = slurp(svg, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "</svg>"));
+    free(text);
+    run_free(&r);
+    free(in);
+    free(out);
+    free(csv);
+    free(svg);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+START_TEST(merge_rejects_bad_plan_fields)
+{
+    cJSON *d = shard_doc();
+    set_field(plan0(d), "schedule", cJSON_CreateString("zigzag"));
+    const char *sched[] = {"field 'plans[0].schedule'", "unknown schedule 'zigzag'",
+                           "(expected gpipe, 1f1b or interleaved)", NULL};
+    expect_merge_refused(d, sched);
+
+    d = shard_doc();
+    set_field(plan0(d), "tensor", cJSON_CreateString("x"));
+    const char *tensor[] = {"field 'plans[0].tensor'", "must be an integer, got a string", NULL};
+    expect_merge_refused(d, tensor);
+
+    d = shard_doc();
+    set_field(plan0(d), "micro_batch", cJSON_CreateNumber(1.5));
+    const char *frac[] = {"field 'plans[0].micro_batch'", "must be an integer", "got 1.5", NULL};
+    expect_merge_refused(d, frac);
+
+    d = shard_doc();
+    set_field(plan0(d), "zero", cJSON_CreateNumber(7));
+    const char *zero[] = {"field 'plans[0].zero'", "between 0 and 3, got 7", NULL};
+    expect_merge_refused(d, zero);
+
+    d = shard_doc();
+    set_field(plan0(d), "status", cJSON_CreateString("pending"));
+    const char *pending[] = {"field 'plans[0].status'", "'pending'", NULL};
+    expect_merge_refused(d, pending);
+
+    d = shard_doc();
+    set_field(plan0(d), "status", cJSON_CreateString("done"));
+    const char *status[] = {"field 'plans[0].status'", "unknown status 'done'", NULL};
+    expect_merge_refused(d, status);
+
+    d = shard_doc();
+    set_field(plan0(d), "recompute", cJSON_CreateNumber(1));
+    const char *rec[] = {"field 'plans[0].recompute'", "must be a string, got a number", NULL};
+    expect_merge_refused(d, rec);
+
+    d = shard_doc();
+    set_field(plan0(d), "index", cJSON_CreateNumber(2));
+    const char *index[] = {"field 'plans[0].index'", "between 0 and 1, got 2", NULL};
+    expect_merge_refused(d, index);
+
+    d = shard_doc();
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(plan0(d), "breakdown"),
+                                            "idle_s");
+    const char *idle[] = {"field 'plans[0].breakdown.idle_s'", "missing", NULL};
+    expect_merge_refused(d, idle);
+}
+END_TEST
+
+START_TEST(merge_rejects_bad_shard)
+{
+    const char *shards[] = {"[3, 2]",  "[0, 2]",   "[1]",       "[1, 2, 3]",
+                            "\"1/2\"", "[1.5, 2]", "[\"1\", 2]"};
+    for (size_t i = 0; i < sizeof shards / sizeof shards[0]; i++) {
+        cJSON *d = shard_doc();
+        cJSON *sweep = cJSON_GetObjectItemCaseSensitive(d, "sweep");
+        cJSON *v = cJSON_Parse(shards[i]);
+        ck_assert_ptr_nonnull(v);
+        cJSON_ReplaceItemInObjectCaseSensitive(sweep, "shard", v);
+        const char *needles[] = {"field 'sweep.shard'", "must be null or [k, n]", "1 <= k <= n",
+                                 NULL};
+        expect_merge_refused(d, needles);
+    }
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *t = tcase_create("cli");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, help_for_every_subcommand);
+    tcase_add_test(t, help_overview);
+    tcase_add_test(t, help_among_arguments_and_unknown_options);
+    tcase_add_test(t, merge_hand_written_shard);
+    tcase_add_test(t, merge_empty_plans);
+    tcase_add_test(t, merge_rejects_bad_plan_fields);
+    tcase_add_test(t, merge_rejects_bad_shard);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
