@@ -3,8 +3,10 @@
  * timeline, and deadlock detection. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../sim/base/graph.h"
 #include "../sim/htae.h"
@@ -28,6 +30,62 @@ static void load(const char *rel, cluster *c)
     int rc = cluster_load(path, data_dir(), c, &err);
     ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
 }
+
+/* Load a platform written in the test: cluster_load reads a file (SimGrid wants a .xml name). */
+static void load_xml(const char *xml, cluster *c)
+{
+    char path[] = "/tmp/protosim_test_htae_XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(xml, f);
+    fclose(f);
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = cluster_load(path, data_dir(), c, &err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
+}
+
+/* Two nodes of two GPUs (ranks 0, 1 on node0; 2, 3 on node1). Inside a node one 100 GB/s link
+ * per direction, no latency; each GPU has its own 10 GB/s NIC to a 1000 GB/s fabric. The NICs
+ * of local GPU 0 (ranks 0, 2) have no latency, those of local GPU 1 (ranks 1, 3) 0.5 ms: the
+ * route between ranks 1 and 3 has 1 ms, between 1 and 2 (or 0 and 3) 0.5 ms. */
+static const char *TWO_BY_TWO_XML =
+    "<?xml version='1.0'?>\n"
+    "<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n"
+    "<platform version='4.1'><zone id='cluster' routing='Full'>"
+    "<zone id='node0' routing='Full'>"
+    "<host id='a0' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
+    "<prop id='rank' value='0'/></host>"
+    "<host id='a1' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
+    "<prop id='rank' value='1'/></host>"
+    "<router id='gw0'/>"
+    "<link id='nvl0' bandwidth='100GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
+    "<link id='a0_nic' bandwidth='10GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
+    "<link id='a1_nic' bandwidth='10GBps' latency='0.5ms' sharing_policy='SPLITDUPLEX'/>"
+    "<route src='a0' dst='a1'><link_ctn id='nvl0' direction='UP'/></route>"
+    "<route src='a0' dst='gw0'><link_ctn id='a0_nic' direction='UP'/></route>"
+    "<route src='a1' dst='gw0'><link_ctn id='a1_nic' direction='UP'/></route>"
+    "</zone>"
+    "<zone id='node1' routing='Full'>"
+    "<host id='b0' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
+    "<prop id='rank' value='2'/></host>"
+    "<host id='b1' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
+    "<prop id='rank' value='3'/></host>"
+    "<router id='gw1'/>"
+    "<link id='nvl1' bandwidth='100GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
+    "<link id='b0_nic' bandwidth='10GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
+    "<link id='b1_nic' bandwidth='10GBps' latency='0.5ms' sharing_policy='SPLITDUPLEX'/>"
+    "<route src='b0' dst='b1'><link_ctn id='nvl1' direction='UP'/></route>"
+    "<route src='b0' dst='gw1'><link_ctn id='b0_nic' direction='UP'/></route>"
+    "<route src='b1' dst='gw1'><link_ctn id='b1_nic' direction='UP'/></route>"
+    "</zone>"
+    "<link id='fabric' bandwidth='1000GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
+    "<zoneRoute src='node0' dst='node1' gw_src='gw0' gw_dst='gw1'>"
+    "<link_ctn id='fabric' direction='UP'/></zoneRoute>"
+    "</zone></platform>\n";
 
 /* Options with every software overhead off, so only the platform shapes the timings. */
 static htae_options bare(void)
@@ -190,6 +248,66 @@ START_TEST(multi_link_topology_uses_two_rings)
     htae_result r;
     run(g, &c, &o, &r);
     ck_close(r.end[ids[0]], (4.0 / 3.0) / 2.0 * GB / (100 * GB), 1e-3);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Two GPUs on each of two nodes: the collectives run hierarchically (rings inside each node,
+ * then rings across the nodes between GPUs of the same local index), each ring paced by its
+ * own route latency. All-reduce of S = 1 GB, k = 2 per node, m = 2 nodes:
+ * - reduce-scatter in each node: (k-1)/k S = 0.5 GB per edge at 100 GB/s: 5 ms;
+ * - all-reduce across nodes of S/k: 2(m-1)/m * 0.5 GB = 0.5 GB per edge at 10 GB/s: 50 ms,
+ *   plus 2(m-1) = 2 steps of route latency: none for local GPU 0, 2 x 1 ms for local GPU 1,
+ *   so 52 ms (charging local GPU 1's ring with ring 0's latency gave 51 ms);
+ * - all-gather in each node: 5 ms. In all 62 ms.
+ * Reduce-scatter next: 5 ms in the nodes, then (m-1)/m * 0.5 GB = 0.25 GB per edge at 10 GB/s
+ * in one step of 1 ms: 26 ms; 31 ms in all. All-gather: the same phases in reverse, 31 ms. */
+START_TEST(hierarchical_rings_each_keep_their_latency)
+{
+    cluster c;
+    load_xml(TWO_BY_TWO_XML, &c);
+    ck_assert_int_eq(c.n_nodes, 2);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3}, l = htae_label(g, "c");
+    int grp = htae_add_group(g, ranks, 4);
+    uint32_t ar[4], rs[4], ag[4];
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ar);
+    htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, rs);
+    htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ag);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    for (int i = 0; i < 4; i++) {
+        ck_close(r.end[ar[i]], 5e-3 + 52e-3 + 5e-3, 1e-6);
+        ck_close(r.end[rs[i]], 62e-3 + 5e-3 + 26e-3, 1e-6);
+        ck_close(r.end[ag[i]], 93e-3 + 26e-3 + 5e-3, 1e-6);
+    }
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Ranks 0, 1 (node0) and 2 (node1): nodes with unequal member counts have no hierarchy (its
+ * phases split the buffer k ways, k the same on every node), so one flat ring over the three.
+ * All-reduce of S = 1 GB: 2(p-1)/p S = 4/3 GB per edge; two edges cross 10 GB/s NICs:
+ * 133.33 ms, plus 2(p-1) = 4 steps of the worst edge latency (ranks 1 to 2: 0.5 ms): 2 ms. */
+START_TEST(unequal_nodes_fall_back_to_a_flat_ring)
+{
+    cluster c;
+    load_xml(TWO_BY_TWO_XML, &c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[3] = {0, 1, 2};
+    uint32_t ids[3];
+    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 3), STREAM_DP, 1 * GB,
+                        CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    for (int i = 0; i < 3; i++)
+        ck_close(r.end[ids[i]], (4.0 / 3.0) * GB / (10 * GB) + 4 * 0.5e-3, 1e-6);
     htae_result_free(&r);
     htae_graph_free(g);
     cluster_free(&c);
@@ -426,6 +544,37 @@ START_TEST(inconsistent_collective_order_is_a_cycle)
 }
 END_TEST
 
+/* A host that blocks (HOST_WAIT) on data it has not yet issued itself: task 0 waits for the
+ * transfer, task 1, which the same host issues only after task 0. The graph is acyclic, the
+ * run stalls before any of the 3 tasks ends: htae_run reports it and leaves nothing in the
+ * result to free. */
+START_TEST(host_waiting_on_its_own_later_issue_stalls)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t x = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    receive(g, x);
+    htae_set_host(g, b, HOST_ISSUE | HOST_WAIT, 1e-3, 1e-3);
+    htae_set_host(g, x, HOST_ISSUE, 1e-3, 0.0);
+    htae_add_edge(g, x, b);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    htae_options o = bare();
+    htae_result r;
+    ck_assert_int_eq(htae_run(g, &c, &o, &r, &err), PS_EINTERNAL);
+    ck_assert_msg(strstr(err.message, "stalled: 0 of 3 tasks"), "%s", err.message);
+    ck_assert_ptr_null(r.start);
+    ck_assert_ptr_null(r.end);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 START_TEST(graph_keeps_program_order_per_stream)
 {
     htae_graph *g = htae_graph_create(2);
@@ -459,6 +608,8 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, ring_allreduce_matches_formula);
     tcase_add_test(tc, ring_reduce_scatter_and_allgather);
     tcase_add_test(tc, multi_link_topology_uses_two_rings);
+    tcase_add_test(tc, hierarchical_rings_each_keep_their_latency);
+    tcase_add_test(tc, unequal_nodes_fall_back_to_a_flat_ring);
     tcase_add_test(tc, gpipe_textbook_bubble);
     tcase_add_test(tc, one_f_one_b_textbook_bubble);
     tcase_add_test(tc, compute_overlapping_comm_is_slowed);
@@ -468,6 +619,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, host_waits_at_a_blocking_receive_only);
     tcase_add_test(tc, inconsistent_collective_order_is_a_cycle);
     tcase_add_test(tc, graph_keeps_program_order_per_stream);
+    tcase_add_test(tc, host_waiting_on_its_own_later_issue_stalls);
     suite_add_tcase(s, tc);
     return s;
 }
