@@ -300,6 +300,8 @@ static void assert_tasks_valid(const htae_graph *g)
         assert(is_amount(k->host_s) && is_amount(k->span));
         assert(k->host == 0 || (k->host & HOST_ISSUE));
         assert(k->succ_first + k->n_succ <= g->n_edges);
+        for (uint32_t j = 0; j < k->n_succ; j++)
+            assert(g->succ[k->succ_first + j] < g->n_tasks && g->succ[k->succ_first + j] != i);
         switch ((task_kind)k->kind) {
         case TASK_COMPUTE: assert(k->stream == STREAM_COMPUTE && k->peer == -1); break;
         case TASK_TRANSFER:
