@@ -733,6 +733,12 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
     if (gpus < 1 || gpus > c->n_gpus)
         return ps_error_set(err, PS_EINPUT, c->file, 0, 0, "gpus",
                             "%d GPUs asked, the cluster has %d", gpus, c->n_gpus);
+    assert(n_sizes >= 0);
+    for (int i = 0; i < n_sizes; i++) /* the graph builders assert it: check input first */
+        if (!is_amount(sizes[i]))
+            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, "sizes",
+                                "collective size %g is not a finite number of bytes >= 0",
+                                sizes[i]);
     htae_graph *g = htae_graph_create(c->n_gpus);
     int ranks[gpus];
     for (int i = 0; i < gpus; i++)

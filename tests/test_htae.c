@@ -575,6 +575,28 @@ START_TEST(host_waiting_on_its_own_later_issue_stalls)
 }
 END_TEST
 
+/* Like nccl-tests, one size after another: an all-reduce on 2 GPUs moves 2(p-1)/p S = S per
+ * edge, 1 GB at 100 GB/s in 10 ms, 0.5 GB in 5 ms. A size that is not a finite number of bytes
+ * is an input error (the graph builders would assert on it). */
+START_TEST(time_collectives_one_size_after_another)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_options o = bare();
+    double sizes[2] = {1 * GB, 0.5 * GB}, times[2];
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, sizes, 2, &o, times, &err), 0);
+    ck_close(times[0], 0.010, 1e-6);
+    ck_close(times[1], 0.005, 1e-6);
+    double bad[2] = {1 * GB, NAN};
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, bad, 2, &o, times, &err),
+                     PS_EINPUT);
+    ck_assert_str_eq(err.field, "sizes");
+    cluster_free(&c);
+}
+END_TEST
+
 START_TEST(graph_keeps_program_order_per_stream)
 {
     htae_graph *g = htae_graph_create(2);
@@ -620,6 +642,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, inconsistent_collective_order_is_a_cycle);
     tcase_add_test(tc, graph_keeps_program_order_per_stream);
     tcase_add_test(tc, host_waiting_on_its_own_later_issue_stalls);
+    tcase_add_test(tc, time_collectives_one_size_after_another);
     suite_add_tcase(s, tc);
     return s;
 }
