@@ -31,61 +31,71 @@ static void load(const char *rel, cluster *c)
     ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
 }
 
-/* Load a platform written in the test: cluster_load reads a file (SimGrid wants a .xml name). */
-static void load_xml(const char *xml, cluster *c)
+/* Two nodes of k GPUs, ranks node * k + j. Each GPU has its own NVLink port to its node's
+ * switch (100 GB/s per direction, latency nvl_lat[node]: a route inside a node crosses two
+ * ports) and its own NIC to a 1000 GB/s fabric (10 GB/s per direction, latency nic_lat[j]: a
+ * route between the nodes crosses two NICs). No other latency. Written to a temporary file:
+ * cluster_load reads one (SimGrid wants a .xml name). */
+static void load_two_nodes(int k, const char *const nvl_lat[2], const char *const *nic_lat,
+                           cluster *c)
 {
     char path[] = "/tmp/protosim_test_htae_XXXXXX.xml";
     int fd = mkstemps(path, 4);
     ck_assert_int_ge(fd, 0);
     FILE *f = fdopen(fd, "w");
     ck_assert_ptr_nonnull(f);
-    fputs(xml, f);
+    const char *link = "<link id='%s%d_%d' bandwidth='%s' latency='%s' "
+                       "sharing_policy='SPLITDUPLEX'/>\n";
+    fputs("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n"
+          "<platform version='4.1'><zone id='cluster' routing='Full'>\n",
+          f);
+    for (int n = 0; n < 2; n++) {
+        fprintf(f, "<zone id='node%d' routing='Full'>\n", n);
+        for (int j = 0; j < k; j++)
+            fprintf(f,
+                    "<host id='g%d_%d' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
+                    "<prop id='rank' value='%d'/></host>\n",
+                    n, j, n * k + j);
+        fprintf(f, "<router id='gw%d'/>\n", n);
+        for (int j = 0; j < k; j++) {
+            fprintf(f, link, "nvl", n, j, "100GBps", nvl_lat[n]);
+            fprintf(f, link, "nic", n, j, "10GBps", nic_lat[j]);
+        }
+        for (int i = 0; i < k; i++)
+            for (int j = i + 1; j < k; j++)
+                fprintf(f,
+                        "<route src='g%d_%d' dst='g%d_%d'><link_ctn id='nvl%d_%d' direction='UP'/>"
+                        "<link_ctn id='nvl%d_%d' direction='DOWN'/></route>\n",
+                        n, i, n, j, n, i, n, j);
+        for (int j = 0; j < k; j++)
+            fprintf(f,
+                    "<route src='g%d_%d' dst='gw%d'><link_ctn id='nic%d_%d' direction='UP'/>"
+                    "</route>\n",
+                    n, j, n, n, j);
+        fputs("</zone>\n", f);
+    }
+    fputs("<link id='fabric' bandwidth='1000GBps' latency='0' sharing_policy='SPLITDUPLEX'/>\n"
+          "<zoneRoute src='node0' dst='node1' gw_src='gw0' gw_dst='gw1'>"
+          "<link_ctn id='fabric' direction='UP'/></zoneRoute>\n</zone></platform>\n",
+          f);
     fclose(f);
     ps_error err;
     ps_error_clear(&err);
     int rc = cluster_load(path, data_dir(), c, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
+    ck_assert_int_eq(c->n_gpus, 2 * k);
+    ck_assert_int_eq(c->n_nodes, 2);
 }
 
-/* Two nodes of two GPUs (ranks 0, 1 on node0; 2, 3 on node1). Inside a node one 100 GB/s link
- * per direction, no latency; each GPU has its own 10 GB/s NIC to a 1000 GB/s fabric. The NICs
- * of local GPU 0 (ranks 0, 2) have no latency, those of local GPU 1 (ranks 1, 3) 0.5 ms: the
- * route between ranks 1 and 3 has 1 ms, between 1 and 2 (or 0 and 3) 0.5 ms. */
-static const char *TWO_BY_TWO_XML =
-    "<?xml version='1.0'?>\n"
-    "<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n"
-    "<platform version='4.1'><zone id='cluster' routing='Full'>"
-    "<zone id='node0' routing='Full'>"
-    "<host id='a0' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
-    "<prop id='rank' value='0'/></host>"
-    "<host id='a1' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
-    "<prop id='rank' value='1'/></host>"
-    "<router id='gw0'/>"
-    "<link id='nvl0' bandwidth='100GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
-    "<link id='a0_nic' bandwidth='10GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
-    "<link id='a1_nic' bandwidth='10GBps' latency='0.5ms' sharing_policy='SPLITDUPLEX'/>"
-    "<route src='a0' dst='a1'><link_ctn id='nvl0' direction='UP'/></route>"
-    "<route src='a0' dst='gw0'><link_ctn id='a0_nic' direction='UP'/></route>"
-    "<route src='a1' dst='gw0'><link_ctn id='a1_nic' direction='UP'/></route>"
-    "</zone>"
-    "<zone id='node1' routing='Full'>"
-    "<host id='b0' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
-    "<prop id='rank' value='2'/></host>"
-    "<host id='b1' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
-    "<prop id='rank' value='3'/></host>"
-    "<router id='gw1'/>"
-    "<link id='nvl1' bandwidth='100GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
-    "<link id='b0_nic' bandwidth='10GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
-    "<link id='b1_nic' bandwidth='10GBps' latency='0.5ms' sharing_policy='SPLITDUPLEX'/>"
-    "<route src='b0' dst='b1'><link_ctn id='nvl1' direction='UP'/></route>"
-    "<route src='b0' dst='gw1'><link_ctn id='b0_nic' direction='UP'/></route>"
-    "<route src='b1' dst='gw1'><link_ctn id='b1_nic' direction='UP'/></route>"
-    "</zone>"
-    "<link id='fabric' bandwidth='1000GBps' latency='0' sharing_policy='SPLITDUPLEX'/>"
-    "<zoneRoute src='node0' dst='node1' gw_src='gw0' gw_dst='gw1'>"
-    "<link_ctn id='fabric' direction='UP'/></zoneRoute>"
-    "</zone></platform>\n";
+/* Two nodes of two GPUs, NVLink without latency; the NICs of local GPU 0 (ranks 0, 2) have
+ * none, those of local GPU 1 (ranks 1, 3) 0.5 ms: the route between ranks 1 and 3 has 1 ms,
+ * between 1 and 2 (or 0 and 3) 0.5 ms. */
+static void load_two_by_two(cluster *c)
+{
+    static const char *const nvl_lat[2] = {"0", "0"}, *const nic_lat[2] = {"0", "0.5ms"};
+    load_two_nodes(2, nvl_lat, nic_lat, c);
+}
 
 /* Options with every software overhead off, so only the platform shapes the timings. */
 static htae_options bare(void)
@@ -267,8 +277,7 @@ END_TEST
 START_TEST(hierarchical_rings_each_keep_their_latency)
 {
     cluster c;
-    load_xml(TWO_BY_TWO_XML, &c);
-    ck_assert_int_eq(c.n_nodes, 2);
+    load_two_by_two(&c);
     htae_graph *g = htae_graph_create(4);
     int ranks[4] = {0, 1, 2, 3}, l = htae_label(g, "c");
     int grp = htae_add_group(g, ranks, 4);
@@ -290,6 +299,33 @@ START_TEST(hierarchical_rings_each_keep_their_latency)
 }
 END_TEST
 
+/* Three GPUs on each of two nodes, node1's NVLink ports with 0.25 ms (0.5 ms a route): each
+ * node's ring keeps its own latency. All-reduce of S = 1.5 GB, k = 3, m = 2:
+ * - reduce-scatter in each node: (k-1)/k S = 1 GB per edge at 100 GB/s: 10 ms, plus on node1
+ *   k-1 = 2 steps of 0.5 ms: 11 ms (charging node1 with node0's latency gave 10.5 ms);
+ * - all-reduce across nodes of S/k = 0.5 GB: 2(m-1)/m * 0.5 GB per edge at 10 GB/s: 50 ms;
+ * - all-gather in each node: 11 ms, as the reduce-scatter. In all 72 ms. */
+START_TEST(hierarchical_node_rings_each_keep_their_latency)
+{
+    cluster c;
+    static const char *const nvl_lat[2] = {"0", "0.25ms"}, *const nic_lat[3] = {"0", "0", "0"};
+    load_two_nodes(3, nvl_lat, nic_lat, &c);
+    htae_graph *g = htae_graph_create(6);
+    int ranks[6] = {0, 1, 2, 3, 4, 5};
+    uint32_t ids[6];
+    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 6), STREAM_DP, 1.5 * GB,
+                        CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    for (int i = 0; i < 6; i++)
+        ck_close(r.end[ids[i]], 11e-3 + 50e-3 + 11e-3, 1e-6);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* Ranks 0, 1 (node0) and 2 (node1): nodes with unequal member counts have no hierarchy (its
  * phases split the buffer k ways, k the same on every node), so one flat ring over the three.
  * All-reduce of S = 1 GB: 2(p-1)/p S = 4/3 GB per edge; two edges cross 10 GB/s NICs:
@@ -297,7 +333,7 @@ END_TEST
 START_TEST(unequal_nodes_fall_back_to_a_flat_ring)
 {
     cluster c;
-    load_xml(TWO_BY_TWO_XML, &c);
+    load_two_by_two(&c);
     htae_graph *g = htae_graph_create(4);
     int ranks[3] = {0, 1, 2};
     uint32_t ids[3];
@@ -631,6 +667,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, ring_reduce_scatter_and_allgather);
     tcase_add_test(tc, multi_link_topology_uses_two_rings);
     tcase_add_test(tc, hierarchical_rings_each_keep_their_latency);
+    tcase_add_test(tc, hierarchical_node_rings_each_keep_their_latency);
     tcase_add_test(tc, unequal_nodes_fall_back_to_a_flat_ring);
     tcase_add_test(tc, gpipe_textbook_bubble);
     tcase_add_test(tc, one_f_one_b_textbook_bubble);
