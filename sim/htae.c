@@ -187,7 +187,7 @@ static void run_rings(exec_state *x, stream_state *st, const ring_phase *ph, col
     }
     assert(count >= 1 && count <= x->max_rings);
     int steps = ring_steps(kind, n);
-    int order[count]; /* rings by latency, a stable insertion sort (count is a node's size) */
+    int order[count]; /* rings by latency: a stable insertion sort, linear on alike rings */
     for (int r = 0; r < count; r++) {
         int i = r;
         for (; i > 0 && ph->lat[order[i - 1]] > ph->lat[r]; i--)
