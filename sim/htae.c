@@ -4,6 +4,7 @@
 #include "htae_rings.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,8 @@
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/semaphore.h>
+
+#include "base/xalloc.h"
 
 /* Collective constants fitted by scripts/fit_nccl on the nccl-tests all-reduce curves of
  * ../shared/groundtruth (A100 NVSwitch, 2-8 GPUs, 1 MiB - 1 GiB, every (GPU count, octave of
@@ -52,11 +55,12 @@ typedef struct group_plan {
     int n;
     sg_host_t *hosts; /* group order */
     ring_set rings;   /* flat collectives: NCCL-like rings over `hosts` */
-    double ring_lat;  /* worst route latency over the rings' edges */
-    int k;            /* members per node when hierarchical (several nodes, k > 1 each) */
+    double ring_lat;  /* worst route latency over the rings' edges (one activity carries them) */
+    int k;            /* members per node when hierarchical (several nodes, k > 1 each), else 0 */
     int n_nodes;
     sg_host_t *by_node; /* hosts node-major: by_node[node * k + j] */
-    double intra_lat, inter_lat;
+    double *intra_lat;  /* [n_nodes]: worst route latency of each node's ring */
+    double *inter_lat;  /* [k]: of each ring across the nodes (members of one local index) */
 } group_plan;
 
 struct exec_state;
@@ -95,6 +99,7 @@ typedef struct exec_state {
     double *ready; /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
     group_plan *groups;
+    int max_rings;  /* most rings one collective phase starts at once (stream handles) */
     double *matrix; /* n x n bytes scratch for one ring, all zero between uses */
     int matrix_n;
     htae_result *res;
@@ -121,6 +126,12 @@ double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int member
     return o->coll_launch_s + ring_steps(kind, members) * (o->coll_step_s + route_latency);
 }
 
+/* A duration or size the executor can use: finite and not negative. */
+static inline int is_amount(double v)
+{
+    return isfinite(v) && v >= 0.0;
+}
+
 static void sleep_for(double s)
 {
     if (s > 0.0)
@@ -134,6 +145,7 @@ static sg_exec_t rings_start(exec_state *x, sg_host_t *hosts, int n, const ring_
                              double edge_bytes)
 {
     assert(n >= 2 && n <= x->matrix_n);
+    assert(is_amount(edge_bytes));
     double *m = x->matrix;
     if (rs)
         for (int e = 0; e < rs->n_edges; e++)
@@ -153,25 +165,49 @@ static sg_exec_t rings_start(exec_state *x, sg_host_t *hosts, int n, const ring_
     return e;
 }
 
-/* One phase: `count` independent ring groups of `n` hosts each,
- * hosts[r * stride_ring + j * stride_member]; `rs` (count 1 only) gives their rings. */
-static void run_rings(exec_state *x, stream_state *st, const sg_host_t *base, int count, int n,
-                      int stride_ring, int stride_member, const ring_set *rs, coll_kind kind,
-                      double bytes, double lat, double extra_delay)
+/* One phase of a collective: `count` independent rings of `n` hosts each, member j of ring r
+ * being base[r * stride_ring + j * stride_member]; ring r's route latency is lat[r]. */
+typedef struct ring_phase {
+    const sg_host_t *base;
+    int count, n, stride_ring, stride_member;
+    const ring_set *rs; /* count 1 only: the rings over the n hosts; NULL: one ring in order */
+    const double *lat;  /* [count] */
+} ring_phase;
+
+/* Run one phase: each ring starts after its own step latencies (less the one route latency
+ * SimGrid charges its flow), so a ring on slower routes starts later; rings start in order of
+ * that delay, and the phase ends with the last ring. */
+static void run_rings(exec_state *x, stream_state *st, const ring_phase *ph, coll_kind kind,
+                      double bytes, double extra_delay)
 {
+    int n = ph->n, count = ph->count;
     if (n < 2) {
         sleep_for(extra_delay);
         return;
     }
-    /* the ring's step latencies, less the one route latency SimGrid charges the flow itself */
-    sleep_for(extra_delay + ring_steps(kind, n) * x->opt.coll_step_s +
-              (ring_steps(kind, n) - 1) * lat);
-    double edge = ring_edge_factor(kind, n) * bytes / x->opt.protocol_efficiency;
-    sg_host_t ring[n];
+    assert(count >= 1 && count <= x->max_rings);
+    int steps = ring_steps(kind, n);
+    int order[count]; /* rings by latency: a stable insertion sort, linear on alike rings */
     for (int r = 0; r < count; r++) {
+        int i = r;
+        for (; i > 0 && ph->lat[order[i - 1]] > ph->lat[r]; i--)
+            order[i] = order[i - 1];
+        order[i] = r;
+    }
+    double edge = ring_edge_factor(kind, n) * bytes / x->opt.protocol_efficiency;
+    double waited = 0.0;
+    sg_host_t ring[n];
+    for (int i = 0; i < count; i++) {
+        int r = order[i];
+        assert(is_amount(ph->lat[r]));
+        double delay = extra_delay + steps * x->opt.coll_step_s + (steps - 1) * ph->lat[r];
+        if (i == 0 || delay > waited) {
+            sleep_for(delay - waited);
+            waited = delay;
+        }
         for (int j = 0; j < n; j++)
-            ring[j] = base[r * stride_ring + j * stride_member];
-        st->handles[r] = rings_start(x, ring, n, rs, edge);
+            ring[j] = ph->base[r * ph->stride_ring + j * ph->stride_member];
+        st->handles[r] = rings_start(x, ring, n, ph->rs, edge);
     }
     for (int r = 0; r < count; r++)
         sg_exec_wait(st->handles[r]);
@@ -184,26 +220,28 @@ static void run_collective(exec_state *x, stream_state *st, const htae_collectiv
         return;
     double s = col->bytes, launch = x->opt.coll_launch_s;
     if (gp->k == 0) {
-        run_rings(x, st, gp->hosts, 1, gp->n, 0, 1, &gp->rings, col->kind, s, gp->ring_lat, launch);
+        ring_phase flat = {gp->hosts, 1, gp->n, 0, 1, &gp->rings, &gp->ring_lat};
+        run_rings(x, st, &flat, col->kind, s, launch);
         return;
     }
     /* Hierarchical: rings inside each node over NVLink, rings across nodes between GPUs of the
      * same local index (each on its own NIC), as NCCL's tree/ring hybrids do. */
     int k = gp->k, m = gp->n_nodes;
-    const sg_host_t *h = gp->by_node;
+    ring_phase intra = {gp->by_node, m, k, k, 1, NULL, gp->intra_lat};
+    ring_phase inter = {gp->by_node, k, m, 1, k, NULL, gp->inter_lat};
     switch (col->kind) {
     case COLL_ALLREDUCE:
-        run_rings(x, st, h, m, k, k, 1, NULL, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
-        run_rings(x, st, h, k, m, 1, k, NULL, COLL_ALLREDUCE, s / k, gp->inter_lat, 0.0);
-        run_rings(x, st, h, m, k, k, 1, NULL, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
+        run_rings(x, st, &intra, COLL_REDUCE_SCATTER, s, launch);
+        run_rings(x, st, &inter, COLL_ALLREDUCE, s / k, 0.0);
+        run_rings(x, st, &intra, COLL_ALLGATHER, s, 0.0);
         break;
     case COLL_REDUCE_SCATTER:
-        run_rings(x, st, h, m, k, k, 1, NULL, COLL_REDUCE_SCATTER, s, gp->intra_lat, launch);
-        run_rings(x, st, h, k, m, 1, k, NULL, COLL_REDUCE_SCATTER, s / k, gp->inter_lat, 0.0);
+        run_rings(x, st, &intra, COLL_REDUCE_SCATTER, s, launch);
+        run_rings(x, st, &inter, COLL_REDUCE_SCATTER, s / k, 0.0);
         break;
     case COLL_ALLGATHER:
-        run_rings(x, st, h, k, m, 1, k, NULL, COLL_ALLGATHER, s / k, gp->inter_lat, launch);
-        run_rings(x, st, h, m, k, k, 1, NULL, COLL_ALLGATHER, s, gp->intra_lat, 0.0);
+        run_rings(x, st, &inter, COLL_ALLGATHER, s / k, launch);
+        run_rings(x, st, &intra, COLL_ALLGATHER, s, 0.0);
         break;
     }
 }
@@ -222,6 +260,8 @@ static void task_done(exec_state *x, uint32_t t, double now)
 {
     const htae_graph *g = x->g;
     const htae_task *k = &g->tasks[t];
+    assert(x->done_tasks < g->n_tasks);
+    assert(now >= x->res->start[t]);
     x->res->end[t] = now;
     x->done_tasks++;
     for (uint32_t j = 0; j < k->n_succ; j++) {
@@ -270,6 +310,7 @@ static void host_actor(int argc, char **argv)
         }
         x->ready[t] = k->kind == TASK_COMPUTE ? clock : clock + k->host_s;
         clock += k->host_s;
+        assert(x->pending[t] > 0);
         if (--x->pending[t] == 0)
             release(x, t);
     }
@@ -282,6 +323,8 @@ static void host_actor(int argc, char **argv)
  * which re-reads the rate, so the result does not depend on which actor runs first. */
 static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
 {
+    assert(k->kind == TASK_COMPUTE && is_amount(k->seconds));
+    assert(x->computing[k->rank] == NULL);
     double remaining = k->seconds; /* at full speed */
     if (remaining <= 0.0)
         return;
@@ -308,6 +351,8 @@ static void comm_changed(exec_state *x, int rank, int delta)
 
 static void run_transfer(exec_state *x, const htae_task *k)
 {
+    assert(k->kind == TASK_TRANSFER && k->peer >= 0 && k->peer < x->g->n_ranks);
+    assert(k->peer != k->rank && is_amount(k->bytes));
     if (k->bytes <= 0.0)
         return;
     comm_changed(x, k->rank, 1);
@@ -332,6 +377,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     const htae_collective *col = &g->colls[k->coll];
     const htae_group *gr = &g->groups[col->group];
     const uint32_t *members = &g->coll_tasks[col->first_task];
+    assert(!x->coll_done[k->coll] && x->coll_arrived[k->coll] < gr->n);
 
     if (++x->coll_arrived[k->coll] < gr->n) {
         st->waiting_coll = k->coll;
@@ -368,6 +414,7 @@ static void stream_actor(int argc, char **argv)
     for (uint32_t i = 0; i < st->count; i++) {
         uint32_t t = g->stream_tasks[st->first + i];
         const htae_task *k = &g->tasks[t];
+        assert(k->rank == st->rank && k->stream == st->stream);
         while (x->pending[t] > 0) {
             st->waiting_task = t;
             sg_sem_acquire(st->sem);
@@ -406,15 +453,11 @@ static double ring_latency(const sg_host_t *h, int n, int stride)
     return worst;
 }
 
-/* Decide flat or hierarchical for a group, and cache hosts and latencies. */
-static void plan_group(exec_state *x, const cluster *c, int gi, group_plan *gp)
+/* The flat plan, every group has one: rings over the members' hosts in group order. */
+static void plan_flat(exec_state *x, const int32_t *ranks, int n, group_plan *gp)
 {
-    const htae_graph *g = x->g;
-    const htae_group *gr = &g->groups[gi];
-    const int32_t *ranks = &g->group_ranks[gr->first];
-    int n = (int)gr->n;
     gp->n = n;
-    gp->hosts = malloc((size_t)n * sizeof *gp->hosts);
+    gp->hosts = xmalloc((size_t)n * sizeof *gp->hosts);
     for (int i = 0; i < n; i++)
         gp->hosts[i] = x->hosts[ranks[i]];
     htae_rings_build(gp->hosts, n, &gp->rings);
@@ -424,11 +467,16 @@ static void plan_group(exec_state *x, const cluster *c, int gi, group_plan *gp)
         if (l > gp->ring_lat)
             gp->ring_lat = l;
     }
-    gp->k = 0;
-    gp->by_node = NULL;
+}
 
-    /* nodes in order of first appearance, with their member counts */
-    int nodes[n], count[n], m = 0;
+/* The hierarchical plan, for a group spread over several nodes with the same number k > 1 of
+ * members on each (the phases split the buffer k ways across nodes, so unequal nodes would
+ * move the wrong volumes: such groups keep the flat plan, gp->k == 0). Each ring keeps its
+ * own route latency: nodes, and NICs of one node, need not be alike. */
+static void plan_hierarchy(const cluster *c, const int32_t *ranks, group_plan *gp)
+{
+    int n = gp->n;
+    int nodes[n], count[n], m = 0; /* nodes in order of first appearance, member counts */
     for (int i = 0; i < n; i++) {
         int node = c->node_of_rank[ranks[i]], j;
         for (j = 0; j < m && nodes[j] != node; j++)
@@ -444,93 +492,126 @@ static void plan_group(exec_state *x, const cluster *c, int gi, group_plan *gp)
     for (int j = 1; j < m; j++)
         if (count[j] != count[0])
             return;
-    gp->k = count[0];
+    int k = count[0];
+    gp->k = k;
     gp->n_nodes = m;
-    gp->by_node = malloc((size_t)n * sizeof *gp->by_node);
+    gp->by_node = xmalloc((size_t)n * sizeof *gp->by_node);
     int fill[m];
     memset(fill, 0, sizeof fill);
     for (int i = 0; i < n; i++) {
         int node = c->node_of_rank[ranks[i]], j;
         for (j = 0; nodes[j] != node; j++)
             ;
-        gp->by_node[j * gp->k + fill[j]++] = gp->hosts[i];
+        gp->by_node[j * k + fill[j]++] = gp->hosts[i];
     }
-    gp->intra_lat = ring_latency(gp->by_node, gp->k, 1);
-    gp->inter_lat = ring_latency(gp->by_node, m, gp->k);
+    gp->intra_lat = xmalloc((size_t)m * sizeof *gp->intra_lat);
+    for (int j = 0; j < m; j++)
+        gp->intra_lat[j] = ring_latency(&gp->by_node[j * k], k, 1);
+    gp->inter_lat = xmalloc((size_t)k * sizeof *gp->inter_lat);
+    for (int j = 0; j < k; j++)
+        gp->inter_lat[j] = ring_latency(&gp->by_node[j], m, k);
 }
 
-int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
-             ps_error *err)
+/* Step: plan every group's collectives (flat or hierarchical) and size the scratch they use. */
+static void plan_groups(exec_state *x, const cluster *c)
 {
-    assert(g->finalized);
-    if (g->n_ranks != c->n_gpus)
-        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
-                            "graph has %d ranks but the cluster %d GPUs", g->n_ranks, c->n_gpus);
-    struct timespec w0, w1;
-    clock_gettime(CLOCK_MONOTONIC, &w0);
+    const htae_graph *g = x->g;
+    x->groups = xcalloc(g->n_groups, sizeof *x->groups);
+    x->max_rings = 1;
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        const htae_group *gr = &g->groups[i];
+        group_plan *gp = &x->groups[i];
+        plan_flat(x, &g->group_ranks[gr->first], (int)gr->n, gp);
+        plan_hierarchy(c, &g->group_ranks[gr->first], gp);
+        if (gp->n > x->matrix_n)
+            x->matrix_n = gp->n;
+        if (gp->k > x->max_rings)
+            x->max_rings = gp->k;
+        if (gp->n_nodes > x->max_rings)
+            x->max_rings = gp->n_nodes;
+    }
+    x->matrix = xcalloc((size_t)x->matrix_n * (size_t)x->matrix_n, sizeof *x->matrix);
+}
 
-    memset(out, 0, sizeof *out);
-    out->start = calloc((size_t)g->n_tasks + 1, sizeof *out->start);
-    out->end = calloc((size_t)g->n_tasks + 1, sizeof *out->end);
-
-    exec_state x;
-    memset(&x, 0, sizeof x);
-    x.g = g;
-    if (opt)
-        x.opt = *opt;
-    else
-        htae_default_options(&x.opt);
-    x.res = out;
-    x.hosts = malloc((size_t)g->n_ranks * sizeof *x.hosts);
-    x.comm_active = calloc((size_t)g->n_ranks, sizeof *x.comm_active);
-    x.computing = calloc((size_t)g->n_ranks, sizeof *x.computing);
+/* Step: the SimGrid host of every rank into *out, or an error (and nothing allocated) if one
+ * is missing. */
+static int lookup_hosts(const htae_graph *g, const cluster *c, sg_host_t **out, ps_error *err)
+{
+    sg_host_t *hosts = xmalloc((size_t)g->n_ranks * sizeof *hosts);
     for (int r = 0; r < g->n_ranks; r++) {
-        x.hosts[r] = sg_host_by_name(c->host_names[r]);
-        if (!x.hosts[r])
+        hosts[r] = sg_host_by_name(c->host_names[r]);
+        if (!hosts[r]) {
+            free(hosts);
             return ps_error_set(err, PS_EINTERNAL, c->file, 0, 0, NULL,
                                 "host '%s' is not in the loaded platform", c->host_names[r]);
+        }
     }
-    x.pending = malloc((size_t)g->n_tasks * sizeof *x.pending + 1);
-    x.ready = calloc((size_t)g->n_tasks + 1, sizeof *x.ready);
-    x.host = calloc((size_t)g->n_ranks, sizeof *x.host);
+    *out = hosts;
+    return 0;
+}
+
+/* Step: the per-task and per-rank state, and each host thread's queue of HOST_ISSUE tasks. */
+static void state_init(exec_state *x, const htae_graph *g, const htae_options *opt,
+                       sg_host_t *hosts, htae_result *out)
+{
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    if (opt)
+        x->opt = *opt;
+    else
+        htae_default_options(&x->opt);
+    assert(is_amount(x->opt.overlap_slowdown) && is_amount(x->opt.coll_launch_s));
+    assert(is_amount(x->opt.coll_step_s) && is_amount(x->opt.p2p_launch_s));
+    assert(x->opt.protocol_efficiency > 0.0 && x->opt.protocol_efficiency <= 1.0);
+    x->res = out;
+    out->start = xcalloc(g->n_tasks, sizeof *out->start);
+    out->end = xcalloc(g->n_tasks, sizeof *out->end);
+    x->hosts = hosts;
+    x->comm_active = xcalloc((size_t)g->n_ranks, sizeof *x->comm_active);
+    x->computing = xcalloc((size_t)g->n_ranks, sizeof *x->computing);
+    x->pending = xmalloc((size_t)g->n_tasks * sizeof *x->pending);
+    x->ready = xcalloc(g->n_tasks, sizeof *x->ready);
+    x->coll_arrived = xcalloc(g->n_colls, sizeof *x->coll_arrived);
+    x->coll_done = xcalloc(g->n_colls, 1);
+
+    x->host = xcalloc((size_t)g->n_ranks, sizeof *x->host);
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        x.pending[t] = g->tasks[t].n_pred + (g->tasks[t].host ? 1u : 0u);
+        x->pending[t] = g->tasks[t].n_pred + (g->tasks[t].host ? 1u : 0u);
         if (g->tasks[t].host)
-            x.host[g->tasks[t].rank].count++;
+            x->host[g->tasks[t].rank].count++;
     }
     for (int r = 0; r < g->n_ranks; r++) {
-        host_state *h = &x.host[r];
-        h->x = &x;
+        host_state *h = &x->host[r];
+        h->x = x;
         h->waiting_deps = -1;
-        h->tasks = malloc((size_t)h->count * sizeof *h->tasks + 1);
+        h->tasks = xmalloc((size_t)h->count * sizeof *h->tasks);
         h->count = 0;
     }
     for (uint32_t t = 0; t < g->n_tasks; t++) /* task id order is program order */
         if (g->tasks[t].host) {
-            host_state *h = &x.host[g->tasks[t].rank];
+            host_state *h = &x->host[g->tasks[t].rank];
             h->tasks[h->count++] = t;
         }
-    x.coll_arrived = calloc((size_t)g->n_colls + 1, sizeof *x.coll_arrived);
-    x.coll_done = calloc((size_t)g->n_colls + 1, 1);
+}
 
-    int max_rings = 1;
-    x.groups = calloc((size_t)g->n_groups + 1, sizeof *x.groups);
-    for (uint32_t i = 0; i < g->n_groups; i++) {
-        plan_group(&x, c, (int)i, &x.groups[i]);
-        if (x.groups[i].n > x.matrix_n)
-            x.matrix_n = x.groups[i].n;
-        if (x.groups[i].k > max_rings)
-            max_rings = x.groups[i].k;
-        if (x.groups[i].n_nodes > max_rings)
-            max_rings = x.groups[i].n_nodes;
-    }
-    x.matrix = calloc((size_t)x.matrix_n * (size_t)x.matrix_n + 1, sizeof *x.matrix);
+static void start_actor(const char *name, sg_host_t where, void (*code)(int, char **), void *data)
+{
+    sg_actor_t a = sg_actor_init(name, where);
+    sg_actor_set_stacksize(a, HTAE_ACTOR_STACK_KIB);
+    sg_actor_set_data(a, data);
+    sg_actor_start_(a, code, 0, NULL);
+}
 
+/* Step: one actor per (GPU, stream) with tasks, then one per GPU host thread with tasks. */
+static void start_actors(exec_state *x)
+{
+    const htae_graph *g = x->g;
     size_t n_streams = (size_t)g->n_ranks * STREAM_COUNT;
-    x.streams = calloc(n_streams, sizeof *x.streams);
+    x->streams = xcalloc(n_streams, sizeof *x->streams);
+    char name[64];
     for (size_t i = 0; i < n_streams; i++) {
-        stream_state *st = &x.streams[i];
-        st->x = &x;
+        stream_state *st = &x->streams[i];
+        st->x = x;
         st->rank = (int)(i / STREAM_COUNT);
         st->stream = (int)(i % STREAM_COUNT);
         st->first = g->stream_first[i];
@@ -539,70 +620,104 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
         if (st->count == 0)
             continue;
         st->sem = sg_sem_init(0);
-        st->handles = malloc((size_t)max_rings * sizeof *st->handles);
-        char name[64];
+        st->handles = xmalloc((size_t)x->max_rings * sizeof *st->handles);
         snprintf(name, sizeof name, "gpu%d:%s", st->rank, stream_name(st->stream));
-        sg_actor_t a = sg_actor_init(name, x.hosts[st->rank]);
-        sg_actor_set_stacksize(a, HTAE_ACTOR_STACK_KIB);
-        sg_actor_set_data(a, st);
-        sg_actor_start_(a, stream_actor, 0, NULL);
+        start_actor(name, x->hosts[st->rank], stream_actor, st);
     }
-
     for (int r = 0; r < g->n_ranks; r++) {
-        host_state *h = &x.host[r];
+        host_state *h = &x->host[r];
         if (h->count == 0)
             continue;
         h->sem = sg_sem_init(0);
-        char name[64];
         snprintf(name, sizeof name, "gpu%d:host", r);
-        sg_actor_t a = sg_actor_init(name, x.hosts[r]);
-        sg_actor_set_stacksize(a, HTAE_ACTOR_STACK_KIB);
-        sg_actor_set_data(a, h);
-        sg_actor_start_(a, host_actor, 0, NULL);
+        start_actor(name, x->hosts[r], host_actor, h);
     }
+}
 
-    simgrid_run();
-
-    int rc = 0;
-    if (x.done_tasks != g->n_tasks)
-        rc = ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
-                          "simulation stalled: %u of %u tasks ran (dependency deadlock)",
-                          x.done_tasks, g->n_tasks);
-    for (uint32_t t = 0; t < g->n_tasks; t++)
+/* Step: after the engine stopped, check every task ran and fill in the makespan. */
+static int collect_result(exec_state *x, ps_error *err)
+{
+    const htae_graph *g = x->g;
+    htae_result *out = x->res;
+    out->activities = x->activities;
+    if (x->done_tasks != g->n_tasks)
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "simulation stalled: %u of %u tasks ran (dependency deadlock)",
+                            x->done_tasks, g->n_tasks);
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        assert(is_amount(out->start[t]) && out->end[t] >= out->start[t]);
         if (out->end[t] > out->makespan)
             out->makespan = out->end[t];
-    out->activities = x.activities;
+    }
+    return 0;
+}
 
-    for (size_t i = 0; i < n_streams; i++) {
-        if (x.streams[i].count)
-            sg_sem_destroy(x.streams[i].sem);
-        free(x.streams[i].handles);
-    }
-    for (uint32_t i = 0; i < g->n_groups; i++) {
-        free(x.groups[i].hosts);
-        htae_rings_free(&x.groups[i].rings);
-        free(x.groups[i].by_node);
-    }
+/* Step: free everything state_init, plan_groups and start_actors made (not the result). */
+static void state_free(exec_state *x)
+{
+    const htae_graph *g = x->g;
+    if (x->streams)
+        for (size_t i = 0; i < (size_t)g->n_ranks * STREAM_COUNT; i++) {
+            if (x->streams[i].count)
+                sg_sem_destroy(x->streams[i].sem);
+            free(x->streams[i].handles);
+        }
+    if (x->groups)
+        for (uint32_t i = 0; i < g->n_groups; i++) {
+            free(x->groups[i].hosts);
+            htae_rings_free(&x->groups[i].rings);
+            free(x->groups[i].by_node);
+            free(x->groups[i].intra_lat);
+            free(x->groups[i].inter_lat);
+        }
     for (int r = 0; r < g->n_ranks; r++) {
-        if (x.host[r].count)
-            sg_sem_destroy(x.host[r].sem);
-        free(x.host[r].tasks);
+        if (x->host[r].count)
+            sg_sem_destroy(x->host[r].sem);
+        free(x->host[r].tasks);
     }
-    free(x.host);
-    free(x.ready);
-    free(x.groups);
-    free(x.streams);
-    free(x.matrix);
-    free(x.pending);
-    free(x.coll_arrived);
-    free(x.coll_done);
-    free(x.comm_active);
-    free(x.computing);
-    free(x.hosts);
+    free(x->host);
+    free(x->ready);
+    free(x->groups);
+    free(x->streams);
+    free(x->matrix);
+    free(x->pending);
+    free(x->coll_arrived);
+    free(x->coll_done);
+    free(x->comm_active);
+    free(x->computing);
+    free(x->hosts);
+}
+
+int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
+             ps_error *err)
+{
+    assert(g->finalized);
+    memset(out, 0, sizeof *out);
+    if (g->n_ranks != c->n_gpus)
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "graph has %d ranks but the cluster %d GPUs", g->n_ranks, c->n_gpus);
+    sg_host_t *hosts = NULL;
+    int rc = lookup_hosts(g, c, &hosts, err);
+    if (rc)
+        return rc;
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+
+    exec_state x;
+    state_init(&x, g, opt, hosts, out);
+    plan_groups(&x, c);
+    start_actors(&x);
+    simgrid_run();
+    rc = collect_result(&x, err);
+    state_free(&x);
+    if (rc) {
+        htae_result_free(out);
+        return rc;
+    }
 
     clock_gettime(CLOCK_MONOTONIC, &w1);
     out->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
-    return rc;
+    return 0;
 }
 
 void htae_result_free(htae_result *r)
@@ -618,13 +733,19 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
     if (gpus < 1 || gpus > c->n_gpus)
         return ps_error_set(err, PS_EINPUT, c->file, 0, 0, "gpus",
                             "%d GPUs asked, the cluster has %d", gpus, c->n_gpus);
+    assert(n_sizes >= 0);
+    for (int i = 0; i < n_sizes; i++) /* the graph builders assert it: check input first */
+        if (!is_amount(sizes[i]))
+            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, "sizes",
+                                "collective size %g is not a finite number of bytes >= 0",
+                                sizes[i]);
     htae_graph *g = htae_graph_create(c->n_gpus);
     int ranks[gpus];
     for (int i = 0; i < gpus; i++)
         ranks[i] = i;
     int grp = htae_add_group(g, ranks, gpus);
     int label = htae_label(g, coll_kind_name(kind));
-    uint32_t *first = malloc((size_t)(n_sizes + 1) * sizeof *first);
+    uint32_t *first = xmalloc((size_t)n_sizes * sizeof *first);
     uint32_t members[gpus];
     for (int i = 0; i < n_sizes; i++) {
         htae_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);

@@ -28,7 +28,10 @@ typedef struct htae_result {
 } htae_result;
 
 /* Run `g` (finalized) on the cluster's platform; the engine must have been started by
- * cluster_load in this process. One call per process. */
+ * cluster_load in this process. One call per process. On failure (a host missing from the
+ * platform, a run that stalls) *out holds nothing to free; htae_result_free on it is harmless.
+ * Options, when given, must be finite and non-negative, protocol_efficiency in (0, 1]
+ * (asserted); NULL takes htae_default_options. */
 int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
              ps_error *err);
 void htae_result_free(htae_result *r);

@@ -9,6 +9,8 @@
 #include <simgrid/link.h>
 #include <xbt/dynar.h>
 
+#include "base/xalloc.h"
+
 /* A further ring is worth a channel only if it adds this fraction of the first one. */
 static const double RING_MIN_GAIN = 0.05;
 static const int RING_MAX = 16; /* NCCL uses at most 16-32 channels */
@@ -69,17 +71,68 @@ static void dfs(search *s, int depth)
 
 static void push_ring(ring_set *rs, const int *order, double weight)
 {
+    assert(weight > 0.0 && weight <= 1.0);
     int n = rs->n, base = rs->n_edges;
     rs->n_edges += n;
     rs->n_rings++;
-    rs->src = realloc(rs->src, (size_t)rs->n_edges * sizeof *rs->src);
-    rs->dst = realloc(rs->dst, (size_t)rs->n_edges * sizeof *rs->dst);
-    rs->share = realloc(rs->share, (size_t)rs->n_edges * sizeof *rs->share);
+    rs->src = xreallocarray(rs->src, (size_t)rs->n_edges, sizeof *rs->src);
+    rs->dst = xreallocarray(rs->dst, (size_t)rs->n_edges, sizeof *rs->dst);
+    rs->share = xreallocarray(rs->share, (size_t)rs->n_edges, sizeof *rs->share);
     for (int i = 0; i < n; i++) {
+        assert(order[i] >= 0 && order[i] < n && order[i] != order[(i + 1) % n]);
         rs->src[base + i] = order[i];
         rs->dst[base + i] = order[(i + 1) % n];
         rs->share[base + i] = weight;
     }
+}
+
+/* Routes of every ordered pair of members, as indices into one table of distinct links, and
+ * each link's capacity as the starting residual. */
+static void search_init(search *s, const sg_host_t *hosts, int n)
+{
+    assert(n >= 2 && n <= HTAE_RING_SEARCH_MAX);
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    s->route = xcalloc((size_t)n * n, sizeof *s->route);
+    sg_link_t *links = NULL;
+    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            if (i == j)
+                continue;
+            xbt_dynar_reset(d);
+            sg_host_get_route(hosts[i], hosts[j], d);
+            int len = (int)xbt_dynar_length(d);
+            int *r = xmalloc((size_t)(len + 1) * sizeof *r);
+            for (int k = 0; k < len; k++) {
+                sg_link_t l = xbt_dynar_get_as(d, (unsigned)k, sg_link_t);
+                int a;
+                for (a = 0; a < s->n_links && links[a] != l; a++)
+                    ;
+                if (a == s->n_links) {
+                    links = xreallocarray(links, (size_t)s->n_links + 1, sizeof *links);
+                    links[s->n_links++] = l;
+                }
+                r[k] = a;
+            }
+            r[len] = -1;
+            s->route[i * n + j] = r;
+        }
+    xbt_dynar_free(&d);
+    s->residual = xmalloc((size_t)s->n_links * sizeof *s->residual);
+    s->usage = xcalloc((size_t)s->n_links, sizeof *s->usage);
+    for (int a = 0; a < s->n_links; a++)
+        s->residual[a] = sg_link_get_bandwidth(links[a]);
+    free(links);
+}
+
+static void search_free(search *s)
+{
+    for (int i = 0; i < s->n * s->n; i++)
+        free(s->route[i]);
+    free(s->route);
+    free(s->residual);
+    free(s->usage);
 }
 
 void htae_rings_build(const sg_host_t *hosts, int n, ring_set *rs)
@@ -95,41 +148,8 @@ void htae_rings_build(const sg_host_t *hosts, int n, ring_set *rs)
         return;
     }
 
-    /* routes of every ordered pair, as indices into one table of distinct links */
     search s;
-    memset(&s, 0, sizeof s);
-    s.n = n;
-    s.route = calloc((size_t)n * n, sizeof *s.route);
-    sg_link_t *links = NULL;
-    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            if (i == j)
-                continue;
-            xbt_dynar_reset(d);
-            sg_host_get_route(hosts[i], hosts[j], d);
-            int len = (int)xbt_dynar_length(d);
-            int *r = malloc((size_t)(len + 1) * sizeof *r);
-            for (int k = 0; k < len; k++) {
-                sg_link_t l = xbt_dynar_get_as(d, (unsigned)k, sg_link_t);
-                int a;
-                for (a = 0; a < s.n_links && links[a] != l; a++)
-                    ;
-                if (a == s.n_links) {
-                    links = realloc(links, (size_t)(s.n_links + 1) * sizeof *links);
-                    links[s.n_links++] = l;
-                }
-                r[k] = a;
-            }
-            r[len] = -1;
-            s.route[i * n + j] = r;
-        }
-    xbt_dynar_free(&d);
-    s.residual = malloc((size_t)(s.n_links + 1) * sizeof *s.residual);
-    s.usage = calloc((size_t)s.n_links + 1, sizeof *s.usage);
-    for (int a = 0; a < s.n_links; a++)
-        s.residual[a] = sg_link_get_bandwidth(links[a]);
-
+    search_init(&s, hosts, n);
     double first = 0, total = 0;
     double weights[RING_MAX];
     int orders[RING_MAX][HTAE_RING_SEARCH_MAX];
@@ -156,13 +176,7 @@ void htae_rings_build(const sg_host_t *hosts, int n, ring_set *rs)
     /* data divides in proportion to each ring's bandwidth, so all finish together */
     for (int r = 0; r < rings; r++)
         push_ring(rs, orders[r], weights[r] / total);
-
-    for (int i = 0; i < n * n; i++)
-        free(s.route[i]);
-    free(s.route);
-    free(s.residual);
-    free(s.usage);
-    free(links);
+    search_free(&s);
 }
 
 void htae_rings_free(ring_set *rs)

@@ -3,29 +3,16 @@
 #include "graph.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need <= *cap)
-        return p;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, (size_t)c * elem);
-    if (!q)
-        abort(); /* out of memory building a graph: nothing sensible to do */
-    *cap = c;
-    return q;
-}
+#include "xalloc.h"
 
 htae_graph *htae_graph_create(int n_ranks)
 {
     assert(n_ranks > 0);
-    htae_graph *g = calloc(1, sizeof *g);
-    if (!g)
-        abort();
+    htae_graph *g = xcalloc(1, sizeof *g);
     g->n_ranks = n_ranks;
     return g;
 }
@@ -54,19 +41,27 @@ int htae_label(htae_graph *g, const char *name)
     for (int i = 0; i < g->n_labels; i++) /* few distinct labels: a scan is fine */
         if (strcmp(g->labels[i], name) == 0)
             return i;
-    uint32_t cap = (uint32_t)g->cap_labels;
-    g->labels = grow(g->labels, &cap, (uint32_t)g->n_labels + 1, sizeof *g->labels);
-    g->cap_labels = (int)cap;
-    g->labels[g->n_labels] = strdup(name);
+    xgrow(&g->labels, sizeof *g->labels, (size_t)g->n_labels + 1, &g->cap_labels);
+    g->labels[g->n_labels] = xstrdup(name);
     return g->n_labels++;
+}
+
+/* A duration or a size the executor can use: finite and not negative. */
+static inline int is_amount(double v)
+{
+    return isfinite(v) && v >= 0.0;
 }
 
 static uint32_t add_task(htae_graph *g, task_kind kind, int rank, stream_id stream,
                          task_category cat, int label, int micro)
 {
     assert(!g->finalized);
+    assert(g->n_tasks < UINT32_MAX);
     assert(rank >= 0 && rank < g->n_ranks);
-    g->tasks = grow(g->tasks, &g->cap_tasks, g->n_tasks + 1, sizeof *g->tasks);
+    assert((unsigned)stream < STREAM_COUNT && (unsigned)cat < CAT_COUNT);
+    assert(label >= 0 && label < g->n_labels);
+    assert(micro >= -1);
+    xgrow(&g->tasks, sizeof *g->tasks, (size_t)g->n_tasks + 1, &g->cap_tasks);
     htae_task *t = &g->tasks[g->n_tasks];
     memset(t, 0, sizeof *t);
     t->kind = (uint8_t)kind;
@@ -83,7 +78,7 @@ static uint32_t add_task(htae_graph *g, task_kind kind, int rank, stream_id stre
 uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
                           int micro)
 {
-    assert(seconds >= 0.0);
+    assert(is_amount(seconds));
     uint32_t id = add_task(g, TASK_COMPUTE, rank, STREAM_COMPUTE, cat, label, micro);
     g->tasks[id].seconds = seconds;
     return id;
@@ -92,7 +87,8 @@ uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double sec
 uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
                            task_category cat, int label, int micro)
 {
-    assert(bytes >= 0.0 && dst >= 0 && dst < g->n_ranks && dst != src);
+    assert(is_amount(bytes));
+    assert(dst >= 0 && dst < g->n_ranks && dst != src);
     uint32_t id = add_task(g, TASK_TRANSFER, src, stream, cat, label, micro);
     g->tasks[id].peer = dst;
     g->tasks[id].bytes = bytes;
@@ -102,37 +98,55 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)
 {
     assert(!g->finalized && t < g->n_tasks);
-    assert(host_s >= 0.0 && span >= 0.0);
+    assert(is_amount(host_s) && is_amount(span));
     assert(flags == 0 || (flags & HOST_ISSUE));
+    assert((flags & ~(unsigned)(HOST_ISSUE | HOST_WAIT)) == 0);
     g->tasks[t].host = (uint8_t)flags;
     g->tasks[t].host_s = host_s;
     g->tasks[t].span = span;
 }
 
+#ifndef NDEBUG
+/* Ranks of a group: each in range, none twice. */
+static int ranks_distinct_in_range(const htae_graph *g, const int *ranks, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= g->n_ranks)
+            return 0;
+        for (int j = 0; j < i; j++)
+            if (ranks[j] == ranks[i])
+                return 0;
+    }
+    return 1;
+}
+#endif
+
 int htae_add_group(htae_graph *g, const int *ranks, int n)
 {
-    assert(n >= 1);
-    g->groups = grow(g->groups, &g->cap_groups, g->n_groups + 1, sizeof *g->groups);
-    g->group_ranks = grow(g->group_ranks, &g->cap_group_ranks, g->n_group_ranks + (uint32_t)n,
-                          sizeof *g->group_ranks);
+    assert(!g->finalized);
+    assert(n >= 1 && n <= g->n_ranks);
+    assert(ranks_distinct_in_range(g, ranks, n));
+    xgrow(&g->groups, sizeof *g->groups, (size_t)g->n_groups + 1, &g->cap_groups);
+    xgrow(&g->group_ranks, sizeof *g->group_ranks, (size_t)g->n_group_ranks + (size_t)n,
+          &g->cap_group_ranks);
     htae_group *gr = &g->groups[g->n_groups];
     gr->first = g->n_group_ranks;
     gr->n = (uint32_t)n;
-    for (int i = 0; i < n; i++) {
-        assert(ranks[i] >= 0 && ranks[i] < g->n_ranks);
+    for (int i = 0; i < n; i++)
         g->group_ranks[g->n_group_ranks++] = ranks[i];
-    }
     return (int)g->n_groups++;
 }
 
 int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
                         task_category cat, int label, int micro, uint32_t *task_ids)
 {
-    assert(group >= 0 && (uint32_t)group < g->n_groups && bytes >= 0.0);
+    assert(!g->finalized);
+    assert(kind == COLL_ALLREDUCE || kind == COLL_REDUCE_SCATTER || kind == COLL_ALLGATHER);
+    assert(group >= 0 && (uint32_t)group < g->n_groups && is_amount(bytes));
     const htae_group *gr = &g->groups[group];
-    g->colls = grow(g->colls, &g->cap_colls, g->n_colls + 1, sizeof *g->colls);
-    g->coll_tasks =
-        grow(g->coll_tasks, &g->cap_coll_tasks, g->n_coll_tasks + gr->n, sizeof *g->coll_tasks);
+    xgrow(&g->colls, sizeof *g->colls, (size_t)g->n_colls + 1, &g->cap_colls);
+    xgrow(&g->coll_tasks, sizeof *g->coll_tasks, (size_t)g->n_coll_tasks + gr->n,
+          &g->cap_coll_tasks);
     int c = (int)g->n_colls++;
     htae_collective *col = &g->colls[c];
     col->kind = kind;
@@ -154,7 +168,8 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
 void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to)
 {
     assert(!g->finalized && from < g->n_tasks && to < g->n_tasks && from != to);
-    g->edges = grow(g->edges, &g->cap_edges, 2 * (g->n_edges + 1), sizeof *g->edges);
+    assert(g->n_edges < UINT32_MAX);
+    xgrow(&g->edges, sizeof *g->edges, 2 * ((size_t)g->n_edges + 1), &g->cap_edges);
     g->edges[2 * g->n_edges] = from;
     g->edges[2 * g->n_edges + 1] = to;
     g->n_edges++;
@@ -185,11 +200,9 @@ static void kahn_release(const htae_graph *g, uint32_t t, const uint32_t *pos, u
 static int check_acyclic(const htae_graph *g, const uint32_t *pos)
 {
     uint32_t n = g->n_tasks;
-    uint32_t *indeg = malloc((size_t)n * sizeof *indeg + 1);
-    uint32_t *queue = malloc((size_t)n * sizeof *queue + 1);
-    uint32_t *ready = calloc((size_t)g->n_colls + 1, sizeof *ready);
-    if (!indeg || !queue || !ready)
-        abort();
+    uint32_t *indeg = xmalloc((size_t)n * sizeof *indeg);
+    uint32_t *queue = xmalloc((size_t)n * sizeof *queue);
+    uint32_t *ready = xcalloc((size_t)g->n_colls, sizeof *ready);
     for (uint32_t i = 0; i < n; i++)
         indeg[i] = g->tasks[i].n_pred + (pos[i] > 0);
     uint32_t head = 0, tail = 0, seen = 0;
@@ -218,15 +231,11 @@ static int check_acyclic(const htae_graph *g, const uint32_t *pos)
     return seen == n ? 0 : -1;
 }
 
-int htae_graph_finalize(htae_graph *g, ps_error *err)
+/* Successor lists (CSR) by counting sort on the edges' sources; the edge pairs are freed. */
+static void build_successors(htae_graph *g)
 {
-    assert(!g->finalized);
     uint32_t n = g->n_tasks;
-
-    /* successor lists by counting sort on the source */
-    g->succ = malloc((size_t)g->n_edges * sizeof *g->succ + 1);
-    if (!g->succ)
-        abort();
+    g->succ = xmalloc((size_t)g->n_edges * sizeof *g->succ);
     for (uint32_t i = 0; i < n; i++)
         g->tasks[i].n_succ = g->tasks[i].n_pred = 0;
     for (uint32_t e = 0; e < g->n_edges; e++) {
@@ -246,28 +255,97 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
     free(g->edges);
     g->edges = NULL;
     g->cap_edges = 0;
+}
 
-    /* stream orders, keeping insertion (program) order */
+/* Per-stream task lists keeping insertion (program) order; pos[t]: t's place in its stream. */
+static void build_stream_orders(htae_graph *g, uint32_t *pos)
+{
+    uint32_t n = g->n_tasks;
     uint32_t n_streams = (uint32_t)g->n_ranks * STREAM_COUNT;
-    g->stream_first = calloc((size_t)n_streams + 1, sizeof *g->stream_first);
-    g->stream_tasks = malloc((size_t)n * sizeof *g->stream_tasks + 1);
-    uint32_t *pos = malloc((size_t)n * sizeof *pos + 1);
-    if (!g->stream_first || !g->stream_tasks || !pos)
-        abort();
+    g->stream_first = xcalloc((size_t)n_streams + 1, sizeof *g->stream_first);
+    g->stream_tasks = xmalloc((size_t)n * sizeof *g->stream_tasks);
     for (uint32_t i = 0; i < n; i++)
         g->stream_first[(uint32_t)g->tasks[i].rank * STREAM_COUNT + g->tasks[i].stream + 1]++;
     for (uint32_t s = 0; s < n_streams; s++)
         g->stream_first[s + 1] += g->stream_first[s];
-    uint32_t *fill = calloc((size_t)n_streams + 1, sizeof *fill);
-    if (!fill)
-        abort();
+    uint32_t *fill = xcalloc((size_t)n_streams, sizeof *fill);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t s = (uint32_t)g->tasks[i].rank * STREAM_COUNT + g->tasks[i].stream;
         pos[i] = fill[s];
         g->stream_tasks[g->stream_first[s] + fill[s]++] = i;
     }
     free(fill);
+}
+
+#ifndef NDEBUG
+/* A transfer is received: one of its successors runs on its peer. */
+static int has_receiver(const htae_graph *g, const htae_task *k)
+{
+    for (uint32_t j = 0; j < k->n_succ; j++)
+        if (g->tasks[g->succ[k->succ_first + j]].rank == k->peer)
+            return 1;
+    return 0;
+}
+
+/* What the executor relies on, task by task (the builders asserted most of it already; this
+ * also catches fields written after the fact). */
+static void assert_tasks_valid(const htae_graph *g)
+{
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const htae_task *k = &g->tasks[i];
+        assert(k->rank >= 0 && k->rank < g->n_ranks);
+        assert(k->stream < STREAM_COUNT && k->category < CAT_COUNT);
+        assert(k->label >= 0 && k->label < g->n_labels);
+        assert(is_amount(k->seconds) && is_amount(k->bytes));
+        assert(is_amount(k->host_s) && is_amount(k->span));
+        assert(k->host == 0 || (k->host & HOST_ISSUE));
+        assert(k->succ_first + k->n_succ <= g->n_edges);
+        for (uint32_t j = 0; j < k->n_succ; j++)
+            assert(g->succ[k->succ_first + j] < g->n_tasks && g->succ[k->succ_first + j] != i);
+        switch ((task_kind)k->kind) {
+        case TASK_COMPUTE: assert(k->stream == STREAM_COMPUTE && k->peer == -1); break;
+        case TASK_TRANSFER:
+            assert(k->peer >= 0 && k->peer < g->n_ranks && k->peer != k->rank);
+            assert(has_receiver(g, k));
+            break;
+        case TASK_COLLECTIVE: assert(k->coll >= 0 && (uint32_t)k->coll < g->n_colls); break;
+        default: assert(!"task kind out of range");
+        }
+    }
+}
+
+/* Each collective has exactly one task per group member, in group order, on that member's rank
+ * (htae_add_group asserted the members distinct and in range). */
+static void assert_collectives_valid(const htae_graph *g)
+{
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        const htae_collective *col = &g->colls[c];
+        assert(col->group >= 0 && (uint32_t)col->group < g->n_groups);
+        const htae_group *gr = &g->groups[col->group];
+        assert(gr->n >= 1 && gr->first + gr->n <= g->n_group_ranks);
+        assert(col->first_task + gr->n <= g->n_coll_tasks);
+        for (uint32_t m = 0; m < gr->n; m++) {
+            uint32_t t = g->coll_tasks[col->first_task + m];
+            assert(t < g->n_tasks);
+            const htae_task *k = &g->tasks[t];
+            assert(k->kind == TASK_COLLECTIVE && k->coll == (int32_t)c);
+            assert(k->rank == g->group_ranks[gr->first + m]);
+        }
+    }
+}
+#endif
+
+int htae_graph_finalize(htae_graph *g, ps_error *err)
+{
+    assert(!g->finalized);
+    build_successors(g);
+    uint32_t *pos = xmalloc((size_t)g->n_tasks * sizeof *pos);
+    build_stream_orders(g, pos);
     g->finalized = 1;
+#ifndef NDEBUG
+    assert_tasks_valid(g);
+    assert_collectives_valid(g);
+#endif
 
     int rc = check_acyclic(g, pos);
     free(pos);

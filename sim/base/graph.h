@@ -73,24 +73,31 @@ typedef struct htae_collective {
 typedef struct htae_graph {
     int n_ranks;
     htae_task *tasks;
-    uint32_t n_tasks, cap_tasks;
+    uint32_t n_tasks;
+    size_t cap_tasks;
 
     uint32_t *edges; /* pairs (from, to) until finalize */
-    uint32_t n_edges, cap_edges;
+    uint32_t n_edges;
+    size_t cap_edges;
     uint32_t *succ; /* CSR successor lists, after finalize */
 
     htae_group *groups;
-    uint32_t n_groups, cap_groups;
+    uint32_t n_groups;
+    size_t cap_groups;
     int32_t *group_ranks;
-    uint32_t n_group_ranks, cap_group_ranks;
+    uint32_t n_group_ranks;
+    size_t cap_group_ranks;
 
     htae_collective *colls;
-    uint32_t n_colls, cap_colls;
+    uint32_t n_colls;
+    size_t cap_colls;
     uint32_t *coll_tasks;
-    uint32_t n_coll_tasks, cap_coll_tasks;
+    uint32_t n_coll_tasks;
+    size_t cap_coll_tasks;
 
     char **labels;
-    int n_labels, cap_labels;
+    int n_labels;
+    size_t cap_labels;
 
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
      * stream_first[i+1]) with i = r * STREAM_COUNT + s, in program order. */
@@ -99,6 +106,10 @@ typedef struct htae_graph {
     int finalized;
 } htae_graph;
 
+/* Building a graph wrongly (a rank, peer, group, label, stream or category out of range, a
+ * negative or non-finite duration or size, a transfer to its own rank, a group naming a rank
+ * twice, an edge to a missing task) is a bug in the caller: the builders and finalize assert,
+ * they do not return errors. Memory comes from xalloc (exit 3 when exhausted). */
 htae_graph *htae_graph_create(int n_ranks);
 void htae_graph_free(htae_graph *g);
 
@@ -107,7 +118,8 @@ int htae_label(htae_graph *g, const char *name);
 
 uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
                           int micro);
-/* A point-to-point transfer issued by `src` on stream `stream` (the receiver only depends on it). */
+/* A point-to-point transfer issued by `src` on stream `stream`. The receiver only depends on it:
+ * add an edge from it to at least one task of `dst` (finalize asserts there is one). */
 uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
                            task_category cat, int label, int micro);
 /* A group of ranks, ring order as given. Callers create each group once and reuse its id. */
@@ -121,7 +133,9 @@ void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
 /* Build successor lists and stream orders; fail (PS_EINTERNAL) on a cycle, counting the
- * implicit program-order edges of each stream. */
+ * implicit program-order edges of each stream. Asserts what the executor relies on: every
+ * task's fields in range, every transfer received (a successor on its peer rank), every
+ * collective one task per group member on that member's rank. */
 int htae_graph_finalize(htae_graph *g, ps_error *err);
 
 const char *task_category_name(task_category c);
