@@ -70,7 +70,7 @@ static int bwd_cut(const compile_ctx *cx, const workload_op *op)
 }
 
 /* What one pass over a chunk covers, for its label: the embedding (layer -1), transformer
- * layers lo..hi, the head (final norm, LM head, loss: layer L). */
+ * layers lo..hi, the "LM head" (everything after the last layer: final norm, LM head, loss). */
 typedef struct pass_extent {
     int lo, hi, embedding, head;
 } pass_extent;
@@ -91,7 +91,8 @@ static void extent_add(pass_extent *e, int layer, int layers)
 
 /* Every segment of a pass carries the pass's name, so the report's top items add up to what a
  * user can act on: "fwd stage 3, layers 18-23", "bwd stage 0, embedding + layers 0-5",
- * "recompute stage 2, layers 12-17", "fwd layers 0-23 + head" (no stage when not pipelined). */
+ * "recompute stage 2, layers 12-17", "fwd embedding + layers 0-23 + LM head" (no stage when
+ * the plan is not pipelined). */
 static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int mc,
                        const pass_extent *e)
 {
@@ -112,7 +113,7 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
         sep = " + ";
     }
     if (e->head)
-        snprintf(name + n, sizeof name - (size_t)n, "%shead", sep);
+        snprintf(name + n, sizeof name - (size_t)n, "%sLM head", sep);
     int label = htae_label(cx->g, name);
     for (int i = 0; i < l->n; i++)
         l->seg[i].label = label;
