@@ -28,6 +28,7 @@ typedef struct outcome {
     double makespan;
     int simulated_replicas;
     double dp_coll_s; /* duration of rank 0's gradient all-reduce */
+    double peak_flops_per_gpu;
 } outcome;
 
 /* Compile and simulate one plan in a child process (SimGrid runs once per process, and a test
@@ -56,7 +57,7 @@ static outcome run_plan(const char *strategy_rel, const char *cluster_rel, int f
             fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
             _exit(1);
         }
-        outcome out = {r.makespan, p.simulated_replicas, 0.0};
+        outcome out = {r.makespan, p.simulated_replicas, 0.0, p.peak_flops_per_gpu};
         for (uint32_t t = 0; t < p.graph->n_tasks; t++)
             if (p.graph->tasks[t].rank == 0 && p.graph->tasks[t].category == CAT_DP_COMM)
                 out.dp_coll_s = r.end[t] - r.start[t];
@@ -175,6 +176,11 @@ START_TEST(mixed_h100_a100_runs_at_the_a100s_pace)
     ck_close(all_h.makespan, c_h + all_h.dp_coll_s + o_h, 1e-9);
     ck_close(mixed.makespan, c_a + mixed.dp_coll_s + o_a, 1e-9);
     ck_close(mixed.makespan - all_h.makespan, (c_a - c_h) + (o_a - o_h), 1e-9);
+    /* MFU against the sum of the GPUs' peaks: the mean per GPU, (989.4 + 312) / 2 TFLOP/s */
+    ck_assert(all_h.peak_flops_per_gpu == h100->peak_flops[PREC_BF16]);
+    ck_close(mixed.peak_flops_per_gpu,
+             (h100->peak_flops[PREC_BF16] + a100->peak_flops[PREC_BF16]) / 2, 1.0);
+    ck_close(mixed.peak_flops_per_gpu, 650.7e12, 1.0);
     hand_free(&h);
 }
 END_TEST
