@@ -432,6 +432,40 @@ START_TEST(segment_labels_name_stage_and_layers)
 }
 END_TEST
 
+/* Memory on a cluster mixing HBM sizes: each GPU against its own capacity. Both replicas hold
+ * the same estimate m (same stage, same plan); the 40 GiB GPU has 40 GiB - m of headroom, the
+ * 80 GiB one 80 GiB - m, so the report names rank 1 and 40 GiB. */
+START_TEST(memory_is_checked_against_each_gpus_capacity)
+{
+    char sp[1024], cp[1024];
+    snprintf(sp, sizeof sp, "%s/tests/data/hetero/dp2.yaml", data_dir());
+    snprintf(cp, sizeof cp, "%s/tests/data/hetero/a100-80-40.xml", data_dir());
+    ps_error err;
+    ps_error_clear(&err);
+    strategy s;
+    cluster c;
+    compiled_plan p;
+    htae_result r;
+    ck_assert_msg(strategy_load(sp, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const double GiB = 1073741824.0;
+    ck_assert(p.memory_capacity_of_rank[0] == 80 * GiB && p.memory_capacity_of_rank[1] == 40 * GiB);
+    ck_assert(p.memory_capacity == 40 * GiB);
+    ck_assert(p.memory[0].total == p.memory[1].total);
+    ck_assert_msg(htae_run(p.graph, &c, NULL, &r, &err) == 0, "%s", err.message);
+    report_summary sum;
+    report_summarize(&p, &r, &sum);
+    ck_assert_int_eq(sum.peak_memory_rank, 1);
+    ck_assert(sum.memory_capacity == 40 * GiB);
+    ck_assert(sum.peak_memory_bytes == p.memory[1].total);
+    htae_result_free(&r);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 static Suite *hetero_suite(void)
 {
     Suite *s = suite_create("hetero");
@@ -447,6 +481,7 @@ static Suite *hetero_suite(void)
     tcase_add_test(tc, bubble_is_textbook_for_equal_stages);
     tcase_add_test(tc, bubble_includes_the_cool_down_with_unequal_stages);
     tcase_add_test(tc, segment_labels_name_stage_and_layers);
+    tcase_add_test(tc, memory_is_checked_against_each_gpus_capacity);
     suite_add_tcase(s, tc);
     return s;
 }
