@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/xalloc.h"
+
 typedef struct interval {
     double a, b;
 } interval;
@@ -72,7 +74,35 @@ static double busy_before(const interval *u, int n, double t)
     return s;
 }
 
-static void breakdown(const compiled_plan *p, const htae_result *r, int rank, report_summary *s)
+/* End of the pipeline flush: when the last backward of any stage ends (0 without backward). */
+static double flush_end(const compiled_plan *p, const htae_result *r)
+{
+    const htae_graph *g = p->graph;
+    double end = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        if (g->tasks[t].kind == TASK_COMPUTE && g->tasks[t].category == CAT_BACKWARD &&
+            r->end[t] > end)
+            end = r->end[t];
+    return end;
+}
+
+/* The busiest GPU's iteration split into compute, exposed communication, bubble and idle.
+ *
+ * Bubble (pipelined plans only) is the time in [0, F] during which the GPU neither computes
+ * nor communicates, F being the end of the pipeline flush (the last backward of any stage):
+ * the warm-up wait before its first forward, the gaps between units waiting on other stages,
+ * and the cool-down wait after its own last backward until the flush is over. Idle is the
+ * rest of its idle time, after F (waiting on data-parallel collectives, the optimizer of
+ * slower stages, the end of the iteration).
+ *
+ * Check against the textbook 1F1B bubble, p stages each taking t_f and t_b per micro-batch, m
+ * micro-batches, no communication: stage s starts its first forward at s t_f and ends its last
+ * backward at F - s t_b, with F = (m + p - 1)(t_f + t_b); in [0, F] it computes m (t_f + t_b),
+ * so its bubble is F - m (t_f + t_b) = (p - 1)(t_f + t_b), the same on every stage. With
+ * unequal stages the slowest stage's bubble is one forward and one backward of every other
+ * stage (tests/test_hetero.c works an example). */
+static void breakdown(const compiled_plan *p, const htae_result *r, int rank, double flush,
+                      report_summary *s)
 {
     const htae_graph *g = p->graph;
     int nc = 0, nm = 0;
@@ -84,10 +114,9 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, re
         else
             nm += n;
     }
-    interval *comp = malloc((size_t)(nc + 1) * sizeof *comp);
-    interval *comm = malloc((size_t)(nm + 1) * sizeof *comm);
+    interval *comp = xmalloc((size_t)(nc + 1) * sizeof *comp);
+    interval *comm = xmalloc((size_t)(nm + 1) * sizeof *comm);
     nc = nm = 0;
-    double last_bwd = 0;
     memset(s->comm_s, 0, sizeof s->comm_s);
     for (int st = 0; st < STREAM_COUNT; st++) {
         uint32_t i = (uint32_t)rank * STREAM_COUNT + (uint32_t)st;
@@ -97,8 +126,6 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, re
             assert(iv.b >= iv.a);
             if (st == STREAM_COMPUTE) {
                 comp[nc++] = iv;
-                if (g->tasks[t].category == CAT_BACKWARD && iv.b > last_bwd)
-                    last_bwd = iv.b;
             } else {
                 comm[nm++] = iv;
                 s->comm_s[g->tasks[t].category] += iv.b - iv.a;
@@ -111,14 +138,13 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, re
     s->compute_s = total(comp, nc);
     s->exposed_comm_s = total(comm, nm) - overlap(comm, nm, comp, nc);
 
-    /* idle before the last backward is pipeline bubble when there is a pipeline */
-    interval *all = malloc((size_t)(nc + nm + 1) * sizeof *all);
+    interval *all = xmalloc((size_t)(nc + nm + 1) * sizeof *all);
     memcpy(all, comp, (size_t)nc * sizeof *all);
     memcpy(all + nc, comm, (size_t)nm * sizeof *all);
     int na = merge(all, nc + nm);
     double idle_total = T - total(all, na);
-    double idle_early = last_bwd - busy_before(all, na, last_bwd);
-    s->bubble_s = p->pp > 1 ? idle_early : 0.0;
+    double idle_in_flush = flush - busy_before(all, na, flush);
+    s->bubble_s = p->pp > 1 ? idle_in_flush : 0.0;
     s->idle_s = idle_total - s->bubble_s;
     if (s->idle_s < 0) /* rounding only */
         s->idle_s = 0;
@@ -130,7 +156,7 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, re
 static void top_labels(const compiled_plan *p, const htae_result *r, int rank, report_summary *s)
 {
     const htae_graph *g = p->graph;
-    double *by = calloc((size_t)g->n_labels + 1, sizeof *by);
+    double *by = xcalloc((size_t)g->n_labels + 1, sizeof *by);
     for (int st = 0; st < STREAM_COUNT; st++) {
         uint32_t i = (uint32_t)rank * STREAM_COUNT + (uint32_t)st;
         for (uint32_t k = g->stream_first[i]; k < g->stream_first[i + 1]; k++) {
@@ -153,6 +179,20 @@ static void top_labels(const compiled_plan *p, const htae_result *r, int rank, r
     free(by);
 }
 
+static double capacity_of(const compiled_plan *p, int k)
+{
+    return p->memory_capacity_of_rank ? p->memory_capacity_of_rank[k] : p->memory_capacity;
+}
+
+/* Whether GPU k has less memory headroom than GPU m. */
+static int tighter(const compiled_plan *p, int k, int m)
+{
+    double ck = capacity_of(p, k), cm = capacity_of(p, m);
+    if (ck == cm)
+        return p->memory[k].total > p->memory[m].total;
+    return ck - p->memory[k].total < cm - p->memory[m].total;
+}
+
 void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out)
 {
     const htae_graph *g = p->graph;
@@ -163,7 +203,7 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
     out->tokens_per_s = T > 0 ? p->tokens_per_iter / T : 0;
     out->mfu = T > 0 ? p->model_flops_per_iter / (T * p->gpus * p->peak_flops_per_gpu) : 0;
 
-    double *busy = calloc((size_t)g->n_ranks, sizeof *busy);
+    double *busy = xcalloc((size_t)g->n_ranks, sizeof *busy);
     for (uint32_t t = 0; t < g->n_tasks; t++)
         if (g->tasks[t].kind == TASK_COMPUTE)
             busy[g->tasks[t].rank] += r->end[t] - r->start[t];
@@ -172,12 +212,15 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
             out->busiest_rank = k;
     free(busy);
 
-    for (int k = 0; k < p->gpus; k++)
-        if (p->memory[k].total > out->peak_memory_bytes) {
-            out->peak_memory_bytes = p->memory[k].total;
-            out->peak_memory_rank = k;
-        }
-    out->memory_capacity = p->memory_capacity;
-    breakdown(p, r, out->busiest_rank, out);
+    /* The GPU closest to its own capacity (on one GPU model: the one needing the most), so
+     * peak > capacity exactly when some GPU does not fit. */
+    int m = 0;
+    for (int k = 1; k < p->gpus; k++)
+        if (tighter(p, k, m))
+            m = k;
+    out->peak_memory_rank = m;
+    out->peak_memory_bytes = p->memory[m].total;
+    out->memory_capacity = capacity_of(p, m);
+    breakdown(p, r, out->busiest_rank, flush_end(p, r), out);
     top_labels(p, r, out->busiest_rank, out);
 }

@@ -3,69 +3,19 @@
 #include "compile.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/xalloc.h"
 #include "../sim/cost.h"
+#include "chunk.h"
 #include "schedule.h"
-
-#define NONE UINT32_MAX
-
-/* Runtime state held per GPU besides weights, gradients, optimizer and activations: CUDA
- * context, NCCL and cuBLAS workspaces, allocator fragmentation. Megatron users budget 2-4 GiB;
- * first guess, refined with the memory model (issue 4). */
-static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
-
-/* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. The
- * host thread issues its kernels one by one (cpu seconds in all); the GPU runs them as they
- * arrive, so the segment cannot end before `span` after its issue began (a flow shop of the
- * kernels: host launch, then GPU run). The executor plays the host's timeline (HOST_ISSUE):
- * a host-bound pass hides the TP collectives' time behind the issuing of later kernels, as
- * asynchronous NCCL calls do. */
-typedef struct segment {
-    double gpu, cpu, span;
-    double params;     /* sharded parameters whose gradients this (backward) segment makes */
-    int n_ops, lo, hi; /* how many ops, lowest and highest layer among them */
-    int label;
-    int cut; /* a TP collective follows */
-} segment;
-
-typedef struct segment_list {
-    segment *seg;
-    int n, cap;
-} segment_list;
-
-/* Everything one model chunk needs, the same for every micro-batch and rank of its stage. */
-typedef struct chunk_template {
-    segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
-    double params;              /* sharded */
-    double act_bytes;           /* saved per micro-batch, after recompute savings */
-    int *bucket_end;            /* backward segment index closing each gradient bucket */
-    double *bucket_bytes;
-    int *bucket_lo; /* lowest layer whose parameters the bucket holds */
-    int n_buckets;
-    int *fwd_bucket; /* per forward segment: the bucket holding its last layer */
-} chunk_template;
-
-typedef struct compile_ctx {
-    const strategy *s;
-    const cluster *c;
-    workload_graph wg;
-    workload_op *sharded;      /* [wg.n_ops]: the part one TP rank runs */
-    int tp, pp, dp, v, mcs, M; /* mcs: model chunks = pp * v */
-    int dp_sim;                /* replicas simulated: dp, or 1 when folded */
-    double tp_bytes;           /* one TP collective's buffer: b * s * h elements */
-    double pp_bytes;           /* one pipeline send */
-    double grad_elem;          /* bytes per gradient element in DP reduction */
-    chunk_template *tmpl;      /* [mcs] */
-    htae_graph *g;
-    uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
-    int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
-} compile_ctx;
 
 int compile_rank_of(const strategy *s, int t, int d, int p)
 {
+    assert(t >= 0 && t < s->tp && d >= 0 && d < s->dp && p >= 0 && p < s->pp);
     int coord[3] = {0, 0, 0}, size[3] = {1, 1, 1};
     for (int i = 0; i < 3; i++) {
         switch (s->order[i]) {
@@ -83,229 +33,79 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
             break;
         }
     }
-    return coord[0] + size[0] * (coord[1] + size[1] * coord[2]);
+    int r = coord[0] + size[0] * (coord[1] + size[1] * coord[2]);
+    assert(r >= 0 && r < s->tp * s->dp * s->pp);
+    return r;
 }
 
-static void seg_push(segment_list *l, segment sg)
+/* Chunk mc's template on rank r's GPU, built the first time a rank of that GPU profile needs
+ * it. Every profile cuts a chunk into the same segments; only their times differ. */
+static const chunk_template *tmpl_of(compile_ctx *cx, int r, int mc)
 {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 16;
-        l->seg = realloc(l->seg, (size_t)l->cap * sizeof *l->seg);
-        if (!l->seg)
-            abort();
+    assert(r >= 0 && r < cx->c->n_gpus && mc >= 0 && mc < cx->mcs);
+    int k = cx->prof_of_rank[r];
+    assert(k >= 0 && k < cx->n_prof);
+    size_t i = (size_t)k * cx->mcs + (size_t)mc;
+    if (!cx->built[i]) {
+        chunk_template_build(cx, mc, cx->prof_dev[k], cx->prof_slowdown[k], &cx->tmpl[i]);
+        cx->built[i] = 1;
     }
-    l->seg[l->n++] = sg;
+    return &cx->tmpl[i];
 }
 
-static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
-                   const device_spec *dev)
+/* The template of the chunk's first rank (replica 0, tensor index 0): what is the same on every
+ * GPU (segments, buckets, parameters, activations) is read from it. */
+static const chunk_template *chunk_ref(compile_ctx *cx, int mc)
 {
-    if (sg->n_ops++ == 0 || op->layer < sg->lo)
-        sg->lo = op->layer;
-    if (sg->n_ops == 1 || op->layer > sg->hi)
-        sg->hi = op->layer;
-    double g = cost_op_kernel_seconds(op, pass, prec, dev);
-    double c = cost_op_launch_seconds(op, pass);
-    /* the op's kernels, launched one after another, each run once launched and the GPU free */
-    int k = cost_op_kernels(op, pass);
-    if (k < 1)
-        k = 1;
-    for (int j = 0; j < k; j++) {
-        sg->cpu += c / k;
-        sg->span = (sg->span > sg->cpu ? sg->span : sg->cpu) + g / k;
-    }
-    sg->gpu += g;
+    return tmpl_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);
 }
 
-static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
+/* GPU profiles: rank r's (device, slowdown) pair, numbered in order of first appearance. */
+static void find_profiles(compile_ctx *cx)
 {
-    int L = cx->wg.model.layers, per = L / cx->mcs;
-    if (op->layer < 0)
-        return mc == 0;
-    if (op->layer >= L)
-        return mc == cx->mcs - 1;
-    return op->layer / per == mc;
-}
-
-/* Tensor-parallel collective points (Megatron's f and g operators): forward after a
- * row-parallel GEMM and after a vocab-parallel embedding; backward after the input gradient of
- * a column-parallel or vocab-parallel GEMM. */
-static int fwd_cut(const compile_ctx *cx, const workload_op *op)
-{
-    if (cx->tp == 1)
-        return 0;
-    if (op->kind == OP_GEMM && op->split == SPLIT_ROW)
-        return 1;
-    return op->kind == OP_EMBEDDING && strategy_vocab_parallel_for_layer(cx->s, op->layer);
-}
-
-static int bwd_cut(const compile_ctx *cx, const workload_op *op)
-{
-    if (cx->tp == 1 || op->kind != OP_GEMM)
-        return 0;
-    if (op->split == SPLIT_COLUMN)
-        return 1;
-    return op->split == SPLIT_VOCAB && strategy_vocab_parallel_for_layer(cx->s, op->layer);
-}
-
-static int seg_label(compile_ctx *cx, const char *pass, const workload_op *last)
-{
-    char name[96];
-    snprintf(name, sizeof name, "%s %s", pass, last->name);
-    return htae_label(cx->g, name);
-}
-
-/* Build one chunk's segments (op costs on `dev`), its gradient buckets and activation bytes. */
-static void build_template(compile_ctx *cx, int mc, const device_spec *dev, chunk_template *ct)
-{
-    const strategy *s = cx->s;
-    const workload_graph *wg = &cx->wg;
-    precision_t prec = s->precision;
-    memset(ct, 0, sizeof *ct);
-    int n = wg->n_ops;
-
-    segment cur;
-    memset(&cur, 0, sizeof cur);
-    const workload_op *last = NULL;
-    for (int i = 0; i < n; i++) { /* forward */
-        const workload_op *op = &cx->sharded[i];
-        if (!chunk_has_op(cx, mc, &wg->ops[i]))
-            continue;
-        add_op(&cur, op, PASS_FWD, prec, dev);
-        ct->params += op->params;
-        last = op;
-        recompute_mode rm = strategy_recompute_for_layer(s, op->layer);
-        int layer_op = op->layer >= 0 && op->layer < wg->model.layers;
-        if (layer_op && rm == RECOMPUTE_FULL)
-            ; /* only the layer input is kept: counted once per layer below */
-        else if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
-            ;
-        else
-            ct->act_bytes += op->act_bytes;
-        if (fwd_cut(cx, &wg->ops[i])) {
-            cur.cut = 1;
-            cur.label = seg_label(cx, "fwd", last);
-            seg_push(&ct->fwd, cur);
-            memset(&cur, 0, sizeof cur);
+    const cluster *c = cx->c;
+    cx->prof_of_rank = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_of_rank);
+    cx->prof_dev = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_dev);
+    cx->prof_slowdown = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_slowdown);
+    cx->n_prof = 0;
+    for (int r = 0; r < c->n_gpus; r++) {
+        double slow = c->slowdown ? c->slowdown[r] : 1.0;
+        int k = 0;
+        while (k < cx->n_prof && !(cx->prof_dev[k] == c->device[r] && cx->prof_slowdown[k] == slow))
+            k++;
+        if (k == cx->n_prof) {
+            cx->prof_dev[k] = c->device[r];
+            cx->prof_slowdown[k] = slow;
+            cx->n_prof++;
         }
+        cx->prof_of_rank[r] = k;
     }
-    if (last && (cur.gpu + cur.cpu > 0 || ct->fwd.n == 0)) {
-        cur.label = seg_label(cx, "fwd", last);
-        seg_push(&ct->fwd, cur);
-    }
-
-    /* full recompute keeps each such layer's input (sequence-parallel: a 1/tp slice) */
-    int per = wg->model.layers / cx->mcs;
-    for (int l = mc * per; l < (mc + 1) * per; l++)
-        if (strategy_recompute_for_layer(s, l) == RECOMPUTE_FULL)
-            ct->act_bytes += cx->tp_bytes / (s->sequence_parallel ? cx->tp : 1);
-
-    memset(&cur, 0, sizeof cur); /* full-recompute replay */
-    last = NULL;
-    for (int i = 0; i < n; i++) {
-        const workload_op *op = &cx->sharded[i];
-        int l = wg->ops[i].layer;
-        if (!chunk_has_op(cx, mc, &wg->ops[i]) || l < 0 || l >= wg->model.layers ||
-            strategy_recompute_for_layer(s, l) != RECOMPUTE_FULL)
-            continue;
-        add_op(&cur, op, PASS_FWD, prec, dev);
-        last = op;
-        if (fwd_cut(cx, &wg->ops[i])) {
-            cur.cut = 1;
-            cur.label = seg_label(cx, "recompute", last);
-            seg_push(&ct->rec, cur);
-            memset(&cur, 0, sizeof cur);
-        }
-    }
-    if (last && cur.gpu + cur.cpu > 0) {
-        cur.label = seg_label(cx, "recompute", last);
-        seg_push(&ct->rec, cur);
-    }
-
-    /* Backward, in reverse. With overlapped data parallelism a segment also ends where a
-     * layer's gradients are complete, so buckets can start while earlier layers run. */
-    int per_layer = cx->dp > 1 && s->dp_overlap;
-    memset(&cur, 0, sizeof cur);
-    last = NULL;
-    for (int i = n - 1; i >= 0; i--) {
-        const workload_op *op = &cx->sharded[i];
-        if (!chunk_has_op(cx, mc, &wg->ops[i]))
-            continue;
-        if (per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) {
-            cur.label = seg_label(cx, "bwd", last);
-            seg_push(&ct->bwd, cur);
-            memset(&cur, 0, sizeof cur);
-        }
-        add_op(&cur, op, PASS_BWD, prec, dev);
-        if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
-            add_op(&cur, op, PASS_FWD, prec, dev);
-        cur.params += op->params;
-        last = op;
-        if (bwd_cut(cx, &wg->ops[i])) {
-            cur.cut = 1;
-            cur.label = seg_label(cx, "bwd", last);
-            seg_push(&ct->bwd, cur);
-            memset(&cur, 0, sizeof cur);
-        }
-    }
-    if (last && (cur.gpu + cur.cpu > 0 || ct->bwd.n == 0)) {
-        cur.label = seg_label(cx, "bwd", last);
-        seg_push(&ct->bwd, cur);
-    }
-
-    /* gradient buckets, filled in backward order as gradients become ready */
-    ct->bucket_end = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_end);
-    ct->bucket_bytes = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_bytes);
-    ct->bucket_lo = malloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_lo);
-    double bucket = s->bucket_mb * 1e6, acc = 0;
-    int lo = wg->model.layers;
-    for (int i = 0; i < ct->bwd.n; i++) {
-        acc += ct->bwd.seg[i].params * cx->grad_elem;
-        if (ct->bwd.seg[i].lo < lo)
-            lo = ct->bwd.seg[i].lo;
-        if (acc >= bucket || (i == ct->bwd.n - 1 && acc > 0)) {
-            ct->bucket_end[ct->n_buckets] = i;
-            ct->bucket_lo[ct->n_buckets] = lo;
-            ct->bucket_bytes[ct->n_buckets++] = acc;
-            acc = 0;
-            lo = wg->model.layers;
-        }
-    }
-    /* Buckets run from the top layers down; a forward segment needs every bucket up to the
-     * first one (in that order) reaching down to its highest layer. */
-    ct->fwd_bucket = malloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
-    for (int i = 0; i < ct->fwd.n; i++) {
-        int b = 0;
-        while (b < ct->n_buckets - 1 && ct->bucket_lo[b] > ct->fwd.seg[i].hi)
-            b++;
-        ct->fwd_bucket[i] = b;
-    }
+    cx->tmpl = xcalloc((size_t)cx->n_prof * cx->mcs, sizeof *cx->tmpl);
+    cx->built = xcalloc((size_t)cx->n_prof * cx->mcs, 1);
 }
 
-static void free_template(chunk_template *ct)
+static void free_profiles(compile_ctx *cx)
 {
-    free(ct->fwd.seg);
-    free(ct->bwd.seg);
-    free(ct->rec.seg);
-    free(ct->bucket_end);
-    free(ct->bucket_bytes);
-    free(ct->bucket_lo);
-    free(ct->fwd_bucket);
+    for (size_t i = 0; i < (size_t)cx->n_prof * cx->mcs; i++)
+        if (cx->built[i])
+            chunk_template_free(&cx->tmpl[i]);
+    free(cx->tmpl);
+    free(cx->built);
+    free(cx->prof_of_rank);
+    free(cx->prof_dev);
+    free(cx->prof_slowdown);
 }
 
-/* Emit one segment list for the TP group `ranks` (tp members): compute tasks, with a TP
- * collective (all-reduce, or reduce-scatter + all-gather under sequence parallelism) after
- * each cut. first/last receive each member's first and last compute task; seg_ids (when not
- * NULL) each segment's task per member: seg_ids[i * tp + t]. */
 /* Emit one segment list for the TP group `ranks` (tp members): compute tasks, with a TP
  * collective (all-reduce, or reduce-scatter + all-gather under sequence parallelism) after
  * each cut. With tensor.comm_overlap the cut's collectives run beside the segment that makes
  * their data (Megatron's userbuffer overlap) and the next segment waits for both. first/last
  * receive each member's first and last compute task; seg_ids (when not NULL) each segment's
  * task per member: seg_ids[i * tp + t]; gate (when not NULL) a task per segment and member
- * that must finish before the segment starts: gate[i * tp + t], NONE for none. */
-static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ranks, int group,
-                          task_category cat, int micro, uint32_t *first, uint32_t *last,
+ * that must finish before the segment starts: gate[i * tp + t], NONE for none. Member t runs
+ * lists[t]: its own GPU's times, the same segments and cuts on every member. */
+static void emit_segments(compile_ctx *cx, const segment_list *const *lists, const int *ranks,
+                          int group, task_category cat, int micro, uint32_t *first, uint32_t *last,
                           uint32_t *seg_ids, const uint32_t *gate)
 {
     htae_graph *g = cx->g;
@@ -313,9 +113,13 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
     uint32_t after[tp], coll[tp], before[tp];
     for (int t = 0; t < tp; t++)
         after[t] = NONE;
-    for (int i = 0; i < l->n; i++) {
-        const segment *sg = &l->seg[i];
+    for (int t = 0; t < tp; t++)
+        assert(lists[t]->n == lists[0]->n);
+    for (int i = 0; i < lists[0]->n; i++) {
         for (int t = 0; t < tp; t++) {
+            const segment *sg = &lists[t]->seg[i];
+            assert(sg->gpu >= 0 && sg->cpu >= 0 && sg->span >= 0);
+            assert(sg->cut == lists[0]->seg[i].cut);
             before[t] = cx->last_compute[ranks[t]];
             uint32_t id = htae_add_compute(g, ranks[t], cat, sg->gpu, sg->label, micro);
             htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
@@ -331,7 +135,7 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
             if (seg_ids)
                 seg_ids[(size_t)i * tp + t] = id;
         }
-        if (!sg->cut)
+        if (!lists[0]->seg[i].cut)
             continue;
         int sp = cx->s->sequence_parallel;
         coll_kind kinds[2] = {sp ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE, COLL_ALLGATHER};
@@ -350,16 +154,12 @@ static void emit_segments(compile_ctx *cx, const segment_list *l, const int *ran
     }
 }
 
-static int stage_of_chunk(const compile_ctx *cx, int mc)
-{
-    return mc % cx->pp;
-}
-
 /* A pipeline send of one unit's output (activations or gradients) from `src` after its compute
  * task `after`. The host issues it and goes on; the synchronize Megatron does after its p2p
  * calls is modelled at the receiver, whose host waits for the data (HOST_WAIT). */
 static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int label, int mb)
 {
+    assert(src != dst && after != NONE);
     uint32_t x =
         htae_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label, mb);
     htae_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
@@ -376,295 +176,378 @@ static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
 /* Index of backward segment `seg` of chunk mc at (d, t) in the last-micro-batch table. */
 static size_t lidx(const compile_ctx *cx, int d, int t, int mc, int maxseg, int seg)
 {
+    assert(seg >= 0 && seg < maxseg);
     return (((size_t)d * cx->tp + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)maxseg +
            (size_t)seg;
 }
 
-static void estimate_memory(const compile_ctx *cx, int p, memory_estimate *me)
-{
-    const strategy *s = cx->s;
-    double params = 0, act = 0;
-    for (int c = 0; c < cx->v; c++) {
-        params += cx->tmpl[c * cx->pp + p].params;
-        act += cx->tmpl[c * cx->pp + p].act_bytes;
-    }
-    int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
-    double w = precision_bytes(s->precision);
-    /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
-     * SGD's momentum */
-    double opt = s->optimizer == OPT_ADAM  ? (mixed ? 12.0 : 8.0)
-                 : s->optimizer == OPT_SGD ? (mixed ? 8.0 : 4.0)
-                                           : 0.0;
-    me->weights = params * w / (s->zero >= 3 ? cx->dp : 1);
-    me->gradients = params * (mixed ? 4.0 : w) / (s->zero >= 2 ? cx->dp : 1);
-    me->optimizer = params * opt / (s->zero >= 1 ? cx->dp : 1);
+/* What emit_plan's steps hand each other. Tables indexed by xidx (per replica, tensor index,
+ * chunk, micro-batch) tie each pipeline transfer to the unit that consumes it. */
+typedef struct emit_state {
+    size_t nx;
+    uint32_t *fwd_first, *bwd_first; /* the consuming unit's first task */
+    uint32_t *fwd_prev, *bwd_prev;   /* the receiver's task just before it: posts the receive */
+    uint32_t *fwd_in, *bwd_in;       /* the transfer feeding it */
+    int maxseg, maxfseg, maxbuckets;
+    /* backward segment tasks of the last micro-batch: gradient-ready points for DP buckets */
+    uint32_t *last_bwd;
+    uint32_t *segids; /* [maxseg * tp] scratch */
+    uint32_t *gates;  /* [maxfseg * tp] scratch */
+    int *dp_group;    /* [pp * tp]: data-parallel group of (stage, tensor index), -1 if dp == 1 */
+    uint32_t *gather; /* ZeRO overlapped gathers: [(rank * mcs + mc) * maxbuckets + b], or NULL */
+    uint32_t **dp_tasks; /* per rank: its DP gradient collectives, for the optimizer step */
+    int *n_dp_tasks;
+    uint32_t *opt_task; /* per rank */
+    pipeline_unit *units;
+} emit_state;
 
-    /* Forward passes of one model chunk whose activations are alive at once on stage p, at
-     * the end of warm-up: GPipe all of them, 1F1B p - stage, interleaved its warm-up plus one
-     * (Korthikanti et al. 2022: the first stage holds L (1 + (p-1)/(p v)) layers' worth). */
-    double inflight;
-    double total = (double)cx->M * cx->v;
-    switch (s->schedule) {
-    case SCHED_GPIPE: inflight = cx->M; break;
-    case SCHED_1F1B: inflight = cx->pp - p < cx->M ? cx->pp - p : cx->M; break;
-    default: {
-        double units = (cx->pp - p - 1) * 2 + (cx->v - 1) * cx->pp + 1;
-        inflight = units < total ? units : total;
+static void emit_state_init(compile_ctx *cx, emit_state *es)
+{
+    int n = cx->c->n_gpus;
+    memset(es, 0, sizeof *es);
+    es->nx = (size_t)cx->dp * cx->tp * cx->mcs * cx->M;
+    uint32_t **tables[] = {&es->fwd_first, &es->bwd_first, &es->fwd_prev,
+                           &es->bwd_prev,  &es->fwd_in,    &es->bwd_in};
+    for (size_t k = 0; k < sizeof tables / sizeof *tables; k++) {
+        *tables[k] = xmalloc(es->nx * sizeof **tables[k]);
+        for (size_t i = 0; i < es->nx; i++)
+            (*tables[k])[i] = NONE;
     }
+    es->maxseg = es->maxfseg = es->maxbuckets = 1;
+    for (int mc = 0; mc < cx->mcs; mc++) {
+        const chunk_template *ct = chunk_ref(cx, mc);
+        if (ct->bwd.n > es->maxseg)
+            es->maxseg = ct->bwd.n;
+        if (ct->fwd.n > es->maxfseg)
+            es->maxfseg = ct->fwd.n;
+        if (ct->n_buckets > es->maxbuckets)
+            es->maxbuckets = ct->n_buckets;
     }
-    me->activations = act / cx->v * inflight; /* act / v: one chunk's activations */
-    me->buffers = COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 ? 2 * s->bucket_mb * 1e6 : 0);
-    me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
+    es->last_bwd = xmalloc((size_t)cx->dp * cx->tp * cx->mcs * es->maxseg * sizeof *es->last_bwd);
+    es->segids = xmalloc((size_t)es->maxseg * cx->tp * sizeof *es->segids);
+    es->gates = xmalloc((size_t)es->maxfseg * cx->tp * sizeof *es->gates);
+    es->dp_group = xmalloc((size_t)cx->tp * cx->pp * sizeof *es->dp_group);
+    es->dp_tasks = xcalloc((size_t)n, sizeof *es->dp_tasks);
+    es->n_dp_tasks = xcalloc((size_t)n, sizeof *es->n_dp_tasks);
+    es->opt_task = xmalloc((size_t)n * sizeof *es->opt_task);
+    es->units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *es->units);
 }
 
-static void emit_plan(compile_ctx *cx, compiled_plan *out)
+static void emit_state_free(compile_ctx *cx, emit_state *es)
+{
+    for (int r = 0; r < cx->c->n_gpus; r++)
+        free(es->dp_tasks[r]);
+    free(es->dp_tasks);
+    free(es->n_dp_tasks);
+    free(es->dp_group);
+    free(es->gather);
+    free(es->gates);
+    free(es->segids);
+    free(es->opt_task);
+    free(es->units);
+    free(es->last_bwd);
+    free(es->fwd_first);
+    free(es->fwd_prev);
+    free(es->bwd_prev);
+    free(es->bwd_first);
+    free(es->fwd_in);
+    free(es->bwd_in);
+}
+
+/* A group of `n` ranks in ring order; n is the degree of its axis. */
+static int add_group(compile_ctx *cx, const int *ranks, int n, int degree)
+{
+    assert(n == degree);
+    for (int i = 0; i < n; i++)
+        assert(ranks[i] >= 0 && ranks[i] < cx->c->n_gpus);
+    int id = htae_add_group(cx->g, ranks, n);
+    assert(cx->g->groups[id].n == (uint32_t)degree);
+    return id;
+}
+
+/* Data-parallel groups: GPUs at the same tensor index and stage, ring in DP order. */
+static void make_dp_groups(compile_ctx *cx, emit_state *es)
+{
+    int dranks[cx->dp];
+    for (int p = 0; p < cx->pp; p++)
+        for (int t = 0; t < cx->tp; t++) {
+            for (int d = 0; d < cx->dp; d++)
+                dranks[d] = compile_rank_of(cx->s, t, d, p);
+            es->dp_group[p * cx->tp + t] = cx->dp > 1 ? add_group(cx, dranks, cx->dp, cx->dp) : -1;
+        }
+}
+
+/* ZeRO with overlapped parameter gathering: the previous step's all-gathers run under this
+ * step's first forward, bucket by bucket in forward order; in steady state one iteration
+ * holds them at its start. */
+static void emit_param_gathers(compile_ctx *cx, emit_state *es)
 {
     const strategy *s = cx->s;
-    htae_graph *g = cx->g;
-    int tp = cx->tp, pp = cx->pp, dp = cx->dp, M = cx->M;
-    size_t nx = (size_t)dp * tp * cx->mcs * M;
-    uint32_t *fwd_first = malloc(nx * sizeof *fwd_first),
-             *bwd_first = malloc(nx * sizeof *bwd_first);
-    /* the receiver's compute task just before each unit: where it posts the receive */
-    uint32_t *fwd_prev = malloc(nx * sizeof *fwd_prev), *bwd_prev = malloc(nx * sizeof *bwd_prev);
-    uint32_t *fwd_in = malloc(nx * sizeof *fwd_in), *bwd_in = malloc(nx * sizeof *bwd_in);
-    for (size_t i = 0; i < nx; i++)
-        fwd_first[i] = bwd_first[i] = fwd_in[i] = bwd_in[i] = fwd_prev[i] = bwd_prev[i] = NONE;
-    int maxseg = 1;
-    for (int mc = 0; mc < cx->mcs; mc++)
-        if (cx->tmpl[mc].bwd.n > maxseg)
-            maxseg = cx->tmpl[mc].bwd.n;
-    /* backward segment tasks of the last micro-batch: gradient-ready points for DP buckets */
-    size_t nlast = (size_t)dp * tp * cx->mcs * (size_t)maxseg;
-    uint32_t *last_bwd = malloc(nlast * sizeof *last_bwd);
-    pipeline_unit *units = malloc((size_t)2 * M * cx->v * sizeof *units);
-    int ranks[tp];
-    uint32_t first[tp], last[tp], segids[(size_t)maxseg * tp];
-    int n = cx->c->n_gpus;
-    int dranks[dp];
-    uint32_t coll[dp];
-
-    /* data-parallel groups: GPUs at the same tensor index and stage, ring in DP order */
-    int *dp_group = malloc((size_t)tp * pp * sizeof *dp_group);
+    int pp = cx->pp, tp = cx->tp;
+    if (!(s->zero >= 1 && cx->dp > 1 && s->overlap_param_gather))
+        return;
+    size_t ng = (size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets;
+    es->gather = xmalloc(ng * sizeof *es->gather);
+    for (size_t i = 0; i < ng; i++)
+        es->gather[i] = NONE;
+    uint32_t coll[cx->dp];
     for (int p = 0; p < pp; p++)
-        for (int t = 0; t < tp; t++) {
-            for (int d = 0; d < dp; d++)
-                dranks[d] = compile_rank_of(s, t, d, p);
-            dp_group[p * tp + t] = dp > 1 ? htae_add_group(g, dranks, dp) : -1;
-        }
-
-    /* ZeRO with overlapped parameter gathering: the previous step's all-gathers run under this
-     * step's first forward, bucket by bucket in forward order; in steady state one iteration
-     * holds them at its start. gather[(rank * mcs + mc) * maxbuckets + b] = the rank's task. */
-    int maxfseg = 1, maxbuckets = 1;
-    for (int mc = 0; mc < cx->mcs; mc++) {
-        if (cx->tmpl[mc].fwd.n > maxfseg)
-            maxfseg = cx->tmpl[mc].fwd.n;
-        if (cx->tmpl[mc].n_buckets > maxbuckets)
-            maxbuckets = cx->tmpl[mc].n_buckets;
-    }
-    uint32_t *gather = NULL, *gates = malloc((size_t)maxfseg * tp * sizeof *gates);
-    if (s->zero >= 1 && dp > 1 && s->overlap_param_gather) {
-        size_t ng = (size_t)n * cx->mcs * maxbuckets;
-        gather = malloc(ng * sizeof *gather);
-        for (size_t i = 0; i < ng; i++)
-            gather[i] = NONE;
-        for (int p = 0; p < pp; p++)
-            for (int t = 0; t < tp; t++)
-                for (int c = 0; c < cx->v; c++) {
-                    int mc = c * pp + p;
-                    const chunk_template *ct = &cx->tmpl[mc];
-                    for (int b = ct->n_buckets - 1; b >= 0; b--) {
-                        double bytes =
-                            ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
-                        htae_add_collective(g, COLL_ALLGATHER, dp_group[p * tp + t], STREAM_DP,
-                                            bytes, CAT_DP_COMM, cx->label_dp[COLL_ALLGATHER], -1,
-                                            coll);
-                        for (int d = 0; d < dp; d++)
-                            gather[((size_t)compile_rank_of(s, t, d, p) * cx->mcs + mc) *
-                                       maxbuckets +
-                                   b] = coll[d];
-                    }
-                }
-    }
-
-    for (int d = 0; d < cx->dp_sim; d++) {
-        for (int p = 0; p < pp; p++) {
-            for (int t = 0; t < tp; t++)
-                ranks[t] = compile_rank_of(s, t, d, p);
-            int group = htae_add_group(g, ranks, tp);
-            int nu = pipeline_order(s->schedule, pp, p, M, cx->v, units);
-            for (int u = 0; u < nu; u++) {
-                int mc = units[u].chunk * pp + p, mb = units[u].micro;
-                const chunk_template *ct = &cx->tmpl[mc];
-                uint32_t before[tp];
-                for (int t = 0; t < tp; t++) {
-                    first[t] = last[t] = NONE;
-                    before[t] = cx->last_compute[ranks[t]];
-                    if (pp > 1) {
-                        /* The pipeline runtime's step before the unit: the host receives the
-                         * unit's input (blocking, then synchronize: Megatron's p2p), then does
-                         * the schedule's own work. Host time only. */
-                        uint32_t id = htae_add_compute(
-                            g, ranks[t], units[u].backward ? CAT_BACKWARD : CAT_FORWARD, 0.0,
-                            cx->label_pipe, mb);
-                        htae_set_host(g, id, HOST_ISSUE | HOST_WAIT,
-                                      cost_pipeline_unit_overhead_seconds(), 0.0);
-                        first[t] = id;
-                        cx->last_compute[ranks[t]] = id;
-                    }
-                }
-                if (!units[u].backward) {
-                    const uint32_t *gate = NULL;
-                    if (gather && mb == 0) { /* first use of the chunk's parameters */
-                        for (int i = 0; i < ct->fwd.n; i++)
-                            for (int t = 0; t < tp; t++)
-                                gates[(size_t)i * tp + t] =
-                                    gather[((size_t)compile_rank_of(s, t, d, p) * cx->mcs + mc) *
-                                               maxbuckets +
-                                           ct->fwd_bucket[i]];
-                        gate = gates;
-                    }
-                    emit_segments(cx, &ct->fwd, ranks, group, CAT_FORWARD, mb, first, last, NULL,
-                                  gate);
-                } else {
-                    emit_segments(cx, &ct->rec, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL,
-                                  NULL);
-                    emit_segments(cx, &ct->bwd, ranks, group, CAT_BACKWARD, mb, first, last,
-                                  mb == M - 1 ? segids : NULL, NULL);
-                }
-                for (int t = 0; t < tp; t++) {
-                    size_t xi = xidx(cx, d, t, mc, mb);
-                    if (!units[u].backward) {
-                        fwd_first[xi] = first[t];
-                        fwd_prev[xi] = before[t];
-                        if (mc + 1 < cx->mcs) {
-                            int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
-                            fwd_in[xidx(cx, d, t, mc + 1, mb)] =
-                                emit_send(cx, ranks[t], dst, last[t], cx->label_send_act, mb);
-                        }
-                    } else {
-                        bwd_first[xi] = first[t];
-                        bwd_prev[xi] = before[t];
-                        if (mc > 0) {
-                            int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
-                            bwd_in[xidx(cx, d, t, mc - 1, mb)] =
-                                emit_send(cx, ranks[t], dst, last[t], cx->label_send_grad, mb);
-                        }
-                        if (mb == M - 1)
-                            for (int i = 0; i < ct->bwd.n; i++)
-                                last_bwd[lidx(cx, d, t, mc, maxseg, i)] =
-                                    segids[(size_t)i * tp + t];
+        for (int t = 0; t < tp; t++)
+            for (int c = 0; c < cx->v; c++) {
+                int mc = c * pp + p;
+                const chunk_template *ct = chunk_ref(cx, mc);
+                for (int b = ct->n_buckets - 1; b >= 0; b--) {
+                    double bytes =
+                        ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
+                    htae_add_collective(cx->g, COLL_ALLGATHER, es->dp_group[p * tp + t], STREAM_DP,
+                                        bytes, CAT_DP_COMM, cx->label_dp[COLL_ALLGATHER], -1, coll);
+                    for (int d = 0; d < cx->dp; d++) {
+                        size_t r = (size_t)compile_rank_of(s, t, d, p);
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = coll[d];
                     }
                 }
             }
-        }
-    }
-    /* A pipeline transfer gates the unit that consumes it, and starts only once the receiver
-     * has posted its receive: Megatron and DeepSpeed receive just before the unit
-     * (recv_forward, send_forward_recv_backward: blocking), so the transfer is on the
-     * receiver's critical path instead of arriving ahead of time. */
-    for (size_t i = 0; i < nx; i++) {
-        if (fwd_in[i] != NONE) {
-            htae_add_edge(g, fwd_in[i], fwd_first[i]);
-            if (fwd_prev[i] != NONE)
-                htae_add_edge(g, fwd_prev[i], fwd_in[i]);
-        }
-        if (bwd_in[i] != NONE) {
-            htae_add_edge(g, bwd_in[i], bwd_first[i]);
-            if (bwd_prev[i] != NONE)
-                htae_add_edge(g, bwd_prev[i], bwd_in[i]);
-        }
-    }
+}
 
-    /* Data parallelism: per DP group, buckets in the order their gradients complete. */
-    uint32_t *opt_task = malloc((size_t)n * sizeof *opt_task);
+/* One unit of the pipeline schedule (a forward or backward of one chunk and micro-batch) on the
+ * TP group `ranks` of replica d, stage p: the pipeline runtime's step, the segments, then the
+ * send of its output to the next (forward) or previous (backward) chunk's stage. */
+static void emit_unit(compile_ctx *cx, emit_state *es, int d, int p, const int *ranks, int group,
+                      pipeline_unit unit)
+{
+    const strategy *s = cx->s;
+    htae_graph *g = cx->g;
+    int tp = cx->tp, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
+    const chunk_template *ct[tp];
+    const segment_list *lists[tp];
+    uint32_t first[tp], last[tp], before[tp];
+    for (int t = 0; t < tp; t++) {
+        ct[t] = tmpl_of(cx, ranks[t], mc);
+        first[t] = last[t] = NONE;
+        before[t] = cx->last_compute[ranks[t]];
+        if (cx->pp > 1) {
+            /* The pipeline runtime's step before the unit: the host receives the unit's input
+             * (blocking, then synchronize: Megatron's p2p), then does the schedule's own work.
+             * Host time only. */
+            uint32_t id = htae_add_compute(g, ranks[t], unit.backward ? CAT_BACKWARD : CAT_FORWARD,
+                                           0.0, cx->label_pipe, mb);
+            htae_set_host(g, id, HOST_ISSUE | HOST_WAIT, cost_pipeline_unit_overhead_seconds(),
+                          0.0);
+            first[t] = id;
+            cx->last_compute[ranks[t]] = id;
+        }
+    }
+    if (!unit.backward) {
+        const uint32_t *gate = NULL;
+        if (es->gather && mb == 0) { /* first use of the chunk's parameters */
+            for (int i = 0; i < ct[0]->fwd.n; i++)
+                for (int t = 0; t < tp; t++) {
+                    size_t r = (size_t)compile_rank_of(s, t, d, p), b = ct[0]->fwd_bucket[i];
+                    assert(b < (size_t)es->maxbuckets);
+                    es->gates[(size_t)i * tp + t] =
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b];
+                }
+            gate = es->gates;
+        }
+        for (int t = 0; t < tp; t++)
+            lists[t] = &ct[t]->fwd;
+        emit_segments(cx, lists, ranks, group, CAT_FORWARD, mb, first, last, NULL, gate);
+    } else {
+        for (int t = 0; t < tp; t++)
+            lists[t] = &ct[t]->rec;
+        emit_segments(cx, lists, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL, NULL);
+        for (int t = 0; t < tp; t++)
+            lists[t] = &ct[t]->bwd;
+        emit_segments(cx, lists, ranks, group, CAT_BACKWARD, mb, first, last,
+                      mb == cx->M - 1 ? es->segids : NULL, NULL);
+    }
+    for (int t = 0; t < tp; t++) {
+        size_t xi = xidx(cx, d, t, mc, mb);
+        if (!unit.backward) {
+            es->fwd_first[xi] = first[t];
+            es->fwd_prev[xi] = before[t];
+            if (mc + 1 < cx->mcs) {
+                int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
+                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] =
+                    emit_send(cx, ranks[t], dst, last[t], cx->label_send_act, mb);
+            }
+        } else {
+            es->bwd_first[xi] = first[t];
+            es->bwd_prev[xi] = before[t];
+            if (mc > 0) {
+                int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
+                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] =
+                    emit_send(cx, ranks[t], dst, last[t], cx->label_send_grad, mb);
+            }
+            if (mb == cx->M - 1)
+                for (int i = 0; i < ct[0]->bwd.n; i++)
+                    es->last_bwd[lidx(cx, d, t, mc, es->maxseg, i)] =
+                        es->segids[(size_t)i * tp + t];
+        }
+    }
+}
+
+/* Every simulated replica's stages, each running its schedule's units in order. */
+static void emit_pipeline(compile_ctx *cx, emit_state *es)
+{
+    int ranks[cx->tp];
+    for (int d = 0; d < cx->dp_sim; d++)
+        for (int p = 0; p < cx->pp; p++) {
+            for (int t = 0; t < cx->tp; t++)
+                ranks[t] = compile_rank_of(cx->s, t, d, p);
+            int group = add_group(cx, ranks, cx->tp, cx->s->tp);
+            int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units);
+            assert(nu == 2 * cx->M * cx->v);
+            for (int u = 0; u < nu; u++)
+                emit_unit(cx, es, d, p, ranks, group, es->units[u]);
+        }
+}
+
+/* A pipeline transfer gates the unit that consumes it, and starts only once the receiver has
+ * posted its receive: Megatron and DeepSpeed receive just before the unit (recv_forward,
+ * send_forward_recv_backward: blocking), so the transfer is on the receiver's critical path
+ * instead of arriving ahead of time. Every send has its consumer on the peer. */
+static void link_pipeline_transfers(compile_ctx *cx, emit_state *es)
+{
+    size_t sends = 0, expected = 0;
+    for (size_t i = 0; i < es->nx; i++) {
+        if (es->fwd_in[i] != NONE) {
+            assert(es->fwd_first[i] != NONE);
+            assert((int)cx->g->tasks[es->fwd_in[i]].peer == cx->g->tasks[es->fwd_first[i]].rank);
+            htae_add_edge(cx->g, es->fwd_in[i], es->fwd_first[i]);
+            if (es->fwd_prev[i] != NONE)
+                htae_add_edge(cx->g, es->fwd_prev[i], es->fwd_in[i]);
+            sends++;
+        }
+        if (es->bwd_in[i] != NONE) {
+            assert(es->bwd_first[i] != NONE);
+            assert((int)cx->g->tasks[es->bwd_in[i]].peer == cx->g->tasks[es->bwd_first[i]].rank);
+            htae_add_edge(cx->g, es->bwd_in[i], es->bwd_first[i]);
+            if (es->bwd_prev[i] != NONE)
+                htae_add_edge(cx->g, es->bwd_prev[i], es->bwd_in[i]);
+            sends++;
+        }
+    }
+    /* each simulated (replica, tensor index, micro-batch) crosses mcs - 1 chunk boundaries
+     * forward and as many backward */
+    expected = (size_t)2 * cx->dp_sim * cx->tp * cx->M * (cx->mcs - 1);
+    assert(sends == expected);
+    (void)sends;
+    (void)expected;
+}
+
+/* Data parallelism: per DP group, gradient buckets in the order their gradients complete. */
+static void emit_grad_buckets(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    int tp = cx->tp, pp = cx->pp, dp = cx->dp, M = cx->M;
     coll_kind grad_kind = s->zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE;
-    uint32_t **dp_tasks = calloc((size_t)n, sizeof *dp_tasks);
-    int *n_dp_tasks = calloc((size_t)n, sizeof *n_dp_tasks);
+    int dranks[dp];
+    uint32_t coll[dp];
     for (int p = 0; p < pp; p++) {
-        int nu = pipeline_order(s->schedule, pp, p, M, cx->v, units);
+        int nu = pipeline_order(s->schedule, pp, p, M, cx->v, es->units);
         int chunk_order[cx->v], nc = 0; /* chunks by when their last backward runs */
         for (int u = 0; u < nu; u++)
-            if (units[u].backward && units[u].micro == M - 1)
-                chunk_order[nc++] = units[u].chunk;
+            if (es->units[u].backward && es->units[u].micro == M - 1)
+                chunk_order[nc++] = es->units[u].chunk;
+        assert(nc == cx->v);
         for (int t = 0; t < tp; t++) {
             for (int d = 0; d < dp; d++)
                 dranks[d] = compile_rank_of(s, t, d, p);
             if (dp == 1)
                 continue;
             for (int d = 0; d < dp; d++)
-                dp_tasks[dranks[d]] = malloc((size_t)(maxseg * cx->v + 1) * sizeof(uint32_t));
+                es->dp_tasks[dranks[d]] =
+                    xmalloc((size_t)(es->maxseg * cx->v + 1) * sizeof(uint32_t));
             for (int ci = 0; ci < nc; ci++) {
                 int mc = chunk_order[ci] * pp + p;
-                const chunk_template *ct = &cx->tmpl[mc];
+                const chunk_template *ct = chunk_ref(cx, mc);
                 for (int b = 0; b < ct->n_buckets; b++) {
-                    htae_add_collective(g, grad_kind, dp_group[p * tp + t], STREAM_DP,
+                    htae_add_collective(cx->g, grad_kind, es->dp_group[p * tp + t], STREAM_DP,
                                         ct->bucket_bytes[b], CAT_DP_COMM, cx->label_dp[grad_kind],
                                         M - 1, coll);
                     for (int d = 0; d < cx->dp_sim; d++) { /* folded members: no deps */
                         uint32_t ready =
                             s->dp_overlap
-                                ? last_bwd[lidx(cx, d, t, mc, maxseg, ct->bucket_end[b])]
+                                ? es->last_bwd[lidx(cx, d, t, mc, es->maxseg, ct->bucket_end[b])]
                                 : cx->last_compute[dranks[d]]; /* the rank's final backward */
-                        htae_add_edge(g, ready, coll[d]);
-                        dp_tasks[dranks[d]][n_dp_tasks[dranks[d]]++] = coll[d];
+                        assert(ready != NONE);
+                        htae_add_edge(cx->g, ready, coll[d]);
+                        es->dp_tasks[dranks[d]][es->n_dp_tasks[dranks[d]]++] = coll[d];
                     }
                 }
             }
         }
     }
+}
 
-    /* optimizer step on each simulated rank's (ZeRO: its slice of the) parameters */
-    for (int r = 0; r < n; r++) {
+/* Sharded parameters a rank of stage p holds (all its chunks). */
+static double stage_params(compile_ctx *cx, int p)
+{
+    double params = 0;
+    for (int c = 0; c < cx->v; c++)
+        params += chunk_ref(cx, c * cx->pp + p)->params;
+    return params;
+}
+
+/* Optimizer step on each simulated rank's (ZeRO: its slice of the) parameters: GPU kernels at
+ * the rank's own speed (slowdown included), plus the step's host overhead. */
+static void emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es)
+{
+    const strategy *s = cx->s;
+    for (int r = 0; r < cx->c->n_gpus; r++) {
         if (out->replica_of_rank[r] >= cx->dp_sim)
             continue;
-        int p = out->stage_of_rank[r];
-        double params = 0;
-        for (int c = 0; c < cx->v; c++)
-            params += cx->tmpl[c * pp + p].params;
+        double params = stage_params(cx, out->stage_of_rank[r]);
         if (s->zero >= 1)
-            params /= dp;
+            params /= cx->dp;
+        double slow = cx->prof_slowdown[cx->prof_of_rank[r]];
         double secs = s->optimizer == OPT_NONE
                           ? 0.0
                           : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
-                                                   cx->c->device[r]) +
+                                                   cx->c->device[r]) *
+                                    slow +
                                 cost_iteration_overhead_seconds();
-        opt_task[r] = htae_add_compute(g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
-        for (int i = 0; i < n_dp_tasks[r]; i++)
-            htae_add_edge(g, dp_tasks[r][i], opt_task[r]);
+        assert(secs >= 0);
+        es->opt_task[r] = htae_add_compute(cx->g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
+        for (int i = 0; i < es->n_dp_tasks[r]; i++)
+            htae_add_edge(cx->g, es->dp_tasks[r][i], es->opt_task[r]);
     }
-    /* ZeRO: gather the updated parameter slices (unless the next step's forward does) */
-    if (s->zero >= 1 && dp > 1 && !gather) {
-        for (int p = 0; p < pp; p++)
-            for (int t = 0; t < tp; t++) {
-                double params = 0;
-                for (int c = 0; c < cx->v; c++)
-                    params += cx->tmpl[c * pp + p].params;
-                htae_add_collective(g, COLL_ALLGATHER, dp_group[p * tp + t], STREAM_DP,
-                                    params * precision_bytes(s->precision), CAT_DP_COMM,
-                                    cx->label_dp[COLL_ALLGATHER], -1, coll);
-                for (int d = 0; d < cx->dp_sim; d++)
-                    htae_add_edge(g, opt_task[compile_rank_of(s, t, d, p)], coll[d]);
-            }
-    }
+}
 
-    for (int r = 0; r < n; r++)
-        free(dp_tasks[r]);
-    free(dp_tasks);
-    free(n_dp_tasks);
-    free(dp_group);
-    free(gather);
-    free(gates);
-    free(opt_task);
-    free(units);
-    free(last_bwd);
-    free(fwd_first);
-    free(fwd_prev);
-    free(bwd_prev);
-    free(bwd_first);
-    free(fwd_in);
-    free(bwd_in);
+/* ZeRO: gather the updated parameter slices (unless the next step's forward does). */
+static void emit_param_allgather(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    if (!(s->zero >= 1 && cx->dp > 1 && !es->gather))
+        return;
+    uint32_t coll[cx->dp];
+    for (int p = 0; p < cx->pp; p++)
+        for (int t = 0; t < cx->tp; t++) {
+            double params = stage_params(cx, p);
+            htae_add_collective(cx->g, COLL_ALLGATHER, es->dp_group[p * cx->tp + t], STREAM_DP,
+                                params * precision_bytes(s->precision), CAT_DP_COMM,
+                                cx->label_dp[COLL_ALLGATHER], -1, coll);
+            for (int d = 0; d < cx->dp_sim; d++)
+                htae_add_edge(cx->g, es->opt_task[compile_rank_of(s, t, d, p)], coll[d]);
+        }
+}
+
+/* The whole iteration, step by step, in the order the graph's task ids must follow (each
+ * GPU's host issues its tasks in id order). */
+static void emit_plan(compile_ctx *cx, compiled_plan *out)
+{
+    emit_state es;
+    emit_state_init(cx, &es);
+    make_dp_groups(cx, &es);
+    emit_param_gathers(cx, &es);
+    emit_pipeline(cx, &es);
+    link_pipeline_transfers(cx, &es);
+    emit_grad_buckets(cx, &es);
+    emit_optimizer(cx, out, &es);
+    emit_param_allgather(cx, &es);
+    emit_state_free(cx, &es);
 }
 
 void compile_default_options(compile_options *o)
@@ -672,16 +555,119 @@ void compile_default_options(compile_options *o)
     o->fold_data_parallel = 1;
 }
 
-/* Folding needs replicas on the same GPU models, position by position. */
+/* Whether the routes a -> b and a0 -> b0 have the same bottleneck bandwidth and latency. */
+static int same_route(const cluster *c, int a, int b, int a0, int b0)
+{
+    double bw, lat, bw0, lat0;
+    cluster_route(c, a, b, &bw, &lat);
+    cluster_route(c, a0, b0, &bw0, &lat0);
+    if (isinf(bw) || isinf(bw0))
+        return isinf(bw) && isinf(bw0) && fabs(lat - lat0) <= 1e-9 * fabs(lat0);
+    return fabs(bw - bw0) <= 1e-9 * bw0 && fabs(lat - lat0) <= 1e-9 * fabs(lat0);
+}
+
+/* Folding needs replicas that provably behave like replica 0, position by position: the same
+ * GPU model and slowdown, and for each stage the same bottleneck bandwidth and latency on the
+ * routes between its TP peers and to its pipeline neighbours (both ways; the last stage's next
+ * is the first under the interleaved schedule). DP collectives run over all members' links
+ * folded or not, so their routes need no check. */
 static int replicas_alike(const strategy *s, const cluster *c)
 {
-    for (int p = 0; p < s->pp; p++)
-        for (int t = 0; t < s->tp; t++)
-            for (int d = 1; d < s->dp; d++)
-                if (c->device[compile_rank_of(s, t, d, p)] !=
-                    c->device[compile_rank_of(s, t, 0, p)])
+    int wrap = s->schedule == SCHED_INTERLEAVED && s->virtual_stages > 1;
+    for (int d = 1; d < s->dp; d++)
+        for (int p = 0; p < s->pp; p++)
+            for (int t = 0; t < s->tp; t++) {
+                int r = compile_rank_of(s, t, d, p), r0 = compile_rank_of(s, t, 0, p);
+                if (c->device[r] != c->device[r0])
                     return 0;
+                if (c->slowdown && c->slowdown[r] != c->slowdown[r0])
+                    return 0;
+                for (int u = 0; u < s->tp; u++)
+                    if (u != t && !same_route(c, r, compile_rank_of(s, u, d, p), r0,
+                                              compile_rank_of(s, u, 0, p)))
+                        return 0;
+                int q = p + 1 < s->pp ? p + 1 : (wrap ? 0 : -1);
+                if (q >= 0 && q != p) {
+                    int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, t, 0, q);
+                    if (!same_route(c, r, n, r0, n0) || !same_route(c, n, r, n0, r0))
+                        return 0;
+                }
+            }
     return 1;
+}
+
+/* The plan-level facts the report needs, and the rank -> (stage, replica) maps. */
+static void describe_plan(compile_ctx *cx, compiled_plan *out)
+{
+    const strategy *s = cx->s;
+    const cluster *c = cx->c;
+    const workload_model *m = &cx->wg.model;
+    snprintf(out->strategy_file, sizeof out->strategy_file, "%s", s->file);
+    out->model = *m;
+    strategy_plan_desc(s, &out->plan);
+    out->gpus = c->n_gpus;
+    out->tp = cx->tp;
+    out->pp = cx->pp;
+    out->dp = cx->dp;
+    out->chunks = cx->v;
+    out->micro_batches = cx->M;
+    out->samples_per_iter = s->global_batch;
+    out->tokens_per_iter = (double)s->global_batch * m->seq;
+    out->model_flops_per_iter = (cx->wg.fwd_flops + cx->wg.bwd_flops) * cx->M * cx->dp;
+    out->params_total = cx->wg.total_params;
+    /* the mean of the GPUs' peaks, so that gpus x it is the cluster's peak (exactly the one
+     * GPU model's peak on a homogeneous cluster) */
+    double peak0 = c->device[0]->peak_flops[s->precision], sum = 0;
+    int same = 1;
+    for (int r = 0; r < c->n_gpus; r++) {
+        sum += c->device[r]->peak_flops[s->precision];
+        same = same && c->device[r]->peak_flops[s->precision] == peak0;
+    }
+    out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
+    out->simulated_replicas = cx->dp_sim;
+    out->stage_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
+    out->replica_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
+    for (int p = 0; p < cx->pp; p++)
+        for (int d = 0; d < cx->dp; d++)
+            for (int t = 0; t < cx->tp; t++) {
+                out->stage_of_rank[compile_rank_of(s, t, d, p)] = p;
+                out->replica_of_rank[compile_rank_of(s, t, d, p)] = d;
+            }
+}
+
+static void intern_labels(compile_ctx *cx)
+{
+    htae_graph *g = cx->g;
+    cx->label_tp[COLL_ALLREDUCE] = htae_label(g, "tp all-reduce");
+    cx->label_tp[COLL_REDUCE_SCATTER] = htae_label(g, "tp reduce-scatter");
+    cx->label_tp[COLL_ALLGATHER] = htae_label(g, "tp all-gather");
+    cx->label_dp[COLL_ALLREDUCE] = htae_label(g, "dp grad all-reduce");
+    cx->label_dp[COLL_REDUCE_SCATTER] = htae_label(g, "dp grad reduce-scatter");
+    cx->label_dp[COLL_ALLGATHER] = htae_label(g, "dp param all-gather");
+    cx->label_send_act = htae_label(g, "pp send activations");
+    cx->label_send_grad = htae_label(g, "pp send gradients");
+    cx->label_opt = htae_label(g, "optimizer step");
+    cx->label_pipe = htae_label(g, "pipeline runtime");
+}
+
+/* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
+static void estimate_memory(compile_ctx *cx, compiled_plan *out)
+{
+    const cluster *c = cx->c;
+    const chunk_template *stage_chunks[cx->v];
+    out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
+    out->memory_capacity_of_rank =
+        xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
+    out->memory_capacity = c->device[0]->hbm_bytes;
+    for (int r = 0; r < c->n_gpus; r++) {
+        int p = out->stage_of_rank[r];
+        for (int k = 0; k < cx->v; k++)
+            stage_chunks[k] = chunk_ref(cx, k * cx->pp + p);
+        compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
+        out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
+        if (c->device[r]->hbm_bytes < out->memory_capacity)
+            out->memory_capacity = c->device[r]->hbm_bytes;
+    }
 }
 
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
@@ -721,73 +707,36 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
     cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
 
-    cx.sharded = malloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
+    cx.sharded = xmalloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
     for (int i = 0; i < cx.wg.n_ops; i++)
         workload_op_shard(&cx.wg.ops[i], cx.tp, s->sequence_parallel,
                           strategy_vocab_parallel_for_layer(s, cx.wg.ops[i].layer), &cx.sharded[i]);
-
-    snprintf(out->strategy_file, sizeof out->strategy_file, "%s", s->file);
-    out->model = *m;
-    strategy_plan_desc(s, &out->plan);
-    out->gpus = c->n_gpus;
-    out->tp = cx.tp;
-    out->pp = cx.pp;
-    out->dp = cx.dp;
-    out->chunks = cx.v;
-    out->micro_batches = cx.M;
-    out->samples_per_iter = s->global_batch;
-    out->tokens_per_iter = (double)s->global_batch * m->seq;
-    out->model_flops_per_iter = (cx.wg.fwd_flops + cx.wg.bwd_flops) * cx.M * cx.dp;
-    out->params_total = cx.wg.total_params;
-    out->peak_flops_per_gpu = c->device[0]->peak_flops[s->precision];
-    out->simulated_replicas = cx.dp_sim;
-    out->stage_of_rank = malloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
-    out->replica_of_rank = malloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
-    for (int p = 0; p < cx.pp; p++)
-        for (int d = 0; d < cx.dp; d++)
-            for (int t = 0; t < cx.tp; t++) {
-                out->stage_of_rank[compile_rank_of(s, t, d, p)] = p;
-                out->replica_of_rank[compile_rank_of(s, t, d, p)] = d;
-            }
+    describe_plan(&cx, out);
 
     cx.g = htae_graph_create(c->n_gpus);
-    cx.last_compute = malloc((size_t)c->n_gpus * sizeof *cx.last_compute);
+    cx.last_compute = xmalloc((size_t)c->n_gpus * sizeof *cx.last_compute);
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
-    cx.label_tp[COLL_ALLREDUCE] = htae_label(cx.g, "tp all-reduce");
-    cx.label_tp[COLL_REDUCE_SCATTER] = htae_label(cx.g, "tp reduce-scatter");
-    cx.label_tp[COLL_ALLGATHER] = htae_label(cx.g, "tp all-gather");
-    cx.label_dp[COLL_ALLREDUCE] = htae_label(cx.g, "dp grad all-reduce");
-    cx.label_dp[COLL_REDUCE_SCATTER] = htae_label(cx.g, "dp grad reduce-scatter");
-    cx.label_dp[COLL_ALLGATHER] = htae_label(cx.g, "dp param all-gather");
-    cx.label_send_act = htae_label(cx.g, "pp send activations");
-    cx.label_send_grad = htae_label(cx.g, "pp send gradients");
-    cx.label_opt = htae_label(cx.g, "optimizer step");
-    cx.label_pipe = htae_label(cx.g, "pipeline runtime");
+    intern_labels(&cx);
 
-    /* Templates use the device of the stage's first rank; clusters mixing GPU models inside a
-     * stage would need per-rank templates. */
-    cx.tmpl = calloc((size_t)cx.mcs, sizeof *cx.tmpl);
-    for (int mc = 0; mc < cx.mcs; mc++) {
-        const device_spec *dev = c->device[compile_rank_of(s, 0, 0, stage_of_chunk(&cx, mc))];
-        build_template(&cx, mc, dev, &cx.tmpl[mc]);
-    }
-
-    out->memory = calloc((size_t)c->n_gpus, sizeof *out->memory);
-    out->memory_capacity = c->device[0]->hbm_bytes;
-    for (int r = 0; r < c->n_gpus; r++) {
-        estimate_memory(&cx, out->stage_of_rank[r], &out->memory[r]);
-        if (c->device[r]->hbm_bytes < out->memory_capacity)
-            out->memory_capacity = c->device[r]->hbm_bytes;
-    }
+    /* Templates per GPU profile (device, slowdown), built when a rank first needs one; the
+     * first rank's of every chunk now, in chunk order. */
+    find_profiles(&cx);
+    for (int mc = 0; mc < cx.mcs; mc++)
+        chunk_ref(&cx, mc);
+    estimate_memory(&cx, out);
 
     emit_plan(&cx, out);
+    /* whatever GPU built them, a chunk's templates have the same segments and buckets */
+    for (int k = 0; k < cx.n_prof; k++)
+        for (int mc = 0; mc < cx.mcs; mc++)
+            assert(
+                !cx.built[(size_t)k * cx.mcs + mc] ||
+                chunk_template_same_shape(&cx.tmpl[(size_t)k * cx.mcs + mc], chunk_ref(&cx, mc)));
     int rc = htae_graph_finalize(cx.g, err);
     out->graph = cx.g;
 
-    for (int mc = 0; mc < cx.mcs; mc++)
-        free_template(&cx.tmpl[mc]);
-    free(cx.tmpl);
+    free_profiles(&cx);
     free(cx.sharded);
     free(cx.last_compute);
     workload_graph_free(&cx.wg);
@@ -800,5 +749,6 @@ void compiled_plan_free(compiled_plan *p)
     free(p->stage_of_rank);
     free(p->replica_of_rank);
     free(p->memory);
+    free(p->memory_capacity_of_rank);
     memset(p, 0, sizeof *p);
 }

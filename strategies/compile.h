@@ -17,7 +17,10 @@ typedef struct memory_estimate {
  * meet only in their gradient collectives, so by default one replica is simulated and every
  * DP collective still runs over all member GPUs' links (the other members reach it at once,
  * replica 0 sets the pace; a ring advances at its most loaded edge, which is replica 0's).
- * Exact for symmetric replicas; off when GPU models differ between replicas. */
+ * Exact for symmetric replicas, so it is done only where replicas provably behave alike: at
+ * every position (tensor index, stage) the same GPU model and slowdown as replica 0's, and the
+ * same bottleneck bandwidth and latency on the routes to the TP peers and pipeline neighbours
+ * (cluster_route). Otherwise every replica is simulated, as with fold_data_parallel = 0. */
 typedef struct compile_options {
     int fold_data_parallel;
 } compile_options;
@@ -33,18 +36,23 @@ typedef struct compiled_plan {
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */
-    double peak_flops_per_gpu;   /* at the plan's precision */
+    /* At the plan's precision, the mean of the GPUs' datasheet peaks (slowdown not counted), so
+     * MFU = model FLOPs / (iteration x gpus x this) is against the sum of the GPUs' peaks on a
+     * mixed cluster; the one model's peak on a homogeneous one. */
+    double peak_flops_per_gpu;
     double params_total;
-    int *stage_of_rank;      /* [gpus] */
-    int *replica_of_rank;    /* [gpus]: data-parallel index */
-    memory_estimate *memory; /* [gpus] */
-    double memory_capacity;  /* smallest HBM capacity among the GPUs */
+    int *stage_of_rank;              /* [gpus] */
+    int *replica_of_rank;            /* [gpus]: data-parallel index */
+    memory_estimate *memory;         /* [gpus] */
+    double *memory_capacity_of_rank; /* [gpus]: each GPU's own HBM capacity */
+    double memory_capacity;          /* smallest HBM capacity among the GPUs */
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data index d, pipeline stage p under s->order. */
 int compile_rank_of(const strategy *s, int t, int d, int p);
 
-/* opt may be NULL (defaults). */
+/* opt may be NULL (defaults). Compute is costed per rank on its own GPU (device model and
+ * cluster slowdown): one set of segment templates per distinct (device, slowdown) in use. */
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
                  compiled_plan *out, ps_error *err);
 void compiled_plan_free(compiled_plan *p);

@@ -2,14 +2,18 @@
  * ranks, attach device specs, and group them into nodes by netzone. */
 #include "cluster.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
+
+#include "../sim/base/xalloc.h"
 
 /* Line of `<host id="NAME"` in the platform file, so errors about a host point at it; 0 if not
  * found (SimGrid keeps no source positions for hosts). */
@@ -91,9 +95,7 @@ static int order_ranks(const char *path, sg_host_t *gpus, int n, ps_error *err)
         return 0;
     }
 
-    sg_host_t *ordered = calloc((size_t)n, sizeof *ordered);
-    if (!ordered)
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "out of memory");
+    sg_host_t *ordered = xcalloc((size_t)n, sizeof *ordered);
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         const char *name = sg_host_get_name(gpus[i]);
@@ -141,9 +143,7 @@ static int unknown_device(const char *path, const char *host, const char *gpu,
 /* Node of each rank: the netzone holding the host, numbered densely in rank order. */
 static int assign_nodes(const char *path, cluster *c, ps_error *err)
 {
-    const char **zones = calloc((size_t)c->n_gpus, sizeof *zones);
-    if (!zones)
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "out of memory");
+    const char **zones = xcalloc((size_t)c->n_gpus, sizeof *zones);
     c->n_nodes = 0;
     for (int r = 0; r < c->n_gpus; r++) {
         const char *z = cluster_platform_host_zone(c->host_names[r]);
@@ -160,6 +160,27 @@ static int assign_nodes(const char *path, cluster *c, ps_error *err)
         c->node_of_rank[r] = k;
     }
     free(zones);
+    return 0;
+}
+
+/* The GPU's `slowdown` property: a finite number > 0, 1 when absent. */
+static int parse_slowdown(const char *path, sg_host_t host, double *out, ps_error *err)
+{
+    const char *value = sg_host_get_property_value(host, "slowdown");
+    *out = 1.0;
+    if (!value)
+        return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (end == value || *end || errno || !isfinite(v) || v <= 0) {
+        const char *name = sg_host_get_name(host);
+        return ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "slowdown",
+                            "GPU host '%s': slowdown '%s' is not a finite number > 0 (1.2: "
+                            "kernels 20%% slower)",
+                            name, value);
+    }
+    *out = v;
     return 0;
 }
 
@@ -206,20 +227,19 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
     rc = order_ranks(platform_path, hosts, n, err);
     if (!rc) {
         out->n_gpus = n;
-        out->host_names = calloc((size_t)n, sizeof *out->host_names);
-        out->node_of_rank = calloc((size_t)n, sizeof *out->node_of_rank);
-        out->device = calloc((size_t)n, sizeof *out->device);
-        if (!out->host_names || !out->node_of_rank || !out->device)
-            rc = ps_error_set(err, PS_EINTERNAL, platform_path, 0, 0, "", "out of memory");
+        out->host_names = xcalloc((size_t)n, sizeof *out->host_names);
+        out->node_of_rank = xcalloc((size_t)n, sizeof *out->node_of_rank);
+        out->device = xcalloc((size_t)n, sizeof *out->device);
+        out->slowdown = xcalloc((size_t)n, sizeof *out->slowdown);
     }
     for (int r = 0; !rc && r < n; r++) {
         const char *name = sg_host_get_name(hosts[r]);
         const char *gpu = sg_host_get_property_value(hosts[r], "gpu");
-        out->host_names[r] = strdup(name);
-        if (!out->host_names[r])
-            rc = ps_error_set(err, PS_EINTERNAL, platform_path, 0, 0, "", "out of memory");
-        else if (!(out->device[r] = device_table_find(&out->devices, gpu)))
+        out->host_names[r] = xstrdup(name);
+        if (!(out->device[r] = device_table_find(&out->devices, gpu)))
             rc = unknown_device(platform_path, name, gpu, &out->devices, err);
+        else
+            rc = parse_slowdown(platform_path, hosts[r], &out->slowdown[r], err);
     }
     free(hosts);
     if (!rc)
@@ -237,9 +257,26 @@ void cluster_free(cluster *c)
     free(c->host_names);
     free(c->node_of_rank);
     free(c->device);
+    free(c->slowdown);
     device_table_free(&c->devices);
     c->host_names = NULL;
     c->node_of_rank = NULL;
     c->device = NULL;
+    c->slowdown = NULL;
     c->n_gpus = c->n_nodes = 0;
+}
+
+void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency)
+{
+    assert(a >= 0 && a < c->n_gpus && b >= 0 && b < c->n_gpus);
+    *bandwidth = INFINITY;
+    *latency = 0.0;
+    if (a == b)
+        return;
+    sg_host_t from = sg_host_by_name(c->host_names[a]), to = sg_host_by_name(c->host_names[b]);
+    assert(from && to);
+    double bw = sg_host_get_route_bandwidth(from, to); /* -1: no link on the route */
+    if (bw > 0)
+        *bandwidth = bw;
+    *latency = sg_host_get_route_latency(from, to);
 }

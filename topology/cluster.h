@@ -36,6 +36,11 @@ typedef struct cluster {
     int *node_of_rank; /* [n_gpus], index of the netzone (node) holding the GPU */
     int n_nodes;
     const device_spec **device; /* [n_gpus], points into `devices` */
+    /* [n_gpus]: factor on the GPU's kernel times, from the host property
+     * <prop id="slowdown" value="1.2"/> (a straggler 20% slower); 1 when absent. Host (CPU)
+     * launch overheads are not scaled. A value that is not a finite number > 0 is a PS_EINPUT
+     * error naming the file and host. */
+    double *slowdown;
     device_table devices;
 } cluster;
 
@@ -46,6 +51,12 @@ typedef struct cluster {
  * data_dir locates topology/devices/devices.yaml. */
 int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err);
 void cluster_free(cluster *c);
+
+/* The platform route from rank a's GPU to rank b's: its bottleneck bandwidth (bytes/s, the
+ * smallest over its links; INFINITY for a == b or a route without links) and its total latency
+ * (seconds, 0 for a == b). The compiler uses it to decide whether ranks behave alike. Needs the
+ * engine that cluster_load started. */
+void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency);
 
 /* The SimGrid shim (topology/platform.cpp): SimGrid reports platform errors as C++ exceptions,
  * which would abort a C caller, so the C++ side catches them and hands back text. For topology/

@@ -1,0 +1,291 @@
+/* chunk.c: segment templates of one model chunk on one kind of GPU: forward, full-recompute
+ * replay and backward cut at tensor-parallel collectives, gradient buckets, saved activations. */
+#include "chunk.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/base/xalloc.h"
+#include "../sim/cost.h"
+
+static void seg_push(segment_list *l, segment sg)
+{
+    xgrow(&l->seg, sizeof *l->seg, (size_t)l->n + 1, &l->cap);
+    l->seg[l->n++] = sg;
+}
+
+/* The op's kernels, launched one after another, each run once launched and the GPU free. A
+ * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever. */
+static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
+                   const device_spec *dev, double slowdown)
+{
+    if (sg->n_ops++ == 0 || op->layer < sg->lo)
+        sg->lo = op->layer;
+    if (sg->n_ops == 1 || op->layer > sg->hi)
+        sg->hi = op->layer;
+    double g = cost_op_kernel_seconds(op, pass, prec, dev) * slowdown;
+    double c = cost_op_launch_seconds(op, pass);
+    assert(g >= 0 && c >= 0);
+    int k = cost_op_kernels(op, pass);
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        sg->cpu += c / k;
+        sg->span = (sg->span > sg->cpu ? sg->span : sg->cpu) + g / k;
+    }
+    sg->gpu += g;
+}
+
+static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
+{
+    int L = cx->wg.model.layers, per = L / cx->mcs;
+    if (op->layer < 0)
+        return mc == 0;
+    if (op->layer >= L)
+        return mc == cx->mcs - 1;
+    return op->layer / per == mc;
+}
+
+/* Tensor-parallel collective points (Megatron's f and g operators): forward after a
+ * row-parallel GEMM and after a vocab-parallel embedding; backward after the input gradient of
+ * a column-parallel or vocab-parallel GEMM. */
+static int fwd_cut(const compile_ctx *cx, const workload_op *op)
+{
+    if (cx->tp == 1)
+        return 0;
+    if (op->kind == OP_GEMM && op->split == SPLIT_ROW)
+        return 1;
+    return op->kind == OP_EMBEDDING && strategy_vocab_parallel_for_layer(cx->s, op->layer);
+}
+
+static int bwd_cut(const compile_ctx *cx, const workload_op *op)
+{
+    if (cx->tp == 1 || op->kind != OP_GEMM)
+        return 0;
+    if (op->split == SPLIT_COLUMN)
+        return 1;
+    return op->split == SPLIT_VOCAB && strategy_vocab_parallel_for_layer(cx->s, op->layer);
+}
+
+/* What one pass over a chunk covers, for its label: the embedding (layer -1), transformer
+ * layers lo..hi, the "LM head" (everything after the last layer: final norm, LM head, loss). */
+typedef struct pass_extent {
+    int lo, hi, embedding, head;
+} pass_extent;
+
+static void extent_add(pass_extent *e, int layer, int layers)
+{
+    if (layer < 0)
+        e->embedding = 1;
+    else if (layer >= layers)
+        e->head = 1;
+    else {
+        if (e->hi < 0 || layer < e->lo)
+            e->lo = layer;
+        if (layer > e->hi)
+            e->hi = layer;
+    }
+}
+
+/* Every segment of a pass carries the pass's name, so the report's top items add up to what a
+ * user can act on: "fwd stage 3, layers 18-23", "bwd stage 0, embedding + layers 0-5",
+ * "recompute stage 2, layers 12-17", "fwd embedding + layers 0-23 + LM head" (no stage when
+ * the plan is not pipelined). */
+static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int mc,
+                       const pass_extent *e)
+{
+    char name[128];
+    int n = snprintf(name, sizeof name, "%s", pass);
+    if (cx->pp > 1)
+        n += snprintf(name + n, sizeof name - (size_t)n, " stage %d,", stage_of_chunk(cx, mc));
+    const char *sep = " ";
+    if (e->embedding) {
+        n += snprintf(name + n, sizeof name - (size_t)n, "%sembedding", sep);
+        sep = " + ";
+    }
+    if (e->hi >= 0) {
+        if (e->lo == e->hi)
+            n += snprintf(name + n, sizeof name - (size_t)n, "%slayer %d", sep, e->lo);
+        else
+            n += snprintf(name + n, sizeof name - (size_t)n, "%slayers %d-%d", sep, e->lo, e->hi);
+        sep = " + ";
+    }
+    if (e->head)
+        snprintf(name + n, sizeof name - (size_t)n, "%sLM head", sep);
+    int label = htae_label(cx->g, name);
+    for (int i = 0; i < l->n; i++)
+        l->seg[i].label = label;
+}
+
+/* Saved activations of an op's forward, after recompute savings. */
+static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
+{
+    recompute_mode rm = strategy_recompute_for_layer(cx->s, op->layer);
+    int layer_op = op->layer >= 0 && op->layer < cx->wg.model.layers;
+    if (layer_op && rm == RECOMPUTE_FULL)
+        return 0; /* only the layer input is kept: counted once per layer */
+    if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
+        return 0;
+    return op->act_bytes;
+}
+
+/* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. */
+static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                          int replay, chunk_template *ct)
+{
+    const workload_graph *wg = &cx->wg;
+    segment_list *l = replay ? &ct->rec : &ct->fwd;
+    pass_extent e = {0, -1, 0, 0};
+    segment cur;
+    memset(&cur, 0, sizeof cur);
+    int any = 0;
+    for (int i = 0; i < wg->n_ops; i++) {
+        const workload_op *op = &cx->sharded[i];
+        int layer = wg->ops[i].layer;
+        if (!chunk_has_op(cx, mc, &wg->ops[i]))
+            continue;
+        if (replay && (layer < 0 || layer >= wg->model.layers ||
+                       strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
+            continue;
+        add_op(&cur, op, PASS_FWD, cx->s->precision, dev, slowdown);
+        extent_add(&e, op->layer, wg->model.layers);
+        any = 1;
+        if (!replay) {
+            ct->params += op->params;
+            ct->act_bytes += saved_act_bytes(cx, op);
+        }
+        if (fwd_cut(cx, &wg->ops[i])) {
+            cur.cut = 1;
+            seg_push(l, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+    }
+    if (any && (cur.gpu + cur.cpu > 0 || (!replay && l->n == 0)))
+        seg_push(l, cur);
+    label_pass(cx, l, replay ? "recompute" : "fwd", mc, &e);
+}
+
+/* Backward, in reverse. With overlapped data parallelism a segment also ends where a layer's
+ * gradients are complete, so buckets can start while earlier layers run. */
+static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                           chunk_template *ct)
+{
+    const workload_graph *wg = &cx->wg;
+    const strategy *s = cx->s;
+    int per_layer = cx->dp > 1 && s->dp_overlap;
+    pass_extent e = {0, -1, 0, 0};
+    segment cur;
+    memset(&cur, 0, sizeof cur);
+    const workload_op *last = NULL;
+    for (int i = wg->n_ops - 1; i >= 0; i--) {
+        const workload_op *op = &cx->sharded[i];
+        if (!chunk_has_op(cx, mc, &wg->ops[i]))
+            continue;
+        if (per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) {
+            seg_push(&ct->bwd, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+        add_op(&cur, op, PASS_BWD, s->precision, dev, slowdown);
+        if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
+            add_op(&cur, op, PASS_FWD, s->precision, dev, slowdown);
+        extent_add(&e, op->layer, wg->model.layers);
+        cur.params += op->params;
+        last = op;
+        if (bwd_cut(cx, &wg->ops[i])) {
+            cur.cut = 1;
+            seg_push(&ct->bwd, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+    }
+    if (last && (cur.gpu + cur.cpu > 0 || ct->bwd.n == 0))
+        seg_push(&ct->bwd, cur);
+    label_pass(cx, &ct->bwd, "bwd", mc, &e);
+}
+
+/* Gradient buckets, filled in backward order as gradients become ready. Buckets run from the
+ * top layers down; a forward segment needs every bucket up to the first one (in that order)
+ * reaching down to its highest layer. */
+static void build_buckets(const compile_ctx *cx, chunk_template *ct)
+{
+    int layers = cx->wg.model.layers;
+    ct->bucket_end = xmalloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_end);
+    ct->bucket_bytes = xmalloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_bytes);
+    ct->bucket_lo = xmalloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_lo);
+    double bucket = cx->s->bucket_mb * 1e6, acc = 0;
+    int lo = layers;
+    for (int i = 0; i < ct->bwd.n; i++) {
+        acc += ct->bwd.seg[i].params * cx->grad_elem;
+        if (ct->bwd.seg[i].lo < lo)
+            lo = ct->bwd.seg[i].lo;
+        if (acc >= bucket || (i == ct->bwd.n - 1 && acc > 0)) {
+            ct->bucket_end[ct->n_buckets] = i;
+            ct->bucket_lo[ct->n_buckets] = lo;
+            ct->bucket_bytes[ct->n_buckets++] = acc;
+            acc = 0;
+            lo = layers;
+        }
+    }
+    ct->fwd_bucket = xmalloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
+    for (int i = 0; i < ct->fwd.n; i++) {
+        int b = 0;
+        while (b < ct->n_buckets - 1 && ct->bucket_lo[b] > ct->fwd.seg[i].hi)
+            b++;
+        ct->fwd_bucket[i] = b;
+    }
+}
+
+void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                          chunk_template *ct)
+{
+    assert(mc >= 0 && mc < cx->mcs && slowdown > 0);
+    memset(ct, 0, sizeof *ct);
+    build_forward(cx, mc, dev, slowdown, 0, ct);
+
+    /* full recompute keeps each such layer's input (sequence-parallel: a 1/tp slice) */
+    int per = cx->wg.model.layers / cx->mcs;
+    for (int l = mc * per; l < (mc + 1) * per; l++)
+        if (strategy_recompute_for_layer(cx->s, l) == RECOMPUTE_FULL)
+            ct->act_bytes += cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
+
+    build_forward(cx, mc, dev, slowdown, 1, ct);
+    build_backward(cx, mc, dev, slowdown, ct);
+    build_buckets(cx, ct);
+}
+
+void chunk_template_free(chunk_template *ct)
+{
+    free(ct->fwd.seg);
+    free(ct->bwd.seg);
+    free(ct->rec.seg);
+    free(ct->bucket_end);
+    free(ct->bucket_bytes);
+    free(ct->bucket_lo);
+    free(ct->fwd_bucket);
+}
+
+static int same_segments(const segment_list *a, const segment_list *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++) {
+        const segment *x = &a->seg[i], *y = &b->seg[i];
+        if (x->cut != y->cut || x->label != y->label || x->params != y->params || x->lo != y->lo ||
+            x->hi != y->hi)
+            return 0;
+    }
+    return 1;
+}
+
+int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
+{
+    if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
+        !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
+        a->params != b->params || a->act_bytes != b->act_bytes)
+        return 0;
+    for (int i = 0; i < a->n_buckets; i++)
+        if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i])
+            return 0;
+    return 1;
+}
