@@ -179,20 +179,6 @@ static void top_labels(const compiled_plan *p, const htae_result *r, int rank, r
     free(by);
 }
 
-static double capacity_of(const compiled_plan *p, int k)
-{
-    return p->memory_capacity_of_rank ? p->memory_capacity_of_rank[k] : p->memory_capacity;
-}
-
-/* Whether GPU k has less memory headroom than GPU m. */
-static int tighter(const compiled_plan *p, int k, int m)
-{
-    double ck = capacity_of(p, k), cm = capacity_of(p, m);
-    if (ck == cm)
-        return p->memory[k].total > p->memory[m].total;
-    return ck - p->memory[k].total < cm - p->memory[m].total;
-}
-
 void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out)
 {
     const htae_graph *g = p->graph;
@@ -212,15 +198,10 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
             out->busiest_rank = k;
     free(busy);
 
-    /* The GPU closest to its own capacity (on one GPU model: the one needing the most), so
-     * peak > capacity exactly when some GPU does not fit. */
-    int m = 0;
-    for (int k = 1; k < p->gpus; k++)
-        if (tighter(p, k, m))
-            m = k;
+    int m = compiled_plan_tightest_rank(p);
     out->peak_memory_rank = m;
     out->peak_memory_bytes = p->memory[m].total;
-    out->memory_capacity = capacity_of(p, m);
+    out->memory_capacity = p->memory_capacity_of_rank[m];
     breakdown(p, r, out->busiest_rank, flush_end(p, r), out);
     top_labels(p, r, out->busiest_rank, out);
 }

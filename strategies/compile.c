@@ -752,3 +752,22 @@ void compiled_plan_free(compiled_plan *p)
     free(p->memory_capacity_of_rank);
     memset(p, 0, sizeof *p);
 }
+
+/* Whether GPU k has less memory headroom than GPU m. */
+static int tighter(const compiled_plan *p, int k, int m)
+{
+    double ck = p->memory_capacity_of_rank[k], cm = p->memory_capacity_of_rank[m];
+    if (ck == cm)
+        return p->memory[k].total > p->memory[m].total;
+    return ck - p->memory[k].total < cm - p->memory[m].total;
+}
+
+int compiled_plan_tightest_rank(const compiled_plan *p)
+{
+    assert(p->gpus > 0 && p->memory && p->memory_capacity_of_rank);
+    int m = 0;
+    for (int k = 1; k < p->gpus; k++)
+        if (tighter(p, k, m))
+            m = k;
+    return m;
+}

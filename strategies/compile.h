@@ -57,4 +57,9 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
                  compiled_plan *out, ps_error *err);
 void compiled_plan_free(compiled_plan *p);
 
+/* The GPU closest to its own memory capacity (on one GPU model: the one needing the most), so
+ * the plan fits exactly when that GPU's memory[].total <= memory_capacity_of_rank[] of it. The
+ * one fit rule of `run --strict-memory`, the report and sweep pruning. */
+int compiled_plan_tightest_rank(const compiled_plan *p);
+
 #endif

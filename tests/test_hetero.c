@@ -372,6 +372,7 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     plan.tp = plan.dp = 1;
     plan.peak_flops_per_gpu = 1;
     plan.memory = calloc((size_t)p, sizeof *plan.memory);
+    plan.memory_capacity_of_rank = calloc((size_t)p, sizeof *plan.memory_capacity_of_rank);
     report_summary sum;
     report_summarize(&plan, &r, &sum);
     ck_assert_int_eq(sum.busiest_rank, busiest);
@@ -381,6 +382,7 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     ck_assert(sum.exposed_comm_s == 0);
     ck_close(sum.compute_s + sum.bubble_s + sum.idle_s, r.makespan, 1e-12);
     free(plan.memory);
+    free(plan.memory_capacity_of_rank);
     htae_result_free(&r);
     htae_graph_free(g);
     cluster_free(&c);

@@ -106,16 +106,14 @@ static void worker_main(const sweep_spec *spec, const cluster *c, sweep_plan p, 
                  ? ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory")
                  : compile_plan(&s, c, NULL, &plan, &err);
     if (!rc) {
-        double peak = 0;
-        for (int r = 0; r < plan.gpus; r++)
-            if (plan.memory[r].total > peak)
-                peak = plan.memory[r].total;
+        int m = compiled_plan_tightest_rank(&plan);
+        double peak = plan.memory[m].total, capacity = plan.memory_capacity_of_rank[m];
         p.peak_memory_bytes = peak;
-        p.memory_capacity_bytes = plan.memory_capacity;
-        if (spec->memory_fit && peak > plan.memory_capacity) {
+        p.memory_capacity_bytes = capacity;
+        if (spec->memory_fit && peak > capacity) {
             p.status = SWEEP_PLAN_OOM;
             snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,
-                     plan.memory_capacity / GIB);
+                     capacity / GIB);
             _exit(write_all(fd, &p, sizeof p) ? 3 : 0);
         }
         rc = htae_run(plan.graph, c, NULL, &res, &err);
