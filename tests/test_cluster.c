@@ -33,6 +33,7 @@ static void load_ok(const char *path, cluster *c)
 {
     ps_error err;
     ps_error_clear(&err);
+    cluster_engine_start();
     int rc = cluster_load(path, data_dir(), c, &err);
     if (rc)
         ps_error_print(&err, stderr);
@@ -47,6 +48,7 @@ static ps_error load_fails(const char *fixture)
     cluster c;
     ps_error err;
     ps_error_clear(&err);
+    cluster_engine_start();
     int rc = cluster_load(path, data_dir(), &c, &err);
     ck_assert_msg(rc == PS_EINPUT, "%s: expected PS_EINPUT, got %d", fixture, rc);
     ck_assert_int_eq(err.code, PS_EINPUT);
@@ -325,9 +327,30 @@ START_TEST(missing_file)
     cluster c;
     ps_error err;
     ps_error_clear(&err);
+    cluster_engine_start();
     ck_assert_int_eq(cluster_load("/nonexistent/protosim.xml", data_dir(), &c, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, "/nonexistent/protosim.xml");
+}
+END_TEST
+
+/* The engine is started explicitly (cluster_engine_start), never behind the caller's back: a
+ * load before it is an internal error and leaves nothing loaded. */
+START_TEST(load_needs_the_engine)
+{
+    cluster c;
+    ps_error err;
+    ps_error_clear(&err);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/clusters/dgx4.xml", data_dir());
+    ck_assert_int_eq(cluster_load(path, data_dir(), &c, &err), PS_EINTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cluster_engine_start"));
+    ck_assert_int_eq(c.n_gpus, 0);
+    ps_error_clear(&err);
+    cluster_engine_start();
+    ck_assert_msg(cluster_load(path, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(c.n_gpus, 4);
+    cluster_free(&c);
 }
 END_TEST
 
@@ -465,6 +488,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, timing_one_flow);
     tcase_add_test(t, timing_two_flows_same_direction);
     tcase_add_test(t, timing_two_flows_opposite_directions);
+    tcase_add_test(t, load_needs_the_engine);
     suite_add_tcase(s, t);
     return s;
 }

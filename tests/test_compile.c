@@ -40,6 +40,7 @@ static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel,
     ps_error_clear(&err);
     memset(f, 0, sizeof *f);
     ck_assert_msg(strategy_load(sp, data_dir(), &f->s, &err) == 0, "%s", err.message);
+    cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
     if (!simulate)
@@ -399,6 +400,7 @@ static void korthikanti(const char *strategy_rel, int nodes, double act_gib)
     snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
     memset(&f, 0, sizeof f);
     ck_assert_msg(strategy_load(sp, data_dir(), &f.s, &err) == 0, "%s", err.message);
+    cluster_engine_start();
     ck_assert_msg(cluster_load(xml, data_dir(), &f.c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&f.s, &f.c, NULL, &f.p, &err) == 0, "%s", err.message);
     unlink(xml);

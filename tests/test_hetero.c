@@ -52,6 +52,7 @@ static outcome run_plan(const char *strategy_rel, const char *cluster_rel, int f
         compile_options o;
         compile_default_options(&o);
         o.fold_data_parallel = fold;
+        cluster_engine_start();
         if (strategy_load(sp, data_dir(), &s, &err) || cluster_load(cp, data_dir(), &c, &err) ||
             compile_plan(&s, &c, &o, &p, &err) || htae_run(p.graph, &c, NULL, &r, &err)) {
             fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
@@ -255,6 +256,7 @@ START_TEST(route_bandwidth_and_latency_between_ranks)
     ps_error err;
     ps_error_clear(&err);
     cluster c;
+    cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
     double bw, lat;
     cluster_route(&c, 2, 3, &bw, &lat);
@@ -279,6 +281,7 @@ START_TEST(slowdown_is_read_per_gpu)
     ps_error err;
     ps_error_clear(&err);
     cluster c;
+    cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert(c.slowdown[0] == 1.0 && c.slowdown[1] == 1.2);
     cluster_free(&c);
@@ -297,6 +300,7 @@ START_TEST(bad_slowdown_is_an_input_error)
     ps_error err;
     ps_error_clear(&err);
     cluster c;
+    cluster_engine_start();
     ck_assert_int_eq(cluster_load(cp, data_dir(), &c, &err), PS_EINPUT);
     ck_assert_str_eq(err.file, cp);
     ck_assert_int_eq(err.line, 7); /* <host id="g1" ...> */
@@ -332,6 +336,7 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     ps_error err;
     ps_error_clear(&err);
     cluster c;
+    cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_int_eq(c.n_gpus, p);
     htae_graph *g = htae_graph_create(p);
@@ -416,6 +421,7 @@ START_TEST(segment_labels_name_stage_and_layers)
     cluster c;
     compiled_plan p;
     ck_assert_msg(strategy_load(sp, data_dir(), &s, &err) == 0, "%s", err.message);
+    cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
     const char *want[] = {"fwd stage 0, embedding + layers 0-1",
@@ -449,6 +455,7 @@ START_TEST(memory_is_checked_against_each_gpus_capacity)
     compiled_plan p;
     htae_result r;
     ck_assert_msg(strategy_load(sp, data_dir(), &s, &err) == 0, "%s", err.message);
+    cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
     const double GiB = 1073741824.0;

@@ -27,7 +27,9 @@ static void load(const char *rel, cluster *c)
     snprintf(path, sizeof path, "%s/%s", data_dir(), rel);
     ps_error err;
     ps_error_clear(&err);
+    cluster_engine_start();
     int rc = cluster_load(path, data_dir(), c, &err);
+    cluster_engine_start();
     ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
 }
 
@@ -81,6 +83,7 @@ static void load_two_nodes(int k, const char *const nvl_lat[2], const char *cons
     fclose(f);
     ps_error err;
     ps_error_clear(&err);
+    cluster_engine_start();
     int rc = cluster_load(path, data_dir(), c, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "cluster_load: %s", err.message);

@@ -205,9 +205,11 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
 
     char msg[700];
     int line;
-    if (cluster_platform_start(platform_path, msg, sizeof msg, &line)) {
+    int loaded = cluster_platform_load(platform_path, msg, sizeof msg, &line);
+    if (loaded) {
         cluster_free(out);
-        return ps_error_set(err, PS_EINPUT, platform_path, line, 0, "", "%s", msg);
+        return ps_error_set(err, loaded == -2 ? PS_EINTERNAL : PS_EINPUT, platform_path, line, 0,
+                            "", "%s", msg);
     }
 
     size_t n_hosts = sg_host_count();

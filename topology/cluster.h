@@ -44,8 +44,8 @@ typedef struct cluster {
     device_table devices;
 } cluster;
 
-/* Start the SimGrid engine (ptask_L07, TCP-gamma 0, fine timing precision, quiet logs) and
- * load the platform. One per process: SimGrid cannot be reset. GPUs are the hosts with a `gpu`
+/* Load the platform into the engine cluster_engine_start started (below; loading before is a
+ * PS_EINTERNAL error). One per process: SimGrid cannot be reset. GPUs are the hosts with a `gpu`
  * property; ranks follow the `rank` property if every GPU has one, else natural name order.
  * Malformed XML, unknown GPU names, duplicate or gapped ranks are PS_EINPUT errors.
  * data_dir locates topology/devices/devices.yaml. */
@@ -55,17 +55,22 @@ void cluster_free(cluster *c);
 /* The platform route from rank a's GPU to rank b's: its bottleneck bandwidth (bytes/s, the
  * smallest over its links; INFINITY for a == b or a route without links) and its total latency
  * (seconds, 0 for a == b). The compiler uses it to decide whether ranks behave alike. Needs the
- * engine that cluster_load started. */
+ * platform cluster_load loaded. */
 void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency);
 
 /* The SimGrid shim (topology/platform.cpp): SimGrid reports platform errors as C++ exceptions,
  * which would abort a C caller, so the C++ side catches them and hands back text. For topology/
  * and sim/htae only; the rest of protosim never sees the engine. */
 
-/* Start the engine once per process and load the platform. Returns 0, or -1 with the exception's
- * message in msg and its line in *line (0 when the message names none). The environment variable
- * PROTOSIM_SIMGRID_LOG, e.g. "root.thres:warning", replaces the default critical-only logging. */
-int cluster_platform_start(const char *path, char *msg, size_t msg_cap, int *line);
+/* Start the SimGrid engine (ptask_L07, TCP-gamma 0, fine timing precision, quiet logs): the
+ * first step of every simulation, before cluster_load, once per process (SimGrid cannot be
+ * reset; later calls do nothing). The environment variable PROTOSIM_SIMGRID_LOG, e.g.
+ * "root.thres:warning", replaces the default critical-only logging. */
+void cluster_engine_start(void);
+/* Load the platform into the started engine. Returns 0, or -1 with the exception's message in
+ * msg and its line in *line (0 when the message names none), or -2 when the engine was not
+ * started. For cluster_load. */
+int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line);
 /* Name of the netzone directly holding host `name`, or NULL if there is no such host. The string
  * lives as long as the engine. */
 const char *cluster_platform_host_zone(const char *name);

@@ -14,6 +14,7 @@ extern "C" {
 }
 
 static bool engine_started = false;
+static bool platform_loaded = false;
 
 /* SimGrid says "Parse error at FILE:LINE: ..." (and "(XML input line LINE" for XML errors). The
  * file name may hold colons, so look for the path we gave it first. */
@@ -58,16 +59,26 @@ static void start_engine()
     engine_started = true;
 }
 
-extern "C" int cluster_platform_start(const char *path, char *msg, size_t msg_cap, int *line)
+extern "C" void cluster_engine_start(void)
+{
+    if (!engine_started)
+        start_engine();
+}
+
+extern "C" int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line)
 {
     *line = 0;
-    if (engine_started) {
+    if (!engine_started) {
+        std::snprintf(msg, msg_cap, "the engine is not started (cluster_engine_start)");
+        return -2;
+    }
+    if (platform_loaded) {
         /* SimGrid cannot be reset, and a second platform would merge into the first. */
         std::snprintf(msg, msg_cap, "a platform is already loaded in this process");
         return -1;
     }
     try {
-        start_engine();
+        platform_loaded = true;
         simgrid_load_platform(path);
         return 0;
     } catch (const std::exception &e) {

@@ -120,6 +120,7 @@ static int collective_main(int argc, char **argv)
     ps_error err;
     ps_error_clear(&err);
     cluster c;
+    cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
     if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
         free(sizes);
         return cli_fail(&err);

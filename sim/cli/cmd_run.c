@@ -107,6 +107,7 @@ static int run_main(int argc, char **argv)
     if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
         return cli_fail(&err);
     cluster c;
+    cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
     if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
         strategy_free(&s);
         return cli_fail(&err);

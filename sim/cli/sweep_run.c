@@ -492,6 +492,7 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
     if (sweep_spec_load(sweep_path, data_dir, &spec, err))
         return err->code;
     cluster c;
+    cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
     if (cluster_load(cluster_path, data_dir, &c, err)) {
         sweep_spec_free(&spec);
         return err->code;
