@@ -14,7 +14,7 @@ const cli_command cli_run = {
     "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
     "               [--trace OUT.trace.json] [--strict-memory] [--no-fold] [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
-    "summary (iteration time, throughput, MFU, memory, time breakdown, critical path).\n"
+    "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
     "  --json OUT.json         write the report as JSON\n"
