@@ -33,7 +33,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     s->workload_loc = yread_loc(n);
     if (n->type == YAML_MAPPING_NODE) {
-        if (workload_model_from_yaml(c->doc, n, c->file, &s->model, c->err))
+        if (workload_model_read(c, n, "workload", &s->model))
             return c->err->code;
         if (!s->model.name[0]) /* reports need some name */
             snprintf(s->model.name, sizeof s->model.name, "inline");
@@ -514,27 +514,9 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
     }
     start_strategy(out, path, data_dir);
 
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot open strategy file: %s",
-                            strerror(errno));
-
-    yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot initialize libyaml");
-    }
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        int rc = ps_error_set(err, PS_EINPUT, path, (int)parser.problem_mark.line + 1,
-                              (int)parser.problem_mark.column + 1, "", "malformed YAML: %s%s%s",
-                              parser.problem ? parser.problem : "parse error",
-                              parser.context ? " " : "", parser.context ? parser.context : "");
-        yaml_parser_delete(&parser);
-        fclose(f);
-        return rc;
-    }
+    if (yread_load_file(path, "strategy file", &doc, err))
+        return err->code;
 
     yread_ctx c = {&doc, path, err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -545,8 +527,6 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
     else
         rc = load_root(&c, root, out);
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    fclose(f);
 
     if (rc) {
         strategy_free(out);

@@ -205,32 +205,14 @@ int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_
     out->memory_fit = 1;
     out->max_plans = 100000;
     snprintf(out->file, sizeof out->file, "%s", path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot open sweep file: %s",
-                            strerror(errno));
-    yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot initialize libyaml");
-    }
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        int rc = ps_error_set(err, PS_EINPUT, path, (int)parser.problem_mark.line + 1,
-                              (int)parser.problem_mark.column + 1, "", "malformed YAML: %s",
-                              parser.problem ? parser.problem : "parse error");
-        yaml_parser_delete(&parser);
-        fclose(f);
-        return rc;
-    }
+    if (yread_load_file(path, "sweep file", &doc, err))
+        return err->code;
     yread_ctx c = {&doc, path, err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     int rc = root ? load_sweep_root(&c, root, data_dir, out)
                   : ps_error_set(err, PS_EINPUT, path, 1, 1, "base", "the sweep file is empty");
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    fclose(f);
     if (rc)
         sweep_spec_free(out);
     return rc;

@@ -8,44 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- model mapping ---- */
 
-static int node_line(const yaml_node_t *n)
-{
-    return (int)n->start_mark.line + 1;
-}
-static int node_col(const yaml_node_t *n)
-{
-    return (int)n->start_mark.column + 1;
-}
-
-static const char *scalar_text(const yaml_node_t *n)
-{
-    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
-
-/* A positive int from a scalar; anything else is an error naming the field. */
-static int parse_dim(const yaml_node_t *v, const char *file, const char *field, int *out,
-                     ps_error *err)
-{
-    const char *s = scalar_text(v);
-    if (!s)
-        return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), field,
-                            "expected a positive integer, got a %s",
-                            v->type == YAML_MAPPING_NODE ? "mapping" : "sequence");
-    char *end;
-    errno = 0;
-    long x = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || errno == ERANGE || x > INT_MAX)
-        return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), field,
-                            "expected a positive integer, got '%s'", s);
-    if (x <= 0)
-        return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), field,
-                            "must be positive, got %ld", x);
-    *out = (int)x;
-    return 0;
-}
+static const char *const family_table[] = {"gpt", "bert"};
+const enum_names model_family_names = ENUM_NAMES(family_table);
+static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu"};
+const enum_names model_activation_names = ENUM_NAMES(activation_table);
+static const char *const attention_table[] = {"unfused", "flash"};
+static const char *const kernels_table[] = {"fused", "eager"};
 
 enum {
     F_NAME,
@@ -65,107 +37,83 @@ static const char *const model_keys[F_COUNT] = {"name",      "family",  "layers"
                                                 "heads",     "seq",     "vocab",     "ffn_hidden",
                                                 "attention", "kernels", "activation"};
 
-int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
-                             workload_model *out, ps_error *err)
+/* One key's value into m. `field` is the key's dotted path. */
+static int model_field(yread_ctx *c, int f, yaml_node_t *v, const char *field, workload_model *m)
 {
-    assert(doc && node && out);
+    int *dims[F_COUNT] = {NULL,      NULL,           &m->layers, &m->hidden, &m->heads, &m->seq,
+                          &m->vocab, &m->ffn_hidden, NULL,       NULL,       NULL};
+    int i;
+    switch (f) {
+    case F_NAME: {
+        const char *s = yread_scalar(v);
+        if (!s || !s[0])
+            return yread_fail(c, v, field, "expected a name, got %s", yread_kind(v));
+        if (strlen(s) >= sizeof m->name)
+            return yread_fail(c, v, field, "name longer than %zu characters", sizeof m->name - 1);
+        snprintf(m->name, sizeof m->name, "%s", s);
+        return 0;
+    }
+    case F_FAMILY:
+        if (yread_enum(c, v, field, family_table, model_family_names.count, &i))
+            return c->err->code;
+        m->family = (model_family)i;
+        return 0;
+    case F_ATTENTION:
+        if (yread_enum(c, v, field, attention_table, 2, &i))
+            return c->err->code;
+        m->flash_attention = i;
+        return 0;
+    case F_KERNELS:
+        if (yread_enum(c, v, field, kernels_table, 2, &i))
+            return c->err->code;
+        m->eager_kernels = i;
+        return 0;
+    case F_ACTIVATION:
+        if (yread_enum(c, v, field, activation_table, model_activation_names.count, &i))
+            return c->err->code;
+        m->activation = (model_activation)i;
+        return 0;
+    default: return yread_int(c, v, field, 1, INT_MAX, dims[f]);
+    }
+}
+
+int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out)
+{
+    assert(c && node && out);
     if (node->type != YAML_MAPPING_NODE)
-        return ps_error_set(err, PS_EINPUT, file, node_line(node), node_col(node), "",
-                            "a model must be a mapping (family, layers, hidden, ...)");
+        return yread_fail(c, node, path, "a model must be a mapping (family, layers, hidden, ...)");
+    if (yread_check_keys(c, node, path, model_keys, F_COUNT))
+        return c->err->code;
 
     workload_model m;
     memset(&m, 0, sizeof m);
-    int seen[F_COUNT] = {0};
-    int *dims[F_COUNT] = {NULL,     NULL,          &m.layers, &m.hidden, &m.heads, &m.seq,
-                          &m.vocab, &m.ffn_hidden, NULL,      NULL,      NULL};
-
-    for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(doc, p->value);
-        assert(k && v);
-        const char *key = scalar_text(k);
-        if (!key)
-            return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), "",
-                                "model keys must be plain names");
-        int f = 0;
-        while (f < F_COUNT && strcmp(key, model_keys[f]) != 0)
-            f++;
-        if (f == F_COUNT)
-            return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
-                                "unknown model key '%s' (expected name, family, layers, "
-                                "hidden, heads, seq, vocab, ffn_hidden, attention, kernels, "
-                                "activation)",
-                                key);
-        if (seen[f])
-            return ps_error_set(err, PS_EINPUT, file, node_line(k), node_col(k), key,
-                                "duplicate key '%s'", key);
-        seen[f] = 1;
-
-        if (f == F_ATTENTION) {
-            const char *a = scalar_text(v);
-            if (a && strcmp(a, "flash") == 0)
-                m.flash_attention = 1;
-            else if (!a || strcmp(a, "unfused") != 0)
-                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
-                                    "unknown attention '%s' (expected unfused or flash)",
-                                    a ? a : "");
-        } else if (f == F_KERNELS) {
-            const char *a = scalar_text(v);
-            if (a && strcmp(a, "eager") == 0)
-                m.eager_kernels = 1;
-            else if (!a || strcmp(a, "fused") != 0)
-                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
-                                    "unknown kernels '%s' (expected fused or eager)", a ? a : "");
-        } else if (f == F_ACTIVATION) {
-            const char *a = scalar_text(v);
-            if (a && strcmp(a, "gelu") == 0)
-                m.activation = ACT_GELU;
-            else if (a && strcmp(a, "gelu_tanh") == 0)
-                m.activation = ACT_GELU_TANH;
-            else if (a && strcmp(a, "relu") == 0)
-                m.activation = ACT_RELU;
-            else
-                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
-                                    "unknown activation '%s' (expected gelu, gelu_tanh or relu)",
-                                    a ? a : "");
-        } else if (f == F_NAME || f == F_FAMILY) {
-            const char *s = scalar_text(v);
-            if (!s)
-                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
-                                    "expected a string");
-            if (f == F_NAME) {
-                if (strlen(s) >= sizeof m.name)
-                    return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
-                                        "name longer than %zu characters", sizeof m.name - 1);
-                snprintf(m.name, sizeof m.name, "%s", s);
-            } else if (strcmp(s, "gpt") == 0) {
-                m.family = FAMILY_GPT;
-            } else if (strcmp(s, "bert") == 0) {
-                m.family = FAMILY_BERT;
-            } else {
-                return ps_error_set(err, PS_EINPUT, file, node_line(v), node_col(v), key,
-                                    "unknown family '%s' (expected gpt or bert)", s);
-            }
-        } else {
-            int rc = parse_dim(v, file, key, dims[f], err);
-            if (rc)
-                return rc;
-        }
+    char field[160];
+    for (int f = 0; f < F_COUNT; f++) {
+        yread_join_path(field, sizeof field, path, model_keys[f]);
+        yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
+        if (v && model_field(c, f, v, field, &m))
+            return c->err->code;
+        int optional =
+            f == F_NAME || f == F_FFN || f == F_ATTENTION || f == F_KERNELS || f == F_ACTIVATION;
+        if (!v && !optional)
+            return yread_fail(c, node, field, "missing required key '%s'", model_keys[f]);
     }
-
-    for (int f = F_FAMILY; f < F_COUNT; f++) {
-        if (!seen[f] && f != F_FFN && f != F_ATTENTION && f != F_KERNELS && f != F_ACTIVATION)
-            return ps_error_set(err, PS_EINPUT, file, node_line(node), node_col(node),
-                                model_keys[f], "missing required key '%s'", model_keys[f]);
+    if (m.hidden % m.heads != 0) {
+        yread_join_path(field, sizeof field, path, "heads");
+        return yread_fail(c, yread_map_get(c, node, "heads"), field,
+                          "hidden (%d) is not divisible by heads (%d)", m.hidden, m.heads);
     }
-    if (m.hidden % m.heads != 0)
-        return ps_error_set(err, PS_EINPUT, file, node_line(node), node_col(node), "heads",
-                            "hidden (%d) is not divisible by heads (%d)", m.hidden, m.heads);
-    if (!seen[F_FFN])
+    if (!yread_map_get(c, node, "ffn_hidden"))
         m.ffn_hidden = 4 * m.hidden;
     *out = m;
     return 0;
+}
+
+int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
+                             workload_model *out, ps_error *err)
+{
+    yread_ctx c = {doc, file, err};
+    return workload_model_read(&c, node, "", out);
 }
 
 /* ---- loading a model file ---- */
@@ -205,40 +153,21 @@ int workload_model_load(const char *name_or_path, const char *data_dir, workload
         return ps_error_set(err, PS_EINPUT, name_or_path, 0, 0, "workload",
                             "workload path too long");
 
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    if (access(path, F_OK) != 0)
         return ps_error_set(err, PS_EINPUT, path, 0, 0, "workload",
                             "no such workload '%s' (cannot open %s: %s)", name_or_path, path,
                             strerror(errno));
-
-    yaml_parser_t parser;
     yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot start the YAML parser");
-    }
-    yaml_parser_set_input_file(&parser, f);
-    int rc = 0;
-    if (!yaml_parser_load(&parser, &doc)) {
-        rc = ps_error_set(err, PS_EINPUT, path, (int)parser.problem_mark.line + 1,
-                          (int)parser.problem_mark.column + 1, "", "malformed YAML: %s%s%s",
-                          parser.problem ? parser.problem : "parse error",
-                          parser.context ? " " : "", parser.context ? parser.context : "");
-        yaml_parser_delete(&parser);
-        fclose(f);
-        return rc;
-    }
-
+    if (yread_load_file(path, "model file", &doc, err))
+        return err->code;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
+    int rc;
     if (!root)
         rc = ps_error_set(err, PS_EINPUT, path, 1, 1, "", "empty model file");
     else
         rc = workload_model_from_yaml(&doc, root, path, out, err);
     if (rc == 0 && out->name[0] == '\0')
         stem_of(path, out->name, sizeof out->name);
-
     yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    fclose(f);
     return rc;
 }

@@ -7,13 +7,16 @@
 
 #include "../sim/base/error.h"
 #include "../sim/base/vocab.h"
+#include "../sim/base/yaml_read.h"
 
 typedef enum { FAMILY_GPT, FAMILY_BERT } model_family;
+extern const enum_names model_family_names;
 
 /* MLP activation. Only `kernels: eager` tells them apart: fused kernels do any of them in one
  * bias-activation pass. gelu_tanh is the tanh approximation written as PyTorch ops
  * (HuggingFace's gelu_new: 8 elementwise kernels each way). */
 typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } model_activation;
+extern const enum_names model_activation_names;
 
 /* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). */
 typedef struct workload_model {
@@ -80,8 +83,13 @@ typedef struct workload_graph {
     double fwd_flops, bwd_flops; /* sums over ops, one micro-batch */
 } workload_graph;
 
-/* Parse a model mapping (a YAML node of an already loaded document). `file` names the document
- * for messages. Unknown keys and missing or non-positive dimensions are errors. */
+/* Parse a model mapping with the located reader; `path` is the mapping's dotted path in its
+ * document ("" in a model file, "workload" inline in a strategy), so errors name
+ * "workload.hidden" or "hidden". Unknown or repeated keys, missing or non-positive dimensions
+ * and unknown enum values are errors at their line and column. The one model parser: files and
+ * inline models both go through it. */
+int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out);
+/* The same for a whole document's node, path "" (`file` names the document for messages). */
 int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
                              workload_model *out, ps_error *err);
 /* Load workloads/models/NAME.yaml (searched in data_dir/workloads/models) or a path. */

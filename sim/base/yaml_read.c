@@ -10,6 +10,68 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+/* ---- loading a file ---- */
+
+static int parse_error(yaml_parser_t *p, const char *path, ps_error *err)
+{
+    return ps_error_set(err, PS_EINPUT, path, (int)p->problem_mark.line + 1,
+                        (int)p->problem_mark.column + 1, "", "malformed YAML: %s%s%s",
+                        p->problem ? p->problem : "parse error", p->context ? " " : "",
+                        p->context ? p->context : "");
+}
+
+/* After the first document: anything but the end of the stream is an error. */
+static int expect_single_document(yaml_parser_t *p, const char *path, const char *what,
+                                  ps_error *err)
+{
+    yaml_document_t next;
+    if (!yaml_parser_load(p, &next))
+        return parse_error(p, path, err);
+    yaml_node_t *root = yaml_document_get_root_node(&next);
+    int rc = 0;
+    if (root)
+        rc = ps_error_set(err, PS_EINPUT, path, (int)next.start_mark.line + 1,
+                          (int)next.start_mark.column + 1, "",
+                          "a second YAML document: a %s holds one document (remove the '---' "
+                          "and what follows, or merge them)",
+                          what);
+    yaml_document_delete(&next);
+    return rc;
+}
+
+int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps_error *err)
+{
+    memset(doc, 0, sizeof *doc);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot open %s: %s", what,
+                            strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot read %s: is a directory", what);
+    }
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(f);
+        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot start the YAML parser");
+    }
+    yaml_parser_set_input_file(&parser, f);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, doc)) {
+        rc = parse_error(&parser, path, err);
+        memset(doc, 0, sizeof *doc);
+    } else if (yaml_document_get_root_node(doc) &&
+               (rc = expect_single_document(&parser, path, what, err))) {
+        yaml_document_delete(doc);
+        memset(doc, 0, sizeof *doc);
+    }
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}
 
 /* ---- locations and errors ---- */
 

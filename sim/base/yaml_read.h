@@ -17,6 +17,13 @@ typedef struct yread_ctx {
     ps_error *err;
 } yread_ctx;
 
+/* The one YAML file loader: the single document of file `path` into *doc (the caller deletes
+ * it with yaml_document_delete). `what` names the file's role in messages ("strategy file").
+ * PS_EINPUT errors: cannot open (with the system's reason), a directory, malformed YAML (at the
+ * parser's line and column), a second document (`---`). An empty file loads as a document
+ * without a root node: the caller says what was missing. */
+int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps_error *err);
+
 /* Locations and errors. yread_loc(NULL) is {0, 0}; yread_fail returns the error code. */
 src_loc yread_loc(const yaml_node_t *n);
 int yread_fail(yread_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
