@@ -679,7 +679,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
         opt = &defaults;
     }
     memset(out, 0, sizeof *out);
-    if (strategy_check_gpus(s, c->n_gpus, err))
+    /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
+    if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err))
         return err->code;
     compile_ctx cx;
     memset(&cx, 0, sizeof cx);
@@ -692,12 +693,6 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
     cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? 1 : cx.dp;
-    if (s->schedule == SCHED_INTERLEAVED && cx.M % cx.pp != 0)
-        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
-                            "strategy.pipeline.schedule",
-                            "the interleaved schedule needs the number of micro-batches per "
-                            "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",
-                            cx.M, cx.pp);
     if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err))
         return err->code;
 

@@ -13,10 +13,14 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
-static const char *const recompute_names[] = {"none", "selective", "full"};
-static const char *const optimizer_names[] = {"adam", "sgd", "none"};
-static const char *const axis_names[] = {"tensor", "data", "pipeline"};
+static const char *const schedule_table[] = {"gpipe", "1f1b", "interleaved"};
+static const char *const recompute_table[] = {"none", "selective", "full"};
+static const char *const optimizer_table[] = {"adam", "sgd", "none"};
+static const char *const axis_table[] = {"tensor", "data", "pipeline"};
+const enum_names schedule_names = ENUM_NAMES(schedule_table);
+const enum_names recompute_names = ENUM_NAMES(recompute_table);
+const enum_names optimizer_names = ENUM_NAMES(optimizer_table);
+const enum_names parallel_axis_names = ENUM_NAMES(axis_table);
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -135,28 +139,16 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
     }
     if ((sched_node = yread_map_get(c, n, "schedule"))) {
         int i;
-        if (yread_enum(c, sched_node, "strategy.pipeline.schedule", schedule_names,
-                       COUNT(schedule_names), &i))
+        if (yread_enum(c, sched_node, "strategy.pipeline.schedule", schedule_names, &i))
             return c->err->code;
         s->schedule = (pipeline_schedule)i;
     }
     if ((vs_node = yread_map_get(c, n, "virtual_stages")) &&
         yread_int(c, vs_node, "strategy.pipeline.virtual_stages", 1, INT_MAX, &s->virtual_stages))
         return c->err->code;
-
-    /* Virtual stages only exist in the interleaved schedule, which needs at least two. */
-    if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
-        return yread_fail(c, vs_node ? vs_node : sched_node, "strategy.pipeline.virtual_stages",
-                          "the interleaved schedule needs virtual_stages >= 2, got %d",
-                          s->virtual_stages);
-    if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
-        return yread_fail(c, sched_node, "strategy.pipeline.schedule",
-                          "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
-    if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
-        return yread_fail(c, vs_node, "strategy.pipeline.virtual_stages",
-                          "virtual_stages must be 1 unless schedule is interleaved "
-                          "(schedule is %s, virtual_stages %d)",
-                          schedule_names[s->schedule], s->virtual_stages);
+    /* where strategy_validate points for the schedule rules */
+    s->schedule_loc = sched_node ? yread_loc(sched_node) : s->pp_loc;
+    s->virtual_stages_loc = vs_node ? yread_loc(vs_node) : s->schedule_loc;
     return 0;
 }
 
@@ -202,10 +194,10 @@ static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
         char field[64];
         snprintf(field, sizeof field, "strategy.order[%d]", i);
         int axis;
-        if (yread_enum(c, item, field, axis_names, COUNT(axis_names), &axis))
+        if (yread_enum(c, item, field, parallel_axis_names, &axis))
             return c->err->code;
         if (seen[axis])
-            return yread_fail(c, item, field, "axis '%s' appears twice in order", axis_names[axis]);
+            return yread_fail(c, item, field, "axis '%s' appears twice in order", axis_table[axis]);
         seen[axis] = 1;
         if (i < 3)
             s->order[i] = (parallel_axis)axis;
@@ -279,7 +271,7 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
     if ((v = yread_map_get(c, val, "recompute"))) {
         int i;
         yread_join_path(sub, sizeof sub, field, "recompute");
-        if (yread_enum(c, v, sub, recompute_names, COUNT(recompute_names), &i))
+        if (yread_enum(c, v, sub, recompute_names, &i))
             return c->err->code;
         o->has_recompute = 1;
         o->recompute = (recompute_mode)i;
@@ -338,7 +330,7 @@ static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
         return c->err->code;
     if ((v = yread_map_get(c, n, "recompute"))) {
         int i;
-        if (yread_enum(c, v, "strategy.recompute", recompute_names, COUNT(recompute_names), &i))
+        if (yread_enum(c, v, "strategy.recompute", recompute_names, &i))
             return c->err->code;
         s->recompute = (recompute_mode)i;
     }
@@ -346,36 +338,6 @@ static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
         return c->err->code;
     if ((v = yread_map_get(c, n, "children")) && load_children(c, v, s))
         return c->err->code;
-    return 0;
-}
-
-/* Checks that need the model and the whole plan, each pointing at the value to change. */
-static int validate(yread_ctx *c, const strategy *s)
-{
-    const workload_model *m = &s->model;
-    if (m->heads % s->tp)
-        return ps_error_set(
-            c->err, PS_EINPUT, c->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
-            "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
-    if (m->layers % (s->pp * s->virtual_stages)) {
-        if (s->virtual_stages > 1)
-            return ps_error_set(c->err, PS_EINPUT, c->file, s->pp_loc.line, s->pp_loc.column,
-                                "strategy.pipeline.degree",
-                                "pipeline degree %d x virtual_stages %d = %d does not divide "
-                                "the model's %d layers",
-                                s->pp, s->virtual_stages, s->pp * s->virtual_stages, m->layers);
-        return ps_error_set(c->err, PS_EINPUT, c->file, s->pp_loc.line, s->pp_loc.column,
-                            "strategy.pipeline.degree",
-                            "pipeline degree %d does not divide the model's %d layers", s->pp,
-                            m->layers);
-    }
-    long per_step = (long)s->micro_batch * s->dp;
-    if (s->global_batch % per_step)
-        return ps_error_set(c->err, PS_EINPUT, c->file, s->batch_loc.line, s->batch_loc.column,
-                            "batch.global",
-                            "global batch %d is not a multiple of micro batch %d x data "
-                            "degree %d = %ld",
-                            s->global_batch, s->micro_batch, s->dp, per_step);
     return 0;
 }
 
@@ -415,18 +377,18 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
         return c->err->code;
     int i;
     if ((v = yread_map_get(c, root, "precision"))) {
-        if (yread_enum(c, v, "precision", precision_names.names, precision_names.count, &i))
+        if (yread_enum(c, v, "precision", precision_names, &i))
             return c->err->code;
         s->precision = (precision_t)i;
     }
     if ((v = yread_map_get(c, root, "optimizer"))) {
-        if (yread_enum(c, v, "optimizer", optimizer_names, COUNT(optimizer_names), &i))
+        if (yread_enum(c, v, "optimizer", optimizer_names, &i))
             return c->err->code;
         s->optimizer = (optimizer_kind)i;
     }
     if ((v = yread_map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
         return c->err->code;
-    return validate(c, s);
+    return strategy_validate(s, c->err);
 }
 
 static void start_strategy(strategy *out, const char *path, const char *data_dir)
@@ -454,6 +416,71 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
     return 0;
 }
 
+/* The pipeline schedule's own rules: virtual stages exist only in the interleaved schedule,
+ * which needs at least two of them, two stages, and whole rounds of micro-batches. */
+static int validate_schedule(const strategy *s, ps_error *err)
+{
+    src_loc sl = s->schedule_loc.line ? s->schedule_loc : s->pp_loc;
+    src_loc vl = s->virtual_stages_loc.line ? s->virtual_stages_loc : sl;
+    if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, vl.line, vl.column, "strategy.pipeline.virtual_stages",
+            "the interleaved schedule needs virtual_stages >= 2, got %d", s->virtual_stages);
+    if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
+    if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
+        return ps_error_set(err, PS_EINPUT, s->file, vl.line, vl.column,
+                            "strategy.pipeline.virtual_stages",
+                            "virtual_stages must be 1 unless schedule is interleaved "
+                            "(schedule is %s, virtual_stages %d)",
+                            schedule_name(s->schedule), s->virtual_stages);
+    return 0;
+}
+
+/* Rules that need the model: heads by TP, layers by PP x virtual stages. */
+static int validate_model_split(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    if (m->heads % s->tp)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
+            "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
+    if (m->layers % (s->pp * s->virtual_stages) == 0)
+        return 0;
+    if (s->virtual_stages > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                            "strategy.pipeline.degree",
+                            "pipeline degree %d x virtual_stages %d = %d does not divide "
+                            "the model's %d layers",
+                            s->pp, s->virtual_stages, s->pp * s->virtual_stages, m->layers);
+    return ps_error_set(
+        err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column, "strategy.pipeline.degree",
+        "pipeline degree %d does not divide the model's %d layers", s->pp, m->layers);
+}
+
+/* Rules on the batch: whole micro-batches per data-parallel rank, and for the interleaved
+ * schedule whole rounds of them (Megatron-LM's requirement). */
+static int validate_batch(const strategy *s, ps_error *err)
+{
+    long per_step = (long)s->micro_batch * s->dp;
+    if (s->global_batch % per_step)
+        return ps_error_set(err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column,
+                            "batch.global",
+                            "global batch %d is not a multiple of micro batch %d x data "
+                            "degree %d = %ld",
+                            s->global_batch, s->micro_batch, s->dp, per_step);
+    int m = strategy_micro_batches(s);
+    if (s->schedule == SCHED_INTERLEAVED && m % s->pp != 0)
+        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                            "strategy.pipeline.schedule",
+                            "the interleaved schedule needs the number of micro-batches per "
+                            "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",
+                            m, s->pp);
+    return 0;
+}
+
 int strategy_validate(const strategy *s, ps_error *err)
 {
     ps_error scratch;
@@ -461,25 +488,11 @@ int strategy_validate(const strategy *s, ps_error *err)
         ps_error_clear(&scratch);
         err = &scratch;
     }
-    yread_ctx c = {NULL, s->file, err};
     if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->micro_batch < 1 || s->virtual_stages < 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy",
                             "degrees, micro batch and virtual stages must be >= 1");
-    if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
-        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
-                            "strategy.pipeline.virtual_stages",
-                            "the interleaved schedule needs virtual_stages >= 2, got %d",
-                            s->virtual_stages);
-    if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
-        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
-                            "strategy.pipeline.schedule",
-                            "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
-    if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
-        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
-                            "strategy.pipeline.virtual_stages",
-                            "virtual_stages must be 1 unless schedule is interleaved "
-                            "(schedule is %s, virtual_stages %d)",
-                            schedule_names[s->schedule], s->virtual_stages);
+    if (validate_schedule(s, err))
+        return err->code;
     if (s->zero < 0 || s->zero > 3)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.zero", "must be between 0 and 3, got %d", s->zero);
@@ -487,7 +500,9 @@ int strategy_validate(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
                             s->bucket_mb);
-    return validate(&c, s);
+    if (validate_model_split(s, err))
+        return err->code;
+    return validate_batch(s, err);
 }
 
 int strategy_clone(const strategy *src, strategy *dst)
@@ -615,10 +630,10 @@ int strategy_micro_batches(const strategy *s)
 
 const char *schedule_name(pipeline_schedule s)
 {
-    return (unsigned)s < (unsigned)COUNT(schedule_names) ? schedule_names[s] : "?";
+    return enum_name(schedule_names, (int)s);
 }
 
 const char *recompute_name(recompute_mode r)
 {
-    return (unsigned)r < (unsigned)COUNT(recompute_names) ? recompute_names[r] : "?";
+    return enum_name(recompute_names, (int)r);
 }

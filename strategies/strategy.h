@@ -7,6 +7,9 @@
 #include "../workloads/workload.h"
 
 typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
+/* Each enum's one name table (the YAML spelling), indexed by value: vocab.h's enum_name and
+ * enum_parse look them up. */
+extern const enum_names schedule_names, recompute_names, optimizer_names, parallel_axis_names;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
 typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE } parallel_axis;
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
@@ -45,6 +48,7 @@ typedef struct strategy {
     pipeline_schedule schedule;
     int virtual_stages; /* 1 unless interleaved */
     src_loc pp_loc;
+    src_loc schedule_loc, virtual_stages_loc; /* where the schedule rules point */
 
     int dp;   /* data.degree */
     int zero; /* 0..3 (only 0 and 1 simulated for now) */
@@ -86,9 +90,11 @@ void strategy_free(strategy *s);
  * sweep file's `base:`); locations point into `file`, the document's file. */
 int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file,
                        const char *data_dir, strategy *out, ps_error *err);
-/* Re-run the consistency checks strategy_load does after parsing (schedule and virtual stages,
- * heads by TP, layers by PP x virtual stages, batch by micro x DP) on a strategy changed in
- * memory (a sweep variant). Errors point at the loaded locations of the changed fields. */
+/* THE plan-validity rules, the one place they are written: degrees >= 1; the schedule's
+ * (virtual stages only when interleaved, and then >= 2 of them and >= 2 stages); ZeRO stage and
+ * bucket size; heads divisible by TP, layers by PP x virtual stages; the global batch by micro
+ * x DP and, interleaved, the micro-batches per DP rank by PP. strategy_load, the sweep
+ * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
 /* Deep copy (overrides are heap-owned); free dst with strategy_free. 0, or -1 out of memory. */
 int strategy_clone(const strategy *src, strategy *dst);

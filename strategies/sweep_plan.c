@@ -81,20 +81,6 @@ static void mark_invalid(sweep_plan *p, const char *kind, const char *fmt, ...)
     p->status = SWEEP_PLAN_INVALID;
 }
 
-/* TODO(merge): strategy_validate is gaining this rule (the strategy branch); once it has it,
- * delete this function and its one call in check_plan. Returns 0, or -1 after marking p. */
-static int interleaved_micro_batch_rule(const strategy *v, sweep_plan *p)
-{
-    int m = strategy_micro_batches(v);
-    if (v->schedule != SCHED_INTERLEAVED || m % v->pp == 0)
-        return 0;
-    mark_invalid(p, "strategy.pipeline.schedule",
-                 "the interleaved schedule needs the micro-batches per data-parallel rank "
-                 "(%d) to be a multiple of the pipeline degree (%d)",
-                 m, v->pp);
-    return -1;
-}
-
 /* Judges one combination: marks it invalid with the reason, or leaves it pending. With
  * `data: auto` the data degree is derived from the GPU count first. */
 static void check_plan(const strategy *base, int gpus, int data_auto, sweep_plan *p)
@@ -117,11 +103,8 @@ static void check_plan(const strategy *base, int gpus, int data_auto, sweep_plan
         return;
     }
     ps_error_clear(&e);
-    if (strategy_validate(&v, &e)) {
+    if (strategy_validate(&v, &e))
         mark_invalid(p, e.field, "%s", e.message);
-        return;
-    }
-    interleaved_micro_batch_rule(&v, p);
 }
 
 /* ---- enumeration ---- */

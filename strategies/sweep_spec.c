@@ -12,8 +12,6 @@
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
     "tensor",         "pipeline", "data",      "micro_batch", "schedule",
     "virtual_stages", "zero",     "recompute", "bucket_mb",   "sequence_parallel"};
-static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved"};
-static const char *const recompute_names[] = {"none", "selective", "full"};
 
 /* One value of axis k, as stored in sweep_axis.values. */
 static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, const char *field,
@@ -23,7 +21,7 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
     switch (k) {
     case SWEEP_SCHEDULE:
     case SWEEP_RECOMPUTE:
-        if (yread_enum(c, n, field, k == SWEEP_SCHEDULE ? schedule_names : recompute_names, 3, &iv))
+        if (yread_enum(c, n, field, k == SWEEP_SCHEDULE ? schedule_names : recompute_names, &iv))
             return c->err->code;
         *out = iv;
         return 0;
@@ -118,7 +116,7 @@ static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
             return c->err->code;
     }
     if ((v = yread_map_get(c, m, "memory")) &&
-        yread_enum(c, v, "constraints.memory", memory_names, 2, &s->memory_fit))
+        yread_enum(c, v, "constraints.memory", ENUM_NAMES(memory_names), &s->memory_fit))
         return c->err->code;
     if ((v = yread_map_get(c, m, "max_plans"))) {
         s->max_plans_loc = yread_loc(v);

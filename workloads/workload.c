@@ -54,22 +54,22 @@ static int model_field(yread_ctx *c, int f, yaml_node_t *v, const char *field, w
         return 0;
     }
     case F_FAMILY:
-        if (yread_enum(c, v, field, family_table, model_family_names.count, &i))
+        if (yread_enum(c, v, field, model_family_names, &i))
             return c->err->code;
         m->family = (model_family)i;
         return 0;
     case F_ATTENTION:
-        if (yread_enum(c, v, field, attention_table, 2, &i))
+        if (yread_enum(c, v, field, ENUM_NAMES(attention_table), &i))
             return c->err->code;
         m->flash_attention = i;
         return 0;
     case F_KERNELS:
-        if (yread_enum(c, v, field, kernels_table, 2, &i))
+        if (yread_enum(c, v, field, ENUM_NAMES(kernels_table), &i))
             return c->err->code;
         m->eager_kernels = i;
         return 0;
     case F_ACTIVATION:
-        if (yread_enum(c, v, field, activation_table, model_activation_names.count, &i))
+        if (yread_enum(c, v, field, model_activation_names, &i))
             return c->err->code;
         m->activation = (model_activation)i;
         return 0;

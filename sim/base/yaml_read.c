@@ -217,20 +217,18 @@ int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out)
 }
 
 /* One of `names` (the YAML spelling); *out is its index. */
-int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, const char *const *names,
-               int count, int *out)
+int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names names, int *out)
 {
     const char *s = yread_scalar(n);
-    for (int i = 0; s && i < count; i++) {
-        if (!strcmp(s, names[i])) {
-            *out = i;
-            return 0;
-        }
+    int v = enum_parse(names, s);
+    if (v >= 0) {
+        *out = v;
+        return 0;
     }
     char allowed[128] = "";
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < names.count; i++) {
         size_t used = strlen(allowed);
-        snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", names[i]);
+        snprintf(allowed + used, sizeof allowed - used, "%s%s", i ? ", " : "", names.names[i]);
     }
     return yread_fail(c, n, field, "expected one of %s, got %s%s%s", allowed,
                       s ? "'" : yread_kind(n), s ? s : "", s ? "'" : "");

@@ -39,8 +39,7 @@ int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field);
 int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out);
 int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out);
 int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out);
-int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, const char *const *names,
-               int count, int *out);
+int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names names, int *out);
 
 /* Mappings: every key a known plain name, once; the value of `key`, or NULL. */
 int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,

@@ -125,24 +125,6 @@ int out_json_enum(const cJSON *obj, const char *key, enum_names names, const cha
 
 /* ---- a plan's fields ---- */
 
-/* TODO(merge): use the schedule and recompute name tables strategy.h is to export; until then
- * the tables are rebuilt from schedule_name() and recompute_name(). */
-static enum_names schedule_names(void)
-{
-    static const char *n[SCHED_INTERLEAVED + 1];
-    for (int i = 0; i <= SCHED_INTERLEAVED; i++)
-        n[i] = schedule_name((pipeline_schedule)i);
-    return (enum_names){n, SCHED_INTERLEAVED + 1};
-}
-
-static enum_names recompute_names(void)
-{
-    static const char *n[RECOMPUTE_FULL + 1];
-    for (int i = 0; i <= RECOMPUTE_FULL; i++)
-        n[i] = recompute_name((recompute_mode)i);
-    return (enum_names){n, RECOMPUTE_FULL + 1};
-}
-
 int out_plan_from_json(const cJSON *obj, const char *file, const char *where, plan_desc *out,
                        ps_error *err)
 {
@@ -158,11 +140,11 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
         out_json_int(obj, "data", 0, 1, INT_MAX, file, where, &out->dp, err) ||
         out_json_int(obj, "micro_batch", 0, 1, INT_MAX, file, where, &out->micro_batch, err) ||
         out_json_int(obj, "global_batch", 0, 1, INT_MAX, file, where, &out->global_batch, err) ||
-        out_json_enum(obj, "schedule", schedule_names(), file, where, &out->schedule, err) ||
+        out_json_enum(obj, "schedule", schedule_names, file, where, &out->schedule, err) ||
         out_json_int(obj, "virtual_stages", 0, 1, INT_MAX, file, where, &out->virtual_stages,
                      err) ||
         out_json_int(obj, "zero", 0, 0, 3, file, where, &out->zero, err) ||
-        out_json_enum(obj, "recompute", recompute_names(), file, where, &out->recompute, err) ||
+        out_json_enum(obj, "recompute", recompute_names, file, where, &out->recompute, err) ||
         out_json_num(obj, "bucket_mb", 0, file, where, &out->bucket_mb, err) ||
         field(obj, "sequence_parallel", 0, file, where, path, sizeof path, &sp, err) ||
         out_json_enum(obj, "precision", precision_names, file, where, &prec, err))
