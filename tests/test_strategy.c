@@ -274,6 +274,9 @@ static const bad_case bad[] = {
     {"bad_virtual_stages.yaml", 5, 57, "strategy.pipeline.virtual_stages", "interleaved"},
     {"bad_interleaved.yaml", 5, 35, "strategy.pipeline.virtual_stages", ">= 2"},
     {"bad_interleaved_pp1.yaml", 5, 35, "strategy.pipeline.schedule", "pipeline degree >= 2"},
+    {"interleaved_micro.yaml", 6, 22, "strategy.pipeline.schedule",
+     "micro-batches per data-parallel rank (3) to be a multiple of the pipeline degree (2)"},
+    {"two_documents.yaml", 4, 1, "", "a second YAML document"},
 };
 
 START_TEST(test_bad_input)
@@ -309,6 +312,55 @@ START_TEST(test_missing_file)
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, path);
     ck_assert_int_eq(strategy_load(path, data_dir(), &s, NULL), PS_EINPUT); /* NULL err ok */
+}
+END_TEST
+
+/* A directory is not a strategy file: the loader says so instead of "malformed YAML". */
+START_TEST(test_directory_is_refused)
+{
+    strategy s;
+    ps_error err;
+    ps_error_clear(&err);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/strategy", data_dir());
+    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    ck_assert_str_eq(err.message, "cannot read strategy file: is a directory");
+    ck_assert_str_eq(err.file, path);
+}
+END_TEST
+
+/* Every enum name table reads back: each name parses to its own value, and nothing else does. */
+START_TEST(test_enum_tables_round_trip)
+{
+    const enum_names tables[] = {schedule_names, recompute_names, optimizer_names,
+                                 parallel_axis_names, precision_names};
+    const int counts[] = {3, 3, 3, 3, 4};
+    for (int t = 0; t < 5; t++) {
+        ck_assert_int_eq(tables[t].count, counts[t]);
+        for (int v = 0; v < tables[t].count; v++)
+            ck_assert_int_eq(enum_parse(tables[t], enum_name(tables[t], v)), v);
+        ck_assert_int_eq(enum_parse(tables[t], "zigzag"), -1);
+        ck_assert_int_eq(enum_parse(tables[t], NULL), -1);
+        ck_assert_str_eq(enum_name(tables[t], tables[t].count), "?");
+    }
+}
+END_TEST
+
+/* A strategy changed in memory is checked by the same rules as a loaded one. */
+START_TEST(test_validate_in_memory)
+{
+    char path[1024];
+    fixture_path(path, sizeof path, "defaults.yaml");
+    strategy s;
+    load_ok(path, &s);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(strategy_validate(&s, &err), 0);
+    s.schedule = SCHED_INTERLEAVED; /* on one stage */
+    s.virtual_stages = 2;
+    ck_assert_int_eq(strategy_validate(&s, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "strategy.pipeline.schedule");
+    strategy_free(&s);
 }
 END_TEST
 
@@ -360,6 +412,9 @@ static Suite *strategy_suite(void)
     tc = tcase_create("errors");
     tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof bad / sizeof *bad));
     tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_directory_is_refused);
+    tcase_add_test(tc, test_enum_tables_round_trip);
+    tcase_add_test(tc, test_validate_in_memory);
     suite_add_tcase(s, tc);
     return s;
 }

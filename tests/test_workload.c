@@ -243,6 +243,52 @@ START_TEST(unknown_key_has_line)
 }
 END_TEST
 
+/* The one YAML loader's refusals, seen from a model file: a repeated key at its line and column,
+ * a second document, a directory; inline in a strategy, fields carry the "workload." path. */
+START_TEST(model_file_loader_errors)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nlayers: 3\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(err.line, 3);
+    ck_assert_int_eq(err.column, 1);
+    ck_assert_str_eq(err.field, "layers");
+    ck_assert_ptr_nonnull(strstr(err.message, "duplicate key 'layers'"));
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\n"
+                               "vocab: 100\n---\nfamily: bert\n",
+                               &m, &err),
+                     PS_EINPUT);
+    ck_assert_int_eq(err.line, 7);
+    ck_assert_ptr_nonnull(strstr(err.message, "a second YAML document"));
+
+    ps_error_clear(&err);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/workloads/models/", data_dir());
+    ck_assert_int_eq(workload_model_load(dir, data_dir(), &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.message, "cannot read model file: is a directory");
+
+    const char *text =
+        "workload: {family: gpt, layers: 2, hidden: 64, heads: 3, seq: 8, vocab: 9}\n";
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    ck_assert(yaml_parser_initialize(&parser));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    ck_assert(yaml_parser_load(&parser, &doc));
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_node_t *model = yaml_document_get_node(&doc, root->data.mapping.pairs.start->value);
+    ps_error_clear(&err);
+    yread_ctx c = {&doc, "inline.yaml", &err};
+    ck_assert_int_eq(workload_model_read(&c, model, "workload", &m), PS_EINPUT);
+    ck_assert_str_eq(err.field, "workload.heads"); /* 64 is not divisible by 3 heads */
+    ck_assert_int_eq(err.line, 1);
+    ck_assert_int_eq(err.column, 55);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+}
+END_TEST
+
 START_TEST(bad_values_have_positions)
 {
     workload_model m;
@@ -472,6 +518,7 @@ static Suite *workload_suite(void)
     tcase_add_test(tc, bundled_models_build);
     tcase_add_test(tc, missing_model_names_file);
     tcase_add_test(tc, unknown_key_has_line);
+    tcase_add_test(tc, model_file_loader_errors);
     tcase_add_test(tc, bad_values_have_positions);
     tcase_add_test(tc, inline_model_and_default_ffn);
     tcase_add_test(tc, flash_attention_keeps_scores_on_chip);
