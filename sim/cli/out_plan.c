@@ -22,6 +22,20 @@ void out_plan_json(cJSON *obj, const plan_desc *p)
     cJSON_AddStringToObject(obj, "precision", precision_name(p->precision));
 }
 
+cJSON *out_figures_json(cJSON *obj, const out_figures *f)
+{
+    cJSON_AddNumberToObject(obj, "iteration_time_s", f->iteration_s);
+    cJSON_AddNumberToObject(obj, "samples_per_s", f->samples_per_s);
+    cJSON_AddNumberToObject(obj, "tokens_per_s", f->tokens_per_s);
+    cJSON_AddNumberToObject(obj, "mfu", f->mfu);
+    cJSON *b = cJSON_AddObjectToObject(obj, "breakdown");
+    cJSON_AddNumberToObject(b, "compute_s", f->compute_s);
+    cJSON_AddNumberToObject(b, "exposed_comm_s", f->exposed_comm_s);
+    cJSON_AddNumberToObject(b, "bubble_s", f->bubble_s);
+    cJSON_AddNumberToObject(b, "idle_s", f->idle_s);
+    return b;
+}
+
 /* ---- typed readers ---- */
 
 static const char *json_type(const cJSON *v)
@@ -34,68 +48,88 @@ static const char *json_type(const cJSON *v)
                                : "an object";
 }
 
-/* obj[key], or an error naming where.key when it is missing and not optional. *v NULL:
- * missing (optional). */
-static int field(const cJSON *obj, const char *key, int optional, const char *file,
-                 const char *where, char *path, size_t n, const cJSON **v, ps_error *err)
+/* obj[key] with its JSON path "where.key" for messages. */
+typedef struct json_field {
+    const cJSON *v;
+    char path[128];
+} json_field;
+
+/* 1: present; 0: missing and optional; -1: missing and required (an error naming the path). */
+static int lookup(const cJSON *obj, const char *key, int optional, const char *file,
+                  const char *where, json_field *f, ps_error *err)
 {
-    snprintf(path, n, "%s%s%s", where, where[0] ? "." : "", key);
-    *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-    if (*v || optional)
+    snprintf(f->path, sizeof f->path, "%s%s%s", where, where[0] ? "." : "", key);
+    f->v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (f->v)
+        return 1;
+    if (optional)
         return 0;
-    return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "missing");
+    ps_error_set(err, PS_EINPUT, file, 0, 0, f->path, "missing");
+    return -1;
 }
 
 int out_json_int(const cJSON *obj, const char *key, int optional, long lo, long hi,
                  const char *file, const char *where, int *out, ps_error *err)
 {
-    char path[128];
-    const cJSON *v;
-    if (field(obj, key, optional, file, where, path, sizeof path, &v, err))
-        return err->code;
-    if (!v)
-        return 0;
-    if (!cJSON_IsNumber(v))
-        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be an integer, got %s",
-                            json_type(v));
-    double x = v->valuedouble;
+    json_field f;
+    int found = lookup(obj, key, optional, file, where, &f, err);
+    if (found <= 0)
+        return found ? err->code : 0;
+    if (!cJSON_IsNumber(f.v))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, f.path, "must be an integer, got %s",
+                            json_type(f.v));
+    double x = f.v->valuedouble;
     if (x != floor(x) || x < (double)lo || x > (double)hi)
-        return ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, f.path,
                             "must be an integer between %ld and %ld, got %g", lo, hi, x);
     *out = (int)x;
     return 0;
 }
 
+/* lookup, and a present value must pass `is` ("must be EXPECT, got a string"). */
+static int typed(const cJSON *obj, const char *key, int optional, const char *file,
+                 const char *where, cJSON_bool (*is)(const cJSON *const), const char *expect,
+                 json_field *f, ps_error *err)
+{
+    int found = lookup(obj, key, optional, file, where, f, err);
+    if (found > 0 && !is(f->v)) {
+        ps_error_set(err, PS_EINPUT, file, 0, 0, f->path, "must be %s, got %s", expect,
+                     json_type(f->v));
+        return -1;
+    }
+    return found;
+}
+
 int out_json_num(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, double *out, ps_error *err)
 {
-    char path[128];
-    const cJSON *v;
-    if (field(obj, key, optional, file, where, path, sizeof path, &v, err))
-        return err->code;
-    if (!v)
-        return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be a number, got %s",
-                            json_type(v));
-    *out = v->valuedouble;
-    return 0;
+    json_field f;
+    int found = typed(obj, key, optional, file, where, cJSON_IsNumber, "a number", &f, err);
+    if (found > 0 && !isfinite(f.v->valuedouble))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, f.path, "must be a finite number");
+    if (found > 0)
+        *out = f.v->valuedouble;
+    return found < 0 ? err->code : 0;
 }
 
 int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, const char **out, ps_error *err)
 {
-    char path[128];
-    const cJSON *v;
-    if (field(obj, key, optional, file, where, path, sizeof path, &v, err))
-        return err->code;
-    if (!v)
-        return 0;
-    if (!cJSON_IsString(v))
-        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be a string, got %s",
-                            json_type(v));
-    *out = v->valuestring;
-    return 0;
+    json_field f;
+    int found = typed(obj, key, optional, file, where, cJSON_IsString, "a string", &f, err);
+    if (found > 0)
+        *out = f.v->valuestring;
+    return found < 0 ? err->code : 0;
+}
+
+int out_json_bool(const cJSON *obj, const char *key, int optional, const char *file,
+                  const char *where, int *out, ps_error *err)
+{
+    json_field f;
+    int found = typed(obj, key, optional, file, where, cJSON_IsBool, "true or false", &f, err);
+    if (found > 0)
+        *out = cJSON_IsTrue(f.v);
+    return found < 0 ? err->code : 0;
 }
 
 int out_json_enum(const cJSON *obj, const char *key, enum_names names, const char *file,
@@ -132,7 +166,6 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
     if (!cJSON_IsObject(obj))
         return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "must be an object, got %s",
                             json_type(obj));
-    const cJSON *sp = NULL;
     int prec = 0;
     char path[128];
     if (out_json_int(obj, "tensor", 0, 1, INT_MAX, file, where, &out->tp, err) ||
@@ -146,7 +179,7 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
         out_json_int(obj, "zero", 0, 0, 3, file, where, &out->zero, err) ||
         out_json_enum(obj, "recompute", recompute_names, file, where, &out->recompute, err) ||
         out_json_num(obj, "bucket_mb", 0, file, where, &out->bucket_mb, err) ||
-        field(obj, "sequence_parallel", 0, file, where, path, sizeof path, &sp, err) ||
+        out_json_bool(obj, "sequence_parallel", 0, file, where, &out->sequence_parallel, err) ||
         out_json_enum(obj, "precision", precision_names, file, where, &prec, err))
         return err->code;
     if (!(out->bucket_mb > 0)) {
@@ -154,12 +187,6 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
         return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be greater than 0, got %g",
                             out->bucket_mb);
     }
-    if (!cJSON_IsBool(sp)) {
-        snprintf(path, sizeof path, "%s%ssequence_parallel", where, where[0] ? "." : "");
-        return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be true or false, got %s",
-                            json_type(sp));
-    }
-    out->sequence_parallel = cJSON_IsTrue(sp);
     out->precision = (precision_t)prec;
     return 0;
 }

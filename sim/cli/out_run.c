@@ -84,10 +84,10 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddStringToObject(root, "strategy", p->strategy_file);
     cJSON_AddStringToObject(root, "cluster", c->file);
     cJSON_AddStringToObject(root, "workload", p->model.name);
-    cJSON_AddNumberToObject(root, "iteration_time_s", sum->iteration_s);
-    cJSON_AddNumberToObject(root, "samples_per_s", sum->samples_per_s);
-    cJSON_AddNumberToObject(root, "tokens_per_s", sum->tokens_per_s);
-    cJSON_AddNumberToObject(root, "mfu", sum->mfu);
+    out_figures fig = {sum->iteration_s, sum->samples_per_s,  sum->tokens_per_s, sum->mfu,
+                       sum->compute_s,   sum->exposed_comm_s, sum->bubble_s,     sum->idle_s};
+    cJSON *b = out_figures_json(root, &fig);
+    cJSON_AddNumberToObject(b, "gpu", sum->busiest_rank);
     cJSON_AddNumberToObject(root, "peak_memory_bytes", sum->peak_memory_bytes);
     cJSON_AddNumberToObject(root, "memory_capacity_bytes", sum->memory_capacity);
     cJSON_AddBoolToObject(root, "fits_in_memory", sum->peak_memory_bytes <= sum->memory_capacity);
@@ -97,12 +97,6 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     out_plan_json(plan, &p->plan);
     cJSON_AddNumberToObject(plan, "micro_batches", p->micro_batches);
 
-    cJSON *b = cJSON_AddObjectToObject(root, "breakdown");
-    cJSON_AddNumberToObject(b, "gpu", sum->busiest_rank);
-    cJSON_AddNumberToObject(b, "compute_s", sum->compute_s);
-    cJSON_AddNumberToObject(b, "exposed_comm_s", sum->exposed_comm_s);
-    cJSON_AddNumberToObject(b, "bubble_s", sum->bubble_s);
-    cJSON_AddNumberToObject(b, "idle_s", sum->idle_s);
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
     for (int k = CAT_TP_COMM; k <= CAT_DP_COMM; k++)
         cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);

@@ -164,15 +164,9 @@ static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
     cJSON_AddStringToObject(o, "status", status_name(p->status));
     out_plan_json(o, &p->desc);
     if (p->status == SWEEP_PLAN_OK) {
-        cJSON_AddNumberToObject(o, "iteration_time_s", p->iteration_s);
-        cJSON_AddNumberToObject(o, "tokens_per_s", p->tokens_per_s);
-        cJSON_AddNumberToObject(o, "samples_per_s", p->samples_per_s);
-        cJSON_AddNumberToObject(o, "mfu", p->mfu);
-        cJSON *b = cJSON_AddObjectToObject(o, "breakdown");
-        cJSON_AddNumberToObject(b, "compute_s", p->compute_s);
-        cJSON_AddNumberToObject(b, "exposed_comm_s", p->exposed_comm_s);
-        cJSON_AddNumberToObject(b, "bubble_s", p->bubble_s);
-        cJSON_AddNumberToObject(b, "idle_s", p->idle_s);
+        out_figures fig = {p->iteration_s, p->samples_per_s,  p->tokens_per_s, p->mfu,
+                           p->compute_s,   p->exposed_comm_s, p->bubble_s,     p->idle_s};
+        out_figures_json(o, &fig);
         cJSON_AddNumberToObject(o, "sim_wall_s", p->sim_wall_s);
     }
     if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM) {

@@ -34,9 +34,22 @@ int out_json_num(const cJSON *obj, const char *key, int optional, const char *fi
                  const char *where, double *out, ps_error *err);
 int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, const char **out, ps_error *err);
+int out_json_bool(const cJSON *obj, const char *key, int optional, const char *file,
+                  const char *where, int *out, ps_error *err);
 /* An enum by name: *out gets its value; an unknown name is an error listing the names. */
 int out_json_enum(const cJSON *obj, const char *key, enum_names names, const char *file,
                   const char *where, int *out, ps_error *err);
+
+/* A simulated plan's headline figures and its busiest GPU's breakdown, named alike in the run
+ * report and the sweep outputs (out_figures_json). */
+typedef struct out_figures {
+    double iteration_s, samples_per_s, tokens_per_s, mfu;
+    double compute_s, exposed_comm_s, bubble_s, idle_s;
+} out_figures;
+
+/* Add iteration_time_s, samples_per_s, tokens_per_s, mfu and a "breakdown" object (compute_s,
+ * exposed_comm_s, bubble_s, idle_s) to obj; returns the breakdown object for more keys. */
+cJSON *out_figures_json(cJSON *obj, const out_figures *f);
 
 /* ---- one run (out_run.c) ---- */
 
