@@ -265,16 +265,26 @@ static int add_group(compile_ctx *cx, const int *ranks, int n, int degree)
     return id;
 }
 
+/* The ranks along one axis through (t, d, p): the TP peers of (d, p) when axis is
+ * AXIS_TENSOR, the DP replicas of (t, p) when AXIS_DATA; in index order. */
+static void axis_ranks(const compile_ctx *cx, parallel_axis axis, int t, int d, int p, int *out)
+{
+    int n = axis == AXIS_TENSOR ? cx->tp : cx->dp;
+    for (int i = 0; i < n; i++)
+        out[i] =
+            axis == AXIS_TENSOR ? compile_rank_of(cx->s, i, d, p) : compile_rank_of(cx->s, t, i, p);
+}
+
 /* Data-parallel groups: GPUs at the same tensor index and stage, ring in DP order. */
 static void make_dp_groups(compile_ctx *cx, emit_state *es)
 {
-    int dranks[cx->dp];
+    int *dranks = xmalloc((size_t)cx->dp * sizeof *dranks);
     for (int p = 0; p < cx->pp; p++)
         for (int t = 0; t < cx->tp; t++) {
-            for (int d = 0; d < cx->dp; d++)
-                dranks[d] = compile_rank_of(cx->s, t, d, p);
+            axis_ranks(cx, AXIS_DATA, t, 0, p, dranks);
             es->dp_group[p * cx->tp + t] = cx->dp > 1 ? add_group(cx, dranks, cx->dp, cx->dp) : -1;
         }
+    free(dranks);
 }
 
 /* ZeRO with overlapped parameter gathering: the previous step's all-gathers run under this
@@ -391,17 +401,17 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int d, int p, const int *
 /* Every simulated replica's stages, each running its schedule's units in order. */
 static void emit_pipeline(compile_ctx *cx, emit_state *es)
 {
-    int ranks[cx->tp];
+    int *ranks = xmalloc((size_t)cx->tp * sizeof *ranks);
     for (int d = 0; d < cx->dp_sim; d++)
         for (int p = 0; p < cx->pp; p++) {
-            for (int t = 0; t < cx->tp; t++)
-                ranks[t] = compile_rank_of(cx->s, t, d, p);
+            axis_ranks(cx, AXIS_TENSOR, 0, d, p, ranks);
             int group = add_group(cx, ranks, cx->tp, cx->s->tp);
             int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units);
             assert(nu == 2 * cx->M * cx->v);
             for (int u = 0; u < nu; u++)
                 emit_unit(cx, es, d, p, ranks, group, es->units[u]);
         }
+    free(ranks);
 }
 
 /* A pipeline transfer gates the unit that consumes it, and starts only once the receiver has

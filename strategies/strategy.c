@@ -98,6 +98,13 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
     return 0;
 }
 
+/* The location a later rule points at for a section's degree: the value, else the section. */
+static src_loc degree_loc(yread_ctx *c, yaml_node_t *n)
+{
+    yaml_node_t *v = yread_map_get(c, n, "degree");
+    return yread_loc(v ? v : n);
+}
+
 static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"degree", "sequence_parallel", "vocab_parallel",
@@ -105,23 +112,14 @@ static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
     const char *path = "strategy.tensor";
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v;
-    s->tp_loc = yread_loc(n);
-    if ((v = yread_map_get(c, n, "degree"))) {
-        s->tp_loc = yread_loc(v);
-        if (yread_int(c, v, "strategy.tensor.degree", 1, INT_MAX, &s->tp))
-            return c->err->code;
-    }
-    if ((v = yread_map_get(c, n, "sequence_parallel")) &&
-        yread_bool(c, v, "strategy.tensor.sequence_parallel", &s->sequence_parallel))
-        return c->err->code;
-    if ((v = yread_map_get(c, n, "comm_overlap")) &&
-        yread_bool(c, v, "strategy.tensor.comm_overlap", &s->tp_comm_overlap))
-        return c->err->code;
-    if ((v = yread_map_get(c, n, "vocab_parallel")) &&
-        yread_bool(c, v, "strategy.tensor.vocab_parallel", &s->vocab_parallel))
-        return c->err->code;
-    return 0;
+    const yfield fields[] = {
+        {"degree", YFIELD_INT, &s->tp, 1, INT_MAX, {0}},
+        {"sequence_parallel", YFIELD_BOOL, &s->sequence_parallel, 0, 0, {0}},
+        {"comm_overlap", YFIELD_BOOL, &s->tp_comm_overlap, 0, 0, {0}},
+        {"vocab_parallel", YFIELD_BOOL, &s->vocab_parallel, 0, 0, {0}},
+    };
+    s->tp_loc = degree_loc(c, n);
+    return yread_fields(c, n, path, fields, COUNT(fields));
 }
 
 static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
@@ -130,25 +128,21 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
     const char *path = "strategy.pipeline";
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v, *sched_node = NULL, *vs_node = NULL;
-    s->pp_loc = yread_loc(n);
-    if ((v = yread_map_get(c, n, "degree"))) {
-        s->pp_loc = yread_loc(v);
-        if (yread_int(c, v, "strategy.pipeline.degree", 1, INT_MAX, &s->pp))
-            return c->err->code;
-    }
-    if ((sched_node = yread_map_get(c, n, "schedule"))) {
-        int i;
-        if (yread_enum(c, sched_node, "strategy.pipeline.schedule", schedule_names, &i))
-            return c->err->code;
-        s->schedule = (pipeline_schedule)i;
-    }
-    if ((vs_node = yread_map_get(c, n, "virtual_stages")) &&
-        yread_int(c, vs_node, "strategy.pipeline.virtual_stages", 1, INT_MAX, &s->virtual_stages))
+    int schedule = s->schedule;
+    const yfield fields[] = {
+        {"degree", YFIELD_INT, &s->pp, 1, INT_MAX, {0}},
+        {"schedule", YFIELD_ENUM, &schedule, 0, 0, schedule_names},
+        {"virtual_stages", YFIELD_INT, &s->virtual_stages, 1, INT_MAX, {0}},
+    };
+    if (yread_fields(c, n, path, fields, COUNT(fields)))
         return c->err->code;
+    s->schedule = (pipeline_schedule)schedule;
+    s->pp_loc = degree_loc(c, n);
     /* where strategy_validate points for the schedule rules */
-    s->schedule_loc = sched_node ? yread_loc(sched_node) : s->pp_loc;
-    s->virtual_stages_loc = vs_node ? yread_loc(vs_node) : s->schedule_loc;
+    yaml_node_t *sched = yread_map_get(c, n, "schedule"),
+                *vs = yread_map_get(c, n, "virtual_stages");
+    s->schedule_loc = sched ? yread_loc(sched) : s->pp_loc;
+    s->virtual_stages_loc = vs ? yread_loc(vs) : s->schedule_loc;
     return 0;
 }
 
@@ -159,25 +153,15 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     const char *path = "strategy.data";
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v;
-    s->dp_loc = yread_loc(n);
-    if ((v = yread_map_get(c, n, "degree"))) {
-        s->dp_loc = yread_loc(v);
-        if (yread_int(c, v, "strategy.data.degree", 1, INT_MAX, &s->dp))
-            return c->err->code;
-    }
-    if ((v = yread_map_get(c, n, "zero")) && yread_int(c, v, "strategy.data.zero", 0, 3, &s->zero))
-        return c->err->code;
-    if ((v = yread_map_get(c, n, "bucket_mb")) &&
-        yread_positive(c, v, "strategy.data.bucket_mb", &s->bucket_mb))
-        return c->err->code;
-    if ((v = yread_map_get(c, n, "overlap_param_gather")) &&
-        yread_bool(c, v, "strategy.data.overlap_param_gather", &s->overlap_param_gather))
-        return c->err->code;
-    if ((v = yread_map_get(c, n, "overlap")) &&
-        yread_bool(c, v, "strategy.data.overlap", &s->dp_overlap))
-        return c->err->code;
-    return 0;
+    const yfield fields[] = {
+        {"degree", YFIELD_INT, &s->dp, 1, INT_MAX, {0}},
+        {"zero", YFIELD_INT, &s->zero, 0, 3, {0}},
+        {"bucket_mb", YFIELD_POSITIVE, &s->bucket_mb, 0, 0, {0}},
+        {"overlap_param_gather", YFIELD_BOOL, &s->overlap_param_gather, 0, 0, {0}},
+        {"overlap", YFIELD_BOOL, &s->dp_overlap, 0, 0, {0}},
+    };
+    s->dp_loc = degree_loc(c, n);
+    return yread_fields(c, n, path, fields, COUNT(fields));
 }
 
 /* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */

@@ -425,22 +425,17 @@ static void shard_by_split(const workload_op *op, int tp, int sequence_parallel,
         }
         break;
     case SPLIT_COLUMN:
+    case SPLIT_ROW: /* the weight is split on N (column) or on K (row) */
         if (op->kind == OP_GEMM) {
-            shard_gemm(out, t, 1);
-        } else {
+            shard_gemm(out, t, op->split == SPLIT_COLUMN);
+            break;
+        }
+        if (op->split == SPLIT_COLUMN)
             out->n /= t;
-            divide_work(out, t);
-            out->params /= t;
-        }
-        break;
-    case SPLIT_ROW:
-        if (op->kind == OP_GEMM) {
-            shard_gemm(out, t, 0);
-        } else {
+        else
             out->k /= t;
-            divide_work(out, t);
-            out->params /= t;
-        }
+        divide_work(out, t);
+        out->params /= t;
         break;
     case SPLIT_HEADS:
         out->batch /= t;

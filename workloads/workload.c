@@ -54,25 +54,25 @@ static int model_field(yread_ctx *c, int f, yaml_node_t *v, const char *field, w
         return 0;
     }
     case F_FAMILY:
-        if (yread_enum(c, v, field, model_family_names, &i))
-            return c->err->code;
-        m->family = (model_family)i;
-        return 0;
     case F_ATTENTION:
-        if (yread_enum(c, v, field, ENUM_NAMES(attention_table), &i))
-            return c->err->code;
-        m->flash_attention = i;
-        return 0;
     case F_KERNELS:
-        if (yread_enum(c, v, field, ENUM_NAMES(kernels_table), &i))
+    case F_ACTIVATION: {
+        enum_names names = f == F_FAMILY      ? model_family_names
+                           : f == F_ATTENTION ? ENUM_NAMES(attention_table)
+                           : f == F_KERNELS   ? ENUM_NAMES(kernels_table)
+                                              : model_activation_names;
+        if (yread_enum(c, v, field, names, &i))
             return c->err->code;
-        m->eager_kernels = i;
+        if (f == F_FAMILY)
+            m->family = (model_family)i;
+        else if (f == F_ATTENTION)
+            m->flash_attention = i;
+        else if (f == F_KERNELS)
+            m->eager_kernels = i;
+        else
+            m->activation = (model_activation)i;
         return 0;
-    case F_ACTIVATION:
-        if (yread_enum(c, v, field, model_activation_names, &i))
-            return c->err->code;
-        m->activation = (model_activation)i;
-        return 0;
+    }
     default: return yread_int(c, v, field, 1, INT_MAX, dims[f]);
     }
 }

@@ -236,6 +236,28 @@ int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names
 
 /* ---- mappings ---- */
 
+int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *fields, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const yfield *f = &fields[i];
+        yaml_node_t *v = yread_map_get(c, m, f->key);
+        if (!v)
+            continue;
+        char field[160];
+        yread_join_path(field, sizeof field, path, f->key);
+        int rc = 0;
+        switch (f->kind) {
+        case YFIELD_INT: rc = yread_int(c, v, field, f->min, f->max, f->out); break;
+        case YFIELD_POSITIVE: rc = yread_positive(c, v, field, f->out); break;
+        case YFIELD_BOOL: rc = yread_bool(c, v, field, f->out); break;
+        case YFIELD_ENUM: rc = yread_enum(c, v, field, f->names, f->out); break;
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* Check that every key of mapping `m` is a scalar in `allowed` and appears once. */
 int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,
                      int count)

@@ -41,6 +41,18 @@ int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double
 int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out);
 int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names names, int *out);
 
+/* Optional keys of one mapping, read by a table: each present key into its field, in table
+ * order; an absent key leaves its field as it is (the default). */
+typedef enum { YFIELD_INT, YFIELD_POSITIVE, YFIELD_BOOL, YFIELD_ENUM } yfield_kind;
+typedef struct yfield {
+    const char *key;
+    yfield_kind kind;
+    void *out;        /* int * (INT, BOOL, ENUM) or double * (POSITIVE) */
+    int min, max;     /* YFIELD_INT's range */
+    enum_names names; /* YFIELD_ENUM */
+} yfield;
+int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *fields, int n);
+
 /* Mappings: every key a known plain name, once; the value of `key`, or NULL. */
 int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,
                      int count);
