@@ -418,26 +418,26 @@ static void emit_pipeline(compile_ctx *cx, emit_state *es)
  * posted its receive: Megatron and DeepSpeed receive just before the unit (recv_forward,
  * send_forward_recv_backward: blocking), so the transfer is on the receiver's critical path
  * instead of arriving ahead of time. Every send has its consumer on the peer. */
+/* One incoming send: its consumer (the first task of the unit) waits for it, and it waits for
+ * the previous unit's send to the same consumer. Returns 1 when there was a send. */
+static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev)
+{
+    if (in == NONE)
+        return 0;
+    assert(first != NONE);
+    assert((int)cx->g->tasks[in].peer == cx->g->tasks[first].rank);
+    htae_add_edge(cx->g, in, first);
+    if (prev != NONE)
+        htae_add_edge(cx->g, prev, in);
+    return 1;
+}
+
 static void link_pipeline_transfers(compile_ctx *cx, emit_state *es)
 {
     size_t sends = 0, expected = 0;
     for (size_t i = 0; i < es->nx; i++) {
-        if (es->fwd_in[i] != NONE) {
-            assert(es->fwd_first[i] != NONE);
-            assert((int)cx->g->tasks[es->fwd_in[i]].peer == cx->g->tasks[es->fwd_first[i]].rank);
-            htae_add_edge(cx->g, es->fwd_in[i], es->fwd_first[i]);
-            if (es->fwd_prev[i] != NONE)
-                htae_add_edge(cx->g, es->fwd_prev[i], es->fwd_in[i]);
-            sends++;
-        }
-        if (es->bwd_in[i] != NONE) {
-            assert(es->bwd_first[i] != NONE);
-            assert((int)cx->g->tasks[es->bwd_in[i]].peer == cx->g->tasks[es->bwd_first[i]].rank);
-            htae_add_edge(cx->g, es->bwd_in[i], es->bwd_first[i]);
-            if (es->bwd_prev[i] != NONE)
-                htae_add_edge(cx->g, es->bwd_prev[i], es->bwd_in[i]);
-            sends++;
-        }
+        sends += link_send(cx, es->fwd_in[i], es->fwd_first[i], es->fwd_prev[i]);
+        sends += link_send(cx, es->bwd_in[i], es->bwd_first[i], es->bwd_prev[i]);
     }
     /* each simulated (replica, tensor index, micro-batch) crosses mcs - 1 chunk boundaries
      * forward and as many backward */

@@ -3,6 +3,7 @@
 #include "strategy.h"
 #include "../sim/base/yaml_read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -98,49 +99,47 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
     return 0;
 }
 
-/* The location a later rule points at for a section's degree: the value, else the section. */
-static src_loc degree_loc(yread_ctx *c, yaml_node_t *n)
+/* A section of `strategy` (tensor, pipeline, data): only its known keys, each read by the
+ * table; *degree_loc: where rules about its degree point (the value, else the section). */
+static int load_section(yread_ctx *c, yaml_node_t *n, const char *path, const yfield *fields,
+                        int count, src_loc *degree_loc)
 {
-    yaml_node_t *v = yread_map_get(c, n, "degree");
-    return yread_loc(v ? v : n);
+    const char *keys[8];
+    assert(count <= 8);
+    for (int i = 0; i < count; i++)
+        keys[i] = fields[i].key;
+    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, count))
+        return c->err->code;
+    yaml_node_t *degree = yread_map_get(c, n, "degree");
+    *degree_loc = yread_loc(degree ? degree : n);
+    return yread_fields(c, n, path, fields, count);
 }
 
 static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"degree", "sequence_parallel", "vocab_parallel",
-                                       "comm_overlap"};
-    const char *path = "strategy.tensor";
-    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
-        return c->err->code;
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->tp, 1, INT_MAX, {0}},
         {"sequence_parallel", YFIELD_BOOL, &s->sequence_parallel, 0, 0, {0}},
         {"comm_overlap", YFIELD_BOOL, &s->tp_comm_overlap, 0, 0, {0}},
         {"vocab_parallel", YFIELD_BOOL, &s->vocab_parallel, 0, 0, {0}},
     };
-    s->tp_loc = degree_loc(c, n);
-    return yread_fields(c, n, path, fields, COUNT(fields));
+    return load_section(c, n, "strategy.tensor", fields, COUNT(fields), &s->tp_loc);
 }
 
 static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"degree", "schedule", "virtual_stages"};
-    const char *path = "strategy.pipeline";
-    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
-        return c->err->code;
     int schedule = s->schedule;
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->pp, 1, INT_MAX, {0}},
         {"schedule", YFIELD_ENUM, &schedule, 0, 0, schedule_names},
         {"virtual_stages", YFIELD_INT, &s->virtual_stages, 1, INT_MAX, {0}},
     };
-    if (yread_fields(c, n, path, fields, COUNT(fields)))
+    if (load_section(c, n, "strategy.pipeline", fields, COUNT(fields), &s->pp_loc))
         return c->err->code;
     s->schedule = (pipeline_schedule)schedule;
-    s->pp_loc = degree_loc(c, n);
     /* where strategy_validate points for the schedule rules */
-    yaml_node_t *sched = yread_map_get(c, n, "schedule"),
-                *vs = yread_map_get(c, n, "virtual_stages");
+    yaml_node_t *sched = yread_map_get(c, n, "schedule");
+    yaml_node_t *vs = yread_map_get(c, n, "virtual_stages");
     s->schedule_loc = sched ? yread_loc(sched) : s->pp_loc;
     s->virtual_stages_loc = vs ? yread_loc(vs) : s->schedule_loc;
     return 0;
@@ -148,11 +147,6 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"degree", "zero", "bucket_mb", "overlap",
-                                       "overlap_param_gather"};
-    const char *path = "strategy.data";
-    if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, COUNT(keys)))
-        return c->err->code;
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->dp, 1, INT_MAX, {0}},
         {"zero", YFIELD_INT, &s->zero, 0, 3, {0}},
@@ -160,8 +154,7 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
         {"overlap_param_gather", YFIELD_BOOL, &s->overlap_param_gather, 0, 0, {0}},
         {"overlap", YFIELD_BOOL, &s->dp_overlap, 0, 0, {0}},
     };
-    s->dp_loc = degree_loc(c, n);
-    return yread_fields(c, n, path, fields, COUNT(fields));
+    return load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc);
 }
 
 /* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */
