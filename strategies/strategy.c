@@ -558,27 +558,30 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
                         s->tp, s->pp, s->dp, product, gpus);
 }
 
-/* Overrides are applied in file order, so the last one that matches wins. */
-recompute_mode strategy_recompute_for_layer(const strategy *s, int layer)
+/* The override in force for `layer` that sets recompute (vocab 0) or vocab_parallel (vocab 1),
+ * or NULL. Overrides apply in file order, so the last one that matches wins. */
+static const strategy_override *override_for(const strategy *s, int layer, int vocab)
 {
-    recompute_mode r = s->recompute;
+    const strategy_override *found = NULL;
     for (int i = 0; i < s->n_overrides; i++) {
         const strategy_override *o = &s->overrides[i];
-        if (o->has_recompute && layer >= o->first_layer && layer <= o->last_layer)
-            r = o->recompute;
+        if ((vocab ? o->has_vocab_parallel : o->has_recompute) && layer >= o->first_layer &&
+            layer <= o->last_layer)
+            found = o;
     }
-    return r;
+    return found;
+}
+
+recompute_mode strategy_recompute_for_layer(const strategy *s, int layer)
+{
+    const strategy_override *o = override_for(s, layer, 0);
+    return o ? o->recompute : s->recompute;
 }
 
 int strategy_vocab_parallel_for_layer(const strategy *s, int layer)
 {
-    int v = s->vocab_parallel;
-    for (int i = 0; i < s->n_overrides; i++) {
-        const strategy_override *o = &s->overrides[i];
-        if (o->has_vocab_parallel && layer >= o->first_layer && layer <= o->last_layer)
-            v = o->vocab_parallel;
-    }
-    return v;
+    const strategy_override *o = override_for(s, layer, 1);
+    return o ? o->vocab_parallel : s->vocab_parallel;
 }
 
 void strategy_plan_desc(const strategy *s, plan_desc *out)
