@@ -2,6 +2,7 @@
  * Uses libyaml's document API so every value keeps its line and column for error messages. */
 #include "strategy.h"
 #include "../sim/base/yaml_read.h"
+#include "../sim/base/xalloc.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -276,10 +277,7 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
     int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     if (count == 0)
         return 0;
-    s->overrides = calloc((size_t)count, sizeof *s->overrides);
-    if (!s->overrides)
-        return ps_error_set(c->err, PS_EINTERNAL, c->file, 0, 0, "strategy.children",
-                            "out of memory");
+    s->overrides = xcalloc((size_t)count, sizeof *s->overrides);
     for (int i = 0; i < count; i++) {
         yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
@@ -482,19 +480,14 @@ int strategy_validate(const strategy *s, ps_error *err)
     return validate_batch(s, err);
 }
 
-int strategy_clone(const strategy *src, strategy *dst)
+void strategy_clone(const strategy *src, strategy *dst)
 {
     *dst = *src;
     dst->overrides = NULL;
     if (src->n_overrides > 0) {
-        dst->overrides = malloc((size_t)src->n_overrides * sizeof *dst->overrides);
-        if (!dst->overrides) {
-            dst->n_overrides = 0;
-            return -1;
-        }
+        dst->overrides = xmalloc((size_t)src->n_overrides * sizeof *dst->overrides);
         memcpy(dst->overrides, src->overrides, (size_t)src->n_overrides * sizeof *dst->overrides);
     }
-    return 0;
 }
 
 int strategy_load(const char *path, const char *data_dir, strategy *out, ps_error *err)

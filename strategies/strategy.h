@@ -96,8 +96,8 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
  * x DP and, interleaved, the micro-batches per DP rank by PP. strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
-/* Deep copy (overrides are heap-owned); free dst with strategy_free. 0, or -1 out of memory. */
-int strategy_clone(const strategy *src, strategy *dst);
+/* Deep copy (overrides are heap-owned); free dst with strategy_free. */
+void strategy_clone(const strategy *src, strategy *dst);
 
 /* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);

@@ -58,12 +58,10 @@ void sweep_plan_apply(const plan_desc *d, strategy *s)
     s->precision = d->precision;
 }
 
-int sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out)
+void sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out)
 {
-    if (strategy_clone(&s->base, out))
-        return -1;
+    strategy_clone(&s->base, out);
     sweep_plan_apply(&p->desc, out);
-    return 0;
 }
 
 /* ---- validity ---- */

@@ -43,9 +43,8 @@ int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_
  * parallelism, precision) into s; the rest of s (workload, overrides, locations) is kept. */
 void sweep_plan_apply(const plan_desc *d, strategy *s);
 
-/* The base strategy with p's combination applied (deep copy; free with strategy_free).
- * 0, or -1 out of memory. */
-int sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out);
+/* The base strategy with p's combination applied (deep copy; free with strategy_free). */
+void sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out);
 
 /* "tp8 pp16 dp8 mb1 1f1b zero1 sel" (+ bucket and sequence parallelism when swept). */
 void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *out, size_t n);

@@ -2,6 +2,7 @@
  * API, so every error names file:line:column and the field, as the strategy parser does. */
 #include "sweep_spec.h"
 #include "../sim/base/yaml_read.h"
+#include "../sim/base/xalloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -85,9 +86,7 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
         if (n == 0)
             return yread_fail(c, v, field, "empty list: an axis needs at least one value");
-        a->values = calloc((size_t)n, sizeof *a->values);
-        if (!a->values)
-            return ps_error_set(c->err, PS_EINTERNAL, c->file, 0, 0, field, "out of memory");
+        a->values = xcalloc((size_t)n, sizeof *a->values);
         for (int i = 0; i < n; i++) {
             yaml_node_t *item = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
             char f[160];

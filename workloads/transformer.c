@@ -1,6 +1,7 @@
 /* transformer.c: the GPT and BERT builders (Megatron-LM layout) expanding a model into the op
  * graph of one micro-batch, and the tensor-parallel sharding of one op. */
 #include "workload.h"
+#include "../sim/base/xalloc.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -284,10 +285,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
                   m->eager_kernels,
                   m->family,
                   m->activation};
-    out->ops = calloc((size_t)bd.cap, sizeof *out->ops);
-    if (!out->ops)
-        return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "out of memory building '%s'",
-                            m->name);
+    out->ops = xcalloc((size_t)bd.cap, sizeof *out->ops);
 
     add_embedding(&bd, m, b);
     if (m->family == FAMILY_BERT)

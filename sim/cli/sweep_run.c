@@ -102,9 +102,8 @@ static void worker_main(const sweep_spec *spec, const cluster *c, sweep_plan p, 
     htae_result res;
     memset(&plan, 0, sizeof plan);
     memset(&res, 0, sizeof res);
-    int rc = sweep_plan_strategy(spec, &p, &s)
-                 ? ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory")
-                 : compile_plan(&s, c, NULL, &plan, &err);
+    sweep_plan_strategy(spec, &p, &s);
+    int rc = compile_plan(&s, c, NULL, &plan, &err);
     if (!rc) {
         int m = compiled_plan_tightest_rank(&plan);
         double peak = plan.memory[m].total, capacity = plan.memory_capacity_of_rank[m];
