@@ -27,8 +27,8 @@ typedef struct htae_result {
     double wall_s;       /* host seconds spent in the simulation */
 } htae_result;
 
-/* Run `g` (finalized) on the cluster's platform; the engine must have been started by
- * cluster_load in this process. One call per process. On failure (a host missing from the
+/* Run `g` (finalized) on the cluster's platform, loaded by cluster_load after
+ * cluster_engine_start in this process. One call per process. On failure (a host missing from the
  * platform, a run that stalls) *out holds nothing to free; htae_result_free on it is harmless.
  * Options, when given, must be finite and non-negative, protocol_efficiency in (0, 1]
  * (asserted); NULL takes htae_default_options. */

@@ -3,11 +3,8 @@
 #include "report.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cjson/cJSON.h>
 
 #include "base/xalloc.h"
 

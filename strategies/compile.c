@@ -568,6 +568,9 @@ void compile_default_options(compile_options *o)
 /* Whether the routes a -> b and a0 -> b0 have the same bottleneck bandwidth and latency. */
 static int same_route(const cluster *c, int a, int b, int a0, int b0)
 {
+    /* the executor picks flat or hierarchical collectives by how a group spans nodes */
+    if ((c->node_of_rank[a] == c->node_of_rank[b]) != (c->node_of_rank[a0] == c->node_of_rank[b0]))
+        return 0;
     double bw, lat, bw0, lat0;
     cluster_route(c, a, b, &bw, &lat);
     cluster_route(c, a0, b0, &bw0, &lat0);
@@ -579,7 +582,8 @@ static int same_route(const cluster *c, int a, int b, int a0, int b0)
 /* Folding needs replicas that provably behave like replica 0, position by position: the same
  * GPU model and slowdown, and for each stage the same bottleneck bandwidth and latency on the
  * routes between its TP peers and to its pipeline neighbours (both ways; the last stage's next
- * is the first under the interleaved schedule). DP collectives run over all members' links
+ * is the first under the interleaved schedule), with the peers on the same node or not alike
+ * (so a TP group spans nodes the same way). DP collectives run over all members' links
  * folded or not, so their routes need no check. */
 static int replicas_alike(const strategy *s, const cluster *c)
 {
@@ -668,15 +672,12 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
     out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
     out->memory_capacity_of_rank =
         xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
-    out->memory_capacity = c->device[0]->hbm_bytes;
     for (int r = 0; r < c->n_gpus; r++) {
         int p = out->stage_of_rank[r];
         for (int k = 0; k < cx->v; k++)
             stage_chunks[k] = chunk_ref(cx, k * cx->pp + p);
         compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
         out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
-        if (c->device[r]->hbm_bytes < out->memory_capacity)
-            out->memory_capacity = c->device[r]->hbm_bytes;
     }
 }
 

@@ -45,7 +45,6 @@ typedef struct compiled_plan {
     int *replica_of_rank;            /* [gpus]: data-parallel index */
     memory_estimate *memory;         /* [gpus] */
     double *memory_capacity_of_rank; /* [gpus]: each GPU's own HBM capacity */
-    double memory_capacity;          /* smallest HBM capacity among the GPUs */
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data index d, pipeline stage p under s->order. */

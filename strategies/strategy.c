@@ -447,8 +447,9 @@ static int validate_batch(const strategy *s, ps_error *err)
                             "degree %d = %ld",
                             s->global_batch, s->micro_batch, s->dp, per_step);
     int m = strategy_micro_batches(s);
+    src_loc sl = s->schedule_loc.line ? s->schedule_loc : s->pp_loc;
     if (s->schedule == SCHED_INTERLEAVED && m % s->pp != 0)
-        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
                             "strategy.pipeline.schedule",
                             "the interleaved schedule needs the number of micro-batches per "
                             "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",

@@ -13,6 +13,7 @@
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
     "tensor",         "pipeline", "data",      "micro_batch", "schedule",
     "virtual_stages", "zero",     "recompute", "bucket_mb",   "sequence_parallel"};
+const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
 
 /* One value of axis k, as stored in sweep_axis.values. */
 static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, const char *field,
@@ -55,10 +56,7 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
         const char *name = yread_scalar(k);
-        int kind = -1;
-        for (int i = 0; name && i < SWEEP_AXIS_COUNT; i++)
-            if (!strcmp(name, axis_names[i]))
-                kind = i;
+        int kind = enum_parse(sweep_axis_names, name);
         char field[128];
         snprintf(field, sizeof field, "axes.%s", name ? name : "?");
         if (kind < 0) {
@@ -102,10 +100,12 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
     return 0;
 }
 
+static const char *const memory_table[] = {"ignore", "fit"};
+const enum_names sweep_memory_names = ENUM_NAMES(memory_table);
+
 static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
 {
     static const char *const keys[] = {"gpus", "memory", "max_plans"};
-    static const char *const memory_names[] = {"ignore", "fit"};
     yaml_node_t *v;
     if (yread_expect_mapping(c, m, "constraints") || yread_check_keys(c, m, "constraints", keys, 3))
         return c->err->code;
@@ -115,7 +115,7 @@ static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
             return c->err->code;
     }
     if ((v = yread_map_get(c, m, "memory")) &&
-        yread_enum(c, v, "constraints.memory", ENUM_NAMES(memory_names), &s->memory_fit))
+        yread_enum(c, v, "constraints.memory", sweep_memory_names, &s->memory_fit))
         return c->err->code;
     if ((v = yread_map_get(c, m, "max_plans"))) {
         s->max_plans_loc = yread_loc(v);
@@ -227,7 +227,7 @@ void sweep_spec_free(sweep_spec *s)
 
 const char *sweep_axis_name(sweep_axis_kind k)
 {
-    return (unsigned)k < SWEEP_AXIS_COUNT ? axis_names[k] : "?";
+    return enum_name(sweep_axis_names, (int)k);
 }
 
 int sweep_axis_count(const sweep_spec *s, sweep_axis_kind k)

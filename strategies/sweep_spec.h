@@ -30,6 +30,9 @@ typedef struct sweep_axis {
     src_loc loc;
 } sweep_axis;
 
+/* constraints.memory's names: "ignore" (0), "fit" (1). */
+extern const enum_names sweep_memory_names;
+
 typedef struct sweep_spec {
     char file[512];
     char base_file[1024]; /* the base strategy's path; "" when inline */
@@ -37,8 +40,9 @@ typedef struct sweep_spec {
     sweep_axis axes[SWEEP_AXIS_COUNT];
     int gpus; /* constraints.gpus; 0: the cluster's */
     src_loc gpus_loc;
-    int memory_fit; /* constraints.memory: 1 fit (default), 0 ignore */
-    int max_plans;  /* constraints.max_plans (default 100000) */
+    int memory_fit;
+        /* index in sweep_memory_names */ /* constraints.memory: 1 fit (default), 0 ignore */
+    int max_plans;                        /* constraints.max_plans (default 100000) */
     src_loc max_plans_loc;
     src_loc axes_loc;
 } sweep_spec;
@@ -47,6 +51,7 @@ typedef struct sweep_spec {
 int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_error *err);
 void sweep_spec_free(sweep_spec *s);
 
+extern const enum_names sweep_axis_names;
 const char *sweep_axis_name(sweep_axis_kind k);
 /* Number of values an axis contributes to the product (1 when absent or auto). */
 int sweep_axis_count(const sweep_spec *s, sweep_axis_kind k);

@@ -274,7 +274,7 @@ static const bad_case bad[] = {
     {"bad_virtual_stages.yaml", 5, 57, "strategy.pipeline.virtual_stages", "interleaved"},
     {"bad_interleaved.yaml", 5, 35, "strategy.pipeline.virtual_stages", ">= 2"},
     {"bad_interleaved_pp1.yaml", 5, 35, "strategy.pipeline.schedule", "pipeline degree >= 2"},
-    {"interleaved_micro.yaml", 6, 22, "strategy.pipeline.schedule",
+    {"interleaved_micro.yaml", 6, 35, "strategy.pipeline.schedule",
      "micro-batches per data-parallel rank (3) to be a multiple of the pipeline degree (2)"},
     {"two_documents.yaml", 4, 1, "", "a second YAML document"},
 };

@@ -355,25 +355,25 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
     return 0;
 }
 
+static const char *const category_table[CAT_COUNT] = {
+    "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm", "dp-comm"};
+static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm"};
+static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather"};
+const enum_names task_category_names = ENUM_NAMES(category_table);
+const enum_names stream_names = ENUM_NAMES(stream_table);
+const enum_names coll_kind_names = ENUM_NAMES(coll_table);
+
 const char *task_category_name(task_category c)
 {
-    static const char *names[CAT_COUNT] = {"forward", "backward", "recompute", "optimizer",
-                                           "tp-comm", "pp-comm",  "dp-comm"};
-    return (unsigned)c < CAT_COUNT ? names[c] : "?";
+    return enum_name(task_category_names, (int)c);
 }
 
 const char *stream_name(stream_id s)
 {
-    static const char *names[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm"};
-    return (unsigned)s < STREAM_COUNT ? names[s] : "?";
+    return enum_name(stream_names, (int)s);
 }
 
 const char *coll_kind_name(coll_kind k)
 {
-    switch (k) {
-    case COLL_ALLREDUCE: return "all-reduce";
-    case COLL_REDUCE_SCATTER: return "reduce-scatter";
-    case COLL_ALLGATHER: return "all-gather";
-    }
-    return "?";
+    return enum_name(coll_kind_names, (int)k);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "vocab.h"
 
 typedef enum { TASK_COMPUTE, TASK_TRANSFER, TASK_COLLECTIVE } task_kind;
 
@@ -138,6 +139,8 @@ void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, dou
  * collective one task per group member on that member's rank. */
 int htae_graph_finalize(htae_graph *g, ps_error *err);
 
+/* Name tables (vocab.h) and their lookups. */
+extern const enum_names task_category_names, stream_names, coll_kind_names;
 const char *task_category_name(task_category c);
 const char *stream_name(stream_id s);
 const char *coll_kind_name(coll_kind k);

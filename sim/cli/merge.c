@@ -116,13 +116,15 @@ static int shard_from_json(const cJSON *m, const char *file, int *k, int *n, ps_
 /* The sweep's header from the first file. */
 static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps_error *err)
 {
-    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "", *mem = "fit";
+    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "";
+    t->memory_fit = 1;
     if (out_json_str(m, "hash", 0, file, "sweep", &hash, err) ||
         out_json_str(m, "file", 1, file, "sweep", &sweep, err) ||
         out_json_str(m, "cluster", 1, file, "sweep", &cl, err) ||
         out_json_str(m, "base", 1, file, "sweep", &base, err) ||
         out_json_str(m, "workload", 1, file, "sweep", &wl, err) ||
-        out_json_str(m, "memory", 1, file, "sweep", &mem, err) ||
+        (cJSON_HasObjectItem(m, "memory") &&
+         out_json_enum(m, "memory", sweep_memory_names, file, "sweep", &t->memory_fit, err)) ||
         out_json_int(m, "gpus", 0, 1, INT_MAX, file, "sweep", &t->gpus, err) ||
         out_json_int(m, "combinations", 0, 0, INT_MAX, file, "sweep", &t->combinations, err))
         return err->code;
@@ -131,7 +133,6 @@ static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps
     snprintf(t->cluster_file, sizeof t->cluster_file, "%s", cl);
     snprintf(t->base, sizeof t->base, "%s", base);
     snprintf(t->workload, sizeof t->workload, "%s", wl);
-    t->memory_fit = strcmp(mem, "ignore") != 0;
     const cJSON *axes = cJSON_GetObjectItemCaseSensitive(m, "axes");
     t->axes = cJSON_IsObject(axes) ? cJSON_Duplicate(axes, 1) : cJSON_CreateObject();
     t->show_bucket = cJSON_HasObjectItem(t->axes, "bucket_mb");

@@ -189,7 +189,7 @@ static cJSON *sweep_json(const sweep_table *t)
     cJSON_AddStringToObject(m, "base", t->base);
     cJSON_AddStringToObject(m, "workload", t->workload);
     cJSON_AddNumberToObject(m, "gpus", t->gpus);
-    cJSON_AddStringToObject(m, "memory", t->memory_fit ? "fit" : "ignore");
+    cJSON_AddStringToObject(m, "memory", enum_name(sweep_memory_names, t->memory_fit));
     cJSON_AddItemToObject(m, "axes", t->axes ? cJSON_Duplicate(t->axes, 1) : cJSON_CreateObject());
     cJSON_AddStringToObject(m, "hash", t->hash);
     cJSON_AddNumberToObject(m, "combinations", t->combinations);
