@@ -41,8 +41,8 @@ typedef struct sweep_spec {
     int gpus; /* constraints.gpus; 0: the cluster's */
     src_loc gpus_loc;
     int memory_fit;
-        /* index in sweep_memory_names */ /* constraints.memory: 1 fit (default), 0 ignore */
-    int max_plans;                        /* constraints.max_plans (default 100000) */
+    /* index in sweep_memory_names */ /* constraints.memory: 1 fit (default), 0 ignore */
+    int max_plans;                    /* constraints.max_plans (default 100000) */
     src_loc max_plans_loc;
     src_loc axes_loc;
 } sweep_spec;

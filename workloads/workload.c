@@ -147,8 +147,8 @@ int workload_model_load(const char *name_or_path, const char *data_dir, workload
     if (looks_like_path(name_or_path))
         n = snprintf(path, sizeof path, "%s", name_or_path);
     else
-        n = snprintf(path, sizeof path, "%s/workloads/models/%s.yaml", data_dir && *data_dir ? data_dir : ps_data_dir(),
-                     name_or_path);
+        n = snprintf(path, sizeof path, "%s/workloads/models/%s.yaml",
+                     data_dir && *data_dir ? data_dir : ps_data_dir(), name_or_path);
     if (n < 0 || (size_t)n >= sizeof path)
         return ps_error_set(err, PS_EINPUT, name_or_path, 0, 0, "workload",
                             "workload path too long");
