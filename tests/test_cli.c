@@ -118,6 +118,39 @@ START_TEST(help_among_arguments_and_unknown_options)
 }
 END_TEST
 
+/* Usage errors of the option parser, each naming the option or value (exit 1). */
+START_TEST(option_usage_errors)
+{
+    static const struct {
+        const char *args[6];
+        const char *needle;
+    } cases[] = {
+        {{"run", "s.yaml", "--cluster", NULL}, "--cluster needs a value"},
+        {{"run", "a.yaml", "b.yaml", NULL}, "unexpected argument 'b.yaml'"},
+        {{"run", "--cluster", "c.xml", NULL}, "run needs a STRATEGY.yaml"},
+        {{"run", "s.yaml", "-q", NULL}, "run needs --cluster CLUSTER.xml"},
+        {{"cluster", "dgx-a100", "--nodes", "x", NULL}, "bad number 'x'"},
+        {{"cluster", "dgx-a100", "--nic-gbps", "1e", NULL}, "bad number '1e'"},
+        {{"cluster", "dgx-a100", NULL}, "cluster needs --nodes N (N >= 1)"},
+        {{"collective", "--gpus", "0", NULL}, "bad GPU count '0'"},
+        {{"collective", "extra", NULL}, "unexpected argument 'extra'"},
+        {{"sweep", "s.yaml", "-j", "0", NULL}, "bad job count '0'"},
+        {{"sweep", "s.yaml", "--top", "-1", NULL}, "bad --top '-1'"},
+        {{"sweep", "s.yaml", "--shard", "3/2", NULL}, "bad --shard '3/2'"},
+        {{"merge", "a.json", "-j", "2", NULL}, "unknown option '-j'"},
+        {{"merge", "--top", NULL}, "--top needs a value"},
+    };
+    char *dir = make_tmpdir();
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        run_result r = run_protosim(dir, cases[k].args);
+        const char *needles[] = {cases[k].needle, NULL};
+        expect_bad_input(&r, needles);
+        run_free(&r);
+    }
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- merge */
 
 /* A valid shard 1/2 of a 2-plan sweep: plan 0 simulated (plan 1 would be in shard 2). */
@@ -333,6 +366,7 @@ static Suite *cli_suite(void)
     tcase_add_test(t, help_for_every_subcommand);
     tcase_add_test(t, help_overview);
     tcase_add_test(t, help_among_arguments_and_unknown_options);
+    tcase_add_test(t, option_usage_errors);
     tcase_add_test(t, merge_hand_written_shard);
     tcase_add_test(t, merge_empty_plans);
     tcase_add_test(t, merge_rejects_bad_plan_fields);

@@ -1,5 +1,5 @@
-/* cli.c: helpers shared by the subcommands' argument parsers (see cli.h): help and usage
- * errors, option values, strict numbers. */
+/* cli.c: the subcommands' one option parser (cli_parse_options, driven by each subcommand's
+ * table) and its helpers (see cli.h): help and usage errors, strict numbers. */
 #include "cli.h"
 
 #include <stdarg.h>
@@ -35,15 +35,6 @@ int cli_fail(const ps_error *e)
     return e->code ? e->code : PS_EINTERNAL;
 }
 
-const char *cli_value(const cli_command *c, int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc) {
-        cli_usage_error(c, "%s needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 int cli_parse_int(const char *s, int *out)
 {
     char *end;
@@ -59,4 +50,73 @@ int cli_parse_double(const char *s, double *out)
     char *end;
     *out = strtod(s, &end);
     return (!*s || *end) ? -1 : 0;
+}
+
+/* The value of option argv[*i] (advancing *i), or NULL after a usage error "X needs a value". */
+static const char *cli_value(const cli_command *c, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        cli_usage_error(c, "%s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static const cli_option *find_option(const cli_option *table, const char *s)
+{
+    for (const cli_option *o = table; o->name; o++)
+        if (!strcmp(s, o->name) || (o->alias && !strcmp(s, o->alias)))
+            return o;
+    return NULL;
+}
+
+/* Value v of option o into its field; 0, or PS_EINPUT after a usage error. */
+static int store_value(const cli_command *c, const cli_option *o, const char *v, char *field)
+{
+    int bad = 0;
+    switch (o->kind) {
+    case CLI_STRING: *(const char **)(void *)field = v; break;
+    case CLI_INT:
+        bad = cli_parse_int(v, (int *)(void *)field) ||
+              (o->has_min && *(int *)(void *)field < o->min);
+        break;
+    case CLI_DOUBLE: bad = cli_parse_double(v, (double *)(void *)field); break;
+    case CLI_CUSTOM: return o->parse(c, v, field);
+    case CLI_FLAG: break;
+    }
+    return bad ? cli_usage_error(c, "bad %s '%s'", o->bad ? o->bad : "number", v) : 0;
+}
+
+int cli_parse_options(const cli_command *c, const cli_option *table, int argc, char **argv,
+                      void *args, const char **pos, int max_pos, int *n_pos)
+{
+    int n_local = 0;
+    if (!n_pos)
+        n_pos = &n_local;
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i];
+        const cli_option *o = find_option(table, s);
+        if (cli_is_help(s)) {
+            cli_help(c);
+            return CLI_HELP_SHOWN;
+        } else if (o && o->kind == CLI_FLAG) {
+            *(int *)(void *)((char *)args + o->offset) = o->set;
+        } else if (o) {
+            const char *v = cli_value(c, argc, argv, &i);
+            if (!v || store_value(c, o, v, (char *)args + o->offset))
+                return PS_EINPUT;
+        } else if (s[0] == '-') {
+            return cli_usage_error(c, "unknown option '%s'", s);
+        } else if (*n_pos < max_pos) {
+            pos[(*n_pos)++] = s;
+        } else {
+            return cli_usage_error(c, "unexpected argument '%s'", s);
+        }
+    }
+    return 0;
+}
+
+int cli_exit_code(int parse_result)
+{
+    return parse_result == CLI_HELP_SHOWN ? 0 : parse_result;
 }

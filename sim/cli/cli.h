@@ -1,7 +1,10 @@
 /* cli.h: the `protosim` subcommands (one cli_command each, parsed in cmd_*.c) and the helpers
- * their argument parsers share: usage on --help, usage errors, strict numbers, option values. */
+ * their argument parsers share: the table-driven option parser, usage on --help, usage errors,
+ * strict numbers. */
 #ifndef PROTOSIM_CLI_H
 #define PROTOSIM_CLI_H
+
+#include <stddef.h>
 
 #include "../base/error.h"
 
@@ -24,8 +27,39 @@ int cli_usage_error(const cli_command *c, const char *fmt, ...)
 /* Print e once (main's one place for errors); returns its exit code. */
 int cli_fail(const ps_error *e);
 
-/* The value of option argv[*i] (advancing *i), or NULL after a usage error "X needs a value". */
-const char *cli_value(const cli_command *c, int argc, char **argv, int *i);
+/* One option of a subcommand, in a table ended by {0}. The value goes at `offset` (offsetof)
+ * in the args struct given to cli_parse_options. */
+typedef enum cli_kind {
+    CLI_FLAG,   /* no value: int = set */
+    CLI_STRING, /* const char * = the value */
+    CLI_INT,    /* int, strict; with has_min, also >= min */
+    CLI_DOUBLE, /* double, strict */
+    CLI_CUSTOM, /* parse(c, value, field): 0, or PS_EINPUT after its own usage error */
+} cli_kind;
+
+typedef struct cli_option {
+    const char *name;  /* "--jobs" */
+    const char *alias; /* "-j", or NULL */
+    cli_kind kind;
+    size_t offset;
+    int set;          /* CLI_FLAG: the value stored */
+    int has_min, min; /* CLI_INT: reject values below min */
+    const char *bad;  /* CLI_INT/CLI_DOUBLE: "bad <bad> '<value>'" (default "number") */
+    int (*parse)(const cli_command *c, const char *v, void *field); /* CLI_CUSTOM */
+} cli_option;
+
+/* cli_parse_options's result besides 0 and PS_EINPUT: --help was printed (exit 0). */
+#define CLI_HELP_SHOWN (-1)
+
+/* Walk argv (the arguments after the subcommand's name): -h/--help prints c's help and returns
+ * CLI_HELP_SHOWN; each option of table stores its value into args; up to max_pos positionals
+ * go to pos[] in order (*n_pos, when not NULL, counts them from its value). A usage error ("unknown option 'X'", "X needs a
+ * value", "bad ... 'V'", "unexpected argument 'X'") returns PS_EINPUT. */
+int cli_parse_options(const cli_command *c, const cli_option *table, int argc, char **argv,
+                      void *args, const char **pos, int max_pos, int *n_pos);
+/* A cli_parse_options result as an exit code (CLI_HELP_SHOWN: 0). */
+int cli_exit_code(int parse_result);
+
 /* Strict numbers: the whole string must parse. 0, or -1. */
 int cli_parse_int(const char *s, int *out);
 int cli_parse_double(const char *s, double *out);

@@ -1,5 +1,6 @@
 /* cmd_cluster.c: `protosim cluster`: its arguments, then the generated SimGrid platform, written
  * only once complete (a rejected request never truncates an existing file). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,78 +28,48 @@ const cli_command cli_cluster = {
     cluster_main,
 };
 
-/* Option s with value v into o / *out_path; PS_EINPUT on a bad number. */
-static int cluster_option(const char *s, const char *v, cluster_gen_opts *o, const char **out_path)
-{
-    int bad = 0;
-    if (!strcmp(s, "--nodes"))
-        bad = cli_parse_int(v, &o->nodes);
-    else if (!strcmp(s, "--nics"))
-        bad = cli_parse_int(v, &o->nics_per_node);
-    else if (!strcmp(s, "--gpus-per-node"))
-        bad = cli_parse_int(v, &o->gpus_per_node);
-    else if (!strcmp(s, "--nic-gbps"))
-        bad = cli_parse_double(v, &o->nic_gbps);
-    else if (!strcmp(s, "--oversubscription"))
-        bad = cli_parse_double(v, &o->oversubscription);
-    else
-        *out_path = v;
-    return bad ? cli_usage_error(&cli_cluster, "bad number '%s'", v) : 0;
-}
+typedef struct cluster_args {
+    const char *kind, *out_path;
+    cluster_gen_opts o;
+} cluster_args;
 
-/* 0 parsed, -1 --help printed (exit 0), PS_EINPUT after a usage error. */
-static int parse_cluster(int argc, char **argv, const char **kind, cluster_gen_opts *o,
-                         const char **out_path)
-{
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        int takes = !strcmp(s, "--nodes") || !strcmp(s, "-o") || !strcmp(s, "--nics") ||
-                    !strcmp(s, "--nic-gbps") || !strcmp(s, "--gpus-per-node") ||
-                    !strcmp(s, "--oversubscription");
-        if (cli_is_help(s)) {
-            cli_help(&cli_cluster);
-            return -1;
-        } else if (takes) {
-            const char *v = cli_value(&cli_cluster, argc, argv, &i);
-            if (!v || cluster_option(s, v, o, out_path))
-                return PS_EINPUT;
-        } else if (s[0] == '-') {
-            return cli_usage_error(&cli_cluster, "unknown option '%s'", s);
-        } else if (!*kind) {
-            *kind = s;
-        } else {
-            return cli_usage_error(&cli_cluster, "unexpected argument '%s'", s);
-        }
-    }
-    if (!*kind)
-        return cli_usage_error(&cli_cluster, "cluster needs a KIND");
-    if (o->nodes < 1)
-        return cli_usage_error(&cli_cluster, "cluster needs --nodes N (N >= 1)");
-    return 0;
-}
+static const cli_option cluster_options[] = {
+    {.name = "--nodes", .kind = CLI_INT, .offset = offsetof(cluster_args, o.nodes)},
+    {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
+    {.name = "--nics", .kind = CLI_INT, .offset = offsetof(cluster_args, o.nics_per_node)},
+    {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
+    {.name = "--gpus-per-node", .kind = CLI_INT, .offset = offsetof(cluster_args, o.gpus_per_node)},
+    {.name = "--oversubscription",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(cluster_args, o.oversubscription)},
+    {0},
+};
 
 static int cluster_main(int argc, char **argv)
 {
-    const char *kind = NULL, *out_path = NULL;
-    cluster_gen_opts o;
-    memset(&o, 0, sizeof o);
-    int prc = parse_cluster(argc, argv, &kind, &o, &out_path);
-    if (prc)
-        return prc < 0 ? 0 : prc;
+    cluster_args a;
+    memset(&a, 0, sizeof a);
+    int rc = cli_parse_options(&cli_cluster, cluster_options, argc, argv, &a, &a.kind, 1, NULL);
+    if (rc)
+        return cli_exit_code(rc);
+    if (!a.kind)
+        return cli_usage_error(&cli_cluster, "cluster needs a KIND");
+    if (a.o.nodes < 1)
+        return cli_usage_error(&cli_cluster, "cluster needs --nodes N (N >= 1)");
     /* Generate in memory first: a rejected request must not truncate an existing file. */
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     ps_error err;
     ps_error_clear(&err);
-    int rc = mem ? cluster_generate(kind, &o, mem, &err)
-                 : ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory");
+    rc = mem ? cluster_generate(a.kind, &a.o, mem, &err)
+             : ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory");
     if (mem)
         fclose(mem);
     if (!rc) {
-        FILE *f = out_path ? fopen(out_path, "w") : stdout;
+        FILE *f = a.out_path ? fopen(a.out_path, "w") : stdout;
         if (!f || fwrite(text, 1, len, f) != len || (f != stdout && fclose(f) != 0))
-            rc = ps_error_set(&err, PS_EINPUT, out_path, 0, 0, NULL, "cannot write");
+            rc = ps_error_set(&err, PS_EINPUT, a.out_path, 0, 0, NULL, "cannot write");
     }
     free(text);
     return rc ? cli_fail(&err) : 0;

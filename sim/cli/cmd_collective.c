@@ -1,5 +1,6 @@
 /* cmd_collective.c: `protosim collective`: its arguments, then collectives timed one after
  * another on the first N GPUs (like nccl-tests), written as bytes,time_s (out_collective.c). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,35 +34,26 @@ typedef struct collective_args {
     int gpus;
 } collective_args;
 
-/* 0 parsed, -1 --help printed (exit 0), PS_EINPUT after a usage error. */
+static const cli_option collective_options[] = {
+    {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(collective_args, cluster)},
+    {.name = "--sizes", .kind = CLI_STRING, .offset = offsetof(collective_args, sizes)},
+    {.name = "--op", .kind = CLI_STRING, .offset = offsetof(collective_args, op)},
+    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(collective_args, csv)},
+    {.name = "--gpus",
+     .kind = CLI_INT,
+     .offset = offsetof(collective_args, gpus),
+     .has_min = 1,
+     .min = 1,
+     .bad = "GPU count"},
+    {0},
+};
+
+/* 0 parsed, CLI_HELP_SHOWN, or PS_EINPUT after a usage error. */
 static int parse_collective(int argc, char **argv, collective_args *a)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        if (cli_is_help(s)) {
-            cli_help(&cli_collective);
-            return -1;
-        }
-        if (strcmp(s, "--cluster") && strcmp(s, "--sizes") && strcmp(s, "--op") &&
-            strcmp(s, "--csv") && strcmp(s, "--gpus")) {
-            if (s[0] == '-')
-                return cli_usage_error(&cli_collective, "unknown option '%s'", s);
-            return cli_usage_error(&cli_collective, "unexpected argument '%s'", s);
-        }
-        const char *v = cli_value(&cli_collective, argc, argv, &i);
-        if (!v)
-            return PS_EINPUT;
-        if (!strcmp(s, "--cluster"))
-            a->cluster = v;
-        else if (!strcmp(s, "--sizes"))
-            a->sizes = v;
-        else if (!strcmp(s, "--op"))
-            a->op = v;
-        else if (!strcmp(s, "--csv"))
-            a->csv = v;
-        else if (cli_parse_int(v, &a->gpus) || a->gpus < 1)
-            return cli_usage_error(&cli_collective, "bad GPU count '%s'", v);
-    }
+    int rc = cli_parse_options(&cli_collective, collective_options, argc, argv, a, NULL, 0, NULL);
+    if (rc)
+        return rc;
     if (!a->cluster || !a->sizes || a->gpus < 1)
         return cli_usage_error(&cli_collective, "collective needs --cluster, --gpus and --sizes");
     return 0;
@@ -107,7 +99,7 @@ static int collective_main(int argc, char **argv)
     collective_args a = {NULL, NULL, "allreduce", NULL, 0};
     int prc = parse_collective(argc, argv, &a);
     if (prc)
-        return prc < 0 ? 0 : prc;
+        return cli_exit_code(prc);
     coll_kind kind;
     if (parse_kind(a.op, &kind))
         return cli_usage_error(&cli_collective, "unknown collective '%s'", a.op);

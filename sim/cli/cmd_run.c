@@ -1,5 +1,6 @@
 /* cmd_run.c: `protosim run`: its arguments, then the pipeline load strategy -> load cluster ->
  * compile -> simulate -> report, and the exit code (2: does not fit, with --strict-memory). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,40 +35,28 @@ typedef struct run_args {
     compile_options copt;
 } run_args;
 
-/* 0 parsed, -1 --help printed (exit 0), PS_EINPUT after a usage error. */
+static const cli_option run_options[] = {
+    {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(run_args, cluster)},
+    {.name = "--json", .kind = CLI_STRING, .offset = offsetof(run_args, json)},
+    {.name = "--trace", .kind = CLI_STRING, .offset = offsetof(run_args, trace)},
+    {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
+    {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
+    {.name = "--quiet",
+     .alias = "-q",
+     .kind = CLI_FLAG,
+     .offset = offsetof(run_args, quiet),
+     .set = 1},
+    {0},
+};
+
+/* 0 parsed, CLI_HELP_SHOWN, or PS_EINPUT after a usage error. */
 static int parse_run(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
     compile_default_options(&a->copt);
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        if (cli_is_help(s)) {
-            cli_help(&cli_run);
-            return -1;
-        } else if (!strcmp(s, "--cluster") || !strcmp(s, "--json") || !strcmp(s, "--trace")) {
-            const char *v = cli_value(&cli_run, argc, argv, &i);
-            if (!v)
-                return PS_EINPUT;
-            if (!strcmp(s, "--cluster"))
-                a->cluster = v;
-            else if (!strcmp(s, "--json"))
-                a->json = v;
-            else
-                a->trace = v;
-        } else if (!strcmp(s, "--no-fold")) {
-            a->copt.fold_data_parallel = 0;
-        } else if (!strcmp(s, "--strict-memory")) {
-            a->strict = 1;
-        } else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) {
-            a->quiet = 1;
-        } else if (s[0] == '-') {
-            return cli_usage_error(&cli_run, "unknown option '%s'", s);
-        } else if (!a->strategy) {
-            a->strategy = s;
-        } else {
-            return cli_usage_error(&cli_run, "unexpected argument '%s'", s);
-        }
-    }
+    int rc = cli_parse_options(&cli_run, run_options, argc, argv, a, &a->strategy, 1, NULL);
+    if (rc)
+        return rc;
     if (!a->strategy)
         return cli_usage_error(&cli_run, "run needs a STRATEGY.yaml");
     if (!a->cluster)
@@ -100,7 +89,7 @@ static int run_main(int argc, char **argv)
     run_args a;
     int prc = parse_run(argc, argv, &a);
     if (prc)
-        return prc < 0 ? 0 : prc;
+        return cli_exit_code(prc);
     ps_error err;
     ps_error_clear(&err);
     strategy s;
