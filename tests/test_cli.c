@@ -21,8 +21,8 @@ typedef struct {
 
 static const command_help commands[] = {
     {"run",
-     {"STRATEGY.yaml", "--cluster", "--json", "--trace", "--strict-memory", "--no-fold", "--quiet",
-      "--help", NULL}},
+     {"STRATEGY.yaml", "--cluster", "--json", "--trace", "--csv", "--strict-memory", "--no-fold",
+      "--quiet", "--help", NULL}},
     {"sweep",
      {"SWEEP.yaml", "--cluster", "-j N", "--shard K/N", "--top", "--csv", "--json", "--plot",
       "--progress", NULL}},
@@ -147,6 +147,120 @@ START_TEST(option_usage_errors)
         expect_bad_input(&r, needles);
         run_free(&r);
     }
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- numbers */
+
+#define SIZE_EXPECTED "(expected a number of bytes, optionally with K, M, G, T, Ki, Mi, Gi or Ti)"
+
+static const char *const junk[] = {"nan",   "inf", "-5", "0x10", "",
+                                   "12abc", " 3",  "+3", "1e3",  NULL};
+
+/* Every junk form of a size exits 1 with the exact message naming --sizes. */
+START_TEST(sizes_reject_junk)
+{
+    char *dir = make_tmpdir();
+    for (int k = 0; junk[k]; k++) {
+        const char *args[] = {"collective", "--gpus", "2", "--sizes", junk[k], NULL};
+        run_result r = run_protosim(dir, args);
+        char want[256];
+        snprintf(want, sizeof want, "protosim: error: --sizes: bad size '%s' " SIZE_EXPECTED "\n",
+                 junk[k]);
+        const char *needles[] = {want, NULL};
+        expect_bad_input(&r, needles);
+        ck_assert_msg(!strncmp(r.err, want, strlen(want)), "stderr:\n%s", r.err);
+        run_free(&r);
+    }
+    /* an empty entry in the list, and a fraction, named alone */
+    const char *lists[][2] = {{"1M,,2", ""}, {"1M,1.5", "1.5"}, {"4Ki,1Kb", "1Kb"}};
+    for (size_t k = 0; k < 3; k++) {
+        const char *args[] = {"collective", "--sizes", lists[k][0], NULL};
+        run_result r = run_protosim(dir, args);
+        char want[256];
+        snprintf(want, sizeof want, "--sizes: bad size '%s' " SIZE_EXPECTED, lists[k][1]);
+        const char *needles[] = {want, NULL};
+        expect_bad_input(&r, needles);
+        run_free(&r);
+    }
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* Counts and decimals reject the same junk, naming the option as typed. */
+START_TEST(counts_reject_junk)
+{
+    static const struct {
+        const char *args[4]; /* the value goes last */
+        const char *what;
+    } opts[] = {
+        {{"collective", "--gpus"}, "GPU count' (expected an integer >= 1)"},
+        {{"cluster", "--nodes"}, "number' (expected an integer >= 1)"},
+        {{"cluster", "--nics"}, "number' (expected an integer >= 1)"},
+        {{"cluster", "--gpus-per-node"}, "number' (expected an integer >= 1)"},
+        {{"sweep", "-j"}, "job count' (expected an integer >= 1)"},
+        {{"sweep", "--jobs"}, "job count' (expected an integer >= 1)"},
+        {{"sweep", "--top"}, "--top' (expected an integer >= 0)"},
+        {{"merge", "--top"}, "--top' (expected an integer >= 0)"},
+    };
+    char *dir = make_tmpdir();
+    for (size_t o = 0; o < sizeof opts / sizeof opts[0]; o++)
+        for (int k = 0; junk[k]; k++) {
+            const char *args[] = {opts[o].args[0], opts[o].args[1], junk[k], NULL};
+            run_result r = run_protosim(dir, args);
+            char want[256];
+            const char *what = opts[o].what;
+            snprintf(want, sizeof want, "protosim: error: %s: bad %.*s '%s%s\n", opts[o].args[1],
+                     (int)(strchr(what, '\'') - what), what, junk[k], strchr(what, '\''));
+            const char *needles[] = {want, NULL};
+            expect_bad_input(&r, needles);
+            run_free(&r);
+        }
+    const char *decimals[] = {"--nic-gbps", "--oversubscription"};
+    for (size_t o = 0; o < 2; o++)
+        for (int k = 0; junk[k]; k++) {
+            if (!strcmp(junk[k], "1e3"))
+                continue; /* an exponent is fine in a decimal */
+            const char *args[] = {"cluster", "dgx-a100", decimals[o], junk[k], NULL};
+            run_result r = run_protosim(dir, args);
+            char want[256];
+            snprintf(want, sizeof want,
+                     "protosim: error: %s: bad number '%s' (expected a non-negative decimal "
+                     "number)\n",
+                     decimals[o], junk[k]);
+            const char *needles[] = {want, NULL};
+            expect_bad_input(&r, needles);
+            run_free(&r);
+        }
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* --sizes 1Ki is 1024 bytes; 1M,1Gi,2k are 1000000, 1073741824 and 2000 (a row each). */
+START_TEST(collective_size_suffixes)
+{
+    char *dir = make_tmpdir();
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *one[] = {"collective", "--cluster", cl, "--gpus", "2", "--sizes", "1Ki", NULL};
+    run_result r = run_protosim(dir, one);
+    expect_exit(&r, 0);
+    ck_assert_msg(!strncmp(r.out, "bytes,time_s\n1024,", 18), "stdout:\n%s", r.out);
+    ck_assert_int_eq((int)(strchr(r.out + 18, '\n') - r.out) + 1, (int)strlen(r.out)); /* 1 row */
+    run_free(&r);
+    const char *three[] = {"collective", "--cluster", cl,          "--gpus",
+                           "2",          "--sizes",   "1M,1Gi,2k", NULL};
+    r = run_protosim(dir, three);
+    expect_exit(&r, 0);
+    const char *p = strchr(r.out, '\n') + 1;
+    const char *rows[] = {"1000000,", "1073741824,", "2000,"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(!strncmp(p, rows[i], strlen(rows[i])), "row %d: stdout:\n%s", i, r.out);
+        p = strchr(p, '\n') + 1;
+    }
+    ck_assert_str_eq(p, "");
+    run_free(&r);
+    free(cl);
     remove_tmpdir(dir);
 }
 END_TEST
@@ -358,6 +472,64 @@ START_TEST(merge_rejects_bad_shard)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- run --csv */
+
+/* The first line of file path (caller frees). */
+static char *first_line(const char *path)
+{
+    char *text = slurp(path, NULL);
+    ck_assert_msg(text != NULL, "%s was not written", path);
+    char *nl = strchr(text, '\n');
+    ck_assert_ptr_nonnull(nl);
+    *nl = '\0';
+    return text;
+}
+
+/* run --csv: the header of sweep's CSV (here through merge, the same writer), then one row whose
+ * iteration_time_s (column 15) is the JSON report's, to the 9 digits the CSV keeps. */
+START_TEST(run_csv_has_the_sweep_columns)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    char *csv = tmp_path(dir, "run.csv"), *json = tmp_path(dir, "run.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--csv", csv, "--json", json, "-q", NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    run_free(&r);
+    char *shard = write_doc(dir, "shard.json", shard_doc()), *sweep_csv = tmp_path(dir, "s.csv");
+    const char *margs[] = {"merge", shard, "--csv", sweep_csv, NULL};
+    r = run_protosim(dir, margs);
+    expect_exit(&r, 0);
+    run_free(&r);
+    char *want = first_line(sweep_csv), *got = first_line(csv);
+    ck_assert_str_eq(got, want);
+    free(want);
+    free(got);
+    char *text = slurp(csv, NULL);
+    const char *row = strchr(text, '\n') + 1;
+    ck_assert_ptr_null(strchr(strchr(row, '\n') + 1, '\n')); /* one row */
+    ck_assert_msg(!strncmp(row, "1,0,tp2 pp1 dp2 mb2 1f1b zero0 sel,ok,2,1,2,2,1f1b,1,0,", 55),
+                  "row: %s", row);
+    const char *f = row;
+    for (int col = 1; col < 15; col++)
+        f = strchr(f, ',') + 1;
+    cJSON *j = parse_json_file(json);
+    char iter[64];
+    snprintf(iter, sizeof iter, "%.9g,", num_field(j, "iteration_time_s"));
+    ck_assert_msg(!strncmp(f, iter, strlen(iter)), "iteration_time_s: csv %.20s, json %s", f, iter);
+    cJSON_Delete(j);
+    free(text);
+    free(shard);
+    free(sweep_csv);
+    free(csv);
+    free(json);
+    free(strat);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -371,6 +543,10 @@ static Suite *cli_suite(void)
     tcase_add_test(t, merge_empty_plans);
     tcase_add_test(t, merge_rejects_bad_plan_fields);
     tcase_add_test(t, merge_rejects_bad_shard);
+    tcase_add_test(t, sizes_reject_junk);
+    tcase_add_test(t, counts_reject_junk);
+    tcase_add_test(t, collective_size_suffixes);
+    tcase_add_test(t, run_csv_has_the_sweep_columns);
     suite_add_tcase(s, t);
     return s;
 }

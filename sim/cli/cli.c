@@ -2,6 +2,7 @@
  * table) and its helpers (see cli.h): help and usage errors, strict numbers. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,22 @@ int cli_fail(const ps_error *e)
     return e->code ? e->code : PS_EINTERNAL;
 }
 
+/* The length of the run of decimal digits at s. */
+static size_t digits(const char *s)
+{
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    return n;
+}
+
 int cli_parse_int(const char *s, int *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < -1000000000L || v > 1000000000L)
+    size_t n = digits(s);
+    if (n == 0 || s[n] || n > 10)
+        return -1;
+    long long v = strtoll(s, NULL, 10);
+    if (v > 1000000000LL)
         return -1;
     *out = (int)v;
     return 0;
@@ -47,9 +59,58 @@ int cli_parse_int(const char *s, int *out)
 
 int cli_parse_double(const char *s, double *out)
 {
-    char *end;
-    *out = strtod(s, &end);
-    return (!*s || *end) ? -1 : 0;
+    /* digits [. digits] [e [+-] digits]: no sign, hex, nan, inf or spaces */
+    size_t n = digits(s), i = n;
+    if (s[i] == '.') {
+        size_t f = digits(s + i + 1);
+        n += f;
+        i += 1 + f;
+    }
+    if (n == 0)
+        return -1;
+    if (s[i] == 'e' || s[i] == 'E') {
+        i += (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
+        size_t e = digits(s + i);
+        if (e == 0)
+            return -1;
+        i += e;
+    }
+    if (s[i])
+        return -1;
+    *out = strtod(s, NULL);
+    return isfinite(*out) ? 0 : -1;
+}
+
+int cli_parse_size(const char *s, double *out)
+{
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1},
+                 {"K", 1e3},
+                 {"k", 1e3},
+                 {"M", 1e6},
+                 {"G", 1e9},
+                 {"T", 1e12},
+                 {"Ki", 1024.0},
+                 {"Mi", 1048576.0},
+                 {"Gi", 1073741824.0},
+                 {"Ti", 1099511627776.0}};
+    size_t n = digits(s);
+    if (n == 0 || n > 15)
+        return -1;
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+        if (!strcmp(s + n, units[u].suffix)) {
+            *out = strtod(s, NULL) * units[u].scale;
+            return 0;
+        }
+    return -1;
+}
+
+int cli_bad_value(const cli_command *c, const char *opt, const char *what, const char *v,
+                  const char *expected)
+{
+    return cli_usage_error(c, "%s: bad %s '%s' (expected %s)", opt, what, v, expected);
 }
 
 /* The value of option argv[*i] (advancing *i), or NULL after a usage error "X needs a value". */
@@ -70,21 +131,35 @@ static const cli_option *find_option(const cli_option *table, const char *s)
     return NULL;
 }
 
-/* Value v of option o into its field; 0, or PS_EINPUT after a usage error. */
-static int store_value(const cli_command *c, const cli_option *o, const char *v, char *field)
+/* Value v of option o (typed as opt) into its field; 0, or PS_EINPUT after a usage error. */
+static int store_value(const cli_command *c, const cli_option *o, const char *opt, const char *v,
+                       char *field)
 {
-    int bad = 0;
+    char expected[64];
     switch (o->kind) {
-    case CLI_STRING: *(const char **)(void *)field = v; break;
+    case CLI_STRING: *(const char **)(void *)field = v; return 0;
     case CLI_INT:
-        bad = cli_parse_int(v, (int *)(void *)field) ||
-              (o->has_min && *(int *)(void *)field < o->min);
-        break;
-    case CLI_DOUBLE: bad = cli_parse_double(v, (double *)(void *)field); break;
+        if (o->has_min)
+            snprintf(expected, sizeof expected, "an integer >= %d", o->min);
+        else
+            snprintf(expected, sizeof expected, "a non-negative integer");
+        if (cli_parse_int(v, (int *)(void *)field) ||
+            (o->has_min && *(int *)(void *)field < o->min))
+            return cli_bad_value(c, opt, o->bad ? o->bad : "number", v, expected);
+        return 0;
+    case CLI_DOUBLE:
+        if (cli_parse_double(v, (double *)(void *)field))
+            return cli_bad_value(c, opt, o->bad ? o->bad : "number", v,
+                                 "a non-negative decimal number");
+        return 0;
+    case CLI_SIZE:
+        if (cli_parse_size(v, (double *)(void *)field))
+            return cli_bad_value(c, opt, "size", v, CLI_SIZE_EXPECTED);
+        return 0;
     case CLI_CUSTOM: return o->parse(c, v, field);
     case CLI_FLAG: break;
     }
-    return bad ? cli_usage_error(c, "bad %s '%s'", o->bad ? o->bad : "number", v) : 0;
+    return 0;
 }
 
 int cli_parse_options(const cli_command *c, const cli_option *table, int argc, char **argv,
@@ -103,7 +178,7 @@ int cli_parse_options(const cli_command *c, const cli_option *table, int argc, c
             *(int *)(void *)((char *)args + o->offset) = o->set;
         } else if (o) {
             const char *v = cli_value(c, argc, argv, &i);
-            if (!v || store_value(c, o, v, (char *)args + o->offset))
+            if (!v || store_value(c, o, s, v, (char *)args + o->offset))
                 return PS_EINPUT;
         } else if (s[0] == '-') {
             return cli_usage_error(c, "unknown option '%s'", s);

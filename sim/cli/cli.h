@@ -33,7 +33,8 @@ typedef enum cli_kind {
     CLI_FLAG,   /* no value: int = set */
     CLI_STRING, /* const char * = the value */
     CLI_INT,    /* int, strict; with has_min, also >= min */
-    CLI_DOUBLE, /* double, strict */
+    CLI_DOUBLE, /* double, strict (cli_parse_double) */
+    CLI_SIZE,   /* double, a byte count (cli_parse_size) */
     CLI_CUSTOM, /* parse(c, value, field): 0, or PS_EINPUT after its own usage error */
 } cli_kind;
 
@@ -44,7 +45,7 @@ typedef struct cli_option {
     size_t offset;
     int set;          /* CLI_FLAG: the value stored */
     int has_min, min; /* CLI_INT: reject values below min */
-    const char *bad;  /* CLI_INT/CLI_DOUBLE: "bad <bad> '<value>'" (default "number") */
+    const char *bad;  /* CLI_INT/CLI_DOUBLE: "OPT: bad <bad> '<value>'" (default "number") */
     int (*parse)(const cli_command *c, const char *v, void *field); /* CLI_CUSTOM */
 } cli_option;
 
@@ -60,8 +61,18 @@ int cli_parse_options(const cli_command *c, const cli_option *table, int argc, c
 /* A cli_parse_options result as an exit code (CLI_HELP_SHOWN: 0). */
 int cli_exit_code(int parse_result);
 
-/* Strict numbers: the whole string must parse. 0, or -1. */
+/* Strict numbers: the whole string must parse (no sign, spaces, hex, nan or inf). 0, or -1.
+ * cli_parse_int: decimal digits, at most 1e9 (counts). cli_parse_double: digits, optional
+ * fraction and exponent. cli_parse_size: digits then an optional K, M, G, T (powers of 1000;
+ * also k) or Ki, Mi, Gi, Ti (powers of 1024): "1M" = 1000000, "1Gi" = 1073741824. */
 int cli_parse_int(const char *s, int *out);
 int cli_parse_double(const char *s, double *out);
+int cli_parse_size(const char *s, double *out);
+
+#define CLI_SIZE_EXPECTED "a number of bytes, optionally with K, M, G, T, Ki, Mi, Gi or Ti"
+
+/* The usage error "OPT: bad WHAT 'V' (expected EXPECTED)"; returns PS_EINPUT. */
+int cli_bad_value(const cli_command *c, const char *opt, const char *what, const char *v,
+                  const char *expected);
 
 #endif

@@ -33,12 +33,18 @@ typedef struct cluster_args {
     cluster_gen_opts o;
 } cluster_args;
 
+#define CLUSTER_COUNT(opt, field)                                                                  \
+    {                                                                                              \
+        .name = opt, .kind = CLI_INT, .offset = offsetof(cluster_args, o.field), .has_min = 1,     \
+        .min = 1                                                                                   \
+    }
+
 static const cli_option cluster_options[] = {
-    {.name = "--nodes", .kind = CLI_INT, .offset = offsetof(cluster_args, o.nodes)},
+    CLUSTER_COUNT("--nodes", nodes),
     {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
-    {.name = "--nics", .kind = CLI_INT, .offset = offsetof(cluster_args, o.nics_per_node)},
+    CLUSTER_COUNT("--nics", nics_per_node),
     {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
-    {.name = "--gpus-per-node", .kind = CLI_INT, .offset = offsetof(cluster_args, o.gpus_per_node)},
+    CLUSTER_COUNT("--gpus-per-node", gpus_per_node),
     {.name = "--oversubscription",
      .kind = CLI_DOUBLE,
      .offset = offsetof(cluster_args, o.oversubscription)},

@@ -22,21 +22,33 @@ const cli_command cli_collective = {
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
     "  --gpus N                GPUs taking part (required, N >= 1)\n"
-    "  --sizes BYTES,...       message sizes in bytes (required)\n"
+    "  --sizes BYTES,...       message sizes in bytes (required); each an integer with an\n"
+    "                          optional K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (1024)\n"
     "  --op OP                 allreduce (default), reduce-scatter or all-gather\n"
     "  --csv OUT               write the table to OUT (default: stdout)\n"
     "  --help, -h              this help\n",
     collective_main,
 };
 
+typedef struct size_list {
+    double *v; /* owned */
+    int n;
+} size_list;
+
 typedef struct collective_args {
-    const char *cluster, *sizes, *op, *csv;
+    const char *cluster, *op, *csv;
+    size_list sizes;
     int gpus;
 } collective_args;
 
+static int parse_sizes(const cli_command *c, const char *list, void *field);
+
 static const cli_option collective_options[] = {
     {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(collective_args, cluster)},
-    {.name = "--sizes", .kind = CLI_STRING, .offset = offsetof(collective_args, sizes)},
+    {.name = "--sizes",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(collective_args, sizes),
+     .parse = parse_sizes},
     {.name = "--op", .kind = CLI_STRING, .offset = offsetof(collective_args, op)},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(collective_args, csv)},
     {.name = "--gpus",
@@ -54,7 +66,7 @@ static int parse_collective(int argc, char **argv, collective_args *a)
     int rc = cli_parse_options(&cli_collective, collective_options, argc, argv, a, NULL, 0, NULL);
     if (rc)
         return rc;
-    if (!a->cluster || !a->sizes || a->gpus < 1)
+    if (!a->cluster || !a->sizes.n || a->gpus < 1)
         return cli_usage_error(&cli_collective, "collective needs --cluster, --gpus and --sizes");
     return 0;
 }
@@ -72,42 +84,42 @@ static int parse_kind(const char *op, coll_kind *kind)
     return 0;
 }
 
-/* Comma-separated byte counts into *out (caller frees); how many, or -1 on a bad entry. */
-static int parse_sizes(const char *list, double **out)
+/* --sizes: comma-separated sizes (cli_parse_size) into the size_list at field (a repeated
+ * --sizes replaces it); 0, or PS_EINPUT after a usage error naming the bad entry. */
+static int parse_sizes(const cli_command *c, const char *list, void *field)
 {
+    size_list *out = field;
     int n = 1;
     for (const char *p = list; *p; p++)
         n += *p == ',';
-    double *v = xcalloc((size_t)n, sizeof *v);
-    char *copy = xstrdup(list), *save = NULL;
-    int k = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (cli_parse_double(tok, &v[k]) || v[k] < 0) {
-            free(copy);
-            free(v);
-            return -1;
-        }
-        k++;
+    free(out->v);
+    out->v = xcalloc((size_t)n, sizeof *out->v);
+    out->n = 0;
+    char *copy = xstrdup(list);
+    int rc = 0;
+    for (char *tok = copy, *next; tok && !rc; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (cli_parse_size(tok, &out->v[out->n++]))
+            rc = cli_bad_value(c, "--sizes", "size", tok, CLI_SIZE_EXPECTED);
     }
     free(copy);
-    *out = v;
-    return k;
+    return rc;
 }
 
 static int collective_main(int argc, char **argv)
 {
-    collective_args a = {NULL, NULL, "allreduce", NULL, 0};
+    collective_args a = {NULL, "allreduce", NULL, {NULL, 0}, 0};
     int prc = parse_collective(argc, argv, &a);
-    if (prc)
-        return cli_exit_code(prc);
-    coll_kind kind;
-    if (parse_kind(a.op, &kind))
-        return cli_usage_error(&cli_collective, "unknown collective '%s'", a.op);
-    double *sizes = NULL;
-    int n = parse_sizes(a.sizes, &sizes);
-    if (n <= 0) {
+    coll_kind kind = COLL_ALLREDUCE;
+    if (!prc && parse_kind(a.op, &kind))
+        prc = cli_usage_error(&cli_collective, "--op: unknown collective '%s'", a.op);
+    double *sizes = a.sizes.v;
+    int n = a.sizes.n;
+    if (prc) {
         free(sizes);
-        return cli_usage_error(&cli_collective, "bad --sizes '%s'", a.sizes);
+        return cli_exit_code(prc);
     }
     ps_error err;
     ps_error_clear(&err);

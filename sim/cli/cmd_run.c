@@ -7,19 +7,22 @@
 #include "../../strategies/compile.h"
 #include "cli.h"
 #include "output.h"
+#include "sweep_run.h"
 
 static int run_main(int argc, char **argv);
 
 const cli_command cli_run = {
     "run",
     "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
-    "               [--trace OUT.trace.json] [--strict-memory] [--no-fold] [--quiet]\n",
+    "               [--trace OUT.trace.json] [--csv OUT.csv] [--strict-memory] [--no-fold]\n"
+    "               [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev)\n"
+    "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
     "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
     "  --no-fold               simulate every data-parallel replica (default: fold them)\n"
     "  --quiet, -q             no summary on stdout\n"
@@ -30,7 +33,7 @@ const cli_command cli_run = {
 };
 
 typedef struct run_args {
-    const char *strategy, *cluster, *json, *trace;
+    const char *strategy, *cluster, *json, *trace, *csv;
     int strict, quiet;
     compile_options copt;
 } run_args;
@@ -39,6 +42,7 @@ static const cli_option run_options[] = {
     {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(run_args, cluster)},
     {.name = "--json", .kind = CLI_STRING, .offset = offsetof(run_args, json)},
     {.name = "--trace", .kind = CLI_STRING, .offset = offsetof(run_args, trace)},
+    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(run_args, csv)},
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
     {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
     {.name = "--quiet",
@@ -64,6 +68,24 @@ static int parse_run(int argc, char **argv, run_args *a)
     return 0;
 }
 
+/* The plan as the one row of a sweep table, written by the sweep's CSV writer. */
+static int run_csv(const char *path, const compiled_plan *plan, const htae_result *res,
+                   const report_summary *sum, ps_error *err)
+{
+    sweep_plan p;
+    memset(&p, 0, sizeof p);
+    p.desc = plan->plan;
+    p.rank = 1;
+    sweep_plan_record(&p, sum, res);
+    int order = 0;
+    sweep_table t;
+    memset(&t, 0, sizeof t);
+    t.plans = &p;
+    t.n = 1;
+    t.order = &order;
+    return out_sweep_csv(path, &t, err);
+}
+
 /* Summary, report files and the memory verdict of a simulated plan. */
 static int run_report(const run_args *a, const cluster *c, const compiled_plan *plan,
                       const htae_result *res, ps_error *err)
@@ -75,6 +97,8 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
     if (a->json && out_run_json(a->json, c, plan, res, &sum, err))
         return err->code;
     if (a->trace && out_run_trace(a->trace, c, plan, res, err))
+        return err->code;
+    if (a->csv && run_csv(a->csv, plan, res, &sum, err))
         return err->code;
     if (a->strict && sum.peak_memory_bytes > sum.memory_capacity) {
         fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",

@@ -64,8 +64,7 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-/* The outcome of a simulated plan, from its summary. */
-static void record_summary(sweep_plan *p, const report_summary *sum, const htae_result *res)
+void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_result *res)
 {
     p->status = SWEEP_PLAN_OK;
     p->iteration_s = sum->iteration_s;
@@ -120,7 +119,7 @@ static void worker_main(const sweep_spec *spec, const cluster *c, sweep_plan p, 
     if (!rc) {
         report_summary sum;
         report_summarize(&plan, &res, &sum);
-        record_summary(&p, &sum, &res);
+        sweep_plan_record(&p, &sum, &res);
     } else {
         p.status = SWEEP_PLAN_FAILED;
         snprintf(p.reason_kind, sizeof p.reason_kind, "error");

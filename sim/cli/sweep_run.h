@@ -22,6 +22,9 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
 /* `protosim merge`: re-rank the union of shard JSON files of one sweep (merge.c). */
 int sweep_merge(const char *const *inputs, int n_inputs, const sweep_options *o, ps_error *err);
 
+/* p's outcome from a simulated plan's summary: status ok, times, rates, memory, breakdown. */
+void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_result *res);
+
 /* Rank t's plans: t->order gets ok (fastest first), oom, failed, invalid, each by index;
  * plans[].rank 1.. for the simulated ones. */
 void sweep_rank(sweep_table *t);
