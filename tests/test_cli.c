@@ -530,6 +530,104 @@ START_TEST(run_csv_has_the_sweep_columns)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- man page, completion */
+
+static int word_char(char c)
+{
+    return c == '-' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9');
+}
+
+/* word occurs in text[0..n) as a whole word (not inside "--csvx" or "--jobs" for "-j"). */
+static int has_word(const char *text, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++)
+        if (!strncmp(text + i, word, w) && (i == 0 || !word_char(text[i - 1])) &&
+            (i + w == n || !word_char(text[i + w])))
+            return 1;
+    return 0;
+}
+
+/* The options `protosim cmd --help` names: words starting with '-' after a space, '[', '|' or
+ * ',', outside parentheses. Returns how many went to names[]. */
+static int help_options(const char *dir, const char *cmd, char names[][32], int max)
+{
+    const char *args[] = {cmd, "--help", NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    int n = 0, depth = 0; /* in parentheses: prose, e.g. merge's "(written by sweep --shard K/N)" */
+    for (const char *p = r.out; *p; p++) {
+        depth += (*p == '(') - (*p == ')');
+        if (*p != '-' || depth > 0 || (p > r.out && !strchr(" [|,", p[-1])) || !word_char(p[1]))
+            continue;
+        size_t len = 1;
+        while (word_char(p[len]))
+            len++;
+        ck_assert(len < 32 && n < max);
+        snprintf(names[n++], 32, "%.*s", (int)len, p);
+        p += len - 1;
+    }
+    run_free(&r);
+    return n;
+}
+
+/* Every option each subcommand's --help names is in its section of docs/protosim.1 (".SS NAME"
+ * up to the next section, roff's \- read as -) and in its list in the bash completion. */
+START_TEST(man_page_and_completion_cover_every_option)
+{
+    char *dir = make_tmpdir();
+    char *man_path = src_path("docs/protosim.1");
+    char *comp_path = src_path("scripts/protosim-completion.bash");
+    char *man = slurp(man_path, NULL), *comp = slurp(comp_path, NULL);
+    ck_assert_ptr_nonnull(man);
+    ck_assert_ptr_nonnull(comp);
+    char *w = man; /* roff's \- is a plain - */
+    for (const char *r = man; *r; r++)
+        if (!(r[0] == '\\' && r[1] == '-'))
+            *w++ = *r;
+    *w = '\0';
+    for (const char *sec = ".SH EXIT STATUS\n", *env = ".SH ENVIRONMENT\n"; sec; sec = NULL) {
+        ck_assert_ptr_nonnull(strstr(man, sec));
+        ck_assert_ptr_nonnull(strstr(man, env));
+    }
+    ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_DATA_DIR"));
+    ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_SIMGRID_LOG"));
+    const char *cmds = strstr(comp, "_protosim_commands=\"");
+    ck_assert_ptr_nonnull(cmds);
+    for (int k = 0; k < N_COMMANDS; k++) {
+        const char *name = commands[k].name;
+        ck_assert_msg(has_word(cmds, (size_t)(strchr(cmds + 20, '"') - cmds), name),
+                      "completion lacks subcommand %s", name);
+        char head[64];
+        snprintf(head, sizeof head, ".SS %s\n", name);
+        const char *s = strstr(man, head);
+        ck_assert_msg(s != NULL, "%s has no '%s'", man_path, head);
+        const char *end = strstr(s + 1, "\n.S");
+        size_t man_n = end ? (size_t)(end - s) : strlen(s);
+        snprintf(head, sizeof head, "_protosim_opts_%s=\"", name);
+        const char *c = strstr(comp, head);
+        ck_assert_msg(c != NULL, "%s has no %s", comp_path, head);
+        c += strlen(head);
+        size_t comp_n = (size_t)(strchr(c, '"') - c);
+        char names[64][32];
+        int n = help_options(dir, name, names, 64);
+        ck_assert_msg(n >= 3, "%s --help: only %d options found", name, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(has_word(s, man_n, names[i]), "man page section %s lacks %s", name,
+                          names[i]);
+            ck_assert_msg(has_word(c, comp_n, names[i]), "completion for %s lacks %s", name,
+                          names[i]);
+        }
+    }
+    free(man);
+    free(comp);
+    free(man_path);
+    free(comp_path);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -547,6 +645,7 @@ static Suite *cli_suite(void)
     tcase_add_test(t, counts_reject_junk);
     tcase_add_test(t, collective_size_suffixes);
     tcase_add_test(t, run_csv_has_the_sweep_columns);
+    tcase_add_test(t, man_page_and_completion_cover_every_option);
     suite_add_tcase(s, t);
     return s;
 }

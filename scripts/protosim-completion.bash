@@ -1,0 +1,59 @@
+# bash completion for protosim: subcommands, each subcommand's options, and files by kind
+# (.yaml strategies and sweeps, .xml clusters, .json shards). Installed as
+# share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
+# subcommand's --help names is in its _protosim_opts_NAME list below.
+
+_protosim_commands="run cluster collective sweep merge help"
+_protosim_opts_run="--cluster --json --trace --csv --strict-memory --no-fold --quiet -q --help -h"
+_protosim_opts_cluster="--nodes -o --nics --nic-gbps --gpus-per-node --oversubscription --help -h"
+_protosim_opts_collective="--cluster --gpus --sizes --op --csv --help -h"
+_protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
+_protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
+
+# Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
+_protosim_files()
+{
+    local cur=$1 ext=$2
+    COMPREPLY+=($(compgen -d -- "$cur"))
+    local f
+    while IFS= read -r f; do
+        [[ -n $f ]] && COMPREPLY+=("$f")
+    done < <(compgen -f -X "!*.@($ext)" -- "$cur")
+}
+
+_protosim()
+{
+    local cur prev cmd
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    COMPREPLY=()
+    if ((COMP_CWORD == 1)); then
+        COMPREPLY=($(compgen -W "$_protosim_commands --help --version" -- "$cur"))
+        return
+    fi
+    cmd=${COMP_WORDS[1]}
+    shopt -s extglob
+    case $prev in
+    --cluster) _protosim_files "$cur" xml; return ;;
+    --json | --trace) _protosim_files "$cur" json; return ;;
+    --csv) _protosim_files "$cur" csv; return ;;
+    --plot) _protosim_files "$cur" svg; return ;;
+    -o) _protosim_files "$cur" xml; return ;;
+    --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather" -- "$cur")); return ;;
+    --nodes | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
+        -j | --jobs | --shard | --top) return ;;
+    esac
+    local opts_var=_protosim_opts_${cmd}
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
+        return
+    fi
+    case $cmd in
+    run | sweep) _protosim_files "$cur" "yaml|yml" ;;
+    merge) _protosim_files "$cur" json ;;
+    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-a100 dgx-h100" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "run cluster collective sweep merge" -- "$cur")) ;;
+    esac
+}
+
+complete -F _protosim protosim
