@@ -628,6 +628,46 @@ START_TEST(man_page_and_completion_cover_every_option)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- sweep progress */
+
+/* stderr not a terminal: progress as lines, the last "sweep: 10/10 plans, R plans/s, eta 0 s"
+ * (small.yaml: 3 tensor x 2 pipeline x 2 recompute = 12 combinations, tp4 x pp2 needs 8 GPUs
+ * on 4: 10 plans), then the summary; --no-progress: the summary alone. */
+START_TEST(sweep_progress_lines_off_a_terminal)
+{
+    char *dir = make_tmpdir();
+    char *sweep = src_path("tests/data/sweep/small.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *flags[] = {"--progress", "--no-progress", NULL};
+    for (int f = 0; f < 3; f++) {
+        const char *args[] = {"sweep", sweep, "--cluster", cl, "-j", "2", flags[f], NULL};
+        run_result r = run_protosim(dir, args);
+        expect_exit(&r, 0);
+        const char *summary = r.err;
+        if (f != 1) { /* default and --progress */
+            const char *head = "sweep: 10/10 plans, ", *tail = " plans/s, eta 0 s\n";
+            ck_assert_msg(!strncmp(r.err, head, strlen(head)), "stderr:\n%s", r.err);
+            summary = strchr(r.err, '\n') + 1;
+            ck_assert_msg(!strncmp(summary - strlen(tail), tail, strlen(tail)), "stderr:\n%s",
+                          r.err);
+            double rate = 0;
+            ck_assert_int_eq(sscanf(r.err + strlen(head), "%lf", &rate), 1);
+            ck_assert(rate > 0);
+        }
+        const char *sum = "sweep: 10 plans processed in ";
+        ck_assert_msg(!strncmp(summary, sum, strlen(sum)), "stderr:\n%s", r.err);
+        ck_assert_ptr_nonnull(strstr(summary, " with 2 workers ("));
+        ck_assert_ptr_nonnull(strstr(summary, "10 simulated, 0 oom, 0 failed; 2 invalid "
+                                              "combinations skipped\n"));
+        ck_assert_str_eq(strchr(summary, '\n') + 1, ""); /* nothing after it */
+        run_free(&r);
+    }
+    free(sweep);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -646,6 +686,7 @@ static Suite *cli_suite(void)
     tcase_add_test(t, collective_size_suffixes);
     tcase_add_test(t, run_csv_has_the_sweep_columns);
     tcase_add_test(t, man_page_and_completion_cover_every_option);
+    tcase_add_test(t, sweep_progress_lines_off_a_terminal);
     suite_add_tcase(s, t);
     return s;
 }

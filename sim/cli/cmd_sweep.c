@@ -17,7 +17,8 @@ static int merge_main(int argc, char **argv);
     "  --csv OUT.csv           write every plan as CSV\n"                                          \
     "  --json OUT.json         write every plan as JSON (the input of protosim merge)\n"           \
     "  --plot OUT.svg          write an SVG plot of throughput per plan\n"                         \
-    "  --progress, --no-progress  show a progress bar on stderr (default: when a terminal)\n"      \
+    "  --progress, --no-progress  progress on stderr or not (default on): a bar on a terminal,\n"  \
+    "                          else a line every 5 s and at the end\n"                             \
     "  --help, -h              this help\n"
 
 const cli_command cli_sweep = {

@@ -6,10 +6,10 @@
 #include "output.h"
 
 typedef struct sweep_options {
-    int jobs;                      /* worker processes alive at once; <= 0: the CPU count */
-    int shard_k, shard_n;          /* process plans with index % n == k - 1; 0/0: all */
-    int top;                       /* rows of the ranked table on stdout; 0: all */
-    int progress;                  /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    int jobs;             /* worker processes alive at once; <= 0: the CPU count */
+    int shard_k, shard_n; /* process plans with index % n == k - 1; 0/0: all */
+    int top;              /* rows of the ranked table on stdout; 0: all */
+    int progress; /* 0 off; else (-1 auto, 1 on) a bar on a terminal, lines every 5 s elsewhere */
     const char *csv, *json, *plot; /* outputs, NULL when not asked for */
 } sweep_options;
 
