@@ -1,5 +1,5 @@
-/* out_run.c: what `protosim run` writes: the text summary, the JSON report and the Chrome
- * trace of one simulated plan, from the compiled plan, the result and the cluster. */
+/* out_run.c: what `protosim run` writes: the text summary and the JSON report of one
+ * simulated plan, from the compiled plan, the result and the cluster (the trace: out_trace.c). */
 #include "output.h"
 
 #include <cjson/cJSON.h>
