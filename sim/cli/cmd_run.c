@@ -14,14 +14,19 @@ static int run_main(int argc, char **argv);
 const cli_command cli_run = {
     "run",
     "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
-    "               [--trace OUT.trace.json] [--csv OUT.csv] [--strict-memory] [--no-fold]\n"
-    "               [--quiet]\n",
+    "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]]\n"
+    "               [--csv OUT.csv] [--strict-memory] [--no-fold] [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
     "  --json OUT.json         write the report as JSON\n"
-    "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev)\n"
+    "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev), with flow\n"
+    "                          arrows from each pipeline send to the task that consumes it\n"
+    "  --trace-ranks SPEC      trace only these GPUs: ranks and inclusive ranges separated by\n"
+    "                          commas, e.g. 0-7 or 0,3,8-11 (default: every GPU)\n"
+    "  --trace-steps N         trace only the tasks of the first N micro-batches, and those of\n"
+    "                          none (optimizer, gradient collectives) (default: all)\n"
     "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
     "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
     "  --no-fold               simulate every data-parallel replica (default: fold them)\n"
@@ -34,14 +39,36 @@ const cli_command cli_run = {
 
 typedef struct run_args {
     const char *strategy, *cluster, *json, *trace, *csv;
+    out_trace_filter trace_filter;
     int strict, quiet;
     compile_options copt;
 } run_args;
+
+/* --trace-ranks: the list's syntax now, its ranks against the plan's GPUs once compiled. */
+static int parse_trace_ranks(const cli_command *c, const char *v, void *field)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    if (out_trace_ranks(v, -1, NULL, &err))
+        return cli_usage_error(c, "%s", err.message);
+    *(const char **)field = v;
+    return 0;
+}
 
 static const cli_option run_options[] = {
     {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(run_args, cluster)},
     {.name = "--json", .kind = CLI_STRING, .offset = offsetof(run_args, json)},
     {.name = "--trace", .kind = CLI_STRING, .offset = offsetof(run_args, trace)},
+    {.name = "--trace-ranks",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(run_args, trace_filter.ranks),
+     .parse = parse_trace_ranks},
+    {.name = "--trace-steps",
+     .kind = CLI_INT,
+     .offset = offsetof(run_args, trace_filter.steps),
+     .has_min = 1,
+     .min = 1,
+     .bad = "micro-batch count"},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(run_args, csv)},
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
     {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
@@ -65,6 +92,9 @@ static int parse_run(int argc, char **argv, run_args *a)
         return cli_usage_error(&cli_run, "run needs a STRATEGY.yaml");
     if (!a->cluster)
         return cli_usage_error(&cli_run, "run needs --cluster CLUSTER.xml");
+    if (!a->trace && (a->trace_filter.ranks || a->trace_filter.steps))
+        return cli_usage_error(&cli_run, "%s needs --trace OUT.trace.json",
+                               a->trace_filter.ranks ? "--trace-ranks" : "--trace-steps");
     return 0;
 }
 
@@ -96,7 +126,7 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
         out_run_text(stdout, c, plan, res, &sum);
     if (a->json && out_run_json(a->json, c, plan, res, &sum, err))
         return err->code;
-    if (a->trace && out_run_trace(a->trace, c, plan, res, err))
+    if (a->trace && out_run_trace(a->trace, c, plan, res, &a->trace_filter, err))
         return err->code;
     if (a->csv && run_csv(a->csv, plan, res, &sum, err))
         return err->code;
@@ -129,6 +159,8 @@ static int run_main(int argc, char **argv)
     htae_result res;
     memset(&res, 0, sizeof res);
     int rc = compile_plan(&s, &c, &a.copt, &plan, &err);
+    if (!rc && a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
+        rc = out_trace_ranks(a.trace_filter.ranks, plan.gpus, NULL, &err);
     if (!rc)
         rc = htae_run(plan.graph, &c, NULL, &res, &err);
     if (!rc)

@@ -55,11 +55,25 @@ cJSON *out_figures_json(cJSON *obj, const out_figures *f);
 
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const report_summary *sum);
-/* Both return 0, or PS_EINPUT with err naming the file that could not be written. */
+/* out_run_json and out_run_trace return 0, or PS_EINPUT with err naming the file that could
+ * not be written. */
 int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
                  const report_summary *sum, ps_error *err);
+
+/* What a trace keeps (run --trace-ranks, --trace-steps; out_trace.c). */
+typedef struct out_trace_filter {
+    const char *ranks; /* a rank list ("0-7", "0,3,8-11"); NULL: every rank */
+    int steps;         /* tasks of micro-batches < steps, and those of none (-1); 0: all */
+} out_trace_filter;
+
+/* The rank list spec: comma-separated ranks and inclusive ranges LO-HI. Sets keep[r] = 1 for
+ * each listed rank when keep is not NULL; n_ranks < 0 checks only the syntax. 0, or PS_EINPUT
+ * naming --trace-ranks (a bad list, or a rank >= n_ranks). */
+int out_trace_ranks(const char *spec, int n_ranks, unsigned char *keep, ps_error *err);
+/* Chrome trace JSON: metadata, a complete event per kept task, flow events from each kept
+ * transfer to its kept consumer on the peer. filter may be NULL (everything). */
 int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
-                  ps_error *err);
+                  const out_trace_filter *filter, ps_error *err);
 
 /* PS_EINPUT "cannot write: <strerror>" naming path. */
 int out_write_error(const char *path, ps_error *err);
