@@ -202,3 +202,222 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
     breakdown(p, r, out->busiest_rank, flush_end(p, r), out);
     top_labels(p, r, out->busiest_rank, out);
 }
+
+/* ---- the critical path (report.h) ---- */
+
+#define NO_TASK  UINT32_MAX
+#define PATH_TOL 1e-12
+
+/* Predecessors of every task: explicit edges in CSR (from the successor lists), and the
+ * previous task of its stream. */
+typedef struct preds {
+    uint32_t *first; /* [n_tasks + 1] into list */
+    uint32_t *list;
+    uint32_t *prev; /* [n_tasks], NO_TASK for a stream's first task */
+} preds;
+
+static void preds_build(const htae_graph *g, preds *pr)
+{
+    uint32_t n = g->n_tasks;
+    pr->first = xcalloc((size_t)n + 1, sizeof *pr->first);
+    for (uint32_t t = 0; t < n; t++)
+        pr->first[t + 1] = pr->first[t] + g->tasks[t].n_pred;
+    pr->list = xmalloc(((size_t)pr->first[n] + 1) * sizeof *pr->list);
+    uint32_t *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    for (uint32_t t = 0; t < n; t++)
+        for (uint32_t j = 0; j < g->tasks[t].n_succ; j++) {
+            uint32_t s = g->succ[g->tasks[t].succ_first + j];
+            pr->list[pr->first[s] + fill[s]++] = t;
+        }
+    free(fill);
+    pr->prev = xmalloc(((size_t)n + 1) * sizeof *pr->prev);
+    uint32_t n_streams = (uint32_t)g->n_ranks * STREAM_COUNT;
+    for (uint32_t i = 0; i < n_streams; i++)
+        for (uint32_t k = g->stream_first[i]; k < g->stream_first[i + 1]; k++)
+            pr->prev[g->stream_tasks[k]] =
+                k > g->stream_first[i] ? g->stream_tasks[k - 1] : NO_TASK;
+}
+
+static void preds_free(preds *pr)
+{
+    free(pr->first);
+    free(pr->list);
+    free(pr->prev);
+}
+
+/* The latest-ending predecessor of task t alone (explicit edges first, then its stream's
+ * previous task: the first of equal ends wins); NO_TASK if it has none. */
+static uint32_t latest_pred_of(const preds *pr, const htae_result *r, uint32_t t)
+{
+    uint32_t best = NO_TASK;
+    for (uint32_t k = pr->first[t]; k < pr->first[t + 1]; k++)
+        if (best == NO_TASK || r->end[pr->list[k]] > r->end[best])
+            best = pr->list[k];
+    uint32_t p = pr->prev[t];
+    if (p != NO_TASK && (best == NO_TASK || r->end[p] > r->end[best]))
+        best = p;
+    return best;
+}
+
+/* The latest-ending predecessor of t, over every member for a collective task; *via gets the
+ * member it belongs to (t itself otherwise: the task that waited). */
+static uint32_t latest_pred(const htae_graph *g, const preds *pr, const htae_result *r, uint32_t t,
+                            uint32_t *via)
+{
+    *via = t;
+    if (g->tasks[t].kind != TASK_COLLECTIVE)
+        return latest_pred_of(pr, r, t);
+    const htae_collective *c = &g->colls[g->tasks[t].coll];
+    const uint32_t *members = &g->coll_tasks[c->first_task];
+    uint32_t best = NO_TASK;
+    for (uint32_t i = 0; i < g->groups[c->group].n; i++) {
+        uint32_t p = latest_pred_of(pr, r, members[i]);
+        if (p != NO_TASK && (best == NO_TASK || r->end[p] > r->end[best])) {
+            best = p;
+            *via = members[i];
+        }
+    }
+    return best;
+}
+
+/* One step of the path before names: a task (label >= 0) or a wait (label < 0). */
+typedef struct path_step {
+    int32_t label;      /* task label; WAIT_HOST or WAIT_OTHER for waits */
+    int32_t rank, peer; /* peer: a transfer's destination, -1 otherwise; rank -1: a collective */
+    const char *kind;
+    double seconds;
+} path_step;
+
+enum { WAIT_HOST = -1, WAIT_OTHER = -2 };
+
+static void push_step(path_step **v, int *n, size_t *cap, path_step s)
+{
+    if (s.seconds <= 0)
+        return;
+    xgrow(v, sizeof **v, (size_t)*n + 1, cap);
+    (*v)[(*n)++] = s;
+}
+
+static path_step task_step(const htae_task *k, double seconds)
+{
+    path_step s = {k->label, k->rank, -1, stream_name((stream_id)k->stream), seconds};
+    if (k->kind == TASK_TRANSFER)
+        s.peer = k->peer;
+    else if (k->kind == TASK_COLLECTIVE)
+        s.rank = -1;
+    return s;
+}
+
+/* The walk of report.h, latest first, into *out (n steps). */
+static path_step *walk(const htae_graph *g, const htae_result *r, int *n)
+{
+    preds pr;
+    preds_build(g, &pr);
+    uint32_t cur = NO_TASK;
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        if (cur == NO_TASK || r->end[t] > r->end[cur])
+            cur = t;
+    path_step *v = NULL;
+    size_t cap = 0;
+    *n = 0;
+    double hi = cur == NO_TASK ? 0 : r->end[cur]; /* the path covers [hi, makespan] so far */
+    while (cur != NO_TASK) {
+        uint32_t via;
+        uint32_t p = latest_pred(g, &pr, r, cur, &via);
+        double lo = p == NO_TASK ? 0.0 : r->end[p];
+        double start = r->start[cur];
+        if (start - lo <= PATH_TOL) {
+            push_step(&v, n, &cap, task_step(&g->tasks[cur], hi - lo));
+        } else {
+            push_step(&v, n, &cap, task_step(&g->tasks[cur], hi - start));
+            const htae_task *w = &g->tasks[via];
+            path_step s = {(w->host & HOST_ISSUE) ? WAIT_HOST : WAIT_OTHER, w->rank, -1, "wait",
+                           start - lo};
+            push_step(&v, n, &cap, s);
+        }
+        hi = lo;
+        cur = p;
+    }
+    preds_free(&pr);
+    return v;
+}
+
+static char *step_name(const htae_graph *g, const path_step *s)
+{
+    char buf[512];
+    const char *what = s->label == WAIT_HOST    ? "host issue"
+                       : s->label == WAIT_OTHER ? "wait"
+                                                : g->labels[s->label];
+    if (s->rank < 0)
+        snprintf(buf, sizeof buf, "%s", what);
+    else if (s->peer >= 0)
+        snprintf(buf, sizeof buf, "%s (GPU %d -> %d)", what, s->rank, s->peer);
+    else
+        snprintf(buf, sizeof buf, "%s (GPU %d)", what, s->rank);
+    return xstrdup(buf);
+}
+
+void report_critical_path_create(const htae_graph *g, const htae_result *r,
+                                 report_critical_path *out)
+{
+    int n;
+    path_step *v = walk(g, r, &n);
+    out->items = xmalloc(((size_t)n + 1) * sizeof *out->items);
+    out->n = 0;
+    const path_step *last = NULL;
+    for (int i = n - 1; i >= 0; i--) { /* time order */
+        const path_step *s = &v[i];
+        if (last && s->label == last->label && s->rank == last->rank && s->peer == last->peer &&
+            strcmp(s->kind, last->kind) == 0) {
+            out->items[out->n - 1].seconds += s->seconds;
+            continue;
+        }
+        report_path_item it = {step_name(g, s), s->kind, s->seconds};
+        out->items[out->n++] = it;
+        last = s;
+    }
+    free(v);
+}
+
+void report_critical_path_free(report_critical_path *cp)
+{
+    for (int i = 0; i < cp->n; i++)
+        free(cp->items[i].name);
+    free(cp->items);
+    cp->items = NULL;
+    cp->n = 0;
+}
+
+static int by_name(const void *x, const void *y)
+{
+    const report_path_item *p = x, *q = y;
+    int c = strcmp(p->name, q->name);
+    return c ? c : strcmp(p->kind, q->kind);
+}
+
+int report_critical_path_top(const report_critical_path *cp, report_path_item *top, int max)
+{
+    report_path_item *v = xmalloc(((size_t)cp->n + 1) * sizeof *v);
+    memcpy(v, cp->items, (size_t)cp->n * sizeof *v);
+    qsort(v, (size_t)cp->n, sizeof *v, by_name);
+    int m = 0; /* sum runs of one name in place */
+    for (int i = 0; i < cp->n; i++) {
+        if (m > 0 && by_name(&v[m - 1], &v[i]) == 0)
+            v[m - 1].seconds += v[i].seconds;
+        else
+            v[m++] = v[i];
+    }
+    int k = 0;
+    for (; k < max; k++) {
+        int best = -1;
+        for (int i = 0; i < m; i++)
+            if (v[i].seconds > 0 && (best < 0 || v[i].seconds > v[best].seconds))
+                best = i;
+        if (best < 0)
+            break;
+        top[k] = v[best];
+        v[best].seconds = 0;
+    }
+    free(v);
+    return k;
+}

@@ -41,4 +41,36 @@ typedef struct report_summary {
 } report_summary;
 
 void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out);
+
+/* The critical path of the simulated iteration, walked backwards from the task that ends last.
+ * A task's predecessors are its explicit edges' sources and the previous task of its stream;
+ * for a collective task, those of every member (all members start together when the last one
+ * arrives, so the member whose predecessor ended last is the one the collective waited for).
+ * At each task the walk steps to the predecessor that ends latest: if it ends at the task's
+ * start (within 1e-12 s) the task is charged from that end to its own end; otherwise the gap
+ * is a wait item ("host issue" when the waiting task is HOST_ISSUE: its host thread had not
+ * issued it yet; else "wait"), and the walk goes on from that predecessor. A task with no
+ * predecessor ends the walk, with a wait item from 0 to its start if it started later. So the
+ * items tile [0, makespan]: their seconds add up to the iteration time (up to rounding).
+ * Items are in time order, zero-length ones dropped and consecutive ones with the same name
+ * and kind merged. Cost: O(tasks + edges) to build predecessor lists, then the path. */
+typedef struct report_path_item {
+    char *name;       /* "fwd stage 0, layers 0-11 (GPU 3)", "pp send (GPU 3 -> 4)", "tp
+                         all-reduce" (a collective spans its group), "host issue (GPU 3)" */
+    const char *kind; /* "compute", "tp-comm", "pp-comm", "dp-comm" (the task's stream), "wait" */
+    double seconds;
+} report_path_item;
+
+typedef struct report_critical_path {
+    report_path_item *items; /* in time order */
+    int n;
+} report_critical_path;
+
+/* g finalized and run into r. Free with report_critical_path_free. */
+void report_critical_path_create(const htae_graph *g, const htae_result *r,
+                                 report_critical_path *out);
+void report_critical_path_free(report_critical_path *cp);
+/* The path's largest names by total time (items of one name summed), largest first, at most
+ * max of them, into top (names borrowed from cp); returns how many. */
+int report_critical_path_top(const report_critical_path *cp, report_path_item *top, int max);
 #endif

@@ -494,6 +494,46 @@ START_TEST(folded_replicas_match_full_simulation)
 }
 END_TEST
 
+/* The run report's critical path: `critical_path` items (name, kind, seconds) tile the
+ * iteration, so their seconds add up to iteration_time_s; the summary lists its largest. */
+START_TEST(critical_path_sums_to_the_iteration)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path(example_strategy), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "  critical path ") != NULL, "summary lacks it:\n%s", r.out);
+    cJSON *j = parse_json_file(json);
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(j, "critical_path");
+    ck_assert_msg(cJSON_IsArray(cp) && cJSON_GetArraySize(cp) > 0, "critical_path array");
+    const char *kinds[] = {"compute", "tp-comm", "pp-comm", "dp-comm", "wait"};
+    double sum = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cp)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(it, "kind");
+        ck_assert_msg(cJSON_IsString(name) && name->valuestring[0], "item name");
+        ck_assert_msg(cJSON_IsString(kind), "item kind");
+        int known = 0;
+        for (int k = 0; k < 5; k++)
+            known |= strcmp(kind->valuestring, kinds[k]) == 0;
+        ck_assert_msg(known, "kind %s", kind->valuestring);
+        double s = num_field(it, "seconds");
+        ck_assert_msg(s > 0, "%s: %g s", name->valuestring, s);
+        sum += s;
+    }
+    assert_rel_close(sum, num_field(j, "iteration_time_s"), 1e-9,
+                     "critical path vs iteration_time_s");
+    cJSON_Delete(j);
+    run_free(&r);
+    free(strat), free(cl), free(json);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -501,6 +541,7 @@ static Suite *e2e_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, example_runs_and_reports);
     tcase_add_test(t, same_plan_same_output);
+    tcase_add_test(t, critical_path_sums_to_the_iteration);
     suite_add_tcase(s, t);
 
     t = tcase_create("bad_input");

@@ -1,0 +1,201 @@
+/* test_report.c: the run report's critical path on small graphs run by the executor, against
+ * paths worked out by hand (report.h states the rule). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/base/graph.h"
+#include "../sim/htae.h"
+#include "../sim/report.h"
+#include "../topology/cluster.h"
+
+static const double GB = 1e9;
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d ? d : ".";
+}
+
+static void load(const char *rel, cluster *c)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", data_dir(), rel);
+    ps_error err;
+    ps_error_clear(&err);
+    cluster_engine_start();
+    int rc = cluster_load(path, data_dir(), c, &err);
+    ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
+}
+
+/* Every software overhead off: only the platform shapes the timings. */
+static void run(htae_graph *g, cluster *c, htae_result *r)
+{
+    htae_options o;
+    memset(&o, 0, sizeof o);
+    o.protocol_efficiency = 1.0;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    ck_assert_msg(htae_run(g, c, &o, r, &err) == 0, "htae_run: %s", err.message);
+}
+
+#define ck_close(got, want, rel)                                                                   \
+    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.12g, want %.12g",               \
+                  (double)(got), (double)(want))
+
+/* Item i is (name, kind, seconds within rel). */
+static void item_is(const report_critical_path *cp, int i, const char *name, const char *kind,
+                    double seconds, double rel)
+{
+    ck_assert_int_lt(i, cp->n);
+    ck_assert_str_eq(cp->items[i].name, name);
+    ck_assert_str_eq(cp->items[i].kind, kind);
+    ck_close(cp->items[i].seconds, seconds, rel);
+}
+
+/* The items tile [0, makespan]. */
+static void sums_to_makespan(const report_critical_path *cp, const htae_result *r)
+{
+    double s = 0;
+    for (int i = 0; i < cp->n; i++)
+        s += cp->items[i].seconds;
+    ck_close(s, r->makespan, 1e-12);
+}
+
+/* GPU 0 computes A (2 ms), then sends 1 GB over the 100 GB/s wire (10 ms, 2-12 ms) and
+ * meanwhile computes C (1 ms, 2-3 ms); GPU 1 computes B (3 ms) once the data is in: 12-15 ms.
+ * Critical path: A 2 ms, the send 10 ms, B 3 ms = 15 ms; C is off it. */
+START_TEST(path_follows_compute_transfer_compute)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, htae_label(g, "A"), 0);
+    uint32_t x =
+        htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "send"), 0);
+    htae_add_compute(g, 0, CAT_FORWARD, 1e-3, htae_label(g, "C"), 0);
+    uint32_t b = htae_add_compute(g, 1, CAT_BACKWARD, 3e-3, htae_label(g, "B"), 0);
+    htae_add_edge(g, a, x);
+    htae_add_edge(g, x, b);
+    htae_result r;
+    run(g, &c, &r);
+    ck_close(r.makespan, 15e-3, 1e-4);
+    report_critical_path cp;
+    report_critical_path_create(g, &r, &cp);
+    ck_assert_int_eq(cp.n, 3);
+    item_is(&cp, 0, "A (GPU 0)", "compute", 2e-3, 1e-9);
+    item_is(&cp, 1, "send (GPU 0 -> 1)", "pp-comm", 10e-3, 1e-4);
+    item_is(&cp, 2, "B (GPU 1)", "compute", 3e-3, 1e-4);
+    sums_to_makespan(&cp, &r);
+    report_path_item top[5];
+    ck_assert_int_eq(report_critical_path_top(&cp, top, 5), 3);
+    ck_assert_str_eq(top[0].name, "send (GPU 0 -> 1)");
+    ck_assert_str_eq(top[1].name, "B (GPU 1)");
+    ck_assert_str_eq(top[2].name, "A (GPU 0)");
+    ck_assert_int_eq(report_critical_path_top(&cp, top, 1), 1);
+    report_critical_path_free(&cp);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* One GPU, a host-bound program: A (1 ms on the GPU) takes its host 3 ms to issue (span 0),
+ * so B (1.5 ms) is issued at 3 ms although the GPU is free at 1: A runs 0-1, B 3-4.5. The
+ * path: A 1 ms, host issue 2 ms, A again 1.5 ms (B has A's label) = 4.5 ms; by name, A's 2.5 ms
+ * leads the host issue's 2 ms. */
+START_TEST(host_issue_gap_is_a_wait_item)
+{
+    cluster c;
+    load("tests/data/htae/one.xml", &c);
+    htae_graph *g = htae_graph_create(1);
+    int l = htae_label(g, "A");
+    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1.5e-3, l, 0);
+    htae_set_host(g, a, HOST_ISSUE, 3e-3, 0.0);
+    htae_set_host(g, b, HOST_ISSUE, 0.5e-3, 0.0);
+    htae_result r;
+    run(g, &c, &r);
+    ck_close(r.start[b], 3e-3, 1e-12);
+    ck_close(r.makespan, 4.5e-3, 1e-12);
+    report_critical_path cp;
+    report_critical_path_create(g, &r, &cp);
+    ck_assert_int_eq(cp.n, 3);
+    item_is(&cp, 0, "A (GPU 0)", "compute", 1e-3, 1e-12);
+    item_is(&cp, 1, "host issue (GPU 0)", "wait", 2e-3, 1e-12);
+    item_is(&cp, 2, "A (GPU 0)", "compute", 1.5e-3, 1e-12);
+    sums_to_makespan(&cp, &r);
+    report_path_item top[5];
+    ck_assert_int_eq(report_critical_path_top(&cp, top, 5), 2);
+    ck_assert_str_eq(top[0].name, "A (GPU 0)");
+    ck_close(top[0].seconds, 2.5e-3, 1e-12);
+    ck_assert_str_eq(top[1].name, "host issue (GPU 0)");
+    ck_close(top[1].seconds, 2e-3, 1e-12);
+    report_critical_path_free(&cp);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* A collective waits for its last member: GPU 0 computes P (1 ms), GPU 1 Q (4 ms); then a
+ * 0.1 GB all-reduce over 100 GB/s, 2(p-1)/p * S / B = 1 ms (4-5 ms); then GPU 0 computes D
+ * (2 ms) and D' (1 ms, D's label): 5-8 ms. The path goes through Q, the member that arrived
+ * last: Q 4 ms, the all-reduce 1 ms, D 3 ms (two tasks merged) = 8 ms; P is off it. */
+START_TEST(collective_follows_its_last_member)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int ranks[2] = {0, 1}, ld = htae_label(g, "D");
+    int grp = htae_add_group(g, ranks, 2);
+    uint32_t p = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, htae_label(g, "P"), 0);
+    uint32_t q = htae_add_compute(g, 1, CAT_FORWARD, 4e-3, htae_label(g, "Q"), 0);
+    uint32_t ar[2];
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 0.1 * GB, CAT_TP_COMM,
+                        htae_label(g, "tp all-reduce"), 0, ar);
+    htae_add_edge(g, p, ar[0]);
+    htae_add_edge(g, q, ar[1]);
+    uint32_t d = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, ld, 0);
+    htae_add_compute(g, 0, CAT_FORWARD, 1e-3, ld, 0);
+    htae_add_edge(g, ar[0], d);
+    htae_result r;
+    run(g, &c, &r);
+    ck_close(r.makespan, 8e-3, 1e-4);
+    report_critical_path cp;
+    report_critical_path_create(g, &r, &cp);
+    ck_assert_int_eq(cp.n, 3);
+    item_is(&cp, 0, "Q (GPU 1)", "compute", 4e-3, 1e-12);
+    item_is(&cp, 1, "tp all-reduce", "tp-comm", 1e-3, 1e-4);
+    item_is(&cp, 2, "D (GPU 0)", "compute", 3e-3, 1e-4);
+    sums_to_makespan(&cp, &r);
+    report_critical_path_free(&cp);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+static Suite *report_suite(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("critical path");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, path_follows_compute_transfer_compute);
+    tcase_add_test(tc, host_issue_gap_is_a_wait_item);
+    tcase_add_test(tc, collective_follows_its_last_member);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(report_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
