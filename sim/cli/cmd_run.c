@@ -120,19 +120,28 @@ static int run_csv(const char *path, const compiled_plan *plan, const htae_resul
 static int run_report(const run_args *a, const cluster *c, const compiled_plan *plan,
                       const htae_result *res, ps_error *err)
 {
-    report_summary sum;
-    report_summarize(plan, res, &sum);
+    run_analysis an;
+    report_summarize(plan, res, &an.sum);
+    const report_summary *sum = &an.sum;
+    int rc = 0;
+    if (a->quiet && !a->json)
+        memset(&an.path, 0, sizeof an.path); /* nothing shows the critical path */
+    else
+        report_critical_path_create(plan->graph, res, &an.path);
     if (!a->quiet)
-        out_run_text(stdout, c, plan, res, &sum);
-    if (a->json && out_run_json(a->json, c, plan, res, &sum, err))
-        return err->code;
-    if (a->trace && out_run_trace(a->trace, c, plan, res, &a->trace_filter, err))
-        return err->code;
-    if (a->csv && run_csv(a->csv, plan, res, &sum, err))
-        return err->code;
-    if (a->strict && sum.peak_memory_bytes > sum.memory_capacity) {
+        out_run_text(stdout, c, plan, res, &an);
+    if (a->json && out_run_json(a->json, c, plan, res, &an, err))
+        rc = err->code;
+    else if (a->trace && out_run_trace(a->trace, c, plan, res, &a->trace_filter, err))
+        rc = err->code;
+    else if (a->csv && run_csv(a->csv, plan, res, sum, err))
+        rc = err->code;
+    report_critical_path_free(&an.path);
+    if (rc)
+        return rc;
+    if (a->strict && sum->peak_memory_bytes > sum->memory_capacity) {
         fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
-                sum.peak_memory_bytes / 1073741824.0, sum.memory_capacity / 1073741824.0);
+                sum->peak_memory_bytes / 1073741824.0, sum->memory_capacity / 1073741824.0);
         return PS_ENOMEM_PLAN;
     }
     return 0;

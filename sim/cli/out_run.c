@@ -24,8 +24,10 @@ static double pct(double part, double whole)
 }
 
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
-                  const report_summary *sum)
+                  const run_analysis *an)
 {
+    const report_summary *sum = &an->sum;
+    const report_critical_path *cp = &an->path;
     char b1[32];
     const double GiB = 1073741824.0;
     const workload_model *m = &p->model;
@@ -64,17 +66,14 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             fprintf(out, "    %-40s %12s\n", p->graph->labels[sum->top[i].label],
                     human_time(sum->top[i].seconds, b1, sizeof b1));
     }
-    report_critical_path cp;
-    report_critical_path_create(p->graph, r, &cp);
     report_path_item top[REPORT_TOP];
-    int n_top = report_critical_path_top(&cp, top, REPORT_TOP);
+    int n_top = report_critical_path_top(cp, top, REPORT_TOP);
     if (n_top) {
-        fprintf(out, "  critical path (%d items, the largest)\n", cp.n);
+        fprintf(out, "  critical path (%d items, the largest)\n", cp->n);
         for (int i = 0; i < n_top; i++)
             fprintf(out, "    %-48s %12s  %5.1f%%  %s\n", top[i].name,
                     human_time(top[i].seconds, b1, sizeof b1), pct(top[i].seconds, T), top[i].kind);
     }
-    report_critical_path_free(&cp);
     fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
@@ -89,8 +88,10 @@ int out_write_error(const char *path, ps_error *err)
 }
 
 int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
-                 const report_summary *sum, ps_error *err)
+                 const run_analysis *an, ps_error *err)
 {
+    const report_summary *sum = &an->sum;
+    const report_critical_path *cp = &an->path;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "strategy", p->strategy_file);
     cJSON_AddStringToObject(root, "cluster", c->file);
@@ -129,17 +130,14 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddItemToArray(top, it);
     }
 
-    report_critical_path cp;
-    report_critical_path_create(p->graph, r, &cp);
     cJSON *crit = cJSON_AddArrayToObject(root, "critical_path");
-    for (int i = 0; i < cp.n; i++) {
+    for (int i = 0; i < cp->n; i++) {
         cJSON *it = cJSON_CreateObject();
-        cJSON_AddStringToObject(it, "name", cp.items[i].name);
-        cJSON_AddStringToObject(it, "kind", cp.items[i].kind);
-        cJSON_AddNumberToObject(it, "seconds", cp.items[i].seconds);
+        cJSON_AddStringToObject(it, "name", cp->items[i].name);
+        cJSON_AddStringToObject(it, "kind", cp->items[i].kind);
+        cJSON_AddNumberToObject(it, "seconds", cp->items[i].seconds);
         cJSON_AddItemToArray(crit, it);
     }
-    report_critical_path_free(&cp);
 
     cJSON *sim = cJSON_AddObjectToObject(root, "simulator");
     cJSON_AddNumberToObject(sim, "wall_s", r->wall_s);

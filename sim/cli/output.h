@@ -53,12 +53,18 @@ cJSON *out_figures_json(cJSON *obj, const out_figures *f);
 
 /* ---- one run (out_run.c) ---- */
 
+/* A run's analysis, computed once and handed to every writer. */
+typedef struct run_analysis {
+    report_summary sum;
+    report_critical_path path;
+} run_analysis;
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
-                  const report_summary *sum);
+                  const run_analysis *an);
 /* out_run_json and out_run_trace return 0, or PS_EINPUT with err naming the file that could
  * not be written. */
 int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
-                 const report_summary *sum, ps_error *err);
+                 const run_analysis *an, ps_error *err);
 
 /* What a trace keeps (run --trace-ranks, --trace-steps; out_trace.c). */
 typedef struct out_trace_filter {
