@@ -1,6 +1,7 @@
 /* htae.c: the executor. One SimGrid actor per (GPU, stream) walks its queue in program order,
  * waits for predecessors on a semaphore, runs the task, and releases its successors. */
 #include "htae.h"
+#include "htae_links.h"
 #include "htae_rings.h"
 
 #include <assert.h>
@@ -73,6 +74,7 @@ typedef struct stream_state {
     int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
     sg_sem_t sem;
     sg_exec_t *handles; /* scratch for sub-rings launched together */
+    int *ring_of;       /* scratch: the ring of each handle */
 } stream_state;
 
 /* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
@@ -103,6 +105,7 @@ typedef struct exec_state {
     double *matrix; /* n x n bytes scratch for one ring, all zero between uses */
     int matrix_n;
     htae_result *res;
+    htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
     uint32_t done_tasks;
 } exec_state;
@@ -160,6 +163,7 @@ static sg_exec_t rings_start(exec_state *x, sg_host_t *hosts, int n, const ring_
     else
         for (int i = 0; i < n; i++)
             m[(size_t)i * n + (size_t)((i + 1) % n)] = 0.0;
+    htae_links_ring(x->links, hosts, n, rs, edge_bytes, 1, simgrid_get_clock());
     sg_exec_start(e);
     x->activities++;
     return e;
@@ -208,9 +212,18 @@ static void run_rings(exec_state *x, stream_state *st, const ring_phase *ph, col
         for (int j = 0; j < n; j++)
             ring[j] = ph->base[r * ph->stride_ring + j * ph->stride_member];
         st->handles[r] = rings_start(x, ring, n, ph->rs, edge);
+        st->ring_of[r] = r;
     }
-    for (int r = 0; r < count; r++)
-        sg_exec_wait(st->handles[r]);
+    /* Each ring's flows end in the link accounting when that ring ends. */
+    for (int left = count; left > 0; left--) {
+        ssize_t i = sg_exec_wait_any(st->handles, (size_t)left);
+        assert(i >= 0 && i < left);
+        for (int j = 0; j < n; j++)
+            ring[j] = ph->base[st->ring_of[i] * ph->stride_ring + j * ph->stride_member];
+        htae_links_ring(x->links, ring, n, ph->rs, edge, 0, simgrid_get_clock());
+        st->handles[i] = st->handles[left - 1];
+        st->ring_of[i] = st->ring_of[left - 1];
+    }
 }
 
 static void run_collective(exec_state *x, stream_state *st, const htae_collective *col)
@@ -361,9 +374,11 @@ static void run_transfer(exec_state *x, const htae_task *k)
     sg_host_t pair[2] = {x->hosts[k->rank], x->hosts[k->peer]};
     double bytes[4] = {0.0, k->bytes, 0.0, 0.0};
     sg_exec_t e = sg_actor_parallel_exec_init(2, pair, NULL, bytes);
+    htae_links_start(x->links, pair[0], pair[1], k->bytes, simgrid_get_clock());
     sg_exec_start(e);
     x->activities++;
     sg_exec_wait(e);
+    htae_links_end(x->links, pair[0], pair[1], simgrid_get_clock());
     comm_changed(x, k->rank, -1);
     comm_changed(x, k->peer, -1);
 }
@@ -621,6 +636,7 @@ static void start_actors(exec_state *x)
             continue;
         st->sem = sg_sem_init(0);
         st->handles = xmalloc((size_t)x->max_rings * sizeof *st->handles);
+        st->ring_of = xmalloc((size_t)x->max_rings * sizeof *st->ring_of);
         snprintf(name, sizeof name, "gpu%d:%s", st->rank, stream_name(st->stream));
         start_actor(name, x->hosts[st->rank], stream_actor, st);
     }
@@ -661,6 +677,7 @@ static void state_free(exec_state *x)
             if (x->streams[i].count)
                 sg_sem_destroy(x->streams[i].sem);
             free(x->streams[i].handles);
+            free(x->streams[i].ring_of);
         }
     if (x->groups)
         for (uint32_t i = 0; i < g->n_groups; i++) {
@@ -706,9 +723,13 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     exec_state x;
     state_init(&x, g, opt, hosts, out);
     plan_groups(&x, c);
+    x.links = htae_links_create();
     start_actors(&x);
     simgrid_run();
     rc = collect_result(&x, err);
+    if (!rc)
+        htae_links_collect(x.links, out);
+    htae_links_free(x.links);
     state_free(&x);
     if (rc) {
         htae_result_free(out);
@@ -725,6 +746,11 @@ void htae_result_free(htae_result *r)
     free(r->start);
     free(r->end);
     r->start = r->end = NULL;
+    for (int i = 0; i < r->n_links; i++)
+        free(r->links[i].name);
+    free(r->links);
+    r->links = NULL;
+    r->n_links = 0;
 }
 
 int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,

@@ -20,11 +20,22 @@ typedef struct htae_options {
 
 void htae_default_options(htae_options *o);
 
+/* One SimGrid link's share of the simulated iteration. Split-duplex links are two SimGrid links
+ * (<id>_UP, <id>_DOWN), each its own entry; a shared link is one entry, direction "both". */
+typedef struct htae_link_stat {
+    char *name;            /* the SimGrid link's name */
+    const char *direction; /* "up", "down" or "both" (static) */
+    double bytes;          /* bytes of every flow whose route crosses the link */
+    double busy_s;         /* simulated seconds with at least one flow on the link */
+} htae_link_stat;
+
 typedef struct htae_result {
-    double makespan;     /* simulated seconds until the last task ended */
-    double *start, *end; /* [n_tasks] simulated start and end of each task */
-    uint64_t activities; /* SimGrid activities run (executions and flows) */
-    double wall_s;       /* host seconds spent in the simulation */
+    double makespan;       /* simulated seconds until the last task ended */
+    double *start, *end;   /* [n_tasks] simulated start and end of each task */
+    uint64_t activities;   /* SimGrid activities run (executions and flows) */
+    double wall_s;         /* host seconds spent in the simulation */
+    htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
+    int n_links;
 } htae_result;
 
 /* Run `g` (finalized) on the cluster's platform, loaded by cluster_load after

@@ -658,6 +658,122 @@ START_TEST(graph_keeps_program_order_per_stream)
 }
 END_TEST
 
+static const htae_link_stat *find_link(const htae_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_links; i++)
+        if (strcmp(r->links[i].name, name) == 0)
+            return &r->links[i];
+    ck_abort_msg("link %s not in the result", name);
+    return NULL;
+}
+
+/* 1 GB over the 100 GB/s wire (its UP half) takes 10 ms, then 10 ms of compute: the link carried
+ * 1e9 bytes and was busy 10 ms of the 20 ms iteration; its DOWN half carried nothing. */
+START_TEST(link_busy_half_of_transfer_then_compute)
+{
+    cluster c;
+    load("tests/data/htae/two-100GBps.xml", &c);
+    htae_graph *g = htae_graph_create(2);
+    int l = htae_label(g, "x");
+    uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t k = htae_add_compute(g, 1, CAT_FORWARD, 0.010, l, 0);
+    htae_add_edge(g, t, k);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.makespan, 0.020, 1e-9);
+    ck_assert_int_eq(r.n_links, 1);
+    ck_assert_str_eq(r.links[0].name, "wire_UP");
+    ck_assert_str_eq(r.links[0].direction, "up");
+    ck_close(r.links[0].bytes, 1e9, 1e-12);
+    ck_close(r.links[0].busy_s, 0.010, 1e-9);
+    ck_assert(fabs(r.links[0].busy_s / r.makespan - 0.5) <= 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Two 1 GB flows, rank 0 -> 2 and rank 1 -> 3, each limited by its own 10 GB/s NIC (100 ms),
+ * share the 1000 GB/s fabric (500 GB/s each would be their share: not the bottleneck). At once:
+ * both run 0-100 ms, the fabric carries 2e9 bytes and is busy 100 ms. Back to back: 0-100 ms,
+ * then 100-200 ms: the same 2e9 bytes, busy 200 ms. Each NIC carries 1e9 and is busy 100 ms. */
+static void two_fabric_flows(int back_to_back, double want_makespan, double want_busy)
+{
+    static const char *const lat[2] = {"0", "0"};
+    cluster c;
+    load_two_nodes(2, lat, lat, &c);
+    htae_graph *g = htae_graph_create(4);
+    int l = htae_label(g, "x");
+    uint32_t a = htae_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t b = htae_add_transfer(g, 1, 3, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    receive(g, a);
+    receive(g, b);
+    if (back_to_back)
+        htae_add_edge(g, a, b);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.makespan, want_makespan, 1e-9);
+    const htae_link_stat *f = find_link(&r, "fabric_UP");
+    ck_close(f->bytes, 2e9, 1e-12);
+    ck_close(f->busy_s, want_busy, 1e-9);
+    ck_assert_str_eq(r.links[0].name, "fabric_UP"); /* the busiest */
+    const char *nics[] = {"nic0_0_UP", "nic0_1_UP", "nic1_0_DOWN", "nic1_1_DOWN"};
+    for (int i = 0; i < 4; i++) {
+        const htae_link_stat *n = find_link(&r, nics[i]);
+        ck_close(n->bytes, 1e9, 1e-12);
+        ck_close(n->busy_s, 0.100, 1e-9);
+    }
+    ck_assert_int_eq(r.n_links, 5);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+
+START_TEST(link_busy_flows_at_once)
+{
+    two_fabric_flows(0, 0.100, 0.100);
+}
+END_TEST
+
+START_TEST(link_busy_flows_back_to_back)
+{
+    two_fabric_flows(1, 0.200, 0.200);
+}
+END_TEST
+
+/* A 1 GB ring all-reduce over the 4 GPUs of dgx4 (NVSwitch: one ring, 300 GB/s ports, 0.7 us
+ * each): every ring edge carries 2(p-1)/p S = 1.5e9 bytes over its sender's UP and its
+ * receiver's DOWN port, so all 8 port halves carry 1.5e9. The flow starts after 5 hops of
+ * 1.4 us route latency (7 us) and lasts 1.4 us + 1.5e9 / 300e9 = 5.0014 ms: busy 5.0014 ms of a
+ * 5.0084 ms iteration. */
+START_TEST(link_bytes_of_a_ring_allreduce)
+{
+    cluster c;
+    load("topology/clusters/dgx4.xml", &c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3};
+    int grp = htae_add_group(g, ranks, 4);
+    uint32_t ids[4];
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, htae_label(g, "ar"),
+                        0, ids);
+    htae_options o = bare();
+    htae_result r;
+    run(g, &c, &o, &r);
+    ck_close(r.makespan, 0.0050084, 1e-6);
+    ck_assert_int_eq(r.n_links, 8);
+    for (int i = 0; i < r.n_links; i++) {
+        ck_assert_msg(strstr(r.links[i].name, "_nvl_") != NULL, "%s", r.links[i].name);
+        ck_close(r.links[i].bytes, 1.5e9, 1e-12);
+        ck_close(r.links[i].busy_s, 0.0050014, 1e-6);
+    }
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *htae_suite(void)
 {
     Suite *s = suite_create("htae");
@@ -683,6 +799,10 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, graph_keeps_program_order_per_stream);
     tcase_add_test(tc, host_waiting_on_its_own_later_issue_stalls);
     tcase_add_test(tc, time_collectives_one_size_after_another);
+    tcase_add_test(tc, link_busy_half_of_transfer_then_compute);
+    tcase_add_test(tc, link_busy_flows_at_once);
+    tcase_add_test(tc, link_busy_flows_back_to_back);
+    tcase_add_test(tc, link_bytes_of_a_ring_allreduce);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -23,6 +23,19 @@ static double pct(double part, double whole)
     return whole > 0 ? 100.0 * part / whole : 0;
 }
 
+/* The three busiest links (r->links is busiest first). With folded replicas they cover what
+ * was simulated: replica 0's traffic and every data-parallel collective. */
+static void links_text(FILE *out, const compiled_plan *p, const htae_result *r, double T)
+{
+    if (r->n_links == 0)
+        return;
+    fprintf(out, "  links        (busiest 3 of %d that carried traffic%s)\n", r->n_links,
+            p->simulated_replicas < p->dp ? "; replica 0 and the DP collectives: folded" : "");
+    for (int i = 0; i < r->n_links && i < 3; i++)
+        fprintf(out, "    %-32s %-4s busy %5.1f%%  %10.3f GB\n", r->links[i].name,
+                r->links[i].direction, pct(r->links[i].busy_s, T), r->links[i].bytes / 1e9);
+}
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const run_analysis *an)
 {
@@ -74,6 +87,7 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             fprintf(out, "    %-48s %12s  %5.1f%%  %s\n", top[i].name,
                     human_time(top[i].seconds, b1, sizeof b1), pct(top[i].seconds, T), top[i].kind);
     }
+    links_text(out, p, r, T);
     fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
@@ -137,6 +151,18 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddStringToObject(it, "kind", cp->items[i].kind);
         cJSON_AddNumberToObject(it, "seconds", cp->items[i].seconds);
         cJSON_AddItemToArray(crit, it);
+    }
+
+    cJSON *links = cJSON_AddArrayToObject(root, "links"); /* busiest first, as r->links */
+    for (int i = 0; i < r->n_links; i++) {
+        const htae_link_stat *l = &r->links[i];
+        cJSON *it = cJSON_CreateObject();
+        cJSON_AddStringToObject(it, "id", l->name);
+        cJSON_AddStringToObject(it, "direction", l->direction);
+        cJSON_AddNumberToObject(it, "bytes", l->bytes);
+        cJSON_AddNumberToObject(it, "busy_fraction",
+                                sum->iteration_s > 0 ? l->busy_s / sum->iteration_s : 0.0);
+        cJSON_AddItemToArray(links, it);
     }
 
     cJSON *sim = cJSON_AddObjectToObject(root, "simulator");
