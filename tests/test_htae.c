@@ -12,26 +12,7 @@
 #include "../sim/htae.h"
 #include "../strategies/schedule.h"
 #include "../topology/cluster.h"
-
-static const double GB = 1e9;
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
-
-static void load(const char *rel, cluster *c)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", data_dir(), rel);
-    ps_error err;
-    ps_error_clear(&err);
-    cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
-    cluster_engine_start();
-    ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
-}
+#include "sim_util.h"
 
 /* Two nodes of k GPUs, ranks node * k + j. Each GPU has its own NVLink port to its node's
  * switch (100 GB/s per direction, latency nvl_lat[node]: a route inside a node crosses two
@@ -84,7 +65,7 @@ static void load_two_nodes(int k, const char *const nvl_lat[2], const char *cons
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, sim_data_dir(), c, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
     ck_assert_int_eq(c->n_gpus, 2 * k);
@@ -100,23 +81,6 @@ static void load_two_by_two(cluster *c)
     load_two_nodes(2, nvl_lat, nic_lat, c);
 }
 
-/* Options with every software overhead off, so only the platform shapes the timings. */
-static htae_options bare(void)
-{
-    htae_options o;
-    memset(&o, 0, sizeof o);
-    o.protocol_efficiency = 1.0;
-    return o;
-}
-
-static void run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r)
-{
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
-    ck_assert_msg(htae_run(g, c, o, r, &err) == 0, "htae_run: %s", err.message);
-}
-
 /* The receiving side of a transfer: an instant task on its peer that depends on it (every
  * transfer of a graph must be received). It ends when the transfer does. */
 static void receive(htae_graph *g, uint32_t transfer)
@@ -126,20 +90,16 @@ static void receive(htae_graph *g, uint32_t transfer)
     htae_add_edge(g, transfer, r);
 }
 
-#define ck_close(got, want, rel)                                                                   \
-    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.9g, want %.9g", (double)(got),  \
-                  (double)(want))
-
 START_TEST(transfer_1gb_over_100gbps_takes_10ms)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
     receive(g, t);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[t] - r.start[t], 0.010, 1e-3); /* 1e9 B / 100e9 B/s */
     ck_close(r.makespan, 0.010, 1e-3);
     htae_result_free(&r);
@@ -151,16 +111,16 @@ END_TEST
 START_TEST(two_flows_share_a_link_and_take_20ms)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x");
     uint32_t a = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     uint32_t b = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
     receive(g, a);
     receive(g, b);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[a], 0.020, 1e-3); /* each gets 50 GB/s */
     ck_close(r.end[b], 0.020, 1e-3);
     htae_result_free(&r);
@@ -172,16 +132,16 @@ END_TEST
 START_TEST(opposite_directions_do_not_share)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x");
     uint32_t a = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     uint32_t b = htae_add_transfer(g, 1, 0, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     receive(g, a);
     receive(g, b);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[a], 0.010, 1e-3); /* full duplex: 100 GB/s each way */
     ck_close(r.end[b], 0.010, 1e-3);
     htae_result_free(&r);
@@ -195,7 +155,7 @@ END_TEST
 START_TEST(ring_allreduce_matches_formula)
 {
     cluster c;
-    load("topology/clusters/dgx4.xml", &c);
+    sim_load("topology/clusters/dgx4.xml", &c);
     htae_graph *g = htae_graph_create(4);
     int ranks[4] = {0, 1, 2, 3};
     int grp = htae_add_group(g, ranks, 4);
@@ -206,7 +166,7 @@ START_TEST(ring_allreduce_matches_formula)
     htae_options o;
     htae_default_options(&o);
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     double p = 4, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
     double want = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
     ck_close(want, htae_ring_latency_terms(&o, COLL_ALLREDUCE, 4, lat) + 2 * (p - 1) / p * S / B,
@@ -225,7 +185,7 @@ END_TEST
 START_TEST(ring_reduce_scatter_and_allgather)
 {
     cluster c;
-    load("topology/clusters/dgx4.xml", &c);
+    sim_load("topology/clusters/dgx4.xml", &c);
     htae_graph *g = htae_graph_create(4);
     int ranks[4] = {0, 1, 2, 3};
     int grp = htae_add_group(g, ranks, 4);
@@ -234,9 +194,9 @@ START_TEST(ring_reduce_scatter_and_allgather)
     int l = htae_label(g, "c");
     htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, rs);
     htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, ag);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     double one = 3 * 1.4e-6 + 0.75 * S / (300 * GB); /* 1.5 ms + 4.2 us */
     ck_close(r.end[rs[0]], one, 1e-3);
     ck_close(r.end[ag[3]], 2 * one, 1e-3);
@@ -251,15 +211,15 @@ END_TEST
 START_TEST(multi_link_topology_uses_two_rings)
 {
     cluster c;
-    load("tests/data/htae/mesh3.xml", &c);
+    sim_load("tests/data/htae/mesh3.xml", &c);
     htae_graph *g = htae_graph_create(3);
     int ranks[3] = {0, 1, 2};
     uint32_t ids[3];
     htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 3), STREAM_TP, 1 * GB,
                         CAT_TP_COMM, htae_label(g, "ar"), 0, ids);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[ids[0]], (4.0 / 3.0) / 2.0 * GB / (100 * GB), 1e-3);
     htae_result_free(&r);
     htae_graph_free(g);
@@ -288,9 +248,9 @@ START_TEST(hierarchical_rings_each_keep_their_latency)
     htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ar);
     htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, rs);
     htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ag);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     for (int i = 0; i < 4; i++) {
         ck_close(r.end[ar[i]], 5e-3 + 52e-3 + 5e-3, 1e-6);
         ck_close(r.end[rs[i]], 62e-3 + 5e-3 + 26e-3, 1e-6);
@@ -318,9 +278,9 @@ START_TEST(hierarchical_node_rings_each_keep_their_latency)
     uint32_t ids[6];
     htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 6), STREAM_DP, 1.5 * GB,
                         CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     for (int i = 0; i < 6; i++)
         ck_close(r.end[ids[i]], 11e-3 + 50e-3 + 11e-3, 1e-6);
     htae_result_free(&r);
@@ -342,9 +302,9 @@ START_TEST(unequal_nodes_fall_back_to_a_flat_ring)
     uint32_t ids[3];
     htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 3), STREAM_DP, 1 * GB,
                         CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     for (int i = 0; i < 3; i++)
         ck_close(r.end[ids[i]], (4.0 / 3.0) * GB / (10 * GB) + 4 * 0.5e-3, 1e-6);
     htae_result_free(&r);
@@ -358,7 +318,7 @@ END_TEST
 static void pipeline_case(pipeline_schedule sched)
 {
     cluster c;
-    load("topology/clusters/dgx4.xml", &c);
+    sim_load("topology/clusters/dgx4.xml", &c);
     const int p = 4, m = 8;
     const double f = 1e-3, b = 2e-3;
     htae_graph *g = htae_graph_create(p);
@@ -383,9 +343,9 @@ static void pipeline_case(pipeline_schedule sched)
                 htae_add_edge(g, bwd[s + 1][mb], bwd[s][mb]);
             }
         }
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     double want = (m + p - 1) * (f + b); /* 33 ms */
     ck_close(r.makespan, want, 1e-6);
     double busy = m * (f + b);
@@ -412,7 +372,7 @@ END_TEST
 START_TEST(compute_overlapping_comm_is_slowed)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x");
     uint32_t c1 = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
@@ -422,10 +382,10 @@ START_TEST(compute_overlapping_comm_is_slowed)
     uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
     htae_add_edge(g, c1, x); /* the transfer runs 1 ms .. 11 ms, GPU 0 -> GPU 1 */
     htae_add_edge(g, x, c3);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     o.overlap_slowdown = 0.2;
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[c1], 1e-3, 1e-6); /* alone: full speed */
     ck_close(r.end[x], 0.011, 1e-4);
     ck_close(r.end[c2], 1e-3 + 5e-3 * 1.2, 1e-6); /* all of it under the transfer */
@@ -442,15 +402,15 @@ END_TEST
 START_TEST(p2p_launch_cost_is_added)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     uint32_t t =
         htae_add_transfer(g, 0, 1, STREAM_PP, 0.5 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
     receive(g, t);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     o.p2p_launch_s = 20e-6;
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[t], 20e-6 + 0.005, 1e-4);
     htae_result_free(&r);
     htae_graph_free(g);
@@ -465,7 +425,7 @@ END_TEST
 START_TEST(host_bound_compute_follows_the_issue_timeline)
 {
     cluster c;
-    load("tests/data/htae/one.xml", &c);
+    sim_load("tests/data/htae/one.xml", &c);
     htae_graph *g = htae_graph_create(1);
     int l = htae_label(g, "x");
     uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
@@ -474,9 +434,9 @@ START_TEST(host_bound_compute_follows_the_issue_timeline)
     htae_set_host(g, a, HOST_ISSUE, 3e-3, 3.5e-3);
     htae_set_host(g, b, HOST_ISSUE, 0.5e-3, 2.2e-3);
     htae_set_host(g, k, HOST_ISSUE, 4e-3, 4.05e-3);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.end[a], 3.5e-3, 1e-9);
     ck_close(r.start[b], 3.5e-3, 1e-9);
     ck_close(r.end[b], 5.5e-3, 1e-9);
@@ -495,7 +455,7 @@ END_TEST
 START_TEST(collective_hides_behind_a_host_bound_program)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x"), ranks[2] = {0, 1};
     int grp = htae_add_group(g, ranks, 2);
@@ -512,9 +472,9 @@ START_TEST(collective_hides_behind_a_host_bound_program)
         htae_set_host(g, b[r], HOST_ISSUE, 3e-3, 3e-3);
         htae_add_edge(g, ar[r], b[r]);
     }
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     for (int k = 0; k < 2; k++) {
         ck_close(r.start[ar[k]], 2.1e-3, 1e-9);
         ck_close(r.end[ar[k]], 3.1e-3, 1e-4);
@@ -535,7 +495,7 @@ END_TEST
 START_TEST(host_waits_at_a_blocking_receive_only)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x");
     uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
@@ -548,9 +508,9 @@ START_TEST(host_waits_at_a_blocking_receive_only)
     htae_set_host(g, d, HOST_ISSUE | HOST_WAIT, 1e-3, 1.5e-3);
     htae_add_edge(g, a, x);
     htae_add_edge(g, x, d);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.start[x], 2e-3, 1e-9);
     ck_close(r.end[x], 12e-3, 1e-4);
     ck_close(r.start[k], 2e-3, 1e-9);
@@ -590,7 +550,7 @@ END_TEST
 START_TEST(host_waiting_on_its_own_later_issue_stalls)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x");
     uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
@@ -602,7 +562,7 @@ START_TEST(host_waiting_on_its_own_later_issue_stalls)
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
     ck_assert_int_eq(htae_run(g, &c, &o, &r, &err), PS_EINTERNAL);
     ck_assert_msg(strstr(err.message, "stalled: 0 of 3 tasks"), "%s", err.message);
@@ -620,8 +580,8 @@ END_TEST
 START_TEST(time_collectives_one_size_after_another)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
-    htae_options o = bare();
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
+    htae_options o = sim_bare_options();
     double sizes[2] = {1 * GB, 0.5 * GB}, times[2];
     ps_error err;
     ps_error_clear(&err);
@@ -672,15 +632,15 @@ static const htae_link_stat *find_link(const htae_result *r, const char *name)
 START_TEST(link_busy_half_of_transfer_then_compute)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int l = htae_label(g, "x");
     uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     uint32_t k = htae_add_compute(g, 1, CAT_FORWARD, 0.010, l, 0);
     htae_add_edge(g, t, k);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.makespan, 0.020, 1e-9);
     ck_assert_int_eq(r.n_links, 1);
     ck_assert_str_eq(r.links[0].name, "wire_UP");
@@ -711,9 +671,9 @@ static void two_fabric_flows(int back_to_back, double want_makespan, double want
     receive(g, b);
     if (back_to_back)
         htae_add_edge(g, a, b);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.makespan, want_makespan, 1e-9);
     const htae_link_stat *f = find_link(&r, "fabric_UP");
     ck_close(f->bytes, 2e9, 1e-12);
@@ -751,16 +711,16 @@ END_TEST
 START_TEST(link_bytes_of_a_ring_allreduce)
 {
     cluster c;
-    load("topology/clusters/dgx4.xml", &c);
+    sim_load("topology/clusters/dgx4.xml", &c);
     htae_graph *g = htae_graph_create(4);
     int ranks[4] = {0, 1, 2, 3};
     int grp = htae_add_group(g, ranks, 4);
     uint32_t ids[4];
     htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, htae_label(g, "ar"),
                         0, ids);
-    htae_options o = bare();
+    htae_options o = sim_bare_options();
     htae_result r;
-    run(g, &c, &o, &r);
+    sim_run(g, &c, &o, &r);
     ck_close(r.makespan, 0.0050084, 1e-6);
     ck_assert_int_eq(r.n_links, 8);
     for (int i = 0; i < r.n_links; i++) {

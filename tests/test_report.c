@@ -10,41 +10,14 @@
 #include "../sim/htae.h"
 #include "../sim/report.h"
 #include "../topology/cluster.h"
-
-static const double GB = 1e9;
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
-
-static void load(const char *rel, cluster *c)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", data_dir(), rel);
-    ps_error err;
-    ps_error_clear(&err);
-    cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
-    ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
-}
+#include "sim_util.h"
 
 /* Every software overhead off: only the platform shapes the timings. */
 static void run(htae_graph *g, cluster *c, htae_result *r)
 {
-    htae_options o;
-    memset(&o, 0, sizeof o);
-    o.protocol_efficiency = 1.0;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
-    ck_assert_msg(htae_run(g, c, &o, r, &err) == 0, "htae_run: %s", err.message);
+    htae_options o = sim_bare_options();
+    sim_run(g, c, &o, r);
 }
-
-#define ck_close(got, want, rel)                                                                   \
-    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.12g, want %.12g",               \
-                  (double)(got), (double)(want))
 
 /* Item i is (name, kind, seconds within rel). */
 static void item_is(const report_critical_path *cp, int i, const char *name, const char *kind,
@@ -71,7 +44,7 @@ static void sums_to_makespan(const report_critical_path *cp, const htae_result *
 START_TEST(path_follows_compute_transfer_compute)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, htae_label(g, "A"), 0);
     uint32_t x =
@@ -110,7 +83,7 @@ END_TEST
 START_TEST(host_issue_gap_is_a_wait_item)
 {
     cluster c;
-    load("tests/data/htae/one.xml", &c);
+    sim_load("tests/data/htae/one.xml", &c);
     htae_graph *g = htae_graph_create(1);
     int l = htae_label(g, "A");
     uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
@@ -148,7 +121,7 @@ END_TEST
 START_TEST(collective_follows_its_last_member)
 {
     cluster c;
-    load("tests/data/htae/two-100GBps.xml", &c);
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
     htae_graph *g = htae_graph_create(2);
     int ranks[2] = {0, 1}, ld = htae_label(g, "D");
     int grp = htae_add_group(g, ranks, 2);
