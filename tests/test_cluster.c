@@ -455,6 +455,91 @@ START_TEST(timing_two_flows_opposite_directions)
 }
 END_TEST
 
+/* ---- heterogeneous clusters: --nodes KIND:N[,KIND:N...] ---- */
+
+START_TEST(generated_mixed_h100_a100)
+{
+    char path[256];
+    cluster_gen_opts o = {.node_groups = "dgx-h100:1,dgx-a100:1"};
+    generate_to(NULL, &o, path, sizeof path);
+    cluster c;
+    load_ok(path, &c);
+    remove(path);
+    ck_assert_int_eq(c.n_gpus, 16);
+    ck_assert_int_eq(c.n_nodes, 2);
+    for (int r = 0; r < 16; r++) {
+        char want[16];
+        snprintf(want, sizeof want, "n%dg%d", r / 8, r % 8);
+        ck_assert_str_eq(c.host_names[r], want);
+        ck_assert_int_eq(c.node_of_rank[r], r / 8);
+        ck_assert_str_eq(c.device[r]->name, r < 8 ? "H100-SXM5-80GB" : "A100-SXM4-80GB");
+    }
+    /* Each node keeps its kind's NVLink; across nodes the slower (A100, HDR 25 GB/s) NIC binds. */
+    ck_assert_double_eq_tol(
+        sg_host_get_route_bandwidth(sg_host_by_name("n0g0"), sg_host_by_name("n0g7")), 450e9, 1);
+    ck_assert_double_eq_tol(
+        sg_host_get_route_bandwidth(sg_host_by_name("n1g0"), sg_host_by_name("n1g7")), 300e9, 1);
+    sg_host_t a = sg_host_by_name("n0g0"), b = sg_host_by_name("n1g5");
+    ck_assert_double_eq_tol(sg_host_get_route_bandwidth(a, b), 25e9, 1);
+    ck_assert_double_eq_tol(sg_host_get_route_latency(a, b), 5e-6, 1e-12);
+    cluster_free(&c);
+}
+END_TEST
+
+/* A single-kind group list writes the same platform as KIND --nodes N. */
+START_TEST(generated_group_list_of_one_kind)
+{
+    char *want = NULL, *got = NULL;
+    size_t want_len = 0, got_len = 0;
+    ps_error err;
+    ps_error_clear(&err);
+    FILE *m = open_memstream(&want, &want_len);
+    ck_assert_int_eq(cluster_generate("dgx-v100", &(cluster_gen_opts){.nodes = 3}, m, &err), 0);
+    fclose(m);
+    m = open_memstream(&got, &got_len);
+    cluster_gen_opts o = {.node_groups = "dgx-v100:2,dgx-v100:1"};
+    ck_assert_int_eq(cluster_generate(NULL, &o, m, &err), 0);
+    fclose(m);
+    ck_assert_uint_eq(got_len, want_len);
+    ck_assert_str_eq(got, want);
+    free(want);
+    free(got);
+}
+END_TEST
+
+static void expect_group_error(const char *kind, const char *groups, const char *message)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    FILE *devnull = fopen("/dev/null", "w");
+    cluster_gen_opts o = {.node_groups = groups};
+    ck_assert_int_eq(cluster_generate(kind, &o, devnull, &err), PS_EINPUT);
+    fclose(devnull);
+    ck_assert_str_eq(err.message, message);
+}
+
+START_TEST(generate_rejects_bad_groups)
+{
+    expect_group_error(NULL, "dgx-h100:1,dgx-b200:2",
+                       "--nodes: unknown cluster kind 'dgx-b200' (known: dgx-v100, dgx-a100, "
+                       "dgx-h100)");
+    expect_group_error(NULL, "dgx-a100:0",
+                       "--nodes: bad node count '0' in group 'dgx-a100:0' (expected an integer "
+                       ">= 1)");
+    expect_group_error(NULL, "dgx-a100:2x",
+                       "--nodes: bad node count '2x' in group 'dgx-a100:2x' (expected an integer "
+                       ">= 1)");
+    expect_group_error(NULL, "dgx-a100:1,,dgx-h100:1",
+                       "--nodes: empty group in 'dgx-a100:1,,dgx-h100:1' (expected "
+                       "KIND:N[,KIND:N...])");
+    expect_group_error(NULL, "dgx-a100:1,dgx-h100",
+                       "--nodes: group 'dgx-h100' is not KIND:N (expected KIND:N[,KIND:N...])");
+    expect_group_error("dgx-a100", "dgx-h100:1",
+                       "--nodes: the group list 'dgx-h100:1' names the kinds; give no KIND "
+                       "'dgx-a100' with it");
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
@@ -482,6 +567,9 @@ static Suite *cluster_suite(void)
     tcase_add_test(t, generated_oversubscribed_fabric);
     tcase_add_test(t, bundled_are_generated);
     tcase_add_test(t, generate_rejects_bad_options);
+    tcase_add_test(t, generated_mixed_h100_a100);
+    tcase_add_test(t, generated_group_list_of_one_kind);
+    tcase_add_test(t, generate_rejects_bad_groups);
     suite_add_tcase(s, t);
 
     t = tcase_create("timing");

@@ -75,16 +75,23 @@ int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line
  * lives as long as the engine. */
 const char *cluster_platform_host_zone(const char *name);
 
-/* Options of `protosim cluster KIND --nodes N`. Zero/negative fields take KIND's defaults. */
+/* Options of `protosim cluster KIND --nodes N` or `protosim cluster --nodes KIND:N[,KIND:N...]`.
+ * Zero/negative fields take each kind's defaults. */
 typedef struct cluster_gen_opts {
     int nodes;
+    /* --nodes KIND:N[,KIND:N...]: node groups of different kinds, numbered in the order given
+     * (then `nodes` is ignored and the generator's kind must be NULL); NULL: `nodes` of kind. */
+    const char *node_groups;
     int nics_per_node;       /* --nics */
     double nic_gbps;         /* --nic-gbps: per NIC, per direction, in Gb/s */
     int gpus_per_node;       /* --gpus-per-node (default 8) */
     double oversubscription; /* --oversubscription: 1 = non-blocking fabric */
 } cluster_gen_opts;
 
-/* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100. */
+/* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100, or (kind NULL) for the
+ * groups of opts->node_groups. Ranks are node-major; each node has its kind's GPU model, NVLink,
+ * NICs and intra-node topology; --nics/--nic-gbps/--gpus-per-node apply to every node. Errors of
+ * the group list are PS_EINPUT with a message starting "--nodes:". */
 int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, ps_error *err);
 
 #endif

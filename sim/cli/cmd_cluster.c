@@ -13,12 +13,14 @@ static int cluster_main(int argc, char **argv);
 const cli_command cli_cluster = {
     "cluster",
     "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
-    "               [--gpus-per-node N] [--oversubscription X]\n",
+    "               [--gpus-per-node N] [--oversubscription X]\n"
+    "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n",
     "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
-    "NICs on a non-blocking or oversubscribed fabric).\n"
+    "NICs on a non-blocking or oversubscribed fabric), or of node groups of different kinds.\n"
     "  KIND                    dgx-v100, dgx-a100 or dgx-h100\n"
     "options:\n"
-    "  --nodes N               number of nodes (required, N >= 1)\n"
+    "  --nodes N               number of nodes (required, N >= 1); or KIND:N[,KIND:N...]:\n"
+    "                          groups of N nodes of KIND, numbered in the order given (no KIND)\n"
     "  -o FILE                 write to FILE (default: stdout)\n"
     "  --nics N                NICs per node\n"
     "  --nic-gbps GBPS         bandwidth of each NIC\n"
@@ -39,8 +41,25 @@ typedef struct cluster_args {
         .min = 1                                                                                   \
     }
 
+/* --nodes: a node count, or (with a ':') a group list the generator checks. */
+static int parse_nodes(const cli_command *c, const char *v, void *field)
+{
+    cluster_gen_opts *o = field;
+    if (strchr(v, ':')) {
+        o->node_groups = v;
+        return 0;
+    }
+    o->node_groups = NULL;
+    if (cli_parse_int(v, &o->nodes) || o->nodes < 1)
+        return cli_bad_value(c, "--nodes", "number", v, "an integer >= 1");
+    return 0;
+}
+
 static const cli_option cluster_options[] = {
-    CLUSTER_COUNT("--nodes", nodes),
+    {.name = "--nodes",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(cluster_args, o),
+     .parse = parse_nodes},
     {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
     CLUSTER_COUNT("--nics", nics_per_node),
     {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
@@ -58,9 +77,9 @@ static int cluster_main(int argc, char **argv)
     int rc = cli_parse_options(&cli_cluster, cluster_options, argc, argv, &a, &a.kind, 1, NULL);
     if (rc)
         return cli_exit_code(rc);
-    if (!a.kind)
+    if (!a.kind && !a.o.node_groups)
         return cli_usage_error(&cli_cluster, "cluster needs a KIND");
-    if (a.o.nodes < 1)
+    if (a.o.nodes < 1 && !a.o.node_groups)
         return cli_usage_error(&cli_cluster, "cluster needs --nodes N (N >= 1)");
     /* Generate in memory first: a rejected request must not truncate an existing file. */
     char *text = NULL;
