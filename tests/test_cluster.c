@@ -68,6 +68,24 @@ static void generate_to(const char *kind, const cluster_gen_opts *o, char *buf, 
     fclose(f);
 }
 
+/* Generate a 2-node platform of 8 GPUs per node, load it into c, and check its 16 GPUs: host
+ * n<node>g<j>, node of rank r = r / 8. */
+static void load_two_nodes_of_8(const char *kind, const cluster_gen_opts *o, cluster *c)
+{
+    char path[256];
+    generate_to(kind, o, path, sizeof path);
+    load_ok(path, c);
+    remove(path);
+    ck_assert_int_eq(c->n_gpus, 16);
+    ck_assert_int_eq(c->n_nodes, 2);
+    for (int r = 0; r < 16; r++) {
+        char want[16];
+        snprintf(want, sizeof want, "n%dg%d", r / 8, r % 8);
+        ck_assert_str_eq(c->host_names[r], want);
+        ck_assert_int_eq(c->node_of_rank[r], r / 8);
+    }
+}
+
 /* ---- device table ---- */
 
 START_TEST(devices_bundled)
@@ -148,20 +166,9 @@ END_TEST
 
 START_TEST(generated_a100_two_nodes)
 {
-    char path[256];
     cluster_gen_opts o = {.nodes = 2};
-    generate_to("dgx-a100", &o, path, sizeof path);
     cluster c;
-    load_ok(path, &c);
-    remove(path);
-    ck_assert_int_eq(c.n_gpus, 16);
-    ck_assert_int_eq(c.n_nodes, 2);
-    for (int r = 0; r < 16; r++) {
-        char want[16];
-        snprintf(want, sizeof want, "n%dg%d", r / 8, r % 8);
-        ck_assert_str_eq(c.host_names[r], want);
-        ck_assert_int_eq(c.node_of_rank[r], r / 8);
-    }
+    load_two_nodes_of_8("dgx-a100", &o, &c);
     /* Across nodes the NIC (HDR, 25 GB/s) binds; NIC ports 2.5 us each. */
     sg_host_t a = sg_host_by_name("n0g0"), b = sg_host_by_name("n1g5");
     ck_assert_double_eq_tol(sg_host_get_route_bandwidth(a, b), 25e9, 1);
@@ -459,21 +466,11 @@ END_TEST
 
 START_TEST(generated_mixed_h100_a100)
 {
-    char path[256];
     cluster_gen_opts o = {.node_groups = "dgx-h100:1,dgx-a100:1"};
-    generate_to(NULL, &o, path, sizeof path);
     cluster c;
-    load_ok(path, &c);
-    remove(path);
-    ck_assert_int_eq(c.n_gpus, 16);
-    ck_assert_int_eq(c.n_nodes, 2);
-    for (int r = 0; r < 16; r++) {
-        char want[16];
-        snprintf(want, sizeof want, "n%dg%d", r / 8, r % 8);
-        ck_assert_str_eq(c.host_names[r], want);
-        ck_assert_int_eq(c.node_of_rank[r], r / 8);
+    load_two_nodes_of_8(NULL, &o, &c);
+    for (int r = 0; r < 16; r++)
         ck_assert_str_eq(c.device[r]->name, r < 8 ? "H100-SXM5-80GB" : "A100-SXM4-80GB");
-    }
     /* Each node keeps its kind's NVLink; across nodes the slower (A100, HDR 25 GB/s) NIC binds. */
     ck_assert_double_eq_tol(
         sg_host_get_route_bandwidth(sg_host_by_name("n0g0"), sg_host_by_name("n0g7")), 450e9, 1);

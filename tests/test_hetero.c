@@ -408,22 +408,31 @@ START_TEST(bubble_includes_the_cool_down_with_unequal_stages)
 }
 END_TEST
 
+/* Load a strategy and a cluster (paths relative to the data directory) and compile the plan
+ * with default options, asserting each step. */
+static void compile_fixture(const char *strategy_rel, const char *cluster_rel, strategy *s,
+                            cluster *c, compiled_plan *p)
+{
+    char sp[1024], cp[1024];
+    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
+    snprintf(cp, sizeof cp, "%s/%s", data_dir(), cluster_rel);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(strategy_load(sp, data_dir(), s, &err) == 0, "%s", err.message);
+    cluster_engine_start();
+    ck_assert_msg(cluster_load(cp, data_dir(), c, &err) == 0, "%s", err.message);
+    ck_assert_msg(compile_plan(s, c, NULL, p, &err) == 0, "%s", err.message);
+}
+
 /* Top items name a stage's pass by its layers: GPT with 4 layers on PP 2 (stage 0: embedding
  * and layers 0-1, stage 1: layers 2-3 and the LM head). */
 START_TEST(segment_labels_name_stage_and_layers)
 {
-    char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/compile/pp2-1f1b.yaml", data_dir());
-    snprintf(cp, sizeof cp, "%s/tests/data/htae/two-300GBps.xml", data_dir());
-    ps_error err;
-    ps_error_clear(&err);
     strategy s;
     cluster c;
     compiled_plan p;
-    ck_assert_msg(strategy_load(sp, data_dir(), &s, &err) == 0, "%s", err.message);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    compile_fixture("tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", &s, &c,
+                    &p);
     const char *want[] = {"fwd stage 0, embedding + layers 0-1",
                           "bwd stage 0, embedding + layers 0-1",
                           "fwd stage 1, layers 2-3 + LM head", "bwd stage 1, layers 2-3 + LM head"};
@@ -445,19 +454,13 @@ END_TEST
  * 80 GiB one 80 GiB - m, so the report names rank 1 and 40 GiB. */
 START_TEST(memory_is_checked_against_each_gpus_capacity)
 {
-    char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/hetero/dp2.yaml", data_dir());
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/a100-80-40.xml", data_dir());
-    ps_error err;
-    ps_error_clear(&err);
     strategy s;
     cluster c;
     compiled_plan p;
     htae_result r;
-    ck_assert_msg(strategy_load(sp, data_dir(), &s, &err) == 0, "%s", err.message);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    ps_error err;
+    ps_error_clear(&err);
+    compile_fixture("tests/data/hetero/dp2.yaml", "tests/data/hetero/a100-80-40.xml", &s, &c, &p);
     const double GiB = 1073741824.0;
     ck_assert(p.memory_capacity_of_rank[0] == 80 * GiB && p.memory_capacity_of_rank[1] == 40 * GiB);
     ck_assert(p.memory[0].total == p.memory[1].total);

@@ -150,19 +150,27 @@ START_TEST(opposite_directions_do_not_share)
 }
 END_TEST
 
+/* The 4 GPUs of topology/clusters/dgx4.xml loaded into c, and a graph holding one all-reduce of
+ * `bytes` over all of them (its member tasks in ids). */
+static htae_graph *dgx4_allreduce(cluster *c, double bytes, uint32_t ids[4])
+{
+    sim_load("topology/clusters/dgx4.xml", c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3};
+    int grp = htae_add_group(g, ranks, 4);
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, bytes, CAT_TP_COMM, htae_label(g, "ar"),
+                        0, ids);
+    return g;
+}
+
 /* A ring all-reduce of S bytes over p GPUs on NVSwitch (300 GB/s ports, 0.7 us per port):
  * every ring edge carries 2(p-1)/p * S, plus 2(p-1) steps of latency and the launch. */
 START_TEST(ring_allreduce_matches_formula)
 {
     cluster c;
-    sim_load("topology/clusters/dgx4.xml", &c);
-    htae_graph *g = htae_graph_create(4);
-    int ranks[4] = {0, 1, 2, 3};
-    int grp = htae_add_group(g, ranks, 4);
     uint32_t ids[4];
     double S = 1 * GB;
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, S, CAT_TP_COMM, htae_label(g, "ar"), 0,
-                        ids);
+    htae_graph *g = dgx4_allreduce(&c, S, ids);
     htae_options o;
     htae_default_options(&o);
     htae_result r;
@@ -711,13 +719,8 @@ END_TEST
 START_TEST(link_bytes_of_a_ring_allreduce)
 {
     cluster c;
-    sim_load("topology/clusters/dgx4.xml", &c);
-    htae_graph *g = htae_graph_create(4);
-    int ranks[4] = {0, 1, 2, 3};
-    int grp = htae_add_group(g, ranks, 4);
     uint32_t ids[4];
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, htae_label(g, "ar"),
-                        0, ids);
+    htae_graph *g = dgx4_allreduce(&c, 1 * GB, ids);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
