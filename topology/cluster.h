@@ -8,6 +8,7 @@
 
 #include "../sim/base/error.h"
 #include "../sim/base/vocab.h"
+#include "node_model.h"
 
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {
@@ -93,5 +94,13 @@ typedef struct cluster_gen_opts {
  * NICs and intra-node topology; --nics/--nic-gbps/--gpus-per-node apply to every node. Errors of
  * the group list are PS_EINPUT with a message starting "--nodes:". */
 int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, ps_error *err);
+
+/* Write a SimGrid platform of n_groups groups of nodes, group i being group_nodes[i] copies of
+ * *models[i], numbered and ranked node-major in that order, joined by the fabric of opts (its
+ * nodes, node_groups, nics_per_node, nic_gbps and gpus_per_node fields are ignored: the models
+ * carry them). cluster_generate builds the DGX templates' models and calls it; so does
+ * `protosim cluster --from-hwloc`. */
+int cluster_write_platform(const node_model *const *models, const int *group_nodes, int n_groups,
+                           const cluster_gen_opts *opts, FILE *out, ps_error *err);
 
 #endif
