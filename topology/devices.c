@@ -21,12 +21,19 @@ enum {
     KEY_HBM_GB,
     KEY_SMS,
     KEY_NAME,
+    KEY_NCCL_LAUNCH_US, /* the optional NCCL figures from here on */
+    KEY_NCCL_STEP_US,
+    KEY_NVLINK_EFFICIENCY,
+    KEY_NVLS_EFFICIENCY,
     N_KEYS
 };
 
 static const char *const device_keys[N_KEYS] = {
-    "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "hbm_gbps",
-    "hbm_gib",     "hbm_gb",      "sms",         "name",
+    "fp32_tflops",     "tf32_tflops",  "fp16_tflops",
+    "bf16_tflops",     "hbm_gbps",     "hbm_gib",
+    "hbm_gb",          "sms",          "name",
+    "nccl_launch_us",  "nccl_step_us", "nvlink_efficiency",
+    "nvls_efficiency",
 };
 
 /* The peak_flops slot of each *_tflops key (precision_t order). */
@@ -59,7 +66,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
         yaml_node_t *v = yread_map_get(c, entry, device_keys[i]);
         if (v && yread_positive(c, v, field, &value[i]))
             return c->err->code;
-        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB)
+        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB && i < KEY_NCCL_LAUNCH_US)
             return yread_fail(c, entry, field, "device '%s' lacks %s", spec->name, device_keys[i]);
     }
     int gib = yread_map_get(c, entry, "hbm_gib") != NULL;
@@ -74,6 +81,17 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
                           "device '%s': sms must be an integer", spec->name);
     }
 
+    for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_NVLS_EFFICIENCY; i++)
+        if (value[i] > 1.0) {
+            yread_join_path(field, sizeof field, path, device_keys[i]);
+            return yread_fail(c, yread_map_get(c, entry, device_keys[i]), field,
+                              "device '%s': %s is a fraction in (0, 1], not %g", spec->name,
+                              device_keys[i], value[i]);
+        }
+    spec->coll_launch_s = value[KEY_NCCL_LAUNCH_US] * 1e-6;
+    spec->coll_step_s = value[KEY_NCCL_STEP_US] * 1e-6;
+    spec->coll_efficiency = value[KEY_NVLINK_EFFICIENCY];
+    spec->nvls_efficiency = value[KEY_NVLS_EFFICIENCY];
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->hbm_bw = value[KEY_HBM_GBPS] * 1e9;

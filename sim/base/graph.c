@@ -141,7 +141,7 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
                         task_category cat, int label, int micro, uint32_t *task_ids)
 {
     assert(!g->finalized);
-    assert(kind == COLL_ALLREDUCE || kind == COLL_REDUCE_SCATTER || kind == COLL_ALLGATHER);
+    assert(kind >= COLL_ALLREDUCE && kind <= COLL_ALLTOALL);
     assert(group >= 0 && (uint32_t)group < g->n_groups && is_amount(bytes));
     const htae_group *gr = &g->groups[group];
     xgrow(&g->colls, sizeof *g->colls, (size_t)g->n_colls + 1, &g->cap_colls);
@@ -358,7 +358,8 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
 static const char *const category_table[CAT_COUNT] = {
     "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm", "dp-comm"};
 static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm"};
-static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather"};
+static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather",
+                                         "all-to-all"};
 const enum_names task_category_names = ENUM_NAMES(category_table);
 const enum_names stream_names = ENUM_NAMES(stream_table);
 const enum_names coll_kind_names = ENUM_NAMES(coll_table);

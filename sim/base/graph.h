@@ -26,7 +26,7 @@ typedef enum {
     CAT_COUNT
 } task_category;
 
-typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
+typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLTOALL } coll_kind;
 
 /* How the GPU's host thread (the framework's Python/C++ thread that launches kernels and NCCL
  * calls) takes part in a task. The host walks its GPU's HOST_ISSUE tasks in program order (task
