@@ -440,7 +440,8 @@ START_TEST(time_collectives_one_size_after_another)
     double sizes[2] = {1 * GB, 0.5 * GB}, times[2];
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, sizes, 2, &o, times, NULL, &err), 0);
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, sizes, 2, &o, times, NULL, &err),
+                     0);
     ck_close(times[0], 0.010, 1e-6);
     ck_close(times[1], 0.005, 1e-6);
     double bad[2] = {1 * GB, NAN};
@@ -472,7 +473,6 @@ START_TEST(graph_keeps_program_order_per_stream)
     htae_graph_free(g);
 }
 END_TEST
-
 
 /* 1 GB over the 100 GB/s wire (its UP half) takes 10 ms, then 10 ms of compute: the link carried
  * 1e9 bytes and was busy 10 ms of the 20 ms iteration; its DOWN half carried nothing. */
