@@ -26,6 +26,8 @@ typedef struct htae_options {
     double overlap_slowdown;    /* compute slows by this fraction while its GPU communicates */
     double coll_launch_s;       /* fixed cost of starting one collective (NCCL kernel launch) */
     double coll_step_s;         /* per algorithm step (ring hop) software/protocol latency */
+    double coll_net_step_s;     /* more per step that crosses nodes (NCCL's proxy thread, RDMA
+                                   completion and flush) */
     double p2p_launch_s;        /* fixed cost of one point-to-point transfer */
     double protocol_efficiency; /* payload share of intra-node (NVLink, PCIe) link bandwidth
                                    for collectives, in (0, 1] */

@@ -30,7 +30,13 @@
  *
  * Choosing (COLL_ALGO_AUTO, all-reduce only: the other kinds have one algorithm each): the
  * algorithm with the least predicted time alone on the platform, latency terms plus S times its
- * busiest link's load per byte, like NCCL's tuner (latency + size / bandwidth per algorithm). */
+ * busiest link's load per byte, like NCCL's tuner (latency + size / bandwidth per algorithm),
+ * with one exception, so that protosim picks what NCCL picks: NCCL's tuner credits the tree
+ * with 92% of the channels' bandwidth and counts every byte twice (reduce, then broadcast), so
+ * it never prefers the tree for bandwidth, only for latency, even on two nodes where the tree's
+ * flows move less over the NICs than the ring's (HTAE_TREE_SELECT_BW below: the tree's
+ * bandwidth term for choosing is S / (0.46 x the ring's bus bandwidth)). When the tree runs, its
+ * own flows set its time. */
 #include "htae_coll.h"
 
 #include <assert.h>
@@ -46,6 +52,10 @@
 
 #include "base/xalloc.h"
 #include "htae_rings.h"
+
+/* The tree's algorithm bandwidth relative to the ring's bus bandwidth in NCCL's tuner: 92% of
+ * the channels' bandwidth, halved (every byte goes up and down the tree). For choosing only. */
+static const double HTAE_TREE_SELECT_BW = 0.46;
 
 static const char *const algo_table[] = {"auto", "ring", "tree", "nvls", "direct"};
 const enum_names coll_algo_names = ENUM_NAMES(algo_table);
@@ -64,7 +74,8 @@ struct coll_group {
     sg_host_t *hosts; /* [n] group order */
     int *node;        /* [n] node of each member, numbered 0..m-1 in order of first appearance */
     int m, k;         /* nodes; members per node when equal on every node, else 0 */
-    double launch_s, step_s, eff_intra, eff_net, eff_nvls; /* eff_nvls 0: not NVLS-capable */
+    double launch_s, step_s, net_step_s;
+    double eff_intra, eff_net, eff_nvls; /* eff_nvls 0: not NVLS-capable */
     pattern ring, tree, nvls, direct;
     int has_tree, has_nvls, has_direct; /* built (direct lazily, at the first all-to-all) */
 };
@@ -266,39 +277,32 @@ static void build_direct(coll_group *gp)
     gp->has_direct = 1;
 }
 
-/* The group's constants: the options', or with device_constants the members' devices' where
- * given (members of different devices: the largest latencies, the smallest efficiencies). */
+/* The group's constants: the options', or with device_constants each member's device's where
+ * it gives them (members of different devices: the largest latencies, the smallest
+ * efficiencies). NVLS only if every member's device has it. */
 static void resolve_constants(coll_group *gp, const cluster *c, const int32_t *ranks,
                               const htae_options *opt)
 {
-    gp->launch_s = opt->coll_launch_s;
-    gp->step_s = opt->coll_step_s;
-    gp->eff_intra = opt->protocol_efficiency;
-    gp->eff_net = opt->net_efficiency;
-    gp->eff_nvls = opt->nvls_efficiency;
-    int nvls_capable = 1;
-    double launch = 0, step = 0, eff = 2, nvls = 2;
+    int dev = opt->device_constants, nvls_capable = 1;
+    gp->launch_s = gp->step_s = 0.0;
+    gp->eff_intra = gp->eff_nvls = 1.0;
     for (int i = 0; i < gp->n; i++) {
         const device_spec *d = c->device[ranks[i]];
         nvls_capable &= d->nvls_efficiency > 0.0;
-        launch = fmax(launch, d->coll_launch_s);
-        step = fmax(step, d->coll_step_s);
-        if (d->coll_efficiency > 0.0)
-            eff = fmin(eff, d->coll_efficiency);
-        nvls = fmin(nvls, d->nvls_efficiency);
+        gp->launch_s = fmax(gp->launch_s,
+                            dev && d->coll_launch_s >= 0.0 ? d->coll_launch_s : opt->coll_launch_s);
+        gp->step_s =
+            fmax(gp->step_s, dev && d->coll_step_s >= 0.0 ? d->coll_step_s : opt->coll_step_s);
+        gp->eff_intra =
+            fmin(gp->eff_intra,
+                 dev && d->coll_efficiency > 0.0 ? d->coll_efficiency : opt->protocol_efficiency);
+        gp->eff_nvls = fmin(gp->eff_nvls, dev && d->nvls_efficiency > 0.0 ? d->nvls_efficiency
+                                                                          : opt->nvls_efficiency);
     }
+    gp->eff_net = opt->net_efficiency;
+    gp->net_step_s = opt->coll_net_step_s;
     if (!nvls_capable)
         gp->eff_nvls = 0.0;
-    if (!opt->device_constants)
-        return;
-    if (launch > 0.0)
-        gp->launch_s = launch;
-    if (step > 0.0)
-        gp->step_s = step;
-    if (eff <= 1.0)
-        gp->eff_intra = eff;
-    if (nvls_capable)
-        gp->eff_nvls = nvls;
 }
 
 coll_group *htae_coll_group_create(const cluster *c, const sg_host_t *hosts_by_rank,
@@ -391,7 +395,7 @@ static void ring_steps(const coll_group *gp, coll_kind kind, int *steps, int *in
 static const pattern *algo_terms(coll_group *gp, coll_kind kind, coll_algo algo, double *factor,
                                  double *latency)
 {
-    double step = gp->step_s, n = gp->n;
+    double step = gp->step_s, n = gp->n, net = gp->net_step_s;
     switch (algo) {
     case COLL_ALGO_TREE: {
         int depth = 0;
@@ -399,7 +403,7 @@ static const pattern *algo_terms(coll_group *gp, coll_kind kind, coll_algo algo,
             depth++;
         *factor = 1.0;
         *latency = gp->launch_s + 2.0 * ((gp->k - 1) * (step + gp->tree.lat_intra) +
-                                         depth * (step + gp->tree.lat_inter));
+                                         depth * (step + net + gp->tree.lat_inter));
         return &gp->tree;
     }
     case COLL_ALGO_NVLS:
@@ -410,14 +414,14 @@ static const pattern *algo_terms(coll_group *gp, coll_kind kind, coll_algo algo,
         if (!gp->has_direct)
             build_direct(gp);
         *factor = 1.0;
-        *latency = gp->launch_s + step + gp->direct.max_lat;
+        *latency = gp->launch_s + step + (gp->m > 1 ? net : 0.0) + gp->direct.max_lat;
         return &gp->direct;
     default: {
         int steps, inter;
         ring_steps(gp, kind, &steps, &inter);
         *factor = (kind == COLL_ALLREDUCE ? 2.0 : 1.0) * (n - 1) / n;
         *latency = gp->launch_s + (steps - inter) * (step + gp->ring.lat_intra) +
-                   inter * (step + gp->ring.lat_inter);
+                   inter * (step + net + gp->ring.lat_inter);
         return &gp->ring;
     }
     }
@@ -452,6 +456,11 @@ coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const h
         if (!have[i])
             continue;
         double u = htae_coll_estimate(gp, kind, others[i], bytes, opt);
+        if (others[i] == COLL_ALGO_TREE) { /* NCCL's estimate of the tree's bandwidth */
+            double factor, latency;
+            algo_terms(gp, kind, COLL_ALGO_TREE, &factor, &latency);
+            u = latency + bytes * pattern_unit(gp, &gp->ring) / HTAE_TREE_SELECT_BW;
+        }
         if (u < t) {
             t = u;
             best = others[i];

@@ -17,9 +17,10 @@ typedef struct device_spec {
     double hbm_bw;        /* bytes/s */
     double hbm_bytes;     /* capacity */
     int sms;              /* streaming multiprocessors */
-    /* NCCL's behaviour on this GPU generation, fitted to nccl-tests where measured (0: not
-     * given, the executor's defaults apply): a collective's fixed cost, the latency of one
-     * algorithm step, the payload share of NVLink bandwidth, and NVLS's (0: no NVLS). */
+    /* NCCL's behaviour on this GPU generation, fitted to nccl-tests where measured (-1 for the
+     * times, 0 for the efficiencies: not given, the executor's defaults apply): a collective's
+     * fixed cost, the latency of one algorithm step, the payload share of NVLink bandwidth, and
+     * NVLS's (0: the GPU has no NVLS). */
     double coll_launch_s, coll_step_s, coll_efficiency, nvls_efficiency;
 } device_spec;
 
