@@ -33,6 +33,7 @@ typedef struct htae_options {
                                    for collectives, in (0, 1] */
     double net_efficiency;      /* payload share of network (NIC, fabric) bandwidth, (0, 1] */
     double nvls_efficiency;     /* payload share of NVLink port bandwidth under NVLS, (0, 1] */
+    double nvls_latency_s;      /* NVLS's fixed cost beyond the launch (multicast setup) */
     coll_algo algo;             /* all-reduce algorithm; COLL_ALGO_AUTO: as NCCL chooses */
     int device_constants;       /* 1: a device's own collective constants (devices.yaml) replace
                                    coll_launch_s, coll_step_s, protocol_efficiency and

@@ -25,7 +25,8 @@
  *   reduces. Member i owns S/k: the switch pulls every member's copy of each share (S out of
  *   each GPU), hands i the reduced share (S/k in), i multicasts it back (S/k out, S in each).
  *   So each GPU's port carries S (k+1)/k each way; a uniform matrix of (k+1)/(k(k-1)) per pair
- *   loads every port exactly so. Latency: two steps (reduce, multicast).
+ *   loads every port exactly so. Latency: a fixed cost (nvls_latency_s, multicast setup) and two
+ *   steps (reduce, multicast).
  * - direct (all-to-all): every member sends S/n to every other, all at once; one step.
  *
  * Choosing (COLL_ALGO_AUTO, all-reduce only: the other kinds have one algorithm each): the
@@ -74,7 +75,7 @@ struct coll_group {
     sg_host_t *hosts; /* [n] group order */
     int *node;        /* [n] node of each member, numbered 0..m-1 in order of first appearance */
     int m, k;         /* nodes; members per node when equal on every node, else 0 */
-    double launch_s, step_s, net_step_s;
+    double launch_s, step_s, net_step_s, nvls_latency_s;
     double eff_intra, eff_net, eff_nvls; /* eff_nvls 0: not NVLS-capable */
     pattern ring, tree, nvls, direct;
     int has_tree, has_nvls, has_direct; /* built (direct lazily, at the first all-to-all) */
@@ -301,6 +302,7 @@ static void resolve_constants(coll_group *gp, const cluster *c, const int32_t *r
     }
     gp->eff_net = opt->net_efficiency;
     gp->net_step_s = opt->coll_net_step_s;
+    gp->nvls_latency_s = opt->nvls_latency_s;
     if (!nvls_capable)
         gp->eff_nvls = 0.0;
 }
@@ -408,7 +410,7 @@ static const pattern *algo_terms(coll_group *gp, coll_kind kind, coll_algo algo,
     }
     case COLL_ALGO_NVLS:
         *factor = 1.0;
-        *latency = gp->launch_s + 2.0 * (step + gp->nvls.lat_intra);
+        *latency = gp->launch_s + gp->nvls_latency_s + 2.0 * (step + gp->nvls.lat_intra);
         return &gp->nvls;
     case COLL_ALGO_DIRECT:
         if (!gp->has_direct)
@@ -469,26 +471,34 @@ coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const h
     return best;
 }
 
-void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, coll_run_ctx *cx)
+/* The flows of an uneven all-to-all: member i sends m[i * n + j] bytes to member j. */
+static void build_alltoallv(coll_group *gp, const double *m, pattern *p)
 {
-    if (gp->n < 2)
-        return;
-    assert(isfinite(bytes) && bytes >= 0.0);
-    coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
-    double factor, latency;
-    const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
+    int n = gp->n;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (i != j && m[(size_t)i * n + j] > 0.0)
+                add_flow(gp, p, i, j, m[(size_t)i * n + j]);
+    pattern_close(gp, p);
+}
+
+/* Wait out `latency`, then move scale * w bytes on every edge of p in one parallel task. */
+static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency,
+                        coll_run_ctx *cx)
+{
     /* SimGrid charges the task its worst route latency itself; an empty one runs no task */
-    double wait = bytes > 0.0 ? latency - p->max_lat : latency;
+    int empty = scale <= 0.0 || p->n_edges == 0;
+    double wait = empty ? latency : latency - p->max_lat;
     if (wait > 0.0)
         sg_actor_sleep_for(wait);
-    if (bytes <= 0.0)
+    if (empty)
         return;
     /* The matrix is this call's own: SimGrid calls may yield to other actors in between. */
     int n = gp->n;
     double *mx = xcalloc((size_t)n * (size_t)n, sizeof *mx);
     int *started = xmalloc((size_t)p->n_edges * sizeof *started), n_started = 0;
     for (int e = 0; e < p->n_edges; e++)
-        mx[(size_t)p->src[e] * n + (size_t)p->dst[e]] += factor * bytes * p->w[e];
+        mx[(size_t)p->src[e] * n + (size_t)p->dst[e]] += scale * p->w[e];
     sg_exec_t task = sg_actor_parallel_exec_init(n, gp->hosts, NULL, mx);
     double now = simgrid_get_clock();
     for (int e = 0; e < p->n_edges; e++) { /* each host pair once: its matrix cell */
@@ -508,4 +518,25 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, coll_run_ctx *c
         htae_links_end(cx->links, gp->hosts[p->src[started[i]]], gp->hosts[p->dst[started[i]]],
                        now);
     free(started);
+}
+
+void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix,
+                   coll_run_ctx *cx)
+{
+    if (gp->n < 2)
+        return;
+    assert(isfinite(bytes) && bytes >= 0.0);
+    assert(!matrix || kind == COLL_ALLTOALL);
+    if (matrix) {
+        pattern v = {0};
+        build_alltoallv(gp, matrix, &v);
+        double latency = gp->launch_s + gp->step_s + (gp->m > 1 ? gp->net_step_s : 0.0) + v.max_lat;
+        run_pattern(gp, &v, 1.0, latency, cx);
+        pattern_free(&v);
+        return;
+    }
+    coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
+    double factor, latency;
+    const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
+    run_pattern(gp, p, factor * bytes, latency, cx);
 }

@@ -48,7 +48,9 @@ typedef struct coll_run_ctx {
 } coll_run_ctx;
 
 /* Run one collective from inside an actor: wait out its latency terms, then move its flows;
- * returns when the last flow ended. */
-void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, coll_run_ctx *cx);
+ * returns when the last flow ended. matrix: an all-to-all-v's bytes per member pair
+ * (htae_collective.matrix), else NULL. */
+void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix,
+                   coll_run_ctx *cx);
 
 #endif

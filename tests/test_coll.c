@@ -233,6 +233,38 @@ START_TEST(all_to_all_sends_a_share_to_every_peer)
 }
 END_TEST
 
+/* An uneven all-to-all (all-to-all-v) over 2 x 2 GPUs: rank 0 sends 1 GB to rank 2 (over
+ * its 10 GB/s NIC: 100 ms) and 0.5 GB to rank 1 (NVLink: 5 ms); rank 3 sends 0.2 GB to rank 1
+ * (20 ms over local GPU 1's NICs, 1 ms of route latency, the worst of the flows). 101 ms. The
+ * collective's size is the widest row, 1.5 GB. */
+START_TEST(all_to_all_v_moves_each_pairs_bytes)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3};
+    int grp = htae_add_group(g, ranks, 4);
+    double m[16] = {0};
+    m[0 * 4 + 2] = 1 * GB;
+    m[0 * 4 + 1] = 0.5 * GB;
+    m[3 * 4 + 1] = 0.2 * GB;
+    uint32_t ids[4];
+    int col = htae_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, htae_label(g, "a2av"), 0, ids);
+    ck_close(g->colls[col].bytes, 1.5 * GB, 1e-12);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    for (int i = 0; i < 4; i++)
+        ck_close(r.end[ids[i]], 101e-3, 1e-9);
+    ck_close(sim_find_link(&r, "nic0_0_UP")->bytes, 1e9, 1e-9);
+    ck_close(sim_find_link(&r, "nic1_1_UP")->bytes, 0.2e9, 1e-9);
+    ck_close(sim_find_link(&r, "nvl0_0_UP")->bytes, 0.5e9, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* Forcing an algorithm a group cannot run is an input error before anything runs: the tree on
  * one node, NVLS on A100s. */
 START_TEST(forced_algorithm_must_fit_the_group)
@@ -271,6 +303,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, tree_wins_small_messages_ring_large_ones);
     tcase_add_test(tc, nvls_moves_k_plus_one_over_k);
     tcase_add_test(tc, all_to_all_sends_a_share_to_every_peer);
+    tcase_add_test(tc, all_to_all_v_moves_each_pairs_bytes);
     tcase_add_test(tc, forced_algorithm_must_fit_the_group);
     suite_add_tcase(s, tc);
     return s;
