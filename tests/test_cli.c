@@ -524,6 +524,34 @@ static char *first_line(const char *path)
     return text;
 }
 
+/* --nccl-algo forces the all-reduce algorithm: ring runs the example (its groups are on one
+ * node); tree cannot run on one node and is an input error naming why; a bad name is a usage
+ * error. */
+START_TEST(run_nccl_algo_is_checked_against_the_groups)
+{
+    char *dir = make_tmpdir();
+    char *st = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *ring[] = {"run", st, "--cluster", cl, "--nccl-algo", "ring", "-q", NULL};
+    run_result r = run_protosim(dir, ring);
+    expect_exit(&r, 0);
+    run_free(&r);
+    const char *tree[] = {"run", st, "--cluster", cl, "--nccl-algo", "tree", "-q", NULL};
+    r = run_protosim(dir, tree);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "tree algorithm needs a group on two nodes"), "%s", r.err);
+    run_free(&r);
+    const char *bad[] = {"run", st, "--cluster", cl, "--nccl-algo", "rings", NULL};
+    r = run_protosim(dir, bad);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "--nccl-algo: bad algorithm 'rings'"), "%s", r.err);
+    run_free(&r);
+    free(st);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* run --csv: the header of sweep's CSV (here through merge, the same writer), then one row whose
  * iteration_time_s (column 15) is the JSON report's, to the 9 digits the CSV keeps. */
 START_TEST(run_csv_has_the_sweep_columns)
@@ -727,6 +755,7 @@ static Suite *cli_suite(void)
     tcase_add_test(t, counts_reject_junk);
     tcase_add_test(t, collective_size_suffixes);
     tcase_add_test(t, collective_prints_the_nccl_tests_table);
+    tcase_add_test(t, run_nccl_algo_is_checked_against_the_groups);
     tcase_add_test(t, run_csv_has_the_sweep_columns);
     tcase_add_test(t, man_page_and_completion_cover_every_option);
     tcase_add_test(t, sweep_progress_lines_off_a_terminal);
