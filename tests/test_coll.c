@@ -144,8 +144,10 @@ END_TEST
 /* Eight nodes of one GPU, NICs of 10 GB/s and 2.5 us (5 us a route). A ring all-reduce takes
  * 2(m-1) = 14 steps across nodes: 70 us of latency; the double binary tree 2 log2(8) = 6: 30 us.
  * So an empty all-reduce picks the tree. At 1 GB the ring moves 2(m-1)/m S = 1.75 GB per NIC:
- * 175 ms; the tree 2 S through the NIC of a node inner in one tree (up S/2, down to two
- * children S/2 each) and a leaf in the other (up S/2): 200 ms. So 1 GB picks the ring. */
+ * 175 ms; the tree (forced) 2 S through the NIC of a node inner in one tree (up S/2, down to
+ * two children S/2 each) and a leaf in the other (up S/2): 200 ms. Choosing, the tree's
+ * estimate is 30 us + 1 GB / (0.46 x 10 GB/s) = 217 ms (NCCL's tuner's view): 1 GB runs the
+ * ring. */
 START_TEST(tree_wins_small_messages_ring_large_ones)
 {
     cluster c;
