@@ -399,7 +399,7 @@ static int gpu_device(import_ctx *c, const device_table *t, const char *forced,
         if (!(*spec = device_table_find(t, forced)))
             return ps_error_set(c->err, PS_EINPUT, c->path, 0, 0, "gpu",
                                 "--gpu: unknown device '%s' (known: %s)", forced, known);
-        snprintf(how, cap, "'%s' given by --gpu", forced);
+        snprintf(how, cap, "'%s' as %s (--gpu)", c->gpu[0].model, forced);
         return 0;
     }
     for (int g = 1; g < c->n_gpus; g++)
