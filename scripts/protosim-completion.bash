@@ -4,9 +4,9 @@
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
 _protosim_commands="run cluster collective sweep merge help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --csv --strict-memory --no-fold --quiet -q --help -h"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --oversubscription --help -h"
-_protosim_opts_collective="--cluster --gpus --sizes --op --csv --help -h"
+_protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
 
@@ -39,7 +39,8 @@ _protosim()
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
     -o) _protosim_files "$cur" xml; return ;;
-    --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather" -- "$cur")); return ;;
+    --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
+    --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
     --gpu | --nodes | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
@@ -51,7 +52,7 @@ _protosim()
     case $cmd in
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
-    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-a100 dgx-h100" -- "$cur")) ;;
+    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "run cluster collective sweep merge" -- "$cur")) ;;
     esac
 }

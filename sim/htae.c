@@ -2,7 +2,7 @@
  * waits for predecessors on a semaphore, runs the task, and releases its successors. */
 #include "htae.h"
 #include "htae_links.h"
-#include "htae_rings.h"
+#include "htae_coll.h"
 
 #include <assert.h>
 #include <math.h>
@@ -31,6 +31,23 @@
 static const double HTAE_COLL_LAUNCH_S = 40e-6;
 static const double HTAE_COLL_STEP_S = 0.5e-6;
 static const double HTAE_PROTOCOL_EFFICIENCY = 0.71;
+/* More per network step than the route's NIC latencies: not fitted, 0. The only multi-node
+ * figure below the plateau in ../shared/groundtruth (the 10 x 8 H100 mean over 32 MiB - 64 GiB)
+ * is missed by the bandwidth ramp, not by latency (docs/collectives.md); p3dn's EFA latencies
+ * (39 us per network step) describe another network. An option for what-if runs. */
+static const double HTAE_COLL_NET_STEP_S = 0.0;
+/* Network (NIC, fabric) payload share: fitted by scripts/fit_nccl on the eleven multi-node
+ * nccl-tests peaks of ../shared/groundtruth/nccl_more.md, minimising the largest error (the
+ * 10 x 8 all-gather and reduce-scatter peaks run 11% below the all-reduce one, which a single
+ * NIC efficiency cannot follow; the mean-log fit, 0.96, leaves them at +18%). */
+static const double HTAE_NET_EFFICIENCY = 0.89;
+/* NVLS payload share of NVLink port bandwidth when a device gives none (devices.yaml gives it
+ * per device, NVLS-capable ones only). */
+static const double HTAE_NVLS_EFFICIENCY = 0.69;
+/* NVLS's fixed cost: NCCL's own tuner charges NVLS 25 us on NVLink where it charges a ring step
+ * 0.6-3.4 us, which keeps small all-reduces on the ring. Not fitted: groundtruth has NVLS peaks
+ * only, no small NVLS all-reduce. */
+static const double HTAE_NVLS_LATENCY_S = 25e-6;
 /* NCCL send/recv launch: not fitted (no point-to-point measurements in groundtruth). */
 static const double HTAE_P2P_LAUNCH_S = 10e-6;
 /* Compute slowdown while NCCL kernels share the SMs: Proteus measured 10-30%. Not identifiable
@@ -47,22 +64,15 @@ void htae_default_options(htae_options *o)
     o->overlap_slowdown = HTAE_OVERLAP_SLOWDOWN;
     o->coll_launch_s = HTAE_COLL_LAUNCH_S;
     o->coll_step_s = HTAE_COLL_STEP_S;
+    o->coll_net_step_s = HTAE_COLL_NET_STEP_S;
     o->p2p_launch_s = HTAE_P2P_LAUNCH_S;
     o->protocol_efficiency = HTAE_PROTOCOL_EFFICIENCY;
+    o->net_efficiency = HTAE_NET_EFFICIENCY;
+    o->nvls_efficiency = HTAE_NVLS_EFFICIENCY;
+    o->nvls_latency_s = HTAE_NVLS_LATENCY_S;
+    o->algo = COLL_ALGO_AUTO;
+    o->device_constants = 1;
 }
-
-/* How a group's collectives map onto the platform, computed once per group. */
-typedef struct group_plan {
-    int n;
-    sg_host_t *hosts; /* group order */
-    ring_set rings;   /* flat collectives: NCCL-like rings over `hosts` */
-    double ring_lat;  /* worst route latency over the rings' edges (one activity carries them) */
-    int k;            /* members per node when hierarchical (several nodes, k > 1 each), else 0 */
-    int n_nodes;
-    sg_host_t *by_node; /* hosts node-major: by_node[node * k + j] */
-    double *intra_lat;  /* [n_nodes]: worst route latency of each node's ring */
-    double *inter_lat;  /* [k]: of each ring across the nodes (members of one local index) */
-} group_plan;
 
 struct exec_state;
 
@@ -73,8 +83,6 @@ typedef struct stream_state {
     int64_t waiting_task;  /* task whose predecessors this actor waits for, or -1 */
     int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
     sg_sem_t sem;
-    sg_exec_t *handles; /* scratch for sub-rings launched together */
-    int *ring_of;       /* scratch: the ring of each handle */
 } stream_state;
 
 /* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
@@ -98,35 +106,22 @@ typedef struct exec_state {
     struct stream_state **computing; /* per rank: the compute actor mid-task, or NULL */
     stream_state *streams;           /* [n_ranks * STREAM_COUNT] */
     host_state *host;                /* per rank */
-    double *ready; /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
+    double *ready;       /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
-    group_plan *groups;
-    int max_rings;  /* most rings one collective phase starts at once (stream handles) */
-    double *matrix; /* n x n bytes scratch for one ring, all zero between uses */
-    int matrix_n;
+    coll_group **groups; /* per graph group: its collectives' algorithms and flows */
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
     uint32_t done_tasks;
 } exec_state;
 
-static int ring_steps(coll_kind kind, int n)
-{
-    return kind == COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
-}
-
-static double ring_edge_factor(coll_kind kind, int n)
-{
-    double f = (double)(n - 1) / n;
-    return kind == COLL_ALLREDUCE ? 2.0 * f : f;
-}
-
 double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int members,
                                double route_latency)
 {
     if (members < 2)
         return 0.0;
-    return o->coll_launch_s + ring_steps(kind, members) * (o->coll_step_s + route_latency);
+    int steps = (kind == COLL_ALLREDUCE ? 2 : 1) * (members - 1);
+    return o->coll_launch_s + steps * (o->coll_step_s + route_latency);
 }
 
 /* A duration or size the executor can use: finite and not negative. */
@@ -139,124 +134,6 @@ static void sleep_for(double s)
 {
     if (s > 0.0)
         sg_actor_sleep_for(s);
-}
-
-/* Start one collective phase as a single parallel task whose bytes matrix holds every ring
- * edge: rings advance at the pace of their slowest edge, as real rings do, and SimGrid shares
- * every link with all other traffic. rs == NULL: one ring in the order of `hosts`. */
-static sg_exec_t rings_start(exec_state *x, sg_host_t *hosts, int n, const ring_set *rs,
-                             double edge_bytes)
-{
-    assert(n >= 2 && n <= x->matrix_n);
-    assert(is_amount(edge_bytes));
-    double *m = x->matrix;
-    if (rs)
-        for (int e = 0; e < rs->n_edges; e++)
-            m[(size_t)rs->src[e] * n + (size_t)rs->dst[e]] += rs->share[e] * edge_bytes;
-    else
-        for (int i = 0; i < n; i++)
-            m[(size_t)i * n + (size_t)((i + 1) % n)] = edge_bytes;
-    sg_exec_t e = sg_actor_parallel_exec_init(n, hosts, NULL, m);
-    if (rs)
-        for (int k = 0; k < rs->n_edges; k++)
-            m[(size_t)rs->src[k] * n + (size_t)rs->dst[k]] = 0.0;
-    else
-        for (int i = 0; i < n; i++)
-            m[(size_t)i * n + (size_t)((i + 1) % n)] = 0.0;
-    htae_links_ring(x->links, hosts, n, rs, edge_bytes, 1, simgrid_get_clock());
-    sg_exec_start(e);
-    x->activities++;
-    return e;
-}
-
-/* One phase of a collective: `count` independent rings of `n` hosts each, member j of ring r
- * being base[r * stride_ring + j * stride_member]; ring r's route latency is lat[r]. */
-typedef struct ring_phase {
-    const sg_host_t *base;
-    int count, n, stride_ring, stride_member;
-    const ring_set *rs; /* count 1 only: the rings over the n hosts; NULL: one ring in order */
-    const double *lat;  /* [count] */
-} ring_phase;
-
-/* Run one phase: each ring starts after its own step latencies (less the one route latency
- * SimGrid charges its flow), so a ring on slower routes starts later; rings start in order of
- * that delay, and the phase ends with the last ring. */
-static void run_rings(exec_state *x, stream_state *st, const ring_phase *ph, coll_kind kind,
-                      double bytes, double extra_delay)
-{
-    int n = ph->n, count = ph->count;
-    if (n < 2) {
-        sleep_for(extra_delay);
-        return;
-    }
-    assert(count >= 1 && count <= x->max_rings);
-    int steps = ring_steps(kind, n);
-    int order[count]; /* rings by latency: a stable insertion sort, linear on alike rings */
-    for (int r = 0; r < count; r++) {
-        int i = r;
-        for (; i > 0 && ph->lat[order[i - 1]] > ph->lat[r]; i--)
-            order[i] = order[i - 1];
-        order[i] = r;
-    }
-    double edge = ring_edge_factor(kind, n) * bytes / x->opt.protocol_efficiency;
-    double waited = 0.0;
-    sg_host_t ring[n];
-    for (int i = 0; i < count; i++) {
-        int r = order[i];
-        assert(is_amount(ph->lat[r]));
-        double delay = extra_delay + steps * x->opt.coll_step_s + (steps - 1) * ph->lat[r];
-        if (i == 0 || delay > waited) {
-            sleep_for(delay - waited);
-            waited = delay;
-        }
-        for (int j = 0; j < n; j++)
-            ring[j] = ph->base[r * ph->stride_ring + j * ph->stride_member];
-        st->handles[r] = rings_start(x, ring, n, ph->rs, edge);
-        st->ring_of[r] = r;
-    }
-    /* Each ring's flows end in the link accounting when that ring ends. */
-    for (int left = count; left > 0; left--) {
-        ssize_t i = sg_exec_wait_any(st->handles, (size_t)left);
-        assert(i >= 0 && i < left);
-        for (int j = 0; j < n; j++)
-            ring[j] = ph->base[st->ring_of[i] * ph->stride_ring + j * ph->stride_member];
-        htae_links_ring(x->links, ring, n, ph->rs, edge, 0, simgrid_get_clock());
-        st->handles[i] = st->handles[left - 1];
-        st->ring_of[i] = st->ring_of[left - 1];
-    }
-}
-
-static void run_collective(exec_state *x, stream_state *st, const htae_collective *col)
-{
-    const group_plan *gp = &x->groups[col->group];
-    if (gp->n < 2)
-        return;
-    double s = col->bytes, launch = x->opt.coll_launch_s;
-    if (gp->k == 0) {
-        ring_phase flat = {gp->hosts, 1, gp->n, 0, 1, &gp->rings, &gp->ring_lat};
-        run_rings(x, st, &flat, col->kind, s, launch);
-        return;
-    }
-    /* Hierarchical: rings inside each node over NVLink, rings across nodes between GPUs of the
-     * same local index (each on its own NIC), as NCCL's tree/ring hybrids do. */
-    int k = gp->k, m = gp->n_nodes;
-    ring_phase intra = {gp->by_node, m, k, k, 1, NULL, gp->intra_lat};
-    ring_phase inter = {gp->by_node, k, m, 1, k, NULL, gp->inter_lat};
-    switch (col->kind) {
-    case COLL_ALLREDUCE:
-        run_rings(x, st, &intra, COLL_REDUCE_SCATTER, s, launch);
-        run_rings(x, st, &inter, COLL_ALLREDUCE, s / k, 0.0);
-        run_rings(x, st, &intra, COLL_ALLGATHER, s, 0.0);
-        break;
-    case COLL_REDUCE_SCATTER:
-        run_rings(x, st, &intra, COLL_REDUCE_SCATTER, s, launch);
-        run_rings(x, st, &inter, COLL_REDUCE_SCATTER, s / k, 0.0);
-        break;
-    case COLL_ALLGATHER:
-        run_rings(x, st, &inter, COLL_ALLGATHER, s / k, launch);
-        run_rings(x, st, &intra, COLL_ALLGATHER, s, 0.0);
-        break;
-    }
 }
 
 static void release(exec_state *x, uint32_t t)
@@ -406,7 +283,8 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         x->res->start[members[i]] = t0;
         comm_changed(x, g->tasks[members[i]].rank, 1);
     }
-    run_collective(x, st, col);
+    coll_run_ctx cx = {&x->opt, x->links, &x->activities};
+    htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, &cx);
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->n; i++) {
@@ -452,100 +330,23 @@ static void stream_actor(int argc, char **argv)
     }
 }
 
-static double route_latency(sg_host_t a, sg_host_t b)
-{
-    return a == b ? 0.0 : sg_host_get_route_latency(a, b);
-}
-
-static double ring_latency(const sg_host_t *h, int n, int stride)
-{
-    double worst = 0.0;
-    for (int i = 0; i < n; i++) {
-        double l = route_latency(h[i * stride], h[((i + 1) % n) * stride]);
-        if (l > worst)
-            worst = l;
-    }
-    return worst;
-}
-
-/* The flat plan, every group has one: rings over the members' hosts in group order. */
-static void plan_flat(exec_state *x, const int32_t *ranks, int n, group_plan *gp)
-{
-    gp->n = n;
-    gp->hosts = xmalloc((size_t)n * sizeof *gp->hosts);
-    for (int i = 0; i < n; i++)
-        gp->hosts[i] = x->hosts[ranks[i]];
-    htae_rings_build(gp->hosts, n, &gp->rings);
-    gp->ring_lat = 0.0;
-    for (int e = 0; e < gp->rings.n_edges; e++) {
-        double l = route_latency(gp->hosts[gp->rings.src[e]], gp->hosts[gp->rings.dst[e]]);
-        if (l > gp->ring_lat)
-            gp->ring_lat = l;
-    }
-}
-
-/* The hierarchical plan, for a group spread over several nodes with the same number k > 1 of
- * members on each (the phases split the buffer k ways across nodes, so unequal nodes would
- * move the wrong volumes: such groups keep the flat plan, gp->k == 0). Each ring keeps its
- * own route latency: nodes, and NICs of one node, need not be alike. */
-static void plan_hierarchy(const cluster *c, const int32_t *ranks, group_plan *gp)
-{
-    int n = gp->n;
-    int nodes[n], count[n], m = 0; /* nodes in order of first appearance, member counts */
-    for (int i = 0; i < n; i++) {
-        int node = c->node_of_rank[ranks[i]], j;
-        for (j = 0; j < m && nodes[j] != node; j++)
-            ;
-        if (j == m) {
-            nodes[m] = node;
-            count[m++] = 0;
-        }
-        count[j]++;
-    }
-    if (m < 2 || count[0] < 2)
-        return;
-    for (int j = 1; j < m; j++)
-        if (count[j] != count[0])
-            return;
-    int k = count[0];
-    gp->k = k;
-    gp->n_nodes = m;
-    gp->by_node = xmalloc((size_t)n * sizeof *gp->by_node);
-    int fill[m];
-    memset(fill, 0, sizeof fill);
-    for (int i = 0; i < n; i++) {
-        int node = c->node_of_rank[ranks[i]], j;
-        for (j = 0; nodes[j] != node; j++)
-            ;
-        gp->by_node[j * k + fill[j]++] = gp->hosts[i];
-    }
-    gp->intra_lat = xmalloc((size_t)m * sizeof *gp->intra_lat);
-    for (int j = 0; j < m; j++)
-        gp->intra_lat[j] = ring_latency(&gp->by_node[j * k], k, 1);
-    gp->inter_lat = xmalloc((size_t)k * sizeof *gp->inter_lat);
-    for (int j = 0; j < k; j++)
-        gp->inter_lat[j] = ring_latency(&gp->by_node[j], m, k);
-}
-
-/* Step: plan every group's collectives (flat or hierarchical) and size the scratch they use. */
-static void plan_groups(exec_state *x, const cluster *c)
+/* Step: plan every group's collectives and check a forced algorithm can run its all-reduces. */
+static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
 {
     const htae_graph *g = x->g;
     x->groups = xcalloc(g->n_groups, sizeof *x->groups);
-    x->max_rings = 1;
     for (uint32_t i = 0; i < g->n_groups; i++) {
         const htae_group *gr = &g->groups[i];
-        group_plan *gp = &x->groups[i];
-        plan_flat(x, &g->group_ranks[gr->first], (int)gr->n, gp);
-        plan_hierarchy(c, &g->group_ranks[gr->first], gp);
-        if (gp->n > x->matrix_n)
-            x->matrix_n = gp->n;
-        if (gp->k > x->max_rings)
-            x->max_rings = gp->k;
-        if (gp->n_nodes > x->max_rings)
-            x->max_rings = gp->n_nodes;
+        x->groups[i] =
+            htae_coll_group_create(c, x->hosts, &g->group_ranks[gr->first], (int)gr->n, &x->opt);
     }
-    x->matrix = xcalloc((size_t)x->matrix_n * (size_t)x->matrix_n, sizeof *x->matrix);
+    for (uint32_t k = 0; k < g->n_colls; k++) {
+        const htae_collective *col = &g->colls[k];
+        int rc = htae_coll_check(x->groups[col->group], col->kind, x->opt.algo, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* Step: the SimGrid host of every rank into *out, or an error (and nothing allocated) if one
@@ -577,7 +378,11 @@ static void state_init(exec_state *x, const htae_graph *g, const htae_options *o
         htae_default_options(&x->opt);
     assert(is_amount(x->opt.overlap_slowdown) && is_amount(x->opt.coll_launch_s));
     assert(is_amount(x->opt.coll_step_s) && is_amount(x->opt.p2p_launch_s));
+    assert(is_amount(x->opt.coll_net_step_s) && is_amount(x->opt.nvls_latency_s));
     assert(x->opt.protocol_efficiency > 0.0 && x->opt.protocol_efficiency <= 1.0);
+    assert(x->opt.net_efficiency > 0.0 && x->opt.net_efficiency <= 1.0);
+    assert(x->opt.nvls_efficiency > 0.0 && x->opt.nvls_efficiency <= 1.0);
+    assert(x->opt.algo >= COLL_ALGO_AUTO && x->opt.algo < COLL_ALGO_COUNT);
     x->res = out;
     out->start = xcalloc(g->n_tasks, sizeof *out->start);
     out->end = xcalloc(g->n_tasks, sizeof *out->end);
@@ -635,8 +440,6 @@ static void start_actors(exec_state *x)
         if (st->count == 0)
             continue;
         st->sem = sg_sem_init(0);
-        st->handles = xmalloc((size_t)x->max_rings * sizeof *st->handles);
-        st->ring_of = xmalloc((size_t)x->max_rings * sizeof *st->ring_of);
         snprintf(name, sizeof name, "gpu%d:%s", st->rank, stream_name(st->stream));
         start_actor(name, x->hosts[st->rank], stream_actor, st);
     }
@@ -676,19 +479,12 @@ static void state_free(exec_state *x)
         for (size_t i = 0; i < (size_t)g->n_ranks * STREAM_COUNT; i++) {
             if (x->streams[i].count)
                 sg_sem_destroy(x->streams[i].sem);
-            free(x->streams[i].handles);
-            free(x->streams[i].ring_of);
         }
     if (x->groups)
-        for (uint32_t i = 0; i < g->n_groups; i++) {
-            free(x->groups[i].hosts);
-            htae_rings_free(&x->groups[i].rings);
-            free(x->groups[i].by_node);
-            free(x->groups[i].intra_lat);
-            free(x->groups[i].inter_lat);
-        }
+        for (uint32_t i = 0; i < g->n_groups; i++)
+            htae_coll_group_free(x->groups[i]);
     for (int r = 0; r < g->n_ranks; r++) {
-        if (x->host[r].count)
+        if (x->host[r].sem)
             sg_sem_destroy(x->host[r].sem);
         free(x->host[r].tasks);
     }
@@ -696,7 +492,6 @@ static void state_free(exec_state *x)
     free(x->ready);
     free(x->groups);
     free(x->streams);
-    free(x->matrix);
     free(x->pending);
     free(x->coll_arrived);
     free(x->coll_done);
@@ -722,11 +517,13 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
 
     exec_state x;
     state_init(&x, g, opt, hosts, out);
-    plan_groups(&x, c);
     x.links = htae_links_create();
-    start_actors(&x);
-    simgrid_run();
-    rc = collect_result(&x, err);
+    rc = plan_groups(&x, c, err);
+    if (!rc) {
+        start_actors(&x);
+        simgrid_run();
+        rc = collect_result(&x, err);
+    }
     if (!rc)
         htae_links_collect(x.links, out);
     htae_links_free(x.links);
@@ -754,7 +551,8 @@ void htae_result_free(htae_result *r)
 }
 
 int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,
-                          int n_sizes, const htae_options *opt, double *times, ps_error *err)
+                          int n_sizes, const htae_options *opt, double *times, coll_algo *algos,
+                          ps_error *err)
 {
     if (gpus < 1 || gpus > c->n_gpus)
         return ps_error_set(err, PS_EINPUT, c->file, 0, 0, "gpus",
@@ -784,6 +582,21 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
         rc = htae_run(g, c, opt, &r, err);
     for (int i = 0; !rc && i < n_sizes; i++)
         times[i] = r.end[first[i]] - r.start[first[i]];
+    if (!rc && algos) { /* the choice the run made, from the same plan */
+        htae_options o;
+        if (opt)
+            o = *opt;
+        else
+            htae_default_options(&o);
+        sg_host_t *hosts = xmalloc((size_t)gpus * sizeof *hosts);
+        for (int i = 0; i < gpus; i++)
+            hosts[i] = sg_host_by_name(c->host_names[i]);
+        coll_group *gp = htae_coll_group_create(c, hosts, &g->group_ranks[0], gpus, &o);
+        for (int i = 0; i < n_sizes; i++)
+            algos[i] = gpus < 2 ? COLL_ALGO_AUTO : htae_coll_choose(gp, kind, sizes[i], &o);
+        htae_coll_group_free(gp);
+        free(hosts);
+    }
     htae_result_free(&r);
     free(first);
     htae_graph_free(g);

@@ -9,13 +9,35 @@
 #include "base/error.h"
 #include "base/graph.h"
 
+/* NCCL's collective algorithms (NCCL_ALGO). AUTO: chosen per collective by predicted time, as
+ * NCCL's tuner does; DIRECT: all-to-all's pairwise sends. */
+typedef enum {
+    COLL_ALGO_AUTO,
+    COLL_ALGO_RING,
+    COLL_ALGO_TREE,
+    COLL_ALGO_NVLS,
+    COLL_ALGO_DIRECT,
+    COLL_ALGO_COUNT
+} coll_algo;
+extern const enum_names coll_algo_names;
+
 /* Executor constants that are not properties of the platform. */
 typedef struct htae_options {
     double overlap_slowdown;    /* compute slows by this fraction while its GPU communicates */
     double coll_launch_s;       /* fixed cost of starting one collective (NCCL kernel launch) */
     double coll_step_s;         /* per algorithm step (ring hop) software/protocol latency */
+    double coll_net_step_s;     /* more per step that crosses nodes (NCCL's proxy thread, RDMA
+                                   completion and flush) */
     double p2p_launch_s;        /* fixed cost of one point-to-point transfer */
-    double protocol_efficiency; /* payload share of collective link bandwidth, in (0, 1] */
+    double protocol_efficiency; /* payload share of intra-node (NVLink, PCIe) link bandwidth
+                                   for collectives, in (0, 1] */
+    double net_efficiency;      /* payload share of network (NIC, fabric) bandwidth, (0, 1] */
+    double nvls_efficiency;     /* payload share of NVLink port bandwidth under NVLS, (0, 1] */
+    double nvls_latency_s;      /* NVLS's fixed cost beyond the launch (multicast setup) */
+    coll_algo algo;             /* all-reduce algorithm; COLL_ALGO_AUTO: as NCCL chooses */
+    int device_constants;       /* 1: a device's own collective constants (devices.yaml) replace
+                                   coll_launch_s, coll_step_s, protocol_efficiency and
+                                   nvls_efficiency for groups of that device */
 } htae_options;
 
 void htae_default_options(htae_options *o);
@@ -41,8 +63,9 @@ typedef struct htae_result {
 /* Run `g` (finalized) on the cluster's platform, loaded by cluster_load after
  * cluster_engine_start in this process. One call per process. On failure (a host missing from the
  * platform, a run that stalls) *out holds nothing to free; htae_result_free on it is harmless.
- * Options, when given, must be finite and non-negative, protocol_efficiency in (0, 1]
- * (asserted); NULL takes htae_default_options. */
+ * Options, when given, must be finite and non-negative, the efficiencies in (0, 1] (asserted);
+ * NULL takes htae_default_options. A forced algorithm (opt->algo) that cannot run one of the
+ * graph's all-reduces is a PS_EINPUT error before anything runs. */
 int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
              ps_error *err);
 void htae_result_free(htae_result *r);
@@ -53,8 +76,10 @@ double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int member
                                double route_latency);
 
 /* Like nccl-tests: simulate collectives of each size in `sizes`, one after another, over the
- * first `gpus` ranks of the cluster, and write each one's duration to times[]. */
+ * first `gpus` ranks of the cluster, and write each one's duration to times[] and, when algos
+ * is not NULL, the algorithm each one used to algos[]. */
 int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,
-                          int n_sizes, const htae_options *opt, double *times, ps_error *err);
+                          int n_sizes, const htae_options *opt, double *times, coll_algo *algos,
+                          ps_error *err);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *sim_data_dir(void)
 {
@@ -27,6 +28,8 @@ htae_options sim_bare_options(void)
     htae_options o;
     memset(&o, 0, sizeof o);
     o.protocol_efficiency = 1.0;
+    o.net_efficiency = 1.0;
+    o.nvls_efficiency = 1.0;
     return o;
 }
 
@@ -36,4 +39,86 @@ void sim_run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r)
     ps_error_clear(&err);
     ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
     ck_assert_msg(htae_run(g, c, o, r, &err) == 0, "htae_run: %s", err.message);
+}
+
+/* Two nodes of k GPUs, ranks node * k + j. Each GPU has its own NVLink port to its node's
+ * switch (100 GB/s per direction, latency nvl_lat[node]: a route inside a node crosses two
+ * ports) and its own NIC to a 1000 GB/s fabric (10 GB/s per direction, latency nic_lat[j]: a
+ * route between the nodes crosses two NICs). No other latency. Written to a temporary file:
+ * cluster_load reads one (SimGrid wants a .xml name). */
+void sim_load_nodes(int m, int k, const char *const *nvl_lat, const char *const *nic_lat,
+                    cluster *c)
+{
+    char path[] = "/tmp/protosim_test_htae_XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    const char *link = "<link id='%s%d_%d' bandwidth='%s' latency='%s' "
+                       "sharing_policy='SPLITDUPLEX'/>\n";
+    fputs("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n"
+          "<platform version='4.1'><zone id='cluster' routing='Full'>\n",
+          f);
+    for (int n = 0; n < m; n++) {
+        fprintf(f, "<zone id='node%d' routing='Full'>\n", n);
+        for (int j = 0; j < k; j++)
+            fprintf(f,
+                    "<host id='g%d_%d' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
+                    "<prop id='rank' value='%d'/></host>\n",
+                    n, j, n * k + j);
+        fprintf(f, "<router id='gw%d'/>\n", n);
+        for (int j = 0; j < k; j++) {
+            fprintf(f, link, "nvl", n, j, "100GBps", nvl_lat[n]);
+            fprintf(f, link, "nic", n, j, "10GBps", nic_lat[j]);
+        }
+        for (int i = 0; i < k; i++)
+            for (int j = i + 1; j < k; j++)
+                fprintf(f,
+                        "<route src='g%d_%d' dst='g%d_%d'><link_ctn id='nvl%d_%d' direction='UP'/>"
+                        "<link_ctn id='nvl%d_%d' direction='DOWN'/></route>\n",
+                        n, i, n, j, n, i, n, j);
+        for (int j = 0; j < k; j++)
+            fprintf(f,
+                    "<route src='g%d_%d' dst='gw%d'><link_ctn id='nic%d_%d' direction='UP'/>"
+                    "</route>\n",
+                    n, j, n, n, j);
+        fputs("</zone>\n", f);
+    }
+    fputs("<link id='fabric' bandwidth='1000GBps' latency='0' sharing_policy='SPLITDUPLEX'/>\n", f);
+    for (int a = 0; a < m; a++)
+        for (int b = a + 1; b < m; b++)
+            fprintf(f,
+                    "<zoneRoute src='node%d' dst='node%d' gw_src='gw%d' gw_dst='gw%d'>"
+                    "<link_ctn id='fabric' direction='UP'/></zoneRoute>\n",
+                    a, b, a, b);
+    fputs("</zone></platform>\n", f);
+    fclose(f);
+    ps_error err;
+    ps_error_clear(&err);
+    cluster_engine_start();
+    int rc = cluster_load(path, sim_data_dir(), c, &err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
+    ck_assert_int_eq(c->n_gpus, m * k);
+    ck_assert_int_eq(c->n_nodes, m);
+}
+
+void sim_load_two_nodes(int k, const char *const nvl_lat[2], const char *const *nic_lat, cluster *c)
+{
+    sim_load_nodes(2, k, nvl_lat, nic_lat, c);
+}
+
+const htae_link_stat *sim_find_link(const htae_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_links; i++)
+        if (strcmp(r->links[i].name, name) == 0)
+            return &r->links[i];
+    ck_abort_msg("link %s not in the result", name);
+    return NULL;
+}
+
+void sim_load_two_by_two(cluster *c)
+{
+    static const char *const nvl_lat[2] = {"0", "0"}, *const nic_lat[2] = {"0", "0.5ms"};
+    sim_load_two_nodes(2, nvl_lat, nic_lat, c);
 }

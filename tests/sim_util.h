@@ -23,6 +23,22 @@ const char *sim_data_dir(void);
 void sim_load(const char *rel, cluster *c);
 /* Options with every software overhead off, so only the platform shapes the timings. */
 htae_options sim_bare_options(void);
+/* m nodes of k GPUs, as sim_load_two_nodes (nvl_lat[m], nic_lat[k]); every pair of nodes
+ * joined over the one fabric link. */
+void sim_load_nodes(int m, int k, const char *const *nvl_lat, const char *const *nic_lat,
+                    cluster *c);
+/* The result's entry for SimGrid link `name` (fails the test if absent). */
+const htae_link_stat *sim_find_link(const htae_result *r, const char *name);
+/* Two nodes of k GPUs, ranks node * k + j. Each GPU has its own NVLink port to its node's
+ * switch (100 GB/s per direction, latency nvl_lat[node]: a route inside a node crosses two
+ * ports) and its own NIC to a 1000 GB/s fabric (10 GB/s per direction, latency nic_lat[j]: a
+ * route between the nodes crosses two NICs). No other latency. */
+void sim_load_two_nodes(int k, const char *const nvl_lat[2], const char *const *nic_lat,
+                        cluster *c);
+/* Two nodes of two GPUs, NVLink without latency; the NICs of local GPU 0 (ranks 0, 2) have
+ * none, those of local GPU 1 (ranks 1, 3) 0.5 ms: the route between ranks 1 and 3 has 1 ms,
+ * between 1 and 2 (or 0 and 3) 0.5 ms. */
+void sim_load_two_by_two(cluster *c);
 /* Finalize g and run it (asserts success). */
 void sim_run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r);
 

@@ -242,14 +242,17 @@ START_TEST(collective_size_suffixes)
 {
     char *dir = make_tmpdir();
     char *cl = src_path("topology/clusters/dgx4.xml");
-    const char *one[] = {"collective", "--cluster", cl, "--gpus", "2", "--sizes", "1Ki", NULL};
+    const char *one[] = {"collective", "--cluster", cl,      "--gpus", "2",
+                         "--sizes",    "1Ki",       "--csv", "-",      NULL};
     run_result r = run_protosim(dir, one);
     expect_exit(&r, 0);
-    ck_assert_msg(!strncmp(r.out, "bytes,time_s\n1024,", 18), "stdout:\n%s", r.out);
-    ck_assert_int_eq((int)(strchr(r.out + 18, '\n') - r.out) + 1, (int)strlen(r.out)); /* 1 row */
+    const char *head = "bytes,time_s,algbw_GBps,busbw_GBps,algo\n1024,";
+    ck_assert_msg(!strncmp(r.out, head, strlen(head)), "stdout:\n%s", r.out);
+    ck_assert_int_eq((int)(strchr(r.out + strlen(head), '\n') - r.out) + 1,
+                     (int)strlen(r.out)); /* 1 row */
     run_free(&r);
-    const char *three[] = {"collective", "--cluster", cl,          "--gpus",
-                           "2",          "--sizes",   "1M,1Gi,2k", NULL};
+    const char *three[] = {"collective", "--cluster", cl,      "--gpus", "2",
+                           "--sizes",    "1M,1Gi,2k", "--csv", "-",      NULL};
     r = run_protosim(dir, three);
     expect_exit(&r, 0);
     const char *p = strchr(r.out, '\n') + 1;
@@ -260,6 +263,42 @@ START_TEST(collective_size_suffixes)
     }
     ck_assert_str_eq(p, "");
     run_free(&r);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* The default output is nccl-tests' table: a header, then size, count (floats), type, redop,
+ * algorithm, time (us), algbw = size / time and busbw = algbw * (n-1)/n for an all-gather on 4
+ * GPUs (2(n-1)/n = 1.5 for an all-reduce). */
+START_TEST(collective_prints_the_nccl_tests_table)
+{
+    char *dir = make_tmpdir();
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *ops[2] = {"all-gather", "allreduce"};
+    const double bus[2] = {0.75, 1.5};
+    for (int k = 0; k < 2; k++) {
+        const char *args[] = {"collective", "--cluster", cl,     "--gpus", "4",
+                              "--sizes",    "1Gi",       "--op", ops[k],   NULL};
+        run_result r = run_protosim(dir, args);
+        expect_exit(&r, 0);
+        ck_assert_msg(!strncmp(r.out, "# protosim collective: ", 23), "stdout:\n%s", r.out);
+        ck_assert_ptr_nonnull(strstr(r.out, "algbw"));
+        const char *row = strstr(r.out, "\n   ");
+        ck_assert_ptr_nonnull(row);
+        double size, count, us, algbw, busbw;
+        char type[16], redop[16], algo[16];
+        ck_assert_int_eq(sscanf(row, "%lf %lf %15s %15s %15s %lf %lf %lf", &size, &count, type,
+                                redop, algo, &us, &algbw, &busbw),
+                         8);
+        ck_assert(size == 1073741824.0 && count == 268435456.0);
+        ck_assert_str_eq(type, "float");
+        ck_assert_str_eq(redop, "sum");
+        ck_assert_str_eq(algo, "ring"); /* A100s: no NVLS; one node: no tree */
+        ck_assert_msg(fabs(algbw - size / (us * 1e-6) / 1e9) <= 0.01, "%s", row);
+        ck_assert_msg(fabs(busbw - algbw * bus[k]) <= 0.01, "%s", row);
+        run_free(&r);
+    }
     free(cl);
     remove_tmpdir(dir);
 }
@@ -485,6 +524,34 @@ static char *first_line(const char *path)
     return text;
 }
 
+/* --nccl-algo forces the all-reduce algorithm: ring runs the example (its groups are on one
+ * node); tree cannot run on one node and is an input error naming why; a bad name is a usage
+ * error. */
+START_TEST(run_nccl_algo_is_checked_against_the_groups)
+{
+    char *dir = make_tmpdir();
+    char *st = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *ring[] = {"run", st, "--cluster", cl, "--nccl-algo", "ring", "-q", NULL};
+    run_result r = run_protosim(dir, ring);
+    expect_exit(&r, 0);
+    run_free(&r);
+    const char *tree[] = {"run", st, "--cluster", cl, "--nccl-algo", "tree", "-q", NULL};
+    r = run_protosim(dir, tree);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "tree algorithm needs a group on two nodes"), "%s", r.err);
+    run_free(&r);
+    const char *bad[] = {"run", st, "--cluster", cl, "--nccl-algo", "rings", NULL};
+    r = run_protosim(dir, bad);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "--nccl-algo: bad algorithm 'rings'"), "%s", r.err);
+    run_free(&r);
+    free(st);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* run --csv: the header of sweep's CSV (here through merge, the same writer), then one row whose
  * iteration_time_s (column 15) is the JSON report's, to the 9 digits the CSV keeps. */
 START_TEST(run_csv_has_the_sweep_columns)
@@ -687,6 +754,8 @@ static Suite *cli_suite(void)
     tcase_add_test(t, sizes_reject_junk);
     tcase_add_test(t, counts_reject_junk);
     tcase_add_test(t, collective_size_suffixes);
+    tcase_add_test(t, collective_prints_the_nccl_tests_table);
+    tcase_add_test(t, run_nccl_algo_is_checked_against_the_groups);
     tcase_add_test(t, run_csv_has_the_sweep_columns);
     tcase_add_test(t, man_page_and_completion_cover_every_option);
     tcase_add_test(t, sweep_progress_lines_off_a_terminal);

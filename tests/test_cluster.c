@@ -518,8 +518,8 @@ static void expect_group_error(const char *kind, const char *groups, const char 
 START_TEST(generate_rejects_bad_groups)
 {
     expect_group_error(NULL, "dgx-h100:1,dgx-b200:2",
-                       "--nodes: unknown cluster kind 'dgx-b200' (known: dgx-v100, dgx-a100, "
-                       "dgx-h100)");
+                       "--nodes: unknown cluster kind 'dgx-b200' (known: dgx-v100, dgx-2, "
+                       "dgx-a100, dgx-h100, dgx-h200)");
     expect_group_error(NULL, "dgx-a100:0",
                        "--nodes: bad node count '0' in group 'dgx-a100:0' (expected an integer "
                        ">= 1)");

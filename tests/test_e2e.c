@@ -439,8 +439,8 @@ START_TEST(collectives_track_nccl_tests)
         char n[8];
         snprintf(n, sizeof n, "%d", gpus[g]);
         const char *args[] = {
-            "collective", "--cluster", cl, "--gpus", n, "--sizes", "2097152,8388608,1073741824",
-            NULL};
+            "collective", "--cluster", cl,  "--gpus", n, "--sizes", "2097152,8388608,1073741824",
+            "--csv",      "-",         NULL};
         run_result r = run_protosim(dir, args);
         expect_exit(&r, 0);
         const char *p = strchr(r.out, '\n');

@@ -14,73 +14,6 @@
 #include "../topology/cluster.h"
 #include "sim_util.h"
 
-/* Two nodes of k GPUs, ranks node * k + j. Each GPU has its own NVLink port to its node's
- * switch (100 GB/s per direction, latency nvl_lat[node]: a route inside a node crosses two
- * ports) and its own NIC to a 1000 GB/s fabric (10 GB/s per direction, latency nic_lat[j]: a
- * route between the nodes crosses two NICs). No other latency. Written to a temporary file:
- * cluster_load reads one (SimGrid wants a .xml name). */
-static void load_two_nodes(int k, const char *const nvl_lat[2], const char *const *nic_lat,
-                           cluster *c)
-{
-    char path[] = "/tmp/protosim_test_htae_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    ck_assert_ptr_nonnull(f);
-    const char *link = "<link id='%s%d_%d' bandwidth='%s' latency='%s' "
-                       "sharing_policy='SPLITDUPLEX'/>\n";
-    fputs("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n"
-          "<platform version='4.1'><zone id='cluster' routing='Full'>\n",
-          f);
-    for (int n = 0; n < 2; n++) {
-        fprintf(f, "<zone id='node%d' routing='Full'>\n", n);
-        for (int j = 0; j < k; j++)
-            fprintf(f,
-                    "<host id='g%d_%d' speed='1Tf'><prop id='gpu' value='A100-SXM4-80GB'/>"
-                    "<prop id='rank' value='%d'/></host>\n",
-                    n, j, n * k + j);
-        fprintf(f, "<router id='gw%d'/>\n", n);
-        for (int j = 0; j < k; j++) {
-            fprintf(f, link, "nvl", n, j, "100GBps", nvl_lat[n]);
-            fprintf(f, link, "nic", n, j, "10GBps", nic_lat[j]);
-        }
-        for (int i = 0; i < k; i++)
-            for (int j = i + 1; j < k; j++)
-                fprintf(f,
-                        "<route src='g%d_%d' dst='g%d_%d'><link_ctn id='nvl%d_%d' direction='UP'/>"
-                        "<link_ctn id='nvl%d_%d' direction='DOWN'/></route>\n",
-                        n, i, n, j, n, i, n, j);
-        for (int j = 0; j < k; j++)
-            fprintf(f,
-                    "<route src='g%d_%d' dst='gw%d'><link_ctn id='nic%d_%d' direction='UP'/>"
-                    "</route>\n",
-                    n, j, n, n, j);
-        fputs("</zone>\n", f);
-    }
-    fputs("<link id='fabric' bandwidth='1000GBps' latency='0' sharing_policy='SPLITDUPLEX'/>\n"
-          "<zoneRoute src='node0' dst='node1' gw_src='gw0' gw_dst='gw1'>"
-          "<link_ctn id='fabric' direction='UP'/></zoneRoute>\n</zone></platform>\n",
-          f);
-    fclose(f);
-    ps_error err;
-    ps_error_clear(&err);
-    cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, &err);
-    unlink(path);
-    ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
-    ck_assert_int_eq(c->n_gpus, 2 * k);
-    ck_assert_int_eq(c->n_nodes, 2);
-}
-
-/* Two nodes of two GPUs, NVLink without latency; the NICs of local GPU 0 (ranks 0, 2) have
- * none, those of local GPU 1 (ranks 1, 3) 0.5 ms: the route between ranks 1 and 3 has 1 ms,
- * between 1 and 2 (or 0 and 3) 0.5 ms. */
-static void load_two_by_two(cluster *c)
-{
-    static const char *const nvl_lat[2] = {"0", "0"}, *const nic_lat[2] = {"0", "0.5ms"};
-    load_two_nodes(2, nvl_lat, nic_lat, c);
-}
-
 /* The receiving side of a transfer: an instant task on its peer that depends on it (every
  * transfer of a graph must be received). It ends when the transfer does. */
 static void receive(htae_graph *g, uint32_t transfer)
@@ -229,92 +162,6 @@ START_TEST(multi_link_topology_uses_two_rings)
     htae_result r;
     sim_run(g, &c, &o, &r);
     ck_close(r.end[ids[0]], (4.0 / 3.0) / 2.0 * GB / (100 * GB), 1e-3);
-    htae_result_free(&r);
-    htae_graph_free(g);
-    cluster_free(&c);
-}
-END_TEST
-
-/* Two GPUs on each of two nodes: the collectives run hierarchically (rings inside each node,
- * then rings across the nodes between GPUs of the same local index), each ring paced by its
- * own route latency. All-reduce of S = 1 GB, k = 2 per node, m = 2 nodes:
- * - reduce-scatter in each node: (k-1)/k S = 0.5 GB per edge at 100 GB/s: 5 ms;
- * - all-reduce across nodes of S/k: 2(m-1)/m * 0.5 GB = 0.5 GB per edge at 10 GB/s: 50 ms,
- *   plus 2(m-1) = 2 steps of route latency: none for local GPU 0, 2 x 1 ms for local GPU 1,
- *   so 52 ms (charging local GPU 1's ring with ring 0's latency gave 51 ms);
- * - all-gather in each node: 5 ms. In all 62 ms.
- * Reduce-scatter next: 5 ms in the nodes, then (m-1)/m * 0.5 GB = 0.25 GB per edge at 10 GB/s
- * in one step of 1 ms: 26 ms; 31 ms in all. All-gather: the same phases in reverse, 31 ms. */
-START_TEST(hierarchical_rings_each_keep_their_latency)
-{
-    cluster c;
-    load_two_by_two(&c);
-    htae_graph *g = htae_graph_create(4);
-    int ranks[4] = {0, 1, 2, 3}, l = htae_label(g, "c");
-    int grp = htae_add_group(g, ranks, 4);
-    uint32_t ar[4], rs[4], ag[4];
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ar);
-    htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, rs);
-    htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ag);
-    htae_options o = sim_bare_options();
-    htae_result r;
-    sim_run(g, &c, &o, &r);
-    for (int i = 0; i < 4; i++) {
-        ck_close(r.end[ar[i]], 5e-3 + 52e-3 + 5e-3, 1e-6);
-        ck_close(r.end[rs[i]], 62e-3 + 5e-3 + 26e-3, 1e-6);
-        ck_close(r.end[ag[i]], 93e-3 + 26e-3 + 5e-3, 1e-6);
-    }
-    htae_result_free(&r);
-    htae_graph_free(g);
-    cluster_free(&c);
-}
-END_TEST
-
-/* Three GPUs on each of two nodes, node1's NVLink ports with 0.25 ms (0.5 ms a route): each
- * node's ring keeps its own latency. All-reduce of S = 1.5 GB, k = 3, m = 2:
- * - reduce-scatter in each node: (k-1)/k S = 1 GB per edge at 100 GB/s: 10 ms, plus on node1
- *   k-1 = 2 steps of 0.5 ms: 11 ms (charging node1 with node0's latency gave 10.5 ms);
- * - all-reduce across nodes of S/k = 0.5 GB: 2(m-1)/m * 0.5 GB per edge at 10 GB/s: 50 ms;
- * - all-gather in each node: 11 ms, as the reduce-scatter. In all 72 ms. */
-START_TEST(hierarchical_node_rings_each_keep_their_latency)
-{
-    cluster c;
-    static const char *const nvl_lat[2] = {"0", "0.25ms"}, *const nic_lat[3] = {"0", "0", "0"};
-    load_two_nodes(3, nvl_lat, nic_lat, &c);
-    htae_graph *g = htae_graph_create(6);
-    int ranks[6] = {0, 1, 2, 3, 4, 5};
-    uint32_t ids[6];
-    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 6), STREAM_DP, 1.5 * GB,
-                        CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
-    htae_options o = sim_bare_options();
-    htae_result r;
-    sim_run(g, &c, &o, &r);
-    for (int i = 0; i < 6; i++)
-        ck_close(r.end[ids[i]], 11e-3 + 50e-3 + 11e-3, 1e-6);
-    htae_result_free(&r);
-    htae_graph_free(g);
-    cluster_free(&c);
-}
-END_TEST
-
-/* Ranks 0, 1 (node0) and 2 (node1): nodes with unequal member counts have no hierarchy (its
- * phases split the buffer k ways, k the same on every node), so one flat ring over the three.
- * All-reduce of S = 1 GB: 2(p-1)/p S = 4/3 GB per edge; two edges cross 10 GB/s NICs:
- * 133.33 ms, plus 2(p-1) = 4 steps of the worst edge latency (ranks 1 to 2: 0.5 ms): 2 ms. */
-START_TEST(unequal_nodes_fall_back_to_a_flat_ring)
-{
-    cluster c;
-    load_two_by_two(&c);
-    htae_graph *g = htae_graph_create(4);
-    int ranks[3] = {0, 1, 2};
-    uint32_t ids[3];
-    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 3), STREAM_DP, 1 * GB,
-                        CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
-    htae_options o = sim_bare_options();
-    htae_result r;
-    sim_run(g, &c, &o, &r);
-    for (int i = 0; i < 3; i++)
-        ck_close(r.end[ids[i]], (4.0 / 3.0) * GB / (10 * GB) + 4 * 0.5e-3, 1e-6);
     htae_result_free(&r);
     htae_graph_free(g);
     cluster_free(&c);
@@ -593,11 +440,12 @@ START_TEST(time_collectives_one_size_after_another)
     double sizes[2] = {1 * GB, 0.5 * GB}, times[2];
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, sizes, 2, &o, times, &err), 0);
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, sizes, 2, &o, times, NULL, &err),
+                     0);
     ck_close(times[0], 0.010, 1e-6);
     ck_close(times[1], 0.005, 1e-6);
     double bad[2] = {1 * GB, NAN};
-    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, bad, 2, &o, times, &err),
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 2, bad, 2, &o, times, NULL, &err),
                      PS_EINPUT);
     ck_assert_str_eq(err.field, "sizes");
     cluster_free(&c);
@@ -625,15 +473,6 @@ START_TEST(graph_keeps_program_order_per_stream)
     htae_graph_free(g);
 }
 END_TEST
-
-static const htae_link_stat *find_link(const htae_result *r, const char *name)
-{
-    for (int i = 0; i < r->n_links; i++)
-        if (strcmp(r->links[i].name, name) == 0)
-            return &r->links[i];
-    ck_abort_msg("link %s not in the result", name);
-    return NULL;
-}
 
 /* 1 GB over the 100 GB/s wire (its UP half) takes 10 ms, then 10 ms of compute: the link carried
  * 1e9 bytes and was busy 10 ms of the 20 ms iteration; its DOWN half carried nothing. */
@@ -670,7 +509,7 @@ static void two_fabric_flows(int back_to_back, double want_makespan, double want
 {
     static const char *const lat[2] = {"0", "0"};
     cluster c;
-    load_two_nodes(2, lat, lat, &c);
+    sim_load_two_nodes(2, lat, lat, &c);
     htae_graph *g = htae_graph_create(4);
     int l = htae_label(g, "x");
     uint32_t a = htae_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
@@ -683,13 +522,13 @@ static void two_fabric_flows(int back_to_back, double want_makespan, double want
     htae_result r;
     sim_run(g, &c, &o, &r);
     ck_close(r.makespan, want_makespan, 1e-9);
-    const htae_link_stat *f = find_link(&r, "fabric_UP");
+    const htae_link_stat *f = sim_find_link(&r, "fabric_UP");
     ck_close(f->bytes, 2e9, 1e-12);
     ck_close(f->busy_s, want_busy, 1e-9);
     ck_assert_str_eq(r.links[0].name, "fabric_UP"); /* the busiest */
     const char *nics[] = {"nic0_0_UP", "nic0_1_UP", "nic1_0_DOWN", "nic1_1_DOWN"};
     for (int i = 0; i < 4; i++) {
-        const htae_link_stat *n = find_link(&r, nics[i]);
+        const htae_link_stat *n = sim_find_link(&r, nics[i]);
         ck_close(n->bytes, 1e9, 1e-12);
         ck_close(n->busy_s, 0.100, 1e-9);
     }
@@ -748,9 +587,6 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, ring_allreduce_matches_formula);
     tcase_add_test(tc, ring_reduce_scatter_and_allgather);
     tcase_add_test(tc, multi_link_topology_uses_two_rings);
-    tcase_add_test(tc, hierarchical_rings_each_keep_their_latency);
-    tcase_add_test(tc, hierarchical_node_rings_each_keep_their_latency);
-    tcase_add_test(tc, unequal_nodes_fall_back_to_a_flat_ring);
     tcase_add_test(tc, gpipe_textbook_bubble);
     tcase_add_test(tc, one_f_one_b_textbook_bubble);
     tcase_add_test(tc, compute_overlapping_comm_is_slowed);

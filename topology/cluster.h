@@ -17,6 +17,11 @@ typedef struct device_spec {
     double hbm_bw;        /* bytes/s */
     double hbm_bytes;     /* capacity */
     int sms;              /* streaming multiprocessors */
+    /* NCCL's behaviour on this GPU generation, fitted to nccl-tests where measured (-1 for the
+     * times, 0 for the efficiencies: not given, the executor's defaults apply): a collective's
+     * fixed cost, the latency of one algorithm step, the payload share of NVLink bandwidth, and
+     * NVLS's (0: the GPU has no NVLS). */
+    double coll_launch_s, coll_step_s, coll_efficiency, nvls_efficiency;
 } device_spec;
 
 typedef struct device_table {
@@ -25,7 +30,8 @@ typedef struct device_table {
 } device_table;
 
 /* Load a device table (YAML list of mappings with keys name, fp32_tflops, tf32_tflops,
- * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib, sms). */
+ * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional nccl_launch_us,
+ * nccl_step_us, nvlink_efficiency, nvls_efficiency). */
 int device_table_load(const char *path, device_table *out, ps_error *err);
 const device_spec *device_table_find(const device_table *t, const char *name);
 void device_table_free(device_table *t);

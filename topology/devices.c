@@ -21,18 +21,39 @@ enum {
     KEY_HBM_GB,
     KEY_SMS,
     KEY_NAME,
+    KEY_NCCL_LAUNCH_US, /* the optional NCCL figures from here on */
+    KEY_NCCL_STEP_US,
+    KEY_NVLINK_EFFICIENCY,
+    KEY_NVLS_EFFICIENCY,
     N_KEYS
 };
 
 static const char *const device_keys[N_KEYS] = {
-    "fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "hbm_gbps",
-    "hbm_gib",     "hbm_gb",      "sms",         "name",
+    "fp32_tflops",     "tf32_tflops",  "fp16_tflops",
+    "bf16_tflops",     "hbm_gbps",     "hbm_gib",
+    "hbm_gb",          "sms",          "name",
+    "nccl_launch_us",  "nccl_step_us", "nvlink_efficiency",
+    "nvls_efficiency",
 };
 
 /* The peak_flops slot of each *_tflops key (precision_t order). */
 static const int key_precision[4] = {PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16};
 
-/* One device entry: every figure present and a positive number. */
+/* A finite number >= 0 into *out; else a located error. */
+static int read_nonnegative(yread_ctx *c, yaml_node_t *n, const char *field, double *out)
+{
+    const char *s = yread_scalar(n);
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : NAN;
+    if (!s || !*s || *end || errno || !isfinite(v) || v < 0.0)
+        return yread_fail(c, n, field, "expected a number >= 0, got %s", s ? s : yread_kind(n));
+    *out = v;
+    return 0;
+}
+
+/* One device entry: every figure present and a positive number (the optional NCCL figures:
+ * numbers >= 0, efficiencies in (0, 1]). */
 static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, device_spec *spec)
 {
     memset(spec, 0, sizeof *spec);
@@ -57,9 +78,15 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
             continue;
         yread_join_path(field, sizeof field, path, device_keys[i]);
         yaml_node_t *v = yread_map_get(c, entry, device_keys[i]);
+        if (i >= KEY_NCCL_LAUNCH_US) { /* optional, may be 0; absent: -1 */
+            value[i] = -1.0;
+            if (v && read_nonnegative(c, v, field, &value[i]))
+                return c->err->code;
+            continue;
+        }
         if (v && yread_positive(c, v, field, &value[i]))
             return c->err->code;
-        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB)
+        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB && i < KEY_NCCL_LAUNCH_US)
             return yread_fail(c, entry, field, "device '%s' lacks %s", spec->name, device_keys[i]);
     }
     int gib = yread_map_get(c, entry, "hbm_gib") != NULL;
@@ -74,6 +101,17 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
                           "device '%s': sms must be an integer", spec->name);
     }
 
+    for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_NVLS_EFFICIENCY; i++)
+        if (value[i] > 1.0 || value[i] == 0.0) {
+            yread_join_path(field, sizeof field, path, device_keys[i]);
+            return yread_fail(c, yread_map_get(c, entry, device_keys[i]), field,
+                              "device '%s': %s is a fraction in (0, 1], not %g", spec->name,
+                              device_keys[i], value[i]);
+        }
+    spec->coll_launch_s = value[KEY_NCCL_LAUNCH_US] < 0 ? -1.0 : value[KEY_NCCL_LAUNCH_US] * 1e-6;
+    spec->coll_step_s = value[KEY_NCCL_STEP_US] < 0 ? -1.0 : value[KEY_NCCL_STEP_US] * 1e-6;
+    spec->coll_efficiency = value[KEY_NVLINK_EFFICIENCY];
+    spec->nvls_efficiency = value[KEY_NVLS_EFFICIENCY];
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->hbm_bw = value[KEY_HBM_GBPS] * 1e9;

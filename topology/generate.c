@@ -1,15 +1,9 @@
 /* generate.c: `protosim cluster KIND --nodes N`: SimGrid platforms for DGX-1 V100, DGX A100 and
  * DGX H100 nodes joined by an InfiniBand fabric, so users rarely write platform XML by hand.
  *
- * The model, and why it has this shape (SimGrid 3.32, ptask_L07, every link SPLITDUPLEX so each
- * direction has the full bandwidth):
- *
- *   <zone id="cluster" routing="Full">            one zone per node, then the fabric
- *     <zone id="node0" routing="Full">            GPU hosts n0g0.., router node0_gw, links, routes
- *     ...
- *     <link id="node0_fabric"/> ...               per-node port into the fabric
- *     <zoneRoute src="node0" dst="node1" gw_src="node0_gw" gw_dst="node1_gw">
- *       node0_fabric UP, node1_fabric DOWN
+ * Each kind builds a node_model (node_model.h) and cluster_write_platform (platform_write.c)
+ * writes the nodes and the fabric. The model, and why it has this shape (SimGrid 3.32,
+ * ptask_L07, every link SPLITDUPLEX so each direction has the full bandwidth):
  *
  * - NVSwitch nodes (A100, H100): a non-blocking switch is no link at all; each GPU has one NVLink
  *   port link n0gI_nvl with its total NVLink bandwidth per direction (A100: 12 NVLink3 x 25 GB/s
@@ -18,7 +12,7 @@
  * - DGX-1 V100 is a hybrid cube-mesh, not a switch: each GPU has 6 NVLink2 links (25 GB/s per
  *   direction each) to 4 neighbours, two of them doubled (nvidia-smi topo -m of a DGX-1V; the
  *   same counts appear in NCCL's topology dump, NVIDIA/nccl#671). Each neighbour pair gets one
- *   link n0gI_n0gJ_nvl of links x 25 GB/s; other pairs go over PCIe Gen3 x16 (15.75 GB/s), one
+ *   link n0gI_gJ_nvl of links x 25 GB/s; other pairs go over PCIe Gen3 x16 (15.75 GB/s), one
  *   link n0gI_pcie per GPU: [pcie_i UP, pcie_j DOWN]. The CPU and QPI hop is not modelled.
  * - NICs: the GPU -> node gateway route is the GPU's NIC port. A100/H100 have one NIC per GPU
  *   (HDR 200 Gb/s, NDR 400 Gb/s) behind a PCIe switch that is faster than the NIC (Gen4 x16
@@ -26,6 +20,11 @@
  *   (100 Gb/s), one per PCIe switch shared by two GPUs: route [pcie_i UP, n0_nicK UP], K = i/2.
  *   With --nics >= GPUs each GPU's port carries nics/gpus NICs; with fewer, GPUs share them in
  *   blocks.
+ * - DGX-2 (dgx-2): 16 V100-SXM3-32GB behind 12 NVSwitches, 6 NVLink2 x 25 GB/s = 150 GB/s per
+ *   GPU per direction, modelled as one port per GPU like the A100/H100 switches; 8 EDR NICs
+ *   (100 Gb/s), one per PCIe gen3 switch shared by two GPUs (route [pcie_i UP, nic UP], as
+ *   DGX-1). NVIDIA's DGX-2 datasheet and the hwloc export ../shared/hwloc/nvidiaDGX2.xml.
+ * - DGX H200 (dgx-h200): the DGX H100's NVLink4/NVSwitch and NDR NICs with H200 GPUs.
  * - Fabric: one link per node, NICs x NIC bandwidth / oversubscription, latency 0 (switch hops
  *   folded into the NIC ports). Non-blocking by default (it then never binds); an oversubscribed
  *   fat tree limits what a node can push into the spine.
@@ -46,23 +45,26 @@
 typedef struct dgx_kind {
     const char *kind;
     const char *gpu;    /* device table name, the hosts' gpu property */
-    const char *speed;  /* dense bf16/fp16 peak */
+    double flops;       /* host speed: dense bf16/fp16 peak */
     int gpus;           /* per node */
     double nvlink_GBps; /* per GPU per direction (NVSwitch kinds) */
     int cube_mesh;      /* DGX-1: explicit GPU pair links instead of a switch */
+    int pcie_to_nic;    /* a GPU reaches its NIC through its PCIe switch link (DGX-1, DGX-2) */
     int gpus_per_nic;   /* default NIC count is gpus / gpus_per_nic */
     double nic_gbps;    /* Gb/s per NIC per direction */
 } dgx_kind;
 
 static const dgx_kind dgx_kinds[] = {
-    {"dgx-v100", "V100-SXM2-32GB", "125Tf", 8, 150, 1, 2, 100},
-    {"dgx-a100", "A100-SXM4-80GB", "312Tf", 8, 300, 0, 1, 200},
-    {"dgx-h100", "H100-SXM5-80GB", "989.4Tf", 8, 450, 0, 1, 400},
+    {"dgx-v100", "V100-SXM2-32GB", 125e12, 8, 150, 1, 1, 2, 100},
+    {"dgx-2", "V100-SXM3-32GB", 125e12, 16, 150, 0, 1, 2, 100},
+    {"dgx-a100", "A100-SXM4-80GB", 312e12, 8, 300, 0, 0, 1, 200},
+    {"dgx-h100", "H100-SXM5-80GB", 989.4e12, 8, 450, 0, 0, 1, 400},
+    {"dgx-h200", "H200-SXM-141GB", 989.4e12, 8, 450, 0, 0, 1, 400},
 };
 
-#define NVLINK_LATENCY "0.7us"
-#define NIC_LATENCY    "2.5us"
-#define PCIE_LATENCY   "1us"
+#define NVLINK_LATENCY 0.7e-6
+#define NIC_LATENCY    2.5e-6
+#define PCIE_LATENCY   1e-6
 #define NVLINK2_GBPS   25.0 /* one NVLink2 link, per direction */
 #define PCIE3_X16_GBPS 15.75
 
@@ -78,103 +80,107 @@ typedef struct gen_params {
     const dgx_kind *k;
     int nodes, gpus, nics;
     double nic_GBps; /* bytes/s per NIC / 1e9 */
-    double oversubscription;
 } gen_params;
 
-static void write_link(FILE *out, const char *indent, const char *id, double GBps,
-                       const char *latency)
+static int add_link(node_model *m, const char *id, double GBps, double latency_s)
 {
-    fprintf(out,
-            "%s<link id=\"%s\" bandwidth=\"%.10gGBps\" latency=\"%s\" "
-            "sharing_policy=\"SPLITDUPLEX\"/>\n",
-            indent, id, GBps, latency);
+    node_link *l = &m->links[m->n_links];
+    snprintf(l->id, sizeof l->id, "%s", id);
+    l->GBps = GBps;
+    l->latency_s = latency_s;
+    return m->n_links++;
 }
 
-/* NIC link of local GPU g: its own when there are at least as many NICs as GPUs, else shared
- * by a block of GPUs. */
-static void nic_link_name(const gen_params *p, int node, int g, char *buf, size_t cap)
+static void hop(node_path *p, int link, int up)
 {
-    if (p->nics >= p->gpus)
-        snprintf(buf, cap, "n%dg%d_nic", node, g);
-    else
-        snprintf(buf, cap, "n%d_nic%d", node, (int)((long)g * p->nics / p->gpus));
+    p->hop[p->n].link = link;
+    p->hop[p->n++].up = up;
 }
 
-/* Node `node` of group p; its GPUs have ranks rank0, rank0 + 1, ... */
-static void write_node(FILE *out, const gen_params *p, int node, int rank0)
+/* i -> j and, reversed, j -> i: the same links backwards with directions swapped. */
+static void set_route(node_model *m, int i, int j, const node_path *p)
+{
+    node_path *back = &m->gpu_gpu[j * m->gpus + i];
+    m->gpu_gpu[i * m->gpus + j] = *p;
+    back->n = p->n;
+    for (int h = 0; h < p->n; h++) {
+        back->hop[h].link = p->hop[p->n - 1 - h].link;
+        back->hop[h].up = !p->hop[p->n - 1 - h].up;
+    }
+}
+
+/* The node model of group p's nodes. */
+static void build_node(const gen_params *p, node_model *m)
 {
     const dgx_kind *k = p->k;
-    char id[96], id2[96];
-
-    fprintf(out, "  <zone id=\"node%d\" routing=\"Full\">\n", node);
-    for (int g = 0; g < p->gpus; g++) {
-        fprintf(out, "    <host id=\"n%dg%d\" speed=\"%s\">\n", node, g, k->speed);
-        fprintf(out, "      <prop id=\"gpu\" value=\"%s\"/>\n", k->gpu);
-        fprintf(out, "      <prop id=\"rank\" value=\"%d\"/>\n", rank0 + g);
-        fprintf(out, "    </host>\n");
-    }
-    fprintf(out, "    <router id=\"node%d_gw\"/>\n", node);
-
-    /* Links: GPU-side ports first, then NICs. */
-    for (int g = 0; g < p->gpus; g++) {
+    int G = p->gpus;
+    char id[40];
+    memset(m, 0, sizeof *m);
+    snprintf(m->kind, sizeof m->kind, "%s", k->kind);
+    snprintf(m->gpu, sizeof m->gpu, "%s", k->gpu);
+    m->flops = k->flops;
+    m->gpus = G;
+    m->nics = p->nics;
+    m->nic_GBps = p->nic_GBps;
+    m->links = xcalloc((size_t)(G * G + 2 * G + p->nics), sizeof *m->links);
+    m->gpu_gpu = xcalloc((size_t)G * G, sizeof *m->gpu_gpu);
+    m->gpu_nic = xcalloc((size_t)G, sizeof *m->gpu_nic);
+    m->nic_of_gpu = xcalloc((size_t)G, sizeof *m->nic_of_gpu);
+    int *nvl = xmalloc((size_t)G * G * sizeof *nvl), *pcie = xmalloc((size_t)G * sizeof *pcie);
+    for (int g = 0; g < G; g++) { /* GPU-side ports first, then NICs */
         if (k->cube_mesh) {
-            for (int h = g + 1; h < p->gpus; h++) {
+            for (int h = g + 1; h < G; h++) {
+                nvl[g * G + h] = -1;
                 if (!dgx1_nvlinks[g][h])
                     continue;
-                snprintf(id, sizeof id, "n%dg%d_n%dg%d_nvl", node, g, node, h);
-                write_link(out, "    ", id, dgx1_nvlinks[g][h] * NVLINK2_GBPS, NVLINK_LATENCY);
+                snprintf(id, sizeof id, "g%d_g%d_nvl", g, h);
+                nvl[g * G + h] = add_link(m, id, dgx1_nvlinks[g][h] * NVLINK2_GBPS, NVLINK_LATENCY);
             }
-            snprintf(id, sizeof id, "n%dg%d_pcie", node, g);
-            write_link(out, "    ", id, PCIE3_X16_GBPS, PCIE_LATENCY);
         } else {
-            snprintf(id, sizeof id, "n%dg%d_nvl", node, g);
-            write_link(out, "    ", id, k->nvlink_GBps, NVLINK_LATENCY);
+            snprintf(id, sizeof id, "g%d_nvl", g);
+            nvl[g] = add_link(m, id, k->nvlink_GBps, NVLINK_LATENCY);
+        }
+        if (k->pcie_to_nic) {
+            snprintf(id, sizeof id, "g%d_pcie", g);
+            pcie[g] = add_link(m, id, PCIE3_X16_GBPS, PCIE_LATENCY);
         }
     }
-    if (p->nics >= p->gpus) {
-        for (int g = 0; g < p->gpus; g++) {
-            nic_link_name(p, node, g, id, sizeof id);
-            write_link(out, "    ", id, p->nic_GBps * p->nics / p->gpus, NIC_LATENCY);
+    int nic0 = m->n_links;
+    if (p->nics >= G)
+        for (int g = 0; g < G; g++) {
+            snprintf(id, sizeof id, "g%d_nic", g);
+            add_link(m, id, p->nic_GBps * p->nics / G, NIC_LATENCY);
         }
-    } else {
+    else
         for (int n = 0; n < p->nics; n++) {
-            snprintf(id, sizeof id, "n%d_nic%d", node, n);
-            write_link(out, "    ", id, p->nic_GBps, NIC_LATENCY);
+            snprintf(id, sizeof id, "_nic%d", n);
+            add_link(m, id, p->nic_GBps, NIC_LATENCY);
         }
-    }
-
-    /* Routes are symmetrical: the reverse direction swaps UP and DOWN. */
-    for (int g = 0; g < p->gpus; g++) {
-        for (int h = g + 1; h < p->gpus; h++) {
-            fprintf(out, "    <route src=\"n%dg%d\" dst=\"n%dg%d\">", node, g, node, h);
-            if (k->cube_mesh && dgx1_nvlinks[g][h])
-                fprintf(out, "<link_ctn id=\"n%dg%d_n%dg%d_nvl\" direction=\"UP\"/>", node, g, node,
-                        h);
-            else if (k->cube_mesh)
-                fprintf(out,
-                        "<link_ctn id=\"n%dg%d_pcie\" direction=\"UP\"/>"
-                        "<link_ctn id=\"n%dg%d_pcie\" direction=\"DOWN\"/>",
-                        node, g, node, h);
-            else
-                fprintf(out,
-                        "<link_ctn id=\"n%dg%d_nvl\" direction=\"UP\"/>"
-                        "<link_ctn id=\"n%dg%d_nvl\" direction=\"DOWN\"/>",
-                        node, g, node, h);
-            fprintf(out, "</route>\n");
+    for (int g = 0; g < G; g++) {
+        for (int h = g + 1; h < G; h++) {
+            node_path r = {0};
+            if (k->cube_mesh && nvl[g * G + h] >= 0) {
+                hop(&r, nvl[g * G + h], 1);
+            } else if (k->cube_mesh) {
+                hop(&r, pcie[g], 1);
+                hop(&r, pcie[h], 0);
+            } else {
+                hop(&r, nvl[g], 1);
+                hop(&r, nvl[h], 0);
+            }
+            set_route(m, g, h, &r);
         }
+        m->nic_of_gpu[g] = p->nics >= G ? g * p->nics / G : (int)((long)g * p->nics / G);
+        if (k->pcie_to_nic)
+            hop(&m->gpu_nic[g], pcie[g], 1);
+        hop(&m->gpu_nic[g], nic0 + (p->nics >= G ? g : m->nic_of_gpu[g]), 1);
     }
-    for (int g = 0; g < p->gpus; g++) {
-        nic_link_name(p, node, g, id2, sizeof id2);
-        fprintf(out, "    <route src=\"n%dg%d\" dst=\"node%d_gw\">", node, g, node);
-        if (k->cube_mesh)
-            fprintf(out, "<link_ctn id=\"n%dg%d_pcie\" direction=\"UP\"/>", node, g);
-        fprintf(out, "<link_ctn id=\"%s\" direction=\"UP\"/></route>\n", id2);
-    }
-    fprintf(out, "  </zone>\n");
+    free(nvl);
+    free(pcie);
 }
 
 #define N_KINDS       (sizeof dgx_kinds / sizeof dgx_kinds[0])
-#define KNOWN_KINDS   "dgx-v100, dgx-a100, dgx-h100"
+#define KNOWN_KINDS   "dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200"
 #define GROUPS_SYNTAX "KIND:N[,KIND:N...]"
 
 static const dgx_kind *find_kind(const char *name, size_t len)
@@ -257,11 +263,6 @@ static int group_params(gen_params *p, const cluster_gen_opts *opts, ps_error *e
     int default_nics = (p->gpus + k->gpus_per_nic - 1) / k->gpus_per_nic;
     p->nics = opts && opts->nics_per_node > 0 ? opts->nics_per_node : default_nics;
     p->nic_GBps = (opts && opts->nic_gbps > 0 ? opts->nic_gbps : k->nic_gbps) / 8;
-    p->oversubscription = opts && opts->oversubscription > 0 ? opts->oversubscription : 1;
-    if (p->oversubscription < 1)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "oversubscription",
-                            "oversubscription must be at least 1 (1 = non-blocking), not %g",
-                            p->oversubscription);
     return 0;
 }
 
@@ -304,51 +305,6 @@ static int request_groups(const char *kind, const cluster_gen_opts *opts, gen_pa
     return rc;
 }
 
-/* The XML prologue and the comment saying what was generated. */
-static void write_header(FILE *out, const gen_params *g, int n, int nodes)
-{
-    int mixed = 0;
-    for (int i = 1; i < n; i++)
-        mixed |= g[i].k != g[0].k || g[i].gpus != g[0].gpus || g[i].nics != g[0].nics ||
-                 g[i].nic_GBps != g[0].nic_GBps;
-    fprintf(out, "<?xml version='1.0'?>\n");
-    fprintf(out, "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
-    if (!mixed) {
-        fprintf(out,
-                "<!-- Generated by protosim: %s, %d node%s x %d %s, %d NIC%s of %g Gb/s per "
-                "node,\n     fabric oversubscription %g. Model: see topology/generate.c. -->\n",
-                g->k->kind, nodes, nodes > 1 ? "s" : "", g->gpus, g->k->gpu, g->nics,
-                g->nics > 1 ? "s" : "", g->nic_GBps * 8, g->oversubscription);
-        return;
-    }
-    fprintf(out, "<!-- Generated by protosim: mixed cluster of %d nodes:\n", nodes);
-    for (int i = 0; i < n; i++)
-        fprintf(out, "     %s, %d node%s x %d %s, %d NIC%s of %g Gb/s per node;\n", g[i].k->kind,
-                g[i].nodes, g[i].nodes > 1 ? "s" : "", g[i].gpus, g[i].k->gpu, g[i].nics,
-                g[i].nics > 1 ? "s" : "", g[i].nic_GBps * 8);
-    fprintf(out, "     fabric oversubscription %g. Model: see topology/generate.c. -->\n",
-            g->oversubscription);
-}
-
-/* The nodes' ports into the fabric and the routes between nodes. */
-static void write_fabric(FILE *out, const gen_params *g, int n, int nodes)
-{
-    char id[64];
-    for (int i = 0, node = 0; i < n; i++)
-        for (int j = 0; j < g[i].nodes; j++, node++) {
-            snprintf(id, sizeof id, "node%d_fabric", node);
-            write_link(out, "  ", id, g[i].nics * g[i].nic_GBps / g[i].oversubscription, "0us");
-        }
-    for (int a = 0; a < nodes; a++)
-        for (int b = a + 1; b < nodes; b++)
-            fprintf(out,
-                    "  <zoneRoute src=\"node%d\" dst=\"node%d\" gw_src=\"node%d_gw\" "
-                    "gw_dst=\"node%d_gw\"><link_ctn id=\"node%d_fabric\" "
-                    "direction=\"UP\"/><link_ctn id=\"node%d_fabric\" "
-                    "direction=\"DOWN\"/></zoneRoute>\n",
-                    a, b, a, b, a, b);
-}
-
 int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
     gen_params *groups;
@@ -356,22 +312,20 @@ int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, 
     int rc = request_groups(kind, opts, &groups, &n, err);
     if (rc)
         return rc;
-    int nodes = 0;
+    node_model *models = xcalloc((size_t)n, sizeof *models);
+    const node_model **ptrs = xcalloc((size_t)n, sizeof *ptrs);
+    int *counts = xcalloc((size_t)n, sizeof *counts);
+    for (int i = 0; i < n; i++) {
+        build_node(&groups[i], &models[i]);
+        ptrs[i] = &models[i];
+        counts[i] = groups[i].nodes;
+    }
+    rc = cluster_write_platform(ptrs, counts, n, opts, out, err);
     for (int i = 0; i < n; i++)
-        nodes += groups[i].nodes;
-
-    write_header(out, groups, n, nodes);
-    fprintf(out, "<platform version=\"4.1\">\n");
-    fprintf(out, "<zone id=\"cluster\" routing=\"Full\">\n");
-    for (int i = 0, node = 0, rank = 0; i < n; i++)
-        for (int j = 0; j < groups[i].nodes; j++, node++, rank += groups[i].gpus)
-            write_node(out, &groups[i], node, rank);
-    /* SimGrid wants the sub-zones before the top zone's own links and zoneRoutes. */
-    if (nodes > 1)
-        write_fabric(out, groups, n, nodes);
-    fprintf(out, "</zone>\n</platform>\n");
+        node_model_free(&models[i]);
+    free(models);
+    free(ptrs);
+    free(counts);
     free(groups);
-    if (ferror(out))
-        return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "cannot write the platform");
-    return 0;
+    return rc;
 }

@@ -35,9 +35,9 @@ typedef struct node_model {
     /* [gpus * gpus]: route from GPU i to GPU j at [i * gpus + j], i != j; the route j -> i is
      * the same links in reverse order with directions swapped (routes are symmetrical). */
     node_path *gpu_gpu;
-    int nics;          /* NICs into the fabric, >= 1 */
-    double nic_GBps;   /* per NIC, per direction */
-    int *nic_of_gpu;   /* [gpus]: the NIC (rail) each GPU sends through, 0..nics-1 */
+    int nics;           /* NICs into the fabric, >= 1 */
+    double nic_GBps;    /* per NIC, per direction */
+    int *nic_of_gpu;    /* [gpus]: the NIC (rail) each GPU sends through, 0..nics-1 */
     node_path *gpu_nic; /* [gpus]: route from GPU i out of the node, its NIC's link last */
 } node_model;
 

@@ -29,6 +29,8 @@ void htae_graph_free(htae_graph *g)
     free(g->succ);
     free(g->groups);
     free(g->group_ranks);
+    for (uint32_t i = 0; i < g->n_colls; i++)
+        free(g->colls[i].matrix);
     free(g->colls);
     free(g->coll_tasks);
     free(g->stream_first);
@@ -141,7 +143,7 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
                         task_category cat, int label, int micro, uint32_t *task_ids)
 {
     assert(!g->finalized);
-    assert(kind == COLL_ALLREDUCE || kind == COLL_REDUCE_SCATTER || kind == COLL_ALLGATHER);
+    assert(kind >= COLL_ALLREDUCE && kind <= COLL_ALLTOALL);
     assert(group >= 0 && (uint32_t)group < g->n_groups && is_amount(bytes));
     const htae_group *gr = &g->groups[group];
     xgrow(&g->colls, sizeof *g->colls, (size_t)g->n_colls + 1, &g->cap_colls);
@@ -153,6 +155,7 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
     col->group = group;
     col->bytes = bytes;
     col->first_task = g->n_coll_tasks;
+    col->matrix = NULL;
     for (uint32_t i = 0; i < gr->n; i++) {
         int rank = g->group_ranks[gr->first + i];
         uint32_t id = add_task(g, TASK_COLLECTIVE, rank, stream, cat, label, micro);
@@ -162,6 +165,29 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
         if (task_ids)
             task_ids[i] = id;
     }
+    return c;
+}
+
+int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double *matrix,
+                       task_category cat, int label, int micro, uint32_t *task_ids)
+{
+    assert(group >= 0 && (uint32_t)group < g->n_groups);
+    size_t n = g->groups[group].n;
+    double widest = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double row = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            assert(is_amount(matrix[i * n + j]));
+            if (j != i)
+                row += matrix[i * n + j];
+        }
+        if (row > widest)
+            widest = row;
+    }
+    int c =
+        htae_add_collective(g, COLL_ALLTOALL, group, stream, widest, cat, label, micro, task_ids);
+    g->colls[c].matrix = xmalloc(n * n * sizeof *matrix);
+    memcpy(g->colls[c].matrix, matrix, n * n * sizeof *matrix);
     return c;
 }
 
@@ -358,7 +384,8 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
 static const char *const category_table[CAT_COUNT] = {
     "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm", "dp-comm"};
 static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm"};
-static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather"};
+static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather",
+                                         "all-to-all"};
 const enum_names task_category_names = ENUM_NAMES(category_table);
 const enum_names stream_names = ENUM_NAMES(stream_table);
 const enum_names coll_kind_names = ENUM_NAMES(coll_table);

@@ -26,7 +26,7 @@ typedef enum {
     CAT_COUNT
 } task_category;
 
-typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER } coll_kind;
+typedef enum { COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLTOALL } coll_kind;
 
 /* How the GPU's host thread (the framework's Python/C++ thread that launches kernels and NCCL
  * calls) takes part in a task. The host walks its GPU's HOST_ISSUE tasks in program order (task
@@ -67,8 +67,10 @@ typedef struct htae_group {
 typedef struct htae_collective {
     coll_kind kind;
     int32_t group;
-    double bytes;        /* per-rank buffer size S */
+    double bytes;        /* per-rank buffer size S (all-to-all-v: the largest row sum) */
     uint32_t first_task; /* into graph->coll_tasks: one task per member, in group order */
+    double *matrix;      /* all-to-all-v only, else NULL: [n * n] bytes member i sends member j
+                            (group order), owned by the graph */
 } htae_collective;
 
 typedef struct htae_graph {
@@ -127,6 +129,11 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
 int htae_add_group(htae_graph *g, const int *ranks, int n);
 /* One collective over `group`: adds one task per member on `stream`; their ids are written to
  * task_ids (in group order) when it is not NULL. Returns the collective index. */
+/* An uneven all-to-all (all-to-all-v, MoE token routing): member i sends matrix[i * n + j]
+ * bytes to member j (n the group's size, group order; the diagonal stays local and is
+ * ignored); the matrix is copied. Same task ids and result as htae_add_collective. */
+int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double *matrix,
+                       task_category cat, int label, int micro, uint32_t *task_ids);
 int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
                         task_category cat, int label, int micro, uint32_t *task_ids);
 void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);

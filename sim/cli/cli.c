@@ -113,6 +113,15 @@ int cli_bad_value(const cli_command *c, const char *opt, const char *what, const
     return cli_usage_error(c, "%s: bad %s '%s' (expected %s)", opt, what, v, expected);
 }
 
+int cli_parse_algo(const cli_command *c, const char *opt, const char *v, coll_algo *out)
+{
+    int a = enum_parse(coll_algo_names, v);
+    if (a < 0 || a == COLL_ALGO_DIRECT)
+        return cli_bad_value(c, opt, "algorithm", v, "auto, ring, tree or nvls");
+    *out = (coll_algo)a;
+    return 0;
+}
+
 /* The value of option argv[*i] (advancing *i), or NULL after a usage error "X needs a value". */
 static const char *cli_value(const cli_command *c, int argc, char **argv, int *i)
 {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "../base/error.h"
+#include "../htae.h"
 
 typedef struct cli_command {
     const char *name;     /* "run" */
@@ -70,6 +71,10 @@ int cli_parse_double(const char *s, double *out);
 int cli_parse_size(const char *s, double *out);
 
 #define CLI_SIZE_EXPECTED "a number of bytes, optionally with K, M, G, T, Ki, Mi, Gi or Ti"
+
+/* An NCCL algorithm name (auto, ring, tree, nvls) into *out: 0, or PS_EINPUT after a usage
+ * error naming opt. */
+int cli_parse_algo(const cli_command *c, const char *opt, const char *v, coll_algo *out);
 
 /* The usage error "OPT: bad WHAT 'V' (expected EXPECTED)"; returns PS_EINPUT. */
 int cli_bad_value(const cli_command *c, const char *opt, const char *what, const char *v,

@@ -17,7 +17,7 @@ const cli_command cli_cluster = {
     "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n",
     "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
     "NICs on a non-blocking or oversubscribed fabric), or of node groups of different kinds.\n"
-    "  KIND                    dgx-v100, dgx-a100 or dgx-h100\n"
+    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100 or dgx-h200\n"
     "options:\n"
     "  --nodes N               number of nodes (required, N >= 1); or KIND:N[,KIND:N...]:\n"
     "                          groups of N nodes of KIND, numbered in the order given (no KIND)\n"

@@ -1,5 +1,6 @@
 /* cmd_collective.c: `protosim collective`: its arguments, then collectives timed one after
- * another on the first N GPUs (like nccl-tests), written as bytes,time_s (out_collective.c). */
+ * another on the first N GPUs (like nccl-tests), written as nccl-tests' table or CSV
+ * (out_collective.c). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +17,22 @@ static int collective_main(int argc, char **argv);
 const cli_command cli_collective = {
     "collective",
     "  protosim collective --cluster CLUSTER.xml --gpus N --sizes BYTES[,BYTES...]\n"
-    "               [--op allreduce|reduce-scatter|all-gather] [--csv OUT]\n",
+    "               [--op allreduce|reduce-scatter|all-gather|all-to-all]\n"
+    "               [--algo auto|ring|tree|nvls] [--csv OUT]\n",
     "simulates the collectives one after another on the first N GPUs (like nccl-tests) and\n"
-    "prints bytes,time_s per size.\n"
+    "prints nccl-tests' table: size, count, type, redop, algorithm, time, algbw, busbw.\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
     "  --gpus N                GPUs taking part (required, N >= 1)\n"
     "  --sizes BYTES,...       message sizes in bytes (required); each an integer with an\n"
     "                          optional K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (1024)\n"
-    "  --op OP                 allreduce (default), reduce-scatter or all-gather\n"
-    "  --csv OUT               write the table to OUT (default: stdout)\n"
+    "  --op OP                 allreduce (default), reduce-scatter, all-gather or all-to-all\n"
+    "                          (sizes are per-rank buffers; all-gather: the gathered output)\n"
+    "  --algo ALGO             all-reduce algorithm, as NCCL_ALGO: auto (default: the least\n"
+    "                          predicted time, as NCCL's tuner picks), ring, tree (across\n"
+    "                          nodes) or nvls (NVLink SHARP, one H100/H200 NVSwitch node)\n"
+    "  --csv OUT               write CSV rows bytes,time_s,algbw_GBps,busbw_GBps,algo to OUT\n"
+    "                          ('-': stdout) instead of the table\n"
     "  --help, -h              this help\n",
     collective_main,
 };
@@ -36,7 +43,7 @@ typedef struct size_list {
 } size_list;
 
 typedef struct collective_args {
-    const char *cluster, *op, *csv;
+    const char *cluster, *op, *csv, *algo;
     size_list sizes;
     int gpus;
 } collective_args;
@@ -50,6 +57,7 @@ static const cli_option collective_options[] = {
      .offset = offsetof(collective_args, sizes),
      .parse = parse_sizes},
     {.name = "--op", .kind = CLI_STRING, .offset = offsetof(collective_args, op)},
+    {.name = "--algo", .kind = CLI_STRING, .offset = offsetof(collective_args, algo)},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(collective_args, csv)},
     {.name = "--gpus",
      .kind = CLI_INT,
@@ -79,6 +87,8 @@ static int parse_kind(const char *op, coll_kind *kind)
         *kind = COLL_REDUCE_SCATTER;
     else if (!strcmp(op, "all-gather") || !strcmp(op, "allgather"))
         *kind = COLL_ALLGATHER;
+    else if (!strcmp(op, "all-to-all") || !strcmp(op, "alltoall"))
+        *kind = COLL_ALLTOALL;
     else
         return -1;
     return 0;
@@ -110,11 +120,15 @@ static int parse_sizes(const cli_command *c, const char *list, void *field)
 
 static int collective_main(int argc, char **argv)
 {
-    collective_args a = {NULL, "allreduce", NULL, {NULL, 0}, 0};
+    collective_args a = {NULL, "allreduce", NULL, "auto", {NULL, 0}, 0};
     int prc = parse_collective(argc, argv, &a);
     coll_kind kind = COLL_ALLREDUCE;
+    htae_options opt;
+    htae_default_options(&opt);
     if (!prc && parse_kind(a.op, &kind))
         prc = cli_usage_error(&cli_collective, "--op: unknown collective '%s'", a.op);
+    if (!prc && cli_parse_algo(&cli_collective, "--algo", a.algo, &opt.algo))
+        prc = PS_EINPUT;
     double *sizes = a.sizes.v;
     int n = a.sizes.n;
     if (prc) {
@@ -130,10 +144,13 @@ static int collective_main(int argc, char **argv)
         return cli_fail(&err);
     }
     double *times = xcalloc((size_t)n, sizeof *times);
-    int rc = htae_time_collectives(&c, kind, a.gpus, sizes, n, NULL, times, &err);
+    coll_algo *algos = xcalloc((size_t)n, sizeof *algos);
+    int rc = htae_time_collectives(&c, kind, a.gpus, sizes, n, &opt, times, algos, &err);
+    out_collective t = {a.cluster, kind, a.gpus, opt.algo, sizes, times, algos, n};
     if (!rc)
-        rc = out_collective_csv(a.csv, sizes, times, n, &err);
+        rc = out_collective_write(a.csv, &t, &err);
     free(times);
+    free(algos);
     free(sizes);
     cluster_free(&c);
     return rc ? cli_fail(&err) : 0;

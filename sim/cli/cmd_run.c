@@ -15,7 +15,8 @@ const cli_command cli_run = {
     "run",
     "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
     "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]]\n"
-    "               [--csv OUT.csv] [--strict-memory] [--no-fold] [--quiet]\n",
+    "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
+    "               [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
@@ -28,6 +29,9 @@ const cli_command cli_run = {
     "  --trace-steps N         trace only the tasks of the first N micro-batches, and those of\n"
     "                          none (optimizer, gradient collectives) (default: all)\n"
     "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
+    "  --nccl-algo ALGO        all-reduce algorithm, as NCCL_ALGO: auto (default: chosen per\n"
+    "                          all-reduce as NCCL's tuner does), ring, tree or nvls; an error\n"
+    "                          if one of the plan's groups cannot run it\n"
     "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
     "  --no-fold               simulate every data-parallel replica (default: fold them)\n"
     "  --quiet, -q             no summary on stdout\n"
@@ -38,7 +42,8 @@ const cli_command cli_run = {
 };
 
 typedef struct run_args {
-    const char *strategy, *cluster, *json, *trace, *csv;
+    const char *strategy, *cluster, *json, *trace, *csv, *algo;
+    htae_options hopt;
     out_trace_filter trace_filter;
     int strict, quiet;
     compile_options copt;
@@ -70,6 +75,7 @@ static const cli_option run_options[] = {
      .min = 1,
      .bad = "micro-batch count"},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(run_args, csv)},
+    {.name = "--nccl-algo", .kind = CLI_STRING, .offset = offsetof(run_args, algo)},
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
     {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
     {.name = "--quiet",
@@ -92,6 +98,9 @@ static int parse_run(int argc, char **argv, run_args *a)
         return cli_usage_error(&cli_run, "run needs a STRATEGY.yaml");
     if (!a->cluster)
         return cli_usage_error(&cli_run, "run needs --cluster CLUSTER.xml");
+    htae_default_options(&a->hopt);
+    if (a->algo && cli_parse_algo(&cli_run, "--nccl-algo", a->algo, &a->hopt.algo))
+        return PS_EINPUT;
     if (!a->trace && (a->trace_filter.ranks || a->trace_filter.steps))
         return cli_usage_error(&cli_run, "%s needs --trace OUT.trace.json",
                                a->trace_filter.ranks ? "--trace-ranks" : "--trace-steps");
@@ -171,7 +180,7 @@ static int run_main(int argc, char **argv)
     if (!rc && a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
         rc = out_trace_ranks(a.trace_filter.ranks, plan.gpus, NULL, &err);
     if (!rc)
-        rc = htae_run(plan.graph, &c, NULL, &res, &err);
+        rc = htae_run(plan.graph, &c, &a.hopt, &res, &err);
     if (!rc)
         rc = run_report(&a, &c, &plan, &res, &err);
     if (rc && err.code)

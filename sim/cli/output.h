@@ -110,8 +110,21 @@ int out_sweep_plot(const char *path, const sweep_table *t, ps_error *err); /* SV
 
 /* ---- collective timings (out_collective.c) ---- */
 
-/* "bytes,time_s" then one row per size, to path (NULL: stdout). */
-int out_collective_csv(const char *path, const double *sizes, const double *times, int n,
-                       ps_error *err);
+/* The timings of `protosim collective`. */
+typedef struct out_collective {
+    const char *cluster; /* platform file, for the title */
+    coll_kind kind;
+    int gpus;
+    coll_algo forced; /* COLL_ALGO_AUTO unless --algo */
+    const double *sizes, *times;
+    const coll_algo *algos; /* what each ran */
+    int n;
+} out_collective;
+
+/* busbw / algbw of a collective (nccl-tests): 2(n-1)/n for all-reduce, (n-1)/n otherwise. */
+double out_collective_bus_factor(coll_kind kind, int gpus);
+/* csv_path NULL: the nccl-tests table on stdout; else CSV rows "bytes,time_s,algbw_GBps,
+ * busbw_GBps,algo" to csv_path ("-": stdout). */
+int out_collective_write(const char *csv_path, const out_collective *t, ps_error *err);
 
 #endif

@@ -1,0 +1,320 @@
+/* test_coll.c: NCCL's collective algorithms in the executor against timings computed by hand:
+ * rings with one channel per NIC across nodes, the double binary tree and its latency advantage
+ * for small messages, NVLink SHARP's bandwidth, all-to-all, the choice between them and forcing
+ * one. Every software overhead is off (sim_bare_options) unless a test says otherwise. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../sim/base/graph.h"
+#include "../sim/htae.h"
+#include "../topology/cluster.h"
+#include "sim_util.h"
+
+/* One group over ranks 0..n-1 running, one after another, a collective of each kind[i] with
+ * bytes[i]; ids[i] is the first member's task of collective i. */
+static htae_graph *sequence(int n_ranks, int n, const coll_kind *kind, const double *bytes,
+                            int count, uint32_t *ids)
+{
+    htae_graph *g = htae_graph_create(n_ranks);
+    int ranks[64];
+    for (int i = 0; i < n; i++)
+        ranks[i] = i;
+    int grp = htae_add_group(g, ranks, n), l = htae_label(g, "c");
+    uint32_t members[64];
+    for (int i = 0; i < count; i++) {
+        htae_add_collective(g, kind[i], grp, STREAM_DP, bytes[i], CAT_DP_COMM, l, 0, members);
+        ids[i] = members[0];
+    }
+    return g;
+}
+
+/* Two nodes of two GPUs (sim_load_two_by_two: 100 GB/s NVLink ports, 10 GB/s NICs; local GPU
+ * 1's NICs 0.5 ms). Ring forced, all-reduce of S = 1 GB: two channels, each S/2; channel 0
+ * leaves node 0 from local GPU 1 to node 1's local GPU 0, channel 1 from local GPU 0 to local
+ * GPU 1, so every NIC carries one channel each way: 2(n-1)/n * S/2 = 0.75 GB at 10 GB/s, 75 ms.
+ * Latency: 2(n-1) = 6 steps, 2(m-1) = 2 of them across nodes, each route 0.5 ms: 1 ms; 76 ms.
+ * Reduce-scatter and all-gather: (n-1)/n * S/2 = 0.375 GB per NIC, 37.5 ms, one step across
+ * nodes, 0.5 ms: 38 ms each. Each NIC's UP half carried 0.75 + 2 x 0.375 = 1.5 GB. */
+START_TEST(ring_across_nodes_one_channel_per_nic)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    coll_kind kind[3] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+    double bytes[3] = {1 * GB, 1 * GB, 1 * GB};
+    uint32_t ids[3];
+    htae_graph *g = sequence(4, 4, kind, bytes, 3, ids);
+    htae_options o = sim_bare_options();
+    o.algo = COLL_ALGO_RING;
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[ids[0]], 76e-3, 1e-9);
+    ck_close(r.end[ids[1]], 76e-3 + 38e-3, 1e-9);
+    ck_close(r.end[ids[2]], 76e-3 + 2 * 38e-3, 1e-9);
+    const char *nics[4] = {"nic0_0_UP", "nic0_1_UP", "nic1_0_UP", "nic1_1_UP"};
+    for (int i = 0; i < 4; i++)
+        ck_close(sim_find_link(&r, nics[i])->bytes, 1.5e9, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* The same all-reduce over the double binary tree: on two nodes it moves less over the NICs.
+ * Each tree carries S/2; node 0 is the root of one tree and the child of the other, so per
+ * channel (S/2 each) its NIC sends S/4 per tree each way: 0.5 GB at 10 GB/s, 50 ms. The chain
+ * inside a node (two GPUs) carries S/2 per channel over NVLink, 5 ms. Latency: 2((k-1) intra
+ * steps + log2(m) = 1 step across nodes), the worst tree route being local GPU 1's, 1 ms:
+ * 2 ms. 52 ms, less than the ring's 76 ms; yet left to choose, protosim runs the ring, as
+ * NCCL's tuner would: it credits the tree with 0.46 of the ring's bus bandwidth (10 GB/s, one
+ * NIC per channel), so it estimates the tree at 2 ms + 1 GB / 4.6 GB/s = 219 ms. */
+START_TEST(tree_moves_less_on_two_nodes_but_nccl_picks_the_ring)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    htae_options o = sim_bare_options();
+    double sizes[1] = {1 * GB}, times[1];
+    coll_algo algos[1];
+    ps_error err;
+    ps_error_clear(&err);
+    o.algo = COLL_ALGO_TREE;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, algos, &err),
+                     0);
+    ck_close(times[0], 52e-3, 1e-9);
+    ck_assert_int_eq(algos[0], COLL_ALGO_TREE);
+    o.algo = COLL_ALGO_AUTO;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, algos, &err),
+                     0);
+    ck_close(times[0], 76e-3, 1e-9);
+    ck_assert_int_eq(algos[0], COLL_ALGO_RING);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Three GPUs on each of two nodes, node 1's NVLink ports 0.25 ms (0.5 ms a route), NICs
+ * without latency: the steps inside nodes pay the worst intra-node route, those across nodes
+ * the inter-node one. Ring all-reduce of S = 1.5 GB: three channels of S/3; each NIC carries
+ * one: 2(n-1)/n * 0.5 GB = 0.8333 GB at 10 GB/s, 83.33 ms; 10 steps, 2 across nodes (0 ms),
+ * 8 inside (0.5 ms): 4 ms. 87.33 ms. */
+START_TEST(ring_steps_pay_their_own_route_latency)
+{
+    cluster c;
+    static const char *const nvl_lat[2] = {"0", "0.25ms"}, *const nic_lat[3] = {"0", "0", "0"};
+    sim_load_two_nodes(3, nvl_lat, nic_lat, &c);
+    coll_kind kind[1] = {COLL_ALLREDUCE};
+    double bytes[1] = {1.5 * GB};
+    uint32_t ids[1];
+    htae_graph *g = sequence(6, 6, kind, bytes, 1, ids);
+    htae_options o = sim_bare_options();
+    o.algo = COLL_ALGO_RING;
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[ids[0]], 5.0 / 6.0 / 10 + 4e-3, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Ranks 0, 1 (node 0) and 2 (node 1): nodes with unequal member counts get one ring in group
+ * order. All-reduce of S = 1 GB: 2(p-1)/p S = 4/3 GB per edge; two edges cross 10 GB/s NICs:
+ * 133.33 ms. 4 steps, 2(m-1) = 2 across nodes at the worst inter-node edge (ranks 1 to 2,
+ * 0.5 ms): 1 ms; the two inside node 0 have none. */
+START_TEST(unequal_nodes_get_one_ring)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    coll_kind kind[1] = {COLL_ALLREDUCE};
+    double bytes[1] = {1 * GB};
+    uint32_t ids[1];
+    htae_graph *g = sequence(4, 3, kind, bytes, 1, ids);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[ids[0]], (4.0 / 3.0) * GB / (10 * GB) + 1e-3, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Eight nodes of one GPU, NICs of 10 GB/s and 2.5 us (5 us a route). A ring all-reduce takes
+ * 2(m-1) = 14 steps across nodes: 70 us of latency; the double binary tree 2 log2(8) = 6: 30 us.
+ * So an empty all-reduce picks the tree. At 1 GB the ring moves 2(m-1)/m S = 1.75 GB per NIC:
+ * 175 ms; the tree 2 S through the NIC of a node inner in one tree (up S/2, down to two
+ * children S/2 each) and a leaf in the other (up S/2): 200 ms. So 1 GB picks the ring. */
+START_TEST(tree_wins_small_messages_ring_large_ones)
+{
+    cluster c;
+    const char *nvl[8] = {"0", "0", "0", "0", "0", "0", "0", "0"}, *nic[1] = {"2.5us"};
+    sim_load_nodes(8, 1, nvl, nic, &c);
+    htae_options o = sim_bare_options();
+    double sizes[2] = {0, 1 * GB}, times[2];
+    coll_algo algos[2];
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 8, sizes, 2, &o, times, algos, &err),
+                     0);
+    ck_assert_int_eq(algos[0], COLL_ALGO_TREE);
+    ck_close(times[0], 30e-6, 1e-6);
+    ck_assert_int_eq(algos[1], COLL_ALGO_RING);
+    ck_close(times[1], 0.175 + 70e-6, 1e-9);
+    o.algo = COLL_ALGO_RING;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 8, sizes, 1, &o, times, NULL, &err),
+                     0);
+    ck_close(times[0], 70e-6, 1e-6);
+    o.algo = COLL_ALGO_TREE;
+    sizes[0] = 1 * GB;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 8, sizes, 1, &o, times, NULL, &err),
+                     0);
+    ck_close(times[0], 0.200 + 30e-6, 1e-9);
+    cluster_free(&c);
+}
+END_TEST
+
+/* An 8 x H100 node (protosim cluster dgx-h100: NVLink ports of 450 GB/s, 0.7 us each). NVLS
+ * all-reduce of S = 1 GB: each GPU's port carries S(k+1)/k = 1.125 GB each way: 2.5 ms, plus two
+ * steps (reduce, multicast) of a 1.4 us route. The ring would move 2(k-1)/k S = 1.75 GB:
+ * 3.889 ms plus 14 steps. NVLS is chosen; forcing the ring gives the ring's time. */
+START_TEST(nvls_moves_k_plus_one_over_k)
+{
+    char path[] = "/tmp/protosim_test_coll_XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    cluster_gen_opts go = {.nodes = 1};
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-h100", &go, f, &err), 0);
+    fclose(f);
+    cluster_engine_start();
+    cluster c;
+    int rc = cluster_load(path, sim_data_dir(), &c, &err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", err.message);
+    htae_options o = sim_bare_options();
+    double sizes[1] = {1 * GB}, times[1];
+    coll_algo algos[1];
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 8, sizes, 1, &o, times, algos, &err),
+                     0);
+    ck_assert_int_eq(algos[0], COLL_ALGO_NVLS);
+    ck_close(times[0], 1.125 / 450 + 2 * 1.4e-6, 1e-9);
+    o.algo = COLL_ALGO_RING;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 8, sizes, 1, &o, times, NULL, &err),
+                     0);
+    ck_close(times[0], 1.75 / 450 + 14 * 1.4e-6, 1e-9);
+    cluster_free(&c);
+}
+END_TEST
+
+/* All-to-all of S = 1 GB over 2 x 2 GPUs: each GPU sends S/4 to each other one, two of them on
+ * the other node: 0.5 GB out of every NIC at 10 GB/s, 50 ms, plus one step at the worst route
+ * (local GPUs 1 to each other, 1 ms). */
+START_TEST(all_to_all_sends_a_share_to_every_peer)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    coll_kind kind[1] = {COLL_ALLTOALL};
+    double bytes[1] = {1 * GB};
+    uint32_t ids[1];
+    htae_graph *g = sequence(4, 4, kind, bytes, 1, ids);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[ids[0]], 51e-3, 1e-9);
+    ck_close(sim_find_link(&r, "nic0_0_UP")->bytes, 0.5e9, 1e-9);
+    ck_close(sim_find_link(&r, "nvl0_0_UP")->bytes, 0.25e9, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* An uneven all-to-all (all-to-all-v) over 2 x 2 GPUs: rank 0 sends 1 GB to rank 2 (over
+ * its 10 GB/s NIC: 100 ms) and 0.5 GB to rank 1 (NVLink: 5 ms); rank 3 sends 0.2 GB to rank 1
+ * (20 ms over local GPU 1's NICs, 1 ms of route latency, the worst of the flows). 101 ms. The
+ * collective's size is the widest row, 1.5 GB. */
+START_TEST(all_to_all_v_moves_each_pairs_bytes)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3};
+    int grp = htae_add_group(g, ranks, 4);
+    double m[16] = {0};
+    m[0 * 4 + 2] = 1 * GB;
+    m[0 * 4 + 1] = 0.5 * GB;
+    m[3 * 4 + 1] = 0.2 * GB;
+    uint32_t ids[4];
+    int col = htae_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, htae_label(g, "a2av"), 0, ids);
+    ck_close(g->colls[col].bytes, 1.5 * GB, 1e-12);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    for (int i = 0; i < 4; i++)
+        ck_close(r.end[ids[i]], 101e-3, 1e-9);
+    ck_close(sim_find_link(&r, "nic0_0_UP")->bytes, 1e9, 1e-9);
+    ck_close(sim_find_link(&r, "nic1_1_UP")->bytes, 0.2e9, 1e-9);
+    ck_close(sim_find_link(&r, "nvl0_0_UP")->bytes, 0.5e9, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Forcing an algorithm a group cannot run is an input error before anything runs: the tree on
+ * one node, NVLS on A100s. */
+START_TEST(forced_algorithm_must_fit_the_group)
+{
+    cluster c;
+    sim_load("topology/clusters/dgx4.xml", &c);
+    htae_options o = sim_bare_options();
+    double sizes[1] = {1 * GB}, times[1];
+    ps_error err;
+    ps_error_clear(&err);
+    o.algo = COLL_ALGO_TREE;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, NULL, &err),
+                     PS_EINPUT);
+    ck_assert_str_eq(err.field, "algo");
+    ck_assert_ptr_nonnull(strstr(err.message, "one node"));
+    o.algo = COLL_ALGO_NVLS;
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, NULL, &err),
+                     PS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.message, "NVLS"));
+    /* a forced all-reduce algorithm leaves the other kinds alone */
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLGATHER, 4, sizes, 1, &o, times, NULL, &err),
+                     0);
+    cluster_free(&c);
+}
+END_TEST
+
+static Suite *coll_suite(void)
+{
+    Suite *s = suite_create("coll");
+    TCase *tc = tcase_create("algorithms");
+    tcase_add_test(tc, ring_across_nodes_one_channel_per_nic);
+    tcase_add_test(tc, tree_moves_less_on_two_nodes_but_nccl_picks_the_ring);
+    tcase_add_test(tc, ring_steps_pay_their_own_route_latency);
+    tcase_add_test(tc, unequal_nodes_get_one_ring);
+    tcase_add_test(tc, tree_wins_small_messages_ring_large_ones);
+    tcase_add_test(tc, nvls_moves_k_plus_one_over_k);
+    tcase_add_test(tc, all_to_all_sends_a_share_to_every_peer);
+    tcase_add_test(tc, all_to_all_v_moves_each_pairs_bytes);
+    tcase_add_test(tc, forced_algorithm_must_fit_the_group);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(coll_suite());
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
