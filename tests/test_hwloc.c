@@ -1,17 +1,19 @@
 /* test_hwloc.c: unit tests of topology/hwloc_import.c on hand-written hwloc exports
- * (tests/data/hwloc/, described in its README.md): links, bandwidths, routes, NIC choice, errors. */
+ * (tests/data/hwloc/, described in its README.md): links, bandwidths, routes, NIC choice, errors;
+ * then end to end: the platform cluster_write_platform makes of them, in SimGrid. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../topology/hwloc_import.h"
+#include "sim_util.h"
 
 static const char *data_dir(void)
 {
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
+    return sim_data_dir();
 }
 
 static void fixture(char *out, size_t n, const char *name)
@@ -237,6 +239,28 @@ START_TEST(nvswitch_placed_nics)
 }
 END_TEST
 
+/* two_sockets.xml: GPU0 (socket 0) has mlx5_1 2 links away on socket 1, and mlx5_0 3 links away
+ * on the other host bridge of its own socket: the NUMA class wins, mlx5_0. GPU1 and GPU2 share a
+ * switch with mlx5_2 and mlx5_3, 2 links each: GPU1 takes mlx5_2 (lower bus id), GPU2 mlx5_3
+ * (fewer GPUs on it). mlx5_1 serves no GPU and is left out: NICs 0, 1, 2 are mlx5_0, _2, _3. */
+START_TEST(two_sockets_nic_classes)
+{
+    node_model m;
+    import_ok("two_sockets.xml", (hwloc_import_opts){.nic_gbps = 400}, &m);
+    ck_assert_int_eq(m.gpus, 3);
+    ck_assert_int_eq(m.nics, 3);
+    for (int g = 0; g < 3; g++)
+        ck_assert_int_eq(m.nic_of_gpu[g], g);
+    expect_path(&m, &m.gpu_nic[0], "g0_pcie^ pcie_0000_10_01_0v nic0_pciev nic0^");
+    expect_path(&m, &m.gpu_nic[1], "g1_pcie^ nic1_pciev nic1^");
+    expect_path(&m, &m.gpu_nic[2], "g2_pcie^ nic2_pciev nic2^");
+    /* Across sockets the CPU is not modelled: GPU0 -> GPU1 is own link, switch uplink, GPU1's. */
+    expect_path(&m, &m.gpu_gpu[0 * 3 + 1], "g0_pcie^ pcie_0000_80_02_0v g1_pciev");
+    ck_assert_int_eq(m.n_links, 4 + 3 + 1 + 3);
+    node_model_free(&m);
+}
+END_TEST
+
 START_TEST(gpu_option_overrides_the_name)
 {
     node_model m;
@@ -281,6 +305,102 @@ START_TEST(errors_name_file_and_field)
 }
 END_TEST
 
+/* ---- end to end: platforms written from the models, loaded in SimGrid ---- */
+
+/* `nodes` copies of fixture `name` on a non-blocking fabric, loaded into c. */
+static void load_platform(const char *name, hwloc_import_opts o, int nodes, cluster *c)
+{
+    node_model m;
+    import_ok(name, o, &m);
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/protosim_test_hwloc_%d.xml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    const node_model *models[1] = {&m};
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_write_platform(models, &nodes, 1, NULL, f, &err), 0);
+    fclose(f);
+    node_model_free(&m);
+    cluster_engine_start();
+    int rc = cluster_load(path, data_dir(), c, &err);
+    ck_assert_msg(rc == 0, "%s: %s", path, err.message);
+    remove(path);
+}
+
+static void expect_route(const cluster *c, int a, int b, double Bps, double latency_s)
+{
+    double bw, lat;
+    cluster_route(c, a, b, &bw, &lat);
+    ck_assert_msg(fabs(bw / Bps - 1) < 1e-6, "%d -> %d: %.6g B/s, want %.6g", a, b, bw, Bps);
+    ck_assert_msg(fabs(lat - latency_s) < 1e-12, "%d -> %d: %.6g s, want %.6g", a, b, lat,
+                  latency_s);
+}
+
+START_TEST(platform_routes)
+{
+    cluster c;
+    load_platform("two_switches.xml", (hwloc_import_opts){.nic_gbps = 200}, 2, &c);
+    ck_assert_int_eq(c.n_gpus, 8);
+    ck_assert_int_eq(c.n_nodes, 2);
+    ck_assert_str_eq(c.host_names[5], "n1g1");
+    ck_assert_str_eq(c.device[0]->name, "A100-SXM4-80GB");
+    expect_route(&c, 0, 1, 50e9, 0.7e-6);        /* NVLink pair */
+    expect_route(&c, 0, 3, GEN3_X8 * 1e9, 2e-6); /* PCIe: switch B's x8 uplink, 1 + 1 us */
+    expect_route(&c, 5, 6, GEN3_X8 * 1e9, 2e-6); /* the same on node 1 */
+    /* Node 0 GPU0 -> node 1 GPU0: g0_pcie, nic0_pcie (15.75), nic0 (25), the fabric ports
+     * (2 NICs x 25 = 50), back down: 1 + 2.5 + 0 + 0 + 2.5 + 1 us. */
+    expect_route(&c, 0, 4, GEN4_X8 * 1e9, 7e-6);
+    /* GPU2 -> node 1 GPU3: both through their switch B uplink (7.88) to NIC1. */
+    expect_route(&c, 2, 7, GEN3_X8 * 1e9, 7e-6);
+    cluster_free(&c);
+}
+END_TEST
+
+/* All-reduce of S bytes between GPU0 and GPU3 (p = 2, no NVLink): each ring edge carries
+ * 2(p-1)/p S = S over PCIe at switch B's 7.876923 GB/s, in 2(p-1) = 2 steps of the 2 us route
+ * latency: S / 7.876923e9 + 4 us, software overheads off. With GPU1-GPU2 all-reducing at the same
+ * time, both rings cross the two switch uplinks in the same directions: half the bandwidth each,
+ * 2 S / 7.876923e9 + 4 us. */
+static void allreduce_over_pcie(int both)
+{
+    cluster c;
+    load_platform("two_switches.xml", (hwloc_import_opts){.nic_gbps = 200}, 1, &c);
+    htae_graph *g = htae_graph_create(4);
+    int pair_a[2] = {0, 3}, pair_b[2] = {1, 2};
+    uint32_t a[2], b[2];
+    double S = 1e9;
+    int l = htae_label(g, "ar");
+    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, pair_a, 2), STREAM_TP, S, CAT_TP_COMM,
+                        l, 0, a);
+    if (both)
+        htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, pair_b, 2), STREAM_TP, S,
+                            CAT_TP_COMM, l, 0, b);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    double want = (both ? 2 : 1) * S / (GEN3_X8 * 1e9) + 4e-6; /* 126.95 ms or 253.91 ms */
+    ck_close(r.end[a[0]], want, 1e-6);
+    ck_close(r.end[a[1]], want, 1e-6);
+    if (both)
+        ck_close(r.end[b[0]], want, 1e-6);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+
+START_TEST(allreduce_over_pcie_alone)
+{
+    allreduce_over_pcie(0);
+}
+END_TEST
+
+START_TEST(allreduce_over_pcie_shares_uplinks)
+{
+    allreduce_over_pcie(1);
+}
+END_TEST
+
 static Suite *hwloc_suite(void)
 {
     Suite *s = suite_create("hwloc");
@@ -291,8 +411,15 @@ static Suite *hwloc_suite(void)
     tcase_add_test(t, two_switches_nearest_nic);
     tcase_add_test(t, nvswitch_ports);
     tcase_add_test(t, nvswitch_placed_nics);
+    tcase_add_test(t, two_sockets_nic_classes);
     tcase_add_test(t, gpu_option_overrides_the_name);
     tcase_add_test(t, errors_name_file_and_field);
+    suite_add_tcase(s, t);
+    t = tcase_create("platform");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, platform_routes);
+    tcase_add_test(t, allreduce_over_pcie_alone);
+    tcase_add_test(t, allreduce_over_pcie_shares_uplinks);
     suite_add_tcase(s, t);
     return s;
 }
