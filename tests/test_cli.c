@@ -16,7 +16,7 @@
 
 typedef struct {
     const char *name;
-    const char *options[10]; /* NULL-terminated */
+    const char *options[12]; /* NULL-terminated */
 } command_help;
 
 static const command_help commands[] = {
@@ -29,7 +29,7 @@ static const command_help commands[] = {
     {"merge", {"SHARD.json", "--top", "--csv", "--json", "--plot", "--help", NULL}},
     {"cluster",
      {"KIND", "--nodes", "-o FILE", "--nics", "--nic-gbps", "--gpus-per-node", "--oversubscription",
-      "dgx-a100", NULL}},
+      "dgx-a100", "--from-hwloc", "--gpu", NULL}},
     {"collective", {"--cluster", "--gpus", "--sizes", "--op", "--csv", "allreduce", NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -122,7 +122,7 @@ END_TEST
 START_TEST(option_usage_errors)
 {
     static const struct {
-        const char *args[6];
+        const char *args[8];
         const char *needle;
     } cases[] = {
         {{"run", "s.yaml", "--cluster", NULL}, "--cluster needs a value"},
@@ -132,6 +132,14 @@ START_TEST(option_usage_errors)
         {{"cluster", "dgx-a100", "--nodes", "x", NULL}, "bad number 'x'"},
         {{"cluster", "dgx-a100", "--nic-gbps", "1e", NULL}, "bad number '1e'"},
         {{"cluster", "dgx-a100", NULL}, "cluster needs --nodes N (N >= 1)"},
+        {{"cluster", "--nodes", "1", NULL}, "cluster needs a KIND (or --from-hwloc FILE)"},
+        {{"cluster", "dgx-a100", "--nodes", "1", "--gpu", "L4", NULL},
+         "--gpu applies to --from-hwloc only"},
+        {{"cluster", "dgx-a100", "--from-hwloc", "n.xml", NULL}, "give no KIND 'dgx-a100'"},
+        {{"cluster", "--from-hwloc", "n.xml", "--nodes", "dgx-a100:2", NULL},
+         "takes --nodes N, not a group list 'dgx-a100:2'"},
+        {{"cluster", "--from-hwloc", "n.xml", "--gpus-per-node", "4", NULL},
+         "--gpus-per-node does not apply to --from-hwloc"},
         {{"collective", "--gpus", "0", NULL}, "bad GPU count '0'"},
         {{"collective", "extra", NULL}, "unexpected argument 'extra'"},
         {{"sweep", "s.yaml", "-j", "0", NULL}, "bad job count '0'"},
@@ -147,6 +155,50 @@ START_TEST(option_usage_errors)
         expect_bad_input(&r, needles);
         run_free(&r);
     }
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* cluster --from-hwloc: a platform of two copies of a hand-written export (tests/test_hwloc.c
+ * checks its numbers), a summary on stderr; input errors exit 1 naming the file. */
+START_TEST(cluster_from_hwloc)
+{
+    char *dir = make_tmpdir();
+    char *xml = src_path("tests/data/hwloc/two_switches.xml");
+    char *out = tmp_path(dir, "two.xml");
+    const char *ok[] = {"cluster",    "--from-hwloc", xml,  "--nodes", "2",
+                        "--nic-gbps", "200",          "-o", out,       NULL};
+    run_result r = run_protosim(dir, ok);
+    expect_exit(&r, 0);
+    ck_assert_msg(r.out[0] == '\0', "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.err, "protosim: cluster: two_switches.xml: 4 GPUs "), "%s", r.err);
+    run_free(&r);
+    char *text = slurp(out, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "<host id=\"n1g3\""));
+    ck_assert_ptr_nonnull(strstr(text, "<link id=\"n1pcie_0000_00_02_0\" bandwidth=\"7.876923"));
+    free(text);
+
+    static const struct {
+        const char *file, *needle;
+    } bad[] = {
+        {"no_gpu.xml", "no GPU found"},
+        {"malformed.xml", "not a topology hwloc"},
+        {"missing.xml", "cannot open"},
+        {"unknown_gpu.xml", "give --gpu NAME"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/data/hwloc/%s", bad[k].file);
+        char *path = src_path(rel);
+        const char *args[] = {"cluster", "--from-hwloc", path, "--nic-gbps", "100", NULL};
+        r = run_protosim(dir, args);
+        const char *needles[] = {path, bad[k].needle, NULL};
+        expect_bad_input(&r, needles);
+        run_free(&r);
+        free(path);
+    }
+    free(xml);
+    free(out);
     remove_tmpdir(dir);
 }
 END_TEST
@@ -747,6 +799,7 @@ static Suite *cli_suite(void)
     tcase_add_test(t, help_overview);
     tcase_add_test(t, help_among_arguments_and_unknown_options);
     tcase_add_test(t, option_usage_errors);
+    tcase_add_test(t, cluster_from_hwloc);
     tcase_add_test(t, merge_hand_written_shard);
     tcase_add_test(t, merge_empty_plans);
     tcase_add_test(t, merge_rejects_bad_plan_fields);

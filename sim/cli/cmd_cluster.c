@@ -1,11 +1,13 @@
-/* cmd_cluster.c: `protosim cluster`: its arguments, then the generated SimGrid platform, written
- * only once complete (a rejected request never truncates an existing file). */
+/* cmd_cluster.c: `protosim cluster`: its arguments, then the generated SimGrid platform (DGX
+ * templates, or nodes read from an hwloc export), written only once complete (a rejected request
+ * never truncates an existing file). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../topology/cluster.h"
+#include "../../topology/hwloc_import.h"
 #include "cli.h"
 
 static int cluster_main(int argc, char **argv);
@@ -14,16 +16,24 @@ const cli_command cli_cluster = {
     "cluster",
     "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
     "               [--gpus-per-node N] [--oversubscription X]\n"
-    "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n",
+    "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
+    "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE]\n"
+    "               [--nics N] [--nic-gbps GBPS] [--oversubscription X]\n",
     "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
-    "NICs on a non-blocking or oversubscribed fabric), or of node groups of different kinds.\n"
+    "NICs on a non-blocking or oversubscribed fabric), of node groups of different kinds, or of N\n"
+    "copies of the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs).\n"
     "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100 or dgx-h200\n"
     "options:\n"
-    "  --nodes N               number of nodes (required, N >= 1); or KIND:N[,KIND:N...]:\n"
-    "                          groups of N nodes of KIND, numbered in the order given (no KIND)\n"
+    "  --nodes N               number of nodes (required with KIND, N >= 1; default 1 with\n"
+    "                          --from-hwloc); or KIND:N[,KIND:N...]: groups of N nodes of KIND,\n"
+    "                          numbered in the order given (no KIND)\n"
+    "  --from-hwloc FILE       the node from an hwloc XML export of one machine (lstopo --of\n"
+    "                          xml, hwloc 2.x; no KIND); a summary of the import goes to stderr\n"
+    "  --gpu NAME              with --from-hwloc: the device-table GPU of every GPU, instead of\n"
+    "                          the name hwloc reports\n"
     "  -o FILE                 write to FILE (default: stdout)\n"
-    "  --nics N                NICs per node\n"
-    "  --nic-gbps GBPS         bandwidth of each NIC\n"
+    "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
+    "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
     "  --gpus-per-node N       GPUs per node\n"
     "  --oversubscription X    fabric oversubscription (1: non-blocking)\n"
     "  --help, -h              this help\n",
@@ -31,7 +41,7 @@ const cli_command cli_cluster = {
 };
 
 typedef struct cluster_args {
-    const char *kind, *out_path;
+    const char *kind, *out_path, *hwloc, *gpu;
     cluster_gen_opts o;
 } cluster_args;
 
@@ -61,6 +71,8 @@ static const cli_option cluster_options[] = {
      .offset = offsetof(cluster_args, o),
      .parse = parse_nodes},
     {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
+    {.name = "--from-hwloc", .kind = CLI_STRING, .offset = offsetof(cluster_args, hwloc)},
+    {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(cluster_args, gpu)},
     CLUSTER_COUNT("--nics", nics_per_node),
     {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
     CLUSTER_COUNT("--gpus-per-node", gpus_per_node),
@@ -70,6 +82,42 @@ static const cli_option cluster_options[] = {
     {0},
 };
 
+/* --from-hwloc: the node of the export, `nodes` copies of it on the fabric of a->o. */
+static int generate_from_hwloc(const cluster_args *a, FILE *out, ps_error *err)
+{
+    hwloc_import_opts io = {.gpu = a->gpu, .nics = a->o.nics_per_node, .nic_gbps = a->o.nic_gbps};
+    node_model m;
+    char summary[1536];
+    int rc = hwloc_import_node(a->hwloc, NULL, &io, &m, summary, sizeof summary, err);
+    if (rc)
+        return rc;
+    fprintf(stderr, "protosim: cluster: %s\n", summary);
+    const node_model *models[1] = {&m};
+    int nodes = a->o.nodes > 0 ? a->o.nodes : 1;
+    rc = cluster_write_platform(models, &nodes, 1, &a->o, out, err);
+    node_model_free(&m);
+    return rc;
+}
+
+/* The options --from-hwloc excludes, and --gpu without it: 0, or a usage error. */
+static int check_hwloc_options(const cluster_args *a)
+{
+    if (!a->hwloc)
+        return a->gpu ? cli_usage_error(&cli_cluster, "--gpu applies to --from-hwloc only") : 0;
+    if (a->kind)
+        return cli_usage_error(&cli_cluster,
+                               "--from-hwloc reads the node from %s: give no KIND "
+                               "'%s' with it",
+                               a->hwloc, a->kind);
+    if (a->o.node_groups)
+        return cli_usage_error(&cli_cluster, "--from-hwloc takes --nodes N, not a group list '%s'",
+                               a->o.node_groups);
+    if (a->o.gpus_per_node > 0)
+        return cli_usage_error(&cli_cluster, "--gpus-per-node does not apply to --from-hwloc (the "
+                                             "file has the GPUs)");
+    return 0;
+}
+
 static int cluster_main(int argc, char **argv)
 {
     cluster_args a;
@@ -77,9 +125,11 @@ static int cluster_main(int argc, char **argv)
     int rc = cli_parse_options(&cli_cluster, cluster_options, argc, argv, &a, &a.kind, 1, NULL);
     if (rc)
         return cli_exit_code(rc);
-    if (!a.kind && !a.o.node_groups)
-        return cli_usage_error(&cli_cluster, "cluster needs a KIND");
-    if (a.o.nodes < 1 && !a.o.node_groups)
+    if ((rc = check_hwloc_options(&a)))
+        return rc;
+    if (!a.hwloc && !a.kind && !a.o.node_groups)
+        return cli_usage_error(&cli_cluster, "cluster needs a KIND (or --from-hwloc FILE)");
+    if (!a.hwloc && a.o.nodes < 1 && !a.o.node_groups)
         return cli_usage_error(&cli_cluster, "cluster needs --nodes N (N >= 1)");
     /* Generate in memory first: a rejected request must not truncate an existing file. */
     char *text = NULL;
@@ -87,8 +137,12 @@ static int cluster_main(int argc, char **argv)
     FILE *mem = open_memstream(&text, &len);
     ps_error err;
     ps_error_clear(&err);
-    rc = mem ? cluster_generate(a.kind, &a.o, mem, &err)
-             : ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory");
+    if (!mem)
+        rc = ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL, "out of memory");
+    else if (a.hwloc)
+        rc = generate_from_hwloc(&a, mem, &err);
+    else
+        rc = cluster_generate(a.kind, &a.o, mem, &err);
     if (mem)
         fclose(mem);
     if (!rc) {
