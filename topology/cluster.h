@@ -92,7 +92,10 @@ typedef struct cluster_gen_opts {
     int nics_per_node;       /* --nics */
     double nic_gbps;         /* --nic-gbps: per NIC, per direction, in Gb/s */
     int gpus_per_node;       /* --gpus-per-node (default 8) */
-    double oversubscription; /* --oversubscription: 1 = non-blocking fabric */
+    double oversubscription; /* --oversubscription: leaf uplinks' share, 1 = non-blocking */
+    const char *fabric;      /* --fabric: "fat-tree" (NULL: the default) or "rail" */
+    int nodes_per_leaf;      /* --nodes-per-leaf: nodes under one leaf (fat-tree) or in one
+                                scalable unit (rail); 0: the fabric's default */
 } cluster_gen_opts;
 
 /* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100, or (kind NULL) for the

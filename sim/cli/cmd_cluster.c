@@ -15,10 +15,12 @@ static int cluster_main(int argc, char **argv);
 const cli_command cli_cluster = {
     "cluster",
     "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
-    "               [--gpus-per-node N] [--oversubscription X]\n"
+    "               [--gpus-per-node N] [--fabric fat-tree|rail] [--nodes-per-leaf K]\n"
+    "               [--oversubscription X]\n"
     "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
     "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE]\n"
-    "               [--nics N] [--nic-gbps GBPS] [--oversubscription X]\n",
+    "               [--nics N] [--nic-gbps GBPS] [--fabric ...] [--nodes-per-leaf K]\n"
+    "               [--oversubscription X]\n",
     "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
     "NICs on a non-blocking or oversubscribed fabric), of node groups of different kinds, or of N\n"
     "copies of the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs).\n"
@@ -35,7 +37,14 @@ const cli_command cli_cluster = {
     "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
     "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
     "  --gpus-per-node N       GPUs per node\n"
-    "  --oversubscription X    fabric oversubscription (1: non-blocking)\n"
+    "  --fabric F              fat-tree (default: each node's NICs on one leaf switch) or rail\n"
+    "                          (rail-optimized, as DGX SuperPOD: NIC i of every node of a unit\n"
+    "                          on leaf i; between rails NCCL's PXN goes over NVLink)\n"
+    "  --nodes-per-leaf K      nodes under one leaf (fat-tree; default: 32 NIC ports' worth)\n"
+    "                          or in one scalable unit (rail; default 32); leaves and units\n"
+    "                          are joined by spines\n"
+    "  --oversubscription X    leaf uplinks carry 1/X of their nodes' NIC bandwidth (1:\n"
+    "                          non-blocking; needs more than one leaf)\n"
     "  --help, -h              this help\n",
     cluster_main,
 };
@@ -76,6 +85,8 @@ static const cli_option cluster_options[] = {
     CLUSTER_COUNT("--nics", nics_per_node),
     {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
     CLUSTER_COUNT("--gpus-per-node", gpus_per_node),
+    {.name = "--fabric", .kind = CLI_STRING, .offset = offsetof(cluster_args, o.fabric)},
+    CLUSTER_COUNT("--nodes-per-leaf", nodes_per_leaf),
     {.name = "--oversubscription",
      .kind = CLI_DOUBLE,
      .offset = offsetof(cluster_args, o.oversubscription)},
