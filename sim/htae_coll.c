@@ -482,6 +482,41 @@ static void build_alltoallv(coll_group *gp, const double *m, pattern *p)
     pattern_close(gp, p);
 }
 
+/* Groups larger than this run each edge as its own flow: one parallel task's n x n bytes matrix
+ * (and SimGrid's copy and per-pair setup) would take gigabytes at 16,384 members. The edges then
+ * progress independently instead of at the pace of the slowest: the same time when the links
+ * are evenly loaded (rings, trees on alike nodes), slightly optimistic otherwise. */
+#define HTAE_PTASK_MAX_MEMBERS 512
+
+/* Every edge of p as its own two-host task, all started at once; returns when all ended. */
+static void run_flows(coll_group *gp, const pattern *p, double scale, coll_run_ctx *cx)
+{
+    sg_exec_t *tasks = xmalloc((size_t)p->n_edges * sizeof *tasks);
+    int *edge_of = xmalloc((size_t)p->n_edges * sizeof *edge_of); /* of each task slot */
+    double now = simgrid_get_clock();
+    for (int e = 0; e < p->n_edges; e++) {
+        sg_host_t pair[2] = {gp->hosts[p->src[e]], gp->hosts[p->dst[e]]};
+        double bytes[4] = {0.0, scale * p->w[e], 0.0, 0.0};
+        tasks[e] = sg_actor_parallel_exec_init(2, pair, NULL, bytes);
+        edge_of[e] = e;
+        htae_links_start(cx->links, pair[0], pair[1], bytes[1], now);
+    }
+    for (int e = 0; e < p->n_edges; e++) {
+        sg_exec_start(tasks[e]);
+        (*cx->activities)++;
+    }
+    for (int left = p->n_edges; left > 0; left--) {
+        ssize_t i = sg_exec_wait_any(tasks, (size_t)left);
+        assert(i >= 0 && i < left);
+        int e = edge_of[i]; /* each flow's links end when it does */
+        htae_links_end(cx->links, gp->hosts[p->src[e]], gp->hosts[p->dst[e]], simgrid_get_clock());
+        tasks[i] = tasks[left - 1];
+        edge_of[i] = edge_of[left - 1];
+    }
+    free(tasks);
+    free(edge_of);
+}
+
 /* Wait out `latency`, then move scale * w bytes on every edge of p in one parallel task. */
 static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency,
                         coll_run_ctx *cx)
@@ -493,6 +528,10 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
         sg_actor_sleep_for(wait);
     if (empty)
         return;
+    if (gp->n > HTAE_PTASK_MAX_MEMBERS) {
+        run_flows(gp, p, scale, cx);
+        return;
+    }
     /* The matrix is this call's own: SimGrid calls may yield to other actors in between. */
     int n = gp->n;
     double *mx = xcalloc((size_t)n * (size_t)n, sizeof *mx);
