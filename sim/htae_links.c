@@ -1,6 +1,6 @@
-/* htae_links.c: per-link bytes and busy time. A link's index is kept in its SimGrid user data
- * (index + 1) while the run lasts; routes are cached in an open-addressing table keyed by the
- * (source, destination) host pair. */
+/* htae_links.c: per-link bytes and busy time, and the link counters. A link's index is kept in
+ * its SimGrid user data (index + 1) while the run lasts; routes are cached in an open-addressing
+ * table keyed by the (source, destination) host pair, which also holds the pair's open flows. */
 #include "htae_links.h"
 
 #include <assert.h>
@@ -8,21 +8,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/link.h>
 #include <xbt/dynar.h>
 
 #include "base/xalloc.h"
 
+/* One ended flow on a counted link: `rate` bytes/s over [t0, t1). */
+typedef struct rate_span {
+    double t0, t1, rate;
+} rate_span;
+
 typedef struct link_acc {
     sg_link_t link;
     double bytes, busy_s, since; /* since: when active last became non-zero */
     int active;                  /* flows in flight on the link */
+    int counted;                 /* its counter is recorded */
+    rate_span *spans;            /* counted: the flows that ended on it */
+    size_t n_spans, cap_spans;
 } link_acc;
 
 typedef struct route_slot {
     sg_host_t src, dst; /* src NULL: empty slot */
     int off;            /* into pool: length, then link indices */
+    int counted;        /* counting: links of the route that are counted */
+    int open;           /* counting: first open flow on the pair (index + 1), 0 none */
+    double latency;     /* counting: the route's latency */
 } route_slot;
+
+/* A flow in flight on a route with counted links, until its end. */
+typedef struct open_flow {
+    sg_actor_t actor; /* the actor that started it, and will end it */
+    double start, t0; /* when it started, when its bytes began to move */
+    double bytes;
+    int next; /* next open flow of the pair, or next free record (index + 1), 0 none */
+} open_flow;
 
 struct htae_links {
     link_acc *acc;
@@ -33,6 +53,13 @@ struct htae_links {
     int *pool;
     size_t n_pool, cap_pool;
     xbt_dynar_t scratch;
+    /* Counters (htae_links_count): off unless counting. */
+    int counting, count_all, marking;
+    sg_host_t *selected; /* count_all 0: the listed GPUs' hosts, sorted by address */
+    int n_selected;
+    open_flow *flows;
+    size_t n_flows, cap_flows;
+    int free_flow; /* first free record (index + 1), 0 none */
 };
 
 htae_links *htae_links_create(void)
@@ -80,16 +107,43 @@ static int link_index(htae_links *L, sg_link_t l)
     xgrow(&L->acc, sizeof *L->acc, (size_t)L->n_acc + 1, &L->cap_acc);
     memset(&L->acc[L->n_acc], 0, sizeof *L->acc);
     L->acc[L->n_acc].link = l;
+    L->acc[L->n_acc].counted = L->count_all;
     sg_link_set_data(l, (void *)(intptr_t)(L->n_acc + 1));
     return L->n_acc++;
 }
 
-/* The route of (a, b) as pool[off] = length, then link indices: computed once per pair. */
-static const int *route_of(htae_links *L, sg_host_t a, sg_host_t b)
+static int by_address(const void *pa, const void *pb)
+{
+    uintptr_t a = (uintptr_t) * (const sg_host_t *)pa, b = (uintptr_t) * (const sg_host_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+static int is_selected(const htae_links *L, sg_host_t h)
+{
+    return bsearch(&h, L->selected, (size_t)L->n_selected, sizeof h, by_address) != NULL;
+}
+
+/* Counting: the route's counted links (and, selecting GPUs, the check that a route from or to
+ * one of them has all its links counted) and its latency. */
+static void count_route(htae_links *L, route_slot *s)
+{
+    const int *r = &L->pool[s->off];
+    s->counted = 0;
+    for (int k = 1; k <= r[0]; k++)
+        s->counted += L->acc[r[k]].counted;
+    s->latency = sg_host_get_route_latency(s->src, s->dst);
+    /* htae_links.h: every flow from or to a listed GPU runs on a route htae_links_count marked */
+    assert(L->marking || L->count_all || s->counted == r[0] ||
+           (!is_selected(L, s->src) && !is_selected(L, s->dst)));
+}
+
+/* The slot of (a, b), its route in pool[off] (length, then link indices) computed once per
+ * pair. The pointer holds until the next call (the table may grow). */
+static route_slot *slot_of(htae_links *L, sg_host_t a, sg_host_t b)
 {
     route_slot *s = find_slot(L->slots, L->n_slots, a, b);
     if (s->src)
-        return &L->pool[s->off];
+        return s;
     xbt_dynar_reset(L->scratch);
     sg_host_get_route(a, b, L->scratch);
     size_t len = xbt_dynar_length(L->scratch);
@@ -101,47 +155,174 @@ static const int *route_of(htae_links *L, sg_host_t a, sg_host_t b)
     s->src = a;
     s->dst = b;
     s->off = off;
-    if (++L->used * 2 > L->n_slots)
+    if (L->counting)
+        count_route(L, s);
+    if (++L->used * 2 > L->n_slots) {
         grow_slots(L);
-    return &L->pool[off];
+        s = find_slot(L->slots, L->n_slots, a, b);
+    }
+    return s;
 }
 
-void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now)
+/* Mark the links of the route (a, b) counted. */
+static void mark_route(htae_links *L, sg_host_t a, sg_host_t b)
 {
-    assert(src != dst && bytes > 0.0);
-    const int *r = route_of(L, src, dst);
+    if (a == b)
+        return;
+    const route_slot *s = slot_of(L, a, b);
+    const int *r = &L->pool[s->off];
+    for (int k = 1; k <= r[0]; k++)
+        L->acc[r[k]].counted = 1;
+}
+
+void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts,
+                      const unsigned char *ranks)
+{
+    assert(!L->counting && L->used == 0);
+    if (!ranks)
+        return;
+    L->counting = 1;
+    L->selected = xmalloc((size_t)g->n_ranks * sizeof *L->selected);
+    for (int r = 0; r < g->n_ranks; r++)
+        if (ranks[r])
+            L->selected[L->n_selected++] = hosts[r];
+    if (L->n_selected == g->n_ranks) {
+        L->count_all = 1; /* no route to mark: every link is counted as it is met */
+        return;
+    }
+    qsort(L->selected, (size_t)L->n_selected, sizeof *L->selected, by_address);
+    L->marking = 1;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        if (k->kind == TASK_TRANSFER && (ranks[k->rank] || ranks[k->peer]))
+            mark_route(L, hosts[k->rank], hosts[k->peer]);
+    }
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        const int32_t *m = &g->group_ranks[g->groups[i].first];
+        uint32_t n = g->groups[i].n;
+        for (uint32_t a = 0; a < n; a++)
+            for (uint32_t b = 0; ranks[m[a]] && b < n; b++) {
+                mark_route(L, hosts[m[a]], hosts[m[b]]);
+                mark_route(L, hosts[m[b]], hosts[m[a]]);
+            }
+    }
+    L->marking = 0;
+    for (size_t i = 0; i < L->n_slots; i++) /* the slots marking made, with the final marks */
+        if (L->slots[i].src)
+            count_route(L, &L->slots[i]);
+}
+
+/* A flow starts on the route of s; its bytes begin to move at t0. */
+static void flow_start(htae_links *L, route_slot *s, double bytes, double now, double t0)
+{
+    const int *r = &L->pool[s->off];
     for (int k = 1; k <= r[0]; k++) {
         link_acc *a = &L->acc[r[k]];
         a->bytes += bytes;
         if (a->active++ == 0)
             a->since = now;
     }
+    if (!L->counting || s->counted == 0)
+        return;
+    if (!L->free_flow) {
+        xgrow(&L->flows, sizeof *L->flows, L->n_flows + 1, &L->cap_flows);
+        L->free_flow = (int)++L->n_flows;
+        L->flows[L->n_flows - 1].next = 0;
+    }
+    int i = L->free_flow;
+    open_flow *f = &L->flows[i - 1];
+    L->free_flow = f->next;
+    *f = (open_flow){sg_actor_self(), now, t0, bytes, s->open};
+    s->open = i;
 }
 
-void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now)
+/* Close the open flow of the calling actor on s (htae_links.h: the flows one actor has open on
+ * one pair started together, so any of them will do), returning it. */
+static open_flow close_flow(htae_links *L, route_slot *s)
 {
-    const int *r = route_of(L, src, dst);
+    sg_actor_t self = sg_actor_self();
+    int *link = &s->open;
+    while (*link && L->flows[*link - 1].actor != self)
+        link = &L->flows[*link - 1].next;
+    assert(*link != 0); /* a flow ends in the actor that started it */
+    int i = *link;
+    open_flow f = L->flows[i - 1];
+    for (int j = f.next; j; j = L->flows[j - 1].next)
+        assert(L->flows[j - 1].actor != self || L->flows[j - 1].start == f.start);
+    *link = f.next;
+    L->flows[i - 1].next = L->free_flow;
+    L->free_flow = i;
+    return f;
+}
+
+/* The flow's bytes over [t0, now) on each counted link of its route. SimGrid can end a flow as
+ * its latency runs out (timing precision: bytes below about 1e-9 s of transfer): then over its
+ * whole life, and a flow of no duration at all moves nothing the counter can show. */
+static void count_flow(htae_links *L, route_slot *s, double now)
+{
+    open_flow f = close_flow(L, s);
+    double t0 = now > f.t0 ? f.t0 : f.start;
+    if (now <= t0)
+        return;
+    rate_span span = {t0, now, f.bytes / (now - t0)};
+    const int *r = &L->pool[s->off];
+    for (int k = 1; k <= r[0]; k++) {
+        link_acc *a = &L->acc[r[k]];
+        if (!a->counted)
+            continue;
+        xgrow(&a->spans, sizeof *a->spans, a->n_spans + 1, &a->cap_spans);
+        a->spans[a->n_spans++] = span;
+    }
+}
+
+static void flow_end(htae_links *L, route_slot *s, double now)
+{
+    const int *r = &L->pool[s->off];
     for (int k = 1; k <= r[0]; k++) {
         link_acc *a = &L->acc[r[k]];
         assert(a->active > 0 && now >= a->since);
         if (--a->active == 0)
             a->busy_s += now - a->since;
     }
+    if (L->counting && s->counted > 0)
+        count_flow(L, s, now);
+}
+
+void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now)
+{
+    assert(src != dst && bytes > 0.0);
+    route_slot *s = slot_of(L, src, dst);
+    flow_start(L, s, bytes, now, now + s->latency);
+}
+
+void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now)
+{
+    flow_end(L, slot_of(L, src, dst), now);
 }
 
 void htae_links_ring(htae_links *L, sg_host_t *hosts, int n, const ring_set *rs, double edge_bytes,
                      int start, double now)
 {
     int edges = rs ? rs->n_edges : n;
+    double latency = 0.0; /* the parallel task's: the largest of its edges' routes */
+    for (int e = 0; L->counting && start && e < edges; e++) {
+        sg_host_t a = hosts[rs ? rs->src[e] : e], b = hosts[rs ? rs->dst[e] : (e + 1) % n];
+        if ((rs ? rs->share[e] * edge_bytes : edge_bytes) <= 0.0)
+            continue;
+        const route_slot *s = slot_of(L, a, b);
+        if (s->latency > latency)
+            latency = s->latency;
+    }
     for (int e = 0; e < edges; e++) {
         sg_host_t a = hosts[rs ? rs->src[e] : e], b = hosts[rs ? rs->dst[e] : (e + 1) % n];
         double bytes = rs ? rs->share[e] * edge_bytes : edge_bytes;
         if (bytes <= 0.0)
             continue;
+        assert(a != b);
         if (start)
-            htae_links_start(L, a, b, bytes, now);
+            flow_start(L, slot_of(L, a, b), bytes, now, now + latency);
         else
-            htae_links_end(L, a, b, now);
+            flow_end(L, slot_of(L, a, b), now);
     }
 }
 
@@ -167,6 +348,52 @@ static int busiest_first(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
+/* A change of a counter at t: d bytes/s, n flows. */
+typedef struct rate_event {
+    double t, d;
+    int n;
+} rate_event;
+
+static int by_time(const void *pa, const void *pb)
+{
+    const rate_event *a = pa, *b = pb;
+    return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* The link's counter from its spans: a point at each time the sum changes, 0 when no flow is
+ * on (exactly: the running sum's rounding is dropped there). */
+static void collect_counter(const link_acc *a, htae_link_stat *s)
+{
+    size_t n = 2 * a->n_spans;
+    if (n == 0)
+        return;
+    rate_event *ev = xmalloc(n * sizeof *ev);
+    for (size_t i = 0; i < a->n_spans; i++) {
+        ev[2 * i] = (rate_event){a->spans[i].t0, a->spans[i].rate, 1};
+        ev[2 * i + 1] = (rate_event){a->spans[i].t1, -a->spans[i].rate, -1};
+    }
+    qsort(ev, n, sizeof *ev, by_time);
+    s->rate = xmalloc(n * sizeof *s->rate);
+    double sum = 0.0;
+    int flows = 0;
+    for (size_t i = 0; i < n;) {
+        double t = ev[i].t;
+        for (; i < n && ev[i].t == t; i++) {
+            sum += ev[i].d;
+            flows += ev[i].n;
+        }
+        assert(flows >= 0);
+        double v = flows == 0 || sum < 0.0 ? 0.0 : sum;
+        if (flows == 0)
+            sum = 0.0;
+        if (s->n_rate == 0 || s->rate[s->n_rate - 1].rate != v)
+            s->rate[s->n_rate++] = (htae_rate_point){t, v};
+    }
+    assert(flows == 0 && s->rate[s->n_rate - 1].rate == 0.0);
+    s->rate = xreallocarray(s->rate, (size_t)s->n_rate, sizeof *s->rate);
+    free(ev);
+}
+
 void htae_links_collect(const htae_links *L, htae_result *out)
 {
     out->n_links = 0;
@@ -181,6 +408,7 @@ void htae_links_collect(const htae_links *L, htae_result *out)
         s->direction = direction_of(s->name);
         s->bytes = a->bytes;
         s->busy_s = a->busy_s;
+        collect_counter(a, s);
     }
     qsort(out->links, (size_t)out->n_links, sizeof *out->links, busiest_first);
 }
@@ -189,11 +417,15 @@ void htae_links_free(htae_links *L)
 {
     if (!L)
         return;
-    for (int i = 0; i < L->n_acc; i++)
+    for (int i = 0; i < L->n_acc; i++) {
         sg_link_set_data(L->acc[i].link, NULL);
+        free(L->acc[i].spans);
+    }
     xbt_dynar_free(&L->scratch);
     free(L->acc);
     free(L->slots);
     free(L->pool);
+    free(L->selected);
+    free(L->flows);
     free(L);
 }
