@@ -354,10 +354,16 @@ typedef struct rate_event {
     int n;
 } rate_event;
 
+/* By time, then change: links with the same spans sum them in the same order, so their
+ * counters come out bit for bit alike (the trace merges such links into one track). */
 static int by_time(const void *pa, const void *pb)
 {
     const rate_event *a = pa, *b = pb;
-    return a->t < b->t ? -1 : a->t > b->t;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->d != b->d)
+        return a->d < b->d ? -1 : 1;
+    return a->n - b->n;
 }
 
 /* The link's counter from its spans: a point at each time the sum changes, 0 when no flow is
