@@ -114,7 +114,8 @@ static int link_index(htae_links *L, sg_link_t l)
 
 static int by_address(const void *pa, const void *pb)
 {
-    uintptr_t a = (uintptr_t) * (const sg_host_t *)pa, b = (uintptr_t) * (const sg_host_t *)pb;
+    const sg_host_t *ha = pa, *hb = pb;
+    uintptr_t a = (uintptr_t)(*ha), b = (uintptr_t)(*hb);
     return a < b ? -1 : a > b;
 }
 
@@ -133,7 +134,7 @@ static void count_route(htae_links *L, route_slot *s)
         s->counted += L->acc[r[k]].counted;
     s->latency = sg_host_get_route_latency(s->src, s->dst);
     /* htae_links.h: every flow from or to a listed GPU runs on a route htae_links_count marked */
-    assert(L->marking || L->count_all || s->counted == r[0] ||
+    assert(L->count_all || s->counted == r[0] ||
            (!is_selected(L, s->src) && !is_selected(L, s->dst)));
 }
 
@@ -155,7 +156,7 @@ static route_slot *slot_of(htae_links *L, sg_host_t a, sg_host_t b)
     s->src = a;
     s->dst = b;
     s->off = off;
-    if (L->counting)
+    if (L->counting && !L->marking) /* marking counts its slots when the marks are final */
         count_route(L, s);
     if (++L->used * 2 > L->n_slots) {
         grow_slots(L);
@@ -200,11 +201,14 @@ void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts
     for (uint32_t i = 0; i < g->n_groups; i++) {
         const int32_t *m = &g->group_ranks[g->groups[i].first];
         uint32_t n = g->groups[i].n;
-        for (uint32_t a = 0; a < n; a++)
-            for (uint32_t b = 0; ranks[m[a]] && b < n; b++) {
+        for (uint32_t a = 0; a < n; a++) {
+            if (!ranks[m[a]])
+                continue;
+            for (uint32_t b = 0; b < n; b++) { /* ring and tree edges join group members */
                 mark_route(L, hosts[m[a]], hosts[m[b]]);
                 mark_route(L, hosts[m[b]], hosts[m[a]]);
             }
+        }
     }
     L->marking = 0;
     for (size_t i = 0; i < L->n_slots; i++) /* the slots marking made, with the final marks */
