@@ -4,6 +4,7 @@
 #include "htae_links.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,28 @@ typedef struct route_slot {
     double latency;     /* counting: the route's latency */
 } route_slot;
 
-/* A flow in flight on a route with counted links, until its end. */
+/* A flow in flight (counting), until its end. */
 typedef struct open_flow {
     sg_actor_t actor; /* the actor that started it, and will end it */
-    double start, t0; /* when it started, when its bytes began to move */
-    double bytes;
-    int next; /* next open flow of the pair, or next free record (index + 1), 0 none */
+    double start, bytes;
+    int batch; /* its parallel task (index + 1) */
+    int next;  /* next open flow of the pair, or next free record (index + 1), 0 none */
 } open_flow;
+
+/* The flows one actor started at one instant, none ended since: one parallel task, whose bytes
+ * move after the largest latency of its edges' routes (ptask_L07). */
+typedef struct flow_batch {
+    sg_actor_t actor;
+    double at, latency;
+    int open; /* its flows in flight */
+    int next; /* next free record (index + 1), 0 none */
+} flow_batch;
+
+/* An actor's latest batch, in an open-addressing table keyed by the actor. */
+typedef struct actor_slot {
+    sg_actor_t actor; /* NULL: empty */
+    int batch;        /* index + 1, 0 none */
+} actor_slot;
 
 struct htae_links {
     link_acc *acc;
@@ -60,6 +76,11 @@ struct htae_links {
     open_flow *flows;
     size_t n_flows, cap_flows;
     int free_flow; /* first free record (index + 1), 0 none */
+    flow_batch *batches;
+    size_t n_batches, cap_batches;
+    int free_batch;
+    actor_slot *actors;
+    size_t n_actor_slots, used_actors; /* a power of two (or 0) */
 };
 
 htae_links *htae_links_create(void)
@@ -216,8 +237,70 @@ void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts
             count_route(L, &L->slots[i]);
 }
 
-/* A flow starts on the route of s; its bytes begin to move at t0. */
-static void flow_start(htae_links *L, route_slot *s, double bytes, double now, double t0)
+/* A free record of a pool of `size`-byte records chained by an int `next` at offset `next_off`
+ * (index + 1): the free list's head, or a new one. */
+static int pool_take(void *items_ptr, size_t size, size_t next_off, size_t *n, size_t *cap,
+                     int *free_head)
+{
+    char **items = items_ptr;
+    int i = *free_head;
+    if (i) {
+        memcpy(free_head, *items + (size_t)(i - 1) * size + next_off, sizeof *free_head);
+        return i;
+    }
+    xgrow(items, size, *n + 1, cap);
+    return (int)++*n;
+}
+
+static size_t actor_hash(sg_actor_t a)
+{
+    uint64_t h = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ h >> 31);
+}
+
+static actor_slot *find_actor(actor_slot *slots, size_t n_slots, sg_actor_t a)
+{
+    size_t i = actor_hash(a) & (n_slots - 1);
+    while (slots[i].actor && slots[i].actor != a)
+        i = (i + 1) & (n_slots - 1);
+    return &slots[i];
+}
+
+/* The calling actor's batch for a flow it starts at `now` on a route of `latency`: the one it
+ * started at this instant if none of its flows ended since, else a new one. */
+static int batch_of(htae_links *L, double now, double latency)
+{
+    sg_actor_t self = sg_actor_self();
+    if ((L->used_actors + 1) * 2 > L->n_actor_slots) {
+        size_t n = L->n_actor_slots ? 2 * L->n_actor_slots : 64;
+        actor_slot *t = xcalloc(n, sizeof *t);
+        for (size_t i = 0; i < L->n_actor_slots; i++)
+            if (L->actors[i].actor)
+                *find_actor(t, n, L->actors[i].actor) = L->actors[i];
+        free(L->actors);
+        L->actors = t;
+        L->n_actor_slots = n;
+    }
+    actor_slot *a = find_actor(L->actors, L->n_actor_slots, self);
+    if (!a->actor) {
+        a->actor = self;
+        L->used_actors++;
+    }
+    flow_batch *b = a->batch ? &L->batches[a->batch - 1] : NULL;
+    if (!b || b->actor != self || b->at != now || b->open == 0) { /* freed, reused, or done */
+        a->batch = pool_take(&L->batches, sizeof *L->batches, offsetof(flow_batch, next),
+                             &L->n_batches, &L->cap_batches, &L->free_batch);
+        b = &L->batches[a->batch - 1];
+        *b = (flow_batch){self, now, 0.0, 0, 0};
+    }
+    if (latency > b->latency)
+        b->latency = latency;
+    b->open++;
+    return a->batch;
+}
+
+/* A flow starts on the route of s. */
+static void flow_start(htae_links *L, route_slot *s, double bytes, double now)
 {
     const int *r = &L->pool[s->off];
     for (int k = 1; k <= r[0]; k++) {
@@ -226,22 +309,17 @@ static void flow_start(htae_links *L, route_slot *s, double bytes, double now, d
         if (a->active++ == 0)
             a->since = now;
     }
-    if (!L->counting || s->counted == 0)
+    if (!L->counting)
         return;
-    if (!L->free_flow) {
-        xgrow(&L->flows, sizeof *L->flows, L->n_flows + 1, &L->cap_flows);
-        L->free_flow = (int)++L->n_flows;
-        L->flows[L->n_flows - 1].next = 0;
-    }
-    int i = L->free_flow;
-    open_flow *f = &L->flows[i - 1];
-    L->free_flow = f->next;
-    *f = (open_flow){sg_actor_self(), now, t0, bytes, s->open};
+    int batch = batch_of(L, now, s->latency); /* before taking f: it may move L->flows */
+    int i = pool_take(&L->flows, sizeof *L->flows, offsetof(open_flow, next), &L->n_flows,
+                      &L->cap_flows, &L->free_flow);
+    L->flows[i - 1] = (open_flow){sg_actor_self(), now, bytes, batch, s->open};
     s->open = i;
 }
 
 /* Close the open flow of the calling actor on s (htae_links.h: the flows one actor has open on
- * one pair started together, so any of them will do), returning it. */
+ * one pair belong to one parallel task, so any of them will do), returning it. */
 static open_flow close_flow(htae_links *L, route_slot *s)
 {
     sg_actor_t self = sg_actor_self();
@@ -252,21 +330,30 @@ static open_flow close_flow(htae_links *L, route_slot *s)
     int i = *link;
     open_flow f = L->flows[i - 1];
     for (int j = f.next; j; j = L->flows[j - 1].next)
-        assert(L->flows[j - 1].actor != self || L->flows[j - 1].start == f.start);
+        assert(L->flows[j - 1].actor != self || L->flows[j - 1].batch == f.batch);
     *link = f.next;
     L->flows[i - 1].next = L->free_flow;
     L->free_flow = i;
     return f;
 }
 
-/* The flow's bytes over [t0, now) on each counted link of its route. SimGrid can end a flow as
- * its latency runs out (timing precision: bytes below about 1e-9 s of transfer): then over its
- * whole life, and a flow of no duration at all moves nothing the counter can show. */
+/* The ended flow's bytes over [t0, now) on each counted link of its route, t0 when its task's
+ * latency ran out. SimGrid ends a flow no earlier (to its timing precision, about 1e-9 s: a flow
+ * of fewer bytes may end as the latency runs out): then over its whole life, and a flow of no
+ * duration at all moves nothing a counter can show. */
 static void count_flow(htae_links *L, route_slot *s, double now)
 {
     open_flow f = close_flow(L, s);
-    double t0 = now > f.t0 ? f.t0 : f.start;
+    flow_batch *b = &L->batches[f.batch - 1];
+    double t0 = f.start + b->latency;
+    assert(b->open > 0);
+    if (--b->open == 0) {
+        b->next = L->free_batch;
+        L->free_batch = f.batch;
+    }
     if (now <= t0)
+        t0 = f.start;
+    if (now <= t0 || s->counted == 0)
         return;
     rate_span span = {t0, now, f.bytes / (now - t0)};
     const int *r = &L->pool[s->off];
@@ -288,15 +375,14 @@ static void flow_end(htae_links *L, route_slot *s, double now)
         if (--a->active == 0)
             a->busy_s += now - a->since;
     }
-    if (L->counting && s->counted > 0)
+    if (L->counting)
         count_flow(L, s, now);
 }
 
 void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now)
 {
     assert(src != dst && bytes > 0.0);
-    route_slot *s = slot_of(L, src, dst);
-    flow_start(L, s, bytes, now, now + s->latency);
+    flow_start(L, slot_of(L, src, dst), bytes, now);
 }
 
 void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now)
@@ -308,25 +394,15 @@ void htae_links_ring(htae_links *L, sg_host_t *hosts, int n, const ring_set *rs,
                      int start, double now)
 {
     int edges = rs ? rs->n_edges : n;
-    double latency = 0.0; /* the parallel task's: the largest of its edges' routes */
-    for (int e = 0; L->counting && start && e < edges; e++) {
-        sg_host_t a = hosts[rs ? rs->src[e] : e], b = hosts[rs ? rs->dst[e] : (e + 1) % n];
-        if ((rs ? rs->share[e] * edge_bytes : edge_bytes) <= 0.0)
-            continue;
-        const route_slot *s = slot_of(L, a, b);
-        if (s->latency > latency)
-            latency = s->latency;
-    }
     for (int e = 0; e < edges; e++) {
         sg_host_t a = hosts[rs ? rs->src[e] : e], b = hosts[rs ? rs->dst[e] : (e + 1) % n];
         double bytes = rs ? rs->share[e] * edge_bytes : edge_bytes;
         if (bytes <= 0.0)
             continue;
-        assert(a != b);
         if (start)
-            flow_start(L, slot_of(L, a, b), bytes, now, now + latency);
+            htae_links_start(L, a, b, bytes, now);
         else
-            flow_end(L, slot_of(L, a, b), now);
+            htae_links_end(L, a, b, now);
     }
 }
 
@@ -437,5 +513,7 @@ void htae_links_free(htae_links *L)
     free(L->pool);
     free(L->selected);
     free(L->flows);
+    free(L->batches);
+    free(L->actors);
     free(L);
 }

@@ -21,16 +21,17 @@ htae_links *htae_links_create(void);
  * whichever GPUs it joins, adds to its counter. */
 void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts,
                       const unsigned char *ranks);
-/* A flow of `bytes` (> 0) from src to dst (distinct hosts) starts / ends at simulated `now`:
- * one two-host SimGrid parallel task, its bytes moving after its route's latency. Every start
- * is matched by one end with the same hosts, in the same actor; when one actor has several
- * flows open on one host pair they started together (they are alike to the counters). */
+/* A flow of `bytes` (> 0) from src to dst (distinct hosts) starts / ends at simulated `now`.
+ * Every start is matched by one end with the same hosts, in the same actor. For the counters,
+ * the flows one actor starts at one instant, none of its flows having ended since, are the
+ * edges of one SimGrid parallel task (htae_coll's run_pattern; a transfer alone): their bytes
+ * move after the largest latency among their routes, as ptask_L07 charges it; and the flows
+ * one actor has open on one host pair belong to one such task. */
 void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now);
 void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now);
 /* The flows of one ring phase start (start != 0) or end: the edges of `rs` over `hosts` with
  * rs->share[e] * edge_bytes each, or with rs NULL one ring in host order, edge_bytes per edge
- * (the edges and bytes rings_start puts in its matrix). Edges without bytes are skipped. The
- * edges are one parallel task: their bytes move after the largest latency of their routes. */
+ * (the edges and bytes rings_start puts in its matrix). Edges without bytes are skipped. */
 void htae_links_ring(htae_links *L, sg_host_t *hosts, int n, const ring_set *rs, double edge_bytes,
                      int start, double now);
 /* The links that carried bytes into out->links, busiest first (busy time, then bytes, then

@@ -1,8 +1,9 @@
 /* test_counters.c: the executor's link counters (htae_link_stat.rate) against values computed
  * by hand: off by default, a lone flow reads its link's bandwidth from when its bytes move
  * (after the route latency) to its end, flows overlapping with changing paces each add their
- * own average rate, a collective counts wire bytes at the link's rate, and listing GPUs counts
- * the links near them, with every flow that crosses those links. */
+ * own average rate, a collective counts wire bytes at the link's rate, a parallel task's edges
+ * all start after its worst route latency, and listing GPUs counts the links near them, with
+ * every flow that crosses those links. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -198,6 +199,42 @@ START_TEST(ring_counts_wire_bytes_at_the_link_rate)
 }
 END_TEST
 
+/* One parallel task whose edges have routes of different latency: an all-to-all-v over 2 x 2
+ * GPUs (sim_load_two_by_two: NVLink 100 GB/s, no latency; NICs 10 GB/s, those of local GPU 1
+ * 0.5 ms). Rank 0 sends 1 GB to rank 2 (its NIC: 100 ms at 10 GB/s, the bottleneck), 0.5 GB to
+ * rank 1 (NVLink, no latency), rank 3 sends 0.2 GB to rank 1 (two 0.5 ms NICs: 1 ms). SimGrid
+ * starts the task's bytes after its worst route latency, 1 ms, and every edge moves at the
+ * task's pace until 101 ms: the NVLink port reads 0.5e9 / 0.1 = 5 GB/s from 1 ms, not from 0
+ * (its own route has no latency), rank 0's NIC 10 GB/s, rank 3's 2 GB/s. */
+START_TEST(a_tasks_edges_start_after_its_worst_latency)
+{
+    cluster c;
+    sim_load_two_by_two(&c);
+    htae_graph *g = htae_graph_create(4);
+    int ranks[4] = {0, 1, 2, 3}, grp = htae_add_group(g, ranks, 4);
+    double m[16] = {0};
+    m[0 * 4 + 2] = 1 * GB;
+    m[0 * 4 + 1] = 0.5 * GB;
+    m[3 * 4 + 1] = 0.2 * GB;
+    uint32_t ids[4];
+    htae_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, htae_label(g, "a2av"), 0, ids);
+    htae_options o = sim_bare_options();
+    unsigned char all[4] = {1, 1, 1, 1};
+    o.counter_ranks = all;
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[ids[0]], 0.101, 1e-9);
+    const double nvl[][2] = {{0.001, 5e9}, {0.101, 0.0}}, nic0[][2] = {{0.001, 10e9}, {0.101, 0}},
+                 nic3[][2] = {{0.001, 2e9}, {0.101, 0.0}};
+    expect_counter(find_link(&r, "nvl0_0_UP"), 2, nvl, 1e-9);
+    expect_counter(find_link(&r, "nic0_0_UP"), 2, nic0, 1e-9);
+    expect_counter(find_link(&r, "nic1_1_UP"), 2, nic3, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* Two nodes of two GPUs, 10 GB/s NICs, a shared 1000 GB/s fabric (two-by-two-fabric.xml). 1 GB
  * from rank 0 to 2 and 1 GB from 1 to 3 at once, each at its NICs' 10 GB/s for 100 ms. Only
  * GPU 0 listed: the links of its transfer's route (nic0_0 UP, fabric UP, nic1_0 DOWN) are
@@ -244,6 +281,7 @@ int main(void)
     tcase_add_test(tc, latency_delays_the_counter);
     tcase_add_test(tc, counter_adds_each_flows_average_rate);
     tcase_add_test(tc, ring_counts_wire_bytes_at_the_link_rate);
+    tcase_add_test(tc, a_tasks_edges_start_after_its_worst_latency);
     tcase_add_test(tc, listed_gpus_count_the_links_near_them);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
