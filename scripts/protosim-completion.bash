@@ -4,7 +4,7 @@
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
 _protosim_commands="run cluster collective sweep merge help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
