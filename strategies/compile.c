@@ -529,6 +529,7 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     out->tp = cx->tp;
     out->pp = cx->pp;
     out->dp = cx->dp;
+    out->zero_shard = cx->shard;
     out->chunks = cx->v;
     out->micro_batches = cx->M;
     out->samples_per_iter = s->global_batch;
