@@ -53,8 +53,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             d->micro_batch);
     if (p->chunks > 1)
         fprintf(out, ", %d virtual stages", p->chunks);
-    fprintf(out, "; %s; recompute %s%s", precision_name(d->precision),
-            recompute_name(d->recompute), d->sequence_parallel ? "; sequence parallel" : "");
+    fprintf(out, "; %s; recompute %s%s", precision_name(d->precision), recompute_name(d->recompute),
+            d->sequence_parallel ? "; sequence parallel" : "");
     if (d->zero)
         fprintf(out, "; ZeRO-%d", d->zero);
     if (d->zero && p->zero_shard < p->dp)
