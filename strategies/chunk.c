@@ -131,12 +131,30 @@ static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
     return op->act_bytes;
 }
 
-/* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. */
+/* The chunk's FSDP units: one per layer index among its ops (embedding, layers, head), in
+ * forward order, with their (TP-sharded) parameters. */
+static void add_unit_params(chunk_template *ct, int layer, double params)
+{
+    if (ct->n_units == 0 || ct->unit_layer[ct->n_units - 1] != layer) {
+        ct->unit_layer =
+            xreallocarray(ct->unit_layer, (size_t)ct->n_units + 1, sizeof *ct->unit_layer);
+        ct->unit_params =
+            xreallocarray(ct->unit_params, (size_t)ct->n_units + 1, sizeof *ct->unit_params);
+        ct->unit_layer[ct->n_units] = layer;
+        ct->unit_params[ct->n_units++] = 0.0;
+    }
+    ct->unit_params[ct->n_units - 1] += params;
+}
+
+/* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. With
+ * cx->layer_cuts a segment also ends where the layer changes, so each can wait for its own
+ * parameters (ZeRO gathers); under FSDP the replay too (it runs inside each unit's backward). */
 static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
                           int replay, chunk_template *ct)
 {
     const workload_graph *wg = &cx->wg;
     segment_list *l = replay ? &ct->rec : &ct->fwd;
+    int cut_layers = replay ? cx->fsdp : cx->layer_cuts;
     pass_extent e = {0, -1, 0, 0};
     segment cur;
     memset(&cur, 0, sizeof cur);
@@ -149,12 +167,17 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         if (replay && (layer < 0 || layer >= wg->model.layers ||
                        strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
             continue;
+        if (cut_layers && cur.n_ops > 0 && cur.lo != op->layer) {
+            seg_push(l, cur);
+            memset(&cur, 0, sizeof cur);
+        }
         add_op(&cur, op, PASS_FWD, cx->s->precision, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
             ct->params += op->params;
             ct->act_bytes += saved_act_bytes(cx, op);
+            add_unit_params(ct, op->layer, op->params);
         }
         if (fwd_cut(cx, &wg->ops[i])) {
             cur.cut = 1;
@@ -174,7 +197,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
 {
     const workload_graph *wg = &cx->wg;
     const strategy *s = cx->s;
-    int per_layer = cx->dp > 1 && s->dp_overlap;
+    int per_layer = cx->dp > 1 && (s->dp_overlap || cx->fsdp);
     pass_extent e = {0, -1, 0, 0};
     segment cur;
     memset(&cur, 0, sizeof cur);
@@ -263,6 +286,8 @@ void chunk_template_free(chunk_template *ct)
     free(ct->bucket_bytes);
     free(ct->bucket_lo);
     free(ct->fwd_bucket);
+    free(ct->unit_layer);
+    free(ct->unit_params);
 }
 
 static int same_segments(const segment_list *a, const segment_list *b)
@@ -282,8 +307,11 @@ int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
 {
     if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
         !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
-        a->params != b->params || a->act_bytes != b->act_bytes)
+        a->params != b->params || a->act_bytes != b->act_bytes || a->n_units != b->n_units)
         return 0;
+    for (int i = 0; i < a->n_units; i++)
+        if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i])
+            return 0;
     for (int i = 0; i < a->n_buckets; i++)
         if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i])
             return 0;

@@ -151,11 +151,22 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->dp, 1, INT_MAX, {0}},
         {"zero", YFIELD_INT, &s->zero, 0, 3, {0}},
+        {"shard_degree", YFIELD_INT, &s->shard_degree, 1, INT_MAX, {0}},
         {"bucket_mb", YFIELD_POSITIVE, &s->bucket_mb, 0, 0, {0}},
         {"overlap_param_gather", YFIELD_BOOL, &s->overlap_param_gather, 0, 0, {0}},
         {"overlap", YFIELD_BOOL, &s->dp_overlap, 0, 0, {0}},
     };
-    return load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc);
+    if (load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc))
+        return c->err->code;
+    /* where the ZeRO rules of strategy_validate point */
+    const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather"};
+    src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc};
+    for (int i = 0; i < COUNT(keys); i++) {
+        yaml_node_t *v = yread_map_get(c, n, keys[i]);
+        if (v)
+            *locs[i] = yread_loc(v);
+    }
+    return 0;
 }
 
 /* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */
@@ -414,6 +425,54 @@ static int validate_schedule(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* The loaded location of a data key, or the data section's when the key was not written. */
+static src_loc data_loc(const strategy *s, src_loc l)
+{
+    return l.line ? l : s->dp_loc;
+}
+
+/* ZeRO's rules: the stage, the shard degree (HSDP), and what each stage is modelled with. */
+static int validate_zero(const strategy *s, ps_error *err)
+{
+    src_loc z = data_loc(s, s->zero_loc), sh = data_loc(s, s->shard_loc);
+    src_loc g = data_loc(s, s->gather_loc), o = data_loc(s, s->dp_overlap_loc);
+    if (s->zero < 0 || s->zero > 3)
+        return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
+                            "must be between 0 and 3, got %d", s->zero);
+    if (s->shard_degree < 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
+                            "strategy.data.shard_degree", "must be >= 1, got %d", s->shard_degree);
+    if (s->shard_degree > 0 && s->zero == 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
+                            "strategy.data.shard_degree",
+                            "shard_degree shards ZeRO state over groups of ranks: it needs zero 1, "
+                            "2 or 3 (zero is 0)");
+    if (s->shard_degree > 0 && s->dp % s->shard_degree)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, sh.line, sh.column, "strategy.data.shard_degree",
+            "shard degree %d does not divide the data-parallel degree %d", s->shard_degree, s->dp);
+    if (s->zero >= 2 && s->pp > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
+                            "zero %d with a pipeline (degree %d) is not modelled: DeepSpeed's "
+                            "pipeline engine takes ZeRO 1 only, and PyTorch's pipelining keeps "
+                            "FSDP parameters and gradients unsharded across micro-batches",
+                            s->zero, s->pp);
+    if (s->overlap_param_gather && s->zero != 1 && s->zero != 2)
+        return ps_error_set(err, PS_EINPUT, s->file, g.line, g.column,
+                            "strategy.data.overlap_param_gather",
+                            "overlap_param_gather gathers the parameters ZeRO 1 and 2 update "
+                            "after the optimizer step; with zero %d %s",
+                            s->zero,
+                            s->zero == 0 ? "nothing is gathered"
+                                         : "each unit's parameters are gathered before its "
+                                           "forward and backward anyway");
+    if (s->zero == 3 && !s->dp_overlap)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, "strategy.data.overlap",
+                            "zero 3 without overlap is not modelled: FSDP reduce-scatters each "
+                            "unit's gradients as soon as its backward ends");
+    return 0;
+}
+
 /* Rules that need the model: heads by TP, layers by PP x virtual stages. */
 static int validate_model_split(const strategy *s, ps_error *err)
 {
@@ -469,9 +528,8 @@ int strategy_validate(const strategy *s, ps_error *err)
                             "degrees, micro batch and virtual stages must be >= 1");
     if (validate_schedule(s, err))
         return err->code;
-    if (s->zero < 0 || s->zero > 3)
-        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
-                            "strategy.data.zero", "must be between 0 and 3, got %d", s->zero);
+    if (validate_zero(s, err))
+        return err->code;
     if (!(s->bucket_mb > 0))
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
@@ -593,6 +651,11 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;
     out->precision = s->precision;
+}
+
+int strategy_shard_degree(const strategy *s)
+{
+    return s->shard_degree > 0 ? s->shard_degree : s->dp;
 }
 
 int strategy_micro_batches(const strategy *s)
