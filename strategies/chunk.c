@@ -119,6 +119,14 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
         l->seg[i].label = label;
 }
 
+/* Parameters an op adds to its chunk. A tied LM head shares the word embedding: with one
+ * pipeline stage both are on it and held once; with more, the last stage holds its own copy
+ * (Megatron's word_embeddings_for_head), so the op's tied part counts there. */
+static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
+{
+    return op->params - (cx->pp == 1 ? op->tied_params : 0.0);
+}
+
 /* Saved activations of an op's forward, after recompute savings. */
 static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
 {
@@ -153,7 +161,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
-            ct->params += op->params;
+            ct->params += chunk_op_params(cx, op);
             ct->act_bytes += saved_act_bytes(cx, op);
         }
         if (fwd_cut(cx, &wg->ops[i])) {
@@ -191,7 +199,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
             add_op(&cur, op, PASS_FWD, s->precision, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
-        cur.params += op->params;
+        cur.params += chunk_op_params(cx, op);
         last = op;
         if (bwd_cut(cx, &wg->ops[i])) {
             cur.cut = 1;

@@ -414,7 +414,10 @@ static int validate_schedule(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* Rules that need the model: heads by TP, layers by PP x virtual stages. */
+/* Rules that need the model: heads and K/V heads by TP, layers by PP x virtual stages. K/V
+ * heads split over TP ranks when there are at least as many (Megatron-Core), so TP must
+ * divide them; with fewer, each rank holds the K/V head its query heads use, which needs a
+ * whole number of ranks per K/V head. */
 static int validate_model_split(const strategy *s, ps_error *err)
 {
     const workload_model *m = &s->model;
@@ -422,6 +425,18 @@ static int validate_model_split(const strategy *s, ps_error *err)
         return ps_error_set(
             err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
             "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
+    if (m->kv_heads >= s->tp && m->kv_heads % s->tp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d does not divide the model's %d K/V heads "
+                            "(kv_heads)",
+                            s->tp, m->kv_heads);
+    if (m->kv_heads < s->tp && s->tp % m->kv_heads)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d is not a multiple of the model's %d K/V heads "
+                            "(kv_heads): a rank's query heads would need two K/V heads",
+                            s->tp, m->kv_heads);
     if (m->layers % (s->pp * s->virtual_stages) == 0)
         return 0;
     if (s->virtual_stages > 1)

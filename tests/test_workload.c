@@ -78,10 +78,15 @@ START_TEST(gpt3_175b_params)
     ps_error err = {0};
     ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
     double L = 96, h = 12288, V = 51200, s = 2048;
-    /* per layer: 12h^2 weights + 13h biases and layernorms; word + position embeddings,
-     * final layernorm, and the (untied) LM head counted on its own */
-    double hand = 12 * L * h * h + 13 * L * h + V * h + s * h + 2 * h + V * h;
+    /* per layer: 12h^2 weights + 13h biases and layernorms; word + position embeddings and
+     * the final layernorm; the LM head is tied to the word embedding (GPT's default), so its
+     * V x h weight is counted once */
+    double hand = 12 * L * h * h + 13 * L * h + V * h + s * h + 2 * h;
     ck_assert_double_eq_tol(g.total_params, hand, 1.0);
+    ck_assert_int_eq(m.tied_embeddings, 1);
+    const workload_op *head = find_op(&g, "lm_head");
+    ck_assert_double_eq(head->params, V * h);
+    ck_assert_double_eq(head->tied_params, V * h);
     ck_assert_msg(fabs(g.total_params / 174.6e9 - 1) < 0.01, "params %.4g", g.total_params);
 
     /* training FLOPs per token ~ 6 x params + attention (Narayanan et al. 2021 eq. 3) */
@@ -436,7 +441,8 @@ END_TEST
  * (4 batches) keeps the fused kernel. Flash attention and fp32 never take this path. */
 START_TEST(megatron_softmax_falls_back_for_odd_batches)
 {
-    workload_model m = {"t", FAMILY_GPT, 2, 1024, 16, 1024, 51200, 4096, 0, 0, ACT_GELU};
+    workload_model m;
+    workload_model_init(&m, FAMILY_GPT, 2, 1024, 16, 1024, 51200);
     ps_error err = {0};
     for (int b = 1; b <= 2; b++) {
         workload_graph g;
