@@ -147,6 +147,22 @@ START_TEST(memory_of_single_gpu_states)
 }
 END_TEST
 
+/* A tied LM head (GPT's default) shares the word embedding: on one stage the weight is held
+ * once (memory_of_single_gpu_states), with two stages the last one holds its own copy of the
+ * V x h table, as Megatron's word_embeddings_for_head. Layers of 12h^2 + 13h parameters. */
+START_TEST(tied_lm_head_copy_on_the_last_stage)
+{
+    fixture f;
+    setup(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", 0);
+    double h = 1024, V = 8192, s = 512, layer = 12 * h * h + 13 * h;
+    double first = V * h + s * h + 2 * layer, last = 2 * layer + 2 * h + V * h;
+    ck_close(f.p.params_total, first + last - V * h, 1e-12);
+    for (int r = 0; r < f.p.gpus; r++)
+        ck_close(f.p.memory[r].weights, 2 * (f.p.stage_of_rank[r] == 0 ? first : last), 1e-12);
+    teardown(&f);
+}
+END_TEST
+
 START_TEST(dp_overlap_hides_small_allreduce)
 {
     fixture f;
@@ -449,6 +465,7 @@ static Suite *compile_suite(void)
     tcase_add_test(tc, single_gpu_iteration_is_sum_of_op_times);
     tcase_add_test(tc, full_recompute_adds_one_forward_of_the_layers);
     tcase_add_test(tc, memory_of_single_gpu_states);
+    tcase_add_test(tc, tied_lm_head_copy_on_the_last_stage);
     tcase_add_test(tc, memory_22b_tp8_no_recompute);
     tcase_add_test(tc, memory_22b_tp8_sp_selective);
     tcase_add_test(tc, memory_175b_tp8_pp8_no_recompute);

@@ -207,7 +207,8 @@ START_TEST(bundled_models_build)
 {
     static const char *const names[] = {"gpt2-large", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b",
                                         "gpt3-13b",   "gpt3-175b", "bert-large"};
-    /* published sizes; ours count the LM head apart from the embedding, so allow +10% */
+    /* published sizes (the LM heads are tied: counted once); within 3% (the papers round, and
+     * our GPT-3 files take Megatron's vocab 51200) */
     static const double published[] = {774e6, 1.3e9, 2.7e9, 6.7e9, 13e9, 175e9, 340e6};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         workload_model m = load_ok(names[i]);
@@ -215,7 +216,7 @@ START_TEST(bundled_models_build)
         ps_error err = {0};
         ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
         double r = g.total_params / published[i];
-        ck_assert_msg(r > 0.95 && r < 1.10, "%s: %.4g params", names[i], g.total_params);
+        ck_assert_msg(r > 0.97 && r < 1.03, "%s: %.4g params", names[i], g.total_params);
         workload_graph_free(&g);
     }
     workload_model bert = load_ok("bert-large");
