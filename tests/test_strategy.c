@@ -54,6 +54,9 @@ static const example_case examples[] = {
      PREC_BF16},
     {"bert-large-dp8.yaml", 1, 1, 8, 256, 32, 8, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_FP16},
     {"inline-gpt-small-tp2-dp2.yaml", 2, 1, 2, 32, 4, 4, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_BF16},
+    {"llama3-8b-dgx-h100-tp8.yaml", 8, 1, 1, 16, 1, 8, 1, SCHED_1F1B, RECOMPUTE_SELECTIVE,
+     PREC_BF16},
+    {"mpt-7b-dgx-h100-dp8.yaml", 1, 1, 8, 256, 8, 8, 0, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
 };
 
 START_TEST(test_example_loads)
