@@ -17,10 +17,12 @@ static void seg_push(segment_list *l, segment sg)
 }
 
 /* The op's kernels, launched one after another, each run once launched and the GPU free. A
- * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever. */
-static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
+ * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever.
+ * Under `precision: fp8` the layers' GEMMs are costed as FP8 GEMMs, the rest at `prec`. */
+static void add_op(segment *sg, const workload_op *op, op_pass pass, const strategy *s,
                    const device_spec *dev, double slowdown)
 {
+    precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
     if (sg->n_ops++ == 0 || op->layer < sg->lo)
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
@@ -157,7 +159,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         if (replay && (layer < 0 || layer >= wg->model.layers ||
                        strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
             continue;
-        add_op(&cur, op, PASS_FWD, cx->s->precision, dev, slowdown);
+        add_op(&cur, op, PASS_FWD, cx->s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
@@ -195,9 +197,9 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
-        add_op(&cur, op, PASS_BWD, s->precision, dev, slowdown);
+        add_op(&cur, op, PASS_BWD, s, dev, slowdown);
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
-            add_op(&cur, op, PASS_FWD, s->precision, dev, slowdown);
+            add_op(&cur, op, PASS_FWD, s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);
         last = op;

@@ -354,7 +354,8 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
     if ((v = yread_map_get(c, root, "precision"))) {
         if (yread_enum(c, v, "precision", precision_names, &i))
             return c->err->code;
-        s->precision = (precision_t)i;
+        strategy_set_precision(s, (precision_t)i);
+        s->precision_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "optimizer"))) {
         if (yread_enum(c, v, "optimizer", optimizer_names, &i))
@@ -607,7 +608,30 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->recompute = s->recompute;
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;
-    out->precision = s->precision;
+    out->precision = strategy_precision(s);
+}
+
+void strategy_set_precision(strategy *s, precision_t p)
+{
+    s->fp8 = p == PREC_FP8;
+    s->precision = s->fp8 ? PREC_BF16 : p;
+}
+
+precision_t strategy_precision(const strategy *s)
+{
+    return s->fp8 ? PREC_FP8 : s->precision;
+}
+
+int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
+{
+    for (int r = 0; s->fp8 && r < c->n_gpus; r++)
+        if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
+            return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,
+                                s->precision_loc.column, "precision",
+                                "precision fp8 needs FP8 tensor cores, but GPU %d is a %s (no "
+                                "fp8_tflops in topology/devices/devices.yaml)",
+                                r, c->device[r]->name);
+    return 0;
 }
 
 int strategy_micro_batches(const strategy *s)

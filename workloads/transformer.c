@@ -272,6 +272,7 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     double qd = bd->a * bd->d, kd = bd->kv * bd->d;
     char nm[48];
     workload_op *op;
+    int first = bd->g->n_ops;
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
     /* Q, K and V in one column-parallel GEMM (Megatron's linear_qkv) */
@@ -297,6 +298,8 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc2"), l, SPLIT_ROW, t, h, f, 1);
     op->act_bytes = t * f * e;
     add_dropout_add(bd, l, "mlp", t, h);
+    for (int i = first; i < bd->g->n_ops; i++)
+        bd->g->ops[i].fp8_gemm = bd->g->ops[i].kind == OP_GEMM;
 }
 
 /* Word (+ learned position, + token type for BERT) lookup, add, dropout: the passes the model

@@ -93,7 +93,9 @@ typedef struct workload_op {
     int megatron_softmax; /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
                                to PyTorch ops for shapes its kernel refuses (checked when
                                sharding): 1 causal mask, 2 padding mask, 0 not used */
-    double tied_params;   /* part of params shared with another op (an LM head tied to the
+    int fp8_gemm;       /* a linear layer of a transformer layer: an FP8 GEMM under `precision: fp8`
+                     (Transformer Engine's fp8_autocast covers the layers, not the LM head) */
+    double tied_params; /* part of params shared with another op (an LM head tied to the
                              word embedding): counted once in the model's total; a pipeline
                              stage without that op holds its own copy (Megatron) */
     /* The part of the op that belongs to the K/V heads (grouped-query attention), included in
