@@ -628,8 +628,8 @@ int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
         if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
             return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,
                                 s->precision_loc.column, "precision",
-                                "precision fp8 needs FP8 tensor cores, but GPU %d is a %s (no "
-                                "fp8_tflops in topology/devices/devices.yaml)",
+                                "precision fp8 needs FP8 tensor cores, which GPU %d (%s) lacks "
+                                "(no fp8_tflops in topology/devices/devices.yaml)",
                                 r, c->device[r]->name);
     return 0;
 }
