@@ -432,7 +432,7 @@ static int validate_model_split(const strategy *s, ps_error *err)
                             "tensor degree %d does not divide the model's %d K/V heads "
                             "(kv_heads)",
                             s->tp, m->kv_heads);
-    if (m->kv_heads < s->tp && s->tp % m->kv_heads)
+    if (m->kv_heads > 0 && m->kv_heads < s->tp && s->tp % m->kv_heads)
         return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
                             "strategy.tensor.degree",
                             "tensor degree %d is not a multiple of the model's %d K/V heads "
