@@ -17,10 +17,12 @@ static void seg_push(segment_list *l, segment sg)
 }
 
 /* The op's kernels, launched one after another, each run once launched and the GPU free. A
- * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever. */
-static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
+ * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever.
+ * Under `precision: fp8` the layers' GEMMs are costed as FP8 GEMMs, the rest at `prec`. */
+static void add_op(segment *sg, const workload_op *op, op_pass pass, const strategy *s,
                    const device_spec *dev, double slowdown)
 {
+    precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
     if (sg->n_ops++ == 0 || op->layer < sg->lo)
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
@@ -119,6 +121,14 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
         l->seg[i].label = label;
 }
 
+/* Parameters an op adds to its chunk. A tied LM head shares the word embedding: with one
+ * pipeline stage both are on it and held once; with more, the last stage holds its own copy
+ * (Megatron's word_embeddings_for_head), so the op's tied part counts there. */
+static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
+{
+    return op->params - (cx->pp == 1 ? op->tied_params : 0.0);
+}
+
 /* Saved activations of an op's forward, after recompute savings. */
 static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
 {
@@ -171,11 +181,11 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
             seg_push(l, cur);
             memset(&cur, 0, sizeof cur);
         }
-        add_op(&cur, op, PASS_FWD, cx->s->precision, dev, slowdown);
+        add_op(&cur, op, PASS_FWD, cx->s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
-            ct->params += op->params;
+            ct->params += chunk_op_params(cx, op);
             ct->act_bytes += saved_act_bytes(cx, op);
             add_unit_params(ct, op->layer, op->params);
         }
@@ -210,11 +220,11 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
-        add_op(&cur, op, PASS_BWD, s->precision, dev, slowdown);
+        add_op(&cur, op, PASS_BWD, s, dev, slowdown);
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
-            add_op(&cur, op, PASS_FWD, s->precision, dev, slowdown);
+            add_op(&cur, op, PASS_FWD, s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
-        cur.params += op->params;
+        cur.params += chunk_op_params(cx, op);
         last = op;
         if (bwd_cut(cx, &wg->ops[i])) {
             cur.cut = 1;

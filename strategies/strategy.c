@@ -365,7 +365,8 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
     if ((v = yread_map_get(c, root, "precision"))) {
         if (yread_enum(c, v, "precision", precision_names, &i))
             return c->err->code;
-        s->precision = (precision_t)i;
+        strategy_set_precision(s, (precision_t)i);
+        s->precision_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "optimizer"))) {
         if (yread_enum(c, v, "optimizer", optimizer_names, &i))
@@ -473,7 +474,10 @@ static int validate_zero(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* Rules that need the model: heads by TP, layers by PP x virtual stages. */
+/* Rules that need the model: heads and K/V heads by TP, layers by PP x virtual stages. K/V
+ * heads split over TP ranks when there are at least as many (Megatron-Core), so TP must
+ * divide them; with fewer, each rank holds the K/V head its query heads use, which needs a
+ * whole number of ranks per K/V head. */
 static int validate_model_split(const strategy *s, ps_error *err)
 {
     const workload_model *m = &s->model;
@@ -481,6 +485,18 @@ static int validate_model_split(const strategy *s, ps_error *err)
         return ps_error_set(
             err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
             "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
+    if (m->kv_heads >= s->tp && m->kv_heads % s->tp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d does not divide the model's %d K/V heads "
+                            "(kv_heads)",
+                            s->tp, m->kv_heads);
+    if (m->kv_heads > 0 && m->kv_heads < s->tp && s->tp % m->kv_heads)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d is not a multiple of the model's %d K/V heads "
+                            "(kv_heads): a rank's query heads would need two K/V heads",
+                            s->tp, m->kv_heads);
     if (m->layers % (s->pp * s->virtual_stages) == 0)
         return 0;
     if (s->virtual_stages > 1)
@@ -650,7 +666,30 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->recompute = s->recompute;
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;
-    out->precision = s->precision;
+    out->precision = strategy_precision(s);
+}
+
+void strategy_set_precision(strategy *s, precision_t p)
+{
+    s->fp8 = p == PREC_FP8;
+    s->precision = s->fp8 ? PREC_BF16 : p;
+}
+
+precision_t strategy_precision(const strategy *s)
+{
+    return s->fp8 ? PREC_FP8 : s->precision;
+}
+
+int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
+{
+    for (int r = 0; s->fp8 && r < c->n_gpus; r++)
+        if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
+            return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,
+                                s->precision_loc.column, "precision",
+                                "precision fp8 needs FP8 tensor cores, which GPU %d (%s) lacks "
+                                "(no fp8_tflops in topology/devices/devices.yaml)",
+                                r, c->device[r]->name);
+    return 0;
 }
 
 int strategy_shard_degree(const strategy *s)

@@ -4,6 +4,7 @@
 #define PROTOSIM_STRATEGY_H
 
 #include "../sim/base/error.h"
+#include "../topology/cluster.h"
 #include "../workloads/workload.h"
 
 typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
@@ -35,7 +36,10 @@ typedef struct strategy {
 
     int global_batch, micro_batch;
     src_loc batch_loc;
-    precision_t precision;
+    precision_t precision; /* of weights, activations, gradients, optimizer and communication;
+                              bf16 under `precision: fp8` (strategy_set_precision) */
+    int fp8;               /* `precision: fp8`: the transformer layers' GEMMs run in FP8 */
+    src_loc precision_loc;
     optimizer_kind optimizer;
 
     int tp; /* tensor.degree */
@@ -106,6 +110,14 @@ void strategy_clone(const strategy *src, strategy *dst);
 
 /* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
+/* Check the plan against the cluster's GPUs: an fp8 plan needs FP8 tensor cores on every GPU
+ * (an error at the strategy's `precision`, naming the GPU and its model). */
+int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err);
+
+/* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer
+ * Engine's fp8_autocast): precision bf16 and the fp8 flag. strategy_precision reads it back. */
+void strategy_set_precision(strategy *s, precision_t p);
+precision_t strategy_precision(const strategy *s);
 
 /* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
