@@ -4,9 +4,10 @@
  * Shape (every link SPLITDUPLEX: each direction has the full bandwidth):
  *
  *   <zone id="cluster" routing="DijkstraCache">    (Full when there is one unit)
+ *     <zone id="links" routing="None">             every link: the nodes' n0<id>, the uplinks
  *     <zone id="leaf0" routing="DijkstraCache">    a unit: one leaf switch (fat tree), or one
  *       hosts n0g0.. (props gpu, rank, node)       scalable unit "su0" of a rail fabric
- *       the nodes' links n0<id>, leaf router(s), uplinks
+ *       leaf router(s)
  *       <route> GPU -> leaf: the GPU's route out of its node (gpu_nic), symmetrical
  *       <bypassRoute> GPU -> GPU of the same node: the model's gpu_gpu route
  *     <zone id="spine" routing="Full"> <router id="spine_sw"/>
@@ -17,8 +18,8 @@
  * GPU j's through rail j to the same destination node; and a Full top zone needs one zoneRoute
  * per node pair (2,048 DGX H100 nodes wrote 415 MB and took 39 s to load). Here the GPUs of a
  * unit sit directly in a graph zone: DijkstraCache computes a source's shortest paths once (about
- * 0.1-0.2 ms for a 32-node rail unit of 266 vertices) and keeps them (8 bytes per vertex of the
- * unit per source), so later queries walk the cached tree (1-2 us). Routes inside a node are
+ * 0.1-0.4 ms for a 32-node rail unit of 266 vertices) and keeps them (8 bytes per vertex of the
+ * unit per source), so later queries walk the cached tree (1-6 us). Routes inside a node are
  * bypass routes (a map lookup; checked before the graph), so the graph holds no GPU-GPU edge and
  * cannot send inter-node traffic through a neighbour's NVLink on its own. Above the units, a
  * DijkstraCache zone over the units and a spine zone: 2 edges per unit. The file grows linearly
@@ -52,9 +53,11 @@
  *   Without such a relay, the traffic leaves on its own rail, goes up to the spine and down the
  *   destination's rail (railup UP, railup DOWN: what a rail fabric does without PXN).
  * - Across units: out on the source GPU's own rail, through the spine, in on the destination's
- *   rail: both rails' uplinks. The spine joins every leaf, so no PXN is needed to cross it; NCCL
- *   would still move the data to the destination's rail first, which loads the other rail's
- *   uplink of the source unit: the only difference (same NICs, same bandwidth).
+ *   rail: both rails' uplinks. The spine joins every leaf, so the network needs no PXN there.
+ *   NCCL's PXN would still move the data to the GPU on the destination's rail first and send it
+ *   through that GPU's NIC and rail uplink; here the source GPU's own NIC and rail uplink carry
+ *   it (approximation: the route to another unit is chosen per zone pair, not per GPU; the
+ *   bandwidths are the same on a uniform fabric, the NVLink hop's latency is missing).
  * - SimGrid forbids routes without links: the hop from a unit to the spine is charged on its
  *   spine port suU_spine (the sum of its rails' uplinks, so it never binds), and so is the
  *   turn from the spine back into the same unit of cross-rail traffic without PXN.
@@ -438,6 +441,19 @@ static void write_header(FILE *out, const fabric *f, const int *group_nodes, int
             strncmp(models[0]->kind, "hwloc:", 6) ? "generate.c" : "hwloc_import.c");
 }
 
+/* Invariants of a node model the writer relies on (node_model.h). */
+static void assert_model(const node_model *m)
+{
+    assert(m->gpus >= 1 && m->nics >= 1);
+    for (int g = 0; g < m->gpus; g++) {
+        assert(m->gpu_nic[g].n >= 1 && m->gpu_nic[g].n <= NODE_MAX_HOPS);
+        assert(m->nic_of_gpu[g] >= 0);
+        for (int h = 0; h < m->gpus; h++)
+            assert(g == h || m->gpu_gpu[g * m->gpus + h].n >= 1);
+    }
+    (void)m;
+}
+
 /* The fabric's options and layout; 0, or a PS_EINPUT error naming the option. */
 static int fabric_init(fabric *f, const node_model *const *models, const int *group_nodes, int n,
                        const cluster_gen_opts *opts, ps_error *err)
@@ -460,6 +476,7 @@ static int fabric_init(fabric *f, const node_model *const *models, const int *gr
     f->n_models = n;
     int max_nics = 1;
     for (int i = 0; i < n; i++) {
+        assert_model(models[i]);
         f->nodes += group_nodes[i];
         max_nics = models[i]->nics > max_nics ? models[i]->nics : max_nics;
         for (int g = 0; g < models[i]->gpus; g++)
