@@ -16,7 +16,7 @@
 
 typedef struct {
     const char *name;
-    const char *options[12]; /* NULL-terminated */
+    const char *options[16]; /* NULL-terminated */
 } command_help;
 
 static const command_help commands[] = {
@@ -29,7 +29,7 @@ static const command_help commands[] = {
     {"merge", {"SHARD.json", "--top", "--csv", "--json", "--plot", "--help", NULL}},
     {"cluster",
      {"KIND", "--nodes", "-o FILE", "--nics", "--nic-gbps", "--gpus-per-node", "--oversubscription",
-      "dgx-a100", "--from-hwloc", "--gpu", NULL}},
+      "--fabric", "--nodes-per-leaf", "dgx-a100", "--from-hwloc", "--gpu", NULL}},
     {"collective", {"--cluster", "--gpus", "--sizes", "--op", "--csv", "allreduce", NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -132,6 +132,14 @@ START_TEST(option_usage_errors)
         {{"cluster", "dgx-a100", "--nodes", "x", NULL}, "bad number 'x'"},
         {{"cluster", "dgx-a100", "--nic-gbps", "1e", NULL}, "bad number '1e'"},
         {{"cluster", "dgx-a100", NULL}, "cluster needs --nodes N (N >= 1)"},
+        {{"cluster", "dgx-a100", "--nodes", "2", "--fabric", "torus", NULL},
+         "--fabric: bad fabric 'torus' (expected fat-tree or rail)"},
+        {{"cluster", "dgx-a100", "--nodes", "2", "--nodes-per-leaf", "0", NULL},
+         "--nodes-per-leaf: bad number '0' (expected an integer >= 1)"},
+        {{"cluster", "dgx-a100", "--nodes", "2", "--oversubscription", "0.5", NULL},
+         "--oversubscription: bad number '0.5' (expected a decimal number >= 1)"},
+        {{"cluster", "dgx-a100", "--nodes", "2", "--oversubscription", "0", NULL},
+         "--oversubscription: bad number '0' (expected a decimal number >= 1)"},
         {{"cluster", "--nodes", "1", NULL}, "cluster needs a KIND (or --from-hwloc FILE)"},
         {{"cluster", "dgx-a100", "--nodes", "1", "--gpu", "L4", NULL},
          "--gpu applies to --from-hwloc only"},

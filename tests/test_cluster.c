@@ -223,7 +223,7 @@ START_TEST(generated_oversubscribed_fabric)
                           .nics_per_node = 2,
                           .nic_gbps = 400,
                           .oversubscription = 4,
-                          .nodes_per_leaf = 1};
+                          .nodes_per_leaf = 2};
     generate_to("dgx-a100", &o, path, sizeof path);
     cluster c;
     load_ok(path, &c);
@@ -231,8 +231,11 @@ START_TEST(generated_oversubscribed_fabric)
     ck_assert_int_eq(c.n_gpus, 24);
     ck_assert_int_eq(c.n_nodes, 3);
     ck_assert_int_eq(c.node_of_rank[23], 2);
-    /* One node per leaf: 2 NDR NICs = 100 GB/s per node, / 4 = 25 GB/s up each leaf; a NIC
-     * (50 GB/s) is shared by four GPUs. */
+    /* 2 NDR NICs = 100 GB/s per node, a NIC (50 GB/s) shared by four GPUs. Nodes 0 and 1 share
+     * a leaf (the NIC binds); node 2 is alone on the second leaf, whose uplink is 100 / 4 = 25
+     * GB/s (the first leaf's: 2 x 100 / 4 = 50 GB/s). */
+    ck_assert_double_eq_tol(
+        sg_host_get_route_bandwidth(sg_host_by_name("n0g0"), sg_host_by_name("n1g7")), 50e9, 1);
     ck_assert_double_eq_tol(
         sg_host_get_route_bandwidth(sg_host_by_name("n0g0"), sg_host_by_name("n2g7")), 25e9, 1);
     cluster_free(&c);

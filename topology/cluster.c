@@ -1,5 +1,5 @@
 /* cluster.c: loading a cluster: start SimGrid on the platform, find the GPUs, order them into
- * ranks, attach device specs, and group them into nodes by netzone. */
+ * ranks, attach device specs, and group them into nodes (by `node` property, else netzone). */
 #include "cluster.h"
 
 #include <assert.h>
@@ -140,26 +140,50 @@ static int unknown_device(const char *path, const char *host, const char *gpu,
                         "GPU host '%s': unknown device '%s' (known: %s)", host, gpu, known);
 }
 
-/* Node of each rank: the netzone holding the host, numbered densely in rank order. */
+/* The node name of rank r's GPU into *out: its `node` property when with_node (the number of
+ * GPUs that have one) is not 0, else the netzone holding it. 0, or an error. */
+static int node_name(const char *path, const cluster *c, int r, int with_node, const char **out,
+                     ps_error *err)
+{
+    const char *name = c->host_names[r];
+    *out = with_node ? sg_host_get_property_value(sg_host_by_name(name), "node")
+                     : cluster_platform_host_zone(name);
+    if (!*out && with_node)
+        return ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "node",
+                            "GPU host '%s' has no node property, but %d other GPUs have one "
+                            "(give every GPU a node, or none)",
+                            name, with_node);
+    if (!*out)
+        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "host '%s' has no netzone", name);
+    return 0;
+}
+
+/* Node of each rank, numbered densely in rank order: by the `node` property if any GPU has one
+ * (then every GPU must), else by the netzone holding the host. Ranks are usually node-major, so
+ * the last node seen is tried first. */
 static int assign_nodes(const char *path, cluster *c, ps_error *err)
 {
-    const char **zones = xcalloc((size_t)c->n_gpus, sizeof *zones);
+    int with_node = 0;
+    for (int r = 0; r < c->n_gpus; r++)
+        with_node += sg_host_get_property_value(sg_host_by_name(c->host_names[r]), "node") != NULL;
+    const char **names = xcalloc((size_t)c->n_gpus, sizeof *names);
     c->n_nodes = 0;
     for (int r = 0; r < c->n_gpus; r++) {
-        const char *z = cluster_platform_host_zone(c->host_names[r]);
-        if (!z) {
-            free(zones);
-            return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "host '%s' has no netzone",
-                                c->host_names[r]);
+        const char *z;
+        int rc = node_name(path, c, r, with_node, &z, err);
+        if (rc) {
+            free(names);
+            return rc;
         }
-        int k = 0;
-        while (k < c->n_nodes && strcmp(zones[k], z))
-            k++;
+        int k = c->n_nodes - 1;
+        if (k < 0 || strcmp(names[k], z))
+            for (k = 0; k < c->n_nodes && strcmp(names[k], z);)
+                k++;
         if (k == c->n_nodes)
-            zones[c->n_nodes++] = z;
+            names[c->n_nodes++] = z;
         c->node_of_rank[r] = k;
     }
-    free(zones);
+    free(names);
     return 0;
 }
 

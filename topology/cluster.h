@@ -41,7 +41,10 @@ typedef struct cluster {
     char file[512];
     int n_gpus;
     char **host_names; /* [n_gpus], rank order */
-    int *node_of_rank; /* [n_gpus], index of the netzone (node) holding the GPU */
+    /* [n_gpus]: the GPU's node, numbered densely in rank order: nodes are told apart by the
+     * host property `node` when every GPU has one (generated platforms), else by the netzone
+     * directly holding the GPU (hand-written platforms). */
+    int *node_of_rank;
     int n_nodes;
     const device_spec **device; /* [n_gpus], points into `devices` */
     /* [n_gpus]: factor on the GPU's kernel times, from the host property
@@ -55,7 +58,8 @@ typedef struct cluster {
 /* Load the platform into the engine cluster_engine_start started (below; loading before is a
  * PS_EINTERNAL error). One per process: SimGrid cannot be reset. GPUs are the hosts with a `gpu`
  * property; ranks follow the `rank` property if every GPU has one, else natural name order.
- * Malformed XML, unknown GPU names, duplicate or gapped ranks are PS_EINPUT errors.
+ * Malformed XML, unknown GPU names, duplicate or gapped ranks, and a `node` property on some GPUs
+ * but not all are PS_EINPUT errors.
  * data_dir locates topology/devices/devices.yaml. */
 int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err);
 void cluster_free(cluster *c);
@@ -83,6 +87,17 @@ int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line
  * lives as long as the engine. */
 const char *cluster_platform_host_zone(const char *name);
 
+/* The network joining the nodes (platform_write.c's header comment has the model):
+ * - CLUSTER_FABRIC_FAT_TREE: all NICs of a node on one leaf switch, nodes_per_leaf nodes per leaf,
+ *   the leaves joined by a non-blocking spine through uplinks of 1/oversubscription of what
+ *   their nodes' NICs carry;
+ * - CLUSTER_FABRIC_RAIL: rail-optimized (DGX SuperPOD): in each scalable unit of nodes_per_leaf
+ *   nodes, NIC i of every node on leaf switch i; the units' leaves joined by the spine. */
+typedef enum cluster_fabric { CLUSTER_FABRIC_FAT_TREE, CLUSTER_FABRIC_RAIL } cluster_fabric;
+
+/* "fat-tree", "rail": the --fabric names, indexed by cluster_fabric. */
+extern const enum_names cluster_fabric_names;
+
 /* Options of `protosim cluster KIND --nodes N` or `protosim cluster --nodes KIND:N[,KIND:N...]`.
  * Zero/negative fields take each kind's defaults. */
 typedef struct cluster_gen_opts {
@@ -93,10 +108,11 @@ typedef struct cluster_gen_opts {
     int nics_per_node;       /* --nics */
     double nic_gbps;         /* --nic-gbps: per NIC, per direction, in Gb/s */
     int gpus_per_node;       /* --gpus-per-node (default 8) */
-    double oversubscription; /* --oversubscription: leaf uplinks' share, 1 = non-blocking */
-    const char *fabric;      /* --fabric: "fat-tree" (NULL: the default) or "rail" */
-    int nodes_per_leaf;      /* --nodes-per-leaf: nodes under one leaf (fat-tree) or in one
-                                scalable unit (rail); 0: the fabric's default */
+    double oversubscription; /* --oversubscription: leaf uplinks carry 1/X; 1 = non-blocking */
+    cluster_fabric fabric;   /* --fabric (default fat tree) */
+    /* --nodes-per-leaf: nodes per leaf switch (fat tree; default 32 / NICs per node, a 64-port
+     * leaf with half its ports down) or per scalable unit (rail; default 32, a SuperPOD SU) */
+    int nodes_per_leaf;
 } cluster_gen_opts;
 
 /* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100, or (kind NULL) for the
@@ -108,8 +124,11 @@ int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, 
 /* Write a SimGrid platform of n_groups groups of nodes, group i being group_nodes[i] copies of
  * *models[i], numbered and ranked node-major in that order, joined by the fabric of opts (its
  * nodes, node_groups, nics_per_node, nic_gbps and gpus_per_node fields are ignored: the models
- * carry them). cluster_generate builds the DGX templates' models and calls it; so does
- * `protosim cluster --from-hwloc`. */
+ * carry them). Every GPU host carries the properties gpu, rank and node (its node's number).
+ * cluster_generate builds the DGX templates' models and calls it; so does `protosim cluster
+ * --from-hwloc`. PS_EINPUT errors name the option: an unknown fabric, nodes_per_leaf < 0,
+ * oversubscription in (0, 1), or a rail fabric whose cross-rail routes SimGrid could not pick
+ * unambiguously (platform_write.c). */
 int cluster_write_platform(const node_model *const *models, const int *group_nodes, int n_groups,
                            const cluster_gen_opts *opts, FILE *out, ps_error *err);
 

@@ -1,5 +1,6 @@
-/* generate.c: `protosim cluster KIND --nodes N`: SimGrid platforms for DGX-1 V100, DGX A100 and
- * DGX H100 nodes joined by an InfiniBand fabric, so users rarely write platform XML by hand.
+/* generate.c: `protosim cluster KIND --nodes N`: SimGrid platforms for DGX-1 V100, DGX-2, DGX A100,
+ * DGX H100 and DGX H200 nodes joined by an InfiniBand fabric, so users rarely write platform XML
+ * by hand.
  *
  * Each kind builds a node_model (node_model.h) and cluster_write_platform (platform_write.c)
  * writes the nodes and the fabric. The model, and why it has this shape (SimGrid 3.32,
@@ -25,12 +26,27 @@
  *   (100 Gb/s), one per PCIe gen3 switch shared by two GPUs (route [pcie_i UP, nic UP], as
  *   DGX-1). NVIDIA's DGX-2 datasheet and the hwloc export ../shared/hwloc/nvidiaDGX2.xml.
  * - DGX H200 (dgx-h200): the DGX H100's NVLink4/NVSwitch and NDR NICs with H200 GPUs.
- * - Fabric: one link per node, NICs x NIC bandwidth / oversubscription, latency 0 (switch hops
- *   folded into the NIC ports). Non-blocking by default (it then never binds); an oversubscribed
- *   fat tree limits what a node can push into the spine.
+ * - Fabric (--fabric, platform_write.c has the model): a fat tree (default: a node's NICs on one
+ *   leaf of K nodes, default K = 32 / NICs, leaves joined by a non-blocking spine through
+ *   uplinks of the leaf's NIC bandwidth / --oversubscription) or rail-optimized (NIC i of each
+ *   node of a 32-node scalable unit on leaf i; cross-rail traffic over NVLink to the GPU on the
+ *   destination's rail first, as NCCL's PXN). Switch hops are folded into the NIC ports (latency
+ *   0 elsewhere); with X = 1 no uplink ever binds.
+ * - Size and speed, DGX H100 (`protosim cluster dgx-h100 --nodes N`; load = `protosim collective
+ *   --gpus 16`, user CPU s; before = one Full zone with a zoneRoute per node pair):
+ *       nodes   before: bytes   load      fat tree: bytes   load     rail: bytes   load
+ *       2            14 116    0.07 s          22 634    0.06 s          46 466   0.05 s
+ *       64          810 521    0.11 s         728 699    0.09 s       1 409 647   0.09 s
+ *       512      28 068 914    1.41 s       5 964 668    0.34 s      11 529 204   0.36 s
+ *       2048    414 642 211   57.5 s       24 254 189    2.39 s      46 872 197   1.83 s
+ *   A 1 GB all-reduce on all 16,384 GPUs of 2,048 nodes crashed SimGrid before (after 130 s,
+ *   9 GB); it now runs (200-270 s, 8.7 GB, nearly all in the collective's 16,384^2 matrix).
+ *   Cached route queries cost 1-6 us as before; a source's first one computes its shortest-path
+ *   tree (0.1-0.4 ms). scripts/bench.sh: unchanged iteration times, no slower (1024-GPU plan:
+ *   10.7-13.5 s user CPU against 12.2-13.7 s before; docs/design-notes.md, "Fabrics").
  * - Heterogeneous clusters (--nodes KIND:N[,KIND:N...]): node groups numbered in the order given,
- *   ranks node-major; each node is written exactly as for its kind alone, its fabric port from
- *   its own NICs. A list of one kind writes the same platform as KIND --nodes N.
+ *   ranks node-major; each node is written exactly as for its kind alone. A list of one kind
+ *   writes the same platform as KIND --nodes N.
  * Host speed is the GPU's dense bf16 (V100: fp16) peak; the cost model uses device specs, this
  * only matters to tasks given in FLOPs.
  */

@@ -96,6 +96,10 @@ extern "C" int cluster_platform_load(const char *path, char *msg, size_t msg_cap
     try {
         platform_loaded = true;
         simgrid_load_platform(path);
+        /* Graph zones (Dijkstra, Floyd) number their vertices when sealed; a route queried
+         * before (the compiler asks for routes before the simulation runs, which would seal it)
+         * reads unset indices and crashes or loops. */
+        simgrid::s4u::Engine::get_instance()->seal_platform();
         return 0;
     } catch (const std::exception &e) {
         /* simgrid::ParseError, AssertionError and friends all derive from std::exception. */

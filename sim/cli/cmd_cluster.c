@@ -19,10 +19,10 @@ const cli_command cli_cluster = {
     "               [--oversubscription X]\n"
     "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
     "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE]\n"
-    "               [--nics N] [--nic-gbps GBPS] [--fabric ...] [--nodes-per-leaf K]\n"
+    "               [--nics N] [--nic-gbps GBPS] [--fabric F] [--nodes-per-leaf K]\n"
     "               [--oversubscription X]\n",
     "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
-    "NICs on a non-blocking or oversubscribed fabric), of node groups of different kinds, or of N\n"
+    "NICs on a fat-tree or rail-optimized fabric), of node groups of different kinds, or of N\n"
     "copies of the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs).\n"
     "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100 or dgx-h200\n"
     "options:\n"
@@ -37,14 +37,15 @@ const cli_command cli_cluster = {
     "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
     "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
     "  --gpus-per-node N       GPUs per node\n"
-    "  --fabric F              fat-tree (default: each node's NICs on one leaf switch) or rail\n"
-    "                          (rail-optimized, as DGX SuperPOD: NIC i of every node of a unit\n"
-    "                          on leaf i; between rails NCCL's PXN goes over NVLink)\n"
-    "  --nodes-per-leaf K      nodes under one leaf (fat-tree; default: 32 NIC ports' worth)\n"
-    "                          or in one scalable unit (rail; default 32); leaves and units\n"
-    "                          are joined by spines\n"
-    "  --oversubscription X    leaf uplinks carry 1/X of their nodes' NIC bandwidth (1:\n"
-    "                          non-blocking; needs more than one leaf)\n"
+    "  --fabric F              fat-tree (default: each node's NICs on one leaf switch, leaves\n"
+    "                          joined by spines) or rail (rail-optimized, as DGX SuperPOD: NIC i\n"
+    "                          of every node of a scalable unit on leaf i; cross-rail traffic\n"
+    "                          moves over NVLink to the destination's rail first, as NCCL's PXN)\n"
+    "  --nodes-per-leaf K      nodes per leaf switch (fat-tree; default 32 / NICs per node) or "
+    "per\n"
+    "                          scalable unit (rail; default 32)\n"
+    "  --oversubscription X    leaf uplinks carry 1/X of their nodes' NIC bandwidth (X >= 1;\n"
+    "                          default 1: non-blocking)\n"
     "  --help, -h              this help\n",
     cluster_main,
 };
@@ -59,6 +60,27 @@ typedef struct cluster_args {
         .name = opt, .kind = CLI_INT, .offset = offsetof(cluster_args, o.field), .has_min = 1,     \
         .min = 1                                                                                   \
     }
+
+/* --fabric: fat-tree or rail. */
+static int parse_fabric(const cli_command *c, const char *v, void *field)
+{
+    int f = enum_parse(cluster_fabric_names, v);
+    if (f < 0)
+        return cli_bad_value(c, "--fabric", "fabric", v, "fat-tree or rail");
+    *(cluster_fabric *)field = (cluster_fabric)f;
+    return 0;
+}
+
+/* --oversubscription: a ratio >= 1 (0, the default, cannot be asked for). */
+static int parse_oversubscription(const cli_command *c, const char *v, void *field)
+{
+    double *x = field;
+    if (cli_parse_double(v, x))
+        return cli_bad_value(c, "--oversubscription", "number", v, "a non-negative decimal number");
+    if (*x < 1)
+        return cli_bad_value(c, "--oversubscription", "number", v, "a decimal number >= 1");
+    return 0;
+}
 
 /* --nodes: a node count, or (with a ':') a group list the generator checks. */
 static int parse_nodes(const cli_command *c, const char *v, void *field)
@@ -85,11 +107,15 @@ static const cli_option cluster_options[] = {
     CLUSTER_COUNT("--nics", nics_per_node),
     {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
     CLUSTER_COUNT("--gpus-per-node", gpus_per_node),
-    {.name = "--fabric", .kind = CLI_STRING, .offset = offsetof(cluster_args, o.fabric)},
-    CLUSTER_COUNT("--nodes-per-leaf", nodes_per_leaf),
     {.name = "--oversubscription",
-     .kind = CLI_DOUBLE,
-     .offset = offsetof(cluster_args, o.oversubscription)},
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(cluster_args, o.oversubscription),
+     .parse = parse_oversubscription},
+    {.name = "--fabric",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(cluster_args, o.fabric),
+     .parse = parse_fabric},
+    CLUSTER_COUNT("--nodes-per-leaf", nodes_per_leaf),
     {0},
 };
 
