@@ -644,6 +644,13 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         if key is None:
             row.skip("needs %s (%s)" % (why, ISSUE))
             continue
+        if wl["layers"] % (pp * vs):
+            # Megatron-DeepSpeed balances stages with the embedding and head counted as layers
+            # (BLOOM: "pp-partition type:transformer|embedding"); protosim splits the layers
+            # evenly, pipeline x virtual stages must divide them
+            row.skip("needs uneven pipeline stages (%d layers over %d stages) (%s)"
+                     % (wl["layers"], pp * vs, ISSUE))
+            continue
         if max_gpus is not None and gpus > max_gpus:
             row.skip("%d GPUs > --max-gpus %d" % (gpus, max_gpus))
             continue
