@@ -88,9 +88,16 @@ def _pos_float(s):
     return v
 
 
+WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", "ffn_hidden",
+                 "kernels", "activation", "attention")   # optional keys last
+# llm rows also set these (the other loaders' models keep only WORKLOAD_KEYS, as before)
+LLM_WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab",
+                     "ffn_hidden", "positions", "bias", "dropout", "tied_embeddings",
+                     "attention")
+
+
 def _workload_yaml(m):
-    keys = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", "ffn_hidden",
-            "kernels", "activation", "attention")   # optional keys last
+    keys = LLM_WORKLOAD_KEYS if m.get("_llm") else WORKLOAD_KEYS
     return "{" + ", ".join("%s: %s" % (k, m[k]) for k in keys if k in m) + "}"
 
 
@@ -99,21 +106,29 @@ def _flow(d):
 
 
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
-                  schedule="1f1b", tensor_extra=None, data_extra=None):
+                  schedule="1f1b", tensor_extra=None, data_extra=None, virtual_stages=1,
+                  children=None):
     tensor = {"degree": tp}
     tensor.update(tensor_extra or {})
     data = {"degree": dp}
     data.update(data_extra or {})
-    return ("workload: %s\n"
+    pipe = {"degree": pp, "schedule": schedule}
+    if virtual_stages > 1:
+        pipe["virtual_stages"] = virtual_stages
+    text = ("workload: %s\n"
             "batch: {global: %d, micro: %d}\n"
             "precision: %s\n"
             "optimizer: %s\n"
             "strategy:\n"
             "  tensor: {%s}\n"
-            "  pipeline: {degree: %d, schedule: %s}\n"
+            "  pipeline: {%s}\n"
             "  data: {%s}\n"
             "  recompute: %s\n") % (_workload_yaml(workload), gb, mb, precision, optimizer,
-                                    _flow(tensor), pp, schedule, _flow(data), recompute)
+                                    _flow(tensor), _flow(pipe), _flow(data), recompute)
+    if children:
+        text += "  children:\n" + "".join('    "%s": {%s}\n' % (k, _flow(v))
+                                           for k, v in children)
+    return text
 
 
 def _read_dicts(path):
@@ -407,5 +422,269 @@ def load_neusight(gt_dir, repo=None, devices_yaml=None, **_):
     return rows, jobs
 
 
+# ---------------------------------------------------------------- public LLM training runs
+LLM_FILE = "llm_training_public.csv"
+ISSUE = "issue 11"
+
+
+def llm_source_label(src):
+    """Short per-source label for the summary (the CSV keeps the full source)."""
+    s = src.strip()
+    m = re.search(r"@([0-9a-f]{7,})", s)
+    commit = m.group(1)[:8] if m else ""
+    if s.startswith("mosaicml/llm-foundry"):
+        tag = "A100-40GB" if "40GB" in s else "A100-80GB"
+        return "llm-foundry@%s %s%s" % (commit, tag, " Jul-2023" if "Jul-2023" in s else "")
+    if s.startswith("pytorch/torchtitan"):
+        m = re.search(r"\) (.*) table$", s)
+        if "405B" in s:
+            return "torchtitan@%s Llama 3.1 405B" % commit
+        return "torchtitan@%s %s" % (commit, m.group(1) if m else "")
+    if s.startswith("bigscience-workshop"):
+        return "bigscience tr11 BLOOM layouts"
+    m = re.search(r"\(([0-9.]+) NeMo container", s)
+    if s.startswith("NVIDIA-NeMo/Megatron-Bridge") and m:
+        return "Megatron-Bridge NeMo %s H100" % m.group(1)
+    m = re.match(r"NVIDIA NeMo performance summary ([0-9.]+)", s)
+    if m:
+        return "NeMo %s H100" % m.group(1)
+    if s.startswith("yanring/Megatron-MoE-ModelZoo"):
+        return "Megatron-MoE-ModelZoo Mixtral"
+    if s.startswith("NVIDIA/Megatron-LM"):
+        return "Megatron-LM MoE README"
+    return s[:40]
+
+
+def _lead_int(text, col):
+    m = re.match(r"\s*(\d+)", text or "")
+    if not m:
+        raise BadRow("bad value in column '%s': %r" % (col, text))
+    return int(m.group(1))
+
+
+def _opt_int(rec, col, default):
+    """Empty -> default (the row's notes say so); else a positive int."""
+    return _get(rec, col, _pos_int, allow_empty=True, default=default)
+
+
+def llm_precision(text):
+    t = text.strip().lower()
+    if t.startswith("fp8") or t.startswith("float8"):
+        return "fp8"      # protosim's fp8: FP8 GEMMs in the layers, bf16 elsewhere
+    for p in ("bf16", "fp16", "fp32"):
+        if t.startswith(p):
+            return p
+    raise BadRow("unknown precision %r" % text)
+
+
+def llm_recompute(text, layers):
+    """recompute column -> (recompute, children, assumption or None).
+
+    full... -> full; none... -> none; 'not stated' / 'per perf recipe' -> none (Megatron-Core's
+    default: no recompute), reported as assumed; torchtitan's layer-level selective AC (option
+    '2': torchtitan counts blocks from 1 and wraps every 2nd, i.e. 0-based layers 1, 3, 5, ...)
+    -> full recompute on those layers through `children`, none elsewhere: exactly what it does;
+    torchtitan's op-level SAC -> `selective` (NOT the same: op SAC recomputes every second
+    matmul's output and the cheap ops, protosim's selective only the attention core)."""
+    t = text.strip().lower()
+    if t.startswith("full"):
+        return "full", None, None
+    if t.startswith("selective") and "layer-level" in t:
+        m = re.search(r"'(\d+)'", t)
+        every = int(m.group(1)) if m else 2
+        kids = [("layers.%d" % i, {"recompute": "full"})
+                for i in range(layers) if (i + 1) % every == 0]
+        return "none", kids, None
+    if t.startswith("selective"):
+        return "selective", None, None
+    if t.startswith("none stated") or "not stated" in t:
+        return "none", None, "recompute not stated: none"
+    if t.startswith("none"):
+        return "none", None, None
+    raise BadRow("unknown recompute %r" % text)
+
+
+def llm_features_missing(rec):
+    """What protosim does not model yet that the row needs ([] if none)."""
+    need = []
+    experts = (rec.get("experts") or "").strip()
+    if experts and experts not in ("0", "1"):
+        need.append("mixture-of-experts")
+    cp = (rec.get("cp") or "").strip()
+    if cp and cp != "1":
+        need.append("context parallelism (cp %s)" % cp)
+    ep = (rec.get("ep") or "").strip()
+    if ep and ep != "1":
+        need.append("expert parallelism (ep %s)" % ep)
+    return need
+
+
+# frameworks by source: Megatron-Core (NeMo, Megatron-Bridge, Megatron-LM), Megatron-DeepSpeed
+# (BLOOM), PyTorch FSDP (llm-foundry, torchtitan)
+def _llm_framework(src):
+    if src.startswith(("NVIDIA NeMo", "NVIDIA-NeMo", "NVIDIA/Megatron-LM", "yanring/")):
+        return "mcore"
+    if src.startswith("bigscience"):
+        return "megatron-deepspeed"
+    return "fsdp"
+
+
+def llm_workload(rec, family_text, framework):
+    """The row's model as an inline protosim workload (dict, '_llm' marks the key set)."""
+    f = family_text.strip()
+    wl = {"_llm": True,
+          "name": re.sub(r"[^A-Za-z0-9.]+", "-", _get(rec, "model", str)).strip("-").lower(),
+          "layers": _get(rec, "layers", _pos_int), "hidden": _get(rec, "hidden", _pos_int),
+          "heads": _get(rec, "heads", _pos_int), "seq": _get(rec, "seq", _pos_int),
+          "vocab": _get(rec, "vocab", _pos_int),
+          "ffn_hidden": _get(rec, "ffn_hidden", _pos_int)}
+    kv = _get(rec, "kv_heads", _pos_int, allow_empty=True, default=None)
+    if f.startswith("MPT"):
+        # llm-foundry's benchmark models (library defaults, not the released MPT-7B/30B):
+        # learned positions, biases, no dropout, tied LM head, vocab 50368 (the row's column)
+        wl.update(family="gpt", positions="learned", bias="true", dropout="false",
+                  tied_embeddings="true")
+    elif f.startswith("BLOOM"):
+        # BLOOM (tr11): ALiBi, biases, tied embeddings; the embedding LayerNorm is not modelled
+        wl.update(family="gpt", positions="alibi")
+    elif f.startswith("GPT-3"):
+        wl.update(family="gpt")
+    elif f.startswith("Llama"):
+        wl.update(family="llama")
+        if kv:
+            wl["kv_heads"] = kv
+    else:
+        raise BadRow("unknown family %r" % f)
+    if f.startswith(("MPT", "BLOOM", "GPT-3")) and kv and kv != wl["heads"]:
+        raise BadRow("kv_heads %d != heads for an MHA family" % kv)
+    # FlashAttention: llm-foundry (notes: "flash/triton attention"), torchtitan (SDPA's flash
+    # kernel) and Megatron-Core / NeMo (TE's fused flash attention) all use it; the 2022
+    # BLOOM layout search ran Megatron-DeepSpeed's fused softmax (unfused attention).
+    if framework != "megatron-deepspeed":
+        wl["attention"] = "flash"
+    return wl
+
+
+def llm_cluster(gpu, gpus, src, device_names):
+    """(cluster key, assumption or None) for the row's GPU and count; BadRow/None if none."""
+    if gpus % 8 and gpus > 8:
+        raise BadRow("%d GPUs is not whole 8-GPU nodes" % gpus)
+    nodes, gpn = (gpus // 8, None) if gpus >= 8 else (1, gpus)
+    if src.startswith("bigscience"):
+        # Jean Zay A100 nodes (BLOOM model card: 8 GPUs per node, 4 Omni-Path links of
+        # 100 Gb/s); the row's notes say only "48 nodes, Omni-Path"
+        nics, gbps, note = 4, 100.0, "Jean Zay: 4 x 100 Gb/s Omni-Path per node (model card)"
+    else:
+        nics, gbps, note = None, None, None   # generator defaults: 8 NICs (200 / 400 Gb/s)
+    if gpu == "A100-SXM4-80GB":
+        return ("gen", "dgx-a100", nodes, gpn, nics, gbps), note
+    if gpu == "A100-SXM4-40GB":
+        # `protosim cluster dgx-a100` writes A100-SXM4-80GB and has no --gpu for a KIND; the
+        # harness rewrites the gpu property of the generated file (same node, NVSwitch, NICs:
+        # the 40 GB DGX A100 differs only in the GPU's memory size and bandwidth)
+        if gpu not in device_names:
+            return None, "A100-SXM4-40GB not in topology/devices/devices.yaml"
+        return ("gen", "dgx-a100", nodes, gpn, nics, gbps, gpu), note
+    if gpu == "H100-SXM5-80GB":
+        return ("gen", "dgx-h100", nodes, gpn, nics, gbps), note
+    return None, ("device %s not in topology/devices/devices.yaml" % gpu
+                  if gpu not in device_names else "no generated cluster for %s" % gpu)
+
+
+def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
+    rows, jobs = [], []
+    recs = _read_dicts(os.path.join(gt_dir, LLM_FILE))
+    try:
+        dev_names = read_device_names(devices_yaml) if devices_yaml else []
+    except OSError:
+        dev_names = []
+    for i, rec in enumerate(recs):
+        row = Row("llm", LLM_FILE, i + 1)
+        rows.append(row)
+        try:
+            src = _get(rec, "source", str)
+            row.group = llm_source_label(src)
+            gpu_text = _get(rec, "gpu", str)
+            gpu = gpu_text.split()[0]
+            gpus = _get(rec, "gpus", _pos_int)
+            model = _get(rec, "model", str)
+            tp = _opt_int(rec, "tp", 1)
+            pp = _opt_int(rec, "pp", 1)
+            dp = _get(rec, "dp", _pos_int)
+            row.desc = "%s %s %dgpu tp%d pp%d dp%d" % (
+                gpu.split("-")[0] + ("-40GB" if "40GB" in gpu else ""), model.split(" ")[0],
+                gpus, tp, pp, dp)
+            row.measured = llm_measured(rec)
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        need = llm_features_missing(rec)
+        if need:
+            row.skip("needs %s (%s)" % (", ".join(need), ISSUE))
+            continue
+        try:
+            fw = _llm_framework(src)
+            wl = llm_workload(rec, _get(rec, "family", str), fw)
+            vs = _opt_int(rec, "virtual_stages", 1)
+            zero = _lead_int(rec.get("zero"), "zero")
+            sp = _get(rec, "sequence_parallel", str, allow_empty=True,
+                      default="false").lower().startswith("true")
+            gb = _get(rec, "global_batch", _pos_int)
+            mb = _get(rec, "micro_batch", _pos_int)
+            prec = llm_precision(_get(rec, "precision", str))
+            rc, kids, _ = llm_recompute(_get(rec, "recompute", str), wl["layers"])
+            if tp * pp * dp != gpus:
+                raise BadRow("tp x pp x dp = %d != gpus %d" % (tp * pp * dp, gpus))
+            if "HSDP" in (rec.get("zero", "") + rec.get("notes", "")).upper():
+                raise BadRow("HSDP without a shard group size")
+            key, why = llm_cluster(gpu, gpus, src, dev_names)
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        if key is None:
+            row.skip("needs %s (%s)" % (why, ISSUE))
+            continue
+        if wl["layers"] % (pp * vs):
+            # Megatron-DeepSpeed balances stages with the embedding and head counted as layers
+            # (BLOOM: "pp-partition type:transformer|embedding"); protosim splits the layers
+            # evenly, pipeline x virtual stages must divide them
+            row.skip("needs uneven pipeline stages (%d layers over %d stages) (%s)"
+                     % (wl["layers"], pp * vs, ISSUE))
+            continue
+        if max_gpus is not None and gpus > max_gpus:
+            row.skip("%d GPUs > --max-gpus %d" % (gpus, max_gpus))
+            continue
+        tensor_extra, data_extra = {}, {"zero": zero}
+        if tp > 1 and sp:
+            tensor_extra["sequence_parallel"] = "true"
+        if fw == "mcore":
+            # Megatron-Core as the megatron file's H100 rows: TP communication overlap, the
+            # distributed optimizer's parameter all-gather overlapped with the next forward
+            if tp > 1:
+                tensor_extra["comm_overlap"] = "true"
+            if zero in (1, 2):
+                data_extra["overlap_param_gather"] = "true"
+        jobs.append(Job("run", key, [row], strategy=strategy_yaml(
+            wl, gb, mb, prec, "adam", tp, pp, dp, rc,
+            schedule="interleaved" if vs > 1 else "1f1b", tensor_extra=tensor_extra,
+            data_extra=data_extra, virtual_stages=vs, children=kids)))
+    return rows, jobs
+
+
+def llm_measured(rec):
+    """Measured iteration time: the iteration_s column, or derived from measured_metric."""
+    v = _get(rec, "iteration_s", _pos_float, allow_empty=True, default=None)
+    if v is not None:
+        return v
+    metric = _get(rec, "measured_metric", str).lower()
+    val = _get(rec, "measured_value", _pos_float)
+    if metric.startswith("iteration_time_s"):
+        return val
+    if metric.startswith("tokens_per_s_per_gpu"):
+        return (_get(rec, "global_batch", _pos_int) * _get(rec, "seq", _pos_int)
+                / (val * _get(rec, "gpus", _pos_int)))
+    raise BadRow("no iteration_s and cannot derive it from %r" % metric)
+
+
 LOADERS = {"vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
-           "neusight": load_neusight}
+           "neusight": load_neusight, "llm": load_llm}
