@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Speed benchmark: wall time and simulated activities per second of `protosim run` on GPT-3 175B
-# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP), then plans per second of a 64-GPU sweep
+# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP), the 64-GPU plan's trace sizes with and
+# without link counters, then plans per second of a 64-GPU sweep
 # (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2). Not a
 # test: figures vary by machine.
 #   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plan and 1/8 of the sweep only)
@@ -29,6 +30,25 @@ for entry in $plans; do
     printf '%-24s %6s %10.3f %12s %12s %10.2f %14.0f %9.0f\n' "$plan" "$(field gpus "$j")" \
         "$(field iteration_time_s "$j")" "$(field tasks "$j")" "$(field activities "$j")" \
         "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$(( $(cat "$tmp/rss") / 1024 ))"
+done
+
+# Trace sizes of the 64-GPU plan: every GPU and --trace-ranks 0-7, with the link counters (the
+# default) and without (--no-trace-links); the counters' share of the file.
+echo
+printf '%-24s %12s %12s %8s\n' trace with_MB without_MB counters
+for ranks in "" "0-7"; do
+    sel=()
+    [ -n "$ranks" ] && sel=(--trace-ranks "$ranks")
+    for links in with without; do
+        extra=()
+        [ "$links" = without ] && extra=(--no-trace-links)
+        build/protosim run strategies/examples/gpt3-175b-64gpu.yaml --cluster "$tmp/a100x64.xml" \
+            --quiet --trace "$tmp/$links.trace.json" "${sel[@]}" "${extra[@]}"
+    done
+    w=$(stat -c %s "$tmp/with.trace.json"); wo=$(stat -c %s "$tmp/without.trace.json")
+    printf '%-24s %12.1f %12.1f %7.1f%%\n' "gpt3-175b-64gpu ${ranks:-all}" "$(awk -v b="$w" 'BEGIN { print b / 1e6 }')" \
+        "$(awk -v b="$wo" 'BEGIN { print b / 1e6 }')" "$(awk -v a="$w" -v b="$wo" 'BEGIN { print 100 * (a - b) / a }')"
+    rm -f "$tmp"/*.trace.json
 done
 
 # Sweep: every valid plan of the 64-GPU sweep with 2 worker processes (--quick: 1/8 of them).

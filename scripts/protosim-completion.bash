@@ -4,7 +4,7 @@
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
 _protosim_commands="run cluster collective sweep merge help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
@@ -39,11 +39,10 @@ _protosim()
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
     -o) _protosim_files "$cur" xml; return ;;
+    --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
     --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
-    --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
-    --gpu | --nodes | --nics | --nic-gbps | --gpus-per-node | --nodes-per-leaf | --oversubscription | \
-        --gpus | --sizes | \
+    --gpu | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
     local opts_var=_protosim_opts_${cmd}

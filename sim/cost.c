@@ -73,6 +73,13 @@ static const double COST_ITERATION_OVERHEAD_SECONDS = 0.0;
  * of these: geomean |error| 4.3%, Kendall tau mean 0.915. */
 static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 0.25e-3;
 
+/* FP8 GEMMs (precision: fp8, Transformer Engine on Hopper/Blackwell): each GEMM input is cast
+ * from bf16 to fp8 with its transpose (the FP8 tensor cores take only the TN layout, so dgrad
+ * and wgrad need W^T, X^T and dY^T), one cast_transpose pass per input with the amax fused as
+ * under delayed scaling: read 2 bytes, write 1 + 1 per element. Forward casts X and W, backward
+ * dY. Counted from the kernels, not fitted. */
+static const double COST_FP8_CAST_BYTES_PER_ELEM = 4.0;
+
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
 static const double COST_ADAM_STATE_BYTES = 16.0; /* fp32 m and v, each read and written */
 static const double COST_SGD_STATE_BYTES = 8.0;   /* fp32 momentum, read and written */
@@ -144,8 +151,13 @@ static double memory_seconds(double bytes, const device_spec *dev)
     return bytes / (dev->hbm_bw * COST_MEM_EFF);
 }
 
+/* A GEMM's HBM traffic: its inputs (m x k, k x n) and its output (m x n); FP8 GEMMs read fp8
+ * inputs and write a bf16 output. */
 static double gemm_bytes(double batch, double m, double n, double k, precision_t prec)
 {
+    if (prec == PREC_FP8)
+        return batch *
+               ((m * k + k * n) * precision_bytes(PREC_FP8) + m * n * precision_bytes(PREC_BF16));
     return batch * (m * k + k * n + m * n) * precision_bytes(prec);
 }
 
@@ -189,6 +201,8 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
                               const device_spec *dev)
 {
     double b = op->batch, m = op->m, n = op->n, k = op->k;
+    /* an fp8 plan never reaches a GPU without FP8 units (strategy_check_devices) */
+    assert(prec != PREC_FP8 || dev->peak_flops[PREC_FP8] > 0);
     if (!(b > 0 && m > 0 && n > 0 && k > 0)) {
         double base = tensor_path(prec, dev) ? COST_GEMM_EFF_TENSOR : COST_GEMM_EFF_SIMT;
         return pass == PASS_FWD
@@ -196,10 +210,14 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
                    : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base,
                                       dev);
     }
+    double cast = 0;
+    if (prec == PREC_FP8) /* forward casts X and W, backward dY (each with its transpose) */
+        cast = memory_seconds(
+            COST_FP8_CAST_BYTES_PER_ELEM * b * (pass == PASS_FWD ? m * k + k * n : m * n), dev);
     if (pass == PASS_FWD)
-        return gemm_seconds(b, m, n, k, prec, dev);
+        return cast + gemm_seconds(b, m, n, k, prec, dev);
     /* dX = dY . W^T has shape (m x k) over n; dW = X^T . dY has shape (k x n) over m */
-    return gemm_seconds(b, m, k, n, prec, dev) + gemm_seconds(b, k, n, m, prec, dev);
+    return cast + gemm_seconds(b, m, k, n, prec, dev) + gemm_seconds(b, k, n, m, prec, dev);
 }
 
 /* Attention core: its batched GEMMs at GEMM efficiency, the rest of its traffic (softmax,
@@ -285,6 +303,7 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, const d
 {
     check_device(dev);
     assert(params >= 0);
+    assert(prec != PREC_FP8); /* fp8 plans keep bf16 weights and fp32 state: pass bf16 */
     int mixed = prec == PREC_FP16 || prec == PREC_BF16;
     double per_param = COST_GRAD_BYTES + COST_MASTER_BYTES +
                        (adam ? COST_ADAM_STATE_BYTES : COST_SGD_STATE_BYTES) +

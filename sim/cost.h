@@ -9,7 +9,9 @@
 typedef enum { PASS_FWD = 0, PASS_BWD = 1 } op_pass;
 
 /* GPU time of one (already sharded) op, kernel time only: max(compute, memory) per kernel
- * with efficiency for the op class and shape. Never negative. */
+ * with efficiency for the op class and shape. Never negative. prec PREC_FP8 is for GEMM ops
+ * only (the device must have FP8 units): the GEMM at the FP8 peak with fp8 inputs and a bf16
+ * output, plus the memory-bound casts of its inputs to fp8 (with their transposes). */
 double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
                               const device_spec *dev);
 /* Kernels the op launches in that pass: its forward count, twice that in backward. */

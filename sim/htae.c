@@ -72,6 +72,7 @@ void htae_default_options(htae_options *o)
     o->nvls_latency_s = HTAE_NVLS_LATENCY_S;
     o->algo = COLL_ALGO_AUTO;
     o->device_constants = 1;
+    o->counter_ranks = NULL;
 }
 
 struct exec_state;
@@ -518,6 +519,7 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     exec_state x;
     state_init(&x, g, opt, hosts, out);
     x.links = htae_links_create();
+    htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
     rc = plan_groups(&x, c, err);
     if (!rc) {
         start_actors(&x);
@@ -543,8 +545,10 @@ void htae_result_free(htae_result *r)
     free(r->start);
     free(r->end);
     r->start = r->end = NULL;
-    for (int i = 0; i < r->n_links; i++)
+    for (int i = 0; i < r->n_links; i++) {
         free(r->links[i].name);
+        free(r->links[i].rate);
+    }
     free(r->links);
     r->links = NULL;
     r->n_links = 0;

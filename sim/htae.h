@@ -38,9 +38,25 @@ typedef struct htae_options {
     int device_constants;       /* 1: a device's own collective constants (devices.yaml) replace
                                    coll_launch_s, coll_step_s, protocol_efficiency and
                                    nvls_efficiency for groups of that device */
+    /* Link counters (htae_link_stat.rate): NULL records none (the default); else [n_ranks],
+     * non-zero for the GPUs whose links are counted: every link on a route between such a GPU
+     * and a GPU it shares a group or a transfer with (all links when every GPU is listed).
+     * Memory: 24 bytes per (flow, counted link). */
+    const unsigned char *counter_ranks;
 } htae_options;
 
 void htae_default_options(htae_options *o);
+
+/* A link counter's change point: from t on, until the next point, the flows on the link move
+ * `rate` bytes/s in all. Each flow contributes its own average, bytes / (end - t0), over
+ * [t0, end), t0 being its start plus its parallel task's latency (SimGrid's ptask_L07 moves no
+ * bytes before that). The counter's integral over any interval holding whole flows is exactly
+ * the bytes they carried; pointwise it is the sum of per-flow averages, not SimGrid's
+ * instantaneous share: while flows whose rates changed over their lives overlap, it can read
+ * above or below the link's momentary throughput (even above its capacity). */
+typedef struct htae_rate_point {
+    double t, rate; /* simulated seconds, bytes/s */
+} htae_rate_point;
 
 /* One SimGrid link's share of the simulated iteration. Split-duplex links are two SimGrid links
  * (<id>_UP, <id>_DOWN), each its own entry; a shared link is one entry, direction "both". */
@@ -49,6 +65,9 @@ typedef struct htae_link_stat {
     const char *direction; /* "up", "down" or "both" (static) */
     double bytes;          /* bytes of every flow whose route crosses the link */
     double busy_s;         /* simulated seconds with at least one flow on the link */
+    htae_rate_point *rate; /* [n_rate] its counter (htae_options.counter_ranks), time order,
+                            * the last one 0; NULL when not counted */
+    int n_rate;
 } htae_link_stat;
 
 typedef struct htae_result {

@@ -482,42 +482,139 @@ static void build_alltoallv(coll_group *gp, const double *m, pattern *p)
     pattern_close(gp, p);
 }
 
-/* Wait out `latency`, then move scale * w bytes on every edge of p in one parallel task. */
+/* A parallel task spans at most this many hosts: its bytes matrix is dense (n x n, and SimGrid
+ * copies and scans it), which at 16,384 members would take gigabytes. Larger groups split their
+ * edges, sorted by their lower member (group order is node-major, so ring and chain edges stay
+ * near their nodes), into blocks of at most this many hosts, one task each. Edges of one block
+ * move at the pace of its slowest; blocks progress independently: the same time when the links
+ * are evenly loaded (rings, trees over alike nodes), slightly optimistic otherwise. */
+#define HTAE_PTASK_MAX_HOSTS 512
+
+typedef struct block_run {
+    sg_exec_t task;
+    int first, count; /* its started edges: started[first .. first + count) */
+} block_run;
+
+static const pattern *sort_pattern; /* for by_lower_member: qsort has no context argument */
+
+static int by_lower_member(const void *a, const void *b)
+{
+    const pattern *p = sort_pattern;
+    int x = *(const int *)a, y = *(const int *)b;
+    int lx = p->src[x] < p->dst[x] ? p->src[x] : p->dst[x];
+    int ly = p->src[y] < p->dst[y] ? p->src[y] : p->dst[y];
+    return lx != ly ? (lx > ly) - (lx < ly) : (x > y) - (x < y);
+}
+
+/* Start the task of edges order[from .. to) (at most HTAE_PTASK_MAX_HOSTS hosts), recording
+ * the edges whose flows it starts (one per host pair) into started[]. */
+static sg_exec_t start_block(coll_group *gp, const pattern *p, double scale, const int *order,
+                             int from, int to, int *slot, int *started, int *n_started,
+                             coll_run_ctx *cx)
+{
+    sg_host_t hosts[HTAE_PTASK_MAX_HOSTS];
+    int members[HTAE_PTASK_MAX_HOSTS], h = 0;
+    for (int i = from; i < to; i++)
+        for (int end = 0; end < 2; end++) {
+            int m = end ? p->dst[order[i]] : p->src[order[i]];
+            if (slot[m] < 0) {
+                assert(h < HTAE_PTASK_MAX_HOSTS);
+                slot[m] = h;
+                members[h] = m;
+                hosts[h++] = gp->hosts[m];
+            }
+        }
+    double *mx = xcalloc((size_t)h * (size_t)h, sizeof *mx);
+    for (int i = from; i < to; i++) {
+        int e = order[i];
+        mx[(size_t)slot[p->src[e]] * h + (size_t)slot[p->dst[e]]] += scale * p->w[e];
+    }
+    sg_exec_t task = sg_actor_parallel_exec_init(h, hosts, NULL, mx);
+    double now = simgrid_get_clock();
+    for (int i = from; i < to; i++) { /* each host pair once: its matrix cell */
+        int e = order[i];
+        double *cell = &mx[(size_t)slot[p->src[e]] * h + (size_t)slot[p->dst[e]]];
+        if (*cell > 0.0) {
+            htae_links_start(cx->links, gp->hosts[p->src[e]], gp->hosts[p->dst[e]], *cell, now);
+            *cell = -1.0;
+            started[(*n_started)++] = e;
+        }
+    }
+    free(mx);
+    for (int k = 0; k < h; k++)
+        slot[members[k]] = -1;
+    return task;
+}
+
+/* Wait out `latency`, then move scale * w bytes on every edge of p: one parallel task, or one
+ * per block of hosts in large groups. Returns when every flow has ended. */
 static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency,
                         coll_run_ctx *cx)
 {
-    /* SimGrid charges the task its worst route latency itself; an empty one runs no task */
+    /* SimGrid charges each task its worst route latency itself; an empty one runs no task */
     int empty = scale <= 0.0 || p->n_edges == 0;
     double wait = empty ? latency : latency - p->max_lat;
     if (wait > 0.0)
         sg_actor_sleep_for(wait);
     if (empty)
         return;
-    /* The matrix is this call's own: SimGrid calls may yield to other actors in between. */
-    int n = gp->n;
-    double *mx = xcalloc((size_t)n * (size_t)n, sizeof *mx);
-    int *started = xmalloc((size_t)p->n_edges * sizeof *started), n_started = 0;
-    for (int e = 0; e < p->n_edges; e++)
-        mx[(size_t)p->src[e] * n + (size_t)p->dst[e]] += scale * p->w[e];
-    sg_exec_t task = sg_actor_parallel_exec_init(n, gp->hosts, NULL, mx);
-    double now = simgrid_get_clock();
-    for (int e = 0; e < p->n_edges; e++) { /* each host pair once: its matrix cell */
-        double *cell = &mx[(size_t)p->src[e] * n + (size_t)p->dst[e]];
-        if (*cell > 0.0) {
-            htae_links_start(cx->links, gp->hosts[p->src[e]], gp->hosts[p->dst[e]], *cell, now);
-            *cell = -1.0;
-            started[n_started++] = e;
-        }
+    /* Everything here is this call's own: SimGrid calls may yield to other actors. */
+    int n = gp->n, ne = p->n_edges;
+    int *order = xmalloc((size_t)ne * sizeof *order), *slot = xmalloc((size_t)n * sizeof *slot);
+    int *started = xmalloc((size_t)ne * sizeof *started), n_started = 0;
+    for (int e = 0; e < ne; e++)
+        order[e] = e;
+    for (int m = 0; m < n; m++)
+        slot[m] = -1;
+    if (n > HTAE_PTASK_MAX_HOSTS) {
+        sort_pattern = p;
+        qsort(order, (size_t)ne, sizeof *order, by_lower_member);
     }
-    free(mx);
-    sg_exec_start(task);
-    (*cx->activities)++;
-    sg_exec_wait(task);
-    now = simgrid_get_clock();
-    for (int i = 0; i < n_started; i++)
-        htae_links_end(cx->links, gp->hosts[p->src[started[i]]], gp->hosts[p->dst[started[i]]],
-                       now);
+    block_run *blocks = NULL;
+    size_t n_blocks = 0, cap = 0;
+    uint8_t *seen = xcalloc((size_t)n, 1);
+    for (int from = 0; from < ne;) { /* greedy: the longest run of edges within the host cap */
+        int to = from, hosts = 0;
+        for (; to < ne; to++) {
+            int a = p->src[order[to]], b = p->dst[order[to]];
+            int more = !seen[a] + (!seen[b] && b != a);
+            if (hosts + more > HTAE_PTASK_MAX_HOSTS)
+                break;
+            hosts += more;
+            seen[a] = seen[b] = 1;
+        }
+        for (int i = from; i < to; i++)
+            seen[p->src[order[i]]] = seen[p->dst[order[i]]] = 0;
+        xgrow(&blocks, sizeof *blocks, n_blocks + 1, &cap);
+        block_run *b = &blocks[n_blocks++];
+        b->first = n_started;
+        b->task = start_block(gp, p, scale, order, from, to, slot, started, &n_started, cx);
+        b->count = n_started - b->first;
+        from = to;
+    }
+    free(seen);
+    sg_exec_t *tasks = xmalloc(n_blocks * sizeof *tasks);
+    for (size_t b = 0; b < n_blocks; b++) {
+        tasks[b] = blocks[b].task;
+        sg_exec_start(tasks[b]);
+        (*cx->activities)++;
+    }
+    for (size_t left = n_blocks; left > 0; left--) { /* each block's flows end when it does */
+        ssize_t i = sg_exec_wait_any(tasks, left);
+        assert(i >= 0 && (size_t)i < left);
+        double now = simgrid_get_clock();
+        for (int k = 0; k < blocks[i].count; k++) {
+            int e = started[blocks[i].first + k];
+            htae_links_end(cx->links, gp->hosts[p->src[e]], gp->hosts[p->dst[e]], now);
+        }
+        tasks[i] = tasks[left - 1];
+        blocks[i] = blocks[left - 1];
+    }
+    free(tasks);
+    free(blocks);
     free(started);
+    free(order);
+    free(slot);
 }
 
 void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix,

@@ -17,10 +17,12 @@ static void seg_push(segment_list *l, segment sg)
 }
 
 /* The op's kernels, launched one after another, each run once launched and the GPU free. A
- * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever. */
-static void add_op(segment *sg, const workload_op *op, op_pass pass, precision_t prec,
+ * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever.
+ * Under `precision: fp8` the layers' GEMMs are costed as FP8 GEMMs, the rest at `prec`. */
+static void add_op(segment *sg, const workload_op *op, op_pass pass, const strategy *s,
                    const device_spec *dev, double slowdown)
 {
+    precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
     if (sg->n_ops++ == 0 || op->layer < sg->lo)
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
@@ -119,6 +121,14 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
         l->seg[i].label = label;
 }
 
+/* Parameters an op adds to its chunk. A tied LM head shares the word embedding: with one
+ * pipeline stage both are on it and held once; with more, the last stage holds its own copy
+ * (Megatron's word_embeddings_for_head), so the op's tied part counts there. */
+static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
+{
+    return op->params - (cx->pp == 1 ? op->tied_params : 0.0);
+}
+
 /* Saved activations of an op's forward, after recompute savings. */
 static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
 {
@@ -131,12 +141,30 @@ static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
     return op->act_bytes;
 }
 
-/* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. */
+/* The chunk's FSDP units: one per layer index among its ops (embedding, layers, head), in
+ * forward order, with their (TP-sharded) parameters. */
+static void add_unit_params(chunk_template *ct, int layer, double params)
+{
+    if (ct->n_units == 0 || ct->unit_layer[ct->n_units - 1] != layer) {
+        ct->unit_layer =
+            xreallocarray(ct->unit_layer, (size_t)ct->n_units + 1, sizeof *ct->unit_layer);
+        ct->unit_params =
+            xreallocarray(ct->unit_params, (size_t)ct->n_units + 1, sizeof *ct->unit_params);
+        ct->unit_layer[ct->n_units] = layer;
+        ct->unit_params[ct->n_units++] = 0.0;
+    }
+    ct->unit_params[ct->n_units - 1] += params;
+}
+
+/* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. With
+ * cx->layer_cuts a segment also ends where the layer changes, so each can wait for its own
+ * parameters (ZeRO gathers); under FSDP the replay too (it runs inside each unit's backward). */
 static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
                           int replay, chunk_template *ct)
 {
     const workload_graph *wg = &cx->wg;
     segment_list *l = replay ? &ct->rec : &ct->fwd;
+    int cut_layers = replay ? cx->fsdp : cx->layer_cuts;
     pass_extent e = {0, -1, 0, 0};
     segment cur;
     memset(&cur, 0, sizeof cur);
@@ -149,12 +177,17 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         if (replay && (layer < 0 || layer >= wg->model.layers ||
                        strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
             continue;
-        add_op(&cur, op, PASS_FWD, cx->s->precision, dev, slowdown);
+        if (cut_layers && cur.n_ops > 0 && cur.lo != op->layer) {
+            seg_push(l, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+        add_op(&cur, op, PASS_FWD, cx->s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
-            ct->params += op->params;
+            ct->params += chunk_op_params(cx, op);
             ct->act_bytes += saved_act_bytes(cx, op);
+            add_unit_params(ct, op->layer, op->params);
         }
         if (fwd_cut(cx, &wg->ops[i])) {
             cur.cut = 1;
@@ -174,7 +207,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
 {
     const workload_graph *wg = &cx->wg;
     const strategy *s = cx->s;
-    int per_layer = cx->dp > 1 && s->dp_overlap;
+    int per_layer = cx->dp > 1 && (s->dp_overlap || cx->fsdp);
     pass_extent e = {0, -1, 0, 0};
     segment cur;
     memset(&cur, 0, sizeof cur);
@@ -187,11 +220,11 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
-        add_op(&cur, op, PASS_BWD, s->precision, dev, slowdown);
+        add_op(&cur, op, PASS_BWD, s, dev, slowdown);
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
-            add_op(&cur, op, PASS_FWD, s->precision, dev, slowdown);
+            add_op(&cur, op, PASS_FWD, s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
-        cur.params += op->params;
+        cur.params += chunk_op_params(cx, op);
         last = op;
         if (bwd_cut(cx, &wg->ops[i])) {
             cur.cut = 1;
@@ -263,6 +296,8 @@ void chunk_template_free(chunk_template *ct)
     free(ct->bucket_bytes);
     free(ct->bucket_lo);
     free(ct->fwd_bucket);
+    free(ct->unit_layer);
+    free(ct->unit_params);
 }
 
 static int same_segments(const segment_list *a, const segment_list *b)
@@ -282,8 +317,11 @@ int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
 {
     if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
         !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
-        a->params != b->params || a->act_bytes != b->act_bytes)
+        a->params != b->params || a->act_bytes != b->act_bytes || a->n_units != b->n_units)
         return 0;
+    for (int i = 0; i < a->n_units; i++)
+        if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i])
+            return 0;
     for (int i = 0; i < a->n_buckets; i++)
         if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i])
             return 0;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "compile.h"
+#include "schedule.h"
 
 #define NONE UINT32_MAX
 
@@ -41,6 +42,12 @@ typedef struct chunk_template {
     int *bucket_lo; /* lowest layer whose parameters the bucket holds */
     int n_buckets;
     int *fwd_bucket; /* per forward segment: the bucket holding its last layer */
+    /* FSDP units (ZeRO-3 gathers, reduce-scatters and frees parameters unit by unit): the
+     * embedding, each transformer layer and the head (final norm, LM head, loss) of the chunk,
+     * in forward order; a unit is named by its layer index (-1 embedding, L head). */
+    int n_units;
+    int *unit_layer;
+    double *unit_params; /* sharded by TP */
 } chunk_template;
 
 typedef struct compile_ctx {
@@ -64,12 +71,20 @@ typedef struct compile_ctx {
     htae_graph *g;
     uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
+    int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
+    int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
+    int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
+    int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
 } compile_ctx;
 
 static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 {
     return mc % cx->pp;
 }
+
+/* The template of chunk mc on its first rank (replica 0, tensor index 0): what is the same on
+ * every GPU (segments, buckets, units, parameters, activations) is read from it. */
+const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc);
 
 /* Build chunk mc's segments with op costs on `dev`, GPU (kernel) times multiplied by
  * `slowdown`, its gradient buckets and activation bytes. Labels are interned in cx->g. */
@@ -78,6 +93,70 @@ void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, doubl
 void chunk_template_free(chunk_template *ct);
 /* Whether a and b have the same segments (count, cuts, labels, parameters) and buckets. */
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
+
+/* What emit_plan's steps (compile.c, data parallelism in zero.c) hand each other. Tables
+ * indexed by xidx (per replica, tensor index, chunk, micro-batch) tie each pipeline transfer to
+ * the unit that consumes it. */
+typedef struct emit_state {
+    size_t nx;
+    uint32_t *fwd_first, *bwd_first; /* the consuming unit's first task */
+    uint32_t *fwd_prev, *bwd_prev;   /* the receiver's task just before it: posts the receive */
+    uint32_t *fwd_in, *bwd_in;       /* the transfer feeding it */
+    int maxseg, maxfseg, maxbuckets;
+    /* backward segment tasks (bwd_seg_index): gradient-ready points for DP buckets, every
+     * micro-batch's under ZeRO 2 (gradients reduced each micro-batch), else the last one's */
+    uint32_t *bwd_seg;
+    int seg_mbs;      /* micro-batches bwd_seg holds: M, or 1 (the last) */
+    uint32_t *segids; /* [maxseg * tp] scratch */
+    uint32_t *gates;  /* [maxfseg * tp] scratch */
+    /* data-parallel groups of (stage, tensor index) = p * tp + t: shard groups of `shard`
+     * consecutive DP indices ([.. * n_shard_groups + g]), and with HSDP the replica groups of
+     * the ranks holding the same shard ([.. * shard + j]; -1 without HSDP); -1 if dp == 1 */
+    int *shard_group, *replica_group;
+    uint32_t *gather;   /* ZeRO overlapped gathers: [(rank * mcs + mc) * maxbuckets + b], or NULL */
+    uint32_t *last_dp;  /* per rank: its latest DP collective task (the stream runs in order) */
+    uint32_t *opt_task; /* per rank */
+    pipeline_unit *units;
+    /* ZeRO-3: each stage's FSDP units in program order (fsdp_seq[p * fsdp_cap + k]), and for
+     * every simulated (replica, tensor index) the tasks of the k-th: fsdp_task[(((d * tp + t) *
+     * fsdp_cap) + k) * 3 + FSDP_FIRST / FSDP_BEFORE / FSDP_LAST] */
+    struct fsdp_step *fsdp_seq;
+    int *fsdp_n; /* [pp]: steps per stage */
+    int fsdp_cap;
+    uint32_t *fsdp_task;
+    int *fsdp_next; /* [dp_sim * tp]: next step to record */
+} emit_state;
+
+/* One step of a stage's FSDP program: unit `unit` of chunk mc, forward or backward, for
+ * micro-batch mb. */
+typedef struct fsdp_step {
+    int mc, unit, backward, mb;
+} fsdp_step;
+
+enum { FSDP_FIRST, FSDP_BEFORE, FSDP_LAST };
+
+/* Index of backward segment `seg` of chunk mc, micro-batch mb at (d, t) in es->bwd_seg. */
+size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, int mc, int mb,
+                     int seg);
+
+/* Data parallelism (zero.c), the steps of emit_plan in order: the tables (init/free), the
+ * groups, ZeRO 1/2's overlapped parameter gathers (before the pipeline), FSDP's per-unit
+ * gathers and reduce-scatters (after it), the gradient buckets of ZeRO 0-2, the optimizer and
+ * ZeRO 1/2's gather of the updated parameters. */
+void zero_state_init(compile_ctx *cx, emit_state *es);
+void zero_state_free(compile_ctx *cx, emit_state *es);
+void zero_make_groups(compile_ctx *cx, emit_state *es);
+void zero_emit_param_gathers(compile_ctx *cx, emit_state *es);
+void zero_emit_fsdp(compile_ctx *cx, emit_state *es);
+void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es);
+void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es);
+void zero_emit_param_allgather(compile_ctx *cx, emit_state *es);
+/* ZeRO-3: the most full (gathered) parameters a rank of stage p holds at once: the largest sum
+ * of two consecutive units of its FSDP program (the one computing, the one prefetched). */
+double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
+                                 int p);
+/* Sharded parameters a rank of stage p holds (all its chunks). */
+double zero_stage_params(compile_ctx *cx, int p);
 
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,

@@ -53,9 +53,7 @@ static const chunk_template *tmpl_of(compile_ctx *cx, int r, int mc)
     return &cx->tmpl[i];
 }
 
-/* The template of the chunk's first rank (replica 0, tensor index 0): what is the same on every
- * GPU (segments, buckets, parameters, activations) is read from it. */
-static const chunk_template *chunk_ref(compile_ctx *cx, int mc)
+const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc)
 {
     return tmpl_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);
 }
@@ -103,16 +101,16 @@ static void free_profiles(compile_ctx *cx)
  * receive each member's first and last compute task; seg_ids (when not NULL) each segment's
  * task per member: seg_ids[i * tp + t]; gate (when not NULL) a task per segment and member
  * that must finish before the segment starts: gate[i * tp + t], NONE for none. Member t runs
- * lists[t]: its own GPU's times, the same segments and cuts on every member. */
+ * lists[t]: its own GPU's times, the same segments and cuts on every member. after[t] (in and
+ * out): what member t's next segment waits for besides its stream (the last TP collective),
+ * so a list emitted in pieces chains as a whole. */
 static void emit_segments(compile_ctx *cx, const segment_list *const *lists, const int *ranks,
                           int group, task_category cat, int micro, uint32_t *first, uint32_t *last,
-                          uint32_t *seg_ids, const uint32_t *gate)
+                          uint32_t *seg_ids, const uint32_t *gate, uint32_t *after)
 {
     htae_graph *g = cx->g;
     int tp = cx->tp, overlap = cx->s->tp_comm_overlap;
-    uint32_t after[tp], coll[tp], before[tp];
-    for (int t = 0; t < tp; t++)
-        after[t] = NONE;
+    uint32_t coll[tp], before[tp];
     for (int t = 0; t < tp; t++)
         assert(lists[t]->n == lists[0]->n);
     for (int i = 0; i < lists[0]->n; i++) {
@@ -173,37 +171,8 @@ static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
            (size_t)mb;
 }
 
-/* Index of backward segment `seg` of chunk mc at (d, t) in the last-micro-batch table. */
-static size_t lidx(const compile_ctx *cx, int d, int t, int mc, int maxseg, int seg)
-{
-    assert(seg >= 0 && seg < maxseg);
-    return (((size_t)d * cx->tp + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)maxseg +
-           (size_t)seg;
-}
-
-/* What emit_plan's steps hand each other. Tables indexed by xidx (per replica, tensor index,
- * chunk, micro-batch) tie each pipeline transfer to the unit that consumes it. */
-typedef struct emit_state {
-    size_t nx;
-    uint32_t *fwd_first, *bwd_first; /* the consuming unit's first task */
-    uint32_t *fwd_prev, *bwd_prev;   /* the receiver's task just before it: posts the receive */
-    uint32_t *fwd_in, *bwd_in;       /* the transfer feeding it */
-    int maxseg, maxfseg, maxbuckets;
-    /* backward segment tasks of the last micro-batch: gradient-ready points for DP buckets */
-    uint32_t *last_bwd;
-    uint32_t *segids; /* [maxseg * tp] scratch */
-    uint32_t *gates;  /* [maxfseg * tp] scratch */
-    int *dp_group;    /* [pp * tp]: data-parallel group of (stage, tensor index), -1 if dp == 1 */
-    uint32_t *gather; /* ZeRO overlapped gathers: [(rank * mcs + mc) * maxbuckets + b], or NULL */
-    uint32_t **dp_tasks; /* per rank: its DP gradient collectives, for the optimizer step */
-    int *n_dp_tasks;
-    uint32_t *opt_task; /* per rank */
-    pipeline_unit *units;
-} emit_state;
-
 static void emit_state_init(compile_ctx *cx, emit_state *es)
 {
-    int n = cx->c->n_gpus;
     memset(es, 0, sizeof *es);
     es->nx = (size_t)cx->dp * cx->tp * cx->mcs * cx->M;
     uint32_t **tables[] = {&es->fwd_first, &es->bwd_first, &es->fwd_prev,
@@ -215,7 +184,7 @@ static void emit_state_init(compile_ctx *cx, emit_state *es)
     }
     es->maxseg = es->maxfseg = es->maxbuckets = 1;
     for (int mc = 0; mc < cx->mcs; mc++) {
-        const chunk_template *ct = chunk_ref(cx, mc);
+        const chunk_template *ct = compile_chunk_ref(cx, mc);
         if (ct->bwd.n > es->maxseg)
             es->maxseg = ct->bwd.n;
         if (ct->fwd.n > es->maxfseg)
@@ -223,29 +192,18 @@ static void emit_state_init(compile_ctx *cx, emit_state *es)
         if (ct->n_buckets > es->maxbuckets)
             es->maxbuckets = ct->n_buckets;
     }
-    es->last_bwd = xmalloc((size_t)cx->dp * cx->tp * cx->mcs * es->maxseg * sizeof *es->last_bwd);
     es->segids = xmalloc((size_t)es->maxseg * cx->tp * sizeof *es->segids);
     es->gates = xmalloc((size_t)es->maxfseg * cx->tp * sizeof *es->gates);
-    es->dp_group = xmalloc((size_t)cx->tp * cx->pp * sizeof *es->dp_group);
-    es->dp_tasks = xcalloc((size_t)n, sizeof *es->dp_tasks);
-    es->n_dp_tasks = xcalloc((size_t)n, sizeof *es->n_dp_tasks);
-    es->opt_task = xmalloc((size_t)n * sizeof *es->opt_task);
     es->units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *es->units);
+    zero_state_init(cx, es);
 }
 
 static void emit_state_free(compile_ctx *cx, emit_state *es)
 {
-    for (int r = 0; r < cx->c->n_gpus; r++)
-        free(es->dp_tasks[r]);
-    free(es->dp_tasks);
-    free(es->n_dp_tasks);
-    free(es->dp_group);
-    free(es->gather);
+    zero_state_free(cx, es);
     free(es->gates);
     free(es->segids);
-    free(es->opt_task);
     free(es->units);
-    free(es->last_bwd);
     free(es->fwd_first);
     free(es->fwd_prev);
     free(es->bwd_prev);
@@ -275,48 +233,117 @@ static void axis_ranks(const compile_ctx *cx, parallel_axis axis, int t, int d, 
             axis == AXIS_TENSOR ? compile_rank_of(cx->s, i, d, p) : compile_rank_of(cx->s, t, i, p);
 }
 
-/* Data-parallel groups: GPUs at the same tensor index and stage, ring in DP order. */
-static void make_dp_groups(compile_ctx *cx, emit_state *es)
+/* The end of the run of segments from i on that belong to one layer (one FSDP unit). */
+static int unit_run_end(const segment_list *l, int i)
 {
-    int *dranks = xmalloc((size_t)cx->dp * sizeof *dranks);
-    for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp; t++) {
-            axis_ranks(cx, AXIS_DATA, t, 0, p, dranks);
-            es->dp_group[p * cx->tp + t] = cx->dp > 1 ? add_group(cx, dranks, cx->dp, cx->dp) : -1;
-        }
-    free(dranks);
+    int j = i + 1;
+    while (j < l->n && l->seg[j].lo == l->seg[i].lo)
+        j++;
+    return j;
 }
 
-/* ZeRO with overlapped parameter gathering: the previous step's all-gathers run under this
- * step's first forward, bucket by bucket in forward order; in steady state one iteration
- * holds them at its start. */
-static void emit_param_gathers(compile_ctx *cx, emit_state *es)
+/* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd) as one piece. */
+static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, const int *ranks,
+                       int group, int which, int i, int j, int mb, uint32_t *first, uint32_t *last,
+                       uint32_t *after)
 {
-    const strategy *s = cx->s;
-    int pp = cx->pp, tp = cx->tp;
-    if (!(s->zero >= 1 && cx->dp > 1 && s->overlap_param_gather))
-        return;
-    size_t ng = (size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets;
-    es->gather = xmalloc(ng * sizeof *es->gather);
-    for (size_t i = 0; i < ng; i++)
-        es->gather[i] = NONE;
-    uint32_t coll[cx->dp];
-    for (int p = 0; p < pp; p++)
-        for (int t = 0; t < tp; t++)
-            for (int c = 0; c < cx->v; c++) {
-                int mc = c * pp + p;
-                const chunk_template *ct = chunk_ref(cx, mc);
-                for (int b = ct->n_buckets - 1; b >= 0; b--) {
-                    double bytes =
-                        ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
-                    htae_add_collective(cx->g, COLL_ALLGATHER, es->dp_group[p * tp + t], STREAM_DP,
-                                        bytes, CAT_DP_COMM, cx->label_dp[COLL_ALLGATHER], -1, coll);
-                    for (int d = 0; d < cx->dp; d++) {
-                        size_t r = (size_t)compile_rank_of(s, t, d, p);
-                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = coll[d];
-                    }
+    static const task_category cat[3] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD};
+    segment_list views[cx->tp];
+    const segment_list *lists[cx->tp];
+    for (int t = 0; t < cx->tp; t++) {
+        const segment_list *l = which == 0 ? &ct[t]->fwd : which == 1 ? &ct[t]->rec : &ct[t]->bwd;
+        assert(i < j && j <= l->n);
+        views[t] = (segment_list){l->seg + i, j - i, 0};
+        lists[t] = &views[t];
+    }
+    emit_segments(cx, lists, ranks, group, cat[which], mb, first, last, NULL, NULL, after);
+}
+
+/* ZeRO-3: a forward or backward pipeline unit as its FSDP units, each emitted as its own piece
+ * (a backward one: its layer's full-recompute replay, then its backward, as FSDP's per-block
+ * checkpointing runs it) and recorded for zero_emit_fsdp: its first task (what its gather
+ * gates), the task before it (its start: when the next unit's gather is issued) and its last
+ * task (what its reduce-scatter waits for). */
+static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int d, int p, const int *ranks,
+                            int group, const chunk_template *const *ct, pipeline_unit unit,
+                            uint32_t *first, uint32_t *last)
+{
+    int tp = cx->tp, which = unit.backward ? 2 : 0;
+    const segment_list *pass = unit.backward ? &ct[0]->bwd : &ct[0]->fwd, *rec = &ct[0]->rec;
+    uint32_t after[tp], ufirst[tp], ulast[tp], ubefore[tp];
+    for (int t = 0; t < tp; t++)
+        after[t] = NONE;
+    for (int i = 0; i < pass->n;) {
+        int j = unit_run_end(pass, i), layer = pass->seg[i].lo, r = 0;
+        for (int t = 0; t < tp; t++) {
+            ufirst[t] = ulast[t] = NONE;
+            ubefore[t] = cx->last_compute[ranks[t]];
+        }
+        while (unit.backward && r < rec->n && rec->seg[r].lo != layer)
+            r++;
+        if (unit.backward && r < rec->n)
+            emit_piece(cx, ct, ranks, group, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast,
+                       after);
+        emit_piece(cx, ct, ranks, group, which, i, j, unit.micro, ufirst, ulast, after);
+        for (int t = 0; t < tp; t++) {
+            int k = es->fsdp_next[d * tp + t]++;
+            fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
+            assert(k < es->fsdp_n[p] && st.backward == unit.backward && st.mb == unit.micro);
+            assert(ct[0]->unit_layer[st.unit] == layer);
+            uint32_t *rec_k = &es->fsdp_task[(((size_t)d * tp + t) * es->fsdp_cap + k) * 3];
+            rec_k[FSDP_FIRST] = ufirst[t];
+            rec_k[FSDP_BEFORE] = ubefore[t];
+            rec_k[FSDP_LAST] = ulast[t];
+            if (first[t] == NONE)
+                first[t] = ufirst[t];
+            last[t] = ulast[t];
+        }
+        i = j;
+    }
+}
+
+/* The compute of a pipeline unit without FSDP: forward (ZeRO 1/2 with overlapped gathers:
+ * micro-batch 0's segments wait for the bucket holding their layer), or the full-recompute
+ * replay and backward, whose segments are kept as gradient-ready points for the DP buckets. */
+static void emit_passes(compile_ctx *cx, emit_state *es, int d, int p, const int *ranks, int group,
+                        const chunk_template *const *ct, pipeline_unit unit, uint32_t *first,
+                        uint32_t *last)
+{
+    int tp = cx->tp, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    const segment_list *lists[tp];
+    uint32_t after[tp];
+    for (int t = 0; t < tp; t++)
+        after[t] = NONE;
+    if (!unit.backward) {
+        const uint32_t *gate = NULL;
+        if (es->gather && mb == 0) { /* first use of the chunk's parameters */
+            for (int i = 0; i < ct[0]->fwd.n; i++)
+                for (int t = 0; t < tp; t++) {
+                    size_t r = (size_t)compile_rank_of(cx->s, t, d, p), b = ct[0]->fwd_bucket[i];
+                    assert(b < (size_t)es->maxbuckets);
+                    es->gates[(size_t)i * tp + t] =
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b];
                 }
-            }
+            gate = es->gates;
+        }
+        for (int t = 0; t < tp; t++)
+            lists[t] = &ct[t]->fwd;
+        emit_segments(cx, lists, ranks, group, CAT_FORWARD, mb, first, last, NULL, gate, after);
+        return;
+    }
+    for (int t = 0; t < tp; t++)
+        lists[t] = &ct[t]->rec;
+    emit_segments(cx, lists, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL, NULL, after);
+    for (int t = 0; t < tp; t++) {
+        lists[t] = &ct[t]->bwd;
+        after[t] = NONE;
+    }
+    emit_segments(cx, lists, ranks, group, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
+    if (es->seg_mbs == 1 && mb != cx->M - 1)
+        return;
+    for (int t = 0; t < tp; t++)
+        for (int i = 0; i < ct[0]->bwd.n; i++)
+            es->bwd_seg[bwd_seg_index(cx, es, d, t, mc, mb, i)] = es->segids[(size_t)i * tp + t];
 }
 
 /* One unit of the pipeline schedule (a forward or backward of one chunk and micro-batch) on the
@@ -330,7 +357,6 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int d, int p, const int *
     int tp = cx->tp, mc = unit.chunk * cx->pp + p, mb = unit.micro;
     assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
     const chunk_template *ct[tp];
-    const segment_list *lists[tp];
     uint32_t first[tp], last[tp], before[tp];
     for (int t = 0; t < tp; t++) {
         ct[t] = tmpl_of(cx, ranks[t], mc);
@@ -348,30 +374,10 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int d, int p, const int *
             cx->last_compute[ranks[t]] = id;
         }
     }
-    if (!unit.backward) {
-        const uint32_t *gate = NULL;
-        if (es->gather && mb == 0) { /* first use of the chunk's parameters */
-            for (int i = 0; i < ct[0]->fwd.n; i++)
-                for (int t = 0; t < tp; t++) {
-                    size_t r = (size_t)compile_rank_of(s, t, d, p), b = ct[0]->fwd_bucket[i];
-                    assert(b < (size_t)es->maxbuckets);
-                    es->gates[(size_t)i * tp + t] =
-                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b];
-                }
-            gate = es->gates;
-        }
-        for (int t = 0; t < tp; t++)
-            lists[t] = &ct[t]->fwd;
-        emit_segments(cx, lists, ranks, group, CAT_FORWARD, mb, first, last, NULL, gate);
-    } else {
-        for (int t = 0; t < tp; t++)
-            lists[t] = &ct[t]->rec;
-        emit_segments(cx, lists, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL, NULL);
-        for (int t = 0; t < tp; t++)
-            lists[t] = &ct[t]->bwd;
-        emit_segments(cx, lists, ranks, group, CAT_BACKWARD, mb, first, last,
-                      mb == cx->M - 1 ? es->segids : NULL, NULL);
-    }
+    if (cx->fsdp)
+        emit_fsdp_units(cx, es, d, p, ranks, group, ct, unit, first, last);
+    else
+        emit_passes(cx, es, d, p, ranks, group, ct, unit, first, last);
     for (int t = 0; t < tp; t++) {
         size_t xi = xidx(cx, d, t, mc, mb);
         if (!unit.backward) {
@@ -390,10 +396,6 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int d, int p, const int *
                 es->bwd_in[xidx(cx, d, t, mc - 1, mb)] =
                     emit_send(cx, ranks[t], dst, last[t], cx->label_send_grad, mb);
             }
-            if (mb == cx->M - 1)
-                for (int i = 0; i < ct[0]->bwd.n; i++)
-                    es->last_bwd[lidx(cx, d, t, mc, es->maxseg, i)] =
-                        es->segids[(size_t)i * tp + t];
         }
     }
 }
@@ -447,116 +449,20 @@ static void link_pipeline_transfers(compile_ctx *cx, emit_state *es)
     (void)expected;
 }
 
-/* Data parallelism: per DP group, gradient buckets in the order their gradients complete. */
-static void emit_grad_buckets(compile_ctx *cx, emit_state *es)
-{
-    const strategy *s = cx->s;
-    int tp = cx->tp, pp = cx->pp, dp = cx->dp, M = cx->M;
-    coll_kind grad_kind = s->zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE;
-    int dranks[dp];
-    uint32_t coll[dp];
-    for (int p = 0; p < pp; p++) {
-        int nu = pipeline_order(s->schedule, pp, p, M, cx->v, es->units);
-        int chunk_order[cx->v], nc = 0; /* chunks by when their last backward runs */
-        for (int u = 0; u < nu; u++)
-            if (es->units[u].backward && es->units[u].micro == M - 1)
-                chunk_order[nc++] = es->units[u].chunk;
-        assert(nc == cx->v);
-        for (int t = 0; t < tp; t++) {
-            for (int d = 0; d < dp; d++)
-                dranks[d] = compile_rank_of(s, t, d, p);
-            if (dp == 1)
-                continue;
-            for (int d = 0; d < dp; d++)
-                es->dp_tasks[dranks[d]] =
-                    xmalloc((size_t)(es->maxseg * cx->v + 1) * sizeof(uint32_t));
-            for (int ci = 0; ci < nc; ci++) {
-                int mc = chunk_order[ci] * pp + p;
-                const chunk_template *ct = chunk_ref(cx, mc);
-                for (int b = 0; b < ct->n_buckets; b++) {
-                    htae_add_collective(cx->g, grad_kind, es->dp_group[p * tp + t], STREAM_DP,
-                                        ct->bucket_bytes[b], CAT_DP_COMM, cx->label_dp[grad_kind],
-                                        M - 1, coll);
-                    for (int d = 0; d < cx->dp_sim; d++) { /* folded members: no deps */
-                        uint32_t ready =
-                            s->dp_overlap
-                                ? es->last_bwd[lidx(cx, d, t, mc, es->maxseg, ct->bucket_end[b])]
-                                : cx->last_compute[dranks[d]]; /* the rank's final backward */
-                        assert(ready != NONE);
-                        htae_add_edge(cx->g, ready, coll[d]);
-                        es->dp_tasks[dranks[d]][es->n_dp_tasks[dranks[d]]++] = coll[d];
-                    }
-                }
-            }
-        }
-    }
-}
-
-/* Sharded parameters a rank of stage p holds (all its chunks). */
-static double stage_params(compile_ctx *cx, int p)
-{
-    double params = 0;
-    for (int c = 0; c < cx->v; c++)
-        params += chunk_ref(cx, c * cx->pp + p)->params;
-    return params;
-}
-
-/* Optimizer step on each simulated rank's (ZeRO: its slice of the) parameters: GPU kernels at
- * the rank's own speed (slowdown included), plus the step's host overhead. */
-static void emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es)
-{
-    const strategy *s = cx->s;
-    for (int r = 0; r < cx->c->n_gpus; r++) {
-        if (out->replica_of_rank[r] >= cx->dp_sim)
-            continue;
-        double params = stage_params(cx, out->stage_of_rank[r]);
-        if (s->zero >= 1)
-            params /= cx->dp;
-        double slow = cx->prof_slowdown[cx->prof_of_rank[r]];
-        double secs = s->optimizer == OPT_NONE
-                          ? 0.0
-                          : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
-                                                   cx->c->device[r]) *
-                                    slow +
-                                cost_iteration_overhead_seconds();
-        assert(secs >= 0);
-        es->opt_task[r] = htae_add_compute(cx->g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
-        for (int i = 0; i < es->n_dp_tasks[r]; i++)
-            htae_add_edge(cx->g, es->dp_tasks[r][i], es->opt_task[r]);
-    }
-}
-
-/* ZeRO: gather the updated parameter slices (unless the next step's forward does). */
-static void emit_param_allgather(compile_ctx *cx, emit_state *es)
-{
-    const strategy *s = cx->s;
-    if (!(s->zero >= 1 && cx->dp > 1 && !es->gather))
-        return;
-    uint32_t coll[cx->dp];
-    for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp; t++) {
-            double params = stage_params(cx, p);
-            htae_add_collective(cx->g, COLL_ALLGATHER, es->dp_group[p * cx->tp + t], STREAM_DP,
-                                params * precision_bytes(s->precision), CAT_DP_COMM,
-                                cx->label_dp[COLL_ALLGATHER], -1, coll);
-            for (int d = 0; d < cx->dp_sim; d++)
-                htae_add_edge(cx->g, es->opt_task[compile_rank_of(s, t, d, p)], coll[d]);
-        }
-}
-
 /* The whole iteration, step by step, in the order the graph's task ids must follow (each
  * GPU's host issues its tasks in id order). */
 static void emit_plan(compile_ctx *cx, compiled_plan *out)
 {
     emit_state es;
     emit_state_init(cx, &es);
-    make_dp_groups(cx, &es);
-    emit_param_gathers(cx, &es);
+    zero_make_groups(cx, &es);
+    zero_emit_param_gathers(cx, &es);
     emit_pipeline(cx, &es);
     link_pipeline_transfers(cx, &es);
-    emit_grad_buckets(cx, &es);
-    emit_optimizer(cx, out, &es);
-    emit_param_allgather(cx, &es);
+    zero_emit_fsdp(cx, &es);
+    zero_emit_grad_buckets(cx, &es);
+    zero_emit_optimizer(cx, out, &es);
+    zero_emit_param_allgather(cx, &es);
     emit_state_free(cx, &es);
 }
 
@@ -623,6 +529,7 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     out->tp = cx->tp;
     out->pp = cx->pp;
     out->dp = cx->dp;
+    out->zero_shard = cx->shard;
     out->chunks = cx->v;
     out->micro_batches = cx->M;
     out->samples_per_iter = s->global_batch;
@@ -662,6 +569,10 @@ static void intern_labels(compile_ctx *cx)
     cx->label_send_grad = htae_label(g, "pp send gradients");
     cx->label_opt = htae_label(g, "optimizer step");
     cx->label_pipe = htae_label(g, "pipeline runtime");
+    cx->label_fsdp_gather[0] = htae_label(g, "fsdp param all-gather fwd");
+    cx->label_fsdp_gather[1] = htae_label(g, "fsdp param all-gather bwd");
+    cx->label_fsdp_rs = htae_label(g, "fsdp grad reduce-scatter");
+    cx->label_hsdp_ar = htae_label(g, "hsdp grad all-reduce");
 }
 
 /* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
@@ -675,7 +586,7 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
     for (int r = 0; r < c->n_gpus; r++) {
         int p = out->stage_of_rank[r];
         for (int k = 0; k < cx->v; k++)
-            stage_chunks[k] = chunk_ref(cx, k * cx->pp + p);
+            stage_chunks[k] = compile_chunk_ref(cx, k * cx->pp + p);
         compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
         out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
     }
@@ -691,7 +602,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     }
     memset(out, 0, sizeof *out);
     /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
-    if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err))
+    if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
+        strategy_check_devices(s, c, err))
         return err->code;
     compile_ctx cx;
     memset(&cx, 0, sizeof cx);
@@ -712,6 +624,10 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.tp_bytes = (double)s->micro_batch * m->seq * m->hidden * elem;
     cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
     cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
+    cx.shard = strategy_shard_degree(s);
+    cx.n_shard_groups = cx.dp / cx.shard;
+    cx.fsdp = s->zero == 3 && cx.dp > 1;
+    cx.layer_cuts = cx.dp > 1 && (cx.fsdp || s->overlap_param_gather);
 
     cx.sharded = xmalloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
     for (int i = 0; i < cx.wg.n_ops; i++)
@@ -729,16 +645,16 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
      * first rank's of every chunk now, in chunk order. */
     find_profiles(&cx);
     for (int mc = 0; mc < cx.mcs; mc++)
-        chunk_ref(&cx, mc);
+        compile_chunk_ref(&cx, mc);
     estimate_memory(&cx, out);
 
     emit_plan(&cx, out);
     /* whatever GPU built them, a chunk's templates have the same segments and buckets */
     for (int k = 0; k < cx.n_prof; k++)
         for (int mc = 0; mc < cx.mcs; mc++)
-            assert(
-                !cx.built[(size_t)k * cx.mcs + mc] ||
-                chunk_template_same_shape(&cx.tmpl[(size_t)k * cx.mcs + mc], chunk_ref(&cx, mc)));
+            assert(!cx.built[(size_t)k * cx.mcs + mc] ||
+                   chunk_template_same_shape(&cx.tmpl[(size_t)k * cx.mcs + mc],
+                                             compile_chunk_ref(&cx, mc)));
     int rc = htae_graph_finalize(cx.g, err);
     out->graph = cx.g;
 

@@ -33,6 +33,7 @@ typedef struct compiled_plan {
     workload_model model;    /* the model as resolved */
     plan_desc plan;          /* the strategy root's layout and knobs */
     int gpus, tp, pp, dp, chunks, micro_batches;
+    int zero_shard; /* ranks ZeRO shards over: dp, or HSDP's data.shard_degree (1 if dp is) */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */

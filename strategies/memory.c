@@ -1,5 +1,5 @@
 /* memory.c: the per-GPU memory estimate of a compiled plan: weights, gradients, optimizer
- * state (sharded by ZeRO), activations alive at the schedule's peak, runtime buffers. */
+ * state (sharded by ZeRO and HSDP), activations alive at the schedule's peak, runtime buffers. */
 #include "chunk.h"
 
 /* Runtime state held per GPU besides weights, gradients, optimizer and activations: CUDA
@@ -23,9 +23,19 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     double opt = s->optimizer == OPT_ADAM  ? (mixed ? 12.0 : 8.0)
                  : s->optimizer == OPT_SGD ? (mixed ? 8.0 : 4.0)
                                            : 0.0;
-    me->weights = params * w / (s->zero >= 3 ? cx->dp : 1);
-    me->gradients = params * (mixed ? 4.0 : w) / (s->zero >= 2 ? cx->dp : 1);
-    me->optimizer = params * opt / (s->zero >= 1 ? cx->dp : 1);
+    /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree): optimizer
+     * states from stage 1, gradients from 2, parameters from 3. ZeRO-3 also holds the full
+     * parameters of the two units in flight (the one computing and the one prefetched) and the
+     * full gradients of the unit being reduce-scattered; ZeRO 0-2 two gradient buckets. */
+    double g = mixed ? 4.0 : w, unit_max = 0;
+    for (int c = 0; c < cx->v; c++)
+        for (int u = 0; u < stage_chunks[c]->n_units; u++)
+            if (stage_chunks[c]->unit_params[u] > unit_max)
+                unit_max = stage_chunks[c]->unit_params[u];
+    me->weights = params * w / (s->zero >= 3 ? cx->shard : 1) +
+                  zero_fsdp_inflight_params(cx, stage_chunks, p) * w;
+    me->gradients = params * g / (s->zero >= 2 ? cx->shard : 1) + (cx->fsdp ? unit_max * g : 0);
+    me->optimizer = params * opt / (s->zero >= 1 ? cx->shard : 1);
 
     /* Forward passes of one model chunk whose activations are alive at once on stage p, at
      * the end of warm-up: GPipe all of them, 1F1B p - stage, interleaved its warm-up plus one
@@ -41,6 +51,7 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     }
     }
     me->activations = act / cx->v * inflight; /* act / v: one chunk's activations */
-    me->buffers = COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 ? 2 * s->bucket_mb * 1e6 : 0);
+    me->buffers =
+        COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 && !cx->fsdp ? 2 * s->bucket_mb * 1e6 : 0);
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
 }

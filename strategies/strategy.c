@@ -151,11 +151,22 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->dp, 1, INT_MAX, {0}},
         {"zero", YFIELD_INT, &s->zero, 0, 3, {0}},
+        {"shard_degree", YFIELD_INT, &s->shard_degree, 1, INT_MAX, {0}},
         {"bucket_mb", YFIELD_POSITIVE, &s->bucket_mb, 0, 0, {0}},
         {"overlap_param_gather", YFIELD_BOOL, &s->overlap_param_gather, 0, 0, {0}},
         {"overlap", YFIELD_BOOL, &s->dp_overlap, 0, 0, {0}},
     };
-    return load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc);
+    if (load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc))
+        return c->err->code;
+    /* where the ZeRO rules of strategy_validate point */
+    const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather"};
+    src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc};
+    for (int i = 0; i < COUNT(keys); i++) {
+        yaml_node_t *v = yread_map_get(c, n, keys[i]);
+        if (v)
+            *locs[i] = yread_loc(v);
+    }
+    return 0;
 }
 
 /* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */
@@ -354,7 +365,8 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
     if ((v = yread_map_get(c, root, "precision"))) {
         if (yread_enum(c, v, "precision", precision_names, &i))
             return c->err->code;
-        s->precision = (precision_t)i;
+        strategy_set_precision(s, (precision_t)i);
+        s->precision_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "optimizer"))) {
         if (yread_enum(c, v, "optimizer", optimizer_names, &i))
@@ -414,7 +426,58 @@ static int validate_schedule(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* Rules that need the model: heads by TP, layers by PP x virtual stages. */
+/* The loaded location of a data key, or the data section's when the key was not written. */
+static src_loc data_loc(const strategy *s, src_loc l)
+{
+    return l.line ? l : s->dp_loc;
+}
+
+/* ZeRO's rules: the stage, the shard degree (HSDP), and what each stage is modelled with. */
+static int validate_zero(const strategy *s, ps_error *err)
+{
+    src_loc z = data_loc(s, s->zero_loc), sh = data_loc(s, s->shard_loc);
+    src_loc g = data_loc(s, s->gather_loc), o = data_loc(s, s->dp_overlap_loc);
+    if (s->zero < 0 || s->zero > 3)
+        return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
+                            "must be between 0 and 3, got %d", s->zero);
+    if (s->shard_degree < 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
+                            "strategy.data.shard_degree", "must be >= 1, got %d", s->shard_degree);
+    if (s->shard_degree > 0 && s->zero == 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
+                            "strategy.data.shard_degree",
+                            "shard_degree shards ZeRO state over groups of ranks: it needs zero 1, "
+                            "2 or 3 (zero is 0)");
+    if (s->shard_degree > 0 && s->dp % s->shard_degree)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, sh.line, sh.column, "strategy.data.shard_degree",
+            "shard degree %d does not divide the data-parallel degree %d", s->shard_degree, s->dp);
+    if (s->zero >= 2 && s->pp > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
+                            "zero %d with a pipeline (degree %d) is not modelled: DeepSpeed's "
+                            "pipeline engine takes ZeRO 1 only, and PyTorch's pipelining keeps "
+                            "FSDP parameters and gradients unsharded across micro-batches",
+                            s->zero, s->pp);
+    if (s->overlap_param_gather && s->zero != 1 && s->zero != 2)
+        return ps_error_set(err, PS_EINPUT, s->file, g.line, g.column,
+                            "strategy.data.overlap_param_gather",
+                            "overlap_param_gather gathers the parameters ZeRO 1 and 2 update "
+                            "after the optimizer step; with zero %d %s",
+                            s->zero,
+                            s->zero == 0 ? "nothing is gathered"
+                                         : "each unit's parameters are gathered before its "
+                                           "forward and backward anyway");
+    if (s->zero == 3 && !s->dp_overlap)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, "strategy.data.overlap",
+                            "zero 3 without overlap is not modelled: FSDP reduce-scatters each "
+                            "unit's gradients as soon as its backward ends");
+    return 0;
+}
+
+/* Rules that need the model: heads and K/V heads by TP, layers by PP x virtual stages. K/V
+ * heads split over TP ranks when there are at least as many (Megatron-Core), so TP must
+ * divide them; with fewer, each rank holds the K/V head its query heads use, which needs a
+ * whole number of ranks per K/V head. */
 static int validate_model_split(const strategy *s, ps_error *err)
 {
     const workload_model *m = &s->model;
@@ -422,6 +485,18 @@ static int validate_model_split(const strategy *s, ps_error *err)
         return ps_error_set(
             err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
             "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
+    if (m->kv_heads >= s->tp && m->kv_heads % s->tp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d does not divide the model's %d K/V heads "
+                            "(kv_heads)",
+                            s->tp, m->kv_heads);
+    if (m->kv_heads > 0 && m->kv_heads < s->tp && s->tp % m->kv_heads)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d is not a multiple of the model's %d K/V heads "
+                            "(kv_heads): a rank's query heads would need two K/V heads",
+                            s->tp, m->kv_heads);
     if (m->layers % (s->pp * s->virtual_stages) == 0)
         return 0;
     if (s->virtual_stages > 1)
@@ -469,9 +544,8 @@ int strategy_validate(const strategy *s, ps_error *err)
                             "degrees, micro batch and virtual stages must be >= 1");
     if (validate_schedule(s, err))
         return err->code;
-    if (s->zero < 0 || s->zero > 3)
-        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
-                            "strategy.data.zero", "must be between 0 and 3, got %d", s->zero);
+    if (validate_zero(s, err))
+        return err->code;
     if (!(s->bucket_mb > 0))
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
@@ -592,7 +666,35 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->recompute = s->recompute;
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;
-    out->precision = s->precision;
+    out->precision = strategy_precision(s);
+}
+
+void strategy_set_precision(strategy *s, precision_t p)
+{
+    s->fp8 = p == PREC_FP8;
+    s->precision = s->fp8 ? PREC_BF16 : p;
+}
+
+precision_t strategy_precision(const strategy *s)
+{
+    return s->fp8 ? PREC_FP8 : s->precision;
+}
+
+int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
+{
+    for (int r = 0; s->fp8 && r < c->n_gpus; r++)
+        if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
+            return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,
+                                s->precision_loc.column, "precision",
+                                "precision fp8 needs FP8 tensor cores, which GPU %d (%s) lacks "
+                                "(no fp8_tflops in topology/devices/devices.yaml)",
+                                r, c->device[r]->name);
+    return 0;
+}
+
+int strategy_shard_degree(const strategy *s)
+{
+    return s->shard_degree > 0 ? s->shard_degree : s->dp;
 }
 
 int strategy_micro_batches(const strategy *s)

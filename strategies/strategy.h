@@ -4,6 +4,7 @@
 #define PROTOSIM_STRATEGY_H
 
 #include "../sim/base/error.h"
+#include "../topology/cluster.h"
 #include "../workloads/workload.h"
 
 typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
@@ -35,7 +36,10 @@ typedef struct strategy {
 
     int global_batch, micro_batch;
     src_loc batch_loc;
-    precision_t precision;
+    precision_t precision; /* of weights, activations, gradients, optimizer and communication;
+                              bf16 under `precision: fp8` (strategy_set_precision) */
+    int fp8;               /* `precision: fp8`: the transformer layers' GEMMs run in FP8 */
+    src_loc precision_loc;
     optimizer_kind optimizer;
 
     int tp; /* tensor.degree */
@@ -51,11 +55,15 @@ typedef struct strategy {
     src_loc schedule_loc, virtual_stages_loc; /* where the schedule rules point */
 
     int dp;   /* data.degree */
-    int zero; /* 0..3 (only 0 and 1 simulated for now) */
+    int zero; /* 0..3: optimizer states, + gradients, + parameters sharded (docs/design-notes.md) */
+    int shard_degree; /* data.shard_degree (HSDP): shard over groups of this many DP ranks,
+                         replicate across them; 0 when not given (the whole DP group) */
     double bucket_mb;
     int dp_overlap;
-    int overlap_param_gather; /* ZeRO: gather parameters under the next forward */
+    int overlap_param_gather; /* ZeRO 1/2: gather parameters under the next forward */
     src_loc dp_loc;
+    /* where the ZeRO rules point (the key's value; line 0 when the key was not written) */
+    src_loc zero_loc, shard_loc, dp_overlap_loc, gather_loc;
 
     recompute_mode recompute;
     parallel_axis order[3]; /* order[0] varies fastest across ranks */
@@ -91,8 +99,9 @@ void strategy_free(strategy *s);
 int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file,
                        const char *data_dir, strategy *out, ps_error *err);
 /* THE plan-validity rules, the one place they are written: degrees >= 1; the schedule's
- * (virtual stages only when interleaved, and then >= 2 of them and >= 2 stages); ZeRO stage and
- * bucket size; heads divisible by TP, layers by PP x virtual stages; the global batch by micro
+ * (virtual stages only when interleaved, and then >= 2 of them and >= 2 stages); ZeRO stage,
+ * shard degree (needs ZeRO, divides DP) and what each stage composes with (ZeRO 2/3 not with a
+ * pipeline, overlap_param_gather only with ZeRO 1/2, ZeRO 3 only with overlap) and bucket size; heads divisible by TP, layers by PP x virtual stages; the global batch by micro
  * x DP and, interleaved, the micro-batches per DP rank by PP. strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
@@ -101,12 +110,22 @@ void strategy_clone(const strategy *src, strategy *dst);
 
 /* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
+/* Check the plan against the cluster's GPUs: an fp8 plan needs FP8 tensor cores on every GPU
+ * (an error at the strategy's `precision`, naming the GPU and its model). */
+int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err);
+
+/* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer
+ * Engine's fp8_autocast): precision bf16 and the fp8 flag. strategy_precision reads it back. */
+void strategy_set_precision(strategy *s, precision_t p);
+precision_t strategy_precision(const strategy *s);
 
 /* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
 int strategy_vocab_parallel_for_layer(const strategy *s, int layer); /* last match wins */
 
 int strategy_micro_batches(const strategy *s); /* global / (micro * dp) */
+/* The ranks ZeRO shards over: data.shard_degree when given, else the data-parallel degree. */
+int strategy_shard_degree(const strategy *s);
 
 const char *schedule_name(pipeline_schedule s);
 const char *recompute_name(recompute_mode r);

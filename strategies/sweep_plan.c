@@ -55,7 +55,7 @@ void sweep_plan_apply(const plan_desc *d, strategy *s)
     s->recompute = (recompute_mode)d->recompute;
     s->bucket_mb = d->bucket_mb;
     s->sequence_parallel = d->sequence_parallel;
-    s->precision = d->precision;
+    strategy_set_precision(s, d->precision);
 }
 
 void sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out)

@@ -198,7 +198,8 @@ END_TEST
 START_TEST(flash_attention_cost)
 {
     device_spec d = a100();
-    workload_model m = {"t", FAMILY_GPT, 1, 4096, 32, 4096, 51200, 16384, 0, 0, ACT_GELU};
+    workload_model m;
+    workload_model_init(&m, FAMILY_GPT, 1, 4096, 32, 4096, 51200);
     workload_graph un, fl;
     ps_error err = {0};
     ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &un, &err), 0);
@@ -231,7 +232,8 @@ END_TEST
 START_TEST(transformer_ops_cost)
 {
     device_spec d = a100();
-    workload_model m = {"t", FAMILY_GPT, 2, 2048, 16, 2048, 51200, 8192, 0, 0, ACT_GELU};
+    workload_model m;
+    workload_model_init(&m, FAMILY_GPT, 2, 2048, 16, 2048, 51200);
     workload_graph g;
     ps_error err = {0};
     ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);

@@ -54,6 +54,9 @@ static const example_case examples[] = {
      PREC_BF16},
     {"bert-large-dp8.yaml", 1, 1, 8, 256, 32, 8, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_FP16},
     {"inline-gpt-small-tp2-dp2.yaml", 2, 1, 2, 32, 4, 4, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_BF16},
+    {"llama3-8b-dgx-h100-tp8.yaml", 8, 1, 1, 16, 1, 8, 1, SCHED_1F1B, RECOMPUTE_SELECTIVE,
+     PREC_BF16},
+    {"mpt-7b-dgx-h100-dp8.yaml", 1, 1, 8, 256, 8, 8, 0, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
 };
 
 START_TEST(test_example_loads)
@@ -253,7 +256,7 @@ static const bad_case bad[] = {
     {"interleaved_layers.yaml", 5, 22, "strategy.pipeline.degree", "= 16"},
     {"batch_div.yaml", 3, 17, "batch.global", "global batch 30"},
     {"bad_enum.yaml", 5, 35, "strategy.pipeline.schedule", "'zigzag'"},
-    {"bad_precision.yaml", 4, 12, "precision", "'fp8'"},
+    {"bad_precision.yaml", 4, 12, "precision", "'fp4'"},
     {"bad_order.yaml", 5, 25, "strategy.order[2]", "twice"},
     {"bad_order_axis.yaml", 7, 7, "strategy.order[1]", "'expert'"},
     {"bad_order_short.yaml", 5, 10, "strategy.order", "got 2 items"},
@@ -271,6 +274,13 @@ static const bad_case bad[] = {
     {"bad_bool.yaml", 5, 42, "strategy.tensor.sequence_parallel", "'maybe'"},
     {"bad_zero.yaml", 5, 27, "strategy.data.zero", "between 0 and 3"},
     {"bad_bucket.yaml", 5, 32, "strategy.data.bucket_mb", "greater than 0"},
+    {"bad_shard_divide.yaml", 5, 44, "strategy.data.shard_degree",
+     "shard degree 3 does not divide the data-parallel degree 4"},
+    {"bad_shard_zero0.yaml", 5, 35, "strategy.data.shard_degree", "needs zero 1, 2 or 3"},
+    {"bad_zero_pipeline.yaml", 6, 27, "strategy.data.zero", "with a pipeline (degree 2)"},
+    {"bad_zero3_gather.yaml", 5, 52, "strategy.data.overlap_param_gather", "with zero 3"},
+    {"bad_zero3_no_overlap.yaml", 5, 39, "strategy.data.overlap", "zero 3 without overlap"},
+    {"bad_gather_zero0.yaml", 5, 43, "strategy.data.overlap_param_gather", "with zero 0"},
     {"bad_virtual_stages.yaml", 5, 57, "strategy.pipeline.virtual_stages", "interleaved"},
     {"bad_interleaved.yaml", 5, 35, "strategy.pipeline.virtual_stages", ">= 2"},
     {"bad_interleaved_pp1.yaml", 5, 35, "strategy.pipeline.schedule", "pipeline degree >= 2"},
@@ -334,7 +344,7 @@ START_TEST(test_enum_tables_round_trip)
 {
     const enum_names tables[] = {schedule_names, recompute_names, optimizer_names,
                                  parallel_axis_names, precision_names};
-    const int counts[] = {3, 3, 3, 3, 4};
+    const int counts[] = {3, 3, 3, 3, 5};
     for (int t = 0; t < 5; t++) {
         ck_assert_int_eq(tables[t].count, counts[t]);
         for (int v = 0; v < tables[t].count; v++)

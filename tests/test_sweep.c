@@ -389,6 +389,85 @@ START_TEST(bundled_sweep_outputs)
 }
 END_TEST
 
+/* The zero axis takes 0-3; ZeRO 2 and 3 with a pipeline are not modelled (strategy_validate):
+ * pipeline {1, 2} x zero {0, 1, 2, 3} on 4 GPUs (data auto) leaves 6 valid plans, and the two
+ * pipelined ZeRO 2/3 plans invalid at strategy.data.zero. */
+START_TEST(enumeration_zero_rules)
+{
+    char *dir = make_tmpdir(), *path = tmp_path(dir, "zero.yaml");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("base:\n"
+          "  workload: {family: gpt, layers: 8, hidden: 384, heads: 6, seq: 128, vocab: 1000}\n"
+          "  batch: {global: 8, micro: 1}\n"
+          "axes:\n"
+          "  pipeline: [1, 2]\n"
+          "  data: auto\n"
+          "  zero: [0, 1, 2, 3]\n",
+          f);
+    fclose(f);
+    sweep_spec s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 8);
+    for (int i = 0; i < n; i++) {
+        const plan_desc *d = &plans[i].desc;
+        ck_assert_int_eq(d->zero, i % 4);
+        if (d->pp == 2 && d->zero >= 2) {
+            ck_assert_int_eq(plans[i].status, SWEEP_PLAN_INVALID);
+            ck_assert_str_eq(plans[i].reason_kind, "strategy.data.zero");
+        } else {
+            ck_assert_int_eq(plans[i].status, SWEEP_PLAN_PENDING);
+        }
+    }
+    free(plans);
+    sweep_spec_free(&s);
+    free(path);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* Memory pruning follows each ZeRO stage's memory (tests/data/sweep/zero.yaml: GPT-3 6.7B, data
+ * 4 on dgx4): ZeRO 0 and 1 are oom, 2 and 3 simulated. By hand, P = 6 871 982 080 parameters
+ * (L 32, h 4096, s 2048, v 51200; see test_zero): ZeRO 2 shards the fp32 gradients, 3P bytes
+ * less than ZeRO 1; ZeRO 3 the bf16 weights (1.5P less) but holds two units in flight (the
+ * largest neighbours with one micro-batch: the embedding and layer 0, bf16) and the embedding's
+ * fp32 gradients, and no gradient buckets (2 x 25 MB). */
+START_TEST(zero_stages_pruned_by_their_memory)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "zero", "zero.json", NULL, NULL);
+    expect_exit(&r, 0);
+    char *j = tmp_path(dir, "zero.json");
+    cJSON *root = parse_json_file(j);
+    double peak[4] = {0, 0, 0, 0};
+    const cJSON *p;
+    cJSON_ArrayForEach(p, plans_of(root))
+    {
+        int z = (int)numf(p, "zero");
+        ck_assert(z >= 0 && z < 4);
+        ck_assert_str_eq(strf(p, "status"), z < 2 ? "oom" : "ok");
+        peak[z] = numf(p, "peak_memory_bytes");
+    }
+    double h = 4096, s = 2048, v = 51200;
+    double emb = (v + s) * h, layer = 12 * h * h + 13 * h;
+    double P = emb + 32 * layer + 2 * h; /* GPT ties the LM head to the word embedding */
+    ck_assert(peak[0] > peak[1]);
+    ck_assert(fabs((peak[1] - peak[2]) - 3 * P) <= 1e-9 * P);
+    double z3_less = 1.5 * P - 2 * (emb + layer) - 4 * emb + 2 * 25e6;
+    ck_assert_msg(fabs((peak[2] - peak[3]) - z3_less) <= 1e-9 * P, "got %.0f, want %.0f",
+                  peak[2] - peak[3], z3_less);
+    cJSON_Delete(root);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *sweep_suite(void)
 {
     Suite *s = suite_create("sweep");
@@ -396,6 +475,8 @@ static Suite *sweep_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, enumeration_counts_by_hand);
     tcase_add_test(t, enumeration_interleaved_rules);
+    tcase_add_test(t, enumeration_zero_rules);
+    tcase_add_test(t, zero_stages_pruned_by_their_memory);
     tcase_add_test(t, oom_plan_reported_not_simulated);
     tcase_add_test(t, ranking_matches_single_runs);
     tcase_add_test(t, shards_merge_to_whole_sweep);

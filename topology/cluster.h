@@ -13,10 +13,11 @@
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {
     char name[48];
-    double peak_flops[4]; /* FLOP/s indexed by precision_t: FP32, TF32, FP16, BF16 */
-    double hbm_bw;        /* bytes/s */
-    double hbm_bytes;     /* capacity */
-    int sms;              /* streaming multiprocessors */
+    double peak_flops[PREC_COUNT]; /* FLOP/s indexed by precision_t: FP32, TF32, FP16, BF16,
+                                      FP8 (0: no FP8 tensor cores) */
+    double hbm_bw;                 /* bytes/s */
+    double hbm_bytes;              /* capacity */
+    int sms;                       /* streaming multiprocessors */
     /* NCCL's behaviour on this GPU generation, fitted to nccl-tests where measured (-1 for the
      * times, 0 for the efficiencies: not given, the executor's defaults apply): a collective's
      * fixed cost, the latency of one algorithm step, the payload share of NVLink bandwidth, and

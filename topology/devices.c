@@ -1,5 +1,7 @@
 /* devices.c: the GPU device table (datasheet peaks, HBM, SMs) read from devices.yaml.
- * Every entry must give every figure: a silently missing peak would cost ops at zero speed. */
+ * Every entry must give every figure: a silently missing peak would cost ops at zero speed.
+ * fp8_tflops alone is optional: a GPU without it has no FP8 tensor cores, and an fp8 plan on it
+ * is refused (strategy_check_devices). */
 #include "cluster.h"
 
 #include <errno.h>
@@ -21,6 +23,7 @@ enum {
     KEY_HBM_GB,
     KEY_SMS,
     KEY_NAME,
+    KEY_FP8,            /* optional: FP8 tensor cores */
     KEY_NCCL_LAUNCH_US, /* the optional NCCL figures from here on */
     KEY_NCCL_STEP_US,
     KEY_NVLINK_EFFICIENCY,
@@ -29,10 +32,19 @@ enum {
 };
 
 static const char *const device_keys[N_KEYS] = {
-    "fp32_tflops",     "tf32_tflops",  "fp16_tflops",
-    "bf16_tflops",     "hbm_gbps",     "hbm_gib",
-    "hbm_gb",          "sms",          "name",
-    "nccl_launch_us",  "nccl_step_us", "nvlink_efficiency",
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "bf16_tflops",
+    "hbm_gbps",
+    "hbm_gib",
+    "hbm_gb",
+    "sms",
+    "name",
+    "fp8_tflops",
+    "nccl_launch_us",
+    "nccl_step_us",
+    "nvlink_efficiency",
     "nvls_efficiency",
 };
 
@@ -86,7 +98,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
         }
         if (v && yread_positive(c, v, field, &value[i]))
             return c->err->code;
-        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB && i < KEY_NCCL_LAUNCH_US)
+        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB && i != KEY_FP8)
             return yread_fail(c, entry, field, "device '%s' lacks %s", spec->name, device_keys[i]);
     }
     int gib = yread_map_get(c, entry, "hbm_gib") != NULL;
@@ -114,6 +126,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
     spec->nvls_efficiency = value[KEY_NVLS_EFFICIENCY];
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
+    spec->peak_flops[PREC_FP8] = value[KEY_FP8] * 1e12; /* 0 when absent */
     spec->hbm_bw = value[KEY_HBM_GBPS] * 1e9;
     spec->hbm_bytes = gib ? value[KEY_HBM_GIB] * 1073741824.0 : value[KEY_HBM_GB] * 1e9;
     spec->sms = (int)value[KEY_SMS];

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/resource.h>
 #include <exception>
 #include <string>
 
@@ -39,8 +40,23 @@ static const char *without_position(const char *msg, const char *path)
     return rest ? rest + 2 : msg;
 }
 
+/* SimGrid's max-min solver recurses over every constraint connected to a changed one, on the
+ * main thread (maestro): one collective over 16,384 GPUs goes deeper than the usual 8 MiB stack
+ * (measured: a crash at 8 MiB, fine unlimited). Linux keeps at least 128 MiB free below the main
+ * stack at exec, so the soft limit is raised to 120 MiB (never above the hard limit). */
+static void raise_stack_limit()
+{
+    const rlim_t want = (rlim_t)120 << 20;
+    struct rlimit r;
+    if (getrlimit(RLIMIT_STACK, &r) != 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= want)
+        return;
+    r.rlim_cur = r.rlim_max == RLIM_INFINITY || r.rlim_max > want ? want : r.rlim_max;
+    setrlimit(RLIMIT_STACK, &r);
+}
+
 static void start_engine()
 {
+    raise_stack_limit();
     /* ptask_L07 with TCP-gamma 0 gives exact fluid timings (1 GB over 100 GB/s = 10.000 ms);
      * the default LV08 model adds TCP factors that do not describe NVLink. */
     std::string log = "--log=root.thres:critical";

@@ -1,5 +1,5 @@
-/* transformer.c: the GPT and BERT builders (Megatron-LM layout) expanding a model into the op
- * graph of one micro-batch, and the tensor-parallel sharding of one op. */
+/* transformer.c: the GPT, BERT and Llama builders (Megatron-LM layout) expanding a model into
+ * the op graph of one micro-batch, and the tensor-parallel sharding of one op. */
 #include "workload.h"
 #include "../sim/base/xalloc.h"
 
@@ -11,7 +11,11 @@
 /* FLOPs per element of the memory-bound ops (forward; backward counts twice). They only matter
  * when a kernel is compute bound, which these never are on current GPUs. */
 static const double LAYERNORM_FLOPS_PER_ELEM = 8.0;   /* mean, variance, normalize, affine */
+static const double RMSNORM_FLOPS_PER_ELEM = 5.0;     /* square, mean, rsqrt, scale, weight */
 static const double GELU_FLOPS_PER_ELEM = 10.0;       /* bias add + tanh approximation */
+static const double SWIGLU_FLOPS_PER_ELEM = 6.0;      /* sigmoid (~4), x * sigmoid, * up */
+static const double ROPE_FLOPS_PER_ELEM = 3.0;        /* x cos + rotate_half(x) sin */
+static const double RESIDUAL_FLOPS_PER_ELEM = 1.0;    /* the residual add */
 static const double DROPOUT_ADD_FLOPS_PER_ELEM = 3.0; /* bias add, mask multiply, residual add */
 static const double SOFTMAX_FLOPS_PER_ELEM = 5.0;     /* scale, mask, max, exp, normalize */
 static const double MASK_BYTES = 1.0;                 /* dropout masks are stored as bytes */
@@ -31,6 +35,9 @@ typedef struct builder {
     int eager; /* unfused eager ops (workload_model.eager_kernels) */
     model_family family;
     model_activation act;
+    int bias, dropout, rms; /* biases; dropout layers; RMSNorm instead of LayerNorm */
+    model_positions pos;
+    double a, kv, d; /* query heads, K/V heads, head dimension */
 } builder;
 
 /* "layers.3" + ".mlp.fc1", or the bare suffix for ops outside the layers (l < 0). */
@@ -59,7 +66,8 @@ static workload_op *add_op(builder *bd, const char *name, int layer, op_kind kin
     return op;
 }
 
-/* out = X[m,k] . W[k,n] (+ bias[n]); backward computes dX and dW, each as large as forward. */
+/* out = X[m,k] . W[k,n] (+ bias[n]); backward computes dX and dW, each as large as forward. A
+ * bias exists only when the model has biases (`bias` asks for one). */
 static workload_op *add_gemm(builder *bd, const char *name, int layer, op_split split, double m,
                              double n, double k, int bias)
 {
@@ -71,7 +79,7 @@ static workload_op *add_gemm(builder *bd, const char *name, int layer, op_split 
     op->bwd_flops = 2.0 * op->fwd_flops;
     op->fwd_bytes = (m * k + k * n + m * n) * bd->e;
     op->bwd_bytes = 2.0 * op->fwd_bytes;
-    op->params = k * n + (bias ? n : 0.0);
+    op->params = k * n + (bias && bd->bias ? n : 0.0);
     return op;
 }
 
@@ -91,23 +99,36 @@ static workload_op *add_pointwise(builder *bd, const char *name, int layer, op_k
     return op;
 }
 
+/* LayerNorm (weight and bias, or weight alone without biases) or RMSNorm (weight alone). */
 static void add_layernorm(builder *bd, const char *name, int layer, double tokens, double h)
 {
     double e = bd->e;
     /* forward reads x, writes y; backward reads dy and x, writes dx */
-    workload_op *op = add_pointwise(bd, name, layer, OP_LAYERNORM, SPLIT_SEQUENCE, tokens, h,
-                                    LAYERNORM_FLOPS_PER_ELEM, 2 * e, 3 * e);
-    op->fwd_bytes += 2 * h * e;
-    op->bwd_bytes += 2 * h * e;
-    op->params = 2 * h;
+    workload_op *op =
+        add_pointwise(bd, name, layer, OP_LAYERNORM, SPLIT_SEQUENCE, tokens, h,
+                      bd->rms ? RMSNORM_FLOPS_PER_ELEM : LAYERNORM_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    op->params = bd->bias && !bd->rms ? 2 * h : h;
+    op->fwd_bytes += op->params * e; /* the weights read */
+    op->bwd_bytes += op->params * e; /* their gradients written */
     /* its input (for its own backward) and its output (the input the next GEMM saves):
      * kept here so that the TP/SP division of Korthikanti et al. falls out of the split */
     op->act_bytes = 2 * tokens * h * e;
 }
 
-static void add_dropout_add(builder *bd, const char *name, int layer, double tokens, double h)
+/* The residual add closing a block of layer l ("attn.dropout_add", "mlp.dropout_add"). Without
+ * dropout ("attn.residual_add", ...) it reads x and the residual and writes the sum; its
+ * backward is one pass over the gradient (read dy, write dx), as the fused kernel's. */
+static void add_dropout_add(builder *bd, int layer, const char *block, double tokens, double h)
 {
     double e = bd->e;
+    char nm[48], suffix[32];
+    snprintf(suffix, sizeof suffix, "%s.%s", block, bd->dropout ? "dropout_add" : "residual_add");
+    const char *name = op_name(nm, sizeof nm, layer, suffix);
+    if (!bd->dropout) {
+        add_pointwise(bd, name, layer, OP_ELEMENTWISE, SPLIT_SEQUENCE, tokens, h,
+                      RESIDUAL_FLOPS_PER_ELEM, 3 * e, 2 * e);
+        return;
+    }
     /* fused bias-dropout-add: reads x and residual, writes out and mask */
     workload_op *op =
         add_pointwise(bd, name, layer, OP_DROPOUT, SPLIT_SEQUENCE, tokens, h,
@@ -126,8 +147,18 @@ static workload_op *add_activation(builder *bd, const char *name, int layer, op_
                                    double rows, double cols)
 {
     double e = bd->e;
+    if (bd->act == ACT_SWIGLU) {
+        /* silu(gate) * up over the fc1 output's two halves (Megatron's bias_swiglu): forward
+         * reads both, writes one; backward reads dy and both, writes both gradients; saves
+         * its input (both halves) */
+        workload_op *op = add_pointwise(bd, name, layer, OP_ELEMENTWISE, split, rows, cols,
+                                        SWIGLU_FLOPS_PER_ELEM, 3 * e, 5 * e);
+        op->act_bytes = 2 * rows * cols * e;
+        return op;
+    }
     workload_op *op = add_pointwise(bd, name, layer, OP_ELEMENTWISE, split, rows, cols,
                                     GELU_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    op->act_bytes = rows * cols * e; /* its input */
     if (bd->eager && bd->act == ACT_GELU_TANH) {
         op->fwd_bytes = EAGER_GELU_TANH_PASSES * e * rows * cols;
         op->bwd_bytes = EAGER_GELU_TANH_PASSES * e * rows * cols;
@@ -136,11 +167,54 @@ static workload_op *add_activation(builder *bd, const char *name, int layer, op_
     return op;
 }
 
-/* QK^T, scale+mask+softmax, dropout, .V and the context permute; batch = b * heads. */
-static void add_attention_core(builder *bd, int l, double b, double s, double h, double a)
+/* The unfused core's HBM traffic beyond the flash kernel's: the s x s scores through
+ * QK^T, softmax, dropout (when the model has it) and .V, K/V expanded to the query heads under
+ * GQA (repeat_interleave, as Megatron's local attention), ALiBi's bias add, and with eager
+ * kernels the separate scale and mask passes. q: elements of Q (or of the context), kv: of K
+ * (or V). */
+static void unfused_attention_traffic(builder *bd, workload_op *op, double scores, double q,
+                                      double kv)
 {
     double e = bd->e;
-    double d = h / a;
+    double mask = bd->dropout ? MASK_BYTES : 0.0;
+    /* fwd: QK^T (Q + K + S), softmax (2S), dropout (2S + mask), AV (S + V + O), permute (2Q) */
+    op->fwd_bytes = e * (6 * q + (bd->dropout ? 6 : 4) * scores) + mask * scores;
+    /* bwd: two GEMMs per bmm (4 x (S + 2Q)), dropout (2S + mask), softmax (3S), permute (2Q) */
+    op->bwd_bytes = e * (10 * q + (bd->dropout ? 9 : 7) * scores) + mask * scores;
+    /* softmax out, and the mask and dropout out */
+    op->act_bytes = scores * (bd->dropout ? 2 * e + MASK_BYTES : e);
+    op->kernels = bd->dropout ? 5 : 4;
+    if (bd->kv < bd->a) {
+        /* K and V repeated to every query head (read kv, write q each); backward sums the
+         * copies back. The reads of K/V are the K/V part. */
+        op->fwd_bytes += e * (2 * kv + 2 * q);
+        op->bwd_bytes += e * (2 * q + 2 * kv);
+        op->kv.fwd_bytes = op->kv.bwd_bytes = 2 * e * kv;
+        op->kernels += 2;
+    }
+    if (bd->pos == POS_ALIBI) {
+        /* the per-head linear bias added to the scores (a pass; its backward passes dy on) */
+        op->fwd_bytes += 2 * e * scores;
+        op->kernels += 1;
+    } else if (!bd->eager && e == 2) {
+        op->megatron_softmax = bd->family == FAMILY_BERT ? 2 : 1;
+    }
+    if (bd->eager) {
+        /* the 1/sqrt(d) scale and the mask are kernels of their own, each reading and
+         * writing the scores: GPT-2's causal mask is a where() (its backward another
+         * pass), BERT's padding mask an add (backward passes through); the scale's
+         * backward is a pass */
+        op->fwd_bytes += 4 * e * scores;
+        op->bwd_bytes += (bd->family == FAMILY_BERT ? 2 : 4) * e * scores;
+        op->kernels += 2;
+    }
+}
+
+/* QK^T, scale+mask+softmax, dropout, .V and the context permute; batch = b * heads. FLOPs are
+ * per query head: grouped-query attention changes only the K/V traffic. */
+static void add_attention_core(builder *bd, int l, double b, double s)
+{
+    double e = bd->e, a = bd->a, d = bd->d;
     char nm[48];
     workload_op *op =
         add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION, SPLIT_HEADS);
@@ -149,87 +223,112 @@ static void add_attention_core(builder *bd, int l, double b, double s, double h,
     op->n = s;
     op->k = d;
     double scores = b * a * s * s;
-    double qkv1 = b * s * h; /* one of Q, K, V or the context */
-    /* softmax and dropout on the scores are counted as bytes only */
-    op->fwd_flops = 2.0 * 2.0 * b * s * s * h;
+    double q = b * s * a * d;       /* Q, or the context */
+    double kv = b * s * bd->kv * d; /* K, or V */
+    op->fwd_flops = 2.0 * 2.0 * b * s * s * a * d;
     op->bwd_flops = 2.0 * op->fwd_flops;
-    /* fwd: QK^T (2Q + S), softmax (2S), dropout (2S + mask), AV (S + 2Q), permute (2Q) */
-    op->fwd_bytes = e * (6 * qkv1 + 6 * scores) + MASK_BYTES * scores;
-    /* bwd: two GEMMs per bmm (4 x (S + 2Q)), dropout (2S + mask), softmax (3S), permute (2Q) */
-    op->bwd_bytes = e * (10 * qkv1 + 9 * scores) + MASK_BYTES * scores;
-    op->act_bytes = scores * (2 * e + MASK_BYTES); /* softmax out, mask, dropout out */
-    op->kernels = 5;
     op->selective = 1;
+    op->kv_heads = (int)bd->kv;
     if (!bd->flash) {
-        if (!bd->eager && e == 2)
-            op->megatron_softmax = bd->family == FAMILY_GPT ? 1 : 2;
-        if (bd->eager) {
-            /* the 1/sqrt(d) scale and the mask are kernels of their own, each reading and
-             * writing the scores: GPT-2's causal mask is a where() (its backward another
-             * pass), BERT's padding mask an add (backward passes through); the scale's
-             * backward is a pass */
-            op->fwd_bytes += 4 * e * scores;
-            op->bwd_bytes += (bd->family == FAMILY_GPT ? 4 : 2) * e * scores;
-            op->kernels += 2;
-        }
+        unfused_attention_traffic(bd, op, scores, q, kv);
         return;
     }
-    /* FlashAttention: one kernel per pass, scores never leave the chip; backward recomputes
-     * them (5 GEMMs against the forward's 2) from Q, K, V, O and the per-row log-sum-exp. */
+    /* FlashAttention: one kernel per pass, scores never leave the chip (an ALiBi bias is
+     * computed in the kernel); backward recomputes them (5 GEMMs against the forward's 2)
+     * from Q, K, V, O and the per-row log-sum-exp. */
     double lse = b * a * s * 4.0;
     op->bwd_flops = 2.5 * op->fwd_flops;
-    op->fwd_bytes = e * 4 * qkv1 + lse; /* read Q, K, V; write O */
-    op->bwd_bytes = e * 8 * qkv1 + lse; /* read Q, K, V, O, dO; write dQ, dK, dV */
+    op->fwd_bytes = e * (2 * q + 2 * kv) + lse; /* read Q, K, V; write O */
+    op->bwd_bytes = e * (4 * q + 4 * kv) + lse; /* read Q, K, V, O, dO; write dQ, dK, dV */
+    op->kv.fwd_bytes = 2 * e * kv;
+    op->kv.bwd_bytes = 4 * e * kv;
     op->act_bytes = lse;
     op->kernels = 1;
     op->selective = 0;
     op->fused = 1;
 }
 
-static void add_layer(builder *bd, int l, double b, double s, double h, double a, double f)
+/* Rotary embedding applied to Q and K (one kernel each, Megatron's fused RoPE): forward reads
+ * and writes them, backward rotates the gradients back. Nothing saved: the rotated Q and K
+ * are the attention core's inputs, counted with the QKV GEMM. */
+static void add_rope(builder *bd, int l, double t)
+{
+    double e = bd->e, qk = (bd->a + bd->kv) * bd->d, kd = bd->kv * bd->d;
+    char nm[48];
+    workload_op *op = add_pointwise(bd, op_name(nm, sizeof nm, l, "attn.rope"), l, OP_ELEMENTWISE,
+                                    SPLIT_COLUMN, t, qk, ROPE_FLOPS_PER_ELEM, 2 * e, 2 * e);
+    op->kernels = 2;
+    op->kv_heads = (int)bd->kv;
+    op->kv.n = kd;
+    op->kv.fwd_flops = ROPE_FLOPS_PER_ELEM * t * kd;
+    op->kv.bwd_flops = 2.0 * op->kv.fwd_flops;
+    op->kv.fwd_bytes = op->kv.bwd_bytes = 2 * e * t * kd;
+}
+
+static void add_layer(builder *bd, int l, double b, double s, double h, double f)
 {
     double e = bd->e;
     double t = b * s; /* tokens */
+    double qd = bd->a * bd->d, kd = bd->kv * bd->d;
     char nm[48];
     workload_op *op;
+    int first = bd->g->n_ops;
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
-    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.qkv"), l, SPLIT_COLUMN, t, 3 * h, h, 1);
-    op->act_bytes = 3 * t * h * e; /* Q, K, V: kept even under selective recompute */
-    add_attention_core(bd, l, b, s, h, a);
-    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, h, 1);
-    op->act_bytes = t * h * e;
-    add_dropout_add(bd, op_name(nm, sizeof nm, l, "attn.dropout_add"), l, t, h);
+    /* Q, K and V in one column-parallel GEMM (Megatron's linear_qkv) */
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.qkv"), l, SPLIT_COLUMN, t, qd + 2 * kd, h, 1);
+    op->act_bytes = t * (qd + 2 * kd) * e; /* Q, K, V: kept even under selective recompute */
+    op->kv_heads = (int)bd->kv;
+    op->kv.n = 2 * kd;
+    if (bd->pos == POS_ROTARY)
+        add_rope(bd, l, t);
+    add_attention_core(bd, l, b, s);
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, qd, 1);
+    op->act_bytes = t * qd * e;
+    add_dropout_add(bd, l, "attn", t, h);
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
-    add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc1"), l, SPLIT_COLUMN, t, f, h, 1);
-    /* fused bias-gelu on the sharded fc1 output: saves its input */
-    op = add_activation(bd, op_name(nm, sizeof nm, l, "mlp.gelu"), l, SPLIT_COLUMN, t, f);
-    op->act_bytes = t * f * e;
+    /* fc1: the up projection, or gate and up together when gated (column-parallel: each rank
+     * holds its slice of both) */
+    add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc1"), l, SPLIT_COLUMN, t,
+             bd->act == ACT_SWIGLU ? 2 * f : f, h, 1);
+    /* fused bias-activation on the sharded fc1 output: saves its input */
+    add_activation(bd, op_name(nm, sizeof nm, l, bd->act == ACT_SWIGLU ? "mlp.swiglu" : "mlp.gelu"),
+                   l, SPLIT_COLUMN, t, f);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc2"), l, SPLIT_ROW, t, h, f, 1);
     op->act_bytes = t * f * e;
-    add_dropout_add(bd, op_name(nm, sizeof nm, l, "mlp.dropout_add"), l, t, h);
+    add_dropout_add(bd, l, "mlp", t, h);
+    for (int i = first; i < bd->g->n_ops; i++)
+        bd->g->ops[i].fp8_gemm = bd->g->ops[i].kind == OP_GEMM;
 }
 
-/* Word + position (+ token type for BERT) lookup, add, dropout. */
+/* Word (+ learned position, + token type for BERT) lookup, add, dropout: the passes the model
+ * has. The token-type lookup of BERT is counted as parameters only (a 2-row table). */
 static void add_embedding(builder *bd, const workload_model *m, double b)
 {
     double e = bd->e;
     double s = m->seq, h = m->hidden, v = m->vocab;
     double elems = b * s * h;
+    double tables = m->positions == POS_LEARNED ? 2 : 1;
     workload_op *op = add_op(bd, "embedding", -1, OP_EMBEDDING, SPLIT_VOCAB);
     op->m = b * s;
     op->n = v;
     op->k = h;
-    op->fwd_flops = 2.0 * elems;
+    op->fwd_flops = tables * elems;
     op->bwd_flops = 2.0 * op->fwd_flops;
-    /* lookups (2 each), add (3), dropout (2 + mask) */
-    op->fwd_bytes = 8 * e * elems + MASK_BYTES * elems;
-    /* dropout backward, scatter-adds of dy, and zeroing + accumulating the dense table grad */
-    op->bwd_bytes = 4 * e * elems + MASK_BYTES * elems + 2 * v * h * e;
-    op->params = v * h + s * h + (m->family == FAMILY_BERT ? 2 * h : 0.0);
-    op->act_bytes = MASK_BYTES * elems;
-    op->kernels = 4;
+    /* lookups (2 each), the add of two tables (3), dropout (2 + mask) */
+    op->fwd_bytes = e * elems * (2 * tables + 3 * (tables - 1));
+    /* scatter-adds of dy (1 each), dropout backward (2 + mask), and zeroing + accumulating the
+     * dense table gradient */
+    op->bwd_bytes = e * elems * tables + 2 * v * h * e;
+    op->kernels = (int)(2 * tables - 1);
+    if (m->dropout) {
+        op->fwd_bytes += (2 * e + MASK_BYTES) * elems;
+        op->bwd_bytes += (2 * e + MASK_BYTES) * elems;
+        op->act_bytes = MASK_BYTES * elems;
+        op->kernels += 1;
+    }
+    op->params = v * h + (tables - 1) * s * h + (m->family == FAMILY_BERT ? 2 * h : 0.0);
 }
 
 static void add_loss(builder *bd, int L, double tokens, double v)
@@ -249,16 +348,41 @@ static void add_loss(builder *bd, int L, double tokens, double v)
 static int model_check(const workload_model *m, int micro_batch, ps_error *err)
 {
     if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
-        m->ffn_hidden <= 0)
+        m->ffn_hidden <= 0 || m->kv_heads <= 0 || m->head_dim <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
                             "model '%s' has a non-positive dimension", m->name);
-    if (m->hidden % m->heads != 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.heads",
-                            "hidden (%d) is not divisible by heads (%d)", m->hidden, m->heads);
+    if (m->heads % m->kv_heads != 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.kv_heads",
+                            "kv_heads (%d) does not divide heads (%d)", m->kv_heads, m->heads);
     if (micro_batch <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
                             "micro-batch must be positive, got %d", micro_batch);
     return 0;
+}
+
+/* After the layers: final norm and LM head (GPT, Llama) or BERT's MLM head, then the loss.
+ * A tied head's weight is the word embedding's (tied_params). */
+static void add_head(builder *bd, const workload_model *m, double t)
+{
+    const int L = m->layers;
+    const double h = m->hidden, v = m->vocab;
+    workload_op *op;
+    if (m->family != FAMILY_BERT) {
+        add_layernorm(bd, "final_layernorm", L, t, h);
+        op = add_gemm(bd, "lm_head", L, SPLIT_VOCAB, t, v, h, 0);
+    } else {
+        /* MLM head: dense + gelu + layernorm (replicated in Megatron), then the decoder */
+        op = add_gemm(bd, "head.dense", L, SPLIT_REPLICATED, t, h, h, 1);
+        op->act_bytes = t * h * bd->e;
+        op = add_pointwise(bd, "head.gelu", L, OP_ELEMENTWISE, SPLIT_REPLICATED, t, h,
+                           GELU_FLOPS_PER_ELEM, 2 * bd->e, 3 * bd->e);
+        op->act_bytes = t * h * bd->e;
+        add_layernorm(bd, "head.layernorm", L, t, h);
+        op = add_gemm(bd, "head.decoder", L, SPLIT_VOCAB, t, v, h, 1);
+    }
+    if (m->tied_embeddings)
+        op->tied_params = v * h;
+    add_loss(bd, L, t, v);
 }
 
 int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,
@@ -271,9 +395,9 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
         return rc;
 
     const int L = m->layers;
-    const double b = micro_batch, s = m->seq, h = m->hidden, a = m->heads;
-    const double f = m->ffn_hidden, v = m->vocab, t = b * s;
-    const int per_layer = 11, extra = 8;
+    const double b = micro_batch, s = m->seq, h = m->hidden;
+    const double f = m->ffn_hidden, t = b * s;
+    const int per_layer = 12, extra = 8;
 
     out->model = *m;
     out->micro_batch = micro_batch;
@@ -284,36 +408,29 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
                   m->flash_attention,
                   m->eager_kernels,
                   m->family,
-                  m->activation};
+                  m->activation,
+                  m->bias,
+                  m->dropout,
+                  m->family == FAMILY_LLAMA,
+                  m->positions,
+                  m->heads,
+                  m->kv_heads,
+                  m->head_dim};
     out->ops = xcalloc((size_t)bd.cap, sizeof *out->ops);
 
     add_embedding(&bd, m, b);
     if (m->family == FAMILY_BERT)
         add_layernorm(&bd, "embedding.layernorm", -1, t, h);
     for (int l = 0; l < L; l++)
-        add_layer(&bd, l, b, s, h, a, f);
-
-    workload_op *op;
-    if (m->family == FAMILY_GPT) {
-        add_layernorm(&bd, "final_layernorm", L, t, h);
-        add_gemm(&bd, "lm_head", L, SPLIT_VOCAB, t, v, h, 0);
-    } else {
-        /* MLM head: dense + gelu + layernorm (replicated in Megatron), then the decoder */
-        op = add_gemm(&bd, "head.dense", L, SPLIT_REPLICATED, t, h, h, 1);
-        op->act_bytes = t * h * bd.e;
-        op = add_pointwise(&bd, "head.gelu", L, OP_ELEMENTWISE, SPLIT_REPLICATED, t, h,
-                           GELU_FLOPS_PER_ELEM, 2 * bd.e, 3 * bd.e);
-        op->act_bytes = t * h * bd.e;
-        add_layernorm(&bd, "head.layernorm", L, t, h);
-        add_gemm(&bd, "head.decoder", L, SPLIT_VOCAB, t, v, h, 1);
-    }
-    add_loss(&bd, L, t, v);
+        add_layer(&bd, l, b, s, h, f);
+    add_head(&bd, m, t);
     assert(out->n_ops <= bd.cap);
 
     for (int i = 0; i < out->n_ops; i++) {
         const workload_op *o = &out->ops[i];
         assert(o->fwd_flops >= 0 && o->bwd_flops >= 0 && o->fwd_bytes >= 0 && o->params >= 0);
-        out->total_params += o->params;
+        assert(o->tied_params >= 0 && o->tied_params <= o->params);
+        out->total_params += o->params - o->tied_params;
         out->fwd_flops += o->fwd_flops;
         out->bwd_flops += o->bwd_flops;
     }
@@ -365,9 +482,41 @@ static void shard_gemm(workload_op *o, double tp, int on_n)
         gemm_reshape(o, o->m, o->n, o->k / tp);
         o->params = weight / tp + bias; /* row-parallel bias is added after the all-reduce */
     }
+    o->tied_params /= tp; /* a tied weight divides as the weight does */
     o->fwd_flops /= tp;
     o->bwd_flops /= tp;
     o->act_bytes /= tp;
+}
+
+/* Fewer K/V heads than TP ranks: each rank holds and computes the one K/V head its query
+ * heads use, so the op's K/V part grows to `copies` = tp / kv_heads copies before the split
+ * divides everything by tp. A GEMM widens its N (FLOPs, parameters, bias and activations
+ * follow N; bytes follow the shape); other ops add their K/V part's work. */
+static void replicate_kv(workload_op *o, double copies)
+{
+    double extra = copies - 1;
+    if (o->kind == OP_GEMM) {
+        double n = o->n + o->kv.n * extra, r = n / o->n;
+        gemm_reshape(o, o->m, n, o->k);
+        o->fwd_flops *= r;
+        o->bwd_flops *= r;
+        o->params *= r;
+        o->act_bytes *= r;
+    } else {
+        o->n += o->kv.n * extra;
+        o->fwd_flops += o->kv.fwd_flops * extra;
+        o->bwd_flops += o->kv.bwd_flops * extra;
+        o->fwd_bytes += o->kv.fwd_bytes * extra;
+        o->bwd_bytes += o->kv.bwd_bytes * extra;
+        o->act_bytes += o->kv.act_bytes * extra;
+    }
+    o->kv.n *= copies;
+    o->kv.fwd_flops *= copies;
+    o->kv.bwd_flops *= copies;
+    o->kv.fwd_bytes *= copies;
+    o->kv.bwd_bytes *= copies;
+    o->kv.act_bytes *= copies;
+    o->kv_heads = (int)(o->kv_heads * copies);
 }
 
 /* Megatron's FusedScaleMaskSoftmax.is_kernel_available for fp16/bf16 scores of attn_batches
@@ -466,8 +615,14 @@ void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int
 {
     assert(op && out && tp >= 1);
     *out = *op;
-    if (tp > 1)
-        shard_by_split(op, tp, sequence_parallel, vocab_parallel, out);
+    if (op->kv_heads > 0 && tp > op->kv_heads) {
+        assert(tp % op->kv_heads == 0); /* strategy_validate */
+        replicate_kv(out, (double)tp / op->kv_heads);
+    }
+    if (tp > 1) {
+        const workload_op whole = *out;
+        shard_by_split(&whole, tp, sequence_parallel, vocab_parallel, out);
+    }
     check_softmax_fusion(out);
     assert(out->fwd_flops >= 0 && out->fwd_bytes >= 0 && out->params >= 0);
 }

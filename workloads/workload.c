@@ -12,13 +12,42 @@
 
 /* ---- model mapping ---- */
 
-static const char *const family_table[] = {"gpt", "bert"};
+static const char *const family_table[] = {"gpt", "bert", "llama"};
 const enum_names model_family_names = ENUM_NAMES(family_table);
-static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu"};
+static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu", "swiglu"};
 const enum_names model_activation_names = ENUM_NAMES(activation_table);
-static const char *const attention_table[] = {"unfused", "flash"};
+static const char *const positions_table[] = {"learned", "rotary", "alibi"};
+const enum_names model_positions_names = ENUM_NAMES(positions_table);
+/* `mla` is a name users write for DeepSeek's latent attention: known, so that it is refused
+ * as not modelled rather than as a typo */
+enum { ATTN_UNFUSED, ATTN_FLASH, ATTN_MLA };
+static const char *const attention_table[] = {"unfused", "flash", "mla"};
 static const char *const kernels_table[] = {"fused", "eager"};
 
+void workload_model_init(workload_model *m, model_family family, int layers, int hidden, int heads,
+                         int seq, int vocab)
+{
+    assert(m && hidden > 0 && heads > 0);
+    memset(m, 0, sizeof *m);
+    int llama = family == FAMILY_LLAMA;
+    m->family = family;
+    m->layers = layers;
+    m->hidden = hidden;
+    m->heads = heads;
+    m->seq = seq;
+    m->vocab = vocab;
+    m->kv_heads = heads;
+    m->head_dim = hidden % heads == 0 ? hidden / heads : 0;
+    m->activation = llama ? ACT_SWIGLU : ACT_GELU;
+    m->ffn_hidden = llama ? 0 : 4 * hidden;
+    m->positions = llama ? POS_ROTARY : POS_LEARNED;
+    m->tied_embeddings = !llama;
+    m->bias = !llama;
+    m->dropout = !llama;
+}
+
+/* The keys of a model mapping. Required: family and the five dimensions; the MoE keys are
+ * read (and their values checked) only to say that mixture of experts is not modelled yet. */
 enum {
     F_NAME,
     F_FAMILY,
@@ -31,50 +60,142 @@ enum {
     F_ATTENTION,
     F_KERNELS,
     F_ACTIVATION,
+    F_KV_HEADS,
+    F_HEAD_DIM,
+    F_TIED,
+    F_POSITIONS,
+    F_BIAS,
+    F_DROPOUT,
+    F_EXPERTS, /* first MoE key */
+    F_EXPERTS_TOPK,
+    F_SHARED_EXPERTS,
+    F_DENSE_LAYERS,
+    F_DENSE_FFN,
+    F_CAPACITY,
+    F_IMBALANCE,
     F_COUNT
 };
-static const char *const model_keys[F_COUNT] = {"name",      "family",  "layers",    "hidden",
-                                                "heads",     "seq",     "vocab",     "ffn_hidden",
-                                                "attention", "kernels", "activation"};
+static const char *const model_keys[F_COUNT] = {"name",
+                                                "family",
+                                                "layers",
+                                                "hidden",
+                                                "heads",
+                                                "seq",
+                                                "vocab",
+                                                "ffn_hidden",
+                                                "attention",
+                                                "kernels",
+                                                "activation",
+                                                "kv_heads",
+                                                "head_dim",
+                                                "tied_embeddings",
+                                                "positions",
+                                                "bias",
+                                                "dropout",
+                                                "experts",
+                                                "experts_topk",
+                                                "shared_experts",
+                                                "dense_layers",
+                                                "dense_ffn_hidden",
+                                                "capacity_factor",
+                                                "imbalance"};
 
-/* One key's value into m. `field` is the key's dotted path. */
-static int model_field(yread_ctx *c, int f, yaml_node_t *v, const char *field, workload_model *m)
+static int read_name(yread_ctx *c, yaml_node_t *v, const char *field, workload_model *m)
 {
-    int *dims[F_COUNT] = {NULL,      NULL,           &m->layers, &m->hidden, &m->heads, &m->seq,
-                          &m->vocab, &m->ffn_hidden, NULL,       NULL,       NULL};
-    int i;
-    switch (f) {
-    case F_NAME: {
-        const char *s = yread_scalar(v);
-        if (!s || !s[0])
-            return yread_fail(c, v, field, "expected a name, got %s", yread_kind(v));
-        if (strlen(s) >= sizeof m->name)
-            return yread_fail(c, v, field, "name longer than %zu characters", sizeof m->name - 1);
-        snprintf(m->name, sizeof m->name, "%s", s);
-        return 0;
+    const char *s = yread_scalar(v);
+    if (!s || !s[0])
+        return yread_fail(c, v, field, "expected a name, got %s", yread_kind(v));
+    if (strlen(s) >= sizeof m->name)
+        return yread_fail(c, v, field, "name longer than %zu characters", sizeof m->name - 1);
+    snprintf(m->name, sizeof m->name, "%s", s);
+    return 0;
+}
+
+/* The optional keys over the family's defaults in m; enums through ints. */
+static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+{
+    int attention = m->flash_attention, activation = (int)m->activation;
+    int positions = (int)m->positions;
+    int moe_int[5] = {0};
+    double moe_real[2] = {0};
+    const yfield fields[] = {
+        {"ffn_hidden", YFIELD_INT, &m->ffn_hidden, 1, INT_MAX, {0}},
+        {"attention", YFIELD_ENUM, &attention, 0, 0, ENUM_NAMES(attention_table)},
+        {"kernels", YFIELD_ENUM, &m->eager_kernels, 0, 0, ENUM_NAMES(kernels_table)},
+        {"activation", YFIELD_ENUM, &activation, 0, 0, model_activation_names},
+        {"kv_heads", YFIELD_INT, &m->kv_heads, 1, INT_MAX, {0}},
+        {"head_dim", YFIELD_INT, &m->head_dim, 1, INT_MAX, {0}},
+        {"tied_embeddings", YFIELD_BOOL, &m->tied_embeddings, 0, 0, {0}},
+        {"positions", YFIELD_ENUM, &positions, 0, 0, model_positions_names},
+        {"bias", YFIELD_BOOL, &m->bias, 0, 0, {0}},
+        {"dropout", YFIELD_BOOL, &m->dropout, 0, 0, {0}},
+        {"experts", YFIELD_INT, &moe_int[0], 1, INT_MAX, {0}},
+        {"experts_topk", YFIELD_INT, &moe_int[1], 1, INT_MAX, {0}},
+        {"shared_experts", YFIELD_INT, &moe_int[2], 0, INT_MAX, {0}},
+        {"dense_layers", YFIELD_INT, &moe_int[3], 0, INT_MAX, {0}},
+        {"dense_ffn_hidden", YFIELD_INT, &moe_int[4], 1, INT_MAX, {0}},
+        {"capacity_factor", YFIELD_POSITIVE, &moe_real[0], 0, 0, {0}},
+        {"imbalance", YFIELD_POSITIVE, &moe_real[1], 0, 0, {0}},
+    };
+    if (yread_fields(c, node, path, fields, (int)(sizeof fields / sizeof *fields)))
+        return c->err->code;
+    char field[160];
+    for (int f = F_EXPERTS; f < F_COUNT; f++) {
+        yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
+        if (!v)
+            continue;
+        yread_join_path(field, sizeof field, path, model_keys[f]);
+        return yread_fail(c, v, field,
+                          "mixture of experts is not modelled yet: '%s' (and the other MoE keys) "
+                          "cannot be simulated; describe a dense model",
+                          model_keys[f]);
     }
-    case F_FAMILY:
-    case F_ATTENTION:
-    case F_KERNELS:
-    case F_ACTIVATION: {
-        enum_names names = f == F_FAMILY      ? model_family_names
-                           : f == F_ATTENTION ? ENUM_NAMES(attention_table)
-                           : f == F_KERNELS   ? ENUM_NAMES(kernels_table)
-                                              : model_activation_names;
-        if (yread_enum(c, v, field, names, &i))
-            return c->err->code;
-        if (f == F_FAMILY)
-            m->family = (model_family)i;
-        else if (f == F_ATTENTION)
-            m->flash_attention = i;
-        else if (f == F_KERNELS)
-            m->eager_kernels = i;
-        else
-            m->activation = (model_activation)i;
-        return 0;
+    if (attention == ATTN_MLA) {
+        yread_join_path(field, sizeof field, path, "attention");
+        return yread_fail(c, yread_map_get(c, node, "attention"), field,
+                          "MLA (DeepSeek latent attention) is not modelled; "
+                          "expected unfused or flash");
     }
-    default: return yread_int(c, v, field, 1, INT_MAX, dims[f]);
+    m->flash_attention = attention == ATTN_FLASH;
+    m->activation = (model_activation)activation;
+    m->positions = (model_positions)positions;
+    return 0;
+}
+
+/* Cross-key rules and the defaults that depend on other keys, each error at the key to fix. */
+static int resolve_model(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+{
+    char field[160];
+    yaml_node_t *head_dim = yread_map_get(c, node, "head_dim");
+    yaml_node_t *kv = yread_map_get(c, node, "kv_heads");
+    if (!head_dim && m->hidden % m->heads != 0) {
+        yread_join_path(field, sizeof field, path, "heads");
+        return yread_fail(c, yread_map_get(c, node, "heads"), field,
+                          "hidden (%d) is not divisible by heads (%d); give head_dim", m->hidden,
+                          m->heads);
     }
+    if (!head_dim)
+        m->head_dim = m->hidden / m->heads;
+    if (!kv)
+        m->kv_heads = m->heads;
+    if (m->heads % m->kv_heads != 0) {
+        yread_join_path(field, sizeof field, path, "kv_heads");
+        return yread_fail(c, kv, field,
+                          "kv_heads (%d) does not divide heads (%d): every K/V head serves "
+                          "the same number of query heads",
+                          m->kv_heads, m->heads);
+    }
+    if (!yread_map_get(c, node, "ffn_hidden")) {
+        if (m->activation == ACT_SWIGLU) {
+            yread_join_path(field, sizeof field, path, "ffn_hidden");
+            yaml_node_t *at = yread_map_get(c, node, "activation");
+            return yread_fail(c, at ? at : yread_map_get(c, node, "family"), field,
+                              "a swiglu MLP needs ffn_hidden (its width has no standard "
+                              "default)");
+        }
+        m->ffn_hidden = 4 * m->hidden;
+    }
+    return 0;
 }
 
 int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out)
@@ -85,26 +206,30 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
     if (yread_check_keys(c, node, path, model_keys, F_COUNT))
         return c->err->code;
 
-    workload_model m;
-    memset(&m, 0, sizeof m);
+    /* family first: it sets the defaults of the other keys */
     char field[160];
-    for (int f = 0; f < F_COUNT; f++) {
+    int family = 0;
+    int dims[F_VOCAB + 1] = {0};
+    for (int f = F_FAMILY; f <= F_VOCAB; f++) {
         yread_join_path(field, sizeof field, path, model_keys[f]);
         yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
-        if (v && model_field(c, f, v, field, &m))
-            return c->err->code;
-        int optional =
-            f == F_NAME || f == F_FFN || f == F_ATTENTION || f == F_KERNELS || f == F_ACTIVATION;
-        if (!v && !optional)
+        if (!v)
             return yread_fail(c, node, field, "missing required key '%s'", model_keys[f]);
+        if (f == F_FAMILY ? yread_enum(c, v, field, model_family_names, &family)
+                          : yread_int(c, v, field, 1, INT_MAX, &dims[f]))
+            return c->err->code;
     }
-    if (m.hidden % m.heads != 0) {
-        yread_join_path(field, sizeof field, path, "heads");
-        return yread_fail(c, yread_map_get(c, node, "heads"), field,
-                          "hidden (%d) is not divisible by heads (%d)", m.hidden, m.heads);
+    workload_model m;
+    workload_model_init(&m, (model_family)family, dims[F_LAYERS], dims[F_HIDDEN], dims[F_HEADS],
+                        dims[F_SEQ], dims[F_VOCAB]);
+    yaml_node_t *name = yread_map_get(c, node, "name");
+    if (name) {
+        yread_join_path(field, sizeof field, path, "name");
+        if (read_name(c, name, field, &m))
+            return c->err->code;
     }
-    if (!yread_map_get(c, node, "ffn_hidden"))
-        m.ffn_hidden = 4 * m.hidden;
+    if (read_optional(c, node, path, &m) || resolve_model(c, node, path, &m))
+        return c->err->code;
     *out = m;
     return 0;
 }

@@ -9,27 +9,49 @@
 #include "../sim/base/vocab.h"
 #include "../sim/base/yaml_read.h"
 
-typedef enum { FAMILY_GPT, FAMILY_BERT } model_family;
+/* gpt: LayerNorm, GELU MLP, learned positions, biases, dropout, tied embeddings (GPT-2/3,
+ * Megatron's GPT). bert: the same plus token types and the MLM head. llama: RMSNorm, SwiGLU
+ * MLP, rotary positions, no biases, no dropout, untied input and output embeddings. The
+ * family sets the defaults of the keys below; each can be overridden. */
+typedef enum { FAMILY_GPT, FAMILY_BERT, FAMILY_LLAMA } model_family;
 extern const enum_names model_family_names;
 
-/* MLP activation. Only `kernels: eager` tells them apart: fused kernels do any of them in one
- * bias-activation pass. gelu_tanh is the tanh approximation written as PyTorch ops
- * (HuggingFace's gelu_new: 8 elementwise kernels each way). */
-typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU } model_activation;
+/* MLP activation. gelu, gelu_tanh and relu: two matrices (fc1, activation, fc2); only
+ * `kernels: eager` tells them apart: fused kernels do any of them in one bias-activation pass.
+ * gelu_tanh is the tanh approximation written as PyTorch ops (HuggingFace's gelu_new: 8
+ * elementwise kernels each way). swiglu is gated: fc1 holds the gate and up projections
+ * (2 x ffn_hidden outputs, one GEMM as Megatron's linear_fc1), silu(gate) * up, then fc2. */
+typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_SWIGLU } model_activation;
 extern const enum_names model_activation_names;
 
-/* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). */
+/* Positions: a learned table (seq x hidden parameters, looked up and added), rotary embedding
+ * applied to Q and K in every layer, or ALiBi (a per-head bias on the attention scores, no
+ * parameters). */
+typedef enum { POS_LEARNED, POS_ROTARY, POS_ALIBI } model_positions;
+extern const enum_names model_positions_names;
+
+/* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). Every field
+ * is resolved when read (workload_model_read) or set by workload_model_init: the builders
+ * never guess. */
 typedef struct workload_model {
     char name[64];
     model_family family;
     int layers, hidden, heads, seq, vocab;
-    int ffn_hidden;              /* default 4 * hidden */
+    int ffn_hidden;              /* default 4 * hidden; required with swiglu */
     int flash_attention;         /* `attention: flash`: fused attention, scores kept on chip */
     int eager_kernels;           /* `kernels: eager`: unfused PyTorch eager ops (HuggingFace
                                   * models): separate scale and mask passes on the attention
                                   * scores, dropout and residual add apart, activation as
                                   * written; default `kernels: fused` (Megatron's kernels) */
-    model_activation activation; /* `activation:` gelu (default), gelu_tanh, relu */
+    model_activation activation; /* `activation:` gelu (gpt, bert), swiglu (llama), ... */
+    int kv_heads;                /* K/V heads (grouped-query attention); default heads */
+    int head_dim;                /* per head; default hidden / heads. Q and O project to
+                                  * heads x head_dim, K and V to kv_heads x head_dim */
+    int tied_embeddings;         /* LM head shares the word embedding (gpt, bert: yes) */
+    model_positions positions;   /* learned (gpt, bert), rotary (llama), alibi */
+    int bias;                    /* biases on GEMMs and norms (gpt, bert: yes; llama: no) */
+    int dropout;                 /* dropout after attention, MLP, embedding and on the scores
+                                  * (gpt, bert: yes; llama: no) */
 } workload_model;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
@@ -46,8 +68,8 @@ typedef enum {
     OP_GEMM,      /* [batch x] (m x k) . (k x n) */
     OP_ATTENTION, /* QK^T, softmax, dropout, .V of one layer as batched GEMMs: batch=b*heads */
     OP_SOFTMAX,
-    OP_LAYERNORM,
-    OP_ELEMENTWISE, /* residual add, gelu, bias */
+    OP_LAYERNORM,   /* LayerNorm, or RMSNorm (family llama) */
+    OP_ELEMENTWISE, /* residual add, gelu, swiglu, rotary embedding, bias */
     OP_DROPOUT,
     OP_EMBEDDING, /* table lookup (forward), scatter-add (backward) */
     OP_LOSS       /* softmax cross-entropy over the vocab */
@@ -71,6 +93,20 @@ typedef struct workload_op {
     int megatron_softmax; /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
                                to PyTorch ops for shapes its kernel refuses (checked when
                                sharding): 1 causal mask, 2 padding mask, 0 not used */
+    int fp8_gemm;       /* a linear layer of a transformer layer: an FP8 GEMM under `precision: fp8`
+                     (Transformer Engine's fp8_autocast covers the layers, not the LM head) */
+    double tied_params; /* part of params shared with another op (an LM head tied to the
+                             word embedding): counted once in the model's total; a pipeline
+                             stage without that op holds its own copy (Megatron) */
+    /* The part of the op that belongs to the K/V heads (grouped-query attention), included in
+     * the fields above: the N width of a GEMM (its FLOPs, bytes, parameters and activations
+     * follow the shape), or for other ops their FLOPs, bytes and activations. With fewer K/V
+     * heads than TP ranks each rank holds and computes the K/V head its query heads use:
+     * sharding multiplies this part by tp / kv_heads before dividing by tp. */
+    int kv_heads; /* 0: the op has no K/V part */
+    struct {
+        double n, fwd_flops, bwd_flops, fwd_bytes, bwd_bytes, act_bytes;
+    } kv;
 } workload_op;
 
 typedef struct workload_graph {
@@ -79,14 +115,24 @@ typedef struct workload_graph {
     precision_t precision;
     workload_op *ops; /* forward order */
     int n_ops;
-    double total_params;
+    double total_params;         /* each parameter once (tied copies not counted again) */
     double fwd_flops, bwd_flops; /* sums over ops, one micro-batch */
 } workload_graph;
+
+/* A model of `family` with the family's defaults (activation, positions, bias, dropout, tied
+ * embeddings), kv_heads = heads, head_dim = hidden / heads (0 when not divisible: set it),
+ * ffn_hidden = 4 * hidden unless the activation is gated (then 0: set it). For models built in
+ * code; files and inline models go through workload_model_read. */
+void workload_model_init(workload_model *m, model_family family, int layers, int hidden, int heads,
+                         int seq, int vocab);
 
 /* Parse a model mapping with the located reader; `path` is the mapping's dotted path in its
  * document ("" in a model file, "workload" inline in a strategy), so errors name
  * "workload.hidden" or "hidden". Unknown or repeated keys, missing or non-positive dimensions
- * and unknown enum values are errors at their line and column. The one model parser: files and
+ * and unknown enum values are errors at their line and column, and so are what is not
+ * modelled: `attention: mla` and the mixture-of-experts keys (experts, experts_topk,
+ * shared_experts, dense_layers, dense_ffn_hidden, capacity_factor, imbalance), each checked
+ * for its type first; kv_heads not dividing heads; swiglu without ffn_hidden. The one model parser: files and
  * inline models both go through it. */
 int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out);
 /* The same for a whole document's node, path "" (`file` names the document for messages). */
@@ -103,7 +149,9 @@ void workload_graph_free(workload_graph *g);
 
 /* The part of `op` one tensor-parallel rank runs: shape, FLOPs, bytes, params and activations
  * divided as its split says (SPLIT_SEQUENCE only when sequence_parallel; SPLIT_VOCAB only when
- * vocab_parallel). tp == 1 copies the op. */
+ * vocab_parallel), its K/V part replicated first when tp > kv_heads (tp must then be a
+ * multiple of kv_heads, and otherwise kv_heads a multiple of tp: strategy_validate checks).
+ * tp == 1 copies the op. */
 void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
                        workload_op *out);
 

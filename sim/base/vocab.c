@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16"};
+static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 const enum_names precision_names = ENUM_NAMES(precision_table);
 
 const char *enum_name(enum_names t, int v)
@@ -26,7 +26,7 @@ int precision_bytes(precision_t p)
 {
     assert(p >= PREC_FP32 && p < PREC_COUNT);
     /* tf32 is a tensor-core compute mode; tensors stay fp32 in memory */
-    return (p == PREC_FP16 || p == PREC_BF16) ? 2 : 4;
+    return p == PREC_FP8 ? 1 : (p == PREC_FP16 || p == PREC_BF16) ? 2 : 4;
 }
 
 const char *precision_name(precision_t p)

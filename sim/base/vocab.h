@@ -7,10 +7,11 @@ typedef struct src_loc {
     int line, column; /* 1-based; 0 when absent */
 } src_loc;
 
-/* Numeric formats of the compute path. */
-typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16, PREC_COUNT } precision_t;
+/* Numeric formats of the compute path. fp8 is a GEMM format (Transformer Engine's FP8 GEMMs in
+ * a bf16 mixed-precision model: strategy `precision: fp8`); its element is one byte. */
+typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16, PREC_FP8, PREC_COUNT } precision_t;
 
-int precision_bytes(precision_t p); /* bytes per activation/weight element: 4 or 2 */
+int precision_bytes(precision_t p); /* bytes per element: 4 (fp32, tf32), 2, or 1 (fp8) */
 const char *precision_name(precision_t p);
 int precision_parse(const char *s, precision_t *out); /* 0 ok, -1 unknown name */
 

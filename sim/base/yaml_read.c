@@ -273,7 +273,7 @@ int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char 
         for (int i = 0; i < count && !known; i++)
             known = !strcmp(ks, allowed[i]);
         if (!known) {
-            char list[256] = "";
+            char list[512] = "";
             for (int i = 0; i < count; i++) {
                 size_t used = strlen(list);
                 snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);

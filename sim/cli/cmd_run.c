@@ -2,9 +2,11 @@
  * compile -> simulate -> report, and the exit code (2: does not fit, with --strict-memory). */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../strategies/compile.h"
+#include "../base/xalloc.h"
 #include "cli.h"
 #include "output.h"
 #include "sweep_run.h"
@@ -14,7 +16,8 @@ static int run_main(int argc, char **argv);
 const cli_command cli_run = {
     "run",
     "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
-    "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]]\n"
+    "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
+    "                [--no-trace-links]]\n"
     "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
     "               [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
@@ -24,10 +27,18 @@ const cli_command cli_run = {
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev), with flow\n"
     "                          arrows from each pipeline send to the task that consumes it\n"
+    "                          and a counter track of GB/s per link that carried traffic\n"
+    "                          (links alike share a track)\n"
     "  --trace-ranks SPEC      trace only these GPUs: ranks and inclusive ranges separated by\n"
-    "                          commas, e.g. 0-7 or 0,3,8-11 (default: every GPU)\n"
+    "                          commas, e.g. 0-7 or 0,3,8-11 (default: every GPU); link\n"
+    "                          counters: every link with every GPU traced, else the links\n"
+    "                          between a traced GPU and the GPUs it shares a collective or\n"
+    "                          a transfer with\n"
     "  --trace-steps N         trace only the tasks of the first N micro-batches, and those of\n"
-    "                          none (optimizer, gradient collectives) (default: all)\n"
+    "                          none (optimizer, gradient collectives) (default: all); link\n"
+    "                          counters cover the whole iteration\n"
+    "  --no-trace-links        no link counters in the trace (they take memory while\n"
+    "                          simulating: 24 bytes per flow and counted link)\n"
     "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
     "  --nccl-algo ALGO        all-reduce algorithm, as NCCL_ALGO: auto (default: chosen per\n"
     "                          all-reduce as NCCL's tuner does), ring, tree or nvls; an error\n"
@@ -45,7 +56,7 @@ typedef struct run_args {
     const char *strategy, *cluster, *json, *trace, *csv, *algo;
     htae_options hopt;
     out_trace_filter trace_filter;
-    int strict, quiet;
+    int no_trace_links, strict, quiet;
     compile_options copt;
 } run_args;
 
@@ -74,6 +85,10 @@ static const cli_option run_options[] = {
      .has_min = 1,
      .min = 1,
      .bad = "micro-batch count"},
+    {.name = "--no-trace-links",
+     .kind = CLI_FLAG,
+     .offset = offsetof(run_args, no_trace_links),
+     .set = 1},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(run_args, csv)},
     {.name = "--nccl-algo", .kind = CLI_STRING, .offset = offsetof(run_args, algo)},
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
@@ -101,9 +116,11 @@ static int parse_run(int argc, char **argv, run_args *a)
     htae_default_options(&a->hopt);
     if (a->algo && cli_parse_algo(&cli_run, "--nccl-algo", a->algo, &a->hopt.algo))
         return PS_EINPUT;
-    if (!a->trace && (a->trace_filter.ranks || a->trace_filter.steps))
+    if (!a->trace && (a->trace_filter.ranks || a->trace_filter.steps || a->no_trace_links))
         return cli_usage_error(&cli_run, "%s needs --trace OUT.trace.json",
-                               a->trace_filter.ranks ? "--trace-ranks" : "--trace-steps");
+                               a->trace_filter.ranks   ? "--trace-ranks"
+                               : a->trace_filter.steps ? "--trace-steps"
+                                                       : "--no-trace-links");
     return 0;
 }
 
@@ -176,15 +193,23 @@ static int run_main(int argc, char **argv)
     compiled_plan plan;
     htae_result res;
     memset(&res, 0, sizeof res);
+    unsigned char *counted = NULL; /* the traced GPUs, whose links are counted */
     int rc = compile_plan(&s, &c, &a.copt, &plan, &err);
-    if (!rc && a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
-        rc = out_trace_ranks(a.trace_filter.ranks, plan.gpus, NULL, &err);
+    if (!rc && (a.trace_filter.ranks || (a.trace && !a.no_trace_links))) {
+        counted = xcalloc((size_t)plan.gpus, 1);
+        if (a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
+            rc = out_trace_ranks(a.trace_filter.ranks, plan.gpus, counted, &err);
+        else
+            memset(counted, 1, (size_t)plan.gpus);
+    }
+    a.hopt.counter_ranks = a.trace && !a.no_trace_links ? counted : NULL;
     if (!rc)
         rc = htae_run(plan.graph, &c, &a.hopt, &res, &err);
     if (!rc)
         rc = run_report(&a, &c, &plan, &res, &err);
     if (rc && err.code)
         cli_fail(&err);
+    free(counted);
     htae_result_free(&res);
     compiled_plan_free(&plan);
     cluster_free(&c);

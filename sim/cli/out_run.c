@@ -53,9 +53,14 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             d->micro_batch);
     if (p->chunks > 1)
         fprintf(out, ", %d virtual stages", p->chunks);
-    fprintf(out, "; %s; recompute %s%s%s\n", precision_name(d->precision),
-            recompute_name(d->recompute), d->sequence_parallel ? "; sequence parallel" : "",
-            d->zero ? "; ZeRO" : "");
+    fprintf(out, "; %s; recompute %s%s", precision_name(d->precision), recompute_name(d->recompute),
+            d->sequence_parallel ? "; sequence parallel" : "");
+    if (d->zero)
+        fprintf(out, "; ZeRO-%d", d->zero);
+    if (d->zero && p->zero_shard < p->dp)
+        fprintf(out, " (HSDP: shards of %d GPUs, %d replicas)", p->zero_shard,
+                p->dp / p->zero_shard);
+    fputc('\n', out);
     fprintf(out, "  iteration    %s\n", human_time(sum->iteration_s, b1, sizeof b1));
     fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->samples_per_s,
             sum->tokens_per_s);
@@ -122,6 +127,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON *plan = cJSON_AddObjectToObject(root, "plan");
     out_plan_json(plan, &p->plan);
     cJSON_AddNumberToObject(plan, "micro_batches", p->micro_batches);
+    cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
     for (int k = CAT_TP_COMM; k <= CAT_DP_COMM; k++)

@@ -1,7 +1,8 @@
 /* out_trace.c: the Chrome trace event format of a simulated run (Perfetto opens it): one
  * process per GPU, one thread per stream, one complete event per task, a flow arrow from each
- * point-to-point transfer to the task on its peer that consumes it. run --trace-ranks and
- * --trace-steps cut it down to some GPUs and the first micro-batches. */
+ * point-to-point transfer to the task on its peer that consumes it, and a process "links" with
+ * a counter track per counted link. run --trace-ranks and --trace-steps cut it down to some
+ * GPUs and the first micro-batches. */
 #include "output.h"
 
 #include <stdio.h>
@@ -168,6 +169,153 @@ static void put_flow(const trace_ctx *x, uint32_t t)
             t, d->rank, d->stream, x->r->start[s] * 1e6);
 }
 
+/* Links with counters, grouped: links whose counters are identical point for point (the port
+ * halves of one NVSwitch ring, the NICs of one pipeline send) share one track. */
+typedef struct link_tracks {
+    int *leader; /* [n_links]: the first link (in r->links order) of its group; -1: no counter */
+    int *size;   /* [n_links]: a leader's group size */
+} link_tracks;
+
+typedef struct series_key {
+    uint64_t hash;
+    int link;
+} series_key;
+
+static uint64_t series_hash(const htae_link_stat *l)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the points' bytes */
+    const unsigned char *p = (const unsigned char *)l->rate;
+    for (size_t i = 0; i < (size_t)l->n_rate * sizeof *l->rate; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int by_hash_then_link(const void *pa, const void *pb)
+{
+    const series_key *a = pa, *b = pb;
+    if (a->hash != b->hash)
+        return a->hash < b->hash ? -1 : 1;
+    return a->link - b->link;
+}
+
+static int same_series(const htae_link_stat *a, const htae_link_stat *b)
+{
+    if (a->n_rate != b->n_rate)
+        return 0;
+    for (int i = 0; i < a->n_rate; i++)
+        if (a->rate[i].t != b->rate[i].t || a->rate[i].rate != b->rate[i].rate)
+            return 0;
+    return 1;
+}
+
+/* Group r's links by their counters: hash, then compare within a run of equal hashes. */
+static void link_tracks_build(const htae_result *r, link_tracks *lt)
+{
+    int n = r->n_links, k = 0;
+    lt->leader = xmalloc((size_t)(n + 1) * sizeof *lt->leader);
+    lt->size = xcalloc((size_t)n + 1, sizeof *lt->size);
+    series_key *keys = xmalloc((size_t)(n + 1) * sizeof *keys);
+    for (int i = 0; i < n; i++) {
+        lt->leader[i] = -1;
+        if (r->links[i].n_rate > 0)
+            keys[k++] = (series_key){series_hash(&r->links[i]), i};
+    }
+    qsort(keys, (size_t)k, sizeof *keys, by_hash_then_link);
+    for (int a = 0, b; a < k; a = b) {
+        for (b = a; b < k && keys[b].hash == keys[a].hash; b++)
+            ;
+        for (int i = a; i < b; i++) { /* links in order: each joins the first alike before it */
+            int me = keys[i].link, j = a;
+            while (j < i && !same_series(&r->links[keys[j].link], &r->links[me]))
+                j++;
+            int lead = j < i ? lt->leader[keys[j].link] : me;
+            lt->leader[me] = lead;
+            lt->size[lead]++;
+        }
+    }
+    free(keys);
+}
+
+static void link_tracks_free(link_tracks *lt)
+{
+    free(lt->leader);
+    free(lt->size);
+}
+
+/* A link as the trace names it, its id and direction ("n0g0_nic up"), and `more` links alike
+ * as " +more"; the caller frees it. */
+static char *link_name(const htae_link_stat *l, int more)
+{
+    size_t n = strlen(l->name), cut = 0, size = n + 24; /* SimGrid's _UP / _DOWN, as a word */
+    if (!strcmp(l->direction, "up") || !strcmp(l->direction, "down"))
+        cut = strlen(l->direction) + 1;
+    char *name = xmalloc(size);
+    int w = snprintf(name, size, "%.*s%s%s", (int)(n - cut), l->name, cut ? " " : "",
+                     cut ? l->direction : "");
+    if (more > 0)
+        snprintf(name + w, size - (size_t)w, " +%d", more);
+    return name;
+}
+
+/* The process "links" (pid n_ranks, after the GPUs) and a counter track per group of links
+ * alike: value "GB/s" (1e9 bytes/s) from each change point on (htae_rate_point). The counters
+ * span the whole iteration, also under --trace-steps. */
+static void put_link_counters(const trace_ctx *x, const link_tracks *lt)
+{
+    const htae_result *r = x->r;
+    int pid = x->g->n_ranks, any = 0;
+    for (int i = 0; i < r->n_links; i++)
+        any |= lt->leader[i] >= 0;
+    if (!any)
+        return;
+    fprintf(x->f,
+            ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"links\"}}"
+            ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,"
+            "\"args\":{\"sort_index\":%d}}",
+            pid, pid, pid);
+    for (int i = 0; i < r->n_links; i++) {
+        const htae_link_stat *l = &r->links[i];
+        if (lt->leader[i] != i)
+            continue;
+        char *name = link_name(l, lt->size[i] - 1);
+        for (int k = 0; k < l->n_rate; k++) {
+            fputs(",\n{\"ph\":\"C\",\"name\":", x->f);
+            put_json_string(x->f, name);
+            fprintf(x->f, ",\"pid\":%d,\"ts\":%.3f,\"args\":{\"GB/s\":%.6g}}", pid,
+                    l->rate[k].t * 1e6, l->rate[k].rate / 1e9);
+        }
+        free(name);
+    }
+}
+
+/* "otherData" (the trace's metadata), when there are counters: "link_tracks", each counter
+ * track's links by name. */
+static void put_link_members(const trace_ctx *x, const link_tracks *lt)
+{
+    const htae_result *r = x->r;
+    int first = 1;
+    for (int i = 0; i < r->n_links; i++) {
+        if (lt->leader[i] != i)
+            continue;
+        char *name = link_name(&r->links[i], lt->size[i] - 1);
+        fputs(first ? ",\"otherData\":{\"link_tracks\":{\n" : ",\n", x->f);
+        first = 0;
+        put_json_string(x->f, name);
+        fputs(":[", x->f);
+        free(name);
+        for (int j = i, sep = 0; j < r->n_links; j++)
+            if (lt->leader[j] == i) {
+                name = link_name(&r->links[j], 0);
+                fputs(sep++ ? "," : "", x->f);
+                put_json_string(x->f, name);
+                free(name);
+            }
+        fputc(']', x->f);
+    }
+    if (!first)
+        fputs("}}", x->f);
+}
+
 /* Chrome trace event format (Perfetto opens it): one process per GPU, one thread per stream.
  * Streamed with fprintf: a trace holds millions of events, too many for a cJSON tree. */
 int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
@@ -189,7 +337,10 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
         return out_write_error(path, err);
     }
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", x.f);
+    link_tracks lt;
+    link_tracks_build(r, &lt);
     put_metadata(&x, c, p);
+    put_link_counters(&x, &lt);
     for (uint32_t t = 0; t < g->n_tasks; t++) {
         if (!task_kept(&x, t))
             continue;
@@ -197,7 +348,10 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
         if (g->tasks[t].kind == TASK_TRANSFER && x.keep_rank[g->tasks[t].peer])
             put_flow(&x, t);
     }
-    fputs("\n]}\n", x.f);
+    fputs("\n]", x.f);
+    put_link_members(&x, &lt);
+    fputs("}\n", x.f);
+    link_tracks_free(&lt);
     free(x.keep_rank);
     if (fclose(x.f) != 0)
         return out_write_error(path, err);

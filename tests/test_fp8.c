@@ -1,0 +1,235 @@
+/* test_fp8.c: `precision: fp8` (FP8 GEMMs in a bf16 mixed-precision model): the FP8 GEMM cost
+ * by hand, the devices' FP8 peaks (H100, H200, B200) and the refusal on GPUs without FP8. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../sim/cost.h"
+#include "../strategies/strategy.h"
+
+static const char *data_dir(void)
+{
+    const char *d = getenv("PROTOSIM_DATA_DIR");
+    return d ? d : PROTOSIM_SOURCE_DIR;
+}
+
+static double rel(double a, double b)
+{
+    return fabs(a - b) / fabs(b);
+}
+
+/* H100 SXM5 datasheet figures (dense). */
+static device_spec h100(void)
+{
+    device_spec d;
+    memset(&d, 0, sizeof d);
+    strcpy(d.name, "H100-SXM5-80GB");
+    d.peak_flops[PREC_FP32] = 66.9e12;
+    d.peak_flops[PREC_TF32] = 494.7e12;
+    d.peak_flops[PREC_FP16] = 989.4e12;
+    d.peak_flops[PREC_BF16] = 989.4e12;
+    d.peak_flops[PREC_FP8] = 1978.9e12;
+    d.hbm_bw = 3350e9;
+    d.hbm_bytes = 80.0 * (1 << 30);
+    d.sms = 132;
+    return d;
+}
+
+static workload_op gemm(double m, double n, double k)
+{
+    workload_op op;
+    memset(&op, 0, sizeof op);
+    strcpy(op.name, "layers.0.mlp.fc1");
+    op.kind = OP_GEMM;
+    op.split = SPLIT_COLUMN;
+    op.batch = 1;
+    op.m = m;
+    op.n = n;
+    op.k = k;
+    op.fwd_flops = 2 * m * n * k;
+    op.bwd_flops = 2 * op.fwd_flops;
+    op.fwd_bytes = (m * k + k * n + m * n) * 2;
+    op.bwd_bytes = 2 * op.fwd_bytes;
+    op.kernels = 1;
+    op.fp8_gemm = 1;
+    return op;
+}
+
+/* One FP8 GEMM kernel by hand: 2mnk at the FP8 peak times the tensor-core efficiency of the
+ * shape, or its traffic (fp8 inputs, bf16 output) at the sustained bandwidth. */
+static double fp8_kernel(double m, double n, double k, const device_spec *d)
+{
+    double bw = d->hbm_bw * cost_memory_efficiency();
+    double compute = 2 * m * n * k / (1978.9e12 * cost_gemm_efficiency(1, m, n, k, PREC_FP8, d));
+    return fmax(compute, ((m * k + k * n) * 1 + m * n * 2) / bw);
+}
+
+/* Forward: cast X (m x k) and W (k x n) to fp8 with their transposes (read 2, write 1 + 1
+ * bytes per element), then the GEMM; backward: cast dY (m x n), then dX and dW. Plus the GPU
+ * overhead per modelled kernel (1 forward, 2 backward). */
+START_TEST(fp8_gemm_cost_by_hand)
+{
+    device_spec d = h100();
+    double m = 8192, n = 11008, k = 4096;
+    workload_op op = gemm(m, n, k);
+    double bw = d.hbm_bw * cost_memory_efficiency(), ovh = cost_kernel_gpu_overhead_seconds();
+    double fwd = 4 * (m * k + k * n) / bw + fp8_kernel(m, n, k, &d) + ovh;
+    double bwd = 4 * (m * n) / bw + fp8_kernel(m, k, n, &d) + fp8_kernel(k, n, m, &d) + 2 * ovh;
+    ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP8, &d), fwd) < 1e-12);
+    ck_assert(rel(cost_op_kernel_seconds(&op, PASS_BWD, PREC_FP8, &d), bwd) < 1e-12);
+    /* the same efficiency machinery as bf16 (tiles, waves, K depth, tensor-core base) */
+    ck_assert_double_eq(cost_gemm_efficiency(1, m, n, k, PREC_FP8, &d),
+                        cost_gemm_efficiency(1, m, n, k, PREC_BF16, &d));
+    /* a large GEMM: at most twice as fast as in bf16 (the peak ratio), slower by the casts */
+    double b16 = cost_op_kernel_seconds(&op, PASS_FWD, PREC_BF16, &d);
+    double f8 = cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP8, &d);
+    ck_assert_msg(f8 > b16 / 2 && f8 < b16, "fp8 %g s, bf16 %g s", f8, b16);
+}
+END_TEST
+
+/* devices.yaml: the dense FP8 peaks of Hopper (half the datasheet's sparse 3958), the B200
+ * entry (HGX B200 datasheet, sparse figures halved), and no FP8 on the A100. */
+START_TEST(device_fp8_peaks)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", data_dir());
+    device_table t;
+    ps_error err = {0};
+    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    const device_spec *h = device_table_find(&t, "H100-SXM5-80GB");
+    const device_spec *h2 = device_table_find(&t, "H200-SXM-141GB");
+    const device_spec *b = device_table_find(&t, "B200-SXM-180GB");
+    const device_spec *a = device_table_find(&t, "A100-SXM4-80GB");
+    ck_assert(h && h2 && b && a);
+    ck_assert_double_eq(h->peak_flops[PREC_FP8], 1978.9e12);
+    ck_assert_double_eq(h2->peak_flops[PREC_FP8], 1978.9e12);
+    ck_assert_double_eq(b->peak_flops[PREC_FP8], 4500e12);
+    ck_assert_double_eq(b->peak_flops[PREC_BF16], 2250e12);
+    ck_assert_double_eq(b->peak_flops[PREC_TF32], 1100e12);
+    ck_assert_double_eq(b->peak_flops[PREC_FP32], 75e12);
+    ck_assert_double_eq(b->hbm_bytes, 180e9);
+    ck_assert_double_eq(b->hbm_bw, 7700e9);
+    ck_assert_int_eq(b->sms, 148);
+    ck_assert_double_eq(a->peak_flops[PREC_FP8], 0);
+    device_table_free(&t);
+
+    /* fp8_tflops is checked like the other peaks */
+    char tmp[] = "/tmp/protosim_test_fp8_XXXXXX";
+    int fd = mkstemp(tmp);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("- name: X\n  fp32_tflops: 1\n  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
+          "  fp8_tflops: -2\n  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n",
+          f);
+    fclose(f);
+    ck_assert_int_eq(device_table_load(tmp, &t, &err), PS_EINPUT);
+    unlink(tmp);
+    ck_assert_str_eq(err.field, "fp8_tflops");
+    ck_assert_int_eq(err.line, 6);
+    ck_assert_int_eq(err.column, 15);
+}
+END_TEST
+
+static int load_strategy(const char *precision, strategy *s, ps_error *err)
+{
+    char text[512], path[] = "/tmp/protosim_test_fp8_XXXXXX";
+    snprintf(text, sizeof text,
+             "workload: llama2-7b\nbatch: {global: 8, micro: 1}\nprecision: %s\n"
+             "strategy:\n  data: {degree: 2}\n",
+             precision);
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    int rc = strategy_load(path, data_dir(), s, err);
+    unlink(path);
+    return rc;
+}
+
+/* `precision: fp8` is bf16 mixed precision with FP8 GEMMs; plans report fp8; a GPU without
+ * FP8 tensor cores is an error at the strategy's precision, naming the GPU. */
+START_TEST(fp8_strategy_and_device_check)
+{
+    strategy s;
+    ps_error err = {0};
+    ck_assert_int_eq(load_strategy("fp8", &s, &err), 0);
+    ck_assert_int_eq(s.precision, PREC_BF16);
+    ck_assert_int_eq(s.fp8, 1);
+    ck_assert_int_eq(strategy_precision(&s), PREC_FP8);
+    plan_desc pd;
+    strategy_plan_desc(&s, &pd);
+    ck_assert_int_eq(pd.precision, PREC_FP8);
+
+    device_spec hopper = h100(), ampere = h100();
+    strcpy(ampere.name, "A100-SXM4-80GB");
+    ampere.peak_flops[PREC_FP8] = 0;
+    const device_spec *devs[2] = {&hopper, &hopper};
+    cluster c;
+    memset(&c, 0, sizeof c);
+    c.n_gpus = 2;
+    c.device = devs;
+    ck_assert_int_eq(strategy_check_devices(&s, &c, &err), 0);
+    devs[1] = &ampere;
+    ck_assert_int_eq(strategy_check_devices(&s, &c, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "precision");
+    ck_assert_int_eq(err.line, 3);
+    ck_assert_int_eq(err.column, 12);
+    ck_assert_ptr_nonnull(strstr(err.message, "GPU 1 (A100-SXM4-80GB) lacks"));
+    ck_assert_ptr_nonnull(strstr(err.file, "protosim_test_fp8_"));
+    strategy_free(&s);
+
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_strategy("bf16", &s, &err), 0);
+    ck_assert(!s.fp8);
+    ck_assert_int_eq(strategy_check_devices(&s, &c, &err), 0);
+    strategy_set_precision(&s, PREC_FP8);
+    ck_assert(s.fp8 && s.precision == PREC_BF16);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Which GEMMs run in FP8: the transformer layers' linear layers, not the LM head (nor the
+ * attention core, which stays a bf16 kernel). */
+START_TEST(fp8_covers_the_layer_gemms)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_model_load("llama3-8b", data_dir(), &m, &err), 0);
+    workload_graph g;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+    int fp8 = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        const workload_op *op = &g.ops[i];
+        int layer_gemm = op->kind == OP_GEMM && op->layer >= 0 && op->layer < m.layers;
+        ck_assert_msg(op->fp8_gemm == layer_gemm, "%s", op->name);
+        fp8 += op->fp8_gemm;
+    }
+    ck_assert_int_eq(fp8, 4 * 32); /* qkv, proj, fc1 (gate + up), fc2 */
+    workload_graph_free(&g);
+}
+END_TEST
+
+static Suite *fp8_suite(void)
+{
+    Suite *s = suite_create("fp8");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, fp8_gemm_cost_by_hand);
+    tcase_add_test(tc, device_fp8_peaks);
+    tcase_add_test(tc, fp8_strategy_and_device_check);
+    tcase_add_test(tc, fp8_covers_the_layer_gemms);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(fp8_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}

@@ -1,0 +1,521 @@
+/* test_zero.c: ZeRO 1/2/3 and HSDP in the compiled graph, against numbers computed here: the
+ * collectives each stage runs per unit and micro-batch, iteration times on a fast and a slow link
+ * with every software overhead off (op costs and link bandwidth only), HSDP's groups, memory. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../sim/cost.h"
+#include "../sim/htae.h"
+#include "../strategies/compile.h"
+#include "sim_util.h"
+
+#define MAXL 8 /* unit tables: [layer + 1] for the embedding (-1), layers and head (L) */
+
+/* Load a data-dir-relative strategy with its ZeRO stage replaced by `zero` (-1: as written). */
+static void load_strategy(const char *rel, int zero, strategy *s)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", sim_data_dir(), rel);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(strategy_load(path, sim_data_dir(), s, &err) == 0, "%s", err.message);
+    if (zero >= 0)
+        s->zero = zero;
+}
+
+/* A dgx-a100 node of 8 GPUs written by the generator to a temporary file (removed here once
+ * loaded), loaded into this process's engine. */
+static void load_dgx_a100(cluster *c)
+{
+    char xml[] = "/tmp/protosim-zeroXXXXXX";
+    int fd = mkstemp(xml);
+    ck_assert(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    cluster_gen_opts o;
+    memset(&o, 0, sizeof o);
+    o.nodes = 1;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-a100", &o, fp, &err), 0);
+    fclose(fp);
+    cluster_engine_start();
+    ck_assert_msg(cluster_load(xml, sim_data_dir(), c, &err) == 0, "%s", err.message);
+    unlink(xml);
+}
+
+static void compile_ok(const strategy *s, const cluster *c, compiled_plan *p)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(compile_plan(s, c, NULL, p, &err) == 0, "%s", err.message);
+}
+
+/* Simulate strategy_rel with ZeRO stage `zero` on cluster_rel with every software overhead off
+ * (sim_bare_options: no launch or step latency, full link efficiency, no compute slowdown
+ * under communication), in a child process (SimGrid runs once per process, and these tests
+ * compare stages). Returns the iteration time. */
+static double simulate(const char *strategy_rel, int zero, const char *cluster_rel)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        char sp[1024], cp[1024];
+        snprintf(sp, sizeof sp, "%s/%s", sim_data_dir(), strategy_rel);
+        snprintf(cp, sizeof cp, "%s/%s", sim_data_dir(), cluster_rel);
+        ps_error err;
+        ps_error_clear(&err);
+        strategy s;
+        cluster c;
+        compiled_plan p;
+        htae_result r;
+        htae_options o = sim_bare_options();
+        cluster_engine_start();
+        if (strategy_load(sp, sim_data_dir(), &s, &err) == 0)
+            s.zero = zero;
+        if (err.code || cluster_load(cp, sim_data_dir(), &c, &err) ||
+            compile_plan(&s, &c, NULL, &p, &err) || htae_run(p.graph, &c, &o, &r, &err)) {
+            fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
+            _exit(1);
+        }
+        _exit(write(fd[1], &r.makespan, sizeof r.makespan) == (ssize_t)sizeof r.makespan ? 0 : 2);
+    }
+    close(fd[1]);
+    double makespan = 0;
+    ck_assert_int_eq(read(fd[0], &makespan, sizeof makespan), (ssize_t)sizeof makespan);
+    close(fd[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return makespan;
+}
+
+/* ---- the hand model ---- */
+
+/* A GPT's FSDP units, by hand: the embedding holds the word and position tables (v + s) h; a
+ * layer 12 h^2 + 13 h (QKV 3h^2 + 3h, projection h^2 + h, MLP 8h^2 + 5h, two layernorms 4h);
+ * the head the final layernorm 2h and the LM head v h (no bias). params[layer + 1]. */
+static double gpt_units(const workload_model *m, double params[MAXL])
+{
+    double h = m->hidden, s = m->seq, v = m->vocab, total = 0;
+    ck_assert(m->layers + 2 <= MAXL);
+    params[0] = (v + s) * h;
+    for (int l = 0; l < m->layers; l++)
+        params[l + 1] = 12 * h * h + 13 * h;
+    params[m->layers + 1] = v * h + 2 * h;
+    for (int u = 0; u < m->layers + 2; u++)
+        total += params[u];
+    return total;
+}
+
+typedef struct hand {
+    strategy s;
+    workload_graph wg;
+    device_table devices;
+    const device_spec *dev;
+    int L, M;
+    double unit[MAXL], params;
+} hand;
+
+static void hand_load(hand *h, const char *strategy_rel)
+{
+    memset(h, 0, sizeof *h);
+    load_strategy(strategy_rel, -1, &h->s);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&h->s.model, h->s.micro_batch, h->s.precision, &h->wg, &err),
+                     0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    ck_assert_int_eq(device_table_load(path, &h->devices, &err), 0);
+    h->dev = device_table_find(&h->devices, "A100-SXM4-80GB"); /* the test platforms' GPU */
+    ck_assert_ptr_nonnull(h->dev);
+    h->L = h->s.model.layers;
+    h->M = strategy_micro_batches(&h->s);
+    h->params = gpt_units(&h->s.model, h->unit);
+    ck_close(h->params, h->wg.total_params, 1e-12); /* the workload counts the same */
+}
+
+static void hand_free(hand *h)
+{
+    workload_graph_free(&h->wg);
+    device_table_free(&h->devices);
+    strategy_free(&h->s);
+}
+
+/* One op's kernels: the host issues each (launch / k), the GPU runs it once issued and free. */
+static void flow_op(const hand *h, double *host, double *gpu, const workload_op *op, op_pass pass)
+{
+    double launch = cost_op_launch_seconds(op, pass);
+    double kernel = cost_op_kernel_seconds(op, pass, h->s.precision, h->dev);
+    int k = cost_op_kernels(op, pass);
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        *host += launch / k;
+        *gpu = (*gpu > *host ? *gpu : *host) + kernel / k;
+    }
+}
+
+/* A ring of two GPUs on one split-duplex link of `bw` bytes/s per direction, no overheads:
+ * an all-gather or reduce-scatter of an S-byte buffer sends S/2 each way. Unit u's parameter
+ * gather (bf16) and gradient reduce-scatter (fp32, as Megatron reduces bf16 gradients). */
+static double gather_s(const hand *h, int u, double bw)
+{
+    return h->unit[u] * 2 / 2 / bw;
+}
+
+static double reduce_s(const hand *h, int u, double bw)
+{
+    return h->unit[u] * 4 / 2 / bw;
+}
+
+/* When each unit's compute ends, end[mb][backward][layer + 1]: micro-batch after micro-batch,
+ * forward then backward (ops in reverse), on a GPU that runs each kernel once the host has
+ * issued it (the host never waits) and the previous one is done. With fsdp_bw (the link's
+ * bytes/s; 0: no ZeRO-3), each micro-batch's embedding and layer 0 wait for their gathers; the
+ * later ones, one unit ahead, are done before their unit could start (checked against the
+ * simulation). Micro-batch 0's come first on the DP stream, back to back from 0. A later
+ * micro-batch's embedding gather is issued when the previous backward's embedding starts (layer
+ * 0's backward done at T) but queues behind layer 0's reduce-scatter: it ends at
+ * T + r_l0 + a_emb; then the embedding's reduce-scatter, then layer 0's gather. */
+static void hand_chain(const hand *h, double fsdp_bw, double end[][2][MAXL])
+{
+    double host = 0, gpu = 0, gate[2] = {0, 0};
+    if (fsdp_bw > 0) {
+        gate[0] = gather_s(h, 0, fsdp_bw);
+        gate[1] = gate[0] + gather_s(h, 1, fsdp_bw);
+    }
+    for (int mb = 0; mb < h->M; mb++) {
+        if (fsdp_bw > 0 && mb > 0) {
+            gate[0] = end[mb - 1][1][1] + reduce_s(h, 1, fsdp_bw) + gather_s(h, 0, fsdp_bw);
+            gate[1] = gate[0] + reduce_s(h, 0, fsdp_bw) + gather_s(h, 1, fsdp_bw);
+        }
+        int prev = -2;
+        for (int i = 0; i < h->wg.n_ops; i++) {
+            const workload_op *op = &h->wg.ops[i];
+            if (op->layer != prev && op->layer <= 0) /* the embedding's or layer 0's first op */
+                gpu = fmax(gpu, gate[op->layer + 1]);
+            prev = op->layer;
+            flow_op(h, &host, &gpu, op, PASS_FWD);
+            end[mb][0][op->layer + 1] = gpu;
+        }
+        for (int i = h->wg.n_ops - 1; i >= 0; i--) {
+            flow_op(h, &host, &gpu, &h->wg.ops[i], PASS_BWD);
+            end[mb][1][h->wg.ops[i].layer + 1] = gpu;
+        }
+    }
+}
+
+/* Adam on half of the parameters (ZeRO 1-3 over two GPUs) and the step's overhead. */
+static double optimizer_s(const hand *h)
+{
+    return cost_optimizer_seconds(h->params / 2, 1, PREC_BF16, h->dev) +
+           cost_iteration_overhead_seconds();
+}
+
+/* ---- the collectives ---- */
+
+static const char *coll_label(const htae_graph *g, uint32_t c)
+{
+    return g->labels[g->tasks[g->coll_tasks[g->colls[c].first_task]].label];
+}
+
+/* Collectives labelled `label`, checking each is of `kind`; their bytes in graph order. */
+static int count_colls(const htae_graph *g, const char *label, coll_kind kind, double *bytes,
+                       int cap)
+{
+    int n = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        if (strcmp(coll_label(g, c), label))
+            continue;
+        ck_assert_msg(g->colls[c].kind == kind, "%s is a %s", label,
+                      coll_kind_name(g->colls[c].kind));
+        if (bytes && n < cap)
+            bytes[n] = g->colls[c].bytes;
+        n++;
+    }
+    return n;
+}
+
+static int dp_colls(const htae_graph *g)
+{
+    int n = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++)
+        n += g->tasks[g->coll_tasks[g->colls[c].first_task]].category == CAT_DP_COMM;
+    return n;
+}
+
+/* ZeRO-3 on 2 GPUs, 4 layers, 2 micro-batches: 6 units (embedding, 4 layers, head). Per
+ * micro-batch each unit's parameters are gathered twice (before its forward, before its
+ * backward) and its gradients reduce-scattered once: 2 x 2 x 6 gathers, 2 x 6 reduce-scatters,
+ * nothing else (no bucket, no gather after the optimizer). Buffers: the unit's bf16
+ * parameters, its fp32 gradients. Each gather gates exactly one compute task of rank 0. */
+START_TEST(fsdp_gathers_twice_per_unit_and_reduces_once)
+{
+    strategy s;
+    cluster c;
+    compiled_plan p;
+    load_strategy("tests/data/zero/fsdp-small.yaml", -1, &s);
+    sim_load("tests/data/htae/two-300GBps.xml", &c);
+    compile_ok(&s, &c, &p);
+    const htae_graph *g = p.graph;
+    double unit[MAXL], fwd[16], bwd[16], rs[16];
+    gpt_units(&s.model, unit);
+    ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, fwd, 16), 12);
+    ck_assert_int_eq(count_colls(g, "fsdp param all-gather bwd", COLL_ALLGATHER, bwd, 16), 12);
+    ck_assert_int_eq(count_colls(g, "fsdp grad reduce-scatter", COLL_REDUCE_SCATTER, rs, 16), 12);
+    ck_assert_int_eq(dp_colls(g), 36);
+    for (int mb = 0; mb < 2; mb++)
+        for (int i = 0; i < 6; i++) {
+            ck_close(fwd[mb * 6 + i], unit[i] * 2, 1e-12);     /* embedding first */
+            ck_close(bwd[mb * 6 + i], unit[5 - i] * 2, 1e-12); /* head first */
+            ck_close(rs[mb * 6 + i], unit[5 - i] * 4, 1e-12);  /* as backward ends */
+        }
+    for (uint32_t k = 0; k < g->n_colls; k++)
+        ck_assert_int_eq(g->groups[g->colls[k].group].n, 2); /* both GPUs */
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        if (k->rank != 0 || k->kind != TASK_COLLECTIVE || g->colls[k->coll].kind != COLL_ALLGATHER)
+            continue;
+        int gated = 0;
+        for (uint32_t i = 0; i < k->n_succ; i++) {
+            const htae_task *n = &g->tasks[g->succ[k->succ_first + i]];
+            gated += n->kind == TASK_COMPUTE && n->rank == 0;
+        }
+        ck_assert_int_eq(gated, 1);
+    }
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* ZeRO 1 reduce-scatters the buckets once, after the last micro-batch's backward (the others
+ * accumulate whole gradients locally); ZeRO 2 holds only its shard of the gradients, so it
+ * reduce-scatters every micro-batch's. Both gather the updated parameters once. fsdp-small's
+ * default 25 MB buckets: the head (8.4 M fp32 gradients: 33.6 MB) closes one, each layer
+ * (12.6 M: 50.4 MB) one, the embedding (8.9 M) the last: 6 per micro-batch. */
+START_TEST(zero2_reduces_every_micro_batch_zero1_the_last)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-300GBps.xml", &c);
+    for (int zero = 1; zero <= 2; zero++) {
+        strategy s;
+        compiled_plan p;
+        load_strategy("tests/data/zero/fsdp-small.yaml", zero, &s);
+        compile_ok(&s, &c, &p);
+        int rs = count_colls(p.graph, "dp grad reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0);
+        ck_assert_int_eq(rs, zero == 1 ? 6 : 2 * 6);
+        ck_assert_int_eq(count_colls(p.graph, "dp param all-gather", COLL_ALLGATHER, NULL, 0), 1);
+        ck_assert_int_eq(dp_colls(p.graph), rs + 1);
+        compiled_plan_free(&p);
+        strategy_free(&s);
+    }
+    cluster_free(&c);
+}
+END_TEST
+
+/* On a fast link (300 GB/s) FSDP's gathers hide behind compute but each micro-batch's first
+ * ones. With a GPU-bound model (tests/data/zero/gpu-bound.yaml), no overheads, by hand:
+ * - ZeRO-2: the compute chain runs unhindered; each layer's gradient bucket is reduce-scattered
+ *   as its backward ends, the embedding's after the last one and after layer 0's (the DP
+ *   stream runs in order), then Adam on half the parameters, then all parameters all-gathered:
+ *   T2 = max(E_emb, E_l0 + r_l0) + r_emb + opt + sum_u a_u.
+ * - ZeRO-3: the same reduce-scatters and no final gather; the chain waits only for each
+ *   micro-batch's embedding and layer 0 gathers (hand_chain):
+ *   T3 = max(E'_emb, E'_l0 + r_l0) + r_emb + opt.
+ * So T3 - T2 = (E'_emb - E_emb) - sum_u a_u: the exposed first gathers of each micro-batch,
+ * less ZeRO-2's final gather of every parameter. */
+START_TEST(fsdp_fast_link_exposes_only_the_first_gathers)
+{
+    hand h;
+    hand_load(&h, "tests/data/zero/gpu-bound.yaml");
+    const double bw = 300e9;
+    double plain[2][2][MAXL], gated[2][2][MAXL], all_gathers = 0;
+    int last = h.M - 1;
+    hand_chain(&h, 0, plain);
+    hand_chain(&h, bw, gated);
+    for (int u = 0; u < h.L + 2; u++)
+        all_gathers += gather_s(&h, u, bw);
+    double r_l0 = reduce_s(&h, 1, bw), r_emb = reduce_s(&h, 0, bw), opt = optimizer_s(&h);
+    double t2 = fmax(plain[last][1][0], plain[last][1][1] + r_l0) + r_emb + opt + all_gathers;
+    double t3 = fmax(gated[last][1][0], gated[last][1][1] + r_l0) + r_emb + opt;
+    /* what the first gathers cost: at most the gathers themselves (micro-batch 0) and the
+     * reduce-scatters they queue behind (the others) */
+    double exposed = gated[last][1][0] - plain[last][1][0];
+    double bound = h.M * (gather_s(&h, 0, bw) + gather_s(&h, 1, bw)) + (h.M - 1) * (r_l0 + r_emb);
+    ck_assert_msg(exposed > 0 && exposed <= bound, "exposed %g of at most %g", exposed, bound);
+
+    const char *plan = "tests/data/zero/gpu-bound.yaml", *link = "tests/data/htae/two-300GBps.xml";
+    double sim2 = simulate(plan, 2, link), sim3 = simulate(plan, 3, link);
+    ck_close(sim2, t2, 1e-9);
+    ck_close(sim3, t3, 1e-9);
+    ck_close(sim3 - sim2, exposed - all_gathers, 1e-6);
+    hand_free(&h);
+}
+END_TEST
+
+/* On a slow link (1 GB/s) the DP stream is the bottleneck and every collective shows, by hand:
+ * - ZeRO-3: gathers and reduce-scatters back to back from the start, 2M gathers and M
+ *   reduce-scatters per unit, then Adam: T3 = M sum_u (2 a_u + r_u) + opt.
+ * - ZeRO-2: idle until micro-batch 0's head backward ends (t0, no gathers to wait for), then
+ *   every micro-batch's buckets, Adam and the final gather: T2 = t0 + M sum r + opt + sum a.
+ * - ZeRO-1: only the last micro-batch's buckets, from the end of its head backward (t1):
+ *   T1 = t1 + sum r + opt + sum a.
+ * ZeRO-3 grows by its gathers: T3 - T2 = (2M - 1) sum a - t0. */
+START_TEST(fsdp_slow_link_exposes_every_gather)
+{
+    hand h;
+    hand_load(&h, "tests/data/zero/gpu-bound.yaml");
+    const double bw = 1e9;
+    double plain[2][2][MAXL], sum_a = 0, sum_r = 0;
+    hand_chain(&h, 0, plain);
+    for (int u = 0; u < h.L + 2; u++) {
+        sum_a += gather_s(&h, u, bw);
+        sum_r += reduce_s(&h, u, bw);
+    }
+    double opt = optimizer_s(&h), M = h.M;
+    double t0 = plain[0][1][h.L + 1], t1 = plain[h.M - 1][1][h.L + 1];
+    double t3 = M * (2 * sum_a + sum_r) + opt;
+    double t2 = t0 + M * sum_r + opt + sum_a;
+    double t1_ = t1 + sum_r + opt + sum_a;
+
+    const char *plan = "tests/data/zero/gpu-bound.yaml", *link = "tests/data/htae/two-1GBps.xml";
+    double sim1 = simulate(plan, 1, link), sim2 = simulate(plan, 2, link);
+    double sim3 = simulate(plan, 3, link);
+    ck_close(sim1, t1_, 1e-9);
+    ck_close(sim2, t2, 1e-9);
+    ck_close(sim3, t3, 1e-9);
+    ck_close(sim3 - sim2, (2 * M - 1) * sum_a - t0, 1e-6);
+    ck_assert(sim1 < sim2 && sim2 < sim3); /* the three stages differ as their traffic does */
+    hand_free(&h);
+}
+END_TEST
+
+/* HSDP on 8 GPUs, shard degree 4: gathers and reduce-scatters inside each group of 4
+ * consecutive DP ranks ({0-3}, {4-7}), then each shard's gradients (a quarter of the unit's)
+ * all-reduced across the 2 groups ({j, j + 4}). Per unit and micro-batch (6 units, 2
+ * micro-batches): 2 gathers and 1 reduce-scatter in each of the 2 shard groups, 1 all-reduce
+ * in each of the 4 replica groups. Memory: states sharded 4 ways, not 8. */
+START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
+{
+    strategy s;
+    cluster c;
+    compiled_plan p;
+    load_strategy("tests/data/zero/hsdp.yaml", -1, &s);
+    load_dgx_a100(&c);
+    compile_ok(&s, &c, &p);
+    const htae_graph *g = p.graph;
+    double unit[MAXL], ar[64];
+    double P = gpt_units(&s.model, unit);
+    ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, NULL, 0), 24);
+    ck_assert_int_eq(count_colls(g, "fsdp param all-gather bwd", COLL_ALLGATHER, NULL, 0), 24);
+    ck_assert_int_eq(count_colls(g, "fsdp grad reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0), 24);
+    ck_assert_int_eq(count_colls(g, "hsdp grad all-reduce", COLL_ALLREDUCE, ar, 64), 48);
+    for (int mb = 0; mb < 2; mb++)
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 4; j++) /* backward order: head first */
+                ck_close(ar[(mb * 6 + i) * 4 + j], unit[5 - i] * 4 / 4, 1e-12);
+    for (uint32_t k = 0; k < g->n_colls; k++) {
+        if (g->tasks[g->coll_tasks[g->colls[k].first_task]].category != CAT_DP_COMM)
+            continue;
+        const htae_group *gr = &g->groups[g->colls[k].group];
+        const int32_t *r = &g->group_ranks[gr->first];
+        if (g->colls[k].kind == COLL_ALLREDUCE) {
+            ck_assert_int_eq(gr->n, 2);
+            ck_assert_int_eq(r[1], r[0] + 4);
+        } else {
+            ck_assert_int_eq(gr->n, 4);
+            ck_assert(r[0] % 4 == 0 && r[1] == r[0] + 1 && r[2] == r[0] + 2 && r[3] == r[0] + 3);
+        }
+    }
+    ck_close(p.memory[0].optimizer, P * 12 / 4, 1e-12);
+    /* it runs: every rank reduces its shard across the groups after reducing in its group */
+    ps_error err;
+    ps_error_clear(&err);
+    htae_result res;
+    ck_assert_msg(htae_run(g, &c, NULL, &res, &err) == 0, "%s", err.message);
+    for (uint32_t t = 0, last_rs = UINT32_MAX; t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        if (k->rank != 5 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
+            continue;
+        if (g->colls[k->coll].kind == COLL_REDUCE_SCATTER)
+            last_rs = t;
+        if (g->colls[k->coll].kind == COLL_ALLREDUCE)
+            ck_assert(last_rs != UINT32_MAX && res.start[t] >= res.end[last_rs] - 1e-12);
+    }
+    htae_result_free(&res);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* strategies/examples/gpt3-6.7b-zero3-8gpu.yaml (L 32, h 4096, s 2048, v 51200; bf16, Adam) on
+ * 8 GPUs, by hand: P = (v + s) h + 32 (12 h^2 + 13 h) + 2 h = 6 662 266 880 parameters (GPT ties
+ * its LM head to the word embedding: the head unit holds the final layernorm only).
+ * Weights: P x 2 B / 8, plus the two units in flight at once: the largest neighbours in the
+ * unit program are the embedding's backward and the next micro-batch's embedding forward
+ * (prefetched under it), 2 (v + s) h = 436 207 616 parameters, x 2 B. Gradients: fp32 shard
+ * P x 4 / 8 plus the largest unit's full fp32 gradients (the embedding, being reduce-scattered).
+ * Adam: fp32 master + 2 moments, 12 B / 8. Buffers: the 2 GiB runtime reserve, no buckets. */
+START_TEST(fsdp_memory_of_gpt3_6_7b_on_8_gpus)
+{
+    strategy s;
+    cluster c;
+    compiled_plan p;
+    load_strategy("strategies/examples/gpt3-6.7b-zero3-8gpu.yaml", -1, &s);
+    load_dgx_a100(&c);
+    compile_ok(&s, &c, &p);
+    double h = 4096, sq = 2048, v = 51200;
+    double emb = (v + sq) * h, layer = 12 * h * h + 13 * h, head = 2 * h;
+    double P = emb + 32 * layer + head;
+    ck_close(P, 6662266880.0, 1e-15);
+    ck_close(p.params_total, P, 1e-12);
+    double pairs[] = {emb + layer, 2 * layer, layer + head, 2 * head, 2 * emb}, pair = 0;
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+        pair = fmax(pair, pairs[i]);
+    ck_close(pair, 436207616.0, 1e-15);
+    for (int r = 0; r < 8; r++) {
+        const memory_estimate *m = &p.memory[r];
+        ck_close(m->weights, P * 2 / 8 + pair * 2, 1e-12);
+        ck_close(m->gradients, P * 4 / 8 + emb * 4, 1e-12);
+        ck_close(m->optimizer, P * 12 / 8, 1e-12);
+        ck_close(m->buffers, 2.0 * 1073741824.0, 1e-12);
+    }
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+static Suite *zero_suite(void)
+{
+    Suite *s = suite_create("zero");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, fsdp_gathers_twice_per_unit_and_reduces_once);
+    tcase_add_test(tc, zero2_reduces_every_micro_batch_zero1_the_last);
+    tcase_add_test(tc, fsdp_fast_link_exposes_only_the_first_gathers);
+    tcase_add_test(tc, fsdp_slow_link_exposes_every_gather);
+    tcase_add_test(tc, hsdp_shards_in_groups_and_reduces_across_them);
+    tcase_add_test(tc, fsdp_memory_of_gpt3_6_7b_on_8_gpus);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(zero_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
