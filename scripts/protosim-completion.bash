@@ -42,8 +42,7 @@ _protosim()
     --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
     --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
-    --gpu | --nodes | --nics | --nic-gbps | --gpus-per-node | --nodes-per-leaf | --oversubscription | \
-        --gpus | --sizes | \
+    --gpu | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
     local opts_var=_protosim_opts_${cmd}

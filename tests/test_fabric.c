@@ -310,6 +310,10 @@ START_TEST(fabric_option_errors)
                        "--nodes-per-leaf");
     expect_write_error((cluster_gen_opts){.nodes = 2, .oversubscription = 0.5}, "oversubscription",
                        "--oversubscription");
+    /* Two DGX H100 in one scalable unit: every cross-rail route is PXN, no uplink is crossed. */
+    expect_write_error(
+        (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL, .oversubscription = 2},
+        "oversubscription", "all 2 nodes are on one scalable unit");
 }
 END_TEST
 

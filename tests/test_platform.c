@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/graph.h"
+#include "../sim/htae.h"
 #include "../topology/cluster.h"
+#include "sim_util.h"
 
 static const char *data_dir(void)
 {
@@ -134,6 +137,148 @@ START_TEST(dgx_h200_template)
 }
 END_TEST
 
+/* Write a platform for opts into a temporary file and load it. */
+static void generate_opts_load(const char *kind, const cluster_gen_opts *o, cluster *c)
+{
+    char path[] = "/tmp/protosim_test_platform_XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate(kind, o, f, &err), 0);
+    fclose(f);
+    load_ok(path, c);
+    remove(path);
+}
+
+/* Two 1 GB transfers at once, a -> b and c -> d; the time of the first. */
+static double two_transfers(cluster *c, int a, int b, int x, int y)
+{
+    htae_graph *g = htae_graph_create(c->n_gpus);
+    int l = htae_label(g, "x");
+    uint32_t t[2] = {htae_add_transfer(g, a, b, STREAM_PP, 1e9, CAT_PP_COMM, l, 0),
+                     htae_add_transfer(g, x, y, STREAM_PP, 1e9, CAT_PP_COMM, l, 0)};
+    int peer[2] = {b, y};
+    for (int i = 0; i < 2; i++)
+        htae_add_edge(g, t[i], htae_add_compute(g, peer[i], CAT_FORWARD, 0.0, l, 0));
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, c, &o, &r);
+    double d = r.end[t[0]] - r.start[t[0]];
+    htae_result_free(&r);
+    htae_graph_free(g);
+    return d;
+}
+
+/* Four one-GPU A100 nodes (one 25 GB/s HDR NIC each, 2.5 us), two per leaf, leaf uplinks
+ * oversubscribed 2:1: each leaf's uplink carries 2 x 25 / 2 = 25 GB/s. Two 1 GB transfers
+ * across the leaves at once (0 -> 2, 1 -> 3) share leaf 0's uplink: 12.5 GB/s each, 80 ms (+ the
+ * two NICs' 5 us); inside the leaves (0 -> 1, 2 -> 3) each has its NIC: 40 ms. Non-blocking,
+ * the cross-leaf pair takes 40 ms too. */
+START_TEST(oversubscribed_leaf_halves_cross_leaf_bandwidth)
+{
+    cluster c;
+    cluster_gen_opts o = {
+        .nodes = 4, .gpus_per_node = 1, .nodes_per_leaf = 2, .oversubscription = 2};
+    generate_opts_load("dgx-a100", &o, &c);
+    ck_close(two_transfers(&c, 0, 2, 1, 3), 0.080 + 5e-6, 1e-9);
+    ck_close(two_transfers(&c, 0, 1, 2, 3), 0.040 + 5e-6, 1e-9);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(non_blocking_fat_tree_never_binds)
+{
+    cluster c;
+    cluster_gen_opts o = {.nodes = 4, .gpus_per_node = 1, .nodes_per_leaf = 2};
+    generate_opts_load("dgx-a100", &o, &c);
+    ck_close(two_transfers(&c, 0, 2, 1, 3), 0.040 + 5e-6, 1e-9);
+    cluster_free(&c);
+}
+END_TEST
+
+/* A rail-optimized pair of DGX H100 nodes: a ring all-reduce of S = 1 GB over the 16 GPUs runs
+ * eight channels, each leaving every node through one NIC: every NIC (rail) carries one
+ * channel's 2(n-1)/n S/8 = 0.234375 GB out of its node, and no rail uplink carries anything
+ * (both nodes are in one scalable unit). */
+START_TEST(rail_allreduce_uses_one_nic_per_rail)
+{
+    cluster c;
+    cluster_gen_opts o = {.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL};
+    generate_opts_load("dgx-h100", &o, &c);
+    htae_graph *g = htae_graph_create(16);
+    int ranks[16];
+    for (int i = 0; i < 16; i++)
+        ranks[i] = i;
+    uint32_t ids[16];
+    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 16), STREAM_DP, 1e9,
+                        CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
+    htae_options opt = sim_bare_options();
+    opt.algo = COLL_ALGO_RING;
+    htae_result r;
+    sim_run(g, &c, &opt, &r);
+    char name[32];
+    for (int node = 0; node < 2; node++) {
+        for (int gpu = 0; gpu < 8; gpu++) {
+            snprintf(name, sizeof name, "n%dg%d_nic_UP", node, gpu);
+            ck_close(sim_find_link(&r, name)->bytes, 0.234375e9, 1e-9);
+        }
+    }
+    for (int i = 0; i < r.n_links; i++)
+        ck_assert_msg(!strstr(r.links[i].name, "_up_"), "%s carries traffic", r.links[i].name);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+static size_t platform_bytes(int nodes)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cluster_gen_opts o = {.nodes = nodes};
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-h100", &o, f, &err), 0);
+    fclose(f);
+    free(buf);
+    return len;
+}
+
+/* The platform grows linearly with the node count (a tree of zones, not a route per node
+ * pair): doubling the nodes at most doubles the file, give or take the leaf-pair routes of
+ * pods that are not yet full (32 leaves) and longer names. */
+START_TEST(platform_grows_linearly)
+{
+    size_t a = platform_bytes(64), b = platform_bytes(128), d = platform_bytes(512);
+    ck_assert_msg(b < 2.2 * a && d < 4.4 * b, "64: %zu, 128: %zu, 512: %zu bytes", a, b, d);
+}
+END_TEST
+
+static void expect_fabric_error(const cluster_gen_opts *o, const char *field, const char *text)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-h100", o, devnull, &err), PS_EINPUT);
+    fclose(devnull);
+    ck_assert_str_eq(err.field, field);
+    ck_assert_msg(strstr(err.message, text), "%s", err.message);
+}
+
+START_TEST(fabric_errors_name_the_option)
+{
+    cluster_gen_opts bad = {.nodes = 2, .fabric = (cluster_fabric)7};
+    expect_fabric_error(&bad, "fabric", "--fabric: unknown fabric 7 (known: fat-tree, rail)");
+    cluster_gen_opts one_leaf = {.nodes = 2, .oversubscription = 2};
+    expect_fabric_error(&one_leaf, "oversubscription", "all 2 nodes are on one leaf");
+    cluster_gen_opts below = {.nodes = 2, .oversubscription = 0.5, .nodes_per_leaf = 1};
+    expect_fabric_error(&below, "oversubscription", "at least 1");
+}
+END_TEST
+
 static Suite *platform_suite(void)
 {
     Suite *s = suite_create("platform");
@@ -141,6 +286,11 @@ static Suite *platform_suite(void)
     tcase_add_test(t, hand_model_routes);
     tcase_add_test(t, dgx2_template);
     tcase_add_test(t, dgx_h200_template);
+    tcase_add_test(t, oversubscribed_leaf_halves_cross_leaf_bandwidth);
+    tcase_add_test(t, non_blocking_fat_tree_never_binds);
+    tcase_add_test(t, rail_allreduce_uses_one_nic_per_rail);
+    tcase_add_test(t, platform_grows_linearly);
+    tcase_add_test(t, fabric_errors_name_the_option);
     suite_add_tcase(s, t);
     return s;
 }

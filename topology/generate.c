@@ -40,7 +40,7 @@
  *       512      28 068 914    1.41 s       5 964 668    0.34 s      11 529 204   0.36 s
  *       2048    414 642 211   57.5 s       24 254 189    2.39 s      46 872 197   1.83 s
  *   A 1 GB all-reduce on all 16,384 GPUs of 2,048 nodes crashed SimGrid before (after 130 s,
- *   9 GB); it now runs (200-270 s, 8.7 GB, nearly all in the collective's 16,384^2 matrix).
+ *   9 GB); it now runs: 21 s user CPU, 0.5 GB on the fat tree, 16 s on the rail fabric.
  *   Cached route queries cost 1-6 us as before; a source's first one computes its shortest-path
  *   tree (0.1-0.4 ms). scripts/bench.sh: unchanged iteration times, no slower (1024-GPU plan:
  *   10.7-13.5 s user CPU against 12.2-13.7 s before; docs/design-notes.md, "Fabrics").

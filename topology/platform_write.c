@@ -441,6 +441,23 @@ static void write_header(FILE *out, const fabric *f, const int *group_nodes, int
             strncmp(models[0]->kind, "hwloc:", 6) ? "generate.c" : "hwloc_import.c");
 }
 
+/* Whether any route of a one-unit platform crosses the spine: on a rail fabric, a GPU with no
+ * relay towards a rail some node has (a fat tree's single leaf routes nothing through it). */
+static int crosses_spine(const fabric *f)
+{
+    int *used = xcalloc((size_t)f->rails, sizeof *used), found = 0;
+    for (int i = 0; f->kind == CLUSTER_FABRIC_RAIL && i < f->n_models; i++)
+        for (int g = 0; g < f->models[i]->gpus; g++)
+            used[f->models[i]->nic_of_gpu[g]] = 1;
+    for (int i = 0; f->kind == CLUSTER_FABRIC_RAIL && i < f->n_models && !found; i++)
+        for (int g = 0; g < f->models[i]->gpus && !found; g++)
+            for (int r = 0; r < f->rails && !found; r++)
+                found = used[r] && r != f->models[i]->nic_of_gpu[g] &&
+                        f->relay[i][g * f->rails + r] < 0;
+    free(used);
+    return found;
+}
+
 /* Invariants of a node model the writer relies on (node_model.h). */
 static void assert_model(const node_model *m)
 {
@@ -504,6 +521,14 @@ static int fabric_init(fabric *f, const node_model *const *models, const int *gr
                         r == m->nic_of_gpu[g] ? -1 : choose_relay(m, g, r);
         }
     }
+    if (f->units == 1 && f->over > 1 && !crosses_spine(f))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "oversubscription",
+                            "--oversubscription %g: all %d nodes are on one %s (--nodes-per-leaf "
+                            "%d), so no traffic crosses an uplink: give more nodes or fewer per "
+                            "%s",
+                            f->over, f->nodes,
+                            f->kind == CLUSTER_FABRIC_RAIL ? "scalable unit" : "leaf", f->per_unit,
+                            f->kind == CLUSTER_FABRIC_RAIL ? "unit" : "leaf");
     return 0;
 }
 
