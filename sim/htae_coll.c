@@ -457,11 +457,13 @@ coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const h
     for (int i = 0; i < 2; i++) {
         if (!have[i])
             continue;
-        double u = htae_coll_estimate(gp, kind, others[i], bytes, opt);
+        double u;
         if (others[i] == COLL_ALGO_TREE) { /* NCCL's estimate of the tree's bandwidth */
             double factor, latency;
             algo_terms(gp, kind, COLL_ALGO_TREE, &factor, &latency);
             u = latency + bytes * pattern_unit(gp, &gp->ring) / HTAE_TREE_SELECT_BW;
+        } else {
+            u = htae_coll_estimate(gp, kind, others[i], bytes, opt);
         }
         if (u < t) {
             t = u;

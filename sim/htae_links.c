@@ -390,22 +390,6 @@ void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now)
     flow_end(L, slot_of(L, src, dst), now);
 }
 
-void htae_links_ring(htae_links *L, sg_host_t *hosts, int n, const ring_set *rs, double edge_bytes,
-                     int start, double now)
-{
-    int edges = rs ? rs->n_edges : n;
-    for (int e = 0; e < edges; e++) {
-        sg_host_t a = hosts[rs ? rs->src[e] : e], b = hosts[rs ? rs->dst[e] : (e + 1) % n];
-        double bytes = rs ? rs->share[e] * edge_bytes : edge_bytes;
-        if (bytes <= 0.0)
-            continue;
-        if (start)
-            htae_links_start(L, a, b, bytes, now);
-        else
-            htae_links_end(L, a, b, now);
-    }
-}
-
 /* "up" / "down" for the halves of a split-duplex link (SimGrid names them <id>_UP, <id>_DOWN),
  * "both" for a link whose directions share one capacity. */
 static const char *direction_of(const char *name)

@@ -8,7 +8,6 @@
 #include <simgrid/host.h>
 
 #include "htae.h"
-#include "htae_rings.h"
 
 typedef struct htae_links htae_links;
 
@@ -29,11 +28,6 @@ void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts
  * one actor has open on one host pair belong to one such task. */
 void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now);
 void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now);
-/* The flows of one ring phase start (start != 0) or end: the edges of `rs` over `hosts` with
- * rs->share[e] * edge_bytes each, or with rs NULL one ring in host order, edge_bytes per edge
- * (the edges and bytes rings_start puts in its matrix). Edges without bytes are skipped. */
-void htae_links_ring(htae_links *L, sg_host_t *hosts, int n, const ring_set *rs, double edge_bytes,
-                     int start, double now);
 /* The links that carried bytes into out->links, busiest first (busy time, then bytes, then
  * name), with their counters where counted. Every flow must have ended. */
 void htae_links_collect(const htae_links *L, htae_result *out);
