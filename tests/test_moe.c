@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 
 static const char *data_dir(void)
@@ -234,6 +235,64 @@ START_TEST(moe_key_rules_are_located_errors)
 }
 END_TEST
 
+/* A strategy over `model` with the `strategy:` body given; its error (field, line, column). */
+static void expect_strategy_error(const char *model, const char *body, const char *field, int line,
+                                  int column, const char *words)
+{
+    char text[1024], path[64];
+    snprintf(text, sizeof text, "workload: %s\nbatch: {global: 24, micro: 1}\nstrategy:\n%s", model,
+             body);
+    snprintf(path, sizeof path, "/tmp/protosim_test_moe_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    strategy s;
+    ps_error err = {0};
+    int rc = strategy_load(path, data_dir(), &s, &err);
+    unlink(path);
+    ck_assert_int_eq(rc, PS_EINPUT);
+    ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
+                  err.message);
+    ck_assert_msg(err.line == line && err.column == column, "%s at %d:%d, want %d:%d", field,
+                  err.line, err.column, line, column);
+    ck_assert_msg(strstr(err.message, words) != NULL, "'%s' lacks '%s'", err.message, words);
+    ck_assert_ptr_nonnull(strstr(err.file, "protosim_test_moe_"));
+}
+
+/* expert: {degree, tensor}: the folding rules of Megatron-Core, each error at its key. */
+START_TEST(expert_strategy_rules_are_located_errors)
+{
+    /* 8 x 1 expert ranks out of tensor 2 x data 2 = 4 */
+    expect_strategy_error("mixtral-8x7b",
+                          "  tensor: {degree: 2, sequence_parallel: true}\n"
+                          "  data: {degree: 2}\n"
+                          "  expert: {degree: 8}\n",
+                          "strategy.expert.degree", 6, 20, "does not divide a stage's tensor 2");
+    /* 4 x 2 = 8 does not divide 2 x 2 */
+    expect_strategy_error("mixtral-8x7b",
+                          "  tensor: {degree: 2, sequence_parallel: true}\n"
+                          "  data: {degree: 2}\n"
+                          "  expert: {degree: 4, tensor: 2}\n",
+                          "strategy.expert.degree", 6, 20, "4 x expert tensor 2 = 8");
+    expect_strategy_error("mixtral-8x7b",
+                          "  data: {degree: 6}\n"
+                          "  expert: {degree: 3}\n",
+                          "strategy.expert.degree", 5, 20, "the model's 8 experts");
+    expect_strategy_error("mixtral-8x7b",
+                          "  data: {degree: 8}\n"
+                          "  expert: {degree: 1, tensor: 3}\n",
+                          "strategy.expert.tensor", 5, 31, "ffn_hidden (14336)");
+    expect_strategy_error("mixtral-8x7b", "  tensor: {degree: 2}\n",
+                          "strategy.tensor.sequence_parallel", 4, 20, "needs sequence_parallel");
+    expect_strategy_error("llama2-7b", "  expert: {degree: 2}\n", "strategy.expert", 4, 20,
+                          "needs a mixture-of-experts model");
+    expect_strategy_error("mixtral-8x7b", "  expert: {degree: 0}\n", "strategy.expert.degree", 4,
+                          20, "");
+}
+END_TEST
+
 static Suite *moe_suite(void)
 {
     Suite *s = suite_create("moe");
@@ -243,6 +302,7 @@ static Suite *moe_suite(void)
     tcase_add_test(tc, moe_layer_ops);
     tcase_add_test(tc, expert_rank_load_by_hand);
     tcase_add_test(tc, moe_key_rules_are_located_errors);
+    tcase_add_test(tc, expert_strategy_rules_are_located_errors);
     suite_add_tcase(s, tc);
     return s;
 }
