@@ -293,6 +293,23 @@ START_TEST(expert_strategy_rules_are_located_errors)
 }
 END_TEST
 
+/* The bundled example loads: EP8 folded over DP8 on one node. */
+START_TEST(ep8_example_loads)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/strategies/examples/mixtral-8x7b-dgx-h100-ep8.yaml",
+             data_dir());
+    strategy s;
+    ps_error err = {0};
+    ck_assert_msg(strategy_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(s.ep, 8);
+    ck_assert_int_eq(s.etp, 1);
+    ck_assert_int_eq(s.dp, 8);
+    ck_assert_int_eq(s.model.experts, 8);
+    strategy_free(&s);
+}
+END_TEST
+
 static Suite *moe_suite(void)
 {
     Suite *s = suite_create("moe");
@@ -303,6 +320,7 @@ static Suite *moe_suite(void)
     tcase_add_test(tc, expert_rank_load_by_hand);
     tcase_add_test(tc, moe_key_rules_are_located_errors);
     tcase_add_test(tc, expert_strategy_rules_are_located_errors);
+    tcase_add_test(tc, ep8_example_loads);
     suite_add_tcase(s, tc);
     return s;
 }
