@@ -592,6 +592,29 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
     }
 }
 
+/* What of expert parallelism the compiler emits so far: experts held whole on every rank
+ * (expert degree 1) and, under tensor parallelism, split as the dense MLP is (expert tensor
+ * degree = tensor degree). The rest is refused at the key rather than approximated. */
+static int check_expert_compiled(const strategy *s, ps_error *err)
+{
+    if (s->model.experts == 0)
+        return 0;
+    if (s->ep > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, s->ep_loc.line, s->ep_loc.column,
+                            "strategy.expert.degree",
+                            "expert parallelism (degree %d) is parsed and validated but not "
+                            "compiled yet (its all-to-alls are not emitted): use degree 1",
+                            s->ep);
+    if (s->etp != s->tp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->etp_loc.line, s->etp_loc.column,
+                            "strategy.expert.tensor",
+                            "expert tensor degree %d differs from the tensor degree %d: only "
+                            "experts split as the dense MLP (expert.tensor = tensor.degree) "
+                            "are compiled yet",
+                            s->etp, s->tp);
+    return 0;
+}
+
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
                  compiled_plan *out, ps_error *err)
 {
@@ -603,7 +626,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     memset(out, 0, sizeof *out);
     /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
-        strategy_check_devices(s, c, err))
+        strategy_check_devices(s, c, err) || check_expert_compiled(s, err))
         return err->code;
     compile_ctx cx;
     memset(&cx, 0, sizeof cx);

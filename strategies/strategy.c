@@ -169,6 +169,19 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
+static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    const yfield fields[] = {
+        {"degree", YFIELD_INT, &s->ep, 1, INT_MAX, {0}},
+        {"tensor", YFIELD_INT, &s->etp, 1, INT_MAX, {0}},
+    };
+    if (load_section(c, n, "strategy.expert", fields, COUNT(fields), &s->ep_loc))
+        return c->err->code;
+    yaml_node_t *t = yread_map_get(c, n, "tensor");
+    s->etp_loc = t ? yread_loc(t) : s->ep_loc;
+    return 0;
+}
+
 /* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */
 static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
@@ -302,7 +315,7 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor",    "pipeline", "data",
+    static const char *const keys[] = {"tensor",    "pipeline", "data",    "expert",
                                        "recompute", "order",    "children"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
@@ -313,6 +326,8 @@ static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
     if ((v = yread_map_get(c, n, "pipeline")) && load_pipeline(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "data")) && load_data(c, v, s))
+        return c->err->code;
+    if ((v = yread_map_get(c, n, "expert")) && load_expert(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "recompute"))) {
         int i;
@@ -333,6 +348,7 @@ static void set_defaults(strategy *s)
     s->precision = PREC_BF16;
     s->optimizer = OPT_ADAM;
     s->tp = s->pp = s->dp = 1;
+    s->ep = s->etp = 1;
     s->vocab_parallel = 1;
     s->schedule = SCHED_1F1B;
     s->virtual_stages = 1;
@@ -510,6 +526,41 @@ static int validate_model_split(const strategy *s, ps_error *err)
         "pipeline degree %d does not divide the model's %d layers", s->pp, m->layers);
 }
 
+/* Expert parallelism (Megatron-Core's folding): a stage's tp x dp ranks regrouped as
+ * etp x ep x expert-data-parallel; tensor parallelism with experts needs sequence parallelism
+ * (Megatron-Core asserts it: the token dispatcher works on sequence-sharded tokens). */
+static int validate_expert(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    src_loc el = s->ep_loc, tl = s->etp_loc;
+    if (m->experts == 0) {
+        if (s->ep > 1 || s->etp > 1)
+            return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
+                                "expert parallelism needs a mixture-of-experts model (experts)");
+        return 0;
+    }
+    if (s->tp > 1 && !s->sequence_parallel)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.sequence_parallel",
+                            "tensor parallelism on a mixture-of-experts model needs "
+                            "sequence_parallel: true (as Megatron-Core)");
+    if (m->experts % s->ep)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
+                            "expert degree %d does not divide the model's %d experts", s->ep,
+                            m->experts);
+    if (m->ffn_hidden % s->etp)
+        return ps_error_set(err, PS_EINPUT, s->file, tl.line, tl.column, "strategy.expert.tensor",
+                            "expert tensor degree %d does not divide ffn_hidden (%d)", s->etp,
+                            m->ffn_hidden);
+    long ranks = (long)s->tp * s->dp, need = (long)s->ep * s->etp;
+    if (ranks % need)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
+                            "expert degree %d x expert tensor %d = %ld does not divide a stage's "
+                            "tensor %d x data %d = %ld ranks",
+                            s->ep, s->etp, need, s->tp, s->dp, ranks);
+    return 0;
+}
+
 /* Rules on the batch: whole micro-batches per data-parallel rank, and for the interleaved
  * schedule whole rounds of them (Megatron-LM's requirement). */
 static int validate_batch(const strategy *s, ps_error *err)
@@ -550,7 +601,7 @@ int strategy_validate(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
                             s->bucket_mb);
-    if (validate_model_split(s, err))
+    if (validate_model_split(s, err) || validate_expert(s, err))
         return err->code;
     return validate_batch(s, err);
 }

@@ -65,6 +65,13 @@ typedef struct strategy {
     /* where the ZeRO rules point (the key's value; line 0 when the key was not written) */
     src_loc zero_loc, shard_loc, dp_overlap_loc, gather_loc;
 
+    /* expert.degree / expert.tensor (MoE models): experts spread over ep ranks, each expert's
+     * matrices split over etp, the ep x etp ranks taken from a stage's tensor x data ranks
+     * (Megatron-Core's folding); the rest (tp x dp / (ep x etp)) is the expert-data-parallel
+     * group reducing expert gradients. Both 1 by default. */
+    int ep, etp;
+    src_loc ep_loc, etp_loc; /* the values, else the section; line 0: not written */
+
     recompute_mode recompute;
     parallel_axis order[3]; /* order[0] varies fastest across ranks */
 
@@ -102,7 +109,9 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
  * (virtual stages only when interleaved, and then >= 2 of them and >= 2 stages); ZeRO stage,
  * shard degree (needs ZeRO, divides DP) and what each stage composes with (ZeRO 2/3 not with a
  * pipeline, overlap_param_gather only with ZeRO 1/2, ZeRO 3 only with overlap) and bucket size; heads divisible by TP, layers by PP x virtual stages; the global batch by micro
- * x DP and, interleaved, the micro-batches per DP rank by PP. strategy_load, the sweep
+ * x DP and, interleaved, the micro-batches per DP rank by PP; expert parallelism (a MoE model;
+ * expert degree dividing experts; expert degree x expert tensor dividing tensor x data; expert
+ * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core). strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
 /* Deep copy (overrides are heap-owned); free dst with strategy_free. */

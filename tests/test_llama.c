@@ -357,17 +357,7 @@ START_TEST(not_modelled_keys_are_located_errors)
 {
     expect_error(LLAMA_HEAD "ffn_hidden: 128\nattention: mla\n", "attention", 8, 12,
                  "MLA (DeepSeek latent attention) is not modelled");
-    static const char *const moe[] = {
-        "experts: 8",      "experts_topk: 2",       "shared_experts: 1",
-        "dense_layers: 1", "dense_ffn_hidden: 256", "capacity_factor: 1.25",
-        "imbalance: 1.1"};
-    for (size_t i = 0; i < sizeof moe / sizeof *moe; i++) {
-        char text[512], key[32];
-        snprintf(text, sizeof text, LLAMA_HEAD "ffn_hidden: 128\n  \n%s\n", moe[i]);
-        snprintf(key, sizeof key, "%.*s", (int)(strchr(moe[i], ':') - moe[i]), moe[i]);
-        expect_error(text, key, 9, (int)strlen(key) + 3, "mixture of experts is not modelled yet");
-    }
-    /* the MoE keys' values are checked first */
+    /* the MoE keys' values are checked first (tests/test_moe.c: their rules) */
     expect_error(LLAMA_HEAD "ffn_hidden: 128\nexperts: many\n", "experts", 8, 10, "integer");
     expect_error(LLAMA_HEAD "ffn_hidden: 128\ncapacity_factor: -1\n", "capacity_factor", 8, 18, "");
 }
@@ -407,11 +397,11 @@ START_TEST(bad_llama_keys_are_located_errors)
 }
 END_TEST
 
-/* Inline in a strategy, a refused key is reported under `workload.` at its own position. */
+/* Inline in a strategy, a model error is reported under `workload.` at its own position. */
 START_TEST(inline_refusal_names_workload_path)
 {
     const char *text = "workload: {family: llama, layers: 2, hidden: 64, heads: 8, seq: 16,\n"
-                       "           vocab: 100, ffn_hidden: 128, experts: 4}\n"
+                       "           vocab: 100, ffn_hidden: 128, imbalance: 4}\n"
                        "batch: {global: 1, micro: 1}\n";
     char path[64];
     write_tmp(path, sizeof path, text);
@@ -419,10 +409,10 @@ START_TEST(inline_refusal_names_workload_path)
     ps_error err = {0};
     ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
     unlink(path);
-    ck_assert_str_eq(err.field, "workload.experts");
+    ck_assert_str_eq(err.field, "workload.imbalance");
     ck_assert_int_eq(err.line, 2);
-    ck_assert_int_eq(err.column, 50);
-    ck_assert_ptr_nonnull(strstr(err.message, "mixture of experts is not modelled yet"));
+    ck_assert_int_eq(err.column, 52);
+    ck_assert_ptr_nonnull(strstr(err.message, "give experts too"));
 }
 END_TEST
 

@@ -19,6 +19,8 @@ static const double RESIDUAL_FLOPS_PER_ELEM = 1.0;    /* the residual add */
 static const double DROPOUT_ADD_FLOPS_PER_ELEM = 3.0; /* bias add, mask multiply, residual add */
 static const double SOFTMAX_FLOPS_PER_ELEM = 5.0;     /* scale, mask, max, exp, normalize */
 static const double MASK_BYTES = 1.0;                 /* dropout masks are stored as bytes */
+static const double INDEX_BYTES = 8.0;                /* routing indices are int64 */
+static const double UNPERMUTE_FLOPS_PER_ELEM = 2.0;   /* scale by the probability, add */
 static const double LOSS_FP32_BYTES = 4.0;            /* cross-entropy works on fp32 logits */
 /* `kernels: eager` (unfused PyTorch ops, as HuggingFace models run): element passes of the
  * tanh GELU written as ops (gelu_new: mul, pow, mul, add, mul, tanh, add, mul; 18 element
@@ -38,6 +40,7 @@ typedef struct builder {
     int bias, dropout, rms; /* biases; dropout layers; RMSNorm instead of LayerNorm */
     model_positions pos;
     double a, kv, d; /* query heads, K/V heads, head dimension */
+    const workload_model *m;
 } builder;
 
 /* "layers.3" + ".mlp.fc1", or the bare suffix for ops outside the layers (l < 0). */
@@ -265,6 +268,92 @@ static void add_rope(builder *bd, int l, double t)
     op->kv.fwd_bytes = op->kv.bwd_bytes = 2 * e * t * kd;
 }
 
+/* fc1, activation, fc2 of a dense MLP of width f ("mlp", or "mlp.shared": the shared experts,
+ * which every token goes through, as one MLP of their summed width). */
+static void add_dense_mlp(builder *bd, int l, const char *prefix, double t, double h, double f)
+{
+    char nm[48], suffix[32];
+    /* fc1: the up projection, or gate and up together when gated (column-parallel: each rank
+     * holds its slice of both) */
+    snprintf(suffix, sizeof suffix, "%s.fc1", prefix);
+    add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t,
+             bd->act == ACT_SWIGLU ? 2 * f : f, h, 1);
+    /* fused bias-activation on the sharded fc1 output: saves its input */
+    snprintf(suffix, sizeof suffix, "%s.%s", prefix, bd->act == ACT_SWIGLU ? "swiglu" : "gelu");
+    add_activation(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t, f);
+    snprintf(suffix, sizeof suffix, "%s.fc2", prefix);
+    workload_op *op = add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_ROW, t, h, f, 1);
+    op->act_bytes = t * f * bd->e;
+}
+
+/* One GEMM of every expert at once (a grouped GEMM): `experts` GEMMs of rows x n x k, rows the
+ * mean tokens per expert, each expert with its own weight. */
+static workload_op *add_expert_gemm(builder *bd, const char *name, int l, op_split split,
+                                    double experts, double rows, double n, double k)
+{
+    workload_op *op = add_gemm(bd, name, l, split, rows, n, k, 1);
+    op->batch = experts;
+    op->fwd_flops = 2.0 * experts * rows * n * k;
+    op->bwd_flops = 2.0 * op->fwd_flops;
+    op->fwd_bytes = experts * (rows * k + k * n + rows * n) * bd->e;
+    op->bwd_bytes = 2.0 * op->fwd_bytes;
+    op->params *= experts;
+    op->act_bytes = experts * rows * k * bd->e; /* its input */
+    op->expert = 1;
+    return op;
+}
+
+/* A mixture-of-experts MLP (Megatron-Core's MoELayer): the router GEMM (hidden -> experts
+ * logits), softmax and top-k, the permute gathering each token's copies into expert order,
+ * the experts' grouped GEMMs over tokens x topk rows (mean tokens per expert: tokens x topk /
+ * experts; expert parallelism scales them to the busiest rank), the unpermute summing the
+ * weighted copies back, and the shared experts beside them. Returns the router's op index. */
+static int add_moe_mlp(builder *bd, int l, double t, double h, double f)
+{
+    const workload_model *m = bd->m;
+    double e = bd->e, E = m->experts, k = m->experts_topk, r = t * k;
+    char nm[48];
+    int router = bd->g->n_ops;
+    /* the router is replicated over TP (each rank routes its tokens); its weight is not FP8 */
+    add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.router"), l, SPLIT_SEQUENCE, t, E, h, 0);
+    /* softmax over the logits (read, write the probabilities), then top-k: writes k
+     * probabilities and k int64 indices a token; backward reads dy and the probabilities,
+     * writes dlogits. Saves the probabilities. */
+    workload_op *op = add_pointwise(bd, op_name(nm, sizeof nm, l, "mlp.router_topk"), l, OP_SOFTMAX,
+                                    SPLIT_SEQUENCE, t, E, SOFTMAX_FLOPS_PER_ELEM, 2 * e, 3 * e);
+    op->fwd_bytes += r * (e + INDEX_BYTES);
+    op->act_bytes = t * E * e;
+    op->kernels = 2;
+    /* permute: gathers r rows of h (read, write) by the routing map; backward scatter-adds
+     * them back */
+    op = add_pointwise(bd, op_name(nm, sizeof nm, l, "mlp.permute"), l, OP_ELEMENTWISE,
+                       SPLIT_SEQUENCE, r, h, 0.0, 2 * e, 2 * e);
+    op->fwd_bytes += r * INDEX_BYTES;
+    op->bwd_bytes += r * INDEX_BYTES;
+
+    double fc1 = bd->act == ACT_SWIGLU ? 2 * f : f;
+    add_expert_gemm(bd, op_name(nm, sizeof nm, l, "mlp.experts.fc1"), l, SPLIT_COLUMN, E, r / E,
+                    fc1, h);
+    op = add_activation(bd,
+                        op_name(nm, sizeof nm, l,
+                                bd->act == ACT_SWIGLU ? "mlp.experts.swiglu" : "mlp.experts.gelu"),
+                        l, SPLIT_COLUMN, r, f);
+    op->expert = 1;
+    add_expert_gemm(bd, op_name(nm, sizeof nm, l, "mlp.experts.fc2"), l, SPLIT_ROW, E, r / E, h, f);
+
+    /* unpermute: scales each copy by its probability and sums a token's k copies (reads r
+     * rows and probabilities, writes t rows); backward reads dy and the saved expert outputs
+     * (for the probabilities' gradient), writes the copies' gradients */
+    op = add_pointwise(bd, op_name(nm, sizeof nm, l, "mlp.unpermute"), l, OP_ELEMENTWISE,
+                       SPLIT_SEQUENCE, r, h, UNPERMUTE_FLOPS_PER_ELEM, e, 2 * e);
+    op->fwd_bytes += t * h * e + r * (e + INDEX_BYTES);
+    op->bwd_bytes += t * h * e + r * (e + INDEX_BYTES);
+    op->act_bytes = r * h * e;
+    if (m->shared_experts > 0)
+        add_dense_mlp(bd, l, "mlp.shared", t, h, (double)m->shared_experts * f);
+    return router;
+}
+
 static void add_layer(builder *bd, int l, double b, double s, double h, double f)
 {
     double e = bd->e;
@@ -288,18 +377,14 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     add_dropout_add(bd, l, "attn", t, h);
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
-    /* fc1: the up projection, or gate and up together when gated (column-parallel: each rank
-     * holds its slice of both) */
-    add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc1"), l, SPLIT_COLUMN, t,
-             bd->act == ACT_SWIGLU ? 2 * f : f, h, 1);
-    /* fused bias-activation on the sharded fc1 output: saves its input */
-    add_activation(bd, op_name(nm, sizeof nm, l, bd->act == ACT_SWIGLU ? "mlp.swiglu" : "mlp.gelu"),
-                   l, SPLIT_COLUMN, t, f);
-    op = add_gemm(bd, op_name(nm, sizeof nm, l, "mlp.fc2"), l, SPLIT_ROW, t, h, f, 1);
-    op->act_bytes = t * f * e;
+    int router = -1;
+    if (workload_layer_is_moe(bd->m, l))
+        router = add_moe_mlp(bd, l, t, h, f);
+    else
+        add_dense_mlp(bd, l, "mlp", t, h, bd->m->experts > 0 ? bd->m->dense_ffn_hidden : f);
     add_dropout_add(bd, l, "mlp", t, h);
     for (int i = first; i < bd->g->n_ops; i++)
-        bd->g->ops[i].fp8_gemm = bd->g->ops[i].kind == OP_GEMM;
+        bd->g->ops[i].fp8_gemm = bd->g->ops[i].kind == OP_GEMM && i != router;
 }
 
 /* Word (+ learned position, + token type for BERT) lookup, add, dropout: the passes the model
@@ -354,6 +439,13 @@ static int model_check(const workload_model *m, int micro_batch, ps_error *err)
     if (m->heads % m->kv_heads != 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.kv_heads",
                             "kv_heads (%d) does not divide heads (%d)", m->kv_heads, m->heads);
+    if (m->experts > 0 &&
+        (m->experts_topk < 1 || m->experts_topk > m->experts || m->imbalance < 1.0 ||
+         m->imbalance > m->experts || m->dense_layers < 0 || m->dense_layers >= m->layers ||
+         (m->dense_layers > 0 && m->dense_ffn_hidden <= 0) || m->shared_experts < 0 ||
+         m->capacity_factor < 0))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.experts",
+                            "model '%s' has inconsistent mixture-of-experts settings", m->name);
     if (micro_batch <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
                             "micro-batch must be positive, got %d", micro_batch);
@@ -397,7 +489,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
     const int L = m->layers;
     const double b = micro_batch, s = m->seq, h = m->hidden;
     const double f = m->ffn_hidden, t = b * s;
-    const int per_layer = 12, extra = 8;
+    const int per_layer = 20, extra = 8;
 
     out->model = *m;
     out->micro_batch = micro_batch;
@@ -415,7 +507,8 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
                   m->positions,
                   m->heads,
                   m->kv_heads,
-                  m->head_dim};
+                  m->head_dim,
+                  m};
     out->ops = xcalloc((size_t)bd.cap, sizeof *out->ops);
 
     add_embedding(&bd, m, b);
@@ -431,6 +524,9 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
         assert(o->fwd_flops >= 0 && o->bwd_flops >= 0 && o->fwd_bytes >= 0 && o->params >= 0);
         assert(o->tied_params >= 0 && o->tied_params <= o->params);
         out->total_params += o->params - o->tied_params;
+        /* a token uses topk of a routed-expert GEMM's experts */
+        out->active_params +=
+            o->expert ? o->params * m->experts_topk / m->experts : o->params - o->tied_params;
         out->fwd_flops += o->fwd_flops;
         out->bwd_flops += o->bwd_flops;
     }

@@ -44,10 +44,34 @@ void workload_model_init(workload_model *m, model_family family, int layers, int
     m->tied_embeddings = !llama;
     m->bias = !llama;
     m->dropout = !llama;
+    m->imbalance = 1.0;
 }
 
-/* The keys of a model mapping. Required: family and the five dimensions; the MoE keys are
- * read (and their values checked) only to say that mixture of experts is not modelled yet. */
+int workload_layer_is_moe(const workload_model *m, int l)
+{
+    return m->experts > 0 && l >= m->dense_layers;
+}
+
+double workload_expert_rank_load(const workload_model *m, int ep)
+{
+    assert(m && ep >= 1);
+    int e = m->experts;
+    if (e <= 0 || ep == 1)
+        return 1.0;
+    assert(e % ep == 0);
+    double busiest = m->imbalance;
+    if (m->capacity_factor > 0 && m->capacity_factor < busiest)
+        busiest = m->capacity_factor;
+    if (busiest <= 1.0)
+        return 1.0;
+    /* loads in units of the mean expert load: the busiest expert `busiest`, each other expert
+     * (e - busiest) / (e - 1) */
+    double others = e > 1 ? (e - busiest) / (e - 1) : 0.0;
+    double per_rank = (double)e / ep;
+    return (busiest + (per_rank - 1) * others) / per_rank;
+}
+
+/* The keys of a model mapping. Required: family and the five dimensions. */
 enum {
     F_NAME,
     F_FAMILY,
@@ -116,8 +140,6 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
 {
     int attention = m->flash_attention, activation = (int)m->activation;
     int positions = (int)m->positions;
-    int moe_int[5] = {0};
-    double moe_real[2] = {0};
     const yfield fields[] = {
         {"ffn_hidden", YFIELD_INT, &m->ffn_hidden, 1, INT_MAX, {0}},
         {"attention", YFIELD_ENUM, &attention, 0, 0, ENUM_NAMES(attention_table)},
@@ -129,27 +151,17 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
         {"positions", YFIELD_ENUM, &positions, 0, 0, model_positions_names},
         {"bias", YFIELD_BOOL, &m->bias, 0, 0, {0}},
         {"dropout", YFIELD_BOOL, &m->dropout, 0, 0, {0}},
-        {"experts", YFIELD_INT, &moe_int[0], 1, INT_MAX, {0}},
-        {"experts_topk", YFIELD_INT, &moe_int[1], 1, INT_MAX, {0}},
-        {"shared_experts", YFIELD_INT, &moe_int[2], 0, INT_MAX, {0}},
-        {"dense_layers", YFIELD_INT, &moe_int[3], 0, INT_MAX, {0}},
-        {"dense_ffn_hidden", YFIELD_INT, &moe_int[4], 1, INT_MAX, {0}},
-        {"capacity_factor", YFIELD_POSITIVE, &moe_real[0], 0, 0, {0}},
-        {"imbalance", YFIELD_POSITIVE, &moe_real[1], 0, 0, {0}},
+        {"experts", YFIELD_INT, &m->experts, 1, INT_MAX, {0}},
+        {"experts_topk", YFIELD_INT, &m->experts_topk, 1, INT_MAX, {0}},
+        {"shared_experts", YFIELD_INT, &m->shared_experts, 0, INT_MAX, {0}},
+        {"dense_layers", YFIELD_INT, &m->dense_layers, 0, INT_MAX, {0}},
+        {"dense_ffn_hidden", YFIELD_INT, &m->dense_ffn_hidden, 1, INT_MAX, {0}},
+        {"capacity_factor", YFIELD_POSITIVE, &m->capacity_factor, 0, 0, {0}},
+        {"imbalance", YFIELD_POSITIVE, &m->imbalance, 0, 0, {0}},
     };
     if (yread_fields(c, node, path, fields, (int)(sizeof fields / sizeof *fields)))
         return c->err->code;
     char field[160];
-    for (int f = F_EXPERTS; f < F_COUNT; f++) {
-        yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
-        if (!v)
-            continue;
-        yread_join_path(field, sizeof field, path, model_keys[f]);
-        return yread_fail(c, v, field,
-                          "mixture of experts is not modelled yet: '%s' (and the other MoE keys) "
-                          "cannot be simulated; describe a dense model",
-                          model_keys[f]);
-    }
     if (attention == ATTN_MLA) {
         yread_join_path(field, sizeof field, path, "attention");
         return yread_fail(c, yread_map_get(c, node, "attention"), field,
@@ -159,6 +171,58 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
     m->flash_attention = attention == ATTN_FLASH;
     m->activation = (model_activation)activation;
     m->positions = (model_positions)positions;
+    return 0;
+}
+
+/* The mixture-of-experts rules, each error at the key to fix. */
+static int resolve_moe(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+{
+    char field[160];
+    yaml_node_t *experts = yread_map_get(c, node, "experts");
+    if (!experts) {
+        for (int f = F_EXPERTS + 1; f < F_COUNT; f++) {
+            yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
+            if (!v)
+                continue;
+            yread_join_path(field, sizeof field, path, model_keys[f]);
+            return yread_fail(c, v, field, "'%s' is a mixture-of-experts key: give experts too",
+                              model_keys[f]);
+        }
+        return 0;
+    }
+    yaml_node_t *topk = yread_map_get(c, node, "experts_topk");
+    yaml_node_t *imb = yread_map_get(c, node, "imbalance");
+    yaml_node_t *dense = yread_map_get(c, node, "dense_layers");
+    yaml_node_t *dense_ffn = yread_map_get(c, node, "dense_ffn_hidden");
+    if (!topk) {
+        yread_join_path(field, sizeof field, path, "experts_topk");
+        return yread_fail(c, experts, field, "experts need experts_topk (experts per token)");
+    }
+    if (m->experts_topk > m->experts) {
+        yread_join_path(field, sizeof field, path, "experts_topk");
+        return yread_fail(c, topk, field, "experts_topk (%d) exceeds experts (%d)", m->experts_topk,
+                          m->experts);
+    }
+    if (imb && (m->imbalance < 1.0 || m->imbalance > m->experts)) {
+        yread_join_path(field, sizeof field, path, "imbalance");
+        return yread_fail(c, imb, field,
+                          "imbalance (the busiest expert's load over the mean) must lie in "
+                          "[1, experts = %d], got %g",
+                          m->experts, m->imbalance);
+    }
+    if (dense && m->dense_layers >= m->layers) {
+        yread_join_path(field, sizeof field, path, "dense_layers");
+        return yread_fail(c, dense, field, "dense_layers (%d) must be below layers (%d)",
+                          m->dense_layers, m->layers);
+    }
+    if (m->dense_layers > 0 && !dense_ffn) {
+        yread_join_path(field, sizeof field, path, "dense_ffn_hidden");
+        return yread_fail(c, dense, field, "dense layers need dense_ffn_hidden (their width)");
+    }
+    if (dense_ffn && m->dense_layers == 0) {
+        yread_join_path(field, sizeof field, path, "dense_ffn_hidden");
+        return yread_fail(c, dense_ffn, field, "dense_ffn_hidden without dense_layers > 0");
+    }
     return 0;
 }
 
@@ -228,7 +292,8 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
         if (read_name(c, name, field, &m))
             return c->err->code;
     }
-    if (read_optional(c, node, path, &m) || resolve_model(c, node, path, &m))
+    if (read_optional(c, node, path, &m) || resolve_model(c, node, path, &m) ||
+        resolve_moe(c, node, path, &m))
         return c->err->code;
     *out = m;
     return 0;

@@ -52,6 +52,15 @@ typedef struct workload_model {
     int bias;                    /* biases on GEMMs and norms (gpt, bert: yes; llama: no) */
     int dropout;                 /* dropout after attention, MLP, embedding and on the scores
                                   * (gpt, bert: yes; llama: no) */
+    /* Mixture of experts (all 0 for a dense model): `experts` routed experts per MoE layer,
+     * each an MLP of width ffn_hidden, `experts_topk` of them per token (top-k routing, no
+     * token dropping unless `capacity_factor`); `shared_experts` MLPs of width ffn_hidden every
+     * token goes through; the first `dense_layers` layers have a dense MLP of width
+     * `dense_ffn_hidden` instead. `imbalance`: the busiest expert's load over the mean (1.0,
+     * the default: perfect balance; at most experts). `capacity_factor`: each expert takes at
+     * most that many times its balanced share (0: dropless). */
+    int experts, experts_topk, shared_experts, dense_layers, dense_ffn_hidden;
+    double capacity_factor, imbalance;
 } workload_model;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
@@ -104,6 +113,10 @@ typedef struct workload_op {
      * heads than TP ranks each rank holds and computes the K/V head its query heads use:
      * sharding multiplies this part by tp / kv_heads before dividing by tp. */
     int kv_heads; /* 0: the op has no K/V part */
+    /* A routed-expert op (the experts' grouped GEMMs and their activation): batch is the
+     * number of experts, m the mean tokens per expert. Expert parallelism divides batch and
+     * scales m to the busiest rank's load (workload_expert_rank_load). */
+    int expert;
     struct {
         double n, fwd_flops, bwd_flops, fwd_bytes, bwd_bytes, act_bytes;
     } kv;
@@ -116,6 +129,7 @@ typedef struct workload_graph {
     workload_op *ops; /* forward order */
     int n_ops;
     double total_params;         /* each parameter once (tied copies not counted again) */
+    double active_params;        /* those one token uses: experts_topk of the routed experts */
     double fwd_flops, bwd_flops; /* sums over ops, one micro-batch */
 } workload_graph;
 
@@ -126,13 +140,24 @@ typedef struct workload_graph {
 void workload_model_init(workload_model *m, model_family family, int layers, int hidden, int heads,
                          int seq, int vocab);
 
+/* Whether layer l has a mixture-of-experts MLP (experts > 0 and l >= dense_layers). */
+int workload_layer_is_moe(const workload_model *m, int l);
+
+/* The routed-expert load of the busiest of `ep` expert-parallel ranks (each holding experts /
+ * ep experts), over the load of one rank under perfect balance (mean x experts / ep): the
+ * busiest expert carries min(imbalance, capacity_factor) x the mean (capacity drops the rest),
+ * the other experts share the remaining tokens evenly, and the busiest rank holds the busiest
+ * expert and experts / ep - 1 others. 1.0 under balance or with ep == 1. */
+double workload_expert_rank_load(const workload_model *m, int ep);
+
 /* Parse a model mapping with the located reader; `path` is the mapping's dotted path in its
  * document ("" in a model file, "workload" inline in a strategy), so errors name
  * "workload.hidden" or "hidden". Unknown or repeated keys, missing or non-positive dimensions
  * and unknown enum values are errors at their line and column, and so are what is not
- * modelled: `attention: mla` and the mixture-of-experts keys (experts, experts_topk,
- * shared_experts, dense_layers, dense_ffn_hidden, capacity_factor, imbalance), each checked
- * for its type first; kv_heads not dividing heads; swiglu without ffn_hidden. The one model parser: files and
+ * modelled (`attention: mla`), kv_heads not dividing heads, swiglu without ffn_hidden, and the
+ * mixture-of-experts rules: a MoE key without `experts`, experts without experts_topk, topk
+ * above experts, imbalance outside [1, experts], dense_layers not below layers or without
+ * dense_ffn_hidden (and the width without the layers). The one model parser: files and
  * inline models both go through it. */
 int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out);
 /* The same for a whole document's node, path "" (`file` names the document for messages). */
