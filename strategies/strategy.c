@@ -127,23 +127,66 @@ static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
     return load_section(c, n, "strategy.tensor", fields, COUNT(fields), &s->tp_loc);
 }
 
+/* pipeline.layers: a list of each model chunk's transformer layers (>= 0 each). */
+static int load_chunk_layers(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    if (n->type != YAML_SEQUENCE_NODE)
+        return yread_fail(c, n, "strategy.pipeline.layers",
+                          "expected a list of each model chunk's layers, got %s", yread_kind(n));
+    int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (count == 0)
+        return yread_fail(c, n, "strategy.pipeline.layers", "the list is empty");
+    s->chunk_layers = xcalloc((size_t)count, sizeof *s->chunk_layers);
+    s->n_chunk_layers = count;
+    s->chunk_layers_loc = yread_loc(n);
+    for (int i = 0; i < count; i++) {
+        yaml_node_t *item = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
+        char field[64];
+        snprintf(field, sizeof field, "strategy.pipeline.layers[%d]", i);
+        if (yread_int(c, item, field, 0, INT_MAX, &s->chunk_layers[i]))
+            return c->err->code;
+    }
+    return 0;
+}
+
 static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
+    static const char *const keys[] = {
+        "degree",           "schedule",           "virtual_stages",    "account_for_embedding",
+        "account_for_loss", "first_stage_layers", "last_stage_layers", "layers"};
     int schedule = s->schedule;
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->pp, 1, INT_MAX, {0}},
         {"schedule", YFIELD_ENUM, &schedule, 0, 0, schedule_names},
         {"virtual_stages", YFIELD_INT, &s->virtual_stages, 1, INT_MAX, {0}},
+        {"account_for_embedding", YFIELD_BOOL, &s->account_embedding, 0, 0, {0}},
+        {"account_for_loss", YFIELD_BOOL, &s->account_loss, 0, 0, {0}},
+        {"first_stage_layers", YFIELD_INT, &s->first_stage_layers, 1, INT_MAX, {0}},
+        {"last_stage_layers", YFIELD_INT, &s->last_stage_layers, 1, INT_MAX, {0}},
     };
-    if (load_section(c, n, "strategy.pipeline", fields, COUNT(fields), &s->pp_loc))
+    if (yread_expect_mapping(c, n, "strategy.pipeline") ||
+        yread_check_keys(c, n, "strategy.pipeline", keys, COUNT(keys)) ||
+        yread_fields(c, n, "strategy.pipeline", fields, COUNT(fields)))
         return c->err->code;
+    yaml_node_t *degree = yread_map_get(c, n, "degree");
+    s->pp_loc = yread_loc(degree ? degree : n);
     s->schedule = (pipeline_schedule)schedule;
-    /* where strategy_validate points for the schedule rules */
+    /* where strategy_validate points for the schedule and split rules */
     yaml_node_t *sched = yread_map_get(c, n, "schedule");
     yaml_node_t *vs = yread_map_get(c, n, "virtual_stages");
     s->schedule_loc = sched ? yread_loc(sched) : s->pp_loc;
     s->virtual_stages_loc = vs ? yread_loc(vs) : s->schedule_loc;
-    return 0;
+    const char *split_keys[] = {"account_for_embedding", "account_for_loss", "first_stage_layers",
+                                "last_stage_layers"};
+    src_loc *locs[] = {&s->account_embedding_loc, &s->account_loss_loc, &s->first_stage_loc,
+                       &s->last_stage_loc};
+    for (int i = 0; i < COUNT(split_keys); i++) {
+        yaml_node_t *v = yread_map_get(c, n, split_keys[i]);
+        if (v)
+            *locs[i] = yread_loc(v);
+    }
+    yaml_node_t *layers = yread_map_get(c, n, "layers");
+    return layers ? load_chunk_layers(c, layers, s) : 0;
 }
 
 static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
@@ -490,7 +533,7 @@ static int validate_zero(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* Rules that need the model: heads and K/V heads by TP, layers by PP x virtual stages. K/V
+/* Rules that need the model: heads and K/V heads by TP, layers over the model chunks. K/V
  * heads split over TP ranks when there are at least as many (Megatron-Core), so TP must
  * divide them; with fewer, each rank holds the K/V head its query heads use, which needs a
  * whole number of ranks per K/V head. */
@@ -513,17 +556,157 @@ static int validate_model_split(const strategy *s, ps_error *err)
                             "tensor degree %d is not a multiple of the model's %d K/V heads "
                             "(kv_heads): a rank's query heads would need two K/V heads",
                             s->tp, m->kv_heads);
-    if (m->layers % (s->pp * s->virtual_stages) == 0)
-        return 0;
-    if (s->virtual_stages > 1)
+    return strategy_chunk_layers(s, NULL, err);
+}
+
+/* Where a pipeline split rule points: the key's value, else the pipeline degree. */
+static src_loc split_loc(const strategy *s, src_loc l)
+{
+    return l.line ? l : s->pp_loc;
+}
+
+/* `layers`: every chunk listed, adding up to the model's layers, none empty but the first
+ * (it holds the embedding) and the last (the LM head and loss). */
+static int split_listed(const strategy *s, int mcs, int *n, ps_error *err)
+{
+    src_loc l = s->chunk_layers_loc;
+    const char *field = "strategy.pipeline.layers";
+    if (s->account_embedding || s->account_loss || s->first_stage_layers || s->last_stage_layers)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
+                            "layers lists every model chunk's layers: it cannot be combined with "
+                            "account_for_embedding, account_for_loss, first_stage_layers or "
+                            "last_stage_layers");
+    if (s->n_chunk_layers != mcs)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
+                            "lists %d model chunks, but pipeline degree %d x virtual stages %d "
+                            "makes %d",
+                            s->n_chunk_layers, s->pp, mcs / s->pp, mcs);
+    long sum = 0;
+    for (int i = 0; i < mcs; i++) {
+        sum += s->chunk_layers[i];
+        if (s->chunk_layers[i] == 0 && i > 0 && i < mcs - 1)
+            return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
+                                "model chunk %d (stage %d) holds no layer: only the first chunk "
+                                "(the embedding) or the last (the LM head and loss) may",
+                                i, i % s->pp);
+        n[i] = s->chunk_layers[i];
+    }
+    if (sum != s->model.layers)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
+                            "the model chunks' layers add up to %ld, but the model has %d", sum,
+                            s->model.layers);
+    return 0;
+}
+
+/* first_stage_layers / last_stage_layers (Megatron-Core's num_layers_in_first/last_pipeline_
+ * stage): those stages hold that many, shared equally by their chunks; the middle stages split
+ * the rest evenly, and each middle stage's share evenly over its chunks. */
+static int split_first_last(const strategy *s, int v, int *n, ps_error *err)
+{
+    int f = s->first_stage_layers, l = s->last_stage_layers, pp = s->pp;
+    const char *field =
+        f ? "strategy.pipeline.first_stage_layers" : "strategy.pipeline.last_stage_layers";
+    src_loc at = split_loc(s, f ? s->first_stage_loc : s->last_stage_loc);
+    if (s->account_embedding || s->account_loss)
+        return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, field,
+                            "first_stage_layers and last_stage_layers cannot be combined with "
+                            "account_for_embedding or account_for_loss (as Megatron-Core)");
+    if (pp < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, field,
+                            "needs a pipeline degree >= 2, got %d", pp);
+    const int given[2] = {f, l};
+    const src_loc locs[2] = {s->first_stage_loc, s->last_stage_loc};
+    const char *names[2] = {"first_stage_layers", "last_stage_layers"};
+    for (int i = 0; i < 2; i++)
+        if (given[i] % v) {
+            src_loc k = split_loc(s, locs[i]);
+            char key[64];
+            snprintf(key, sizeof key, "strategy.pipeline.%s", names[i]);
+            return ps_error_set(err, PS_EINPUT, s->file, k.line, k.column, key,
+                                "%s %d is not a multiple of virtual_stages %d (the stage's "
+                                "chunks hold equal shares)",
+                                names[i], given[i], v);
+        }
+    int middle_stages = pp - (f > 0) - (l > 0);
+    long middle = (long)s->model.layers - f - l;
+    if (middle < 0 || (middle > 0) != (middle_stages > 0))
+        return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, field,
+                            "first_stage_layers %d + last_stage_layers %d leave %ld of the "
+                            "model's %d layers for %d middle stages",
+                            f, l, middle, s->model.layers, middle_stages);
+    if (middle_stages > 0 && (middle % middle_stages || (middle / middle_stages) % v))
+        return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, field,
+                            "the %ld remaining layers do not split evenly over %d middle stages "
+                            "x virtual_stages %d",
+                            middle, middle_stages, v);
+    int per_middle = middle_stages > 0 ? (int)(middle / middle_stages) : 0;
+    for (int k = 0; k < v; k++)
+        for (int p = 0; p < pp; p++)
+            n[k * pp + p] = (p == 0 && f ? f : p == pp - 1 && l ? l : per_middle) / v;
+    return 0;
+}
+
+static int chunk_layers(const strategy *s, int v, int mcs, int *n, ps_error *err)
+{
+    int L = s->model.layers, pp = s->pp;
+    if (s->chunk_layers)
+        return split_listed(s, mcs, n, err);
+    if (s->first_stage_layers || s->last_stage_layers)
+        return split_first_last(s, v, n, err);
+
+    /* the even split, the embedding and the loss counted as a layer each when accounted for */
+    long slots = (long)L + s->account_embedding + s->account_loss;
+    if (slots % mcs) {
+        if (s->account_embedding || s->account_loss) {
+            src_loc at =
+                split_loc(s, s->account_embedding ? s->account_embedding_loc : s->account_loss_loc);
+            return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column,
+                                s->account_embedding ? "strategy.pipeline.account_for_embedding"
+                                                     : "strategy.pipeline.account_for_loss",
+                                "the model's %d layers%s%s = %ld do not split evenly over "
+                                "pipeline degree %d x virtual stages %d",
+                                L, s->account_embedding ? " + embedding" : "",
+                                s->account_loss ? " + loss" : "", slots, pp, v);
+        }
+        if (v > 1)
+            return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                                "strategy.pipeline.degree",
+                                "pipeline degree %d x virtual_stages %d = %d does not divide "
+                                "the model's %d layers (uneven stages: account_for_embedding, "
+                                "account_for_loss, first_stage_layers, last_stage_layers or "
+                                "layers)",
+                                pp, v, mcs, L);
         return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
                             "strategy.pipeline.degree",
-                            "pipeline degree %d x virtual_stages %d = %d does not divide "
-                            "the model's %d layers",
-                            s->pp, s->virtual_stages, s->pp * s->virtual_stages, m->layers);
-    return ps_error_set(
-        err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column, "strategy.pipeline.degree",
-        "pipeline degree %d does not divide the model's %d layers", s->pp, m->layers);
+                            "pipeline degree %d does not divide the model's %d layers (uneven "
+                            "stages: account_for_embedding, account_for_loss, "
+                            "first_stage_layers, last_stage_layers or layers)",
+                            pp, L);
+    }
+    for (int i = 0; i < mcs; i++)
+        n[i] = (int)(slots / mcs);
+    n[0] -= s->account_embedding;
+    n[mcs - 1] -= s->account_loss;
+    assert(n[0] >= 0 && n[mcs - 1] >= 0);
+    return 0;
+}
+
+int strategy_chunk_layers(const strategy *s, int *count, ps_error *err)
+{
+    int v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    long mcs = (long)s->pp * v;
+    /* every chunk but the first and the last holds a layer, whatever the split */
+    if (mcs > (long)s->model.layers + 2)
+        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
+                            "strategy.pipeline.degree",
+                            "pipeline degree %d x virtual stages %d = %ld model chunks is more "
+                            "than the model's %d layers + 2 (the embedding, the loss)",
+                            s->pp, v, mcs, s->model.layers);
+    int *n = count ? count : xmalloc((size_t)mcs * sizeof *n);
+    int rc = chunk_layers(s, v, (int)mcs, n, err);
+    if (!count)
+        free(n);
+    return rc;
 }
 
 /* Expert parallelism (Megatron-Core's folding): a stage's tp x dp ranks regrouped as
@@ -610,6 +793,12 @@ void strategy_clone(const strategy *src, strategy *dst)
 {
     *dst = *src;
     dst->overrides = NULL;
+    dst->chunk_layers = NULL;
+    if (src->n_chunk_layers > 0) {
+        dst->chunk_layers = xmalloc((size_t)src->n_chunk_layers * sizeof *dst->chunk_layers);
+        memcpy(dst->chunk_layers, src->chunk_layers,
+               (size_t)src->n_chunk_layers * sizeof *dst->chunk_layers);
+    }
     if (src->n_overrides > 0) {
         dst->overrides = xmalloc((size_t)src->n_overrides * sizeof *dst->overrides);
         memcpy(dst->overrides, src->overrides, (size_t)src->n_overrides * sizeof *dst->overrides);
@@ -653,6 +842,9 @@ void strategy_free(strategy *s)
     free(s->overrides);
     s->overrides = NULL;
     s->n_overrides = 0;
+    free(s->chunk_layers);
+    s->chunk_layers = NULL;
+    s->n_chunk_layers = 0;
 }
 
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
