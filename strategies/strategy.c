@@ -906,6 +906,7 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->schedule = s->schedule;
     out->virtual_stages = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
     out->zero = s->zero;
+    out->shard_degree = s->shard_degree;
     out->recompute = s->recompute;
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;

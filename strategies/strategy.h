@@ -97,7 +97,8 @@ typedef struct plan_desc {
     int schedule;       /* pipeline_schedule */
     int virtual_stages; /* 1 unless interleaved */
     int zero;
-    int recompute; /* recompute_mode */
+    int shard_degree; /* data.shard_degree (HSDP); 0: ZeRO shards over the whole DP group */
+    int recompute;    /* recompute_mode */
     int sequence_parallel;
     double bucket_mb;
     precision_t precision;

@@ -580,9 +580,8 @@ def llm_cluster(gpu, gpus, src, device_names):
     if gpu == "A100-SXM4-80GB":
         return ("gen", "dgx-a100", nodes, gpn, nics, gbps), note
     if gpu == "A100-SXM4-40GB":
-        # `protosim cluster dgx-a100` writes A100-SXM4-80GB and has no --gpu for a KIND; the
-        # harness rewrites the gpu property of the generated file (same node, NVSwitch, NICs:
-        # the 40 GB DGX A100 differs only in the GPU's memory size and bandwidth)
+        # `protosim cluster dgx-a100 --gpu A100-SXM4-40GB`: the 40 GB DGX A100 differs only in
+        # the GPU's memory size and bandwidth (same node, NVSwitch, NICs)
         if gpu not in device_names:
             return None, "A100-SXM4-40GB not in topology/devices/devices.yaml"
         return ("gen", "dgx-a100", nodes, gpn, nics, gbps, gpu), note
@@ -670,6 +669,11 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         tensor_extra, data_extra = {}, {"zero": zero}
         if tp > 1 and sp:
             tensor_extra["sequence_parallel"] = "true"
+        ptext = rec.get("precision", "").lower()
+        if tp > 1 and "async tp" in ptext and "async tp off" not in ptext:
+            # torchtitan's async TP: the TP all-gathers / reduce-scatters decomposed and
+            # overlapped with the matmuls they feed (symmetric memory), protosim's comm_overlap
+            tensor_extra["comm_overlap"] = "true"
         if fw == "mcore":
             # Megatron-Core as the megatron file's H100 rows: TP communication overlap, the
             # distributed optimizer's parameter all-gather overlapped with the next forward
