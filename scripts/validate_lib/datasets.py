@@ -657,6 +657,12 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             # too), L + 2 of them; over stages that divide them evenly that is Megatron-Core's
             # account_for_embedding and account_for_loss
             pipe_extra = {"account_for_embedding": "true", "account_for_loss": "true"}
+        elif fw == "mcore" and wl["layers"] % (pp * vs) and (wl["layers"] + 2) % (pp * vs) == 0:
+            # Megatron-Bridge's recipes for the models whose layers do not fill the chunks
+            # (Llama 3.1 405B: 126 over pp 8 x vp 8; Qwen3-235B: 94 over 8 x 4) set
+            # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+            # (Megatron-Core refuses the plan otherwise)
+            pipe_extra = {"account_for_embedding": "true", "account_for_loss": "true"}
         slots = wl["layers"] + len(pipe_extra)
         if slots % (pp * vs):
             row.skip("needs uneven pipeline stages (%d layers%s over %d stages) (%s)"
