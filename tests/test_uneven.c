@@ -279,6 +279,41 @@ START_TEST(interleaved_accounted_chunks)
 }
 END_TEST
 
+/* Activations alive under interleaving follow the schedule's forward order: with 2 stages x 2
+ * chunks and 8 micro-batches, stage 0's warm-up holds (2 - 0 - 1) 2 + (2 - 1) 2 + 1 = 5
+ * forwards, of chunks 0, 0, 2, 2, 0 (forward j runs chunk (j mod 4) / 2 of the stage), stage 1's
+ * 3, of chunks 1, 1, 3. With 6 layers + 2 accounted over 4 chunks ([1, 2, 2, 1]) and per-pass
+ * saved activations E (embedding), A (a layer), H (head): stage 0 holds 3 (E + A) + 2 (2 A),
+ * stage 1 2 (2 A) + (A + H). E, A and H come from two 1F1B plans (stage 0 keeps 2 micro-batches,
+ * stage 1 one): layers [1, 5] give 2 (E + A) and 5 A + H, layers [2, 4] 2 (E + 2 A). */
+START_TEST(interleaved_activations_follow_the_schedule)
+{
+    fixture il, a, b;
+    const char *model = "workload: {family: gpt, layers: 6, hidden: 1024, heads: 16, seq: 512, "
+                        "vocab: 8192}\nbatch: {global: 8, micro: 1}\nprecision: bf16\n";
+    char text[512];
+    snprintf(text, sizeof text,
+             "%sstrategy: {pipeline: {degree: 2, schedule: interleaved, virtual_stages: 2, "
+             "account_for_embedding: true, account_for_loss: true}}\n",
+             model);
+    compile_text(&il, text, NULL);
+    snprintf(text, sizeof text, "%sstrategy: {pipeline: {degree: 2, layers: [1, 5]}}\n", model);
+    compile_text(&a, text, &il);
+    snprintf(text, sizeof text, "%sstrategy: {pipeline: {degree: 2, layers: [2, 4]}}\n", model);
+    compile_text(&b, text, &il);
+    int s0 = il.p.stage_of_rank[0] == 0 ? 0 : 1;
+    double A = (b.p.memory[s0].activations - a.p.memory[s0].activations) / 2;
+    double E = a.p.memory[s0].activations / 2 - A;
+    double H = a.p.memory[1 - s0].activations - 5 * A;
+    ck_assert(A > 0 && E > 0 && H > 0);
+    ck_close(il.p.memory[s0].activations, 3 * (E + A) + 2 * (2 * A), 1e-12);
+    ck_close(il.p.memory[1 - s0].activations, 2 * (2 * A) + (A + H), 1e-12);
+    fixture_free(&b, 0);
+    fixture_free(&a, 0);
+    fixture_free(&il, 1);
+}
+END_TEST
+
 /* The iteration of an uneven 1F1B plan, by hand. GPT, 4 layers, h 4096, seq 2048 (GPU-bound:
  * kernels outlast their launches), untied head, no optimizer, 4 micro-batches, pp 2 with layers
  * [1, 3] on two A100s joined by 300 GB/s, every executor overhead off (the compiler's host
@@ -377,6 +412,7 @@ static Suite *uneven_suite(void)
     tcase_add_loop_test(tc, impossible_splits_are_located, 0, (int)(sizeof bad / sizeof *bad));
     tcase_add_test(tc, uneven_stages_hold_their_layers);
     tcase_add_test(tc, interleaved_accounted_chunks);
+    tcase_add_test(tc, interleaved_activations_follow_the_schedule);
     tcase_add_test(tc, uneven_iteration_by_hand);
     suite_add_tcase(s, tc);
     return s;
