@@ -546,6 +546,15 @@ START_TEST(shard_degree_axis_memory)
         seen++;
     }
     ck_assert_int_eq(seen, 2);
+    /* named once per plan and once in the axes: never twice in one object */
+    size_t len = 0;
+    char *text = slurp(j, &len);
+    ck_assert_ptr_nonnull(text);
+    int names = 0;
+    for (const char *q = text; (q = strstr(q, "\"shard_degree\"")); q++)
+        names++;
+    ck_assert_int_eq(names, 3);
+    free(text);
     double h = 4096, s = 2048, v = 51200;
     double P = (v + s) * h + 32 * (12 * h * h + 13 * h) + 2 * h;
     ck_assert_msg(fabs((peak[2] - peak[4]) - 4.5 * P) <= 1e-9 * P, "got %.0f, want %.0f",

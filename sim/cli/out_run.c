@@ -127,7 +127,8 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON *plan = cJSON_AddObjectToObject(root, "plan");
     out_plan_json(plan, &p->plan);
     cJSON_AddNumberToObject(plan, "micro_batches", p->micro_batches);
-    cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
+    if (!cJSON_HasObjectItem(plan, "shard_degree")) /* written above when set: the same value */
+        cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
     for (int k = CAT_TP_COMM; k <= CAT_DP_COMM; k++)
