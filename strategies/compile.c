@@ -546,6 +546,9 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     }
     out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
     out->simulated_replicas = cx->dp_sim;
+    out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
+    for (int mc = 0; mc < cx->mcs; mc++)
+        out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
     out->stage_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
     out->replica_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
     for (int p = 0; p < cx->pp; p++)
@@ -702,6 +705,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 void compiled_plan_free(compiled_plan *p)
 {
     htae_graph_free(p->graph);
+    free(p->chunk_layers);
     free(p->stage_of_rank);
     free(p->replica_of_rank);
     free(p->memory);

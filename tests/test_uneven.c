@@ -236,6 +236,7 @@ START_TEST(uneven_stages_hold_their_layers)
     double first = (V + s) * h + layer, last = 3 * layer + 2 * h + V * h;
     for (int r = 0; r < 2; r++)
         ck_close(f.p.memory[r].weights, 2 * (f.p.stage_of_rank[r] == 0 ? first : last), 1e-12);
+    ck_assert(f.p.chunk_layers[0] == 1 && f.p.chunk_layers[1] == 3);
     const char *want[] = {"fwd stage 0, embedding + layer 0", "bwd stage 0, embedding + layer 0",
                           "fwd stage 1, layers 1-3 + LM head", "bwd stage 1, layers 1-3 + LM head"};
     for (int w = 0; w < 4; w++)
@@ -267,6 +268,9 @@ START_TEST(interleaved_accounted_chunks)
                  "account_for_embedding: true, account_for_loss: true}}\n",
                  NULL);
     ck_assert_int_eq(f.p.chunks, 2);
+    const int split[4] = {1, 2, 2, 1};
+    for (int mc = 0; mc < 4; mc++)
+        ck_assert_int_eq(f.p.chunk_layers[mc], split[mc]);
     const char *want[] = {"fwd stage 0, embedding + layer 0", "fwd stage 1, layers 1-2",
                           "fwd stage 0, layers 3-4", "fwd stage 1, layer 5 + LM head"};
     for (int w = 0; w < 4; w++)
