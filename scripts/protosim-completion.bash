@@ -53,7 +53,7 @@ _protosim()
     case $cmd in
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
-    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200" -- "$cur")) ;;
+    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "run cluster collective sweep merge" -- "$cur")) ;;
     esac
 }

@@ -42,12 +42,11 @@ static void add_op(segment *sg, const workload_op *op, op_pass pass, const strat
 
 static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
 {
-    int L = cx->wg.model.layers, per = L / cx->mcs;
     if (op->layer < 0)
         return mc == 0;
-    if (op->layer >= L)
+    if (op->layer >= cx->wg.model.layers)
         return mc == cx->mcs - 1;
-    return op->layer / per == mc;
+    return op->layer >= cx->chunk_first[mc] && op->layer < cx->chunk_first[mc + 1];
 }
 
 /* Tensor-parallel collective points (Megatron's f and g operators): forward after a
@@ -277,8 +276,7 @@ void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, doubl
     build_forward(cx, mc, dev, slowdown, 0, ct);
 
     /* full recompute keeps each such layer's input (sequence-parallel: a 1/tp slice) */
-    int per = cx->wg.model.layers / cx->mcs;
-    for (int l = mc * per; l < (mc + 1) * per; l++)
+    for (int l = cx->chunk_first[mc]; l < cx->chunk_first[mc + 1]; l++)
         if (strategy_recompute_for_layer(cx->s, l) == RECOMPUTE_FULL)
             ct->act_bytes += cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
 

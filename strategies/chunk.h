@@ -56,10 +56,11 @@ typedef struct compile_ctx {
     workload_graph wg;
     workload_op *sharded;      /* [wg.n_ops]: the part one TP rank runs */
     int tp, pp, dp, v, mcs, M; /* mcs: model chunks = pp * v */
-    int dp_sim;                /* replicas simulated: dp, or 1 when folded */
-    double tp_bytes;           /* one TP collective's buffer: b * s * h elements */
-    double pp_bytes;           /* one pipeline send */
-    double grad_elem;          /* bytes per gradient element in DP reduction */
+    int *chunk_first; /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
+    int dp_sim;       /* replicas simulated: dp, or 1 when folded */
+    double tp_bytes;  /* one TP collective's buffer: b * s * h elements */
+    double pp_bytes;  /* one pipeline send */
+    double grad_elem; /* bytes per gradient element in DP reduction */
     /* GPU profiles: the distinct (device, slowdown) pairs of the cluster. Templates are built
      * per (profile, chunk) when first used: tmpl[profile * mcs + mc], built[] says which. */
     int n_prof;

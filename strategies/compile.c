@@ -546,6 +546,9 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     }
     out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
     out->simulated_replicas = cx->dp_sim;
+    out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
+    for (int mc = 0; mc < cx->mcs; mc++)
+        out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
     out->stage_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
     out->replica_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
     for (int p = 0; p < cx->pp; p++)
@@ -638,9 +641,19 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
-    cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? 1 : cx.dp;
-    if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err))
+    cx.chunk_first = xmalloc(((size_t)cx.mcs + 1) * sizeof *cx.chunk_first);
+    if (strategy_chunk_layers(s, cx.chunk_first + 1, err)) { /* validated: cannot fail */
+        free(cx.chunk_first);
         return err->code;
+    }
+    cx.chunk_first[0] = 0;
+    for (int mc = 0; mc < cx.mcs; mc++)
+        cx.chunk_first[mc + 1] += cx.chunk_first[mc];
+    cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? 1 : cx.dp;
+    if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
+        free(cx.chunk_first);
+        return err->code;
+    }
 
     const workload_model *m = &cx.wg.model;
     int elem = precision_bytes(s->precision);
@@ -684,6 +697,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     free_profiles(&cx);
     free(cx.sharded);
     free(cx.last_compute);
+    free(cx.chunk_first);
     workload_graph_free(&cx.wg);
     return rc;
 }
@@ -691,6 +705,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 void compiled_plan_free(compiled_plan *p)
 {
     htae_graph_free(p->graph);
+    free(p->chunk_layers);
     free(p->stage_of_rank);
     free(p->replica_of_rank);
     free(p->memory);

@@ -42,6 +42,7 @@ typedef struct compiled_plan {
      * mixed cluster; the one model's peak on a homogeneous one. */
     double peak_flops_per_gpu;
     double params_total;
+    int *chunk_layers;               /* [pp x chunks]: each model chunk's layers, model order */
     int *stage_of_rank;              /* [gpus] */
     int *replica_of_rank;            /* [gpus]: data-parallel index */
     memory_estimate *memory;         /* [gpus] */

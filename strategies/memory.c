@@ -11,11 +11,9 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
                              int p, memory_estimate *me)
 {
     const strategy *s = cx->s;
-    double params = 0, act = 0;
-    for (int c = 0; c < cx->v; c++) {
+    double params = 0;
+    for (int c = 0; c < cx->v; c++)
         params += stage_chunks[c]->params;
-        act += stage_chunks[c]->act_bytes;
-    }
     int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
     double w = precision_bytes(s->precision);
     /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
@@ -50,7 +48,11 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
         inflight = units < total ? units : total;
     }
     }
-    me->activations = act / cx->v * inflight; /* act / v: one chunk's activations */
+    /* the stage's forwards in schedule order: pp micro-batches of each chunk in turn (one
+     * chunk when not interleaved); chunks may hold different layers (uneven stages) */
+    me->activations = 0;
+    for (int j = 0; j < (int)inflight; j++)
+        me->activations += stage_chunks[(j % (cx->pp * cx->v)) / cx->pp]->act_bytes;
     me->buffers =
         COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 && !cx->fsdp ? 2 * s->bucket_mb * 1e6 : 0);
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;

@@ -3,6 +3,7 @@
 #include "strategy.h"
 #include "../sim/base/yaml_read.h"
 #include "../sim/base/xalloc.h"
+#include "pipeline_split.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -129,21 +130,42 @@ static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
+    static const char *const keys[] = {
+        "degree",           "schedule",           "virtual_stages",    "account_for_embedding",
+        "account_for_loss", "first_stage_layers", "last_stage_layers", "layers"};
     int schedule = s->schedule;
     const yfield fields[] = {
         {"degree", YFIELD_INT, &s->pp, 1, INT_MAX, {0}},
         {"schedule", YFIELD_ENUM, &schedule, 0, 0, schedule_names},
         {"virtual_stages", YFIELD_INT, &s->virtual_stages, 1, INT_MAX, {0}},
+        {"account_for_embedding", YFIELD_BOOL, &s->account_embedding, 0, 0, {0}},
+        {"account_for_loss", YFIELD_BOOL, &s->account_loss, 0, 0, {0}},
+        {"first_stage_layers", YFIELD_INT, &s->first_stage_layers, 1, INT_MAX, {0}},
+        {"last_stage_layers", YFIELD_INT, &s->last_stage_layers, 1, INT_MAX, {0}},
     };
-    if (load_section(c, n, "strategy.pipeline", fields, COUNT(fields), &s->pp_loc))
+    if (yread_expect_mapping(c, n, "strategy.pipeline") ||
+        yread_check_keys(c, n, "strategy.pipeline", keys, COUNT(keys)) ||
+        yread_fields(c, n, "strategy.pipeline", fields, COUNT(fields)))
         return c->err->code;
+    yaml_node_t *degree = yread_map_get(c, n, "degree");
+    s->pp_loc = yread_loc(degree ? degree : n);
     s->schedule = (pipeline_schedule)schedule;
-    /* where strategy_validate points for the schedule rules */
+    /* where strategy_validate points for the schedule and split rules */
     yaml_node_t *sched = yread_map_get(c, n, "schedule");
     yaml_node_t *vs = yread_map_get(c, n, "virtual_stages");
     s->schedule_loc = sched ? yread_loc(sched) : s->pp_loc;
     s->virtual_stages_loc = vs ? yread_loc(vs) : s->schedule_loc;
-    return 0;
+    const char *split_keys[] = {"account_for_embedding", "account_for_loss", "first_stage_layers",
+                                "last_stage_layers"};
+    src_loc *locs[] = {&s->account_embedding_loc, &s->account_loss_loc, &s->first_stage_loc,
+                       &s->last_stage_loc};
+    for (int i = 0; i < COUNT(split_keys); i++) {
+        yaml_node_t *v = yread_map_get(c, n, split_keys[i]);
+        if (v)
+            *locs[i] = yread_loc(v);
+    }
+    yaml_node_t *layers = yread_map_get(c, n, "layers");
+    return layers ? pipeline_split_load_layers(c, layers, s) : 0;
 }
 
 static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
@@ -490,7 +512,7 @@ static int validate_zero(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* Rules that need the model: heads and K/V heads by TP, layers by PP x virtual stages. K/V
+/* Rules that need the model: heads and K/V heads by TP, layers over the model chunks. K/V
  * heads split over TP ranks when there are at least as many (Megatron-Core), so TP must
  * divide them; with fewer, each rank holds the K/V head its query heads use, which needs a
  * whole number of ranks per K/V head. */
@@ -513,17 +535,7 @@ static int validate_model_split(const strategy *s, ps_error *err)
                             "tensor degree %d is not a multiple of the model's %d K/V heads "
                             "(kv_heads): a rank's query heads would need two K/V heads",
                             s->tp, m->kv_heads);
-    if (m->layers % (s->pp * s->virtual_stages) == 0)
-        return 0;
-    if (s->virtual_stages > 1)
-        return ps_error_set(err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column,
-                            "strategy.pipeline.degree",
-                            "pipeline degree %d x virtual_stages %d = %d does not divide "
-                            "the model's %d layers",
-                            s->pp, s->virtual_stages, s->pp * s->virtual_stages, m->layers);
-    return ps_error_set(
-        err, PS_EINPUT, s->file, s->pp_loc.line, s->pp_loc.column, "strategy.pipeline.degree",
-        "pipeline degree %d does not divide the model's %d layers", s->pp, m->layers);
+    return strategy_chunk_layers(s, NULL, err);
 }
 
 /* Expert parallelism (Megatron-Core's folding): a stage's tp x dp ranks regrouped as
@@ -610,6 +622,12 @@ void strategy_clone(const strategy *src, strategy *dst)
 {
     *dst = *src;
     dst->overrides = NULL;
+    dst->chunk_layers = NULL;
+    if (src->n_chunk_layers > 0) {
+        dst->chunk_layers = xmalloc((size_t)src->n_chunk_layers * sizeof *dst->chunk_layers);
+        memcpy(dst->chunk_layers, src->chunk_layers,
+               (size_t)src->n_chunk_layers * sizeof *dst->chunk_layers);
+    }
     if (src->n_overrides > 0) {
         dst->overrides = xmalloc((size_t)src->n_overrides * sizeof *dst->overrides);
         memcpy(dst->overrides, src->overrides, (size_t)src->n_overrides * sizeof *dst->overrides);
@@ -653,6 +671,9 @@ void strategy_free(strategy *s)
     free(s->overrides);
     s->overrides = NULL;
     s->n_overrides = 0;
+    free(s->chunk_layers);
+    s->chunk_layers = NULL;
+    s->n_chunk_layers = 0;
 }
 
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
@@ -714,6 +735,7 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->schedule = s->schedule;
     out->virtual_stages = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
     out->zero = s->zero;
+    out->shard_degree = s->shard_degree;
     out->recompute = s->recompute;
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;

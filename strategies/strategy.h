@@ -53,6 +53,16 @@ typedef struct strategy {
     int virtual_stages; /* 1 unless interleaved */
     src_loc pp_loc;
     src_loc schedule_loc, virtual_stages_loc; /* where the schedule rules point */
+    /* Uneven stages (strategy_chunk_layers; docs/design-notes.md "Uneven pipeline stages"):
+     * Megatron-Core's account_for_embedding / account_for_loss (the embedding, the loss
+     * counted as one more layer in the even split) and first_stage_layers / last_stage_layers
+     * (0: not given), or `layers`, the transformer layers of every model chunk in model order
+     * (heap-owned, n_chunk_layers entries; NULL when not given). */
+    int account_embedding, account_loss;
+    int first_stage_layers, last_stage_layers;
+    int *chunk_layers, n_chunk_layers;
+    src_loc account_embedding_loc, account_loss_loc, first_stage_loc, last_stage_loc,
+        chunk_layers_loc;
 
     int dp;   /* data.degree */
     int zero; /* 0..3: optimizer states, + gradients, + parameters sharded (docs/design-notes.md) */
@@ -87,7 +97,8 @@ typedef struct plan_desc {
     int schedule;       /* pipeline_schedule */
     int virtual_stages; /* 1 unless interleaved */
     int zero;
-    int recompute; /* recompute_mode */
+    int shard_degree; /* data.shard_degree (HSDP); 0: ZeRO shards over the whole DP group */
+    int recompute;    /* recompute_mode */
     int sequence_parallel;
     double bucket_mb;
     precision_t precision;
@@ -108,13 +119,14 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
 /* THE plan-validity rules, the one place they are written: degrees >= 1; the schedule's
  * (virtual stages only when interleaved, and then >= 2 of them and >= 2 stages); ZeRO stage,
  * shard degree (needs ZeRO, divides DP) and what each stage composes with (ZeRO 2/3 not with a
- * pipeline, overlap_param_gather only with ZeRO 1/2, ZeRO 3 only with overlap) and bucket size; heads divisible by TP, layers by PP x virtual stages; the global batch by micro
+ * pipeline, overlap_param_gather only with ZeRO 1/2, ZeRO 3 only with overlap) and bucket size; heads divisible by TP, the layers split over
+ * PP x virtual stages (strategy_chunk_layers); the global batch by micro
  * x DP and, interleaved, the micro-batches per DP rank by PP; expert parallelism (a MoE model;
  * expert degree dividing experts; expert degree x expert tensor dividing tensor x data; expert
  * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core). strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
-/* Deep copy (overrides are heap-owned); free dst with strategy_free. */
+/* Deep copy (overrides and chunk_layers are heap-owned); free dst with strategy_free. */
 void strategy_clone(const strategy *src, strategy *dst);
 
 /* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
@@ -132,6 +144,11 @@ precision_t strategy_precision(const strategy *s);
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
 int strategy_vocab_parallel_for_layer(const strategy *s, int layer); /* last match wins */
 
+/* Transformer layers of each model chunk, pp x virtual stages of them in model order (chunk
+ * k * pp + p is stage p's k-th; the first holds the embedding, the last the LM head and loss):
+ * the even split, or the pipeline keys' uneven one. An impossible split is an error at its
+ * key. count may be NULL (only check). */
+int strategy_chunk_layers(const strategy *s, int *count, ps_error *err);
 int strategy_micro_batches(const strategy *s); /* global / (micro * dp) */
 /* The ranks ZeRO shards over: data.shard_degree when given, else the data-parallel degree. */
 int strategy_shard_degree(const strategy *s);

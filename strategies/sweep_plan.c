@@ -39,7 +39,9 @@ void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *o
     if (show_bucket && k > 0 && (size_t)k < n)
         k += snprintf(out + k, n - (size_t)k, " b%g", d->bucket_mb);
     if (show_sp && k > 0 && (size_t)k < n)
-        snprintf(out + k, n - (size_t)k, " %s", d->sequence_parallel ? "sp" : "nosp");
+        k += snprintf(out + k, n - (size_t)k, " %s", d->sequence_parallel ? "sp" : "nosp");
+    if (d->shard_degree > 0 && k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, " shard%d", d->shard_degree);
 }
 
 void sweep_plan_apply(const plan_desc *d, strategy *s)
@@ -52,6 +54,7 @@ void sweep_plan_apply(const plan_desc *d, strategy *s)
     s->schedule = (pipeline_schedule)d->schedule;
     s->virtual_stages = d->virtual_stages;
     s->zero = d->zero;
+    s->shard_degree = d->shard_degree;
     s->recompute = (recompute_mode)d->recompute;
     s->bucket_mb = d->bucket_mb;
     s->sequence_parallel = d->sequence_parallel;
@@ -132,9 +135,17 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
 {
     strategy_plan_desc(&s->base, d);
     d->virtual_stages = s->base.virtual_stages;
-    double v[SWEEP_AXIS_COUNT] = {
-        d->tp,   d->pp,        d->dp,        d->micro_batch,      d->schedule, d->virtual_stages,
-        d->zero, d->recompute, d->bucket_mb, d->sequence_parallel};
+    double v[SWEEP_AXIS_COUNT] = {d->tp,
+                                  d->pp,
+                                  d->dp,
+                                  d->micro_batch,
+                                  d->schedule,
+                                  d->virtual_stages,
+                                  d->zero,
+                                  d->shard_degree,
+                                  d->recompute,
+                                  d->bucket_mb,
+                                  d->sequence_parallel};
     for (int k = 0; k < SWEEP_AXIS_COUNT; k++)
         if (s->axes[k].present && !s->axes[k].data_auto)
             v[k] = s->axes[k].values[digit[k]];
@@ -145,6 +156,7 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
     d->schedule = (int)v[SWEEP_SCHEDULE];
     d->virtual_stages = (int)v[SWEEP_VIRTUAL_STAGES];
     d->zero = (int)v[SWEEP_ZERO];
+    d->shard_degree = (int)v[SWEEP_SHARD_DEGREE];
     d->recompute = (int)v[SWEEP_RECOMPUTE];
     d->bucket_mb = v[SWEEP_BUCKET_MB];
     d->sequence_parallel = (int)v[SWEEP_SEQUENCE_PARALLEL];

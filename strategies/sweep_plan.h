@@ -39,14 +39,16 @@ typedef struct sweep_plan {
  * combinations than constraints.max_plans. Caller frees *out (free()). */
 int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err);
 
-/* Put d's fields (degrees, batches, schedule, virtual stages, zero, recompute, bucket, sequence
- * parallelism, precision) into s; the rest of s (workload, overrides, locations) is kept. */
+/* Put d's fields (degrees, batches, schedule, virtual stages, zero, shard degree, recompute,
+ * bucket, sequence parallelism, precision) into s; the rest of s (workload, overrides,
+ * locations) is kept. */
 void sweep_plan_apply(const plan_desc *d, strategy *s);
 
 /* The base strategy with p's combination applied (deep copy; free with strategy_free). */
 void sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out);
 
-/* "tp8 pp16 dp8 mb1 1f1b zero1 sel" (+ bucket and sequence parallelism when swept). */
+/* "tp8 pp16 dp8 mb1 1f1b zero1 sel" (+ bucket and sequence parallelism when swept, and
+ * "shard4" when ZeRO shards over groups of 4 ranks, HSDP). */
 void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *out, size_t n);
 
 /* counts[s] = how many of plans[0..n) have status s. */

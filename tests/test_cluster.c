@@ -282,7 +282,7 @@ START_TEST(generate_rejects_bad_options)
     FILE *devnull = fopen("/dev/null", "w");
     cluster_gen_opts o = {.nodes = 1};
     ps_error_clear(&err);
-    ck_assert_int_eq(cluster_generate("dgx-b200", &o, devnull, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_generate("dgx-x200", &o, devnull, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "kind");
     o.nodes = 0;
     ps_error_clear(&err);
@@ -524,9 +524,9 @@ static void expect_group_error(const char *kind, const char *groups, const char 
 
 START_TEST(generate_rejects_bad_groups)
 {
-    expect_group_error(NULL, "dgx-h100:1,dgx-b200:2",
-                       "--nodes: unknown cluster kind 'dgx-b200' (known: dgx-v100, dgx-2, "
-                       "dgx-a100, dgx-h100, dgx-h200)");
+    expect_group_error(NULL, "dgx-h100:1,dgx-x200:2",
+                       "--nodes: unknown cluster kind 'dgx-x200' (known: dgx-v100, dgx-2, "
+                       "dgx-a100, dgx-h100, dgx-h200, dgx-b200)");
     expect_group_error(NULL, "dgx-a100:0",
                        "--nodes: bad node count '0' in group 'dgx-a100:0' (expected an integer "
                        ">= 1)");

@@ -174,6 +174,38 @@ static run_result run_plan(const char *dir, const char *strat, const char *cl)
     return r;
 }
 
+/* Uneven stages: the summary's plan line and the JSON list each model chunk's layers; a list
+ * that does not add up to the model's layers is an input error at its line. */
+START_TEST(uneven_split_reported)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/uneven-pp4.yaml"), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "; layers per chunk 1, 3 x 3;") != NULL, "plan line:\n%s", r.out);
+    cJSON *j = parse_json_file(json);
+    const cJSON *split = cJSON_GetObjectItemCaseSensitive(obj_field(j, "plan"), "chunk_layers");
+    ck_assert_int_eq(cJSON_GetArraySize(split), 4);
+    const int want[4] = {1, 3, 3, 3};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(cJSON_GetArrayItem(split, i)->valueint, want[i]);
+    cJSON_Delete(j);
+    run_free(&r);
+
+    char *bad = src_path("tests/data/e2e/uneven-bad-sum.yaml");
+    r = run_plan(dir, bad, cl);
+    const char *needles[] = {"uneven-bad-sum.yaml", "strategy.pipeline.layers", "add up to 9",
+                             NULL};
+    expect_bad_input(&r, needles);
+    ck_assert_int_eq(location_line(r.err, "uneven-bad-sum.yaml"), 7);
+    run_free(&r);
+    free(bad), free(strat), free(cl), free(json);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(bad_unknown_key)
 {
     char *dir = make_tmpdir();
@@ -546,6 +578,7 @@ static Suite *e2e_suite(void)
 
     t = tcase_create("bad_input");
     tcase_set_timeout(t, 60);
+    tcase_add_test(t, uneven_split_reported);
     tcase_add_test(t, bad_unknown_key);
     tcase_add_test(t, bad_tensor_heads);
     tcase_add_test(t, bad_gpu_count);

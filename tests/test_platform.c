@@ -152,6 +152,58 @@ static void generate_opts_load(const char *kind, const cluster_gen_opts *o, clus
     remove(path);
 }
 
+/* DGX B200: NVLink 5 through NVSwitches, 18 x 50 GB/s = 900 GB/s per GPU per direction (two
+ * 0.7 us ports); off node one 400 Gb/s ConnectX-7 per GPU, 50 GB/s, 2 x 2.5 us. */
+START_TEST(dgx_b200_template)
+{
+    cluster c;
+    generate_load("dgx-b200", 2, &c);
+    ck_assert_int_eq(c.n_gpus, 16);
+    ck_assert_str_eq(c.device[15]->name, "B200-SXM-180GB");
+    double bw, lat;
+    cluster_route(&c, 0, 7, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 900e9, 1);
+    ck_assert_double_eq_tol(lat, 1.4e-6, 1e-12);
+    cluster_route(&c, 3, 11, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 50e9, 1);
+    ck_assert_double_eq_tol(lat, 5e-6, 1e-12);
+    cluster_free(&c);
+}
+END_TEST
+
+/* --gpu: a DGX A100 with the 40 GB part: its GPUs (40 GiB, 1555 GB/s), the node unchanged
+ * (300 GB/s NVSwitch ports). */
+START_TEST(gpu_option_replaces_the_kinds_gpu)
+{
+    cluster c;
+    cluster_gen_opts o = {.nodes = 1, .gpu = "A100-SXM4-40GB"};
+    generate_opts_load("dgx-a100", &o, &c);
+    ck_assert_int_eq(c.n_gpus, 8);
+    for (int r = 0; r < 8; r++)
+        ck_assert_str_eq(c.device[r]->name, "A100-SXM4-40GB");
+    ck_assert_double_eq_tol(c.device[0]->hbm_bytes, 40.0 * 1073741824.0, 1);
+    double bw, lat;
+    cluster_route(&c, 0, 5, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 300e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+START_TEST(gpu_option_rejects_an_unknown_model)
+{
+    cluster_gen_opts o = {.nodes = 1, .gpu = "A100-SXM4-96GB"};
+    ps_error err;
+    ps_error_clear(&err);
+    FILE *devnull = fopen("/dev/null", "w");
+    ck_assert_int_eq(cluster_generate("dgx-a100", &o, devnull, &err), PS_EINPUT);
+    fclose(devnull);
+    ck_assert_str_eq(err.field, "gpu");
+    ck_assert_msg(strstr(err.message, "--gpu: unknown device 'A100-SXM4-96GB' (known: ") ==
+                      err.message,
+                  "%s", err.message);
+}
+END_TEST
+
 /* Two 1 GB transfers at once, a -> b and c -> d; the time of the first. */
 static double two_transfers(cluster *c, int a, int b, int x, int y)
 {
@@ -286,6 +338,9 @@ static Suite *platform_suite(void)
     tcase_add_test(t, hand_model_routes);
     tcase_add_test(t, dgx2_template);
     tcase_add_test(t, dgx_h200_template);
+    tcase_add_test(t, dgx_b200_template);
+    tcase_add_test(t, gpu_option_replaces_the_kinds_gpu);
+    tcase_add_test(t, gpu_option_rejects_an_unknown_model);
     tcase_add_test(t, oversubscribed_leaf_halves_cross_leaf_bandwidth);
     tcase_add_test(t, non_blocking_fat_tree_never_binds);
     tcase_add_test(t, rail_allreduce_uses_one_nic_per_rail);

@@ -468,6 +468,104 @@ START_TEST(zero_stages_pruned_by_their_memory)
 }
 END_TEST
 
+/* The shard_degree axis (HSDP): zero {0, 3} x shard_degree {1, 2, 4, 3} on 4 GPUs, data 4: a
+ * shard degree needs ZeRO (the 4 zero-0 plans invalid at strategy.data.shard_degree) and must
+ * divide the data degree (3 does not); zero 3 with 1, 2 and 4 remain, labelled "shardN". */
+START_TEST(enumeration_shard_degree_rules)
+{
+    char *dir = make_tmpdir(), *path = tmp_path(dir, "shard.yaml");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("base:\n"
+          "  workload: {family: gpt, layers: 8, hidden: 384, heads: 6, seq: 128, vocab: 1000}\n"
+          "  batch: {global: 8, micro: 1}\n"
+          "  strategy: {data: {degree: 4}}\n"
+          "axes:\n"
+          "  zero: [0, 3]\n"
+          "  shard_degree: [1, 2, 4, 3]\n",
+          f);
+    fclose(f);
+    sweep_spec s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 8);
+    const int shard[4] = {1, 2, 4, 3};
+    int pending = 0;
+    for (int i = 0; i < n; i++) {
+        const plan_desc *d = &plans[i].desc;
+        ck_assert_int_eq(d->zero, i < 4 ? 0 : 3); /* zero varies slower than shard_degree */
+        ck_assert_int_eq(d->shard_degree, shard[i % 4]);
+        if (d->zero == 0 || d->shard_degree == 3) {
+            ck_assert_int_eq(plans[i].status, SWEEP_PLAN_INVALID);
+            ck_assert_str_eq(plans[i].reason_kind, "strategy.data.shard_degree");
+        } else {
+            ck_assert_int_eq(plans[i].status, SWEEP_PLAN_PENDING);
+            pending++;
+            strategy st;
+            sweep_plan_strategy(&s, &plans[i], &st);
+            ck_assert_int_eq(st.shard_degree, d->shard_degree);
+            ck_assert_int_eq(strategy_shard_degree(&st), d->shard_degree);
+            strategy_free(&st);
+        }
+    }
+    ck_assert_int_eq(pending, 3);
+    char label[128];
+    sweep_plan_label(&plans[5], 0, 0, label, sizeof label);
+    ck_assert_str_eq(label, "tp1 pp1 dp4 mb1 1f1b zero3 none shard2");
+    free(plans);
+    sweep_spec_free(&s);
+    free(path);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* Through the binary (tests/data/sweep/shard.yaml: GPT-3 6.7B, ZeRO 3, data 4 on dgx4): the
+ * plans carry their shard degree, and ZeRO-3 state per GPU is 2 + 4 + 12 = 18 bytes per
+ * parameter over the shard group, so shard 2 holds 18 P (1/2 - 1/4) = 4.5 P bytes more than
+ * shard 4 (P = 6 871 982 080, as zero_stages_pruned_by_their_memory). */
+START_TEST(shard_degree_axis_memory)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "shard", "shard.json", NULL, NULL);
+    expect_exit(&r, 0);
+    char *j = tmp_path(dir, "shard.json");
+    cJSON *root = parse_json_file(j);
+    double peak[5] = {0, 0, 0, 0, 0};
+    const cJSON *p;
+    int seen = 0;
+    cJSON_ArrayForEach(p, plans_of(root))
+    {
+        int sd = (int)numf(p, "shard_degree");
+        ck_assert(sd == 2 || sd == 4);
+        ck_assert_int_eq((int)numf(p, "zero"), 3);
+        peak[sd] = numf(p, "peak_memory_bytes");
+        seen++;
+    }
+    ck_assert_int_eq(seen, 2);
+    /* named once per plan and once in the axes: never twice in one object */
+    size_t len = 0;
+    char *text = slurp(j, &len);
+    ck_assert_ptr_nonnull(text);
+    int names = 0;
+    for (const char *q = text; (q = strstr(q, "\"shard_degree\"")); q++)
+        names++;
+    ck_assert_int_eq(names, 3);
+    free(text);
+    double h = 4096, s = 2048, v = 51200;
+    double P = (v + s) * h + 32 * (12 * h * h + 13 * h) + 2 * h;
+    ck_assert_msg(fabs((peak[2] - peak[4]) - 4.5 * P) <= 1e-9 * P, "got %.0f, want %.0f",
+                  peak[2] - peak[4], 4.5 * P);
+    cJSON_Delete(root);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *sweep_suite(void)
 {
     Suite *s = suite_create("sweep");
@@ -477,6 +575,8 @@ static Suite *sweep_suite(void)
     tcase_add_test(t, enumeration_interleaved_rules);
     tcase_add_test(t, enumeration_zero_rules);
     tcase_add_test(t, zero_stages_pruned_by_their_memory);
+    tcase_add_test(t, enumeration_shard_degree_rules);
+    tcase_add_test(t, shard_degree_axis_memory);
     tcase_add_test(t, oom_plan_reported_not_simulated);
     tcase_add_test(t, ranking_matches_single_runs);
     tcase_add_test(t, shards_merge_to_whole_sweep);

@@ -113,9 +113,14 @@ typedef struct cluster_gen_opts {
     /* --nodes-per-leaf: nodes per leaf switch (fat tree; default 32 / NICs per node, a 64-port
      * leaf with half its ports down) or per scalable unit (rail; default 32, a SuperPOD SU) */
     int nodes_per_leaf;
+    /* --gpu: the GPU of every node (a topology/devices/devices.yaml name) instead of its kind's,
+     * the rest of the node unchanged (DGX A100 40 GB: dgx-a100 --gpu A100-SXM4-40GB); NULL:
+     * the kind's. An unknown name is a PS_EINPUT error naming --gpu. */
+    const char *gpu;
 } cluster_gen_opts;
 
-/* Write a SimGrid platform for KIND in dgx-v100, dgx-a100, dgx-h100, or (kind NULL) for the
+/* Write a SimGrid platform for KIND (dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200, dgx-b200),
+ * or (kind NULL) for the
  * groups of opts->node_groups. Ranks are node-major; each node has its kind's GPU model, NVLink,
  * NICs and intra-node topology; --nics/--nic-gbps/--gpus-per-node apply to every node. Errors of
  * the group list are PS_EINPUT with a message starting "--nodes:". */

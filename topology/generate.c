@@ -26,6 +26,11 @@
  *   (100 Gb/s), one per PCIe gen3 switch shared by two GPUs (route [pcie_i UP, nic UP], as
  *   DGX-1). NVIDIA's DGX-2 datasheet and the hwloc export ../shared/hwloc/nvidiaDGX2.xml.
  * - DGX H200 (dgx-h200): the DGX H100's NVLink4/NVSwitch and NDR NICs with H200 GPUs.
+ * - DGX B200 (dgx-b200): 8 B200 behind NVSwitches, NVLink 5: 18 links x 50 GB/s = 900 GB/s per
+ *   GPU per direction (1.8 TB/s both ways, NVIDIA's DGX B200 datasheet), one port per GPU as the
+ *   A100/H100; 8 ConnectX-7 NICs of 400 Gb/s, one per GPU, behind PCIe Gen5 switches (folded).
+ * - --gpu MODEL replaces the kind's GPU (a devices.yaml name), the node otherwise unchanged: the
+ *   hosts' gpu property and speed (the model's dense bf16 peak).
  * - Fabric (--fabric, platform_write.c has the model): a fat tree (default: a node's NICs on one
  *   leaf of K nodes, default K = 32 / NICs, leaves joined by a non-blocking spine through
  *   uplinks of the leaf's NIC bandwidth / --oversubscription) or rail-optimized (NIC i of each
@@ -76,6 +81,7 @@ static const dgx_kind dgx_kinds[] = {
     {"dgx-a100", "A100-SXM4-80GB", 312e12, 8, 300, 0, 0, 1, 200},
     {"dgx-h100", "H100-SXM5-80GB", 989.4e12, 8, 450, 0, 0, 1, 400},
     {"dgx-h200", "H200-SXM-141GB", 989.4e12, 8, 450, 0, 0, 1, 400},
+    {"dgx-b200", "B200-SXM-180GB", 2250e12, 8, 900, 0, 0, 1, 400},
 };
 
 #define NVLINK_LATENCY 0.7e-6
@@ -125,16 +131,16 @@ static void set_route(node_model *m, int i, int j, const node_path *p)
     }
 }
 
-/* The node model of group p's nodes. */
-static void build_node(const gen_params *p, node_model *m)
+/* The node model of group p's nodes; gpu (when not NULL) replaces the kind's GPU. */
+static void build_node(const gen_params *p, const device_spec *gpu, node_model *m)
 {
     const dgx_kind *k = p->k;
     int G = p->gpus;
     char id[40];
     memset(m, 0, sizeof *m);
     snprintf(m->kind, sizeof m->kind, "%s", k->kind);
-    snprintf(m->gpu, sizeof m->gpu, "%s", k->gpu);
-    m->flops = k->flops;
+    snprintf(m->gpu, sizeof m->gpu, "%s", gpu ? gpu->name : k->gpu);
+    m->flops = gpu ? gpu->peak_flops[PREC_BF16] : k->flops;
     m->gpus = G;
     m->nics = p->nics;
     m->nic_GBps = p->nic_GBps;
@@ -196,7 +202,7 @@ static void build_node(const gen_params *p, node_model *m)
 }
 
 #define N_KINDS       (sizeof dgx_kinds / sizeof dgx_kinds[0])
-#define KNOWN_KINDS   "dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200"
+#define KNOWN_KINDS   "dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200, dgx-b200"
 #define GROUPS_SYNTAX "KIND:N[,KIND:N...]"
 
 static const dgx_kind *find_kind(const char *name, size_t len)
@@ -321,18 +327,45 @@ static int request_groups(const char *kind, const cluster_gen_opts *opts, gen_pa
     return rc;
 }
 
+/* --gpu: the device-table entry it names (into *table, which the caller frees), or an error
+ * naming the flag. */
+static int find_gpu(const char *name, device_table *table, const device_spec **spec, ps_error *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    int rc = device_table_load(path, table, err);
+    if (rc)
+        return rc;
+    if ((*spec = device_table_find(table, name)))
+        return 0;
+    char known[800];
+    size_t len = 0;
+    known[0] = 0;
+    for (int i = 0; i < table->n && len < sizeof known; i++)
+        len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
+                                table->specs[i].name);
+    return ps_error_set(err, PS_EINPUT, "", 0, 0, "gpu", "--gpu: unknown device '%s' (known: %s)",
+                        name, known);
+}
+
 int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
     gen_params *groups;
     int n;
-    int rc = request_groups(kind, opts, &groups, &n, err);
-    if (rc)
+    device_table table = {0};
+    const device_spec *gpu = NULL;
+    int rc = opts && opts->gpu ? find_gpu(opts->gpu, &table, &gpu, err) : 0;
+    if (!rc)
+        rc = request_groups(kind, opts, &groups, &n, err);
+    if (rc) {
+        device_table_free(&table);
         return rc;
+    }
     node_model *models = xcalloc((size_t)n, sizeof *models);
     const node_model **ptrs = xcalloc((size_t)n, sizeof *ptrs);
     int *counts = xcalloc((size_t)n, sizeof *counts);
     for (int i = 0; i < n; i++) {
-        build_node(&groups[i], &models[i]);
+        build_node(&groups[i], gpu, &models[i]);
         ptrs[i] = &models[i];
         counts[i] = groups[i].nodes;
     }
@@ -343,5 +376,6 @@ int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, 
     free(ptrs);
     free(counts);
     free(groups);
+    device_table_free(&table);
     return rc;
 }

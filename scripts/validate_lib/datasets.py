@@ -107,7 +107,7 @@ def _flow(d):
 
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
                   schedule="1f1b", tensor_extra=None, data_extra=None, virtual_stages=1,
-                  children=None):
+                  children=None, pipeline_extra=None):
     tensor = {"degree": tp}
     tensor.update(tensor_extra or {})
     data = {"degree": dp}
@@ -115,6 +115,7 @@ def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, reco
     pipe = {"degree": pp, "schedule": schedule}
     if virtual_stages > 1:
         pipe["virtual_stages"] = virtual_stages
+    pipe.update(pipeline_extra or {})
     text = ("workload: %s\n"
             "batch: {global: %d, micro: %d}\n"
             "precision: %s\n"
@@ -583,14 +584,19 @@ def llm_cluster(gpu, gpus, src, device_names):
     if gpu == "A100-SXM4-80GB":
         return ("gen", "dgx-a100", nodes, gpn, nics, gbps), note
     if gpu == "A100-SXM4-40GB":
-        # `protosim cluster dgx-a100` writes A100-SXM4-80GB and has no --gpu for a KIND; the
-        # harness rewrites the gpu property of the generated file (same node, NVSwitch, NICs:
-        # the 40 GB DGX A100 differs only in the GPU's memory size and bandwidth)
+        # `protosim cluster dgx-a100 --gpu A100-SXM4-40GB`: the 40 GB DGX A100 differs only in
+        # the GPU's memory size and bandwidth (same node, NVSwitch, NICs)
         if gpu not in device_names:
             return None, "A100-SXM4-40GB not in topology/devices/devices.yaml"
         return ("gen", "dgx-a100", nodes, gpn, nics, gbps, gpu), note
     if gpu == "H100-SXM5-80GB":
         return ("gen", "dgx-h100", nodes, gpn, nics, gbps), note
+    if gpu == "H100-SXM-96GB-HBM2e-500W" and gpu in device_names:
+        # Meta's Grand Teton hosts (torchtitan's docs): 8 H100 on NVLink (the HGX H100 board's
+        # NVSwitches, as a DGX H100) and 400 Gb/s of RDMA per GPU (the DGX H100 template's 8 x
+        # 400G NICs), GPUs of the 96 GB 500 W part
+        return ("gen", "dgx-h100", nodes, gpn, nics, gbps, gpu), (
+            note or "Grand Teton: a DGX H100 node (NVSwitch, 8 x 400G) with its GPUs")
     return None, ("device %s not in topology/devices/devices.yaml" % gpu
                   if gpu not in device_names else "no generated cluster for %s" % gpu)
 
@@ -648,12 +654,24 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         if key is None:
             row.skip("needs %s (%s)" % (why, ISSUE))
             continue
-        if wl["layers"] % (pp * vs):
-            # Megatron-DeepSpeed balances stages with the embedding and head counted as layers
-            # (BLOOM: "pp-partition type:transformer|embedding"); protosim splits the layers
-            # evenly, pipeline x virtual stages must divide them
-            row.skip("needs uneven pipeline stages (%d layers over %d stages) (%s)"
-                     % (wl["layers"], pp * vs, ISSUE))
+        pipe_extra = {}
+        if "pp-partition type:transformer|embedding" in rec.get("notes", ""):
+            # Megatron-DeepSpeed's PipelineModule balances the layers whose class names match
+            # the regex: the embedding, the transformer layers and the tied head (an embedding
+            # too), L + 2 of them; over stages that divide them evenly that is Megatron-Core's
+            # account_for_embedding and account_for_loss
+            pipe_extra = {"account_for_embedding": "true", "account_for_loss": "true"}
+        elif fw == "mcore" and wl["layers"] % (pp * vs) and (wl["layers"] + 2) % (pp * vs) == 0:
+            # Megatron-Bridge's recipes for the models whose layers do not fill the chunks
+            # (Llama 3.1 405B: 126 over pp 8 x vp 8; Qwen3-235B: 94 over 8 x 4) set
+            # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+            # (Megatron-Core refuses the plan otherwise)
+            pipe_extra = {"account_for_embedding": "true", "account_for_loss": "true"}
+        slots = wl["layers"] + len(pipe_extra)
+        if slots % (pp * vs):
+            row.skip("needs uneven pipeline stages (%d layers%s over %d stages) (%s)"
+                     % (wl["layers"], " + embedding + head" if pipe_extra else "", pp * vs,
+                        ISSUE))
             continue
         if max_gpus is not None and gpus > max_gpus:
             row.skip("%d GPUs > --max-gpus %d" % (gpus, max_gpus))
@@ -661,6 +679,11 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         tensor_extra, data_extra = {}, {"zero": zero}
         if tp > 1 and sp:
             tensor_extra["sequence_parallel"] = "true"
+        ptext = rec.get("precision", "").lower()
+        if tp > 1 and "async tp" in ptext and "async tp off" not in ptext:
+            # torchtitan's async TP: the TP all-gathers / reduce-scatters decomposed and
+            # overlapped with the matmuls they feed (symmetric memory), protosim's comm_overlap
+            tensor_extra["comm_overlap"] = "true"
         if fw == "mcore":
             # Megatron-Core as the megatron file's H100 rows: TP communication overlap, the
             # distributed optimizer's parameter all-gather overlapped with the next forward
@@ -671,7 +694,8 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         jobs.append(Job("run", key, [row], strategy=strategy_yaml(
             wl, gb, mb, prec, "adam", tp, pp, dp, rc,
             schedule="interleaved" if vs > 1 else "1f1b", tensor_extra=tensor_extra,
-            data_extra=data_extra, virtual_stages=vs, children=kids)))
+            data_extra=data_extra, virtual_stages=vs, children=kids,
+            pipeline_extra=pipe_extra)))
     return rows, jobs
 
 

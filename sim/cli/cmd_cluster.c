@@ -14,7 +14,7 @@ static int cluster_main(int argc, char **argv);
 
 const cli_command cli_cluster = {
     "cluster",
-    "  protosim cluster KIND --nodes N [-o FILE] [--nics N] [--nic-gbps GBPS]\n"
+    "  protosim cluster KIND --nodes N [-o FILE] [--gpu MODEL] [--nics N] [--nic-gbps GBPS]\n"
     "               [--gpus-per-node N] [--fabric fat-tree|rail] [--nodes-per-leaf K]\n"
     "               [--oversubscription X]\n"
     "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
@@ -24,15 +24,17 @@ const cli_command cli_cluster = {
     "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
     "NICs on a fat-tree or rail-optimized fabric), of node groups of different kinds, or of N\n"
     "copies of the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs).\n"
-    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100 or dgx-h200\n"
+    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100, dgx-h200 or\n"
+    "                          dgx-b200\n"
     "options:\n"
     "  --nodes N               number of nodes (required with KIND, N >= 1; default 1 with\n"
     "                          --from-hwloc); or KIND:N[,KIND:N...]: groups of N nodes of KIND,\n"
     "                          numbered in the order given (no KIND)\n"
     "  --from-hwloc FILE       the node from an hwloc XML export of one machine (lstopo --of\n"
     "                          xml, hwloc 2.x; no KIND); a summary of the import goes to stderr\n"
-    "  --gpu NAME              with --from-hwloc: the device-table GPU of every GPU, instead of\n"
-    "                          the name hwloc reports\n"
+    "  --gpu NAME              the device-table GPU (topology/devices/devices.yaml) of every\n"
+    "                          GPU, instead of the KIND's (e.g. dgx-a100 --gpu A100-SXM4-40GB)\n"
+    "                          or the name hwloc reports\n"
     "  -o FILE                 write to FILE (default: stdout)\n"
     "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
     "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
@@ -136,11 +138,11 @@ static int generate_from_hwloc(const cluster_args *a, FILE *out, ps_error *err)
     return rc;
 }
 
-/* The options --from-hwloc excludes, and --gpu without it: 0, or a usage error. */
+/* The options --from-hwloc excludes: 0, or a usage error. */
 static int check_hwloc_options(const cluster_args *a)
 {
     if (!a->hwloc)
-        return a->gpu ? cli_usage_error(&cli_cluster, "--gpu applies to --from-hwloc only") : 0;
+        return 0;
     if (a->kind)
         return cli_usage_error(&cli_cluster,
                                "--from-hwloc reads the node from %s: give no KIND "
@@ -164,6 +166,7 @@ static int cluster_main(int argc, char **argv)
         return cli_exit_code(rc);
     if ((rc = check_hwloc_options(&a)))
         return rc;
+    a.o.gpu = a.hwloc ? NULL : a.gpu; /* --from-hwloc hands it to the import */
     if (!a.hwloc && !a.kind && !a.o.node_groups)
         return cli_usage_error(&cli_cluster, "cluster needs a KIND (or --from-hwloc FILE)");
     if (!a.hwloc && a.o.nodes < 1 && !a.o.node_groups)

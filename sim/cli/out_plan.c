@@ -16,6 +16,8 @@ void out_plan_json(cJSON *obj, const plan_desc *p)
     cJSON_AddStringToObject(obj, "schedule", schedule_name((pipeline_schedule)p->schedule));
     cJSON_AddNumberToObject(obj, "virtual_stages", p->virtual_stages);
     cJSON_AddNumberToObject(obj, "zero", p->zero);
+    if (p->shard_degree > 0) /* HSDP only: absent, ZeRO shards over the whole DP group */
+        cJSON_AddNumberToObject(obj, "shard_degree", p->shard_degree);
     cJSON_AddStringToObject(obj, "recompute", recompute_name((recompute_mode)p->recompute));
     cJSON_AddNumberToObject(obj, "bucket_mb", p->bucket_mb);
     cJSON_AddBoolToObject(obj, "sequence_parallel", p->sequence_parallel);
@@ -177,6 +179,7 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
         out_json_int(obj, "virtual_stages", 0, 1, INT_MAX, file, where, &out->virtual_stages,
                      err) ||
         out_json_int(obj, "zero", 0, 0, 3, file, where, &out->zero, err) ||
+        out_json_int(obj, "shard_degree", 1, 1, INT_MAX, file, where, &out->shard_degree, err) ||
         out_json_enum(obj, "recompute", recompute_names, file, where, &out->recompute, err) ||
         out_json_num(obj, "bucket_mb", 0, file, where, &out->bucket_mb, err) ||
         out_json_bool(obj, "sequence_parallel", 0, file, where, &out->sequence_parallel, err) ||

@@ -36,6 +36,27 @@ static void links_text(FILE *out, const compiled_plan *p, const htae_result *r, 
                 r->links[i].direction, pct(r->links[i].busy_s, T), r->links[i].bytes / 1e9);
 }
 
+/* An uneven split (pipeline keys): each model chunk's layers in model order, runs of equal
+ * counts as "6 x 10": "; layers per chunk 5, 6 x 10, 5". Nothing for an even split. */
+static void print_uneven_split(FILE *out, const compiled_plan *p)
+{
+    int n = p->pp * p->chunks, even = 1;
+    for (int i = 1; i < n; i++)
+        even = even && p->chunk_layers[i] == p->chunk_layers[0];
+    if (even)
+        return;
+    fprintf(out, "; layers per chunk ");
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j < n && p->chunk_layers[j] == p->chunk_layers[i])
+            j++;
+        fprintf(out, "%s%d", i ? ", " : "", p->chunk_layers[i]);
+        if (j - i > 1)
+            fprintf(out, " x %d", j - i);
+        i = j;
+    }
+}
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const run_analysis *an)
 {
@@ -53,6 +74,7 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             d->micro_batch);
     if (p->chunks > 1)
         fprintf(out, ", %d virtual stages", p->chunks);
+    print_uneven_split(out, p);
     fprintf(out, "; %s; recompute %s%s", precision_name(d->precision), recompute_name(d->recompute),
             d->sequence_parallel ? "; sequence parallel" : "");
     if (d->zero)
@@ -127,7 +149,11 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON *plan = cJSON_AddObjectToObject(root, "plan");
     out_plan_json(plan, &p->plan);
     cJSON_AddNumberToObject(plan, "micro_batches", p->micro_batches);
-    cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
+    cJSON *split = cJSON_AddArrayToObject(plan, "chunk_layers");
+    for (int mc = 0; mc < p->pp * p->chunks; mc++)
+        cJSON_AddItemToArray(split, cJSON_CreateNumber(p->chunk_layers[mc]));
+    if (!cJSON_HasObjectItem(plan, "shard_degree")) /* written above when set: the same value */
+        cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
     for (int k = CAT_TP_COMM; k <= CAT_DP_COMM; k++)
