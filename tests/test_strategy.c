@@ -136,9 +136,11 @@ START_TEST(test_defaults)
     ck_assert(s.bucket_mb == 25.0);
     ck_assert_int_eq(s.dp_overlap, 1);
     ck_assert_int_eq(s.recompute, RECOMPUTE_NONE);
+    ck_assert_int_eq(s.cp, 1);
     ck_assert_int_eq(s.order[0], AXIS_TENSOR);
-    ck_assert_int_eq(s.order[1], AXIS_DATA);
-    ck_assert_int_eq(s.order[2], AXIS_PIPELINE);
+    ck_assert_int_eq(s.order[1], AXIS_CONTEXT);
+    ck_assert_int_eq(s.order[2], AXIS_DATA);
+    ck_assert_int_eq(s.order[3], AXIS_PIPELINE);
     ck_assert_int_eq(s.n_overrides, 0);
     ck_assert_ptr_null(s.overrides);
     ck_assert_int_eq(s.model.layers, 24);
@@ -344,7 +346,7 @@ START_TEST(test_enum_tables_round_trip)
 {
     const enum_names tables[] = {schedule_names, recompute_names, optimizer_names,
                                  parallel_axis_names, precision_names};
-    const int counts[] = {3, 3, 3, 3, 5};
+    const int counts[] = {3, 3, 3, 4, 5};
     for (int t = 0; t < 5; t++) {
         ck_assert_int_eq(tables[t].count, counts[t]);
         for (int v = 0; v < tables[t].count; v++)
