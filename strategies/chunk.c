@@ -328,8 +328,8 @@ static int same_segments(const segment_list *a, const segment_list *b)
         return 0;
     for (int i = 0; i < a->n; i++) {
         const segment *x = &a->seg[i], *y = &b->seg[i];
-        if (x->cut != y->cut || x->ring != y->ring || x->label != y->label || x->params != y->params || x->lo != y->lo ||
-            x->hi != y->hi)
+        if (x->cut != y->cut || x->ring != y->ring || x->label != y->label ||
+            x->params != y->params || x->lo != y->lo || x->hi != y->hi)
             return 0;
     }
     return 1;

@@ -61,11 +61,11 @@ typedef struct compile_ctx {
      * compiler's data index d runs over them, d = data index x cp + context index
      * (compile_rank_of). mcs: model chunks = pp * v */
     int tp, pp, dp, cp, v, mcs, M;
-    int dp_sim;       /* data-context indices simulated: dp, or cp (data replica 0) when folded */
+    int dp_sim; /* data-context indices simulated: dp, or cp (data replica 0) when folded */
     struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
-    double tp_bytes;           /* one TP collective's buffer: b * s * h elements */
-    double pp_bytes;           /* one pipeline send */
-    double grad_elem;          /* bytes per gradient element in DP reduction */
+    double tp_bytes;             /* one TP collective's buffer: b * s * h elements */
+    double pp_bytes;             /* one pipeline send */
+    double grad_elem;            /* bytes per gradient element in DP reduction */
     /* GPU profiles: the distinct (device, slowdown) pairs of the cluster. Templates are built
      * per (profile, chunk) when first used: tmpl[profile * mcs + mc], built[] says which. */
     int n_prof;

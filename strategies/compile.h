@@ -29,11 +29,11 @@ void compile_default_options(compile_options *o);
 
 typedef struct compiled_plan {
     htae_graph *graph;
-    char strategy_file[512]; /* where the plan came from, for reports */
-    workload_model model;    /* the model as resolved */
-    plan_desc plan;          /* the strategy root's layout and knobs */
+    char strategy_file[512];                         /* where the plan came from, for reports */
+    workload_model model;                            /* the model as resolved */
+    plan_desc plan;                                  /* the strategy root's layout and knobs */
     int gpus, tp, pp, dp, cp, chunks, micro_batches; /* dp: data.degree, cp: context.degree */
-    int zero_shard; /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
+    int zero_shard;         /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */

@@ -330,8 +330,8 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor",    "context", "pipeline", "data",
-                                       "expert",    "recompute", "order",   "children"};
+    static const char *const keys[] = {"tensor", "context",   "pipeline", "data",
+                                       "expert", "recompute", "order",    "children"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
@@ -483,12 +483,11 @@ static int validate_zero(const strategy *s, ps_error *err)
                             "shard_degree shards ZeRO state over groups of ranks: it needs zero 1, "
                             "2 or 3 (zero is 0)");
     if (s->shard_degree > 0 && (s->dp * s->cp) % s->shard_degree)
-        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
-                            "strategy.data.shard_degree",
-                            "shard degree %d does not divide the data-parallel degree %d%s",
-                            s->shard_degree, s->dp * s->cp,
-                            s->cp > 1 ? " (data x context: the ranks holding the same weights)"
-                                      : "");
+        return ps_error_set(
+            err, PS_EINPUT, s->file, sh.line, sh.column, "strategy.data.shard_degree",
+            "shard degree %d does not divide the data-parallel degree %d%s", s->shard_degree,
+            s->dp * s->cp,
+            s->cp > 1 ? " (data x context: the ranks holding the same weights)" : "");
     if (s->zero >= 2 && s->pp > 1)
         return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
                             "zero %d with a pipeline (degree %d) is not modelled: DeepSpeed's "
