@@ -13,6 +13,7 @@
 #include "../sim/cost.h"
 #include "../sim/htae.h"
 #include "../strategies/compile.h"
+#include "../strategies/sweep_plan.h"
 #include "sim_util.h"
 
 /* A 2-layer Llama with FlashAttention, seq 8192, one sample per iteration. */
@@ -486,6 +487,56 @@ START_TEST(folded_replicas_keep_context_ranks)
 }
 END_TEST
 
+/* A sweep over context {1, 2, 4} x tensor {1, 2} with data auto on 8 GPUs (seq 8192, 8 heads,
+ * global batch 8): data = 8 / (tensor x context); context 4 with tensor 2 leaves data 1,
+ * context 4 with tensor 1 data 2, all valid (8192 divides into 8 chunks). Context is the last
+ * axis: it varies fastest. */
+START_TEST(sweep_context_axis)
+{
+    char strat[2048], text[4096];
+    strategy_text(strat, sizeof strat, 1024, 8, 8, "    data: {degree: 1}\n");
+    /* indent the strategy under base: */
+    char *q = text;
+    q += sprintf(q, "base:\n");
+    for (const char *line = strat; *line;) {
+        const char *nl = strchr(line, '\n');
+        q += sprintf(q, "  %.*s\n", (int)(nl - line), line);
+        line = nl + 1;
+    }
+    sprintf(q, "axes:\n  tensor: [1, 2]\n  context: [1, 2, 4]\n  data: auto\n");
+    char *g = strstr(text, "global: 2");
+    g[8] = '8';
+    char path[] = "/tmp/protosim_test_context_sweep_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    sweep_spec sp;
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = sweep_spec_load(path, sim_data_dir(), &sp, &err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s\n%s", err.message, text);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&sp, 8, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 6);
+    const int tp[6] = {1, 1, 1, 2, 2, 2}, cp[6] = {1, 2, 4, 1, 2, 4}, dp[6] = {8, 4, 2, 4, 2, 1};
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(plans[i].status, SWEEP_PLAN_PENDING);
+        ck_assert_int_eq(plans[i].desc.tp, tp[i]);
+        ck_assert_int_eq(plans[i].desc.cp, cp[i]);
+        ck_assert_int_eq(plans[i].desc.dp, dp[i]);
+    }
+    char label[128];
+    sweep_plan_label(&plans[4], 0, 0, label, sizeof label);
+    ck_assert_str_eq(label, "tp2 pp1 dp2 mb1 1f1b zero0 none cp2");
+    free(plans);
+    sweep_spec_free(&sp);
+}
+END_TEST
+
 static Suite *context_suite(void)
 {
     Suite *s = suite_create("context");
@@ -503,6 +554,7 @@ static Suite *context_suite(void)
     tcase_add_test(tc, ring_step_waits_for_the_step_before);
     tcase_add_test(tc, activations_divided_gradients_over_context);
     tcase_add_test(tc, folded_replicas_keep_context_ranks);
+    tcase_add_test(tc, sweep_context_axis);
     suite_add_tcase(s, tc);
     return s;
 }
