@@ -57,6 +57,8 @@ static const example_case examples[] = {
     {"llama3-8b-dgx-h100-tp8.yaml", 8, 1, 1, 16, 1, 8, 1, SCHED_1F1B, RECOMPUTE_SELECTIVE,
      PREC_BF16},
     {"mpt-7b-dgx-h100-dp8.yaml", 1, 1, 8, 256, 8, 8, 0, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
+    /* context 2: 1 x 2 x 1 x 4 = 8 GPUs */
+    {"llama3-8b-dgx-h100-cp2.yaml", 1, 1, 4, 128, 1, 8, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_BF16},
 };
 
 START_TEST(test_example_loads)
