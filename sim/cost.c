@@ -161,14 +161,20 @@ static double gemm_bytes(double batch, double m, double n, double k, precision_t
     return batch * (m * k + k * n + m * n) * precision_bytes(prec);
 }
 
+/* The math of a [batch x] (m x k).(k x n) GEMM at the shape's efficiency. */
+static double gemm_compute_seconds(double batch, double m, double n, double k, precision_t prec,
+                                   const device_spec *dev)
+{
+    return 2.0 * batch * m * n * k /
+           (gemm_peak(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
+}
+
 /* One [batch x] (m x k).(k x n) kernel: max of compute and memory time. */
 static double gemm_seconds(double batch, double m, double n, double k, precision_t prec,
                            const device_spec *dev)
 {
-    double flops = 2.0 * batch * m * n * k;
-    double compute =
-        flops / (gemm_peak(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
-    return fmax(compute, memory_seconds(gemm_bytes(batch, m, n, k, prec), dev));
+    return fmax(gemm_compute_seconds(batch, m, n, k, prec, dev),
+                memory_seconds(gemm_bytes(batch, m, n, k, prec), dev));
 }
 
 double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,
@@ -220,6 +226,27 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
     return cast + gemm_seconds(b, m, k, n, prec, dev) + gemm_seconds(b, k, n, m, prec, dev);
 }
 
+/* Query and key rows a fused attention kernel takes per tile (FlashAttention-2 and 3, cuDNN's
+ * fused attention: 128 on Ampere and Hopper for head sizes up to 128). */
+static const double COST_ATTENTION_BLOCK = 128.0;
+
+/* Share of the s x s score tiles a fused causal kernel computes: it skips the tiles wholly above
+ * the diagonal (FlashAttention-2, section 3.1), so of nb x nb tiles (nb = ceil(s / block)) it
+ * runs the nb (nb + 1) / 2 on or below it. Counted, not fitted. An unfused core computes every
+ * score and masks them afterwards (factor 1). */
+/* A fused attention backward reaches a smaller share of the tensor-core peak than its forward
+ * (atomic dQ accumulation, two more non-matmul passes per tile): FlashAttention-2 reports up to
+ * 73% of the A100's peak forward and up to 63% backward (Dao 2023, abstract and section 4.1),
+ * a ratio of 0.86. Published, not fitted. */
+static const double COST_FLASH_BWD_RELATIVE = 63.0 / 73.0;
+
+double cost_causal_tile_fraction(double s)
+{
+    assert(s > 0);
+    double nb = ceil(s / COST_ATTENTION_BLOCK);
+    return (nb + 1.0) / (2.0 * nb);
+}
+
 /* Attention core: its batched GEMMs at GEMM efficiency, the rest of its traffic (softmax,
  * dropout, permute) as streaming memory. Shape: QK^T is (m x k).(k x n), m = n = seq. */
 static double attention_seconds(const workload_op *op, op_pass pass, precision_t prec,
@@ -227,16 +254,21 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
 {
     double b = op->batch, s = op->m, d = op->k;
     assert(op->m == op->n);
-    double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = gemm_bytes(b, s, s, d, prec);
-    double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = gemm_bytes(b, s, d, s, prec);
     double gemm_time, gemm_traffic, bytes;
     if (op->fused) {
         /* one kernel, scores on chip: forward QK^T and PV; backward recomputes QK^T, then dV,
-         * dP, dQ, dK. Its HBM traffic (Q, K, V, O and gradients) overlaps the math. */
-        gemm_time = pass == PASS_FWD ? qk + av : 2 * qk + 3 * av;
+         * dP, dQ, dK. Its GEMMs never move the scores through HBM: their math alone, and the
+         * kernel's own traffic (Q, K, V, O and gradients) overlaps it. */
+        double qk = gemm_compute_seconds(b, s, s, d, prec, dev);
+        double av = gemm_compute_seconds(b, s, d, s, prec, dev);
+        gemm_time = pass == PASS_FWD ? qk + av : (2 * qk + 3 * av) / COST_FLASH_BWD_RELATIVE;
+        if (op->causal)
+            gemm_time *= cost_causal_tile_fraction(s);
         bytes = pass == PASS_FWD ? op->fwd_bytes : op->bwd_bytes;
         return fmax(gemm_time, memory_seconds(bytes, dev));
     }
+    double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = gemm_bytes(b, s, s, d, prec);
+    double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = gemm_bytes(b, s, d, s, prec);
     if (pass == PASS_FWD) {
         gemm_time = qk + av;
         gemm_traffic = qk_bytes + av_bytes;

@@ -67,5 +67,8 @@ double cost_gemm_kernel_seconds(double batch, double m, double n, double k, prec
 double cost_memory_kernel_seconds(double bytes, const device_spec *dev);
 /* Shortest GPU time of any kernel. */
 double cost_kernel_min_seconds(void);
+/* Share of the score tiles a fused causal attention kernel computes for s queries and keys:
+ * (nb + 1) / (2 nb) with nb = ceil(s / 128) (the tiles above the diagonal are skipped). */
+double cost_causal_tile_fraction(double s);
 
 #endif

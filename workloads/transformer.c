@@ -28,6 +28,26 @@ static const double LOSS_FP32_BYTES = 4.0;            /* cross-entropy works on 
  * from the ops in NeuSight's per-op GPT-2 profiles (scripts/asplos/label). */
 static const double EAGER_GELU_TANH_PASSES = 18.0;
 static const int EAGER_GELU_TANH_KERNELS = 8;
+/* Eager RMSNorm as torchtitan and HuggingFace write it: x.float(), pow(2), mean(-1), + eps,
+ * rsqrt, x * rsqrt, type_as(x), * weight. Bytes per element, counted kernel by kernel: forward
+ * (e + 4) + 8 + 4 + 8 + (4 + e) + 2e = 28 + 4e over 8 kernels (the two on the per-row scalar
+ * move no elements); autograd's backward walks them back: the weight product's two gradients
+ * (dx: 2e + e, dw: 2e), the cast (4 + e), x * rsqrt's two (8 + 8), the mean's expand (4), the
+ * square's (12) and the sum of the two branches into dx (12), the first cast (4 + e):
+ * 52 + 7e over 12 kernels. A fused RMSNorm moves 2e forward and 3e backward. */
+static const double EAGER_RMSNORM_FWD_FP32 = 28.0, EAGER_RMSNORM_FWD_E = 4.0;
+static const double EAGER_RMSNORM_BWD_FP32 = 52.0, EAGER_RMSNORM_BWD_E = 7.0;
+static const int EAGER_RMSNORM_KERNELS = 8; /* forward; backward counts twice */
+/* Eager SwiGLU, silu(gate) * up: silu reads gate and writes (2e), the product reads both and
+ * writes (3e), per output element: 5e forward over 2 kernels (fused: 3e). Backward: the
+ * product's two gradients (d_silu = g * up, d_up = g * silu: 3e each) and silu's (reads g and
+ * gate, writes: 3e): 9e (fused: 5e). silu's output is saved as well (e per element). */
+static const double EAGER_SWIGLU_FWD_E = 5.0, EAGER_SWIGLU_BWD_E = 9.0;
+/* Eager rotary embedding (torchtitan's complex form): x.float() viewed as complex, times the
+ * complex64 frequencies, back to real, type_as(x): (e + 4) + 8 + (4 + e) = 16 + 2e per element
+ * of Q and K forward, 3 kernels each; its backward the same passes (fused: 2e each way). */
+static const double EAGER_ROPE_FP32 = 16.0, EAGER_ROPE_E = 2.0;
+static const int EAGER_ROPE_KERNELS_PER_TENSOR = 3;
 
 typedef struct builder {
     workload_graph *g;
@@ -111,6 +131,11 @@ static void add_layernorm(builder *bd, const char *name, int layer, double token
         add_pointwise(bd, name, layer, OP_LAYERNORM, SPLIT_SEQUENCE, tokens, h,
                       bd->rms ? RMSNORM_FLOPS_PER_ELEM : LAYERNORM_FLOPS_PER_ELEM, 2 * e, 3 * e);
     op->params = bd->bias && !bd->rms ? 2 * h : h;
+    if (bd->eager && bd->rms) {
+        op->fwd_bytes = (EAGER_RMSNORM_FWD_FP32 + EAGER_RMSNORM_FWD_E * e) * tokens * h;
+        op->bwd_bytes = (EAGER_RMSNORM_BWD_FP32 + EAGER_RMSNORM_BWD_E * e) * tokens * h;
+        op->kernels = EAGER_RMSNORM_KERNELS;
+    }
     op->fwd_bytes += op->params * e; /* the weights read */
     op->bwd_bytes += op->params * e; /* their gradients written */
     /* its input (for its own backward) and its output (the input the next GEMM saves):
@@ -157,6 +182,12 @@ static workload_op *add_activation(builder *bd, const char *name, int layer, op_
         workload_op *op = add_pointwise(bd, name, layer, OP_ELEMENTWISE, split, rows, cols,
                                         SWIGLU_FLOPS_PER_ELEM, 3 * e, 5 * e);
         op->act_bytes = 2 * rows * cols * e;
+        if (bd->eager) {
+            op->fwd_bytes = EAGER_SWIGLU_FWD_E * e * rows * cols;
+            op->bwd_bytes = EAGER_SWIGLU_BWD_E * e * rows * cols;
+            op->act_bytes += rows * cols * e;
+            op->kernels = 2;
+        }
         return op;
     }
     workload_op *op = add_pointwise(bd, name, layer, OP_ELEMENTWISE, split, rows, cols,
@@ -232,6 +263,7 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     op->bwd_flops = 2.0 * op->fwd_flops;
     op->selective = 1;
     op->kv_heads = (int)bd->kv;
+    op->causal = bd->family != FAMILY_BERT;
     if (!bd->flash) {
         unfused_attention_traffic(bd, op, scores, q, kv);
         return;
@@ -266,6 +298,12 @@ static void add_rope(builder *bd, int l, double t)
     op->kv.fwd_flops = ROPE_FLOPS_PER_ELEM * t * kd;
     op->kv.bwd_flops = 2.0 * op->kv.fwd_flops;
     op->kv.fwd_bytes = op->kv.bwd_bytes = 2 * e * t * kd;
+    if (bd->eager) {
+        double per = EAGER_ROPE_FP32 + EAGER_ROPE_E * e;
+        op->fwd_bytes = op->bwd_bytes = per * t * qk;
+        op->kv.fwd_bytes = op->kv.bwd_bytes = per * t * kd;
+        op->kernels = 2 * EAGER_ROPE_KERNELS_PER_TENSOR;
+    }
 }
 
 /* fc1, activation, fc2 of a dense MLP of width f ("mlp", or "mlp.shared": the shared experts,

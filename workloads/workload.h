@@ -99,6 +99,8 @@ typedef struct workload_op {
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
     int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
+    int causal;       /* OP_ATTENTION: each query attends to itself and earlier positions only
+                         (decoders; BERT's encoder attends everywhere) */
     int megatron_softmax; /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
                                to PyTorch ops for shapes its kernel refuses (checked when
                                sharding): 1 causal mask, 2 padding mask, 0 not used */

@@ -93,7 +93,7 @@ WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", 
 # llm rows also set these (the other loaders' models keep only WORKLOAD_KEYS, as before)
 LLM_WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab",
                      "ffn_hidden", "positions", "bias", "dropout", "tied_embeddings",
-                     "attention")
+                     "attention", "kernels")
 
 
 def _workload_yaml(m):
@@ -561,6 +561,10 @@ def llm_workload(rec, family_text, framework):
     # BLOOM layout search ran Megatron-DeepSpeed's fused softmax (unfused attention).
     if framework != "megatron-deepspeed":
         wl["attention"] = "flash"
+    # torchtitan without torch.compile (the A100 rows' precision column says "no compile")
+    # runs RMSNorm, SwiGLU and the rotary embedding as eager PyTorch ops
+    if rec.get("source", "").startswith("pytorch/torchtitan") and "no compile" in rec.get("precision", ""):
+        wl["kernels"] = "eager"
     return wl
 
 
