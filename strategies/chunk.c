@@ -40,14 +40,22 @@ static void add_op(segment *sg, const workload_op *op, op_pass pass, const strat
     sg->gpu += g;
 }
 
-/* The attention core under context parallelism: one segment of cp ring steps, each the op (a
- * step's kernel: the rank's queries against one K/V chunk), emitted by context_emit_ring. */
+/* The attention core under context parallelism: one segment of cp ring steps (the rank's
+ * queries against one K/V chunk each), emitted by context_emit_ring. op is the core on seq / cp
+ * queries and keys. Causal, load-balanced: step 0 (the rank's own chunk) is that causal
+ * kernel, each later step half of the s/cp square of every head without a mask (one query half
+ * against the whole chunk, or the whole queries against one half): the kernel on half the heads
+ * (context_ring_later_step). Without a mask every step is the full square. */
 static void add_ring(segment *sg, const compile_ctx *cx, const workload_op *op, op_pass pass,
                      const device_spec *dev, double slowdown)
 {
     assert(sg->n_ops == 0);
-    for (int j = 0; j < cx->cp; j++)
-        add_op(sg, op, pass, cx->s, dev, slowdown);
+    workload_op later;
+    context_ring_later_step(op, &later);
+    add_op(sg, op, pass, cx->s, dev, slowdown);
+    sg->gpu0 = sg->gpu;
+    for (int j = 1; j < cx->cp; j++)
+        add_op(sg, &later, pass, cx->s, dev, slowdown);
     sg->ring = 1;
 }
 

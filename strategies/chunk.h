@@ -21,9 +21,10 @@ typedef struct segment {
     double params;     /* sharded parameters whose gradients this (backward) segment makes */
     int n_ops, lo, hi; /* how many ops, lowest and highest layer among them */
     int label;
-    int cut;  /* a TP collective follows */
-    int ring; /* the attention core under context parallelism: cp equal ring steps (cp kernels
-                 in gpu, cpu, span), emitted by context_emit_ring */
+    int cut;     /* a TP collective follows */
+    int ring;    /* the attention core under context parallelism: cp ring steps (cp kernels in
+                    gpu, cpu, span), emitted by context_emit_ring */
+    double gpu0; /* ring: step 0's GPU time (the later steps share the rest equally) */
 } segment;
 
 typedef struct segment_list {
@@ -173,6 +174,10 @@ double zero_stage_params(compile_ctx *cx, int p);
 int context_rank_ops(const compile_ctx *cx, workload_graph *out, ps_error *err);
 /* Whether op (of cx->wg) runs as ring steps: the attention core when cp > 1. */
 int context_ring_op(const compile_ctx *cx, const workload_op *op);
+/* The kernel of a ring step after the first, from the (sharded) step-0 core `op`: under a
+ * causal mask half the tiles of the s/cp square of every head, unmasked (half the heads'
+ * squares, no mask); without a mask the op itself. */
+void context_ring_later_step(const workload_op *op, workload_op *out);
 /* Ring bookkeeping for the plan (cx->rings), and its release. */
 void context_rings_init(compile_ctx *cx);
 void context_rings_free(compile_ctx *cx);

@@ -29,6 +29,19 @@ int context_ring_op(const compile_ctx *cx, const workload_op *op)
     return cx->cp > 1 && op->kind == OP_ATTENTION;
 }
 
+void context_ring_later_step(const workload_op *op, workload_op *out)
+{
+    *out = *op;
+    if (!op->causal)
+        return;
+    /* 2 (s/2cp)^2 of the (s/cp)^2 scores of each head: the same tiles as half the heads' full
+     * squares; the kernel still reads its Q, K and V blocks (bytes kept) */
+    out->causal = 0;
+    out->batch /= 2;
+    out->fwd_flops /= 2;
+    out->bwd_flops /= 2;
+}
+
 int context_rank_ops(const compile_ctx *cx, workload_graph *out, ps_error *err)
 {
     const workload_graph *wg = &cx->wg;
@@ -130,8 +143,9 @@ uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_ca
     assert(pre != NONE); /* the QKV projection (forward) or the output projection (backward) */
     rec[RING_BACKWARD] = (uint32_t)backward;
     rec[RING_PRE] = pre;
-    /* the cp kernels are equal: a load-balanced split gives every step 1/cp of the rank's work */
-    double gpu = sg->gpu / C, cpu = sg->cpu / C;
+    /* step 0 the diagonal (causal) kernel, the later ones equal (add_ring); one launch each */
+    double gpu0 = sg->gpu0, gpu = (sg->gpu - sg->gpu0) / (C - 1), cpu = sg->cpu / C;
+    assert(gpu0 >= 0 && gpu >= 0);
     for (int i = 0; i < C; i++) {
         x[i] = NONE;
         double bytes = transfer_bytes(cx, backward, i);
@@ -148,8 +162,9 @@ uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_ca
                 htae_add_edge(g, step[i - 1], x[i]); /* the gradients step i - 1 added */
             }
         }
-        step[i] = htae_add_compute(g, rank, cat, gpu, sg->label, micro);
-        htae_set_host(g, step[i], HOST_ISSUE, cpu, cpu + gpu);
+        double t = i == 0 ? gpu0 : gpu;
+        step[i] = htae_add_compute(g, rank, cat, t, sg->label, micro);
+        htae_set_host(g, step[i], HOST_ISSUE, cpu, cpu + t);
         cx->last_compute[rank] = step[i];
     }
     rec[RING_END] = step[C - 1];

@@ -292,9 +292,13 @@ START_TEST(gqa_shrinks_kv_projection)
 }
 END_TEST
 
-/* A step of the load-balanced ring is the rank's s/C queries against one s/C K/V chunk: the
- * fused attention of seq s/C. C steps of 4 b (s/C)^2 a d FLOPs = 4 b s^2 a d / C: at C = 2 half
- * the whole core's FLOPs per GPU, each step costed as that kernel. */
+/* A step of the load-balanced ring is the rank's s/C queries (two half-chunks) against one s/C
+ * K/V chunk. Step 0, its own chunk, is the causal kernel of seq s/C; a later step half the
+ * s/C square of each head without a mask, costed as the unmasked kernel on half the heads. In
+ * FLOPs (protosim counts the whole s x s score matrix): C steps of at most 4 b (s/C)^2 a d are
+ * at most 4 b s^2 a d / C, half the core at C = 2. In 128-row tiles per head (s 8192, C 2):
+ * step 0 computes 32 x 33 / 2 = 528 of its 32 x 32, step 1 32 x 32 / 2 = 512; together 1040,
+ * half of the whole causal core's 64 x 65 / 2 = 2080. */
 START_TEST(attention_flops_halved)
 {
     strategy s;
@@ -311,23 +315,34 @@ START_TEST(attention_flops_halved)
     ck_assert_int_eq(workload_build(&half, 1, PREC_BF16, &g, &err), 0);
     const workload_op *step = &g.ops[4];
     ck_assert_str_eq(step->name, "layers.0.attn.core");
+    ck_assert(step->causal && step->fused);
     double full = 4.0 * 1 * 8192.0 * 8192 * 32 * 128;
     ck_assert_double_eq(step->fwd_flops, 4.0 * 1 * 4096.0 * 4096 * 32 * 128);
     ck_assert_double_eq(2 * step->fwd_flops, full / 2);
-    double fwd = cost_op_kernel_seconds(step, PASS_FWD, PREC_BF16, c.device[0]);
-    double bwd = cost_op_kernel_seconds(step, PASS_BWD, PREC_BF16, c.device[0]);
+    /* the tiles, by hand as above */
+    ck_assert_double_eq(cost_causal_tile_fraction(4096) * 32 * 32, 528);
+    ck_assert_double_eq(cost_causal_tile_fraction(8192) * 64 * 64, 2080);
+    ck_assert_double_eq(528 + 32 * 32 / 2, 2080 / 2);
+    workload_op later = *step;
+    later.causal = 0;
+    later.batch = 32.0 / 2;
+    later.fwd_flops /= 2;
+    later.bwd_flops /= 2;
+    const device_spec *dev = c.device[0];
+    double f0 = cost_op_kernel_seconds(step, PASS_FWD, PREC_BF16, dev);
+    double b0 = cost_op_kernel_seconds(step, PASS_BWD, PREC_BF16, dev);
+    double f1 = cost_op_kernel_seconds(&later, PASS_FWD, PREC_BF16, dev);
+    double b1 = cost_op_kernel_seconds(&later, PASS_BWD, PREC_BF16, dev);
     /* rank 0: its first forward transfer is followed by the two steps of layer 0 */
     const htae_graph *pg = p.graph;
     uint32_t x = nth_task(pg, 0, FWD, 0, 0);
-    uint32_t a0 = nth_task(pg, 0, NULL, x, 0), a1 = nth_task(pg, 0, NULL, x, 1);
-    ck_assert_double_eq_tol(pg->tasks[a0].seconds, fwd, 1e-15);
-    ck_assert_double_eq_tol(pg->tasks[a1].seconds, fwd, 1e-15);
+    ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, x, 0)].seconds, f0, 1e-15);
+    ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, x, 1)].seconds, f1, 1e-15);
     /* backward: transfer 0, step 0, transfer 1, step 1, then the wait for the gradients */
     uint32_t y = nth_task(pg, 0, BWD, 0, 0);
-    uint32_t b0 = nth_task(pg, 0, NULL, y, 0), b1 = nth_task(pg, 0, NULL, y, 1);
-    ck_assert_double_eq_tol(pg->tasks[b0].seconds, bwd, 1e-15);
-    ck_assert_double_eq_tol(pg->tasks[b1].seconds, bwd, 1e-15);
-    ck_assert(b1 > nth_task(pg, 0, BWD, 0, 1)); /* transfer 1 is posted before step 1 */
+    ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, y, 0)].seconds, b0, 1e-15);
+    ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, y, 1)].seconds, b1, 1e-15);
+    ck_assert(nth_task(pg, 0, NULL, y, 1) > nth_task(pg, 0, BWD, 0, 1)); /* posted before */
     ck_assert_double_eq(pg->tasks[nth_task(pg, 0, NULL, y, 2)].seconds, 0.0);
     workload_graph_free(&g);
     compiled_plan_free(&p);
