@@ -167,10 +167,10 @@ double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *co
 double zero_stage_params(compile_ctx *cx, int p);
 
 /* Context parallelism (context.c, docs/design-notes.md "Context parallelism"). The ops one
- * context rank runs, before tensor sharding: the model built on seq / cp tokens (every op but
- * the attention core divides along the sequence; the core is one ring step, queries and keys
- * of seq / cp), with the full model's parameters. Fills out (free with workload_graph_free);
- * with cp == 1 a copy of cx->wg. */
+ * context rank runs (cp > 1), before tensor sharding: the model built on seq / cp tokens (every
+ * op but the attention core divides along the sequence; the core is ring step 0, queries and
+ * keys of seq / cp), with the full model's parameters. Fills out (free with
+ * workload_graph_free). */
 int context_rank_ops(const compile_ctx *cx, workload_graph *out, ps_error *err);
 /* Whether op (of cx->wg) runs as ring steps: the attention core when cp > 1. */
 int context_ring_op(const compile_ctx *cx, const workload_op *op);

@@ -676,13 +676,15 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 
     /* the ops of one context rank (its seq / cp tokens), divided over the TP ranks */
     workload_graph rank_ops;
-    if (context_rank_ops(&cx, &rank_ops, err)) {
+    memset(&rank_ops, 0, sizeof rank_ops);
+    if (cx.cp > 1 && context_rank_ops(&cx, &rank_ops, err)) {
         workload_graph_free(&cx.wg);
         return err->code;
     }
+    const workload_op *ops = cx.cp > 1 ? rank_ops.ops : cx.wg.ops;
     cx.sharded = xmalloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
     for (int i = 0; i < cx.wg.n_ops; i++)
-        workload_op_shard(&rank_ops.ops[i], cx.tp, s->sequence_parallel,
+        workload_op_shard(&ops[i], cx.tp, s->sequence_parallel,
                           strategy_vocab_parallel_for_layer(s, cx.wg.ops[i].layer), &cx.sharded[i]);
     workload_graph_free(&rank_ops);
     describe_plan(&cx, out);

@@ -46,7 +46,7 @@ int context_rank_ops(const compile_ctx *cx, workload_graph *out, ps_error *err)
 {
     const workload_graph *wg = &cx->wg;
     workload_model m = wg->model;
-    assert(cx->cp == 1 || m.seq % (2 * cx->cp) == 0); /* strategy_validate */
+    assert(cx->cp > 1 && m.seq % (2 * cx->cp) == 0); /* strategy_validate */
     m.seq /= cx->cp;
     if (workload_build(&m, wg->micro_batch, wg->precision, out, err))
         return err->code;
