@@ -57,7 +57,8 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
 typedef struct report_path_item {
     char *name;       /* "fwd stage 0, layers 0-11 (GPU 3)", "pp send (GPU 3 -> 4)", "tp
                          all-reduce" (a collective spans its group), "host issue (GPU 3)" */
-    const char *kind; /* "compute", "tp-comm", "pp-comm", "dp-comm" (the task's stream), "wait" */
+    const char *kind; /* "compute", "tp-comm", "pp-comm", "dp-comm", "cp-comm" (the task's
+                         stream), "wait" */
     double seconds;
 } report_path_item;
 

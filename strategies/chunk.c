@@ -40,6 +40,25 @@ static void add_op(segment *sg, const workload_op *op, op_pass pass, const strat
     sg->gpu += g;
 }
 
+/* The attention core under context parallelism: one segment of cp ring steps (the rank's
+ * queries against one K/V chunk each), emitted by context_emit_ring. op is the core on seq / cp
+ * queries and keys. Causal, load-balanced: step 0 (the rank's own chunk) is that causal
+ * kernel, each later step half of the s/cp square of every head without a mask (one query half
+ * against the whole chunk, or the whole queries against one half): the kernel on half the heads
+ * (context_ring_later_step). Without a mask every step is the full square. */
+static void add_ring(segment *sg, const compile_ctx *cx, const workload_op *op, op_pass pass,
+                     const device_spec *dev, double slowdown)
+{
+    assert(sg->n_ops == 0);
+    workload_op later;
+    context_ring_later_step(op, &later);
+    add_op(sg, op, pass, cx->s, dev, slowdown);
+    sg->gpu0 = sg->gpu;
+    for (int j = 1; j < cx->cp; j++)
+        add_op(sg, &later, pass, cx->s, dev, slowdown);
+    sg->ring = 1;
+}
+
 static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
 {
     if (op->layer < 0)
@@ -176,11 +195,15 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         if (replay && (layer < 0 || layer >= wg->model.layers ||
                        strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
             continue;
-        if (cut_layers && cur.n_ops > 0 && cur.lo != op->layer) {
+        if ((cut_layers && cur.n_ops > 0 && cur.lo != op->layer) ||
+            (context_ring_op(cx, &wg->ops[i]) && cur.n_ops > 0)) {
             seg_push(l, cur);
             memset(&cur, 0, sizeof cur);
         }
-        add_op(&cur, op, PASS_FWD, cx->s, dev, slowdown);
+        if (context_ring_op(cx, &wg->ops[i]))
+            add_ring(&cur, cx, op, PASS_FWD, dev, slowdown);
+        else
+            add_op(&cur, op, PASS_FWD, cx->s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
@@ -188,8 +211,8 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
             ct->act_bytes += saved_act_bytes(cx, op);
             add_unit_params(ct, op->layer, op->params);
         }
-        if (fwd_cut(cx, &wg->ops[i])) {
-            cur.cut = 1;
+        if (fwd_cut(cx, &wg->ops[i]) || cur.ring) {
+            cur.cut = !cur.ring;
             seg_push(l, cur);
             memset(&cur, 0, sizeof cur);
         }
@@ -215,18 +238,25 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
         const workload_op *op = &cx->sharded[i];
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
-        if (per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) {
+        int ring = context_ring_op(cx, &wg->ops[i]);
+        if ((per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) ||
+            (ring && cur.n_ops > 0)) {
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
-        add_op(&cur, op, PASS_BWD, s, dev, slowdown);
+        if (ring) {
+            assert(!op->selective); /* a fused core: nothing for selective recompute */
+            add_ring(&cur, cx, op, PASS_BWD, dev, slowdown);
+        } else {
+            add_op(&cur, op, PASS_BWD, s, dev, slowdown);
+        }
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
             add_op(&cur, op, PASS_FWD, s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);
         last = op;
-        if (bwd_cut(cx, &wg->ops[i])) {
-            cur.cut = 1;
+        if (bwd_cut(cx, &wg->ops[i]) || ring) {
+            cur.cut = !ring;
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
@@ -304,8 +334,8 @@ static int same_segments(const segment_list *a, const segment_list *b)
         return 0;
     for (int i = 0; i < a->n; i++) {
         const segment *x = &a->seg[i], *y = &b->seg[i];
-        if (x->cut != y->cut || x->label != y->label || x->params != y->params || x->lo != y->lo ||
-            x->hi != y->hi)
+        if (x->cut != y->cut || x->ring != y->ring || x->label != y->label ||
+            x->params != y->params || x->lo != y->lo || x->hi != y->hi)
             return 0;
     }
     return 1;

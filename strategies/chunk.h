@@ -21,7 +21,10 @@ typedef struct segment {
     double params;     /* sharded parameters whose gradients this (backward) segment makes */
     int n_ops, lo, hi; /* how many ops, lowest and highest layer among them */
     int label;
-    int cut; /* a TP collective follows */
+    int cut;     /* a TP collective follows */
+    int ring;    /* the attention core under context parallelism: cp ring steps (cp kernels in
+                    gpu, cpu, span), emitted by context_emit_ring */
+    double gpu0; /* ring: step 0's GPU time (the later steps share the rest equally) */
 } segment;
 
 typedef struct segment_list {
@@ -54,13 +57,17 @@ typedef struct compile_ctx {
     const strategy *s;
     const cluster *c;
     workload_graph wg;
-    workload_op *sharded;      /* [wg.n_ops]: the part one TP rank runs */
-    int tp, pp, dp, v, mcs, M; /* mcs: model chunks = pp * v */
+    workload_op *sharded; /* [wg.n_ops]: the part one TP (and context) rank runs */
+    /* dp: the ranks holding the same weights of a (stage, tensor index), data x context; the
+     * compiler's data index d runs over them, d = data index x cp + context index
+     * (compile_rank_of). mcs: model chunks = pp * v */
+    int tp, pp, dp, cp, v, mcs, M;
     int *chunk_first; /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
-    int dp_sim;       /* replicas simulated: dp, or 1 when folded */
-    double tp_bytes;  /* one TP collective's buffer: b * s * h elements */
-    double pp_bytes;  /* one pipeline send */
-    double grad_elem; /* bytes per gradient element in DP reduction */
+    int dp_sim; /* data-context indices simulated: dp, or cp (data replica 0) when folded */
+    struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
+    double tp_bytes;             /* one TP collective's buffer: b * s * h elements */
+    double pp_bytes;             /* one pipeline send */
+    double grad_elem;            /* bytes per gradient element in DP reduction */
     /* GPU profiles: the distinct (device, slowdown) pairs of the cluster. Templates are built
      * per (profile, chunk) when first used: tmpl[profile * mcs + mc], built[] says which. */
     int n_prof;
@@ -73,6 +80,7 @@ typedef struct compile_ctx {
     uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
     int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
+    int label_cp[2];                                        /* ring transfers: [0] fwd, [1] bwd */
     int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
     int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
@@ -158,6 +166,33 @@ double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *co
                                  int p);
 /* Sharded parameters a rank of stage p holds (all its chunks). */
 double zero_stage_params(compile_ctx *cx, int p);
+
+/* Context parallelism (context.c, docs/design-notes.md "Context parallelism"). The ops one
+ * context rank runs (cp > 1), before tensor sharding: the model built on seq / cp tokens (every
+ * op but the attention core divides along the sequence; the core is ring step 0, queries and
+ * keys of seq / cp), with the full model's parameters. Fills out (free with
+ * workload_graph_free). */
+int context_rank_ops(const compile_ctx *cx, workload_graph *out, ps_error *err);
+/* Whether op (of cx->wg) runs as ring steps: the attention core when cp > 1. */
+int context_ring_op(const compile_ctx *cx, const workload_op *op);
+/* The kernel of a ring step after the first, from the (sharded) step-0 core `op`: under a
+ * causal mask half the tiles of the s/cp square of every head, unmasked (half the heads'
+ * squares, no mask); without a mask the op itself. */
+void context_ring_later_step(const workload_op *op, workload_op *out);
+/* Ring bookkeeping for the plan (cx->rings), and its release. */
+void context_rings_init(compile_ctx *cx);
+void context_rings_free(compile_ctx *cx);
+/* Emit ring segment sg on `rank` (its cp steps, each overlapping the transfer carrying the
+ * next step's K/V to the next context rank; backward also their gradients): forward or
+ * replay when cat is not CAT_BACKWARD. `after` (NONE for none) is what the segment waits for
+ * besides the stream. Returns the first step; *end gets the ring's last task. */
+uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_category cat,
+                           int micro, uint32_t after, uint32_t *end);
+/* After every rank's segments: each ring step waits for the transfer from the previous context
+ * rank, and a transfer for its receiver to reach the ring (NCCL's send/recv rendezvous). */
+void context_link_rings(compile_ctx *cx);
+/* Bytes of one K/V chunk a ring step passes on (a TP rank's K/V heads, seq / cp tokens). */
+double context_kv_chunk_bytes(const compile_ctx *cx);
 
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,

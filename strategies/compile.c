@@ -15,16 +15,20 @@
 
 int compile_rank_of(const strategy *s, int t, int d, int p)
 {
-    assert(t >= 0 && t < s->tp && d >= 0 && d < s->dp && p >= 0 && p < s->pp);
-    int coord[3] = {0, 0, 0}, size[3] = {1, 1, 1};
-    for (int i = 0; i < 3; i++) {
+    assert(t >= 0 && t < s->tp && d >= 0 && d < s->dp * s->cp && p >= 0 && p < s->pp);
+    int coord[4] = {0, 0, 0, 0}, size[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++) {
         switch (s->order[i]) {
         case AXIS_TENSOR:
             coord[i] = t;
             size[i] = s->tp;
             break;
+        case AXIS_CONTEXT:
+            coord[i] = d % s->cp;
+            size[i] = s->cp;
+            break;
         case AXIS_DATA:
-            coord[i] = d;
+            coord[i] = d / s->cp;
             size[i] = s->dp;
             break;
         case AXIS_PIPELINE:
@@ -33,8 +37,8 @@ int compile_rank_of(const strategy *s, int t, int d, int p)
             break;
         }
     }
-    int r = coord[0] + size[0] * (coord[1] + size[1] * coord[2]);
-    assert(r >= 0 && r < s->tp * s->dp * s->pp);
+    int r = coord[0] + size[0] * (coord[1] + size[1] * (coord[2] + size[2] * coord[3]));
+    assert(r >= 0 && r < s->tp * s->cp * s->dp * s->pp);
     return r;
 }
 
@@ -119,14 +123,19 @@ static void emit_segments(compile_ctx *cx, const segment_list *const *lists, con
             assert(sg->gpu >= 0 && sg->cpu >= 0 && sg->span >= 0);
             assert(sg->cut == lists[0]->seg[i].cut);
             before[t] = cx->last_compute[ranks[t]];
-            uint32_t id = htae_add_compute(g, ranks[t], cat, sg->gpu, sg->label, micro);
-            htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
+            uint32_t id, head;
+            if (sg->ring) { /* context parallelism's attention: ring steps */
+                head = context_emit_ring(cx, ranks[t], sg, cat, micro, after[t], &id);
+            } else {
+                head = id = htae_add_compute(g, ranks[t], cat, sg->gpu, sg->label, micro);
+                htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
+            }
             if (after[t] != NONE)
-                htae_add_edge(g, after[t], id);
+                htae_add_edge(g, after[t], head);
             if (gate && gate[(size_t)i * tp + t] != NONE)
-                htae_add_edge(g, gate[(size_t)i * tp + t], id);
+                htae_add_edge(g, gate[(size_t)i * tp + t], head);
             if (first[t] == NONE)
-                first[t] = id;
+                first[t] = head;
             last[t] = id;
             after[t] = id;
             cx->last_compute[ranks[t]] = id;
@@ -459,6 +468,8 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
     zero_emit_param_gathers(cx, &es);
     emit_pipeline(cx, &es);
     link_pipeline_transfers(cx, &es);
+    if (cx->cp > 1)
+        context_link_rings(cx);
     zero_emit_fsdp(cx, &es);
     zero_emit_grad_buckets(cx, &es);
     zero_emit_optimizer(cx, out, &es);
@@ -487,28 +498,35 @@ static int same_route(const cluster *c, int a, int b, int a0, int b0)
 
 /* Folding needs replicas that provably behave like replica 0, position by position: the same
  * GPU model and slowdown, and for each stage the same bottleneck bandwidth and latency on the
- * routes between its TP peers and to its pipeline neighbours (both ways; the last stage's next
- * is the first under the interleaved schedule), with the peers on the same node or not alike
- * (so a TP group spans nodes the same way). DP collectives run over all members' links
- * folded or not, so their routes need no check. */
+ * routes between its TP peers, to its pipeline neighbours (both ways; the last stage's next
+ * is the first under the interleaved schedule) and to its next context rank (both ways), with
+ * the peers on the same node or not alike (so a TP group spans nodes the same way). DP
+ * collectives run over all members' links folded or not, so their routes need no check. A
+ * position is (tensor index, context index, stage); d runs over data x context indices. */
 static int replicas_alike(const strategy *s, const cluster *c)
 {
-    int wrap = s->schedule == SCHED_INTERLEAVED && s->virtual_stages > 1;
-    for (int d = 1; d < s->dp; d++)
+    int wrap = s->schedule == SCHED_INTERLEAVED && s->virtual_stages > 1, cp = s->cp;
+    for (int d = cp; d < s->dp * cp; d++)
         for (int p = 0; p < s->pp; p++)
             for (int t = 0; t < s->tp; t++) {
-                int r = compile_rank_of(s, t, d, p), r0 = compile_rank_of(s, t, 0, p);
+                int d0 = d % cp, r = compile_rank_of(s, t, d, p), r0 = compile_rank_of(s, t, d0, p);
                 if (c->device[r] != c->device[r0])
                     return 0;
                 if (c->slowdown && c->slowdown[r] != c->slowdown[r0])
                     return 0;
                 for (int u = 0; u < s->tp; u++)
                     if (u != t && !same_route(c, r, compile_rank_of(s, u, d, p), r0,
-                                              compile_rank_of(s, u, 0, p)))
+                                              compile_rank_of(s, u, d0, p)))
                         return 0;
                 int q = p + 1 < s->pp ? p + 1 : (wrap ? 0 : -1);
                 if (q >= 0 && q != p) {
-                    int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, t, 0, q);
+                    int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, t, d0, q);
+                    if (!same_route(c, r, n, r0, n0) || !same_route(c, n, r, n0, r0))
+                        return 0;
+                }
+                if (cp > 1) {
+                    int e0 = (d0 + 1) % cp, n = compile_rank_of(s, t, d - d0 + e0, p),
+                        n0 = compile_rank_of(s, t, e0, p);
                     if (!same_route(c, r, n, r0, n0) || !same_route(c, n, r, n0, r0))
                         return 0;
                 }
@@ -528,13 +546,14 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     out->gpus = c->n_gpus;
     out->tp = cx->tp;
     out->pp = cx->pp;
-    out->dp = cx->dp;
+    out->dp = s->dp;
+    out->cp = cx->cp;
     out->zero_shard = cx->shard;
     out->chunks = cx->v;
     out->micro_batches = cx->M;
     out->samples_per_iter = s->global_batch;
     out->tokens_per_iter = (double)s->global_batch * m->seq;
-    out->model_flops_per_iter = (cx->wg.fwd_flops + cx->wg.bwd_flops) * cx->M * cx->dp;
+    out->model_flops_per_iter = (cx->wg.fwd_flops + cx->wg.bwd_flops) * cx->M * s->dp;
     out->params_total = cx->wg.total_params;
     /* the mean of the GPUs' peaks, so that gpus x it is the cluster's peak (exactly the one
      * GPU model's peak on a homogeneous cluster) */
@@ -545,7 +564,7 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
         same = same && c->device[r]->peak_flops[s->precision] == peak0;
     }
     out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
-    out->simulated_replicas = cx->dp_sim;
+    out->simulated_replicas = cx->dp_sim / cx->cp;
     out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
     for (int mc = 0; mc < cx->mcs; mc++)
         out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
@@ -576,6 +595,8 @@ static void intern_labels(compile_ctx *cx)
     cx->label_fsdp_gather[1] = htae_label(g, "fsdp param all-gather bwd");
     cx->label_fsdp_rs = htae_label(g, "fsdp grad reduce-scatter");
     cx->label_hsdp_ar = htae_label(g, "hsdp grad all-reduce");
+    cx->label_cp[0] = htae_label(g, "cp ring send K/V");
+    cx->label_cp[1] = htae_label(g, "cp ring send K/V + grads");
 }
 
 /* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
@@ -637,7 +658,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.c = c;
     cx.tp = s->tp;
     cx.pp = s->pp;
-    cx.dp = s->dp;
+    cx.cp = s->cp;
+    cx.dp = s->dp * s->cp;
     cx.v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
@@ -649,7 +671,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.chunk_first[0] = 0;
     for (int mc = 0; mc < cx.mcs; mc++)
         cx.chunk_first[mc + 1] += cx.chunk_first[mc];
-    cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? 1 : cx.dp;
+    cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? cx.cp : cx.dp;
     if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
         free(cx.chunk_first);
         return err->code;
@@ -657,7 +679,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 
     const workload_model *m = &cx.wg.model;
     int elem = precision_bytes(s->precision);
-    cx.tp_bytes = (double)s->micro_batch * m->seq * m->hidden * elem;
+    cx.tp_bytes = (double)s->micro_batch * (m->seq / cx.cp) * m->hidden * elem; /* a rank's */
     cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
     cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
     cx.shard = strategy_shard_degree(s);
@@ -665,10 +687,20 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.fsdp = s->zero == 3 && cx.dp > 1;
     cx.layer_cuts = cx.dp > 1 && (cx.fsdp || s->overlap_param_gather);
 
+    /* the ops of one context rank (its seq / cp tokens), divided over the TP ranks */
+    workload_graph rank_ops;
+    memset(&rank_ops, 0, sizeof rank_ops);
+    if (cx.cp > 1 && context_rank_ops(&cx, &rank_ops, err)) {
+        workload_graph_free(&cx.wg);
+        free(cx.chunk_first);
+        return err->code;
+    }
+    const workload_op *ops = cx.cp > 1 ? rank_ops.ops : cx.wg.ops;
     cx.sharded = xmalloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
     for (int i = 0; i < cx.wg.n_ops; i++)
-        workload_op_shard(&cx.wg.ops[i], cx.tp, s->sequence_parallel,
+        workload_op_shard(&ops[i], cx.tp, s->sequence_parallel,
                           strategy_vocab_parallel_for_layer(s, cx.wg.ops[i].layer), &cx.sharded[i]);
+    workload_graph_free(&rank_ops);
     describe_plan(&cx, out);
 
     cx.g = htae_graph_create(c->n_gpus);
@@ -676,6 +708,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
     intern_labels(&cx);
+    if (cx.cp > 1)
+        context_rings_init(&cx);
 
     /* Templates per GPU profile (device, slowdown), built when a rank first needs one; the
      * first rank's of every chunk now, in chunk order. */
@@ -695,6 +729,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     out->graph = cx.g;
 
     free_profiles(&cx);
+    context_rings_free(&cx);
     free(cx.sharded);
     free(cx.last_compute);
     free(cx.chunk_first);

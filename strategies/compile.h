@@ -29,11 +29,11 @@ void compile_default_options(compile_options *o);
 
 typedef struct compiled_plan {
     htae_graph *graph;
-    char strategy_file[512]; /* where the plan came from, for reports */
-    workload_model model;    /* the model as resolved */
-    plan_desc plan;          /* the strategy root's layout and knobs */
-    int gpus, tp, pp, dp, chunks, micro_batches;
-    int zero_shard; /* ranks ZeRO shards over: dp, or HSDP's data.shard_degree (1 if dp is) */
+    char strategy_file[512];                         /* where the plan came from, for reports */
+    workload_model model;                            /* the model as resolved */
+    plan_desc plan;                                  /* the strategy root's layout and knobs */
+    int gpus, tp, pp, dp, cp, chunks, micro_batches; /* dp: data.degree, cp: context.degree */
+    int zero_shard;         /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */
@@ -44,12 +44,13 @@ typedef struct compiled_plan {
     double params_total;
     int *chunk_layers;               /* [pp x chunks]: each model chunk's layers, model order */
     int *stage_of_rank;              /* [gpus] */
-    int *replica_of_rank;            /* [gpus]: data-parallel index */
+    int *replica_of_rank;            /* [gpus]: data x cp + context index */
     memory_estimate *memory;         /* [gpus] */
     double *memory_capacity_of_rank; /* [gpus]: each GPU's own HBM capacity */
 } compiled_plan;
 
-/* Rank of the GPU at tensor index t, data index d, pipeline stage p under s->order. */
+/* Rank of the GPU at tensor index t, data-context index d (data index x cp + context index:
+ * the dp x cp ranks holding the same weights), pipeline stage p under s->order. */
 int compile_rank_of(const strategy *s, int t, int d, int p);
 
 /* opt may be NULL (defaults). Compute is costed per rank on its own GPU (device model and

@@ -19,7 +19,7 @@
 static const char *const schedule_table[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_table[] = {"none", "selective", "full"};
 static const char *const optimizer_table[] = {"adam", "sgd", "none"};
-static const char *const axis_table[] = {"tensor", "data", "pipeline"};
+static const char *const axis_table[] = {"tensor", "data", "pipeline", "context"};
 const enum_names schedule_names = ENUM_NAMES(schedule_table);
 const enum_names recompute_names = ENUM_NAMES(recompute_table);
 const enum_names optimizer_names = ENUM_NAMES(optimizer_table);
@@ -191,6 +191,14 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
+static int load_context(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    const yfield fields[] = {
+        {"degree", YFIELD_INT, &s->cp, 1, INT_MAX, {0}},
+    };
+    return load_section(c, n, "strategy.context", fields, COUNT(fields), &s->cp_loc);
+}
+
 static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     const yfield fields[] = {
@@ -204,15 +212,17 @@ static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
-/* order: a permutation of [tensor, data, pipeline]; order[0] varies fastest across ranks. */
+/* order: a permutation of [tensor, data, pipeline], and of context when it is listed;
+ * order[0] varies fastest across ranks. Context left out sits right after tensor, as in
+ * Megatron-Core's tp-cp-dp-pp. */
 static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     if (n->type != YAML_SEQUENCE_NODE)
         return yread_fail(c, n, "strategy.order",
-                          "expected a list of the axes tensor, data, pipeline, got %s",
+                          "expected a list of the axes tensor, context, data, pipeline, got %s",
                           yread_kind(n));
     int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
-    int seen[3] = {0, 0, 0};
+    int seen[4] = {0, 0, 0, 0}, axes[4], k = 0;
     for (int i = 0; i < count; i++) {
         yaml_node_t *item = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
         char field[64];
@@ -223,13 +233,18 @@ static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
         if (seen[axis])
             return yread_fail(c, item, field, "axis '%s' appears twice in order", axis_table[axis]);
         seen[axis] = 1;
-        if (i < 3)
-            s->order[i] = (parallel_axis)axis;
+        axes[k++] = axis;
     }
-    if (count != 3)
+    if (!(count == 4 || (count == 3 && !seen[AXIS_CONTEXT])))
         return yread_fail(c, n, "strategy.order",
-                          "order must list each of tensor, data, pipeline once (got %d items)",
+                          "order must list each of tensor, data, pipeline once, and context "
+                          "at most once (got %d items)",
                           count);
+    for (int i = 0, j = 0; i < count; i++) {
+        s->order[j++] = (parallel_axis)axes[i];
+        if (count == 3 && axes[i] == AXIS_TENSOR)
+            s->order[j++] = AXIS_CONTEXT;
+    }
     return 0;
 }
 
@@ -337,13 +352,15 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor",    "pipeline", "data",    "expert",
-                                       "recompute", "order",    "children"};
+    static const char *const keys[] = {"tensor", "context",   "pipeline", "data",
+                                       "expert", "recompute", "order",    "children"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
     yaml_node_t *v;
     if ((v = yread_map_get(c, n, "tensor")) && load_tensor(c, v, s))
+        return c->err->code;
+    if ((v = yread_map_get(c, n, "context")) && load_context(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "pipeline")) && load_pipeline(c, v, s))
         return c->err->code;
@@ -369,7 +386,7 @@ static void set_defaults(strategy *s)
     s->micro_batch = 1;
     s->precision = PREC_BF16;
     s->optimizer = OPT_ADAM;
-    s->tp = s->pp = s->dp = 1;
+    s->tp = s->pp = s->dp = s->cp = 1;
     s->ep = s->etp = 1;
     s->vocab_parallel = 1;
     s->schedule = SCHED_1F1B;
@@ -379,8 +396,9 @@ static void set_defaults(strategy *s)
     s->dp_overlap = 1;
     s->recompute = RECOMPUTE_NONE;
     s->order[0] = AXIS_TENSOR;
-    s->order[1] = AXIS_DATA;
-    s->order[2] = AXIS_PIPELINE;
+    s->order[1] = AXIS_CONTEXT;
+    s->order[2] = AXIS_DATA;
+    s->order[3] = AXIS_PIPELINE;
 }
 
 /* Everything after the YAML parsed: the root mapping, section by section. */
@@ -486,10 +504,12 @@ static int validate_zero(const strategy *s, ps_error *err)
                             "strategy.data.shard_degree",
                             "shard_degree shards ZeRO state over groups of ranks: it needs zero 1, "
                             "2 or 3 (zero is 0)");
-    if (s->shard_degree > 0 && s->dp % s->shard_degree)
+    if (s->shard_degree > 0 && (s->dp * s->cp) % s->shard_degree)
         return ps_error_set(
             err, PS_EINPUT, s->file, sh.line, sh.column, "strategy.data.shard_degree",
-            "shard degree %d does not divide the data-parallel degree %d", s->shard_degree, s->dp);
+            "shard degree %d does not divide the data-parallel degree %d%s", s->shard_degree,
+            s->dp * s->cp,
+            s->cp > 1 ? " (data x context: the ranks holding the same weights)" : "");
     if (s->zero >= 2 && s->pp > 1)
         return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
                             "zero %d with a pipeline (degree %d) is not modelled: DeepSpeed's "
@@ -573,6 +593,28 @@ static int validate_expert(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* Context parallelism (strategies/context.c): the load-balanced causal split cuts the sequence
+ * into 2 x cp chunks (Megatron-Core and torchtitan require it divisible), and the ring steps
+ * are fused attention kernels (Transformer Engine's, PyTorch's SDPA flash), so the model must
+ * run flash attention. */
+static int validate_context(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    src_loc l = s->cp_loc;
+    if (s->cp == 1)
+        return 0;
+    if (m->seq % (2 * s->cp))
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.context.degree",
+                            "context degree %d: the sequence (%d) must divide into 2 x %d = %d "
+                            "chunks (the load-balanced causal split)",
+                            s->cp, m->seq, s->cp, 2 * s->cp);
+    if (!m->flash_attention)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.context.degree",
+                            "context parallelism runs the attention as ring steps of a fused "
+                            "attention kernel: the model needs `attention: flash`");
+    return 0;
+}
+
 /* Rules on the batch: whole micro-batches per data-parallel rank, and for the interleaved
  * schedule whole rounds of them (Megatron-LM's requirement). */
 static int validate_batch(const strategy *s, ps_error *err)
@@ -602,7 +644,8 @@ int strategy_validate(const strategy *s, ps_error *err)
         ps_error_clear(&scratch);
         err = &scratch;
     }
-    if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->micro_batch < 1 || s->virtual_stages < 1)
+    if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->cp < 1 || s->micro_batch < 1 ||
+        s->virtual_stages < 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy",
                             "degrees, micro batch and virtual stages must be >= 1");
     if (validate_schedule(s, err))
@@ -613,7 +656,7 @@ int strategy_validate(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
                             s->bucket_mb);
-    if (validate_model_split(s, err) || validate_expert(s, err))
+    if (validate_model_split(s, err) || validate_expert(s, err) || validate_context(s, err))
         return err->code;
     return validate_batch(s, err);
 }
@@ -678,7 +721,7 @@ void strategy_free(strategy *s)
 
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
 {
-    long product = (long)s->tp * s->pp * s->dp;
+    long product = (long)s->tp * s->cp * s->pp * s->dp;
     if (product == gpus)
         return 0;
     /* Point at the data degree when it was written (it is what users usually derive from the
@@ -692,6 +735,11 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
         l = s->pp_loc;
         field = "strategy.pipeline.degree";
     }
+    if (s->cp > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
+                            "tensor %d x context %d x pipeline %d x data %d = %ld GPUs, but the "
+                            "cluster has %d GPUs",
+                            s->tp, s->cp, s->pp, s->dp, product, gpus);
     return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
                         "tensor %d x pipeline %d x data %d = %ld GPUs, but the cluster has "
                         "%d GPUs",
@@ -730,6 +778,7 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->tp = s->tp;
     out->pp = s->pp;
     out->dp = s->dp;
+    out->cp = s->cp;
     out->micro_batch = s->micro_batch;
     out->global_batch = s->global_batch;
     out->schedule = s->schedule;
@@ -767,7 +816,7 @@ int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
 
 int strategy_shard_degree(const strategy *s)
 {
-    return s->shard_degree > 0 ? s->shard_degree : s->dp;
+    return s->shard_degree > 0 ? s->shard_degree : s->dp * s->cp;
 }
 
 int strategy_micro_batches(const strategy *s)

@@ -12,7 +12,7 @@ typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
  * enum_parse look them up. */
 extern const enum_names schedule_names, recompute_names, optimizer_names, parallel_axis_names;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
-typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE } parallel_axis;
+typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE, AXIS_CONTEXT } parallel_axis;
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
 typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE } optimizer_kind;
 
@@ -64,6 +64,12 @@ typedef struct strategy {
     src_loc account_embedding_loc, account_loss_loc, first_stage_loc, last_stage_loc,
         chunk_layers_loc;
 
+    /* context.degree (strategies/context.c): the sequence split in cp chunks, K/V passed
+     * around the ring of the cp ranks during attention; they hold the same weights, so
+     * gradients reduce (and ZeRO shards) over data x context */
+    int cp;
+    src_loc cp_loc;
+
     int dp;   /* data.degree */
     int zero; /* 0..3: optimizer states, + gradients, + parameters sharded (docs/design-notes.md) */
     int shard_degree; /* data.shard_degree (HSDP): shard over groups of this many DP ranks,
@@ -83,7 +89,7 @@ typedef struct strategy {
     src_loc ep_loc, etp_loc; /* the values, else the section; line 0: not written */
 
     recompute_mode recompute;
-    parallel_axis order[3]; /* order[0] varies fastest across ranks */
+    parallel_axis order[4]; /* order[0] varies fastest across ranks */
 
     strategy_override *overrides;
     int n_overrides;
@@ -92,7 +98,7 @@ typedef struct strategy {
 /* A plan's parallel layout and knobs, the fields reports, sweeps and merges name (one JSON
  * writer and reader for them: sim/cli/out_plan.c). Plain data. */
 typedef struct plan_desc {
-    int tp, pp, dp;
+    int tp, pp, dp, cp;
     int micro_batch, global_batch;
     int schedule;       /* pipeline_schedule */
     int virtual_stages; /* 1 unless interleaved */
@@ -123,13 +129,14 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
  * PP x virtual stages (strategy_chunk_layers); the global batch by micro
  * x DP and, interleaved, the micro-batches per DP rank by PP; expert parallelism (a MoE model;
  * expert degree dividing experts; expert degree x expert tensor dividing tensor x data; expert
- * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core). strategy_load, the sweep
+ * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core); context parallelism
+ * (the sequence divisible by 2 x context, flash attention). strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
 /* Deep copy (overrides and chunk_layers are heap-owned); free dst with strategy_free. */
 void strategy_clone(const strategy *src, strategy *dst);
 
-/* Check the plan against the number of GPUs: tp * pp * dp must equal it. */
+/* Check the plan against the number of GPUs: tp * cp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
 /* Check the plan against the cluster's GPUs: an fp8 plan needs FP8 tensor cores on every GPU
  * (an error at the strategy's `precision`, naming the GPU and its model). */
@@ -150,7 +157,8 @@ int strategy_vocab_parallel_for_layer(const strategy *s, int layer); /* last mat
  * key. count may be NULL (only check). */
 int strategy_chunk_layers(const strategy *s, int *count, ps_error *err);
 int strategy_micro_batches(const strategy *s); /* global / (micro * dp) */
-/* The ranks ZeRO shards over: data.shard_degree when given, else the data-parallel degree. */
+/* The ranks ZeRO shards over: data.shard_degree when given, else data x context (the ranks
+ * holding the same weights). */
 int strategy_shard_degree(const strategy *s);
 
 const char *schedule_name(pipeline_schedule s);

@@ -36,6 +36,8 @@ void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *o
         snprintf(sched, sizeof sched, "%s", schedule_name((pipeline_schedule)d->schedule));
     int k = snprintf(out, n, "tp%d pp%d dp%d mb%d %s zero%d %s", d->tp, d->pp, d->dp,
                      d->micro_batch, sched, d->zero, short_recompute(d->recompute));
+    if (d->cp > 1 && k > 0 && (size_t)k < n)
+        k += snprintf(out + k, n - (size_t)k, " cp%d", d->cp);
     if (show_bucket && k > 0 && (size_t)k < n)
         k += snprintf(out + k, n - (size_t)k, " b%g", d->bucket_mb);
     if (show_sp && k > 0 && (size_t)k < n)
@@ -49,6 +51,7 @@ void sweep_plan_apply(const plan_desc *d, strategy *s)
     s->tp = d->tp;
     s->pp = d->pp;
     s->dp = d->dp;
+    s->cp = d->cp;
     s->micro_batch = d->micro_batch;
     s->global_batch = d->global_batch;
     s->schedule = (pipeline_schedule)d->schedule;
@@ -88,12 +91,13 @@ static void check_plan(const strategy *base, int gpus, int data_auto, sweep_plan
 {
     plan_desc *d = &p->desc;
     if (data_auto) {
-        if (gpus % (d->tp * d->pp)) {
-            mark_invalid(p, "gpus", "tensor %d x pipeline %d does not divide the %d GPUs", d->tp,
-                         d->pp, gpus);
+        if (gpus % (d->tp * d->cp * d->pp)) {
+            mark_invalid(p, "gpus",
+                         "tensor %d x context %d x pipeline %d does not divide the %d GPUs", d->tp,
+                         d->cp, d->pp, gpus);
             return;
         }
-        d->dp = gpus / (d->tp * d->pp);
+        d->dp = gpus / (d->tp * d->cp * d->pp);
     }
     strategy v = *base; /* shallow: only read */
     sweep_plan_apply(d, &v);
@@ -145,7 +149,8 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
                                   d->shard_degree,
                                   d->recompute,
                                   d->bucket_mb,
-                                  d->sequence_parallel};
+                                  d->sequence_parallel,
+                                  d->cp};
     for (int k = 0; k < SWEEP_AXIS_COUNT; k++)
         if (s->axes[k].present && !s->axes[k].data_auto)
             v[k] = s->axes[k].values[digit[k]];
@@ -160,6 +165,7 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
     d->recompute = (int)v[SWEEP_RECOMPUTE];
     d->bucket_mb = v[SWEEP_BUCKET_MB];
     d->sequence_parallel = (int)v[SWEEP_SEQUENCE_PARALLEL];
+    d->cp = (int)v[SWEEP_CONTEXT];
 }
 
 int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err)

@@ -12,7 +12,7 @@
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
     "tensor", "pipeline",     "data",      "micro_batch", "schedule",         "virtual_stages",
-    "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel"};
+    "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel", "context"};
 const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
 
 /* One value of axis k, as stored in sweep_axis.values. */

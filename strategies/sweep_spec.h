@@ -18,11 +18,13 @@ typedef enum {
     SWEEP_RECOMPUTE,
     SWEEP_BUCKET_MB,
     SWEEP_SEQUENCE_PARALLEL,
+    SWEEP_CONTEXT,
     SWEEP_AXIS_COUNT
 } sweep_axis_kind;
 
 /* One axis's values. Enums are stored as their index (pipeline_schedule, recompute_mode),
- * booleans as 0/1. data_auto: `data: auto` (GPUs / (tensor x pipeline)); then n == 0. */
+ * booleans as 0/1. data_auto: `data: auto` (GPUs / (tensor x context x pipeline)); then
+ * n == 0. */
 typedef struct sweep_axis {
     int present;
     int data_auto;

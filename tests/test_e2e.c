@@ -540,7 +540,7 @@ START_TEST(critical_path_sums_to_the_iteration)
     cJSON *j = parse_json_file(json);
     const cJSON *cp = cJSON_GetObjectItemCaseSensitive(j, "critical_path");
     ck_assert_msg(cJSON_IsArray(cp) && cJSON_GetArraySize(cp) > 0, "critical_path array");
-    const char *kinds[] = {"compute", "tp-comm", "pp-comm", "dp-comm", "wait"};
+    const char *kinds[] = {"compute", "tp-comm", "pp-comm", "dp-comm", "cp-comm", "wait"};
     double sum = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, cp)
@@ -550,13 +550,45 @@ START_TEST(critical_path_sums_to_the_iteration)
         ck_assert_msg(cJSON_IsString(name) && name->valuestring[0], "item name");
         ck_assert_msg(cJSON_IsString(kind), "item kind");
         int known = 0;
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             known |= strcmp(kind->valuestring, kinds[k]) == 0;
         ck_assert_msg(known, "kind %s", kind->valuestring);
         double s = num_field(it, "seconds");
         ck_assert_msg(s > 0, "%s: %g s", name->valuestring, s);
         sum += s;
     }
+    assert_rel_close(sum, num_field(j, "iteration_time_s"), 1e-9,
+                     "critical path vs iteration_time_s");
+    cJSON_Delete(j);
+    run_free(&r);
+    free(strat), free(cl), free(json);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* A context-parallel plan end to end: the report names the context degree (text and JSON
+ * plan), its ring transfers keep the cp-comm stream busy, the critical path still tiles the
+ * iteration. */
+START_TEST(context_parallel_reports)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/llama-small-cp2-dp2.yaml"), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "4 GPUs = TP 1 x CP 2 x PP 1 x DP 2") != NULL, "%s", r.out);
+    cJSON *j = parse_json_file(json);
+    const cJSON *plan = obj_field(j, "plan");
+    ck_assert_int_eq((int)num_field(plan, "context"), 2);
+    ck_assert_int_eq((int)num_field(plan, "data"), 2);
+    ck_assert_int_eq((int)num_field(plan, "shard_degree"), 4); /* data x context */
+    const cJSON *busy = obj_field(obj_field(j, "breakdown"), "comm_busy_s");
+    ck_assert_msg(num_field(busy, "cp-comm") > 0, "no ring transfers");
+    double sum = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "critical_path")) sum +=
+        num_field(it, "seconds");
     assert_rel_close(sum, num_field(j, "iteration_time_s"), 1e-9,
                      "critical path vs iteration_time_s");
     cJSON_Delete(j);
@@ -574,6 +606,7 @@ static Suite *e2e_suite(void)
     tcase_add_test(t, example_runs_and_reports);
     tcase_add_test(t, same_plan_same_output);
     tcase_add_test(t, critical_path_sums_to_the_iteration);
+    tcase_add_test(t, context_parallel_reports);
     suite_add_tcase(s, t);
 
     t = tcase_create("bad_input");

@@ -57,6 +57,8 @@ static const example_case examples[] = {
     {"llama3-8b-dgx-h100-tp8.yaml", 8, 1, 1, 16, 1, 8, 1, SCHED_1F1B, RECOMPUTE_SELECTIVE,
      PREC_BF16},
     {"mpt-7b-dgx-h100-dp8.yaml", 1, 1, 8, 256, 8, 8, 0, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
+    /* context 2: 1 x 2 x 1 x 4 = 8 GPUs */
+    {"llama3-8b-dgx-h100-cp2.yaml", 1, 1, 4, 128, 1, 8, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_BF16},
 };
 
 START_TEST(test_example_loads)
@@ -136,9 +138,11 @@ START_TEST(test_defaults)
     ck_assert(s.bucket_mb == 25.0);
     ck_assert_int_eq(s.dp_overlap, 1);
     ck_assert_int_eq(s.recompute, RECOMPUTE_NONE);
+    ck_assert_int_eq(s.cp, 1);
     ck_assert_int_eq(s.order[0], AXIS_TENSOR);
-    ck_assert_int_eq(s.order[1], AXIS_DATA);
-    ck_assert_int_eq(s.order[2], AXIS_PIPELINE);
+    ck_assert_int_eq(s.order[1], AXIS_CONTEXT);
+    ck_assert_int_eq(s.order[2], AXIS_DATA);
+    ck_assert_int_eq(s.order[3], AXIS_PIPELINE);
     ck_assert_int_eq(s.n_overrides, 0);
     ck_assert_ptr_null(s.overrides);
     ck_assert_int_eq(s.model.layers, 24);
@@ -344,7 +348,7 @@ START_TEST(test_enum_tables_round_trip)
 {
     const enum_names tables[] = {schedule_names, recompute_names, optimizer_names,
                                  parallel_axis_names, precision_names};
-    const int counts[] = {3, 3, 3, 3, 5};
+    const int counts[] = {3, 3, 3, 4, 5};
     for (int t = 0; t < 5; t++) {
         ck_assert_int_eq(tables[t].count, counts[t]);
         for (int v = 0; v < tables[t].count; v++)

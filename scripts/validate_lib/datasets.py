@@ -107,7 +107,7 @@ def _flow(d):
 
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
                   schedule="1f1b", tensor_extra=None, data_extra=None, virtual_stages=1,
-                  children=None, pipeline_extra=None):
+                  children=None, pipeline_extra=None, cp=1):
     tensor = {"degree": tp}
     tensor.update(tensor_extra or {})
     data = {"degree": dp}
@@ -126,6 +126,8 @@ def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, reco
             "  data: {%s}\n"
             "  recompute: %s\n") % (_workload_yaml(workload), gb, mb, precision, optimizer,
                                     _flow(tensor), _flow(pipe), _flow(data), recompute)
+    if cp > 1:
+        text += "  context: {degree: %d}\n" % cp
     if children:
         text += "  children:\n" + "".join('    "%s": {%s}\n' % (k, _flow(v))
                                            for k, v in children)
@@ -511,9 +513,6 @@ def llm_features_missing(rec):
     experts = (rec.get("experts") or "").strip()
     if experts and experts not in ("0", "1"):
         need.append("mixture-of-experts")
-    cp = (rec.get("cp") or "").strip()
-    if cp and cp != "1":
-        need.append("context parallelism (cp %s)" % cp)
     ep = (rec.get("ep") or "").strip()
     if ep and ep != "1":
         need.append("expert parallelism (ep %s)" % ep)
@@ -621,9 +620,10 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             tp = _opt_int(rec, "tp", 1)
             pp = _opt_int(rec, "pp", 1)
             dp = _get(rec, "dp", _pos_int)
-            row.desc = "%s %s %dgpu tp%d pp%d dp%d" % (
+            cp = _opt_int(rec, "cp", 1)
+            row.desc = "%s %s %dgpu tp%d pp%d dp%d%s" % (
                 gpu.split("-")[0] + ("-40GB" if "40GB" in gpu else ""), model.split(" ")[0],
-                gpus, tp, pp, dp)
+                gpus, tp, pp, dp, " cp%d" % cp if cp > 1 else "")
             row.measured = llm_measured(rec)
         except BadRow as e:
             row.fail(str(e))
@@ -643,8 +643,8 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             mb = _get(rec, "micro_batch", _pos_int)
             prec = llm_precision(_get(rec, "precision", str))
             rc, kids, _ = llm_recompute(_get(rec, "recompute", str), wl["layers"])
-            if tp * pp * dp != gpus:
-                raise BadRow("tp x pp x dp = %d != gpus %d" % (tp * pp * dp, gpus))
+            if tp * cp * pp * dp != gpus:
+                raise BadRow("tp x cp x pp x dp = %d != gpus %d" % (tp * cp * pp * dp, gpus))
             if "HSDP" in (rec.get("zero", "") + rec.get("notes", "")).upper():
                 raise BadRow("HSDP without a shard group size")
             key, why = llm_cluster(gpu, gpus, src, dev_names)
@@ -695,7 +695,7 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             wl, gb, mb, prec, "adam", tp, pp, dp, rc,
             schedule="interleaved" if vs > 1 else "1f1b", tensor_extra=tensor_extra,
             data_extra=data_extra, virtual_stages=vs, children=kids,
-            pipeline_extra=pipe_extra)))
+            pipeline_extra=pipe_extra, cp=cp)))
     return rows, jobs
 
 

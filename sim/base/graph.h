@@ -11,8 +11,8 @@
 typedef enum { TASK_COMPUTE, TASK_TRANSFER, TASK_COLLECTIVE } task_kind;
 
 /* Streams of one GPU, like CUDA streams: compute, tensor-parallel collectives, pipeline
- * point-to-point, data-parallel collectives. */
-typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_COUNT } stream_id;
+ * point-to-point, data-parallel collectives, context-parallel ring transfers. */
+typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_CP, STREAM_COUNT } stream_id;
 
 /* What a task is for; the report's breakdown and the trace colour by it. */
 typedef enum {
@@ -23,6 +23,7 @@ typedef enum {
     CAT_TP_COMM,
     CAT_PP_COMM,
     CAT_DP_COMM,
+    CAT_CP_COMM,
     CAT_COUNT
 } task_category;
 

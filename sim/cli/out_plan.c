@@ -11,6 +11,7 @@ void out_plan_json(cJSON *obj, const plan_desc *p)
     cJSON_AddNumberToObject(obj, "tensor", p->tp);
     cJSON_AddNumberToObject(obj, "pipeline", p->pp);
     cJSON_AddNumberToObject(obj, "data", p->dp);
+    cJSON_AddNumberToObject(obj, "context", p->cp);
     cJSON_AddNumberToObject(obj, "micro_batch", p->micro_batch);
     cJSON_AddNumberToObject(obj, "global_batch", p->global_batch);
     cJSON_AddStringToObject(obj, "schedule", schedule_name((pipeline_schedule)p->schedule));
@@ -173,6 +174,7 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
     if (out_json_int(obj, "tensor", 0, 1, INT_MAX, file, where, &out->tp, err) ||
         out_json_int(obj, "pipeline", 0, 1, INT_MAX, file, where, &out->pp, err) ||
         out_json_int(obj, "data", 0, 1, INT_MAX, file, where, &out->dp, err) ||
+        out_json_int(obj, "context", 1, 1, INT_MAX, file, where, &out->cp, err) ||
         out_json_int(obj, "micro_batch", 0, 1, INT_MAX, file, where, &out->micro_batch, err) ||
         out_json_int(obj, "global_batch", 0, 1, INT_MAX, file, where, &out->global_batch, err) ||
         out_json_enum(obj, "schedule", schedule_names, file, where, &out->schedule, err) ||
@@ -191,5 +193,7 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
                             out->bucket_mb);
     }
     out->precision = (precision_t)prec;
+    if (out->cp == 0) /* written before context parallelism existed: none */
+        out->cp = 1;
     return 0;
 }

@@ -69,9 +69,11 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
     fprintf(out, "protosim: %s on %s\n", p->strategy_file, c->file);
     fprintf(out, "  model        %s: %d layers, hidden %d, %d heads, seq %d, %.2f B params\n",
             m->name, m->layers, m->hidden, m->heads, m->seq, p->params_total / 1e9);
-    fprintf(out, "  plan         %d GPUs = TP %d x PP %d x DP %d; %s, %d micro-batches of %d",
-            p->gpus, p->tp, p->pp, p->dp, schedule_name(d->schedule), p->micro_batches,
-            d->micro_batch);
+    fprintf(out, "  plan         %d GPUs = TP %d x ", p->gpus, p->tp);
+    if (p->cp > 1)
+        fprintf(out, "CP %d x ", p->cp);
+    fprintf(out, "PP %d x DP %d; %s, %d micro-batches of %d", p->pp, p->dp,
+            schedule_name(d->schedule), p->micro_batches, d->micro_batch);
     if (p->chunks > 1)
         fprintf(out, ", %d virtual stages", p->chunks);
     print_uneven_split(out, p);
@@ -79,9 +81,9 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             d->sequence_parallel ? "; sequence parallel" : "");
     if (d->zero)
         fprintf(out, "; ZeRO-%d", d->zero);
-    if (d->zero && p->zero_shard < p->dp)
+    if (d->zero && p->zero_shard < p->dp * p->cp)
         fprintf(out, " (HSDP: shards of %d GPUs, %d replicas)", p->zero_shard,
-                p->dp / p->zero_shard);
+                p->dp * p->cp / p->zero_shard);
     fputc('\n', out);
     fprintf(out, "  iteration    %s\n", human_time(sum->iteration_s, b1, sizeof b1));
     fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->samples_per_s,
@@ -156,7 +158,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
-    for (int k = CAT_TP_COMM; k <= CAT_DP_COMM; k++)
+    for (int k = CAT_TP_COMM; k <= CAT_CP_COMM; k++)
         cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);
 
     const memory_estimate *me = &p->memory[sum->peak_memory_rank];
