@@ -16,12 +16,18 @@
  * kernels: host launch, then GPU run). The executor plays the host's timeline (HOST_ISSUE):
  * a host-bound pass hides the TP collectives' time behind the issuing of later kernels, as
  * asynchronous NCCL calls do. */
+/* What follows a segment: nothing, the tensor-parallel collective(s), or (expert parallelism)
+ * the all-to-all carrying tokens or their gradients into the experts (then the expert-tensor
+ * all-gather), or out of them (the expert-tensor reduce-scatter, then the all-to-all). */
+typedef enum { CUT_NONE, CUT_TP, CUT_EP_IN, CUT_EP_OUT } cut_kind;
+
 typedef struct segment {
     double gpu, cpu, span;
-    double params;     /* sharded parameters whose gradients this (backward) segment makes */
-    int n_ops, lo, hi; /* how many ops, lowest and highest layer among them */
+    double params;        /* sharded parameters whose gradients this (backward) segment makes */
+    double expert_params; /* the part of params reduced over the expert-data-parallel group */
+    int n_ops, lo, hi;    /* how many ops, lowest and highest layer among them */
     int label;
-    int cut; /* a TP collective follows */
+    int cut; /* cut_kind: what follows */
 } segment;
 
 typedef struct segment_list {
@@ -36,10 +42,12 @@ typedef struct segment_list {
 typedef struct chunk_template {
     segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
     double params;              /* sharded */
+    double expert_params;       /* the part of params reduced over expert-data-parallel groups */
     double act_bytes;           /* saved per micro-batch, after recompute savings */
     int *bucket_end;            /* backward segment index closing each gradient bucket */
     double *bucket_bytes;
-    int *bucket_lo; /* lowest layer whose parameters the bucket holds */
+    uint8_t *bucket_expert; /* 1: expert gradients (over the EDP groups), 0: over DP */
+    int *bucket_lo;         /* lowest layer whose parameters the bucket holds */
     int n_buckets;
     int *fwd_bucket; /* per forward segment: the bucket holding its last layer */
     /* FSDP units (ZeRO-3 gathers, reduce-scatters and frees parameters unit by unit): the
@@ -72,6 +80,21 @@ typedef struct compile_ctx {
     uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
     int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
+    /* Expert parallelism (Megatron-Core's folding, compile_expert_stage_index): ep x etp ranks
+     * hold the experts, edp = tp x dp / (ep x etp) reduce their gradients. expert_layout: the
+     * experts are laid out otherwise than the dense MLP (ep > 1 or etp != tp), so they have
+     * their own sharding, all-to-alls and gradient groups. */
+    int ep, etp, edp, expert_layout;
+    double ep_bytes;   /* one member's all-to-all buffer, balanced: tokens / tp x topk x h */
+    double *prof_load; /* [n_prof]: the routed-expert load of the profile's ranks */
+    int n_sim;         /* simulated ranks of a stage: dp_sim x tp, member j = d * tp + t */
+    int *tp_group;     /* [pp * dp_sim]: TP group of (stage, replica) */
+    int *ep_group;     /* [pp * n_sim / ep]: the simulated EP groups of each stage */
+    int *etp_group;    /* [pp * n_sim / etp], or NULL when etp == 1 */
+    int *edp_group;    /* [pp * ep * etp], or NULL when edp == 1 */
+    int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
+    int label_edp[3];              /* expert gradient collectives, by coll_kind */
+    int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
     int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
     int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
@@ -87,9 +110,10 @@ static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc);
 
 /* Build chunk mc's segments with op costs on `dev`, GPU (kernel) times multiplied by
- * `slowdown`, its gradient buckets and activation bytes. Labels are interned in cx->g. */
+ * `slowdown`, routed-expert ops at `load` (workload_op_shard_expert; 1 balanced), its gradient
+ * buckets and activation bytes. Labels are interned in cx->g. */
 void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                          chunk_template *ct);
+                          double load, chunk_template *ct);
 void chunk_template_free(chunk_template *ct);
 /* Whether a and b have the same segments (count, cuts, labels, parameters) and buckets. */
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
@@ -157,6 +181,15 @@ double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *co
                                  int p);
 /* Sharded parameters a rank of stage p holds (all its chunks). */
 double zero_stage_params(compile_ctx *cx, int p);
+/* The part of it reduced and sharded over the expert-data-parallel groups. */
+double zero_stage_expert_params(compile_ctx *cx, int p);
+
+/* Expert parallelism's rank groups (Megatron-Core's folding), the one place they are derived:
+ * a stage's ranks numbered i = t + tp x d (tensor index fastest) are regrouped as i = et + etp
+ * x (e + ep x edp): et the expert-tensor index, e the expert-parallel index (which experts),
+ * edp the expert-data-parallel index. Returns i; compile_stage_rank maps i to a rank. */
+int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp);
+int compile_stage_rank(const compile_ctx *cx, int i, int p);
 
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,

@@ -23,6 +23,7 @@ typedef enum {
     CAT_TP_COMM,
     CAT_PP_COMM,
     CAT_DP_COMM,
+    CAT_EP_COMM, /* expert parallelism: all-to-alls and expert-tensor collectives */
     CAT_COUNT
 } task_category;
 
