@@ -315,7 +315,7 @@ static void build_buckets(const compile_ctx *cx, chunk_template *ct)
 void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
                           double load, chunk_template *ct)
 {
-    assert(mc >= 0 && mc < cx->mcs && slowdown > 0 && load >= 1.0);
+    assert(mc >= 0 && mc < cx->mcs && slowdown > 0 && load > 0);
     memset(ct, 0, sizeof *ct);
     build_forward(cx, mc, dev, slowdown, load, 0, ct);
 

@@ -764,7 +764,7 @@ void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int
 void workload_op_shard_expert(const workload_op *op, int tp, int ep, int etp, double load,
                               workload_op *out)
 {
-    assert(op && out && op->expert && tp >= 1 && ep >= 1 && etp >= 1 && load >= 1.0);
+    assert(op && out && op->expert && tp >= 1 && ep >= 1 && etp >= 1 && load > 0);
     assert(op->split == SPLIT_COLUMN || op->split == SPLIT_ROW);
     *out = *op;
     int on_n = op->split == SPLIT_COLUMN;

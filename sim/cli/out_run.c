@@ -97,7 +97,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
     if (p->simulated_replicas < p->dp)
-        fprintf(out, "; 1 of %d data-parallel replicas simulated (folded)", p->dp);
+        fprintf(out, "; %d of %d data-parallel replicas simulated (folded)", p->simulated_replicas,
+                p->dp);
     fputc('\n', out);
 }
 
