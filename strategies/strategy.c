@@ -718,6 +718,8 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;
     out->precision = strategy_precision(s);
+    out->ep = s->ep;
+    out->etp = s->etp;
 }
 
 void strategy_set_precision(strategy *s, precision_t p)

@@ -91,6 +91,7 @@ typedef struct plan_desc {
     int sequence_parallel;
     double bucket_mb;
     precision_t precision;
+    int ep, etp; /* expert.degree, expert.tensor (1, 1 without experts) */
 } plan_desc;
 
 /* The plan_desc of a strategy's root. */

@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
-    "tensor",         "pipeline", "data",      "micro_batch", "schedule",
-    "virtual_stages", "zero",     "recompute", "bucket_mb",   "sequence_parallel"};
+    "tensor", "pipeline",  "data",      "micro_batch",       "schedule", "virtual_stages",
+    "zero",   "recompute", "bucket_mb", "sequence_parallel", "expert"};
 const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
 
 /* One value of axis k, as stored in sweep_axis.values. */

@@ -17,6 +17,7 @@ typedef enum {
     SWEEP_RECOMPUTE,
     SWEEP_BUCKET_MB,
     SWEEP_SEQUENCE_PARALLEL,
+    SWEEP_EXPERT, /* expert.degree; expert.tensor stays the base's */
     SWEEP_AXIS_COUNT
 } sweep_axis_kind;
 

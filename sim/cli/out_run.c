@@ -55,6 +55,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
         fprintf(out, ", %d virtual stages", p->chunks);
     fprintf(out, "; %s; recompute %s%s", precision_name(d->precision), recompute_name(d->recompute),
             d->sequence_parallel ? "; sequence parallel" : "");
+    if (m->experts > 0)
+        fprintf(out, "; experts %d: EP %d x ETP %d", m->experts, d->ep, d->etp);
     if (d->zero)
         fprintf(out, "; ZeRO-%d", d->zero);
     if (d->zero && p->zero_shard < p->dp)
