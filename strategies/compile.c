@@ -777,16 +777,14 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
 }
 
 /* What of expert parallelism is not modelled with an expert layout (expert degree > 1, or
- * expert tensor degree != tensor degree) is refused at the key: FSDP (ZeRO 3), HSDP and
- * overlapped parameter gathers, whose per-unit and per-bucket schedules have no expert
- * groups. */
+ * expert tensor degree != tensor degree) is refused at the key: FSDP (ZeRO 3) and HSDP, whose
+ * per-unit gathers and shard groups have no expert-data-parallel counterpart here. */
 static int check_expert_compiled(const strategy *s, ps_error *err)
 {
     if (s->model.experts == 0 || (s->ep == 1 && s->etp == s->tp))
         return 0;
     const char *what = s->zero == 3                        ? "zero 3 (FSDP)"
                        : strategy_shard_degree(s) != s->dp ? "data.shard_degree (HSDP)"
-                       : s->overlap_param_gather           ? "data.overlap_param_gather"
                                                            : NULL;
     if (!what)
         return 0;

@@ -145,35 +145,6 @@ static void dp_deps(compile_ctx *cx, const uint32_t *task_of_d, const uint32_t *
     }
 }
 
-/* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
- * step's first forward, bucket by bucket in forward order; in steady state one iteration holds
- * them at its start. */
-void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
-{
-    const strategy *s = cx->s;
-    if (!(s->overlap_param_gather && cx->dp > 1))
-        return;
-    assert(s->zero == 1 || s->zero == 2);
-    es->gather = none_table((size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets);
-    uint32_t task[cx->dp];
-    for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp; t++)
-            for (int c = 0; c < cx->v; c++) {
-                int mc = c * cx->pp + p;
-                const chunk_template *ct = compile_chunk_ref(cx, mc);
-                for (int b = ct->n_buckets - 1; b >= 0; b--) {
-                    double bytes =
-                        ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
-                    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER],
-                             -1, task);
-                    for (int d = 0; d < cx->dp; d++) {
-                        size_t r = (size_t)compile_rank_of(s, t, d, p);
-                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = task[d];
-                    }
-                }
-            }
-}
-
 /* When bucket b of chunk mc's micro-batch mb is ready on simulated replica d: with overlap,
  * its last layer's backward; without, the end of the micro-batch's backward (ZeRO 2) or of the
  * rank's whole backward (ZeRO 0/1, after the pipeline flush). */
@@ -192,11 +163,16 @@ static uint32_t bucket_ready(compile_ctx *cx, const emit_state *es, int d, int t
     return ready;
 }
 
-/* Expert gradients of bucket b of chunk mc (micro-batch mb) over every expert-data-parallel
- * group of stage p: members at stage index i, folded ones (i >= n_sim) waiting for the
- * simulated member at i % n_sim, as DP members are. */
+/* What an expert-data-parallel collective's members wait for: nothing (the overlapped
+ * parameter gathers that open the iteration), bucket b's gradients, or the optimizer step. */
+typedef enum { EDP_FREE, EDP_AFTER_BUCKET, EDP_AFTER_STEP } edp_dep;
+
+/* One collective over every expert-data-parallel group of stage p (expert bucket b of chunk mc,
+ * micro-batch mb, or all of the stage's expert parameters): members at stage index i, folded
+ * ones (i >= n_sim) waiting for the simulated member at i % n_sim, as DP members are. With
+ * `gather`, each member's task is recorded as the gate of bucket b of chunk mc on its rank. */
 static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
-                      int label, int mb, int mc, int b)
+                      int label, int mb, int mc, int b, edp_dep wait, uint32_t *gather)
 {
     int edp = cx->edp, tp = cx->tp;
     uint32_t coll[edp];
@@ -206,11 +182,54 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, do
             htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
             for (int x = 0; x < edp; x++) {
                 int i = compile_expert_stage_index(cx, et, e, x), k = i % cx->n_sim;
-                es->last_dp[compile_stage_rank(cx, i, p)] = coll[x];
-                uint32_t dep = mc < 0 ? es->opt_task[compile_stage_rank(cx, k, p)]
-                                      : bucket_ready(cx, es, k / tp, k % tp, p, mc, mb, b);
+                size_t r = (size_t)compile_stage_rank(cx, i, p);
+                es->last_dp[r] = coll[x];
+                if (gather)
+                    gather[(r * cx->mcs + mc) * es->maxbuckets + b] = coll[x];
+                uint32_t dep = NONE;
+                if (wait == EDP_AFTER_STEP)
+                    dep = es->opt_task[compile_stage_rank(cx, k, p)];
+                else if (wait == EDP_AFTER_BUCKET)
+                    dep = bucket_ready(cx, es, k / tp, k % tp, p, mc, mb, b);
                 if (dep != NONE)
                     htae_add_edge(cx->g, dep, coll[x]);
+            }
+        }
+}
+
+/* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
+ * step's first forward, bucket by bucket in forward order; in steady state one iteration holds
+ * them at its start. Expert buckets gather over the expert-data-parallel groups, in the same
+ * order on each rank's DP stream, so a forward segment waiting for the first bucket reaching
+ * its layer (fwd_bucket) finds every earlier one, dense or expert, gathered. */
+void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    if (!(s->overlap_param_gather && cx->dp > 1))
+        return;
+    assert(s->zero == 1 || s->zero == 2);
+    es->gather = none_table((size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets);
+    uint32_t task[cx->dp];
+    for (int p = 0; p < cx->pp; p++)
+        for (int c = 0; c < cx->v; c++) {
+            int mc = c * cx->pp + p;
+            const chunk_template *ct = compile_chunk_ref(cx, mc);
+            for (int b = ct->n_buckets - 1; b >= 0; b--) {
+                double bytes = ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
+                if (ct->bucket_expert[b]) {
+                    if (cx->edp > 1)
+                        edp_colls(cx, es, p, COLL_ALLGATHER, bytes, cx->label_edp[COLL_ALLGATHER],
+                                  -1, mc, b, EDP_FREE, es->gather);
+                    continue;
+                }
+                for (int t = 0; t < cx->tp; t++) {
+                    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER],
+                             -1, task);
+                    for (int d = 0; d < cx->dp; d++) {
+                        size_t r = (size_t)compile_rank_of(s, t, d, p);
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = task[d];
+                    }
+                }
             }
         }
 }
@@ -238,7 +257,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
                 if (ct->bucket_expert[b]) {
                     if (cx->edp > 1)
                         edp_colls(cx, es, p, kind, ct->bucket_bytes[b], cx->label_edp[kind],
-                                  un.micro, mc, b);
+                                  un.micro, mc, b, EDP_AFTER_BUCKET, NULL);
                     continue;
                 }
                 for (int t = 0; t < cx->tp; t++) {
@@ -383,7 +402,7 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
         }
         if (expert > 0 && cx->edp > 1)
             edp_colls(cx, es, p, COLL_ALLGATHER, expert * elem, cx->label_edp[COLL_ALLGATHER], -1,
-                      -1, 0);
+                      0, 0, EDP_AFTER_STEP, NULL);
     }
 }
 
