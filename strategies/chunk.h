@@ -189,7 +189,22 @@ double zero_stage_expert_params(compile_ctx *cx, int p);
  * x (e + ep x edp): et the expert-tensor index, e the expert-parallel index (which experts),
  * edp the expert-data-parallel index. Returns i; compile_stage_rank maps i to a rank. */
 int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp);
+/* The inverse: stage index i's expert-tensor, expert-parallel and expert-data-parallel
+ * indices. */
+void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp);
 int compile_stage_rank(const compile_ctx *cx, int i, int p);
+/* The routed-expert load of the ranks at stage index i: the busiest rank's for EP index 0 (it
+ * holds the busiest expert), the others' otherwise; 1 without an expert layout. */
+double compile_expert_load(const compile_ctx *cx, int i);
+/* What an expert layout does not model (ZeRO 3, HSDP): an error at strategy.expert. */
+int compile_check_expert(const strategy *s, ps_error *err);
+/* The simulated ranks of each stage and their TP, EP, ETP and EDP groups (cx->sim_rank,
+ * tp_group, ep_group, etp_group, edp_group); free with compile_free_stage_groups. */
+void compile_make_stage_groups(compile_ctx *cx);
+void compile_free_stage_groups(compile_ctx *cx);
+/* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:
+ * member j waits for after[j] and its last collective becomes after[j]. */
+void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after);
 
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,
