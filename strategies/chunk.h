@@ -196,8 +196,6 @@ int compile_stage_rank(const compile_ctx *cx, int i, int p);
 /* The routed-expert load of the ranks at stage index i: the busiest rank's for EP index 0 (it
  * holds the busiest expert), the others' otherwise; 1 without an expert layout. */
 double compile_expert_load(const compile_ctx *cx, int i);
-/* What an expert layout does not model (ZeRO 3, HSDP): an error at strategy.expert. */
-int compile_check_expert(const strategy *s, ps_error *err);
 /* The simulated ranks of each stage and their TP, EP, ETP and EDP groups (cx->sim_rank,
  * tp_group, ep_group, etp_group, edp_group); free with compile_free_stage_groups. */
 void compile_make_stage_groups(compile_ctx *cx);

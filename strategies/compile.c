@@ -670,7 +670,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     memset(out, 0, sizeof *out);
     /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
-        strategy_check_devices(s, c, err) || compile_check_expert(s, err))
+        strategy_check_devices(s, c, err))
         return err->code;
     compile_ctx cx;
     memset(&cx, 0, sizeof cx);

@@ -7,25 +7,6 @@
 #include "../sim/cost.h"
 #include "chunk.h"
 
-/* What of expert parallelism is not modelled with an expert layout (expert degree > 1, or
- * expert tensor degree != tensor degree) is refused at the key: FSDP (ZeRO 3) and HSDP, whose
- * per-unit gathers and shard groups have no expert-data-parallel counterpart here. */
-int compile_check_expert(const strategy *s, ps_error *err)
-{
-    if (s->model.experts == 0 || (s->ep == 1 && s->etp == s->tp))
-        return 0;
-    const char *what = s->zero == 3                        ? "zero 3 (FSDP)"
-                       : strategy_shard_degree(s) != s->dp ? "data.shard_degree (HSDP)"
-                                                           : NULL;
-    if (!what)
-        return 0;
-    return ps_error_set(err, PS_EINPUT, s->file, s->ep_loc.line, s->ep_loc.column,
-                        "strategy.expert",
-                        "expert parallelism (degree %d, expert tensor %d) with %s is not "
-                        "modelled: its expert-data-parallel groups are not emitted there",
-                        s->ep, s->etp, what);
-}
-
 int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp)
 {
     assert(et >= 0 && et < cx->etp && e >= 0 && e < cx->ep && edp >= 0 && edp < cx->edp);

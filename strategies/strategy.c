@@ -558,6 +558,18 @@ static int validate_expert(const strategy *s, ps_error *err)
                             "expert degree %d x expert tensor %d = %ld does not divide a stage's "
                             "tensor %d x data %d = %ld ranks",
                             s->ep, s->etp, need, s->tp, s->dp, ranks);
+    /* an expert layout (experts not laid out as the dense MLP) has expert-data-parallel
+     * groups for ZeRO 0-2; FSDP units and HSDP shard groups have none in protosim */
+    int layout = s->ep > 1 || s->etp != s->tp;
+    const char *what = !layout                             ? NULL
+                       : s->zero == 3                      ? "zero 3 (FSDP)"
+                       : strategy_shard_degree(s) != s->dp ? "data.shard_degree (HSDP)"
+                                                           : NULL;
+    if (what)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
+                            "expert parallelism (degree %d, expert tensor %d) with %s is not "
+                            "modelled: its expert-data-parallel groups are not emitted there",
+                            s->ep, s->etp, what);
     return 0;
 }
 

@@ -112,7 +112,8 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
  * pipeline, overlap_param_gather only with ZeRO 1/2, ZeRO 3 only with overlap) and bucket size; heads divisible by TP, layers by PP x virtual stages; the global batch by micro
  * x DP and, interleaved, the micro-batches per DP rank by PP; expert parallelism (a MoE model;
  * expert degree dividing experts; expert degree x expert tensor dividing tensor x data; expert
- * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core). strategy_load, the sweep
+ * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core;
+ * an expert layout, ep > 1 or etp != tp, not with ZeRO 3 or HSDP). strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
 /* Deep copy (overrides are heap-owned); free dst with strategy_free. */

@@ -315,23 +315,35 @@ START_TEST(expert_gradients_over_the_edp_group)
 }
 END_TEST
 
-/* What is not modelled with expert parallelism is refused at the expert key. */
+/* What is not modelled with an expert layout is refused at the expert key when the strategy
+ * loads (strategy_validate): ZeRO 3 and HSDP. */
 START_TEST(unmodelled_combinations_are_refused)
 {
-    cluster c;
-    load_h100(1, &c);
-    strategy s;
-    load_strategy("  data: {degree: 8, zero: 3, overlap: true}\n"
-                  "  expert: {degree: 8}\n",
-                  &s);
-    compiled_plan p;
-    ps_error err = {0};
-    ck_assert_int_eq(compile_plan(&s, &c, NULL, &p, &err), PS_EINPUT);
-    ck_assert_str_eq(err.field, "strategy.expert");
-    ck_assert_int_eq(err.line, 7); /* the expert section */
-    ck_assert_ptr_nonnull(strstr(err.message, "zero 3"));
-    strategy_free(&s);
-    cluster_free(&c);
+    const char *bodies[2] = {"  data: {degree: 8, zero: 3, overlap: true}\n"
+                             "  expert: {degree: 8}\n",
+                             "  data: {degree: 8, zero: 1, shard_degree: 4}\n"
+                             "  expert: {degree: 2}\n"};
+    const char *what[2] = {"zero 3", "shard_degree"};
+    for (int k = 0; k < 2; k++) {
+        char text[1024], path[64];
+        snprintf(text, sizeof text,
+                 "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\nstrategy:\n%s", bodies[k]);
+        snprintf(path, sizeof path, "/tmp/protosim_test_ep_XXXXXX");
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(text, f);
+        fclose(f);
+        strategy s;
+        ps_error err = {0};
+        int rc = strategy_load(path, sim_data_dir(), &s, &err);
+        unlink(path);
+        ck_assert_int_eq(rc, PS_EINPUT);
+        ck_assert_str_eq(err.field, "strategy.expert");
+        ck_assert_int_eq(err.line, 5);
+        ck_assert_int_eq(err.column, 20); /* the degree's value */
+        ck_assert_msg(strstr(err.message, what[k]), "%s", err.message);
+    }
 }
 END_TEST
 
