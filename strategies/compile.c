@@ -132,7 +132,7 @@ static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *befor
 /* Emit one segment list on the simulated ranks of stage p (members j = d * tp + t, n_sim of
  * them: every simulated replica's TP group, in lockstep so that collectives spanning replicas,
  * expert parallelism's, are issued in every member's program order): compute tasks, and
- * after each cut its collectives (TP: emit_tp_cut; EP: emit_expert_cut). With
+ * after each cut its collectives (TP: emit_tp_cut; EP: compile_emit_expert_cut). With
  * tensor.comm_overlap a TP cut's collectives run beside the segment that makes their data
  * (Megatron's userbuffer overlap) and the next segment waits for both. first/last receive each
  * member's first and last compute task; seg_ids (when not NULL) each segment's task per
