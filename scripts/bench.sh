@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Speed benchmark: wall time and simulated activities per second of `protosim run` on GPT-3 175B
-# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP) and a 64-GPU H100 Llama-3-70B plan with
-# FSDP and TP (issue 11: within 2x of the dense 64-GPU plan), the 64-GPU plan's trace sizes with and
+# plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP), a 64-GPU H100 Llama-3-70B plan with
+# FSDP and TP (issue 11: within 2x of the dense 64-GPU plan) and a Qwen3-235B-A22B
+# expert-parallel plan of 256 H100 GPUs (TP 2, PP 2, DP 64, EP 32), the 64-GPU plan's trace
+# sizes with and
 # without link counters, then plans per second of a 64-GPU sweep
 # (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2). Not a
 # test: figures vary by machine.
@@ -15,13 +17,15 @@ trap 'rm -rf "$tmp"' EXIT
 build/protosim cluster dgx-a100 --nodes 8 -o "$tmp/a100x64.xml"
 build/protosim cluster dgx-a100 --nodes 128 -o "$tmp/a100x1024.xml"
 build/protosim cluster dgx-h100 --nodes 8 -o "$tmp/h100x64.xml"
+build/protosim cluster dgx-h100 --nodes 32 -o "$tmp/h100x256.xml"
 
 plans="gpt3-175b-64gpu:a100x64 llama3-70b-64gpu-fsdp-tp:h100x64"
 [ "${1:-}" = "--quick" ] || plans="$plans gpt3-175b-1024gpu:a100x1024 gpt3-175b-1024gpu-pp8:a100x1024"
+[ "${1:-}" = "--quick" ] || plans="$plans qwen3-235b-a22b-256gpu-ep32:h100x256"
 
 field() { sed -n "s/.*\"$1\":[[:space:]]*\([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
 
-printf '%-24s %6s %10s %12s %12s %10s %14s %9s\n' plan gpus iter_s tasks activities wall_s activities/s peak_MB
+printf '%-28s %6s %10s %12s %12s %10s %14s %9s\n' plan gpus iter_s tasks activities wall_s activities/s peak_MB
 for entry in $plans; do
     plan=${entry%%:*}
     cl=${entry##*:}
@@ -29,7 +33,7 @@ for entry in $plans; do
         build/protosim run "strategies/examples/$plan.yaml" --cluster "$tmp/$cl.xml" \
         --json "$tmp/$plan.json" --quiet
     j="$tmp/$plan.json"
-    printf '%-24s %6s %10.3f %12s %12s %10.2f %14.0f %9.0f\n' "$plan" "$(field gpus "$j")" \
+    printf '%-28s %6s %10.3f %12s %12s %10.2f %14.0f %9.0f\n' "$plan" "$(field gpus "$j")" \
         "$(field iteration_time_s "$j")" "$(field tasks "$j")" "$(field activities "$j")" \
         "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$(( $(cat "$tmp/rss") / 1024 ))"
 done

@@ -70,10 +70,11 @@ static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
 
 /* Tensor-parallel collective points (Megatron's f and g operators): forward after a
  * row-parallel GEMM and after a vocab-parallel embedding; backward after the input gradient of
- * a column-parallel or vocab-parallel GEMM. */
+ * a column-parallel or vocab-parallel GEMM. Experts laid out by expert parallelism make none:
+ * their tokens come and go by the all-to-alls (expert_cut). */
 static int fwd_cut(const compile_ctx *cx, const workload_op *op)
 {
-    if (cx->tp == 1)
+    if (cx->tp == 1 || (op->expert && cx->expert_layout))
         return 0;
     if (op->kind == OP_GEMM && op->split == SPLIT_ROW)
         return 1;
@@ -82,11 +83,35 @@ static int fwd_cut(const compile_ctx *cx, const workload_op *op)
 
 static int bwd_cut(const compile_ctx *cx, const workload_op *op)
 {
-    if (cx->tp == 1 || op->kind != OP_GEMM)
+    if (cx->tp == 1 || op->kind != OP_GEMM || (op->expert && cx->expert_layout))
         return 0;
     if (op->split == SPLIT_COLUMN)
         return 1;
     return op->split == SPLIT_VOCAB && strategy_vocab_parallel_for_layer(cx->s, op->layer);
+}
+
+/* Expert parallelism's cut after op i of the pass (`next` the op the pass runs after it, -1
+ * at the end): into the experts where the next op is a routed-expert op and op i is not (the
+ * permute's output forward, the unpermute's input gradient backward), out of them in the
+ * reverse case (the last expert GEMM's output forward, the first one's input gradient
+ * backward). The expert ops of a layer are consecutive. */
+static int expert_cut(const compile_ctx *cx, int i, int next)
+{
+    if (!cx->expert_layout)
+        return CUT_NONE;
+    int here = cx->wg.ops[i].expert, there = next >= 0 && cx->wg.ops[next].expert;
+    return !here && there ? CUT_EP_IN : here && !there ? CUT_EP_OUT : CUT_NONE;
+}
+
+/* Op i as a rank of a profile with routed-expert load `load` runs it: the TP-sharded op, or an
+ * expert op at that load (scratch in *tmp). */
+static const workload_op *rank_op(const compile_ctx *cx, int i, double load, workload_op *tmp)
+{
+    const workload_op *op = &cx->wg.ops[i];
+    if (!(op->expert && cx->expert_layout) || load == 1.0)
+        return &cx->sharded[i];
+    workload_op_shard_expert(op, cx->tp, cx->ep, cx->etp, load, tmp);
+    return tmp;
 }
 
 /* What one pass over a chunk covers, for its label: the embedding (layer -1), transformer
@@ -178,7 +203,7 @@ static void add_unit_params(chunk_template *ct, int layer, double params)
  * cx->layer_cuts a segment also ends where the layer changes, so each can wait for its own
  * parameters (ZeRO gathers); under FSDP the replay too (it runs inside each unit's backward). */
 static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                          int replay, chunk_template *ct)
+                          double load, int replay, chunk_template *ct)
 {
     const workload_graph *wg = &cx->wg;
     segment_list *l = replay ? &ct->rec : &ct->fwd;
@@ -187,8 +212,9 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
     segment cur;
     memset(&cur, 0, sizeof cur);
     int any = 0;
+    workload_op tmp;
     for (int i = 0; i < wg->n_ops; i++) {
-        const workload_op *op = &cx->sharded[i];
+        const workload_op *op = rank_op(cx, i, load, &tmp);
         int layer = wg->ops[i].layer;
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
@@ -208,11 +234,15 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         any = 1;
         if (!replay) {
             ct->params += chunk_op_params(cx, op);
+            if (op->expert && cx->expert_layout)
+                ct->expert_params += op->params;
             ct->act_bytes += saved_act_bytes(cx, op);
             add_unit_params(ct, op->layer, op->params);
         }
-        if (fwd_cut(cx, &wg->ops[i]) || cur.ring) {
-            cur.cut = !cur.ring;
+        int cut =
+            fwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i + 1 < wg->n_ops ? i + 1 : -1);
+        if (cut != CUT_NONE || cur.ring) {
+            cur.cut = cur.ring ? CUT_NONE : cut;
             seg_push(l, cur);
             memset(&cur, 0, sizeof cur);
         }
@@ -225,7 +255,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
 /* Backward, in reverse. With overlapped data parallelism a segment also ends where a layer's
  * gradients are complete, so buckets can start while earlier layers run. */
 static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                           chunk_template *ct)
+                           double load, chunk_template *ct)
 {
     const workload_graph *wg = &cx->wg;
     const strategy *s = cx->s;
@@ -234,8 +264,9 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
     segment cur;
     memset(&cur, 0, sizeof cur);
     const workload_op *last = NULL;
+    workload_op tmp;
     for (int i = wg->n_ops - 1; i >= 0; i--) {
-        const workload_op *op = &cx->sharded[i];
+        const workload_op *op = rank_op(cx, i, load, &tmp);
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
         int ring = context_ring_op(cx, &wg->ops[i]);
@@ -254,9 +285,12 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
             add_op(&cur, op, PASS_FWD, s, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);
-        last = op;
-        if (bwd_cut(cx, &wg->ops[i]) || ring) {
-            cur.cut = !ring;
+        if (op->expert && cx->expert_layout)
+            cur.expert_params += op->params;
+        last = &cx->sharded[i];
+        int cut = bwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i - 1);
+        if (cut != CUT_NONE || ring) {
+            cur.cut = ring ? CUT_NONE : cut;
             seg_push(&ct->bwd, cur);
             memset(&cur, 0, sizeof cur);
         }
@@ -272,46 +306,57 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
 static void build_buckets(const compile_ctx *cx, chunk_template *ct)
 {
     int layers = cx->wg.model.layers;
-    ct->bucket_end = xmalloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_end);
-    ct->bucket_bytes = xmalloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_bytes);
-    ct->bucket_lo = xmalloc((size_t)(ct->bwd.n + 1) * sizeof *ct->bucket_lo);
-    double bucket = cx->s->bucket_mb * 1e6, acc = 0;
-    int lo = layers;
+    size_t cap = (size_t)2 * ct->bwd.n + 1; /* a dense and an expert bucket per segment */
+    ct->bucket_end = xmalloc(cap * sizeof *ct->bucket_end);
+    ct->bucket_bytes = xmalloc(cap * sizeof *ct->bucket_bytes);
+    ct->bucket_lo = xmalloc(cap * sizeof *ct->bucket_lo);
+    ct->bucket_expert = xmalloc(cap * sizeof *ct->bucket_expert);
+    /* dense and expert gradients fill their own buckets (Megatron-Core's separate expert
+     * buffers); without an expert layout every gradient is dense */
+    double bucket = cx->s->bucket_mb * 1e6, acc[2] = {0, 0};
+    int lo[2] = {layers, layers};
     for (int i = 0; i < ct->bwd.n; i++) {
-        acc += ct->bwd.seg[i].params * cx->grad_elem;
-        if (ct->bwd.seg[i].lo < lo)
-            lo = ct->bwd.seg[i].lo;
-        if (acc >= bucket || (i == ct->bwd.n - 1 && acc > 0)) {
-            ct->bucket_end[ct->n_buckets] = i;
-            ct->bucket_lo[ct->n_buckets] = lo;
-            ct->bucket_bytes[ct->n_buckets++] = acc;
-            acc = 0;
-            lo = layers;
+        const segment *sg = &ct->bwd.seg[i];
+        double part[2] = {sg->params - sg->expert_params, sg->expert_params};
+        for (int x = 0; x < 2; x++) {
+            acc[x] += part[x] * cx->grad_elem;
+            if ((x == 0 || part[x] > 0) && sg->lo < lo[x])
+                lo[x] = sg->lo;
+            if (acc[x] >= bucket || (i == ct->bwd.n - 1 && acc[x] > 0)) {
+                ct->bucket_end[ct->n_buckets] = i;
+                ct->bucket_lo[ct->n_buckets] = lo[x];
+                ct->bucket_expert[ct->n_buckets] = (uint8_t)x;
+                ct->bucket_bytes[ct->n_buckets++] = acc[x];
+                acc[x] = 0;
+                lo[x] = layers;
+            }
         }
     }
     ct->fwd_bucket = xmalloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
     for (int i = 0; i < ct->fwd.n; i++) {
         int b = 0;
-        while (b < ct->n_buckets - 1 && ct->bucket_lo[b] > ct->fwd.seg[i].hi)
+        /* expert buckets without an expert-data-parallel peer are never gathered */
+        while (b < ct->n_buckets - 1 &&
+               (ct->bucket_lo[b] > ct->fwd.seg[i].hi || (ct->bucket_expert[b] && cx->edp == 1)))
             b++;
         ct->fwd_bucket[i] = b;
     }
 }
 
 void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                          chunk_template *ct)
+                          double load, chunk_template *ct)
 {
-    assert(mc >= 0 && mc < cx->mcs && slowdown > 0);
+    assert(mc >= 0 && mc < cx->mcs && slowdown > 0 && load > 0);
     memset(ct, 0, sizeof *ct);
-    build_forward(cx, mc, dev, slowdown, 0, ct);
+    build_forward(cx, mc, dev, slowdown, load, 0, ct);
 
     /* full recompute keeps each such layer's input (sequence-parallel: a 1/tp slice) */
     for (int l = cx->chunk_first[mc]; l < cx->chunk_first[mc + 1]; l++)
         if (strategy_recompute_for_layer(cx->s, l) == RECOMPUTE_FULL)
             ct->act_bytes += cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
 
-    build_forward(cx, mc, dev, slowdown, 1, ct);
-    build_backward(cx, mc, dev, slowdown, ct);
+    build_forward(cx, mc, dev, slowdown, load, 1, ct);
+    build_backward(cx, mc, dev, slowdown, load, ct);
     build_buckets(cx, ct);
 }
 
@@ -323,6 +368,7 @@ void chunk_template_free(chunk_template *ct)
     free(ct->bucket_end);
     free(ct->bucket_bytes);
     free(ct->bucket_lo);
+    free(ct->bucket_expert);
     free(ct->fwd_bucket);
     free(ct->unit_layer);
     free(ct->unit_params);
@@ -335,7 +381,8 @@ static int same_segments(const segment_list *a, const segment_list *b)
     for (int i = 0; i < a->n; i++) {
         const segment *x = &a->seg[i], *y = &b->seg[i];
         if (x->cut != y->cut || x->ring != y->ring || x->label != y->label ||
-            x->params != y->params || x->lo != y->lo || x->hi != y->hi)
+            x->params != y->params || x->expert_params != y->expert_params || x->lo != y->lo ||
+            x->hi != y->hi)
             return 0;
     }
     return 1;
@@ -345,13 +392,15 @@ int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
 {
     if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
         !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
-        a->params != b->params || a->act_bytes != b->act_bytes || a->n_units != b->n_units)
+        a->params != b->params || a->expert_params != b->expert_params ||
+        a->act_bytes != b->act_bytes || a->n_units != b->n_units)
         return 0;
     for (int i = 0; i < a->n_units; i++)
         if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i])
             return 0;
     for (int i = 0; i < a->n_buckets; i++)
-        if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i])
+        if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i] ||
+            a->bucket_expert[i] != b->bucket_expert[i])
             return 0;
     return 1;
 }

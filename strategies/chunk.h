@@ -16,12 +16,18 @@
  * kernels: host launch, then GPU run). The executor plays the host's timeline (HOST_ISSUE):
  * a host-bound pass hides the TP collectives' time behind the issuing of later kernels, as
  * asynchronous NCCL calls do. */
+/* What follows a segment: nothing, the tensor-parallel collective(s), or (expert parallelism)
+ * the all-to-all carrying tokens or their gradients into the experts (then the expert-tensor
+ * all-gather), or out of them (the expert-tensor reduce-scatter, then the all-to-all). */
+typedef enum { CUT_NONE, CUT_TP, CUT_EP_IN, CUT_EP_OUT } cut_kind;
+
 typedef struct segment {
     double gpu, cpu, span;
-    double params;     /* sharded parameters whose gradients this (backward) segment makes */
-    int n_ops, lo, hi; /* how many ops, lowest and highest layer among them */
+    double params;        /* sharded parameters whose gradients this (backward) segment makes */
+    double expert_params; /* the part of params reduced over the expert-data-parallel group */
+    int n_ops, lo, hi;    /* how many ops, lowest and highest layer among them */
     int label;
-    int cut;     /* a TP collective follows */
+    int cut;     /* cut_kind: what follows */
     int ring;    /* the attention core under context parallelism: cp ring steps (cp kernels in
                     gpu, cpu, span), emitted by context_emit_ring */
     double gpu0; /* ring: step 0's GPU time (the later steps share the rest equally) */
@@ -39,10 +45,12 @@ typedef struct segment_list {
 typedef struct chunk_template {
     segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
     double params;              /* sharded */
+    double expert_params;       /* the part of params reduced over expert-data-parallel groups */
     double act_bytes;           /* saved per micro-batch, after recompute savings */
     int *bucket_end;            /* backward segment index closing each gradient bucket */
     double *bucket_bytes;
-    int *bucket_lo; /* lowest layer whose parameters the bucket holds */
+    uint8_t *bucket_expert; /* 1: expert gradients (over the EDP groups), 0: over DP */
+    int *bucket_lo;         /* lowest layer whose parameters the bucket holds */
     int n_buckets;
     int *fwd_bucket; /* per forward segment: the bucket holding its last layer */
     /* FSDP units (ZeRO-3 gathers, reduce-scatters and frees parameters unit by unit): the
@@ -63,7 +71,7 @@ typedef struct compile_ctx {
      * (compile_rank_of). mcs: model chunks = pp * v */
     int tp, pp, dp, cp, v, mcs, M;
     int *chunk_first; /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
-    int dp_sim; /* data-context indices simulated: dp, or cp (data replica 0) when folded */
+    int dp_sim;       /* data-context indices simulated: dp, or cp (data replica 0) when folded */
     struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
     double tp_bytes;             /* one TP collective's buffer: b * s * h elements */
     double pp_bytes;             /* one pipeline send */
@@ -81,6 +89,21 @@ typedef struct compile_ctx {
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
     int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
     int label_cp[2];                                        /* ring transfers: [0] fwd, [1] bwd */
+    /* Expert parallelism (Megatron-Core's folding, compile_expert_stage_index): ep x etp ranks
+     * hold the experts, edp = tp x dp / (ep x etp) reduce their gradients. expert_layout: the
+     * experts are laid out otherwise than the dense MLP (ep > 1 or etp != tp), so they have
+     * their own sharding, all-to-alls and gradient groups. */
+    int ep, etp, edp, expert_layout;
+    double ep_bytes;   /* one member's all-to-all buffer, balanced: tokens / tp x topk x h */
+    double *prof_load; /* [n_prof]: the routed-expert load of the profile's ranks */
+    int n_sim;         /* simulated ranks of a stage: dp_sim x tp, member j = d * tp + t */
+    int *tp_group;     /* [pp * dp_sim]: TP group of (stage, replica) */
+    int *ep_group;     /* [pp * n_sim / ep]: the simulated EP groups of each stage */
+    int *etp_group;    /* [pp * n_sim / etp], or NULL when etp == 1 */
+    int *edp_group;    /* [pp * ep * etp], or NULL when edp == 1 */
+    int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
+    int label_edp[3];              /* expert gradient collectives, by coll_kind */
+    int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
     int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
     int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
@@ -96,9 +119,10 @@ static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc);
 
 /* Build chunk mc's segments with op costs on `dev`, GPU (kernel) times multiplied by
- * `slowdown`, its gradient buckets and activation bytes. Labels are interned in cx->g. */
+ * `slowdown`, routed-expert ops at `load` (workload_op_shard_expert; 1 balanced), its gradient
+ * buckets and activation bytes. Labels are interned in cx->g. */
 void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                          chunk_template *ct);
+                          double load, chunk_template *ct);
 void chunk_template_free(chunk_template *ct);
 /* Whether a and b have the same segments (count, cuts, labels, parameters) and buckets. */
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
@@ -166,6 +190,28 @@ double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *co
                                  int p);
 /* Sharded parameters a rank of stage p holds (all its chunks). */
 double zero_stage_params(compile_ctx *cx, int p);
+/* The part of it reduced and sharded over the expert-data-parallel groups. */
+double zero_stage_expert_params(compile_ctx *cx, int p);
+
+/* Expert parallelism's rank groups (Megatron-Core's folding), the one place they are derived:
+ * a stage's ranks numbered i = t + tp x d (tensor index fastest) are regrouped as i = et + etp
+ * x (e + ep x edp): et the expert-tensor index, e the expert-parallel index (which experts),
+ * edp the expert-data-parallel index. Returns i; compile_stage_rank maps i to a rank. */
+int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp);
+/* The inverse: stage index i's expert-tensor, expert-parallel and expert-data-parallel
+ * indices. */
+void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp);
+int compile_stage_rank(const compile_ctx *cx, int i, int p);
+/* The routed-expert load of the ranks at stage index i: the busiest rank's for EP index 0 (it
+ * holds the busiest expert), the others' otherwise; 1 without an expert layout. */
+double compile_expert_load(const compile_ctx *cx, int i);
+/* The simulated ranks of each stage and their TP, EP, ETP and EDP groups (cx->sim_rank,
+ * tp_group, ep_group, etp_group, edp_group); free with compile_free_stage_groups. */
+void compile_make_stage_groups(compile_ctx *cx);
+void compile_free_stage_groups(compile_ctx *cx);
+/* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:
+ * member j waits for after[j] and its last collective becomes after[j]. */
+void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after);
 
 /* Context parallelism (context.c, docs/design-notes.md "Context parallelism"). The ops one
  * context rank runs (cp > 1), before tensor sharding: the model built on seq / cp tokens (every

@@ -51,7 +51,8 @@ static const chunk_template *tmpl_of(compile_ctx *cx, int r, int mc)
     assert(k >= 0 && k < cx->n_prof);
     size_t i = (size_t)k * cx->mcs + (size_t)mc;
     if (!cx->built[i]) {
-        chunk_template_build(cx, mc, cx->prof_dev[k], cx->prof_slowdown[k], &cx->tmpl[i]);
+        chunk_template_build(cx, mc, cx->prof_dev[k], cx->prof_slowdown[k], cx->prof_load[k],
+                             &cx->tmpl[i]);
         cx->built[i] = 1;
     }
     return &cx->tmpl[i];
@@ -62,26 +63,35 @@ const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc)
     return tmpl_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);
 }
 
-/* GPU profiles: rank r's (device, slowdown) pair, numbered in order of first appearance. */
+/* GPU profiles: rank r's (device, slowdown, expert load) triple, numbered in order of first
+ * appearance. */
 static void find_profiles(compile_ctx *cx)
 {
     const cluster *c = cx->c;
+    double *load = xmalloc((size_t)c->n_gpus * sizeof *load);
+    for (int p = 0; p < cx->pp; p++)
+        for (int i = 0; i < cx->tp * cx->dp; i++)
+            load[compile_stage_rank(cx, i, p)] = compile_expert_load(cx, i);
     cx->prof_of_rank = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_of_rank);
     cx->prof_dev = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_dev);
     cx->prof_slowdown = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_slowdown);
+    cx->prof_load = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_load);
     cx->n_prof = 0;
     for (int r = 0; r < c->n_gpus; r++) {
         double slow = c->slowdown ? c->slowdown[r] : 1.0;
         int k = 0;
-        while (k < cx->n_prof && !(cx->prof_dev[k] == c->device[r] && cx->prof_slowdown[k] == slow))
+        while (k < cx->n_prof && !(cx->prof_dev[k] == c->device[r] &&
+                                   cx->prof_slowdown[k] == slow && cx->prof_load[k] == load[r]))
             k++;
         if (k == cx->n_prof) {
             cx->prof_dev[k] = c->device[r];
             cx->prof_slowdown[k] = slow;
+            cx->prof_load[k] = load[r];
             cx->n_prof++;
         }
         cx->prof_of_rank[r] = k;
     }
+    free(load);
     cx->tmpl = xcalloc((size_t)cx->n_prof * cx->mcs, sizeof *cx->tmpl);
     cx->built = xcalloc((size_t)cx->n_prof * cx->mcs, 1);
 }
@@ -96,68 +106,85 @@ static void free_profiles(compile_ctx *cx)
     free(cx->prof_of_rank);
     free(cx->prof_dev);
     free(cx->prof_slowdown);
+    free(cx->prof_load);
 }
 
-/* Emit one segment list for the TP group `ranks` (tp members): compute tasks, with a TP
- * collective (all-reduce, or reduce-scatter + all-gather under sequence parallelism) after
- * each cut. With tensor.comm_overlap the cut's collectives run beside the segment that makes
- * their data (Megatron's userbuffer overlap) and the next segment waits for both. first/last
- * receive each member's first and last compute task; seg_ids (when not NULL) each segment's
- * task per member: seg_ids[i * tp + t]; gate (when not NULL) a task per segment and member
- * that must finish before the segment starts: gate[i * tp + t], NONE for none. Member t runs
- * lists[t]: its own GPU's times, the same segments and cuts on every member. after[t] (in and
- * out): what member t's next segment waits for besides its stream (the last TP collective),
- * so a list emitted in pieces chains as a whole. */
-static void emit_segments(compile_ctx *cx, const segment_list *const *lists, const int *ranks,
-                          int group, task_category cat, int micro, uint32_t *first, uint32_t *last,
+/* The TP collectives after a cut, one per simulated replica of stage p: an all-reduce, or a
+ * reduce-scatter and an all-gather under sequence parallelism. before[j]: member j's compute
+ * task before the segment that made the data (what an overlapped collective waits for). */
+static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *before, uint32_t *after)
+{
+    int tp = cx->tp, overlap = cx->s->tp_comm_overlap, sp = cx->s->sequence_parallel;
+    coll_kind kinds[2] = {sp ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE, COLL_ALLGATHER};
+    uint32_t coll[tp];
+    for (int d = 0; d < cx->dp_sim; d++)
+        for (int k = 0; k < (sp ? 2 : 1); k++) {
+            htae_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
+                                cx->tp_bytes, CAT_TP_COMM, cx->label_tp[kinds[k]], micro, coll);
+            for (int t = 0; t < tp; t++) {
+                int j = d * tp + t;
+                if (!(overlap && k == 0)) /* an overlapped one is issued with its GEMM */
+                    htae_set_host(cx->g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+                uint32_t dep = overlap && k == 0 ? before[j] : after[j];
+                if (dep != NONE)
+                    htae_add_edge(cx->g, dep, coll[t]);
+                after[j] = coll[t];
+            }
+        }
+}
+
+/* Emit one segment list on the simulated ranks of stage p (members j = d * tp + t, n_sim of
+ * them: every simulated replica's TP group, in lockstep so that collectives spanning replicas,
+ * expert parallelism's, are issued in every member's program order): compute tasks, and
+ * after each cut its collectives (TP: emit_tp_cut; EP: compile_emit_expert_cut). With
+ * tensor.comm_overlap a TP cut's collectives run beside the segment that makes their data
+ * (Megatron's userbuffer overlap) and the next segment waits for both. first/last receive each
+ * member's first and last compute task; seg_ids (when not NULL) each segment's task per
+ * member: seg_ids[i * n_sim + j]; gate (when not NULL) a task per segment and member that must
+ * finish before the segment starts: gate[i * n_sim + j], NONE for none. Member j runs
+ * lists[j]: its own GPU's times, the same segments and cuts on every member. after[j] (in and
+ * out): what member j's next segment waits for besides its stream (the last collective), so a
+ * list emitted in pieces chains as a whole. */
+static void emit_segments(compile_ctx *cx, const segment_list *const *lists, int p,
+                          task_category cat, int micro, uint32_t *first, uint32_t *last,
                           uint32_t *seg_ids, const uint32_t *gate, uint32_t *after)
 {
     htae_graph *g = cx->g;
-    int tp = cx->tp, overlap = cx->s->tp_comm_overlap;
-    uint32_t coll[tp], before[tp];
-    for (int t = 0; t < tp; t++)
-        assert(lists[t]->n == lists[0]->n);
+    int n = cx->n_sim;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
+    uint32_t before[n];
+    for (int j = 0; j < n; j++)
+        assert(lists[j]->n == lists[0]->n);
     for (int i = 0; i < lists[0]->n; i++) {
-        for (int t = 0; t < tp; t++) {
-            const segment *sg = &lists[t]->seg[i];
+        for (int j = 0; j < n; j++) {
+            const segment *sg = &lists[j]->seg[i];
             assert(sg->gpu >= 0 && sg->cpu >= 0 && sg->span >= 0);
             assert(sg->cut == lists[0]->seg[i].cut);
-            before[t] = cx->last_compute[ranks[t]];
+            before[j] = cx->last_compute[ranks[j]];
             uint32_t id, head;
             if (sg->ring) { /* context parallelism's attention: ring steps */
-                head = context_emit_ring(cx, ranks[t], sg, cat, micro, after[t], &id);
+                head = context_emit_ring(cx, ranks[j], sg, cat, micro, after[j], &id);
             } else {
-                head = id = htae_add_compute(g, ranks[t], cat, sg->gpu, sg->label, micro);
+                head = id = htae_add_compute(g, ranks[j], cat, sg->gpu, sg->label, micro);
                 htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
             }
-            if (after[t] != NONE)
-                htae_add_edge(g, after[t], head);
-            if (gate && gate[(size_t)i * tp + t] != NONE)
-                htae_add_edge(g, gate[(size_t)i * tp + t], head);
-            if (first[t] == NONE)
-                first[t] = head;
-            last[t] = id;
-            after[t] = id;
-            cx->last_compute[ranks[t]] = id;
+            if (after[j] != NONE)
+                htae_add_edge(g, after[j], head);
+            if (gate && gate[(size_t)i * n + j] != NONE)
+                htae_add_edge(g, gate[(size_t)i * n + j], head);
+            if (first[j] == NONE)
+                first[j] = head;
+            last[j] = id;
+            after[j] = id;
+            cx->last_compute[ranks[j]] = id;
             if (seg_ids)
-                seg_ids[(size_t)i * tp + t] = id;
+                seg_ids[(size_t)i * n + j] = id;
         }
-        if (!lists[0]->seg[i].cut)
-            continue;
-        int sp = cx->s->sequence_parallel;
-        coll_kind kinds[2] = {sp ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE, COLL_ALLGATHER};
-        for (int j = 0; j < (sp ? 2 : 1); j++) {
-            htae_add_collective(g, kinds[j], group, STREAM_TP, cx->tp_bytes, CAT_TP_COMM,
-                                cx->label_tp[kinds[j]], micro, coll);
-            for (int t = 0; t < tp; t++) {
-                if (!(overlap && j == 0)) /* an overlapped one is issued with its GEMM */
-                    htae_set_host(g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
-                uint32_t dep = overlap && j == 0 ? before[t] : after[t];
-                if (dep != NONE)
-                    htae_add_edge(g, dep, coll[t]);
-                after[t] = coll[t];
-            }
-        }
+        int cut = lists[0]->seg[i].cut;
+        if (cut == CUT_TP)
+            emit_tp_cut(cx, p, micro, before, after);
+        else if (cut != CUT_NONE)
+            compile_emit_expert_cut(cx, p, cut, micro, after);
     }
 }
 
@@ -201,8 +228,8 @@ static void emit_state_init(compile_ctx *cx, emit_state *es)
         if (ct->n_buckets > es->maxbuckets)
             es->maxbuckets = ct->n_buckets;
     }
-    es->segids = xmalloc((size_t)es->maxseg * cx->tp * sizeof *es->segids);
-    es->gates = xmalloc((size_t)es->maxfseg * cx->tp * sizeof *es->gates);
+    es->segids = xmalloc((size_t)es->maxseg * cx->n_sim * sizeof *es->segids);
+    es->gates = xmalloc((size_t)es->maxfseg * cx->n_sim * sizeof *es->gates);
     es->units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *es->units);
     zero_state_init(cx, es);
 }
@@ -221,27 +248,6 @@ static void emit_state_free(compile_ctx *cx, emit_state *es)
     free(es->bwd_in);
 }
 
-/* A group of `n` ranks in ring order; n is the degree of its axis. */
-static int add_group(compile_ctx *cx, const int *ranks, int n, int degree)
-{
-    assert(n == degree);
-    for (int i = 0; i < n; i++)
-        assert(ranks[i] >= 0 && ranks[i] < cx->c->n_gpus);
-    int id = htae_add_group(cx->g, ranks, n);
-    assert(cx->g->groups[id].n == (uint32_t)degree);
-    return id;
-}
-
-/* The ranks along one axis through (t, d, p): the TP peers of (d, p) when axis is
- * AXIS_TENSOR, the DP replicas of (t, p) when AXIS_DATA; in index order. */
-static void axis_ranks(const compile_ctx *cx, parallel_axis axis, int t, int d, int p, int *out)
-{
-    int n = axis == AXIS_TENSOR ? cx->tp : cx->dp;
-    for (int i = 0; i < n; i++)
-        out[i] =
-            axis == AXIS_TENSOR ? compile_rank_of(cx->s, i, d, p) : compile_rank_of(cx->s, t, i, p);
-}
-
 /* The end of the run of segments from i on that belong to one layer (one FSDP unit). */
 static int unit_run_end(const segment_list *l, int i)
 {
@@ -252,177 +258,173 @@ static int unit_run_end(const segment_list *l, int i)
 }
 
 /* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd) as one piece. */
-static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, const int *ranks,
-                       int group, int which, int i, int j, int mb, uint32_t *first, uint32_t *last,
-                       uint32_t *after)
+static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, int which, int i,
+                       int j, int mb, uint32_t *first, uint32_t *last, uint32_t *after)
 {
     static const task_category cat[3] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD};
-    segment_list views[cx->tp];
-    const segment_list *lists[cx->tp];
-    for (int t = 0; t < cx->tp; t++) {
+    int n = cx->n_sim;
+    segment_list views[n];
+    const segment_list *lists[n];
+    for (int t = 0; t < n; t++) {
         const segment_list *l = which == 0 ? &ct[t]->fwd : which == 1 ? &ct[t]->rec : &ct[t]->bwd;
         assert(i < j && j <= l->n);
         views[t] = (segment_list){l->seg + i, j - i, 0};
         lists[t] = &views[t];
     }
-    emit_segments(cx, lists, ranks, group, cat[which], mb, first, last, NULL, NULL, after);
+    emit_segments(cx, lists, p, cat[which], mb, first, last, NULL, NULL, after);
 }
 
 /* ZeRO-3: a forward or backward pipeline unit as its FSDP units, each emitted as its own piece
  * (a backward one: its layer's full-recompute replay, then its backward, as FSDP's per-block
  * checkpointing runs it) and recorded for zero_emit_fsdp: its first task (what its gather
  * gates), the task before it (its start: when the next unit's gather is issued) and its last
- * task (what its reduce-scatter waits for). */
-static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int d, int p, const int *ranks,
-                            int group, const chunk_template *const *ct, pipeline_unit unit,
-                            uint32_t *first, uint32_t *last)
+ * task (what its reduce-scatter waits for). Members j = d * tp + t of stage p. */
+static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
+                            pipeline_unit unit, uint32_t *first, uint32_t *last)
 {
-    int tp = cx->tp, which = unit.backward ? 2 : 0;
+    int n = cx->n_sim, which = unit.backward ? 2 : 0;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
     const segment_list *pass = unit.backward ? &ct[0]->bwd : &ct[0]->fwd, *rec = &ct[0]->rec;
-    uint32_t after[tp], ufirst[tp], ulast[tp], ubefore[tp];
-    for (int t = 0; t < tp; t++)
-        after[t] = NONE;
+    uint32_t after[n], ufirst[n], ulast[n], ubefore[n];
+    for (int j = 0; j < n; j++)
+        after[j] = NONE;
     for (int i = 0; i < pass->n;) {
-        int j = unit_run_end(pass, i), layer = pass->seg[i].lo, r = 0;
-        for (int t = 0; t < tp; t++) {
-            ufirst[t] = ulast[t] = NONE;
-            ubefore[t] = cx->last_compute[ranks[t]];
+        int k2 = unit_run_end(pass, i), layer = pass->seg[i].lo, r = 0;
+        for (int j = 0; j < n; j++) {
+            ufirst[j] = ulast[j] = NONE;
+            ubefore[j] = cx->last_compute[ranks[j]];
         }
         while (unit.backward && r < rec->n && rec->seg[r].lo != layer)
             r++;
         if (unit.backward && r < rec->n)
-            emit_piece(cx, ct, ranks, group, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast,
-                       after);
-        emit_piece(cx, ct, ranks, group, which, i, j, unit.micro, ufirst, ulast, after);
-        for (int t = 0; t < tp; t++) {
-            int k = es->fsdp_next[d * tp + t]++;
+            emit_piece(cx, ct, p, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast, after);
+        emit_piece(cx, ct, p, which, i, k2, unit.micro, ufirst, ulast, after);
+        for (int j = 0; j < n; j++) {
+            int k = es->fsdp_next[j]++; /* j = d * tp + t */
             fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
             assert(k < es->fsdp_n[p] && st.backward == unit.backward && st.mb == unit.micro);
             assert(ct[0]->unit_layer[st.unit] == layer);
-            uint32_t *rec_k = &es->fsdp_task[(((size_t)d * tp + t) * es->fsdp_cap + k) * 3];
-            rec_k[FSDP_FIRST] = ufirst[t];
-            rec_k[FSDP_BEFORE] = ubefore[t];
-            rec_k[FSDP_LAST] = ulast[t];
-            if (first[t] == NONE)
-                first[t] = ufirst[t];
-            last[t] = ulast[t];
+            uint32_t *rec_k = &es->fsdp_task[((size_t)j * es->fsdp_cap + k) * 3];
+            rec_k[FSDP_FIRST] = ufirst[j];
+            rec_k[FSDP_BEFORE] = ubefore[j];
+            rec_k[FSDP_LAST] = ulast[j];
+            if (first[j] == NONE)
+                first[j] = ufirst[j];
+            last[j] = ulast[j];
         }
-        i = j;
+        i = k2;
     }
 }
 
 /* The compute of a pipeline unit without FSDP: forward (ZeRO 1/2 with overlapped gathers:
  * micro-batch 0's segments wait for the bucket holding their layer), or the full-recompute
  * replay and backward, whose segments are kept as gradient-ready points for the DP buckets. */
-static void emit_passes(compile_ctx *cx, emit_state *es, int d, int p, const int *ranks, int group,
-                        const chunk_template *const *ct, pipeline_unit unit, uint32_t *first,
-                        uint32_t *last)
+static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
+                        pipeline_unit unit, uint32_t *first, uint32_t *last)
 {
-    int tp = cx->tp, mc = unit.chunk * cx->pp + p, mb = unit.micro;
-    const segment_list *lists[tp];
-    uint32_t after[tp];
-    for (int t = 0; t < tp; t++)
-        after[t] = NONE;
+    int tp = cx->tp, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    const segment_list *lists[n];
+    uint32_t after[n];
+    for (int j = 0; j < n; j++)
+        after[j] = NONE;
     if (!unit.backward) {
         const uint32_t *gate = NULL;
         if (es->gather && mb == 0) { /* first use of the chunk's parameters */
             for (int i = 0; i < ct[0]->fwd.n; i++)
-                for (int t = 0; t < tp; t++) {
-                    size_t r = (size_t)compile_rank_of(cx->s, t, d, p), b = ct[0]->fwd_bucket[i];
+                for (int j = 0; j < n; j++) {
+                    size_t r = (size_t)cx->sim_rank[(size_t)p * n + j], b = ct[0]->fwd_bucket[i];
                     assert(b < (size_t)es->maxbuckets);
-                    es->gates[(size_t)i * tp + t] =
+                    es->gates[(size_t)i * n + j] =
                         es->gather[(r * cx->mcs + mc) * es->maxbuckets + b];
                 }
             gate = es->gates;
         }
-        for (int t = 0; t < tp; t++)
-            lists[t] = &ct[t]->fwd;
-        emit_segments(cx, lists, ranks, group, CAT_FORWARD, mb, first, last, NULL, gate, after);
+        for (int j = 0; j < n; j++)
+            lists[j] = &ct[j]->fwd;
+        emit_segments(cx, lists, p, CAT_FORWARD, mb, first, last, NULL, gate, after);
         return;
     }
-    for (int t = 0; t < tp; t++)
-        lists[t] = &ct[t]->rec;
-    emit_segments(cx, lists, ranks, group, CAT_RECOMPUTE, mb, first, last, NULL, NULL, after);
-    for (int t = 0; t < tp; t++) {
-        lists[t] = &ct[t]->bwd;
-        after[t] = NONE;
+    for (int j = 0; j < n; j++)
+        lists[j] = &ct[j]->rec;
+    emit_segments(cx, lists, p, CAT_RECOMPUTE, mb, first, last, NULL, NULL, after);
+    for (int j = 0; j < n; j++) {
+        lists[j] = &ct[j]->bwd;
+        after[j] = NONE;
     }
-    emit_segments(cx, lists, ranks, group, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
+    emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
     if (es->seg_mbs == 1 && mb != cx->M - 1)
         return;
-    for (int t = 0; t < tp; t++)
+    for (int j = 0; j < n; j++)
         for (int i = 0; i < ct[0]->bwd.n; i++)
-            es->bwd_seg[bwd_seg_index(cx, es, d, t, mc, mb, i)] = es->segids[(size_t)i * tp + t];
+            es->bwd_seg[bwd_seg_index(cx, es, j / tp, j % tp, mc, mb, i)] =
+                es->segids[(size_t)i * n + j];
 }
 
 /* One unit of the pipeline schedule (a forward or backward of one chunk and micro-batch) on the
- * TP group `ranks` of replica d, stage p: the pipeline runtime's step, the segments, then the
- * send of its output to the next (forward) or previous (backward) chunk's stage. */
-static void emit_unit(compile_ctx *cx, emit_state *es, int d, int p, const int *ranks, int group,
-                      pipeline_unit unit)
+ * simulated ranks of stage p (every simulated replica's TP group): the pipeline runtime's step,
+ * the segments, then the send of its output to the next (forward) or previous (backward)
+ * chunk's stage. */
+static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
 {
     const strategy *s = cx->s;
     htae_graph *g = cx->g;
-    int tp = cx->tp, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    int tp = cx->tp, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
     assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
-    const chunk_template *ct[tp];
-    uint32_t first[tp], last[tp], before[tp];
-    for (int t = 0; t < tp; t++) {
-        ct[t] = tmpl_of(cx, ranks[t], mc);
-        first[t] = last[t] = NONE;
-        before[t] = cx->last_compute[ranks[t]];
+    const chunk_template *ct[n];
+    uint32_t first[n], last[n], before[n];
+    for (int j = 0; j < n; j++) {
+        ct[j] = tmpl_of(cx, ranks[j], mc);
+        first[j] = last[j] = NONE;
+        before[j] = cx->last_compute[ranks[j]];
         if (cx->pp > 1) {
             /* The pipeline runtime's step before the unit: the host receives the unit's input
              * (blocking, then synchronize: Megatron's p2p), then does the schedule's own work.
              * Host time only. */
-            uint32_t id = htae_add_compute(g, ranks[t], unit.backward ? CAT_BACKWARD : CAT_FORWARD,
+            uint32_t id = htae_add_compute(g, ranks[j], unit.backward ? CAT_BACKWARD : CAT_FORWARD,
                                            0.0, cx->label_pipe, mb);
             htae_set_host(g, id, HOST_ISSUE | HOST_WAIT, cost_pipeline_unit_overhead_seconds(),
                           0.0);
-            first[t] = id;
-            cx->last_compute[ranks[t]] = id;
+            first[j] = id;
+            cx->last_compute[ranks[j]] = id;
         }
     }
     if (cx->fsdp)
-        emit_fsdp_units(cx, es, d, p, ranks, group, ct, unit, first, last);
+        emit_fsdp_units(cx, es, p, ct, unit, first, last);
     else
-        emit_passes(cx, es, d, p, ranks, group, ct, unit, first, last);
-    for (int t = 0; t < tp; t++) {
+        emit_passes(cx, es, p, ct, unit, first, last);
+    for (int j = 0; j < n; j++) {
+        int t = j % tp, d = j / tp;
         size_t xi = xidx(cx, d, t, mc, mb);
         if (!unit.backward) {
-            es->fwd_first[xi] = first[t];
-            es->fwd_prev[xi] = before[t];
+            es->fwd_first[xi] = first[j];
+            es->fwd_prev[xi] = before[j];
             if (mc + 1 < cx->mcs) {
                 int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
                 es->fwd_in[xidx(cx, d, t, mc + 1, mb)] =
-                    emit_send(cx, ranks[t], dst, last[t], cx->label_send_act, mb);
+                    emit_send(cx, ranks[j], dst, last[j], cx->label_send_act, mb);
             }
         } else {
-            es->bwd_first[xi] = first[t];
-            es->bwd_prev[xi] = before[t];
+            es->bwd_first[xi] = first[j];
+            es->bwd_prev[xi] = before[j];
             if (mc > 0) {
                 int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
                 es->bwd_in[xidx(cx, d, t, mc - 1, mb)] =
-                    emit_send(cx, ranks[t], dst, last[t], cx->label_send_grad, mb);
+                    emit_send(cx, ranks[j], dst, last[j], cx->label_send_grad, mb);
             }
         }
     }
 }
 
-/* Every simulated replica's stages, each running its schedule's units in order. */
+/* Every stage's units in its schedule's order, each on all the stage's simulated ranks. */
 static void emit_pipeline(compile_ctx *cx, emit_state *es)
 {
-    int *ranks = xmalloc((size_t)cx->tp * sizeof *ranks);
-    for (int d = 0; d < cx->dp_sim; d++)
-        for (int p = 0; p < cx->pp; p++) {
-            axis_ranks(cx, AXIS_TENSOR, 0, d, p, ranks);
-            int group = add_group(cx, ranks, cx->tp, cx->s->tp);
-            int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units);
-            assert(nu == 2 * cx->M * cx->v);
-            for (int u = 0; u < nu; u++)
-                emit_unit(cx, es, d, p, ranks, group, es->units[u]);
-        }
-    free(ranks);
+    for (int p = 0; p < cx->pp; p++) {
+        int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units);
+        assert(nu == 2 * cx->M * cx->v);
+        for (int u = 0; u < nu; u++)
+            emit_unit(cx, es, p, es->units[u]);
+    }
 }
 
 /* A pipeline transfer gates the unit that consumes it, and starts only once the receiver has
@@ -597,6 +599,13 @@ static void intern_labels(compile_ctx *cx)
     cx->label_hsdp_ar = htae_label(g, "hsdp grad all-reduce");
     cx->label_cp[0] = htae_label(g, "cp ring send K/V");
     cx->label_cp[1] = htae_label(g, "cp ring send K/V + grads");
+    cx->label_ep[0] = htae_label(g, "ep all-to-all to experts");
+    cx->label_ep[1] = htae_label(g, "ep all-to-all from experts");
+    cx->label_etp[0] = htae_label(g, "etp all-gather");
+    cx->label_etp[1] = htae_label(g, "etp reduce-scatter");
+    cx->label_edp[COLL_ALLREDUCE] = htae_label(g, "edp expert grad all-reduce");
+    cx->label_edp[COLL_REDUCE_SCATTER] = htae_label(g, "edp expert grad reduce-scatter");
+    cx->label_edp[COLL_ALLGATHER] = htae_label(g, "edp expert param all-gather");
 }
 
 /* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
@@ -616,27 +625,65 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
     }
 }
 
-/* What of expert parallelism the compiler emits so far: experts held whole on every rank
- * (expert degree 1) and, under tensor parallelism, split as the dense MLP is (expert tensor
- * degree = tensor degree). The rest is refused at the key rather than approximated. */
-static int check_expert_compiled(const strategy *s, ps_error *err)
+/* With an expert layout, replicas fold in blocks of dp_sim: replica d behaves as d % dp_sim
+ * when, besides replicas_alike, each rank's EP and ETP peers are reached by routes like its
+ * counterpart's in the first block. */
+static int expert_blocks_alike(const compile_ctx *cx)
 {
-    if (s->model.experts == 0)
-        return 0;
-    if (s->ep > 1)
-        return ps_error_set(err, PS_EINPUT, s->file, s->ep_loc.line, s->ep_loc.column,
-                            "strategy.expert.degree",
-                            "expert parallelism (degree %d) is parsed and validated but not "
-                            "compiled yet (its all-to-alls are not emitted): use degree 1",
-                            s->ep);
-    if (s->etp != s->tp)
-        return ps_error_set(err, PS_EINPUT, s->file, s->etp_loc.line, s->etp_loc.column,
-                            "strategy.expert.tensor",
-                            "expert tensor degree %d differs from the tensor degree %d: only "
-                            "experts split as the dense MLP (expert.tensor = tensor.degree) "
-                            "are compiled yet",
-                            s->etp, s->tp);
-    return 0;
+    const cluster *c = cx->c;
+    int n = cx->n_sim;
+    for (int p = 0; p < cx->pp; p++)
+        for (int i = n; i < cx->tp * cx->dp; i++) {
+            int et, e, x, et0, e0, x0;
+            compile_expert_coords(cx, i, &et, &e, &x);
+            compile_expert_coords(cx, i % n, &et0, &e0, &x0);
+            assert(et0 == et && e0 == e); /* n is a whole number of ep x etp blocks */
+            int r = compile_stage_rank(cx, i, p), r0 = compile_stage_rank(cx, i % n, p);
+            for (int f = 0; f < cx->ep; f++) {
+                int q = compile_stage_rank(cx, compile_expert_stage_index(cx, et, f, x), p);
+                int q0 = compile_stage_rank(cx, compile_expert_stage_index(cx, et, f, x0), p);
+                if (q != r && !same_route(c, r, q, r0, q0))
+                    return 0;
+            }
+            for (int u = 0; u < cx->etp; u++) {
+                int q = compile_stage_rank(cx, compile_expert_stage_index(cx, u, e, x), p);
+                int q0 = compile_stage_rank(cx, compile_expert_stage_index(cx, u, e, x0), p);
+                if (q != r && !same_route(c, r, q, r0, q0))
+                    return 0;
+            }
+        }
+    return 1;
+}
+
+static int gcd(int a, int b)
+{
+    return b ? gcd(b, a % b) : a;
+}
+
+/* Replicas simulated: all, or with folding one (no expert layout) or the first block of
+ * replicas closed under the EP and ETP groups: lcm(tp, ep x etp) / tp replicas. */
+static void choose_simulated(compile_ctx *cx, const compile_options *opt)
+{
+    const strategy *s = cx->s;
+    /* a simulated block holds whole context rings (cp consecutive data-context indices) and
+     * whole expert groups (lcm(tp, ep x etp) / tp of them) */
+    int block = cx->cp;
+    if (cx->expert_layout) {
+        int g = cx->ep * cx->etp;
+        int eb = g / gcd(cx->tp, g); /* lcm(tp, g) / tp */
+        block = block / gcd(block, eb) * eb;
+    }
+    assert(cx->dp % block == 0);
+    cx->dp_sim = cx->dp;
+    cx->n_sim = cx->dp * cx->tp;
+    if (!opt->fold_data_parallel || !replicas_alike(s, cx->c))
+        return;
+    cx->dp_sim = block;
+    cx->n_sim = block * cx->tp;
+    if (cx->expert_layout && !expert_blocks_alike(cx)) {
+        cx->dp_sim = cx->dp;
+        cx->n_sim = cx->dp * cx->tp;
+    }
 }
 
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
@@ -650,7 +697,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     memset(out, 0, sizeof *out);
     /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
-        strategy_check_devices(s, c, err) || check_expert_compiled(s, err))
+        strategy_check_devices(s, c, err))
         return err->code;
     compile_ctx cx;
     memset(&cx, 0, sizeof cx);
@@ -671,7 +718,11 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.chunk_first[0] = 0;
     for (int mc = 0; mc < cx.mcs; mc++)
         cx.chunk_first[mc + 1] += cx.chunk_first[mc];
-    cx.dp_sim = opt->fold_data_parallel && replicas_alike(s, c) ? cx.cp : cx.dp;
+    cx.ep = s->ep;
+    cx.etp = s->etp;
+    cx.edp = cx.tp * cx.dp / (cx.ep * cx.etp);
+    cx.expert_layout = s->model.experts > 0 && (cx.ep > 1 || cx.etp != cx.tp);
+    choose_simulated(&cx, opt);
     if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
         free(cx.chunk_first);
         return err->code;
@@ -687,7 +738,12 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.fsdp = s->zero == 3 && cx.dp > 1;
     cx.layer_cuts = cx.dp > 1 && (cx.fsdp || s->overlap_param_gather);
 
-    /* the ops of one context rank (its seq / cp tokens), divided over the TP ranks */
+    /* a rank's tokens (tokens / cp of its context share, / tp under sequence parallelism),
+     * topk copies of each */
+    cx.ep_bytes =
+        (double)s->micro_batch * (m->seq / cx.cp) / cx.tp * m->experts_topk * m->hidden * elem;
+    /* the ops of one context rank (its seq / cp tokens), divided over the TP ranks (the
+     * routed experts over the expert layout) */
     workload_graph rank_ops;
     memset(&rank_ops, 0, sizeof rank_ops);
     if (cx.cp > 1 && context_rank_ops(&cx, &rank_ops, err)) {
@@ -697,9 +753,14 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     }
     const workload_op *ops = cx.cp > 1 ? rank_ops.ops : cx.wg.ops;
     cx.sharded = xmalloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
-    for (int i = 0; i < cx.wg.n_ops; i++)
-        workload_op_shard(&ops[i], cx.tp, s->sequence_parallel,
-                          strategy_vocab_parallel_for_layer(s, cx.wg.ops[i].layer), &cx.sharded[i]);
+    for (int i = 0; i < cx.wg.n_ops; i++) {
+        const workload_op *op = &ops[i];
+        if (op->expert && cx.expert_layout)
+            workload_op_shard_expert(op, cx.tp, cx.ep, cx.etp, 1.0, &cx.sharded[i]);
+        else
+            workload_op_shard(op, cx.tp, s->sequence_parallel,
+                              strategy_vocab_parallel_for_layer(s, op->layer), &cx.sharded[i]);
+    }
     workload_graph_free(&rank_ops);
     describe_plan(&cx, out);
 
@@ -708,6 +769,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
     intern_labels(&cx);
+    compile_make_stage_groups(&cx);
     if (cx.cp > 1)
         context_rings_init(&cx);
 
@@ -729,6 +791,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     out->graph = cx.g;
 
     free_profiles(&cx);
+    compile_free_stage_groups(&cx);
     context_rings_free(&cx);
     free(cx.sharded);
     free(cx.last_compute);

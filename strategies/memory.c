@@ -11,9 +11,14 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
                              int p, memory_estimate *me)
 {
     const strategy *s = cx->s;
-    double params = 0;
-    for (int c = 0; c < cx->v; c++)
+    double params = 0, expert = 0;
+    for (int c = 0; c < cx->v; c++) {
         params += stage_chunks[c]->params;
+        expert += stage_chunks[c]->expert_params;
+    }
+    /* ZeRO shards expert state over the expert-data-parallel group (edp ranks), the rest
+     * over cx->shard; `sharded` is what a rank keeps of a sharded state */
+    double dense = params - expert, sharded = dense / cx->shard + expert / cx->edp;
     int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
     double w = precision_bytes(s->precision);
     /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
@@ -32,8 +37,8 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
                 unit_max = stage_chunks[c]->unit_params[u];
     me->weights = params * w / (s->zero >= 3 ? cx->shard : 1) +
                   zero_fsdp_inflight_params(cx, stage_chunks, p) * w;
-    me->gradients = params * g / (s->zero >= 2 ? cx->shard : 1) + (cx->fsdp ? unit_max * g : 0);
-    me->optimizer = params * opt / (s->zero >= 1 ? cx->shard : 1);
+    me->gradients = (s->zero >= 2 ? sharded : params) * g + (cx->fsdp ? unit_max * g : 0);
+    me->optimizer = (s->zero >= 1 ? sharded : params) * opt;
 
     /* Forward passes of one model chunk whose activations are alive at once on stage p, at
      * the end of warm-up: GPipe all of them, 1F1B p - stage, interleaved its warm-up plus one

@@ -584,12 +584,24 @@ static int validate_expert(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, tl.line, tl.column, "strategy.expert.tensor",
                             "expert tensor degree %d does not divide ffn_hidden (%d)", s->etp,
                             m->ffn_hidden);
-    long ranks = (long)s->tp * s->dp, need = (long)s->ep * s->etp;
+    long ranks = (long)s->tp * s->cp * s->dp, need = (long)s->ep * s->etp;
     if (ranks % need)
         return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
                             "expert degree %d x expert tensor %d = %ld does not divide a stage's "
-                            "tensor %d x data %d = %ld ranks",
-                            s->ep, s->etp, need, s->tp, s->dp, ranks);
+                            "tensor %d x context %d x data %d = %ld ranks",
+                            s->ep, s->etp, need, s->tp, s->cp, s->dp, ranks);
+    /* an expert layout (experts not laid out as the dense MLP) has expert-data-parallel
+     * groups for ZeRO 0-2; FSDP units and HSDP shard groups have none in protosim */
+    int layout = s->ep > 1 || s->etp != s->tp;
+    const char *what = !layout                                     ? NULL
+                       : s->zero == 3                              ? "zero 3 (FSDP)"
+                       : strategy_shard_degree(s) != s->dp * s->cp ? "data.shard_degree (HSDP)"
+                                                                   : NULL;
+    if (what)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
+                            "expert parallelism (degree %d, expert tensor %d) with %s is not "
+                            "modelled: its expert-data-parallel groups are not emitted there",
+                            s->ep, s->etp, what);
     return 0;
 }
 
@@ -789,6 +801,8 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->sequence_parallel = s->sequence_parallel;
     out->bucket_mb = s->bucket_mb;
     out->precision = strategy_precision(s);
+    out->ep = s->ep;
+    out->etp = s->etp;
 }
 
 void strategy_set_precision(strategy *s, precision_t p)

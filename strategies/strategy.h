@@ -108,6 +108,7 @@ typedef struct plan_desc {
     int sequence_parallel;
     double bucket_mb;
     precision_t precision;
+    int ep, etp; /* expert.degree, expert.tensor (1, 1 without experts) */
 } plan_desc;
 
 /* The plan_desc of a strategy's root. */
@@ -129,8 +130,9 @@ int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file
  * PP x virtual stages (strategy_chunk_layers); the global batch by micro
  * x DP and, interleaved, the micro-batches per DP rank by PP; expert parallelism (a MoE model;
  * expert degree dividing experts; expert degree x expert tensor dividing tensor x data; expert
- * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core); context parallelism
- * (the sequence divisible by 2 x context, flash attention). strategy_load, the sweep
+ * tensor dividing ffn_hidden; sequence parallelism with tensor parallelism, as Megatron-Core;
+ * an expert layout, ep > 1 or etp != tp, not with ZeRO 3 or HSDP); context parallelism (the
+ * sequence divisible by 2 x context, flash attention). strategy_load, the sweep
  * enumerator and the compiler call it. Errors point at the loaded locations of the fields. */
 int strategy_validate(const strategy *s, ps_error *err);
 /* Deep copy (overrides and chunk_layers are heap-owned); free dst with strategy_free. */

@@ -43,7 +43,9 @@ void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *o
     if (show_sp && k > 0 && (size_t)k < n)
         k += snprintf(out + k, n - (size_t)k, " %s", d->sequence_parallel ? "sp" : "nosp");
     if (d->shard_degree > 0 && k > 0 && (size_t)k < n)
-        snprintf(out + k, n - (size_t)k, " shard%d", d->shard_degree);
+        k += snprintf(out + k, n - (size_t)k, " shard%d", d->shard_degree);
+    if (d->ep > 1 && k > 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, " ep%d", d->ep);
 }
 
 void sweep_plan_apply(const plan_desc *d, strategy *s)
@@ -61,6 +63,8 @@ void sweep_plan_apply(const plan_desc *d, strategy *s)
     s->recompute = (recompute_mode)d->recompute;
     s->bucket_mb = d->bucket_mb;
     s->sequence_parallel = d->sequence_parallel;
+    s->ep = d->ep;
+    s->etp = d->etp;
     strategy_set_precision(s, d->precision);
 }
 
@@ -150,7 +154,8 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
                                   d->recompute,
                                   d->bucket_mb,
                                   d->sequence_parallel,
-                                  d->cp};
+                                  d->cp,
+                                  d->ep};
     for (int k = 0; k < SWEEP_AXIS_COUNT; k++)
         if (s->axes[k].present && !s->axes[k].data_auto)
             v[k] = s->axes[k].values[digit[k]];
@@ -166,6 +171,7 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
     d->bucket_mb = v[SWEEP_BUCKET_MB];
     d->sequence_parallel = (int)v[SWEEP_SEQUENCE_PARALLEL];
     d->cp = (int)v[SWEEP_CONTEXT];
+    d->ep = (int)v[SWEEP_EXPERT];
 }
 
 int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err)

@@ -11,8 +11,9 @@
 #include <string.h>
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
-    "tensor", "pipeline",     "data",      "micro_batch", "schedule",         "virtual_stages",
-    "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel", "context"};
+    "tensor", "pipeline",     "data",      "micro_batch", "schedule",          "virtual_stages",
+    "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel", "context",
+    "expert"};
 const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
 
 /* One value of axis k, as stored in sweep_axis.values. */

@@ -19,6 +19,7 @@ typedef enum {
     SWEEP_BUCKET_MB,
     SWEEP_SEQUENCE_PARALLEL,
     SWEEP_CONTEXT,
+    SWEEP_EXPERT, /* expert.degree; expert.tensor stays the base's */
     SWEEP_AXIS_COUNT
 } sweep_axis_kind;
 

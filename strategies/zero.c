@@ -134,44 +134,15 @@ static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas
 }
 
 /* Each member waits for its replica's task dep[d]. A folded replica (not simulated) behaves as
- * replica 0, so its members wait for replica 0's: groups without a simulated member (HSDP's
+ * replica d % dp_sim (0 without expert parallelism), so its members wait for that one's: groups without a simulated member (HSDP's
  * other shard groups) then keep replica 0's pace and share the links at the same times. */
 static void dp_deps(compile_ctx *cx, const uint32_t *task_of_d, const uint32_t *dep)
 {
     for (int d = 0; d < cx->dp; d++) {
-        uint32_t src = dep[d < cx->dp_sim ? d : 0];
+        uint32_t src = dep[d % cx->dp_sim];
         if (src != NONE)
             htae_add_edge(cx->g, src, task_of_d[d]);
     }
-}
-
-/* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
- * step's first forward, bucket by bucket in forward order; in steady state one iteration holds
- * them at its start. */
-void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
-{
-    const strategy *s = cx->s;
-    if (!(s->overlap_param_gather && cx->dp > 1))
-        return;
-    assert(s->zero == 1 || s->zero == 2);
-    es->gather = none_table((size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets);
-    uint32_t task[cx->dp];
-    for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp; t++)
-            for (int c = 0; c < cx->v; c++) {
-                int mc = c * cx->pp + p;
-                const chunk_template *ct = compile_chunk_ref(cx, mc);
-                for (int b = ct->n_buckets - 1; b >= 0; b--) {
-                    double bytes =
-                        ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
-                    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER],
-                             -1, task);
-                    for (int d = 0; d < cx->dp; d++) {
-                        size_t r = (size_t)compile_rank_of(s, t, d, p);
-                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = task[d];
-                    }
-                }
-            }
 }
 
 /* When bucket b of chunk mc's micro-batch mb is ready on simulated replica d: with overlap,
@@ -192,9 +163,81 @@ static uint32_t bucket_ready(compile_ctx *cx, const emit_state *es, int d, int t
     return ready;
 }
 
+/* What an expert-data-parallel collective's members wait for: nothing (the overlapped
+ * parameter gathers that open the iteration), bucket b's gradients, or the optimizer step. */
+typedef enum { EDP_FREE, EDP_AFTER_BUCKET, EDP_AFTER_STEP } edp_dep;
+
+/* One collective over every expert-data-parallel group of stage p (expert bucket b of chunk mc,
+ * micro-batch mb, or all of the stage's expert parameters): members at stage index i, folded
+ * ones (i >= n_sim) waiting for the simulated member at i % n_sim, as DP members are. With
+ * `gather`, each member's task is recorded as the gate of bucket b of chunk mc on its rank. */
+static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
+                      int label, int mb, int mc, int b, edp_dep wait, uint32_t *gather)
+{
+    int edp = cx->edp, tp = cx->tp;
+    uint32_t coll[edp];
+    for (int e = 0; e < cx->ep; e++)
+        for (int et = 0; et < cx->etp; et++) {
+            int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
+            htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+            for (int x = 0; x < edp; x++) {
+                int i = compile_expert_stage_index(cx, et, e, x), k = i % cx->n_sim;
+                size_t r = (size_t)compile_stage_rank(cx, i, p);
+                es->last_dp[r] = coll[x];
+                if (gather)
+                    gather[(r * cx->mcs + mc) * es->maxbuckets + b] = coll[x];
+                uint32_t dep = NONE;
+                if (wait == EDP_AFTER_STEP)
+                    dep = es->opt_task[compile_stage_rank(cx, k, p)];
+                else if (wait == EDP_AFTER_BUCKET)
+                    dep = bucket_ready(cx, es, k / tp, k % tp, p, mc, mb, b);
+                if (dep != NONE)
+                    htae_add_edge(cx->g, dep, coll[x]);
+            }
+        }
+}
+
+/* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
+ * step's first forward, bucket by bucket in forward order; in steady state one iteration holds
+ * them at its start. Expert buckets gather over the expert-data-parallel groups, in the same
+ * order on each rank's DP stream, so a forward segment waiting for the first bucket reaching
+ * its layer (fwd_bucket) finds every earlier one, dense or expert, gathered. */
+void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    if (!(s->overlap_param_gather && cx->dp > 1))
+        return;
+    assert(s->zero == 1 || s->zero == 2);
+    es->gather = none_table((size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets);
+    uint32_t task[cx->dp];
+    for (int p = 0; p < cx->pp; p++)
+        for (int c = 0; c < cx->v; c++) {
+            int mc = c * cx->pp + p;
+            const chunk_template *ct = compile_chunk_ref(cx, mc);
+            for (int b = ct->n_buckets - 1; b >= 0; b--) {
+                double bytes = ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
+                if (ct->bucket_expert[b]) {
+                    if (cx->edp > 1)
+                        edp_colls(cx, es, p, COLL_ALLGATHER, bytes, cx->label_edp[COLL_ALLGATHER],
+                                  -1, mc, b, EDP_FREE, es->gather);
+                    continue;
+                }
+                for (int t = 0; t < cx->tp; t++) {
+                    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER],
+                             -1, task);
+                    for (int d = 0; d < cx->dp; d++) {
+                        size_t r = (size_t)compile_rank_of(s, t, d, p);
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = task[d];
+                    }
+                }
+            }
+        }
+}
+
 /* ZeRO 0-2: per DP group, gradient buckets in the order their gradients complete: all-reduced
  * (ZeRO 0) or reduce-scattered (1, 2; with HSDP then all-reduced across the replicas of the
- * shard), the last micro-batch's (0, 1: the others accumulate locally) or every one's (2). */
+ * shard), the last micro-batch's (0, 1: the others accumulate locally) or every one's (2).
+ * Expert buckets (an expert layout) go over the expert-data-parallel groups instead. */
 void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
 {
     const strategy *s = cx->s;
@@ -204,14 +247,20 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
     uint32_t task[cx->dp], dep[cx->dp_sim];
     for (int p = 0; p < cx->pp; p++) {
         int nu = pipeline_order(s->schedule, cx->pp, p, cx->M, cx->v, es->units);
-        for (int t = 0; t < cx->tp; t++)
-            for (int u = 0; u < nu; u++) {
-                pipeline_unit un = es->units[u];
-                if (!un.backward || (s->zero < 2 && un.micro != cx->M - 1))
+        for (int u = 0; u < nu; u++) {
+            pipeline_unit un = es->units[u];
+            if (!un.backward || (s->zero < 2 && un.micro != cx->M - 1))
+                continue;
+            int mc = un.chunk * cx->pp + p;
+            const chunk_template *ct = compile_chunk_ref(cx, mc);
+            for (int b = 0; b < ct->n_buckets; b++) {
+                if (ct->bucket_expert[b]) {
+                    if (cx->edp > 1)
+                        edp_colls(cx, es, p, kind, ct->bucket_bytes[b], cx->label_edp[kind],
+                                  un.micro, mc, b, EDP_AFTER_BUCKET, NULL);
                     continue;
-                int mc = un.chunk * cx->pp + p;
-                const chunk_template *ct = compile_chunk_ref(cx, mc);
-                for (int b = 0; b < ct->n_buckets; b++) {
+                }
+                for (int t = 0; t < cx->tp; t++) {
                     dp_colls(cx, es, p, t, 0, kind, ct->bucket_bytes[b], cx->label_dp[kind],
                              un.micro, task);
                     for (int d = 0; d < cx->dp_sim; d++)
@@ -222,6 +271,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
                                  cx->label_hsdp_ar, un.micro, task);
                 }
             }
+        }
     }
 }
 
@@ -294,6 +344,14 @@ double zero_stage_params(compile_ctx *cx, int p)
     return params;
 }
 
+double zero_stage_expert_params(compile_ctx *cx, int p)
+{
+    double params = 0;
+    for (int c = 0; c < cx->v; c++)
+        params += compile_chunk_ref(cx, c * cx->pp + p)->expert_params;
+    return params;
+}
+
 /* Optimizer step on each simulated rank's (ZeRO: its shard of the) parameters: GPU kernels at
  * the rank's own speed (slowdown included), plus the step's host overhead, once its gradient
  * collectives are done (its DP stream runs in order: the latest one). */
@@ -303,9 +361,12 @@ void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *
     for (int r = 0; r < cx->c->n_gpus; r++) {
         if (out->replica_of_rank[r] >= cx->dp_sim)
             continue;
-        double params = zero_stage_params(cx, out->stage_of_rank[r]);
-        if (s->zero >= 1)
-            params /= cx->shard;
+        double expert = zero_stage_expert_params(cx, out->stage_of_rank[r]);
+        double params = zero_stage_params(cx, out->stage_of_rank[r]) - expert;
+        if (s->zero >= 1) /* dense state sharded over DP, expert state over EDP */
+            params = params / cx->shard + expert / cx->edp;
+        else
+            params += expert;
         double slow = cx->prof_slowdown[cx->prof_of_rank[r]];
         double secs = s->optimizer == OPT_NONE
                           ? 0.0
@@ -328,15 +389,21 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
     if (!(s->zero == 1 || s->zero == 2) || cx->dp == 1 || es->gather)
         return;
     uint32_t task[cx->dp], dep[cx->dp_sim];
-    for (int p = 0; p < cx->pp; p++)
+    double elem = precision_bytes(s->precision);
+    for (int p = 0; p < cx->pp; p++) {
+        double expert = zero_stage_expert_params(cx, p);
         for (int t = 0; t < cx->tp; t++) {
-            double bytes = zero_stage_params(cx, p) * precision_bytes(s->precision);
+            double bytes = (zero_stage_params(cx, p) - expert) * elem;
             dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER], -1,
                      task);
             for (int d = 0; d < cx->dp_sim; d++)
                 dep[d] = es->opt_task[compile_rank_of(s, t, d, p)];
             dp_deps(cx, task, dep);
         }
+        if (expert > 0 && cx->edp > 1)
+            edp_colls(cx, es, p, COLL_ALLGATHER, expert * elem, cx->label_edp[COLL_ALLGATHER], -1,
+                      0, 0, EDP_AFTER_STEP, NULL);
+    }
 }
 
 double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,

@@ -526,6 +526,73 @@ START_TEST(folded_replicas_match_full_simulation)
 }
 END_TEST
 
+/* A dgx-h100 platform of `nodes` nodes in `dir` (caller frees the path). */
+static char *generate_h100(const char *dir, const char *nodes)
+{
+    char *cl = tmp_path(dir, "h100.xml");
+    const char *gen[] = {"cluster", "dgx-h100", "--nodes", nodes, "-o", cl, NULL};
+    run_result r = run_protosim(dir, gen);
+    expect_exit(&r, 0);
+    run_free(&r);
+    return cl;
+}
+
+/* The bundled Mixtral 8x7B EP8 example runs on one DGX H100 and reports its all-to-alls. Its
+ * training state alone, 18 bytes a parameter on the 7,242,780,672 a rank holds less Adam's
+ * dense part sharded 8 ways (12 x 1,605,636,096 x 7/8), is 113.5 GB: it does not fit 80 GiB. */
+START_TEST(mixtral_ep8_example_runs)
+{
+    char *dir = make_tmpdir();
+    char *cl = generate_h100(dir, "1");
+    char *strat = src_path("strategies/examples/mixtral-8x7b-dgx-h100-ep8.yaml");
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *j = parse_json_file(json);
+    ck_assert_msg(num_field(j, "gpus") == 8, "gpus = %g", num_field(j, "gpus"));
+    double it = num_field(j, "iteration_time_s");
+    ck_assert_msg(it > 0 && isfinite(it), "iteration_time_s = %g", it);
+    double ep = num_field(obj_field(obj_field(j, "breakdown"), "comm_busy_s"), "ep-comm");
+    ck_assert_msg(ep > 0 && ep < it, "ep-comm busy %g s", ep);
+    double state = 18 * 7242780672.0 - 12 * 1605636096.0 * 7 / 8;
+    ck_assert_msg(num_field(j, "peak_memory_bytes") > state, "peak %g",
+                  num_field(j, "peak_memory_bytes"));
+    cJSON_Delete(j);
+    free(strat), free(json), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* With expert parallelism replicas fold by blocks closed under the EP groups: EP8 over DP16
+ * simulates 8 replicas of 16, and the iteration matches the full simulation. */
+START_TEST(ep_folded_blocks_match_full_simulation)
+{
+    char *dir = make_tmpdir();
+    char *cl = generate_h100(dir, "2");
+    char *strat = src_path("tests/data/e2e/mixtral-8x7b-ep8-dp16.yaml");
+    char *jf = tmp_path(dir, "fold.json"), *ju = tmp_path(dir, "full.json");
+    const char *a[] = {"run", strat, "--cluster", cl, "--json", jf, "--quiet", NULL};
+    const char *b[] = {"run", strat, "--cluster", cl, "--json", ju, "--quiet", "--no-fold", NULL};
+    run_result r = run_protosim(dir, a);
+    expect_exit(&r, 0);
+    run_free(&r);
+    r = run_protosim(dir, b);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *f = parse_json_file(jf), *u = parse_json_file(ju);
+    assert_rel_close(num_field(f, "iteration_time_s"), num_field(u, "iteration_time_s"), 5e-3,
+                     "folded vs full iteration time");
+    ck_assert_msg(num_field(obj_field(f, "simulator"), "simulated_replicas") == 8, "folded");
+    ck_assert_msg(num_field(obj_field(u, "simulator"), "simulated_replicas") == 16, "full");
+    cJSON_Delete(f);
+    cJSON_Delete(u);
+    free(strat), free(cl), free(jf), free(ju);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* The run report's critical path: `critical_path` items (name, kind, seconds) tile the
  * iteration, so their seconds add up to iteration_time_s; the summary lists its largest. */
 START_TEST(critical_path_sums_to_the_iteration)
@@ -629,6 +696,8 @@ static Suite *e2e_suite(void)
     tcase_add_test(t, generated_cluster_16_gpus);
     tcase_add_test(t, strict_memory_does_not_fit);
     tcase_add_test(t, folded_replicas_match_full_simulation);
+    tcase_add_test(t, mixtral_ep8_example_runs);
+    tcase_add_test(t, ep_folded_blocks_match_full_simulation);
     tcase_add_test(t, collectives_track_nccl_tests);
     suite_add_tcase(s, t);
     return s;

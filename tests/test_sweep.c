@@ -164,6 +164,47 @@ START_TEST(enumeration_interleaved_rules)
 }
 END_TEST
 
+/* The `expert` axis sets expert.degree: on Mixtral 8x7B over DP8 the degrees 1, 2, 4 and 8
+ * are plans (labelled ep2.. when above 1), 3 does not divide the 8 experts. */
+START_TEST(enumeration_expert_axis)
+{
+    char *dir = make_tmpdir();
+    char *path = tmp_path(dir, "ep.yaml");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("base:\n"
+          "  workload: mixtral-8x7b\n"
+          "  batch: {global: 64, micro: 1}\n"
+          "  strategy: {data: {degree: 8}}\n"
+          "axes:\n"
+          "  expert: [1, 2, 3, 4, 8]\n",
+          f);
+    fclose(f);
+    sweep_spec s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 5);
+    const int ep[5] = {1, 2, 3, 4, 8};
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(plans[i].desc.ep, ep[i]);
+        ck_assert_int_eq(plans[i].desc.etp, 1);
+        ck_assert_int_eq(plans[i].status, ep[i] == 3 ? SWEEP_PLAN_INVALID : SWEEP_PLAN_PENDING);
+    }
+    ck_assert_str_eq(plans[2].reason_kind, "strategy.expert.degree");
+    char label[128];
+    sweep_plan_label(&plans[4], 0, 0, label, sizeof label);
+    ck_assert_str_eq(label, "tp1 pp1 dp8 mb1 1f1b zero0 none ep8");
+    free(plans);
+    sweep_spec_free(&s);
+    free(path);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(oom_plan_reported_not_simulated)
 {
     char *dir = make_tmpdir();
@@ -330,7 +371,7 @@ static void expect_bad_sweep(const char *name, long line, const char *needle)
 
 START_TEST(bad_sweep_files)
 {
-    expect_bad_sweep("bad_axis", 4, "unknown axis 'expert'");
+    expect_bad_sweep("bad_axis", 4, "unknown axis 'heads'");
     expect_bad_sweep("empty_axis", 4, "empty list");
     expect_bad_sweep("bad_gpus", 6, "impossible constraint");
     expect_bad_sweep("no_valid", 3, "none of the 2 combinations");
@@ -574,6 +615,7 @@ static Suite *sweep_suite(void)
     tcase_add_test(t, enumeration_counts_by_hand);
     tcase_add_test(t, enumeration_interleaved_rules);
     tcase_add_test(t, enumeration_zero_rules);
+    tcase_add_test(t, enumeration_expert_axis);
     tcase_add_test(t, zero_stages_pruned_by_their_memory);
     tcase_add_test(t, enumeration_shard_degree_rules);
     tcase_add_test(t, shard_degree_axis_memory);

@@ -760,3 +760,38 @@ void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int
     check_softmax_fusion(out);
     assert(out->fwd_flops >= 0 && out->fwd_bytes >= 0 && out->params >= 0);
 }
+
+void workload_op_shard_expert(const workload_op *op, int tp, int ep, int etp, double load,
+                              workload_op *out)
+{
+    assert(op && out && op->expert && tp >= 1 && ep >= 1 && etp >= 1 && load > 0);
+    assert(op->split == SPLIT_COLUMN || op->split == SPLIT_ROW);
+    *out = *op;
+    int on_n = op->split == SPLIT_COLUMN;
+    double rows = (double)ep * etp / tp * load; /* mean rows per expert grow by this */
+    double work = load / tp;                    /* FLOPs and elementwise traffic */
+    out->m = op->m * rows;
+    if (on_n)
+        out->n = op->n / etp;
+    else
+        out->k = op->k / etp;
+    out->params = op->params / ((double)ep * etp);
+    out->fwd_flops = op->fwd_flops * work;
+    out->bwd_flops = op->bwd_flops * work;
+    if (op->kind == OP_GEMM) {
+        /* E grouped GEMMs: E / ep of them, each of the new shape; traffic follows the shape */
+        double before = op->batch * (op->m * op->k + op->k * op->n + op->m * op->n);
+        out->batch = op->batch / ep;
+        double after = out->batch * (out->m * out->k + out->k * out->n + out->m * out->n);
+        assert(before > 0);
+        out->fwd_bytes = op->fwd_bytes * after / before;
+        out->bwd_bytes = op->bwd_bytes * after / before;
+        out->act_bytes = op->act_bytes * (out->batch * out->m * out->k) /
+                         (op->batch * op->m * op->k); /* its input */
+    } else {
+        out->fwd_bytes = op->fwd_bytes * work;
+        out->bwd_bytes = op->bwd_bytes * work;
+        out->act_bytes = op->act_bytes * work;
+    }
+    assert(out->fwd_flops >= 0 && out->fwd_bytes >= 0 && out->params >= 0);
+}

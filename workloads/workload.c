@@ -71,6 +71,20 @@ double workload_expert_rank_load(const workload_model *m, int ep)
     return (busiest + (per_rank - 1) * others) / per_rank;
 }
 
+double workload_expert_other_rank_load(const workload_model *m, int ep)
+{
+    assert(m && ep >= 1);
+    if (m->experts <= 0 || ep == 1)
+        return 1.0;
+    /* every expert but the busiest carries (experts - top) / (experts - 1) mean loads */
+    double top = m->imbalance;
+    if (m->capacity_factor > 0 && m->capacity_factor < top)
+        top = m->capacity_factor;
+    if (top <= 1.0)
+        return 1.0;
+    return (m->experts - top) / (m->experts - 1);
+}
+
 /* The keys of a model mapping. Required: family and the five dimensions. */
 enum {
     F_NAME,

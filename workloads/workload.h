@@ -151,6 +151,9 @@ int workload_layer_is_moe(const workload_model *m, int l);
  * the other experts share the remaining tokens evenly, and the busiest rank holds the busiest
  * expert and experts / ep - 1 others. 1.0 under balance or with ep == 1. */
 double workload_expert_rank_load(const workload_model *m, int ep);
+/* The load of each of the other ep - 1 ranks under the same rule (they hold experts / ep
+ * experts of (experts - busiest) / (experts - 1) mean loads each), over a balanced rank's. */
+double workload_expert_other_rank_load(const workload_model *m, int ep);
 
 /* Parse a model mapping with the located reader; `path` is the mapping's dotted path in its
  * document ("" in a model file, "workload" inline in a strategy), so errors name
@@ -181,5 +184,14 @@ void workload_graph_free(workload_graph *g);
  * tp == 1 copies the op. */
 void workload_op_shard(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
                        workload_op *out);
+/* The part of a routed-expert op (op->expert) one rank runs under expert parallelism
+ * (Megatron-Core's folding): its experts / ep experts, each split over etp ranks (fc1 and the
+ * activation on their columns, fc2 on its rows), on the tokens its ep x etp group gathers: a
+ * rank of the tensor group holds tokens / tp (sequence parallelism), the all-to-all brings its
+ * experts' share from ep ranks and the expert-tensor all-gather etp of those, so the mean rows
+ * per expert grow by ep x etp / tp, and by `load` (workload_expert_rank_load) on an unbalanced
+ * rank. FLOPs: the op's x load / tp; parameters: the op's / (ep x etp). */
+void workload_op_shard_expert(const workload_op *op, int tp, int ep, int etp, double load,
+                              workload_op *out);
 
 #endif

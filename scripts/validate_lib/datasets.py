@@ -93,7 +93,7 @@ WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", 
 # llm rows also set these (the other loaders' models keep only WORKLOAD_KEYS, as before)
 LLM_WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab",
                      "ffn_hidden", "positions", "bias", "dropout", "tied_embeddings",
-                     "attention", "kernels")
+                     "attention", "kernels", "head_dim", "experts", "experts_topk")
 
 
 def _workload_yaml(m):
@@ -107,7 +107,7 @@ def _flow(d):
 
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
                   schedule="1f1b", tensor_extra=None, data_extra=None, virtual_stages=1,
-                  children=None, pipeline_extra=None, cp=1):
+                  children=None, pipeline_extra=None, cp=1, expert=None):
     tensor = {"degree": tp}
     tensor.update(tensor_extra or {})
     data = {"degree": dp}
@@ -128,6 +128,8 @@ def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, reco
                                     _flow(tensor), _flow(pipe), _flow(data), recompute)
     if cp > 1:
         text += "  context: {degree: %d}\n" % cp
+    if expert:
+        text += "  expert: {%s}\n" % _flow(expert)
     if children:
         text += "  children:\n" + "".join('    "%s": {%s}\n' % (k, _flow(v))
                                            for k, v in children)
@@ -510,12 +512,13 @@ def llm_recompute(text, layers):
 def llm_features_missing(rec):
     """What protosim does not model yet that the row needs ([] if none)."""
     need = []
-    experts = (rec.get("experts") or "").strip()
-    if experts and experts not in ("0", "1"):
-        need.append("mixture-of-experts")
-    ep = (rec.get("ep") or "").strip()
-    if ep and ep != "1":
-        need.append("expert parallelism (ep %s)" % ep)
+    cp = (rec.get("cp") or "").strip()
+    if cp and cp != "1":
+        need.append("context parallelism (cp %s)" % cp)
+    if "sliding window" in (rec.get("family") or "").lower():
+        # GPT-OSS alternates full and 128-token sliding-window attention layers (and adds
+        # attention sinks): protosim's attention is full (causal) in every layer
+        need.append("sliding-window attention (GPT-OSS's alternating 128-token window)")
     return need
 
 
@@ -549,12 +552,23 @@ def llm_workload(rec, family_text, framework):
         wl.update(family="gpt", positions="alibi")
     elif f.startswith("GPT-3"):
         wl.update(family="gpt")
-    elif f.startswith("Llama"):
+    elif f.startswith(("Llama", "Mixtral", "Qwen3-MoE")):
+        # Mixtral and Qwen3-MoE are Llama-shaped (RMSNorm, rotary, SwiGLU, untied); Qwen3's
+        # head_dim is 128 whatever hidden / heads (config.json, head_dim; not a CSV column);
+        # its QK-norm is not modelled (workloads/models/qwen3-30b-a3b.yaml)
         wl.update(family="llama")
         if kv:
             wl["kv_heads"] = kv
+        if f.startswith("Qwen3"):
+            wl["head_dim"] = 128
     else:
         raise BadRow("unknown family %r" % f)
+    experts = _get(rec, "experts", _pos_int, allow_empty=True, default=1)
+    if experts > 1:
+        # ffn_hidden is one expert's width; the MoE rows say "force-balanced" or "dropless"
+        # (imbalance 1, no capacity: protosim's defaults)
+        wl["experts"] = experts
+        wl["experts_topk"] = _get(rec, "topk", _pos_int)
     if f.startswith(("MPT", "BLOOM", "GPT-3")) and kv and kv != wl["heads"]:
         raise BadRow("kv_heads %d != heads for an MHA family" % kv)
     # FlashAttention: llm-foundry (notes: "flash/triton attention"), torchtitan (SDPA's flash
@@ -676,7 +690,16 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         if max_gpus is not None and gpus > max_gpus:
             row.skip("%d GPUs > --max-gpus %d" % (gpus, max_gpus))
             continue
-        tensor_extra, data_extra = {}, {"zero": zero}
+        tensor_extra, data_extra, expert = {}, {"zero": zero}, None
+        ep = _opt_int(rec, "ep", 1)
+        if wl.get("experts", 1) > 1:
+            # Megatron-Core's default expert tensor degree is the tensor degree
+            # (arguments.py: expert_tensor_parallel_size = tensor_model_parallel_size); the
+            # rows do not state it. The `ep` column is the expert degree.
+            etp = tp if (ep * tp) and (tp * dp) % (ep * tp) == 0 else 1
+            expert = {"degree": ep, "tensor": etp}
+        elif ep > 1:
+            raise BadRow("ep %d without experts" % ep)
         if tp > 1 and sp:
             tensor_extra["sequence_parallel"] = "true"
         ptext = rec.get("precision", "").lower()
@@ -695,7 +718,7 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             wl, gb, mb, prec, "adam", tp, pp, dp, rc,
             schedule="interleaved" if vs > 1 else "1f1b", tensor_extra=tensor_extra,
             data_extra=data_extra, virtual_stages=vs, children=kids,
-            pipeline_extra=pipe_extra, cp=cp)))
+            pipeline_extra=pipe_extra, cp=cp, expert=expert)))
     return rows, jobs
 
 

@@ -381,8 +381,9 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
     return 0;
 }
 
-static const char *const category_table[CAT_COUNT] = {
-    "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm", "dp-comm", "cp-comm"};
+static const char *const category_table[CAT_COUNT] = {"forward",   "backward", "recompute",
+                                                      "optimizer", "tp-comm",  "pp-comm",
+                                                      "dp-comm",   "cp-comm",  "ep-comm"};
 static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm",
                                                        "cp-comm"};
 static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather",

@@ -24,6 +24,7 @@ typedef enum {
     CAT_PP_COMM,
     CAT_DP_COMM,
     CAT_CP_COMM,
+    CAT_EP_COMM, /* expert parallelism: all-to-alls and expert-tensor collectives */
     CAT_COUNT
 } task_category;
 

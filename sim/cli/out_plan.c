@@ -23,6 +23,8 @@ void out_plan_json(cJSON *obj, const plan_desc *p)
     cJSON_AddNumberToObject(obj, "bucket_mb", p->bucket_mb);
     cJSON_AddBoolToObject(obj, "sequence_parallel", p->sequence_parallel);
     cJSON_AddStringToObject(obj, "precision", precision_name(p->precision));
+    cJSON_AddNumberToObject(obj, "expert", p->ep);
+    cJSON_AddNumberToObject(obj, "expert_tensor", p->etp);
 }
 
 cJSON *out_figures_json(cJSON *obj, const out_figures *f)
@@ -185,8 +187,14 @@ int out_plan_from_json(const cJSON *obj, const char *file, const char *where, pl
         out_json_enum(obj, "recompute", recompute_names, file, where, &out->recompute, err) ||
         out_json_num(obj, "bucket_mb", 0, file, where, &out->bucket_mb, err) ||
         out_json_bool(obj, "sequence_parallel", 0, file, where, &out->sequence_parallel, err) ||
-        out_json_enum(obj, "precision", precision_names, file, where, &prec, err))
+        out_json_enum(obj, "precision", precision_names, file, where, &prec, err) ||
+        out_json_int(obj, "expert", 1, 1, INT_MAX, file, where, &out->ep, err) ||
+        out_json_int(obj, "expert_tensor", 1, 1, INT_MAX, file, where, &out->etp, err))
         return err->code;
+    if (out->ep == 0) /* written before expert parallelism: none */
+        out->ep = 1;
+    if (out->etp == 0)
+        out->etp = 1;
     if (!(out->bucket_mb > 0)) {
         snprintf(path, sizeof path, "%s%sbucket_mb", where, where[0] ? "." : "");
         return ps_error_set(err, PS_EINPUT, file, 0, 0, path, "must be greater than 0, got %g",

@@ -79,6 +79,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
     print_uneven_split(out, p);
     fprintf(out, "; %s; recompute %s%s", precision_name(d->precision), recompute_name(d->recompute),
             d->sequence_parallel ? "; sequence parallel" : "");
+    if (m->experts > 0)
+        fprintf(out, "; experts %d: EP %d x ETP %d", m->experts, d->ep, d->etp);
     if (d->zero)
         fprintf(out, "; ZeRO-%d", d->zero);
     if (d->zero && p->zero_shard < p->dp * p->cp)
@@ -121,7 +123,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
     if (p->simulated_replicas < p->dp)
-        fprintf(out, "; 1 of %d data-parallel replicas simulated (folded)", p->dp);
+        fprintf(out, "; %d of %d data-parallel replicas simulated (folded)", p->simulated_replicas,
+                p->dp);
     fputc('\n', out);
 }
 
@@ -158,7 +161,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
-    for (int k = CAT_TP_COMM; k <= CAT_CP_COMM; k++)
+    for (int k = CAT_TP_COMM; k < CAT_COUNT; k++)
         cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);
 
     const memory_estimate *me = &p->memory[sum->peak_memory_rank];

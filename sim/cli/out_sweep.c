@@ -111,11 +111,11 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
         fprintf(f, "%d,", p->rank);
     else
         fputs(",", f);
-    fprintf(f, "%d,%s,%s,%d,%d,%d,%d,%d,%s,%d,%d,%s,%g,%s,", p->index, label,
+    fprintf(f, "%d,%s,%s,%d,%d,%d,%d,%d,%s,%d,%d,%s,%g,%s,%d,%d,", p->index, label,
             status_name(p->status), d->tp, d->pp, d->dp, d->cp, d->micro_batch,
             schedule_name((pipeline_schedule)d->schedule), d->virtual_stages, d->zero,
             recompute_name((recompute_mode)d->recompute), d->bucket_mb,
-            d->sequence_parallel ? "true" : "false");
+            d->sequence_parallel ? "true" : "false", d->ep, d->etp);
     if (p->status == SWEEP_PLAN_OK)
         fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->iteration_s, p->tokens_per_s, p->samples_per_s,
                 p->mfu);
@@ -138,8 +138,8 @@ int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err)
     if (!f)
         return out_write_error(path, err);
     fputs("rank,index,plan,status,tensor,pipeline,data,context,micro_batch,schedule,virtual_stages,"
-          "zero,"
-          "recompute,bucket_mb,sequence_parallel,iteration_time_s,tokens_per_s,samples_per_s,"
+          "zero,recompute,bucket_mb,sequence_parallel,expert,expert_tensor,iteration_time_s,"
+          "tokens_per_s,samples_per_s,"
           "mfu,peak_memory_bytes,memory_capacity_bytes,compute_s,exposed_comm_s,bubble_s,"
           "idle_s,reason\n",
           f);

@@ -1,0 +1,372 @@
+/* test_ep.c: expert parallelism compiled (Megatron-Core's folding): an expert op's share on a
+ * rank, the all-to-all of a compiled Mixtral EP8 plan against (p-1)/p x S / B on one NVSwitch
+ * node, the all-to-all-v of an unbalanced router, memory and expert gradients over the
+ * expert-data-parallel group, all by hand. Every software overhead is off for timings. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../strategies/compile.h"
+#include "../strategies/strategy.h"
+#include "../workloads/workload.h"
+#include "sim_util.h"
+
+/* Mixtral 8x7B by hand (tests/test_moe.c): one expert of a layer 3 x 4096 x 14336 =
+ * 176,160,768 parameters; 32 layers. The rest (attention 41,943,040 + norms 8,192 + router
+ * 32,768 a layer, 32 layers, and 2 x 32000 x 4096 + 4096 outside them) is dense. */
+static const double MIXTRAL_EXPERT = 3.0 * 4096 * 14336;
+static const double MIXTRAL_DENSE = 32.0 * (41943040 + 8192 + 32768) + 2.0 * 32000 * 4096 + 4096;
+
+static const workload_op *find_op(const workload_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_ops; i++)
+        if (strcmp(g->ops[i].name, name) == 0)
+            return &g->ops[i];
+    ck_abort_msg("no op %s", name);
+    return NULL;
+}
+
+/* A one-expert-layer view of Mixtral's fc1: 8 experts of mean 4096 x 2 / 8 = 1024 rows (micro
+ * batch 1, seq 4096, top-2), n = 2 x 14336 (gate and up), k = 4096. */
+START_TEST(expert_op_share_by_hand)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_msg(workload_model_load("mixtral-8x7b", sim_data_dir(), &m, &err) == 0, "%s",
+                  err.message);
+    workload_graph g;
+    ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g, &err) == 0, "%s", err.message);
+    const workload_op *fc1 = find_op(&g, "layers.0.mlp.experts.fc1");
+    ck_assert_double_eq(fc1->batch, 8);
+    ck_assert_double_eq(fc1->m, 1024);
+    double flops = 2.0 * 8 * 1024 * 28672 * 4096;
+    ck_close(fc1->fwd_flops, flops, 1e-12);
+
+    /* EP8 on TP1: one expert, the tokens of 8 ranks routed to it: 8192 rows, all FLOPs */
+    workload_op o;
+    workload_op_shard_expert(fc1, 1, 8, 1, 1.0, &o);
+    ck_assert_double_eq(o.batch, 1);
+    ck_assert_double_eq(o.m, 8192);
+    ck_assert_double_eq(o.n, 28672);
+    ck_close(o.fwd_flops, 2.0 * 8192 * 28672 * 4096, 1e-12);
+    ck_close(o.params, 4096.0 * 28672, 1e-12);
+    /* in bytes: one expert's three matrices (8192 x 4096 + 4096 x 28672 + 8192 x 28672) */
+    ck_close(o.fwd_bytes, 2.0 * (8192.0 * 4096 + 4096.0 * 28672 + 8192.0 * 28672), 1e-12);
+
+    /* TP2 x EP4 x ETP2 at the busiest rank's load 1.5: 2 experts, each on the tokens of 4 x 2
+     * ranks holding 1/2 of the tokens: 1024 x 4 x 2 / 2 x 1.5 = 6144 rows, half the columns;
+     * FLOPs 2 x 2 x 6144 x 14336 x 4096 = the op's x 1.5 / 2 */
+    workload_op_shard_expert(fc1, 2, 4, 2, 1.5, &o);
+    ck_assert_double_eq(o.batch, 2);
+    ck_assert_double_eq(o.m, 6144);
+    ck_assert_double_eq(o.n, 14336);
+    ck_close(o.fwd_flops, 2.0 * 2 * 6144 * 14336 * 4096, 1e-12);
+    ck_close(o.fwd_flops, flops * 1.5 / 2, 1e-12);
+    ck_close(o.params, 8.0 * 4096 * 28672 / 8, 1e-12);
+    /* fc2 splits its rows (k = 14336 / 2) */
+    workload_op_shard_expert(find_op(&g, "layers.0.mlp.experts.fc2"), 2, 4, 2, 1.0, &o);
+    ck_assert_double_eq(o.k, 7168);
+    ck_assert_double_eq(o.n, 4096);
+    ck_assert_double_eq(o.m, 4096);
+
+    /* the other ranks under imbalance 2 with 8 experts: (8 - 2) / 7 of the mean each */
+    m.imbalance = 2.0;
+    ck_assert_double_eq(workload_expert_rank_load(&m, 8), 2.0);
+    ck_close(workload_expert_other_rank_load(&m, 8), 6.0 / 7, 1e-12);
+    ck_close(workload_expert_rank_load(&m, 4), (2 + 6.0 / 7) / 2, 1e-12);
+    ck_close(workload_expert_other_rank_load(&m, 4), 6.0 / 7, 1e-12);
+    workload_graph_free(&g);
+}
+END_TEST
+
+/* A generated dgx-h100 cluster of `nodes` nodes (NVLink ports of 450 GB/s, 0.7 us each). */
+static void load_h100(int nodes, cluster *c)
+{
+    char path[] = "/tmp/protosim_test_ep_XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    cluster_gen_opts go = {.nodes = nodes};
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_generate("dgx-h100", &go, f, &err), 0);
+    fclose(f);
+    cluster_engine_start();
+    int rc = cluster_load(path, sim_data_dir(), c, &err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", err.message);
+}
+
+/* Mixtral 8x7B, global batch 64 of micro-batches 1, bf16, Adam, full recompute, with the
+ * `strategy:` body. */
+static void load_strategy(const char *body, strategy *s)
+{
+    char text[2048], path[64];
+    snprintf(text, sizeof text,
+             "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\n"
+             "precision: bf16\noptimizer: adam\nstrategy:\n%s  recompute: full\n",
+             body);
+    snprintf(path, sizeof path, "/tmp/protosim_test_ep_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    ps_error err = {0};
+    int rc = strategy_load(path, sim_data_dir(), s, &err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s (%s)", err.message, err.field);
+}
+
+static const char *const EP8_DP8 = "  data: {degree: 8, zero: 1}\n"
+                                   "  expert: {degree: 8}\n";
+
+static int label_is(const htae_graph *g, uint32_t task, const char *name)
+{
+    return strcmp(g->labels[g->tasks[task].label], name) == 0;
+}
+
+/* The collectives named `name`: how many, and the first one's index. */
+static int find_colls(const htae_graph *g, const char *name, int *first)
+{
+    int n = 0;
+    *first = -1;
+    for (uint32_t i = 0; i < g->n_colls; i++)
+        if (label_is(g, g->coll_tasks[g->colls[i].first_task], name)) {
+            if (n++ == 0)
+                *first = (int)i;
+        }
+    return n;
+}
+
+/* The EP8 plan's dispatch: every rank's 4096 tokens x top-2 copies x hidden 4096 x 2 bytes =
+ * S = 67,108,864 bytes, all-to-all over the 8 GPUs. Alone on the node each GPU sends 7/8 of S
+ * through its 450 GB/s port: 130.49 us, plus one step over a 1.4 us route. Each micro-batch and
+ * MoE layer has two all-to-alls each way in forward, again in the recompute and in backward:
+ * 8 micro-batches x 32 layers x 3 = 768 of each direction. */
+START_TEST(ep8_alltoall_bytes_and_time)
+{
+    cluster c;
+    load_h100(1, &c);
+    strategy s;
+    load_strategy(EP8_DP8, &s);
+    compiled_plan p;
+    ps_error err = {0};
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *g = p.graph;
+    int first, n = find_colls(g, "ep all-to-all to experts", &first);
+    ck_assert_int_eq(n, 768);
+    int first_out, n_out = find_colls(g, "ep all-to-all from experts", &first_out);
+    ck_assert_int_eq(n_out, 768);
+    const htae_collective *a2a = &g->colls[first];
+    double S = 4096.0 * 2 * 4096 * 2;
+    ck_assert_int_eq(a2a->kind, COLL_ALLTOALL);
+    ck_assert_ptr_null(a2a->matrix);
+    ck_assert_uint_eq(g->groups[a2a->group].n, 8);
+    ck_close(a2a->bytes, S, 1e-12);
+    ck_assert_int_eq(p.simulated_replicas, 8); /* the EP group spans all replicas */
+
+    htae_options o = sim_bare_options();
+    double times[1];
+    ck_assert_int_eq(
+        htae_time_collectives(&c, COLL_ALLTOALL, 8, &a2a->bytes, 1, &o, times, NULL, &err), 0);
+    ck_close(times[0], 7.0 / 8 * S / 450e9 + 1.4e-6, 1e-9);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Imbalance 2 on EP8 (8 experts, one a rank): the busiest rank (EP index 0) receives twice a
+ * balanced share, every other 6/7 of one: the dispatch is an all-to-all-v whose column 0 holds
+ * S/8 x 2 and the others S/8 x 6/7 (rows sum to S); its combine is the transpose. Rank 0's port
+ * takes 7 x S/4 = 1.75 S in: 1.75 S / 450 GB/s + 1.4 us, as the plan's collective runs alone.
+ * The busiest rank's expert GEMMs take longer than another's. */
+START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
+{
+    cluster c;
+    load_h100(1, &c);
+    strategy s;
+    load_strategy(EP8_DP8, &s);
+    s.model.imbalance = 2.0;
+    compiled_plan p;
+    ps_error err = {0};
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    htae_graph *g = p.graph;
+    double S = 4096.0 * 2 * 4096 * 2;
+    int in, out;
+    ck_assert_int_eq(find_colls(g, "ep all-to-all to experts", &in), 768);
+    ck_assert_int_eq(find_colls(g, "ep all-to-all from experts", &out), 768);
+    const double *m = g->colls[in].matrix, *mt = g->colls[out].matrix;
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(mt);
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 8; b++) {
+            ck_close(m[a * 8 + b], S / 8 * (b == 0 ? 2.0 : 6.0 / 7), 1e-12);
+            ck_close(mt[a * 8 + b], m[b * 8 + a], 1e-12);
+        }
+
+    /* the busiest rank computes its expert GEMMs on twice the rows: more forward time */
+    double fwd[2] = {0, 0};
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        if (g->tasks[t].kind == TASK_COMPUTE && g->tasks[t].category == CAT_FORWARD &&
+            g->tasks[t].rank < 2)
+            fwd[g->tasks[t].rank] += g->tasks[t].seconds;
+    ck_assert_msg(fwd[0] > fwd[1], "busiest %g s, other %g s", fwd[0], fwd[1]);
+
+    /* the dispatch alone on the node */
+    htae_graph *one = htae_graph_create(8);
+    int ranks[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int grp = htae_add_group(one, ranks, 8);
+    uint32_t ids[8];
+    htae_add_alltoallv(one, grp, STREAM_TP, m, CAT_EP_COMM, htae_label(one, "a2av"), 0, ids);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(one, &c, &o, &r);
+    for (int i = 0; i < 8; i++)
+        ck_close(r.end[ids[i]], 1.75 * S / 450e9 + 1.4e-6, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(one);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Memory of Mixtral 8x7B with EP8 over DP8 (ZeRO 1) on 8 GPUs: a rank holds one expert of each
+ * layer, 32 x 176,160,768 = 5,637,144,576 parameters, and the 1,605,636,096 dense ones: P =
+ * 7,242,780,672. bf16 weights 2P, fp32 gradients 4P; Adam's 12 bytes a parameter sharded over
+ * DP 8 for the dense part and over the expert-data-parallel group of 8 / 8 = 1 rank for the
+ * experts: 12 x (1,605,636,096 / 8 + 5,637,144,576) = 70,054,281,216 bytes. */
+START_TEST(mixtral_ep8_memory_by_hand)
+{
+    cluster c;
+    load_h100(1, &c);
+    strategy s;
+    load_strategy(EP8_DP8, &s);
+    compiled_plan p;
+    ps_error err = {0};
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE;
+    ck_close(expert, 5637144576.0, 1e-15);
+    ck_close(dense, 1605636096.0, 1e-15);
+    for (int r = 0; r < 8; r++) {
+        const memory_estimate *me = &p.memory[r];
+        ck_close(me->weights, 2 * 7242780672.0, 1e-12);
+        ck_close(me->gradients, 4 * 7242780672.0, 1e-12);
+        ck_close(me->optimizer, 70054189056.0, 1e-12);
+        ck_close(me->optimizer, 12 * (dense / 8 + expert), 1e-12);
+    }
+    compiled_plan_free(&p);
+    strategy_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Sum of the bytes of collectives named `name` whose group holds rank 0, and that group size. */
+static double rank0_bytes(const htae_graph *g, const char *name, uint32_t *size)
+{
+    double sum = 0;
+    *size = 0;
+    for (uint32_t i = 0; i < g->n_colls; i++) {
+        const htae_collective *k = &g->colls[i];
+        const htae_group *gr = &g->groups[k->group];
+        if (!label_is(g, g->coll_tasks[k->first_task], name) || g->group_ranks[gr->first] != 0)
+            continue;
+        sum += k->bytes;
+        *size = gr->n;
+    }
+    return sum;
+}
+
+/* EP8 over DP16 on 2 nodes: expert-data-parallel groups of 16 / 8 = 2 ranks reduce-scatter the
+ * expert gradients (5,637,144,576 fp32 a rank, in buckets) and gather the updated expert
+ * parameters (bf16); the dense ones go over all 16 ranks. Replicas fold by blocks of 8 (one EP
+ * group): 8 of 16 simulated. Adam's state: dense / 16 + experts / 2. */
+START_TEST(expert_gradients_over_the_edp_group)
+{
+    cluster c;
+    load_h100(2, &c);
+    strategy s;
+    load_strategy("  data: {degree: 16, zero: 1}\n"
+                  "  expert: {degree: 8}\n",
+                  &s);
+    compiled_plan p;
+    ps_error err = {0};
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE;
+    uint32_t n;
+    ck_close(rank0_bytes(p.graph, "edp expert grad reduce-scatter", &n), 4 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(p.graph, "dp grad reduce-scatter", &n), 4 * dense, 1e-12);
+    ck_assert_uint_eq(n, 16);
+    ck_close(rank0_bytes(p.graph, "edp expert param all-gather", &n), 2 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(p.graph, "dp param all-gather", &n), 2 * dense, 1e-12);
+    ck_assert_uint_eq(n, 16);
+    ck_assert_int_eq(p.simulated_replicas, 8);
+    ck_close(p.memory[0].optimizer, 12 * (dense / 16 + expert / 2), 1e-12);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
+/* What is not modelled with an expert layout is refused at the expert key when the strategy
+ * loads (strategy_validate): ZeRO 3 and HSDP. */
+START_TEST(unmodelled_combinations_are_refused)
+{
+    const char *bodies[2] = {"  data: {degree: 8, zero: 3, overlap: true}\n"
+                             "  expert: {degree: 8}\n",
+                             "  data: {degree: 8, zero: 1, shard_degree: 4}\n"
+                             "  expert: {degree: 2}\n"};
+    const char *what[2] = {"zero 3", "shard_degree"};
+    for (int k = 0; k < 2; k++) {
+        char text[1024], path[64];
+        snprintf(text, sizeof text,
+                 "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\nstrategy:\n%s", bodies[k]);
+        snprintf(path, sizeof path, "/tmp/protosim_test_ep_XXXXXX");
+        int fd = mkstemp(path);
+        ck_assert_int_ge(fd, 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(text, f);
+        fclose(f);
+        strategy s;
+        ps_error err = {0};
+        int rc = strategy_load(path, sim_data_dir(), &s, &err);
+        unlink(path);
+        ck_assert_int_eq(rc, PS_EINPUT);
+        ck_assert_str_eq(err.field, "strategy.expert");
+        ck_assert_int_eq(err.line, 5);
+        ck_assert_int_eq(err.column, 20); /* the degree's value */
+        ck_assert_msg(strstr(err.message, what[k]), "%s", err.message);
+    }
+}
+END_TEST
+
+static Suite *ep_suite(void)
+{
+    Suite *s = suite_create("ep");
+    TCase *tc = tcase_create("compile");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, expert_op_share_by_hand);
+    tcase_add_test(tc, ep8_alltoall_bytes_and_time);
+    tcase_add_test(tc, imbalance_makes_an_alltoallv_and_a_busiest_rank);
+    tcase_add_test(tc, mixtral_ep8_memory_by_hand);
+    tcase_add_test(tc, expert_gradients_over_the_edp_group);
+    tcase_add_test(tc, unmodelled_combinations_are_refused);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ep_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
