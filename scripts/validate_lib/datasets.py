@@ -512,9 +512,6 @@ def llm_recompute(text, layers):
 def llm_features_missing(rec):
     """What protosim does not model yet that the row needs ([] if none)."""
     need = []
-    cp = (rec.get("cp") or "").strip()
-    if cp and cp != "1":
-        need.append("context parallelism (cp %s)" % cp)
     if "sliding window" in (rec.get("family") or "").lower():
         # GPT-OSS alternates full and 128-token sliding-window attention layers (and adds
         # attention sinks): protosim's attention is full (causal) in every layer
