@@ -103,6 +103,12 @@ static int tensor_path(precision_t prec, const device_spec *dev)
     return prec != PREC_FP32 && dev->peak_flops[prec] > 0;
 }
 
+/* The tensor-core base efficiency of this GPU: its devices.yaml figure, else the default. */
+static double tensor_efficiency(const device_spec *dev)
+{
+    return dev->gemm_efficiency > 0 ? dev->gemm_efficiency : COST_GEMM_EFF_TENSOR;
+}
+
 static double gemm_peak(precision_t prec, const device_spec *dev)
 {
     return tensor_path(prec, dev) ? dev->peak_flops[prec] : dev->peak_flops[PREC_FP32];
@@ -120,7 +126,7 @@ double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, i
     double wave_eff = tiles / (ceil(tiles / sms) * sms);
     double kk = k / split;
     double k_eff = kk / (kk + COST_GEMM_K_HALF);
-    double base = tensor_path(prec, dev) ? COST_GEMM_EFF_TENSOR : COST_GEMM_EFF_SIMT;
+    double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : COST_GEMM_EFF_SIMT;
     double eff = base * tile_eff * wave_eff * k_eff;
     assert(eff > 0 && eff <= 1);
     return eff;
@@ -210,7 +216,7 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
     /* an fp8 plan never reaches a GPU without FP8 units (strategy_check_devices) */
     assert(prec != PREC_FP8 || dev->peak_flops[PREC_FP8] > 0);
     if (!(b > 0 && m > 0 && n > 0 && k > 0)) {
-        double base = tensor_path(prec, dev) ? COST_GEMM_EFF_TENSOR : COST_GEMM_EFF_SIMT;
+        double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : COST_GEMM_EFF_SIMT;
         return pass == PASS_FWD
                    ? roofline_seconds(op->fwd_flops, op->fwd_bytes, gemm_peak(prec, dev), base, dev)
                    : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base,

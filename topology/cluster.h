@@ -23,6 +23,9 @@ typedef struct device_spec {
      * fixed cost, the latency of one algorithm step, the payload share of NVLink bandwidth, and
      * NVLS's (0: the GPU has no NVLS). */
     double coll_launch_s, coll_step_s, coll_efficiency, nvls_efficiency;
+    /* Fraction of the tensor-core peak a large, well-shaped GEMM sustains on this GPU in
+     * training (devices.yaml `gemm_efficiency`); 0: the cost model's default (sim/cost.c). */
+    double gemm_efficiency;
 } device_spec;
 
 typedef struct device_table {
