@@ -73,6 +73,15 @@ START_TEST(big_gemm_is_compute_bound)
     device_spec v = d;
     v.peak_flops[PREC_BF16] = 0;
     ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_BF16, &v), t32) < 1e-12);
+
+    /* a GPU's own tensor-core efficiency (devices.yaml gemm_efficiency) replaces the 0.85 base:
+     * at 0.70 the compute-bound GEMM takes 0.85 / 0.70 as long; fp32 SIMT is unchanged */
+    device_spec h = d;
+    h.gemm_efficiency = 0.70;
+    ck_assert(rel(cost_gemm_efficiency(1, n, n, n, PREC_BF16, &h), eff * 0.70 / 0.85) < 1e-12);
+    ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_BF16, &h),
+                  compute * 0.85 / 0.70 + ovh) < 1e-12);
+    ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP32, &h), t32) < 1e-12);
 }
 END_TEST
 

@@ -130,6 +130,22 @@ START_TEST(device_fp8_peaks)
     ck_assert_str_eq(err.field, "fp8_tflops");
     ck_assert_int_eq(err.line, 6);
     ck_assert_int_eq(err.column, 15);
+
+    /* gemm_efficiency is a fraction in (0, 1] */
+    char tmp2[] = "/tmp/protosim_test_fp8_XXXXXX";
+    fd = mkstemp(tmp2);
+    ck_assert_int_ge(fd, 0);
+    f = fdopen(fd, "w");
+    fputs("- name: X\n  fp32_tflops: 1\n  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
+          "  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n  gemm_efficiency: 1.5\n",
+          f);
+    fclose(f);
+    ps_error_clear(&err);
+    ck_assert_int_eq(device_table_load(tmp2, &t, &err), PS_EINPUT);
+    unlink(tmp2);
+    ck_assert_str_eq(err.field, "gemm_efficiency");
+    ck_assert_int_eq(err.line, 9);
+    ck_assert_int_eq(err.column, 20);
 }
 END_TEST
 
