@@ -240,6 +240,11 @@ void context_link_rings(compile_ctx *cx);
 /* Bytes of one K/V chunk a ring step passes on (a TP rank's K/V heads, seq / cp tokens). */
 double context_kv_chunk_bytes(const compile_ctx *cx);
 
+/* The replicas simulated (fold.c): all of them, or with folding (opt) the first block closed
+ * under the context rings and expert groups when the others provably behave like it: sets
+ * dp_sim and n_sim. Needs cp, tp, dp, ep, etp, expert_layout. */
+void compile_choose_simulated(compile_ctx *cx, const compile_options *opt);
+
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                              int p, memory_estimate *me);

@@ -484,58 +484,6 @@ void compile_default_options(compile_options *o)
     o->fold_data_parallel = 1;
 }
 
-/* Whether the routes a -> b and a0 -> b0 have the same bottleneck bandwidth and latency. */
-static int same_route(const cluster *c, int a, int b, int a0, int b0)
-{
-    /* the executor picks flat or hierarchical collectives by how a group spans nodes */
-    if ((c->node_of_rank[a] == c->node_of_rank[b]) != (c->node_of_rank[a0] == c->node_of_rank[b0]))
-        return 0;
-    double bw, lat, bw0, lat0;
-    cluster_route(c, a, b, &bw, &lat);
-    cluster_route(c, a0, b0, &bw0, &lat0);
-    if (isinf(bw) || isinf(bw0))
-        return isinf(bw) && isinf(bw0) && fabs(lat - lat0) <= 1e-9 * fabs(lat0);
-    return fabs(bw - bw0) <= 1e-9 * bw0 && fabs(lat - lat0) <= 1e-9 * fabs(lat0);
-}
-
-/* Folding needs replicas that provably behave like replica 0, position by position: the same
- * GPU model and slowdown, and for each stage the same bottleneck bandwidth and latency on the
- * routes between its TP peers, to its pipeline neighbours (both ways; the last stage's next
- * is the first under the interleaved schedule) and to its next context rank (both ways), with
- * the peers on the same node or not alike (so a TP group spans nodes the same way). DP
- * collectives run over all members' links folded or not, so their routes need no check. A
- * position is (tensor index, context index, stage); d runs over data x context indices. */
-static int replicas_alike(const strategy *s, const cluster *c)
-{
-    int wrap = s->schedule == SCHED_INTERLEAVED && s->virtual_stages > 1, cp = s->cp;
-    for (int d = cp; d < s->dp * cp; d++)
-        for (int p = 0; p < s->pp; p++)
-            for (int t = 0; t < s->tp; t++) {
-                int d0 = d % cp, r = compile_rank_of(s, t, d, p), r0 = compile_rank_of(s, t, d0, p);
-                if (c->device[r] != c->device[r0])
-                    return 0;
-                if (c->slowdown && c->slowdown[r] != c->slowdown[r0])
-                    return 0;
-                for (int u = 0; u < s->tp; u++)
-                    if (u != t && !same_route(c, r, compile_rank_of(s, u, d, p), r0,
-                                              compile_rank_of(s, u, d0, p)))
-                        return 0;
-                int q = p + 1 < s->pp ? p + 1 : (wrap ? 0 : -1);
-                if (q >= 0 && q != p) {
-                    int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, t, d0, q);
-                    if (!same_route(c, r, n, r0, n0) || !same_route(c, n, r, n0, r0))
-                        return 0;
-                }
-                if (cp > 1) {
-                    int e0 = (d0 + 1) % cp, n = compile_rank_of(s, t, d - d0 + e0, p),
-                        n0 = compile_rank_of(s, t, e0, p);
-                    if (!same_route(c, r, n, r0, n0) || !same_route(c, n, r, n0, r0))
-                        return 0;
-                }
-            }
-    return 1;
-}
-
 /* The plan-level facts the report needs, and the rank -> (stage, replica) maps. */
 static void describe_plan(compile_ctx *cx, compiled_plan *out)
 {
@@ -625,67 +573,6 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
     }
 }
 
-/* With an expert layout, replicas fold in blocks of dp_sim: replica d behaves as d % dp_sim
- * when, besides replicas_alike, each rank's EP and ETP peers are reached by routes like its
- * counterpart's in the first block. */
-static int expert_blocks_alike(const compile_ctx *cx)
-{
-    const cluster *c = cx->c;
-    int n = cx->n_sim;
-    for (int p = 0; p < cx->pp; p++)
-        for (int i = n; i < cx->tp * cx->dp; i++) {
-            int et, e, x, et0, e0, x0;
-            compile_expert_coords(cx, i, &et, &e, &x);
-            compile_expert_coords(cx, i % n, &et0, &e0, &x0);
-            assert(et0 == et && e0 == e); /* n is a whole number of ep x etp blocks */
-            int r = compile_stage_rank(cx, i, p), r0 = compile_stage_rank(cx, i % n, p);
-            for (int f = 0; f < cx->ep; f++) {
-                int q = compile_stage_rank(cx, compile_expert_stage_index(cx, et, f, x), p);
-                int q0 = compile_stage_rank(cx, compile_expert_stage_index(cx, et, f, x0), p);
-                if (q != r && !same_route(c, r, q, r0, q0))
-                    return 0;
-            }
-            for (int u = 0; u < cx->etp; u++) {
-                int q = compile_stage_rank(cx, compile_expert_stage_index(cx, u, e, x), p);
-                int q0 = compile_stage_rank(cx, compile_expert_stage_index(cx, u, e, x0), p);
-                if (q != r && !same_route(c, r, q, r0, q0))
-                    return 0;
-            }
-        }
-    return 1;
-}
-
-static int gcd(int a, int b)
-{
-    return b ? gcd(b, a % b) : a;
-}
-
-/* Replicas simulated: all, or with folding one (no expert layout) or the first block of
- * replicas closed under the EP and ETP groups: lcm(tp, ep x etp) / tp replicas. */
-static void choose_simulated(compile_ctx *cx, const compile_options *opt)
-{
-    const strategy *s = cx->s;
-    /* a simulated block holds whole context rings (cp consecutive data-context indices) and
-     * whole expert groups (lcm(tp, ep x etp) / tp of them) */
-    int block = cx->cp;
-    if (cx->expert_layout) {
-        int g = cx->ep * cx->etp;
-        int eb = g / gcd(cx->tp, g); /* lcm(tp, g) / tp */
-        block = block / gcd(block, eb) * eb;
-    }
-    assert(cx->dp % block == 0);
-    cx->dp_sim = cx->dp;
-    cx->n_sim = cx->dp * cx->tp;
-    if (!opt->fold_data_parallel || !replicas_alike(s, cx->c))
-        return;
-    cx->dp_sim = block;
-    cx->n_sim = block * cx->tp;
-    if (cx->expert_layout && !expert_blocks_alike(cx)) {
-        cx->dp_sim = cx->dp;
-        cx->n_sim = cx->dp * cx->tp;
-    }
-}
-
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
                  compiled_plan *out, ps_error *err)
 {
@@ -722,7 +609,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.etp = s->etp;
     cx.edp = cx.tp * cx.dp / (cx.ep * cx.etp);
     cx.expert_layout = s->model.experts > 0 && (cx.ep > 1 || cx.etp != cx.tp);
-    choose_simulated(&cx, opt);
+    compile_choose_simulated(&cx, opt);
     if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
         free(cx.chunk_first);
         return err->code;

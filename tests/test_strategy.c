@@ -59,10 +59,8 @@ static const example_case examples[] = {
     {"mpt-7b-dgx-h100-dp8.yaml", 1, 1, 8, 256, 8, 8, 0, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
     /* context 2: 1 x 2 x 1 x 4 = 8 GPUs */
     {"llama3-8b-dgx-h100-cp2.yaml", 1, 1, 4, 128, 1, 8, 0, SCHED_1F1B, RECOMPUTE_NONE, PREC_BF16},
-    {"llama3-70b-64gpu-fsdp-tp.yaml", 8, 1, 8, 64, 1, 64, 1, SCHED_1F1B, RECOMPUTE_FULL,
-     PREC_BF16},
-    {"mixtral-8x7b-dgx-h100-ep8.yaml", 1, 1, 8, 64, 1, 8, 0, SCHED_1F1B, RECOMPUTE_FULL,
-     PREC_BF16},
+    {"llama3-70b-64gpu-fsdp-tp.yaml", 8, 1, 8, 64, 1, 64, 1, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
+    {"mixtral-8x7b-dgx-h100-ep8.yaml", 1, 1, 8, 64, 1, 8, 0, SCHED_1F1B, RECOMPUTE_FULL, PREC_BF16},
     /* fp8 is bf16 with FP8 GEMMs (strategy.fp8) */
     {"qwen3-235b-a22b-256gpu-ep32.yaml", 2, 2, 64, 2048, 1, 256, 1, SCHED_1F1B, RECOMPUTE_FULL,
      PREC_BF16},

@@ -1,0 +1,221 @@
+/* strategy_validate.c: THE plan-validity rules (strategy.h strategy_validate), the one place
+ * they are written: the schedule's, ZeRO's and HSDP's, the model split over tensor and pipeline
+ * ranks, expert and context parallelism, the batch. Errors point at the loaded locations. */
+#include "strategy.h"
+#include "pipeline_split.h"
+
+#include <stdio.h>
+
+/* The pipeline schedule's own rules: virtual stages exist only in the interleaved schedule,
+ * which needs at least two of them, two stages, and whole rounds of micro-batches. */
+static int validate_schedule(const strategy *s, ps_error *err)
+{
+    src_loc sl = s->schedule_loc.line ? s->schedule_loc : s->pp_loc;
+    src_loc vl = s->virtual_stages_loc.line ? s->virtual_stages_loc : sl;
+    if (s->schedule == SCHED_INTERLEAVED && s->virtual_stages < 2)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, vl.line, vl.column, "strategy.pipeline.virtual_stages",
+            "the interleaved schedule needs virtual_stages >= 2, got %d", s->virtual_stages);
+    if (s->schedule == SCHED_INTERLEAVED && s->pp < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the interleaved schedule needs a pipeline degree >= 2, got %d", s->pp);
+    if (s->schedule != SCHED_INTERLEAVED && s->virtual_stages != 1)
+        return ps_error_set(err, PS_EINPUT, s->file, vl.line, vl.column,
+                            "strategy.pipeline.virtual_stages",
+                            "virtual_stages must be 1 unless schedule is interleaved "
+                            "(schedule is %s, virtual_stages %d)",
+                            schedule_name(s->schedule), s->virtual_stages);
+    return 0;
+}
+
+/* The loaded location of a data key, or the data section's when the key was not written. */
+static src_loc data_loc(const strategy *s, src_loc l)
+{
+    return l.line ? l : s->dp_loc;
+}
+
+/* ZeRO's rules: the stage, the shard degree (HSDP), and what each stage is modelled with. */
+static int validate_zero(const strategy *s, ps_error *err)
+{
+    src_loc z = data_loc(s, s->zero_loc), sh = data_loc(s, s->shard_loc);
+    src_loc g = data_loc(s, s->gather_loc), o = data_loc(s, s->dp_overlap_loc);
+    if (s->zero < 0 || s->zero > 3)
+        return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
+                            "must be between 0 and 3, got %d", s->zero);
+    if (s->shard_degree < 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
+                            "strategy.data.shard_degree", "must be >= 1, got %d", s->shard_degree);
+    if (s->shard_degree > 0 && s->zero == 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sh.line, sh.column,
+                            "strategy.data.shard_degree",
+                            "shard_degree shards ZeRO state over groups of ranks: it needs zero 1, "
+                            "2 or 3 (zero is 0)");
+    if (s->shard_degree > 0 && (s->dp * s->cp) % s->shard_degree)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, sh.line, sh.column, "strategy.data.shard_degree",
+            "shard degree %d does not divide the data-parallel degree %d%s", s->shard_degree,
+            s->dp * s->cp,
+            s->cp > 1 ? " (data x context: the ranks holding the same weights)" : "");
+    if (s->zero >= 2 && s->pp > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
+                            "zero %d with a pipeline (degree %d) is not modelled: DeepSpeed's "
+                            "pipeline engine takes ZeRO 1 only, and PyTorch's pipelining keeps "
+                            "FSDP parameters and gradients unsharded across micro-batches",
+                            s->zero, s->pp);
+    if (s->overlap_param_gather && s->zero != 1 && s->zero != 2)
+        return ps_error_set(err, PS_EINPUT, s->file, g.line, g.column,
+                            "strategy.data.overlap_param_gather",
+                            "overlap_param_gather gathers the parameters ZeRO 1 and 2 update "
+                            "after the optimizer step; with zero %d %s",
+                            s->zero,
+                            s->zero == 0 ? "nothing is gathered"
+                                         : "each unit's parameters are gathered before its "
+                                           "forward and backward anyway");
+    if (s->zero == 3 && !s->dp_overlap)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, "strategy.data.overlap",
+                            "zero 3 without overlap is not modelled: FSDP reduce-scatters each "
+                            "unit's gradients as soon as its backward ends");
+    return 0;
+}
+
+/* Rules that need the model: heads and K/V heads by TP, layers over the model chunks. K/V
+ * heads split over TP ranks when there are at least as many (Megatron-Core), so TP must
+ * divide them; with fewer, each rank holds the K/V head its query heads use, which needs a
+ * whole number of ranks per K/V head. */
+static int validate_model_split(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    if (m->heads % s->tp)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy.tensor.degree",
+            "tensor degree %d does not divide the model's %d attention heads", s->tp, m->heads);
+    if (m->kv_heads >= s->tp && m->kv_heads % s->tp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d does not divide the model's %d K/V heads "
+                            "(kv_heads)",
+                            s->tp, m->kv_heads);
+    if (m->kv_heads > 0 && m->kv_heads < s->tp && s->tp % m->kv_heads)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "tensor degree %d is not a multiple of the model's %d K/V heads "
+                            "(kv_heads): a rank's query heads would need two K/V heads",
+                            s->tp, m->kv_heads);
+    return strategy_chunk_layers(s, NULL, err);
+}
+
+/* Expert parallelism (Megatron-Core's folding): a stage's tp x dp ranks regrouped as
+ * etp x ep x expert-data-parallel; tensor parallelism with experts needs sequence parallelism
+ * (Megatron-Core asserts it: the token dispatcher works on sequence-sharded tokens). */
+static int validate_expert(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    src_loc el = s->ep_loc, tl = s->etp_loc;
+    if (m->experts == 0) {
+        if (s->ep > 1 || s->etp > 1)
+            return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
+                                "expert parallelism needs a mixture-of-experts model (experts)");
+        return 0;
+    }
+    if (s->tp > 1 && !s->sequence_parallel)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.sequence_parallel",
+                            "tensor parallelism on a mixture-of-experts model needs "
+                            "sequence_parallel: true (as Megatron-Core)");
+    if (m->experts % s->ep)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
+                            "expert degree %d does not divide the model's %d experts", s->ep,
+                            m->experts);
+    if (m->ffn_hidden % s->etp)
+        return ps_error_set(err, PS_EINPUT, s->file, tl.line, tl.column, "strategy.expert.tensor",
+                            "expert tensor degree %d does not divide ffn_hidden (%d)", s->etp,
+                            m->ffn_hidden);
+    long ranks = (long)s->tp * s->cp * s->dp, need = (long)s->ep * s->etp;
+    if (ranks % need)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
+                            "expert degree %d x expert tensor %d = %ld does not divide a stage's "
+                            "tensor %d x context %d x data %d = %ld ranks",
+                            s->ep, s->etp, need, s->tp, s->cp, s->dp, ranks);
+    /* an expert layout (experts not laid out as the dense MLP) has expert-data-parallel
+     * groups for ZeRO 0-2; FSDP units and HSDP shard groups have none in protosim */
+    int layout = s->ep > 1 || s->etp != s->tp;
+    const char *what = !layout                                     ? NULL
+                       : s->zero == 3                              ? "zero 3 (FSDP)"
+                       : strategy_shard_degree(s) != s->dp * s->cp ? "data.shard_degree (HSDP)"
+                                                                   : NULL;
+    if (what)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
+                            "expert parallelism (degree %d, expert tensor %d) with %s is not "
+                            "modelled: its expert-data-parallel groups are not emitted there",
+                            s->ep, s->etp, what);
+    return 0;
+}
+
+/* Context parallelism (strategies/context.c): the load-balanced causal split cuts the sequence
+ * into 2 x cp chunks (Megatron-Core and torchtitan require it divisible), and the ring steps
+ * are fused attention kernels (Transformer Engine's, PyTorch's SDPA flash), so the model must
+ * run flash attention. */
+static int validate_context(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    src_loc l = s->cp_loc;
+    if (s->cp == 1)
+        return 0;
+    if (m->seq % (2 * s->cp))
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.context.degree",
+                            "context degree %d: the sequence (%d) must divide into 2 x %d = %d "
+                            "chunks (the load-balanced causal split)",
+                            s->cp, m->seq, s->cp, 2 * s->cp);
+    if (!m->flash_attention)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.context.degree",
+                            "context parallelism runs the attention as ring steps of a fused "
+                            "attention kernel: the model needs `attention: flash`");
+    return 0;
+}
+
+/* Rules on the batch: whole micro-batches per data-parallel rank, and for the interleaved
+ * schedule whole rounds of them (Megatron-LM's requirement). */
+static int validate_batch(const strategy *s, ps_error *err)
+{
+    long per_step = (long)s->micro_batch * s->dp;
+    if (s->global_batch % per_step)
+        return ps_error_set(err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column,
+                            "batch.global",
+                            "global batch %d is not a multiple of micro batch %d x data "
+                            "degree %d = %ld",
+                            s->global_batch, s->micro_batch, s->dp, per_step);
+    int m = strategy_micro_batches(s);
+    src_loc sl = s->schedule_loc.line ? s->schedule_loc : s->pp_loc;
+    if (s->schedule == SCHED_INTERLEAVED && m % s->pp != 0)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the interleaved schedule needs the number of micro-batches per "
+                            "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",
+                            m, s->pp);
+    return 0;
+}
+
+int strategy_validate(const strategy *s, ps_error *err)
+{
+    ps_error scratch;
+    if (!err) {
+        ps_error_clear(&scratch);
+        err = &scratch;
+    }
+    if (s->tp < 1 || s->pp < 1 || s->dp < 1 || s->cp < 1 || s->micro_batch < 1 ||
+        s->virtual_stages < 1)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy",
+                            "degrees, micro batch and virtual stages must be >= 1");
+    if (validate_schedule(s, err))
+        return err->code;
+    if (validate_zero(s, err))
+        return err->code;
+    if (!(s->bucket_mb > 0))
+        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
+                            "strategy.data.bucket_mb", "must be greater than 0, got %g",
+                            s->bucket_mb);
+    if (validate_model_split(s, err) || validate_expert(s, err) || validate_context(s, err))
+        return err->code;
+    return validate_batch(s, err);
+}
