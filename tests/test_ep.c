@@ -13,21 +13,13 @@
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "sim_util.h"
+#include "model_util.h"
 
 /* Mixtral 8x7B by hand (tests/test_moe.c): one expert of a layer 3 x 4096 x 14336 =
  * 176,160,768 parameters; 32 layers. The rest (attention 41,943,040 + norms 8,192 + router
  * 32,768 a layer, 32 layers, and 2 x 32000 x 4096 + 4096 outside them) is dense. */
 static const double MIXTRAL_EXPERT = 3.0 * 4096 * 14336;
 static const double MIXTRAL_DENSE = 32.0 * (41943040 + 8192 + 32768) + 2.0 * 32000 * 4096 + 4096;
-
-static const workload_op *find_op(const workload_graph *g, const char *name)
-{
-    for (int i = 0; i < g->n_ops; i++)
-        if (strcmp(g->ops[i].name, name) == 0)
-            return &g->ops[i];
-    ck_abort_msg("no op %s", name);
-    return NULL;
-}
 
 /* A one-expert-layer view of Mixtral's fc1: 8 experts of mean 4096 x 2 / 8 = 1024 rows (micro
  * batch 1, seq 4096, top-2), n = 2 x 14336 (gate and up), k = 4096. */

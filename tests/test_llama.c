@@ -10,6 +10,7 @@
 
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
+#include "model_util.h"
 
 static const char *data_dir(void)
 {
@@ -30,23 +31,6 @@ static void build_ok(const workload_model *m, int micro_batch, workload_graph *g
 {
     ps_error err = {0};
     ck_assert_msg(workload_build(m, micro_batch, PREC_BF16, g, &err) == 0, "%s", err.message);
-}
-
-static const workload_op *find_op(const workload_graph *g, const char *name)
-{
-    for (int i = 0; i < g->n_ops; i++)
-        if (strcmp(g->ops[i].name, name) == 0)
-            return &g->ops[i];
-    ck_abort_msg("no op %s", name);
-    return NULL;
-}
-
-static int has_op(const workload_graph *g, const char *name)
-{
-    for (int i = 0; i < g->n_ops; i++)
-        if (strcmp(g->ops[i].name, name) == 0)
-            return 1;
-    return 0;
 }
 
 /* Write text to a temporary .yaml file; the caller unlinks it. */

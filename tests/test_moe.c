@@ -10,6 +10,7 @@
 
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
+#include "model_util.h"
 
 static const char *data_dir(void)
 {
@@ -24,23 +25,6 @@ static void build_named(const char *name, workload_graph *g)
     ck_assert_msg(workload_model_load(name, data_dir(), &m, &err) == 0, "%s: %s", name,
                   err.message);
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, g, &err) == 0, "%s", err.message);
-}
-
-static const workload_op *find_op(const workload_graph *g, const char *name)
-{
-    for (int i = 0; i < g->n_ops; i++)
-        if (strcmp(g->ops[i].name, name) == 0)
-            return &g->ops[i];
-    ck_abort_msg("no op %s", name);
-    return NULL;
-}
-
-static int has_op(const workload_graph *g, const char *name)
-{
-    for (int i = 0; i < g->n_ops; i++)
-        if (strcmp(g->ops[i].name, name) == 0)
-            return 1;
-    return 0;
 }
 
 static int load_text(const char *text, workload_model *m, ps_error *err)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../workloads/workload.h"
+#include "model_util.h"
 
 static const char *data_dir(void)
 {
@@ -22,15 +23,6 @@ static workload_model load_ok(const char *name)
     int rc = workload_model_load(name, data_dir(), &m, &err);
     ck_assert_msg(rc == 0, "%s: %s", name, err.message);
     return m;
-}
-
-static const workload_op *find_op(const workload_graph *g, const char *name)
-{
-    for (int i = 0; i < g->n_ops; i++)
-        if (strcmp(g->ops[i].name, name) == 0)
-            return &g->ops[i];
-    ck_abort_msg("no op %s", name);
-    return NULL;
 }
 
 /* Write text to a temporary .yaml file; the caller unlinks it. */

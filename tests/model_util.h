@@ -1,0 +1,13 @@
+/* model_util.h: op-graph helpers the workload-level unit tests share (test_workload,
+ * test_llama, test_moe, test_ep): finding an op of a built graph by its module path. */
+#ifndef PROTOSIM_TEST_MODEL_UTIL_H
+#define PROTOSIM_TEST_MODEL_UTIL_H
+
+#include "../workloads/workload.h"
+
+/* The op named `name` (e.g. "layers.0.mlp.fc1"); fails the test if there is none. */
+const workload_op *find_op(const workload_graph *g, const char *name);
+/* Whether the graph has an op named `name`. */
+int has_op(const workload_graph *g, const char *name);
+
+#endif
