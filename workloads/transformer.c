@@ -245,7 +245,9 @@ static void unfused_attention_traffic(builder *bd, workload_op *op, double score
 }
 
 /* QK^T, scale+mask+softmax, dropout, .V and the context permute; batch = b * heads. FLOPs are
- * per query head: grouped-query attention changes only the K/V traffic. */
+ * per query head: grouped-query attention changes only the K/V traffic. They count every
+ * query against every key, s^2 per head, causal or not (Megatron's convention for MFU); under
+ * a sliding window of W, every query against its W keys: s min(s, W). */
 static void add_attention_core(builder *bd, int l, double b, double s)
 {
     double e = bd->e, a = bd->a, d = bd->d;
@@ -259,12 +261,15 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     double scores = b * a * s * s;
     double q = b * s * a * d;       /* Q, or the context */
     double kv = b * s * bd->kv * d; /* K, or V */
-    op->fwd_flops = 2.0 * 2.0 * b * s * s * a * d;
+    op->window = workload_layer_window(bd->m, l);
+    double keys = op->window > 0 && op->window < s ? op->window : s; /* per query */
+    op->fwd_flops = 2.0 * 2.0 * b * s * keys * a * d;
     op->bwd_flops = 2.0 * op->fwd_flops;
     op->selective = 1;
     op->kv_heads = (int)bd->kv;
     op->causal = bd->family != FAMILY_BERT;
     if (!bd->flash) {
+        assert(!op->window); /* model_check */
         unfused_attention_traffic(bd, op, scores, q, kv);
         return;
     }
@@ -484,6 +489,12 @@ static int model_check(const workload_model *m, int micro_batch, ps_error *err)
          m->capacity_factor < 0))
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.experts",
                             "model '%s' has inconsistent mixture-of-experts settings", m->name);
+    if (m->sliding_window < 0 ||
+        (m->sliding_window > 0 && (!m->flash_attention || m->family == FAMILY_BERT)))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.sliding_window",
+                            "model '%s': a sliding window needs a causal (gpt, llama) model with "
+                            "`attention: flash`",
+                            m->name);
     if (micro_batch <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
                             "micro-batch must be positive, got %d", micro_batch);
