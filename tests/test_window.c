@@ -105,6 +105,12 @@ START_TEST(windowed_layer_flops_and_pattern)
     ck_assert_double_eq(o->fwd_flops, whole);
     ck_assert_int_eq(find_op(&g, "layers.2.attn.core")->window, 128);
     ck_assert_int_eq(find_op(&g, "layers.3.attn.core")->window, 0);
+    /* tensor parallelism divides the heads and keeps the window: 2 of the 4 heads a rank */
+    workload_op half;
+    workload_op_shard(find_op(&g, "layers.0.attn.core"), 2, 1, 1, &half);
+    ck_assert_int_eq(half.window, 128);
+    ck_assert_double_eq(half.batch, 2 * 2);
+    ck_assert_double_eq(half.fwd_flops, windowed / 2);
 
     /* against the same model without a window: two layers' difference, nothing else; the
      * kernel still reads Q, K, V and writes O (bytes unchanged) */
@@ -222,6 +228,17 @@ START_TEST(window_keys_are_located_errors)
     expect_error("family: bert\nlayers: 2\nhidden: 64\nheads: 4\nseq: 512\nvocab: 100\n"
                  "attention: flash\nsliding_window: 128\n",
                  "sliding_window", 8, 17, "bidirectional");
+    /* a model built in code gets the same rule from workload_build */
+    workload_model m;
+    workload_model_init(&m, FAMILY_GPT, 2, 64, 4, 512, 100);
+    m.sliding_window = 128;
+    workload_graph g;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "workload.sliding_window");
+    m.flash_attention = 1;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+    workload_graph_free(&g);
 }
 END_TEST
 

@@ -269,7 +269,7 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     op->kv_heads = (int)bd->kv;
     op->causal = bd->family != FAMILY_BERT;
     if (!bd->flash) {
-        assert(!op->window); /* model_check */
+        assert(!op->window); /* workload_model_check */
         unfused_attention_traffic(bd, op, scores, q, kv);
         return;
     }
@@ -473,34 +473,6 @@ static void add_loss(builder *bd, int L, double tokens, double v)
     op->kernels = 8;
 }
 
-static int model_check(const workload_model *m, int micro_batch, ps_error *err)
-{
-    if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
-        m->ffn_hidden <= 0 || m->kv_heads <= 0 || m->head_dim <= 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
-                            "model '%s' has a non-positive dimension", m->name);
-    if (m->heads % m->kv_heads != 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.kv_heads",
-                            "kv_heads (%d) does not divide heads (%d)", m->kv_heads, m->heads);
-    if (m->experts > 0 &&
-        (m->experts_topk < 1 || m->experts_topk > m->experts || m->imbalance < 1.0 ||
-         m->imbalance > m->experts || m->dense_layers < 0 || m->dense_layers >= m->layers ||
-         (m->dense_layers > 0 && m->dense_ffn_hidden <= 0) || m->shared_experts < 0 ||
-         m->capacity_factor < 0))
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.experts",
-                            "model '%s' has inconsistent mixture-of-experts settings", m->name);
-    if (m->sliding_window < 0 ||
-        (m->sliding_window > 0 && (!m->flash_attention || m->family == FAMILY_BERT)))
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.sliding_window",
-                            "model '%s': a sliding window needs a causal (gpt, llama) model with "
-                            "`attention: flash`",
-                            m->name);
-    if (micro_batch <= 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
-                            "micro-batch must be positive, got %d", micro_batch);
-    return 0;
-}
-
 /* After the layers: final norm and LM head (GPT, Llama) or BERT's MLM head, then the loss.
  * A tied head's weight is the word embedding's (tied_params). */
 static void add_head(builder *bd, const workload_model *m, double t)
@@ -531,7 +503,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
 {
     assert(m && out);
     memset(out, 0, sizeof *out);
-    int rc = model_check(m, micro_batch, err);
+    int rc = workload_model_check(m, micro_batch, err);
     if (rc)
         return rc;
 

@@ -95,6 +95,34 @@ double workload_expert_other_rank_load(const workload_model *m, int ep)
     return (m->experts - top) / (m->experts - 1);
 }
 
+int workload_model_check(const workload_model *m, int micro_batch, ps_error *err)
+{
+    if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
+        m->ffn_hidden <= 0 || m->kv_heads <= 0 || m->head_dim <= 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
+                            "model '%s' has a non-positive dimension", m->name);
+    if (m->heads % m->kv_heads != 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.kv_heads",
+                            "kv_heads (%d) does not divide heads (%d)", m->kv_heads, m->heads);
+    if (m->experts > 0 &&
+        (m->experts_topk < 1 || m->experts_topk > m->experts || m->imbalance < 1.0 ||
+         m->imbalance > m->experts || m->dense_layers < 0 || m->dense_layers >= m->layers ||
+         (m->dense_layers > 0 && m->dense_ffn_hidden <= 0) || m->shared_experts < 0 ||
+         m->capacity_factor < 0))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.experts",
+                            "model '%s' has inconsistent mixture-of-experts settings", m->name);
+    if (m->sliding_window < 0 ||
+        (m->sliding_window > 0 && (!m->flash_attention || m->family == FAMILY_BERT)))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.sliding_window",
+                            "model '%s': a sliding window needs a causal (gpt, llama) model with "
+                            "`attention: flash`",
+                            m->name);
+    if (micro_batch <= 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
+                            "micro-batch must be positive, got %d", micro_batch);
+    return 0;
+}
+
 /* The keys of a model mapping. Required: family and the five dimensions. */
 enum {
     F_NAME,

@@ -189,6 +189,12 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
 int workload_model_load(const char *name_or_path, const char *data_dir, workload_model *out,
                         ps_error *err);
 
+/* The rules workload_build relies on, for models however made (files and inline models have
+ * passed them with located errors already): positive dimensions, kv_heads dividing heads,
+ * consistent mixture-of-experts keys, a sliding window only with flash attention on a causal
+ * model, a positive micro-batch. Errors name the field, without a location. */
+int workload_model_check(const workload_model *m, int micro_batch, ps_error *err);
+
 /* Expand a model into the op graph of one micro-batch. Caller frees with workload_graph_free. */
 int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,
                    ps_error *err);
