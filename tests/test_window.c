@@ -309,6 +309,21 @@ START_TEST(gpt_oss_120b_parameters_by_hand)
 }
 END_TEST
 
+/* The bundled example loads with row 103's layout and the model's window. */
+START_TEST(gpt_oss_example_loads)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/strategies/examples/gpt-oss-120b-64gpu-ep8.yaml", data_dir());
+    strategy s;
+    ps_error err = {0};
+    ck_assert_msg(strategy_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert(s.tp == 1 && s.pp == 4 && s.dp == 16 && s.ep == 8 && s.etp == 1);
+    ck_assert_int_eq(s.model.sliding_window, 128);
+    ck_assert(s.model.window_layers == WINDOW_ALTERNATE);
+    strategy_free(&s);
+}
+END_TEST
+
 static Suite *window_suite(void)
 {
     Suite *s = suite_create("window");
@@ -319,6 +334,7 @@ static Suite *window_suite(void)
     tcase_add_test(tc, window_keys_are_located_errors);
     tcase_add_test(tc, context_with_window_is_refused);
     tcase_add_test(tc, gpt_oss_120b_parameters_by_hand);
+    tcase_add_test(tc, gpt_oss_example_loads);
     suite_add_tcase(s, tc);
     return s;
 }
