@@ -253,13 +253,31 @@ double cost_causal_tile_fraction(double s)
     return (nb + 1.0) / (2.0 * nb);
 }
 
+/* The same under a causal sliding window of w keys per query (q - w + 1 .. q; FlashAttention's
+ * window_size (w - 1, 0), which skips the tiles wholly outside the band). Query tile i (first
+ * query 128 i) meets key tile j when j <= i (causal) and the tile's last key 128 j + 127 is at
+ * least 128 i - w + 1, the first key its first query sees: j >= (128 i - w - 126) / 128. Counted
+ * one row of tiles at a time over the nb x nb; w >= s gives the causal fraction. */
+double cost_window_tile_fraction(double s, double w)
+{
+    assert(s > 0 && w >= 1);
+    const double B = COST_ATTENTION_BLOCK;
+    double nb = ceil(s / B), tiles = 0;
+    for (double i = 0; i < nb; i++) {
+        double first = fmax(0.0, ceil((i * B - w - (B - 2)) / B));
+        assert(first <= i);
+        tiles += i - first + 1;
+    }
+    return tiles / (nb * nb);
+}
+
 /* Attention core: its batched GEMMs at GEMM efficiency, the rest of its traffic (softmax,
  * dropout, permute) as streaming memory. Shape: QK^T is (m x k).(k x n), m = n = seq. */
 static double attention_seconds(const workload_op *op, op_pass pass, precision_t prec,
                                 const device_spec *dev)
 {
     double b = op->batch, s = op->m, d = op->k;
-    assert(op->m == op->n);
+    assert(op->m == op->n && (!op->window || op->causal));
     double gemm_time, gemm_traffic, bytes;
     if (op->fused) {
         /* one kernel, scores on chip: forward QK^T and PV; backward recomputes QK^T, then dV,
@@ -268,11 +286,14 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
         double qk = gemm_compute_seconds(b, s, s, d, prec, dev);
         double av = gemm_compute_seconds(b, s, d, s, prec, dev);
         gemm_time = pass == PASS_FWD ? qk + av : (2 * qk + 3 * av) / COST_FLASH_BWD_RELATIVE;
-        if (op->causal)
+        if (op->window > 0)
+            gemm_time *= cost_window_tile_fraction(s, op->window);
+        else if (op->causal)
             gemm_time *= cost_causal_tile_fraction(s);
         bytes = pass == PASS_FWD ? op->fwd_bytes : op->bwd_bytes;
         return fmax(gemm_time, memory_seconds(bytes, dev));
     }
+    assert(!op->window); /* a window needs the fused kernel (workload_model_read) */
     double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = gemm_bytes(b, s, s, d, prec);
     double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = gemm_bytes(b, s, d, s, prec);
     if (pass == PASS_FWD) {

@@ -70,5 +70,8 @@ double cost_kernel_min_seconds(void);
 /* Share of the score tiles a fused causal attention kernel computes for s queries and keys:
  * (nb + 1) / (2 nb) with nb = ceil(s / 128) (the tiles above the diagonal are skipped). */
 double cost_causal_tile_fraction(double s);
+/* The same under a causal sliding window of w keys per query: the 128 x 128 tiles meeting the
+ * band q - w + 1 .. q over nb x nb (counted; the causal fraction when w >= s). */
+double cost_window_tile_fraction(double s, double w);
 
 #endif

@@ -171,6 +171,13 @@ static int validate_context(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.context.degree",
                             "context parallelism runs the attention as ring steps of a fused "
                             "attention kernel: the model needs `attention: flash`");
+    /* the ring's steps are split for the causal mask (context.c); with a window most K/V chunks
+     * would fall outside every query's band and their steps would be skipped */
+    if (m->sliding_window > 0)
+        return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.context.degree",
+                            "context parallelism with a sliding window (%d) is not modelled: "
+                            "its ring steps assume full causal attention",
+                            m->sliding_window);
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /* model_util.h: op-graph helpers the workload-level unit tests share (test_workload,
- * test_llama, test_moe, test_ep): finding an op of a built graph by its module path. */
+ * test_llama, test_moe, test_ep, test_window): finding an op of a built graph by its module path. */
 #ifndef PROTOSIM_TEST_MODEL_UTIL_H
 #define PROTOSIM_TEST_MODEL_UTIL_H
 

@@ -245,7 +245,9 @@ static void unfused_attention_traffic(builder *bd, workload_op *op, double score
 }
 
 /* QK^T, scale+mask+softmax, dropout, .V and the context permute; batch = b * heads. FLOPs are
- * per query head: grouped-query attention changes only the K/V traffic. */
+ * per query head: grouped-query attention changes only the K/V traffic. They count every
+ * query against every key, s^2 per head, causal or not (Megatron's convention for MFU); under
+ * a sliding window of W, every query against its W keys: s min(s, W). */
 static void add_attention_core(builder *bd, int l, double b, double s)
 {
     double e = bd->e, a = bd->a, d = bd->d;
@@ -259,12 +261,15 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     double scores = b * a * s * s;
     double q = b * s * a * d;       /* Q, or the context */
     double kv = b * s * bd->kv * d; /* K, or V */
-    op->fwd_flops = 2.0 * 2.0 * b * s * s * a * d;
+    op->window = workload_layer_window(bd->m, l);
+    double keys = op->window > 0 && op->window < s ? op->window : s; /* per query */
+    op->fwd_flops = 2.0 * 2.0 * b * s * keys * a * d;
     op->bwd_flops = 2.0 * op->fwd_flops;
     op->selective = 1;
     op->kv_heads = (int)bd->kv;
     op->causal = bd->family != FAMILY_BERT;
     if (!bd->flash) {
+        assert(!op->window); /* workload_model_check */
         unfused_attention_traffic(bd, op, scores, q, kv);
         return;
     }
@@ -468,28 +473,6 @@ static void add_loss(builder *bd, int L, double tokens, double v)
     op->kernels = 8;
 }
 
-static int model_check(const workload_model *m, int micro_batch, ps_error *err)
-{
-    if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
-        m->ffn_hidden <= 0 || m->kv_heads <= 0 || m->head_dim <= 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
-                            "model '%s' has a non-positive dimension", m->name);
-    if (m->heads % m->kv_heads != 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.kv_heads",
-                            "kv_heads (%d) does not divide heads (%d)", m->kv_heads, m->heads);
-    if (m->experts > 0 &&
-        (m->experts_topk < 1 || m->experts_topk > m->experts || m->imbalance < 1.0 ||
-         m->imbalance > m->experts || m->dense_layers < 0 || m->dense_layers >= m->layers ||
-         (m->dense_layers > 0 && m->dense_ffn_hidden <= 0) || m->shared_experts < 0 ||
-         m->capacity_factor < 0))
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.experts",
-                            "model '%s' has inconsistent mixture-of-experts settings", m->name);
-    if (micro_batch <= 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
-                            "micro-batch must be positive, got %d", micro_batch);
-    return 0;
-}
-
 /* After the layers: final norm and LM head (GPT, Llama) or BERT's MLM head, then the loss.
  * A tied head's weight is the word embedding's (tied_params). */
 static void add_head(builder *bd, const workload_model *m, double t)
@@ -520,7 +503,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
 {
     assert(m && out);
     memset(out, 0, sizeof *out);
-    int rc = model_check(m, micro_batch, err);
+    int rc = workload_model_check(m, micro_batch, err);
     if (rc)
         return rc;
 

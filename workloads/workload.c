@@ -18,6 +18,8 @@ static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu", "swi
 const enum_names model_activation_names = ENUM_NAMES(activation_table);
 static const char *const positions_table[] = {"learned", "rotary", "alibi"};
 const enum_names model_positions_names = ENUM_NAMES(positions_table);
+static const char *const window_layers_table[] = {"all", "alternate"};
+const enum_names model_window_layers_names = ENUM_NAMES(window_layers_table);
 /* `mla` is a name users write for DeepSeek's latent attention: known, so that it is refused
  * as not modelled rather than as a typo */
 enum { ATTN_UNFUSED, ATTN_FLASH, ATTN_MLA };
@@ -50,6 +52,14 @@ void workload_model_init(workload_model *m, model_family family, int layers, int
 int workload_layer_is_moe(const workload_model *m, int l)
 {
     return m->experts > 0 && l >= m->dense_layers;
+}
+
+int workload_layer_window(const workload_model *m, int l)
+{
+    assert(m && l >= 0 && m->sliding_window >= 0);
+    if (m->window_layers == WINDOW_ALTERNATE && l % 2 == 1)
+        return 0;
+    return m->sliding_window;
 }
 
 double workload_expert_rank_load(const workload_model *m, int ep)
@@ -85,6 +95,34 @@ double workload_expert_other_rank_load(const workload_model *m, int ep)
     return (m->experts - top) / (m->experts - 1);
 }
 
+int workload_model_check(const workload_model *m, int micro_batch, ps_error *err)
+{
+    if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
+        m->ffn_hidden <= 0 || m->kv_heads <= 0 || m->head_dim <= 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
+                            "model '%s' has a non-positive dimension", m->name);
+    if (m->heads % m->kv_heads != 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.kv_heads",
+                            "kv_heads (%d) does not divide heads (%d)", m->kv_heads, m->heads);
+    if (m->experts > 0 &&
+        (m->experts_topk < 1 || m->experts_topk > m->experts || m->imbalance < 1.0 ||
+         m->imbalance > m->experts || m->dense_layers < 0 || m->dense_layers >= m->layers ||
+         (m->dense_layers > 0 && m->dense_ffn_hidden <= 0) || m->shared_experts < 0 ||
+         m->capacity_factor < 0))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.experts",
+                            "model '%s' has inconsistent mixture-of-experts settings", m->name);
+    if (m->sliding_window < 0 ||
+        (m->sliding_window > 0 && (!m->flash_attention || m->family == FAMILY_BERT)))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.sliding_window",
+                            "model '%s': a sliding window needs a causal (gpt, llama) model with "
+                            "`attention: flash`",
+                            m->name);
+    if (micro_batch <= 0)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
+                            "micro-batch must be positive, got %d", micro_batch);
+    return 0;
+}
+
 /* The keys of a model mapping. Required: family and the five dimensions. */
 enum {
     F_NAME,
@@ -104,6 +142,8 @@ enum {
     F_POSITIONS,
     F_BIAS,
     F_DROPOUT,
+    F_SLIDING_WINDOW,
+    F_WINDOW_LAYERS,
     F_EXPERTS, /* first MoE key */
     F_EXPERTS_TOPK,
     F_SHARED_EXPERTS,
@@ -130,6 +170,8 @@ static const char *const model_keys[F_COUNT] = {"name",
                                                 "positions",
                                                 "bias",
                                                 "dropout",
+                                                "sliding_window",
+                                                "sliding_window_layers",
                                                 "experts",
                                                 "experts_topk",
                                                 "shared_experts",
@@ -153,7 +195,7 @@ static int read_name(yread_ctx *c, yaml_node_t *v, const char *field, workload_m
 static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
 {
     int attention = m->flash_attention, activation = (int)m->activation;
-    int positions = (int)m->positions;
+    int positions = (int)m->positions, window_layers = (int)m->window_layers;
     const yfield fields[] = {
         {"ffn_hidden", YFIELD_INT, &m->ffn_hidden, 1, INT_MAX, {0}},
         {"attention", YFIELD_ENUM, &attention, 0, 0, ENUM_NAMES(attention_table)},
@@ -165,6 +207,8 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
         {"positions", YFIELD_ENUM, &positions, 0, 0, model_positions_names},
         {"bias", YFIELD_BOOL, &m->bias, 0, 0, {0}},
         {"dropout", YFIELD_BOOL, &m->dropout, 0, 0, {0}},
+        {"sliding_window", YFIELD_INT, &m->sliding_window, 1, INT_MAX, {0}},
+        {"sliding_window_layers", YFIELD_ENUM, &window_layers, 0, 0, model_window_layers_names},
         {"experts", YFIELD_INT, &m->experts, 1, INT_MAX, {0}},
         {"experts_topk", YFIELD_INT, &m->experts_topk, 1, INT_MAX, {0}},
         {"shared_experts", YFIELD_INT, &m->shared_experts, 0, INT_MAX, {0}},
@@ -185,6 +229,33 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
     m->flash_attention = attention == ATTN_FLASH;
     m->activation = (model_activation)activation;
     m->positions = (model_positions)positions;
+    m->window_layers = (model_window_layers)window_layers;
+    return 0;
+}
+
+/* Sliding windows: what is modelled is a causal band computed by a fused kernel that skips the
+ * tiles outside it (sim/cost.c); an unfused core would compute and mask the whole square, and
+ * an encoder's window would be two-sided: both refused rather than approximated. */
+static int resolve_window(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+{
+    char field[160];
+    yaml_node_t *window = yread_map_get(c, node, "sliding_window");
+    yaml_node_t *layers = yread_map_get(c, node, "sliding_window_layers");
+    if (!window) {
+        if (!layers)
+            return 0;
+        yread_join_path(field, sizeof field, path, "sliding_window_layers");
+        return yread_fail(c, layers, field, "sliding_window_layers without sliding_window");
+    }
+    yread_join_path(field, sizeof field, path, "sliding_window");
+    if (m->family == FAMILY_BERT)
+        return yread_fail(c, window, field,
+                          "a sliding window is modelled for causal (gpt, llama) attention only; "
+                          "bert's attention is bidirectional");
+    if (!m->flash_attention)
+        return yread_fail(c, window, field,
+                          "sliding windows need `attention: flash` (the fused kernel skips the "
+                          "tiles outside the window; unfused attention is not modelled with one)");
     return 0;
 }
 
@@ -307,7 +378,7 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
             return c->err->code;
     }
     if (read_optional(c, node, path, &m) || resolve_model(c, node, path, &m) ||
-        resolve_moe(c, node, path, &m))
+        resolve_window(c, node, path, &m) || resolve_moe(c, node, path, &m))
         return c->err->code;
     *out = m;
     return 0;

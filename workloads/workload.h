@@ -30,6 +30,11 @@ extern const enum_names model_activation_names;
 typedef enum { POS_LEARNED, POS_ROTARY, POS_ALIBI } model_positions;
 extern const enum_names model_positions_names;
 
+/* Which layers a sliding window restricts (`sliding_window_layers`): all of them, or the even
+ * ones (0, 2, ...) with full causal attention in the odd ones (GPT-OSS). */
+typedef enum { WINDOW_ALL, WINDOW_ALTERNATE } model_window_layers;
+extern const enum_names model_window_layers_names;
+
 /* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). Every field
  * is resolved when read (workload_model_read) or set by workload_model_init: the builders
  * never guess. */
@@ -52,6 +57,12 @@ typedef struct workload_model {
     int bias;                    /* biases on GEMMs and norms (gpt, bert: yes; llama: no) */
     int dropout;                 /* dropout after attention, MLP, embedding and on the scores
                                   * (gpt, bert: yes; llama: no) */
+    /* Sliding-window attention (Mistral, GPT-OSS): in the layers `window_layers` names, each
+     * query attends to the `sliding_window` positions ending at itself (q - W + 1 .. q), as
+     * FlashAttention's window_size (W - 1, 0). 0: no window (full causal attention). Only with
+     * flash attention on a causal (gpt, llama) model. */
+    int sliding_window;
+    model_window_layers window_layers;
     /* Mixture of experts (all 0 for a dense model): `experts` routed experts per MoE layer,
      * each an MLP of width ffn_hidden, `experts_topk` of them per token (top-k routing, no
      * token dropping unless `capacity_factor`); `shared_experts` MLPs of width ffn_hidden every
@@ -101,6 +112,8 @@ typedef struct workload_op {
     int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
     int causal;       /* OP_ATTENTION: each query attends to itself and earlier positions only
                          (decoders; BERT's encoder attends everywhere) */
+    int window;       /* OP_ATTENTION (causal, fused): each query attends to the `window`
+                         positions ending at itself only; 0: no window */
     int megatron_softmax; /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
                                to PyTorch ops for shapes its kernel refuses (checked when
                                sharding): 1 causal mask, 2 padding mask, 0 not used */
@@ -144,6 +157,9 @@ void workload_model_init(workload_model *m, model_family family, int layers, int
 
 /* Whether layer l has a mixture-of-experts MLP (experts > 0 and l >= dense_layers). */
 int workload_layer_is_moe(const workload_model *m, int l);
+/* The sliding window of layer l's attention (0: full): sliding_window in every layer, or under
+ * `alternate` in the even layers only. */
+int workload_layer_window(const workload_model *m, int l);
 
 /* The routed-expert load of the busiest of `ep` expert-parallel ranks (each holding experts /
  * ep experts), over the load of one rank under perfect balance (mean x experts / ep): the
@@ -162,7 +178,8 @@ double workload_expert_other_rank_load(const workload_model *m, int ep);
  * modelled (`attention: mla`), kv_heads not dividing heads, swiglu without ffn_hidden, and the
  * mixture-of-experts rules: a MoE key without `experts`, experts without experts_topk, topk
  * above experts, imbalance outside [1, experts], dense_layers not below layers or without
- * dense_ffn_hidden (and the width without the layers). The one model parser: files and
+ * dense_ffn_hidden (and the width without the layers); sliding_window_layers without
+ * sliding_window, and a sliding window without `attention: flash` or on bert. The one model parser: files and
  * inline models both go through it. */
 int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out);
 /* The same for a whole document's node, path "" (`file` names the document for messages). */
@@ -171,6 +188,12 @@ int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char
 /* Load workloads/models/NAME.yaml (searched in data_dir/workloads/models) or a path. */
 int workload_model_load(const char *name_or_path, const char *data_dir, workload_model *out,
                         ps_error *err);
+
+/* The rules workload_build relies on, for models however made (files and inline models have
+ * passed them with located errors already): positive dimensions, kv_heads dividing heads,
+ * consistent mixture-of-experts keys, a sliding window only with flash attention on a causal
+ * model, a positive micro-batch. Errors name the field, without a location. */
+int workload_model_check(const workload_model *m, int micro_batch, ps_error *err);
 
 /* Expand a model into the op graph of one micro-batch. Caller frees with workload_graph_free. */
 int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,

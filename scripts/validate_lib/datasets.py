@@ -93,7 +93,8 @@ WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", 
 # llm rows also set these (the other loaders' models keep only WORKLOAD_KEYS, as before)
 LLM_WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab",
                      "ffn_hidden", "positions", "bias", "dropout", "tied_embeddings",
-                     "attention", "kernels", "head_dim", "experts", "experts_topk")
+                     "attention", "kernels", "head_dim", "sliding_window",
+                     "sliding_window_layers", "experts", "experts_topk")
 
 
 def _workload_yaml(m):
@@ -512,10 +513,10 @@ def llm_recompute(text, layers):
 def llm_features_missing(rec):
     """What protosim does not model yet that the row needs ([] if none)."""
     need = []
-    if "sliding window" in (rec.get("family") or "").lower():
-        # GPT-OSS alternates full and 128-token sliding-window attention layers (and adds
-        # attention sinks): protosim's attention is full (causal) in every layer
-        need.append("sliding-window attention (GPT-OSS's alternating 128-token window)")
+    fam = rec.get("family") or ""
+    if "sliding window" in fam.lower() and "GPT-OSS" not in fam:
+        # llm_workload maps GPT-OSS's alternating window; another family's is not known
+        need.append("sliding-window attention of family %r" % fam)
     return need
 
 
@@ -558,6 +559,22 @@ def llm_workload(rec, family_text, framework):
             wl["kv_heads"] = kv
         if f.startswith("Qwen3"):
             wl["head_dim"] = 128
+    elif "GPT-OSS" in f:
+        # gpt-oss (openai/gpt-oss ModelConfig, transformers' GptOssConfig): Llama-shaped MoE
+        # (RMSNorm, rotary, SwiGLU experts, untied) with biases on the QKV, output and expert
+        # projections, head_dim and the window as the family text states them ("head_dim 64,
+        # alternating 128-token sliding window": layers 0, 2, ... windowed, 1, 3, ... full).
+        # Its attention sinks (a logit per head) and clamped SwiGLU are not modelled
+        # (workloads/models/gpt-oss-120b.yaml)
+        hd = re.search(r"head_dim (\d+)", f)
+        win = re.search(r"(alternating )?(\d+)-token sliding window", f)
+        if not hd or not win:
+            raise BadRow("GPT-OSS family text without head_dim and window: %r" % f)
+        wl.update(family="llama", bias="true", head_dim=int(hd.group(1)),
+                  sliding_window=int(win.group(2)),
+                  sliding_window_layers="alternate" if win.group(1) else "all")
+        if kv:
+            wl["kv_heads"] = kv
     else:
         raise BadRow("unknown family %r" % f)
     experts = _get(rec, "experts", _pos_int, allow_empty=True, default=1)
