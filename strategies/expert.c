@@ -39,12 +39,12 @@ double compile_expert_load(const compile_ctx *cx, int i)
                   : workload_expert_other_rank_load(&cx->s->model, cx->ep);
 }
 
-/* A group of `n` ranks in ring order. */
-static int add_group(compile_ctx *cx, const int *ranks, int n)
+/* A group of `n` ranks in ring order, the first `tasked` simulated, the others stand-ins. */
+static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
 {
     for (int i = 0; i < n; i++)
         assert(ranks[i] >= 0 && ranks[i] < cx->c->n_gpus);
-    int id = htae_add_group(cx->g, ranks, n);
+    int id = htae_add_group_stand_ins(cx->g, ranks, n, tasked);
     assert(cx->g->groups[id].n == (uint32_t)n);
     return id;
 }
@@ -52,7 +52,7 @@ static int add_group(compile_ctx *cx, const int *ranks, int n)
 /* The simulated ranks of each stage (sim_rank[p * n_sim + j], j = d * tp + t) and the groups
  * they compute in: TP groups per simulated replica, and with an expert layout the EP and ETP
  * groups holding a simulated rank (all their members: with blocks every one is simulated, with
- * stand-ins the others join the collectives only) and every EDP group of the stage (expert
+ * stand-ins the others lend their links to the collectives but take no task) and every EDP group of the stage (expert
  * gradients; members outside the simulated replicas are folded as DP members are). */
 void compile_make_stage_groups(compile_ctx *cx)
 {
@@ -68,7 +68,7 @@ void compile_make_stage_groups(compile_ctx *cx)
             cx->sim_rank[(size_t)p * n + j] = compile_rank_of(cx->s, j % tp, j / tp, p);
         for (int d = 0; d < cx->dp_sim; d++)
             cx->tp_group[p * cx->dp_sim + d] =
-                add_group(cx, cx->sim_rank + (size_t)p * n + d * tp, tp);
+                add_group(cx, cx->sim_rank + (size_t)p * n + d * tp, tp, tp);
     }
     if (!cx->expert_layout) {
         free(ranks);
@@ -87,9 +87,14 @@ void compile_make_stage_groups(compile_ctx *cx)
                 *grp = -1;
                 if (ep == 1 || compile_expert_stage_index(cx, et, 0, x) >= n)
                     continue;
-                for (int e = 0; e < ep; e++)
-                    ranks[e] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
-                *grp = add_group(cx, ranks, ep);
+                int tasked = 0; /* the simulated ranks come first (EP index 0 .. n / etp - 1) */
+                for (int e = 0; e < ep; e++) {
+                    int i = compile_expert_stage_index(cx, et, e, x);
+                    ranks[e] = compile_stage_rank(cx, i, p);
+                    tasked += i < n;
+                    assert((i < n) == (e < tasked));
+                }
+                *grp = add_group(cx, ranks, ep, tasked);
             }
         for (int x = 0; x < edp && etp > 1; x++)
             for (int e = 0; e < ep; e++) {
@@ -99,13 +104,13 @@ void compile_make_stage_groups(compile_ctx *cx)
                     continue;
                 for (int et = 0; et < etp; et++)
                     ranks[et] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
-                *grp = add_group(cx, ranks, etp);
+                *grp = add_group(cx, ranks, etp, etp);
             }
         for (int e = 0; e < ep && edp > 1; e++)
             for (int et = 0; et < etp; et++) {
                 for (int x = 0; x < edp; x++)
                     ranks[x] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
-                cx->edp_group[((size_t)p * ep + e) * etp + et] = add_group(cx, ranks, edp);
+                cx->edp_group[((size_t)p * ep + e) * etp + et] = add_group(cx, ranks, edp, edp);
             }
     }
     free(ranks);
@@ -120,25 +125,18 @@ void compile_free_stage_groups(compile_ctx *cx)
     free(cx->edp_group);
 }
 
-/* The members (stage indices) of an expert collective `coll` (task per member in group order)
- * join it. A simulated member j waits for after[j], which it becomes; a stand-in (j >= n_sim,
- * ep_stand_in) has no compute: it reaches the collective when its twin (compile_fold_twin)
- * reaches it, waiting for what its twin waited for, so the collective runs over every member's
- * links and the slowest simulated member sets its start. */
+/* The simulated members (stage indices, the group's first n) of an expert collective `coll`
+ * (task per member in group order) join it, each after its after[j], which it becomes. The
+ * stand-ins that may follow them in the group have no task (htae_add_group_stand_ins). */
 static void join_expert_coll(compile_ctx *cx, const int *members, int n, const uint32_t *coll,
                              uint32_t *after)
 {
-    uint32_t dep[n];
-    for (int k = 0; k < n; k++)
-        dep[k] = after[compile_fold_twin(cx, members[k])];
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n && members[k] < cx->n_sim; k++) {
         int j = members[k];
-        if (j < cx->n_sim) {
-            htae_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
-            after[j] = coll[k];
-        }
-        if (dep[k] != NONE)
-            htae_add_edge(cx->g, dep[k], coll[k]);
+        htae_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+        if (after[j] != NONE)
+            htae_add_edge(cx->g, after[j], coll[k]);
+        after[j] = coll[k];
     }
 }
 
