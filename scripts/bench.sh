@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Speed benchmark: wall time and simulated activities per second of `protosim run` on GPT-3 175B
 # plans of 64 and 1024 A100 GPUs (TP 8; PP 8 or 16; DP), a 64-GPU H100 Llama-3-70B plan with
-# FSDP and TP (issue 11: within 2x of the dense 64-GPU plan) and a Qwen3-235B-A22B
-# expert-parallel plan of 256 H100 GPUs (TP 2, PP 2, DP 64, EP 32), the 64-GPU plan's trace
-# sizes with and
+# FSDP and TP (issue 11: within 2x of the dense 64-GPU plan), a Qwen3-235B-A22B
+# expert-parallel plan of 256 H100 GPUs (TP 2, PP 2, DP 64, EP 32) beside two plans of the same
+# shape without expert parallelism (the same model with its experts split by TP 2, and the dense
+# Llama-3-70B; issue 11: EP within 2x of a dense plan), the 64-GPU plan's trace sizes with and
 # without link counters, then plans per second of a 64-GPU sweep
 # (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2). Not a
 # test: figures vary by machine.
@@ -22,6 +23,7 @@ build/protosim cluster dgx-h100 --nodes 32 -o "$tmp/h100x256.xml"
 plans="gpt3-175b-64gpu:a100x64 llama3-70b-64gpu-fsdp-tp:h100x64"
 [ "${1:-}" = "--quick" ] || plans="$plans gpt3-175b-1024gpu:a100x1024 gpt3-175b-1024gpu-pp8:a100x1024"
 [ "${1:-}" = "--quick" ] || plans="$plans qwen3-235b-a22b-256gpu-ep32:h100x256"
+[ "${1:-}" = "--quick" ] || plans="$plans qwen3-235b-a22b-256gpu-tp2:h100x256 llama3-70b-256gpu-tp2-pp2:h100x256"
 
 field() { sed -n "s/.*\"$1\":[[:space:]]*\([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
 

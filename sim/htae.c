@@ -270,9 +270,9 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     const htae_collective *col = &g->colls[k->coll];
     const htae_group *gr = &g->groups[col->group];
     const uint32_t *members = &g->coll_tasks[col->first_task];
-    assert(!x->coll_done[k->coll] && x->coll_arrived[k->coll] < gr->n);
+    assert(!x->coll_done[k->coll] && x->coll_arrived[k->coll] < gr->tasked);
 
-    if (++x->coll_arrived[k->coll] < gr->n) {
+    if (++x->coll_arrived[k->coll] < gr->tasked) { /* stand-ins (if any) take no task */
         st->waiting_coll = k->coll;
         while (!x->coll_done[k->coll])
             sg_sem_acquire(st->sem);
@@ -280,7 +280,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         return;
     }
     double t0 = simgrid_get_clock();
-    for (uint32_t i = 0; i < gr->n; i++) {
+    for (uint32_t i = 0; i < gr->tasked; i++) {
         x->res->start[members[i]] = t0;
         comm_changed(x, g->tasks[members[i]].rank, 1);
     }
@@ -288,7 +288,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, &cx);
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
-    for (uint32_t i = 0; i < gr->n; i++) {
+    for (uint32_t i = 0; i < gr->tasked; i++) {
         const htae_task *m = &g->tasks[members[i]];
         comm_changed(x, m->rank, -1);
         task_done(x, members[i], t1);

@@ -270,7 +270,7 @@ static uint32_t latest_pred(const htae_graph *g, const preds *pr, const htae_res
     const htae_collective *c = &g->colls[g->tasks[t].coll];
     const uint32_t *members = &g->coll_tasks[c->first_task];
     uint32_t best = NO_TASK;
-    for (uint32_t i = 0; i < g->groups[c->group].n; i++) {
+    for (uint32_t i = 0; i < g->groups[c->group].tasked; i++) {
         uint32_t p = latest_pred_of(pr, r, members[i]);
         if (p != NO_TASK && (best == NO_TASK || r->end[p] > r->end[best])) {
             best = p;

@@ -97,10 +97,14 @@ typedef struct compile_ctx {
     double ep_bytes;   /* one member's all-to-all buffer, balanced: tokens / tp x topk x h */
     double *prof_load; /* [n_prof]: the routed-expert load of the profile's ranks */
     int n_sim;         /* simulated ranks of a stage: dp_sim x tp, member j = d * tp + t */
-    int *tp_group;     /* [pp * dp_sim]: TP group of (stage, replica) */
-    int *ep_group;     /* [pp * n_sim / ep]: the simulated EP groups of each stage */
-    int *etp_group;    /* [pp * n_sim / etp], or NULL when etp == 1 */
-    int *edp_group;    /* [pp * ep * etp], or NULL when edp == 1 */
+    /* Folded EP groups (fold.c): the simulated block is n_sim < ep x etp ranks of the first EP
+     * groups, whose other members join the all-to-alls as stand-ins (`compile_fold_twin`) */
+    int ep_stand_in;
+    int *tp_group;  /* [pp * dp_sim]: TP group of (stage, replica) */
+    int *ep_group;  /* [pp * tp * dp / ep]: EP group (et, edp) of each stage, -1 when it holds no
+                       simulated rank (not emitted) */
+    int *etp_group; /* [pp * tp * dp / etp] (e, edp), -1 likewise; NULL when etp == 1 */
+    int *edp_group; /* [pp * ep * etp], or NULL when edp == 1 */
     int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
     int label_edp[3];              /* expert gradient collectives, by coll_kind */
     int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
@@ -239,6 +243,11 @@ uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_ca
 void context_link_rings(compile_ctx *cx);
 /* Bytes of one K/V chunk a ring step passes on (a TP rank's K/V heads, seq / cp tokens). */
 double context_kv_chunk_bytes(const compile_ctx *cx);
+
+/* The simulated rank (stage index below n_sim) whose timeline folded rank i (stage index)
+ * follows: i itself when simulated; with blocks i % n_sim; with stand-ins the one of the same
+ * expert-tensor index and load (fold.c). */
+int compile_fold_twin(const compile_ctx *cx, int i);
 
 /* The replicas simulated (fold.c): all of them, or with folding (opt) the first block closed
  * under the context rings and expert groups when the others provably behave like it: sets

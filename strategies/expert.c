@@ -39,21 +39,21 @@ double compile_expert_load(const compile_ctx *cx, int i)
                   : workload_expert_other_rank_load(&cx->s->model, cx->ep);
 }
 
-/* A group of `n` ranks in ring order. */
-static int add_group(compile_ctx *cx, const int *ranks, int n)
+/* A group of `n` ranks in ring order, the first `tasked` simulated, the others stand-ins. */
+static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
 {
     for (int i = 0; i < n; i++)
         assert(ranks[i] >= 0 && ranks[i] < cx->c->n_gpus);
-    int id = htae_add_group(cx->g, ranks, n);
+    int id = htae_add_group_stand_ins(cx->g, ranks, n, tasked);
     assert(cx->g->groups[id].n == (uint32_t)n);
     return id;
 }
 
 /* The simulated ranks of each stage (sim_rank[p * n_sim + j], j = d * tp + t) and the groups
  * they compute in: TP groups per simulated replica, and with an expert layout the EP and ETP
- * groups of the simulated replicas (closed: dp_sim is a whole number of expert blocks) and
- * every EDP group of the stage (expert gradients; members outside the simulated replicas are
- * folded as DP members are). */
+ * groups holding a simulated rank (all their members: with blocks every one is simulated, with
+ * stand-ins the others lend their links to the collectives but take no task) and every EDP group of the stage (expert
+ * gradients; members outside the simulated replicas are folded as DP members are). */
 void compile_make_stage_groups(compile_ctx *cx)
 {
     int tp = cx->tp, n = cx->n_sim, pp = cx->pp, ep = cx->ep, etp = cx->etp, edp = cx->edp;
@@ -68,36 +68,49 @@ void compile_make_stage_groups(compile_ctx *cx)
             cx->sim_rank[(size_t)p * n + j] = compile_rank_of(cx->s, j % tp, j / tp, p);
         for (int d = 0; d < cx->dp_sim; d++)
             cx->tp_group[p * cx->dp_sim + d] =
-                add_group(cx, cx->sim_rank + (size_t)p * n + d * tp, tp);
+                add_group(cx, cx->sim_rank + (size_t)p * n + d * tp, tp, tp);
     }
     if (!cx->expert_layout) {
         free(ranks);
         return;
     }
-    int blocks = n / (ep * etp);
-    cx->ep_group = xmalloc((size_t)pp * (n / ep) * sizeof *cx->ep_group);
-    cx->etp_group = etp > 1 ? xmalloc((size_t)pp * (n / etp) * sizeof *cx->etp_group) : NULL;
+    /* EP group (et, x) and ETP group (e, x) are emitted when they hold a simulated rank: their
+     * smallest stage index (EP index 0, expert-tensor index 0) is below n */
+    int n_epg = edp * etp, n_etpg = edp * ep;
+    cx->ep_group = xmalloc((size_t)pp * n_epg * sizeof *cx->ep_group);
+    cx->etp_group = etp > 1 ? xmalloc((size_t)pp * n_etpg * sizeof *cx->etp_group) : NULL;
     cx->edp_group = edp > 1 ? xmalloc((size_t)pp * ep * etp * sizeof *cx->edp_group) : NULL;
     for (int p = 0; p < pp; p++) {
-        for (int b = 0; b < blocks; b++)
+        for (int x = 0; x < edp; x++)
             for (int et = 0; et < etp; et++) {
-                for (int e = 0; e < ep; e++)
-                    ranks[e] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, b), p);
-                cx->ep_group[(size_t)p * (n / ep) + (size_t)b * etp + et] =
-                    ep > 1 ? add_group(cx, ranks, ep) : -1;
+                int *grp = &cx->ep_group[(size_t)p * n_epg + (size_t)x * etp + et];
+                *grp = -1;
+                if (ep == 1 || compile_expert_stage_index(cx, et, 0, x) >= n)
+                    continue;
+                int tasked = 0; /* the simulated ranks come first (EP index 0 .. n / etp - 1) */
+                for (int e = 0; e < ep; e++) {
+                    int i = compile_expert_stage_index(cx, et, e, x);
+                    ranks[e] = compile_stage_rank(cx, i, p);
+                    tasked += i < n;
+                    assert((i < n) == (e < tasked));
+                }
+                *grp = add_group(cx, ranks, ep, tasked);
             }
-        for (int b = 0; b < blocks && etp > 1; b++)
+        for (int x = 0; x < edp && etp > 1; x++)
             for (int e = 0; e < ep; e++) {
+                int *grp = &cx->etp_group[(size_t)p * n_etpg + (size_t)x * ep + e];
+                *grp = -1;
+                if (compile_expert_stage_index(cx, 0, e, x) >= n)
+                    continue;
                 for (int et = 0; et < etp; et++)
-                    ranks[et] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, b), p);
-                cx->etp_group[(size_t)p * (n / etp) + (size_t)b * ep + e] =
-                    add_group(cx, ranks, etp);
+                    ranks[et] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
+                *grp = add_group(cx, ranks, etp, etp);
             }
         for (int e = 0; e < ep && edp > 1; e++)
             for (int et = 0; et < etp; et++) {
                 for (int x = 0; x < edp; x++)
                     ranks[x] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
-                cx->edp_group[((size_t)p * ep + e) * etp + et] = add_group(cx, ranks, edp);
+                cx->edp_group[((size_t)p * ep + e) * etp + et] = add_group(cx, ranks, edp, edp);
             }
     }
     free(ranks);
@@ -112,12 +125,13 @@ void compile_free_stage_groups(compile_ctx *cx)
     free(cx->edp_group);
 }
 
-/* Members of the simulated expert groups of stage p join collective `coll` (task per member in
- * group order), each after its after[j], which it becomes. */
+/* The simulated members (stage indices, the group's first n) of an expert collective `coll`
+ * (task per member in group order) join it, each after its after[j], which it becomes. The
+ * stand-ins that may follow them in the group have no task (htae_add_group_stand_ins). */
 static void join_expert_coll(compile_ctx *cx, const int *members, int n, const uint32_t *coll,
                              uint32_t *after)
 {
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n && members[k] < cx->n_sim; k++) {
         int j = members[k];
         htae_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
         if (after[j] != NONE)
@@ -126,32 +140,34 @@ static void join_expert_coll(compile_ctx *cx, const int *members, int n, const u
     }
 }
 
-/* The expert-tensor collective of every simulated ETP group of stage p: the all-gather of the
+/* The expert-tensor collective of every emitted ETP group of stage p: the all-gather of the
  * tokens the all-to-all brought (into the experts) or the reduce-scatter of the experts'
  * partial outputs (out of them), over the group's gathered buffer: etp x a member's tokens at
  * its load. */
 static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uint32_t *after)
 {
-    int etp = cx->etp, blocks = cx->n_sim / (cx->ep * etp), members[etp];
+    int etp = cx->etp, members[etp];
     uint32_t coll[etp];
-    for (int edp = 0; edp < blocks; edp++)
+    for (int x = 0; x < cx->edp; x++)
         for (int e = 0; e < cx->ep; e++) {
+            int grp = cx->etp_group[(size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e];
+            if (grp < 0)
+                continue;
             for (int et = 0; et < etp; et++)
-                members[et] = compile_expert_stage_index(cx, et, e, edp);
+                members[et] = compile_expert_stage_index(cx, et, e, x);
             double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
-            int grp = cx->etp_group[(size_t)p * (cx->n_sim / etp) + (size_t)edp * cx->ep + e];
             htae_add_collective(cx->g, kind, grp, STREAM_TP, bytes, CAT_EP_COMM,
                                 cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
             join_expert_coll(cx, members, etp, coll, after);
         }
 }
 
-/* The all-to-all of every simulated EP group of stage p. Member k sends its tokens' copies
+/* The all-to-all of every emitted EP group of stage p. Member k sends its tokens' copies
  * (ep_bytes, balanced) to the ranks holding their experts: into the experts the receiver's
  * load sets its share, out of them the sender's (the busiest rank, EP index 0, holds more). */
 static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *after)
 {
-    int ep = cx->ep, etp = cx->etp, blocks = cx->n_sim / (ep * etp), members[ep];
+    int ep = cx->ep, etp = cx->etp, members[ep];
     uint32_t coll[ep];
     double share[ep], *matrix = xmalloc((size_t)ep * ep * sizeof *matrix);
     int even = 1;
@@ -162,11 +178,13 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *af
     for (int a = 0; a < ep; a++)
         for (int b = 0; b < ep; b++)
             matrix[a * ep + b] = cx->ep_bytes / ep * share[out ? a : b];
-    for (int edp = 0; edp < blocks; edp++)
+    for (int x = 0; x < cx->edp; x++)
         for (int et = 0; et < etp; et++) {
+            int grp = cx->ep_group[(size_t)p * cx->edp * etp + (size_t)x * etp + et];
+            if (grp < 0)
+                continue;
             for (int e = 0; e < ep; e++)
-                members[e] = compile_expert_stage_index(cx, et, e, edp);
-            int grp = cx->ep_group[(size_t)p * (cx->n_sim / ep) + (size_t)edp * etp + et];
+                members[e] = compile_expert_stage_index(cx, et, e, x);
             if (even)
                 htae_add_collective(cx->g, COLL_ALLTOALL, grp, STREAM_TP, cx->ep_bytes, CAT_EP_COMM,
                                     cx->label_ep[out], micro, coll);

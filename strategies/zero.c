@@ -169,7 +169,7 @@ typedef enum { EDP_FREE, EDP_AFTER_BUCKET, EDP_AFTER_STEP } edp_dep;
 
 /* One collective over every expert-data-parallel group of stage p (expert bucket b of chunk mc,
  * micro-batch mb, or all of the stage's expert parameters): members at stage index i, folded
- * ones (i >= n_sim) waiting for the simulated member at i % n_sim, as DP members are. With
+ * ones (i >= n_sim) waiting for their twin (compile_fold_twin), as DP members do. With
  * `gather`, each member's task is recorded as the gate of bucket b of chunk mc on its rank. */
 static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
                       int label, int mb, int mc, int b, edp_dep wait, uint32_t *gather)
@@ -181,7 +181,7 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, do
             int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
             htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
             for (int x = 0; x < edp; x++) {
-                int i = compile_expert_stage_index(cx, et, e, x), k = i % cx->n_sim;
+                int i = compile_expert_stage_index(cx, et, e, x), k = compile_fold_twin(cx, i);
                 size_t r = (size_t)compile_stage_rank(cx, i, p);
                 es->last_dp[r] = coll[x];
                 if (gather)

@@ -159,7 +159,9 @@ START_TEST(ep8_alltoall_bytes_and_time)
     ck_assert_ptr_null(a2a->matrix);
     ck_assert_uint_eq(g->groups[a2a->group].n, 8);
     ck_close(a2a->bytes, S, 1e-12);
-    ck_assert_int_eq(p.simulated_replicas, 8); /* the EP group spans all replicas */
+    /* folded: replica 0 alone is simulated, the EP group's 7 other members are stand-ins */
+    ck_assert_int_eq(p.simulated_replicas, 1);
+    ck_assert_uint_eq(g->groups[a2a->group].tasked, 1);
 
     htae_options o = sim_bare_options();
     double times[1];
@@ -228,6 +230,37 @@ START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
 }
 END_TEST
 
+/* An all-to-all over 16 H100s on two nodes whose one tasked member (rank 0) has 15 stand-ins:
+ * it runs over every member's links, as the full all-to-all. Each GPU sends S/16 to each of its
+ * 15 peers, 8 of them on the other node: S/2 through its 50 GB/s NIC (7 S/16 through its 450
+ * GB/s NVLink port is less), after the worst route's latency (between the nodes). The
+ * executor runs it as 16 x 2 flows with the same per-link loads (htae_coll.c, build_direct). */
+START_TEST(stand_in_alltoall_runs_over_every_member)
+{
+    cluster c;
+    load_h100(2, &c);
+    htae_graph *g = htae_graph_create(16);
+    int ranks[16];
+    for (int i = 0; i < 16; i++)
+        ranks[i] = i;
+    int grp = htae_add_group_stand_ins(g, ranks, 16, 1);
+    double S = 64e6;
+    uint32_t id;
+    htae_add_collective(g, COLL_ALLTOALL, grp, STREAM_TP, S, CAT_EP_COMM, htae_label(g, "a2a"), 0,
+                        &id);
+    ck_assert_uint_eq(g->n_tasks, 1);
+    double bw, lat;
+    cluster_route(&c, 0, 8, &bw, &lat);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[id], S / 2 / 50e9 + lat, 1e-9);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* Memory of Mixtral 8x7B with EP8 over DP8 (ZeRO 1) on 8 GPUs: a rank holds one expert of each
  * layer, 32 x 176,160,768 = 5,637,144,576 parameters, and the 1,605,636,096 dense ones: P =
  * 7,242,780,672. bf16 weights 2P, fp32 gradients 4P; Adam's 12 bytes a parameter sharded over
@@ -276,8 +309,8 @@ static double rank0_bytes(const htae_graph *g, const char *name, uint32_t *size)
 
 /* EP8 over DP16 on 2 nodes: expert-data-parallel groups of 16 / 8 = 2 ranks reduce-scatter the
  * expert gradients (5,637,144,576 fp32 a rank, in buckets) and gather the updated expert
- * parameters (bf16); the dense ones go over all 16 ranks. Replicas fold by blocks of 8 (one EP
- * group): 8 of 16 simulated. Adam's state: dense / 16 + experts / 2. */
+ * parameters (bf16); the dense ones go over all 16 ranks. Replicas fold to replica 0, the
+ * other members of its EP group standing in: 1 of 16 simulated. Adam's state: dense / 16 + experts / 2. */
 START_TEST(expert_gradients_over_the_edp_group)
 {
     cluster c;
@@ -299,7 +332,7 @@ START_TEST(expert_gradients_over_the_edp_group)
     ck_assert_uint_eq(n, 2);
     ck_close(rank0_bytes(p.graph, "dp param all-gather", &n), 2 * dense, 1e-12);
     ck_assert_uint_eq(n, 16);
-    ck_assert_int_eq(p.simulated_replicas, 8);
+    ck_assert_int_eq(p.simulated_replicas, 1);
     ck_close(p.memory[0].optimizer, 12 * (dense / 16 + expert / 2), 1e-12);
     compiled_plan_free(&p);
     strategy_free(&s);
@@ -347,6 +380,7 @@ static Suite *ep_suite(void)
     tcase_add_test(tc, expert_op_share_by_hand);
     tcase_add_test(tc, ep8_alltoall_bytes_and_time);
     tcase_add_test(tc, imbalance_makes_an_alltoallv_and_a_busiest_rank);
+    tcase_add_test(tc, stand_in_alltoall_runs_over_every_member);
     tcase_add_test(tc, mixtral_ep8_memory_by_hand);
     tcase_add_test(tc, expert_gradients_over_the_edp_group);
     tcase_add_test(tc, unmodelled_combinations_are_refused);

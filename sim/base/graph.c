@@ -125,8 +125,13 @@ static int ranks_distinct_in_range(const htae_graph *g, const int *ranks, int n)
 
 int htae_add_group(htae_graph *g, const int *ranks, int n)
 {
+    return htae_add_group_stand_ins(g, ranks, n, n);
+}
+
+int htae_add_group_stand_ins(htae_graph *g, const int *ranks, int n, int tasked)
+{
     assert(!g->finalized);
-    assert(n >= 1 && n <= g->n_ranks);
+    assert(n >= 1 && n <= g->n_ranks && tasked >= 1 && tasked <= n);
     assert(ranks_distinct_in_range(g, ranks, n));
     xgrow(&g->groups, sizeof *g->groups, (size_t)g->n_groups + 1, &g->cap_groups);
     xgrow(&g->group_ranks, sizeof *g->group_ranks, (size_t)g->n_group_ranks + (size_t)n,
@@ -134,6 +139,7 @@ int htae_add_group(htae_graph *g, const int *ranks, int n)
     htae_group *gr = &g->groups[g->n_groups];
     gr->first = g->n_group_ranks;
     gr->n = (uint32_t)n;
+    gr->tasked = (uint32_t)tasked;
     for (int i = 0; i < n; i++)
         g->group_ranks[g->n_group_ranks++] = ranks[i];
     return (int)g->n_groups++;
@@ -147,7 +153,7 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
     assert(group >= 0 && (uint32_t)group < g->n_groups && is_amount(bytes));
     const htae_group *gr = &g->groups[group];
     xgrow(&g->colls, sizeof *g->colls, (size_t)g->n_colls + 1, &g->cap_colls);
-    xgrow(&g->coll_tasks, sizeof *g->coll_tasks, (size_t)g->n_coll_tasks + gr->n,
+    xgrow(&g->coll_tasks, sizeof *g->coll_tasks, (size_t)g->n_coll_tasks + gr->tasked,
           &g->cap_coll_tasks);
     int c = (int)g->n_colls++;
     htae_collective *col = &g->colls[c];
@@ -156,7 +162,7 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
     col->bytes = bytes;
     col->first_task = g->n_coll_tasks;
     col->matrix = NULL;
-    for (uint32_t i = 0; i < gr->n; i++) {
+    for (uint32_t i = 0; i < gr->tasked; i++) {
         int rank = g->group_ranks[gr->first + i];
         uint32_t id = add_task(g, TASK_COLLECTIVE, rank, stream, cat, label, micro);
         g->tasks[id].coll = c;
@@ -244,9 +250,9 @@ static int check_acyclic(const htae_graph *g, const uint32_t *pos)
             continue;
         }
         const htae_collective *c = &g->colls[k->coll];
-        if (++ready[k->coll] < g->groups[c->group].n)
+        if (++ready[k->coll] < g->groups[c->group].tasked)
             continue;
-        for (uint32_t m = 0; m < g->groups[c->group].n; m++) {
+        for (uint32_t m = 0; m < g->groups[c->group].tasked; m++) {
             seen++;
             kahn_release(g, g->coll_tasks[c->first_task + m], pos, indeg, queue, &tail);
         }
@@ -340,7 +346,7 @@ static void assert_tasks_valid(const htae_graph *g)
     }
 }
 
-/* Each collective has exactly one task per group member, in group order, on that member's rank
+/* Each collective has exactly one task per tasked group member, in group order, on its rank
  * (htae_add_group asserted the members distinct and in range). */
 static void assert_collectives_valid(const htae_graph *g)
 {
@@ -349,8 +355,9 @@ static void assert_collectives_valid(const htae_graph *g)
         assert(col->group >= 0 && (uint32_t)col->group < g->n_groups);
         const htae_group *gr = &g->groups[col->group];
         assert(gr->n >= 1 && gr->first + gr->n <= g->n_group_ranks);
-        assert(col->first_task + gr->n <= g->n_coll_tasks);
-        for (uint32_t m = 0; m < gr->n; m++) {
+        assert(gr->tasked >= 1 && gr->tasked <= gr->n);
+        assert(col->first_task + gr->tasked <= g->n_coll_tasks);
+        for (uint32_t m = 0; m < gr->tasked; m++) {
             uint32_t t = g->coll_tasks[col->first_task + m];
             assert(t < g->n_tasks);
             const htae_task *k = &g->tasks[t];

@@ -60,17 +60,21 @@ typedef struct htae_task {
     uint32_t n_pred;
 } htae_task;
 
-/* A group of ranks that run collectives together, in ring order. */
+/* A group of ranks that run collectives together, in ring order. The first `tasked` members
+ * take part with a task each; the others (folding's stand-ins, htae_add_group_stand_ins) only
+ * lend their links: a collective runs over every member's links once its tasked members have
+ * arrived. */
 typedef struct htae_group {
     uint32_t first; /* into graph->group_ranks */
     uint32_t n;
+    uint32_t tasked; /* n, or fewer with stand-ins */
 } htae_group;
 
 typedef struct htae_collective {
     coll_kind kind;
     int32_t group;
     double bytes;        /* per-rank buffer size S (all-to-all-v: the largest row sum) */
-    uint32_t first_task; /* into graph->coll_tasks: one task per member, in group order */
+    uint32_t first_task; /* into graph->coll_tasks: one task per tasked member, group order */
     double *matrix;      /* all-to-all-v only, else NULL: [n * n] bytes member i sends member j
                             (group order), owned by the graph */
 } htae_collective;
@@ -129,8 +133,13 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
                            task_category cat, int label, int micro);
 /* A group of ranks, ring order as given. Callers create each group once and reuse its id. */
 int htae_add_group(htae_graph *g, const int *ranks, int n);
-/* One collective over `group`: adds one task per member on `stream`; their ids are written to
- * task_ids (in group order) when it is not NULL. Returns the collective index. */
+/* A group whose members after the first `tasked` are stand-ins: its collectives give them no
+ * task but run over their links too, starting when the tasked members have all arrived (folded
+ * expert parallelism: the members outside the simulated replicas reach each all-to-all when
+ * their simulated counterparts do, strategies/fold.c). */
+int htae_add_group_stand_ins(htae_graph *g, const int *ranks, int n, int tasked);
+/* One collective over `group`: adds one task per tasked member on `stream`; their ids are
+ * written to task_ids (in group order) when it is not NULL. Returns the collective index. */
 /* An uneven all-to-all (all-to-all-v, MoE token routing): member i sends matrix[i * n + j]
  * bytes to member j (n the group's size, group order; the diagonal stays local and is
  * ignored); the matrix is copied. Same task ids and result as htae_add_collective. */
@@ -145,7 +154,7 @@ void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, dou
 /* Build successor lists and stream orders; fail (PS_EINTERNAL) on a cycle, counting the
  * implicit program-order edges of each stream. Asserts what the executor relies on: every
  * task's fields in range, every transfer received (a successor on its peer rank), every
- * collective one task per group member on that member's rank. */
+ * collective one task per tasked group member on that member's rank. */
 int htae_graph_finalize(htae_graph *g, ps_error *err);
 
 /* Name tables (vocab.h) and their lookups. */
