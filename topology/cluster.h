@@ -34,8 +34,8 @@ typedef struct device_table {
 } device_table;
 
 /* Load a device table (YAML list of mappings with keys name, fp32_tflops, tf32_tflops,
- * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional nccl_launch_us,
- * nccl_step_us, nvlink_efficiency, nvls_efficiency). */
+ * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional fp8_tflops,
+ * nccl_launch_us, nccl_step_us, nvlink_efficiency, nvls_efficiency, gemm_efficiency). */
 int device_table_load(const char *path, device_table *out, ps_error *err);
 const device_spec *device_table_find(const device_table *t, const char *name);
 void device_table_free(device_table *t);
