@@ -231,6 +231,7 @@ static void ring_bytes(int kv_heads, int tp, double *fwd, double *bwd, int *n_fw
         }
     }
     compiled_plan_free(&p);
+    cluster_free(&c);
     strategy_free(&s);
 }
 
@@ -346,6 +347,7 @@ START_TEST(attention_flops_halved)
     ck_assert_double_eq(pg->tasks[nth_task(pg, 0, NULL, y, 2)].seconds, 0.0);
     workload_graph_free(&g);
     compiled_plan_free(&p);
+    cluster_free(&c);
     strategy_free(&s);
 }
 END_TEST
@@ -377,6 +379,7 @@ static void ring_run(int hidden, int heads, int kv_heads, ring_times *rt)
                        r.end[a0],  r.start[a1], r.end[a1]};
     htae_result_free(&r);
     compiled_plan_free(&p);
+    cluster_free(&c);
     strategy_free(&s);
 }
 
@@ -453,6 +456,7 @@ START_TEST(activations_divided_gradients_over_context)
     ck_assert_int_eq(pd.micro_batches, 1);
     compiled_plan_free(&pc);
     compiled_plan_free(&pd);
+    cluster_free(&c);
     strategy_free(&cp);
     strategy_free(&dp);
 }
