@@ -20,3 +20,22 @@ const workload_op *find_op(const workload_graph *g, const char *name)
     ck_abort_msg("no op %s", name);
     return NULL;
 }
+
+workload_op gemm_op(double m, double n, double k)
+{
+    workload_op op;
+    memset(&op, 0, sizeof op);
+    strcpy(op.name, "test.gemm");
+    op.kind = OP_GEMM;
+    op.split = SPLIT_REPLICATED;
+    op.batch = 1;
+    op.m = m;
+    op.n = n;
+    op.k = k;
+    op.fwd_flops = 2 * m * n * k;
+    op.bwd_flops = 2 * op.fwd_flops;
+    op.fwd_bytes = (m * k + k * n + m * n) * 2;
+    op.bwd_bytes = 2 * op.fwd_bytes;
+    op.kernels = 1;
+    return op;
+}

@@ -5,6 +5,9 @@
 
 #include "../workloads/workload.h"
 
+/* A bf16 GEMM op (m x k).(k x n), batch 1, one kernel: FLOPs 2mnk forward and twice that
+ * backward, bytes its three matrices forward and twice that backward. */
+workload_op gemm_op(double m, double n, double k);
 /* The op named `name` (e.g. "layers.0.mlp.fc1"); fails the test if there is none. */
 const workload_op *find_op(const workload_graph *g, const char *name);
 /* Whether the graph has an op named `name`. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../sim/cost.h"
+#include "model_util.h"
 
 /* A100 SXM 80 GB datasheet figures (dense). */
 static device_spec a100(void)
@@ -26,21 +27,7 @@ static device_spec a100(void)
 
 static workload_op gemm(double m, double n, double k)
 {
-    workload_op op;
-    memset(&op, 0, sizeof op);
-    strcpy(op.name, "test.gemm");
-    op.kind = OP_GEMM;
-    op.split = SPLIT_REPLICATED;
-    op.batch = 1;
-    op.m = m;
-    op.n = n;
-    op.k = k;
-    op.fwd_flops = 2 * m * n * k;
-    op.bwd_flops = 2 * op.fwd_flops;
-    op.fwd_bytes = (m * k + k * n + m * n) * 2;
-    op.bwd_bytes = 2 * op.fwd_bytes;
-    op.kernels = 1;
-    return op;
+    return gemm_op(m, n, k);
 }
 
 static double rel(double a, double b)

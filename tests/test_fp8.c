@@ -9,6 +9,7 @@
 
 #include "../sim/cost.h"
 #include "../strategies/strategy.h"
+#include "model_util.h"
 
 static const char *data_dir(void)
 {
@@ -38,22 +39,12 @@ static device_spec h100(void)
     return d;
 }
 
+/* An FP8 GEMM of a layer (an MLP fc1) */
 static workload_op gemm(double m, double n, double k)
 {
-    workload_op op;
-    memset(&op, 0, sizeof op);
+    workload_op op = gemm_op(m, n, k);
     strcpy(op.name, "layers.0.mlp.fc1");
-    op.kind = OP_GEMM;
     op.split = SPLIT_COLUMN;
-    op.batch = 1;
-    op.m = m;
-    op.n = n;
-    op.k = k;
-    op.fwd_flops = 2 * m * n * k;
-    op.bwd_flops = 2 * op.fwd_flops;
-    op.fwd_bytes = (m * k + k * n + m * n) * 2;
-    op.bwd_bytes = 2 * op.fwd_bytes;
-    op.kernels = 1;
     op.fp8_gemm = 1;
     return op;
 }
