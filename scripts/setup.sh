@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-packages="build-essential g++ pkg-config meson ninja-build libsimgrid-dev libcjson-dev libyaml-dev
+packages="build-essential g++ pkg-config meson ninja-build libsimgrid-dev libcjson-dev libyaml-dev zlib1g-dev
           libhwloc-dev check python3"
 if [ "${1:-}" = "--packages" ]; then     # the list alone, for .ci/run
     echo $packages

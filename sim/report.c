@@ -300,7 +300,12 @@ static void push_step(path_step **v, int *n, size_t *cap, path_step s)
 
 static path_step task_step(const htae_graph *g, const htae_task *k, double seconds)
 {
-    path_step s = {k->label, k->rank, -1, htae_stream_name(g, k->stream), seconds};
+    /* a replayed trace's streams say where the time went: a CPU thread, a GPU stream, NCCL */
+    const char *kind = !g->stream_names                   ? stream_name((stream_id)k->stream)
+                       : k->kind == TASK_COLLECTIVE       ? "comm"
+                       : htae_stream_is_cpu(g, k->stream) ? "cpu"
+                                                          : "gpu";
+    path_step s = {k->label, k->rank, -1, kind, seconds};
     if (k->kind == TASK_TRANSFER)
         s.peer = k->peer;
     else if (k->kind == TASK_COLLECTIVE)

@@ -1,0 +1,299 @@
+/* trace_coll.c: NCCL kernels as collectives (kind, bytes and communicator size from the
+ * annotations PyTorch puts around the launch), cross-stream waits inferred from the timing,
+ * and the small tables the reader shares (names, correlation ids). */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/base/xalloc.h"
+#include "trace_internal.h"
+
+void tb_map_init(tb_map *m, size_t n)
+{
+    m->cap = 16;
+    while (m->cap < 2 * n)
+        m->cap *= 2;
+    m->keys = xmalloc(m->cap * sizeof *m->keys);
+    m->vals = xmalloc(m->cap * sizeof *m->vals);
+    for (size_t i = 0; i < m->cap; i++)
+        m->vals[i] = -1;
+}
+
+static size_t slot_of(const tb_map *m, long long key)
+{
+    unsigned long long h = (unsigned long long)key * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 20) & (m->cap - 1);
+    while (m->vals[i] >= 0 && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+void tb_map_put(tb_map *m, long long key, int val)
+{
+    size_t i = slot_of(m, key);
+    if (m->vals[i] < 0) { /* the first call with an id wins */
+        m->keys[i] = key;
+        m->vals[i] = val;
+    }
+}
+
+int tb_map_get(const tb_map *m, long long key)
+{
+    return m->vals[slot_of(m, key)];
+}
+
+void tb_map_free(tb_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* Names: a string hash table over the job's name list. */
+typedef struct trace_names {
+    int *slot; /* name index or -1 */
+    size_t cap;
+} trace_names;
+
+static unsigned long name_hash(const char *s)
+{
+    unsigned long h = 5381;
+    for (; *s; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+int tb_name(build *b, const char *name)
+{
+    trace_job *j = b->j;
+    if (!j->index) {
+        j->index = xcalloc(1, sizeof *j->index);
+        j->index->cap = 1024;
+        j->index->slot = xmalloc(j->index->cap * sizeof *j->index->slot);
+        memset(j->index->slot, 0xff, j->index->cap * sizeof *j->index->slot);
+    }
+    trace_names *t = j->index;
+    if ((size_t)j->n_names * 2 >= t->cap) { /* grow and rehash */
+        free(t->slot);
+        t->cap *= 2;
+        t->slot = xmalloc(t->cap * sizeof *t->slot);
+        memset(t->slot, 0xff, t->cap * sizeof *t->slot);
+        for (int k = 0; k < j->n_names; k++) {
+            size_t i = name_hash(j->names[k]) & (t->cap - 1);
+            while (t->slot[i] >= 0)
+                i = (i + 1) & (t->cap - 1);
+            t->slot[i] = k;
+        }
+    }
+    size_t i = name_hash(name) & (t->cap - 1);
+    while (t->slot[i] >= 0) {
+        if (strcmp(j->names[t->slot[i]], name) == 0)
+            return t->slot[i];
+        i = (i + 1) & (t->cap - 1);
+    }
+    xgrow(&j->names, sizeof *j->names, (size_t)j->n_names + 1, &j->cap_names);
+    j->names[j->n_names] = xstrdup(name);
+    t->slot[i] = j->n_names;
+    return j->n_names++;
+}
+
+void tb_names_free(trace_job *j)
+{
+    for (int i = 0; i < j->n_names; i++)
+        free(j->names[i]);
+    free(j->names);
+    if (j->index)
+        free(j->index->slot);
+    free(j->index);
+}
+
+/* Bytes per element of a PyTorch scalar type as the profiler names it; 0 if unknown. */
+static double dtype_bytes(const char *t)
+{
+    static const struct {
+        const char *name;
+        double bytes;
+    } table[] = {{"float", 4},
+                 {"double", 8},
+                 {"c10::Half", 2},
+                 {"c10::BFloat16", 2},
+                 {"long int", 8},
+                 {"long", 8},
+                 {"int", 4},
+                 {"short int", 2},
+                 {"short", 2},
+                 {"unsigned char", 1},
+                 {"signed char", 1},
+                 {"char", 1},
+                 {"bool", 1},
+                 {"c10::Float8_e4m3fn", 1},
+                 {"c10::Float8_e5m2", 1},
+                 {"Half", 2},
+                 {"BFloat16", 2},
+                 {"Float", 4}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(t, table[i].name) == 0)
+            return table[i].bytes;
+    return 0;
+}
+
+/* "nccl:_all_gather_base" -> COLL_ALLGATHER; -1 for kinds the executor does not model. */
+static int coll_kind_of(const char *annotation)
+{
+    char k[64];
+    int n = 0;
+    for (const char *s = annotation + 5; *s && n < 63; s++)
+        if (*s != '_')
+            k[n++] = (char)tolower((unsigned char)*s);
+    k[n] = '\0';
+    if (strncmp(k, "allreduce", 9) == 0)
+        return COLL_ALLREDUCE;
+    if (strncmp(k, "allgather", 9) == 0)
+        return COLL_ALLGATHER;
+    if (strncmp(k, "reducescatter", 13) == 0)
+        return COLL_REDUCE_SCATTER;
+    if (strncmp(k, "alltoall", 8) == 0)
+        return COLL_ALLTOALL;
+    return -1;
+}
+
+/* Elements of an event's n-th "Input Dims" entry, -1 if it has none. */
+static double input_elems(const trace_ev *e, int n)
+{
+    const cJSON *dims = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input Dims") : NULL;
+    const cJSON *d = cJSON_IsArray(dims) ? cJSON_GetArrayItem(dims, n) : NULL;
+    if (!cJSON_IsArray(d) || cJSON_GetArraySize(d) == 0)
+        return -1;
+    double v = 1;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, d) v *= cJSON_IsNumber(x) ? x->valuedouble : NAN;
+    return isfinite(v) ? v : -1;
+}
+
+static const char *input_type(const trace_ev *e)
+{
+    const cJSON *t = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input type") : NULL;
+    const cJSON *f = cJSON_IsArray(t) ? cJSON_GetArrayItem(t, 0) : NULL;
+    return cJSON_IsString(f) ? f->valuestring : "";
+}
+
+/* The CPU events of the launch's thread that enclose it: the innermost "nccl:" annotation,
+ * record_param_comms and the c10d op. */
+static void enclosing(const build *b, const trace_ev *rt, const trace_ev **nccl,
+                      const trace_ev **param, const trace_ev **c10d)
+{
+    *nccl = *param = *c10d = NULL;
+    for (int i = 0; i < b->te->n; i++) {
+        const trace_ev *e = &b->te->ev[i];
+        if ((e->kind != EV_CPU_OP && e->kind != EV_ANNOTATION) || e->thread != rt->thread ||
+            e->ts > rt->ts || e->ts + e->dur < rt->ts + rt->dur)
+            continue;
+        if (strncmp(e->name, "nccl:", 5) == 0 && (!*nccl || e->ts >= (*nccl)->ts))
+            *nccl = e;
+        else if (strcmp(e->name, "record_param_comms") == 0 && (!*param || e->ts >= (*param)->ts))
+            *param = e;
+        else if (strncmp(e->name, "c10d::", 6) == 0 && (!*c10d || e->ts >= (*c10d)->ts))
+            *c10d = e;
+    }
+}
+
+int tb_coll_info(build *b, int kernel, trace_op *op, ps_error *err)
+{
+    const trace_ev *k = &b->te->ev[kernel];
+    const trace_ev *nccl, *param, *c10d;
+    enclosing(b, &b->te->ev[b->launch_of[kernel]], &nccl, &param, &c10d);
+    char f[48];
+    trace_event_field(f, sizeof f, k->idx);
+    if (!nccl)
+        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
+                            "NCCL kernel '%.60s' has no nccl:* annotation around its launch "
+                            "(its kind and size are unknown)",
+                            k->name);
+    int kind = coll_kind_of(nccl->name);
+    if (kind < 0)
+        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
+                            "NCCL kernel of '%s' (traceEvents[%d]): only all-reduce, all-gather, "
+                            "reduce-scatter and all-to-all are modelled",
+                            nccl->name, nccl->idx);
+    double elems = input_elems(nccl, 0), size = dtype_bytes(input_type(nccl));
+    if (elems < 0 || size <= 0)
+        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
+                            "the annotation '%s' (traceEvents[%d]) gives no input size and type",
+                            nccl->name, nccl->idx);
+    /* The communicator: record_param_comms' "Group size" when the profiler wrote it; else the
+     * gathered/scattered buffer against the rank's part in the c10d op (output, input); else
+     * the world. */
+    double group = param ? trace_arg_number(param, "Group size") : NAN;
+    if (isnan(group) && c10d && (kind == COLL_ALLGATHER || kind == COLL_REDUCE_SCATTER)) {
+        double out = input_elems(c10d, 0), in = input_elems(c10d, 1);
+        if (out > 0 && in > 0)
+            group = kind == COLL_ALLGATHER ? out / in : in / out;
+    }
+    if (isnan(group))
+        group = b->te->world_size;
+    if (group < 1 || group != floor(group) || group > b->te->world_size)
+        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
+                            "NCCL kernel's communicator of %g ranks does not fit a world of %d",
+                            group, b->te->world_size);
+    op->kind = TRACE_COLL;
+    op->coll = (uint8_t)kind;
+    op->group_n = (int)group;
+    op->bytes = elems * size * (kind == COLL_ALLGATHER ? group : 1.0);
+    return 0;
+}
+
+/* In traces that record no stream waits: a GPU op that started INFER_GAP later than both its
+ * launch and its stream allowed waited for the op of another stream that ended last before it,
+ * within that gap. */
+void tb_infer_waits(build *b, double gap_us)
+{
+    trace_rank *r = b->r;
+    const trace_events *te = b->te;
+    double *prev_end = xmalloc(((size_t)r->n_lanes + 1) * sizeof *prev_end);
+    int *last_op = xmalloc(((size_t)r->n_lanes + 1) * sizeof *last_op);
+    for (int l = 0; l <= r->n_lanes; l++) {
+        prev_end[l] = -INFINITY;
+        last_op[l] = -1;
+    }
+    /* ops of GPU lanes in start order: they are in lane order; walk them by measured start */
+    uint32_t *order = xmalloc(((size_t)r->n_ops + 1) * sizeof *order);
+    int n = 0;
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        if (b->ev_of_op[i] >= 0)
+            order[n++] = i;
+    for (int a = 0; a < n; a++) { /* insertion by start: lanes are few, starts nearly sorted */
+        uint32_t x = order[a];
+        int k = a;
+        while (k > 0 && r->ops[order[k - 1]].start > r->ops[x].start) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = x;
+    }
+    for (int a = 0; a < n; a++) {
+        uint32_t o = order[a];
+        const trace_ev *e = &te->ev[b->ev_of_op[o]];
+        const trace_ev *l = &te->ev[b->launch_of[b->ev_of_op[o]]];
+        int lane = r->ops[o].lane;
+        double ready = fmax(l->ts + l->dur, prev_end[lane]);
+        int best = -1;
+        double best_end = -INFINITY;
+        if (e->ts - ready > gap_us)
+            for (int m = 0; m < r->n_lanes; m++)
+                if (m != lane && last_op[m] >= 0 && prev_end[m] <= e->ts + 1e-3 &&
+                    e->ts - prev_end[m] <= gap_us && prev_end[m] > best_end) {
+                    best = last_op[m];
+                    best_end = prev_end[m];
+                }
+        if (best >= 0) {
+            tb_add_edge(b, (uint32_t)best, o);
+            r->n_inferred++;
+        }
+        prev_end[lane] = e->ts + e->dur;
+        last_op[lane] = (int)o;
+    }
+    free(order);
+    free(prev_end);
+    free(last_op);
+}
