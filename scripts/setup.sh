@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install protosim's Debian packages (needs root or sudo) and build it into build/.
-# Packages: SimGrid 3.32 (network/compute engine), cJSON (reports), libyaml (strategy files),
+# Packages: SimGrid 3.32 (network/compute engine), cJSON (reports, traces), zlib (gzip traces),
+# libyaml (strategy files),
 # hwloc (topology import), Check (unit tests), meson + ninja (build), a C/C++ compiler, and
 # python3 for the validation and calibration scripts (scripts/validate, scripts/fit_*).
 set -euo pipefail

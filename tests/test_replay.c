@@ -1,0 +1,161 @@
+/* test_replay.c: Kineto traces replayed on the executor: small hand-written traces in
+ * tests/data/replay whose answers are worked out by hand, and each class of bad trace. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/report_replay.h"
+#include "../workloads/trace.h"
+#include "sim_util.h"
+
+static char path_buf[1024];
+
+static const char *data(const char *name)
+{
+    snprintf(path_buf, sizeof path_buf, "%s/tests/data/replay/%s", sim_data_dir(), name);
+    return path_buf;
+}
+
+/* Replay one trace on dgx4 as `protosim replay` does; the summary into *s. */
+static void replay(const char *name, replay_summary *s)
+{
+    const char *p = data(name);
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(trace_job_load(&p, 1, 0, &j, &err) == 0, "%s", err.message);
+    cluster c;
+    sim_load("topology/clusters/dgx4.xml", &c);
+    htae_graph *g;
+    uint32_t **task_of;
+    ck_assert_msg(trace_job_graph(&j, c.n_gpus, &g, &task_of, &err) == 0, "%s", err.message);
+    htae_options o;
+    htae_default_options(&o);
+    o.overlap_slowdown = 0.0;
+    htae_result r;
+    ck_assert_msg(htae_run(g, &c, &o, &r, &err) == 0, "%s", err.message);
+    report_replay_summarize(&j, g, task_of, &r, s);
+    htae_result_free(&r);
+    trace_tasks_free(&j, task_of);
+    htae_graph_free(g);
+    cluster_free(&c);
+    trace_job_free(&j);
+}
+
+/* sync.json: launches of 10 us at 10 and 30 us, two 1 ms kernels on one stream (the second
+ * measured 480 us late: the replay starts it when the first ends), a device synchronization
+ * whose own part is 30 us (it returned 30 us after the last kernel), then 5 us of its op and
+ * 10 us between ops. Step = 20 us + 2 x 1 ms + 30 + 5 + 10 us = 2.065 ms; measured 2.545 ms. */
+START_TEST(launch_stream_order_and_sync)
+{
+    replay_summary s;
+    replay("sync.json", &s);
+    ck_close(s.iteration_s, 2.065e-3, 1e-9);
+    ck_close(s.measured_step_s, 2.545e-3, 1e-9);
+    ck_close(s.gpu_active_s, 2e-3, 1e-9);
+    ck_close(s.gpu_idle_s, 0.065e-3, 1e-6);
+    /* Lin et al.: aten::mm 10 us before its first launch, 10 between, 60 after; aten::sync
+     * (no launch) 5 + 5 us; 10 us between ops; launches 10 + 10, the sync's own 30 us. */
+    ck_close(s.overheads[TRACE_OVH_BEFORE_FIRST_LAUNCH], 20e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_BETWEEN_LAUNCHES], 10e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_AFTER_LAST_LAUNCH], 60e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_BETWEEN_OPS], 10e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_LAUNCH], 50e-6, 1e-6);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* The same trace gzip-compressed reads the same. */
+START_TEST(gzip_trace)
+{
+    replay_summary s;
+    replay("sync.json.gz", &s);
+    ck_close(s.iteration_s, 2.065e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* allreduce.json: rank 0 of a world of 4 all-reduces 250 M floats (S = 1 GB) on dgx4, the other
+ * ranks standing in: NVSwitch ports of 300 GB/s x 0.71, 0.7 us each (two per route): 40 us +
+ * 6 x (0.5 + 1.4) us + 2 (p-1)/p S / B (docs/collectives.md). The stream synchronization waits
+ * for it; the step is 20 us of launch + the all-reduce + 10 us of its own + 10 us after. */
+START_TEST(allreduce_on_the_cluster)
+{
+    replay_summary s;
+    replay("allreduce.json", &s);
+    htae_options o;
+    htae_default_options(&o);
+    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
+    double ar = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
+    ck_close(s.comm_s, ar, 1e-3);
+    ck_close(s.iteration_s, 20e-6 + ar + 20e-6, 1e-3);
+    ck_close(s.measured_step_s, 4.02e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* Each bad trace is an input error naming the file and, where there is one, the event. */
+static void expect_error(const char *name, const char *field, const char *words)
+{
+    const char *p = data(name);
+    char file[1024];
+    snprintf(file, sizeof file, "%s", p);
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), PS_EINPUT);
+    ck_assert_str_eq(err.file, file);
+    ck_assert_str_eq(err.field, field);
+    ck_assert_msg(strstr(err.message, words), "message '%s' lacks '%s'", err.message, words);
+}
+
+START_TEST(bad_traces)
+{
+    expect_error("not_json.json", "", "not JSON");
+    expect_error("not_kineto.json", "traceEvents", "not a Kineto trace");
+    expect_error("no_gpu.json", "traceEvents", "no GPU events");
+    expect_error("unknown_device.json", "traceEvents[1]", "device 3");
+    expect_error("no_correlation.json", "traceEvents[2]", "no correlation id");
+}
+END_TEST
+
+/* Not JSON: the syntax error's line and column. */
+START_TEST(not_json_is_located)
+{
+    const char *p = data("not_json.json");
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), PS_EINPUT);
+    ck_assert_int_eq(err.line, 1);
+    ck_assert_int_gt(err.column, 1);
+}
+END_TEST
+
+/* The median of measured steps leaves the first out when there are more than two. */
+START_TEST(step_median_rule)
+{
+    double three[] = {9.0, 2.0, 4.0}, two[] = {1.0, 3.0}, five[] = {100, 5, 1, 3, 2};
+    ck_close(trace_step_median(three, 3), 3.0, 1e-12);
+    ck_close(trace_step_median(two, 2), 2.0, 1e-12);
+    ck_close(trace_step_median(five, 5), 2.5, 1e-12);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("replay");
+    TCase *tc = tcase_create("replay");
+    tcase_add_test(tc, launch_stream_order_and_sync);
+    tcase_add_test(tc, gzip_trace);
+    tcase_add_test(tc, allreduce_on_the_cluster);
+    tcase_add_test(tc, bad_traces);
+    tcase_add_test(tc, not_json_is_located);
+    tcase_add_test(tc, step_median_rule);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
