@@ -16,14 +16,20 @@ static const char *data(const char *name)
     return path_buf;
 }
 
-/* Replay one trace on dgx4 as `protosim replay` does; the summary into *s. */
-static void replay(const char *name, replay_summary *s)
+/* Replay traces (one: SPMD; several: one per rank) on dgx4 as `protosim replay` does, the last
+ * `steps` ProfilerSteps (0: all); the summary into *s. */
+static void replay_steps(const char *const *names, int n, int steps, replay_summary *s)
 {
-    const char *p = data(name);
+    char paths[4][1024];
+    const char *p[4];
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s", data(names[i]));
+        p[i] = paths[i];
+    }
     trace_job j;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(trace_job_load(&p, 1, 0, &j, &err) == 0, "%s", err.message);
+    ck_assert_msg(trace_job_load(p, n, steps, &j, &err) == 0, "%s", err.message);
     cluster c;
     sim_load("topology/clusters/dgx4.xml", &c);
     htae_graph *g;
@@ -40,6 +46,11 @@ static void replay(const char *name, replay_summary *s)
     htae_graph_free(g);
     cluster_free(&c);
     trace_job_free(&j);
+}
+
+static void replay(const char *name, replay_summary *s)
+{
+    replay_steps(&name, 1, 0, s);
 }
 
 /* sync.json: launches of 10 us at 10 and 30 us, two 1 ms kernels on one stream (the second
@@ -90,6 +101,79 @@ START_TEST(allreduce_on_the_cluster)
     ck_close(s.comm_s, ar, 1e-3);
     ck_close(s.iteration_s, 20e-6 + ar + 20e-6, 1e-3);
     ck_close(s.measured_step_s, 4.02e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* stream_wait.json: a 1 ms kernel on stream 7, an event recorded after it, stream 20 told to
+ * wait for it (the GPU-side "Stream Wait Event" record), a 0.5 ms kernel on stream 20, a device
+ * synchronization (own part 20 us), 10 us after. Launches and calls take 10 us each, from 0:
+ * 10 us + 1 ms + 0.5 ms + 20 us + 10 us = 1.540 ms. Without the wait the consumer would run
+ * beside the producer and the step would take 1.040 ms. */
+START_TEST(recorded_stream_wait)
+{
+    replay_summary s;
+    replay("stream_wait.json", &s);
+    ck_close(s.iteration_s, 1.540e-3, 1e-9);
+    ck_close(s.gpu_active_s, 1.5e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* inferred_wait.json: the same without the wait record: the consumer started 970 us after its
+ * stream and launch allowed, just as the producer ended: the wait is inferred, same 1.540 ms. */
+START_TEST(inferred_stream_wait)
+{
+    replay_summary s;
+    replay("inferred_wait.json", &s);
+    ck_close(s.iteration_s, 1.540e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* rank0.json and rank1.json: one trace per rank of a world of 2 (dgx4's GPUs 0 and 1). Each
+ * all-reduces 53.25 M floats (S = 213 MB); rank 1 launches at 505-515 us (500 us of CPU work
+ * first), rank 0 at 5-15 us. The all-reduce starts when both launched, at 515 us, and takes
+ * 40 us + 2 x (0.5 + 1.4) us + 2 (p-1)/p S / B = 43.8 us + 213 MB / 213 GB/s = 1043.8 us; each
+ * device synchronization then has 10 us of its own, 10 us follow: step = 1578.8 us. */
+START_TEST(one_trace_per_rank)
+{
+    const char *names[] = {"rank0.json", "rank1.json"};
+    replay_summary s;
+    replay_steps(names, 2, 0, &s);
+    htae_options o;
+    htae_default_options(&o);
+    double S = 213e6, B = 300 * GB * o.protocol_efficiency;
+    double ar = o.coll_launch_s + 2 * (o.coll_step_s + 2 * 0.7e-6) + S / B;
+    ck_close(s.comm_s, ar, 1e-3);
+    ck_close(s.iteration_s, 515e-6 + ar + 20e-6, 1e-3);
+    ck_close(s.measured_step_s, 2e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* steps.json: ProfilerSteps of 100, 140 and 120 us: all of them, the median of the last two
+ * (the first left out) is 130 us; --steps 1 (last_step_only) replays the last alone: 120 us. */
+START_TEST(steps_window)
+{
+    const char *name = "steps.json";
+    replay_summary s;
+    replay_steps(&name, 1, 0, &s);
+    ck_assert_int_eq(s.steps, 3);
+    ck_close(s.measured_step_s, 130e-6, 1e-9);
+    ck_close(s.iteration_s, 130e-6, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+START_TEST(last_step_only)
+{
+    const char *name = "steps.json";
+    replay_summary s;
+    replay_steps(&name, 1, 1, &s);
+    ck_assert_int_eq(s.steps, 1);
+    ck_close(s.measured_step_s, 120e-6, 1e-9);
+    ck_close(s.iteration_s, 120e-6, 1e-9);
     report_replay_free(&s);
 }
 END_TEST
@@ -149,6 +233,11 @@ int main(void)
     tcase_add_test(tc, launch_stream_order_and_sync);
     tcase_add_test(tc, gzip_trace);
     tcase_add_test(tc, allreduce_on_the_cluster);
+    tcase_add_test(tc, recorded_stream_wait);
+    tcase_add_test(tc, inferred_stream_wait);
+    tcase_add_test(tc, one_trace_per_rank);
+    tcase_add_test(tc, steps_window);
+    tcase_add_test(tc, last_step_only);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
     tcase_add_test(tc, step_median_rule);

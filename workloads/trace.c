@@ -215,17 +215,40 @@ static int lane_of(const build *b, int s)
     return s >= 0 ? b->lane_of_stream[s] : -1;
 }
 
-/* Ops of GPU lane `lane` in order, with their launch times (us), into b's scratch. */
-static int lane_ops(const build *b, int lane, uint32_t *ops, double *launch_ts)
+/* Each GPU lane's ops in order with their launch times (us): lane l's are ops[first[l] ..
+ * first[l + 1]) and launch_ts[same]. */
+typedef struct lane_index {
+    uint32_t *ops;
+    double *launch_ts;
+    int *first;
+} lane_index;
+
+static void lane_index_build(const build *b, lane_index *x)
 {
-    int n = 0;
-    for (uint32_t i = 0; i < b->r->n_ops; i++)
-        if (b->r->ops[i].lane == lane) {
-            ops[n] = i;
-            launch_ts[n] = b->te->ev[b->launch_of[b->ev_of_op[i]]].ts;
-            n++;
+    const trace_rank *r = b->r;
+    x->first = xcalloc((size_t)r->n_lanes + 2, sizeof *x->first);
+    x->ops = xmalloc(((size_t)r->n_ops + 1) * sizeof *x->ops);
+    x->launch_ts = xmalloc(((size_t)r->n_ops + 1) * sizeof *x->launch_ts);
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        if (b->ev_of_op[i] >= 0)
+            x->first[r->ops[i].lane + 1]++;
+    for (int l = 0; l < r->n_lanes; l++)
+        x->first[l + 1] += x->first[l];
+    int *fill = xcalloc((size_t)r->n_lanes + 1, sizeof *fill);
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        if (b->ev_of_op[i] >= 0) {
+            int l = r->ops[i].lane, k = x->first[l] + fill[l]++;
+            x->ops[k] = i;
+            x->launch_ts[k] = b->te->ev[b->launch_of[b->ev_of_op[i]]].ts;
         }
-    return n;
+    free(fill);
+}
+
+static void lane_index_free(lane_index *x)
+{
+    free(x->ops);
+    free(x->launch_ts);
+    free(x->first);
 }
 
 /* The last op of a lane launched before time t (us), -1 if none. */
@@ -253,11 +276,9 @@ static double measured_end_us(const build *b, uint32_t op)
  * launched before it on every stream; a stream synchronization, on its stream when the trace
  * names it; otherwise (an event synchronization, an unnamed stream) the streams whose last
  * launched op was still running when the call began. A blocking copy covers its copy. */
-static void sync_edges(build *b)
+static void sync_edges(build *b, const lane_index *x)
 {
     trace_rank *r = b->r;
-    uint32_t *ops = xmalloc(((size_t)r->n_ops + 1) * sizeof *ops);
-    double *lts = xmalloc(((size_t)r->n_ops + 1) * sizeof *lts);
     for (int rt = 0; rt < b->te->n; rt++) {
         if (b->wait_op[rt] < 0)
             continue;
@@ -274,8 +295,8 @@ static void sync_edges(build *b)
             for (int lane = 0; lane < r->n_lanes; lane++) {
                 if (r->lanes[lane].is_cpu || (only >= 0 && lane != only))
                     continue;
-                int n = lane_ops(b, lane, ops, lts);
-                int last = last_launched_before(ops, lts, n, e->ts);
+                int f = x->first[lane], n = x->first[lane + 1] - f;
+                int last = last_launched_before(x->ops + f, x->launch_ts + f, n, e->ts);
                 if (last < 0)
                     continue;
                 double end = measured_end_us(b, (uint32_t)last);
@@ -288,8 +309,6 @@ static void sync_edges(build *b)
         double own = e->ts + e->dur - fmax(e->ts, covered);
         r->ops[w].seconds = fmin(fmax(own, 0.0), e->dur) * 1e-6;
     }
-    free(ops);
-    free(lts);
 }
 
 /* Launch edges, synchronizations, and cross-stream waits: recorded ones (cuda_sync "Stream
@@ -301,10 +320,9 @@ static void add_edges(build *b)
     for (int i = 0; i < te->n; i++)
         if (b->gpu_op[i] >= 0)
             tb_add_edge(b, b->launch_op[b->launch_of[i]], (uint32_t)b->gpu_op[i]);
-    sync_edges(b);
-    trace_rank *r = b->r;
-    uint32_t *ops = xmalloc(((size_t)r->n_ops + 1) * sizeof *ops);
-    double *lts = xmalloc(((size_t)r->n_ops + 1) * sizeof *lts);
+    lane_index x;
+    lane_index_build(b, &x);
+    sync_edges(b, &x);
     for (int i = 0; i < te->n; i++) {
         const trace_ev *e = &te->ev[i];
         const cJSON *on =
@@ -322,17 +340,15 @@ static void add_edges(build *b)
         int to_lane = lane_of(b, e->thread);
         if (rec_rt < 0 || wait_rt < 0 || from_lane < 0 || to_lane < 0 || from_lane == to_lane)
             continue;
-        int n = lane_ops(b, from_lane, ops, lts);
-        int from = last_launched_before(ops, lts, n, te->ev[rec_rt].ts);
-        n = lane_ops(b, to_lane, ops, lts);
-        int k = 0; /* the first op launched after the wait call */
-        while (k < n && lts[k] < te->ev[wait_rt].ts)
+        int f = x.first[from_lane], n = x.first[from_lane + 1] - f;
+        int from = last_launched_before(x.ops + f, x.launch_ts + f, n, te->ev[rec_rt].ts);
+        int k = x.first[to_lane], end = x.first[to_lane + 1]; /* first launched after the wait */
+        while (k < end && x.launch_ts[k] < te->ev[wait_rt].ts)
             k++;
-        if (from >= 0 && k < n)
-            tb_add_edge(b, (uint32_t)from, ops[k]);
+        if (from >= 0 && k < end)
+            tb_add_edge(b, (uint32_t)from, x.ops[k]);
     }
-    free(ops);
-    free(lts);
+    lane_index_free(&x);
     if (!recorded)
         tb_infer_waits(b, INFER_GAP_US);
 }

@@ -243,6 +243,19 @@ int tb_coll_info(build *b, int kernel, trace_op *op, ps_error *err)
     return 0;
 }
 
+typedef struct by_start {
+    double start;
+    uint32_t op;
+} by_start;
+
+static int cmp_start(const void *x, const void *y)
+{
+    const by_start *p = x, *q = y;
+    if (p->start != q->start)
+        return p->start < q->start ? -1 : 1;
+    return p->op < q->op ? -1 : p->op > q->op;
+}
+
 /* In traces that record no stream waits: a GPU op that started INFER_GAP later than both its
  * launch and its stream allowed waited for the op of another stream that ended last before it,
  * within that gap. */
@@ -256,21 +269,19 @@ void tb_infer_waits(build *b, double gap_us)
         prev_end[l] = -INFINITY;
         last_op[l] = -1;
     }
-    /* ops of GPU lanes in start order: they are in lane order; walk them by measured start */
-    uint32_t *order = xmalloc(((size_t)r->n_ops + 1) * sizeof *order);
+    /* GPU ops by measured start (ties: op order) */
+    by_start *v = xmalloc(((size_t)r->n_ops + 1) * sizeof *v);
     int n = 0;
     for (uint32_t i = 0; i < r->n_ops; i++)
-        if (b->ev_of_op[i] >= 0)
-            order[n++] = i;
-    for (int a = 0; a < n; a++) { /* insertion by start: lanes are few, starts nearly sorted */
-        uint32_t x = order[a];
-        int k = a;
-        while (k > 0 && r->ops[order[k - 1]].start > r->ops[x].start) {
-            order[k] = order[k - 1];
-            k--;
+        if (b->ev_of_op[i] >= 0) {
+            v[n].start = r->ops[i].start;
+            v[n++].op = i;
         }
-        order[k] = x;
-    }
+    qsort(v, (size_t)n, sizeof *v, cmp_start);
+    uint32_t *order = xmalloc(((size_t)n + 1) * sizeof *order);
+    for (int a = 0; a < n; a++)
+        order[a] = v[a].op;
+    free(v);
     for (int a = 0; a < n; a++) {
         uint32_t o = order[a];
         const trace_ev *e = &te->ev[b->ev_of_op[o]];
