@@ -178,6 +178,19 @@ START_TEST(last_step_only)
 }
 END_TEST
 
+/* blocked.json: a second launch that took 1005 us and returned 5 us after the first kernel
+ * (1 ms) ended was blocked by it (the launch queue): it waits for that kernel and keeps 5 us of
+ * its own, so the launch calls take 10 + 5 us; the step stays 10 + 1000 + 5 + 10 us. */
+START_TEST(blocked_launch_waits_for_the_gpu)
+{
+    replay_summary s;
+    replay("blocked.json", &s);
+    ck_close(s.overheads[TRACE_OVH_LAUNCH], 15e-6, 1e-6);
+    ck_close(s.iteration_s, 1.025e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* Each bad trace is an input error naming the file and, where there is one, the event. */
 static void expect_error(const char *name, const char *field, const char *words)
 {
@@ -238,6 +251,7 @@ int main(void)
     tcase_add_test(tc, one_trace_per_rank);
     tcase_add_test(tc, steps_window);
     tcase_add_test(tc, last_step_only);
+    tcase_add_test(tc, blocked_launch_waits_for_the_gpu);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
     tcase_add_test(tc, step_median_rule);

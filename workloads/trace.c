@@ -17,6 +17,12 @@ const enum_names trace_overhead_names = ENUM_NAMES(ovh_table);
  * for something else; GPU work on another stream that ended within as long before it is what
  * it waited for (traces without stream-wait records, below). */
 static const double INFER_GAP_US = 5.0;
+/* The longest gap (us) between a GPU op and the one queued behind it on its stream that is
+ * the GPU's own dispatch time (0.75 us typical in the ResNet trace); longer ones are waits. */
+static const double DISPATCH_GAP_US = 10.0;
+/* A runtime call longer than this (us; a launch takes about 5) that returned just as GPU work
+ * ended was blocked by it: the launch queue was full, or the call synchronizes implicitly. */
+static const double BLOCKED_CALL_US = 50.0;
 
 uint32_t tb_add_op(build *b, trace_op op)
 {
@@ -173,6 +179,17 @@ static int match_launches(build *b, ps_error *err)
     return 0;
 }
 
+/* A GPU op queued behind its stream's previous one (launched before that one ended) starts
+ * the GPU's own dispatch gap after it: that gap, when short, stays measured (folded into the
+ * op's time); longer gaps are waits the replay predicts. */
+static double dispatch_gap_us(const trace_ev *launch, const trace_ev *prev, const trace_ev *e)
+{
+    double prev_end = prev->ts + prev->dur, gap = e->ts - prev_end;
+    if (launch->ts + launch->dur < prev_end && gap > 0 && gap <= DISPATCH_GAP_US)
+        return gap;
+    return 0.0;
+}
+
 /* GPU lanes: each stream's events in time order, NCCL kernels as collectives. */
 static int build_gpu_lanes(build *b, ps_error *err)
 {
@@ -200,6 +217,8 @@ static int build_gpu_lanes(build *b, ps_error *err)
             trace_op op = {TRACE_GPU,     0,   0,       lane,   tb_name(b, e->name),
                            l->op,         -1,  l->step, e->idx, (e->ts - b->w0) * 1e-6,
                            e->dur * 1e-6, 0.0, 0};
+            if (k > 0)
+                op.seconds += dispatch_gap_us(&te->ev[b->launch_of[pos]], v[k - 1], e) * 1e-6;
             if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0)
                 rc = tb_coll_info(b, pos, &op, err);
             b->gpu_op[pos] = (int)tb_add_op(b, op);
@@ -311,6 +330,62 @@ static void sync_edges(build *b, const lane_index *x)
     }
 }
 
+typedef struct gpu_end {
+    double end; /* measured, us */
+    uint32_t op;
+    double launch_ts;
+} gpu_end;
+
+static int by_end(const void *x, const void *y)
+{
+    const gpu_end *p = x, *q = y;
+    if (p->end != q->end)
+        return p->end < q->end ? -1 : 1;
+    return p->op < q->op ? -1 : p->op > q->op;
+}
+
+/* Blocked calls (BLOCKED_CALL_US): a runtime call that is not a synchronization but returned
+ * within INFER_GAP_US after a GPU op launched before it ended waits for that op, and keeps only
+ * what is left of it after that op's end; so the host follows the GPU when the GPU is the
+ * bottleneck (the launch queue), as it did when traced. */
+static void blocked_calls(build *b, const lane_index *x)
+{
+    trace_rank *r = b->r;
+    int n = x->first[r->n_lanes];
+    gpu_end *v = xmalloc(((size_t)n + 1) * sizeof *v);
+    for (int k = 0; k < n; k++) {
+        v[k].end = measured_end_us(b, x->ops[k]);
+        v[k].op = x->ops[k];
+        v[k].launch_ts = x->launch_ts[k];
+    }
+    qsort(v, (size_t)n, sizeof *v, by_end);
+    for (int rt = 0; rt < b->te->n; rt++) {
+        const trace_ev *e = &b->te->ev[rt];
+        if (e->kind != EV_RUNTIME || b->launch_op[rt] < 0 || b->wait_op[rt] >= 0 ||
+            e->dur <= BLOCKED_CALL_US || r->ops[b->launch_op[rt]].event != e->idx)
+            continue;
+        double end = e->ts + e->dur;
+        int lo = 0, hi = n; /* first GPU op ending after the call */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (v[mid].end <= end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int k = lo - 1; k >= 0 && end - v[k].end <= INFER_GAP_US; k--) {
+            if (v[k].launch_ts >= e->ts || v[k].end <= e->ts)
+                continue; /* launched by this call or after it, or done before it began */
+            uint32_t w = (uint32_t)b->launch_op[rt];
+            tb_add_edge(b, v[k].op, w);
+            r->ops[w].seconds = (end - v[k].end) * 1e-6;
+            b->r->n_blocked++;
+            break;
+        }
+    }
+    free(v);
+}
+
 /* Launch edges, synchronizations, and cross-stream waits: recorded ones (cuda_sync "Stream
  * Wait Event" with the event's record), or, in traces that record none, inferred ones. */
 static void add_edges(build *b)
@@ -348,6 +423,7 @@ static void add_edges(build *b)
         if (from >= 0 && k < end)
             tb_add_edge(b, (uint32_t)from, x.ops[k]);
     }
+    blocked_calls(b, &x);
     lane_index_free(&x);
     if (!recorded)
         tb_infer_waits(b, INFER_GAP_US);

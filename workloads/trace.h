@@ -75,7 +75,8 @@ typedef struct trace_rank {
     int has_steps;         /* 1 if they are ProfilerStep spans */
     double *measured_step; /* [n_steps] seconds */
     int main_lane;         /* the thread that holds the steps */
-    int n_inferred;        /* cross-stream waits inferred from the timing (trace_load) */
+    int n_inferred;        /* cross-stream waits inferred from the timing */
+    int n_blocked;         /* runtime calls found blocked by GPU work (the launch queue) */
 } trace_rank;
 
 typedef struct trace_job {
