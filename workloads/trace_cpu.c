@@ -122,6 +122,13 @@ static void emit_runtime(lane_ctx *L, int rt, double end)
         b->wait_op[rt] = (int)id;
 }
 
+/* TorchScript module calls that the profiler records as cpu_ops ("forward", "<forward op>",
+ * "<backward op>") wrap many operators: the operators inside are the ops. */
+static int is_module_call(const char *name)
+{
+    return strcmp(name, "forward") == 0 || name[0] == '<';
+}
+
 /* Outermost cpu_ops of thread t in the window, and the span of their launches. */
 static void find_outermost(lane_ctx *L, trace_ev **v, int n)
 {
@@ -134,7 +141,7 @@ static void find_outermost(lane_ctx *L, trace_ev **v, int n)
     double cur_end = -INFINITY;
     for (int i = 0; i < n; i++) {
         const trace_ev *e = v[i];
-        if (e->kind != EV_CPU_OP || e->ts < cur_end)
+        if (e->kind != EV_CPU_OP || e->ts < cur_end || is_module_call(e->name))
             continue;
         cur_end = e->ts + e->dur;
         L->os[L->n_ops] = e->ts;
