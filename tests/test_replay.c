@@ -191,6 +191,24 @@ START_TEST(blocked_launch_waits_for_the_gpu)
 }
 END_TEST
 
+/* thread_wait.json: the main thread is outside ops from 50 to 1300 us while a second thread
+ * works from 100 to 1100 us and then has nothing more: the main thread waited for it (as in
+ * backward()), so that gap keeps only its 200 us after the worker's end, and the overheads
+ * count those 200 us between ops, not 1250. Before first launch: aten::a 10 us, aten::b 100
+ * (no launch), the worker's op 1000; after last launch: aten::a's 30 us; launch: 10 us. */
+START_TEST(thread_waits_for_another)
+{
+    replay_summary s;
+    replay("thread_wait.json", &s);
+    ck_close(s.iteration_s, 1.4e-3, 1e-9);
+    ck_close(s.overheads[TRACE_OVH_BETWEEN_OPS], 200e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_BEFORE_FIRST_LAUNCH], 1110e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_AFTER_LAST_LAUNCH], 30e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_LAUNCH], 10e-6, 1e-6);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* Each bad trace is an input error naming the file and, where there is one, the event. */
 static void expect_error(const char *name, const char *field, const char *words)
 {
@@ -252,6 +270,7 @@ int main(void)
     tcase_add_test(tc, steps_window);
     tcase_add_test(tc, last_step_only);
     tcase_add_test(tc, blocked_launch_waits_for_the_gpu);
+    tcase_add_test(tc, thread_waits_for_another);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
     tcase_add_test(tc, step_median_rule);

@@ -77,6 +77,7 @@ typedef struct trace_rank {
     int main_lane;         /* the thread that holds the steps */
     int n_inferred;        /* cross-stream waits inferred from the timing */
     int n_blocked;         /* runtime calls found blocked by GPU work (the launch queue) */
+    int n_thread_waits;    /* CPU pieces found waiting for another thread */
 } trace_rank;
 
 typedef struct trace_job {
