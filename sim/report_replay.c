@@ -87,7 +87,7 @@ static void breakdown(const trace_job *j, int i, const htae_graph *g, uint32_t *
         } else {
             gpu[ng++] = v;
         }
-        if (op->kind == TRACE_COLL)
+        if (op->kind == TRACE_COLL || op->kind == TRACE_COMM_MEASURED)
             comm[nc++] = v;
     }
     (void)g;

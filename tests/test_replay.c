@@ -209,6 +209,24 @@ START_TEST(thread_waits_for_another)
 }
 END_TEST
 
+/* param_comms.json: newer PyTorch's record_param_comms names the collective, its size and its
+ * ranks: rank 2 of [0, 1, 2, 3] all-reduces 250 M floats (1 GB, as allreduce.json), then a
+ * broadcast, not modelled, keeps its measured 300 us; a stream synchronization has 15 us of its
+ * own, 10 us follow: step = 15 us of launch + the all-reduce + 300 + 15 + 10 us. */
+START_TEST(param_comms_and_measured_broadcast)
+{
+    replay_summary s;
+    replay("param_comms.json", &s);
+    htae_options o;
+    htae_default_options(&o);
+    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
+    double ar = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
+    ck_close(s.comm_s, ar + 300e-6, 1e-3);
+    ck_close(s.iteration_s, 15e-6 + ar + 325e-6, 1e-3);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* Each bad trace is an input error naming the file and, where there is one, the event. */
 static void expect_error(const char *name, const char *field, const char *words)
 {
@@ -271,6 +289,7 @@ int main(void)
     tcase_add_test(tc, last_step_only);
     tcase_add_test(tc, blocked_launch_waits_for_the_gpu);
     tcase_add_test(tc, thread_waits_for_another);
+    tcase_add_test(tc, param_comms_and_measured_broadcast);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
     tcase_add_test(tc, step_median_rule);

@@ -221,7 +221,7 @@ static int build_gpu_lanes(build *b, ps_error *err)
             const trace_op *l = &b->r->ops[launch];
             trace_op op = {TRACE_GPU,     0,   0,       lane,   tb_name(b, e->name),
                            l->op,         -1,  l->step, e->idx, (e->ts - b->w0) * 1e-6,
-                           e->dur * 1e-6, 0.0, 0};
+                           e->dur * 1e-6, 0.0, 0,       -1};
             if (k > 0)
                 op.seconds += dispatch_gap_us(&te->ev[b->launch_of[pos]], v[k - 1], e) * 1e-6;
             if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0)

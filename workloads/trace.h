@@ -26,11 +26,13 @@ typedef enum {
 extern const enum_names trace_overhead_names; /* before_first_launch, ..., launch */
 
 typedef enum {
-    TRACE_CPU,     /* a piece of a CPU thread's time between runtime calls (measured) */
-    TRACE_RUNTIME, /* a CUDA runtime call (its own time; a synchronizing call's wait is not in
+    TRACE_CPU,          /* a piece of a CPU thread's time between runtime calls (measured) */
+    TRACE_RUNTIME,      /* a CUDA runtime call (its own time; a synchronizing call's wait is not in
                       it: its edges make it wait for the GPU work it covers) */
-    TRACE_GPU,     /* a kernel, copy or memset on a CUDA stream (measured) */
-    TRACE_COLL     /* an NCCL kernel: a collective of the executor */
+    TRACE_GPU,          /* a kernel, copy or memset on a CUDA stream (measured) */
+    TRACE_COLL,         /* an NCCL kernel: a collective of the executor */
+    TRACE_COMM_MEASURED /* an NCCL kernel the executor does not model (broadcast, send/recv,
+                           reduce; or of unknown size): its measured time, like a kernel's */
 } trace_op_kind;
 
 typedef struct trace_op {
@@ -48,6 +50,9 @@ typedef struct trace_op {
     double seconds;   /* duration it keeps in the replay (TRACE_COLL: measured, unused) */
     double bytes;     /* TRACE_COLL: the executor's per-rank buffer size */
     int32_t group_n;  /* TRACE_COLL: communicator size */
+    int32_t group_at; /* TRACE_COLL: its members, group_n of them ascending, at
+                         trace_rank.group_ranks[group_at]; -1: the block of group_n consecutive
+                         ranks holding the rank (the trace names no members) */
 } trace_op;
 
 typedef struct trace_lane {
@@ -77,7 +82,11 @@ typedef struct trace_rank {
     int main_lane;         /* the thread that holds the steps */
     int n_inferred;        /* cross-stream waits inferred from the timing */
     int n_blocked;         /* runtime calls found blocked by GPU work (the launch queue) */
-    int n_thread_waits;    /* CPU pieces found waiting for another thread */
+    int *group_ranks;      /* members of the communicators the trace names */
+    int n_group_ranks;
+    int n_comm_measured; /* NCCL kernels kept at their measured time (TRACE_COMM_MEASURED) */
+    char comm_measured_what[64]; /* the first one's kind, for the warning */
+    int n_thread_waits;          /* CPU pieces found waiting for another thread */
 } trace_rank;
 
 typedef struct trace_job {
