@@ -153,7 +153,7 @@ START_TEST(one_trace_per_rank)
 END_TEST
 
 /* steps.json: ProfilerSteps of 100, 140 and 120 us: all of them, the median of the last two
- * (the first left out) is 130 us; --steps 1 (last_step_only) replays the last alone: 120 us. */
+ * (the first left out) is 130 us; --steps 1 (last_step_only) reports the last alone: 120 us. */
 START_TEST(steps_window)
 {
     const char *name = "steps.json";

@@ -91,8 +91,9 @@ static void find_steps(build *b, int want)
         if (te->ev[i].kind == EV_ANNOTATION && strncmp(te->ev[i].name, "ProfilerStep#", 13) == 0)
             st[n++] = &te->ev[i];
     tb_sort_events(st, n);
-    int first = want > 0 && n > want ? n - want : 0;
+    int first = 0; /* every step is replayed: a later one needs the GPU work in flight */
     trace_rank *r = b->r;
+    r->first_reported = want > 0 && n > want ? n - want : 0;
     if (n > 0) {
         b->n_steps = n - first;
         b->step_start = xmalloc((size_t)b->n_steps * sizeof *b->step_start);

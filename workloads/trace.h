@@ -76,7 +76,10 @@ typedef struct trace_rank {
     uint32_t *edges; /* [2 * n_edges] */
     uint32_t n_edges;
     size_t cap_edges;
-    int n_steps;           /* replayed ProfilerStep spans, or 1: the whole window */
+    int n_steps;           /* replayed ProfilerStep spans (all of them), or 1: the whole window */
+    int first_reported;    /* the steps reported are [first_reported, n_steps) (--steps N: the
+                              last N; those before are replayed for the work they leave in
+                              flight, not reported) */
     int has_steps;         /* 1 if they are ProfilerStep spans */
     double *measured_step; /* [n_steps] seconds */
     int main_lane;         /* the thread that holds the steps */
@@ -100,8 +103,8 @@ typedef struct trace_job {
 } trace_job;
 
 /* Read traces (JSON, or gzip-compressed JSON) into a job: one trace is the whole job taken as
- * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). steps: the
- * last `steps` ProfilerStep spans of each trace, 0: all of them. Every input error (not JSON,
+ * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). Every
+ * ProfilerStep span is replayed; steps: report the last `steps` of them, 0: all. Every input error (not JSON,
  * not a Kineto trace, no GPU events, an unknown device, a GPU event without a launch, an NCCL
  * kernel without a communication annotation or of a kind not modelled) is a PS_EINPUT error
  * naming the file and the event (field "traceEvents[i]"). */

@@ -29,7 +29,8 @@ const cli_command cli_replay = {
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write the replayed timeline (open it at ui.perfetto.dev)\n"
     "  --overheads OUT.json    write Lin et al.'s host overheads per op type and step\n"
-    "  --steps all|N           replay the last N ProfilerStep spans (default: all)\n"
+    "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
+    "                          step is replayed, for the GPU work it leaves in flight)\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 3 internal error\n",
