@@ -495,6 +495,7 @@ void tb_free(build *b)
     free(b->lane_of_stream);
     free(b->ev_of_op);
     free(b->end_s);
+    free(b->comm_ev);
 }
 
 static void build_init(build *b, trace_job *j, trace_rank *r, trace_events *te, const char *path)
