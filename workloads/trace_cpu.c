@@ -47,20 +47,17 @@ static int sync_kind_of(const trace_ev *rt, const trace_ev *gpu)
 static trace_op cpu_op(const lane_ctx *L, double a_us, double c_us)
 {
     const build *b = L->b;
-    trace_op op = {TRACE_CPU,
-                   TRACE_OVH_BETWEEN_OPS,
-                   0,
-                   L->lane,
-                   L->between,
-                   -1,
-                   -1,
-                   tb_step_of(b, a_us),
-                   -1,
-                   (a_us - b->w0) * 1e-6,
-                   (c_us - a_us) * 1e-6,
-                   0.0,
-                   0,
-                   -1};
+    trace_op op = {.kind = TRACE_CPU,
+                   .overhead = TRACE_OVH_BETWEEN_OPS,
+                   .lane = L->lane,
+                   .name = L->between,
+                   .op = -1,
+                   .op_seq = -1,
+                   .step = tb_step_of(b, a_us),
+                   .event = -1,
+                   .start = (a_us - b->w0) * 1e-6,
+                   .seconds = (c_us - a_us) * 1e-6,
+                   .group_at = -1};
     if (!L->main)
         op.overhead = TRACE_OVH_IDLE;
     int i = L->oi;
