@@ -386,8 +386,9 @@ static void blocked_calls(build *b, const lane_index *x)
     for (int rt = 0; rt < b->te->n; rt++) {
         const trace_ev *e = &b->te->ev[rt];
         if (e->kind != EV_RUNTIME || b->launch_op[rt] < 0 || b->wait_op[rt] >= 0 ||
-            e->dur <= BLOCKED_CALL_US || r->ops[b->launch_op[rt]].event != e->idx)
-            continue;
+            e->dur <= BLOCKED_CALL_US || r->ops[b->launch_op[rt]].event != e->idx ||
+            (b->gpu_of[rt] >= 0 && b->te->ev[b->gpu_of[rt]].ts < e->ts + e->dur))
+            continue; /* its own GPU work began before it returned: not blocked by the queue */
         double end = e->ts + e->dur;
         int lo = 0, hi = n; /* first GPU op ending after the call */
         while (lo < hi) {
