@@ -115,6 +115,7 @@ typedef struct exec_state {
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
+    uint32_t lean_colls;
     uint32_t done_tasks;
 } exec_state;
 
@@ -288,6 +289,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     }
     coll_run_ctx cx = {&x->opt, x->links, &x->activities};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
+    x->lean_colls += (uint32_t)lean;
     htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
@@ -464,6 +466,7 @@ static int collect_result(exec_state *x, ps_error *err)
     const htae_graph *g = x->g;
     htae_result *out = x->res;
     out->activities = x->activities;
+    out->lean_colls = x->lean_colls;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "simulation stalled: %u of %u tasks ran (dependency deadlock)",
