@@ -161,7 +161,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
-    for (int k = CAT_TP_COMM; k < CAT_COUNT; k++)
+    for (int k = CAT_TP_COMM; k <= CAT_EP_COMM; k++)
         cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);
 
     const memory_estimate *me = &p->memory[sum->peak_memory_rank];
