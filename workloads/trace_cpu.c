@@ -62,6 +62,7 @@ static trace_op cpu_op(const lane_ctx *L, double a_us, double c_us)
                    (c_us - a_us) * 1e-6,
                    0.0,
                    0,
+                   -1,
                    0,
                    0};
     if (!L->main)

@@ -35,7 +35,8 @@ const cli_command cli_replay = {
     "                          amp (fp32 GEMM/conv kernels at fp16 tensor-core speed),\n"
     "                          fuse-elementwise, fuse-optimizer, device:GPU (kernels re-costed\n"
     "                          for a devices.yaml GPU); priority:gradients is refused\n"
-    "  --steps all|N           replay the last N ProfilerStep spans (default: all)\n"
+    "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
+    "                          step is replayed, for the GPU work it leaves in flight)\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 3 internal error\n",
@@ -136,6 +137,18 @@ static void warn_family(const trace_job *j, const cluster *c)
     }
 }
 
+/* NCCL kernels kept at their measured time are worth saying: the cluster does not change them. */
+static void warn_measured_comm(const trace_job *j)
+{
+    for (int i = 0; i < j->n_ranks; i++)
+        if (j->ranks[i].n_comm_measured > 0)
+            fprintf(stderr,
+                    "protosim: warning: %s: %d NCCL kernel%s (first: %s) not modelled as "
+                    "collectives (kind, or size not in the trace): measured times kept\n",
+                    j->ranks[i].file, j->ranks[i].n_comm_measured,
+                    j->ranks[i].n_comm_measured == 1 ? "" : "s", j->ranks[i].comm_measured_what);
+}
+
 static int replay_report(const replay_args *a, const out_replay *x, ps_error *err)
 {
     if (!a->quiet)
@@ -218,6 +231,7 @@ static int replay_main(int argc, char **argv)
         return cli_fail(&err);
     }
     warn_family(&job, &c);
+    warn_measured_comm(&job);
     whatif_effect effects[MAX_WHAT_IFS];
     double unchanged = 0;
     int rc = 0;
