@@ -204,6 +204,20 @@ START_TEST(fuse_optimizer_makes_one_launch)
 }
 END_TEST
 
+/* wakeup.json: the main thread launches kernel_fwd (1 ms) and synchronizes its stream, runs
+ * aten::backward_start (1010-1020 us) and waits; the autograd thread, idle since the start,
+ * resumes 10 us later (1030) with aten::bwd (a 10 us launch, 90 us more); the main thread's
+ * wait ends 15 us after it (1145), aten::step, 1150 us. The autograd thread was woken by the
+ * main thread: half of kernel_fwd starts it 500 us earlier, so the step is 650 us (with the
+ * wake-up kept measured it would stay 1150). */
+START_TEST(a_faster_forward_starts_the_backward_earlier)
+{
+    whatif_effect e;
+    ck_close(replay_one("wakeup.json", NULL, &e), 1150e-6, 1e-9);
+    ck_close(replay_one("wakeup.json", "scale:kernel_fwd:0.5", &e), 650e-6, 1e-9);
+}
+END_TEST
+
 /* Specs apply in order: scale then remove. */
 START_TEST(specs_apply_in_order)
 {
@@ -292,6 +306,7 @@ int main(void)
     tcase_add_test(tc, device_recosts_kernels);
     tcase_add_test(tc, fuse_elementwise_removes_the_right_launches);
     tcase_add_test(tc, fuse_optimizer_makes_one_launch);
+    tcase_add_test(tc, a_faster_forward_starts_the_backward_earlier);
     tcase_add_test(tc, specs_apply_in_order);
     tcase_add_test(tc, bad_specs);
     tcase_add_test(tc, refused_specs);

@@ -468,6 +468,39 @@ static void thread_waits(build *b)
     free(v);
 }
 
+/* Thread wake-ups: a thread other than the main one that idled over BLOCKED_CALL_US (waiting
+ * for work) and resumed within THREAD_WAKE_US after an op of the main thread ended was woken by
+ * the main thread (the autograd thread when backward() starts): its idle piece follows that op
+ * and keeps the measured wake-up latency, so the work resumes when the main thread gets there
+ * (a what-if that speeds the forward up starts the backward earlier). */
+static void thread_wakeups(build *b)
+{
+    trace_rank *r = b->r;
+    uint32_t n_main = 0; /* the main thread's lane is the first run of ops */
+    while (n_main < r->n_ops && r->ops[n_main].lane == r->ops[0].lane && r->lanes[0].is_cpu)
+        n_main++;
+    for (uint32_t i = n_main; i + 1 < r->n_ops; i++) {
+        trace_op *p = &r->ops[i];
+        double t = b->end_s[i] * 1e6;
+        if (p->kind != TRACE_CPU || p->overhead != TRACE_OVH_IDLE ||
+            r->ops[i + 1].lane != p->lane || t - p->start * 1e6 <= BLOCKED_CALL_US)
+            continue;
+        uint32_t lo = 0, hi = n_main; /* first main op ending after t */
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (b->end_s[mid] * 1e6 <= t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || t - b->end_s[lo - 1] * 1e6 > THREAD_WAKE_US)
+            continue;
+        tb_add_edge(b, lo - 1, i);
+        p->seconds = t * 1e-6 - b->end_s[lo - 1];
+        r->n_wakeups++;
+    }
+}
+
 /* Launch edges, synchronizations, and cross-stream waits: recorded ones (cuda_sync "Stream
  * Wait Event" with the event's record), or, in traces that record none, inferred ones. */
 static void add_edges(build *b)
@@ -507,6 +540,7 @@ static void add_edges(build *b)
     }
     blocked_calls(b, &x);
     thread_waits(b);
+    thread_wakeups(b);
     lane_index_free(&x);
     if (!recorded)
         tb_infer_waits(b, INFER_GAP_US);
