@@ -1,6 +1,7 @@
 /* test_whatif.c: `protosim replay --what-if` on small hand-written traces (tests/data/replay)
  * whose answers are worked out by hand: each spec moves the step by a computable amount. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,35 @@ START_TEST(amp_on_a_known_gemm)
     ck_close(step, 11.020e-3 - 10e-3 * (1 - ratio), 1e-9);
     /* without shapes: the large square GEMM's ratio, the same rates here */
     ck_close(replay_one("gemm_noshape.json", "amp", &e), 11.020e-3 - 10e-3 * (1 - ratio), 1e-9);
+    device_table_free(&t);
+}
+END_TEST
+
+/* amp_shapes.json on a V100: aten::bmm 8 x (512 x 256).(256 x 1024) fp32 (a 2 ms sgemm), an
+ * fp32 aten::cudnn_convolution of a 32 x 64 x 56 x 56 input by 64 x 64 x 3 x 3 weights (a 1 ms
+ * scudnn kernel: the implicit GEMM m = 32 x 56 x 56, n = 64, k = 64 x 3 x 3), and an h884 half
+ * GEMM (0.52 ms) that amp leaves alone; serial on one stream after 10 us of launch, 10 us of
+ * sync and after: 3.540 ms. */
+START_TEST(amp_reads_bmm_and_convolution_shapes)
+{
+    whatif_effect e;
+    double step = replay_one("amp_shapes.json", "amp", &e);
+    ps_error err;
+    device_table t;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    const device_spec *v = device_table_find(&t, "V100-SXM2-32GB");
+    double bmm = 2e-3 * cost_gemm_kernel_seconds(8, 512, 1024, 256, PREC_FP16, v) /
+                 cost_gemm_kernel_seconds(8, 512, 1024, 256, PREC_FP32, v);
+    double m = 32 * 56 * 56, conv = 1e-3 * cost_gemm_kernel_seconds(1, m, 64, 576, PREC_FP16, v) /
+                                    cost_gemm_kernel_seconds(1, m, 64, 576, PREC_FP32, v);
+    ck_assert_int_eq(e.kernels, 2);
+    ck_close(e.kernel_s_before, 3e-3, 1e-9);
+    ck_close(e.kernel_s_after, bmm + conv, 1e-9);
+    /* the shapes matter: the large square GEMM's ratio would give 3 ms x 0.1005 */
+    ck_assert(fabs(e.kernel_s_after - 3e-3 * (15.7 * 0.68) / (125 * 0.85)) > 1e-4);
+    ck_close(step, 10e-6 + bmm + conv + 0.52e-3 + 10e-6, 1e-9);
     device_table_free(&t);
 }
 END_TEST
@@ -303,6 +333,7 @@ int main(void)
     tcase_add_test(tc, scale_on_the_critical_path);
     tcase_add_test(tc, remove_off_and_on_the_critical_path);
     tcase_add_test(tc, amp_on_a_known_gemm);
+    tcase_add_test(tc, amp_reads_bmm_and_convolution_shapes);
     tcase_add_test(tc, device_recosts_kernels);
     tcase_add_test(tc, fuse_elementwise_removes_the_right_launches);
     tcase_add_test(tc, fuse_optimizer_makes_one_launch);
