@@ -82,6 +82,23 @@ START_TEST(network_halves_the_bandwidth_term)
 }
 END_TEST
 
+/* param_comms.json (test_replay.c): the 1 GB all-reduce, then a broadcast the executor does
+ * not model (its measured 300 us), sync and after: 15 us + all-reduce + 300 + 25 us. network:2
+ * halves the all-reduce's bandwidth term and the broadcast's measured time. */
+START_TEST(network_scales_measured_communication)
+{
+    whatif_effect e;
+    double step = replay_one("param_comms.json", "network:2", &e);
+    htae_options o;
+    htae_default_options(&o);
+    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
+    double ar2 = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + (p - 1) / p * S / B;
+    ck_close(e.kernel_s_before, 300e-6, 1e-9);
+    ck_close(e.kernel_s_after, 150e-6, 1e-9);
+    ck_close(step, 15e-6 + ar2 + 150e-6 + 25e-6, 1e-3);
+}
+END_TEST
+
 /* sync.json (test_replay.c): two 1 ms kernels in a row on the critical path, step 2.065 ms.
  * Half of gemm_a's time: 1.565 ms. The factor follows the last colon. */
 START_TEST(scale_on_the_critical_path)
@@ -330,6 +347,7 @@ int main(void)
     Suite *s = suite_create("whatif");
     TCase *tc = tcase_create("whatif");
     tcase_add_test(tc, network_halves_the_bandwidth_term);
+    tcase_add_test(tc, network_scales_measured_communication);
     tcase_add_test(tc, scale_on_the_critical_path);
     tcase_add_test(tc, remove_off_and_on_the_critical_path);
     tcase_add_test(tc, amp_on_a_known_gemm);

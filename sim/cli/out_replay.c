@@ -42,6 +42,9 @@ void out_replay_text(FILE *out, const out_replay *x)
                     x->what_if[i].kind == WHATIF_NETWORK ? "links" : "kernels");
             if (x->what_if[i].kind != WHATIF_NETWORK)
                 fprintf(out, " %.3f -> %.3f ms", e->kernel_s_before * 1e3, e->kernel_s_after * 1e3);
+            else if (e->kernel_s_before > 0)
+                fprintf(out, ", unmodelled NCCL kernels %.3f -> %.3f ms", e->kernel_s_before * 1e3,
+                        e->kernel_s_after * 1e3);
             if (e->launches_removed)
                 fprintf(out, ", %d launches (%.3f ms) removed", e->launches_removed,
                         e->host_s_removed * 1e3);
