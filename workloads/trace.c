@@ -307,10 +307,10 @@ static void lane_index_free(lane_index *x)
     free(x->first);
 }
 
-/* The last op of a lane launched before time t (us), -1 if none. */
-static int last_launched_before(const uint32_t *ops, const double *launch_ts, int n, double t)
+/* The index of a lane's first op launched at or after time t (us); n if none. */
+static int first_launched_from(const double *launch_ts, int n, double t)
 {
-    int lo = 0, hi = n; /* first index with launch_ts >= t */
+    int lo = 0, hi = n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
         if (launch_ts[mid] < t)
@@ -318,6 +318,13 @@ static int last_launched_before(const uint32_t *ops, const double *launch_ts, in
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* The last op of a lane launched before time t (us), -1 if none. */
+static int last_launched_before(const uint32_t *ops, const double *launch_ts, int n, double t)
+{
+    int lo = first_launched_from(launch_ts, n, t);
     return lo > 0 ? (int)ops[lo - 1] : -1;
 }
 
@@ -423,6 +430,31 @@ static void blocked_calls(build *b, const lane_index *x)
     free(v);
 }
 
+/* The other side of a thread wait: piece `wait` of one thread waits for op `done` of another.
+ * If that other thread was idle and woke up just after the waiting thread began to wait (within
+ * THREAD_WAKE_US), it was handed its work then (backward() waking the autograd thread): its
+ * idle piece follows the op before the wait and keeps what is left after that op's end. */
+static void thread_wake(build *b, uint32_t wait, uint32_t done)
+{
+    trace_rank *r = b->r;
+    if (wait == 0 || r->ops[wait - 1].lane != r->ops[wait].lane)
+        return;
+    double begin = r->ops[wait].start * 1e6;
+    for (uint32_t j = done; j-- > 0 && r->ops[j].lane == r->ops[done].lane;) {
+        trace_op *idle = &r->ops[j];
+        double end = b->end_s[j] * 1e6;
+        if (end < begin - INFER_GAP_US)
+            return; /* before the wait began: nothing woke it there */
+        if (idle->overhead != TRACE_OVH_IDLE || idle->start * 1e6 > begin ||
+            end - begin > THREAD_WAKE_US)
+            continue;
+        tb_add_edge(b, wait - 1, j);
+        idle->seconds = fmax(0.0, end - begin) * 1e-6;
+        r->n_thread_wakes++;
+        return;
+    }
+}
+
 /* Thread waits: a piece of a CPU thread's time outside runtime calls, longer than
  * BLOCKED_CALL_US, that ended within THREAD_WAKE_US after another thread of the rank finished
  * its work (the op after which that thread idles, or its last), waited for it: the main thread
@@ -462,43 +494,11 @@ static void thread_waits(build *b)
             tb_add_edge(b, v[k].op, i);
             p->seconds = (end - v[k].end) * 1e-6;
             r->n_thread_waits++;
+            thread_wake(b, i, v[k].op);
             break;
         }
     }
     free(v);
-}
-
-/* Thread wake-ups: a thread other than the main one that idled over BLOCKED_CALL_US (waiting
- * for work) and resumed within THREAD_WAKE_US after an op of the main thread ended was woken by
- * the main thread (the autograd thread when backward() starts): its idle piece follows that op
- * and keeps the measured wake-up latency, so the work resumes when the main thread gets there
- * (a what-if that speeds the forward up starts the backward earlier). */
-static void thread_wakeups(build *b)
-{
-    trace_rank *r = b->r;
-    uint32_t n_main = 0; /* the main thread's lane is the first run of ops */
-    while (n_main < r->n_ops && r->ops[n_main].lane == r->ops[0].lane && r->lanes[0].is_cpu)
-        n_main++;
-    for (uint32_t i = n_main; i + 1 < r->n_ops; i++) {
-        trace_op *p = &r->ops[i];
-        double t = b->end_s[i] * 1e6;
-        if (p->kind != TRACE_CPU || p->overhead != TRACE_OVH_IDLE ||
-            r->ops[i + 1].lane != p->lane || t - p->start * 1e6 <= BLOCKED_CALL_US)
-            continue;
-        uint32_t lo = 0, hi = n_main; /* first main op ending after t */
-        while (lo < hi) {
-            uint32_t mid = (lo + hi) / 2;
-            if (b->end_s[mid] * 1e6 <= t)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo == 0 || t - b->end_s[lo - 1] * 1e6 > THREAD_WAKE_US)
-            continue;
-        tb_add_edge(b, lo - 1, i);
-        p->seconds = t * 1e-6 - b->end_s[lo - 1];
-        r->n_wakeups++;
-    }
 }
 
 /* Launch edges, synchronizations, and cross-stream waits: recorded ones (cuda_sync "Stream
@@ -532,15 +532,14 @@ static void add_edges(build *b)
             continue;
         int f = x.first[from_lane], n = x.first[from_lane + 1] - f;
         int from = last_launched_before(x.ops + f, x.launch_ts + f, n, te->ev[rec_rt].ts);
-        int k = x.first[to_lane], end = x.first[to_lane + 1]; /* first launched after the wait */
-        while (k < end && x.launch_ts[k] < te->ev[wait_rt].ts)
-            k++;
-        if (from >= 0 && k < end)
-            tb_add_edge(b, (uint32_t)from, x.ops[k]);
+        f = x.first[to_lane];
+        n = x.first[to_lane + 1] - f; /* the first op launched after the wait call */
+        int k = first_launched_from(x.launch_ts + f, n, te->ev[wait_rt].ts);
+        if (from >= 0 && k < n)
+            tb_add_edge(b, (uint32_t)from, x.ops[f + k]);
     }
     blocked_calls(b, &x);
     thread_waits(b);
-    thread_wakeups(b);
     lane_index_free(&x);
     if (!recorded)
         tb_infer_waits(b, INFER_GAP_US);
@@ -560,6 +559,7 @@ void tb_free(build *b)
     free(b->lane_of_stream);
     free(b->ev_of_op);
     free(b->end_s);
+    free(b->comm_ev);
 }
 
 static void build_init(build *b, trace_job *j, trace_rank *r, trace_events *te, const char *path)
