@@ -382,9 +382,72 @@ static int same_op(const trace_rank *r, const int32_t *launch, uint32_t a, uint3
     return x->lane == y->lane && x->op_seq >= 0 && x->op_seq == y->op_seq;
 }
 
+/* Bytes per element of a profiler `Input type`, 0 if not a known tensor type. */
+static double type_bytes(const char *t)
+{
+    static const struct {
+        const char *name;
+        double bytes;
+    } types[] = {{"float", 4},         {"c10::Half", 2},  {"c10::BFloat16", 2}, {"double", 8},
+                 {"long", 8},          {"int", 4},        {"short", 2},         {"bool", 1},
+                 {"unsigned char", 1}, {"signed char", 1}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(t, types[i].name) == 0)
+            return types[i].bytes;
+    return 0;
+}
+
+/* An elementwise kernel's traffic from its launching op's shapes: each tensor input (rank >= 1)
+ * read and one output written, of the largest input's elements (broadcasting) and its type's
+ * size; *inputs: the tensor inputs. 0 if the shapes are missing or a type is unknown. */
+static double elementwise_bytes(const trace_job *j, const trace_call *c, double *inputs)
+{
+    double numel = 0, size = 0;
+    *inputs = 0;
+    for (int i = 0; i < c->n_in; i++) {
+        if (c->rank[i] < 1)
+            continue; /* a scalar */
+        double b = c->type[i] >= 0 ? type_bytes(j->names[c->type[i]]) : 0;
+        if (b == 0)
+            return 0;
+        double n = 1;
+        for (int d = 0; d < c->rank[i] && d < TRACE_CALL_DIMS; d++)
+            n *= c->dims[i][d];
+        numel = fmax(numel, n);
+        size = fmax(size, b);
+        *inputs += 1;
+    }
+    return *inputs > 0 ? (*inputs + 1) * numel * size : 0;
+}
+
+/* The fused time of run ops[k..e): with shapes, the measured time x the cost model's memory time
+ * ratio, i.e. of bytes (memory time is bytes / (HBM x efficiency)): the fused kernel reads the
+ * run's tensor inputs less the k - 1 intermediates each member passes on, and writes one output;
+ * the members read and wrote all of theirs. Without shapes, the run's longest kernel (a fused
+ * chain streams its operands once: about its largest member's traffic). */
+static double fused_seconds(const trace_job *j, const trace_rank *r, uint32_t k, uint32_t e)
+{
+    double longest = 0, sum = 0, unfused = 0, inputs = 0, largest = 0;
+    int shaped = 1;
+    for (uint32_t x = k; x < e; x++) {
+        longest = fmax(longest, r->ops[x].seconds);
+        sum += r->ops[x].seconds;
+        double in, b = elementwise_bytes(j, &r->calls[r->ops[x].call], &in);
+        if (b == 0)
+            shaped = 0;
+        unfused += b;
+        inputs += in;
+        largest = fmax(largest, b / (in + 1)); /* one tensor's bytes */
+    }
+    if (!shaped)
+        return longest;
+    double fused = (inputs - (double)(e - k - 1) + 1) * largest;
+    return sum * fmin(1.0, fused / unfused);
+}
+
 /* fuse-elementwise: a run of consecutive elementwise kernels on one stream launched by one op
- * (optimizer kernels are fuse-optimizer's) becomes its first kernel, at the run's longest
- * measured time; the others and their launches go. */
+ * (optimizer kernels are fuse-optimizer's) becomes its first kernel, at fused_seconds; the
+ * others and their launches go. */
 static void apply_fuse_elementwise(trace_job *j, whatif_effect *eff)
 {
     for (int i = 0; i < j->n_ranks; i++) {
@@ -399,10 +462,7 @@ static void apply_fuse_elementwise(trace_job *j, whatif_effect *eff)
                        same_op(r, launch, k, e))
                     e++;
             if (e - k >= 2) {
-                double longest = 0;
-                for (uint32_t x = k; x < e; x++)
-                    longest = fmax(longest, r->ops[x].seconds);
-                set_kernel(&r->ops[k], longest, eff);
+                set_kernel(&r->ops[k], fused_seconds(j, r, k, e), eff);
                 for (uint32_t x = k + 1; x < e; x++) {
                     set_kernel(&r->ops[x], 0.0, eff);
                     drop_launch(r, launch, x, eff);

@@ -237,6 +237,21 @@ START_TEST(fuse_elementwise_removes_the_right_launches)
 }
 END_TEST
 
+/* fuse_shapes.json: inside aten::foo, aten::mul (two 1024 x 1024 fp32 tensors, 100 us),
+ * aten::add (two tensors and a scalar, 100 us), aten::relu (one tensor, 60 us): unfused they read
+ * and write 3 + 3 + 2 = 8 tensors; fused, the 5 tensor inputs less the 2 intermediates, and one
+ * output: 4. The fused kernel takes 260 us x 4 / 8 = 130 us; its two other launches go: the
+ * host syncs at 10 us, the GPU ends at 10 + 130, then 5 + 5: 150 us (unchanged 280 us). */
+START_TEST(fuse_elementwise_with_shapes)
+{
+    whatif_effect e;
+    ck_close(replay_one("fuse_shapes.json", NULL, &e), 280e-6, 1e-9);
+    ck_close(replay_one("fuse_shapes.json", "fuse-elementwise", &e), 150e-6, 1e-9);
+    ck_close(e.kernel_s_after, 130e-6, 1e-9);
+    ck_assert_int_eq(e.launches_removed, 2);
+}
+END_TEST
+
 /* optimizer.json: inside Optimizer.step#SGD.step, aten::_foreach_add_ takes the per-tensor
  * path: three launches (10 us each) of 20, 30 and 50 us kernels; a device sync (own 5 us), 5 us
  * after: 120 us. One multi-tensor launch: 20 + (30 - 20) + (50 - 20) = 60 us of GPU from 10 us
@@ -354,6 +369,7 @@ int main(void)
     tcase_add_test(tc, amp_reads_bmm_and_convolution_shapes);
     tcase_add_test(tc, device_recosts_kernels);
     tcase_add_test(tc, fuse_elementwise_removes_the_right_launches);
+    tcase_add_test(tc, fuse_elementwise_with_shapes);
     tcase_add_test(tc, fuse_optimizer_makes_one_launch);
     tcase_add_test(tc, a_faster_forward_starts_the_backward_earlier);
     tcase_add_test(tc, specs_apply_in_order);
