@@ -23,7 +23,7 @@ static const double WHATIF_LARGE_GEMM = 8192.0;
 
 static int spec_error(ps_error *err, const char *text, const char *why)
 {
-    return ps_error_set(err, PS_EINPUT, "--what-if", 0, 0, "SPEC", "--what-if '%s': %s", text, why);
+    return ps_error_set(err, PS_EINPUT, "", 0, 0, "", "--what-if '%s': %s", text, why);
 }
 
 static int parse_factor(const char *v, double *out)
@@ -287,11 +287,10 @@ static void apply_regex(const whatif_spec *s, trace_job *j, whatif_effect *eff)
  * when the launching op recorded one, else the large square GEMM's. */
 static double gemm_ratio(const trace_job *j, const trace_rank *r, const trace_op *op,
                          precision_t prec_a, const device_spec *dev_a, precision_t prec_b,
-                         const device_spec *dev_b, int *shaped)
+                         const device_spec *dev_b)
 {
     double b = 1, m = WHATIF_LARGE_GEMM, n = WHATIF_LARGE_GEMM, k = WHATIF_LARGE_GEMM;
-    *shaped = call_gemm_shape(j, &r->calls[op->call], &b, &m, &n, &k);
-    if (!*shaped)
+    if (!call_gemm_shape(j, &r->calls[op->call], &b, &m, &n, &k))
         b = 1, m = n = k = WHATIF_LARGE_GEMM;
     return cost_gemm_kernel_seconds(b, m, n, k, prec_b, dev_b) /
            cost_gemm_kernel_seconds(b, m, n, k, prec_a, dev_a);
@@ -313,9 +312,7 @@ static int apply_amp(const whatif_spec *s, trace_job *j, const cluster *c, whati
             precision_t prec = kernel_precision(name);
             if (prec == PREC_FP16 || prec == PREC_BF16)
                 continue;
-            int shaped;
-            double ratio = gemm_ratio(j, r, op, prec, dev, PREC_FP16, dev, &shaped);
-            set_kernel(op, op->seconds * ratio, eff);
+            set_kernel(op, op->seconds * gemm_ratio(j, r, op, prec, dev, PREC_FP16, dev), eff);
         }
     }
     return 0;
@@ -340,8 +337,7 @@ static int apply_device(const whatif_spec *s, trace_job *j, const cluster *c, wh
             double ratio = from->hbm_bw / to->hbm_bw; /* memory-bound kernels */
             if (is_gemm_kernel(name)) {
                 precision_t prec = kernel_precision(name);
-                int shaped;
-                ratio = gemm_ratio(j, r, op, prec, from, prec, to, &shaped);
+                ratio = gemm_ratio(j, r, op, prec, from, prec, to);
             }
             set_kernel(op, op->seconds * ratio, eff);
         }
