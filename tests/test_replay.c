@@ -76,6 +76,18 @@ START_TEST(launch_stream_order_and_sync)
 }
 END_TEST
 
+/* Older profilers record the step span as a cpu_op: the same step, not one op holding all. */
+START_TEST(step_as_cpu_op)
+{
+    replay_summary s;
+    replay("step_as_cpu_op.json", &s);
+    ck_close(s.iteration_s, 2.065e-3, 1e-9);
+    ck_close(s.overheads[TRACE_OVH_BETWEEN_OPS], 10e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_AFTER_LAST_LAUNCH], 60e-6, 1e-6);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* The same trace gzip-compressed reads the same. */
 START_TEST(gzip_trace)
 {
@@ -252,6 +264,42 @@ START_TEST(bad_traces)
 }
 END_TEST
 
+/* Errors once the traces are read: a world larger than the cluster, and a collective one trace
+ * has and the other rank's trace lacks. Each names the file. */
+static void expect_graph_error(const char *const *names, int n, const char *words)
+{
+    char paths[2][1024];
+    const char *p[2];
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s", data(names[i]));
+        p[i] = paths[i];
+    }
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(p, n, 0, &j, &err), 0);
+    htae_graph *g;
+    uint32_t **task_of;
+    ck_assert_int_eq(trace_job_graph(&j, 4, &g, &task_of, &err), PS_EINPUT);
+    ck_assert_str_eq(err.file, paths[0]);
+    ck_assert_msg(strstr(err.message, words), "message '%s' lacks '%s'", err.message, words);
+    trace_job_free(&j);
+}
+
+START_TEST(world_larger_than_cluster)
+{
+    const char *names[] = {"world16.json"};
+    expect_graph_error(names, 1, "a world of 16 ranks does not fit the cluster's 4 GPUs");
+}
+END_TEST
+
+START_TEST(unmatched_collective)
+{
+    const char *names[] = {"rank0.json", "rank1_nocoll.json"};
+    expect_graph_error(names, 2, "traceEvents[4] has no match");
+}
+END_TEST
+
 /* Not JSON: the syntax error's line and column. */
 START_TEST(not_json_is_located)
 {
@@ -281,6 +329,7 @@ int main(void)
     TCase *tc = tcase_create("replay");
     tcase_add_test(tc, launch_stream_order_and_sync);
     tcase_add_test(tc, gzip_trace);
+    tcase_add_test(tc, step_as_cpu_op);
     tcase_add_test(tc, allreduce_on_the_cluster);
     tcase_add_test(tc, recorded_stream_wait);
     tcase_add_test(tc, inferred_stream_wait);
@@ -292,6 +341,8 @@ int main(void)
     tcase_add_test(tc, param_comms_and_measured_broadcast);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
+    tcase_add_test(tc, world_larger_than_cluster);
+    tcase_add_test(tc, unmatched_collective);
     tcase_add_test(tc, step_median_rule);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

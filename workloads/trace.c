@@ -118,7 +118,8 @@ static void find_steps(build *b, int want)
     trace_ev **st = xmalloc(((size_t)te->n + 1) * sizeof *st);
     int n = 0;
     for (int i = 0; i < te->n; i++)
-        if (te->ev[i].kind == EV_ANNOTATION && strncmp(te->ev[i].name, "ProfilerStep#", 13) == 0)
+        if ((te->ev[i].kind == EV_ANNOTATION || te->ev[i].kind == EV_CPU_OP) && /* older: cpu_op */
+            strncmp(te->ev[i].name, "ProfilerStep#", 13) == 0)
             st[n++] = &te->ev[i];
     tb_sort_events(st, n);
     int first = 0; /* every step is replayed: a later one needs the GPU work in flight */
