@@ -280,6 +280,38 @@ START_TEST(a_faster_forward_starts_the_backward_earlier)
 }
 END_TEST
 
+/* With what-ifs the replay runs twice in one process (unchanged, then changed): each result's
+ * times count from its own run's start, as a trace without ProfilerSteps (its step: the whole
+ * replay) needs. */
+START_TEST(a_second_run_counts_from_its_start)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/sync.json", sim_data_dir());
+    const char *p = path;
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    const cluster *c = dgx4();
+    htae_graph *g;
+    uint32_t **task_of;
+    ck_assert_int_eq(trace_job_graph(&j, c->n_gpus, &g, &task_of, &err), 0);
+    htae_options o;
+    htae_default_options(&o);
+    htae_result r1, r2;
+    ck_assert_int_eq(htae_run(g, c, &o, &r1, &err), 0);
+    ck_assert_int_eq(htae_run(g, c, &o, &r2, &err), 0);
+    ck_close(r1.makespan, 2.065e-3, 1e-9);
+    ck_close(r2.makespan, 2.065e-3, 1e-9);
+    ck_assert(r2.start[0] == r1.start[0] && r2.end[g->n_tasks - 1] == r1.end[g->n_tasks - 1]);
+    htae_result_free(&r1);
+    htae_result_free(&r2);
+    trace_tasks_free(&j, task_of);
+    htae_graph_free(g);
+    trace_job_free(&j);
+}
+END_TEST
+
 /* Specs apply in order: scale then remove. */
 START_TEST(specs_apply_in_order)
 {
@@ -372,6 +404,7 @@ int main(void)
     tcase_add_test(tc, fuse_elementwise_with_shapes);
     tcase_add_test(tc, fuse_optimizer_makes_one_launch);
     tcase_add_test(tc, a_faster_forward_starts_the_backward_earlier);
+    tcase_add_test(tc, a_second_run_counts_from_its_start);
     tcase_add_test(tc, specs_apply_in_order);
     tcase_add_test(tc, bad_specs);
     tcase_add_test(tc, refused_specs);
