@@ -213,11 +213,18 @@ static const device_spec *traced_device(const whatif_spec *s, const trace_rank *
 {
     if (!r->device[0])
         return c->device[0];
+    /* names CUDA reports that are not devices.yaml's */
+    static const char *const alias[][2] = {{"H100 80GB HBM3", "H100-SXM5-80GB"},
+                                           {"A100 80GB PCIe", "A100-PCIE-80GB"},
+                                           {"H200", "H200-SXM-141GB"}};
     const char *name = r->device;
     if (strncmp(name, "NVIDIA ", 7) == 0)
         name += 7;
     if (strncmp(name, "Tesla ", 6) == 0)
         name += 6;
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (strcmp(name, alias[i][0]) == 0)
+            name = alias[i][1];
     const device_spec *d = device_table_find(&c->devices, name);
     if (!d) {
         char why[600];

@@ -385,6 +385,11 @@ START_TEST(refused_specs)
     ck_assert_int_eq(whatif_apply(&s, &j, c, &e, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "A100-PG509-200") && strstr(err.message, "gemm.json"), "%s",
                   err.message);
+    /* the name CUDA gives an H100 SXM is devices.yaml's H100-SXM5-80GB */
+    snprintf(j.ranks[0].device, sizeof j.ranks[0].device, "NVIDIA H100 80GB HBM3");
+    ps_error_clear(&err);
+    ck_assert_msg(whatif_apply(&s, &j, c, &e, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(e.kernels, 1);
     trace_job_free(&j);
 }
 END_TEST
