@@ -110,6 +110,8 @@ typedef struct exec_state {
     host_state *host;      /* per rank */
     double *ready;         /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
+    double *pred_end;      /* per task, only for a graph with lags (htae_set_lag): the latest
+                              end of its explicit predecessors */
     coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
@@ -159,6 +161,8 @@ static void task_done(exec_state *x, uint32_t t, double now)
     for (uint32_t j = 0; j < k->n_succ; j++) {
         uint32_t s = g->succ[k->succ_first + j];
         assert(x->pending[s] > 0);
+        if (x->pred_end && now > x->pred_end[s])
+            x->pred_end[s] = now;
         if (--x->pending[s] == 0) {
             release(x, s);
         } else if (x->pending[s] == 1) { /* only the host's issue left: a waiting host goes */
@@ -327,6 +331,8 @@ static void stream_actor(int argc, char **argv)
         }
         if (k->host)
             sleep_until(x->ready[t]);
+        if (t < g->n_lag && g->lag[t] > 0.0) /* launch latency after its launch */
+            sleep_until(x->pred_end[t] + g->lag[t]);
         if (k->kind == TASK_COLLECTIVE) {
             run_collective_task(x, st, t);
             continue;
@@ -404,6 +410,7 @@ static void state_init(exec_state *x, const htae_graph *g, const htae_options *o
     x->computing = xcalloc((size_t)g->n_ranks, sizeof *x->computing);
     x->pending = xmalloc((size_t)g->n_tasks * sizeof *x->pending);
     x->ready = xcalloc(g->n_tasks, sizeof *x->ready);
+    x->pred_end = g->lag ? xcalloc(g->n_tasks, sizeof *x->pred_end) : NULL;
     x->coll_arrived = xcalloc(g->n_colls, sizeof *x->coll_arrived);
     x->coll_done = xcalloc(g->n_colls, 1);
 
@@ -519,6 +526,7 @@ static void state_free(exec_state *x)
     }
     free(x->host);
     free(x->ready);
+    free(x->pred_end);
     free(x->groups);
     free(x->streams);
     free(x->pending);

@@ -239,6 +239,31 @@ START_TEST(param_comms_and_measured_broadcast)
 }
 END_TEST
 
+/* lag.json: the kernel started 20 us after its launch returned on an idle GPU: that launch
+ * latency is kept, so the synchronization (10 us of its own) ends at 10 + 20 + 1000 + 10 us
+ * and the step, 10 us later, at 1.050 ms (1.030 ms without it). */
+START_TEST(launch_latency_is_kept)
+{
+    replay_summary s;
+    replay("lag.json", &s);
+    ck_close(s.iteration_s, 1.050e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* pageable_copy.json: a pageable host-to-device copy whose call (1 ms, staging) returned 900 us
+ * after the copy began on the GPU: the call is cut at 100 us, so the copy runs 100 .. 1100 us
+ * while the host stages, the stream synchronization (10 us of its own) ends at 1110 us, the
+ * step at 1.120 ms (2.020 ms if the copy waited for the whole call). */
+START_TEST(copy_begun_before_its_call_returned)
+{
+    replay_summary s;
+    replay("pageable_copy.json", &s);
+    ck_close(s.iteration_s, 1.120e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* Each bad trace is an input error naming the file and, where there is one, the event. */
 static void expect_error(const char *name, const char *field, const char *words)
 {
@@ -339,6 +364,8 @@ int main(void)
     tcase_add_test(tc, blocked_launch_waits_for_the_gpu);
     tcase_add_test(tc, thread_waits_for_another);
     tcase_add_test(tc, param_comms_and_measured_broadcast);
+    tcase_add_test(tc, launch_latency_is_kept);
+    tcase_add_test(tc, copy_begun_before_its_call_returned);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
     tcase_add_test(tc, world_larger_than_cluster);

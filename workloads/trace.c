@@ -17,6 +17,9 @@ const enum_names trace_overhead_names = ENUM_NAMES(ovh_table);
  * for something else; GPU work on another stream that ended within as long before it is what
  * it waited for (traces without stream-wait records, below). */
 static const double INFER_GAP_US = 5.0;
+/* The longest launch latency (us) kept: a GPU op that started later than this after what
+ * bound it waited for something the trace does not show. */
+static const double LAUNCH_LAG_US = 100.0;
 /* How long (us) a thread may take to resume after the thread it waits for finished its work
  * (140-620 us in the ResNet trace: the autograd engine handing back to Python). */
 static const double THREAD_WAKE_US = 1000.0;
@@ -251,10 +254,18 @@ static int build_gpu_lanes(build *b, ps_error *err)
             int pos = (int)(e - te->ev);
             uint32_t launch = b->launch_op[b->launch_of[pos]];
             const trace_op *l = &b->r->ops[launch];
-            trace_op op = {TRACE_GPU,     0,   0,       lane,   tb_name(b, e->name),
-                           l->op,         -1,  l->step, e->idx, (e->ts - b->w0) * 1e-6,
-                           e->dur * 1e-6, 0.0, 0,       -1,     l->call,
-                           l->optimizer};
+            trace_op op = {.kind = TRACE_GPU,
+                           .lane = lane,
+                           .name = tb_name(b, e->name),
+                           .op = l->op,
+                           .op_seq = -1,
+                           .step = l->step,
+                           .event = e->idx,
+                           .start = (e->ts - b->w0) * 1e-6,
+                           .seconds = e->dur * 1e-6,
+                           .group_at = -1,
+                           .call = l->call,
+                           .optimizer = l->optimizer};
             if (k > 0)
                 op.seconds += dispatch_gap_us(&te->ev[b->launch_of[pos]], v[k - 1], e) * 1e-6;
             if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0)
@@ -407,8 +418,9 @@ static void blocked_calls(build *b, const lane_index *x)
     for (int rt = 0; rt < b->te->n; rt++) {
         const trace_ev *e = &b->te->ev[rt];
         if (e->kind != EV_RUNTIME || b->launch_op[rt] < 0 || b->wait_op[rt] >= 0 ||
-            e->dur <= BLOCKED_CALL_US || r->ops[b->launch_op[rt]].event != e->idx)
-            continue;
+            e->dur <= BLOCKED_CALL_US || r->ops[b->launch_op[rt]].event != e->idx ||
+            (b->gpu_of[rt] >= 0 && b->te->ev[b->gpu_of[rt]].ts < e->ts + e->dur))
+            continue; /* its own GPU work began before it returned: not blocked by the queue */
         double end = e->ts + e->dur;
         int lo = 0, hi = n; /* first GPU op ending after the call */
         while (lo < hi) {
@@ -502,6 +514,38 @@ static void thread_waits(build *b)
     free(v);
 }
 
+/* Each GPU op whose start was bound by an explicit predecessor (its launch, another stream)
+ * rather than its stream's previous op keeps its measured lag after that predecessor's end,
+ * up to LAUNCH_LAG_US: an idle GPU starts a kernel some microseconds after its launch returns
+ * (6-80 us in the recsys trace). */
+static void launch_lags(build *b)
+{
+    trace_rank *r = b->r;
+    double *bound = xmalloc(((size_t)r->n_ops + 1) * sizeof *bound); /* us */
+    for (uint32_t i = 0; i < r->n_ops; i++)
+        bound[i] = -INFINITY;
+    for (uint32_t e = 0; e < r->n_edges; e++) {
+        uint32_t from = r->edges[2 * e], to = r->edges[2 * e + 1];
+        double end = b->ev_of_op[from] >= 0 ? measured_end_us(b, from)
+                                            : b->w0 + b->end_s[from] * 1e6; /* absolute */
+        bound[to] = fmax(bound[to], end);
+    }
+    double *prev_end = xmalloc(((size_t)r->n_lanes + 1) * sizeof *prev_end);
+    for (int l = 0; l < r->n_lanes; l++)
+        prev_end[l] = -INFINITY;
+    for (uint32_t i = 0; i < r->n_ops; i++) { /* a lane's ops are in order */
+        if (b->ev_of_op[i] < 0)
+            continue;
+        trace_op *op = &r->ops[i];
+        double start = b->te->ev[b->ev_of_op[i]].ts, lag = start - bound[i];
+        if (bound[i] > prev_end[op->lane] && lag > 0 && lag <= LAUNCH_LAG_US)
+            op->lag = lag * 1e-6;
+        prev_end[op->lane] = measured_end_us(b, i);
+    }
+    free(bound);
+    free(prev_end);
+}
+
 /* Launch edges, synchronizations, and cross-stream waits: recorded ones (cuda_sync "Stream
  * Wait Event" with the event's record), or, in traces that record none, inferred ones. */
 static void add_edges(build *b)
@@ -544,6 +588,7 @@ static void add_edges(build *b)
     lane_index_free(&x);
     if (!recorded)
         tb_infer_waits(b, INFER_GAP_US);
+    launch_lags(b);
 }
 
 void tb_free(build *b)

@@ -48,6 +48,9 @@ typedef struct trace_op {
     int32_t event;     /* index in traceEvents of the event it comes from (messages) */
     double start;      /* measured, seconds from the window's start */
     double seconds;    /* duration it keeps in the replay (TRACE_COLL: measured, unused) */
+    double lag;        /* GPU ops: how long after its last explicit predecessor (its launch, a
+                         stream it waits for) it started, measured, when that bound it: the
+                         launch latency of an idle GPU; 0 otherwise */
     double bytes;      /* TRACE_COLL: the executor's per-rank buffer size */
     int32_t group_n;   /* TRACE_COLL: communicator size */
     int32_t group_at;  /* TRACE_COLL: its members, group_n of them ascending, at

@@ -10,6 +10,8 @@
 
 /* A piece shorter than this (us) is rounding, not time. */
 static const double PIECE_EPS_US = 1e-6;
+/* A call whose GPU work began more than this (us) before it returned is cut there. */
+static const double SPLIT_US = 1.0;
 
 /* The outermost ops of one thread, in time order, with their first launch's start and last
  * launch's end (NAN: the op launches nothing). */
@@ -49,22 +51,17 @@ static int sync_kind_of(const trace_ev *rt, const trace_ev *gpu)
 static trace_op cpu_op(const lane_ctx *L, double a_us, double c_us)
 {
     const build *b = L->b;
-    trace_op op = {TRACE_CPU,
-                   TRACE_OVH_BETWEEN_OPS,
-                   0,
-                   L->lane,
-                   L->between,
-                   -1,
-                   -1,
-                   tb_step_of(b, a_us),
-                   -1,
-                   (a_us - b->w0) * 1e-6,
-                   (c_us - a_us) * 1e-6,
-                   0.0,
-                   0,
-                   -1,
-                   0,
-                   0};
+    trace_op op = {.kind = TRACE_CPU,
+                   .overhead = TRACE_OVH_BETWEEN_OPS,
+                   .lane = L->lane,
+                   .name = L->between,
+                   .op = -1,
+                   .op_seq = -1,
+                   .step = tb_step_of(b, a_us),
+                   .event = -1,
+                   .start = (a_us - b->w0) * 1e-6,
+                   .seconds = (c_us - a_us) * 1e-6,
+                   .group_at = -1};
     if (!L->main)
         op.overhead = TRACE_OVH_IDLE;
     int i = L->oi;
@@ -121,6 +118,16 @@ static void emit_runtime(lane_ctx *L, int rt, double end)
         trace_op launch = op;
         launch.seconds = 0.0;
         b->launch_op[rt] = (int)tb_add_op(b, launch);
+    } else if (kind == SYNC_NONE && gpu && gpu->ts >= e->ts && gpu->ts < end - SPLIT_US) {
+        /* its GPU work began before it returned (a pageable copy staged while the DMA runs, a
+         * kernel started within its launch): the call up to then launches it, the rest follows */
+        trace_op launch = op;
+        launch.seconds = (gpu->ts - e->ts) * 1e-6;
+        b->launch_op[rt] = (int)tb_add_op(b, launch);
+        op.start = (gpu->ts - b->w0) * 1e-6;
+        op.seconds = (end - gpu->ts) * 1e-6;
+        tb_add_op(b, op);
+        return;
     }
     uint32_t id = tb_add_op(b, op);
     if (kind != SYNC_COPY)

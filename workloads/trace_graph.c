@@ -306,6 +306,8 @@ static int make_collective(gb *x, int i, uint32_t a, uint32_t ***lanes_ops, int 
         for (int p = 0; p < m; p++) {
             int k = member[p];
             x->task_of[k][mop[p]] = ids[p];
+            if (j->ranks[k].ops[mop[p]].lag > 0)
+                htae_set_lag(x->g, ids[p], j->ranks[k].ops[mop[p]].lag);
             cur[k][j->ranks[k].ops[mop[p]].lane]++;
         }
         free(ids);
@@ -324,8 +326,11 @@ static uint32_t make_task(gb *x, int i, uint32_t a)
     task_category cat = r->lanes[op->lane].is_cpu         ? CAT_HOST
                         : op->kind == TRACE_COMM_MEASURED ? CAT_COMM
                                                           : CAT_KERNEL;
-    return htae_add_compute_on(x->g, r->rank, x->stream_of[i][op->lane], cat, op->seconds,
-                               label_of(x, op->name), op->step);
+    uint32_t t = htae_add_compute_on(x->g, r->rank, x->stream_of[i][op->lane], cat, op->seconds,
+                                     label_of(x, op->name), op->step);
+    if (op->lag > 0)
+        htae_set_lag(x->g, t, op->lag);
+    return t;
 }
 
 /* Tasks in each stream's program order: every lane advances until a collective whose traced

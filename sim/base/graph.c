@@ -48,6 +48,7 @@ void htae_graph_free(htae_graph *g)
             free(g->stream_names[s]);
     free(g->stream_names);
     free(g->stream_kinds);
+    free(g->lag);
     free(g->tasks);
     free(g->edges);
     free(g->succ);
@@ -126,6 +127,17 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
     g->tasks[id].peer = dst;
     g->tasks[id].bytes = bytes;
     return id;
+}
+
+void htae_set_lag(htae_graph *g, uint32_t t, double lag)
+{
+    assert(!g->finalized && t < g->n_tasks && is_amount(lag));
+    if (t >= g->n_lag) {
+        xgrow(&g->lag, sizeof *g->lag, (size_t)t + 1, &g->cap_lag);
+        memset(g->lag + g->n_lag, 0, ((size_t)t + 1 - g->n_lag) * sizeof *g->lag);
+        g->n_lag = t + 1;
+    }
+    g->lag[t] = lag;
 }
 
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)

@@ -120,6 +120,10 @@ typedef struct htae_graph {
     int n_labels;
     size_t cap_labels;
 
+    double *lag; /* NULL, or [n_lag]: htae_set_lag's per-task start lag (0 for the others) */
+    uint32_t n_lag;
+    size_t cap_lag;
+
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
      * stream_first[i+1]) with i = r * n_streams + s, in program order. */
     uint32_t *stream_first;
@@ -167,6 +171,9 @@ int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double 
 int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
                         task_category cat, int label, int micro, uint32_t *task_ids);
 void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
+/* Task t cannot start before lag seconds after its last explicit predecessor (an edge's source,
+ * not its stream's previous task) ended: a replayed kernel's launch latency on an idle GPU. */
+void htae_set_lag(htae_graph *g, uint32_t t, double lag);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
