@@ -75,6 +75,8 @@ typedef struct htae_result {
     double *start, *end;   /* [n_tasks] simulated start and end of each task (all times of a
                               result count from its run's start, however many ran before) */
     uint64_t activities;   /* SimGrid activities run (executions and flows) */
+    uint32_t lean_colls;   /* all-to-alls run as lean tasks, alone on their private links
+                              (htae_alone.h); the same timings as their full tasks */
     double wall_s;         /* host seconds spent in the simulation */
     htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
     int n_links;
