@@ -103,4 +103,11 @@ if [ -f "$trace" ]; then
         "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
         "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulator']['wall_s'])" \
             "$tmp/replay.json")"
+    # with what-ifs: the unchanged replay, then the changed one (two simulations)
+    t0=$(date +%s.%N)
+    build/protosim replay "$trace" --cluster "$tmp/v100.xml" --what-if amp \
+        --what-if fuse-elementwise --quiet
+    t1=$(date +%s.%N)
+    printf '%-28s %10.2f\n' "  + amp, fuse-elementwise" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 fi

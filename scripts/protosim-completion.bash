@@ -5,7 +5,7 @@
 
 _protosim_commands="run replay cluster collective sweep merge help"
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
-_protosim_opts_replay="--cluster --json --trace --overheads --steps --quiet -q --help -h"
+_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
@@ -38,6 +38,7 @@ _protosim()
     --cluster | --from-hwloc) _protosim_files "$cur" xml; return ;;
     --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
     --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
+    --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
     -o) _protosim_files "$cur" xml; return ;;

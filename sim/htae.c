@@ -498,6 +498,22 @@ static int collect_result(exec_state *x, ps_error *err)
     return 0;
 }
 
+/* Step: times from the run's start. SimGrid's clock goes on across runs in one process (replay
+ * --what-if runs the unchanged job, then the changed one). */
+static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
+{
+    if (origin == 0.0)
+        return;
+    for (uint32_t t = 0; t < n_tasks; t++) {
+        out->start[t] -= origin;
+        out->end[t] -= origin;
+    }
+    out->makespan -= origin;
+    for (int i = 0; i < out->n_links; i++)
+        for (int k = 0; k < out->links[i].n_rate; k++)
+            out->links[i].rate[k].t -= origin;
+}
+
 /* Step: free everything state_init, plan_groups and start_actors made (not the result). */
 static void state_free(exec_state *x)
 {
@@ -549,13 +565,16 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     x.links = htae_links_create();
     htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
     rc = plan_groups(&x, c, err);
+    double origin = simgrid_get_clock(); /* 0 unless the process ran an earlier simulation */
     if (!rc) {
         start_actors(&x);
         simgrid_run();
         rc = collect_result(&x, err);
     }
-    if (!rc)
+    if (!rc) {
         htae_links_collect(x.links, out);
+        shift_result(out, g->n_tasks, origin);
+    }
     htae_links_free(x.links);
     state_free(&x);
     if (rc) {

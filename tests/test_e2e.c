@@ -747,6 +747,44 @@ START_TEST(replay_bad_trace_and_family_warning)
 }
 END_TEST
 
+/* --what-if end to end: the JSON lists each spec with what it changed and the unchanged
+ * prediction (sync.json: two 1 ms kernels in a row, 2.065 ms; gemm_a at half and gemm_b
+ * removed: 0.565 ms); a malformed spec exits 1 naming the option. */
+START_TEST(replay_what_if)
+{
+    char *dir = make_tmpdir();
+    char *trace_in = src_path("tests/data/replay/sync.json"), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "r.json");
+    const char *args[] = {"replay", trace_in,    "--cluster",        cl,          "--json",
+                          json,     "--what-if", "scale:gemm_a:0.5", "--what-if", "remove:gemm_b",
+                          NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "with the what-ifs") != NULL, "summary:\n%s", r.out);
+    cJSON *j = parse_json_file(json);
+    assert_rel_close(num_field(j, "iteration_time_unchanged_s"), 2.065e-3, 1e-9, "unchanged");
+    assert_rel_close(num_field(j, "iteration_time_s"), 0.565e-3, 1e-9, "iteration_time_s");
+    const cJSON *wi = cJSON_GetObjectItem(j, "what_if");
+    ck_assert_msg(cJSON_IsArray(wi) && cJSON_GetArraySize(wi) == 2, "what_if: two specs");
+    const cJSON *w0 = cJSON_GetArrayItem(wi, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(w0, "spec")->valuestring, "scale:gemm_a:0.5");
+    ck_assert_int_eq((int)num_field(w0, "kernels"), 1);
+    assert_rel_close(num_field(w0, "kernel_s_after"), 0.5e-3, 1e-9, "kernel_s_after");
+    cJSON_Delete(j);
+    run_free(&r);
+    const char *bad[] = {"replay", trace_in, "--cluster", cl, "--what-if", "scale:(:2", NULL};
+    r = run_protosim(dir, bad);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "--what-if 'scale:(:2'") && strstr(r.err, "regular expression"),
+                  "stderr: %s", r.err);
+    run_free(&r);
+    free(trace_in);
+    free(cl);
+    free(json);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -783,6 +821,7 @@ static Suite *e2e_suite(void)
     tcase_add_test(t, collectives_track_nccl_tests);
     tcase_add_test(t, replay_writes_its_reports);
     tcase_add_test(t, replay_bad_trace_and_family_warning);
+    tcase_add_test(t, replay_what_if);
     suite_add_tcase(s, t);
     return s;
 }

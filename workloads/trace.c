@@ -51,6 +51,36 @@ void tb_add_edge(build *b, uint32_t from, uint32_t to)
     r->n_edges++;
 }
 
+/* The shapes of cpu_op event e (NULL: none) as a call of the rank; its index (0: none). */
+int32_t tb_call(build *b, const trace_ev *e)
+{
+    if (!e)
+        return 0;
+    trace_rank *r = b->r;
+    trace_call c;
+    memset(&c, 0, sizeof c);
+    c.name = tb_name(b, e->name);
+    const cJSON *dims = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input Dims") : NULL;
+    const cJSON *types = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input type") : NULL;
+    for (int i = 0; i < TRACE_CALL_INPUTS; i++) {
+        c.type[i] = -1;
+        const cJSON *d = cJSON_IsArray(dims) ? cJSON_GetArrayItem(dims, i) : NULL;
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, i) : NULL;
+        if (!cJSON_IsArray(d))
+            break;
+        c.n_in = i + 1;
+        int k = 0;
+        for (const cJSON *x = d->child; x && k < TRACE_CALL_DIMS; x = x->next)
+            c.dims[i][k++] = cJSON_IsNumber(x) ? x->valuedouble : 0.0;
+        c.rank[i] = cJSON_GetArraySize(d);
+        if (cJSON_IsString(t))
+            c.type[i] = tb_name(b, t->valuestring);
+    }
+    xgrow(&r->calls, sizeof *r->calls, (size_t)r->n_calls + 1, &r->cap_calls);
+    r->calls[r->n_calls] = c;
+    return r->n_calls++;
+}
+
 int tb_step_of(const build *b, double ts)
 {
     int s = 0;
@@ -233,7 +263,9 @@ static int build_gpu_lanes(build *b, ps_error *err)
                            .event = e->idx,
                            .start = (e->ts - b->w0) * 1e-6,
                            .seconds = e->dur * 1e-6,
-                           .group_at = -1};
+                           .group_at = -1,
+                           .call = l->call,
+                           .optimizer = l->optimizer};
             if (k > 0)
                 op.seconds += dispatch_gap_us(&te->ev[b->launch_of[pos]], v[k - 1], e) * 1e-6;
             if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0)
@@ -609,6 +641,10 @@ int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *pat
     snprintf(r->file, sizeof r->file, "%s", path);
     r->rank = te->rank;
     snprintf(r->device, sizeof r->device, "%s", te->device);
+    xgrow(&r->calls, sizeof *r->calls, 1, &r->cap_calls); /* calls[0]: none known */
+    memset(r->calls, 0, sizeof *r->calls);
+    r->calls[0].name = -1;
+    r->n_calls = 1;
     find_steps(&b, steps);
     int rc = match_launches(&b, err);
     if (!rc)

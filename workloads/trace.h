@@ -36,27 +36,42 @@ typedef enum {
 } trace_op_kind;
 
 typedef struct trace_op {
-    uint8_t kind;     /* trace_op_kind */
-    uint8_t overhead; /* TRACE_CPU, TRACE_RUNTIME: its trace_overhead */
-    uint8_t coll;     /* TRACE_COLL: coll_kind */
-    int32_t lane;     /* into trace_rank.lanes */
-    int32_t name;     /* into trace_job.names: kernel or call name; a CPU piece: its op's */
-    int32_t op;       /* CPU, runtime: the name of the op it falls in, -1 outside ops; GPU: the
+    uint8_t kind;      /* trace_op_kind */
+    uint8_t overhead;  /* TRACE_CPU, TRACE_RUNTIME: its trace_overhead */
+    uint8_t coll;      /* TRACE_COLL: coll_kind */
+    int32_t lane;      /* into trace_rank.lanes */
+    int32_t name;      /* into trace_job.names: kernel or call name; a CPU piece: its op's */
+    int32_t op;        /* CPU, runtime: the name of the op it falls in, -1 outside ops; GPU: the
                          op that launched it, -1 if none */
-    int32_t op_seq;   /* CPU, runtime: which op of its thread (0, 1, ...), -1 outside ops */
-    int32_t step;     /* replayed step it belongs to, 0-based */
-    int32_t event;    /* index in traceEvents of the event it comes from (messages) */
-    double start;     /* measured, seconds from the window's start */
-    double seconds;   /* duration it keeps in the replay (TRACE_COLL: measured, unused) */
-    double lag;       /* GPU ops: how long after its last explicit predecessor (its launch, a
+    int32_t op_seq;    /* CPU, runtime: which op of its thread (0, 1, ...), -1 outside ops */
+    int32_t step;      /* replayed step it belongs to, 0-based */
+    int32_t event;     /* index in traceEvents of the event it comes from (messages) */
+    double start;      /* measured, seconds from the window's start */
+    double seconds;    /* duration it keeps in the replay (TRACE_COLL: measured, unused) */
+    double lag;        /* GPU ops: how long after its last explicit predecessor (its launch, a
                          stream it waits for) it started, measured, when that bound it: the
                          launch latency of an idle GPU; 0 otherwise */
-    double bytes;     /* TRACE_COLL: the executor's per-rank buffer size */
-    int32_t group_n;  /* TRACE_COLL: communicator size */
-    int32_t group_at; /* TRACE_COLL: its members, group_n of them ascending, at
+    double bytes;      /* TRACE_COLL: the executor's per-rank buffer size */
+    int32_t group_n;   /* TRACE_COLL: communicator size */
+    int32_t group_at;  /* TRACE_COLL: its members, group_n of them ascending, at
                          trace_rank.group_ranks[group_at]; -1: the block of group_n consecutive
                          ranks holding the rank (the trace names no members) */
+    int32_t call;      /* runtime, GPU: the launching op's shapes, into trace_rank.calls; 0:
+                         none known (calls[0] is the empty call) */
+    int32_t optimizer; /* runtime, GPU: 1 if launched inside an `Optimizer.step#` span */
 } trace_op;
+
+/* The innermost cpu_op around a launch, with the shapes the profiler recorded (record_shapes:
+ * `Input Dims`, `Input type`); the what-ifs that re-cost kernels read them. */
+#define TRACE_CALL_INPUTS 4
+#define TRACE_CALL_DIMS   4
+typedef struct trace_call {
+    int32_t name; /* into trace_job.names, -1 for calls[0] */
+    int32_t n_in; /* inputs with shapes, at most TRACE_CALL_INPUTS; 0: none recorded */
+    int32_t rank[TRACE_CALL_INPUTS];                 /* dims of each input (0: a scalar) */
+    double dims[TRACE_CALL_INPUTS][TRACE_CALL_DIMS]; /* the first TRACE_CALL_DIMS of each */
+    int32_t type[TRACE_CALL_INPUTS]; /* `Input type` into trace_job.names, -1 if none */
+} trace_call;
 
 typedef struct trace_lane {
     int is_cpu;
@@ -79,6 +94,9 @@ typedef struct trace_rank {
     uint32_t *edges; /* [2 * n_edges] */
     uint32_t n_edges;
     size_t cap_edges;
+    trace_call *calls; /* [n_calls], calls[0] empty */
+    int n_calls;
+    size_t cap_calls;
     int n_steps;           /* replayed ProfilerStep spans (all of them), or 1: the whole window */
     int first_reported;    /* the steps reported are [first_reported, n_steps) (--steps N: the
                               last N; those before are replayed for the work they leave in

@@ -20,6 +20,8 @@ typedef struct lane_ctx {
     int lane, n_ops, oi, between, main;
     double *os, *oe, *first_launch, *last_launch;
     int *name;
+    const trace_ev *call; /* the innermost cpu_op around the runtime call being emitted */
+    int optimizer;        /* that call is inside an `Optimizer.step#` span */
 } lane_ctx;
 
 static int sync_kind_of(const trace_ev *rt, const trace_ev *gpu)
@@ -107,6 +109,8 @@ static void emit_runtime(lane_ctx *L, int rt, double end)
     op.overhead = TRACE_OVH_LAUNCH;
     op.name = tb_name(b, e->name);
     op.event = e->idx;
+    op.call = tb_call(b, L->call);
+    op.optimizer = L->optimizer;
     const trace_ev *gpu = b->gpu_of[rt] >= 0 ? &b->te->ev[b->gpu_of[rt]] : NULL;
     int kind = sync_kind_of(e, gpu);
     b->sync_kind[rt] = (uint8_t)kind;
@@ -188,22 +192,47 @@ static void build_lane(build *b, int t, trace_ev **v, int n)
     r->lanes = xreallocarray(r->lanes, (size_t)r->n_lanes + 1, sizeof *r->lanes);
     r->lanes[r->n_lanes].is_cpu = 1;
     snprintf(r->lanes[r->n_lanes].name, sizeof r->lanes[r->n_lanes].name, "%s", name);
-    lane_ctx L = {
-        b,    r->n_lanes++, 0,    0,   tb_name(b, "between ops"), t == b->main_thread, NULL,
-        NULL, NULL,         NULL, NULL};
+    lane_ctx L = {b,
+                  r->n_lanes++,
+                  0,
+                  0,
+                  tb_name(b, "between ops"),
+                  t == b->main_thread,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  NULL,
+                  0};
     find_outermost(&L, v, n);
     double end = b->w1;
     if (t != b->main_thread) {
         end = b->w0;
         for (int i = 0; i < n; i++)
-            end = fmax(end, v[i]->ts + v[i]->dur);
+            if (v[i]->kind != EV_ANNOTATION)
+                end = fmax(end, v[i]->ts + v[i]->dur);
     }
     double cursor = b->w0;
     int last_rt = -1;
+    const trace_ev **open = xmalloc(((size_t)n + 1) * sizeof *open); /* spans around v[i] */
+    int n_open = 0;
     for (int i = 0; i < n; i++) {
         const trace_ev *e = v[i];
-        if (e->kind != EV_RUNTIME)
+        while (n_open > 0 && open[n_open - 1]->ts + open[n_open - 1]->dur <= e->ts)
+            n_open--;
+        if (e->kind != EV_RUNTIME) {
+            open[n_open++] = e;
             continue;
+        }
+        L.call = NULL;
+        L.optimizer = 0;
+        for (int k = n_open; k-- > 0;) {
+            if (open[k]->kind == EV_CPU_OP && !L.call)
+                L.call = open[k];
+            if (open[k]->kind == EV_ANNOTATION)
+                L.optimizer = 1;
+        }
         int rt = (int)(e - b->te->ev);
         if (e->ts < cursor - PIECE_EPS_US && last_rt >= 0) { /* nested in the previous call */
             b->launch_op[rt] = b->launch_op[last_rt];
@@ -216,6 +245,7 @@ static void build_lane(build *b, int t, trace_ev **v, int n)
         last_rt = rt;
     }
     emit_gap(&L, cursor, end);
+    free(open);
     free(L.os);
     free(L.oe);
     free(L.first_launch);
@@ -239,6 +269,8 @@ void tb_build_cpu_lanes(build *b)
             if (e->kind == EV_CPU_OP || e->kind == EV_RUNTIME) {
                 v[n++] = &te->ev[i];
                 busy = 1;
+            } else if (e->kind == EV_ANNOTATION && strncmp(e->name, "Optimizer.step#", 15) == 0) {
+                v[n++] = &te->ev[i]; /* what fuse-optimizer looks for */
             }
         }
         if (!busy && t != b->main_thread)

@@ -70,6 +70,7 @@ void trace_job_free(trace_job *j)
         free(r->lanes);
         free(r->ops);
         free(r->edges);
+        free(r->calls);
         free(r->measured_step);
         free(r->group_ranks);
     }

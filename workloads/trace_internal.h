@@ -50,6 +50,7 @@ typedef struct build {
 uint32_t tb_add_op(build *b, trace_op op);
 void tb_add_edge(build *b, uint32_t from, uint32_t to);
 int tb_step_of(const build *b, double ts);
+int32_t tb_call(build *b, const trace_ev *e);
 int tb_name(build *b, const char *name);
 void tb_sort_events(trace_ev **v, int n);
 

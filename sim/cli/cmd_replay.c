@@ -16,8 +16,8 @@ static int replay_main(int argc, char **argv);
 const cli_command cli_replay = {
     "replay",
     "  protosim replay TRACE.json[.gz]... --cluster CLUSTER.xml [--json OUT.json]\n"
-    "               [--trace OUT.trace.json] [--overheads OUT.json] [--steps all|N]\n"
-    "               [--quiet]\n",
+    "               [--trace OUT.trace.json] [--overheads OUT.json] [--what-if SPEC]...\n"
+    "               [--steps all|N] [--quiet]\n",
     "replays PyTorch profiler (Kineto) traces on the cluster with the executor of `run`:\n"
     "CPU threads and CUDA streams keep their measured times, launches precede their\n"
     "kernels, synchronizing calls wait for the GPU work they cover, NCCL kernels become\n"
@@ -29,6 +29,12 @@ const cli_command cli_replay = {
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write the replayed timeline (open it at ui.perfetto.dev)\n"
     "  --overheads OUT.json    write Lin et al.'s host overheads per op type and step\n"
+    "  --what-if SPEC          transform the replay first (repeatable, in order):\n"
+    "                          network:F (every link's bandwidth x F), scale:REGEX:F\n"
+    "                          (kernels matching the POSIX extended REGEX x F), remove:REGEX,\n"
+    "                          amp (fp32 GEMM/conv kernels at fp16 tensor-core speed),\n"
+    "                          fuse-elementwise, fuse-optimizer, device:GPU (kernels re-costed\n"
+    "                          for a devices.yaml GPU); priority:gradients is refused\n"
     "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
     "                          step is replayed, for the GPU work it leaves in flight)\n"
     "  --quiet, -q             no summary on stdout\n"
@@ -37,14 +43,34 @@ const cli_command cli_replay = {
     replay_main,
 };
 
-#define MAX_TRACES 1024
+#define MAX_TRACES   1024
+#define MAX_WHAT_IFS 32
+
+typedef struct what_if_list {
+    whatif_spec v[MAX_WHAT_IFS];
+    int n;
+} what_if_list;
 
 typedef struct replay_args {
     const char *traces[MAX_TRACES];
     int n_traces;
     const char *cluster, *json, *trace, *overheads;
     int steps, quiet;
+    what_if_list what_if;
 } replay_args;
+
+static int parse_what_if(const cli_command *c, const char *v, void *field)
+{
+    what_if_list *l = field;
+    if (l->n == MAX_WHAT_IFS)
+        return cli_usage_error(c, "--what-if: at most %d specs", MAX_WHAT_IFS);
+    ps_error err;
+    ps_error_clear(&err);
+    if (whatif_parse(v, &l->v[l->n], &err))
+        return cli_usage_error(c, "%s", err.message);
+    l->n++;
+    return 0;
+}
 
 static int parse_steps(const cli_command *c, const char *v, void *field)
 {
@@ -64,6 +90,10 @@ static const cli_option replay_options[] = {
     {.name = "--json", .kind = CLI_STRING, .offset = offsetof(replay_args, json)},
     {.name = "--trace", .kind = CLI_STRING, .offset = offsetof(replay_args, trace)},
     {.name = "--overheads", .kind = CLI_STRING, .offset = offsetof(replay_args, overheads)},
+    {.name = "--what-if",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(replay_args, what_if),
+     .parse = parse_what_if},
     {.name = "--steps",
      .kind = CLI_CUSTOM,
      .offset = offsetof(replay_args, steps),
@@ -132,6 +162,45 @@ static int replay_report(const replay_args *a, const out_replay *x, ps_error *er
     return 0;
 }
 
+/* Build the execution graph of the job and run it: the graph, its tasks and result out. */
+static int replay_run(const trace_job *job, const cluster *c, htae_graph **g, uint32_t ***task_of,
+                      htae_result *res, ps_error *err)
+{
+    htae_options o;
+    htae_default_options(&o);
+    o.overlap_slowdown = 0.0; /* measured kernel times already include any interference */
+    memset(res, 0, sizeof *res);
+    int rc = trace_job_graph(job, c->n_gpus, g, task_of, err);
+    if (!rc)
+        rc = htae_run(*g, c, &o, res, err);
+    return rc;
+}
+
+/* The predicted step of the unchanged job, before the what-ifs change it. */
+static int unchanged_step(const trace_job *job, const cluster *c, double *out, ps_error *err)
+{
+    htae_graph *g = NULL;
+    uint32_t **task_of = NULL;
+    htae_result res;
+    int rc = replay_run(job, c, &g, &task_of, &res, err);
+    if (!rc) {
+        replay_summary sum;
+        report_replay_summarize(job, g, task_of, &res, &sum);
+        *out = sum.iteration_s;
+        report_replay_free(&sum);
+    }
+    htae_result_free(&res);
+    trace_tasks_free(job, task_of);
+    htae_graph_free(g);
+    return rc;
+}
+
+static void free_what_ifs(replay_args *a)
+{
+    for (int i = 0; i < a->what_if.n; i++)
+        whatif_spec_free(&a->what_if.v[i]);
+}
+
 static int replay_main(int argc, char **argv)
 {
     replay_args a;
@@ -143,37 +212,45 @@ static int replay_main(int argc, char **argv)
         prc = cli_usage_error(&cli_replay, "replay needs a TRACE.json");
     if (!prc && !a.cluster)
         prc = cli_usage_error(&cli_replay, "replay needs --cluster CLUSTER.xml");
-    if (prc)
+    if (prc) {
+        free_what_ifs(&a);
         return cli_exit_code(prc);
+    }
     ps_error err;
     ps_error_clear(&err);
     trace_job job;
-    if (trace_job_load(a.traces, a.n_traces, a.steps, &job, &err))
+    if (trace_job_load(a.traces, a.n_traces, a.steps, &job, &err)) {
+        free_what_ifs(&a);
         return cli_fail(&err);
+    }
     cluster c;
     cluster_engine_start();
     if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
         trace_job_free(&job);
+        free_what_ifs(&a);
         return cli_fail(&err);
     }
     warn_family(&job, &c);
     warn_measured_comm(&job);
+    whatif_effect effects[MAX_WHAT_IFS];
+    double unchanged = 0;
+    int rc = 0;
+    if (a.what_if.n > 0)
+        rc = unchanged_step(&job, &c, &unchanged, &err);
+    for (int i = 0; i < a.what_if.n && !rc; i++)
+        rc = whatif_apply(&a.what_if.v[i], &job, &c, &effects[i], &err);
     htae_graph *g = NULL;
     uint32_t **task_of = NULL;
     htae_result res;
     memset(&res, 0, sizeof res);
-    htae_options o;
-    htae_default_options(&o);
-    o.overlap_slowdown = 0.0; /* measured kernel times already include any interference */
-    int rc = trace_job_graph(&job, c.n_gpus, &g, &task_of, &err);
     if (!rc)
-        rc = htae_run(g, &c, &o, &res, &err);
+        rc = replay_run(&job, &c, &g, &task_of, &res, &err);
     if (!rc) {
         replay_summary sum;
         report_replay_summarize(&job, g, task_of, &res, &sum);
         report_critical_path cp;
         report_critical_path_create(g, &res, &cp);
-        out_replay x = {&job, &c, g, &res, &sum, &cp};
+        out_replay x = {&job, &c, g, &res, &sum, &cp, a.what_if.v, effects, a.what_if.n, unchanged};
         rc = replay_report(&a, &x, &err);
         report_critical_path_free(&cp);
         report_replay_free(&sum);
@@ -185,5 +262,6 @@ static int replay_main(int argc, char **argv)
     htae_graph_free(g);
     cluster_free(&c);
     trace_job_free(&job);
+    free_what_ifs(&a);
     return rc;
 }

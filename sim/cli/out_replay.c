@@ -33,7 +33,28 @@ void out_replay_text(FILE *out, const out_replay *x)
             r->has_steps ? "" : ", no ProfilerStep: the whole window", x->c->file, x->c->n_gpus);
     double err = s->measured_step_s > 0 ? s->iteration_s / s->measured_step_s - 1 : 0;
     fprintf(out, "  measured step   %10.3f ms\n", s->measured_step_s * 1e3);
-    fprintf(out, "  predicted step  %10.3f ms (%+.1f%%)\n", s->iteration_s * 1e3, 100 * err);
+    if (x->n_what_if > 0) {
+        fprintf(out, "  predicted step  %10.3f ms unchanged (%+.1f%%)\n", x->unchanged_s * 1e3,
+                100 * (s->measured_step_s > 0 ? x->unchanged_s / s->measured_step_s - 1 : 0));
+        for (int i = 0; i < x->n_what_if; i++) {
+            const whatif_effect *e = &x->effects[i];
+            fprintf(out, "  what-if %-20s %d %s", x->what_if[i].text, e->kernels,
+                    x->what_if[i].kind == WHATIF_NETWORK ? "links" : "kernels");
+            if (x->what_if[i].kind != WHATIF_NETWORK)
+                fprintf(out, " %.3f -> %.3f ms", e->kernel_s_before * 1e3, e->kernel_s_after * 1e3);
+            else if (e->kernel_s_before > 0)
+                fprintf(out, ", unmodelled NCCL kernels %.3f -> %.3f ms", e->kernel_s_before * 1e3,
+                        e->kernel_s_after * 1e3);
+            if (e->launches_removed)
+                fprintf(out, ", %d launches (%.3f ms) removed", e->launches_removed,
+                        e->host_s_removed * 1e3);
+            fputc('\n', out);
+        }
+        fprintf(out, "  predicted step  %10.3f ms with the what-ifs (%+.1f%%)\n",
+                s->iteration_s * 1e3, 100 * (s->iteration_s / x->unchanged_s - 1));
+    } else {
+        fprintf(out, "  predicted step  %10.3f ms (%+.1f%%)\n", s->iteration_s * 1e3, 100 * err);
+    }
     fprintf(out, "  per step: GPU active %.3f ms, GPU idle %.3f ms, communication %.3f ms\n",
             s->gpu_active_s * 1e3, s->gpu_idle_s * 1e3, s->comm_s * 1e3);
     fputs("  host overheads per step (ms):", out);
@@ -91,7 +112,21 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
         cJSON_AddNumberToObject(it, "seconds", x->path->items[i].seconds);
         cJSON_AddItemToArray(cp, it);
     }
-    cJSON_AddArrayToObject(root, "what_if");
+    cJSON *wi = cJSON_AddArrayToObject(root, "what_if");
+    for (int i = 0; i < x->n_what_if; i++) {
+        const whatif_effect *e = &x->effects[i];
+        cJSON *it = cJSON_CreateObject();
+        cJSON_AddStringToObject(it, "spec", x->what_if[i].text);
+        cJSON_AddNumberToObject(it, x->what_if[i].kind == WHATIF_NETWORK ? "links" : "kernels",
+                                e->kernels);
+        cJSON_AddNumberToObject(it, "launches_removed", e->launches_removed);
+        cJSON_AddNumberToObject(it, "kernel_s_before", e->kernel_s_before);
+        cJSON_AddNumberToObject(it, "kernel_s_after", e->kernel_s_after);
+        cJSON_AddNumberToObject(it, "host_s_removed", e->host_s_removed);
+        cJSON_AddItemToArray(wi, it);
+    }
+    if (x->n_what_if > 0)
+        cJSON_AddNumberToObject(root, "iteration_time_unchanged_s", x->unchanged_s);
     cJSON *sim = cJSON_AddObjectToObject(root, "simulator");
     cJSON_AddNumberToObject(sim, "wall_s", x->res->wall_s);
     cJSON_AddNumberToObject(sim, "tasks", x->graph->n_tasks);

@@ -14,6 +14,7 @@
 #include "../htae.h"
 #include "../report.h"
 #include "../report_replay.h"
+#include "../whatif.h"
 
 /* ---- a plan's fields (out_plan.c) ---- */
 
@@ -91,11 +92,17 @@ typedef struct out_replay {
     const htae_result *res;
     const replay_summary *sum;
     const report_critical_path *path;
+    const whatif_spec *what_if; /* [n_what_if], applied in order */
+    const whatif_effect *effects;
+    int n_what_if;
+    double unchanged_s; /* the predicted step without the what-ifs (n_what_if > 0) */
 } out_replay;
 
 void out_replay_text(FILE *out, const out_replay *x);
 /* iteration_time_s, measured_step_s, steps, breakdown {gpu_active_s, gpu_idle_s, comm_s,
- * overheads {the five types}}, critical_path [{name, kind, seconds}], what_if []. */
+ * overheads {the five types}}, critical_path [{name, kind, seconds}], what_if [{spec, kernels,
+ * launches_removed, kernel_s_before, kernel_s_after, host_s_removed}] (network: kernels is the
+ * links changed), iteration_time_unchanged_s with what-ifs. */
 int out_replay_json(const char *path, const out_replay *x, ps_error *err);
 /* --overheads: Lin et al.'s five types per op type and per step, seconds per step. */
 int out_replay_overheads(const char *path, const out_replay *x, ps_error *err);
