@@ -579,10 +579,68 @@ void profile_stats_add(profile_stats *st, const workload_op *op, op_pass pass, i
             snprintf(u->entry_op, sizeof u->entry_op, "%s", hit->entry[i]->op);
     u->model = model;
     u->used = hit->seconds;
+    for (int i = 0; i < hit->parts; i++)
+        if (hit->entry[i])
+            u->measured += hit->entry[i]->seconds;
 }
 
 void profile_stats_free(profile_stats *st)
 {
     free(st->use);
     memset(st, 0, sizeof *st);
+}
+
+/* "layers.3.mlp.fc1" -> "layers.*.mlp.fc1"; other names as they are. */
+static void group_name(const char *name, char *out, size_t cap)
+{
+    const char *p = name + 7;
+    if (strncmp(name, "layers.", 7) != 0 || !(*p >= '0' && *p <= '9')) {
+        snprintf(out, cap, "%s", name);
+        return;
+    }
+    while (*p >= '0' && *p <= '9')
+        p++;
+    snprintf(out, cap, "layers.*%s", p);
+}
+
+void profile_summarize(const profile_stats *st, profile_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t cap = 0;
+    for (int i = 0; i < st->n; i++) {
+        const profile_use *u = &st->use[i];
+        char name[48];
+        group_name(u->name, name, sizeof name);
+        int k = 0;
+        while (k < out->n && !(out->g[k].pass == u->pass && out->g[k].replay == u->replay &&
+                               !strcmp(out->g[k].name, name)))
+            k++;
+        if (k == out->n) {
+            xgrow(&out->g, sizeof *out->g, (size_t)out->n + 1, &cap);
+            memset(&out->g[k], 0, sizeof out->g[k]);
+            snprintf(out->g[k].name, sizeof out->g[k].name, "%s", name);
+            out->g[k].pass = u->pass;
+            out->g[k].replay = u->replay;
+            out->n++;
+        }
+        profile_group *g = &out->g[k];
+        g->ops++;
+        g->matched += u->matched > 0;
+        if (!g->entry_op[0] && u->entry_op[0])
+            snprintf(g->entry_op, sizeof g->entry_op, "%s", u->entry_op);
+        g->model += u->model;
+        g->used += u->used;
+        g->measured += u->measured;
+        out->ops++;
+        out->matched += u->matched > 0;
+        out->model += u->model;
+        out->used += u->used;
+        out->measured += u->measured;
+    }
+}
+
+void profile_summary_free(profile_summary *s)
+{
+    free(s->g);
+    memset(s, 0, sizeof *s);
 }

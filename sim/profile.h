@@ -78,8 +78,9 @@ typedef struct profile_use {
     int pass;      /* op_pass */
     int replay;    /* a forward replayed for recompute */
     int parts, matched;
-    char entry_op[96]; /* the first matched entry's op, "" */
-    double model, used;
+    char entry_op[96];  /* the first matched entry's op, "" */
+    double model, used; /* kernel seconds: the cost model's, and those the plan uses */
+    double measured;    /* the part of used the table's entries give */
 } profile_use;
 
 typedef struct profile_stats {
@@ -96,5 +97,25 @@ profile_stats *profile_stats_create(const profile_db *db, const cluster *c);
 void profile_stats_add(profile_stats *st, const workload_op *op, op_pass pass, int replay,
                        const profile_hit *hit, double model);
 void profile_stats_free(profile_stats *st);
+
+/* The record by op name, the layer left out (layers.*.mlp.fc1), pass and replay, in order of
+ * first appearance; totals over every op pass. */
+typedef struct profile_group {
+    char name[48];
+    int pass, replay;
+    int ops, matched; /* op passes; those with at least one part measured */
+    char entry_op[96];
+    double model, used, measured;
+} profile_group;
+
+typedef struct profile_summary {
+    int ops, matched;
+    double model, used, measured; /* kernel seconds, one micro-batch through every chunk */
+    profile_group *g;
+    int n;
+} profile_summary;
+
+void profile_summarize(const profile_stats *st, profile_summary *out);
+void profile_summary_free(profile_summary *s);
 
 #endif
