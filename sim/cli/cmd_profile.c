@@ -15,8 +15,8 @@ const cli_command cli_profile = {
     "records the measured GPU time of every PyTorch op (aten::mm, aten::addmm, attention,\n"
     "layer norm, ...) that PyTorch profiler (Kineto) traces recorded with their input shapes\n"
     "(record_shapes=True): the kernels each op launched, added, by (op, input shapes, dtype),\n"
-    "as the median of its occurrences and their count. `protosim run --profile OPS.json`\n"
-    "uses them where an op of the plan matches (docs/design-notes.md, \"Profile database\").\n"
+    "as the median of its occurrences and their count (read by run's --profile, which uses\n"
+    "them where an op of the plan matches: docs/design-notes.md, \"Profile database\").\n"
     "options:\n"
     "  -o, --output OPS.json   the table to write (required)\n"
     "  --device GPU            the traces' GPU as topology/devices/devices.yaml names it\n"
@@ -51,7 +51,7 @@ static const cli_option profile_options[] = {
     {0},
 };
 
-/* --device against the device table. */
+/* --device against the device table: 0, or PS_EINPUT after a usage error. */
 static int check_device(const char *name, ps_error *err)
 {
     char path[1024];
@@ -62,8 +62,7 @@ static int check_device(const char *name, ps_error *err)
     int known = device_table_find(&t, name) != NULL;
     device_table_free(&t);
     if (!known)
-        return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL,
-                            "--device: no GPU named '%s' in the device table", name);
+        return cli_usage_error(&cli_profile, "--device: no GPU named '%s' in %s", name, path);
     return 0;
 }
 
@@ -82,7 +81,7 @@ static int profile_main(int argc, char **argv)
     ps_error err;
     ps_error_clear(&err);
     if (a.device && check_device(a.device, &err))
-        return cli_fail(&err);
+        return err.code ? cli_fail(&err) : PS_EINPUT;
     profile_db db;
     trace_profile_info info;
     if (trace_profile_build(a.traces, a.n_traces, a.device, &db, &info, &err))

@@ -1,0 +1,498 @@
+/* test_profile.c: the profile database: `protosim profile`'s extraction from small hand-written
+ * traces (tests/data/profile, medians and counts by hand), the table file and its errors, and
+ * `run --profile`: a table matching one GEMM changes that op and nothing else. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../sim/cost.h"
+#include "../sim/htae.h"
+#include "../sim/profile.h"
+#include "../strategies/compile.h"
+#include "../workloads/trace_profile.h"
+#include "model_util.h"
+#include "sim_util.h"
+
+static char path_buf[4][1024];
+
+/* tests/data/profile/NAME (four buffers, used in turn). */
+static const char *data(const char *name)
+{
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path_buf[k], sizeof path_buf[k], "%s/tests/data/profile/%s", sim_data_dir(), name);
+    return path_buf[k];
+}
+
+static const profile_entry *entry(const profile_db *db, const char *op)
+{
+    for (int i = 0; i < db->n; i++)
+        if (!strcmp(db->e[i].op, op))
+            return &db->e[i];
+    ck_abort_msg("no entry %s", op);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- profile */
+
+/* ops.json: aten::linear around aten::addmm, three times, launching kernels of 30, 50, and
+ * 25 + 20 us: median 45 us, count 3 for both (the linear holds the addmm's launches); under
+ * autograd, aten::mm twice with 70 and 90 us: median (70 + 90) / 2 = 80 us, count 2. A view
+ * launches nothing (not recorded); an aten::add without Input Dims launched 12 us (counted as
+ * without shapes). Ops that launched: 3 + 3 + 2 + 1 = 9. */
+START_TEST(profile_medians_and_counts)
+{
+    const char *p[] = {data("ops.json")};
+    profile_db db;
+    trace_profile_info info;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(trace_profile_build(p, 1, NULL, &db, &info, &err) == 0, "%s", err.message);
+    ck_assert_str_eq(db.device, "A100-SXM4-80GB");
+    ck_assert_int_eq(db.n, 3);
+    ck_assert_str_eq(db.e[0].op, "aten::addmm"); /* sorted by op */
+    ck_assert_str_eq(db.e[1].op, "aten::linear");
+    ck_assert_str_eq(db.e[2].op, "aten::mm");
+    const profile_entry *a = entry(&db, "aten::addmm"), *l = entry(&db, "aten::linear"),
+                        *m = entry(&db, "aten::mm");
+    ck_close(a->seconds, 45e-6, 1e-12);
+    ck_assert_int_eq(a->count, 3);
+    ck_close(l->seconds, 45e-6, 1e-12);
+    ck_assert_int_eq(l->count, 3);
+    ck_close(m->seconds, 80e-6, 1e-12);
+    ck_assert_int_eq(m->count, 2);
+    ck_assert_str_eq(a->dtype, "bf16");
+    /* addmm's shapes as recorded: [[2048], [256, 512], [512, 2048], [], []] */
+    ck_assert_int_eq(a->n_inputs, 5);
+    ck_assert_int_eq(a->ndim[0], 1);
+    ck_assert_int_eq(a->ndim[1], 2);
+    ck_assert_int_eq(a->ndim[4], 0);
+    ck_assert(a->dims[a->first[1]] == 256 && a->dims[a->first[1] + 1] == 512);
+    ck_assert(a->dims[a->first[2] + 1] == 2048);
+    ck_assert_int_eq(info.ops, 9);
+    ck_assert_int_eq(info.without_shapes, 1);
+    ck_assert_int_eq(info.occurrences, 8);
+
+    /* written and read back: the same table */
+    char tmp[] = "/tmp/protosim_profile_XXXXXX";
+    int fd = mkstemp(tmp);
+    ck_assert(fd >= 0);
+    close(fd);
+    ck_assert_msg(profile_db_write(tmp, &db, &err) == 0, "%s", err.message);
+    profile_db back;
+    ck_assert_msg(profile_db_load(tmp, &back, &err) == 0, "%s", err.message);
+    unlink(tmp);
+    ck_assert_str_eq(back.device, db.device);
+    ck_assert_int_eq(back.n, db.n);
+    for (int i = 0; i < db.n; i++) {
+        ck_assert_str_eq(back.e[i].op, db.e[i].op);
+        ck_assert_str_eq(back.e[i].dtype, db.e[i].dtype);
+        ck_close(back.e[i].seconds, db.e[i].seconds, 1e-14); /* cJSON prints 15 digits */
+        ck_assert_int_eq(back.e[i].count, db.e[i].count);
+        ck_assert_int_eq(back.e[i].n_inputs, db.e[i].n_inputs);
+        for (int k = 0; k < db.e[i].n_inputs; k++)
+            ck_assert_int_eq(back.e[i].ndim[k], db.e[i].ndim[k]);
+    }
+    profile_db_free(&back);
+    profile_db_free(&db);
+}
+END_TEST
+
+/* The same trace twice: every count doubles, the medians stay. */
+START_TEST(profile_of_two_traces_adds_counts)
+{
+    const char *p[] = {data("ops.json"), data("ops.json")};
+    profile_db db;
+    trace_profile_info info;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(trace_profile_build(p, 2, NULL, &db, &info, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(entry(&db, "aten::addmm")->count, 6);
+    ck_close(entry(&db, "aten::addmm")->seconds, 45e-6, 1e-12);
+    ck_assert_int_eq(entry(&db, "aten::mm")->count, 4);
+    ck_close(entry(&db, "aten::mm")->seconds, 80e-6, 1e-12);
+    profile_db_free(&db);
+}
+END_TEST
+
+static void expect_build_error(const char *const *p, int n, const char *device, const char *file,
+                               const char *field, const char *words)
+{
+    profile_db db;
+    trace_profile_info info;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_profile_build(p, n, device, &db, &info, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.file, file) != NULL, "file %s", err.file);
+    ck_assert_str_eq(err.field, field);
+    ck_assert_msg(strstr(err.message, words) != NULL, "message: %s", err.message);
+}
+
+/* Without deviceProperties the GPU must be named; with it, a named GPU must be the trace's;
+ * traces of two GPUs, and traces without recorded shapes, are refused. */
+START_TEST(profile_device_and_shape_errors)
+{
+    const char *nd[] = {data("no_device.json")};
+    expect_build_error(nd, 1, NULL, "no_device.json", "deviceProperties", "--device");
+    profile_db db;
+    trace_profile_info info;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_profile_build(nd, 1, "A100-SXM4-80GB", &db, &info, &err), 0);
+    ck_assert_str_eq(db.device, "A100-SXM4-80GB");
+    profile_db_free(&db);
+    const char *ops[] = {data("ops.json")};
+    expect_build_error(ops, 1, "H100-SXM5-80GB", "ops.json", "deviceProperties",
+                       "is A100-SXM4-80GB, not H100-SXM5-80GB");
+    const char *two[] = {data("ops.json"), data("v100.json")};
+    expect_build_error(two, 2, NULL, "v100.json", "deviceProperties", "V100-SXM2-32GB");
+    const char *ns[] = {data("no_shapes.json")};
+    expect_build_error(ns, 1, NULL, "no_shapes.json", "traceEvents", "record_shapes");
+}
+END_TEST
+
+/* deviceProperties' names onto devices.yaml's. */
+START_TEST(cuda_device_names)
+{
+    char out[48];
+    ck_assert_int_eq(profile_device_of_cuda_name("NVIDIA A100-SXM4-80GB", out, sizeof out), 0);
+    ck_assert_str_eq(out, "A100-SXM4-80GB");
+    ck_assert_int_eq(profile_device_of_cuda_name("Tesla V100-SXM2-32GB", out, sizeof out), 0);
+    ck_assert_str_eq(out, "V100-SXM2-32GB");
+    ck_assert_int_eq(profile_device_of_cuda_name("NVIDIA A100-PG509-200", out, sizeof out), 0);
+    ck_assert_str_eq(out, "A100-SXM4-40GB");
+    ck_assert_int_eq(profile_device_of_cuda_name("NVIDIA H100 80GB HBM3", out, sizeof out), 0);
+    ck_assert_str_eq(out, "H100-SXM5-80GB");
+    ck_assert_int_eq(profile_device_of_cuda_name("NVIDIA GeForce RTX 4090", out, sizeof out), -1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the table file */
+
+static void expect_load_error(const char *name, const char *field, int line)
+{
+    profile_db db;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(profile_db_load(data(name), &db, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.file, name) != NULL, "file %s", err.file);
+    ck_assert_str_eq(err.field, field);
+    ck_assert_int_eq(err.line, line);
+}
+
+START_TEST(bad_tables)
+{
+    expect_load_error("bad_missing.json", "entries[1].seconds", 0);
+    expect_load_error("bad_negative.json", "entries[2].seconds", 0);
+    expect_load_error("bad_syntax.json", "", 4);
+    expect_load_error("bad_count.json", "entries[0].count", 0);
+    expect_load_error("bad_key.json", "entries[0].median", 0);
+    expect_load_error("bad_shape.json", "entries[0].shapes[1]", 0);
+    expect_load_error("bad_device.json", "device", 0);
+    profile_db db;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(profile_db_load(data("absent.json"), &db, &err), PS_EINPUT);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- run --profile */
+
+typedef struct plan {
+    strategy s;
+    cluster c;
+    compiled_plan p;
+} plan;
+
+/* one-layer.yaml on one A100-SXM4-80GB, compiled with the table (NULL: none). The engine is
+ * started and the cluster loaded once per process (fork mode): later plans reuse c. */
+static void compile_with(plan *x, const cluster *c, const profile_db *db)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(strategy_load(data("one-layer.yaml"), sim_data_dir(), &x->s, &err) == 0, "%s",
+                  err.message);
+    compile_options o;
+    compile_default_options(&o);
+    o.profile = db;
+    ck_assert_msg(compile_plan(&x->s, c, &o, &x->p, &err) == 0, "%s", err.message);
+}
+
+static void plan_free(plan *x)
+{
+    compiled_plan_free(&x->p);
+    strategy_free(&x->s);
+}
+
+static void load_table(const char *name, profile_db *db)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(profile_db_load(data(name), db, &err) == 0, "%s", err.message);
+}
+
+/* The GPT layer's fc1 (256 tokens x 512 -> 2048, with a bias) as the op graph has it. */
+static workload_op fc1_op(const plan *x)
+{
+    workload_graph wg;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&x->s.model, 1, PREC_BF16, &wg, &err), 0);
+    workload_op op = *find_op(&wg, "layers.0.mlp.fc1");
+    workload_graph_free(&wg);
+    ck_assert(op.m == 256 && op.n == 2048 && op.k == 512);
+    return op;
+}
+
+/* Every task of a and b alike, but compute tasks labelled `changed` (NULL: none), whose
+ * seconds differ by delta. Returns how many changed. */
+static int compare_tasks(const compiled_plan *a, const compiled_plan *b, const char *changed,
+                         double delta)
+{
+    const htae_graph *ga = a->graph, *gb = b->graph;
+    ck_assert_int_eq(ga->n_tasks, gb->n_tasks);
+    int n = 0;
+    for (uint32_t i = 0; i < ga->n_tasks; i++) {
+        const htae_task *x = &ga->tasks[i], *y = &gb->tasks[i];
+        ck_assert(x->kind == y->kind && x->rank == y->rank && x->label == y->label);
+        ck_assert(x->host_s == y->host_s && x->bytes == y->bytes);
+        if (changed && x->kind == TASK_COMPUTE && !strcmp(ga->labels[x->label], changed)) {
+            ck_close(y->seconds - x->seconds, delta, 1e-9);
+            n++;
+        } else {
+            ck_assert_msg(x->seconds == y->seconds && x->span == y->span, "task %u (%s) changed", i,
+                          ga->labels[x->label]);
+        }
+    }
+    return n;
+}
+
+/* A table whose one entry is fc1's forward addmm (1 ms): that op pass uses 1 ms, every other
+ * keeps the model's time; the forward task of each of the 2 micro-batches grows by 1 ms minus
+ * the model's fc1 time, nothing else changes. */
+START_TEST(one_gemm_changes_that_op_only)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("one_gemm.json", &db);
+    plan base, with;
+    compile_with(&base, &c, NULL);
+    compile_with(&with, &c, &db);
+    ck_assert_ptr_null(base.p.profile);
+    const profile_stats *st = with.p.profile;
+    ck_assert_ptr_nonnull(st);
+    ck_assert(st->device_in_cluster);
+    workload_op fc1 = fc1_op(&with);
+    double model = cost_op_kernel_seconds(&fc1, PASS_FWD, PREC_BF16, c.device[0]);
+    int matched = 0;
+    for (int i = 0; i < st->n; i++) {
+        const profile_use *u = &st->use[i];
+        if (u->matched) {
+            matched++;
+            ck_assert_str_eq(u->name, "layers.0.mlp.fc1");
+            ck_assert_int_eq(u->pass, PASS_FWD);
+            ck_assert_str_eq(u->entry_op, "aten::addmm");
+            ck_assert(u->used == 1e-3 && u->measured == 1e-3);
+            ck_close(u->model, model, 1e-12);
+        } else {
+            ck_assert_msg(u->used == u->model, "%s changed", u->name);
+        }
+    }
+    ck_assert_int_eq(matched, 1);
+    ck_assert_int_eq(
+        compare_tasks(&base.p, &with.p, "fwd embedding + layer 0 + LM head", 1e-3 - model), 2);
+    plan_free(&base);
+    plan_free(&with);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
+/* The host issues every kernel in turn (its launch cost each), the GPU runs a kernel once
+ * launched and free (chunk.c's flow shop, as tests/test_compile.c works it out), fc1's
+ * forward kernel at `fc1_fwd` seconds: the two micro-batches, then the optimizer step. */
+typedef struct flow {
+    double host, gpu;
+} flow;
+
+static void flow_op(flow *f, const workload_op *op, op_pass pass, double kernel)
+{
+    double launch = cost_op_launch_seconds(op, pass);
+    int k = cost_op_kernels(op, pass);
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        f->host += launch / k;
+        f->gpu = (f->gpu > f->host ? f->gpu : f->host) + kernel / k;
+    }
+}
+
+static double iteration_by_hand(const plan *x, const device_spec *dev, double fc1_fwd)
+{
+    workload_graph wg;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&x->s.model, 1, PREC_BF16, &wg, &err), 0);
+    flow f = {0, 0};
+    for (int mb = 0; mb < 2; mb++) {
+        for (int i = 0; i < wg.n_ops; i++) {
+            const workload_op *op = &wg.ops[i];
+            double t = !strcmp(op->name, "layers.0.mlp.fc1")
+                           ? fc1_fwd
+                           : cost_op_kernel_seconds(op, PASS_FWD, PREC_BF16, dev);
+            flow_op(&f, op, PASS_FWD, t);
+        }
+        for (int i = wg.n_ops - 1; i >= 0; i--)
+            flow_op(&f, &wg.ops[i], PASS_BWD,
+                    cost_op_kernel_seconds(&wg.ops[i], PASS_BWD, PREC_BF16, dev));
+    }
+    workload_graph_free(&wg);
+    return f.gpu + cost_optimizer_seconds(x->p.params_total, 1, PREC_BF16, dev) +
+           cost_iteration_overhead_seconds();
+}
+
+/* The simulated iteration with the one-GEMM table is the flow shop with fc1's forward at the
+ * table's 1 ms, twice (once per micro-batch). */
+START_TEST(one_gemm_iteration_by_hand)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("one_gemm.json", &db);
+    plan with;
+    compile_with(&with, &c, &db);
+    htae_result r;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(htae_run(with.p.graph, &c, NULL, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, iteration_by_hand(&with, c.device[0], 1e-3), 1e-9);
+    htae_result_free(&r);
+    plan_free(&with);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Entries of other shapes (fc1 on 128 tokens), another dtype (fc1 in fp32), an unbiased mm of
+ * the shape of the biased QKV GEMM (256 x 512 . 512 x 1536, no backward GEMM has it): nothing
+ * matches and the execution graph is the one without a table. */
+START_TEST(unmatched_table_changes_nothing)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("unmatched.json", &db);
+    plan base, with;
+    compile_with(&base, &c, NULL);
+    compile_with(&with, &c, &db);
+    for (int i = 0; i < with.p.profile->n; i++)
+        ck_assert_int_eq(with.p.profile->use[i].matched, 0);
+    ck_assert_int_eq(compare_tasks(&base.p, &with.p, NULL, 0), 0);
+    plan_free(&base);
+    plan_free(&with);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
+/* The one-GEMM table for an H100 on an A100 cluster: not used. */
+START_TEST(device_mismatch_matches_nothing)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("other_device.json", &db);
+    plan base, with;
+    compile_with(&base, &c, NULL);
+    compile_with(&with, &c, &db);
+    ck_assert(!with.p.profile->device_in_cluster);
+    for (int i = 0; i < with.p.profile->n; i++)
+        ck_assert_int_eq(with.p.profile->use[i].matched, 0);
+    ck_assert_int_eq(compare_tasks(&base.p, &with.p, NULL, 0), 0);
+    plan_free(&base);
+    plan_free(&with);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
+/* The table `profile` builds from ops.json: fc1's forward is its addmm (45 us); fc1's backward
+ * input gradient dX = dY . W^T, [256 x 2048] . [2048 x 512], is its aten::mm (80 us), the
+ * weight gradient [512 x 256] . [256 x 2048] is not in the table: the model's GEMM kernel plus
+ * one kernel's GPU overhead. Nothing else changes. */
+START_TEST(table_from_trace_changes_matched_ops_only)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    const char *p[] = {data("ops.json")};
+    profile_db db;
+    trace_profile_info info;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(trace_profile_build(p, 1, NULL, &db, &info, &err) == 0, "%s", err.message);
+    plan with;
+    compile_with(&with, &c, &db);
+    const device_spec *dev = c.device[0];
+    double dw = cost_gemm_kernel_seconds(1, 512, 2048, 256, PREC_BF16, dev) +
+                cost_kernel_gpu_overhead_seconds();
+    int fwd = 0, bwd = 0;
+    for (int i = 0; i < with.p.profile->n; i++) {
+        const profile_use *u = &with.p.profile->use[i];
+        if (!u->matched) {
+            ck_assert_msg(u->used == u->model, "%s changed", u->name);
+            continue;
+        }
+        ck_assert_str_eq(u->name, "layers.0.mlp.fc1");
+        if (u->pass == PASS_FWD) {
+            fwd++;
+            ck_close(u->used, 45e-6, 1e-12);
+        } else {
+            bwd++;
+            ck_assert_int_eq(u->parts, 2);
+            ck_assert_int_eq(u->matched, 1);
+            ck_assert_str_eq(u->entry_op, "aten::mm");
+            ck_close(u->measured, 80e-6, 1e-12);
+            ck_close(u->used, 80e-6 + dw, 1e-12);
+        }
+    }
+    ck_assert(fwd == 1 && bwd == 1);
+    profile_summary s;
+    profile_summarize(with.p.profile, &s);
+    ck_assert_int_eq(s.matched, 2);
+    ck_close(s.measured, 125e-6, 1e-12);
+    profile_summary_free(&s);
+    plan_free(&with);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
+static Suite *profile_suite(void)
+{
+    Suite *s = suite_create("profile");
+    TCase *t = tcase_create("profile");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, profile_medians_and_counts);
+    tcase_add_test(t, profile_of_two_traces_adds_counts);
+    tcase_add_test(t, profile_device_and_shape_errors);
+    tcase_add_test(t, cuda_device_names);
+    tcase_add_test(t, bad_tables);
+    tcase_add_test(t, one_gemm_changes_that_op_only);
+    tcase_add_test(t, one_gemm_iteration_by_hand);
+    tcase_add_test(t, unmatched_table_changes_nothing);
+    tcase_add_test(t, device_mismatch_matches_nothing);
+    tcase_add_test(t, table_from_trace_changes_matched_ops_only);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(profile_suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
