@@ -4,7 +4,7 @@
 #define PROTOSIM_COMPILE_H
 
 #include "../sim/base/graph.h"
-#include "../sim/profile.h"
+#include "../sim/cost_profile.h"
 #include "../topology/cluster.h"
 #include "strategy.h"
 

@@ -8,7 +8,7 @@
 
 #include "../sim/cost.h"
 #include "../sim/htae.h"
-#include "../sim/profile.h"
+#include "../sim/cost_profile.h"
 #include "../strategies/compile.h"
 #include "../workloads/trace_profile.h"
 #include "model_util.h"
