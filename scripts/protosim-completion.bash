@@ -1,10 +1,11 @@
 # bash completion for protosim: subcommands, each subcommand's options, and files by kind
-# (.yaml strategies and sweeps, .xml clusters, .json shards). Installed as
+# (.yaml strategies and sweeps, .xml clusters, .json shards, .json[.gz] traces). Installed as
 # share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
-_protosim_commands="run profile cluster collective sweep merge help"
+_protosim_commands="run replay profile cluster collective sweep merge help"
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
+_protosim_opts_replay="--cluster --json --trace --overheads --steps --quiet -q --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
@@ -36,7 +37,8 @@ _protosim()
     shopt -s extglob
     case $prev in
     --cluster | --from-hwloc) _protosim_files "$cur" xml; return ;;
-    --json | --trace) _protosim_files "$cur" json; return ;;
+    --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
+    --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
     --profile | --output) _protosim_files "$cur" json; return ;;
@@ -55,9 +57,9 @@ _protosim()
     case $cmd in
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
-    profile) _protosim_files "$cur" "json|gz" ;;
+    replay | profile) _protosim_files "$cur" "json|gz" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "run profile cluster collective sweep merge" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "run replay profile cluster collective sweep merge" -- "$cur")) ;;
     esac
 }
 

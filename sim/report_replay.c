@@ -38,7 +38,7 @@ static double union_len(span *v, int n, double lo, double hi)
     return total;
 }
 
-/* The predicted steps of job rank i into p[steps]; the replayed window into [*lo, *hi]. */
+/* The predicted steps of job rank i into p[n_steps]; the reported steps' span into [*lo, *hi]. */
 static void predicted_steps(const trace_job *j, int i, uint32_t *const *task_of,
                             const htae_result *r, double *p, double *lo, double *hi)
 {
@@ -62,8 +62,10 @@ static void predicted_steps(const trace_job *j, int i, uint32_t *const *task_of,
     *hi = -INFINITY;
     for (int s = 0; s < n; s++) {
         p[s] = b[s] > a[s] ? b[s] - a[s] : 0.0;
-        *lo = fmin(*lo, a[s]);
-        *hi = fmax(*hi, b[s]);
+        if (s >= tr->first_reported) {
+            *lo = fmin(*lo, a[s]);
+            *hi = fmax(*hi, b[s]);
+        }
     }
     free(a);
     free(b);
@@ -81,13 +83,15 @@ static void breakdown(const trace_job *j, int i, const htae_graph *g, uint32_t *
         const trace_op *op = &tr->ops[k];
         uint32_t t = task_of[i][k];
         span v = {r->start[t], r->end[t]};
+        if (op->step < tr->first_reported)
+            continue;
         if (op->kind == TRACE_CPU || op->kind == TRACE_RUNTIME) {
             if (op->overhead < TRACE_OVH_COUNT)
                 s->overheads[op->overhead] += op->seconds;
         } else {
             gpu[ng++] = v;
         }
-        if (op->kind == TRACE_COLL)
+        if (op->kind == TRACE_COLL || op->kind == TRACE_COMM_MEASURED)
             comm[nc++] = v;
     }
     (void)g;
@@ -111,19 +115,20 @@ void report_replay_summarize(const trace_job *j, const htae_graph *g, uint32_t *
         const trace_rank *tr = &j->ranks[i];
         double *p = xmalloc((size_t)tr->n_steps * sizeof *p), lo, hi;
         predicted_steps(j, i, task_of, r, p, &lo, &hi);
-        double it = trace_step_median(p, tr->n_steps);
+        int f = tr->first_reported, m_steps = tr->n_steps - f;
+        double it = trace_step_median(p + f, m_steps);
         if (i == 0 || it > out->iteration_s) {
             free(out->predicted);
-            out->predicted = p;
+            out->predicted = xmalloc((size_t)m_steps * sizeof *out->predicted);
+            memcpy(out->predicted, p + f, (size_t)m_steps * sizeof *p);
             out->rank = i;
-            out->steps = tr->n_steps;
+            out->steps = m_steps;
             out->iteration_s = it;
             best_lo = lo;
             best_hi = hi;
-        } else {
-            free(p);
         }
-        double m = trace_step_median(tr->measured_step, tr->n_steps);
+        free(p);
+        double m = trace_step_median(tr->measured_step + f, m_steps);
         out->measured_step_s = fmax(out->measured_step_s, m);
     }
     breakdown(j, out->rank, g, task_of, r, best_lo, best_hi, out);
@@ -158,7 +163,8 @@ replay_op_overheads *report_replay_overheads(const trace_job *j, int rank, int *
         next[l] = seq[l] = -1;
     for (uint32_t k = tr->n_ops; k-- > 0;) { /* backwards: the op after a gap is known */
         const trace_op *op = &tr->ops[k];
-        if ((op->kind != TRACE_CPU && op->kind != TRACE_RUNTIME) || op->overhead >= TRACE_OVH_COUNT)
+        if ((op->kind != TRACE_CPU && op->kind != TRACE_RUNTIME) ||
+            op->overhead >= TRACE_OVH_COUNT || op->step < tr->first_reported)
             continue;
         int who = op->op >= 0 ? op->op : next[op->lane];
         replay_op_overheads *o = &v[who >= 0 ? who : j->n_names];
@@ -172,7 +178,7 @@ replay_op_overheads *report_replay_overheads(const trace_job *j, int rank, int *
         if (op->op >= 0)
             next[op->lane] = op->op;
     }
-    int m = 0;
+    int m = 0, steps = tr->n_steps - tr->first_reported;
     for (int k = 0; k <= j->n_names; k++) {
         double total = v[k].count;
         for (int t = 0; t < TRACE_OVH_COUNT; t++)
@@ -180,9 +186,9 @@ replay_op_overheads *report_replay_overheads(const trace_job *j, int rank, int *
         if (total > 0) {
             v[m] = v[k];
             for (int t = 0; t < TRACE_OVH_COUNT; t++)
-                v[m].s[t] /= tr->n_steps;
-            v[m].count /= tr->n_steps;
-            v[m].launches /= tr->n_steps;
+                v[m].s[t] /= steps;
+            v[m].count /= steps;
+            v[m].launches /= steps;
             m++;
         }
     }

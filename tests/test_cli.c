@@ -32,6 +32,9 @@ static const command_help commands[] = {
      {"KIND", "--nodes", "-o FILE", "--nics", "--nic-gbps", "--gpus-per-node", "--oversubscription",
       "--fabric", "--nodes-per-leaf", "dgx-a100", "--from-hwloc", "--gpu", NULL}},
     {"collective", {"--cluster", "--gpus", "--sizes", "--op", "--csv", "allreduce", NULL}},
+    {"replay",
+     {"TRACE.json", "--cluster", "--json", "--trace", "--overheads", "--steps", "--quiet", "--help",
+      NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

@@ -153,7 +153,7 @@ START_TEST(one_trace_per_rank)
 END_TEST
 
 /* steps.json: ProfilerSteps of 100, 140 and 120 us: all of them, the median of the last two
- * (the first left out) is 130 us; --steps 1 (last_step_only) replays the last alone: 120 us. */
+ * (the first left out) is 130 us; --steps 1 (last_step_only) reports the last alone: 120 us. */
 START_TEST(steps_window)
 {
     const char *name = "steps.json";
@@ -187,6 +187,42 @@ START_TEST(blocked_launch_waits_for_the_gpu)
     replay("blocked.json", &s);
     ck_close(s.overheads[TRACE_OVH_LAUNCH], 15e-6, 1e-6);
     ck_close(s.iteration_s, 1.025e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* thread_wait.json: the main thread is outside ops from 50 to 1300 us while a second thread
+ * works from 100 to 1100 us and then has nothing more: the main thread waited for it (as in
+ * backward()), so that gap keeps only its 200 us after the worker's end, and the overheads
+ * count those 200 us between ops, not 1250. Before first launch: aten::a 10 us, aten::b 100
+ * (no launch), the worker's op 1000; after last launch: aten::a's 30 us; launch: 10 us. */
+START_TEST(thread_waits_for_another)
+{
+    replay_summary s;
+    replay("thread_wait.json", &s);
+    ck_close(s.iteration_s, 1.4e-3, 1e-9);
+    ck_close(s.overheads[TRACE_OVH_BETWEEN_OPS], 200e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_BEFORE_FIRST_LAUNCH], 1110e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_AFTER_LAST_LAUNCH], 30e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_LAUNCH], 10e-6, 1e-6);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* param_comms.json: newer PyTorch's record_param_comms names the collective, its size and its
+ * ranks: rank 2 of [0, 1, 2, 3] all-reduces 250 M floats (1 GB, as allreduce.json), then a
+ * broadcast, not modelled, keeps its measured 300 us; a stream synchronization has 15 us of its
+ * own, 10 us follow: step = 15 us of launch + the all-reduce + 300 + 15 + 10 us. */
+START_TEST(param_comms_and_measured_broadcast)
+{
+    replay_summary s;
+    replay("param_comms.json", &s);
+    htae_options o;
+    htae_default_options(&o);
+    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
+    double ar = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
+    ck_close(s.comm_s, ar + 300e-6, 1e-3);
+    ck_close(s.iteration_s, 15e-6 + ar + 325e-6, 1e-3);
     report_replay_free(&s);
 }
 END_TEST
@@ -252,6 +288,8 @@ int main(void)
     tcase_add_test(tc, steps_window);
     tcase_add_test(tc, last_step_only);
     tcase_add_test(tc, blocked_launch_waits_for_the_gpu);
+    tcase_add_test(tc, thread_waits_for_another);
+    tcase_add_test(tc, param_comms_and_measured_broadcast);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
     tcase_add_test(tc, step_median_rule);

@@ -17,6 +17,9 @@ const enum_names trace_overhead_names = ENUM_NAMES(ovh_table);
  * for something else; GPU work on another stream that ended within as long before it is what
  * it waited for (traces without stream-wait records, below). */
 static const double INFER_GAP_US = 5.0;
+/* How long (us) a thread may take to resume after the thread it waits for finished its work
+ * (140-620 us in the ResNet trace: the autograd engine handing back to Python). */
+static const double THREAD_WAKE_US = 1000.0;
 /* The longest gap (us) between a GPU op and the one queued behind it on its stream that is
  * the GPU's own dispatch time (0.75 us typical in the ResNet trace); longer ones are waits. */
 static const double DISPATCH_GAP_US = 10.0;
@@ -28,7 +31,9 @@ uint32_t tb_add_op(build *b, trace_op op)
 {
     trace_rank *r = b->r;
     xgrow(&r->ops, sizeof *r->ops, (size_t)r->n_ops + 1, &r->cap_ops);
+    xgrow(&b->end_s, sizeof *b->end_s, (size_t)r->n_ops + 1, &b->cap_end);
     r->ops[r->n_ops] = op;
+    b->end_s[r->n_ops] = op.start + op.seconds; /* still the measured length */
     return r->n_ops++;
 }
 
@@ -86,8 +91,9 @@ static void find_steps(build *b, int want)
         if (te->ev[i].kind == EV_ANNOTATION && strncmp(te->ev[i].name, "ProfilerStep#", 13) == 0)
             st[n++] = &te->ev[i];
     tb_sort_events(st, n);
-    int first = want > 0 && n > want ? n - want : 0;
+    int first = 0; /* every step is replayed: a later one needs the GPU work in flight */
     trace_rank *r = b->r;
+    r->first_reported = want > 0 && n > want ? n - want : 0;
     if (n > 0) {
         b->n_steps = n - first;
         b->step_start = xmalloc((size_t)b->n_steps * sizeof *b->step_start);
@@ -216,7 +222,7 @@ static int build_gpu_lanes(build *b, ps_error *err)
             const trace_op *l = &b->r->ops[launch];
             trace_op op = {TRACE_GPU,     0,   0,       lane,   tb_name(b, e->name),
                            l->op,         -1,  l->step, e->idx, (e->ts - b->w0) * 1e-6,
-                           e->dur * 1e-6, 0.0, 0};
+                           e->dur * 1e-6, 0.0, 0,       -1};
             if (k > 0)
                 op.seconds += dispatch_gap_us(&te->ev[b->launch_of[pos]], v[k - 1], e) * 1e-6;
             if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0)
@@ -386,6 +392,51 @@ static void blocked_calls(build *b, const lane_index *x)
     free(v);
 }
 
+/* Thread waits: a piece of a CPU thread's time outside runtime calls, longer than
+ * BLOCKED_CALL_US, that ended within THREAD_WAKE_US after another thread of the rank finished
+ * its work (the op after which that thread idles, or its last), waited for it: the main thread
+ * in backward() for the autograd thread. It follows that op and keeps what is left after it. */
+static void thread_waits(build *b)
+{
+    trace_rank *r = b->r;
+    gpu_end *v = xmalloc(((size_t)r->n_ops + 1) * sizeof *v); /* ops ending a thread's work */
+    int n = 0;
+    for (uint32_t i = 0; i < r->n_ops; i++) {
+        const trace_op *op = &r->ops[i];
+        int last = i + 1 == r->n_ops || r->ops[i + 1].lane != op->lane; /* lanes are runs */
+        if (!r->lanes[op->lane].is_cpu || op->overhead == TRACE_OVH_IDLE ||
+            !(last || r->ops[i + 1].overhead == TRACE_OVH_IDLE))
+            continue;
+        v[n].end = b->end_s[i] * 1e6;
+        v[n++].op = i;
+    }
+    qsort(v, (size_t)n, sizeof *v, by_end);
+    for (uint32_t i = 0; i < r->n_ops; i++) {
+        trace_op *p = &r->ops[i];
+        double end = b->end_s[i] * 1e6, start = p->start * 1e6;
+        if (p->kind != TRACE_CPU || !r->lanes[p->lane].is_cpu || p->overhead == TRACE_OVH_IDLE ||
+            end - start <= BLOCKED_CALL_US)
+            continue;
+        int lo = 0, hi = n; /* first finishing op ending after the piece */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (v[mid].end <= end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int k = lo - 1; k >= 0 && end - v[k].end <= THREAD_WAKE_US; k--) {
+            if (r->ops[v[k].op].lane == p->lane || v[k].end <= start)
+                continue;
+            tb_add_edge(b, v[k].op, i);
+            p->seconds = (end - v[k].end) * 1e-6;
+            r->n_thread_waits++;
+            break;
+        }
+    }
+    free(v);
+}
+
 /* Launch edges, synchronizations, and cross-stream waits: recorded ones (cuda_sync "Stream
  * Wait Event" with the event's record), or, in traces that record none, inferred ones. */
 static void add_edges(build *b)
@@ -424,6 +475,7 @@ static void add_edges(build *b)
             tb_add_edge(b, (uint32_t)from, x.ops[k]);
     }
     blocked_calls(b, &x);
+    thread_waits(b);
     lane_index_free(&x);
     if (!recorded)
         tb_infer_waits(b, INFER_GAP_US);
@@ -442,6 +494,7 @@ void tb_free(build *b)
     free(b->sync_stream);
     free(b->lane_of_stream);
     free(b->ev_of_op);
+    free(b->end_s);
 }
 
 static void build_init(build *b, trace_job *j, trace_rank *r, trace_events *te, const char *path)

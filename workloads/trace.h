@@ -26,11 +26,13 @@ typedef enum {
 extern const enum_names trace_overhead_names; /* before_first_launch, ..., launch */
 
 typedef enum {
-    TRACE_CPU,     /* a piece of a CPU thread's time between runtime calls (measured) */
-    TRACE_RUNTIME, /* a CUDA runtime call (its own time; a synchronizing call's wait is not in
+    TRACE_CPU,          /* a piece of a CPU thread's time between runtime calls (measured) */
+    TRACE_RUNTIME,      /* a CUDA runtime call (its own time; a synchronizing call's wait is not in
                       it: its edges make it wait for the GPU work it covers) */
-    TRACE_GPU,     /* a kernel, copy or memset on a CUDA stream (measured) */
-    TRACE_COLL     /* an NCCL kernel: a collective of the executor */
+    TRACE_GPU,          /* a kernel, copy or memset on a CUDA stream (measured) */
+    TRACE_COLL,         /* an NCCL kernel: a collective of the executor */
+    TRACE_COMM_MEASURED /* an NCCL kernel the executor does not model (broadcast, send/recv,
+                           reduce; or of unknown size): its measured time, like a kernel's */
 } trace_op_kind;
 
 typedef struct trace_op {
@@ -48,6 +50,9 @@ typedef struct trace_op {
     double seconds;   /* duration it keeps in the replay (TRACE_COLL: measured, unused) */
     double bytes;     /* TRACE_COLL: the executor's per-rank buffer size */
     int32_t group_n;  /* TRACE_COLL: communicator size */
+    int32_t group_at; /* TRACE_COLL: its members, group_n of them ascending, at
+                         trace_rank.group_ranks[group_at]; -1: the block of group_n consecutive
+                         ranks holding the rank (the trace names no members) */
 } trace_op;
 
 typedef struct trace_lane {
@@ -71,12 +76,20 @@ typedef struct trace_rank {
     uint32_t *edges; /* [2 * n_edges] */
     uint32_t n_edges;
     size_t cap_edges;
-    int n_steps;           /* replayed ProfilerStep spans, or 1: the whole window */
+    int n_steps;           /* replayed ProfilerStep spans (all of them), or 1: the whole window */
+    int first_reported;    /* the steps reported are [first_reported, n_steps) (--steps N: the
+                              last N; those before are replayed for the work they leave in
+                              flight, not reported) */
     int has_steps;         /* 1 if they are ProfilerStep spans */
     double *measured_step; /* [n_steps] seconds */
     int main_lane;         /* the thread that holds the steps */
     int n_inferred;        /* cross-stream waits inferred from the timing */
     int n_blocked;         /* runtime calls found blocked by GPU work (the launch queue) */
+    int *group_ranks;      /* members of the communicators the trace names */
+    int n_group_ranks;
+    int n_comm_measured; /* NCCL kernels kept at their measured time (TRACE_COMM_MEASURED) */
+    char comm_measured_what[64]; /* the first one's kind, for the warning */
+    int n_thread_waits;          /* CPU pieces found waiting for another thread */
 } trace_rank;
 
 typedef struct trace_job {
@@ -90,8 +103,8 @@ typedef struct trace_job {
 } trace_job;
 
 /* Read traces (JSON, or gzip-compressed JSON) into a job: one trace is the whole job taken as
- * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). steps: the
- * last `steps` ProfilerStep spans of each trace, 0: all of them. Every input error (not JSON,
+ * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). Every
+ * ProfilerStep span is replayed; steps: report the last `steps` of them, 0: all. Every input error (not JSON,
  * not a Kineto trace, no GPU events, an unknown device, a GPU event without a launch, an NCCL
  * kernel without a communication annotation or of a kind not modelled) is a PS_EINPUT error
  * naming the file and the event (field "traceEvents[i]"). */

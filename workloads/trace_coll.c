@@ -138,23 +138,34 @@ static double dtype_bytes(const char *t)
     return 0;
 }
 
-/* "nccl:_all_gather_base" -> COLL_ALLGATHER; -1 for kinds the executor does not model. */
-static int coll_kind_of(const char *annotation)
+/* A collective's name as PyTorch writes it ("nccl:_all_gather_base", "allreduce",
+ * "ncclDevKernel_AllGather_RING_LL") -> its coll_kind; -1 for kinds the executor does not model
+ * (broadcast, reduce, send/recv, barrier). Underscores and case do not matter. */
+static int coll_kind_of(const char *name)
 {
     char k[64];
     int n = 0;
-    for (const char *s = annotation + 5; *s && n < 63; s++)
+    for (const char *s = name; *s && n < 63; s++)
         if (*s != '_')
             k[n++] = (char)tolower((unsigned char)*s);
     k[n] = '\0';
-    if (strncmp(k, "allreduce", 9) == 0)
-        return COLL_ALLREDUCE;
-    if (strncmp(k, "allgather", 9) == 0)
-        return COLL_ALLGATHER;
-    if (strncmp(k, "reducescatter", 13) == 0)
-        return COLL_REDUCE_SCATTER;
-    if (strncmp(k, "alltoall", 8) == 0)
-        return COLL_ALLTOALL;
+    const char *p = k;
+    if (strncmp(p, "nccl:", 5) == 0)
+        p += 5;
+    else if (strncmp(p, "nccldevkernel", 13) == 0)
+        p += 13;
+    else if (strncmp(p, "ncclkernel", 10) == 0)
+        p += 10;
+    static const struct {
+        const char *prefix;
+        int kind;
+    } table[] = {{"allreduce", COLL_ALLREDUCE},
+                 {"allgather", COLL_ALLGATHER},
+                 {"reducescatter", COLL_REDUCE_SCATTER},
+                 {"alltoall", COLL_ALLTOALL}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strncmp(p, table[i].prefix, strlen(table[i].prefix)) == 0)
+            return table[i].kind;
     return -1;
 }
 
@@ -169,6 +180,12 @@ static double input_elems(const trace_ev *e, int n)
     const cJSON *x;
     cJSON_ArrayForEach(x, d) v *= cJSON_IsNumber(x) ? x->valuedouble : NAN;
     return isfinite(v) ? v : -1;
+}
+
+static const char *arg_string(const trace_ev *e, const char *key)
+{
+    const cJSON *v = e && e->args ? cJSON_GetObjectItemCaseSensitive(e->args, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 static const char *input_type(const trace_ev *e)
@@ -198,48 +215,117 @@ static void enclosing(const build *b, const trace_ev *rt, const trace_ev **nccl,
     }
 }
 
+/* What the trace says of one collective: kind (-1: not modelled), bytes of the executor's S
+ * (-1: unknown), communicator size (NAN: unknown) and its members (a "[0, 1, ...]" string or
+ * NULL). */
+typedef struct coll_desc {
+    int kind;
+    double bytes, group;
+    const char *ranks;
+    char what[64];
+} coll_desc;
+
+/* Newer PyTorch: record_param_comms carries "Collective name", "In msg nelems", "Out msg
+ * nelems", "dtype", "Group size" and "Process Group Ranks". */
+static int from_param_comms(const trace_ev *param, coll_desc *d)
+{
+    const char *name = arg_string(param, "Collective name");
+    const char *dtype = arg_string(param, "dtype");
+    if (!name)
+        return 0;
+    snprintf(d->what, sizeof d->what, "%s", name);
+    d->kind = coll_kind_of(name);
+    double in = trace_arg_number(param, "In msg nelems");
+    double out = trace_arg_number(param, "Out msg nelems");
+    double size = dtype ? dtype_bytes(dtype) : 0;
+    double elems = d->kind == COLL_ALLGATHER ? out : in;
+    d->bytes = size > 0 && elems >= 0 ? elems * size : -1;
+    d->group = trace_arg_number(param, "Group size");
+    d->ranks = arg_string(param, "Process Group Ranks");
+    return 1;
+}
+
+/* Older PyTorch: the nccl:* annotation's input, the c10d op's output/input ratio for the
+ * communicator of a gather or scatter. */
+static int from_annotation(const trace_ev *nccl, const trace_ev *param, const trace_ev *c10d,
+                           coll_desc *d)
+{
+    if (!nccl)
+        return 0;
+    snprintf(d->what, sizeof d->what, "%s", nccl->name + 5);
+    d->kind = coll_kind_of(nccl->name);
+    double elems = input_elems(nccl, 0), size = dtype_bytes(input_type(nccl));
+    d->group = param ? trace_arg_number(param, "Group size") : NAN;
+    if (isnan(d->group) && c10d && (d->kind == COLL_ALLGATHER || d->kind == COLL_REDUCE_SCATTER)) {
+        double out = input_elems(c10d, 0), in = input_elems(c10d, 1);
+        if (out > 0 && in > 0)
+            d->group = d->kind == COLL_ALLGATHER ? out / in : in / out;
+    }
+    d->bytes = elems >= 0 && size > 0 ? elems * size : -1;
+    if (d->kind == COLL_ALLGATHER && d->bytes >= 0) /* S: the gathered buffer */
+        d->bytes = isnan(d->group) ? -1 : d->bytes * d->group;
+    return 1;
+}
+
+/* "[0, 1, 2]" -> ascending members in the rank's pool; its offset, or -1 if malformed. */
+static int parse_ranks(build *b, const char *s, int n, int rank)
+{
+    trace_rank *r = b->r;
+    int at = r->n_group_ranks, m = 0, has_rank = 0;
+    r->group_ranks = xreallocarray(r->group_ranks, (size_t)at + (size_t)n + 1, sizeof(int));
+    for (const char *p = s; *p && m <= n;) {
+        if (!isdigit((unsigned char)*p)) {
+            p++;
+            continue;
+        }
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (m == n || v < 0 || v >= b->te->world_size || (m > 0 && v <= r->group_ranks[at + m - 1]))
+            return -1;
+        r->group_ranks[at + m++] = (int)v;
+        has_rank |= v == rank;
+        p = end;
+    }
+    if (m != n || !has_rank)
+        return -1;
+    r->n_group_ranks += n;
+    return at;
+}
+
 int tb_coll_info(build *b, int kernel, trace_op *op, ps_error *err)
 {
     const trace_ev *k = &b->te->ev[kernel];
     const trace_ev *nccl, *param, *c10d;
     enclosing(b, &b->te->ev[b->launch_of[kernel]], &nccl, &param, &c10d);
+    coll_desc d = {coll_kind_of(k->name), -1, NAN, NULL, ""};
+    snprintf(d.what, sizeof d.what, "%.60s", k->name);
+    if (!(param && from_param_comms(param, &d)))
+        from_annotation(nccl, param, c10d, &d);
+    if (isnan(d.group))
+        d.group = b->te->world_size;
     char f[48];
     trace_event_field(f, sizeof f, k->idx);
-    if (!nccl)
-        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
-                            "NCCL kernel '%.60s' has no nccl:* annotation around its launch "
-                            "(its kind and size are unknown)",
-                            k->name);
-    int kind = coll_kind_of(nccl->name);
-    if (kind < 0)
-        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
-                            "NCCL kernel of '%s' (traceEvents[%d]): only all-reduce, all-gather, "
-                            "reduce-scatter and all-to-all are modelled",
-                            nccl->name, nccl->idx);
-    double elems = input_elems(nccl, 0), size = dtype_bytes(input_type(nccl));
-    if (elems < 0 || size <= 0)
-        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
-                            "the annotation '%s' (traceEvents[%d]) gives no input size and type",
-                            nccl->name, nccl->idx);
-    /* The communicator: record_param_comms' "Group size" when the profiler wrote it; else the
-     * gathered/scattered buffer against the rank's part in the c10d op (output, input); else
-     * the world. */
-    double group = param ? trace_arg_number(param, "Group size") : NAN;
-    if (isnan(group) && c10d && (kind == COLL_ALLGATHER || kind == COLL_REDUCE_SCATTER)) {
-        double out = input_elems(c10d, 0), in = input_elems(c10d, 1);
-        if (out > 0 && in > 0)
-            group = kind == COLL_ALLGATHER ? out / in : in / out;
-    }
-    if (isnan(group))
-        group = b->te->world_size;
-    if (group < 1 || group != floor(group) || group > b->te->world_size)
+    if (d.group < 1 || d.group != floor(d.group) || d.group > b->te->world_size)
         return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
                             "NCCL kernel's communicator of %g ranks does not fit a world of %d",
-                            group, b->te->world_size);
+                            d.group, b->te->world_size);
+    trace_rank *r = b->r;
+    if (d.kind < 0 || d.bytes < 0) { /* not modelled, or of unknown size: measured */
+        op->kind = TRACE_COMM_MEASURED;
+        if (r->n_comm_measured++ == 0)
+            snprintf(r->comm_measured_what, sizeof r->comm_measured_what, "%s", d.what);
+        return 0;
+    }
     op->kind = TRACE_COLL;
-    op->coll = (uint8_t)kind;
-    op->group_n = (int)group;
-    op->bytes = elems * size * (kind == COLL_ALLGATHER ? group : 1.0);
+    op->coll = (uint8_t)d.kind;
+    op->group_n = (int)d.group;
+    op->bytes = d.bytes;
+    op->group_at = d.ranks ? parse_ranks(b, d.ranks, op->group_n, b->te->rank) : -1;
+    if (d.ranks && op->group_at < 0)
+        return ps_error_set(err, PS_EINPUT, b->path, 0, 0, f,
+                            "Process Group Ranks '%.60s' is not %d distinct ascending ranks of "
+                            "the world holding rank %d",
+                            d.ranks, op->group_n, b->te->rank);
     return 0;
 }
 

@@ -59,7 +59,8 @@ static trace_op cpu_op(const lane_ctx *L, double a_us, double c_us)
                    (a_us - b->w0) * 1e-6,
                    (c_us - a_us) * 1e-6,
                    0.0,
-                   0};
+                   0,
+                   -1};
     if (!L->main)
         op.overhead = TRACE_OVH_IDLE;
     int i = L->oi;

@@ -71,6 +71,7 @@ void trace_job_free(trace_job *j)
         free(r->ops);
         free(r->edges);
         free(r->measured_step);
+        free(r->group_ranks);
     }
     free(j->ranks);
     tb_names_free(j);
@@ -95,8 +96,8 @@ typedef struct gb {
     stream_kind *stream_kind;
     int **stream_of; /* [rank][lane] */
     int *label_of;   /* [n_names], -1 until used */
-    int *group_key;  /* pairs (block start, size) of groups made, and their ids */
-    int *group_id;
+    int **group_key; /* the members of each group made, its size and id */
+    int *group_n, *group_id;
     int n_groups;
     uint32_t **task_of;
     int **seq; /* [rank][op]: a collective op's number among its rank's of that kind and size */
@@ -132,45 +133,78 @@ static int label_of(gb *x, int name)
     return x->label_of[name];
 }
 
-/* The group of ranks [start, start + n) with the traced ones first (each doing a task), the
+/* A collective's members, ascending, into out[group_n]: the ranks the trace names, or the
+ * block of group_n consecutive ranks holding the rank. */
+static void coll_members(const gb *x, int i, const trace_op *op, int *out)
+{
+    const trace_rank *r = &x->j->ranks[i];
+    int start = r->rank - r->rank % op->group_n;
+    for (int k = 0; k < op->group_n; k++)
+        out[k] = op->group_at >= 0 ? r->group_ranks[op->group_at + k] : start + k;
+}
+
+static int is_member(const int *members, int n, int rank)
+{
+    for (int k = 0; k < n; k++)
+        if (members[k] == rank)
+            return 1;
+    return 0;
+}
+
+/* The group of these members (ascending) with the traced ones first (each doing a task), the
  * others standing in, in ring order after the last traced one. */
-static int group_for(gb *x, int start, int n)
+static int group_for(gb *x, const int *members, int n)
 {
     for (int k = 0; k < x->n_groups; k++)
-        if (x->group_key[2 * k] == start && x->group_key[2 * k + 1] == n)
+        if (x->group_n[k] == n && memcmp(x->group_key[k], members, (size_t)n * sizeof(int)) == 0)
             return x->group_id[k];
     const trace_job *j = x->j;
-    int *ranks = xmalloc((size_t)n * sizeof *ranks), m = 0, last = start;
+    int *ranks = xmalloc((size_t)n * sizeof *ranks), m = 0, last = 0;
     char *traced = xcalloc((size_t)n, 1);
-    for (int i = 0; i < j->n_ranks; i++) {
-        int r = j->ranks[i].rank;
-        if (r >= start && r < start + n)
-            traced[r - start] = 1;
-    }
-    for (int r = 0; r < n; r++)
-        if (traced[r]) {
-            ranks[m++] = start + r;
-            last = start + r;
+    for (int i = 0; i < j->n_ranks; i++)
+        for (int k = 0; k < n; k++)
+            if (members[k] == j->ranks[i].rank)
+                traced[k] = 1;
+    for (int k = 0; k < n; k++)
+        if (traced[k]) {
+            ranks[m++] = members[k];
+            last = k;
         }
     int tasked = m;
-    for (int k = 1; k <= n; k++) {
-        int r = start + (last - start + k) % n;
-        if (!traced[r - start])
-            ranks[m++] = r;
-    }
+    for (int k = 1; k <= n; k++)
+        if (!traced[(last + k) % n])
+            ranks[m++] = members[(last + k) % n];
     int id = tasked == n ? htae_add_group(x->g, ranks, n)
                          : htae_add_group_stand_ins(x->g, ranks, n, tasked);
-    x->group_key = xreallocarray(x->group_key, 2 * ((size_t)x->n_groups + 1), sizeof(int));
-    x->group_id = xreallocarray(x->group_id, (size_t)x->n_groups + 1, sizeof(int));
-    x->group_key[2 * x->n_groups] = start;
-    x->group_key[2 * x->n_groups + 1] = n;
+    x->group_key = xreallocarray(x->group_key, (size_t)x->n_groups + 1, sizeof *x->group_key);
+    x->group_n = xreallocarray(x->group_n, (size_t)x->n_groups + 1, sizeof *x->group_n);
+    x->group_id = xreallocarray(x->group_id, (size_t)x->n_groups + 1, sizeof *x->group_id);
+    x->group_key[x->n_groups] = xmalloc((size_t)n * sizeof(int));
+    memcpy(x->group_key[x->n_groups], members, (size_t)n * sizeof(int));
+    x->group_n[x->n_groups] = n;
     x->group_id[x->n_groups++] = id;
     free(ranks);
     free(traced);
     return id;
 }
 
-/* Number each rank's collectives per (kind, size) in measured start order. */
+/* Two collectives (op a of job rank i, op b of job rank k) on the same communicator: same kind,
+ * same members. */
+static int same_comm(const gb *x, int i, const trace_op *a, int k, const trace_op *b)
+{
+    if (a->coll != b->coll || a->group_n != b->group_n)
+        return 0;
+    int *ma = xmalloc((size_t)a->group_n * sizeof *ma),
+        *mb = xmalloc((size_t)b->group_n * sizeof *mb);
+    coll_members(x, i, a, ma);
+    coll_members(x, k, b, mb);
+    int same = memcmp(ma, mb, (size_t)a->group_n * sizeof *ma) == 0;
+    free(ma);
+    free(mb);
+    return same;
+}
+
+/* Number each rank's collectives per (kind, communicator) in measured start order. */
 static void number_collectives(gb *x)
 {
     const trace_job *j = x->j;
@@ -185,9 +219,9 @@ static void number_collectives(gb *x)
             int k = 0;
             for (uint32_t b = 0; b < r->n_ops; b++) {
                 const trace_op *p = &r->ops[b], *q = &r->ops[a];
-                if (b != a && p->kind == TRACE_COLL && p->coll == q->coll &&
-                    p->group_n == q->group_n &&
-                    (p->start < q->start || (p->start == q->start && b < a)))
+                if (b != a && p->kind == TRACE_COLL &&
+                    (p->start < q->start || (p->start == q->start && b < a)) &&
+                    same_comm(x, i, p, i, q))
                     k++;
             }
             x->seq[i][a] = k;
@@ -195,13 +229,12 @@ static void number_collectives(gb *x)
     }
 }
 
-/* The op of job rank i matching collective (kind, size, seq), or -1. */
-static int64_t find_coll(const gb *x, int i, const trace_op *like, int seq)
+/* The op of job rank k matching collective `like` of job rank i (communicator, seq), or -1. */
+static int64_t find_coll(const gb *x, int k, int i, const trace_op *like, int seq)
 {
-    const trace_rank *r = &x->j->ranks[i];
+    const trace_rank *r = &x->j->ranks[k];
     for (uint32_t a = 0; a < r->n_ops; a++)
-        if (x->seq[i][a] == seq && r->ops[a].coll == like->coll &&
-            r->ops[a].group_n == like->group_n)
+        if (x->seq[k][a] == seq && same_comm(x, k, &r->ops[a], i, like))
             return a;
     return -1;
 }
@@ -214,15 +247,15 @@ static int make_collective(gb *x, int i, uint32_t a, uint32_t ***lanes_ops, int 
 {
     const trace_job *j = x->j;
     const trace_op *op = &j->ranks[i].ops[a];
-    int rank = j->ranks[i].rank, start = rank - rank % op->group_n;
+    int *members = xmalloc((size_t)op->group_n * sizeof *members);
+    coll_members(x, i, op, members);
     int *member = xmalloc((size_t)j->n_ranks * sizeof *member);
     int64_t *mop = xmalloc((size_t)j->n_ranks * sizeof *mop);
     int m = 0, rc = 1;
     for (int k = 0; k < j->n_ranks && rc == 1; k++) { /* traced members, in rank order */
-        int rk = j->ranks[k].rank;
-        if (rk < start || rk >= start + op->group_n)
+        if (!is_member(members, op->group_n, j->ranks[k].rank))
             continue;
-        int64_t b = find_coll(x, k, op, x->seq[i][a]);
+        int64_t b = find_coll(x, k, i, op, x->seq[i][a]);
         if (b < 0) {
             rc = -1;
             break;
@@ -243,7 +276,7 @@ static int make_collective(gb *x, int i, uint32_t a, uint32_t ***lanes_ops, int 
             mop[q - 1] = u;
         }
     if (rc == 1) {
-        int grp = group_for(x, start, op->group_n);
+        int grp = group_for(x, members, op->group_n);
         char name[96];
         snprintf(name, sizeof name, "%s %.3g MB (%d GPUs)", coll_kind_name((coll_kind)op->coll),
                  op->bytes / 1e6, op->group_n);
@@ -258,6 +291,7 @@ static int make_collective(gb *x, int i, uint32_t a, uint32_t ***lanes_ops, int 
         }
         free(ids);
     }
+    free(members);
     free(member);
     free(mop);
     return rc;
@@ -268,7 +302,9 @@ static uint32_t make_task(gb *x, int i, uint32_t a)
 {
     const trace_rank *r = &x->j->ranks[i];
     const trace_op *op = &r->ops[a];
-    task_category cat = r->lanes[op->lane].is_cpu ? CAT_HOST : CAT_KERNEL;
+    task_category cat = r->lanes[op->lane].is_cpu         ? CAT_HOST
+                        : op->kind == TRACE_COMM_MEASURED ? CAT_COMM
+                                                          : CAT_KERNEL;
     return htae_add_compute_on(x->g, r->rank, x->stream_of[i][op->lane], cat, op->seconds,
                                label_of(x, op->name), op->step);
 }
@@ -348,7 +384,10 @@ static void gb_free(gb *x)
     free(x->stream_of);
     free(x->seq);
     free(x->label_of);
+    for (int k = 0; k < x->n_groups; k++)
+        free(x->group_key[k]);
     free(x->group_key);
+    free(x->group_n);
     free(x->group_id);
 }
 

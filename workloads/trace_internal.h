@@ -41,6 +41,8 @@ typedef struct build {
     int *sync_stream;    /* runtime call -> the stream a GPU-side sync event names, -1 */
     int *lane_of_stream; /* [te->n_streams] */
     int *ev_of_op;       /* GPU op -> its event position, -1 for CPU ops */
+    double *end_s;       /* op -> its measured end (s from the window's start) */
+    size_t cap_end;
 } build;
 
 uint32_t tb_add_op(build *b, trace_op op);

@@ -29,7 +29,8 @@ const cli_command cli_replay = {
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write the replayed timeline (open it at ui.perfetto.dev)\n"
     "  --overheads OUT.json    write Lin et al.'s host overheads per op type and step\n"
-    "  --steps all|N           replay the last N ProfilerStep spans (default: all)\n"
+    "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
+    "                          step is replayed, for the GPU work it leaves in flight)\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 3 internal error\n",
@@ -106,6 +107,18 @@ static void warn_family(const trace_job *j, const cluster *c)
     }
 }
 
+/* NCCL kernels kept at their measured time are worth saying: the cluster does not change them. */
+static void warn_measured_comm(const trace_job *j)
+{
+    for (int i = 0; i < j->n_ranks; i++)
+        if (j->ranks[i].n_comm_measured > 0)
+            fprintf(stderr,
+                    "protosim: warning: %s: %d NCCL kernel%s (first: %s) not modelled as "
+                    "collectives (kind, or size not in the trace): measured times kept\n",
+                    j->ranks[i].file, j->ranks[i].n_comm_measured,
+                    j->ranks[i].n_comm_measured == 1 ? "" : "s", j->ranks[i].comm_measured_what);
+}
+
 static int replay_report(const replay_args *a, const out_replay *x, ps_error *err)
 {
     if (!a->quiet)
@@ -144,6 +157,7 @@ static int replay_main(int argc, char **argv)
         return cli_fail(&err);
     }
     warn_family(&job, &c);
+    warn_measured_comm(&job);
     htae_graph *g = NULL;
     uint32_t **task_of = NULL;
     htae_result res;

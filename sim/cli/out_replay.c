@@ -73,7 +73,10 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     cJSON *meas = cJSON_AddArrayToObject(root, "measured_steps_s");
     for (int k = 0; k < s->steps; k++) {
         cJSON_AddItemToArray(pred, cJSON_CreateNumber(s->predicted[k]));
-        cJSON_AddItemToArray(meas, cJSON_CreateNumber(x->job->ranks[s->rank].measured_step[k]));
+        cJSON_AddItemToArray(
+            meas,
+            cJSON_CreateNumber(
+                x->job->ranks[s->rank].measured_step[k + x->job->ranks[s->rank].first_reported]));
     }
     cJSON *b = cJSON_AddObjectToObject(root, "breakdown");
     cJSON_AddNumberToObject(b, "gpu_active_s", s->gpu_active_s);
@@ -94,6 +97,7 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     cJSON_AddNumberToObject(sim, "tasks", x->graph->n_tasks);
     cJSON_AddNumberToObject(sim, "inferred_stream_waits", x->job->ranks[s->rank].n_inferred);
     cJSON_AddNumberToObject(sim, "blocked_calls", x->job->ranks[s->rank].n_blocked);
+    cJSON_AddNumberToObject(sim, "thread_waits", x->job->ranks[s->rank].n_thread_waits);
     return write_json(path, root, err);
 }
 
@@ -105,17 +109,17 @@ int out_replay_overheads(const char *path, const out_replay *x, ps_error *err)
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "trace", j->ranks[rank].file);
     cJSON_AddStringToObject(root, "unit", "seconds per step");
-    cJSON_AddNumberToObject(root, "steps", j->ranks[rank].n_steps);
+    cJSON_AddNumberToObject(root, "steps", x->sum->steps);
     cJSON_AddItemToObject(root, "total", overheads_json(x->sum->overheads));
     cJSON *per = cJSON_AddArrayToObject(root, "per_step");
-    int steps = j->ranks[rank].n_steps;
-    double *by = xcalloc((size_t)steps * TRACE_OVH_COUNT, sizeof *by);
     const trace_rank *tr = &j->ranks[rank];
+    int steps = tr->n_steps;
+    double *by = xcalloc((size_t)steps * TRACE_OVH_COUNT, sizeof *by);
     for (uint32_t k = 0; k < tr->n_ops; k++)
         if ((tr->ops[k].kind == TRACE_CPU || tr->ops[k].kind == TRACE_RUNTIME) &&
             tr->ops[k].overhead < TRACE_OVH_COUNT)
             by[tr->ops[k].step * TRACE_OVH_COUNT + tr->ops[k].overhead] += tr->ops[k].seconds;
-    for (int s = 0; s < steps; s++)
+    for (int s = tr->first_reported; s < steps; s++)
         cJSON_AddItemToArray(per, overheads_json(by + s * TRACE_OVH_COUNT));
     free(by);
     cJSON *ops = cJSON_AddArrayToObject(root, "ops");
