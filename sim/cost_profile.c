@@ -295,6 +295,7 @@ void profile_summarize(const profile_stats *st, profile_summary *out)
         profile_group *g = &out->g[k];
         g->ops++;
         g->matched += u->matched > 0;
+        g->partly += u->matched > 0 && u->matched < u->parts;
         if (!g->entry_op[0] && u->entry_op[0])
             snprintf(g->entry_op, sizeof g->entry_op, "%s", u->entry_op);
         g->model += u->model;

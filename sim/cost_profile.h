@@ -62,6 +62,7 @@ typedef struct profile_group {
     char name[48];
     int pass, replay;
     int ops, matched; /* op passes; those with at least one part measured */
+    int partly;       /* of those, passes with a part left to the cost model */
     char entry_op[96];
     double model, used, measured;
 } profile_group;

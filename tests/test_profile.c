@@ -461,6 +461,10 @@ START_TEST(table_from_trace_changes_matched_ops_only)
     profile_summary s;
     profile_summarize(with.p.profile, &s);
     ck_assert_int_eq(s.matched, 2);
+    int partly = 0;
+    for (int i = 0; i < s.n; i++)
+        partly += s.g[i].partly;
+    ck_assert_int_eq(partly, 1);
     ck_close(s.measured, 125e-6, 1e-12);
     profile_summary_free(&s);
     plan_free(&with);

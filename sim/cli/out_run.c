@@ -81,10 +81,14 @@ static void profile_text(FILE *out, const compiled_plan *p)
             ps.ops, pct(ps.measured, ps.used));
     for (int i = 0; i < ps.n; i++) {
         const profile_group *g = &ps.g[i];
-        if (g->matched)
-            fprintf(out, "    %-28s %-9s %3d of %3d  %-22s %10s -> %s\n", g->name, pass_name(g),
-                    g->matched, g->ops, g->entry_op, human_time(g->model, b1, sizeof b1),
-                    human_time(g->used, b2, sizeof b2));
+        if (!g->matched)
+            continue;
+        fprintf(out, "    %-28s %-9s %3d of %3d  %-22s %10s -> %s", g->name, pass_name(g),
+                g->matched, g->ops, g->entry_op, human_time(g->model, b1, sizeof b1),
+                human_time(g->used, b2, sizeof b2));
+        if (g->partly)
+            fprintf(out, " (%d with one GEMM modelled)", g->partly);
+        fputc('\n', out);
     }
     profile_summary_free(&ps);
 }
@@ -114,6 +118,7 @@ static void profile_json(cJSON *root, const compiled_plan *p)
         cJSON_AddStringToObject(it, "pass", pass_name(g));
         cJSON_AddNumberToObject(it, "ops", g->ops);
         cJSON_AddNumberToObject(it, "matched", g->matched);
+        cJSON_AddNumberToObject(it, "partly", g->partly);
         cJSON_AddStringToObject(it, "entry_op", g->entry_op);
         cJSON_AddNumberToObject(it, "model_kernel_s", g->model);
         cJSON_AddNumberToObject(it, "kernel_s", g->used);
