@@ -207,16 +207,22 @@ typedef struct plan {
 
 /* one-layer.yaml on one A100-SXM4-80GB, compiled with the table (NULL: none). The engine is
  * started and the cluster loaded once per process (fork mode): later plans reuse c. */
-static void compile_with(plan *x, const cluster *c, const profile_db *db)
+static void compile_plan_with(plan *x, const char *strategy_name, const cluster *c,
+                              const profile_db *db)
 {
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(strategy_load(data("one-layer.yaml"), sim_data_dir(), &x->s, &err) == 0, "%s",
+    ck_assert_msg(strategy_load(data(strategy_name), sim_data_dir(), &x->s, &err) == 0, "%s",
                   err.message);
     compile_options o;
     compile_default_options(&o);
     o.profile = db;
     ck_assert_msg(compile_plan(&x->s, c, &o, &x->p, &err) == 0, "%s", err.message);
+}
+
+static void compile_with(plan *x, const cluster *c, const profile_db *db)
+{
+    compile_plan_with(x, "one-layer.yaml", c, db);
 }
 
 static void plan_free(plan *x)
@@ -473,6 +479,67 @@ START_TEST(table_from_trace_changes_matched_ops_only)
 }
 END_TEST
 
+/* The op pass of `name` (layers.0.attn.core, ...) in the record; fails if absent. */
+static const profile_use *use_of(const profile_stats *st, const char *name, int pass)
+{
+    for (int i = 0; i < st->n; i++)
+        if (!strcmp(st->use[i].name, name) && st->use[i].pass == pass && !st->use[i].replay)
+            return &st->use[i];
+    ck_abort_msg("no %s", name);
+    return NULL;
+}
+
+/* attention_norm.json on the flash GPT layer: the core's forward is the flash SDPA entry on
+ * [1, 8, 256, 64] (11 us: 2 occurrences beat the efficient one on [2, 4, 256, 64], also 8
+ * heads x batch), its backward 33 us; ln1, ln2 and final_layernorm (256 x 512) 5 us forward, 7
+ * us backward: 8 op passes matched, 11 + 33 + 3 x (5 + 7) = 80 us measured. */
+START_TEST(attention_and_layernorm_match)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("attention_norm.json", &db);
+    plan x;
+    compile_plan_with(&x, "one-layer-flash.yaml", &c, &db);
+    const profile_stats *st = x.p.profile;
+    ck_assert(use_of(st, "layers.0.attn.core", PASS_FWD)->used == 11e-6);
+    ck_assert_str_eq(use_of(st, "layers.0.attn.core", PASS_FWD)->entry_op,
+                     "aten::_scaled_dot_product_flash_attention");
+    ck_assert(use_of(st, "layers.0.attn.core", PASS_BWD)->used == 33e-6);
+    const char *norms[] = {"layers.0.ln1", "layers.0.ln2", "final_layernorm"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert(use_of(st, norms[i], PASS_FWD)->used == 5e-6);
+        ck_assert(use_of(st, norms[i], PASS_BWD)->used == 7e-6);
+    }
+    profile_summary s;
+    profile_summarize(st, &s);
+    ck_assert_int_eq(s.matched, 8);
+    ck_close(s.measured, 80e-6, 1e-12);
+    profile_summary_free(&s);
+    plan_free(&x);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
+/* The same table on a Llama layer with 2 K/V heads for 8 query heads: RMSNorm and grouped-query
+ * attention are not matched (the GQA entry's shapes are not taken for the op's either). */
+START_TEST(rmsnorm_and_gqa_not_matched)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("attention_norm.json", &db);
+    plan x;
+    compile_plan_with(&x, "one-layer-gqa.yaml", &c, &db);
+    for (int i = 0; i < x.p.profile->n; i++)
+        ck_assert_msg(x.p.profile->use[i].matched == 0, "%s matched", x.p.profile->use[i].name);
+    plan_free(&x);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
     Suite *s = suite_create("profile");
@@ -488,6 +555,8 @@ static Suite *profile_suite(void)
     tcase_add_test(t, unmatched_table_changes_nothing);
     tcase_add_test(t, device_mismatch_matches_nothing);
     tcase_add_test(t, table_from_trace_changes_matched_ops_only);
+    tcase_add_test(t, attention_and_layernorm_match);
+    tcase_add_test(t, rmsnorm_and_gqa_not_matched);
     suite_add_tcase(s, t);
     return s;
 }
