@@ -392,6 +392,31 @@ static void blocked_calls(build *b, const lane_index *x)
     free(v);
 }
 
+/* The other side of a thread wait: piece `wait` of one thread waits for op `done` of another.
+ * If that other thread was idle and woke up just after the waiting thread began to wait (within
+ * THREAD_WAKE_US), it was handed its work then (backward() waking the autograd thread): its
+ * idle piece follows the op before the wait and keeps what is left after that op's end. */
+static void thread_wake(build *b, uint32_t wait, uint32_t done)
+{
+    trace_rank *r = b->r;
+    if (wait == 0 || r->ops[wait - 1].lane != r->ops[wait].lane)
+        return;
+    double begin = r->ops[wait].start * 1e6;
+    for (uint32_t j = done; j-- > 0 && r->ops[j].lane == r->ops[done].lane;) {
+        trace_op *idle = &r->ops[j];
+        double end = b->end_s[j] * 1e6;
+        if (end < begin - INFER_GAP_US)
+            return; /* before the wait began: nothing woke it there */
+        if (idle->overhead != TRACE_OVH_IDLE || idle->start * 1e6 > begin ||
+            end - begin > THREAD_WAKE_US)
+            continue;
+        tb_add_edge(b, wait - 1, j);
+        idle->seconds = fmax(0.0, end - begin) * 1e-6;
+        r->n_thread_wakes++;
+        return;
+    }
+}
+
 /* Thread waits: a piece of a CPU thread's time outside runtime calls, longer than
  * BLOCKED_CALL_US, that ended within THREAD_WAKE_US after another thread of the rank finished
  * its work (the op after which that thread idles, or its last), waited for it: the main thread
@@ -431,6 +456,7 @@ static void thread_waits(build *b)
             tb_add_edge(b, v[k].op, i);
             p->seconds = (end - v[k].end) * 1e-6;
             r->n_thread_waits++;
+            thread_wake(b, i, v[k].op);
             break;
         }
     }
@@ -495,6 +521,7 @@ void tb_free(build *b)
     free(b->lane_of_stream);
     free(b->ev_of_op);
     free(b->end_s);
+    free(b->comm_ev);
 }
 
 static void build_init(build *b, trace_job *j, trace_rank *r, trace_events *te, const char *path)

@@ -90,6 +90,7 @@ typedef struct trace_rank {
     int n_comm_measured; /* NCCL kernels kept at their measured time (TRACE_COMM_MEASURED) */
     char comm_measured_what[64]; /* the first one's kind, for the warning */
     int n_thread_waits;          /* CPU pieces found waiting for another thread */
+    int n_thread_wakes;          /* idle threads found woken by the thread that then waited */
 } trace_rank;
 
 typedef struct trace_job {

@@ -196,15 +196,24 @@ static const char *input_type(const trace_ev *e)
 }
 
 /* The CPU events of the launch's thread that enclose it: the innermost "nccl:" annotation,
- * record_param_comms and the c10d op. */
-static void enclosing(const build *b, const trace_ev *rt, const trace_ev **nccl,
-                      const trace_ev **param, const trace_ev **c10d)
+ * record_param_comms and the c10d op (from the trace's few communication events, listed once). */
+static void enclosing(build *b, const trace_ev *rt, const trace_ev **nccl, const trace_ev **param,
+                      const trace_ev **c10d)
 {
+    if (!b->comm_ev) {
+        b->comm_ev = xmalloc(((size_t)b->te->n + 1) * sizeof *b->comm_ev);
+        for (int i = 0; i < b->te->n; i++) {
+            const trace_ev *e = &b->te->ev[i];
+            if ((e->kind == EV_CPU_OP || e->kind == EV_ANNOTATION) &&
+                (strncmp(e->name, "nccl:", 5) == 0 || strcmp(e->name, "record_param_comms") == 0 ||
+                 strncmp(e->name, "c10d::", 6) == 0))
+                b->comm_ev[b->n_comm_ev++] = i;
+        }
+    }
     *nccl = *param = *c10d = NULL;
-    for (int i = 0; i < b->te->n; i++) {
-        const trace_ev *e = &b->te->ev[i];
-        if ((e->kind != EV_CPU_OP && e->kind != EV_ANNOTATION) || e->thread != rt->thread ||
-            e->ts > rt->ts || e->ts + e->dur < rt->ts + rt->dur)
+    for (int k = 0; k < b->n_comm_ev; k++) {
+        const trace_ev *e = &b->te->ev[b->comm_ev[k]];
+        if (e->thread != rt->thread || e->ts > rt->ts || e->ts + e->dur < rt->ts + rt->dur)
             continue;
         if (strncmp(e->name, "nccl:", 5) == 0 && (!*nccl || e->ts >= (*nccl)->ts))
             *nccl = e;

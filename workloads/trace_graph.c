@@ -100,7 +100,9 @@ typedef struct gb {
     int *group_n, *group_id;
     int n_groups;
     uint32_t **task_of;
-    int **seq; /* [rank][op]: a collective op's number among its rank's of that kind and size */
+    int **seq; /* [rank][op]: a collective op's number among its rank's on its communicator */
+    uint32_t **colls; /* [rank]: its collective ops */
+    int *n_colls;
 } gb;
 
 static void streams_union(gb *x)
@@ -194,33 +196,47 @@ static int same_comm(const gb *x, int i, const trace_op *a, int k, const trace_o
 {
     if (a->coll != b->coll || a->group_n != b->group_n)
         return 0;
-    int *ma = xmalloc((size_t)a->group_n * sizeof *ma),
-        *mb = xmalloc((size_t)b->group_n * sizeof *mb);
+    const trace_rank *ri = &x->j->ranks[i], *rk = &x->j->ranks[k];
+    int n = a->group_n;
+    if (a->group_at < 0 && b->group_at < 0)
+        return ri->rank - ri->rank % n == rk->rank - rk->rank % n;
+    if (a->group_at >= 0 && b->group_at >= 0)
+        return memcmp(&ri->group_ranks[a->group_at], &rk->group_ranks[b->group_at],
+                      (size_t)n * sizeof(int)) == 0;
+    int *ma = xmalloc((size_t)n * sizeof *ma), *mb = xmalloc((size_t)n * sizeof *mb);
     coll_members(x, i, a, ma);
     coll_members(x, k, b, mb);
-    int same = memcmp(ma, mb, (size_t)a->group_n * sizeof *ma) == 0;
+    int same = memcmp(ma, mb, (size_t)n * sizeof *ma) == 0;
     free(ma);
     free(mb);
     return same;
 }
 
-/* Number each rank's collectives per (kind, communicator) in measured start order. */
+/* Each rank's collectives (x->colls), numbered per (kind, communicator) in measured start
+ * order (x->seq). */
 static void number_collectives(gb *x)
 {
     const trace_job *j = x->j;
     x->seq = xcalloc((size_t)j->n_ranks, sizeof *x->seq);
+    x->colls = xcalloc((size_t)j->n_ranks, sizeof *x->colls);
+    x->n_colls = xcalloc((size_t)j->n_ranks, sizeof *x->n_colls);
     for (int i = 0; i < j->n_ranks; i++) {
         const trace_rank *r = &j->ranks[i];
         x->seq[i] = xmalloc(((size_t)r->n_ops + 1) * sizeof **x->seq);
+        x->colls[i] = xmalloc(((size_t)r->n_ops + 1) * sizeof **x->colls);
         for (uint32_t a = 0; a < r->n_ops; a++) {
             x->seq[i][a] = -1;
-            if (r->ops[a].kind != TRACE_COLL)
-                continue;
+            if (r->ops[a].kind == TRACE_COLL)
+                x->colls[i][x->n_colls[i]++] = a;
+        }
+        for (int ca = 0; ca < x->n_colls[i]; ca++) {
+            uint32_t a = x->colls[i][ca];
+            const trace_op *q = &r->ops[a];
             int k = 0;
-            for (uint32_t b = 0; b < r->n_ops; b++) {
-                const trace_op *p = &r->ops[b], *q = &r->ops[a];
-                if (b != a && p->kind == TRACE_COLL &&
-                    (p->start < q->start || (p->start == q->start && b < a)) &&
+            for (int cb = 0; cb < x->n_colls[i]; cb++) {
+                uint32_t b = x->colls[i][cb];
+                const trace_op *p = &r->ops[b];
+                if (b != a && (p->start < q->start || (p->start == q->start && b < a)) &&
                     same_comm(x, i, p, i, q))
                     k++;
             }
@@ -233,9 +249,11 @@ static void number_collectives(gb *x)
 static int64_t find_coll(const gb *x, int k, int i, const trace_op *like, int seq)
 {
     const trace_rank *r = &x->j->ranks[k];
-    for (uint32_t a = 0; a < r->n_ops; a++)
+    for (int c = 0; c < x->n_colls[k]; c++) {
+        uint32_t a = x->colls[k][c];
         if (x->seq[k][a] == seq && same_comm(x, k, &r->ops[a], i, like))
             return a;
+    }
     return -1;
 }
 
@@ -380,9 +398,12 @@ static void gb_free(gb *x)
     for (int i = 0; i < x->j->n_ranks; i++) {
         free(x->stream_of[i]);
         free(x->seq ? x->seq[i] : NULL);
+        free(x->colls ? x->colls[i] : NULL);
     }
     free(x->stream_of);
     free(x->seq);
+    free(x->colls);
+    free(x->n_colls);
     free(x->label_of);
     for (int k = 0; k < x->n_groups; k++)
         free(x->group_key[k]);

@@ -42,6 +42,8 @@ typedef struct build {
     int *lane_of_stream; /* [te->n_streams] */
     int *ev_of_op;       /* GPU op -> its event position, -1 for CPU ops */
     double *end_s;       /* op -> its measured end (s from the window's start) */
+    int *comm_ev;        /* positions of the communication annotations (trace_coll.c) */
+    int n_comm_ev;
     size_t cap_end;
 } build;
 

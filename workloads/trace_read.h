@@ -27,7 +27,8 @@ typedef struct trace_ev {
 } trace_ev;
 
 typedef struct trace_events {
-    cJSON *root;
+    cJSON *root; /* its nodes live in arena's blocks (trace_read.c) */
+    void *arena;
     trace_ev *ev;
     int n;
     long long *tids; /* CPU threads, in order of first appearance */

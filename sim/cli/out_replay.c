@@ -98,6 +98,7 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     cJSON_AddNumberToObject(sim, "inferred_stream_waits", x->job->ranks[s->rank].n_inferred);
     cJSON_AddNumberToObject(sim, "blocked_calls", x->job->ranks[s->rank].n_blocked);
     cJSON_AddNumberToObject(sim, "thread_waits", x->job->ranks[s->rank].n_thread_waits);
+    cJSON_AddNumberToObject(sim, "thread_wakes", x->job->ranks[s->rank].n_thread_wakes);
     return write_json(path, root, err);
 }
 
