@@ -240,11 +240,15 @@ static const double COST_ATTENTION_BLOCK = 128.0;
  * the diagonal (FlashAttention-2, section 3.1), so of nb x nb tiles (nb = ceil(s / block)) it
  * runs the nb (nb + 1) / 2 on or below it. Counted, not fitted. An unfused core computes every
  * score and masks them afterwards (factor 1). */
-/* A fused attention backward reaches a smaller share of the tensor-core peak than its forward
- * (atomic dQ accumulation, two more non-matmul passes per tile): FlashAttention-2 reports up to
- * 73% of the A100's peak forward and up to 63% backward (Dao 2023, abstract and section 4.1),
- * a ratio of 0.86. Published, not fitted. */
-static const double COST_FLASH_BWD_RELATIVE = 63.0 / 73.0;
+/* A fused attention backward does 2.5x its forward's math (five GEMMs of the forward's two
+ * sizes: QK^T recomputed, dV, dP, dQ, dK) at a smaller rate (atomic dQ accumulation, more
+ * non-matmul work per tile): FlashAttention-2's own A100 curves (Dao 2023, figures 4 and 5:
+ * causal, head dimension 128) give backward / forward rates of 140 / 176 TFLOP/s at s = 2048
+ * and 157 / 200 at s = 8192, both 0.79 (its abstract's "up to 73% / 63% of peak" are maxima
+ * over different shapes). So the backward takes 2.5 / 0.79 of the forward's time at the same
+ * shape. Published, not fitted. */
+static const double COST_FLASH_BWD_FLOPS = 2.5;
+static const double COST_FLASH_BWD_RELATIVE = 0.79;
 
 double cost_causal_tile_fraction(double s)
 {
@@ -281,11 +285,11 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
     double gemm_time, gemm_traffic, bytes;
     if (op->fused) {
         /* one kernel, scores on chip: forward QK^T and PV; backward recomputes QK^T, then dV,
-         * dP, dQ, dK. Its GEMMs never move the scores through HBM: their math alone, and the
-         * kernel's own traffic (Q, K, V, O and gradients) overlaps it. */
-        double qk = gemm_compute_seconds(b, s, s, d, prec, dev);
-        double av = gemm_compute_seconds(b, s, d, s, prec, dev);
-        gemm_time = pass == PASS_FWD ? qk + av : (2 * qk + 3 * av) / COST_FLASH_BWD_RELATIVE;
+         * dP, dQ, dK (COST_FLASH_BWD_*). Its GEMMs never move the scores through HBM: their
+         * math alone, and the kernel's own traffic (Q, K, V, O and gradients) overlaps it. */
+        double fwd = gemm_compute_seconds(b, s, s, d, prec, dev) +
+                     gemm_compute_seconds(b, s, d, s, prec, dev);
+        gemm_time = pass == PASS_FWD ? fwd : fwd * COST_FLASH_BWD_FLOPS / COST_FLASH_BWD_RELATIVE;
         if (op->window > 0)
             gemm_time *= cost_window_tile_fraction(s, op->window);
         else if (op->causal)
