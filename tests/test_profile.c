@@ -283,8 +283,12 @@ static int compare_tasks(const compiled_plan *a, const compiled_plan *b, const c
     return compare_tasks2(a, b, changed, delta, NULL, 0);
 }
 
-/* A table whose one entry is fc1's forward addmm (1 ms): that op pass uses 1 ms, every other
- * keeps the model's time; the forward task of each of the 2 micro-batches grows by 1 ms minus
+/* one_gemm.json's one entry: fc1's forward addmm, 20 ms (long enough to outlast the host's
+ * launches: this small plan is host-bound with the model's 20 us). */
+#define ONE_GEMM_S 20e-3
+
+/* A table whose one entry is fc1's forward addmm (20 ms): that op pass uses 20 ms, every other
+ * keeps the model's time; the forward task of each of the 2 micro-batches grows by 20 ms minus
  * the model's fc1 time, nothing else changes. */
 START_TEST(one_gemm_changes_that_op_only)
 {
@@ -309,7 +313,7 @@ START_TEST(one_gemm_changes_that_op_only)
             ck_assert_str_eq(u->name, "layers.0.mlp.fc1");
             ck_assert_int_eq(u->pass, PASS_FWD);
             ck_assert_str_eq(u->entry_op, "aten::addmm");
-            ck_assert(u->used == 1e-3 && u->measured == 1e-3);
+            ck_assert(u->used == ONE_GEMM_S && u->measured == ONE_GEMM_S);
             ck_close(u->model, model, 1e-12);
         } else {
             ck_assert_msg(u->used == u->model, "%s changed", u->name);
@@ -317,7 +321,8 @@ START_TEST(one_gemm_changes_that_op_only)
     }
     ck_assert_int_eq(matched, 1);
     ck_assert_int_eq(
-        compare_tasks(&base.p, &with.p, "fwd embedding + layer 0 + LM head", 1e-3 - model), 2);
+        compare_tasks(&base.p, &with.p, "fwd embedding + layer 0 + LM head", ONE_GEMM_S - model),
+        2);
     plan_free(&base);
     plan_free(&with);
     profile_db_free(&db);
@@ -369,7 +374,8 @@ static double iteration_by_hand(const plan *x, const device_spec *dev, double fc
 }
 
 /* The simulated iteration with the one-GEMM table is the flow shop with fc1's forward at the
- * table's 1 ms, twice (once per micro-batch). */
+ * table's 20 ms, twice (once per micro-batch); with the model's fc1 it would be shorter by more
+ * than 2 x (20 ms - 5 ms): the host issues a micro-batch in about 5 ms. */
 START_TEST(one_gemm_iteration_by_hand)
 {
     cluster c;
@@ -382,7 +388,10 @@ START_TEST(one_gemm_iteration_by_hand)
     ps_error err;
     ps_error_clear(&err);
     ck_assert_msg(htae_run(with.p.graph, &c, NULL, &r, &err) == 0, "%s", err.message);
-    ck_close(r.makespan, iteration_by_hand(&with, c.device[0], 1e-3), 1e-9);
+    ck_close(r.makespan, iteration_by_hand(&with, c.device[0], ONE_GEMM_S), 1e-9);
+    workload_op fc1 = fc1_op(&with);
+    double model = cost_op_kernel_seconds(&fc1, PASS_FWD, PREC_BF16, c.device[0]);
+    ck_assert(r.makespan - iteration_by_hand(&with, c.device[0], model) > 2 * (20e-3 - 5e-3));
     htae_result_free(&r);
     plan_free(&with);
     profile_db_free(&db);

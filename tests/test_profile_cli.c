@@ -101,6 +101,61 @@ START_TEST(profile_usage_errors)
 }
 END_TEST
 
+/* The iteration time of plan 0 (recompute none) of a sweep's --json file. */
+static double sweep_plan0(const char *path)
+{
+    cJSON *j = parse_json_file(path);
+    const cJSON *plans = cJSON_GetObjectItem(j, "plans");
+    const cJSON *p = NULL, *it;
+    cJSON_ArrayForEach(it, plans) if (num_field(it, "index") == 0) p = it;
+    ck_assert_ptr_nonnull(p);
+    double t = num_field(p, "iteration_time_s");
+    cJSON_Delete(j);
+    return t;
+}
+
+/* sweep --profile costs its plans as run --profile: the one-GEMM table's plan 0 (the
+ * one-layer plan without recompute) takes the run's iteration time exactly; without the table
+ * the sweep's is shorter (fc1's forward at the model's ~20 us instead of 20 ms). */
+START_TEST(sweep_with_profile_as_run)
+{
+    char *dir = make_tmpdir();
+    char *sw = src_path("tests/data/profile/sweep.yaml");
+    char *cl = src_path("tests/data/htae/one.xml");
+    char *plan = src_path("tests/data/profile/one-layer.yaml");
+    char *table = src_path("tests/data/profile/one_gemm.json");
+    char *s1 = tmp_path(dir, "s1.json"), *s0 = tmp_path(dir, "s0.json"),
+         *rep = tmp_path(dir, "r.json");
+    const char *a[] = {"sweep",  sw, "--cluster", cl,  "--profile",     table,
+                       "--json", s1, "-j",        "1", "--no-progress", NULL};
+    run_result r = run_protosim(dir, a);
+    expect_exit(&r, 0);
+    run_free(&r);
+    const char *b[] = {"sweep", sw,  "--cluster",     cl,  "--json", s0,
+                       "-j",    "1", "--no-progress", NULL};
+    r = run_protosim(dir, b);
+    expect_exit(&r, 0);
+    run_free(&r);
+    const char *c[] = {"run", plan, "--cluster", cl, "--profile", table, "--json", rep, "-q", NULL};
+    r = run_protosim(dir, c);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *j = parse_json_file(rep);
+    double want = num_field(j, "iteration_time_s");
+    cJSON_Delete(j);
+    ck_assert(sweep_plan0(s1) == want);
+    ck_assert(sweep_plan0(s0) < want);
+    free(sw);
+    free(cl);
+    free(plan);
+    free(table);
+    free(s1);
+    free(s0);
+    free(rep);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("profile_cli");
@@ -109,6 +164,7 @@ int main(void)
     tcase_add_test(t, profile_then_run);
     tcase_add_test(t, run_with_bad_or_foreign_table);
     tcase_add_test(t, profile_usage_errors);
+    tcase_add_test(t, sweep_with_profile_as_run);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

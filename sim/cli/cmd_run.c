@@ -176,18 +176,6 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
     return 0;
 }
 
-/* A table for a GPU the cluster does not have matches nothing: worth saying, not an error. */
-static void warn_profile_device(const profile_db *db, const cluster *c)
-{
-    for (int r = 0; r < c->n_gpus; r++)
-        if (!strcmp(c->device[r]->name, db->device))
-            return;
-    fprintf(stderr,
-            "protosim: warning: %s measures %s; the cluster has none: the cost model times every "
-            "op\n",
-            db->file, db->device);
-}
-
 static int run_main(int argc, char **argv)
 {
     run_args a;
@@ -214,7 +202,7 @@ static int run_main(int argc, char **argv)
             return cli_fail(&err);
         }
         a.copt.profile = &db;
-        warn_profile_device(&db, &c);
+        out_warn_profile_device(&db, &c);
     }
     compiled_plan plan;
     htae_result res;

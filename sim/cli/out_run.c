@@ -57,6 +57,17 @@ static void print_uneven_split(FILE *out, const compiled_plan *p)
     }
 }
 
+void out_warn_profile_device(const profile_db *db, const cluster *c)
+{
+    for (int r = 0; r < c->n_gpus; r++)
+        if (!strcmp(c->device[r]->name, db->device))
+            return;
+    fprintf(stderr,
+            "protosim: warning: %s measures %s; the cluster has none: the cost model times every "
+            "op\n",
+            db->file, db->device);
+}
+
 static const char *pass_name(const profile_group *g)
 {
     return g->replay ? "recompute" : g->pass == PASS_FWD ? "fwd" : "bwd";
