@@ -197,7 +197,7 @@ static void locate(const char *text, const char *at, int *line, int *col)
 
 int profile_db_load(const char *path, profile_db *out, ps_error *err)
 {
-    static const char *const keys[] = {"protosim_profile", "device", "sources", "entries", NULL};
+    static const char *const keys[] = {"protosim_profile", "device", "entries", NULL};
     memset(out, 0, sizeof *out);
     char *text = read_text(path, err);
     if (!text)
