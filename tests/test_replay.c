@@ -76,6 +76,18 @@ START_TEST(launch_stream_order_and_sync)
 }
 END_TEST
 
+/* Older profilers record the step span as a cpu_op: the same step, not one op holding all. */
+START_TEST(step_as_cpu_op)
+{
+    replay_summary s;
+    replay("step_as_cpu_op.json", &s);
+    ck_close(s.iteration_s, 2.065e-3, 1e-9);
+    ck_close(s.overheads[TRACE_OVH_BETWEEN_OPS], 10e-6, 1e-6);
+    ck_close(s.overheads[TRACE_OVH_AFTER_LAST_LAUNCH], 60e-6, 1e-6);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* The same trace gzip-compressed reads the same. */
 START_TEST(gzip_trace)
 {
@@ -281,6 +293,7 @@ int main(void)
     TCase *tc = tcase_create("replay");
     tcase_add_test(tc, launch_stream_order_and_sync);
     tcase_add_test(tc, gzip_trace);
+    tcase_add_test(tc, step_as_cpu_op);
     tcase_add_test(tc, allreduce_on_the_cluster);
     tcase_add_test(tc, recorded_stream_wait);
     tcase_add_test(tc, inferred_stream_wait);

@@ -88,7 +88,8 @@ static void find_steps(build *b, int want)
     trace_ev **st = xmalloc(((size_t)te->n + 1) * sizeof *st);
     int n = 0;
     for (int i = 0; i < te->n; i++)
-        if (te->ev[i].kind == EV_ANNOTATION && strncmp(te->ev[i].name, "ProfilerStep#", 13) == 0)
+        if ((te->ev[i].kind == EV_ANNOTATION || te->ev[i].kind == EV_CPU_OP) && /* older: cpu_op */
+            strncmp(te->ev[i].name, "ProfilerStep#", 13) == 0)
             st[n++] = &te->ev[i];
     tb_sort_events(st, n);
     int first = 0; /* every step is replayed: a later one needs the GPU work in flight */
@@ -276,10 +277,10 @@ static void lane_index_free(lane_index *x)
     free(x->first);
 }
 
-/* The last op of a lane launched before time t (us), -1 if none. */
-static int last_launched_before(const uint32_t *ops, const double *launch_ts, int n, double t)
+/* The index of a lane's first op launched at or after time t (us); n if none. */
+static int first_launched_from(const double *launch_ts, int n, double t)
 {
-    int lo = 0, hi = n; /* first index with launch_ts >= t */
+    int lo = 0, hi = n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
         if (launch_ts[mid] < t)
@@ -287,6 +288,13 @@ static int last_launched_before(const uint32_t *ops, const double *launch_ts, in
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* The last op of a lane launched before time t (us), -1 if none. */
+static int last_launched_before(const uint32_t *ops, const double *launch_ts, int n, double t)
+{
+    int lo = first_launched_from(launch_ts, n, t);
     return lo > 0 ? (int)ops[lo - 1] : -1;
 }
 
@@ -494,11 +502,11 @@ static void add_edges(build *b)
             continue;
         int f = x.first[from_lane], n = x.first[from_lane + 1] - f;
         int from = last_launched_before(x.ops + f, x.launch_ts + f, n, te->ev[rec_rt].ts);
-        int k = x.first[to_lane], end = x.first[to_lane + 1]; /* first launched after the wait */
-        while (k < end && x.launch_ts[k] < te->ev[wait_rt].ts)
-            k++;
-        if (from >= 0 && k < end)
-            tb_add_edge(b, (uint32_t)from, x.ops[k]);
+        f = x.first[to_lane];
+        n = x.first[to_lane + 1] - f; /* the first op launched after the wait call */
+        int k = first_launched_from(x.launch_ts + f, n, te->ev[wait_rt].ts);
+        if (from >= 0 && k < n)
+            tb_add_edge(b, (uint32_t)from, x.ops[f + k]);
     }
     blocked_calls(b, &x);
     thread_waits(b);

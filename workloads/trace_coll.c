@@ -276,6 +276,15 @@ static int from_annotation(const trace_ev *nccl, const trace_ev *param, const tr
     return 1;
 }
 
+static double count_numbers(const char *s)
+{
+    int n = 0;
+    for (const char *p = s; *p; p++)
+        if (isdigit((unsigned char)*p) && (p == s || !isdigit((unsigned char)p[-1])))
+            n++;
+    return n;
+}
+
 /* "[0, 1, 2]" -> ascending members in the rank's pool; its offset, or -1 if malformed. */
 static int parse_ranks(build *b, const char *s, int n, int rank)
 {
@@ -310,6 +319,8 @@ int tb_coll_info(build *b, int kernel, trace_op *op, ps_error *err)
     snprintf(d.what, sizeof d.what, "%.60s", k->name);
     if (!(param && from_param_comms(param, &d)))
         from_annotation(nccl, param, c10d, &d);
+    if (isnan(d.group) && d.ranks) /* the members without their count */
+        d.group = count_numbers(d.ranks);
     if (isnan(d.group))
         d.group = b->te->world_size;
     char f[48];

@@ -191,6 +191,21 @@ static int device_known(const cJSON *root, const trace_ev *e)
     return 0;
 }
 
+/* A CPU thread's id: a number, or a string (some exporters write "tid": "main"). */
+static long long thread_id(const cJSON *tid)
+{
+    if (cJSON_IsNumber(tid))
+        return (long long)tid->valuedouble;
+    char *end;
+    long long v = strtoll(tid->valuestring, &end, 10);
+    if (*tid->valuestring && *end == '\0')
+        return v;
+    unsigned long long h = 1469598103934665603ull; /* FNV-1a, kept apart from numeric ids */
+    for (const char *c = tid->valuestring; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return (long long)(h | (1ull << 62));
+}
+
 /* One complete ("X") event of a category we read into t->ev; others are skipped. */
 static int take_event(trace_events *t, const cJSON *e, int idx, const char *path, ps_error *err)
 {
@@ -230,9 +245,10 @@ static int take_event(trace_events *t, const cJSON *e, int idx, const char *path
                                 trace_arg_number(&ev, "device"));
         ev.thread = index_of(&t->streams, &t->n_streams, (long long)stream);
     } else {
-        if (!cJSON_IsNumber(tid))
-            return 0; /* the profiler's own spans ("Spans", "Traces") */
-        ev.thread = index_of(&t->tids, &t->n_tids, (long long)tid->valuedouble);
+        if (!cJSON_IsNumber(tid) && !cJSON_IsString(tid))
+            return ps_error_set(err, PS_EINPUT, path, 0, 0, trace_event_field(f, sizeof f, idx),
+                                "a '%s' event needs a tid", cat->valuestring);
+        ev.thread = index_of(&t->tids, &t->n_tids, thread_id(tid));
     }
     t->ev[t->n++] = ev;
     return 0;
