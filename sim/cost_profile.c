@@ -89,10 +89,11 @@ static const char *dtype_of(precision_t prec)
     }
 }
 
-/* The best entry for a GEMM [m x k] . [k x n]: of the most preferred op that has one, the
- * entry with the most occurrences (the first in the table on a tie). */
-static const profile_entry *find_gemm(const profile_db *db, const char *dtype, int biased, double m,
-                                      double n, double k)
+/* The best entry among those of bias `biased` for a GEMM [m x k] . [k x n]: of the most
+ * preferred op that has one, the entry with the most occurrences (the first in the table on a
+ * tie). */
+static const profile_entry *find_gemm_biased(const profile_db *db, const char *dtype, int biased,
+                                             double m, double n, double k)
 {
     const profile_entry *best = NULL;
     int best_rank = 0;
@@ -108,6 +109,17 @@ static const profile_entry *find_gemm(const profile_db *db, const char *dtype, i
         }
     }
     return best;
+}
+
+/* A GEMM with a bias runs as addmm or a biased linear in eager PyTorch, and as a plain GEMM
+ * where the bias is fused into the next kernel (Megatron's skip_bias_add: mm, then bias-GELU or
+ * bias-dropout-add); the op graph's GEMM costs the product alone, so both measure it. A GEMM
+ * without one never matches a biased op (its time holds a bias add the op does not do). */
+static const profile_entry *find_gemm(const profile_db *db, const char *dtype, int biased, double m,
+                                      double n, double k)
+{
+    const profile_entry *e = biased ? find_gemm_biased(db, dtype, 1, m, n, k) : NULL;
+    return e ? e : find_gemm_biased(db, dtype, 0, m, n, k);
 }
 
 /* Whether the entry's op is one of names[] (NULL-terminated). */

@@ -9,8 +9,9 @@
 
 #include "cli_util.h"
 
-/* profile ops.json -o DIR/ops.json, then run one-layer.yaml with it: fc1's forward (45 us) and
- * its backward dX (80 us) are measured (tests/test_profile.c works them out). */
+/* profile ops.json -o DIR/ops.json, then run one-layer.yaml with it: fc1's forward (45 us), its
+ * backward dX and fc2's forward (80 us each) are measured (tests/test_profile.c works them
+ * out). */
 START_TEST(profile_then_run)
 {
     char *dir = make_tmpdir();
@@ -31,12 +32,12 @@ START_TEST(profile_then_run)
     const char *run[] = {"run", plan, "--cluster", cl, "--profile", ops, "--json", rep, NULL};
     r = run_protosim(dir, run);
     expect_exit(&r, 0);
-    ck_assert_msg(strstr(r.out, "2 of 28 op passes matched") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "3 of 28 op passes matched") != NULL, "%s", r.out);
     run_free(&r);
     cJSON *j = parse_json_file(rep);
     const cJSON *p = obj_field(j, "profile");
-    ck_assert(num_field(p, "matched") == 2 && num_field(p, "op_passes") == 28);
-    assert_rel_close(num_field(p, "measured_s"), 125e-6, 1e-12, "measured_s");
+    ck_assert(num_field(p, "matched") == 3 && num_field(p, "op_passes") == 28);
+    assert_rel_close(num_field(p, "measured_s"), 205e-6, 1e-12, "measured_s");
     cJSON_Delete(j);
     free(trace);
     free(ops);
