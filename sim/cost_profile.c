@@ -33,7 +33,7 @@ typedef struct gemm_shape {
 
 /* The GEMM an entry computes, [m x k] . [k x n], and its rank in the preference order of the
  * bias it has (biased: addmm 1, linear with a bias 2; unbiased: mm 1, linear without a bias 2,
- * 2-D matmul 3); 0 when the entry is not one such GEMM. */
+ * matmul of [..., k] by [k, n] 3); 0 when the entry is not one such GEMM. */
 static int entry_gemm(const profile_entry *e, int biased, gemm_shape *g)
 {
     const double *a = NULL, *b = NULL, *c = NULL;
@@ -67,10 +67,11 @@ static int entry_gemm(const profile_entry *e, int biased, gemm_shape *g)
         return 2;
     }
     if (!strcmp(e->op, "aten::matmul")) {
-        if (biased || e->n_inputs != 2 || in_dims(e, 0, &a) != 2 || in_dims(e, 1, &b) != 2 ||
-            a[1] != b[0])
+        /* [..., k] . [k, n]: the leading dimensions flattened into m (PyTorch folds them) */
+        na = in_dims(e, 0, &a);
+        if (biased || e->n_inputs != 2 || na < 2 || in_dims(e, 1, &b) != 2 || a[na - 1] != b[0])
             return 0;
-        *g = (gemm_shape){a[0], b[1], a[1]};
+        *g = (gemm_shape){prod(a, na - 1), b[1], b[0]};
         return 3;
     }
     return 0;

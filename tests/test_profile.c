@@ -197,6 +197,83 @@ START_TEST(bad_tables)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- matching rules */
+
+/* A table of one entry: op, dtype, inputs' shapes (ndim[i] dimensions each, in dims). */
+static void one_entry(profile_db *db, const char *device, const char *op, const char *dtype, int n,
+                      const int *ndim, const double *dims)
+{
+    memset(db, 0, sizeof *db);
+    snprintf(db->device, sizeof db->device, "%s", device);
+    profile_db_add(db, op, dtype, n, ndim, dims, 7e-6, 1);
+}
+
+/* Whether the one-entry table matches the forward of a [m x k] . [k x n] GEMM (biased: its
+ * parameters k n + n) in bf16 on an A100-SXM4-80GB. */
+static int gemm_matches(const char *op, const char *dtype, int n_in, const int *ndim,
+                        const double *dims, int biased, const char *device)
+{
+    static device_spec dev;
+    memset(&dev, 0, sizeof dev);
+    snprintf(dev.name, sizeof dev.name, "A100-SXM4-80GB");
+    dev.peak_flops[PREC_FP32] = 19.5e12;
+    dev.peak_flops[PREC_BF16] = 312e12;
+    dev.hbm_bw = 2.0e12;
+    dev.sms = 108;
+    workload_op g = gemm_op(256, 2048, 512);
+    g.params = 512.0 * 2048 + (biased ? 2048 : 0);
+    workload_model m;
+    workload_model_init(&m, FAMILY_GPT, 1, 512, 8, 256, 4096);
+    profile_db db;
+    one_entry(&db, device, op, dtype, n_in, ndim, dims);
+    profile_hit hit;
+    int r = profile_match_op(&db, &m, &g, &g, PASS_FWD, PREC_BF16, &dev, 1.0, &hit);
+    ck_assert(r ? hit.seconds == 7e-6 : hit.seconds == 1.0);
+    profile_db_free(&db);
+    return r;
+}
+
+/* The forward GEMM rules on Y[256, 2048] = X[256, 512] W[512, 2048]. */
+START_TEST(gemm_forms)
+{
+    const char *A = "A100-SXM4-80GB";
+    /* addmm: bias [n] or [1, n], [m, k], [k, n]; a [m, n] input is not a bias */
+    int nd_addmm[] = {1, 2, 2, 0, 0};
+    double addmm[] = {2048, 256, 512, 512, 2048};
+    ck_assert(gemm_matches("aten::addmm", "bf16", 5, nd_addmm, addmm, 1, A));
+    ck_assert(!gemm_matches("aten::addmm", "bf16", 5, nd_addmm, addmm, 0, A)); /* no bias */
+    int nd_row[] = {2, 2, 2};
+    double row[] = {1, 2048, 256, 512, 512, 2048};
+    ck_assert(gemm_matches("aten::addmm", "bf16", 3, nd_row, row, 1, A));
+    double full[] = {256, 2048, 256, 512, 512, 2048};
+    ck_assert(!gemm_matches("aten::addmm", "bf16", 3, nd_row, full, 1, A));
+    /* linear on [8, 32, 512] (m = 8 x 32), weight [n, k], bias [n] */
+    int nd_lin[] = {3, 2, 1};
+    double lin[] = {8, 32, 512, 2048, 512, 2048};
+    ck_assert(gemm_matches("aten::linear", "bf16", 3, nd_lin, lin, 1, A));
+    ck_assert(!gemm_matches("aten::linear", "bf16", 3, nd_lin, lin, 0, A));
+    int nd_lin0[] = {3, 2};
+    ck_assert(gemm_matches("aten::linear", "bf16", 2, nd_lin0, lin, 0, A));
+    ck_assert(gemm_matches("aten::linear", "bf16", 2, nd_lin0, lin, 1, A)); /* fused bias */
+    /* mm, and matmul of [4, 64, 512] by [512, 2048] */
+    int nd_mm[] = {2, 2};
+    double mm[] = {256, 512, 512, 2048};
+    ck_assert(gemm_matches("aten::mm", "bf16", 2, nd_mm, mm, 0, A));
+    ck_assert(gemm_matches("aten::mm", "bf16", 2, nd_mm, mm, 1, A));
+    int nd_mat[] = {3, 2};
+    double mat[] = {4, 64, 512, 512, 2048};
+    ck_assert(gemm_matches("aten::matmul", "bf16", 2, nd_mat, mat, 0, A));
+    /* transposed shapes, another dtype, another GPU, a batched bmm: no */
+    double mmt[] = {512, 256, 256, 2048};
+    ck_assert(!gemm_matches("aten::mm", "bf16", 2, nd_mm, mmt, 0, A));
+    ck_assert(!gemm_matches("aten::mm", "fp16", 2, nd_mm, mm, 0, A));
+    ck_assert(!gemm_matches("aten::mm", "bf16", 2, nd_mm, mm, 0, "A100-SXM4-40GB"));
+    int nd_bmm[] = {3, 3};
+    double bmm[] = {1, 256, 512, 1, 512, 2048};
+    ck_assert(!gemm_matches("aten::bmm", "bf16", 2, nd_bmm, bmm, 0, A));
+}
+END_TEST
+
 /* ---------------------------------------------------------------- run --profile */
 
 typedef struct plan {
@@ -583,6 +660,7 @@ static Suite *profile_suite(void)
     tcase_add_test(t, profile_device_and_shape_errors);
     tcase_add_test(t, cuda_device_names);
     tcase_add_test(t, bad_tables);
+    tcase_add_test(t, gemm_forms);
     tcase_add_test(t, one_gemm_changes_that_op_only);
     tcase_add_test(t, one_gemm_iteration_by_hand);
     tcase_add_test(t, unmatched_table_changes_nothing);
