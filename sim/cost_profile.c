@@ -168,8 +168,8 @@ static int attention_ok(const profile_entry *e, const workload_op *op, int pass)
     return q[0] * q[1] == op->batch && q[2] == op->m && q[3] == op->k;
 }
 
-/* LayerNorm over the last dimension: input [..., H] (the gradient's and input's forward, the
- * first two backward), rows = the leading dimensions' product. */
+/* LayerNorm over the last dimension: [..., H] (forward its input; backward its output gradient
+ * and its input, alike), rows = the leading dimensions' product. */
 static int layernorm_ok(const profile_entry *e, const workload_op *op, int pass)
 {
     const double *x, *y;
