@@ -264,6 +264,42 @@ START_TEST(bad_traces)
 }
 END_TEST
 
+/* Errors once the traces are read: a world larger than the cluster, and a collective one trace
+ * has and the other rank's trace lacks. Each names the file. */
+static void expect_graph_error(const char *const *names, int n, const char *words)
+{
+    char paths[2][1024];
+    const char *p[2];
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s", data(names[i]));
+        p[i] = paths[i];
+    }
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(p, n, 0, &j, &err), 0);
+    htae_graph *g;
+    uint32_t **task_of;
+    ck_assert_int_eq(trace_job_graph(&j, 4, &g, &task_of, &err), PS_EINPUT);
+    ck_assert_str_eq(err.file, paths[0]);
+    ck_assert_msg(strstr(err.message, words), "message '%s' lacks '%s'", err.message, words);
+    trace_job_free(&j);
+}
+
+START_TEST(world_larger_than_cluster)
+{
+    const char *names[] = {"world16.json"};
+    expect_graph_error(names, 1, "a world of 16 ranks does not fit the cluster's 4 GPUs");
+}
+END_TEST
+
+START_TEST(unmatched_collective)
+{
+    const char *names[] = {"rank0.json", "rank1_nocoll.json"};
+    expect_graph_error(names, 2, "traceEvents[4] has no match");
+}
+END_TEST
+
 /* Not JSON: the syntax error's line and column. */
 START_TEST(not_json_is_located)
 {
@@ -305,6 +341,8 @@ int main(void)
     tcase_add_test(tc, param_comms_and_measured_broadcast);
     tcase_add_test(tc, bad_traces);
     tcase_add_test(tc, not_json_is_located);
+    tcase_add_test(tc, world_larger_than_cluster);
+    tcase_add_test(tc, unmatched_collective);
     tcase_add_test(tc, step_median_rule);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
