@@ -321,10 +321,10 @@ static workload_op fc1_op(const plan *x)
     workload_graph wg;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(workload_build(&x->s.model, 1, PREC_BF16, &wg, &err), 0);
+    ck_assert_int_eq(workload_build(&x->s.model, x->s.micro_batch, PREC_BF16, &wg, &err), 0);
     workload_op op = *find_op(&wg, "layers.0.mlp.fc1");
     workload_graph_free(&wg);
-    ck_assert(op.m == 256 && op.n == 2048 && op.k == 512);
+    ck_assert(op.n == 4.0 * op.k);
     return op;
 }
 
@@ -441,9 +441,9 @@ static double iteration_by_hand(const plan *x, const device_spec *dev, double fc
     workload_graph wg;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(workload_build(&x->s.model, 1, PREC_BF16, &wg, &err), 0);
+    ck_assert_int_eq(workload_build(&x->s.model, x->s.micro_batch, PREC_BF16, &wg, &err), 0);
     flow f = {0, 0};
-    for (int mb = 0; mb < 2; mb++) {
+    for (int mb = 0; mb < x->p.micro_batches; mb++) {
         for (int i = 0; i < wg.n_ops; i++) {
             const workload_op *op = &wg.ops[i];
             double t = !strcmp(op->name, "layers.0.mlp.fc1")
@@ -459,6 +459,59 @@ static double iteration_by_hand(const plan *x, const device_spec *dev, double fc
     return f.gpu + cost_optimizer_seconds(x->p.params_total, 1, PREC_BF16, dev) +
            cost_iteration_overhead_seconds();
 }
+
+/* gpu-bound.yaml (one GPT layer, hidden 4096, 4 x 2048 tokens, 2 micro-batches): every kernel
+ * takes longer than its 60 us launch, so after the first launch the GPU never waits and the
+ * iteration is the first launch + the sum of the kernels + the optimizer. A table giving fc1's
+ * forward (8192 x 4096 . 4096 x 16384, bias) 50 ms then lengthens the iteration by exactly
+ * 2 x (50 ms - the model's fc1 time): the difference times the times it runs. */
+START_TEST(gpu_bound_iteration_moves_by_the_difference)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    profile_db db;
+    load_table("gpu_bound_fc1.json", &db);
+    plan x;
+    compile_plan_with(&x, "gpu-bound.yaml", &c, &db);
+    ck_assert_int_eq(x.p.micro_batches, 2);
+    const device_spec *dev = c.device[0];
+    workload_op fc1 = fc1_op(&x);
+    ck_assert(fc1.m == 8192 && fc1.n == 16384 && fc1.k == 4096);
+    double model = cost_op_kernel_seconds(&fc1, PASS_FWD, PREC_BF16, dev);
+    ck_assert(model < 50e-3);
+    /* the plan is GPU-bound: every op's kernels outlast their launches */
+    workload_graph wg;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&x.s.model, x.s.micro_batch, PREC_BF16, &wg, &err), 0);
+    double sum = 0;
+    for (int i = 0; i < wg.n_ops; i++)
+        for (int pass = PASS_FWD; pass <= PASS_BWD; pass++) {
+            const workload_op *op = &wg.ops[i];
+            double g = cost_op_kernel_seconds(op, pass, PREC_BF16, dev);
+            int k = cost_op_kernels(op, pass) > 0 ? cost_op_kernels(op, pass) : 1;
+            ck_assert_msg(g / k > cost_op_launch_seconds(op, pass) / k, "%s is host-bound",
+                          op->name);
+            sum += g;
+        }
+    const workload_op *first = &wg.ops[0];
+    double first_launch =
+        cost_op_launch_seconds(first, PASS_FWD) /
+        (cost_op_kernels(first, PASS_FWD) > 0 ? cost_op_kernels(first, PASS_FWD) : 1);
+    workload_graph_free(&wg);
+    double opt = cost_optimizer_seconds(x.p.params_total, 1, PREC_BF16, dev) +
+                 cost_iteration_overhead_seconds();
+    double without = first_launch + 2 * sum + opt;
+    ck_close(iteration_by_hand(&x, dev, model), without, 1e-12);
+    htae_result r;
+    ck_assert_msg(htae_run(x.p.graph, &c, NULL, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, without + 2 * (50e-3 - model), 1e-9);
+    htae_result_free(&r);
+    plan_free(&x);
+    profile_db_free(&db);
+    cluster_free(&c);
+}
+END_TEST
 
 /* The simulated iteration with the one-GEMM table is the flow shop with fc1's forward at the
  * table's 20 ms, twice (once per micro-batch); with the model's fc1 it would be shorter by more
@@ -663,6 +716,7 @@ static Suite *profile_suite(void)
     tcase_add_test(t, gemm_forms);
     tcase_add_test(t, one_gemm_changes_that_op_only);
     tcase_add_test(t, one_gemm_iteration_by_hand);
+    tcase_add_test(t, gpu_bound_iteration_moves_by_the_difference);
     tcase_add_test(t, unmatched_table_changes_nothing);
     tcase_add_test(t, device_mismatch_matches_nothing);
     tcase_add_test(t, table_from_trace_changes_matched_ops_only);
