@@ -184,6 +184,16 @@ static int layernorm_ok(const profile_entry *e, const workload_op *op, int pass)
     return prod(x, n - 1) == op->m && x[n - 1] == op->n;
 }
 
+/* A table lookup: weight [V, H], indices of any shape whose product is the op's tokens. */
+static int embedding_ok(const profile_entry *e, const workload_op *op, int pass)
+{
+    const double *w, *x;
+    int ni = in_dims(e, 1, &x);
+    if (pass != PASS_FWD || strcmp(e->op, "aten::embedding") || in_dims(e, 0, &w) != 2 || ni < 1)
+        return 0;
+    return w[0] == op->n && w[1] == op->k && prod(x, ni) == op->m;
+}
+
 int profile_match_op(const profile_db *db, const workload_model *model, const workload_op *full,
                      const workload_op *op, op_pass pass, precision_t prec, const device_spec *dev,
                      double model_seconds, profile_hit *hit)
@@ -214,6 +224,12 @@ int profile_match_op(const profile_db *db, const workload_model *model, const wo
         if (model->family == FAMILY_LLAMA) /* RMSNorm */
             return 0;
         hit->entry[0] = find_best(db, dtype, layernorm_ok, op, pass);
+    } else if (op->kind == OP_EMBEDDING) {
+        /* one lookup: no learned positions, no dropout, no token types, the table whole */
+        if (model->positions == POS_LEARNED || model->dropout || model->family == FAMILY_BERT ||
+            op->n != full->n || op->kernels != 1)
+            return 0;
+        hit->entry[0] = find_best(db, dtype, embedding_ok, op, pass);
     }
     for (int i = 0; i < hit->parts; i++)
         hit->matched += hit->entry[i] != NULL;
