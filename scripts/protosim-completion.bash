@@ -3,12 +3,13 @@
 # share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
-_protosim_commands="run replay cluster collective sweep merge help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
+_protosim_commands="run replay profile cluster collective sweep merge help"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
+_protosim_opts_profile="-o --output --device --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
-_protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
+_protosim_opts_sweep="--cluster -j --jobs --shard --profile --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
@@ -41,11 +42,12 @@ _protosim()
     --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
-    -o) _protosim_files "$cur" xml; return ;;
+    --profile | --output) _protosim_files "$cur" json; return ;;
+    -o) if [[ $cmd == profile ]]; then _protosim_files "$cur" json; else _protosim_files "$cur" xml; fi; return ;;
     --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
     --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
-    --gpu | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
+    --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
     local opts_var=_protosim_opts_${cmd}
@@ -56,9 +58,9 @@ _protosim()
     case $cmd in
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
-    replay) _protosim_files "$cur" "json|gz" ;;
+    replay | profile) _protosim_files "$cur" "json|gz" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "run replay cluster collective sweep merge" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "run replay profile cluster collective sweep merge" -- "$cur")) ;;
     esac
 }
 

@@ -23,6 +23,7 @@ static const command_help commands[] = {
     {"run",
      {"STRATEGY.yaml", "--cluster", "--json", "--trace", "--csv", "--strict-memory", "--no-fold",
       "--quiet", "--help", NULL}},
+    {"profile", {"TRACE.json", "-o", "--device", "--quiet", "--help", NULL}},
     {"sweep",
      {"SWEEP.yaml", "--cluster", "-j N", "--shard K/N", "--top", "--csv", "--json", "--plot",
       "--progress", NULL}},

@@ -61,6 +61,10 @@ typedef struct run_analysis {
     report_critical_path path;
 } run_analysis;
 
+/* run/sweep --profile with a table of a GPU the cluster does not have: a warning on stderr (it
+ * matches nothing; not an error). */
+void out_warn_profile_device(const profile_db *db, const cluster *c);
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const run_analysis *an);
 /* out_run_json and out_run_trace return 0, or PS_EINPUT with err naming the file that could
