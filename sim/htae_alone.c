@@ -173,7 +173,7 @@ static int by_u64(const void *a, const void *b)
 static int in_set(sg_link_t link, void *arg)
 {
     const link_set *s = arg;
-    return bsearch(&link, s->links, s->n, sizeof *s->links, by_pointer) != NULL;
+    return s->n > 0 && bsearch(&link, s->links, s->n, sizeof *s->links, by_pointer) != NULL;
 }
 
 /* Candidates: groups with stand-ins whose collectives are all balanced all-to-alls on one
