@@ -436,11 +436,11 @@ END_TEST
 /* ---------------------------------------------------------------- 6. collectives vs nccl-tests */
 
 /* Measured out-of-place all-reduce time (seconds) of `bytes` over `gpus` A100s, from the rows of
- * vTrain's nccl-tests files carried in tests/data/groundtruth (scripts/make_test_samples). */
+ * vTrain's nccl-tests files carried in tests/data/measured (scripts/make_test_samples). */
 static double nccl_measured(int gpus, double bytes)
 {
     char file[1024];
-    snprintf(file, sizeof file, "%s/tests/data/groundtruth/nccl_allreduce_a100_sample.csv",
+    snprintf(file, sizeof file, "%s/tests/data/measured/nccl_allreduce_a100_sample.csv",
              data_dir());
     FILE *f = fopen(file, "r");
     ck_assert_msg(f, "cannot open %s", file);
