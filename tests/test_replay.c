@@ -108,8 +108,9 @@ START_TEST(allreduce_on_the_cluster)
     replay("allreduce.json", &s);
     htae_options o;
     htae_default_options(&o);
-    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
-    double ar = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
+    double lat, bw;
+    sim_dgx4_allreduce(&o, 1e9, 4, &lat, &bw);
+    double ar = lat + bw;
     ck_close(s.comm_s, ar, 1e-3);
     ck_close(s.iteration_s, 20e-6 + ar + 20e-6, 1e-3);
     ck_close(s.measured_step_s, 4.02e-3, 1e-9);
@@ -231,8 +232,9 @@ START_TEST(param_comms_and_measured_broadcast)
     replay("param_comms.json", &s);
     htae_options o;
     htae_default_options(&o);
-    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
-    double ar = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
+    double lat, bw;
+    sim_dgx4_allreduce(&o, 1e9, 4, &lat, &bw);
+    double ar = lat + bw;
     ck_close(s.comm_s, ar + 300e-6, 1e-3);
     ck_close(s.iteration_s, 15e-6 + ar + 325e-6, 1e-3);
     report_replay_free(&s);

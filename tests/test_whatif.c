@@ -74,9 +74,9 @@ START_TEST(network_halves_the_bandwidth_term)
     double step = replay_one("allreduce.json", "network:2", &e);
     htae_options o;
     htae_default_options(&o);
-    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
-    double ar = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + 2 * (p - 1) / p * S / B;
-    double ar2 = ar - (p - 1) / p * S / B;
+    double lat, bw;
+    sim_dgx4_allreduce(&o, 1e9, 4, &lat, &bw);
+    double ar2 = lat + bw / 2;
     ck_close(step, 40e-6 + ar2, 1e-3);
     ck_assert_int_gt(e.kernels, 0); /* links */
 }
@@ -91,8 +91,9 @@ START_TEST(network_scales_measured_communication)
     double step = replay_one("param_comms.json", "network:2", &e);
     htae_options o;
     htae_default_options(&o);
-    double p = 4, S = 1e9, B = 300 * GB * o.protocol_efficiency, lat = 2 * 0.7e-6;
-    double ar2 = o.coll_launch_s + 2 * (p - 1) * (o.coll_step_s + lat) + (p - 1) / p * S / B;
+    double lat, bw;
+    sim_dgx4_allreduce(&o, 1e9, 4, &lat, &bw);
+    double ar2 = lat + bw / 2;
     ck_close(e.kernel_s_before, 300e-6, 1e-9);
     ck_close(e.kernel_s_after, 150e-6, 1e-9);
     ck_close(step, 15e-6 + ar2 + 150e-6 + 25e-6, 1e-3);
