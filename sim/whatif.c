@@ -10,6 +10,7 @@
 
 #include "base/xalloc.h"
 #include "cost.h"
+#include "../workloads/trace_profile.h"
 
 /* Tensors one multi-tensor launch takes (PyTorch's multi_tensor_apply, depth_to_max_tensors
  * for two tensor lists, e.g. _foreach_add_(params, grads): 64; ResNet's traced SGD step
@@ -213,18 +214,8 @@ static const device_spec *traced_device(const whatif_spec *s, const trace_rank *
 {
     if (!r->device[0])
         return c->device[0];
-    /* names CUDA reports that are not devices.yaml's */
-    static const char *const alias[][2] = {{"H100 80GB HBM3", "H100-SXM5-80GB"},
-                                           {"A100 80GB PCIe", "A100-PCIE-80GB"},
-                                           {"H200", "H200-SXM-141GB"}};
-    const char *name = r->device;
-    if (strncmp(name, "NVIDIA ", 7) == 0)
-        name += 7;
-    if (strncmp(name, "Tesla ", 6) == 0)
-        name += 6;
-    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
-        if (strcmp(name, alias[i][0]) == 0)
-            name = alias[i][1];
+    char name[128]; /* a GPU the map does not know may still be in devices.yaml by its name */
+    (void)profile_device_of_cuda_name(r->device, name, sizeof name);
     const device_spec *d = device_table_find(&c->devices, name);
     if (!d) {
         char why[600];

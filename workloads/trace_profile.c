@@ -316,11 +316,10 @@ int profile_device_of_cuda_name(const char *cuda_name, char *out, size_t cap)
             snprintf(out, cap, "%s", alias[i][1]);
             return 0;
         }
+    snprintf(out, cap, "%s", s);
     for (size_t i = 0; i < sizeof direct / sizeof direct[0]; i++)
-        if (!strcmp(s, direct[i])) {
-            snprintf(out, cap, "%s", direct[i]);
+        if (!strcmp(s, direct[i]))
             return 0;
-        }
     return -1;
 }
 

@@ -43,7 +43,8 @@ void profile_db_free(profile_db *db);
 
 /* The devices.yaml name of a GPU as CUDA names it (deviceProperties' "name": "NVIDIA
  * A100-SXM4-80GB", "Tesla V100-SXM2-32GB", "NVIDIA H100 80GB HBM3"): into out, 0; -1 when the
- * name is not one of the known GPUs (docs/design-notes.md has the map). */
+ * name is not one of the known GPUs (docs/design-notes.md has the map), out then holding the
+ * name without its vendor prefix. The one map of CUDA's names, for `profile` and the what-ifs. */
 int profile_device_of_cuda_name(const char *cuda_name, char *out, size_t cap);
 
 /* The dtype name of a trace's "Input type" ("float" -> fp32, "c10::Half" -> fp16,
