@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../base/xalloc.h"
+#include "../base/limits.h"
 #include "cli.h"
 #include "sweep_run.h"
 
@@ -79,6 +80,8 @@ static const cli_option sweep_option_table[] = {
      .offset = SWEEP_OPT(jobs),
      .has_min = 1,
      .min = 1,
+     .has_max = 1,
+     .max = PS_MAX_JOBS,
      .bad = "job count"},
     {.name = "--shard",
      .kind = CLI_CUSTOM,
