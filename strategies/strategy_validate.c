@@ -207,7 +207,8 @@ static int validate_batch(const strategy *s, ps_error *err)
 /* The sizes a plan multiplies out, checked before any rule divides by them (sim/base/limits.h):
  * its GPUs, tensor x context x pipeline x data, at most PS_MAX_GPUS (the error at the degree
  * whose product passes it), its model chunks, pipeline x virtual stages, and its micro-batches
- * per iteration, global / (micro x data), at most PS_MAX_MICRO_BATCHES. */
+ * per iteration, global / (micro x data), at most PS_MAX_MICRO_BATCHES, and those times the
+ * chunks at most PS_MAX_PIPELINE_UNITS (the schedule's work). */
 static int validate_sizes(const strategy *s, ps_error *err)
 {
     const int64_t degree[4] = {s->tp, s->cp, s->pp, s->dp};
@@ -230,13 +231,21 @@ static int validate_sizes(const strategy *s, ps_error *err)
                        "model chunks (pipeline degree x virtual stages)", NULL, err))
         return err->code;
     int64_t per_step = (int64_t)s->micro_batch * s->dp; /* both at most 2^24: no overflow */
-    if (s->global_batch / per_step > PS_MAX_MICRO_BATCHES)
+    int64_t micro_batches = s->global_batch / per_step;
+    if (micro_batches > PS_MAX_MICRO_BATCHES)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column, "batch.global",
+            "global batch %d / (micro batch %d x data degree %d) = %lld "
+            "micro-batches per iteration, more than %d (protosim's limit)",
+            s->global_batch, s->micro_batch, s->dp, (long long)micro_batches, PS_MAX_MICRO_BATCHES);
+    /* both factors are within their limits here: the product fits */
+    if (micro_batches * s->pp * v > PS_MAX_PIPELINE_UNITS)
         return ps_error_set(err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column,
                             "batch.global",
-                            "global batch %d / (micro batch %d x data degree %d) = %lld "
-                            "micro-batches per iteration, more than %d (protosim's limit)",
-                            s->global_batch, s->micro_batch, s->dp,
-                            (long long)(s->global_batch / per_step), PS_MAX_MICRO_BATCHES);
+                            "%lld micro-batches x %d model chunks (pipeline %d x virtual stages "
+                            "%d) = %lld units of pipeline work, more than %d (protosim's limit)",
+                            (long long)micro_batches, s->pp * v, s->pp, v,
+                            (long long)(micro_batches * s->pp * v), PS_MAX_PIPELINE_UNITS);
     return 0;
 }
 

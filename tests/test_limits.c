@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../sim/base/limits.h"
 #include "../sim/base/number.h"
@@ -326,6 +327,45 @@ START_TEST(sweep_limits)
 }
 END_TEST
 
+/* Micro-batches x model chunks: 65,536 x 32 stages is 2^21 units of pipeline work (146 s and
+ * 1.4 GB measured before the limit). */
+START_TEST(pipeline_units_limit)
+{
+    const char *needles[] = {"field 'batch.global'",
+                             "65536 micro-batches x 32 model chunks (pipeline 32 x virtual stages "
+                             "1) = 2097152 units of pipeline work, more than 1048576 (protosim's "
+                             "limit)",
+                             NULL};
+    expect_run_error("workload: {name: x, family: gpt, layers: 64, hidden: 768, heads: 12,\n"
+                     "           seq: 1024, vocab: 50304}\n"
+                     "batch: {global: 65536, micro: 1}\n"
+                     "strategy: {pipeline: {degree: 32}}\n",
+                     3, 17, needles);
+}
+END_TEST
+
+/* A merge input over 1 GiB is refused before it is read (a sparse file here). */
+START_TEST(merge_input_limit)
+{
+    char *dir = make_tmpdir();
+    char *path = tmp_path(dir, "huge.json");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)PS_MAX_MERGE_BYTES + 1), 0);
+    fclose(f);
+    const char *args[] = {"merge", path, NULL};
+    run_result r = run_protosim(dir, args);
+    const char *needles[] = {path,
+                             "1073741825 bytes: more than 1073741824 (protosim's limit for "
+                             "a merge input: 1 GiB)",
+                             NULL};
+    expect_bad_input(&r, needles);
+    run_free(&r);
+    free(path);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- wrong exits */
 
 /* A repeated children path is an error, as in every other mapping (the second used to win). */
@@ -461,6 +501,8 @@ static Suite *limits_suite(void)
     tcase_add_test(t, yaml_size_limit);
     tcase_add_test(t, cluster_size_limits);
     tcase_add_test(t, sweep_limits);
+    tcase_add_test(t, pipeline_units_limit);
+    tcase_add_test(t, merge_input_limit);
     tcase_add_test(t, duplicate_children);
     tcase_add_test(t, vocab_parallel_on_layers);
     tcase_add_test(t, device_numbers_are_plain);

@@ -26,8 +26,11 @@
 #define PS_MAX_EXPERTS      4096     /* experts, experts_topk, shared_experts */
 #define PS_MAX_GLOBAL_BATCH 16777216 /* batch.global (sequences) */
 #define PS_MAX_MICRO_BATCHES                                                                       \
-    65536                             /* micro-batches per pipeline per iteration: global / (micro
+    65536 /* micro-batches per pipeline per iteration: global / (micro
                                         x data) */
+#define PS_MAX_PIPELINE_UNITS                                                                      \
+    1048576                           /* micro-batches x model chunks (pipeline x virtual
+                                          stages): the pipeline schedule's units of work */
 #define PS_MAX_SWEEP_PLANS 1000000    /* combinations of a sweep (constraints.max_plans) */
 #define PS_MAX_AXIS_VALUES 1024       /* values of one sweep axis */
 #define PS_MAX_YAML_DEPTH  64         /* nested mappings and lists in a YAML file */
