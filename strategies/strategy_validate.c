@@ -208,7 +208,8 @@ static int validate_batch(const strategy *s, ps_error *err)
  * its GPUs, tensor x context x pipeline x data, at most PS_MAX_GPUS (the error at the degree
  * whose product passes it), its model chunks, pipeline x virtual stages, and its micro-batches
  * per iteration, global / (micro x data), at most PS_MAX_MICRO_BATCHES, and those times the
- * chunks at most PS_MAX_PIPELINE_UNITS (the schedule's work). */
+ * chunks at most PS_MAX_PIPELINE_UNITS (the schedule's work), and the GPUs times the
+ * micro-batches and virtual stages at most PS_MAX_RANK_UNITS (the compiler's tables). */
 static int validate_sizes(const strategy *s, ps_error *err)
 {
     const int64_t degree[4] = {s->tp, s->cp, s->pp, s->dp};
@@ -246,6 +247,15 @@ static int validate_sizes(const strategy *s, ps_error *err)
                             "%d) = %lld units of pipeline work, more than %d (protosim's limit)",
                             (long long)micro_batches, s->pp * v, s->pp, v,
                             (long long)(micro_batches * s->pp * v), PS_MAX_PIPELINE_UNITS);
+    /* GPUs <= 2^17, micro-batches x virtual stages <= 2^20 just above: the product fits */
+    int64_t gpus = (int64_t)s->tp * s->cp * s->pp * s->dp;
+    if (gpus * micro_batches * v > PS_MAX_RANK_UNITS)
+        return ps_error_set(err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column,
+                            "batch.global",
+                            "%lld GPUs x %lld micro-batches x %d virtual stages = %lld, more than "
+                            "%d (protosim's limit of the plan's per-GPU units)",
+                            (long long)gpus, (long long)micro_batches, v,
+                            (long long)(gpus * micro_batches * v), PS_MAX_RANK_UNITS);
     return 0;
 }
 

@@ -344,6 +344,21 @@ START_TEST(pipeline_units_limit)
 }
 END_TEST
 
+/* GPUs x micro-batches x virtual stages: 131,072 GPUs x 1,024 micro-batches would need 3 GB of
+ * the compiler's per-GPU tables. */
+START_TEST(rank_units_limit)
+{
+    const char *needles[] = {"field 'batch.global'",
+                             "131072 GPUs x 1024 micro-batches x 1 virtual stages = 134217728, "
+                             "more than 16777216 (protosim's limit of the plan's per-GPU units)",
+                             NULL};
+    expect_run_error("workload: gpt3-1.3b\n"
+                     "batch: {global: 16777216, micro: 1}\n"
+                     "strategy: {tensor: {degree: 8}, data: {degree: 16384}}\n",
+                     2, 17, needles);
+}
+END_TEST
+
 /* A merge input over 1 GiB is refused before it is read (a sparse file here). */
 START_TEST(merge_input_limit)
 {
@@ -502,6 +517,7 @@ static Suite *limits_suite(void)
     tcase_add_test(t, cluster_size_limits);
     tcase_add_test(t, sweep_limits);
     tcase_add_test(t, pipeline_units_limit);
+    tcase_add_test(t, rank_units_limit);
     tcase_add_test(t, merge_input_limit);
     tcase_add_test(t, duplicate_children);
     tcase_add_test(t, vocab_parallel_on_layers);

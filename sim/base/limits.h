@@ -29,8 +29,11 @@
     65536 /* micro-batches per pipeline per iteration: global / (micro
                                         x data) */
 #define PS_MAX_PIPELINE_UNITS                                                                      \
-    1048576                           /* micro-batches x model chunks (pipeline x virtual
+    1048576 /* micro-batches x model chunks (pipeline x virtual
                                           stages): the pipeline schedule's units of work */
+#define PS_MAX_RANK_UNITS                                                                          \
+    16777216                          /* GPUs x micro-batches x virtual stages: the compiler's
+                                          per-rank tables (24 bytes each) */
 #define PS_MAX_SWEEP_PLANS 1000000    /* combinations of a sweep (constraints.max_plans) */
 #define PS_MAX_AXIS_VALUES 1024       /* values of one sweep axis */
 #define PS_MAX_YAML_DEPTH  64         /* nested mappings and lists in a YAML file */
