@@ -39,7 +39,7 @@ const cli_command cli_cluster = {
     "  -o FILE                 write to FILE (default: stdout)\n"
     "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
     "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
-    "  --gpus-per-node N       GPUs per node\n"
+    "  --gpus-per-node N       GPUs per node (at most 72; a cluster has at most 131072 GPUs)\n"
     "  --fabric F              fat-tree (default: each node's NICs on one leaf switch, leaves\n"
     "                          joined by spines) or rail (rail-optimized, as DGX SuperPOD: NIC i\n"
     "                          of every node of a scalable unit on leaf i; cross-rail traffic\n"

@@ -31,7 +31,7 @@ const cli_command cli_sweep = {
     "ranks them by iteration time.\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
-    "  -j N, --jobs N          worker processes (default: the CPU count)\n"
+    "  -j N, --jobs N          worker processes (default: the CPU count; at most 1024)\n"
     "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
     "merge)\n"
     "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
