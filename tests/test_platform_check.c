@@ -132,6 +132,26 @@ START_TEST(generated_platforms_pass)
 }
 END_TEST
 
+/* `replay --what-if network:F` scales every link after loading: a factor that takes one out of
+ * the ranges (network:1e300 hung the engine) is refused, naming the what-if. */
+START_TEST(what_if_network_stays_in_range)
+{
+    char *dir = make_tmpdir();
+    char *trace = src_path("tests/data/replay/allreduce.json");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *factors[] = {"network:1e300", "network:1e-300"};
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"replay", trace, "--cluster", cl, "--what-if", factors[i], NULL};
+        run_result r = run_protosim(dir, args);
+        const char *needles[] = {factors[i], "1 MB/s to 10 PB/s", NULL};
+        expect_bad_input(&r, needles);
+        run_free(&r);
+    }
+    free(trace), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *platform_check_suite(void)
 {
     Suite *s = suite_create("platform_check");
@@ -141,6 +161,7 @@ static Suite *platform_check_suite(void)
     tcase_add_test(t, directory_as_cluster);
     tcase_add_test(t, missing_cluster_file);
     tcase_add_test(t, generated_platforms_pass);
+    tcase_add_test(t, what_if_network_stays_in_range);
     suite_add_tcase(s, t);
     return s;
 }

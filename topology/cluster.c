@@ -378,8 +378,13 @@ int cluster_scale_bandwidth(const cluster *c, double factor)
     (void)c;
     size_t n = sg_link_count();
     sg_link_t *links = sg_link_list();
-    for (size_t i = 0; i < n; i++)
+    int inside = 1;
+    for (size_t i = 0; i < n && inside; i++) {
+        double bw = sg_link_get_bandwidth(links[i]) * factor;
+        inside = bw >= CLUSTER_LINK_BW_MIN && bw <= CLUSTER_LINK_BW_MAX;
+    }
+    for (size_t i = 0; i < n && inside; i++)
         sg_link_set_bandwidth(links[i], sg_link_get_bandwidth(links[i]) * factor);
     free(links);
-    return (int)n;
+    return inside ? (int)n : -1;
 }

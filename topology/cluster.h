@@ -85,7 +85,8 @@ void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *la
 
 /* Every link of the loaded platform (NICs, NVLink, PCIe, switches) at `factor` times its
  * bandwidth, latencies unchanged: `protosim replay --what-if network:F`. Returns the number of
- * links changed. Needs the platform cluster_load loaded. */
+ * links changed, or -1 (nothing changed) when a link would leave [CLUSTER_LINK_BW_MIN,
+ * CLUSTER_LINK_BW_MAX] (network:1e300 hung the engine). Needs the platform cluster_load loaded. */
 int cluster_scale_bandwidth(const cluster *c, double factor);
 
 /* The SimGrid shim (topology/platform.cpp): SimGrid reports platform errors as C++ exceptions,
