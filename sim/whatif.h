@@ -60,8 +60,8 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
                               ps_error *err);
 /* The last step of every rank followed by a copy of it (trace_rank.steady), as the unchanged
  * replay a priority:gradients one is compared with needs; whatif_wants_steady_state: whether
- * any of the specs is priority:gradients. */
+ * any of the specs is priority:gradients and the job has gradient collectives. */
 void whatif_steady_state(trace_job *j);
-int whatif_wants_steady_state(const whatif_spec *v, int n);
+int whatif_wants_steady_state(const whatif_spec *v, int n, const trace_job *j);
 
 #endif

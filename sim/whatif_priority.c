@@ -79,9 +79,12 @@ void whatif_steady_state(trace_job *j)
         steady_rank(&j->ranks[i]);
 }
 
-int whatif_wants_steady_state(const whatif_spec *v, int n)
+int whatif_wants_steady_state(const whatif_spec *v, int n, const trace_job *j)
 {
-    for (int i = 0; i < n; i++)
+    int grads = 0;
+    for (int i = 0; i < j->n_ranks; i++)
+        grads += j->ranks[i].n_grad_colls;
+    for (int i = 0; i < n && grads > 0; i++)
         if (v[i].kind == WHATIF_PRIORITY_GRADIENTS)
             return 1;
     return 0;

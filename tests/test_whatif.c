@@ -39,7 +39,7 @@ static double replay_whatif(const char *name, const char *const *specs, int n, w
     for (int i = 0; i < n; i++) {
         whatif_spec s;
         ck_assert_msg(whatif_parse(specs[i], &s, &err) == 0, "%s", err.message);
-        steady |= whatif_wants_steady_state(&s, 1);
+        steady |= whatif_wants_steady_state(&s, 1, &j);
         whatif_spec_free(&s);
     }
     if (steady) /* as protosim replay does: the unchanged job of such specs is two steps too */
@@ -520,8 +520,7 @@ START_TEST(priority_gradients_sliced_by_hand)
 END_TEST
 
 /* Without gradient collectives (gemm.json: one GPU's kernels) there is nothing to reorder:
- * kernels 0, the step unchanged (the period of two steps: that trace ends with a device
- * synchronization, so its steps follow each other: 11.020 ms). Where the trace does not tell
+ * kernels 0, the replay as without the what-if (11.020 ms). Where the trace does not tell
  * which forward op uses a bucket's parameters it is refused, naming the trace and the event. */
 START_TEST(priority_gradients_refused_or_nothing)
 {
@@ -542,7 +541,7 @@ START_TEST(priority_gradients_refused_or_nothing)
     ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "priority:gradients") &&
                       strstr(err.message, "p3_noseq.json") && strstr(err.message, "traceEvents[") &&
-                      strstr(err.message, "forward op is not in the replayed window"),
+                      strstr(err.message, "no forward cpu_op of the replayed window"),
                   "%s", err.message);
     trace_job_free(&j);
 }

@@ -150,7 +150,8 @@ static void thread_backward(build *b, int t, trace_ev **v, int n, const tb_map *
             else if (f < 0)
                 why(b,
                     "the AccumulateGrad at traceEvents[%d] takes the gradient of autograd's "
-                    "node %lld, whose forward op is not in the replayed window",
+                    "node %lld, and no forward cpu_op of the replayed window has that "
+                    "'Sequence number'",
                     p[k].event, p[k].seq);
             else
                 forward_needs(b, &ops[b->te->ev[f].thread], &b->te->ev[f], c);
@@ -171,15 +172,26 @@ void tb_infer_params(build *b)
             v[n++] = &te->ev[i];
     }
     tb_sort_events(v, n);
-    tb_map fwd; /* Sequence number -> its forward op (the outermost with it: first in order) */
+    /* Sequence number -> its forward op: a cpu_op outside autograd's backward nodes (the ops
+     * inside a node carry its number too), the outermost with it (the first in order) */
+    tb_map fwd;
     tb_map_init(&fwd, (size_t)n + 1);
+    double *bw_end = xmalloc(((size_t)te->n_tids + 1) * sizeof *bw_end);
+    for (int t = 0; t < te->n_tids; t++)
+        bw_end[t] = -INFINITY;
     for (int i = 0; i < n; i++) {
-        double seq = trace_arg_number(v[i], "Sequence number");
-        if (v[i]->kind == EV_CPU_OP && !isnan(seq) &&
-            strncmp(v[i]->name, BACKWARD_NODE, sizeof BACKWARD_NODE - 1) != 0 &&
-            tb_map_get(&fwd, (long long)seq) < 0)
-            tb_map_put(&fwd, (long long)seq, (int)(v[i] - te->ev));
+        const trace_ev *e = v[i];
+        if (e->kind != EV_CPU_OP || e->ts < bw_end[e->thread])
+            continue;
+        if (strncmp(e->name, BACKWARD_NODE, sizeof BACKWARD_NODE - 1) == 0) {
+            bw_end[e->thread] = e->ts + e->dur;
+            continue;
+        }
+        double seq = trace_arg_number(e, "Sequence number");
+        if (!isnan(seq) && tb_map_get(&fwd, (long long)seq) < 0)
+            tb_map_put(&fwd, (long long)seq, (int)(e - te->ev));
     }
+    free(bw_end);
     thread_ops *ops = xcalloc((size_t)te->n_tids + 1, sizeof *ops);
     for (int t = 0; t < te->n_tids; t++)
         thread_ops_build(b, t, v, n, &ops[t]);

@@ -237,7 +237,7 @@ static int replay_main(int argc, char **argv)
     whatif_effect effects[MAX_WHAT_IFS];
     double unchanged = 0;
     int rc = 0;
-    if (whatif_wants_steady_state(a.what_if.v, a.what_if.n))
+    if (whatif_wants_steady_state(a.what_if.v, a.what_if.n, &job))
         whatif_steady_state(&job); /* compared period with period */
     if (a.what_if.n > 0)
         rc = unchanged_step(&job, &c, &unchanged, &err);
