@@ -1,6 +1,7 @@
 /* whatif_priority.c: the what-if priority:gradients (P3, Jayarajan et al., as Daydream models
  * it): the traced step and a copy of it, the copy's forward ops waiting only for the gradient
  * collectives (and the update) of their own parameters, the collectives first-needed first. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,7 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
             found = 1;
         }
         op->seconds = 0.0;
+        op->lag = 0.0; /* measured after the wait for every bucket, which goes */
     }
     if (!found)
         return refuse(err, s, r,
@@ -271,11 +273,15 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
             if (g[p].first_need < g[q].first_need || (g[p].first_need == g[q].first_need && p < q))
                 g[q].rank++;
     }
-    for (uint32_t i = 0; i < r->n_ops; i++) /* B's copies take their originals' ranks */
-        rank_of[i] = r->ops[i].kind == TRACE_COLL && r->ops[i].grad &&
-                             (r->ops[i].step == A || r->ops[i].step == B)
-                         ? g[grad_ordinal(r, i)].rank
-                         : -1;
+    for (uint32_t i = 0; i < r->n_ops; i++) { /* B's copies take their originals' ranks */
+        rank_of[i] = -1;
+        if (r->ops[i].kind == TRACE_COLL && r->ops[i].grad &&
+            (r->ops[i].step == A || r->ops[i].step == B)) {
+            int k = grad_ordinal(r, i);
+            assert(k < n);
+            rank_of[i] = g[k].rank;
+        }
+    }
 
     /* each op's launch, for the streams the collectives wait for */
     uint32_t *launch = xmalloc(((size_t)r->n_ops + 1) * sizeof *launch);
