@@ -521,7 +521,8 @@ END_TEST
 
 /* Without gradient collectives (gemm.json: one GPU's kernels) there is nothing to reorder:
  * kernels 0, the replay as without the what-if (11.020 ms). Where the trace does not tell
- * which forward op uses a bucket's parameters it is refused, naming the trace and the event. */
+ * which forward op uses a bucket's parameters, or the optimizer runs a collective, it is
+ * refused, naming the trace and the event. */
 START_TEST(priority_gradients_refused_or_nothing)
 {
     const char *spec[] = {"priority:gradients"};
@@ -542,6 +543,15 @@ START_TEST(priority_gradients_refused_or_nothing)
     ck_assert_msg(strstr(err.message, "priority:gradients") &&
                       strstr(err.message, "p3_noseq.json") && strstr(err.message, "traceEvents[") &&
                       strstr(err.message, "no forward cpu_op of the replayed window"),
+                  "%s", err.message);
+    trace_job_free(&j);
+    /* p3_optcoll.json: the optimizer step also all-reduces (a distributed optimizer) */
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_optcoll.json", sim_data_dir());
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    ps_error_clear(&err);
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "p3_optcoll.json") &&
+                      strstr(err.message, "optimizer step runs a collective (traceEvents[52])"),
                   "%s", err.message);
     trace_job_free(&j);
 }
