@@ -412,9 +412,11 @@ START_TEST(refused_specs)
 END_TEST
 
 /* p3.json: DDP-like, 3 layers on dgx4 (world 4), one stream of compute (7), one of NCCL (20).
- * Host: aten::linear x 3 (10 us each, Sequence numbers 1-3) launch fwd1-3 (100 us each, from
- * 10 us); aten::item synchronizes stream 7 (own 5 us: 315 us); then for layer 3, 2, 1: its
- * AddmmBackward0 (10 us, the layer's Sequence number) launches bwd (100 us) and an
+ * Host: aten::linear x 3 (10 us each, Sequence numbers 1 and 3; layer 2's is on the aten::t
+ * inside it, as a weight's is) launch fwd1-3 (100 us each, from 10 us); aten::item
+ * synchronizes stream 7 (own 5 us: 315 us); then for layer 3, 2, 1: its backward node
+ * (AddmmBackward0, TBackward0 for layer 2; 10 us, the layer's Sequence number) launches bwd
+ * (100 us) and an
  * AccumulateGrad (30 us) launches the layer's all-reduce, stream 20 waiting for that bwd
  * (recorded): 40 MB for layer 3, 10 MB for layers 2 and 1; the optimizer (30 us of host)
  * waits for stream 20 and runs a 30 us kernel; the step ends at 470 us.
@@ -551,7 +553,7 @@ START_TEST(priority_gradients_refused_or_nothing)
     ps_error_clear(&err);
     ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "p3_optcoll.json") &&
-                      strstr(err.message, "optimizer step runs a collective (traceEvents[52])"),
+                      strstr(err.message, "optimizer step runs a collective (traceEvents[53])"),
                   "%s", err.message);
     trace_job_free(&j);
 }
