@@ -27,7 +27,7 @@ typedef struct thread_ops {
     int n_calls;
 } thread_ops;
 
-static void thread_ops_build(const build *b, int t, trace_ev **v, int n, thread_ops *o)
+static void thread_ops_build(const build *b, trace_ev **v, int n, thread_ops *o)
 {
     memset(o, 0, sizeof *o);
     o->os = xmalloc(((size_t)n + 1) * sizeof *o->os);
@@ -37,8 +37,6 @@ static void thread_ops_build(const build *b, int t, trace_ev **v, int n, thread_
     for (int i = 0; i < n; i++) {
         const trace_ev *e = v[i];
         int pos = (int)(e - b->te->ev);
-        if (e->thread != t)
-            continue;
         if (e->kind == EV_RUNTIME && b->gpu_of[pos] >= 0)
             o->calls[o->n_calls++] = pos;
         if (e->kind != EV_CPU_OP || e->ts < cur_end || tb_is_module_call(e->name))
@@ -98,8 +96,7 @@ static void why(build *b, const char *fmt, ...)
  * before it (autograd runs an AccumulateGrad as soon as it is ready); an all-reduce launched
  * inside an AccumulateGrad is a gradient collective (DDP's bucket hook) carrying the gradients
  * accumulated since the previous one of its step. */
-static void thread_backward(build *b, int t, trace_ev **v, int n, const tb_map *fwd,
-                            thread_ops *ops)
+static void thread_backward(build *b, trace_ev **v, int n, const tb_map *fwd, thread_ops *ops)
 {
     trace_rank *r = b->r;
     pending *p = xmalloc(((size_t)n + 1) * sizeof *p);
@@ -108,8 +105,6 @@ static void thread_backward(build *b, int t, trace_ev **v, int n, const tb_map *
     double acc_end = -INFINITY;
     for (int i = 0; i < n; i++) {
         const trace_ev *e = v[i];
-        if (e->thread != t)
-            continue;
         if (tb_step_of(b, e->ts) != step) {
             step = tb_step_of(b, e->ts);
             n_p = 0; /* gradients no collective took are not in any */
@@ -192,14 +187,26 @@ void tb_infer_params(build *b)
             tb_map_put(&fwd, (long long)seq, (int)(e - te->ev));
     }
     free(bw_end);
+    int *first = xcalloc((size_t)te->n_tids + 2, sizeof *first); /* each thread's events */
+    for (int i = 0; i < n; i++)
+        first[v[i]->thread + 1]++;
+    for (int t = 0; t < te->n_tids; t++)
+        first[t + 1] += first[t];
+    trace_ev **tv = xmalloc(((size_t)n + 1) * sizeof *tv);
+    int *fill = xcalloc((size_t)te->n_tids + 1, sizeof *fill);
+    for (int i = 0; i < n; i++)
+        tv[first[v[i]->thread] + fill[v[i]->thread]++] = v[i];
     thread_ops *ops = xcalloc((size_t)te->n_tids + 1, sizeof *ops);
     for (int t = 0; t < te->n_tids; t++)
-        thread_ops_build(b, t, v, n, &ops[t]);
+        thread_ops_build(b, tv + first[t], first[t + 1] - first[t], &ops[t]);
     for (int t = 0; t < te->n_tids; t++)
-        thread_backward(b, t, v, n, &fwd, ops);
+        thread_backward(b, tv + first[t], first[t + 1] - first[t], &fwd, ops);
     for (int t = 0; t < te->n_tids; t++)
         thread_ops_free(&ops[t]);
     free(ops);
+    free(tv);
+    free(fill);
+    free(first);
     tb_map_free(&fwd);
     free(v);
 }
