@@ -413,7 +413,9 @@ END_TEST
 
 /* p3.json: DDP-like, 3 layers on dgx4 (world 4), one stream of compute (7), one of NCCL (20).
  * Host: aten::linear x 3 (10 us each, Sequence numbers 1 and 3; layer 2's is on the aten::t
- * inside it, as a weight's is) launch fwd1-3 (100 us each, from 10 us); aten::item
+ * inside it, as a weight's is, and an aten::add_ inside it records 3, the number the next node
+ * takes, as batch norm's num_batches_tracked.add_ does: layer 3's linear, the last forward op
+ * with 3, is the one) launch fwd1-3 (100 us each, from 10 us); aten::item
  * synchronizes stream 7 (own 5 us: 315 us); then for layer 3, 2, 1: its backward node
  * (AddmmBackward0, TBackward0 for layer 2; 10 us, the layer's Sequence number) launches bwd
  * (100 us) and an
@@ -553,7 +555,7 @@ START_TEST(priority_gradients_refused_or_nothing)
     ps_error_clear(&err);
     ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "p3_optcoll.json") &&
-                      strstr(err.message, "optimizer step runs a collective (traceEvents[53])"),
+                      strstr(err.message, "optimizer step runs a collective (traceEvents[54])"),
                   "%s", err.message);
     trace_job_free(&j);
 }

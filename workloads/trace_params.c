@@ -167,25 +167,31 @@ void tb_infer_params(build *b)
             v[n++] = &te->ev[i];
     }
     tb_sort_events(v, n);
-    /* Sequence number -> its forward op: a cpu_op outside autograd's backward nodes (the ops
-     * inside a node carry its number too), the outermost with it (the first in order) */
+    /* Sequence number -> its forward op: the last cpu_op with it outside autograd's backward
+     * nodes (the ops inside a node carry its number too; an op that creates no node records
+     * the number the next node will take: batch norm's num_batches_tracked.add_(1) before
+     * aten::batch_norm) */
     tb_map fwd;
     tb_map_init(&fwd, (size_t)n + 1);
     double *bw_end = xmalloc(((size_t)te->n_tids + 1) * sizeof *bw_end);
+    char *forward = xcalloc((size_t)n + 1, 1);
     for (int t = 0; t < te->n_tids; t++)
         bw_end[t] = -INFINITY;
     for (int i = 0; i < n; i++) {
         const trace_ev *e = v[i];
         if (e->kind != EV_CPU_OP || e->ts < bw_end[e->thread])
             continue;
-        if (strncmp(e->name, BACKWARD_NODE, sizeof BACKWARD_NODE - 1) == 0) {
+        if (strncmp(e->name, BACKWARD_NODE, sizeof BACKWARD_NODE - 1) == 0)
             bw_end[e->thread] = e->ts + e->dur;
-            continue;
-        }
-        double seq = trace_arg_number(e, "Sequence number");
-        if (!isnan(seq) && tb_map_get(&fwd, (long long)seq) < 0)
-            tb_map_put(&fwd, (long long)seq, (int)(e - te->ev));
+        else
+            forward[i] = 1;
     }
+    for (int i = n; i-- > 0;) { /* backwards: the first put of a key wins */
+        double seq = forward[i] ? trace_arg_number(v[i], "Sequence number") : NAN;
+        if (!isnan(seq))
+            tb_map_put(&fwd, (long long)seq, (int)(v[i] - te->ev));
+    }
+    free(forward);
     free(bw_end);
     int *first = xcalloc((size_t)te->n_tids + 2, sizeof *first); /* each thread's events */
     for (int i = 0; i < n; i++)
