@@ -151,12 +151,13 @@ static uint32_t emit(rebuild *b, trace_op op)
     return b->n++;
 }
 
-/* Old op i emitted: a gradient collective as its slices (floating), any other op as it is. */
-static void emit_op(rebuild *b, const trace_rank *r, uint32_t i, double slice)
+/* Old op i emitted: a gradient collective of the two steps (prioritized) as its slices
+ * (floating), any other op as it is. */
+static void emit_op(rebuild *b, const trace_rank *r, uint32_t i, int prioritized, double slice)
 {
     trace_op op = r->ops[i];
     int n = 1;
-    if (op.kind == TRACE_COLL && op.grad) {
+    if (prioritized) {
         if (slice > 0 && op.bytes > slice)
             n = (int)ceil(op.bytes / slice);
         op.bytes /= n;
@@ -331,7 +332,7 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
                 g[q].update = emit(&nb, u);
             }
         if (run_head[i] == NONE) {
-            emit_op(&nb, r, i, s->factor);
+            emit_op(&nb, r, i, 0, s->factor);
         } else if (run_head[i] == i) {
             int m = 0;
             for (uint32_t x = i; x < r->n_ops; x++)
@@ -339,7 +340,7 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
                     run[m++] = x;
             sort_by_rank(run, m, rank_of);
             for (int k = 0; k < m; k++)
-                emit_op(&nb, r, run[k], s->factor);
+                emit_op(&nb, r, run[k], 1, s->factor);
         }
     }
 

@@ -465,6 +465,7 @@ START_TEST(priority_gradients_by_hand)
     ck_assert(e3 > 625e-6); /* AR1 and AR2 both wait for AR3 */
     double p3 = p3_period(e3 + t, e3 + 2 * t, e3);
     ck_close(replay_whatif("p3.json", none, 1, e2), p3, 1e-6);
+    ck_close(replay_whatif("p3_2steps.json", none, 1, e2), p3, 1e-6);
     ck_assert_int_eq(e2[0].kernels, 3);
     ck_close(e2[0].kernel_s_before, 30e-6, 1e-9);
     ck_close(e2[0].kernel_s_after, 30e-6, 1e-9);
@@ -520,6 +521,29 @@ START_TEST(priority_gradients_sliced_by_hand)
     double t3, t;
     p3_times(0, &t3, &t);
     ck_assert(p3 > 425e-6 + t3 + 2 * t + 30e-6 + 300e-6 + 5e-6 + 155e-6 - 470e-6);
+    /* p3_2steps.json: the same step twice, the second from 2000 us (the first's GPU work long
+     * done): the last step and its copy give the same period; the first step's collectives
+     * stay as traced (three, neither sliced nor floating) */
+    ck_close(replay_whatif("p3_2steps.json", spec, 1, e), p3, 1e-6);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_2steps.json", sim_data_dir());
+    const char *p = path;
+    trace_job j;
+    ps_error err;
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    whatif_spec sp;
+    ck_assert_int_eq(whatif_parse(spec[0], &sp, &err), 0);
+    ck_assert_int_eq(whatif_apply(&sp, &j, dgx4(), e, &err), 0);
+    int first = 0, floating = 0;
+    for (uint32_t i = 0; i < j.ranks[0].n_ops; i++) {
+        const trace_op *op = &j.ranks[0].ops[i];
+        first += op->kind == TRACE_COLL && op->step == 0;
+        floating += op->floating && op->step == 0;
+    }
+    ck_assert_int_eq(first, 3);
+    ck_assert_int_eq(floating, 0);
+    ck_assert_int_eq(j.ranks[0].n_steps, 3);
+    trace_job_free(&j);
 }
 END_TEST
 
