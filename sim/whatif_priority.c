@@ -135,6 +135,20 @@ static uint32_t stream_before(const trace_rank *r, const uint32_t *launch, uint3
     return best;
 }
 
+/* The edges of the rebuilt rank, pairs (from, to). */
+typedef struct edge_list {
+    uint32_t *v, n;
+    size_t cap;
+} edge_list;
+
+static void push_edge(edge_list *e, uint32_t from, uint32_t to)
+{
+    xgrow(&e->v, sizeof *e->v, 2 * ((size_t)e->n + 1), &e->cap);
+    e->v[2 * e->n] = from;
+    e->v[2 * e->n + 1] = to;
+    e->n++;
+}
+
 typedef struct rebuild {
     trace_op *ops;
     uint32_t n, cap;
@@ -346,39 +360,30 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
 
     /* edges: every new op of each end; a gradient collective's edges into GPU ops go (the
      * optimizer's wait for every bucket); the stream each waits for; the updates' */
-    uint32_t *edges = NULL, n_edges = 0;
-    size_t cap = 0;
-#define NEW_EDGE(x, y)                                                                             \
-    do {                                                                                           \
-        xgrow(&edges, sizeof *edges, 2 * ((size_t)n_edges + 1), &cap);                             \
-        edges[2 * n_edges] = (x);                                                                  \
-        edges[2 * n_edges + 1] = (y);                                                              \
-        n_edges++;                                                                                 \
-    } while (0)
+    edge_list ne = {0};
     for (uint32_t e = 0; e < r->n_edges; e++) {
         uint32_t a = r->edges[2 * e], b = r->edges[2 * e + 1];
         if (rank_of[a] >= 0 && !r->lanes[r->ops[b].lane].is_cpu)
             continue;
         for (uint32_t x = 0; x < nb.count[a]; x++)
             for (uint32_t y = 0; y < nb.count[b]; y++)
-                NEW_EDGE(nb.first[a] + x, nb.first[b] + y);
+                push_edge(&ne, nb.first[a] + x, nb.first[b] + y);
     }
     for (uint32_t i = 0; i < r->n_ops; i++) {
         if (rank_of[i] < 0)
             continue;
         uint32_t w = stream_before(r, launch, i);
         for (uint32_t y = 0; w != NONE && y < nb.count[i]; y++)
-            NEW_EDGE(nb.first[w], nb.first[i] + y);
+            push_edge(&ne, nb.first[w], nb.first[i] + y);
     }
     for (int q = 0; q < n; q++) {
         uint32_t c = g[q].op;
         for (uint32_t x = 0; x < nb.count[c]; x++)
-            NEW_EDGE(nb.first[c] + x, g[q].update);
+            push_edge(&ne, nb.first[c] + x, g[q].update);
         for (uint32_t k = 0; k < r->n_needs; k++)
             if (r->needs[2 * k + 1] == c && r->ops[r->needs[2 * k]].step == B)
-                NEW_EDGE(g[q].update, nb.first[r->needs[2 * k]]);
+                push_edge(&ne, g[q].update, nb.first[r->needs[2 * k]]);
     }
-#undef NEW_EDGE
 
     eff->kernels = n;
     free(r->ops);
@@ -386,9 +391,9 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
     r->n_ops = nb.n;
     r->cap_ops = nb.cap;
     free(r->edges);
-    r->edges = edges;
-    r->n_edges = n_edges;
-    r->cap_edges = cap;
+    r->edges = ne.v;
+    r->n_edges = ne.n;
+    r->cap_edges = ne.cap;
     r->n_needs = 0; /* consumed */
     r->steady = 2;
     free(nb.first);
