@@ -466,6 +466,9 @@ START_TEST(priority_gradients_by_hand)
     double p3 = p3_period(e3 + t, e3 + 2 * t, e3);
     ck_close(replay_whatif("p3.json", none, 1, e2), p3, 1e-6);
     ck_close(replay_whatif("p3_2steps.json", none, 1, e2), p3, 1e-6);
+    /* p3_shapes.json: shapes recorded, each AccumulateGrad's aten::add_ of its gradient (10M,
+     * 2.5M, 2.5M floats) makes its bucket's bytes: the same answer */
+    ck_close(replay_whatif("p3_shapes.json", none, 1, e2), p3, 1e-6);
     ck_assert_int_eq(e2[0].kernels, 3);
     ck_close(e2[0].kernel_s_before, 30e-6, 1e-9);
     ck_close(e2[0].kernel_s_after, 30e-6, 1e-9);
@@ -571,6 +574,17 @@ START_TEST(priority_gradients_refused_or_nothing)
     ck_assert_msg(strstr(err.message, "priority:gradients") &&
                       strstr(err.message, "p3_noseq.json") && strstr(err.message, "traceEvents[") &&
                       strstr(err.message, "no forward cpu_op of the replayed window"),
+                  "%s", err.message);
+    trace_job_free(&j);
+    /* p3_badbucket.json: layer 3's gradient holds 1000 floats, its bucket 40 MB: DDP did not
+     * fill it in accumulation order (or it holds other gradients): refused */
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_badbucket.json", sim_data_dir());
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    ps_error_clear(&err);
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "p3_badbucket.json") &&
+                      strstr(err.message, "carries 40000000 bytes") &&
+                      strstr(err.message, "hold 1000 elements"),
                   "%s", err.message);
     trace_job_free(&j);
     /* p3_optcoll.json: the optimizer step also all-reduces (a distributed optimizer) */

@@ -17,7 +17,32 @@ static const char BACKWARD_NODE[] = "autograd::engine::evaluate_function: ";
 typedef struct pending {
     long long seq; /* the backward node's Sequence number, -1: none */
     int event;     /* the AccumulateGrad's index in traceEvents */
+    double numel;  /* the parameter's elements (record_shapes), -1: not recorded */
 } pending;
+
+/* The elements of the first input of cpu_op e (its Input Dims), -1 if not a recorded tensor. */
+static double first_input_numel(const trace_ev *e)
+{
+    const cJSON *dims = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input Dims") : NULL;
+    const cJSON *d = cJSON_IsArray(dims) ? cJSON_GetArrayItem(dims, 0) : NULL;
+    if (!cJSON_IsArray(d) || cJSON_GetArraySize(d) < 1)
+        return -1;
+    double n = 1;
+    for (const cJSON *x = d->child; x; x = x->next)
+        n *= cJSON_IsNumber(x) ? x->valuedouble : 0.0;
+    return n;
+}
+
+/* DDP's bucket is the flat concatenation of its gradients: its bytes are their elements x the
+ * element size (1, 2, 4 or 8 bytes). */
+static int bucket_size_matches(double bytes, double elements)
+{
+    static const double sizes[] = {1, 2, 4, 8};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        if (fabs(bytes - elements * sizes[k]) <= 1e-9 * bytes)
+            return 1;
+    return 0;
+}
 
 /* The outermost cpu_ops of one thread (trace_cpu.c's ops), and its launching calls. */
 typedef struct thread_ops {
@@ -95,8 +120,10 @@ static void why(build *b, const char *fmt, ...)
 /* One thread's backward: each AccumulateGrad takes the gradient of the backward node run just
  * before it (autograd runs an AccumulateGrad as soon as it is ready); an all-reduce launched
  * inside an AccumulateGrad is a gradient collective (DDP's bucket hook) carrying the gradients
- * accumulated since the previous one of its step. */
-static void thread_backward(build *b, trace_ev **v, int n, const tb_map *fwd, thread_ops *ops)
+ * accumulated since the previous one of its step. With shapes recorded, their elements must
+ * make its bytes (the first op inside an AccumulateGrad copies or adds the gradient). */
+static void thread_backward(build *b, trace_ev **v, int n, const tb_map *fwd, thread_ops *ops,
+                            int shapes)
 {
     trace_rank *r = b->r;
     pending *p = xmalloc(((size_t)n + 1) * sizeof *p);
@@ -112,7 +139,12 @@ static void thread_backward(build *b, trace_ev **v, int n, const tb_map *fwd, th
         if (e->kind == EV_CPU_OP && strcmp(e->name, ACCUMULATE_GRAD) == 0) {
             acc_end = e->ts + e->dur;
             p[n_p].seq = last_seq;
+            p[n_p].numel = -1;
             p[n_p++].event = e->idx;
+            continue;
+        }
+        if (e->kind == EV_CPU_OP && e->ts < acc_end && n_p > 0 && p[n_p - 1].numel < 0) {
+            p[n_p - 1].numel = first_input_numel(e); /* the gradient's copy or accumulation */
             continue;
         }
         if (e->kind == EV_CPU_OP &&
@@ -135,6 +167,25 @@ static void thread_backward(build *b, trace_ev **v, int n, const tb_map *fwd, th
                 "the gradient all-reduce launched at traceEvents[%d] follows no AccumulateGrad "
                 "since the previous one: which parameters it carries is unknown",
                 b->te->ev[b->gpu_of[pos]].idx);
+        double elements = 0;
+        int unknown = -1;
+        for (int k = 0; k < n_p; k++) {
+            elements += p[k].numel;
+            if (p[k].numel < 0 && unknown < 0)
+                unknown = p[k].event;
+        }
+        if (shapes && n_p > 0 && unknown >= 0)
+            why(b,
+                "the gradient all-reduce launched at traceEvents[%d]: the trace records shapes "
+                "but not the size of the gradient accumulated at traceEvents[%d], so which "
+                "parameters it carries cannot be checked",
+                b->te->ev[b->gpu_of[pos]].idx, unknown);
+        else if (shapes && n_p > 0 && !bucket_size_matches(r->ops[c].bytes, elements))
+            why(b,
+                "the gradient all-reduce launched at traceEvents[%d] carries %.0f bytes, but the "
+                "gradients accumulated since the previous one (%d) hold %.0f elements: its "
+                "bucket was not filled in the order they were accumulated",
+                b->te->ev[b->gpu_of[pos]].idx, r->ops[c].bytes, n_p, elements);
         for (int k = 0; k < n_p; k++) {
             int f = p[k].seq >= 0 ? tb_map_get(fwd, p[k].seq) : -1;
             if (p[k].seq < 0)
@@ -186,6 +237,9 @@ void tb_infer_params(build *b)
         else
             forward[i] = 1;
     }
+    int shapes = 0; /* record_shapes: each AccumulateGrad's size can be checked */
+    for (int i = 0; i < n && !shapes; i++)
+        shapes = v[i]->kind == EV_CPU_OP && first_input_numel(v[i]) >= 0;
     for (int i = n; i-- > 0;) { /* backwards: the first put of a key wins */
         double seq = forward[i] ? trace_arg_number(v[i], "Sequence number") : NAN;
         if (!isnan(seq))
@@ -206,7 +260,7 @@ void tb_infer_params(build *b)
     for (int t = 0; t < te->n_tids; t++)
         thread_ops_build(b, tv + first[t], first[t + 1] - first[t], &ops[t]);
     for (int t = 0; t < te->n_tids; t++)
-        thread_backward(b, tv + first[t], first[t + 1] - first[t], &fwd, ops);
+        thread_backward(b, tv + first[t], first[t + 1] - first[t], &fwd, ops, shapes);
     for (int t = 0; t < te->n_tids; t++)
         thread_ops_free(&ops[t]);
     free(ops);
