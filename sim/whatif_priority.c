@@ -196,6 +196,15 @@ static void sort_by_rank(uint32_t *v, int n, const int *rank_of)
 
 int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect *eff, ps_error *err)
 {
+    int n_grads = 0, all = 0;
+    for (int k = 0; k < j->n_ranks; k++) {
+        const trace_rank *x = &j->ranks[k];
+        int last = x->steady ? x->n_steps - 2 : x->n_steps - 1;
+        for (uint32_t i = 0; i < x->n_ops; i++)
+            all += is_grad(x, i, last);
+    }
+    if (all == 0)
+        return 0; /* nothing to reorder: the replay says so (kernels 0) */
     if (j->n_ranks > 1)
         return refuse(err, s, &j->ranks[0],
                       "several traces: each rank would choose its own order of the collectives; "
@@ -204,11 +213,7 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
     if (r->steady == 2)
         return refuse(err, s, r, "given twice");
     int a_step = r->steady ? r->n_steps - 2 : r->n_steps - 1;
-    int n_grads = 0;
-    for (uint32_t i = 0; i < r->n_ops; i++)
-        n_grads += is_grad(r, i, a_step);
-    if (n_grads == 0)
-        return 0; /* nothing to reorder: the replay says so (kernels 0) */
+    n_grads = all;
     if (r->params_why[0])
         return refuse(err, s, r, r->params_why);
     for (uint32_t i = 0; i < r->n_ops; i++) {

@@ -587,6 +587,16 @@ START_TEST(priority_gradients_refused_or_nothing)
                       strstr(err.message, "hold 1000 elements"),
                   "%s", err.message);
     trace_job_free(&j);
+    /* p3.json and p3_rank1.json, one trace per rank: each rank would pick its own order */
+    char path1[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", sim_data_dir());
+    snprintf(path1, sizeof path1, "%s/tests/data/replay/p3_rank1.json", sim_data_dir());
+    const char *two[] = {path, path1};
+    ck_assert_int_eq(trace_job_load(two, 2, 0, &j, &err), 0);
+    ps_error_clear(&err);
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "several traces"), "%s", err.message);
+    trace_job_free(&j);
     /* p3_optcoll.json: the optimizer step also all-reduces (a distributed optimizer) */
     snprintf(path, sizeof path, "%s/tests/data/replay/p3_optcoll.json", sim_data_dir());
     ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
