@@ -36,6 +36,17 @@ static int file_exists(const char *path)
 }
 
 /* workload: NAME | path | mapping. A relative path is tried beside the strategy file first. */
+/* DLRM models load (workloads/dlrm.c) but their plans are not compiled yet: refused here. */
+static int refuse_dlrm(yread_ctx *c, yaml_node_t *n, const strategy *s)
+{
+    if (s->model.family != FAMILY_DLRM)
+        return 0;
+    return yread_fail(c, n, "workload",
+                      "model '%s' is a dlrm: plans of recommendation models (embedding "
+                      "sharding) are not modelled yet (issue 13)",
+                      s->model.name);
+}
+
 static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     s->workload_loc = yread_loc(n);
@@ -44,7 +55,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
             return c->err->code;
         if (!s->model.name[0]) /* reports need some name */
             snprintf(s->model.name, sizeof s->model.name, "inline");
-        return 0;
+        return refuse_dlrm(c, n, s);
     }
 
     const char *name = yread_scalar(n);
@@ -69,7 +80,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
     ps_error sub;
     ps_error_clear(&sub);
     if (workload_model_load(path, s->data_dir[0] ? s->data_dir : NULL, &s->model, &sub) == 0)
-        return 0;
+        return refuse_dlrm(c, n, s);
     if (sub.line > 0) {
         if (!c->err->code)
             *c->err = sub;
