@@ -178,6 +178,12 @@ START_TEST(strategy_refuses_dlrm_plans)
     ck_assert_int_eq(err.column, 11);
     ck_assert_str_eq(err.field, "workload");
     ck_assert_ptr_nonnull(strstr(err.message, "not modelled yet"));
+    /* and the transformer path's own check refuses a dlrm built in code */
+    workload_model m;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_model_load("dlrm-criteo-small", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_check(&m, 8, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "workload.family");
 }
 END_TEST
 
@@ -271,6 +277,20 @@ START_TEST(lookup_cost_by_hand)
     workload_emb big = table(1e6, d, n, n, IDS_UNIFORM, 9950, EMB_UPDATE_SGD);
     ck_assert_double_eq_tol(cost_embedding_rows_read(&big, dev.l2_bytes), n * (1 - 4096 / 1e6),
                             1e-9);
+    /* zipf(1) over 1e6 rows: the 4096 hottest rows (1 MiB / 256 B) take H(4096) / H(1e6) of
+     * the lookups; the rest miss */
+    double h_hot = 0, h_all = 0;
+    for (int k = 1; k <= 1000000; k++) {
+        h_all += 1.0 / k;
+        if (k <= 4096)
+            h_hot += 1.0 / k;
+    }
+    workload_emb z = table(1e6, d, n, n, IDS_ZIPF, 3000, EMB_UPDATE_SGD);
+    z.alpha = 1.0;
+    ck_assert_double_eq_tol(cost_embedding_rows_read(&z, dev.l2_bytes), n * (1 - h_hot / h_all),
+                            1e-3);
+    z.unique = 9000; /* never fewer than the distinct rows */
+    ck_assert_double_eq(cost_embedding_rows_read(&z, dev.l2_bytes), 9000);
     /* split among 4 tables of a kernel, each gets 256 kB */
     workload_emb four[4] = {fits, fits, fits, fits};
     double t4 = cost_embedding_seconds(four, 4, PASS_FWD, &dev);
