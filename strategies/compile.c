@@ -581,6 +581,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
         compile_default_options(&defaults);
         opt = &defaults;
     }
+    if (s->model.family == FAMILY_DLRM)
+        return compile_dlrm_plan(s, c, out, err);
     memset(out, 0, sizeof *out);
     /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||

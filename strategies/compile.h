@@ -59,6 +59,12 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
                  compiled_plan *out, ps_error *err);
 void compiled_plan_free(compiled_plan *p);
 
+/* The plan of a recommendation model (family dlrm; strategies/dlrm_plan.c), which compile_plan
+ * hands over to: MLPs data-parallel, tables on the one GPU or replicated. */
+int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err);
+/* Bytes per element of the MLP gradients a dlrm plan all-reduces: 2 under fp16, else 4. */
+double dlrm_plan_grad_elem_bytes(precision_t p);
+
 /* The GPU closest to its own memory capacity (on one GPU model: the one needing the most), so
  * the plan fits exactly when that GPU's memory[].total <= memory_capacity_of_rank[] of it. The
  * one fit rule of `run --strict-memory`, the report and sweep pruning. */

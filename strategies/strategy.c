@@ -18,12 +18,15 @@
 
 static const char *const schedule_table[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_table[] = {"none", "selective", "full"};
-static const char *const optimizer_table[] = {"adam", "sgd", "none"};
+static const char *const optimizer_table[] = {"adam", "sgd", "none", "adagrad"};
+static const char *const emb_sharding_table[] = {"table-wise", "row-wise", "column-wise",
+                                                 "table-row-wise", "data-parallel"};
 static const char *const axis_table[] = {"tensor", "data", "pipeline", "context"};
 const enum_names schedule_names = ENUM_NAMES(schedule_table);
 const enum_names recompute_names = ENUM_NAMES(recompute_table);
 const enum_names optimizer_names = ENUM_NAMES(optimizer_table);
 const enum_names parallel_axis_names = ENUM_NAMES(axis_table);
+const enum_names emb_sharding_names = ENUM_NAMES(emb_sharding_table);
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -36,17 +39,6 @@ static int file_exists(const char *path)
 }
 
 /* workload: NAME | path | mapping. A relative path is tried beside the strategy file first. */
-/* DLRM models load (workloads/dlrm.c) but their plans are not compiled yet: refused here. */
-static int refuse_dlrm(yread_ctx *c, yaml_node_t *n, const strategy *s)
-{
-    if (s->model.family != FAMILY_DLRM)
-        return 0;
-    return yread_fail(c, n, "workload",
-                      "model '%s' is a dlrm: plans of recommendation models (embedding "
-                      "sharding) are not modelled yet (issue 13)",
-                      s->model.name);
-}
-
 static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     s->workload_loc = yread_loc(n);
@@ -55,7 +47,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
             return c->err->code;
         if (!s->model.name[0]) /* reports need some name */
             snprintf(s->model.name, sizeof s->model.name, "inline");
-        return refuse_dlrm(c, n, s);
+        return 0;
     }
 
     const char *name = yread_scalar(n);
@@ -80,7 +72,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
     ps_error sub;
     ps_error_clear(&sub);
     if (workload_model_load(path, s->data_dir[0] ? s->data_dir : NULL, &s->model, &sub) == 0)
-        return refuse_dlrm(c, n, s);
+        return 0;
     if (sub.line > 0) {
         if (!c->err->code)
             *c->err = sub;
@@ -346,6 +338,10 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     if (yread_expect_mapping(c, n, "strategy.children"))
         return c->err->code;
+    if (s->model.family == FAMILY_DLRM)
+        return yread_fail(c, n, "strategy.children",
+                          "per-table choices (children \"tables.N\") of dlrm plans are not "
+                          "modelled yet (issue 13)");
     int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     if (count == 0)
         return 0;
@@ -361,10 +357,47 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
+/* strategy.embedding (dlrm models): the tables' sharding. Only data-parallel (every table on
+ * every GPU, its dense gradient all-reduced) is modelled so far; the other shardings and the
+ * placement keys are refused where they are written. */
+static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    static const char *const keys[] = {"sharding", "placement", "bottom_mlp_gpu"};
+    if (s->model.family != FAMILY_DLRM)
+        return yread_fail(c, n, "strategy.embedding",
+                          "embedding sharding applies to dlrm models; model '%s' is a %s",
+                          s->model.name, enum_name(model_family_names, (int)s->model.family));
+    if (yread_expect_mapping(c, n, "strategy.embedding") ||
+        yread_check_keys(c, n, "strategy.embedding", keys, COUNT(keys)))
+        return c->err->code;
+    s->embedding_loc = yread_loc(n);
+    yaml_node_t *v = yread_map_get(c, n, "sharding");
+    if (!v)
+        return yread_fail(c, n, "strategy.embedding.sharding",
+                          "missing required key 'sharding' in strategy.embedding");
+    int i;
+    if (yread_enum(c, v, "strategy.embedding.sharding", emb_sharding_names, &i))
+        return c->err->code;
+    if (i != EMB_SHARD_DATA_PARALLEL)
+        return yread_fail(c, v, "strategy.embedding.sharding",
+                          "sharding '%s' is not modelled yet (issue 13): only data-parallel "
+                          "tables (replicated, dense gradients all-reduced) are",
+                          emb_sharding_table[i]);
+    for (int k = 1; k < COUNT(keys); k++)
+        if ((v = yread_map_get(c, n, keys[k]))) {
+            char field[64];
+            snprintf(field, sizeof field, "strategy.embedding.%s", keys[k]);
+            return yread_fail(c, v, field, "'%s' is not modelled yet (issue 13)", keys[k]);
+        }
+    s->has_embedding = 1;
+    s->embedding_sharding = (emb_sharding)i;
+    return 0;
+}
+
 static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor", "context",   "pipeline", "data",
-                                       "expert", "recompute", "order",    "children"};
+    static const char *const keys[] = {"tensor",    "context", "pipeline", "data",     "expert",
+                                       "recompute", "order",   "children", "embedding"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
@@ -388,6 +421,8 @@ static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
     if ((v = yread_map_get(c, n, "order")) && load_order(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "children")) && load_children(c, v, s))
+        return c->err->code;
+    if ((v = yread_map_get(c, n, "embedding")) && load_embedding(c, v, s))
         return c->err->code;
     return 0;
 }
@@ -439,6 +474,7 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
         if (yread_enum(c, v, "optimizer", optimizer_names, &i))
             return c->err->code;
         s->optimizer = (optimizer_kind)i;
+        s->optimizer_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
         return c->err->code;
@@ -615,6 +651,15 @@ precision_t strategy_precision(const strategy *s)
 
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
 {
+    /* the lookup cost's L2 rule needs the cache size (sim/cost_embedding.c) */
+    for (int r = 0; s->model.family == FAMILY_DLRM && r < c->n_gpus; r++)
+        if (!(c->device[r]->l2_bytes > 0))
+            return ps_error_set(err, PS_EINPUT, s->file, s->workload_loc.line,
+                                s->workload_loc.column, "workload",
+                                "dlrm plans need the GPUs' L2 size for the embedding lookup "
+                                "cost, which GPU %d (%s) lacks (no l2_mib in "
+                                "topology/devices/devices.yaml)",
+                                r, c->device[r]->name);
     for (int r = 0; s->fp8 && r < c->n_gpus; r++)
         if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
             return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,

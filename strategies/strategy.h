@@ -13,8 +13,19 @@ typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
 extern const enum_names schedule_names, recompute_names, optimizer_names, parallel_axis_names;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
 typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE, AXIS_CONTEXT } parallel_axis;
-/* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
-typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE } optimizer_kind;
+/* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it).
+ * OPT_ADAGRAD: dlrm plans only (one fp32 accumulator per parameter; strategy_validate). */
+typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE, OPT_ADAGRAD } optimizer_kind;
+/* strategy.embedding.sharding (dlrm plans, issue 13): only data-parallel is modelled so far;
+ * the others are refused at load with a located "not modelled yet". */
+typedef enum {
+    EMB_SHARD_TABLE_WISE,
+    EMB_SHARD_ROW_WISE,
+    EMB_SHARD_COLUMN_WISE,
+    EMB_SHARD_TABLE_ROW_WISE,
+    EMB_SHARD_DATA_PARALLEL
+} emb_sharding;
+extern const enum_names emb_sharding_names;
 
 /* A `children` entry: overrides applied to a subtree selected by module path.
  * Paths: "layers.A-B" / "layers.N" (inclusive layer range), "embedding", "head". */
@@ -41,6 +52,13 @@ typedef struct strategy {
     int fp8;               /* `precision: fp8`: the transformer layers' GEMMs run in FP8 */
     src_loc precision_loc;
     optimizer_kind optimizer;
+    src_loc optimizer_loc; /* the value; line 0: not written */
+
+    /* strategy.embedding (dlrm only): has_embedding 0 when the block is absent (then the
+     * tables sit on the one GPU, their update fused into the lookup's backward) */
+    int has_embedding;
+    emb_sharding embedding_sharding;
+    src_loc embedding_loc; /* the block */
 
     int tp; /* tensor.degree */
     int sequence_parallel;

@@ -203,6 +203,45 @@ static int validate_batch(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* dlrm plans (strategies/dlrm_plan.c): MLPs data-parallel over data.degree GPUs, the tables
+ * on the one GPU or replicated (embedding: {sharding: data-parallel}); nothing else yet. */
+static int validate_dlrm(const strategy *s, ps_error *err)
+{
+    const struct {
+        int bad;
+        src_loc loc;
+        const char *field, *what;
+    } axes[] = {
+        {s->tp > 1, s->tp_loc, "strategy.tensor.degree", "tensor parallelism"},
+        {s->pp > 1, s->pp_loc, "strategy.pipeline.degree", "pipeline parallelism"},
+        {s->cp > 1, s->cp_loc, "strategy.context.degree", "context parallelism"},
+        {s->ep > 1 || s->etp > 1, s->ep_loc, "strategy.expert", "expert parallelism"},
+        {s->zero > 0, data_loc(s, s->zero_loc), "strategy.data.zero", "ZeRO"},
+    };
+    for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++)
+        if (axes[i].bad)
+            return ps_error_set(err, PS_EINPUT, s->file, axes[i].loc.line, axes[i].loc.column,
+                                axes[i].field,
+                                "%s is not modelled for dlrm models (their MLPs are data-parallel, "
+                                "their tables sharded by strategy.embedding)",
+                                axes[i].what);
+    if (s->fp8)
+        return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line, s->precision_loc.column,
+                            "precision", "fp8 MLPs are not modelled for dlrm models");
+    if (s->optimizer == OPT_NONE)
+        return ps_error_set(err, PS_EINPUT, s->file, s->optimizer_loc.line, s->optimizer_loc.column,
+                            "optimizer",
+                            "optimizer none is not modelled for dlrm models: the tables' update "
+                            "is part of the lookup's backward (sgd | adagrad | adam)");
+    if (s->dp > 1 && !s->has_embedding)
+        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
+                            "strategy.embedding",
+                            "a dlrm plan on %d GPUs needs strategy.embedding (how the tables are "
+                            "sharded; modelled so far: {sharding: data-parallel})",
+                            s->dp);
+    return validate_batch(s, err);
+}
+
 int strategy_validate(const strategy *s, ps_error *err)
 {
     ps_error scratch;
@@ -214,6 +253,12 @@ int strategy_validate(const strategy *s, ps_error *err)
         s->virtual_stages < 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy",
                             "degrees, micro batch and virtual stages must be >= 1");
+    if (s->model.family == FAMILY_DLRM)
+        return validate_dlrm(s, err);
+    if (s->optimizer == OPT_ADAGRAD)
+        return ps_error_set(err, PS_EINPUT, s->file, s->optimizer_loc.line, s->optimizer_loc.column,
+                            "optimizer",
+                            "adagrad is modelled for dlrm models only (adam | sgd | none)");
     if (validate_schedule(s, err))
         return err->code;
     if (validate_zero(s, err))
