@@ -636,6 +636,7 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->precision = strategy_precision(s);
     out->ep = s->ep;
     out->etp = s->etp;
+    out->dense_tables = s->has_embedding && s->embedding_sharding == EMB_SHARD_DATA_PARALLEL;
 }
 
 void strategy_set_precision(strategy *s, precision_t p)

@@ -126,7 +126,8 @@ typedef struct plan_desc {
     int sequence_parallel;
     double bucket_mb;
     precision_t precision;
-    int ep, etp; /* expert.degree, expert.tensor (1, 1 without experts) */
+    int ep, etp;      /* expert.degree, expert.tensor (1, 1 without experts) */
+    int dense_tables; /* dlrm: embedding {sharding: data-parallel} (replicated, dense grads) */
 } plan_desc;
 
 /* The plan_desc of a strategy's root. */

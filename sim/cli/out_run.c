@@ -57,6 +57,24 @@ static void print_uneven_split(FILE *out, const compiled_plan *p)
     }
 }
 
+/* The model and plan lines of a dlrm plan (strategies/dlrm_plan.c). */
+static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
+{
+    const workload_dlrm *d = &p->model.dlrm;
+    double rows = 0;
+    for (int t = 0; t < d->n_tables; t++)
+        rows += d->rows[t];
+    fprintf(out,
+            "  model        %s: dlrm, %d tables (%.2f M rows, %s), interaction %s, %.2f B params\n",
+            p->model.name, d->n_tables, rows / 1e6, precision_name(d->embedding_precision),
+            enum_name(dlrm_interaction_names, (int)d->interaction), p->params_total / 1e9);
+    fprintf(out, "  plan         %d GPUs = DP %d (MLPs); tables %s; %d micro-batches of %d; %s\n",
+            p->gpus, p->dp,
+            p->plan.dense_tables ? "data-parallel (replicated, dense gradients all-reduced)"
+                                 : "on the one GPU (update fused into the lookup)",
+            p->micro_batches, p->plan.micro_batch, precision_name(p->plan.precision));
+}
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const run_analysis *an)
 {
@@ -67,29 +85,36 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
     const workload_model *m = &p->model;
     const plan_desc *d = &p->plan;
     fprintf(out, "protosim: %s on %s\n", p->strategy_file, c->file);
-    fprintf(out, "  model        %s: %d layers, hidden %d, %d heads, seq %d, %.2f B params\n",
-            m->name, m->layers, m->hidden, m->heads, m->seq, p->params_total / 1e9);
-    fprintf(out, "  plan         %d GPUs = TP %d x ", p->gpus, p->tp);
-    if (p->cp > 1)
-        fprintf(out, "CP %d x ", p->cp);
-    fprintf(out, "PP %d x DP %d; %s, %d micro-batches of %d", p->pp, p->dp,
-            schedule_name(d->schedule), p->micro_batches, d->micro_batch);
-    if (p->chunks > 1)
-        fprintf(out, ", %d virtual stages", p->chunks);
-    print_uneven_split(out, p);
-    fprintf(out, "; %s; recompute %s%s", precision_name(d->precision), recompute_name(d->recompute),
-            d->sequence_parallel ? "; sequence parallel" : "");
-    if (m->experts > 0)
-        fprintf(out, "; experts %d: EP %d x ETP %d", m->experts, d->ep, d->etp);
-    if (d->zero)
-        fprintf(out, "; ZeRO-%d", d->zero);
-    if (d->zero && p->zero_shard < p->dp * p->cp)
-        fprintf(out, " (HSDP: shards of %d GPUs, %d replicas)", p->zero_shard,
-                p->dp * p->cp / p->zero_shard);
-    fputc('\n', out);
+    if (m->family == FAMILY_DLRM) {
+        out_run_dlrm_plan(out, p);
+    } else {
+        fprintf(out, "  model        %s: %d layers, hidden %d, %d heads, seq %d, %.2f B params\n",
+                m->name, m->layers, m->hidden, m->heads, m->seq, p->params_total / 1e9);
+        fprintf(out, "  plan         %d GPUs = TP %d x ", p->gpus, p->tp);
+        if (p->cp > 1)
+            fprintf(out, "CP %d x ", p->cp);
+        fprintf(out, "PP %d x DP %d; %s, %d micro-batches of %d", p->pp, p->dp,
+                schedule_name(d->schedule), p->micro_batches, d->micro_batch);
+        if (p->chunks > 1)
+            fprintf(out, ", %d virtual stages", p->chunks);
+        print_uneven_split(out, p);
+        fprintf(out, "; %s; recompute %s%s", precision_name(d->precision),
+                recompute_name(d->recompute), d->sequence_parallel ? "; sequence parallel" : "");
+        if (m->experts > 0)
+            fprintf(out, "; experts %d: EP %d x ETP %d", m->experts, d->ep, d->etp);
+        if (d->zero)
+            fprintf(out, "; ZeRO-%d", d->zero);
+        if (d->zero && p->zero_shard < p->dp * p->cp)
+            fprintf(out, " (HSDP: shards of %d GPUs, %d replicas)", p->zero_shard,
+                    p->dp * p->cp / p->zero_shard);
+        fputc('\n', out);
+    }
     fprintf(out, "  iteration    %s\n", human_time(sum->iteration_s, b1, sizeof b1));
-    fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->samples_per_s,
-            sum->tokens_per_s);
+    if (p->tokens_per_iter > 0)
+        fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->samples_per_s,
+                sum->tokens_per_s);
+    else
+        fprintf(out, "  throughput   %.2f samples/s\n", sum->samples_per_s);
     fprintf(out, "  MFU          %.1f%%\n", 100.0 * sum->mfu);
     fprintf(out, "  memory       %.2f GiB peak (GPU %d) of %.2f GiB%s\n",
             sum->peak_memory_bytes / GiB, sum->peak_memory_rank, sum->memory_capacity / GiB,
