@@ -28,6 +28,7 @@ plans="gpt3-175b-64gpu:a100x64 llama3-70b-64gpu-fsdp-tp:h100x64"
 field() { sed -n "s/.*\"$1\":[[:space:]]*\([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
 
 printf '%-28s %6s %10s %12s %12s %10s %14s %9s\n' plan gpus iter_s tasks activities wall_s activities/s peak_MB
+declare -A wall
 for entry in $plans; do
     plan=${entry%%:*}
     cl=${entry##*:}
@@ -38,7 +39,21 @@ for entry in $plans; do
     printf '%-28s %6s %10.3f %12s %12s %10.2f %14.0f %9.0f\n' "$plan" "$(field gpus "$j")" \
         "$(field iteration_time_s "$j")" "$(field tasks "$j")" "$(field activities "$j")" \
         "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$(( $(cat "$tmp/rss") / 1024 ))"
+    wall[$plan]=$(field wall_s "$j")
 done
+
+# Issue 11's targets: each plan's simulation wall time over a dense plan's of the same GPU count
+# (within 2x).
+ratio() { # name plan dense
+    [ -n "${wall[$2]:-}" ] && [ -n "${wall[$3]:-}" ] || return 0
+    printf '%-58s %6.2fx\n' "$1" "$(awk -v a="${wall[$2]}" -v b="${wall[$3]}" 'BEGIN { print a / b }')"
+}
+echo
+ratio "llama3-70b-64gpu-fsdp-tp / gpt3-175b-64gpu" llama3-70b-64gpu-fsdp-tp gpt3-175b-64gpu
+ratio "qwen3 EP32 / the same without EP (qwen3-...-tp2)" qwen3-235b-a22b-256gpu-ep32 \
+    qwen3-235b-a22b-256gpu-tp2
+ratio "qwen3 EP32 / dense llama3-70b-256gpu-tp2-pp2" qwen3-235b-a22b-256gpu-ep32 \
+    llama3-70b-256gpu-tp2-pp2
 
 # Trace sizes of the 64-GPU plan: every GPU and --trace-ranks 0-7, with the link counters (the
 # default) and without (--no-trace-links); the counters' share of the file.

@@ -2,6 +2,7 @@
  * waits for predecessors on a semaphore, runs the task, and releases its successors. */
 #include "htae.h"
 #include "htae_links.h"
+#include "htae_alone.h"
 #include "htae_coll.h"
 
 #include <assert.h>
@@ -110,9 +111,11 @@ typedef struct exec_state {
     double *ready;       /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
     coll_group **groups; /* per graph group: its collectives' algorithms and flows */
+    htae_alone alone;    /* which all-to-alls may run as lean tasks, and when */
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
+    uint32_t lean_colls;
     uint32_t done_tasks;
 } exec_state;
 
@@ -285,7 +288,9 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         comm_changed(x, g->tasks[members[i]].rank, 1);
     }
     coll_run_ctx cx = {&x->opt, x->links, &x->activities};
-    htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, &cx);
+    int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
+    x->lean_colls += (uint32_t)lean;
+    htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->tasked; i++) {
@@ -347,6 +352,7 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
         if (rc)
             return rc;
     }
+    htae_alone_plan(&x->alone, g, x->groups, x->hosts);
     return 0;
 }
 
@@ -460,6 +466,7 @@ static int collect_result(exec_state *x, ps_error *err)
     const htae_graph *g = x->g;
     htae_result *out = x->res;
     out->activities = x->activities;
+    out->lean_colls = x->lean_colls;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "simulation stalled: %u of %u tasks ran (dependency deadlock)",
@@ -492,6 +499,7 @@ static void state_free(exec_state *x)
     free(x->host);
     free(x->ready);
     free(x->groups);
+    htae_alone_free(&x->alone);
     free(x->streams);
     free(x->pending);
     free(x->coll_arrived);

@@ -74,6 +74,8 @@ typedef struct htae_result {
     double makespan;       /* simulated seconds until the last task ended */
     double *start, *end;   /* [n_tasks] simulated start and end of each task */
     uint64_t activities;   /* SimGrid activities run (executions and flows) */
+    uint32_t lean_colls;   /* all-to-alls run as lean tasks, alone on their private links
+                              (htae_alone.h); the same timings as their full tasks */
     double wall_s;         /* host seconds spent in the simulation */
     htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
     int n_links;

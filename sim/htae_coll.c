@@ -52,6 +52,7 @@
 #include <xbt/dynar.h>
 
 #include "base/xalloc.h"
+#include "htae_coll_internal.h"
 #include "htae_rings.h"
 
 /* The tree's algorithm bandwidth relative to the ring's bus bandwidth in NCCL's tuner: 92% of
@@ -61,27 +62,7 @@ static const double HTAE_TREE_SELECT_BW = 0.46;
 static const char *const algo_table[] = {"auto", "ring", "tree", "nvls", "direct"};
 const enum_names coll_algo_names = ENUM_NAMES(algo_table);
 
-typedef struct pattern {
-    int n_edges, cap;
-    int *src, *dst; /* member indices */
-    double *w;      /* bytes per byte of S (efficiency divided in) */
-    double unit_s;  /* busiest link's load per byte of S / its bandwidth; < 0: not computed */
-    double max_lat; /* worst route latency over the edges: what SimGrid charges the task */
-    double lat_intra, lat_inter; /* worst route latency of edges inside / between nodes */
-} pattern;
-
-struct coll_group {
-    int n;
-    sg_host_t *hosts; /* [n] group order */
-    int *node;        /* [n] node of each member, numbered 0..m-1 in order of first appearance */
-    int m, k;         /* nodes; members per node when equal on every node, else 0 */
-    double launch_s, step_s, net_step_s, nvls_latency_s;
-    double eff_intra, eff_net, eff_nvls; /* eff_nvls 0: not NVLS-capable */
-    pattern ring, tree, nvls, direct;
-    int has_tree, has_nvls, has_direct; /* built (direct lazily, at the first all-to-all) */
-};
-
-static void add_edge(pattern *p, int src, int dst, double w)
+void htae_pattern_add_edge(pattern *p, int src, int dst, double w)
 {
     assert(src != dst && w > 0.0);
     if (p->n_edges == p->cap) {
@@ -95,7 +76,7 @@ static void add_edge(pattern *p, int src, int dst, double w)
     p->w[p->n_edges++] = w;
 }
 
-static void pattern_free(pattern *p)
+void htae_pattern_free(pattern *p)
 {
     free(p->src);
     free(p->dst);
@@ -103,7 +84,7 @@ static void pattern_free(pattern *p)
     memset(p, 0, sizeof *p);
 }
 
-static double route_latency(sg_host_t a, sg_host_t b)
+double htae_route_latency(sg_host_t a, sg_host_t b)
 {
     return a == b ? 0.0 : sg_host_get_route_latency(a, b);
 }
@@ -112,7 +93,7 @@ static double route_latency(sg_host_t a, sg_host_t b)
 static void add_flow(coll_group *gp, pattern *p, int src, int dst, double share)
 {
     int same = gp->node[src] == gp->node[dst];
-    add_edge(p, src, dst, share / (same ? gp->eff_intra : gp->eff_net));
+    htae_pattern_add_edge(p, src, dst, share / (same ? gp->eff_intra : gp->eff_net));
 }
 
 /* Route latencies of the finished pattern's edges; its unit time is computed when needed. */
@@ -120,7 +101,7 @@ static void pattern_close(coll_group *gp, pattern *p)
 {
     p->unit_s = -1.0;
     for (int e = 0; e < p->n_edges; e++) {
-        double l = route_latency(gp->hosts[p->src[e]], gp->hosts[p->dst[e]]);
+        double l = htae_route_latency(gp->hosts[p->src[e]], gp->hosts[p->dst[e]]);
         double *slot = gp->node[p->src[e]] == gp->node[p->dst[e]] ? &p->lat_intra : &p->lat_inter;
         if (l > *slot)
             *slot = l;
@@ -282,7 +263,7 @@ static void build_nvls(coll_group *gp)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             if (i != j)
-                add_edge(p, i, j, w);
+                htae_pattern_add_edge(p, i, j, w);
     pattern_close(gp, p);
 }
 
@@ -316,7 +297,7 @@ static int same_link_loads(const coll_group *gp, const pattern *a, const pattern
  * whose routes between two nodes differ by destination GPU beyond its own links, the full
  * pattern runs. The link statistics (htae_links) see the same bytes per link over the same
  * span. */
-static void build_direct(coll_group *gp)
+void htae_coll_build_direct(coll_group *gp)
 {
     pattern *p = &gp->direct;
     int n = gp->n, k = gp->k, m = gp->m;
@@ -352,11 +333,11 @@ static void build_direct(coll_group *gp)
             c.lat_intra = p->lat_intra;
             c.lat_inter = p->lat_inter;
             c.max_lat = p->max_lat;
-            pattern_free(p);
+            htae_pattern_free(p);
             *p = c;
             break;
         }
-        pattern_free(&c);
+        htae_pattern_free(&c);
     }
     free(pos);
     free(at);
@@ -435,10 +416,13 @@ void htae_coll_group_free(coll_group *gp)
 {
     if (!gp)
         return;
-    pattern_free(&gp->ring);
-    pattern_free(&gp->tree);
-    pattern_free(&gp->nvls);
-    pattern_free(&gp->direct);
+    htae_pattern_free(&gp->ring);
+    htae_pattern_free(&gp->tree);
+    htae_pattern_free(&gp->nvls);
+    htae_pattern_free(&gp->direct);
+    htae_pattern_free(&gp->lean);
+    free(gp->lean_hosts);
+    free(gp->lean_slot);
     free(gp->hosts);
     free(gp->node);
     free(gp);
@@ -498,7 +482,7 @@ static const pattern *algo_terms(coll_group *gp, coll_kind kind, coll_algo algo,
         return &gp->nvls;
     case COLL_ALGO_DIRECT:
         if (!gp->has_direct)
-            build_direct(gp);
+            htae_coll_build_direct(gp);
         *factor = 1.0;
         *latency = gp->launch_s + step + (gp->m > 1 ? net : 0.0) + gp->direct.max_lat;
         return &gp->direct;
@@ -567,14 +551,6 @@ static void build_alltoallv(coll_group *gp, const double *m, pattern *p)
                 add_flow(gp, p, i, j, m[(size_t)i * n + j]);
     pattern_close(gp, p);
 }
-
-/* A parallel task spans at most this many hosts: its bytes matrix is dense (n x n, and SimGrid
- * copies and scans it), which at 16,384 members would take gigabytes. Larger groups split their
- * edges, sorted by their lower member (group order is node-major, so ring and chain edges stay
- * near their nodes), into blocks of at most this many hosts, one task each. Edges of one block
- * move at the pace of its slowest; blocks progress independently: the same time when the links
- * are evenly loaded (rings, trees over alike nodes), slightly optimistic otherwise. */
-#define HTAE_PTASK_MAX_HOSTS 512
 
 typedef struct block_run {
     sg_exec_t task;
@@ -703,7 +679,7 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
     free(slot);
 }
 
-void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix,
+void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx)
 {
     if (gp->n < 2)
@@ -715,11 +691,14 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         build_alltoallv(gp, matrix, &v);
         double latency = gp->launch_s + gp->step_s + (gp->m > 1 ? gp->net_step_s : 0.0) + v.max_lat;
         run_pattern(gp, &v, 1.0, latency, cx);
-        pattern_free(&v);
+        htae_pattern_free(&v);
         return;
     }
     coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
     double factor, latency;
     const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
-    run_pattern(gp, p, factor * bytes, latency, cx);
+    if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
+        htae_coll_run_lean(gp, factor * bytes, latency, cx);
+    else
+        run_pattern(gp, p, factor * bytes, latency, cx);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 
 #include "htae.h"
 #include "htae_links.h"
@@ -47,10 +48,27 @@ typedef struct coll_run_ctx {
     uint64_t *activities;
 } coll_run_ctx;
 
+/* Call visit on every link of every flow a collective of `kind` may run on the group (any
+ * algorithm it could choose; matrix not NULL: any all-to-all-v, every member pair), a link once
+ * per flow crossing it. */
+void htae_coll_visit_links(coll_group *gp, coll_kind kind, const double *matrix,
+                           void (*visit)(sg_link_t link, void *arg), void *arg);
+
+/* Prepare the group's balanced all-to-all to run lean: one SimGrid task of fewer flows that
+ * SimGrid cannot tell from the full one while no other traffic crosses the group's links that
+ * shared(link, arg) calls private. A private link on one flow only constrains the task by its
+ * bandwidth over that flow's bytes, so of private links alike in both (and in nothing else) one
+ * is enough: flows whose links are all private and have such a twin among the kept flows are
+ * dropped; flows crossing a shared link stay, and so does one with the worst route latency.
+ * Returns 1 if the lean task has fewer flows. */
+int htae_coll_lean(coll_group *gp, int (*shared)(sg_link_t link, void *arg), void *arg);
+
 /* Run one collective from inside an actor: wait out its latency terms, then move its flows;
  * returns when the last flow ended. matrix: an all-to-all-v's bytes per member pair
- * (htae_collective.matrix), else NULL. */
-void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix,
+ * (htae_collective.matrix), else NULL. lean: a balanced all-to-all runs as its lean task
+ * (htae_coll_lean), which the caller has proven alone on the group's private links; the link
+ * statistics still count every flow. */
+void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx);
 
 #endif

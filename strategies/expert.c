@@ -169,15 +169,18 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *af
 {
     int ep = cx->ep, etp = cx->etp, members[ep];
     uint32_t coll[ep];
-    double share[ep], *matrix = xmalloc((size_t)ep * ep * sizeof *matrix);
+    double share[ep], *matrix = NULL;
     int even = 1;
     for (int e = 0; e < ep; e++) {
         share[e] = compile_expert_load(cx, compile_expert_stage_index(cx, 0, e, 0));
         even = even && share[e] == 1.0;
     }
-    for (int a = 0; a < ep; a++)
-        for (int b = 0; b < ep; b++)
-            matrix[a * ep + b] = cx->ep_bytes / ep * share[out ? a : b];
+    if (!even) { /* an uneven router: the bytes of each member pair */
+        matrix = xmalloc((size_t)ep * ep * sizeof *matrix);
+        for (int a = 0; a < ep; a++)
+            for (int b = 0; b < ep; b++)
+                matrix[a * ep + b] = cx->ep_bytes / ep * share[out ? a : b];
+    }
     for (int x = 0; x < cx->edp; x++)
         for (int et = 0; et < etp; et++) {
             int grp = cx->ep_group[(size_t)p * cx->edp * etp + (size_t)x * etp + et];

@@ -261,6 +261,72 @@ START_TEST(stand_in_alltoall_runs_over_every_member)
 }
 END_TEST
 
+/* The same all-to-all (rank 0 tasked, 15 stand-ins, S = 64 MB: S/2 out of and into every
+ * GPU's NIC of C = 50 GB/s, after the inter-node route's latency l) beside an all-reduce of R
+ * bytes between stand-ins 1 and 9, which crosses the NICs of GPUs 1 and 9 both ways (a
+ * two-member ring: R each way, after 2 l). The all-to-all may run as a lean task, fewer flows
+ * that skip most stand-ins' NICs (htae_alone.h), only when no such collective can overlap it.
+ * `after`: the all-to-all waits for the all-reduce. One run per process (SimGrid's clock). */
+static void alltoall_beside_allreduce(int after, double R, htae_result *r, uint32_t *ar,
+                                      uint32_t *a2a, double *l)
+{
+    cluster c;
+    load_h100(2, &c);
+    double bw;
+    cluster_route(&c, 1, 9, &bw, l);
+    ck_close(bw, 50e9, 1e-12);
+    htae_graph *g = htae_graph_create(16);
+    int ranks[16], pair[2] = {1, 9};
+    for (int i = 0; i < 16; i++)
+        ranks[i] = i;
+    int ep = htae_add_group_stand_ins(g, ranks, 16, 1), dp = htae_add_group(g, pair, 2);
+    htae_add_collective(g, COLL_ALLREDUCE, dp, STREAM_DP, R, CAT_DP_COMM, htae_label(g, "ar"), 0,
+                        ar);
+    htae_add_collective(g, COLL_ALLTOALL, ep, STREAM_TP, 64e6, CAT_EP_COMM, htae_label(g, "a2a"), 0,
+                        a2a);
+    if (after) {
+        htae_add_edge(g, ar[0], *a2a);
+        htae_add_edge(g, ar[1], *a2a);
+    }
+    htae_options o = sim_bare_options();
+    sim_run(g, &c, &o, r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+
+/* The all-to-all waits for the all-reduce (R = S): each runs alone. The all-reduce ends at
+ * 2 l + R / C, the all-to-all l + S / (2 C) later; it ran lean. */
+START_TEST(stand_in_alltoall_runs_lean_when_alone)
+{
+    double S = 64e6, C = 50e9, l;
+    uint32_t ar[2], a2a;
+    htae_result r;
+    alltoall_beside_allreduce(1, S, &r, ar, &a2a, &l);
+    ck_close(r.end[ar[0]], 2 * l + S / C, 1e-9);
+    ck_close(r.end[a2a], 2 * l + S / C + l + S / (2 * C), 1e-9);
+    ck_assert_uint_eq(r.lean_colls, 1);
+    htae_result_free(&r);
+}
+END_TEST
+
+/* Both start at 0 (R = 4 S, so the all-reduce outlasts the all-to-all): the all-to-all moves
+ * alone from l to 2 l (C l bytes a NIC), then shares those four NICs half and half with the
+ * all-reduce (ptask_L07's bottleneck sharing: two tasks on a link, C / 2 each) until its S / 2
+ * are through: 2 l + (S / 2 - C l) / (C / 2) = S / C. A lean task would not have met the
+ * all-reduce on GPU 1's and 9's NICs: it ran in full. */
+START_TEST(stand_in_alltoall_runs_in_full_beside_traffic)
+{
+    double S = 64e6, C = 50e9, l;
+    uint32_t ar[2], a2a;
+    htae_result r;
+    alltoall_beside_allreduce(0, 4 * S, &r, ar, &a2a, &l);
+    ck_close(r.start[a2a], 0.0, 1e-15);
+    ck_close(r.end[a2a], S / C, 1e-9);
+    ck_assert_uint_eq(r.lean_colls, 0);
+    htae_result_free(&r);
+}
+END_TEST
+
 /* Memory of Mixtral 8x7B with EP8 over DP8 (ZeRO 1) on 8 GPUs: a rank holds one expert of each
  * layer, 32 x 176,160,768 = 5,637,144,576 parameters, and the 1,605,636,096 dense ones: P =
  * 7,242,780,672. bf16 weights 2P, fp32 gradients 4P; Adam's 12 bytes a parameter sharded over
@@ -381,6 +447,8 @@ static Suite *ep_suite(void)
     tcase_add_test(tc, ep8_alltoall_bytes_and_time);
     tcase_add_test(tc, imbalance_makes_an_alltoallv_and_a_busiest_rank);
     tcase_add_test(tc, stand_in_alltoall_runs_over_every_member);
+    tcase_add_test(tc, stand_in_alltoall_runs_lean_when_alone);
+    tcase_add_test(tc, stand_in_alltoall_runs_in_full_beside_traffic);
     tcase_add_test(tc, mixtral_ep8_memory_by_hand);
     tcase_add_test(tc, expert_gradients_over_the_edp_group);
     tcase_add_test(tc, unmodelled_combinations_are_refused);

@@ -1,0 +1,53 @@
+/* htae_coll_internal.h: the flows of a group's collectives, shared by htae_coll.c (building
+ * and running them) and htae_lean.c (the all-to-all's lean task); nothing else includes it. */
+#ifndef PROTOSIM_HTAE_COLL_INTERNAL_H
+#define PROTOSIM_HTAE_COLL_INTERNAL_H
+
+#include "htae_coll.h"
+
+/* A parallel task spans at most this many hosts: its bytes matrix is dense (n x n, and SimGrid
+ * copies and scans it), which at 16,384 members would take gigabytes. Larger groups split their
+ * edges, sorted by their lower member (group order is node-major, so ring and chain edges stay
+ * near their nodes), into blocks of at most this many hosts, one task each. Edges of one block
+ * move at the pace of its slowest; blocks progress independently: the same time when the links
+ * are evenly loaded (rings, trees over alike nodes), slightly optimistic otherwise. */
+
+#define HTAE_PTASK_MAX_HOSTS 512
+
+/* An algorithm's flows: edges (member -> member) with their bytes per byte of the buffer. */
+typedef struct pattern {
+    int n_edges, cap;
+    int *src, *dst; /* member indices */
+    double *w;      /* bytes per byte of S (efficiency divided in) */
+    double unit_s;  /* busiest link's load per byte of S / its bandwidth; < 0: not computed */
+    double max_lat; /* worst route latency over the edges: what SimGrid charges the task */
+    double lat_intra, lat_inter; /* worst route latency of edges inside / between nodes */
+} pattern;
+
+struct coll_group {
+    int n;
+    sg_host_t *hosts; /* [n] group order */
+    int *node;        /* [n] node of each member, numbered 0..m-1 in order of first appearance */
+    int m, k;         /* nodes; members per node when equal on every node, else 0 */
+    double launch_s, step_s, net_step_s, nvls_latency_s;
+    double eff_intra, eff_net, eff_nvls; /* eff_nvls 0: not NVLS-capable */
+    pattern ring, tree, nvls, direct;
+    int has_tree, has_nvls, has_direct; /* built (direct lazily, at the first all-to-all) */
+    /* The all-to-all's SimGrid task when it runs alone on its private links (htae_coll_lean):
+     * a subset of direct's edges, its hosts lean_hosts[lean_n] in the order direct's task
+     * takes them, lean_slot[2 e], [2 e + 1]: edge e's ends among them. lean.n_edges 0: none. */
+    pattern lean;
+    sg_host_t *lean_hosts;
+    int *lean_slot, lean_n;
+};
+
+void htae_pattern_add_edge(pattern *p, int src, int dst, double w);
+void htae_pattern_free(pattern *p);
+/* Route latency between two hosts (0 for a host and itself). */
+double htae_route_latency(sg_host_t a, sg_host_t b);
+/* Build gp->direct, the all-to-all's flows (htae_coll.c explains the choice). */
+void htae_coll_build_direct(coll_group *gp);
+/* Run the balanced all-to-all as its lean task (htae_lean.c). */
+void htae_coll_run_lean(coll_group *gp, double scale, double latency, coll_run_ctx *cx);
+
+#endif
