@@ -184,8 +184,9 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     if (load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc))
         return c->err->code;
     /* where the ZeRO rules of strategy_validate point */
-    const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather"};
-    src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc};
+    const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather", "bucket_mb"};
+    src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc,
+                       &s->bucket_loc};
     for (int i = 0; i < COUNT(keys); i++) {
         yaml_node_t *v = yread_map_get(c, n, keys[i]);
         if (v)
@@ -417,6 +418,7 @@ static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
         if (yread_enum(c, v, "strategy.recompute", recompute_names, &i))
             return c->err->code;
         s->recompute = (recompute_mode)i;
+        s->recompute_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, n, "order")) && load_order(c, v, s))
         return c->err->code;

@@ -107,7 +107,8 @@ typedef struct strategy {
     src_loc ep_loc, etp_loc; /* the values, else the section; line 0: not written */
 
     recompute_mode recompute;
-    parallel_axis order[4]; /* order[0] varies fastest across ranks */
+    src_loc recompute_loc, bucket_loc; /* the values; line 0: not written */
+    parallel_axis order[4];            /* order[0] varies fastest across ranks */
 
     strategy_override *overrides;
     int n_overrides;

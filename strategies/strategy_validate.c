@@ -217,13 +217,27 @@ static int validate_dlrm(const strategy *s, ps_error *err)
         {s->cp > 1, s->cp_loc, "strategy.context.degree", "context parallelism"},
         {s->ep > 1 || s->etp > 1, s->ep_loc, "strategy.expert", "expert parallelism"},
         {s->zero > 0, data_loc(s, s->zero_loc), "strategy.data.zero", "ZeRO"},
+        /* knobs of those (or of the transformer compiler) a dlrm plan would ignore */
+        {s->schedule_loc.line > 0, s->schedule_loc, "strategy.pipeline.schedule",
+         "a pipeline schedule"},
+        {s->virtual_stages_loc.line > 0, s->virtual_stages_loc, "strategy.pipeline.virtual_stages",
+         "virtual pipeline stages"},
+        {s->sequence_parallel || s->tp_comm_overlap, s->tp_loc, "strategy.tensor",
+         "sequence parallelism or tensor comm_overlap"},
+        {s->recompute_loc.line > 0, s->recompute_loc, "strategy.recompute", "recompute"},
+        {s->bucket_loc.line > 0, s->bucket_loc, "strategy.data.bucket_mb",
+         "gradient bucketing (one all-reduce after the backward)"},
+        {s->dp_overlap_loc.line > 0, s->dp_overlap_loc, "strategy.data.overlap",
+         "the all-reduce's overlap with the backward"},
+        {s->gather_loc.line > 0, s->gather_loc, "strategy.data.overlap_param_gather",
+         "overlap_param_gather"},
     };
     for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++)
         if (axes[i].bad)
             return ps_error_set(err, PS_EINPUT, s->file, axes[i].loc.line, axes[i].loc.column,
                                 axes[i].field,
-                                "%s is not modelled for dlrm models (their MLPs are data-parallel, "
-                                "their tables sharded by strategy.embedding)",
+                                "%s is not modelled for dlrm models yet (their MLPs are "
+                                "data-parallel, their tables sharded by strategy.embedding)",
                                 axes[i].what);
     if (s->fp8)
         return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line, s->precision_loc.column,

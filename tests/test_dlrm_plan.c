@@ -192,6 +192,12 @@ START_TEST(refusals_are_located)
     expect_refused(rest, 15, 18, "strategy.embedding", "needs strategy.embedding");
     snprintf(rest, sizeof rest, "%s  tensor: {degree: 2}\n", head);
     expect_refused(rest, 15, 20, "strategy.tensor.degree", "not modelled for dlrm");
+    snprintf(rest, sizeof rest, "%s  recompute: full\n", head);
+    expect_refused(rest, 15, 14, "strategy.recompute", "not modelled for dlrm");
+    snprintf(rest, sizeof rest, "%s  data: {degree: 1, bucket_mb: 10}\n", head);
+    expect_refused(rest, 15, 32, "strategy.data.bucket_mb", "not modelled for dlrm");
+    snprintf(rest, sizeof rest, "%s  pipeline: {schedule: gpipe}\n", head);
+    expect_refused(rest, 15, 24, "strategy.pipeline.schedule", "not modelled for dlrm");
     snprintf(rest, sizeof rest, "%s  children: {\"tables.0\": {recompute: full}}\n", head);
     expect_refused(rest, 15, 13, "strategy.children", "not modelled yet");
     expect_refused("batch: {global: 512, micro: 256}\noptimizer: none\n", 13, 12, "optimizer",
