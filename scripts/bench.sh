@@ -88,3 +88,26 @@ printf '%-24s %6s %6s %10s %6s %6s %8s %10s %12s\n' sweep gpus jobs processed ok
 printf '%-24s %6s %6s %10s %6s %6s %8s %10.1f %12.2f\n' sweep-gpt3-6.7b-64gpu 64 2 \
     "$((ok + oom + failed))" "$ok" "$oom" "$failed" "$wall" \
     "$(awk -v n="$((ok + oom + failed))" -v w="$wall" 'BEGIN { print n / w }')"
+
+# Trace replay (issue 12): the largest public trace, read (gzip + cJSON), built and simulated
+# (target: under 2 s). Only where ../shared is there (a clone elsewhere skips it).
+trace=../shared/groundtruth/traces/resnet_v100_1rank.json.gz
+if [ -f "$trace" ]; then
+    build/protosim cluster dgx-v100 --nodes 1 -o "$tmp/v100.xml"
+    t0=$(date +%s.%N)
+    build/protosim replay "$trace" --cluster "$tmp/v100.xml" --json "$tmp/replay.json" --quiet
+    t1=$(date +%s.%N)
+    echo
+    printf '%-28s %10s %10s\n' replay wall_s sim_s
+    printf '%-28s %10.2f %10.2f\n' "$(basename "$trace")" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
+        "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulator']['wall_s'])" \
+            "$tmp/replay.json")"
+    # with what-ifs: the unchanged replay, then the changed one (two simulations)
+    t0=$(date +%s.%N)
+    build/protosim replay "$trace" --cluster "$tmp/v100.xml" --what-if amp \
+        --what-if fuse-elementwise --quiet
+    t1=$(date +%s.%N)
+    printf '%-28s %10.2f\n' "  + amp, fuse-elementwise" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+fi

@@ -1,13 +1,15 @@
 # bash completion for protosim: subcommands, each subcommand's options, and files by kind
-# (.yaml strategies and sweeps, .xml clusters, .json shards). Installed as
+# (.yaml strategies and sweeps, .xml clusters, .json shards, .json[.gz] traces). Installed as
 # share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
-_protosim_commands="run cluster collective sweep merge lookup help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --quiet -q --help -h"
+_protosim_commands="run replay profile cluster collective sweep merge lookup help"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
+_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
+_protosim_opts_profile="-o --output --device --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
-_protosim_opts_sweep="--cluster -j --jobs --shard --top --csv --json --plot --progress --no-progress --help -h"
+_protosim_opts_sweep="--cluster -j --jobs --shard --profile --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --help -h"
 
@@ -36,17 +38,20 @@ _protosim()
     shopt -s extglob
     case $prev in
     --cluster | --from-hwloc) _protosim_files "$cur" xml; return ;;
-    --json | --trace) _protosim_files "$cur" json; return ;;
+    --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
+    --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
+    --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
-    -o) _protosim_files "$cur" xml; return ;;
+    --profile | --output) _protosim_files "$cur" json; return ;;
+    -o) if [[ $cmd == profile ]]; then _protosim_files "$cur" json; else _protosim_files "$cur" xml; fi; return ;;
     --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
     --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
     --update) COMPREPLY=($(compgen -W "sgd adagrad adam" -- "$cur")); return ;;
     --precision) COMPREPLY=($(compgen -W "fp32 fp16 bf16" -- "$cur")); return ;;
-    --device | --tables | --rows | --dim | --batch | --pooling | --ids) return ;;
-    --gpu | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
+    --tables | --rows | --dim | --batch | --pooling | --ids) return ;;
+    --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
     local opts_var=_protosim_opts_${cmd}
@@ -57,8 +62,9 @@ _protosim()
     case $cmd in
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
+    replay | profile) _protosim_files "$cur" "json|gz" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "run cluster collective sweep merge lookup" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "run replay profile cluster collective sweep merge lookup" -- "$cur")) ;;
     esac
 }
 

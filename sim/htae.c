@@ -81,6 +81,7 @@ struct exec_state;
 typedef struct stream_state {
     struct exec_state *x;
     int rank, stream;
+    int computing;         /* a GPU compute task is mid-run on this stream */
     uint32_t first, count; /* into g->stream_tasks */
     int64_t waiting_task;  /* task whose predecessors this actor waits for, or -1 */
     int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
@@ -104,14 +105,16 @@ typedef struct exec_state {
     uint32_t *pending;      /* per task: predecessors not yet done */
     uint32_t *coll_arrived; /* per collective */
     uint8_t *coll_done;
-    int *comm_active;                /* per rank: communications in flight touching that GPU */
-    struct stream_state **computing; /* per rank: the compute actor mid-task, or NULL */
-    stream_state *streams;           /* [n_ranks * STREAM_COUNT] */
-    host_state *host;                /* per rank */
-    double *ready;       /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
+    int *comm_active;      /* per rank: communications in flight touching that GPU */
+    int *computing;        /* per rank: GPU streams with a compute task mid-run */
+    stream_state *streams; /* [n_ranks * g->n_streams] */
+    host_state *host;      /* per rank */
+    double *ready;         /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
-    coll_group **groups; /* per graph group: its collectives' algorithms and flows */
-    htae_alone alone;    /* which all-to-alls may run as lean tasks, and when */
+    double *pred_end;      /* per task, only for a graph with lags (htae_set_lag): the latest
+                              end of its explicit predecessors */
+    coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
+    htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
@@ -143,7 +146,7 @@ static void sleep_for(double s)
 static void release(exec_state *x, uint32_t t)
 {
     const htae_task *k = &x->g->tasks[t];
-    stream_state *st = &x->streams[(size_t)k->rank * STREAM_COUNT + k->stream];
+    stream_state *st = &x->streams[(size_t)k->rank * (size_t)x->g->n_streams + k->stream];
     if (st->waiting_task == (int64_t)t) {
         st->waiting_task = -1;
         sg_sem_release(st->sem);
@@ -161,6 +164,8 @@ static void task_done(exec_state *x, uint32_t t, double now)
     for (uint32_t j = 0; j < k->n_succ; j++) {
         uint32_t s = g->succ[k->succ_first + j];
         assert(x->pending[s] > 0);
+        if (x->pred_end && now > x->pred_end[s])
+            x->pred_end[s] = now;
         if (--x->pending[s] == 0) {
             release(x, s);
         } else if (x->pending[s] == 1) { /* only the host's issue left: a waiting host goes */
@@ -210,20 +215,26 @@ static void host_actor(int argc, char **argv)
     }
 }
 
-/* A GPU's compute stream is its only user of the SMs in this model, so compute is a timed
- * wait, kept out of ptask_L07's sharing system (which re-solves every active action at each
- * event). While any communication touches the GPU, compute progresses at 1 / (1 + slowdown)
- * of full speed: communication starting or ending wakes the computing actor (comm_changed),
- * which re-reads the rate, so the result does not depend on which actor runs first. */
+/* Compute is a timed wait, kept out of ptask_L07's sharing system (which re-solves every active
+ * action at each event): a compiled plan computes on one stream per GPU; a replayed trace's
+ * kernels on several streams keep their measured times, which already include any sharing.
+ * While any communication touches the GPU, GPU compute progresses at 1 / (1 + slowdown) of full
+ * speed: communication starting or ending wakes the computing actors (comm_changed), which
+ * re-read the rate, so the result does not depend on which actor runs first. A CPU thread's
+ * work is a plain sleep. */
 static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
 {
     assert(k->kind == TASK_COMPUTE && is_amount(k->seconds));
-    assert(x->computing[k->rank] == NULL);
     double remaining = k->seconds; /* at full speed */
     if (remaining <= 0.0)
         return;
-    x->computing[k->rank] = st;
     x->activities++;
+    if (htae_stream_is_cpu(x->g, st->stream)) {
+        sg_actor_sleep_for(remaining);
+        return;
+    }
+    st->computing = 1;
+    x->computing[k->rank]++;
     while (remaining > 1e-12) {
         double rate = x->comm_active[k->rank] > 0 ? 1.0 / (1.0 + x->opt.overlap_slowdown) : 1.0;
         double t0 = simgrid_get_clock();
@@ -231,16 +242,21 @@ static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
         double done = (simgrid_get_clock() - t0) * rate;
         remaining = timed_out ? 0.0 : remaining - done;
     }
-    x->computing[k->rank] = NULL;
+    st->computing = 0;
+    x->computing[k->rank]--;
 }
 
-/* Communication on `rank` started or ended: a computing actor there re-reads its rate. */
+/* Communication on `rank` started or ended: computing actors there re-read their rate. */
 static void comm_changed(exec_state *x, int rank, int delta)
 {
     x->comm_active[rank] += delta;
     assert(x->comm_active[rank] >= 0);
-    if (x->computing[rank])
-        sg_sem_release(x->computing[rank]->sem);
+    if (x->computing[rank] == 0)
+        return;
+    stream_state *st = &x->streams[(size_t)rank * (size_t)x->g->n_streams];
+    for (int s = 0; s < x->g->n_streams; s++)
+        if (st[s].computing)
+            sg_sem_release(st[s].sem);
 }
 
 static void run_transfer(exec_state *x, const htae_task *k)
@@ -297,7 +313,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         const htae_task *m = &g->tasks[members[i]];
         comm_changed(x, m->rank, -1);
         task_done(x, members[i], t1);
-        stream_state *other = &x->streams[(size_t)m->rank * STREAM_COUNT + m->stream];
+        stream_state *other = &x->streams[(size_t)m->rank * (size_t)g->n_streams + m->stream];
         if (other->waiting_coll == (int64_t)k->coll)
             sg_sem_release(other->sem);
     }
@@ -320,6 +336,8 @@ static void stream_actor(int argc, char **argv)
         }
         if (k->host)
             sleep_until(x->ready[t]);
+        if (t < g->n_lag && g->lag[t] > 0.0) /* launch latency after its launch */
+            sleep_until(x->pred_end[t] + g->lag[t]);
         if (k->kind == TASK_COLLECTIVE) {
             run_collective_task(x, st, t);
             continue;
@@ -398,6 +416,7 @@ static void state_init(exec_state *x, const htae_graph *g, const htae_options *o
     x->computing = xcalloc((size_t)g->n_ranks, sizeof *x->computing);
     x->pending = xmalloc((size_t)g->n_tasks * sizeof *x->pending);
     x->ready = xcalloc(g->n_tasks, sizeof *x->ready);
+    x->pred_end = g->lag ? xcalloc(g->n_tasks, sizeof *x->pred_end) : NULL;
     x->coll_arrived = xcalloc(g->n_colls, sizeof *x->coll_arrived);
     x->coll_done = xcalloc(g->n_colls, 1);
 
@@ -433,21 +452,21 @@ static void start_actor(const char *name, sg_host_t where, void (*code)(int, cha
 static void start_actors(exec_state *x)
 {
     const htae_graph *g = x->g;
-    size_t n_streams = (size_t)g->n_ranks * STREAM_COUNT;
+    size_t per = (size_t)g->n_streams, n_streams = (size_t)g->n_ranks * per;
     x->streams = xcalloc(n_streams, sizeof *x->streams);
     char name[64];
     for (size_t i = 0; i < n_streams; i++) {
         stream_state *st = &x->streams[i];
         st->x = x;
-        st->rank = (int)(i / STREAM_COUNT);
-        st->stream = (int)(i % STREAM_COUNT);
+        st->rank = (int)(i / per);
+        st->stream = (int)(i % per);
         st->first = g->stream_first[i];
         st->count = g->stream_first[i + 1] - g->stream_first[i];
         st->waiting_task = st->waiting_coll = -1;
         if (st->count == 0)
             continue;
         st->sem = sg_sem_init(0);
-        snprintf(name, sizeof name, "gpu%d:%s", st->rank, stream_name(st->stream));
+        snprintf(name, sizeof name, "gpu%d:%s", st->rank, htae_stream_name(g, st->stream));
         start_actor(name, x->hosts[st->rank], stream_actor, st);
     }
     for (int r = 0; r < g->n_ranks; r++) {
@@ -479,12 +498,28 @@ static int collect_result(exec_state *x, ps_error *err)
     return 0;
 }
 
+/* Step: times from the run's start. SimGrid's clock goes on across runs in one process (replay
+ * --what-if runs the unchanged job, then the changed one). */
+static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
+{
+    if (origin == 0.0)
+        return;
+    for (uint32_t t = 0; t < n_tasks; t++) {
+        out->start[t] -= origin;
+        out->end[t] -= origin;
+    }
+    out->makespan -= origin;
+    for (int i = 0; i < out->n_links; i++)
+        for (int k = 0; k < out->links[i].n_rate; k++)
+            out->links[i].rate[k].t -= origin;
+}
+
 /* Step: free everything state_init, plan_groups and start_actors made (not the result). */
 static void state_free(exec_state *x)
 {
     const htae_graph *g = x->g;
     if (x->streams)
-        for (size_t i = 0; i < (size_t)g->n_ranks * STREAM_COUNT; i++) {
+        for (size_t i = 0; i < (size_t)g->n_ranks * (size_t)g->n_streams; i++) {
             if (x->streams[i].count)
                 sg_sem_destroy(x->streams[i].sem);
         }
@@ -498,6 +533,7 @@ static void state_free(exec_state *x)
     }
     free(x->host);
     free(x->ready);
+    free(x->pred_end);
     free(x->groups);
     htae_alone_free(&x->alone);
     free(x->streams);
@@ -529,13 +565,16 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     x.links = htae_links_create();
     htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
     rc = plan_groups(&x, c, err);
+    double origin = simgrid_get_clock(); /* 0 unless the process ran an earlier simulation */
     if (!rc) {
         start_actors(&x);
         simgrid_run();
         rc = collect_result(&x, err);
     }
-    if (!rc)
+    if (!rc) {
         htae_links_collect(x.links, out);
+        shift_result(out, g->n_tasks, origin);
+    }
     htae_links_free(x.links);
     state_free(&x);
     if (rc) {

@@ -72,7 +72,8 @@ typedef struct htae_link_stat {
 
 typedef struct htae_result {
     double makespan;       /* simulated seconds until the last task ended */
-    double *start, *end;   /* [n_tasks] simulated start and end of each task */
+    double *start, *end;   /* [n_tasks] simulated start and end of each task (all times of a
+                              result count from its run's start, however many ran before) */
     uint64_t activities;   /* SimGrid activities run (executions and flows) */
     uint32_t lean_colls;   /* all-to-alls run as lean tasks, alone on their private links
                               (htae_alone.h); the same timings as their full tasks */

@@ -25,7 +25,7 @@ typedef struct graph_walk {
 static uint32_t stream_next(const graph_walk *w, uint32_t t)
 {
     const htae_task *k = &w->g->tasks[t];
-    uint32_t si = (uint32_t)k->rank * STREAM_COUNT + k->stream;
+    uint32_t si = (uint32_t)k->rank * (uint32_t)w->g->n_streams + k->stream;
     uint32_t next = w->g->stream_first[si] + w->pos[t] + 1;
     return next < w->g->stream_first[si + 1] ? w->g->stream_tasks[next] : UINT32_MAX;
 }
@@ -51,7 +51,7 @@ static void walk_init(graph_walk *w, const htae_graph *g)
     uint32_t n = g->n_tasks;
     w->g = g;
     w->pos = xmalloc((size_t)n * sizeof *w->pos);
-    for (uint32_t s = 0; s < (uint32_t)g->n_ranks * STREAM_COUNT; s++)
+    for (uint32_t s = 0; s < (uint32_t)g->n_ranks * (uint32_t)g->n_streams; s++)
         for (uint32_t i = g->stream_first[s]; i < g->stream_first[s + 1]; i++)
             w->pos[g->stream_tasks[i]] = i - g->stream_first[s];
     w->item = xmalloc(((size_t)n + g->n_colls) * sizeof *w->item);
@@ -173,7 +173,7 @@ static int by_u64(const void *a, const void *b)
 static int in_set(sg_link_t link, void *arg)
 {
     const link_set *s = arg;
-    return bsearch(&link, s->links, s->n, sizeof *s->links, by_pointer) != NULL;
+    return s->n > 0 && bsearch(&link, s->links, s->n, sizeof *s->links, by_pointer) != NULL;
 }
 
 /* Candidates: groups with stand-ins whose collectives are all balanced all-to-alls on one

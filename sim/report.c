@@ -103,8 +103,8 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, do
 {
     const htae_graph *g = p->graph;
     int nc = 0, nm = 0;
-    for (int st = 0; st < STREAM_COUNT; st++) {
-        uint32_t i = (uint32_t)rank * STREAM_COUNT + (uint32_t)st;
+    for (int st = 0; st < g->n_streams; st++) {
+        uint32_t i = (uint32_t)rank * (uint32_t)g->n_streams + (uint32_t)st;
         int n = (int)(g->stream_first[i + 1] - g->stream_first[i]);
         if (st == STREAM_COMPUTE)
             nc += n;
@@ -115,8 +115,8 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, do
     interval *comm = xmalloc((size_t)(nm + 1) * sizeof *comm);
     nc = nm = 0;
     memset(s->comm_s, 0, sizeof s->comm_s);
-    for (int st = 0; st < STREAM_COUNT; st++) {
-        uint32_t i = (uint32_t)rank * STREAM_COUNT + (uint32_t)st;
+    for (int st = 0; st < g->n_streams; st++) {
+        uint32_t i = (uint32_t)rank * (uint32_t)g->n_streams + (uint32_t)st;
         for (uint32_t k = g->stream_first[i]; k < g->stream_first[i + 1]; k++) {
             uint32_t t = g->stream_tasks[k];
             interval iv = {r->start[t], r->end[t]};
@@ -154,8 +154,8 @@ static void top_labels(const compiled_plan *p, const htae_result *r, int rank, r
 {
     const htae_graph *g = p->graph;
     double *by = xcalloc((size_t)g->n_labels + 1, sizeof *by);
-    for (int st = 0; st < STREAM_COUNT; st++) {
-        uint32_t i = (uint32_t)rank * STREAM_COUNT + (uint32_t)st;
+    for (int st = 0; st < g->n_streams; st++) {
+        uint32_t i = (uint32_t)rank * (uint32_t)g->n_streams + (uint32_t)st;
         for (uint32_t k = g->stream_first[i]; k < g->stream_first[i + 1]; k++) {
             uint32_t t = g->stream_tasks[k];
             by[g->tasks[t].label] += r->end[t] - r->start[t];
@@ -231,7 +231,7 @@ static void preds_build(const htae_graph *g, preds *pr)
         }
     free(fill);
     pr->prev = xmalloc(((size_t)n + 1) * sizeof *pr->prev);
-    uint32_t n_streams = (uint32_t)g->n_ranks * STREAM_COUNT;
+    uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
     for (uint32_t i = 0; i < n_streams; i++)
         for (uint32_t k = g->stream_first[i]; k < g->stream_first[i + 1]; k++)
             pr->prev[g->stream_tasks[k]] =
@@ -298,9 +298,14 @@ static void push_step(path_step **v, int *n, size_t *cap, path_step s)
     (*v)[(*n)++] = s;
 }
 
-static path_step task_step(const htae_task *k, double seconds)
+static path_step task_step(const htae_graph *g, const htae_task *k, double seconds)
 {
-    path_step s = {k->label, k->rank, -1, stream_name((stream_id)k->stream), seconds};
+    /* a replayed trace's streams say where the time went: a CPU thread, a GPU stream, NCCL */
+    const char *kind = !g->stream_names                   ? stream_name((stream_id)k->stream)
+                       : k->kind == TASK_COLLECTIVE       ? "comm"
+                       : htae_stream_is_cpu(g, k->stream) ? "cpu"
+                                                          : "gpu";
+    path_step s = {k->label, k->rank, -1, kind, seconds};
     if (k->kind == TASK_TRANSFER)
         s.peer = k->peer;
     else if (k->kind == TASK_COLLECTIVE)
@@ -327,9 +332,9 @@ static path_step *walk(const htae_graph *g, const htae_result *r, int *n)
         double lo = p == NO_TASK ? 0.0 : r->end[p];
         double start = r->start[cur];
         if (start - lo <= PATH_TOL) {
-            push_step(&v, n, &cap, task_step(&g->tasks[cur], hi - lo));
+            push_step(&v, n, &cap, task_step(g, &g->tasks[cur], hi - lo));
         } else {
-            push_step(&v, n, &cap, task_step(&g->tasks[cur], hi - start));
+            push_step(&v, n, &cap, task_step(g, &g->tasks[cur], hi - start));
             const htae_task *w = &g->tasks[via];
             path_step s = {(w->host & HOST_ISSUE) ? WAIT_HOST : WAIT_OTHER, w->rank, -1, "wait",
                            start - lo};

@@ -18,16 +18,27 @@ static void seg_push(segment_list *l, segment sg)
 
 /* The op's kernels, launched one after another, each run once launched and the GPU free. A
  * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever.
- * Under `precision: fp8` the layers' GEMMs are costed as FP8 GEMMs, the rest at `prec`. */
-static void add_op(segment *sg, const workload_op *op, op_pass pass, const strategy *s,
-                   const device_spec *dev, double slowdown)
+ * Under `precision: fp8` the layers' GEMMs are costed as FP8 GEMMs, the rest at `prec`. With a
+ * profile database the passes it matches take their measured kernel times (full: the op graph's
+ * op, NULL for a context-parallel ring step, which is never matched); `replay`: a forward
+ * replayed for recompute, for the record. */
+static void add_op(const compile_ctx *cx, segment *sg, const workload_op *full,
+                   const workload_op *op, op_pass pass, int replay, const device_spec *dev,
+                   double slowdown)
 {
+    const strategy *s = cx->s;
     precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
     if (sg->n_ops++ == 0 || op->layer < sg->lo)
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
         sg->hi = op->layer;
-    double g = cost_op_kernel_seconds(op, pass, prec, dev) * slowdown;
+    double model = cost_op_kernel_seconds(op, pass, prec, dev);
+    profile_hit hit;
+    profile_match_op(full ? cx->profile : NULL, &cx->wg.model, full, op, pass, prec, dev, model,
+                     &hit);
+    if (cx->stats)
+        profile_stats_add(cx->stats, op, pass, replay, &hit, model);
+    double g = hit.seconds * slowdown;
     double c = cost_op_launch_seconds(op, pass);
     assert(g >= 0 && c >= 0);
     int k = cost_op_kernels(op, pass);
@@ -52,10 +63,10 @@ static void add_ring(segment *sg, const compile_ctx *cx, const workload_op *op, 
     assert(sg->n_ops == 0);
     workload_op later;
     context_ring_later_step(op, &later);
-    add_op(sg, op, pass, cx->s, dev, slowdown);
+    add_op(cx, sg, NULL, op, pass, 0, dev, slowdown);
     sg->gpu0 = sg->gpu;
     for (int j = 1; j < cx->cp; j++)
-        add_op(sg, &later, pass, cx->s, dev, slowdown);
+        add_op(cx, sg, NULL, &later, pass, 0, dev, slowdown);
     sg->ring = 1;
 }
 
@@ -229,7 +240,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         if (context_ring_op(cx, &wg->ops[i]))
             add_ring(&cur, cx, op, PASS_FWD, dev, slowdown);
         else
-            add_op(&cur, op, PASS_FWD, cx->s, dev, slowdown);
+            add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, replay, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
@@ -279,10 +290,10 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
             assert(!op->selective); /* a fused core: nothing for selective recompute */
             add_ring(&cur, cx, op, PASS_BWD, dev, slowdown);
         } else {
-            add_op(&cur, op, PASS_BWD, s, dev, slowdown);
+            add_op(cx, &cur, &wg->ops[i], op, PASS_BWD, 0, dev, slowdown);
         }
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
-            add_op(&cur, op, PASS_FWD, s, dev, slowdown);
+            add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);
         if (op->expert && cx->expert_layout)

@@ -111,6 +111,8 @@ typedef struct compile_ctx {
     int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
     int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
+    const profile_db *profile; /* measured op times (compile_options.profile), or NULL */
+    profile_stats *stats;      /* where template builds record their op passes, or NULL */
 } compile_ctx;
 
 static inline int stage_of_chunk(const compile_ctx *cx, int mc)

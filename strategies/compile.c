@@ -482,6 +482,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
 void compile_default_options(compile_options *o)
 {
     o->fold_data_parallel = 1;
+    o->profile = NULL;
 }
 
 /* The plan-level facts the report needs, and the rank -> (stage, replica) maps. */
@@ -665,8 +666,12 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     /* Templates per GPU profile (device, slowdown), built when a rank first needs one; the
      * first rank's of every chunk now, in chunk order. */
     find_profiles(&cx);
+    cx.profile = opt->profile;
+    if (cx.profile) /* the reference templates record their op passes (the report's profile) */
+        cx.stats = out->profile = profile_stats_create(cx.profile, c);
     for (int mc = 0; mc < cx.mcs; mc++)
         compile_chunk_ref(&cx, mc);
+    cx.stats = NULL;
     estimate_memory(&cx, out);
 
     emit_plan(&cx, out);
@@ -697,6 +702,9 @@ void compiled_plan_free(compiled_plan *p)
     free(p->replica_of_rank);
     free(p->memory);
     free(p->memory_capacity_of_rank);
+    if (p->profile)
+        profile_stats_free(p->profile);
+    free(p->profile);
     memset(p, 0, sizeof *p);
 }
 

@@ -4,6 +4,7 @@
 #define PROTOSIM_COMPILE_H
 
 #include "../sim/base/graph.h"
+#include "../sim/cost_profile.h"
 #include "../topology/cluster.h"
 #include "strategy.h"
 
@@ -23,6 +24,9 @@ typedef struct memory_estimate {
  * (cluster_route). Otherwise every replica is simulated, as with fold_data_parallel = 0. */
 typedef struct compile_options {
     int fold_data_parallel;
+    /* A profile database (`run --profile`): the op passes it matches on a GPU of its device
+     * take their measured kernel times (sim/profile.h); NULL: the cost model everywhere. */
+    const profile_db *profile;
 } compile_options;
 
 void compile_default_options(compile_options *o);
@@ -47,6 +51,10 @@ typedef struct compiled_plan {
     int *replica_of_rank;            /* [gpus]: data x cp + context index */
     memory_estimate *memory;         /* [gpus] */
     double *memory_capacity_of_rank; /* [gpus]: each GPU's own HBM capacity */
+    /* With a profile database: every op pass of one micro-batch on the first rank of each
+     * stage, modelled and used kernel times (what the report's profile section sums); NULL
+     * without one. */
+    profile_stats *profile;
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data-context index d (data index x cp + context index:

@@ -122,3 +122,11 @@ void sim_load_two_by_two(cluster *c)
     static const char *const nvl_lat[2] = {"0", "0"}, *const nic_lat[2] = {"0", "0.5ms"};
     sim_load_two_nodes(2, nvl_lat, nic_lat, c);
 }
+
+void sim_dgx4_allreduce(const htae_options *o, double S, double p, double *latency,
+                        double *bandwidth)
+{
+    double B = 300 * GB * o->protocol_efficiency, lat = 2 * 0.7e-6;
+    *latency = o->coll_launch_s + 2 * (p - 1) * (o->coll_step_s + lat);
+    *bandwidth = 2 * (p - 1) / p * S / B;
+}

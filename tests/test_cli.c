@@ -23,6 +23,7 @@ static const command_help commands[] = {
     {"run",
      {"STRATEGY.yaml", "--cluster", "--json", "--trace", "--csv", "--strict-memory", "--no-fold",
       "--quiet", "--help", NULL}},
+    {"profile", {"TRACE.json", "-o", "--device", "--quiet", "--help", NULL}},
     {"sweep",
      {"SWEEP.yaml", "--cluster", "-j N", "--shard K/N", "--top", "--csv", "--json", "--plot",
       "--progress", NULL}},
@@ -34,6 +35,9 @@ static const command_help commands[] = {
     {"lookup",
      {"--device", "--tables", "--rows", "--dim", "--batch", "--ids", "--update", "--pooling",
       "--precision", "--csv", NULL}},
+    {"replay",
+     {"TRACE.json", "--cluster", "--json", "--trace", "--overheads", "--steps", "--quiet", "--help",
+      NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

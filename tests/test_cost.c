@@ -294,7 +294,7 @@ START_TEST(optimizer_memory_bound)
 }
 END_TEST
 
-/* ---- regression against measured kernels (tests/data/groundtruth/kernels_sample.csv) ---------- */
+/* ---- regression against measured kernels (tests/data/measured/kernels_sample.csv) ---------- */
 
 /* Specs the measurements were taken against (NeuSight device_*.json; P4 with its 20 real SMs). */
 static const struct {
@@ -361,12 +361,12 @@ static double gt_kernel_seconds(const char *kind, const device_spec *dev, double
     return cost_memory_kernel_seconds(bytes, dev);
 }
 
-START_TEST(groundtruth_kernels)
+START_TEST(measured_kernels)
 {
     const char *root = getenv("PROTOSIM_DATA_DIR");
     ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/groundtruth/kernels_sample.csv", root);
+    snprintf(path, sizeof path, "%s/tests/data/measured/kernels_sample.csv", root);
     FILE *f = fopen(path, "r");
     ck_assert_msg(f, "cannot open %s", path);
     enum { NK = sizeof GT_KINDS / sizeof GT_KINDS[0] };
@@ -402,7 +402,7 @@ START_TEST(groundtruth_kernels)
     for (int k = 0; k < NK; k++) {
         ck_assert_msg(rows[k] >= 60, "%s: only %d rows in the sample", GT_KINDS[k].kind, rows[k]);
         double geo = exp(sum_log[k] / rows[k]) - 1;
-        fprintf(stderr, "groundtruth %-8s %4d rows: geomean |error| %.1f%% (bound %.0f%%)\n",
+        fprintf(stderr, "measured %-8s %4d rows: geomean |error| %.1f%% (bound %.0f%%)\n",
                 GT_KINDS[k].kind, rows[k], 100 * geo, 100 * GT_KINDS[k].bound);
         ck_assert_msg(geo < GT_KINDS[k].bound,
                       "%s: geomean |error| %.1f%% over %d measured rows, bound %.0f%%",
@@ -425,7 +425,7 @@ static Suite *cost_suite(void)
     tcase_add_test(tc, optimizer_memory_bound);
     tcase_add_test(tc, tiny_gemm_hits_floor);
     tcase_add_test(tc, python_model_agrees);
-    tcase_add_test(tc, groundtruth_kernels);
+    tcase_add_test(tc, measured_kernels);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -436,11 +436,11 @@ END_TEST
 /* ---------------------------------------------------------------- 6. collectives vs nccl-tests */
 
 /* Measured out-of-place all-reduce time (seconds) of `bytes` over `gpus` A100s, from the rows of
- * vTrain's nccl-tests files carried in tests/data/groundtruth (scripts/make_test_samples). */
+ * vTrain's nccl-tests files carried in tests/data/measured (scripts/make_test_samples). */
 static double nccl_measured(int gpus, double bytes)
 {
     char file[1024];
-    snprintf(file, sizeof file, "%s/tests/data/groundtruth/nccl_allreduce_a100_sample.csv",
+    snprintf(file, sizeof file, "%s/tests/data/measured/nccl_allreduce_a100_sample.csv",
              data_dir());
     FILE *f = fopen(file, "r");
     ck_assert_msg(f, "cannot open %s", file);
@@ -678,6 +678,113 @@ START_TEST(context_parallel_reports)
 }
 END_TEST
 
+/* `protosim replay` end to end: the report's fields, the overheads file and the timeline. */
+START_TEST(replay_writes_its_reports)
+{
+    char *dir = make_tmpdir();
+    char *trace_in = src_path("tests/data/replay/allreduce.json"), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "r.json"), *ovh = tmp_path(dir, "o.json");
+    char *tl = tmp_path(dir, "t.json");
+    const char *args[] = {"replay",  trace_in, "--cluster",   cl,  "--json", json,
+                          "--trace", tl,       "--overheads", ovh, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "predicted step") != NULL, "summary:\n%s", r.out);
+    cJSON *j = parse_json_file(json);
+    ck_assert_msg(num_field(j, "iteration_time_s") > 0, "iteration_time_s");
+    assert_rel_close(num_field(j, "measured_step_s"), 4.02e-3, 1e-9, "measured_step_s");
+    ck_assert_int_eq((int)num_field(j, "steps"), 1);
+    const cJSON *b = obj_field(j, "breakdown");
+    const cJSON *o = obj_field(b, "overheads");
+    const char *types[] = {"before_first_launch", "between_launches", "after_last_launch",
+                           "between_ops", "launch"};
+    for (int k = 0; k < 5; k++)
+        ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItem(o, types[k])), "overheads.%s", types[k]);
+    ck_assert_msg(num_field(b, "comm_s") > 0, "comm_s");
+    const cJSON *cp = cJSON_GetObjectItem(j, "critical_path");
+    ck_assert_msg(cJSON_IsArray(cp) && cJSON_GetArraySize(cp) > 0, "critical_path");
+    const cJSON *wi = cJSON_GetObjectItem(j, "what_if");
+    ck_assert_msg(cJSON_IsArray(wi) && cJSON_GetArraySize(wi) == 0, "what_if: []");
+    cJSON_Delete(j);
+    cJSON *ov = parse_json_file(ovh);
+    ck_assert_msg(cJSON_IsArray(cJSON_GetObjectItem(ov, "ops")), "overheads.ops");
+    cJSON_Delete(ov);
+    cJSON *t = parse_json_file(tl);
+    ck_assert_msg(cJSON_IsArray(cJSON_GetObjectItem(t, "traceEvents")), "trace events");
+    cJSON_Delete(t);
+    run_free(&r);
+    free(trace_in);
+    free(cl);
+    free(json);
+    free(ovh);
+    free(tl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* A bad trace exits 1 naming the file and the event; a trace taken on another GPU family than
+ * the cluster's is a warning. */
+START_TEST(replay_bad_trace_and_family_warning)
+{
+    char *dir = make_tmpdir();
+    char *bad = src_path("tests/data/replay/no_correlation.json"), *cl = src_path(dgx4);
+    const char *args[] = {"replay", bad, "--cluster", cl, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "no_correlation.json") && strstr(r.err, "traceEvents[2]"),
+                  "stderr: %s", r.err);
+    run_free(&r);
+    char *v100 = src_path("tests/data/replay/v100.json");
+    const char *args2[] = {"replay", v100, "--cluster", cl, "--quiet", NULL};
+    r = run_protosim(dir, args2);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.err, "warning") && strstr(r.err, "V100"), "stderr: %s", r.err);
+    run_free(&r);
+    free(bad);
+    free(v100);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* --what-if end to end: the JSON lists each spec with what it changed and the unchanged
+ * prediction (sync.json: two 1 ms kernels in a row, 2.065 ms; gemm_a at half and gemm_b
+ * removed: 0.565 ms); a malformed spec exits 1 naming the option. */
+START_TEST(replay_what_if)
+{
+    char *dir = make_tmpdir();
+    char *trace_in = src_path("tests/data/replay/sync.json"), *cl = src_path(dgx4);
+    char *json = tmp_path(dir, "r.json");
+    const char *args[] = {"replay", trace_in,    "--cluster",        cl,          "--json",
+                          json,     "--what-if", "scale:gemm_a:0.5", "--what-if", "remove:gemm_b",
+                          NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "with the what-ifs") != NULL, "summary:\n%s", r.out);
+    cJSON *j = parse_json_file(json);
+    assert_rel_close(num_field(j, "iteration_time_unchanged_s"), 2.065e-3, 1e-9, "unchanged");
+    assert_rel_close(num_field(j, "iteration_time_s"), 0.565e-3, 1e-9, "iteration_time_s");
+    const cJSON *wi = cJSON_GetObjectItem(j, "what_if");
+    ck_assert_msg(cJSON_IsArray(wi) && cJSON_GetArraySize(wi) == 2, "what_if: two specs");
+    const cJSON *w0 = cJSON_GetArrayItem(wi, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(w0, "spec")->valuestring, "scale:gemm_a:0.5");
+    ck_assert_int_eq((int)num_field(w0, "kernels"), 1);
+    assert_rel_close(num_field(w0, "kernel_s_after"), 0.5e-3, 1e-9, "kernel_s_after");
+    cJSON_Delete(j);
+    run_free(&r);
+    const char *bad[] = {"replay", trace_in, "--cluster", cl, "--what-if", "scale:(:2", NULL};
+    r = run_protosim(dir, bad);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "--what-if 'scale:(:2'") && strstr(r.err, "regular expression"),
+                  "stderr: %s", r.err);
+    run_free(&r);
+    free(trace_in);
+    free(cl);
+    free(json);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -712,6 +819,9 @@ static Suite *e2e_suite(void)
     tcase_add_test(t, mixtral_ep8_example_runs);
     tcase_add_test(t, ep_folded_plans_match_full_simulation);
     tcase_add_test(t, collectives_track_nccl_tests);
+    tcase_add_test(t, replay_writes_its_reports);
+    tcase_add_test(t, replay_bad_trace_and_family_warning);
+    tcase_add_test(t, replay_what_if);
     suite_add_tcase(s, t);
     return s;
 }

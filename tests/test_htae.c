@@ -273,6 +273,40 @@ START_TEST(p2p_launch_cost_is_added)
 }
 END_TEST
 
+/* A graph of a CPU thread and two GPU streams (htae_graph_create_streams): the CPU thread's 1 ms
+ * of work precedes a 2 ms kernel on stream a (lag 0.5 ms after that work: the launch latency)
+ * and a 3 ms kernel on stream b; the streams compute at once, at full speed. So a runs
+ * 1.5 .. 3.5 ms, b 1 .. 4 ms, the CPU thread is done at 1 ms. */
+START_TEST(cpu_thread_and_two_gpu_streams_with_a_lag)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
+    stream_kind kinds[3] = {STREAM_KIND_CPU, STREAM_KIND_GPU, STREAM_KIND_GPU};
+    const char *names[3] = {"cpu", "a", "b"};
+    htae_graph *g = htae_graph_create_streams(2, 3, kinds, names);
+    int l = htae_label(g, "x");
+    uint32_t host = htae_add_compute_on(g, 0, 0, CAT_HOST, 1e-3, l, 0);
+    uint32_t ka = htae_add_compute_on(g, 0, 1, CAT_KERNEL, 2e-3, l, 0);
+    uint32_t kb = htae_add_compute_on(g, 0, 2, CAT_KERNEL, 3e-3, l, 0);
+    htae_add_edge(g, host, ka);
+    htae_add_edge(g, host, kb);
+    htae_set_lag(g, ka, 0.5e-3);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[host], 1e-3, 1e-9);
+    ck_close(r.start[ka], 1.5e-3, 1e-9);
+    ck_close(r.end[ka], 3.5e-3, 1e-9);
+    ck_close(r.start[kb], 1e-3, 1e-9);
+    ck_close(r.end[kb], 4e-3, 1e-9);
+    ck_assert_str_eq(htae_stream_name(g, 2), "b");
+    ck_assert(htae_stream_is_cpu(g, 0) && !htae_stream_is_cpu(g, 1));
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* The host thread issues in program order and never waits for the GPU: a compute task starts
  * once its issue starts and ends no earlier than issue start + span. Hand timeline (ms):
  * A issued 0-3 (span 3.5): runs 0 .. max(1, 3.5) = 3.5. B issued 3-3.5: starts when A ends,
@@ -591,6 +625,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, one_f_one_b_textbook_bubble);
     tcase_add_test(tc, compute_overlapping_comm_is_slowed);
     tcase_add_test(tc, p2p_launch_cost_is_added);
+    tcase_add_test(tc, cpu_thread_and_two_gpu_streams_with_a_lag);
     tcase_add_test(tc, host_bound_compute_follows_the_issue_timeline);
     tcase_add_test(tc, collective_hides_behind_a_host_bound_program);
     tcase_add_test(tc, host_waits_at_a_blocking_receive_only);

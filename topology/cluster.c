@@ -12,6 +12,7 @@
 
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 
 #include "../sim/base/xalloc.h"
 
@@ -305,4 +306,16 @@ void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *la
     if (bw > 0)
         *bandwidth = bw;
     *latency = sg_host_get_route_latency(from, to);
+}
+
+int cluster_scale_bandwidth(const cluster *c, double factor)
+{
+    assert(c && factor > 0 && isfinite(factor));
+    (void)c;
+    size_t n = sg_link_count();
+    sg_link_t *links = sg_link_list();
+    for (size_t i = 0; i < n; i++)
+        sg_link_set_bandwidth(links[i], sg_link_get_bandwidth(links[i]) * factor);
+    free(links);
+    return (int)n;
 }

@@ -77,6 +77,11 @@ void cluster_free(cluster *c);
  * platform cluster_load loaded. */
 void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency);
 
+/* Every link of the loaded platform (NICs, NVLink, PCIe, switches) at `factor` times its
+ * bandwidth, latencies unchanged: `protosim replay --what-if network:F`. Returns the number of
+ * links changed. Needs the platform cluster_load loaded. */
+int cluster_scale_bandwidth(const cluster *c, double factor);
+
 /* The SimGrid shim (topology/platform.cpp): SimGrid reports platform errors as C++ exceptions,
  * which would abort a C caller, so the C++ side catches them and hands back text. For topology/
  * and sim/htae only; the rest of protosim never sees the engine. */

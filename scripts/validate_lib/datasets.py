@@ -832,5 +832,38 @@ def load_dlrm_kernels(gt_dir, devices_yaml=None, **_):
     return rows, jobs
 
 
+# ---------------------------------------------------------------- traces (issue 12)
+TRACES_DIR = "traces"
+_TRACE_RE = re.compile(r"^(?P<model>[a-z0-9]+)_(?:(?P<gpu>[a-z]\d{3})_)?(?P<world>\d+)rank"
+                       r"(?:_rank\d+)?\.json(?:\.gz)?$")
+# Files whose name does not give the GPU: the one the traces were taken on (issue 12's evidence:
+# the recommendation model's ranks ran on A100s)
+_TRACE_GPU = {"recsys": "a100"}
+
+
+def load_traces(gt_dir, **_):
+    """Each public Kineto trace replayed unchanged (`protosim replay`) on a DGX cluster of its
+    GPU and world size (file name: MODEL_GPU_NrankS[_rankR].json.gz); measured: the trace's
+    median ProfilerStep (the replay's measured_step_s)."""
+    d = os.path.join(gt_dir, TRACES_DIR)
+    rows, jobs = [], []
+    for name in sorted(os.listdir(d)):
+        m = _TRACE_RE.match(name)
+        if not m:
+            continue
+        r = Row("traces", TRACES_DIR, len(rows) + 1, name, group=m.group("model"))
+        rows.append(r)
+        world = int(m.group("world"))
+        gpu = m.group("gpu") or _TRACE_GPU.get(m.group("model"))
+        kind = {"v100": "dgx-v100", "a100": "dgx-a100", "h100": "dgx-h100"}.get(gpu)
+        if not kind:
+            r.skip("no DGX kind for GPU %s" % gpu)
+            continue
+        key = ("gen", kind, max(1, (world + 7) // 8), 0, 0, 0)
+        jobs.append(Job("replay", key, [r], strategy=os.path.join(d, name)))
+    return rows, jobs
+
+
 LOADERS = {"vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
-           "neusight": load_neusight, "llm": load_llm, "dlrm_kernels": load_dlrm_kernels}
+           "neusight": load_neusight, "llm": load_llm, "traces": load_traces,
+           "dlrm_kernels": load_dlrm_kernels}

@@ -14,6 +14,25 @@ htae_graph *htae_graph_create(int n_ranks)
     assert(n_ranks > 0);
     htae_graph *g = xcalloc(1, sizeof *g);
     g->n_ranks = n_ranks;
+    g->n_streams = STREAM_COUNT;
+    g->stream_kinds = xcalloc(STREAM_COUNT, 1); /* all STREAM_KIND_GPU */
+    return g;
+}
+
+htae_graph *htae_graph_create_streams(int n_ranks, int n_streams, const stream_kind *kinds,
+                                      const char *const *names)
+{
+    assert(n_ranks > 0 && n_streams >= 1 && n_streams <= UINT8_MAX);
+    htae_graph *g = xcalloc(1, sizeof *g);
+    g->n_ranks = n_ranks;
+    g->n_streams = n_streams;
+    g->stream_kinds = xmalloc((size_t)n_streams);
+    g->stream_names = xmalloc((size_t)n_streams * sizeof *g->stream_names);
+    for (int s = 0; s < n_streams; s++) {
+        assert(kinds[s] == STREAM_KIND_GPU || kinds[s] == STREAM_KIND_CPU);
+        g->stream_kinds[s] = (uint8_t)kinds[s];
+        g->stream_names[s] = xstrdup(names[s]);
+    }
     return g;
 }
 
@@ -24,6 +43,12 @@ void htae_graph_free(htae_graph *g)
     for (int i = 0; i < g->n_labels; i++)
         free(g->labels[i]);
     free(g->labels);
+    if (g->stream_names)
+        for (int s = 0; s < g->n_streams; s++)
+            free(g->stream_names[s]);
+    free(g->stream_names);
+    free(g->stream_kinds);
+    free(g->lag);
     free(g->tasks);
     free(g->edges);
     free(g->succ);
@@ -54,13 +79,14 @@ static inline int is_amount(double v)
     return isfinite(v) && v >= 0.0;
 }
 
-static uint32_t add_task(htae_graph *g, task_kind kind, int rank, stream_id stream,
-                         task_category cat, int label, int micro)
+static uint32_t add_task(htae_graph *g, task_kind kind, int rank, int stream, task_category cat,
+                         int label, int micro)
 {
     assert(!g->finalized);
     assert(g->n_tasks < UINT32_MAX);
     assert(rank >= 0 && rank < g->n_ranks);
-    assert((unsigned)stream < STREAM_COUNT && (unsigned)cat < CAT_COUNT);
+    assert(stream >= 0 && stream < g->n_streams && (unsigned)cat < CAT_COUNT);
+    assert(kind == TASK_COMPUTE || g->stream_kinds[stream] == STREAM_KIND_GPU);
     assert(label >= 0 && label < g->n_labels);
     assert(micro >= -1);
     xgrow(&g->tasks, sizeof *g->tasks, (size_t)g->n_tasks + 1, &g->cap_tasks);
@@ -80,8 +106,14 @@ static uint32_t add_task(htae_graph *g, task_kind kind, int rank, stream_id stre
 uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
                           int micro)
 {
+    return htae_add_compute_on(g, rank, STREAM_COMPUTE, cat, seconds, label, micro);
+}
+
+uint32_t htae_add_compute_on(htae_graph *g, int rank, int stream, task_category cat, double seconds,
+                             int label, int micro)
+{
     assert(is_amount(seconds));
-    uint32_t id = add_task(g, TASK_COMPUTE, rank, STREAM_COMPUTE, cat, label, micro);
+    uint32_t id = add_task(g, TASK_COMPUTE, rank, stream, cat, label, micro);
     g->tasks[id].seconds = seconds;
     return id;
 }
@@ -95,6 +127,17 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
     g->tasks[id].peer = dst;
     g->tasks[id].bytes = bytes;
     return id;
+}
+
+void htae_set_lag(htae_graph *g, uint32_t t, double lag)
+{
+    assert(!g->finalized && t < g->n_tasks && is_amount(lag));
+    if (t >= g->n_lag) {
+        xgrow(&g->lag, sizeof *g->lag, (size_t)t + 1, &g->cap_lag);
+        memset(g->lag + g->n_lag, 0, ((size_t)t + 1 - g->n_lag) * sizeof *g->lag);
+        g->n_lag = t + 1;
+    }
+    g->lag[t] = lag;
 }
 
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)
@@ -217,7 +260,7 @@ static void kahn_release(const htae_graph *g, uint32_t t, const uint32_t *pos, u
         if (--indeg[s] == 0)
             queue[(*tail)++] = s;
     }
-    uint32_t si = (uint32_t)k->rank * STREAM_COUNT + k->stream;
+    uint32_t si = (uint32_t)k->rank * (uint32_t)g->n_streams + k->stream;
     uint32_t next = g->stream_first[si] + pos[t] + 1;
     if (next < g->stream_first[si + 1]) {
         uint32_t s = g->stream_tasks[next];
@@ -293,16 +336,16 @@ static void build_successors(htae_graph *g)
 static void build_stream_orders(htae_graph *g, uint32_t *pos)
 {
     uint32_t n = g->n_tasks;
-    uint32_t n_streams = (uint32_t)g->n_ranks * STREAM_COUNT;
+    uint32_t per = (uint32_t)g->n_streams, n_streams = (uint32_t)g->n_ranks * per;
     g->stream_first = xcalloc((size_t)n_streams + 1, sizeof *g->stream_first);
     g->stream_tasks = xmalloc((size_t)n * sizeof *g->stream_tasks);
     for (uint32_t i = 0; i < n; i++)
-        g->stream_first[(uint32_t)g->tasks[i].rank * STREAM_COUNT + g->tasks[i].stream + 1]++;
+        g->stream_first[(uint32_t)g->tasks[i].rank * per + g->tasks[i].stream + 1]++;
     for (uint32_t s = 0; s < n_streams; s++)
         g->stream_first[s + 1] += g->stream_first[s];
     uint32_t *fill = xcalloc((size_t)n_streams, sizeof *fill);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t s = (uint32_t)g->tasks[i].rank * STREAM_COUNT + g->tasks[i].stream;
+        uint32_t s = (uint32_t)g->tasks[i].rank * per + g->tasks[i].stream;
         pos[i] = fill[s];
         g->stream_tasks[g->stream_first[s] + fill[s]++] = i;
     }
@@ -326,7 +369,7 @@ static void assert_tasks_valid(const htae_graph *g)
     for (uint32_t i = 0; i < g->n_tasks; i++) {
         const htae_task *k = &g->tasks[i];
         assert(k->rank >= 0 && k->rank < g->n_ranks);
-        assert(k->stream < STREAM_COUNT && k->category < CAT_COUNT);
+        assert(k->stream < g->n_streams && k->category < CAT_COUNT);
         assert(k->label >= 0 && k->label < g->n_labels);
         assert(is_amount(k->seconds) && is_amount(k->bytes));
         assert(is_amount(k->host_s) && is_amount(k->span));
@@ -335,12 +378,16 @@ static void assert_tasks_valid(const htae_graph *g)
         for (uint32_t j = 0; j < k->n_succ; j++)
             assert(g->succ[k->succ_first + j] < g->n_tasks && g->succ[k->succ_first + j] != i);
         switch ((task_kind)k->kind) {
-        case TASK_COMPUTE: assert(k->stream == STREAM_COMPUTE && k->peer == -1); break;
+        case TASK_COMPUTE: assert(k->peer == -1); break;
         case TASK_TRANSFER:
+            assert(g->stream_kinds[k->stream] == STREAM_KIND_GPU);
             assert(k->peer >= 0 && k->peer < g->n_ranks && k->peer != k->rank);
             assert(has_receiver(g, k));
             break;
-        case TASK_COLLECTIVE: assert(k->coll >= 0 && (uint32_t)k->coll < g->n_colls); break;
+        case TASK_COLLECTIVE:
+            assert(g->stream_kinds[k->stream] == STREAM_KIND_GPU);
+            assert(k->coll >= 0 && (uint32_t)k->coll < g->n_colls);
+            break;
         default: assert(!"task kind out of range");
         }
     }
@@ -388,9 +435,9 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
     return 0;
 }
 
-static const char *const category_table[CAT_COUNT] = {"forward",   "backward", "recompute",
-                                                      "optimizer", "tp-comm",  "pp-comm",
-                                                      "dp-comm",   "cp-comm",  "ep-comm"};
+static const char *const category_table[CAT_COUNT] = {
+    "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm",
+    "dp-comm", "cp-comm",  "ep-comm",   "host",      "kernel",  "comm"};
 static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm",
                                                        "cp-comm"};
 static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather",
@@ -407,6 +454,18 @@ const char *task_category_name(task_category c)
 const char *stream_name(stream_id s)
 {
     return enum_name(stream_names, (int)s);
+}
+
+const char *htae_stream_name(const htae_graph *g, int s)
+{
+    assert(s >= 0 && s < g->n_streams);
+    return g->stream_names ? g->stream_names[s] : stream_name((stream_id)s);
+}
+
+int htae_stream_is_cpu(const htae_graph *g, int s)
+{
+    assert(s >= 0 && s < g->n_streams);
+    return g->stream_kinds[s] == STREAM_KIND_CPU;
 }
 
 const char *coll_kind_name(coll_kind k)

@@ -14,6 +14,12 @@ typedef enum { TASK_COMPUTE, TASK_TRANSFER, TASK_COLLECTIVE } task_kind;
  * point-to-point, data-parallel collectives, context-parallel ring transfers. */
 typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_CP, STREAM_COUNT } stream_id;
 
+/* A graph's streams need not be these five: a replayed trace has as many as its rank used
+ * (CUDA streams, and the framework's CPU threads as streams of their own, htae_graph_create_streams).
+ * A CPU thread runs compute tasks only (host work, measured): it never slows down while the GPU
+ * communicates, and the report does not count it as GPU time. */
+typedef enum { STREAM_KIND_GPU, STREAM_KIND_CPU } stream_kind;
+
 /* What a task is for; the report's breakdown and the trace colour by it. */
 typedef enum {
     CAT_FORWARD,
@@ -25,6 +31,9 @@ typedef enum {
     CAT_DP_COMM,
     CAT_CP_COMM,
     CAT_EP_COMM, /* expert parallelism: all-to-alls and expert-tensor collectives */
+    CAT_HOST,    /* a traced CPU thread's work (replay) */
+    CAT_KERNEL,  /* a traced GPU kernel, copy or memset (replay) */
+    CAT_COMM,    /* a traced NCCL kernel (replay) */
     CAT_COUNT
 } task_category;
 
@@ -41,7 +50,7 @@ enum {
 
 typedef struct htae_task {
     uint8_t kind;     /* task_kind */
-    uint8_t stream;   /* stream_id */
+    uint8_t stream;   /* stream_id, or below the graph's n_streams */
     uint8_t category; /* task_category */
     uint8_t host;     /* HOST_* flags, 0: the host plays no part */
     int32_t rank;
@@ -81,6 +90,9 @@ typedef struct htae_collective {
 
 typedef struct htae_graph {
     int n_ranks;
+    int n_streams;         /* per rank: STREAM_COUNT, or htae_graph_create_streams' count */
+    uint8_t *stream_kinds; /* [n_streams] stream_kind */
+    char **stream_names;   /* [n_streams], or NULL: stream_name's */
     htae_task *tasks;
     uint32_t n_tasks;
     size_t cap_tasks;
@@ -108,8 +120,12 @@ typedef struct htae_graph {
     int n_labels;
     size_t cap_labels;
 
+    double *lag; /* NULL, or [n_lag]: htae_set_lag's per-task start lag (0 for the others) */
+    uint32_t n_lag;
+    size_t cap_lag;
+
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
-     * stream_first[i+1]) with i = r * STREAM_COUNT + s, in program order. */
+     * stream_first[i+1]) with i = r * n_streams + s, in program order. */
     uint32_t *stream_first;
     uint32_t *stream_tasks;
     int finalized;
@@ -120,6 +136,10 @@ typedef struct htae_graph {
  * twice, an edge to a missing task) is a bug in the caller: the builders and finalize assert,
  * they do not return errors. Memory comes from xalloc (exit 3 when exhausted). */
 htae_graph *htae_graph_create(int n_ranks);
+/* A graph whose ranks each have n_streams streams (1..255) of the given kinds and names (copied)
+ * instead of the five of stream_id. */
+htae_graph *htae_graph_create_streams(int n_ranks, int n_streams, const stream_kind *kinds,
+                                      const char *const *names);
 void htae_graph_free(htae_graph *g);
 
 /* Intern a label (task names in traces). */
@@ -127,6 +147,9 @@ int htae_label(htae_graph *g, const char *name);
 
 uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
                           int micro);
+/* A compute task on any stream of the rank: a GPU stream's kernel, or a CPU thread's work. */
+uint32_t htae_add_compute_on(htae_graph *g, int rank, int stream, task_category cat, double seconds,
+                             int label, int micro);
 /* A point-to-point transfer issued by `src` on stream `stream`. The receiver only depends on it:
  * add an edge from it to at least one task of `dst` (finalize asserts there is one). */
 uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
@@ -148,6 +171,9 @@ int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double 
 int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
                         task_category cat, int label, int micro, uint32_t *task_ids);
 void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
+/* Task t cannot start before lag seconds after its last explicit predecessor (an edge's source,
+ * not its stream's previous task) ended: a replayed kernel's launch latency on an idle GPU. */
+void htae_set_lag(htae_graph *g, uint32_t t, double lag);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
@@ -161,6 +187,9 @@ int htae_graph_finalize(htae_graph *g, ps_error *err);
 extern const enum_names task_category_names, stream_names, coll_kind_names;
 const char *task_category_name(task_category c);
 const char *stream_name(stream_id s);
+/* Stream s of g's ranks: its name and whether it is a CPU thread. */
+const char *htae_stream_name(const htae_graph *g, int s);
+int htae_stream_is_cpu(const htae_graph *g, int s);
 const char *coll_kind_name(coll_kind k);
 
 #endif

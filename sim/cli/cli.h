@@ -16,7 +16,8 @@ typedef struct cli_command {
     int (*main)(int argc, char **argv); /* argv: the arguments after the subcommand's name */
 } cli_command;
 
-extern const cli_command cli_run, cli_cluster, cli_collective, cli_sweep, cli_merge, cli_lookup;
+extern const cli_command cli_run, cli_replay, cli_profile, cli_cluster, cli_collective, cli_sweep,
+    cli_merge, cli_lookup;
 
 /* `protosim NAME --help`: the subcommand's usage on stdout; returns 0. */
 int cli_help(const cli_command *c);

@@ -19,7 +19,7 @@ const cli_command cli_run = {
     "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
     "                [--no-trace-links]]\n"
     "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
-    "               [--quiet]\n",
+    "               [--profile OPS.json] [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
@@ -45,6 +45,8 @@ const cli_command cli_run = {
     "                          if one of the plan's groups cannot run it\n"
     "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
     "  --no-fold               simulate every data-parallel replica (default: fold them)\n"
+    "  --profile OPS.json      measured op times (`protosim profile`): op passes of the plan\n"
+    "                          that match an entry on a GPU of its device take its time\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
@@ -53,7 +55,7 @@ const cli_command cli_run = {
 };
 
 typedef struct run_args {
-    const char *strategy, *cluster, *json, *trace, *csv, *algo;
+    const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile;
     htae_options hopt;
     out_trace_filter trace_filter;
     int no_trace_links, strict, quiet;
@@ -92,6 +94,7 @@ static const cli_option run_options[] = {
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(run_args, csv)},
     {.name = "--nccl-algo", .kind = CLI_STRING, .offset = offsetof(run_args, algo)},
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
+    {.name = "--profile", .kind = CLI_STRING, .offset = offsetof(run_args, profile)},
     {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
     {.name = "--quiet",
      .alias = "-q",
@@ -190,6 +193,17 @@ static int run_main(int argc, char **argv)
         strategy_free(&s);
         return cli_fail(&err);
     }
+    profile_db db;
+    memset(&db, 0, sizeof db);
+    if (a.profile) {
+        if (profile_db_load(a.profile, &db, &err)) {
+            cluster_free(&c);
+            strategy_free(&s);
+            return cli_fail(&err);
+        }
+        a.copt.profile = &db;
+        out_warn_profile_device(&db, &c);
+    }
     compiled_plan plan;
     htae_result res;
     memset(&res, 0, sizeof res);
@@ -212,6 +226,7 @@ static int run_main(int argc, char **argv)
     free(counted);
     htae_result_free(&res);
     compiled_plan_free(&plan);
+    profile_db_free(&db);
     cluster_free(&c);
     strategy_free(&s);
     return rc;

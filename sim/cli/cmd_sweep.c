@@ -24,14 +24,17 @@ static int merge_main(int argc, char **argv);
 const cli_command cli_sweep = {
     "sweep",
     "  protosim sweep SWEEP.yaml --cluster CLUSTER.xml [-j N] [--shard K/N] [--top N]\n"
-    "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n",
+    "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
+    "               [--profile OPS.json]\n",
     "enumerates the plans of a sweep file, simulates the valid ones in N worker processes and\n"
     "ranks them by iteration time.\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
     "  -j N, --jobs N          worker processes (default: the CPU count)\n"
     "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
-    "merge)\n" OUTPUT_OPTIONS,
+    "merge)\n"
+    "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
+    "                          --profile\n" OUTPUT_OPTIONS,
     sweep_main,
 };
 
@@ -81,7 +84,8 @@ static const cli_option sweep_option_table[] = {
      .kind = CLI_CUSTOM,
      .offset = offsetof(sweep_args, o),
      .parse = parse_shard},
-#define MERGE_FIRST 3
+    {.name = "--profile", .kind = CLI_STRING, .offset = SWEEP_OPT(profile)},
+#define MERGE_FIRST 4
     {.name = "--top", .kind = CLI_INT, .offset = SWEEP_OPT(top), .has_min = 1, .bad = "--top"},
     {.name = "--csv", .kind = CLI_STRING, .offset = SWEEP_OPT(csv)},
     {.name = "--json", .kind = CLI_STRING, .offset = SWEEP_OPT(json)},

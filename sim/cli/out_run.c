@@ -75,6 +75,88 @@ static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
             p->micro_batches, p->plan.micro_batch, precision_name(p->plan.precision));
 }
 
+void out_warn_profile_device(const profile_db *db, const cluster *c)
+{
+    for (int r = 0; r < c->n_gpus; r++)
+        if (!strcmp(c->device[r]->name, db->device))
+            return;
+    fprintf(stderr,
+            "protosim: warning: %s measures %s; the cluster has none: the cost model times every "
+            "op\n",
+            db->file, db->device);
+}
+
+static const char *pass_name(const profile_group *g)
+{
+    return g->replay ? "recompute" : g->pass == PASS_FWD ? "fwd" : "bwd";
+}
+
+/* run --profile: how many op passes the table matched, the share of the kernel time it gives,
+ * and the matched ops by name. */
+static void profile_text(FILE *out, const compiled_plan *p)
+{
+    const profile_stats *st = p->profile;
+    if (!st)
+        return;
+    char b1[32], b2[32];
+    fprintf(out, "  profile      %s (%s): ", st->file, st->device);
+    if (!st->device_in_cluster) {
+        fprintf(out, "no GPU of the cluster is one: nothing matched\n");
+        return;
+    }
+    profile_summary ps;
+    profile_summarize(st, &ps);
+    fprintf(out, "%d of %d op passes matched, %.1f%% of the kernel time measured\n", ps.matched,
+            ps.ops, pct(ps.measured, ps.used));
+    for (int i = 0; i < ps.n; i++) {
+        const profile_group *g = &ps.g[i];
+        if (!g->matched)
+            continue;
+        fprintf(out, "    %-28s %-9s %3d of %3d  %-22s %10s -> %s", g->name, pass_name(g),
+                g->matched, g->ops, g->entry_op, human_time(g->model, b1, sizeof b1),
+                human_time(g->used, b2, sizeof b2));
+        if (g->partly)
+            fprintf(out, " (%d with one GEMM modelled)", g->partly);
+        fputc('\n', out);
+    }
+    profile_summary_free(&ps);
+}
+
+static void profile_json(cJSON *root, const compiled_plan *p)
+{
+    const profile_stats *st = p->profile;
+    if (!st)
+        return;
+    profile_summary ps;
+    profile_summarize(st, &ps);
+    cJSON *o = cJSON_AddObjectToObject(root, "profile");
+    cJSON_AddStringToObject(o, "file", st->file);
+    cJSON_AddStringToObject(o, "device", st->device);
+    cJSON_AddBoolToObject(o, "device_in_cluster", st->device_in_cluster);
+    cJSON_AddNumberToObject(o, "op_passes", ps.ops);
+    cJSON_AddNumberToObject(o, "matched", ps.matched);
+    cJSON_AddNumberToObject(o, "model_kernel_s", ps.model);
+    cJSON_AddNumberToObject(o, "kernel_s", ps.used);
+    cJSON_AddNumberToObject(o, "measured_s", ps.measured);
+    cJSON_AddNumberToObject(o, "measured_share", ps.used > 0 ? ps.measured / ps.used : 0.0);
+    cJSON *by = cJSON_AddArrayToObject(o, "by_op");
+    for (int i = 0; i < ps.n; i++) {
+        const profile_group *g = &ps.g[i];
+        cJSON *it = cJSON_CreateObject();
+        cJSON_AddStringToObject(it, "name", g->name);
+        cJSON_AddStringToObject(it, "pass", pass_name(g));
+        cJSON_AddNumberToObject(it, "ops", g->ops);
+        cJSON_AddNumberToObject(it, "matched", g->matched);
+        cJSON_AddNumberToObject(it, "partly", g->partly);
+        cJSON_AddStringToObject(it, "entry_op", g->entry_op);
+        cJSON_AddNumberToObject(it, "model_kernel_s", g->model);
+        cJSON_AddNumberToObject(it, "kernel_s", g->used);
+        cJSON_AddNumberToObject(it, "measured_s", g->measured);
+        cJSON_AddItemToArray(by, it);
+    }
+    profile_summary_free(&ps);
+}
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const run_analysis *an)
 {
@@ -144,6 +226,7 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
                     human_time(top[i].seconds, b1, sizeof b1), pct(top[i].seconds, T), top[i].kind);
     }
     links_text(out, p, r, T);
+    profile_text(out, p);
     fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
@@ -186,7 +269,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
-    for (int k = CAT_TP_COMM; k < CAT_COUNT; k++)
+    for (int k = CAT_TP_COMM; k <= CAT_EP_COMM; k++)
         cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);
 
     const memory_estimate *me = &p->memory[sum->peak_memory_rank];
@@ -226,6 +309,8 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
                                 sum->iteration_s > 0 ? l->busy_s / sum->iteration_s : 0.0);
         cJSON_AddItemToArray(links, it);
     }
+
+    profile_json(root, p);
 
     cJSON *sim = cJSON_AddObjectToObject(root, "simulator");
     cJSON_AddNumberToObject(sim, "wall_s", r->wall_s);

@@ -105,11 +105,11 @@ static void put_metadata(const trace_ctx *x, const cluster *c, const compiled_pl
                 ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,"
                 "\"args\":{\"sort_index\":%d}}",
                 k, k);
-        for (int s = 0; s < STREAM_COUNT; s++)
+        for (int s = 0; s < x->g->n_streams; s++)
             fprintf(x->f,
                     ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"%s\"}}",
-                    k, s, stream_name(s));
+                    k, s, htae_stream_name(x->g, s));
     }
     if (first) /* no rank kept cannot happen (a rank list names one), but stay valid JSON */
         fputs("{\"ph\":\"M\",\"name\":\"trace_empty\",\"pid\":0,\"args\":{}}", x->f);

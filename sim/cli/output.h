@@ -13,6 +13,8 @@
 #include "../../topology/cluster.h"
 #include "../htae.h"
 #include "../report.h"
+#include "../report_replay.h"
+#include "../whatif.h"
 
 /* ---- a plan's fields (out_plan.c) ---- */
 
@@ -59,6 +61,10 @@ typedef struct run_analysis {
     report_critical_path path;
 } run_analysis;
 
+/* run/sweep --profile with a table of a GPU the cluster does not have: a warning on stderr (it
+ * matches nothing; not an error). */
+void out_warn_profile_device(const profile_db *db, const cluster *c);
+
 void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const run_analysis *an);
 /* out_run_json and out_run_trace return 0, or PS_EINPUT with err naming the file that could
@@ -80,6 +86,32 @@ int out_trace_ranks(const char *spec, int n_ranks, unsigned char *keep, ps_error
  * transfer to its kept consumer on the peer. filter may be NULL (everything). */
 int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const out_trace_filter *filter, ps_error *err);
+
+/* ---- a replayed trace (out_replay.c) ---- */
+
+typedef struct out_replay {
+    const trace_job *job;
+    const cluster *c;
+    const htae_graph *graph;
+    const htae_result *res;
+    const replay_summary *sum;
+    const report_critical_path *path;
+    const whatif_spec *what_if; /* [n_what_if], applied in order */
+    const whatif_effect *effects;
+    int n_what_if;
+    double unchanged_s; /* the predicted step without the what-ifs (n_what_if > 0) */
+} out_replay;
+
+void out_replay_text(FILE *out, const out_replay *x);
+/* iteration_time_s, measured_step_s, steps, breakdown {gpu_active_s, gpu_idle_s, comm_s,
+ * overheads {the five types}}, critical_path [{name, kind, seconds}], what_if [{spec, kernels,
+ * launches_removed, kernel_s_before, kernel_s_after, host_s_removed}] (network: kernels is the
+ * links changed), iteration_time_unchanged_s with what-ifs. */
+int out_replay_json(const char *path, const out_replay *x, ps_error *err);
+/* --overheads: Lin et al.'s five types per op type and per step, seconds per step. */
+int out_replay_overheads(const char *path, const out_replay *x, ps_error *err);
+/* --trace: the replayed timeline as a Chrome trace (ui.perfetto.dev). */
+int out_replay_trace(const char *path, const out_replay *x, ps_error *err);
 
 /* PS_EINPUT "cannot write: <strerror>" naming path. */
 int out_write_error(const char *path, ps_error *err);

@@ -82,7 +82,8 @@ void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_resu
 
 /* The worker: compile, check memory, simulate, summarize; the record goes to fd. Never
  * returns. PROTOSIM_SWEEP_CRASH_PLAN=K (a test hook) makes plan K's worker die of SIGSEGV. */
-static void worker_main(const sweep_spec *spec, const cluster *c, sweep_plan p, int fd)
+static void worker_main(const sweep_spec *spec, const cluster *c, const profile_db *db,
+                        sweep_plan p, int fd)
 {
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) {
@@ -102,7 +103,10 @@ static void worker_main(const sweep_spec *spec, const cluster *c, sweep_plan p, 
     memset(&plan, 0, sizeof plan);
     memset(&res, 0, sizeof res);
     sweep_plan_strategy(spec, &p, &s);
-    int rc = compile_plan(&s, c, NULL, &plan, &err);
+    compile_options copt;
+    compile_default_options(&copt);
+    copt.profile = db;
+    int rc = compile_plan(&s, c, &copt, &plan, &err);
     if (!rc) {
         int m = compiled_plan_tightest_rank(&plan);
         double peak = plan.memory[m].total, capacity = plan.memory_capacity_of_rank[m];
@@ -143,6 +147,7 @@ typedef struct worker {
 typedef struct pool {
     const sweep_spec *spec;
     const cluster *c;
+    const profile_db *db; /* or NULL */
     sweep_plan *plans;
     int jobs, alive;
     worker *ws;         /* jobs slots; pid 0 when free */
@@ -198,7 +203,7 @@ static int pool_start(pool *pl, int plan, ps_error *err)
     }
     if (pid == 0) {
         close(fds[0]);
-        worker_main(pl->spec, pl->c, pl->plans[plan], fds[1]);
+        worker_main(pl->spec, pl->c, pl->db, pl->plans[plan], fds[1]);
     }
     close(fds[1]);
     worker *w = &pl->ws[slot];
@@ -292,10 +297,11 @@ static void progress_report(int mode, int done, int total, double t0, double *la
 }
 
 /* Simulate the pending plans of `todo` with at most `jobs` workers alive; progress: PROGRESS_*. */
-static int run_workers(const sweep_spec *spec, const cluster *c, sweep_plan *plans, const int *todo,
-                       int n_todo, int jobs, int progress, ps_error *err)
+static int run_workers(const sweep_spec *spec, const cluster *c, const profile_db *db,
+                       sweep_plan *plans, const int *todo, int n_todo, int jobs, int progress,
+                       ps_error *err)
 {
-    pool pl = {spec, c, plans, jobs, 0, NULL, NULL, NULL};
+    pool pl = {spec, c, db, plans, jobs, 0, NULL, NULL, NULL};
     pl.ws = xcalloc((size_t)jobs, sizeof *pl.ws);
     pl.pfd = xcalloc((size_t)jobs, sizeof *pl.pfd);
     pl.map = xcalloc((size_t)jobs, sizeof *pl.map);
@@ -423,6 +429,8 @@ static void table_identity(sweep_table *t, const sweep_spec *spec, const char *s
     if (spec->base_file[0])
         fnv_file(&h, spec->base_file);
     fnv_file(&h, cluster_path);
+    if (o->profile) /* shards costed with another table are another sweep */
+        fnv_file(&h, o->profile);
     snprintf(t->hash, sizeof t->hash, "%016llx", (unsigned long long)h);
     snprintf(t->sweep_file, sizeof t->sweep_file, "%s", sweep_path);
     snprintf(t->cluster_file, sizeof t->cluster_file, "%s", cluster_path);
@@ -479,7 +487,7 @@ static int table_shard(sweep_table *t, const sweep_options *o, int **todo)
     return n_todo;
 }
 
-static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c,
+static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, const profile_db *db,
                     const sweep_options *o, double t0, ps_error *err)
 {
     int *todo;
@@ -491,7 +499,7 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c,
                    : isatty(STDERR_FILENO) ? PROGRESS_BAR
                                            : PROGRESS_LINES;
     double ts = now_s();
-    int rc = run_workers(spec, c, t->plans, todo, n_todo, jobs, progress, err);
+    int rc = run_workers(spec, c, db, t->plans, todo, n_todo, jobs, progress, err);
     free(todo);
     if (rc)
         return rc;
@@ -521,16 +529,26 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
         sweep_spec_free(&spec);
         return err->code;
     }
+    profile_db db;
+    memset(&db, 0, sizeof db);
+    if (o->profile && profile_db_load(o->profile, &db, err)) {
+        cluster_free(&c);
+        sweep_spec_free(&spec);
+        return err->code;
+    }
+    if (o->profile)
+        out_warn_profile_device(&db, &c);
     sweep_table t;
     memset(&t, 0, sizeof t);
     int rc = table_enumerate(&t, &spec, &c, cluster_path, err);
     if (!rc) {
         table_identity(&t, &spec, sweep_path, cluster_path, o);
-        rc = simulate(&t, &spec, &c, o, t0, err);
+        rc = simulate(&t, &spec, &c, o->profile ? &db : NULL, o, t0, err);
     }
     if (!rc)
         rc = sweep_write_outputs(&t, o, err);
     sweep_table_free(&t);
+    profile_db_free(&db);
     cluster_free(&c);
     sweep_spec_free(&spec);
     return rc;

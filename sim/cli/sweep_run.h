@@ -11,6 +11,7 @@ typedef struct sweep_options {
     int top;              /* rows of the ranked table on stdout; 0: all */
     int progress; /* 0 off; else (-1 auto, 1 on) a bar on a terminal, lines every 5 s elsewhere */
     const char *csv, *json, *plot; /* outputs, NULL when not asked for */
+    const char *profile;           /* a profile database every plan is costed with, or NULL */
 } sweep_options;
 
 void sweep_default_options(sweep_options *o);

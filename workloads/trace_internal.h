@@ -1,0 +1,65 @@
+/* trace_internal.h: what the files of the trace reader share (workloads/trace*.c only): the
+ * per-trace build state and its small helpers. */
+#ifndef PROTOSIM_TRACE_INTERNAL_H
+#define PROTOSIM_TRACE_INTERNAL_H
+
+#include "trace.h"
+#include "trace_read.h"
+
+/* Correlation id -> event position: open addressing, linear probing. */
+typedef struct tb_map {
+    long long *keys;
+    int *vals;
+    size_t cap; /* a power of two, or 0 */
+} tb_map;
+
+void tb_map_init(tb_map *m, size_t n);
+void tb_map_put(tb_map *m, long long key, int val);
+int tb_map_get(const tb_map *m, long long key); /* -1 if absent */
+void tb_map_free(tb_map *m);
+
+/* How a runtime call synchronizes with the GPU. */
+enum { SYNC_NONE, SYNC_DEVICE, SYNC_STREAM, SYNC_EVENT, SYNC_COPY };
+
+/* Per-trace build state; arrays indexed by event position are [te->n]. */
+typedef struct build {
+    trace_job *j;
+    trace_rank *r;
+    trace_events *te;
+    const char *path;
+    double w0, w1; /* the replayed window, us */
+    double *step_start;
+    int n_steps;
+    int main_thread;
+    tb_map corr;
+    int *launch_of;      /* GPU event -> the runtime call that launched it, -1 */
+    int *gpu_of;         /* runtime call -> the (first) GPU event it launched, -1 */
+    int *launch_op;      /* runtime call -> its op (the launch part of a blocking copy), -1 */
+    int *wait_op;        /* runtime call -> its synchronizing op, -1 */
+    int *gpu_op;         /* GPU event -> its op, -1 */
+    uint8_t *sync_kind;  /* runtime call -> SYNC_* */
+    int *sync_stream;    /* runtime call -> the stream a GPU-side sync event names, -1 */
+    int *lane_of_stream; /* [te->n_streams] */
+    int *ev_of_op;       /* GPU op -> its event position, -1 for CPU ops */
+    double *end_s;       /* op -> its measured end (s from the window's start) */
+    int *comm_ev;        /* positions of the communication annotations (trace_coll.c) */
+    int n_comm_ev;
+    size_t cap_end;
+} build;
+
+uint32_t tb_add_op(build *b, trace_op op);
+void tb_add_edge(build *b, uint32_t from, uint32_t to);
+int tb_step_of(const build *b, double ts);
+int32_t tb_call(build *b, const trace_ev *e);
+int tb_name(build *b, const char *name);
+void tb_sort_events(trace_ev **v, int n);
+
+/* trace_cpu.c: the CPU threads' lanes. */
+void tb_build_cpu_lanes(build *b);
+/* trace_coll.c: an NCCL kernel's collective from its launch's annotations; inferred waits. */
+int tb_coll_info(build *b, int kernel, trace_op *op, ps_error *err);
+void tb_infer_waits(build *b, double gap_us);
+int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path, int steps,
+                  ps_error *err);
+
+#endif
