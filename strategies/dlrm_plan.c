@@ -366,16 +366,16 @@ static uint32_t emit_pass(const dlrm_emit *e, op_pass pass, int r, const device_
     }
     if (L->sharded && pass == PASS_BWD) {
         double secs = tbe_seconds(L, r, pass, NULL, dev);
-        waiting = 1;
-        wait_for = a2a[2];
-        if (secs > 0)
+        if (secs > 0) {
+            waiting = 1;
+            wait_for = a2a[2];
             EMIT(secs, e->label_tbe);
+        }
     }
 #undef EMIT
-    if (waiting || !have_last) { /* nothing after the all-to-all on this rank: end on it */
-        assert(L->sharded);
-        return wait_for;
-    }
+    /* the MLP ops always run on every rank: the pass ends on a compute task (the caller
+     * orders the last gradient all-to-all before the all-reduce too) */
+    assert(have_last);
     return last;
 }
 
@@ -392,7 +392,7 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     st->gpus = G;
     st->owner = xmalloc((size_t)L->n_tables * sizeof *st->owner);
     for (int t = 0; t < L->n_tables; t++)
-        st->owner[t] = L->sharded ? L->owner[t] : -1;
+        st->owner[t] = L->sharded ? L->owner[t] : st->sharding == EMB_SHARD_TABLE_WISE ? 0 : -1;
     st->tables_of_gpu = xcalloc((size_t)G, sizeof *st->tables_of_gpu);
     st->lookup_s = xcalloc((size_t)G, sizeof *st->lookup_s);
     double sum = 0;
@@ -440,18 +440,16 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
     const workload_dlrm *d = &wg.model.dlrm;
     dlrm_layout L = {0};
     L.G = G;
-    L.sharded = sharded;
+    L.sharded = sharded && G > 1; /* table-wise on one GPU: the one-GPU plan */
     L.bottom_gpu = s->bottom_mlp_gpu;
     L.local = xmalloc((size_t)d->n_tables * sizeof *L.local);
     L.global = xmalloc((size_t)d->n_tables * sizeof *L.global);
     double elems_all;
     L.n_tables = gather_tables(&wg, L.local, &L.table_elems);
     gather_tables(&wg_all, L.global, &elems_all);
-    for (L.first_table = 0; wg.ops[L.first_table].kind != OP_EMBEDDING_BAG; L.first_table++)
-        ;
     for (int t = 0; t < L.n_tables; t++)
         L.pooled_row_bytes += d->dim[t] * precision_bytes(d->embedding_precision);
-    if (sharded) {
+    if (L.sharded) {
         L.owner = xmalloc((size_t)L.n_tables * sizeof *L.owner);
         place_tables(s, c, &L);
     }
@@ -496,7 +494,7 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
     free(ranks);
     double *ids_m = NULL, *pooled_m = NULL, *grads_m = NULL;
     uint32_t *a2a = NULL; /* [M][3][G]: each micro-batch's ids, pooled, gradient tasks */
-    if (sharded && G > 1) {
+    if (L.sharded) {
         ids_m = xmalloc((size_t)G * G * sizeof *ids_m);
         pooled_m = xmalloc((size_t)G * G * sizeof *pooled_m);
         grads_m = xmalloc((size_t)G * G * sizeof *grads_m);
@@ -527,6 +525,9 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
             last[r] = emit_pass(&e, PASS_BWD, r, dev, slow, mb, mine);
         }
     }
+    /* what ends a GPU's backward: its last compute task and the last gradient all-to-all (a
+     * GPU without tables sends in it after its last kernel) */
+    uint32_t *last_a2a = a2a ? a2a + (size_t)(M - 1) * 3 * G + 2 * G : NULL;
     /* the MLP gradients data-parallel GPUs share (not the bottom MLP's when on one GPU) */
     double dp_params = mlp_params - (L.bottom_gpu >= 0 ? bottom_params : 0);
     uint32_t *dp_last = NULL;
@@ -538,6 +539,8 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
                             label_mlp_ar, -1, ids);
         for (int r = 0; r < G; r++) {
             htae_add_edge(g, last[r], ids[r]);
+            if (last_a2a)
+                htae_add_edge(g, last_a2a[r], ids[r]);
             dp_last[r] = ids[r];
         }
         if (dense_tables) {

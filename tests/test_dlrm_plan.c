@@ -245,6 +245,89 @@ START_TEST(table_wise_alltoall_by_hand)
 }
 END_TEST
 
+/* The ops of one pass whose names start with `prefix` ("" every non-table op; "bottom_mlp."),
+ * or, with `invert`, the non-table ops whose names do not. */
+static double ops_seconds(const workload_graph *g, op_pass pass, precision_t prec,
+                          const device_spec *dev, const char *prefix, int invert)
+{
+    double t = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        int match = !strncmp(g->ops[i].name, prefix, strlen(prefix));
+        if (g->ops[i].kind != OP_EMBEDDING_BAG && match != invert)
+            t += cost_op_kernel_seconds(&g->ops[i], pass, prec, dev);
+    }
+    return t;
+}
+
+/* bottom_mlp_gpu: 0 with both tables on GPU 1. GPU 0 runs the bottom MLP (4 -> 8 -> 4: 76
+ * parameters) over both GPUs' 2 x 256 samples, GPU 1 the tables; the pooled all-to-all carries
+ * the bottom output GPU 0 -> 1 (256 x 4 x 2 B fp16 = 2,048 B) and the tables' vectors GPU 1 ->
+ * 0 (256 x 2 x 4 x 4 B = 8,192 B: 81.92 ns on the 100 GB/s link, the slower direction); the
+ * gradients go back the same sizes. Only the top MLP's 73 parameters are all-reduced (146 B).
+ * The iteration, by the graph's dependencies: the ids (GPU 0 -> 1, 12,288 B: 122.88 ns) then
+ * GPU 1's lookup, beside GPU 0's bottom MLP; the pooled all-to-all; the interaction, top MLP
+ * and loss forward and backward (both GPUs alike); the gradients' all-to-all; GPU 0's bottom
+ * backward beside GPU 1's lookup backward; the all-reduce (1.46 ns); the optimizer steps. */
+START_TEST(bottom_mlp_on_one_gpu_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(
+        load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+             "strategy:\n  data: {degree: 2}\n"
+             "  embedding: {sharding: table-wise, placement: [1, 1], bottom_mlp_gpu: 0}\n",
+             &s, &err) == 0,
+        "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 4);
+    const double *ids = hg->colls[0].matrix, *pooled = hg->colls[1].matrix,
+                 *grads = hg->colls[2].matrix;
+    ck_assert_double_eq(ids[0 * 2 + 1], 256.0 * 3 * 8 * 2);
+    ck_assert_double_eq(pooled[0 * 2 + 1], 256.0 * 4 * 2);
+    ck_assert_double_eq(pooled[1 * 2 + 0], 256.0 * 2 * 4 * 4);
+    ck_assert_double_eq(grads[1 * 2 + 0], 256.0 * 4 * 2);
+    ck_assert_double_eq(grads[0 * 2 + 1], 256.0 * 2 * 4 * 4);
+    const double TOP = MLP_PARAMS - 76;
+    ck_assert_double_eq(hg->colls[3].bytes, TOP * 2);
+    ck_assert_int_eq(p.dlrm->bottom_mlp_gpu, 0);
+    /* memory: GPU 0 holds every MLP and no table, GPU 1 the top MLP and both tables */
+    ck_close(p.memory[0].weights, MLP_PARAMS * 2, 1e-12);
+    ck_close(p.memory[1].weights, TOP * 2 + TABLE_ELEMS * 4, 1e-12);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    double tbe_f = pass_seconds(&all, PASS_FWD, PREC_FP16, dev, NULL) -
+                   mlp_seconds(&all, PASS_FWD, PREC_FP16, dev);
+    double tbe_b = pass_seconds(&all, PASS_BWD, PREC_FP16, dev, NULL) -
+                   mlp_seconds(&all, PASS_BWD, PREC_FP16, dev);
+    double bottom_f = ops_seconds(&all, PASS_FWD, PREC_FP16, dev, "bottom_mlp.", 0);
+    double bottom_b = ops_seconds(&all, PASS_BWD, PREC_FP16, dev, "bottom_mlp.", 0);
+    double rest = ops_seconds(&g, PASS_FWD, PREC_FP16, dev, "bottom_mlp.", 1) +
+                  ops_seconds(&g, PASS_BWD, PREC_FP16, dev, "bottom_mlp.", 1);
+    double step = fmax(cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev),
+                       cost_optimizer_seconds(TOP, 0, PREC_FP16, dev));
+    double want = fmax(bottom_f, 12288 / 100e9 + tbe_f) + 8192 / 100e9 + rest + 8192 / 100e9 +
+                  fmax(bottom_b, tbe_b) + TOP * 2 / 100e9 + step +
+                  cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, want, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -452,6 +535,7 @@ int main(void)
     tcase_add_test(tc, two_gpus_all_reduce_by_hand);
     tcase_add_test(tc, table_wise_alltoall_by_hand);
     tcase_add_test(tc, placements_by_hand);
+    tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
     tcase_add_test(tc, refusals_are_located);
     tcase_add_test(tc, adagrad_and_embedding_only_for_dlrm);
     tcase_add_test(tc, devices_without_l2_are_refused);
