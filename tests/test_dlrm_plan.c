@@ -409,6 +409,59 @@ START_TEST(placements_by_hand)
 }
 END_TEST
 
+/* Two tables of 50,000,000 rows of dim 128 in fp32 with adagrad's fp32 accumulator: 50e6 x 128 x
+ * (4 + 4) B = 51.2 GB each. Both on GPU 0 (placement [0, 0]): 102.4 GB of tables there, more
+ * than an A100's 80 GiB: the plan does not fit (the one fit rule of run --strict-memory and of
+ * sweep pruning: compiled_plan_tightest_rank's total over its capacity). One a GPU
+ * (round-robin): 51.2 GB + the MLPs, activations and the 2 GiB reserve fit. */
+static void big_tables_plan(const char *placement, compiled_plan *p, cluster *c)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/tmp/protosim_test_dlrm_plan_XXXXXX");
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    snprintf(text, sizeof text,
+             "workload:\n  family: dlrm\n  dense_features: 4\n  bottom_mlp: [128]\n"
+             "  top_mlp: [8, 1]\n  interaction: dot\n  embedding_dim: 128\n"
+             "  tables: [50000000, 50000000]\n  pooling: 1\n  ids: {distribution: uniform}\n"
+             "  embedding_precision: fp32\nbatch: {global: 512, micro: 256}\n"
+             "optimizer: adagrad\nstrategy:\n  data: {degree: 2}\n"
+             "  embedding: {sharding: table-wise, placement: %s}\n",
+             placement);
+    fputs(text, f);
+    fclose(f);
+    strategy s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(strategy_load(path, sim_data_dir(), &s, &err) == 0, "%s", err.message);
+    unlink(path);
+    ck_assert_msg(compile_plan(&s, c, NULL, p, &err) == 0, "%s", err.message);
+    strategy_free(&s);
+}
+
+START_TEST(tables_beyond_memory_do_not_fit)
+{
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    const double table = 50e6 * 128;
+    compiled_plan p;
+    big_tables_plan("[0, 0]", &p, &c);
+    ck_assert_int_eq(compiled_plan_tightest_rank(&p), 0);
+    /* GPU 0: both tables' weights and accumulators; GPU 1 none */
+    ck_assert(p.memory[0].weights > 2 * table * 4 && p.memory[0].weights < 2 * table * 4 + 1e6);
+    ck_close(p.memory[0].optimizer - p.memory[1].optimizer, 2 * table * 4, 1e-12);
+    ck_assert(p.memory[1].weights < 1e6);
+    ck_assert(p.memory[0].total > p.memory_capacity_of_rank[0]);
+    compiled_plan_free(&p);
+    big_tables_plan("round-robin", &p, &c);
+    int m = compiled_plan_tightest_rank(&p);
+    ck_assert(p.memory[m].weights > table * 4 && p.memory[m].weights < table * 4 + 1e6);
+    ck_assert(p.memory[m].total < p.memory_capacity_of_rank[m]);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+}
+END_TEST
+
 /* strategy_load fails at (line, column) with `field` and `msg` in the message. */
 static void expect_refused(const char *rest, int line, int column, const char *field,
                            const char *msg)
@@ -536,6 +589,7 @@ int main(void)
     tcase_add_test(tc, table_wise_alltoall_by_hand);
     tcase_add_test(tc, placements_by_hand);
     tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
+    tcase_add_test(tc, tables_beyond_memory_do_not_fit);
     tcase_add_test(tc, refusals_are_located);
     tcase_add_test(tc, adagrad_and_embedding_only_for_dlrm);
     tcase_add_test(tc, devices_without_l2_are_refused);
