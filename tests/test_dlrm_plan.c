@@ -404,6 +404,105 @@ START_TEST(row_wise_by_hand)
 }
 END_TEST
 
+/* Column-wise, 2 shards a table, placed round-robin: shards (table 0: 0, 1; table 1: 0, 1) on
+ * GPUs 0, 1, 0, 1, each a table of dim 2 looked up for the whole batch. Each GPU gets the ids
+ * of its two shards' tables (256 x (2 + 1) x 8 B x 2 = 12,288 B from the other) and sends its
+ * pooled halves, 256 x (2 + 2) x 4 B = 4,096 B, to the other (40.96 ns, exposed); the
+ * iteration: the MLPs, the TBE over the two shards, 40.96 ns, the all-reduce, the step. */
+START_TEST(column_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: column-wise, shards: 2, placement: round-robin}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 4); /* ids, pooled, grads, MLP all-reduce */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_double_eq(hg->colls[0].matrix[i * 2 + 1 - i], 256.0 * 3 * 8 * 2);
+        ck_assert_double_eq(hg->colls[1].matrix[i * 2 + 1 - i], 256.0 * 4 * 4);
+    }
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    workload_emb cols[2];
+    int n = 0;
+    for (int i = 0; i < all.n_ops; i++)
+        if (all.ops[i].kind == OP_EMBEDDING_BAG) {
+            cols[n] = all.ops[i].emb;
+            cols[n++].dim = 2;
+        }
+    double tbe = cost_embedding_seconds(cols, 2, PASS_FWD, dev) +
+                 cost_embedding_seconds(cols, 2, PASS_BWD, dev);
+    ck_close(p.dlrm->lookup_s[1], tbe, 1e-12);
+    double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
+                     mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, compute + 4096 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* children: table 0 table-wise on GPU 1 (the list's entry for the data-parallel table 1 is not
+ * used), table 1 data-parallel under the root. The all-to-alls carry table 0 only (ids GPU 0
+ * -> 1: 256 x 3 x 8 B = 6,144 B; pooled GPU 1 -> 0: 256 x 4 x 4 B = 4,096 B); table 1's dense
+ * gradient is all-reduced alone (10 x 4 x 4 B = 160 B) after the MLPs' (149 x 2 B). Memory:
+ * GPU 0 holds table 1, GPU 1 both (fp32); table 1's dense gradient on both. */
+START_TEST(children_mix_shardings)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: data-parallel, placement: [1, 0]}\n"
+                       "  children: {\"tables.0\": {sharding: table-wise}}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 5); /* ids, pooled, grads, MLP and table all-reduces */
+    ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 3 * 8);
+    ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 0);
+    ck_assert_double_eq(hg->colls[1].matrix[1 * 2 + 0], 256.0 * 4 * 4);
+    ck_assert_double_eq(hg->colls[1].matrix[0 * 2 + 1], 0);
+    ck_assert_double_eq(hg->colls[3].bytes, MLP_PARAMS * 2);
+    ck_assert_double_eq(hg->colls[4].bytes, 10.0 * 4 * 4);
+    ck_assert_int_eq(p.dlrm->owner[0], 1);
+    ck_assert_int_eq(p.dlrm->owner[1], -1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + 40 * 4);
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4);
+    ck_assert_double_eq(p.memory[0].gradients, MLP_PARAMS * 2 + 40 * 4);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -717,6 +816,8 @@ int main(void)
     tcase_add_test(tc, table_wise_alltoall_by_hand);
     tcase_add_test(tc, placements_by_hand);
     tcase_add_test(tc, row_wise_by_hand);
+    tcase_add_test(tc, column_wise_by_hand);
+    tcase_add_test(tc, children_mix_shardings);
     tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
     tcase_add_test(tc, tables_beyond_memory_do_not_fit);
     tcase_add_test(tc, refusals_are_located);
