@@ -472,6 +472,8 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     st->sharding = s->has_embedding ? (int)s->embedding_sharding : -1;
     st->placement = s->has_placement ? (int)s->placement : -1;
     st->bottom_mlp_gpu = L->bottom_gpu;
+    st->per_table = s->has_table_children;
+    st->comm = L->comm;
     st->n_tables = L->n_tables;
     st->gpus = G;
     st->owner = xmalloc((size_t)L->n_tables * sizeof *st->owner);
