@@ -141,6 +141,56 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
     free(order);
 }
 
+/* NVIDIA's PyTorch DLRM placement (its distribute_to_buckets rule): shards in decreasing order
+ * of weight (ties: the earlier first), each to the open bucket of least weight so far (ties:
+ * the bucket first in the previous order), a bucket closing once it holds ceil(n / G) shards
+ * (a nearly uniform count); GPU i takes the i-th bucket to close, then the open ones in their
+ * last order. */
+static void place_capped(const double *weight, int n, int G, int *owner)
+{
+    int *order = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    for (int t = 0; t < n; t++)
+        order[t] = t;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && weight[order[j]] > weight[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    int cap = (n + G - 1) / G, n_open = G, n_closed = 0;
+    int open[G], closed[G], count[G], gpu_of_bucket[G];
+    double sum[G];
+    int *bucket = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *bucket);
+    for (int b = 0; b < G; b++) {
+        open[b] = b;
+        count[b] = 0;
+        sum[b] = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int b = open[0];
+        bucket[order[i]] = b;
+        sum[b] += weight[order[i]];
+        if (++count[b] == cap) {
+            closed[n_closed++] = b;
+            memmove(open, open + 1, (size_t)(--n_open) * sizeof *open);
+        }
+        for (int k = 1; k < n_open; k++) /* stable: by weight so far */
+            for (int j = k; j > 0 && sum[open[j]] < sum[open[j - 1]]; j--) {
+                int x = open[j];
+                open[j] = open[j - 1];
+                open[j - 1] = x;
+            }
+    }
+    for (int k = 0; k < n_closed; k++)
+        gpu_of_bucket[closed[k]] = k;
+    for (int k = 0; k < n_open; k++)
+        gpu_of_bucket[open[k]] = n_closed + k;
+    for (int t = 0; t < n; t++)
+        owner[t] = gpu_of_bucket[bucket[t]];
+    free(bucket);
+    free(order);
+}
+
 /* The GPU of each table-wise table and column shard under the strategy's placement. An explicit
  * list names each table's GPU; a column-wise table's shard j goes to the GPU after it j times
  * (mod G). */
@@ -163,8 +213,10 @@ static void place_shards(const strategy *s, const cluster *c, dlrm_layout *L)
         case EMB_PLACE_MEMORY_BALANCED: weight[k] = shard_bytes(&p[k]->emb); break;
         }
     }
-    if (s->placement == EMB_PLACE_GREEDY || s->placement == EMB_PLACE_MEMORY_BALANCED)
+    if (s->placement == EMB_PLACE_GREEDY)
         place_greedy(weight, n, G, owner);
+    else if (s->placement == EMB_PLACE_MEMORY_BALANCED)
+        place_capped(weight, n, G, owner);
     for (int k = 0; k < n; k++)
         p[k]->gpu = owner[k];
     L->placed = n;
@@ -192,8 +244,10 @@ static void place_nodes(const strategy *s, const cluster *c, dlrm_layout *L)
         case EMB_PLACE_MEMORY_BALANCED: weight[k] = shard_bytes(&p[k]->emb); break;
         }
     }
-    if (s->placement == EMB_PLACE_GREEDY || s->placement == EMB_PLACE_MEMORY_BALANCED)
+    if (s->placement == EMB_PLACE_GREEDY)
         place_greedy(weight, n, N, node);
+    else if (s->placement == EMB_PLACE_MEMORY_BALANCED)
+        place_capped(weight, n, N, node);
     for (int k = 0; k < n; k++) {
         p[k]->node = node[k];
         L->twrw_dims[node[k]] += p[k]->emb.dim;

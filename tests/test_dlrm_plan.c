@@ -620,9 +620,10 @@ static void owners_under(const char *placement, int *owner, compiled_plan *p, cl
     strategy_free(&s);
 }
 
-/* round-robin: table t on GPU t mod 2. memory-balanced: by bytes (rows x 16 x 4 B), largest
- * first, each on the GPU holding fewer bytes so far: 1000 -> 0, 500 -> 1, 400 -> 1 (500 < 1000),
- * 20 -> 1 (900 < 1000), 10 -> 1 (920 < 1000). greedy: the same rule by each table's lookup time
+/* round-robin: table t on GPU t mod 2. memory-balanced (NVIDIA's DLRM rule): by bytes (rows x
+ * 16 x 4 B), largest first, each in the open bucket holding fewer bytes so far, a bucket closing
+ * at ceil(5 / 2) = 3 tables: 1000 -> A, 500 -> B, 400 -> B (500 < 1000), 20 -> B (900 < 1000;
+ * B closes first: GPU 0), 10 -> A (GPU 1). greedy: the same rule by each table's lookup time
  * (forward + backward, alone); here the first table's time exceeds the four others' together
  * (asserted), so it alone is on GPU 0. */
 START_TEST(placements_by_hand)
@@ -635,9 +636,9 @@ START_TEST(placements_by_hand)
     ck_assert(o[0] == 0 && o[1] == 1 && o[2] == 0 && o[3] == 1 && o[4] == 0);
     compiled_plan_free(&p);
     owners_under("memory-balanced", o, &p, &c);
-    ck_assert(o[0] == 0 && o[1] == 1 && o[2] == 1 && o[3] == 1 && o[4] == 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 4);
+    ck_assert(o[0] == 1 && o[1] == 1 && o[2] == 0 && o[3] == 0 && o[4] == 0);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 3);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
     compiled_plan_free(&p);
     owners_under("greedy", o, &p, &c);
     workload_graph all;
