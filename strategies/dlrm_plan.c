@@ -262,7 +262,7 @@ static void place_nodes(const strategy *s, const cluster *c, dlrm_layout *L)
 static int check_nodes(const strategy *s, const cluster *c, int table, ps_error *err)
 {
     int N = c->n_nodes, G = c->n_gpus;
-    int ok = N >= 1 && G % N == 0;
+    int ok = c->node_of_rank && N >= 1 && G % N == 0;
     for (int r = 0; ok && r < G; r++)
         ok = c->node_of_rank[r] == r / (G / N);
     if (ok)

@@ -581,6 +581,35 @@ START_TEST(table_row_wise_by_hand)
 }
 END_TEST
 
+/* Table-row-wise needs nodes numbered in rank order: GPUs 0, 2 on one node and 1, 3 on the other
+ * are refused at the sharding's value (line 16, column 25), at compile time. */
+START_TEST(table_row_wise_needs_rank_ordered_nodes)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 128}\noptimizer: sgd\nstrategy:\n"
+                       "  data: {degree: 4}\n"
+                       "  embedding: {sharding: table-row-wise, placement: round-robin}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    const char *const zero[2] = {"0", "0"};
+    sim_load_nodes(2, 2, zero, zero, &c);
+    int keep[4], interleaved[4] = {0, 1, 0, 1};
+    memcpy(keep, c.node_of_rank, sizeof keep);
+    memcpy(c.node_of_rank, interleaved, sizeof keep);
+    compiled_plan p;
+    ck_assert_int_eq(compile_plan(&s, &c, NULL, &p, &err), PS_EINPUT);
+    memcpy(c.node_of_rank, keep, sizeof keep);
+    ck_assert_str_eq(err.field, "strategy.embedding.sharding");
+    ck_assert_int_eq(err.line, 16);
+    ck_assert_int_eq(err.column, 25);
+    ck_assert_msg(strstr(err.message, "rank order"), "%s", err.message);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -898,6 +927,7 @@ int main(void)
     tcase_add_test(tc, row_wise_by_hand);
     tcase_add_test(tc, column_wise_by_hand);
     tcase_add_test(tc, table_row_wise_by_hand);
+    tcase_add_test(tc, table_row_wise_needs_rank_ordered_nodes);
     tcase_add_test(tc, children_mix_shardings);
     tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
     tcase_add_test(tc, tables_beyond_memory_do_not_fit);
