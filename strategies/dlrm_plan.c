@@ -112,11 +112,8 @@ static double shard_lookup_seconds(const workload_emb *e, const device_spec *dev
            cost_embedding_seconds(e, 1, PASS_BWD, dev);
 }
 
-/* Place each shard in order of decreasing weight (ties: the earlier first) on the GPU of least
- * load so far (ties: lower GPU), its weight added to that GPU's load: the greedy rule of
- * TorchRec's greedy perf partitioner, here without storage limits (the memory estimate and
- * the fit rule judge the result). */
-static void place_greedy(const double *weight, int n, int G, int *owner)
+/* The indices 0..n-1 in decreasing order of weight, ties in index order (heap-owned). */
+static int *by_decreasing_weight(const double *weight, int n)
 {
     int *order = xmalloc((size_t)n * sizeof *order);
     for (int t = 0; t < n; t++)
@@ -127,6 +124,16 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
             order[j] = order[j - 1];
             order[j - 1] = x;
         }
+    return order;
+}
+
+/* Place each shard in order of decreasing weight (ties: the earlier first) on the GPU of least
+ * load so far (ties: lower GPU), its weight added to that GPU's load: the greedy rule of
+ * TorchRec's greedy perf partitioner, here without storage limits (the memory estimate and
+ * the fit rule judge the result). */
+static void place_greedy(const double *weight, int n, int G, int *owner)
+{
+    int *order = by_decreasing_weight(weight, n);
     double load[G];
     for (int g = 0; g < G; g++)
         load[g] = 0;
@@ -148,15 +155,7 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
  * last order. */
 static void place_capped(const double *weight, int n, int G, int *owner)
 {
-    int *order = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *order);
-    for (int t = 0; t < n; t++)
-        order[t] = t;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && weight[order[j]] > weight[order[j - 1]]; j--) {
-            int x = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = x;
-        }
+    int *order = by_decreasing_weight(weight, n);
     int cap = (n + G - 1) / G, n_open = G, n_closed = 0;
     int open[G], closed[G], count[G], gpu_of_bucket[G];
     double sum[G];
