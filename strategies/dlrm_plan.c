@@ -14,9 +14,10 @@
  * collectives of a sharded plan: the ids to the shards' GPUs, the pooled vectors back
  * (all-to-all, reduce-scatter of row-wise partial sums, table-row-wise's node reduce-scatter
  * and cross-node all-to-all), and in the backward their gradients the other way, before the
- * TBE backward, which keeps the fused update. After the last micro-batch the MLP gradient all-reduce and the tables' (data-parallel) on the DP
- * stream, then the optimizer step. Kernel times only: the host's launch flow shop and the
- * overlap of the gradient all-reduce with the backward are not modelled yet (STATUS.md). */
+ * TBE backward, which keeps the fused update. After the last micro-batch the MLP gradient
+ * all-reduce and the tables' (data-parallel) on the DP stream, then the optimizer step. Kernel
+ * times only: the host's launch flow shop and the overlap of the gradient all-reduce with the
+ * backward are not modelled yet (STATUS.md). */
 #include "compile.h"
 #include "../sim/base/xalloc.h"
 #include "../sim/cost.h"
