@@ -382,9 +382,10 @@ static double tbe_seconds(const dlrm_layout *L, int r, op_pass pass, const devic
 /* The all-to-alls of a sharded plan's micro-batch, bytes member i sends member j: the ids to
  * the shards' GPUs (int64 ids and one int64 length per sample and table, as TorchRec's input
  * dist; a column shard gets every id of its table, a row-wise slice 1/G of them and every
- * length, a table-row-wise slice 1/per_node), and the pooled vectors from the table-wise and column shards' GPUs to every GPU
- * (micro x the shard's dim x the table's bytes; with bottom_mlp_gpu the bottom MLP's output
- * too, in the MLPs' precision); their gradients in the backward are the transpose. */
+ * length, a table-row-wise slice 1/per_node), and the pooled vectors from the table-wise and
+ * column shards' GPUs to every GPU (micro x the shard's dim x the table's bytes; with
+ * bottom_mlp_gpu the bottom MLP's output too, in the MLPs' precision); their gradients in the
+ * backward are the transpose. */
 static void alltoall_matrices(const dlrm_layout *L, const workload_dlrm *d, int micro,
                               precision_t prec, int bottom_width, double *ids, double *pooled)
 {
