@@ -417,12 +417,34 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     return st;
 }
 
+/* Shardings a sweep may set in memory (the loader refuses them where written): row-wise,
+ * column-wise, table-row-wise and per-table children are not modelled yet. */
+static int refuse_unmodelled(const strategy *s, ps_error *err)
+{
+    if (s->has_embedding && s->embedding_sharding != EMB_SHARD_TABLE_WISE &&
+        s->embedding_sharding != EMB_SHARD_DATA_PARALLEL)
+        return ps_error_set(err, PS_EINPUT, s->file, s->sharding_loc.line, s->sharding_loc.column,
+                            "strategy.embedding.sharding",
+                            "sharding '%s' is not modelled yet (issue 13): table-wise and "
+                            "data-parallel are",
+                            enum_name(emb_sharding_names, (int)s->embedding_sharding));
+    for (int t = 0; t < s->model.dlrm.n_tables; t++)
+        if (s->table_has_sharding[t])
+            return ps_error_set(err, PS_EINPUT, s->file, s->table_loc[t].line,
+                                s->table_loc[t].column, "strategy.children",
+                                "per-table sharding (table %d %s) is not modelled yet (issue 13)",
+                                t, enum_name(emb_sharding_names, (int)s->table_sharding[t]));
+    return 0;
+}
+
 int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err)
 {
     assert(s->model.family == FAMILY_DLRM);
     memset(out, 0, sizeof *out);
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
         strategy_check_devices(s, c, err))
+        return err->code;
+    if (refuse_unmodelled(s, err))
         return err->code;
     int G = c->n_gpus, M = strategy_micro_batches(s), micro = s->micro_batch;
     int sharded = s->has_embedding && s->embedding_sharding == EMB_SHARD_TABLE_WISE;

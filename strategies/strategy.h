@@ -75,6 +75,18 @@ typedef struct strategy {
     src_loc placement_loc;
     int embedding_gpu[DLRM_MAX_TABLES];
     src_loc embedding_gpu_loc[DLRM_MAX_TABLES];
+    /* shards: column-wise, the column shards of each table (0: not written) */
+    int embedding_shards;
+    src_loc shards_loc;
+    /* children "tables.N" / "tables.A-B" (dlrm): a table's own sharding (and shards) instead
+     * of the root's where table_has_sharding[t]; table_loc the child's key */
+    unsigned char table_has_sharding[DLRM_MAX_TABLES];
+    emb_sharding table_sharding[DLRM_MAX_TABLES];
+    int table_shards[DLRM_MAX_TABLES];
+    src_loc table_loc[DLRM_MAX_TABLES], table_shards_loc[DLRM_MAX_TABLES];
+    char table_path[DLRM_MAX_TABLES][24]; /* the child's key, "tables.0-2" */
+    int has_table_children;
+    src_loc table_children_loc; /* the children mapping */
     /* bottom_mlp_gpu: the GPU running the bottom MLP over the whole batch, -1 when not given
      * (the bottom MLP data-parallel like the top one) */
     int bottom_mlp_gpu;
@@ -149,6 +161,9 @@ typedef struct plan_desc {
     precision_t precision;
     int ep, etp;      /* expert.degree, expert.tensor (1, 1 without experts) */
     int dense_tables; /* dlrm: embedding {sharding: data-parallel} (replicated, dense grads) */
+    /* dlrm: strategy.embedding's sharding and placement (emb_sharding, emb_placement); -1 when
+     * not written (no embedding block, no placement) and for other models */
+    int emb_sharding, emb_placement;
 } plan_desc;
 
 /* The plan_desc of a strategy's root. */

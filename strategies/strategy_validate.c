@@ -218,7 +218,12 @@ static int validate_embedding(const strategy *s, ps_error *err)
                             s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
                             "bottom_mlp_gpu needs sharded tables (its output joins their "
                             "all-to-all); these are data-parallel");
-    if (sharded && !s->has_placement)
+    int placed = s->embedding_sharding == EMB_SHARD_TABLE_WISE ||
+                 s->embedding_sharding == EMB_SHARD_COLUMN_WISE;
+    for (int t = 0; t < s->model.dlrm.n_tables; t++)
+        placed |= s->table_has_sharding[t] && (s->table_sharding[t] == EMB_SHARD_TABLE_WISE ||
+                                               s->table_sharding[t] == EMB_SHARD_COLUMN_WISE);
+    if (placed && !s->has_placement)
         return ps_error_set(err, PS_EINPUT, s->file, s->embedding_loc.line, s->embedding_loc.column,
                             "strategy.embedding.placement",
                             "%s sharding needs a placement (greedy, round-robin, "
