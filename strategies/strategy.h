@@ -164,7 +164,14 @@ typedef struct plan_desc {
     /* dlrm: strategy.embedding's sharding and placement (emb_sharding, emb_placement); -1 when
      * not written (no embedding block, no placement) and for other models */
     int emb_sharding, emb_placement;
+    int emb_shards; /* dlrm: strategy.embedding.shards (column-wise); 0 when not written */
 } plan_desc;
+
+/* A dlrm table's sharding (its child's, else the root's; the root's must exist) and its column
+ * shards (column-wise; else 1), with where they were written (the child's key or the root's
+ * value). */
+emb_sharding strategy_table_sharding(const strategy *s, int t, src_loc *where);
+int strategy_table_shards(const strategy *s, int t, src_loc *where);
 
 /* The plan_desc of a strategy's root. */
 void strategy_plan_desc(const strategy *s, plan_desc *out);

@@ -61,6 +61,8 @@ static void dlrm_label(const sweep_plan *p, char *out, size_t n)
         k += snprintf(out + k, n - (size_t)k, " %s",
                       d->emb_sharding < 0 ? "one-gpu"
                                           : enum_name(emb_sharding_names, d->emb_sharding));
+        if (d->emb_shards > 0 && k > 0 && (size_t)k < n)
+            k += snprintf(out + k, n - (size_t)k, " x%d", d->emb_shards);
     }
     if (d->emb_placement >= 0 && k > 0 && (size_t)k < n)
         snprintf(out + k, n - (size_t)k, " %s", enum_name(emb_placement_names, d->emb_placement));
@@ -117,6 +119,7 @@ void sweep_plan_apply(const plan_desc *d, strategy *s)
         s->has_placement = d->emb_placement >= 0;
         if (s->has_placement) /* an explicit list stays the base's */
             s->placement = (emb_placement)d->emb_placement;
+        s->embedding_shards = d->emb_shards;
     }
 }
 
@@ -199,12 +202,33 @@ static int places_tables(const sweep_plan *p)
     return 0;
 }
 
+/* The shards axis applies to column-wise plans: another plan drops the shards, and only the
+ * axis's first value's plan stays (the others are the same plan: invalid, with that reason).
+ * 1 when marked invalid. */
+static int drop_shards(const sweep_spec *s, sweep_plan *p, const int *digit)
+{
+    plan_desc *d = &p->desc;
+    if (d->emb_shards == 0 || d->emb_sharding == EMB_SHARD_COLUMN_WISE || p->proposal >= 0)
+        return 0;
+    const sweep_axis *a = &s->axes[SWEEP_SHARDS];
+    if (a->present && digit[SWEEP_SHARDS] > 0) {
+        mark_invalid(p, "shards",
+                     "shards %d: the plan is not column-wise, the same plan as with shards %g",
+                     d->emb_shards, a->values[0]);
+        return 1;
+    }
+    d->emb_shards = 0;
+    return 0;
+}
+
 /* A dlrm plan whose tables take no placement (row-wise, table-row-wise, data-parallel) drops
  * the base's or the axis's placement; with a placement axis, only its first value's plan
  * stays, the others are the same plan (invalid, with that reason). 1 when marked invalid. */
 static int drop_placement(const sweep_spec *s, sweep_plan *p, const int *digit)
 {
     plan_desc *d = &p->desc;
+    if (drop_shards(s, p, digit))
+        return 1;
     if (d->emb_placement < 0 || places_tables(p))
         return 0;
     const sweep_axis *a = &s->axes[SWEEP_PLACEMENT];
@@ -290,6 +314,7 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
                                   d->ep,
                                   d->emb_sharding,
                                   d->emb_placement,
+                                  d->emb_shards,
                                   0};
     for (int k = 0; k < SWEEP_AXIS_COUNT; k++)
         if (s->axes[k].present && !s->axes[k].data_auto)
@@ -309,6 +334,7 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
     d->ep = (int)v[SWEEP_EXPERT];
     d->emb_sharding = (int)v[SWEEP_SHARDING];
     d->emb_placement = (int)v[SWEEP_PLACEMENT];
+    d->emb_shards = (int)v[SWEEP_SHARDS];
     if (d->emb_sharding >= 0 && s->axes[SWEEP_SHARDING].present)
         d->dense_tables = d->emb_sharding == EMB_SHARD_DATA_PARALLEL;
 }

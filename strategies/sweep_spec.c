@@ -11,9 +11,9 @@
 #include <string.h>
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
-    "tensor", "pipeline",     "data",      "micro_batch",    "schedule",          "virtual_stages",
-    "zero",   "shard_degree", "recompute", "bucket_mb",      "sequence_parallel", "context",
-    "expert", "sharding",     "placement", "tables_sharding"};
+    "tensor", "pipeline",     "data",      "micro_batch", "schedule",          "virtual_stages",
+    "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel", "context",
+    "expert", "sharding",     "placement", "shards",      "tables_sharding"};
 const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
 
 /* The placements a sweep axis may name (an explicit list stays the base strategy's). */
@@ -45,6 +45,11 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
         *out = iv;
         return 0;
     case SWEEP_BUCKET_MB: return yread_positive(c, n, field, out);
+    case SWEEP_SHARDS:
+        if (yread_int(c, n, field, 2, 1 << 20, &iv))
+            return c->err->code;
+        *out = iv;
+        return 0;
     case SWEEP_ZERO:
         if (yread_int(c, n, field, 0, 3, &iv))
             return c->err->code;
@@ -177,9 +182,9 @@ static int load_base(yread_ctx *c, yaml_node_t *n, const char *data_dir, sweep_s
  * with the sharding axis. */
 static int check_dlrm_axes(yread_ctx *c, sweep_spec *s)
 {
-    static const sweep_axis_kind dlrm_axes[] = {SWEEP_SHARDING, SWEEP_PLACEMENT,
+    static const sweep_axis_kind dlrm_axes[] = {SWEEP_SHARDING, SWEEP_PLACEMENT, SWEEP_SHARDS,
                                                 SWEEP_TABLES_SHARDING};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         const sweep_axis *a = &s->axes[dlrm_axes[i]];
         char field[64];
         snprintf(field, sizeof field, "axes.%s", axis_names[dlrm_axes[i]]);
@@ -190,11 +195,12 @@ static int check_dlrm_axes(yread_ctx *c, sweep_spec *s)
                                 enum_name(model_family_names, (int)s->base.model.family));
     }
     const sweep_axis *t = &s->axes[SWEEP_TABLES_SHARDING];
-    if (t->present && s->axes[SWEEP_SHARDING].present)
+    if (t->present && (s->axes[SWEEP_SHARDING].present || s->axes[SWEEP_SHARDS].present))
         return ps_error_set(c->err, PS_EINPUT, c->file, t->loc.line, t->loc.column,
                             "axes.tables_sharding",
-                            "tables_sharding: auto proposes every table's sharding (the uniform "
-                            "plans included): drop the sharding axis");
+                            "tables_sharding: auto proposes every table's sharding and column "
+                            "shards (the uniform plans included): drop the %s axis",
+                            s->axes[SWEEP_SHARDING].present ? "sharding" : "shards");
     return 0;
 }
 

@@ -24,6 +24,7 @@ typedef enum {
      * (per-table shardings proposed by strategies/sweep_tables.c) */
     SWEEP_SHARDING,
     SWEEP_PLACEMENT,
+    SWEEP_SHARDS, /* strategy.embedding.shards: column-wise plans' column shards */
     SWEEP_TABLES_SHARDING,
     SWEEP_AXIS_COUNT
 } sweep_axis_kind;

@@ -28,6 +28,8 @@ int sweep_tables_column_shards(int dim)
 typedef struct table_option {
     int sharding;
     double perf_s, storage_max, storage_sum;
+    double perf_sum_s; /* over its shards (filled by table_options) */
+    int n_shards;
 } table_option;
 
 /* What the estimates need, fixed for the sweep. */
@@ -64,25 +66,35 @@ static int table_options(const plan_env *env, const workload_emb *local, const w
     table_option all[N_SHARDINGS];
     int n = 0;
     /* table-wise: one GPU looks it up for the whole batch */
-    all[n++] =
-        (table_option){EMB_SHARD_TABLE_WISE, whole + (ids + 2 * pooled) / env->bw, bytes, bytes};
+    all[n++] = (table_option){
+        EMB_SHARD_TABLE_WISE, whole + (ids + 2 * pooled) / env->bw, bytes, bytes, 0, 0};
     /* row-wise: every GPU a 1/G slice of the rows and of the lookups; the partial pooled
      * vectors reduce-scattered forward, their gradients all-gathered backward */
-    all[n++] = (table_option){EMB_SHARD_ROW_WISE, whole / G + (ids + 2 * pooled) / env->bw,
-                              ceil(R / G) * d * (eb + state), bytes};
+    all[n++] = (table_option){EMB_SHARD_ROW_WISE,
+                              whole / G + (ids + 2 * pooled) / env->bw,
+                              ceil(R / G) * d * (eb + state),
+                              bytes,
+                              0,
+                              0};
     int k = sweep_tables_column_shards((int)d);
     if (k) { /* column-wise: k tables of d / k columns, each looked up for the whole batch */
         workload_emb cw = *global;
         cw.dim = d / k;
         all[n++] = (table_option){EMB_SHARD_COLUMN_WISE,
                                   lookup_s(&cw, env->dev) + (ids + 2 * pooled / k) / env->bw,
-                                  bytes / k, bytes};
+                                  bytes / k,
+                                  bytes,
+                                  0,
+                                  0};
     }
     if (env->nodes > 1) { /* table-row-wise: rows over one node's GPUs */
         int g = env->gpus_per_node;
-        all[n++] =
-            (table_option){EMB_SHARD_TABLE_ROW_WISE, whole / g + (ids + 2 * pooled) / env->bw,
-                           ceil(R / g) * d * (eb + state), bytes};
+        all[n++] = (table_option){EMB_SHARD_TABLE_ROW_WISE,
+                                  whole / g + (ids + 2 * pooled) / env->bw,
+                                  ceil(R / g) * d * (eb + state),
+                                  bytes,
+                                  0,
+                                  0};
     }
     /* data-parallel: every GPU its micro-batch, the backward only scatters; per iteration the
      * dense gradient's ring all-reduce and the dense optimizer step, shared by the M
@@ -95,21 +107,35 @@ static int table_options(const plan_env *env, const workload_emb *local, const w
                    cost_optimizer_seconds(R * d, env->adam, env->emb_prec, env->dev)) /
                       env->M;
     double dp_bytes = R * d * (2 * eb + state);
-    all[n++] = (table_option){EMB_SHARD_DATA_PARALLEL, dp_s, dp_bytes, dp_bytes * G};
+    all[n++] = (table_option){EMB_SHARD_DATA_PARALLEL, dp_s, dp_bytes, dp_bytes * G, 0, 0};
     int m = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        int k = all[i].sharding;
+        all[i].n_shards = k == EMB_SHARD_TABLE_WISE       ? 1
+                          : k == EMB_SHARD_COLUMN_WISE    ? sweep_tables_column_shards((int)d)
+                          : k == EMB_SHARD_TABLE_ROW_WISE ? env->gpus_per_node
+                                                          : G;
+        all[i].perf_sum_s = all[i].perf_s * all[i].n_shards;
         if (all[i].storage_max <= env->capacity)
             opt[m++] = all[i];
+    }
+    return m;
+}
+
+/* Sort a table's options cheapest first by its busiest shard (depth) or by the sum over its
+ * shards (ties: the sharding's order). */
+static void sort_options(table_option *opt, int m, int by_sum)
+{
     for (int i = 1; i < m; i++) /* insertion sort: stable, at most 5 */
-        for (int j = i; j > 0 && (opt[j].perf_s < opt[j - 1].perf_s ||
-                                  (opt[j].perf_s == opt[j - 1].perf_s &&
-                                   opt[j].sharding < opt[j - 1].sharding));
-             j--) {
+        for (int j = i; j > 0; j--) {
+            double a = by_sum ? opt[j].perf_sum_s : opt[j].perf_s;
+            double b = by_sum ? opt[j - 1].perf_sum_s : opt[j - 1].perf_s;
+            if (!(a < b || (a == b && opt[j].sharding < opt[j - 1].sharding)))
+                break;
             table_option x = opt[j];
             opt[j] = opt[j - 1];
             opt[j - 1] = x;
         }
-    return m;
 }
 
 /* Append a proposal unless an earlier one is the same. */
@@ -197,24 +223,32 @@ int sweep_tables_propose(sweep_spec *s, const cluster *c, ps_error *err)
     }
     size_t cap = 0;
     unsigned char pick[DLRM_MAX_TABLES];
-    /* greedy: every table its cheapest option, then the table whose current option has the
-     * largest shard (then the largest total; then the lower table) takes its next one */
-    for (;;) {
-        for (int t = 0; t < n; t++)
-            pick[t] = (unsigned char)opt[t][idx[t]].sharding;
-        add_proposal(s, pick, n, &cap);
-        int best = -1;
+    /* greedy, twice (options by their busiest shard, then by the sum over their shards):
+     * every table its cheapest option, then the table whose current option has the largest
+     * shard (then the largest total; then the lower table) takes its next one */
+    for (int by_sum = 0; by_sum < 2; by_sum++) {
         for (int t = 0; t < n; t++) {
-            if (idx[t] + 1 >= n_opt[t])
-                continue;
-            const table_option *o = &opt[t][idx[t]], *b = best < 0 ? NULL : &opt[best][idx[best]];
-            if (!b || o->storage_max > b->storage_max ||
-                (o->storage_max == b->storage_max && o->storage_sum > b->storage_sum))
-                best = t;
+            sort_options(opt[t], n_opt[t], by_sum);
+            idx[t] = 0;
         }
-        if (best < 0)
-            break;
-        idx[best]++;
+        for (;;) {
+            for (int t = 0; t < n; t++)
+                pick[t] = (unsigned char)opt[t][idx[t]].sharding;
+            add_proposal(s, pick, n, &cap);
+            int best = -1;
+            for (int t = 0; t < n; t++) {
+                if (idx[t] + 1 >= n_opt[t])
+                    continue;
+                const table_option *o = &opt[t][idx[t]];
+                const table_option *b = best < 0 ? NULL : &opt[best][idx[best]];
+                if (!b || o->storage_max > b->storage_max ||
+                    (o->storage_max == b->storage_max && o->storage_sum > b->storage_sum))
+                    best = t;
+            }
+            if (best < 0)
+                break;
+            idx[best]++;
+        }
     }
     /* uniform: one sharding for every table, where it fits them all */
     for (int k = 0; k < N_SHARDINGS; k++) {

@@ -328,6 +328,181 @@ START_TEST(bottom_mlp_on_one_gpu_by_hand)
 }
 END_TEST
 
+/* Row-wise on two GPUs: each GPU holds half the rows of both tables and looks up the ids of
+ * the whole batch (2 x 256 samples) that fall in its half: 512 x 2 / 2 = 512 ids per table, half
+ * the distinct rows, so half the rows read (the tiny tables sit in the L2: each reads its
+ * distinct rows once), for all 512 bags (partial sums). The ids' all-to-all sends each other GPU
+ * 256 x (2 / 2 ids + 1 length) x 8 B per table = 8,192 B; the partial sums, 512 x (4 + 4) x 4 B =
+ * S = 16,384 B per GPU, are reduce-scattered (a ring of two sends S / 2: 81.92 ns on the 100 GB/s
+ * link, exposed: the interaction waits for it); their gradients all-gathered back (the same,
+ * beside the bottom MLP's backward: hidden). The iteration: the MLPs at the micro-batch, both
+ * slices' TBE, 81.92 ns, the MLP all-reduce (2.98 ns), the step. */
+START_TEST(row_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n  embedding: {sharding: row-wise}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    /* ids, reduce-scatter, all-gather, the MLP all-reduce */
+    ck_assert_int_eq(hg->n_colls, 4);
+    ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 2 * 8 * 2);
+    ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 256.0 * 2 * 8 * 2);
+    ck_assert_int_eq(hg->colls[1].kind, COLL_REDUCE_SCATTER);
+    ck_assert_double_eq(hg->colls[1].bytes, 512.0 * 8 * 4);
+    ck_assert_int_eq(hg->colls[2].kind, COLL_ALLGATHER);
+    ck_assert_double_eq(hg->colls[2].bytes, 512.0 * 8 * 4);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(p.dlrm->owner[0], -1);
+    ck_close(p.dlrm->lookup_imbalance, 1.0, 1e-12);
+    /* memory: half of each table's rows, fp32 */
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    workload_emb half[2];
+    int n = 0;
+    for (int i = 0; i < all.n_ops; i++)
+        if (all.ops[i].kind == OP_EMBEDDING_BAG) {
+            workload_emb whole = all.ops[i].emb;
+            half[n] = whole;
+            half[n].lookups = whole.lookups / 2;
+            half[n].unique = whole.unique / 2;
+            half[n].row_shards = 2;
+            /* the lookup's rows read from HBM: half the table's */
+            ck_close(cost_embedding_rows_read(&half[n], dev->l2_bytes / 2),
+                     cost_embedding_rows_read(&whole, dev->l2_bytes / 2) / 2, 1e-12);
+            n++;
+        }
+    double tbe = cost_embedding_seconds(half, 2, PASS_FWD, dev) +
+                 cost_embedding_seconds(half, 2, PASS_BWD, dev);
+    ck_close(p.dlrm->lookup_s[0], tbe, 1e-12);
+    double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
+                     mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    uint32_t rs = hg->coll_tasks[hg->colls[1].first_task];
+    ck_close(r.end[rs] - r.start[rs], 8192 / 100e9, 1e-6);
+    ck_close(r.makespan, compute + 8192 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Column-wise, 2 shards a table, placed round-robin: shards (table 0: 0, 1; table 1: 0, 1) on
+ * GPUs 0, 1, 0, 1, each a table of dim 2 looked up for the whole batch. Each GPU gets the ids
+ * of its two shards' tables (256 x (2 + 1) x 8 B x 2 = 12,288 B from the other) and sends its
+ * pooled halves, 256 x (2 + 2) x 4 B = 4,096 B, to the other (40.96 ns, exposed); the
+ * iteration: the MLPs, the TBE over the two shards, 40.96 ns, the all-reduce, the step. */
+START_TEST(column_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: column-wise, shards: 2, placement: round-robin}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 4); /* ids, pooled, grads, MLP all-reduce */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_double_eq(hg->colls[0].matrix[i * 2 + 1 - i], 256.0 * 3 * 8 * 2);
+        ck_assert_double_eq(hg->colls[1].matrix[i * 2 + 1 - i], 256.0 * 4 * 4);
+    }
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    workload_emb cols[2];
+    int n = 0;
+    for (int i = 0; i < all.n_ops; i++)
+        if (all.ops[i].kind == OP_EMBEDDING_BAG) {
+            cols[n] = all.ops[i].emb;
+            cols[n++].dim = 2;
+        }
+    double tbe = cost_embedding_seconds(cols, 2, PASS_FWD, dev) +
+                 cost_embedding_seconds(cols, 2, PASS_BWD, dev);
+    ck_close(p.dlrm->lookup_s[1], tbe, 1e-12);
+    double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
+                     mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, compute + 4096 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* children: table 0 table-wise on GPU 1 (the list's entry for the data-parallel table 1 is not
+ * used), table 1 data-parallel under the root. The all-to-alls carry table 0 only (ids GPU 0
+ * -> 1: 256 x 3 x 8 B = 6,144 B; pooled GPU 1 -> 0: 256 x 4 x 4 B = 4,096 B); table 1's dense
+ * gradient is all-reduced alone (10 x 4 x 4 B = 160 B) after the MLPs' (149 x 2 B). Memory:
+ * GPU 0 holds table 1, GPU 1 both (fp32); table 1's dense gradient on both. */
+START_TEST(children_mix_shardings)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: data-parallel, placement: [1, 0]}\n"
+                       "  children: {\"tables.0\": {sharding: table-wise}}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 5); /* ids, pooled, grads, MLP and table all-reduces */
+    ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 3 * 8);
+    ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 0);
+    ck_assert_double_eq(hg->colls[1].matrix[1 * 2 + 0], 256.0 * 4 * 4);
+    ck_assert_double_eq(hg->colls[1].matrix[0 * 2 + 1], 0);
+    ck_assert_double_eq(hg->colls[3].bytes, MLP_PARAMS * 2);
+    ck_assert_double_eq(hg->colls[4].bytes, 10.0 * 4 * 4);
+    ck_assert_int_eq(p.dlrm->owner[0], 1);
+    ck_assert_int_eq(p.dlrm->owner[1], -1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + 40 * 4);
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4);
+    ck_assert_double_eq(p.memory[0].gradients, MLP_PARAMS * 2 + 40 * 4);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -480,16 +655,70 @@ START_TEST(refusals_are_located)
     const char *head = "batch: {global: 512, micro: 256}\noptimizer: sgd\nstrategy:\n";
     char rest[512];
     /* MODEL is 11 lines; head's `strategy:` is line 14 */
-    snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: column-wise}\n",
+    snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: table-row-wise}\n",
              head);
     expect_refused(rest, 16, 25, "strategy.embedding.sharding", "not modelled yet");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: column-wise, placement: greedy}\n",
+             head);
+    expect_refused(rest, 16, 25, "strategy.embedding.shards", "needs `shards`");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: column-wise, placement: greedy, "
+             "shards: 3}\n",
+             head);
+    expect_refused(rest, 16, 65, "strategy.embedding.shards", "dividing its dim 4");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise, shards: 2}\n", head);
+    expect_refused(rest, 16, 43, "strategy.embedding.shards", "apply to column-wise");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise, placement: greedy}\n", head);
+    expect_refused(rest, 16, 46, "strategy.embedding.placement", "applies to table-wise");
+    /* children: per-table sharding */
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.2\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 17, 14, "strategy.children.tables.2", "0 <= A <= B < 2");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1-0\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 17, 14, "strategy.children.tables.1-0", "0 <= A <= B < 2");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"rows.0\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 17, 14, "strategy.children.rows.0", "tables.N or tables.A-B");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.0-1\": {sharding: table-wise}, \"tables.1\": {sharding: "
+             "row-wise}}\n",
+             head);
+    expect_refused(rest, 17, 52, "strategy.children.tables.1", "already has its sharding");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1\": {sharding: column-wise, shards: 8}}\n",
+             head);
+    expect_refused(rest, 17, 58, "strategy.children.tables.1.shards", "dividing its dim 4");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 16, 14, "strategy.embedding.placement", "need a placement");
+    snprintf(rest, sizeof rest, "%s  children: {\"tables.1\": {sharding: table-wise}}\n", head);
+    expect_refused(rest, 15, 13, "strategy.children", "needs strategy.embedding");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1\": {sharding: table-wise, recompute: full}}\n",
+             head);
+    expect_refused(rest, 17, 49, "strategy.children.tables.1.recompute", "unknown key");
     snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: table-wise}\n",
              head);
-    expect_refused(rest, 16, 14, "strategy.embedding.placement", "needs a placement");
+    expect_refused(rest, 16, 14, "strategy.embedding.placement", "need a placement");
     snprintf(rest, sizeof rest,
              "%s  data: {degree: 2}\n  embedding: {sharding: data-parallel, placement: greedy}\n",
              head);
-    expect_refused(rest, 16, 51, "strategy.embedding.placement", "applies to sharded tables");
+    expect_refused(rest, 16, 51, "strategy.embedding.placement", "applies to table-wise");
     snprintf(rest, sizeof rest,
              "%s  data: {degree: 2}\n  embedding: {sharding: table-wise, placement: [0]}\n", head);
     expect_refused(rest, 16, 48, "strategy.embedding.placement", "the model has 2 tables");
@@ -520,8 +749,6 @@ START_TEST(refusals_are_located)
     expect_refused(rest, 15, 32, "strategy.data.bucket_mb", "not modelled for dlrm");
     snprintf(rest, sizeof rest, "%s  pipeline: {schedule: gpipe}\n", head);
     expect_refused(rest, 15, 24, "strategy.pipeline.schedule", "not modelled for dlrm");
-    snprintf(rest, sizeof rest, "%s  children: {\"tables.0\": {recompute: full}}\n", head);
-    expect_refused(rest, 15, 13, "strategy.children", "not modelled yet");
     expect_refused("batch: {global: 512, micro: 256}\noptimizer: none\n", 13, 12, "optimizer",
                    "optimizer none");
 }
@@ -588,6 +815,9 @@ int main(void)
     tcase_add_test(tc, two_gpus_all_reduce_by_hand);
     tcase_add_test(tc, table_wise_alltoall_by_hand);
     tcase_add_test(tc, placements_by_hand);
+    tcase_add_test(tc, row_wise_by_hand);
+    tcase_add_test(tc, column_wise_by_hand);
+    tcase_add_test(tc, children_mix_shardings);
     tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
     tcase_add_test(tc, tables_beyond_memory_do_not_fit);
     tcase_add_test(tc, refusals_are_located);

@@ -122,6 +122,8 @@ static int embedding_from_json(const cJSON *o, int dlrm, const char *file, const
             out_json_enum(e, "sharding", emb_sharding_names, file, ew, &p->desc.emb_sharding, err))
             return err->code;
     }
+    if (out_json_int(e, "shards", 1, 2, INT_MAX, file, ew, &p->desc.emb_shards, err))
+        return err->code;
     if (cJSON_HasObjectItem(e, "placement") &&
         out_json_enum(e, "placement", emb_placement_names, file, ew, &p->desc.emb_placement, err))
         return err->code;

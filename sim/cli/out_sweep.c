@@ -213,6 +213,8 @@ static cJSON *embedding_json(const sweep_plan *p)
     }
     if (d->emb_placement >= 0)
         cJSON_AddStringToObject(e, "placement", enum_name(emb_placement_names, d->emb_placement));
+    if (d->emb_shards > 0)
+        cJSON_AddNumberToObject(e, "shards", d->emb_shards);
     if (p->status == SWEEP_PLAN_OK && p->dlrm) {
         cJSON_AddNumberToObject(e, "lookup_max_s", p->lookup_max_s);
         cJSON_AddNumberToObject(e, "alltoall_s", p->alltoall_s);

@@ -422,7 +422,7 @@ static cJSON *axes_json(const sweep_spec *s)
                 cJSON_AddItemToArray(v, cJSON_CreateString(recompute_name((recompute_mode)x)));
             else if (k == SWEEP_SEQUENCE_PARALLEL)
                 cJSON_AddItemToArray(v, cJSON_CreateBool(x != 0));
-            else if (k == SWEEP_SHARDING)
+            else if (k == SWEEP_SHARDING && ax->n > 0)
                 cJSON_AddItemToArray(v, cJSON_CreateString(enum_name(emb_sharding_names, (int)x)));
             else if (k == SWEEP_PLACEMENT)
                 cJSON_AddItemToArray(v, cJSON_CreateString(enum_name(emb_placement_names, (int)x)));
