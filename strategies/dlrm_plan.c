@@ -501,11 +501,16 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
 
 /* A sharding a sweep may set in memory (the loader refuses it where written): table-row-wise
  * is not modelled yet, at the root or for a table. */
+int dlrm_plan_models_sharding(emb_sharding k)
+{
+    return k != EMB_SHARD_TABLE_ROW_WISE;
+}
+
 static int refuse_unmodelled(const strategy *s, ps_error *err)
 {
     for (int t = 0; s->has_embedding && t < s->model.dlrm.n_tables; t++) {
         src_loc at;
-        if (strategy_table_sharding(s, t, &at) == EMB_SHARD_TABLE_ROW_WISE)
+        if (!dlrm_plan_models_sharding(strategy_table_sharding(s, t, &at)))
             return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column,
                                 s->table_has_sharding[t] ? "strategy.children"
                                                          : "strategy.embedding.sharding",
