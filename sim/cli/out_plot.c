@@ -44,6 +44,32 @@ static int pp_colour(const plot *g, int pp)
     return k % 10;
 }
 
+/* What the bars show: samples/s for a dlrm sweep (no tokens), else tokens/s. */
+static double plot_rate(const sweep_table *t, const sweep_plan *p)
+{
+    return t->dlrm ? p->samples_per_s : p->tokens_per_s;
+}
+
+static const char *plot_unit(const sweep_table *t)
+{
+    return t->dlrm ? "samples/s" : "tokens/s";
+}
+
+/* ": 123 tokens/s, 1.234 s, MFU 45.6%" or, dlrm, ": 123 samples/s, 3.688 ms, lookup max
+ * 0.383 ms, all-to-all 1.246 ms, imbalance 1.13" */
+static void plot_figures(FILE *f, const sweep_table *t, const sweep_plan *p)
+{
+    if (t->dlrm)
+        fprintf(f,
+                ": %.0f samples/s, %.3f ms, lookup max %.3f ms, all-to-all %.3f ms, imbalance "
+                "%.2f",
+                p->samples_per_s, 1e3 * p->iteration_s, 1e3 * p->lookup_max_s, 1e3 * p->alltoall_s,
+                p->lookup_imbalance);
+    else
+        fprintf(f, ": %.0f tokens/s, %.3f s, MFU %.1f%%", p->tokens_per_s, p->iteration_s,
+                100 * p->mfu);
+}
+
 static void plot_layout(const sweep_table *t, plot *g)
 {
     memset(g, 0, sizeof *g);
@@ -56,8 +82,8 @@ static void plot_layout(const sweep_table *t, plot *g)
     g->pw = g->W - g->L - g->R, g->ph = g->H - g->T - g->B;
     g->slot = g->slots ? g->pw / g->slots : g->pw;
     for (int i = 0; i < t->n; i++)
-        if (t->plans[i].status == SWEEP_PLAN_OK && t->plans[i].tokens_per_s > g->ymax)
-            g->ymax = t->plans[i].tokens_per_s;
+        if (t->plans[i].status == SWEEP_PLAN_OK && plot_rate(t, &t->plans[i]) > g->ymax)
+            g->ymax = plot_rate(t, &t->plans[i]);
     if (g->ymax <= 0)
         g->ymax = 1;
     g->step = nice_step(g->ymax, 5);
@@ -104,13 +130,15 @@ static void plot_title(FILE *f, const sweep_table *t, const plot *g)
         sweep_plan_label(best, t->show_bucket, t->show_sp, label, sizeof label);
         fprintf(f, "; best: ");
         xml_text(f, label);
-        fprintf(f, " (%.0f tokens/s, MFU %.1f%%)", best->tokens_per_s, 100 * best->mfu);
+        fprintf(f, " (");
+        plot_figures(f, t, best);
+        fprintf(f, ")");
     }
     fprintf(f, "</text>\n");
 }
 
 /* The y grid and axis label, and the strip of plans not simulated. */
-static void plot_grid(FILE *f, const plot *g)
+static void plot_grid(FILE *f, const sweep_table *t, const plot *g)
 {
     for (double y = 0; y <= g->ymax * 1.0001; y += g->step) {
         double py = g->T + g->ph - y / g->ymax * g->ph;
@@ -130,8 +158,8 @@ static void plot_grid(FILE *f, const plot *g)
     }
     fprintf(f,
             "<text transform=\"translate(%.0f,%.0f) rotate(-90)\" font-size=\"14\" "
-            "text-anchor=\"middle\">tokens/s (simulated)</text>\n",
-            g->L - 60, g->T + g->ph / 2);
+            "text-anchor=\"middle\">%s (simulated)</text>\n",
+            g->L - 60, g->T + g->ph / 2, plot_unit(t));
     if (!g->n_bad)
         return;
     double x0 = g->L + g->n_ok * g->slot, w = g->n_bad * g->slot;
@@ -148,18 +176,20 @@ static void plot_grid(FILE *f, const plot *g)
 }
 
 /* Plan i of the ranking: a bar (ok), a circle (oom) or a cross (failed). */
-static void plot_mark(FILE *f, const plot *g, const sweep_plan *p, double cx, const char *label)
+static void plot_mark(FILE *f, const sweep_table *t, const plot *g, const sweep_plan *p, double cx,
+                      const char *label)
 {
     const char *col = palette[pp_colour(g, p->desc.pp)];
     double bw = g->slot < 4 ? g->slot : g->slot * 0.8;
     double r = fmin(6, fmax(2.5, g->slot * 0.35));
     if (p->status == SWEEP_PLAN_OK) {
-        double h = p->tokens_per_s / g->ymax * g->ph;
+        double h = plot_rate(t, p) / g->ymax * g->ph;
         fprintf(f,
                 "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">"
-                "<title>#%d %s: %.1f tokens/s, %.4f s, MFU %.1f%%</title></rect>\n",
-                cx - bw / 2, g->T + g->ph - h, bw, h, col, p->rank, label, p->tokens_per_s,
-                p->iteration_s, 100 * p->mfu);
+                "<title>#%d %s",
+                cx - bw / 2, g->T + g->ph - h, bw, h, col, p->rank, label);
+        plot_figures(f, t, p);
+        fprintf(f, "</title></rect>\n");
     } else if (p->status == SWEEP_PLAN_OOM) {
         fprintf(f,
                 "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"none\" stroke=\"%s\" "
@@ -188,7 +218,7 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
         double cx = g->L + (i + 0.5) * g->slot;
         char label[128];
         sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
-        plot_mark(f, g, p, cx, label);
+        plot_mark(f, t, g, p, cx, label);
         /* plan names under the axis when there is room, else the best three above their bars */
         if (g->slots <= 40) {
             fprintf(f,
@@ -197,7 +227,7 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
                     cx + 3, g->T + g->ph + 10, label);
         } else if (p->status == SWEEP_PLAN_OK && p->rank <= 3) {
             /* numbered marker over the bar; the names go in the box */
-            double h = p->tokens_per_s / g->ymax * g->ph;
+            double h = plot_rate(t, p) / g->ymax * g->ph;
             fprintf(f,
                     "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" "
                     "text-anchor=\"middle\">%d</text>\n",
@@ -205,8 +235,8 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%d. ", g->L + g->pw * 0.28,
                     g->T + 22 + 17 * p->rank, p->rank);
             xml_text(f, label);
-            fprintf(f, ": %.0f tokens/s, %.3f s, MFU %.1f%%</text>\n", p->tokens_per_s,
-                    p->iteration_s, 100 * p->mfu);
+            plot_figures(f, t, p);
+            fprintf(f, "</text>\n");
         }
     }
 }
@@ -269,7 +299,7 @@ int out_sweep_plot(const char *path, const sweep_table *t, ps_error *err)
     plot g;
     plot_layout(t, &g);
     plot_title(f, t, &g);
-    plot_grid(f, &g);
+    plot_grid(f, t, &g);
     plot_marks(f, t, &g);
     plot_axes(f, &g);
     plot_legend(f, &g);
