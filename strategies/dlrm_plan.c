@@ -63,6 +63,7 @@ typedef struct dlrm_shard {
     int gpu;           /* its GPU; -1: on every GPU (replicated, row-wise slices, one GPU) */
     int index;         /* column shard index (0 otherwise) */
     workload_emb emb;  /* what its GPU looks up in one micro-batch */
+    int node;          /* table-row-wise: the node whose GPUs hold a slice each; else -1 */
 } dlrm_shard;
 
 /* Where the tables are and who runs what, resolved once for the whole plan. */
@@ -72,14 +73,21 @@ typedef struct dlrm_layout {
     int bottom_gpu; /* -1: the bottom MLP on every GPU (its micro-batch) */
     dlrm_shard *shard;
     int n_shards;
-    int placed;         /* shards placed on one GPU (table-wise, column-wise) */
-    double rw_dims;     /* the row-wise tables' dims: their reduce-scatter, all-gather */
+    int placed;     /* shards placed on one GPU (table-wise, column-wise) */
+    double rw_dims; /* the row-wise tables' dims: their reduce-scatter, all-gather */
+    /* table-row-wise: the nodes (GPUs numbered node by node, `per_node` each; node_of the
+     * cluster's) and each node's tables' dims (its reduce-scatter, cross-node all-to-all) */
+    const int *node_of;
+    int n_nodes, per_node;
+    double *twrw_dims;  /* [n_nodes], NULL without table-row-wise tables */
     double dense_elems; /* the data-parallel tables' elements (dense gradient, step) */
     double table_elems;
 } dlrm_layout;
 
-static int on_gpu(const dlrm_shard *sh, int r)
+static int on_gpu(const dlrm_layout *L, const dlrm_shard *sh, int r)
 {
+    if (sh->node >= 0)
+        return L->node_of[r] == sh->node;
     return sh->gpu < 0 || sh->gpu == r;
 }
 
@@ -104,11 +112,8 @@ static double shard_lookup_seconds(const workload_emb *e, const device_spec *dev
            cost_embedding_seconds(e, 1, PASS_BWD, dev);
 }
 
-/* Place each shard in order of decreasing weight (ties: the earlier first) on the GPU of least
- * load so far (ties: lower GPU), its weight added to that GPU's load: the greedy rule of
- * TorchRec's greedy perf partitioner, here without storage limits (the memory estimate and
- * the fit rule judge the result). */
-static void place_greedy(const double *weight, int n, int G, int *owner)
+/* The indices 0..n-1 in decreasing order of weight, ties in index order (heap-owned). */
+static int *by_decreasing_weight(const double *weight, int n)
 {
     int *order = xmalloc((size_t)n * sizeof *order);
     for (int t = 0; t < n; t++)
@@ -119,6 +124,16 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
             order[j] = order[j - 1];
             order[j - 1] = x;
         }
+    return order;
+}
+
+/* Place each shard in order of decreasing weight (ties: the earlier first) on the GPU of least
+ * load so far (ties: lower GPU), its weight added to that GPU's load: the greedy rule of
+ * TorchRec's greedy perf partitioner, here without storage limits (the memory estimate and
+ * the fit rule judge the result). */
+static void place_greedy(const double *weight, int n, int G, int *owner)
+{
+    int *order = by_decreasing_weight(weight, n);
     double load[G];
     for (int g = 0; g < G; g++)
         load[g] = 0;
@@ -130,6 +145,48 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
         owner[order[i]] = best;
         load[best] += weight[order[i]];
     }
+    free(order);
+}
+
+/* NVIDIA's PyTorch DLRM placement (its distribute_to_buckets rule): shards in decreasing order
+ * of weight (ties: the earlier first), each to the open bucket of least weight so far (ties:
+ * the bucket first in the previous order), a bucket closing once it holds ceil(n / G) shards
+ * (a nearly uniform count); GPU i takes the i-th bucket to close, then the open ones in their
+ * last order. */
+static void place_capped(const double *weight, int n, int G, int *owner)
+{
+    int *order = by_decreasing_weight(weight, n);
+    int cap = (n + G - 1) / G, n_open = G, n_closed = 0;
+    int open[G], closed[G], count[G], gpu_of_bucket[G];
+    double sum[G];
+    int *bucket = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *bucket);
+    for (int b = 0; b < G; b++) {
+        open[b] = b;
+        count[b] = 0;
+        sum[b] = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int b = open[0];
+        bucket[order[i]] = b;
+        sum[b] += weight[order[i]];
+        if (++count[b] == cap) {
+            closed[n_closed++] = b;
+            memmove(open, open + 1, (size_t)(--n_open) * sizeof *open);
+        }
+        for (int k = 1; k < n_open; k++) /* stable: by weight so far */
+            for (int j = k; j > 0 && sum[open[j]] < sum[open[j - 1]]; j--) {
+                int x = open[j];
+                open[j] = open[j - 1];
+                open[j - 1] = x;
+            }
+    }
+    for (int k = 0; k < n_closed; k++)
+        gpu_of_bucket[closed[k]] = k;
+    for (int k = 0; k < n_open; k++)
+        gpu_of_bucket[open[k]] = n_closed + k;
+    for (int t = 0; t < n; t++)
+        owner[t] = gpu_of_bucket[bucket[t]];
+    free(bucket);
     free(order);
 }
 
@@ -155,8 +212,10 @@ static void place_shards(const strategy *s, const cluster *c, dlrm_layout *L)
         case EMB_PLACE_MEMORY_BALANCED: weight[k] = shard_bytes(&p[k]->emb); break;
         }
     }
-    if (s->placement == EMB_PLACE_GREEDY || s->placement == EMB_PLACE_MEMORY_BALANCED)
+    if (s->placement == EMB_PLACE_GREEDY)
         place_greedy(weight, n, G, owner);
+    else if (s->placement == EMB_PLACE_MEMORY_BALANCED)
+        place_capped(weight, n, G, owner);
     for (int k = 0; k < n; k++)
         p[k]->gpu = owner[k];
     L->placed = n;
@@ -165,14 +224,69 @@ static void place_shards(const strategy *s, const cluster *c, dlrm_layout *L)
     free(p);
 }
 
-/* The shards of every table: `local` / `global` the tables' lookups at the micro-batch and at
- * every GPU's (an owner looks up the whole batch; a row-wise slice its 1/G of it). */
-static void build_shards(const strategy *s, const cluster *c, const workload_emb *local,
-                         const workload_emb *global, dlrm_layout *L)
+/* The node of each table-row-wise table under the strategy's placement, the same rules over
+ * the nodes as place_shards' over the GPUs (an explicit list: the node of the table's GPU). */
+static void place_nodes(const strategy *s, const cluster *c, dlrm_layout *L)
 {
-    int G = L->G, n = 0;
-    L->shard = xmalloc((size_t)L->n_tables * sizeof *L->shard);
-    int cap = L->n_tables;
+    int n = 0, N = L->n_nodes;
+    dlrm_shard **p = xmalloc((size_t)L->n_shards * sizeof *p);
+    for (int k = 0; k < L->n_shards; k++)
+        if (L->shard[k].kind == EMB_SHARD_TABLE_ROW_WISE)
+            p[n++] = &L->shard[k];
+    double *weight = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *weight);
+    int *node = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *node);
+    for (int k = 0; k < n; k++) {
+        switch (s->placement) {
+        case EMB_PLACE_EXPLICIT: node[k] = L->node_of[s->embedding_gpu[p[k]->table]]; break;
+        case EMB_PLACE_ROUND_ROBIN: node[k] = k % N; break;
+        case EMB_PLACE_GREEDY: weight[k] = shard_lookup_seconds(&p[k]->emb, c->device[0]); break;
+        case EMB_PLACE_MEMORY_BALANCED: weight[k] = shard_bytes(&p[k]->emb); break;
+        }
+    }
+    if (s->placement == EMB_PLACE_GREEDY)
+        place_greedy(weight, n, N, node);
+    else if (s->placement == EMB_PLACE_MEMORY_BALANCED)
+        place_capped(weight, n, N, node);
+    for (int k = 0; k < n; k++) {
+        p[k]->node = node[k];
+        L->twrw_dims[node[k]] += p[k]->emb.dim;
+    }
+    free(node);
+    free(weight);
+    free(p);
+}
+
+/* Table-row-wise needs nodes of equal GPU counts, numbered in rank order (rank r on node
+ * r / per_node), as TorchRec's intra- and cross-node process groups. */
+static int check_nodes(const strategy *s, const cluster *c, int table, ps_error *err)
+{
+    int N = c->n_nodes, G = c->n_gpus;
+    int ok = c->node_of_rank && N >= 1 && G % N == 0;
+    for (int r = 0; ok && r < G; r++)
+        ok = c->node_of_rank[r] == r / (G / N);
+    if (ok)
+        return 0;
+    src_loc at;
+    strategy_table_sharding(s, table, &at);
+    return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column,
+                        s->table_has_sharding[table] ? "strategy.children"
+                                                     : "strategy.embedding.sharding",
+                        "table-row-wise sharding (table %d) needs nodes of equal GPU counts "
+                        "numbered in rank order; the cluster's %d GPUs on %d nodes are not",
+                        table, G, N);
+}
+
+/* The shards of every table: `local` / `global` the tables' lookups at the micro-batch and at
+ * every GPU's (an owner looks up the whole batch; a row-wise slice its 1/G of it, a
+ * table-row-wise slice 1/per_node). */
+static int build_shards(const strategy *s, const cluster *c, const workload_emb *local,
+                        const workload_emb *global, dlrm_layout *L, ps_error *err)
+{
+    int G = L->G, n = 0, cap = L->n_tables;
+    L->shard = xmalloc((size_t)cap * sizeof *L->shard);
+    L->node_of = c->node_of_rank;
+    L->n_nodes = c->n_nodes > 0 ? c->n_nodes : 1;
+    L->per_node = G / L->n_nodes;
     for (int t = 0; t < L->n_tables; t++) {
         emb_sharding k =
             s->has_embedding ? strategy_table_sharding(s, t, NULL) : EMB_SHARD_TABLE_WISE;
@@ -181,25 +295,40 @@ static void build_shards(const strategy *s, const cluster *c, const workload_emb
             cap = 2 * cap + shards;
             L->shard = xreallocarray(L->shard, (size_t)cap, sizeof *L->shard);
         }
+        dlrm_shard sh = {.table = t, .kind = k, .gpu = -1, .index = 0, .node = -1};
         L->table_elems += local[t].rows * local[t].dim;
         if (k == EMB_SHARD_DATA_PARALLEL) { /* dense gradient: the backward only scatters */
-            dlrm_shard sh = {t, k, -1, 0, local[t]};
+            sh.emb = local[t];
             sh.emb.update = EMB_UPDATE_SGD;
             L->shard[n++] = sh;
             L->dense_elems += local[t].rows * local[t].dim;
         } else if (G == 1) { /* the one GPU holds the whole table, update fused */
-            L->shard[n++] = (dlrm_shard){t, EMB_SHARD_TABLE_WISE, 0, 0, local[t]};
-        } else if (k == EMB_SHARD_ROW_WISE) {
-            dlrm_shard sh = {t, k, -1, 0, global[t]};
-            sh.emb.lookups /= G;
-            sh.emb.unique /= G;
-            sh.emb.row_shards = G;
+            sh.kind = EMB_SHARD_TABLE_WISE;
+            sh.gpu = 0;
+            sh.emb = local[t];
             L->shard[n++] = sh;
-            L->rw_dims += global[t].dim;
+        } else if (k == EMB_SHARD_ROW_WISE || k == EMB_SHARD_TABLE_ROW_WISE) {
+            int over = G;
+            if (k == EMB_SHARD_TABLE_ROW_WISE) {
+                if (check_nodes(s, c, t, err))
+                    return err->code;
+                over = L->per_node;
+                if (!L->twrw_dims)
+                    L->twrw_dims = xcalloc((size_t)L->n_nodes, sizeof *L->twrw_dims);
+            }
+            sh.emb = global[t];
+            sh.emb.lookups /= over;
+            sh.emb.unique /= over;
+            sh.emb.row_shards = over;
+            L->shard[n++] = sh;
+            if (k == EMB_SHARD_ROW_WISE)
+                L->rw_dims += global[t].dim;
             L->comm = 1;
         } else { /* table-wise, or column-wise: `shards` tables of dim / shards */
             for (int j = 0; j < shards; j++) {
-                dlrm_shard sh = {t, k, 0, j, global[t]};
+                sh.gpu = 0;
+                sh.index = j;
+                sh.emb = global[t];
                 sh.emb.dim /= shards;
                 L->shard[n++] = sh;
             }
@@ -209,6 +338,9 @@ static void build_shards(const strategy *s, const cluster *c, const workload_emb
     L->n_shards = n;
     if (L->comm)
         place_shards(s, c, L);
+    if (L->twrw_dims)
+        place_nodes(s, c, L);
+    return 0;
 }
 
 /* Whether rank r runs the bottom MLP, and at which batch (its micro-batch, or every GPU's). */
@@ -228,7 +360,7 @@ static int shards_of(const dlrm_layout *L, int r, workload_emb *out)
 {
     int n = 0;
     for (int k = 0; k < L->n_shards; k++)
-        if (on_gpu(&L->shard[k], r))
+        if (on_gpu(L, &L->shard[k], r))
             out[n++] = L->shard[k].emb;
     return n;
 }
@@ -246,7 +378,7 @@ static double tbe_seconds(const dlrm_layout *L, int r, op_pass pass, const devic
 /* The all-to-alls of a sharded plan's micro-batch, bytes member i sends member j: the ids to
  * the shards' GPUs (int64 ids and one int64 length per sample and table, as TorchRec's input
  * dist; a column shard gets every id of its table, a row-wise slice 1/G of them and every
- * length), and the pooled vectors from the table-wise and column shards' GPUs to every GPU
+ * length, a table-row-wise slice 1/per_node), and the pooled vectors from the table-wise and column shards' GPUs to every GPU
  * (micro x the shard's dim x the table's bytes; with bottom_mlp_gpu the bottom MLP's output
  * too, in the MLPs' precision); their gradients in the backward are the transpose. */
 static void alltoall_matrices(const dlrm_layout *L, const workload_dlrm *d, int micro,
@@ -262,6 +394,10 @@ static void alltoall_matrices(const dlrm_layout *L, const workload_dlrm *d, int 
         double pool = d->pooling[sh->table];
         if (sh->kind == EMB_SHARD_ROW_WISE) {
             ids_all += micro * (pool / G + 1.0) * 8.0;
+        } else if (sh->node >= 0) { /* to each GPU of the table's node, its bucket's ids */
+            for (int g = 0; g < G; g++)
+                if (L->node_of[g] == sh->node)
+                    ids_to[g] += micro * (pool / L->per_node + 1.0) * 8.0;
         } else if (sh->gpu >= 0) {
             ids_to[sh->gpu] += micro * (pool + 1.0) * 8.0;
             pooled_from[sh->gpu] += micro * sh->emb.dim * eb;
@@ -337,7 +473,7 @@ static void estimate_memory(const strategy *s, const workload_graph *wg,
         }
         for (int k = 0; k < L->n_shards; k++) {
             const dlrm_shard *sh = &L->shard[k];
-            if (!on_gpu(sh, r))
+            if (!on_gpu(L, sh, r))
                 continue;
             if (sh->kind == EMB_SHARD_DATA_PARALLEL)
                 dense += shard_elems(&sh->emb);
@@ -361,7 +497,7 @@ static void estimate_memory(const strategy *s, const workload_graph *wg,
 /* A micro-batch's collectives of the lookups on one rank (0: none): the ids' all-to-all, then
  * the forward's outputs (the pooled all-to-all, the row-wise reduce-scatter), then the
  * backward's (the gradients' all-to-all, the row-wise all-gather), in that stream order. */
-typedef struct dlrm_comm_tasks {
+typedef struct dlrm_comm_tasks { /* UINT32_MAX: none on this rank */
     uint32_t ids;
     uint32_t fwd_first, fwd_last; /* pooled and / or reduce-scatter */
     uint32_t grads;               /* the gradients' all-to-all (bottom_mlp_gpu waits for it) */
@@ -432,12 +568,12 @@ static uint32_t emit_pass(const dlrm_emit *e, op_pass pass, int r, const device_
                     wait_for = ct->ids;
                     EMIT(secs, e->label_tbe);
                 }
-                if (have_last)
+                if (have_last && ct->fwd_first != UINT32_MAX)
                     htae_add_edge(e->g, last, ct->fwd_first);
-                waiting = 1;
+                waiting = ct->fwd_last != UINT32_MAX;
                 wait_for = ct->fwd_last;
             } else {
-                if (have_last)
+                if (have_last && ct->bwd_first != UINT32_MAX)
                     htae_add_edge(e->g, last, ct->bwd_first);
                 if (L->bottom_gpu >= 0) { /* the bottom MLP's gradient comes in the all-to-all */
                     waiting = L->bottom_gpu == r;
@@ -453,7 +589,7 @@ static uint32_t emit_pass(const dlrm_emit *e, op_pass pass, int r, const device_
     if (L->comm && pass == PASS_BWD) {
         double secs = tbe_seconds(L, r, pass, dev);
         if (secs > 0) {
-            waiting = 1;
+            waiting = ct->bwd_last != UINT32_MAX;
             wait_for = ct->bwd_last;
             EMIT(secs, e->label_tbe);
         }
@@ -472,6 +608,8 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     st->sharding = s->has_embedding ? (int)s->embedding_sharding : -1;
     st->placement = s->has_placement ? (int)s->placement : -1;
     st->bottom_mlp_gpu = L->bottom_gpu;
+    st->per_table = s->has_table_children;
+    st->comm = L->comm;
     st->n_tables = L->n_tables;
     st->gpus = G;
     st->owner = xmalloc((size_t)L->n_tables * sizeof *st->owner);
@@ -484,7 +622,7 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     double sum = 0;
     for (int r = 0; r < G; r++) {
         for (int k = 0; k < L->n_shards; k++)
-            st->tables_of_gpu[r] += on_gpu(&L->shard[k], r);
+            st->tables_of_gpu[r] += on_gpu(L, &L->shard[k], r);
         double slow = c->slowdown ? c->slowdown[r] : 1.0;
         st->lookup_s[r] =
             M * slow *
@@ -499,24 +637,24 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     return st;
 }
 
-/* A sharding a sweep may set in memory (the loader refuses it where written): table-row-wise
- * is not modelled yet, at the root or for a table. */
+/* A sharding a sweep may set in memory past the loader's refusals that the compiler does not
+ * model (none today: the hook for the next sharding), at the root or for a table. */
 int dlrm_plan_models_sharding(emb_sharding k)
 {
-    return k != EMB_SHARD_TABLE_ROW_WISE;
+    return k >= EMB_SHARD_TABLE_WISE && k <= EMB_SHARD_DATA_PARALLEL; /* all five, now */
 }
 
 static int refuse_unmodelled(const strategy *s, ps_error *err)
 {
     for (int t = 0; s->has_embedding && t < s->model.dlrm.n_tables; t++) {
         src_loc at;
-        if (!dlrm_plan_models_sharding(strategy_table_sharding(s, t, &at)))
+        emb_sharding k = strategy_table_sharding(s, t, &at);
+        if (!dlrm_plan_models_sharding(k))
             return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column,
                                 s->table_has_sharding[t] ? "strategy.children"
                                                          : "strategy.embedding.sharding",
-                                "sharding 'table-row-wise' (table %d) is not modelled yet (issue "
-                                "13): table-wise, row-wise, column-wise and data-parallel are",
-                                t);
+                                "sharding '%s' (table %d) is not modelled yet (issue 13)",
+                                enum_name(emb_sharding_names, (int)k), t);
     }
     return 0;
 }
@@ -551,9 +689,16 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
     double elems;
     gather_tables(&wg, local, &elems);
     gather_tables(&wg_all, global, &elems);
-    build_shards(s, c, local, global, &L);
+    int rc = build_shards(s, c, local, global, &L, err);
     free(local);
     free(global);
+    if (rc) {
+        free(L.shard);
+        free(L.twrw_dims);
+        workload_graph_free(&wg);
+        workload_graph_free(&wg_all);
+        return rc;
+    }
     double mlp_params = 0, bottom_params = 0;
     for (int i = 0; i < wg.n_ops; i++)
         if (wg.ops[i].kind != OP_EMBEDDING_BAG) {
@@ -605,44 +750,146 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
         if (L.rw_dims > 0) /* what a ring moves: (G - 1) / G of S per GPU, each way */
             comm_bytes += 2.0 * (G - 1) * rw_bytes;
     }
-    uint32_t *t_ids = xmalloc((size_t)G * 5 * sizeof *t_ids);
-    uint32_t *t_pool = t_ids + G, *t_rs = t_ids + 2 * G, *t_grads = t_ids + 3 * G,
-             *t_ag = t_ids + 4 * G;
+    /* table-row-wise: per node a reduce-scatter of its GPUs' partial sums for the whole
+     * batch (S = micro x G x the node's dims), then across nodes an all-to-all among the GPUs
+     * of the same local index (node n's GPU k holds the sums of the micro-batches of every
+     * node's GPU k: micro x dims to each); backward the transpose, then the all-gather */
+    int N = L.n_nodes, P = L.per_node;
+    int *grp_node = NULL, *grp_cross = NULL;
+    double *cross_m = NULL, *cross_t = NULL;
+    if (L.twrw_dims) {
+        grp_node = xmalloc((size_t)N * sizeof *grp_node);
+        grp_cross = xmalloc((size_t)P * sizeof *grp_cross);
+        int *members = xmalloc((size_t)(N > P ? N : P) * sizeof *members);
+        for (int n = 0; n < N; n++) {
+            for (int k = 0; k < P; k++)
+                members[k] = n * P + k;
+            grp_node[n] = P > 1 ? htae_add_group(g, members, P) : -1;
+        }
+        for (int k = 0; k < P; k++) {
+            for (int n = 0; n < N; n++)
+                members[n] = n * P + k;
+            grp_cross[k] = N > 1 ? htae_add_group(g, members, N) : -1;
+        }
+        free(members);
+        cross_m = xcalloc((size_t)N * N, sizeof *cross_m);
+        cross_t = xcalloc((size_t)N * N, sizeof *cross_t);
+        for (int n = 0; n < N; n++) {
+            double S = (double)micro * G * L.twrw_dims[n] * eb;
+            if (P > 1)
+                comm_bytes += 2.0 * (P - 1) * S;
+            for (int m = 0; m < N; m++)
+                if (m != n) {
+                    cross_m[n * N + m] = (double)micro * L.twrw_dims[n] * eb;
+                    cross_t[m * N + n] = cross_m[n * N + m];
+                    comm_bytes += 2.0 * P * cross_m[n * N + m];
+                }
+        }
+    }
+    int label_trs = htae_label(g, "emb table-row-wise reduce-scatter");
+    int label_tx = htae_label(g, "emb table-row-wise all-to-all");
+    int label_tag = htae_label(g, "emb table-row-wise grad all-gather");
+    int label_txg = htae_label(g, "emb table-row-wise grad all-to-all");
+    const uint32_t NONE = UINT32_MAX;
+    uint32_t *tk = xmalloc((size_t)G * sizeof *tk);
+    dlrm_comm_tasks *ct = xmalloc((size_t)G * sizeof *ct);
     uint32_t *last = xmalloc((size_t)G * sizeof *last);
     uint32_t *last_comm = L.comm ? xmalloc((size_t)G * sizeof *last_comm) : NULL;
+/* the tasks of one collective over `members` ranks, in stream order on each: the forward's
+ * outputs (fwd 1) or the backward's (fwd 0) */
+#define NOTE(members, n, fwd)                                                                      \
+    for (int q = 0; q < (n); q++) {                                                                \
+        int r_ = (members)[q];                                                                     \
+        if ((fwd) && ct[r_].fwd_first == NONE)                                                     \
+            ct[r_].fwd_first = tk[q];                                                              \
+        if (!(fwd) && ct[r_].bwd_first == NONE)                                                    \
+            ct[r_].bwd_first = tk[q];                                                              \
+        *((fwd) ? &ct[r_].fwd_last : &ct[r_].bwd_last) = tk[q];                                    \
+    }
+    int *all = xmalloc((size_t)G * sizeof *all), *sub = xmalloc((size_t)G * sizeof *sub);
+    for (int r = 0; r < G; r++)
+        all[r] = r;
     for (int mb = 0; mb < M; mb++) {
-        if (L.comm) { /* every rank's stream order: ids, pooled, reduce-scatter, grads, gather */
-            htae_add_alltoallv(g, grp, STREAM_TP, ids_m, CAT_EMB_COMM, label_ids, mb, t_ids);
-            if (pooled_a2a)
-                htae_add_alltoallv(g, grp, STREAM_TP, pooled_m, CAT_EMB_COMM, label_pooled, mb,
-                                   t_pool);
-            if (L.rw_dims > 0)
+        for (int r = 0; r < G; r++)
+            ct[r] = (dlrm_comm_tasks){NONE, NONE, NONE, 0, NONE, NONE};
+        if (L.comm) { /* every rank's stream order: ids; pooled, row-wise reduce-scatter,
+                         table-row-wise reduce-scatter and all-to-all; then the backward's */
+            htae_add_alltoallv(g, grp, STREAM_TP, ids_m, CAT_EMB_COMM, label_ids, mb, tk);
+            for (int r = 0; r < G; r++)
+                ct[r].ids = tk[r];
+            if (pooled_a2a) {
+                htae_add_alltoallv(g, grp, STREAM_TP, pooled_m, CAT_EMB_COMM, label_pooled, mb, tk);
+                NOTE(all, G, 1);
+            }
+            if (L.rw_dims > 0) {
                 htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, rw_bytes, CAT_EMB_COMM,
-                                    label_rs, mb, t_rs);
-            if (pooled_a2a)
-                htae_add_alltoallv(g, grp, STREAM_TP, grads_m, CAT_EMB_COMM, label_grads, mb,
-                                   t_grads);
-            if (L.rw_dims > 0)
+                                    label_rs, mb, tk);
+                NOTE(all, G, 1);
+            }
+            for (int n = 0; L.twrw_dims && P > 1 && n < N; n++) {
+                if (L.twrw_dims[n] == 0)
+                    continue;
+                htae_add_collective(g, COLL_REDUCE_SCATTER, grp_node[n], STREAM_TP,
+                                    (double)micro * G * L.twrw_dims[n] * eb, CAT_EMB_COMM,
+                                    label_trs, mb, tk);
+                for (int k = 0; k < P; k++)
+                    sub[k] = n * P + k;
+                NOTE(sub, P, 1);
+            }
+            for (int k = 0; L.twrw_dims && N > 1 && k < P; k++) {
+                htae_add_alltoallv(g, grp_cross[k], STREAM_TP, cross_m, CAT_EMB_COMM, label_tx, mb,
+                                   tk);
+                for (int n = 0; n < N; n++)
+                    sub[n] = n * P + k;
+                NOTE(sub, N, 1);
+            }
+            if (pooled_a2a) {
+                htae_add_alltoallv(g, grp, STREAM_TP, grads_m, CAT_EMB_COMM, label_grads, mb, tk);
+                for (int r = 0; r < G; r++)
+                    ct[r].grads = tk[r];
+                NOTE(all, G, 0);
+            }
+            if (L.rw_dims > 0) {
                 htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, rw_bytes, CAT_EMB_COMM,
-                                    label_ag, mb, t_ag);
+                                    label_ag, mb, tk);
+                NOTE(all, G, 0);
+            }
+            for (int k = 0; L.twrw_dims && N > 1 && k < P; k++) {
+                htae_add_alltoallv(g, grp_cross[k], STREAM_TP, cross_t, CAT_EMB_COMM, label_txg, mb,
+                                   tk);
+                for (int n = 0; n < N; n++)
+                    sub[n] = n * P + k;
+                NOTE(sub, N, 0);
+            }
+            for (int n = 0; L.twrw_dims && P > 1 && n < N; n++) {
+                if (L.twrw_dims[n] == 0)
+                    continue;
+                htae_add_collective(g, COLL_ALLGATHER, grp_node[n], STREAM_TP,
+                                    (double)micro * G * L.twrw_dims[n] * eb, CAT_EMB_COMM,
+                                    label_tag, mb, tk);
+                for (int k = 0; k < P; k++)
+                    sub[k] = n * P + k;
+                NOTE(sub, P, 0);
+            }
         }
         for (int r = 0; r < G; r++) {
             const device_spec *dev = c->device[r];
             double slow = c->slowdown ? c->slowdown[r] : 1.0;
-            dlrm_comm_tasks ct = {0};
-            if (L.comm) {
-                ct.ids = t_ids[r];
-                ct.fwd_first = pooled_a2a ? t_pool[r] : t_rs[r];
-                ct.fwd_last = L.rw_dims > 0 ? t_rs[r] : t_pool[r];
-                ct.grads = pooled_a2a ? t_grads[r] : 0;
-                ct.bwd_first = pooled_a2a ? t_grads[r] : t_ag[r];
-                ct.bwd_last = L.rw_dims > 0 ? t_ag[r] : t_grads[r];
-                last_comm[r] = ct.bwd_last;
-            }
-            emit_pass(&e, PASS_FWD, r, dev, slow, mb, &ct);
-            last[r] = emit_pass(&e, PASS_BWD, r, dev, slow, mb, &ct);
+            if (L.comm)
+                last_comm[r] = ct[r].bwd_last != NONE ? ct[r].bwd_last : ct[r].ids;
+            emit_pass(&e, PASS_FWD, r, dev, slow, mb, &ct[r]);
+            last[r] = emit_pass(&e, PASS_BWD, r, dev, slow, mb, &ct[r]);
         }
     }
+#undef NOTE
+    free(all);
+    free(sub);
+    free(ct);
+    free(tk);
+    free(grp_node);
+    free(grp_cross);
+    free(cross_m);
+    free(cross_t);
     /* the MLP gradients data-parallel GPUs share (not the bottom MLP's when on one GPU) */
     double dp_params = mlp_params - (L.bottom_gpu >= 0 ? bottom_params : 0);
     uint32_t *dp_last = NULL;
@@ -687,12 +934,12 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
     free(dp_last);
     free(last);
     free(last_comm);
-    free(t_ids);
     free(ids_m);
     free(pooled_m);
     free(grads_m);
     free(label);
     free(L.shard);
+    free(L.twrw_dims);
     workload_graph_free(&wg);
     workload_graph_free(&wg_all);
     out->graph = g;

@@ -359,13 +359,7 @@ static int parse_table_path(const char *p, int *first, int *last)
 /* The sharding (and shards) of a dlrm column or table, written at `field`. */
 static int load_sharding_value(yread_ctx *c, yaml_node_t *v, const char *field, int *out)
 {
-    if (yread_enum(c, v, field, emb_sharding_names, out))
-        return c->err->code;
-    if (*out == EMB_SHARD_TABLE_ROW_WISE)
-        return yread_fail(c, v, field,
-                          "sharding 'table-row-wise' is not modelled yet (issue 13): table-wise, "
-                          "row-wise, column-wise and data-parallel are");
-    return 0;
+    return yread_enum(c, v, field, emb_sharding_names, out);
 }
 
 /* children of a dlrm plan: per-table sharding, {sharding: S, shards: K}, each table at most

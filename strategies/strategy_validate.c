@@ -221,7 +221,8 @@ static int validate_embedding(const strategy *s, ps_error *err)
             snprintf(sfield, sizeof sfield, "strategy.children.%s.shards", s->table_path[t]);
         else
             snprintf(sfield, sizeof sfield, "strategy.embedding.shards");
-        placed |= k == EMB_SHARD_TABLE_WISE || k == EMB_SHARD_COLUMN_WISE;
+        placed |= k == EMB_SHARD_TABLE_WISE || k == EMB_SHARD_COLUMN_WISE ||
+                  k == EMB_SHARD_TABLE_ROW_WISE;
         sharded |= k != EMB_SHARD_DATA_PARALLEL;
         if (k == EMB_SHARD_COLUMN_WISE && written == 0)
             return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, sfield,
@@ -241,8 +242,8 @@ static int validate_embedding(const strategy *s, ps_error *err)
     if (!placed && s->has_placement)
         return ps_error_set(err, PS_EINPUT, s->file, s->placement_loc.line, s->placement_loc.column,
                             "strategy.embedding.placement",
-                            "placement applies to table-wise and column-wise tables; these are "
-                            "on every GPU (row-wise or data-parallel)");
+                            "placement applies to table-wise, column-wise and table-row-wise "
+                            "tables; these are on every GPU (row-wise or data-parallel)");
     if (!sharded && s->bottom_mlp_gpu >= 0)
         return ps_error_set(err, PS_EINPUT, s->file, s->bottom_mlp_gpu_loc.line,
                             s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
@@ -251,8 +252,9 @@ static int validate_embedding(const strategy *s, ps_error *err)
     if (placed && !s->has_placement)
         return ps_error_set(err, PS_EINPUT, s->file, s->embedding_loc.line, s->embedding_loc.column,
                             "strategy.embedding.placement",
-                            "table-wise and column-wise sharding need a placement (greedy, "
-                            "round-robin, memory-balanced or a list: the GPU of table 0, 1, ...)");
+                            "table-wise, column-wise and table-row-wise sharding need a placement "
+                            "(greedy, round-robin, memory-balanced or a list: the GPU of table 0, "
+                            "1, ...)");
     if (s->has_placement && s->placement == EMB_PLACE_EXPLICIT)
         for (int t = 0; t < d->n_tables; t++)
             if (s->embedding_gpu[t] >= s->dp) {

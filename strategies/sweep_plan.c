@@ -188,16 +188,20 @@ static void mark_invalid(sweep_plan *p, const char *kind, const char *fmt, ...)
     p->status = SWEEP_PLAN_INVALID;
 }
 
-/* Whether a dlrm plan places tables on GPUs (some table table-wise or column-wise): else a
- * placement means nothing for it. */
+/* Whether a sharding places its shards by the placement (table-wise, column-wise, and
+ * table-row-wise, which places a table on a node; strategy_validate's rule). */
+static int is_placed(int k)
+{
+    return k == EMB_SHARD_TABLE_WISE || k == EMB_SHARD_COLUMN_WISE || k == EMB_SHARD_TABLE_ROW_WISE;
+}
+
+/* Whether a dlrm plan places tables on GPUs: else a placement means nothing for it. */
 static int places_tables(const sweep_plan *p)
 {
     if (p->proposal < 0)
-        return p->desc.emb_sharding == EMB_SHARD_TABLE_WISE ||
-               p->desc.emb_sharding == EMB_SHARD_COLUMN_WISE;
+        return is_placed(p->desc.emb_sharding);
     for (int t = 0; t < p->n_tables; t++)
-        if (p->table_sharding[t] == EMB_SHARD_TABLE_WISE ||
-            p->table_sharding[t] == EMB_SHARD_COLUMN_WISE)
+        if (is_placed(p->table_sharding[t]))
             return 1;
     return 0;
 }
@@ -221,7 +225,7 @@ static int drop_shards(const sweep_spec *s, sweep_plan *p, const int *digit)
     return 0;
 }
 
-/* A dlrm plan whose tables take no placement (row-wise, table-row-wise, data-parallel) drops
+/* A dlrm plan whose tables take no placement (row-wise, data-parallel) drops
  * the base's or the axis's placement; with a placement axis, only its first value's plan
  * stays, the others are the same plan (invalid, with that reason). 1 when marked invalid. */
 static int drop_placement(const sweep_spec *s, sweep_plan *p, const int *digit)
@@ -234,8 +238,8 @@ static int drop_placement(const sweep_spec *s, sweep_plan *p, const int *digit)
     const sweep_axis *a = &s->axes[SWEEP_PLACEMENT];
     if (a->present && digit[SWEEP_PLACEMENT] > 0) {
         mark_invalid(p, "placement",
-                     "placement %s: no table of this plan is placed (row-wise, table-row-wise "
-                     "or data-parallel), the same plan as with placement %s",
+                     "placement %s: no table of this plan is placed (row-wise or "
+                     "data-parallel), the same plan as with placement %s",
                      enum_name(emb_placement_names, d->emb_placement),
                      enum_name(emb_placement_names, (int)a->values[0]));
         return 1;

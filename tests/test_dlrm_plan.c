@@ -503,6 +503,113 @@ START_TEST(children_mix_shardings)
 }
 END_TEST
 
+/* Table-row-wise on two nodes of two GPUs (sim_load_nodes: 100 GB/s NVLink ports, 10 GB/s NICs,
+ * no latency), placement [0, 2]: table 0 on node 0 (GPUs 0, 1), table 1 on node 1 (GPUs 2, 3),
+ * each GPU of a node half of its node's table's rows, looked up for the whole batch (4 x 128
+ * samples: 512 x 2 / 2 ids). Ids: each GPU sends each GPU of a table's node 128 x (2 / 2 + 1) x
+ * 8 B = 2,048 B. Forward: per node a reduce-scatter of the partial sums, S = 128 x 4 x dim 4 x
+ * 4 B = 8,192 B (a ring of two sends S / 2 over two 100 GB/s ports: 40.96 ns), then between the
+ * nodes an all-to-all among the GPUs of the same local index, 128 x 4 x 4 B = 2,048 B each way
+ * (10 GB/s NICs: 204.8 ns). Backward: the transposed all-to-all, then the all-gathers. */
+START_TEST(table_row_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 128}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 4}\n"
+                       "  embedding: {sharding: table-row-wise, placement: [0, 2]}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    const char *const zero[2] = {"0", "0"};
+    sim_load_nodes(2, 2, zero, zero, &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    /* ids; reduce-scatter node 0, node 1; all-to-all local index 0, 1; their gradients' two
+     * all-to-alls; all-gather node 0, node 1; the MLP all-reduce */
+    ck_assert_int_eq(hg->n_colls, 10);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            ck_assert_double_eq(hg->colls[0].matrix[i * 4 + j], i == j ? 0 : 2048);
+    for (int n = 0; n < 2; n++) {
+        const htae_collective *rs = &hg->colls[1 + n], *ag = &hg->colls[7 + n];
+        ck_assert_int_eq(rs->kind, COLL_REDUCE_SCATTER);
+        ck_assert_int_eq(ag->kind, COLL_ALLGATHER);
+        ck_assert_double_eq(rs->bytes, 8192);
+        ck_assert_double_eq(ag->bytes, 8192);
+        ck_assert_int_eq(hg->group_ranks[hg->groups[rs->group].first + 1], 2 * n + 1);
+        const htae_collective *x = &hg->colls[3 + n];
+        ck_assert_int_eq(hg->groups[x->group].n, 2);
+        ck_assert_int_eq(hg->group_ranks[hg->groups[x->group].first + 1], 2 + n);
+        ck_assert_double_eq(x->matrix[0 * 2 + 1], 2048);
+        ck_assert_double_eq(x->matrix[1 * 2 + 0], 2048);
+    }
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[3], 1);
+    /* memory: half a table each, fp32 */
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + 50 * 4 * 4);
+    ck_assert_double_eq(p.memory[2].weights, MLP_PARAMS * 2 + 5 * 4 * 4);
+
+    /* GPU 0's lookup: half of table 0's ids over half its rows, for all 512 bags */
+    workload_graph all;
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    workload_emb half = all.ops[4].emb; /* bottom MLP: 2 GEMMs + 2 ReLUs, then table 0 */
+    ck_assert_int_eq(all.ops[4].kind, OP_EMBEDDING_BAG);
+    half.lookups /= 2;
+    half.unique /= 2;
+    half.row_shards = 2;
+    ck_close(p.dlrm->lookup_s[0],
+             cost_embedding_seconds(&half, 1, PASS_FWD, c.device[0]) +
+                 cost_embedding_seconds(&half, 1, PASS_BWD, c.device[0]),
+             1e-12);
+
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    for (int n = 0; n < 2; n++) {
+        uint32_t rs = hg->coll_tasks[hg->colls[1 + n].first_task];
+        uint32_t x = hg->coll_tasks[hg->colls[3 + n].first_task];
+        ck_close(r.end[rs] - r.start[rs], 4096 / 100e9, 1e-6);
+        ck_close(r.end[x] - r.start[x], 2048 / 10e9, 1e-6);
+    }
+    htae_result_free(&r);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Table-row-wise needs nodes numbered in rank order: GPUs 0, 2 on one node and 1, 3 on the other
+ * are refused at the sharding's value (line 16, column 25), at compile time. */
+START_TEST(table_row_wise_needs_rank_ordered_nodes)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 128}\noptimizer: sgd\nstrategy:\n"
+                       "  data: {degree: 4}\n"
+                       "  embedding: {sharding: table-row-wise, placement: round-robin}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    const char *const zero[2] = {"0", "0"};
+    sim_load_nodes(2, 2, zero, zero, &c);
+    int keep[4], interleaved[4] = {0, 1, 0, 1};
+    memcpy(keep, c.node_of_rank, sizeof keep);
+    memcpy(c.node_of_rank, interleaved, sizeof keep);
+    compiled_plan p;
+    ck_assert_int_eq(compile_plan(&s, &c, NULL, &p, &err), PS_EINPUT);
+    memcpy(c.node_of_rank, keep, sizeof keep);
+    ck_assert_str_eq(err.field, "strategy.embedding.sharding");
+    ck_assert_int_eq(err.line, 16);
+    ck_assert_int_eq(err.column, 25);
+    ck_assert_msg(strstr(err.message, "rank order"), "%s", err.message);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -542,9 +649,10 @@ static void owners_under(const char *placement, int *owner, compiled_plan *p, cl
     strategy_free(&s);
 }
 
-/* round-robin: table t on GPU t mod 2. memory-balanced: by bytes (rows x 16 x 4 B), largest
- * first, each on the GPU holding fewer bytes so far: 1000 -> 0, 500 -> 1, 400 -> 1 (500 < 1000),
- * 20 -> 1 (900 < 1000), 10 -> 1 (920 < 1000). greedy: the same rule by each table's lookup time
+/* round-robin: table t on GPU t mod 2. memory-balanced (NVIDIA's DLRM rule): by bytes (rows x
+ * 16 x 4 B), largest first, each in the open bucket holding fewer bytes so far, a bucket closing
+ * at ceil(5 / 2) = 3 tables: 1000 -> A, 500 -> B, 400 -> B (500 < 1000), 20 -> B (900 < 1000;
+ * B closes first: GPU 0), 10 -> A (GPU 1). greedy: the same rule by each table's lookup time
  * (forward + backward, alone); here the first table's time exceeds the four others' together
  * (asserted), so it alone is on GPU 0. */
 START_TEST(placements_by_hand)
@@ -557,9 +665,9 @@ START_TEST(placements_by_hand)
     ck_assert(o[0] == 0 && o[1] == 1 && o[2] == 0 && o[3] == 1 && o[4] == 0);
     compiled_plan_free(&p);
     owners_under("memory-balanced", o, &p, &c);
-    ck_assert(o[0] == 0 && o[1] == 1 && o[2] == 1 && o[3] == 1 && o[4] == 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 4);
+    ck_assert(o[0] == 1 && o[1] == 1 && o[2] == 0 && o[3] == 0 && o[4] == 0);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 3);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
     compiled_plan_free(&p);
     owners_under("greedy", o, &p, &c);
     workload_graph all;
@@ -657,7 +765,8 @@ START_TEST(refusals_are_located)
     /* MODEL is 11 lines; head's `strategy:` is line 14 */
     snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: table-row-wise}\n",
              head);
-    expect_refused(rest, 16, 25, "strategy.embedding.sharding", "not modelled yet");
+    expect_refused(rest, 16, 14, "strategy.embedding.placement",
+                   "table-row-wise sharding need a placement");
     snprintf(rest, sizeof rest,
              "%s  data: {degree: 2}\n  embedding: {sharding: column-wise, placement: greedy}\n",
              head);
@@ -817,6 +926,8 @@ int main(void)
     tcase_add_test(tc, placements_by_hand);
     tcase_add_test(tc, row_wise_by_hand);
     tcase_add_test(tc, column_wise_by_hand);
+    tcase_add_test(tc, table_row_wise_by_hand);
+    tcase_add_test(tc, table_row_wise_needs_rank_ordered_nodes);
     tcase_add_test(tc, children_mix_shardings);
     tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
     tcase_add_test(tc, tables_beyond_memory_do_not_fit);
