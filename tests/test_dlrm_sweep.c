@@ -448,6 +448,70 @@ START_TEST(tables_beyond_memory_are_pruned)
 }
 END_TEST
 
+/* merge validates the columns of a dlrm sweep: a simulated plan without its embedding block,
+ * with a negative lookup time, or with tables_sharding of the wrong length is refused with the
+ * JSON path; an embedding block in a gpt sweep too. */
+static void expect_merge_refuses(const char *dir, const char *file, const char *path_needle)
+{
+    const char *a[] = {"merge", file, NULL};
+    run_result r = run_protosim(dir, a);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, path_needle) != NULL, "stderr lacks '%s':\n%s", path_needle, r.err);
+    run_free(&r);
+}
+
+static void write_json(const char *path, const cJSON *root)
+{
+    char *text = cJSON_Print(root);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    free(text);
+}
+
+START_TEST(merge_validates_the_columns)
+{
+    char *dir = make_tmpdir();
+    char *sweep = src_path("tests/data/sweep/dlrm-tiny.yaml");
+    char *cl = src_path("tests/data/cluster/two_gpus.xml");
+    char *whole = tmp_path(dir, "whole.json"), *bad = tmp_path(dir, "bad.json");
+    const char *a1[] = {"sweep", sweep, "--cluster", cl, "--json", whole, "--no-progress", NULL};
+    run_result r = run_protosim(dir, a1);
+    expect_exit(&r, 0);
+    run_free(&r);
+    /* plans[0] is the best: simulated */
+    cJSON *root = parse_json_file(whole);
+    cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "plans"), 0);
+    cJSON *e = cJSON_DetachItemFromObject(p0, "embedding");
+    write_json(bad, root);
+    expect_merge_refuses(dir, bad, "plans[0].embedding");
+    cJSON_AddItemToObject(p0, "embedding", e);
+    cJSON_ReplaceItemInObject(e, "lookup_max_s", cJSON_CreateNumber(-1));
+    write_json(bad, root);
+    expect_merge_refuses(dir, bad, "lookup_max_s must be >= 0");
+    cJSON_DeleteItemFromObject(e, "lookup_max_s");
+    write_json(bad, root);
+    expect_merge_refuses(dir, bad, "plans[0].embedding.lookup_max_s");
+    cJSON_AddNumberToObject(e, "lookup_max_s", 0.001);
+    cJSON_AddNumberToObject(e, "proposal", 0);
+    cJSON *ts = cJSON_AddArrayToObject(e, "tables_sharding");
+    cJSON_AddItemToArray(ts, cJSON_CreateString("table-wise"));
+    write_json(bad, root);
+    expect_merge_refuses(dir, bad, "plans[0].embedding.tables_sharding");
+    cJSON_DeleteItemFromObject(e, "proposal");
+    cJSON_DeleteItemFromObject(e, "tables_sharding");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "sweep"), "family");
+    write_json(bad, root);
+    expect_merge_refuses(dir, bad, "present in the sweep of a model that is not dlrm");
+    cJSON_Delete(root);
+    free(sweep);
+    free(cl);
+    free(whole);
+    free(bad);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("dlrm_sweep");
@@ -461,6 +525,7 @@ static Suite *suite(void)
     tcase_add_test(t, ranked_columns_by_hand);
     tcase_add_test(t, columns_through_json_csv_and_merge);
     tcase_add_test(t, tables_beyond_memory_are_pruned);
+    tcase_add_test(t, merge_validates_the_columns);
     suite_add_tcase(s, t);
     return s;
 }
