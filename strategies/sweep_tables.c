@@ -50,6 +50,17 @@ static double lookup_s(const workload_emb *e, const device_spec *dev)
            cost_embedding_seconds(e, 1, PASS_BWD, dev);
 }
 
+/* One row slice of `over` (row-wise over the GPUs, table-row-wise over a node's) looked up
+ * for the whole batch, as strategies/dlrm_plan.c builds it. */
+static double slice_s(const workload_emb *global, int over, const device_spec *dev)
+{
+    workload_emb e = *global;
+    e.lookups /= over;
+    e.unique /= over;
+    e.row_shards = over;
+    return lookup_s(&e, dev);
+}
+
 /* The options of table t that fit a GPU, cheapest first (ties: the sharding's order); their
  * count. local: the table's lookups at the micro-batch; global: at micro x G. */
 static int table_options(const plan_env *env, const workload_emb *local, const workload_emb *global,
@@ -69,10 +80,11 @@ static int table_options(const plan_env *env, const workload_emb *local, const w
     /* table-wise: one GPU looks it up for the whole batch */
     all[n++] = (table_option){
         EMB_SHARD_TABLE_WISE, whole + (ids + 2 * pooled) / env->bw, bytes, bytes, 0, 0};
-    /* row-wise: every GPU a 1/G slice of the rows and of the lookups; the partial pooled
-     * vectors reduce-scattered forward, their gradients all-gathered backward */
+    /* row-wise: every GPU a 1/G slice of the rows and of the lookups (the compiler's slice:
+     * rows / G, lookups and distinct rows / G); the partial pooled vectors reduce-scattered
+     * forward, their gradients all-gathered backward */
     all[n++] = (table_option){EMB_SHARD_ROW_WISE,
-                              whole / G + (ids + 2 * pooled) / env->bw,
+                              slice_s(global, G, env->dev) + (ids + 2 * pooled) / env->bw,
                               ceil(R / G) * d * (eb + state),
                               bytes,
                               0,
@@ -91,7 +103,7 @@ static int table_options(const plan_env *env, const workload_emb *local, const w
     if (env->nodes > 1) { /* table-row-wise: rows over one node's GPUs */
         int g = env->gpus_per_node;
         all[n++] = (table_option){EMB_SHARD_TABLE_ROW_WISE,
-                                  whole / g + (ids + 2 * pooled) / env->bw,
+                                  slice_s(global, g, env->dev) + (ids + 2 * pooled) / env->bw,
                                   ceil(R / g) * d * (eb + state),
                                   bytes,
                                   0,
