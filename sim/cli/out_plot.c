@@ -1,4 +1,5 @@
-/* out_plot.c: a sweep's SVG plot: throughput per plan, best first, coloured by pipeline degree,
+/* out_plot.c: a sweep's SVG plot: throughput per plan, best first, coloured by pipeline degree
+ * (a dlrm sweep: by sharding),
  * with the plans that do not fit or failed in a strip at the right. */
 #include "output.h"
 
@@ -70,6 +71,26 @@ static void plot_figures(FILE *f, const sweep_table *t, const sweep_plan *p)
                 100 * p->mfu);
 }
 
+/* The colour key of a plan: its pipeline degree, or a dlrm plan's sharding (emb_sharding; 5
+ * per-table proposals, 6 the tables on the one GPU). */
+static int plot_key(const sweep_table *t, const sweep_plan *p)
+{
+    if (!t->dlrm)
+        return p->desc.pp;
+    return p->proposal >= 0 ? 5 : p->desc.emb_sharding < 0 ? 6 : p->desc.emb_sharding;
+}
+
+static void plot_key_name(const sweep_table *t, int key, char *out, size_t n)
+{
+    if (!t->dlrm)
+        snprintf(out, n, "pp %d", key);
+    else
+        snprintf(out, n, "%s",
+                 key == 5   ? "per table (auto)"
+                 : key == 6 ? "one GPU"
+                            : enum_name(emb_sharding_names, key));
+}
+
 static void plot_layout(const sweep_table *t, plot *g)
 {
     memset(g, 0, sizeof *g);
@@ -93,10 +114,10 @@ static void plot_layout(const sweep_table *t, plot *g)
         if (p->status == SWEEP_PLAN_INVALID || p->status == SWEEP_PLAN_PENDING)
             continue;
         int k = 0;
-        while (k < g->n_pp && g->pps[k] != p->desc.pp)
+        while (k < g->n_pp && g->pps[k] != plot_key(t, p))
             k++;
         if (k == g->n_pp && g->n_pp < 16)
-            g->pps[g->n_pp++] = p->desc.pp;
+            g->pps[g->n_pp++] = plot_key(t, p);
     }
     for (int i = 1; i < g->n_pp; i++) /* insertion sort */
         for (int j = i; j > 0 && g->pps[j - 1] > g->pps[j]; j--) {
@@ -179,7 +200,7 @@ static void plot_grid(FILE *f, const sweep_table *t, const plot *g)
 static void plot_mark(FILE *f, const sweep_table *t, const plot *g, const sweep_plan *p, double cx,
                       const char *label)
 {
-    const char *col = palette[pp_colour(g, p->desc.pp)];
+    const char *col = palette[pp_colour(g, plot_key(t, p))];
     double bw = g->slot < 4 ? g->slot : g->slot * 0.8;
     double r = fmin(6, fmax(2.5, g->slot * 0.35));
     if (p->status == SWEEP_PLAN_OK) {
@@ -265,19 +286,19 @@ static void plot_axes(FILE *f, const plot *g)
             L + pw / 2, g->H - 10, g->slots > 40 ? "plan rank (best first)" : "plans, best first");
 }
 
-static void plot_legend(FILE *f, const plot *g)
+static void plot_legend(FILE *f, const sweep_table *t, const plot *g)
 {
     double lx = g->L + g->pw + 24, ly = g->T + 10;
-    fprintf(f,
-            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">pipeline "
-            "degree</text>\n",
-            lx, ly);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", lx,
+            ly, t->dlrm ? "sharding" : "pipeline degree");
     for (int k = 0; k < g->n_pp; k++) {
         double y = ly + 22 + 22 * k;
+        char name[32];
+        plot_key_name(t, g->pps[k], name, sizeof name);
         fprintf(f,
                 "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-                "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">pp %d</text>\n",
-                lx, y - 11, palette[k % 10], lx + 22, y, g->pps[k]);
+                "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">%s</text>\n",
+                lx, y - 11, palette[k % 10], lx + 22, y, name);
     }
     double y = ly + 22 + 22 * g->n_pp + 14;
     fprintf(f,
@@ -302,7 +323,7 @@ int out_sweep_plot(const char *path, const sweep_table *t, ps_error *err)
     plot_grid(f, t, &g);
     plot_marks(f, t, &g);
     plot_axes(f, &g);
-    plot_legend(f, &g);
+    plot_legend(f, t, &g);
     fprintf(f, "</svg>\n");
     if (fclose(f))
         return out_write_error(path, err);
