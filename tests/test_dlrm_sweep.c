@@ -241,6 +241,85 @@ START_TEST(tables_auto_only_what_fits)
 }
 END_TEST
 
+/* The lookups of table t of the tiny model at `batch` (sgd: the fused update carries no
+ * state). */
+static workload_emb tiny_emb(const workload_model *m, int t, int batch)
+{
+    workload_graph g;
+    ps_error err;
+    ck_assert(workload_build_dlrm(m, batch, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    workload_emb e = {0};
+    for (int i = 0, k = 0; i < g.n_ops; i++)
+        if (g.ops[i].kind == OP_EMBEDDING_BAG && k++ == t)
+            e = g.ops[i].emb;
+    workload_graph_free(&g);
+    return e;
+}
+
+static double fwd_bwd(const workload_emb *e, const device_spec *dev)
+{
+    return cost_embedding_seconds(e, 1, PASS_FWD, dev) +
+           cost_embedding_seconds(e, 1, PASS_BWD, dev);
+}
+
+/* The first proposal of each greedy walk by hand: each table's cheapest option by its busiest
+ * shard (the first proposal) and by the sum over its shards (present among the proposals).
+ * Per micro-batch on two GPUs of a 100 GB/s link (G = 2, one micro-batch, sgd, fp32, dim 4,
+ * pooling 2, 2 x 256 samples): the owner's bytes (G - 1) / G of ids 512 x 3 x 8 B and twice
+ * the pooled vectors 512 x 4 x 4 B: (6,144 + 2 x 4,096) B / 100 GB/s = 143.36 ns; table-wise
+ * its whole lookup + that (one shard); row-wise a half slice + that (two shards); data-parallel
+ * its lookup at 256 with a scatter backward + the ring all-reduce of rows x 4 x 4 B (half of it
+ * each way twice) + the dense sgd step (two shards, every GPU). */
+START_TEST(tables_auto_first_proposals_by_hand)
+{
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    sweep_spec s;
+    ps_error err;
+    ck_assert_msg(load_sweep("100, 10", "  tables_sharding: auto\n", &s, &err) == 0, "%s",
+                  err.message);
+    ck_assert_msg(sweep_tables_propose(&s, &c, &err) == 0, "%s", err.message);
+    const device_spec *dev = c.device[0];
+    const double comm = (6144 + 2 * 4096) / 100e9;
+    int depth_pick[2], sum_pick[2];
+    for (int t = 0; t < 2; t++) {
+        workload_emb global = tiny_emb(&s.base.model, t, 512),
+                     local = tiny_emb(&s.base.model, t, 256);
+        workload_emb slice = global;
+        slice.lookups /= 2;
+        slice.unique /= 2;
+        slice.row_shards = 2;
+        workload_emb scatter = local;
+        scatter.update = EMB_UPDATE_SGD;
+        double rows = t == 0 ? 100 : 10;
+        double tw = fwd_bwd(&global, dev) + comm;
+        double rw = fwd_bwd(&slice, dev) + comm;
+        double dp = cost_embedding_seconds(&local, 1, PASS_FWD, dev) +
+                    cost_embedding_seconds(&scatter, 1, PASS_BWD, dev) +
+                    2 * 0.5 * rows * 4 * 4 / 100e9 +
+                    cost_optimizer_seconds(rows * 4, 0, PREC_FP32, dev);
+        /* ties go to the sharding's order: table-wise, row-wise, ..., data-parallel */
+        double depth[3] = {tw, rw, dp}, sum[3] = {tw, 2 * rw, 2 * dp};
+        int kind[3] = {EMB_SHARD_TABLE_WISE, EMB_SHARD_ROW_WISE, EMB_SHARD_DATA_PARALLEL};
+        int bd = 0, bs = 0;
+        for (int i = 1; i < 3; i++) {
+            bd = depth[i] < depth[bd] ? i : bd;
+            bs = sum[i] < sum[bs] ? i : bs;
+        }
+        depth_pick[t] = kind[bd];
+        sum_pick[t] = kind[bs];
+    }
+    ck_assert_int_eq(s.proposals[0][0], depth_pick[0]);
+    ck_assert_int_eq(s.proposals[0][1], depth_pick[1]);
+    int found = 0;
+    for (int i = 0; i < s.n_proposals; i++)
+        found |= s.proposals[i][0] == sum_pick[0] && s.proposals[i][1] == sum_pick[1];
+    ck_assert(found);
+    sweep_spec_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
 /* One table's lookup forward + backward alone at `batch` (its own TBE kernel). */
 static double table_lookup(const workload_model *m, int t, int batch, const device_spec *dev)
 {
@@ -522,6 +601,7 @@ static Suite *suite(void)
     tcase_add_test(t, dlrm_axes_need_a_dlrm_base);
     tcase_add_test(t, tables_auto_proposals);
     tcase_add_test(t, tables_auto_only_what_fits);
+    tcase_add_test(t, tables_auto_first_proposals_by_hand);
     tcase_add_test(t, ranked_columns_by_hand);
     tcase_add_test(t, columns_through_json_csv_and_merge);
     tcase_add_test(t, tables_beyond_memory_are_pruned);
