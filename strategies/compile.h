@@ -25,7 +25,8 @@ typedef struct dlrm_plan_stats {
     int per_table;      /* children "tables.N" set some tables' sharding */
     int comm;           /* sharded over GPUs: the lookups' all-to-alls and collectives run */
     int n_tables, gpus;
-    int *owner;         /* [n_tables] the GPU owning each table, -1 when on every GPU */
+    int *owner;         /* [n_tables] the GPU holding each table (a column-wise table: its first
+                   shard's), -1 when on several (data-parallel, row-wise, table-row-wise) */
     int *tables_of_gpu; /* [gpus] tables each GPU looks up */
     double *lookup_s;   /* [gpus] */
     double lookup_max_s, lookup_mean_s;
@@ -90,7 +91,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 void compiled_plan_free(compiled_plan *p);
 
 /* The plan of a recommendation model (family dlrm; strategies/dlrm_plan.c), which compile_plan
- * hands over to: MLPs data-parallel, tables on the one GPU or replicated. */
+ * hands over to: MLPs data-parallel, tables on the one GPU, replicated or sharded. */
 int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err);
 /* Whether the dlrm compiler models a table sharding (all five today); what a sweep's
  * tables_sharding: auto proposes, as TorchRec's enumerator proposes its sharder's types. */
