@@ -93,9 +93,6 @@ void compiled_plan_free(compiled_plan *p);
 /* The plan of a recommendation model (family dlrm; strategies/dlrm_plan.c), which compile_plan
  * hands over to: MLPs data-parallel, tables on the one GPU, replicated or sharded. */
 int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err);
-/* Whether the dlrm compiler models a table sharding (all five today); what a sweep's
- * tables_sharding: auto proposes, as TorchRec's enumerator proposes its sharder's types. */
-int dlrm_plan_models_sharding(emb_sharding k);
 /* Bytes per element of the MLP gradients a dlrm plan all-reduces: 2 under fp16, else 4. */
 double dlrm_plan_grad_elem_bytes(precision_t p);
 

@@ -642,36 +642,12 @@ static dlrm_plan_stats *plan_stats(const strategy *s, const cluster *c, const dl
     return st;
 }
 
-/* A sharding a sweep may set in memory past the loader's refusals that the compiler does not
- * model (none today: the hook for the next sharding), at the root or for a table. */
-int dlrm_plan_models_sharding(emb_sharding k)
-{
-    return k >= EMB_SHARD_TABLE_WISE && k <= EMB_SHARD_DATA_PARALLEL; /* all five, now */
-}
-
-static int refuse_unmodelled(const strategy *s, ps_error *err)
-{
-    for (int t = 0; s->has_embedding && t < s->model.dlrm.n_tables; t++) {
-        src_loc at;
-        emb_sharding k = strategy_table_sharding(s, t, &at);
-        if (!dlrm_plan_models_sharding(k))
-            return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column,
-                                s->table_has_sharding[t] ? "strategy.children"
-                                                         : "strategy.embedding.sharding",
-                                "sharding '%s' (table %d) is not modelled yet (issue 13)",
-                                enum_name(emb_sharding_names, (int)k), t);
-    }
-    return 0;
-}
-
 int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err)
 {
     assert(s->model.family == FAMILY_DLRM);
     memset(out, 0, sizeof *out);
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
         strategy_check_devices(s, c, err))
-        return err->code;
-    if (refuse_unmodelled(s, err))
         return err->code;
     int G = c->n_gpus, M = strategy_micro_batches(s), micro = s->micro_batch;
     emb_update upd = update_of(s->optimizer);

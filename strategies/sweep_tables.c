@@ -10,7 +10,6 @@
 
 #include "../sim/base/xalloc.h"
 #include "../sim/cost.h"
-#include "compile.h"
 
 /* The runtime reserve of a GPU (strategies/dlrm_plan.c): a shard must fit in the rest. */
 static const double RESERVE_BYTES = 2.0 * 1073741824.0;
@@ -129,7 +128,7 @@ static int table_options(const plan_env *env, const workload_emb *local, const w
                           : k == EMB_SHARD_TABLE_ROW_WISE ? env->gpus_per_node
                                                           : G;
         all[i].perf_sum_s = all[i].perf_s * all[i].n_shards;
-        if (all[i].storage_max <= env->capacity && dlrm_plan_models_sharding((emb_sharding)k))
+        if (all[i].storage_max <= env->capacity)
             opt[m++] = all[i];
     }
     return m;
