@@ -591,6 +591,50 @@ START_TEST(merge_validates_the_columns)
 }
 END_TEST
 
+/* A plan the compiler refuses is reported failed with its reason, never dropped: on two L4s
+ * (devices.yaml gives no l2_mib for them, which the lookup cost needs) every plan of the tiny
+ * sweep is valid, compiled in its worker, refused there: 8 failed, the reason naming l2_mib. */
+START_TEST(compiler_refusals_are_failed_plans)
+{
+    char *dir = make_tmpdir();
+    char *sweep = src_path("tests/data/sweep/dlrm-tiny.yaml");
+    char *cl = tmp_path(dir, "l4.xml"), *j = tmp_path(dir, "l4.json");
+    FILE *f = fopen(cl, "w");
+    fputs("<?xml version='1.0'?>\n"
+          "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+          "<platform version=\"4.1\">\n<zone id=\"node0\" routing=\"Full\">\n"
+          "  <host id=\"a\" speed=\"121Tf\"><prop id=\"gpu\" value=\"L4\"/></host>\n"
+          "  <host id=\"b\" speed=\"121Tf\"><prop id=\"gpu\" value=\"L4\"/></host>\n"
+          "  <link id=\"ab\" bandwidth=\"32GBps\" latency=\"0us\" "
+          "sharing_policy=\"SPLITDUPLEX\"/>\n"
+          "  <route src=\"a\" dst=\"b\"><link_ctn id=\"ab\" direction=\"UP\"/></route>\n"
+          "</zone>\n</platform>\n",
+          f);
+    fclose(f);
+    const char *a[] = {"sweep", sweep, "--cluster", cl, "--json", j, "--no-progress", NULL};
+    run_result r = run_protosim(dir, a);
+    expect_exit(&r, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "0 simulated, 0 do not fit in memory, 8 failed"));
+    cJSON *root = parse_json_file(j);
+    int failed = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(root, "plans"))
+    {
+        if (strcmp(cJSON_GetObjectItem(p, "status")->valuestring, "failed"))
+            continue;
+        failed++;
+        ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(p, "reason")->valuestring, "l2_mib"));
+    }
+    ck_assert_int_eq(failed, 8);
+    cJSON_Delete(root);
+    run_free(&r);
+    free(sweep);
+    free(cl);
+    free(j);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("dlrm_sweep");
@@ -606,6 +650,7 @@ static Suite *suite(void)
     tcase_add_test(t, columns_through_json_csv_and_merge);
     tcase_add_test(t, tables_beyond_memory_are_pruned);
     tcase_add_test(t, merge_validates_the_columns);
+    tcase_add_test(t, compiler_refusals_are_failed_plans);
     suite_add_tcase(s, t);
     return s;
 }
