@@ -194,26 +194,46 @@ static void sort_by_rank(uint32_t *v, int n, const int *rank_of)
         }
 }
 
-int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect *eff, ps_error *err)
+/* The state of one P3 rewrite of rank r: step A (traced) and B (its copy). */
+typedef struct p3 {
+    const whatif_spec *s;
+    trace_job *j;
+    trace_rank *r;
+    int A, B;
+    double opt_s;      /* the optimizer's GPU time in step A */
+    int32_t opt_event; /* its first kernel's event */
+    grad *g;           /* the gradient collectives of A */
+    int n;
+    double bytes;     /* their bytes */
+    int *rank_of;     /* old op -> its priority, -1 if not a gradient collective of A or B */
+    uint32_t *launch; /* old op -> its launch (runtime op), NONE if none */
+    rebuild nb;       /* the new ops */
+    edge_list ne;     /* the new edges */
+} p3;
+
+static void p3_free(p3 *p)
 {
-    int n_grads = 0, all = 0;
-    for (int k = 0; k < j->n_ranks; k++) {
-        const trace_rank *x = &j->ranks[k];
-        int last = x->steady ? x->n_steps - 2 : x->n_steps - 1;
-        for (uint32_t i = 0; i < x->n_ops; i++)
-            all += is_grad(x, i, last);
-    }
-    if (all == 0)
-        return 0; /* nothing to reorder: the replay says so (kernels 0) */
+    free(p->g);
+    free(p->rank_of);
+    free(p->launch);
+    free(p->nb.first);
+    free(p->nb.count);
+    free(p->nb.ops);
+    free(p->ne.v);
+}
+
+/* What P3 cannot rewrite: several traces, a rank without its parameters' records, an optimizer
+ * that runs collectives. */
+static int p3_check(const whatif_spec *s, const trace_job *j, ps_error *err)
+{
     if (j->n_ranks > 1)
         return refuse(err, s, &j->ranks[0],
                       "several traces: each rank would choose its own order of the collectives; "
                       "replay one trace (SPMD)");
-    trace_rank *r = &j->ranks[0];
+    const trace_rank *r = &j->ranks[0];
     if (r->steady == 2)
         return refuse(err, s, r, "given twice");
     int a_step = r->steady ? r->n_steps - 2 : r->n_steps - 1;
-    n_grads = all;
     if (r->params_why[0])
         return refuse(err, s, r, r->params_why);
     for (uint32_t i = 0; i < r->n_ops; i++) {
@@ -228,48 +248,58 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
             return refuse(err, s, r, why);
         }
     }
-    steady_rank(r);
-    int A = r->n_steps - 2, B = r->n_steps - 1;
+    return 0;
+}
 
-    /* the optimizer's GPU work of a step moves into the next forward, bucket by bucket */
-    double opt_s = 0;
+/* The optimizer's GPU work of both steps goes (it moves into the next forward, bucket by
+ * bucket); step A's time is kept in p->opt_s. */
+static int p3_take_optimizer(p3 *p, whatif_effect *eff, ps_error *err)
+{
+    trace_rank *r = p->r;
     int found = 0;
-    int32_t opt_event = -1;
+    p->opt_event = -1;
     for (uint32_t i = 0; i < r->n_ops; i++) {
         trace_op *op = &r->ops[i];
-        if (op->kind != TRACE_GPU || !op->optimizer || (op->step != A && op->step != B))
+        if (op->kind != TRACE_GPU || !op->optimizer || (op->step != p->A && op->step != p->B))
             continue;
-        if (op->step == A) {
-            opt_s += op->seconds;
+        if (op->step == p->A) {
+            p->opt_s += op->seconds;
             eff->kernel_s_before += op->seconds;
             if (!found)
-                opt_event = op->event;
+                p->opt_event = op->event;
             found = 1;
         }
         op->seconds = 0.0;
         op->lag = 0.0; /* measured after the wait for every bucket, which goes */
     }
     if (!found)
-        return refuse(err, s, r,
+        return refuse(err, p->s, r,
                       "no optimizer step (an Optimizer.step# span launching GPU work) in its "
                       "last step: the parameters' update cannot be placed");
-    eff->kernel_s_after = opt_s;
+    eff->kernel_s_after = p->opt_s;
+    return 0;
+}
 
-    /* the gradient collectives of A, their first consumer in B, their priority */
-    grad *g = xcalloc((size_t)n_grads, sizeof *g);
-    int *rank_of = xmalloc(((size_t)r->n_ops + 1) * sizeof *rank_of); /* old op -> priority */
-    double bytes = 0;
+/* The gradient collectives of A, their first consumer in B and their priority; B's copies
+ * take their originals' ranks. */
+static int p3_priorities(p3 *p, int n_grads, ps_error *err)
+{
+    trace_rank *r = p->r;
+    p->g = xcalloc((size_t)n_grads, sizeof *p->g);
+    p->rank_of = xmalloc(((size_t)r->n_ops + 1) * sizeof *p->rank_of);
+    grad *g = p->g;
     int n = 0;
     for (uint32_t i = 0; i < r->n_ops; i++)
-        if (is_grad(r, i, A)) {
+        if (is_grad(r, i, p->A)) {
             g[n].op = i;
             g[n].need_op = NONE;
             g[n++].first_need = INFINITY;
-            bytes += r->ops[i].bytes;
+            p->bytes += r->ops[i].bytes;
         }
+    p->n = n;
     for (uint32_t k = 0; k < r->n_needs; k++) {
         uint32_t c = r->needs[2 * k + 1], x = r->needs[2 * k];
-        if (r->ops[x].step != B)
+        if (r->ops[x].step != p->B)
             continue;
         for (int q = 0; q < n; q++)
             if (g[q].op == c && r->ops[x].start < g[q].first_need) {
@@ -284,130 +314,175 @@ int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect 
                      "the gradient collective at traceEvents[%d] carries parameters that no GPU "
                      "op of the forward uses",
                      r->ops[g[q].op].event);
-            free(g);
-            free(rank_of);
-            return refuse(err, s, r, why);
+            return refuse(err, p->s, r, why);
         }
         g[q].rank = 0;
-        for (int p = 0; p < n; p++)
-            if (g[p].first_need < g[q].first_need || (g[p].first_need == g[q].first_need && p < q))
+        for (int x = 0; x < n; x++)
+            if (g[x].first_need < g[q].first_need || (g[x].first_need == g[q].first_need && x < q))
                 g[q].rank++;
     }
-    for (uint32_t i = 0; i < r->n_ops; i++) { /* B's copies take their originals' ranks */
-        rank_of[i] = -1;
+    for (uint32_t i = 0; i < r->n_ops; i++) {
+        p->rank_of[i] = -1;
         if (r->ops[i].kind == TRACE_COLL && r->ops[i].grad &&
-            (r->ops[i].step == A || r->ops[i].step == B)) {
+            (r->ops[i].step == p->A || r->ops[i].step == p->B)) {
             int k = grad_ordinal(r, i);
             assert(k < n);
-            rank_of[i] = g[k].rank;
+            p->rank_of[i] = g[k].rank;
         }
     }
+    return 0;
+}
 
-    /* each op's launch, for the streams the collectives wait for */
-    uint32_t *launch = xmalloc(((size_t)r->n_ops + 1) * sizeof *launch);
+/* Each op's launch, for the streams the collectives wait for. */
+static void p3_launches(p3 *p)
+{
+    const trace_rank *r = p->r;
+    p->launch = xmalloc(((size_t)r->n_ops + 1) * sizeof *p->launch);
     for (uint32_t i = 0; i < r->n_ops; i++)
-        launch[i] = NONE;
+        p->launch[i] = NONE;
     for (uint32_t e = 0; e < r->n_edges; e++) {
         uint32_t a = r->edges[2 * e], b = r->edges[2 * e + 1];
         if (r->ops[a].kind == TRACE_RUNTIME && r->ops[b].kind != TRACE_CPU &&
             r->ops[b].kind != TRACE_RUNTIME)
-            launch[b] = a;
+            p->launch[b] = a;
     }
+}
 
-    /* the new order: updates before their first consumer, each lane's runs of gradient
-     * collectives of one step in priority order, sliced */
-    rebuild nb = {0};
-    nb.first = xmalloc(((size_t)r->n_ops + 1) * sizeof *nb.first);
-    nb.count = xcalloc((size_t)r->n_ops + 1, sizeof *nb.count);
+/* The new order: updates before their first consumer, each lane's runs of gradient
+ * collectives of one step in priority order, sliced. */
+static void p3_order(p3 *p)
+{
+    const trace_rank *r = p->r;
+    rebuild *nb = &p->nb;
+    nb->first = xmalloc(((size_t)r->n_ops + 1) * sizeof *nb->first);
+    nb->count = xcalloc((size_t)r->n_ops + 1, sizeof *nb->count);
     uint32_t *run_head = xmalloc(((size_t)r->n_ops + 1) * sizeof *run_head);
     uint32_t *prev = xmalloc(((size_t)r->n_lanes + 1) * sizeof *prev);
     for (int l = 0; l < r->n_lanes; l++)
         prev[l] = NONE;
     for (uint32_t i = 0; i < r->n_ops; i++) {
-        uint32_t p = prev[r->ops[i].lane];
+        uint32_t q = prev[r->ops[i].lane];
         run_head[i] = NONE;
-        if (rank_of[i] >= 0)
-            run_head[i] =
-                p != NONE && rank_of[p] >= 0 && r->ops[p].step == r->ops[i].step ? run_head[p] : i;
+        if (p->rank_of[i] >= 0)
+            run_head[i] = q != NONE && p->rank_of[q] >= 0 && r->ops[q].step == r->ops[i].step
+                              ? run_head[q]
+                              : i;
         prev[r->ops[i].lane] = i;
     }
-    int32_t update_name = trace_job_name(j, "optimizer update of one gradient bucket (P3)");
+    int32_t update_name = trace_job_name(p->j, "optimizer update of one gradient bucket (P3)");
     uint32_t *run = xmalloc(((size_t)r->n_ops + 1) * sizeof *run);
     for (uint32_t i = 0; i < r->n_ops; i++) {
-        for (int q = 0; q < n; q++)
-            if (g[q].need_op == i) {
+        for (int q = 0; q < p->n; q++)
+            if (p->g[q].need_op == i) {
                 const trace_op *need = &r->ops[i];
                 trace_op u = {.kind = TRACE_GPU,
                               .lane = need->lane,
                               .name = update_name,
                               .op = -1,
                               .op_seq = -1,
-                              .step = B,
-                              .event = opt_event,
+                              .step = p->B,
+                              .event = p->opt_event,
                               .start = need->start,
-                              .seconds = opt_s * r->ops[g[q].op].bytes / bytes,
+                              .seconds = p->opt_s * r->ops[p->g[q].op].bytes / p->bytes,
                               .group_at = -1,
                               .optimizer = 1};
-                g[q].update = emit(&nb, u);
+                p->g[q].update = emit(nb, u);
             }
         if (run_head[i] == NONE) {
-            emit_op(&nb, r, i, 0, s->factor);
+            emit_op(nb, r, i, 0, p->s->factor);
         } else if (run_head[i] == i) {
             int m = 0;
             for (uint32_t x = i; x < r->n_ops; x++)
                 if (run_head[x] == i)
                     run[m++] = x;
-            sort_by_rank(run, m, rank_of);
+            sort_by_rank(run, m, p->rank_of);
             for (int k = 0; k < m; k++)
-                emit_op(&nb, r, run[k], 1, s->factor);
+                emit_op(nb, r, run[k], 1, p->s->factor);
         }
     }
-
-    /* edges: every new op of each end; a gradient collective's edges into GPU ops go (the
-     * optimizer's wait for every bucket); the stream each waits for; the updates' */
-    edge_list ne = {0};
-    for (uint32_t e = 0; e < r->n_edges; e++) {
-        uint32_t a = r->edges[2 * e], b = r->edges[2 * e + 1];
-        if (rank_of[a] >= 0 && !r->lanes[r->ops[b].lane].is_cpu)
-            continue;
-        for (uint32_t x = 0; x < nb.count[a]; x++)
-            for (uint32_t y = 0; y < nb.count[b]; y++)
-                push_edge(&ne, nb.first[a] + x, nb.first[b] + y);
-    }
-    for (uint32_t i = 0; i < r->n_ops; i++) {
-        if (rank_of[i] < 0)
-            continue;
-        uint32_t w = stream_before(r, launch, i);
-        for (uint32_t y = 0; w != NONE && y < nb.count[i]; y++)
-            push_edge(&ne, nb.first[w], nb.first[i] + y);
-    }
-    for (int q = 0; q < n; q++) {
-        uint32_t c = g[q].op;
-        for (uint32_t x = 0; x < nb.count[c]; x++)
-            push_edge(&ne, nb.first[c] + x, g[q].update);
-        for (uint32_t k = 0; k < r->n_needs; k++)
-            if (r->needs[2 * k + 1] == c && r->ops[r->needs[2 * k]].step == B)
-                push_edge(&ne, g[q].update, nb.first[r->needs[2 * k]]);
-    }
-
-    eff->kernels = n;
-    free(r->ops);
-    r->ops = nb.ops;
-    r->n_ops = nb.n;
-    r->cap_ops = nb.cap;
-    free(r->edges);
-    r->edges = ne.v;
-    r->n_edges = ne.n;
-    r->cap_edges = ne.cap;
-    r->n_needs = 0; /* consumed */
-    r->steady = 2;
-    free(nb.first);
-    free(nb.count);
     free(run_head);
     free(run);
     free(prev);
-    free(launch);
-    free(rank_of);
-    free(g);
-    return 0;
+}
+
+/* The new edges: every new op of each end; a gradient collective's edges into GPU ops go (the
+ * optimizer's wait for every bucket); the stream each waits for; the updates'. */
+static void p3_edges(p3 *p)
+{
+    const trace_rank *r = p->r;
+    const rebuild *nb = &p->nb;
+    edge_list *ne = &p->ne;
+    for (uint32_t e = 0; e < r->n_edges; e++) {
+        uint32_t a = r->edges[2 * e], b = r->edges[2 * e + 1];
+        if (p->rank_of[a] >= 0 && !r->lanes[r->ops[b].lane].is_cpu)
+            continue;
+        for (uint32_t x = 0; x < nb->count[a]; x++)
+            for (uint32_t y = 0; y < nb->count[b]; y++)
+                push_edge(ne, nb->first[a] + x, nb->first[b] + y);
+    }
+    for (uint32_t i = 0; i < r->n_ops; i++) {
+        if (p->rank_of[i] < 0)
+            continue;
+        uint32_t w = stream_before(r, p->launch, i);
+        for (uint32_t y = 0; w != NONE && y < nb->count[i]; y++)
+            push_edge(ne, nb->first[w], nb->first[i] + y);
+    }
+    for (int q = 0; q < p->n; q++) {
+        uint32_t c = p->g[q].op;
+        for (uint32_t x = 0; x < nb->count[c]; x++)
+            push_edge(ne, nb->first[c] + x, p->g[q].update);
+        for (uint32_t k = 0; k < r->n_needs; k++)
+            if (r->needs[2 * k + 1] == c && r->ops[r->needs[2 * k]].step == p->B)
+                push_edge(ne, p->g[q].update, nb->first[r->needs[2 * k]]);
+    }
+}
+
+/* The rank takes the new ops and edges (p's become empty). */
+static void p3_install(p3 *p)
+{
+    trace_rank *r = p->r;
+    free(r->ops);
+    r->ops = p->nb.ops;
+    r->n_ops = p->nb.n;
+    r->cap_ops = p->nb.cap;
+    free(r->edges);
+    r->edges = p->ne.v;
+    r->n_edges = p->ne.n;
+    r->cap_edges = p->ne.cap;
+    r->n_needs = 0; /* consumed */
+    r->steady = 2;
+    p->nb.ops = NULL;
+    p->ne.v = NULL;
+}
+
+int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect *eff, ps_error *err)
+{
+    int all = 0;
+    for (int k = 0; k < j->n_ranks; k++) {
+        const trace_rank *x = &j->ranks[k];
+        int last = x->steady ? x->n_steps - 2 : x->n_steps - 1;
+        for (uint32_t i = 0; i < x->n_ops; i++)
+            all += is_grad(x, i, last);
+    }
+    if (all == 0)
+        return 0; /* nothing to reorder: the replay says so (kernels 0) */
+    int rc = p3_check(s, j, err);
+    if (rc)
+        return rc;
+    p3 p = {.s = s, .j = j, .r = &j->ranks[0]};
+    steady_rank(p.r);
+    p.A = p.r->n_steps - 2;
+    p.B = p.r->n_steps - 1;
+    rc = p3_take_optimizer(&p, eff, err);
+    if (rc == 0)
+        rc = p3_priorities(&p, all, err);
+    if (rc == 0) {
+        p3_launches(&p);
+        p3_order(&p);
+        p3_edges(&p);
+        eff->kernels = p.n;
+        p3_install(&p);
+    }
+    p3_free(&p);
+    return rc;
 }
