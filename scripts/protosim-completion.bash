@@ -3,7 +3,7 @@
 # share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
-_protosim_commands="run replay profile cluster collective sweep merge help"
+_protosim_commands="run replay profile cluster collective sweep merge lookup help"
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --help -h"
@@ -11,6 +11,7 @@ _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-p
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --profile --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
+_protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()
@@ -47,6 +48,9 @@ _protosim()
     --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
     --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
+    --update) COMPREPLY=($(compgen -W "sgd adagrad adam" -- "$cur")); return ;;
+    --precision) COMPREPLY=($(compgen -W "fp32 fp16 bf16" -- "$cur")); return ;;
+    --tables | --rows | --dim | --batch | --pooling | --ids) return ;;
     --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
@@ -60,7 +64,7 @@ _protosim()
     merge) _protosim_files "$cur" json ;;
     replay | profile) _protosim_files "$cur" "json|gz" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "run replay profile cluster collective sweep merge" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "run replay profile cluster collective sweep merge lookup" -- "$cur")) ;;
     esac
 }
 

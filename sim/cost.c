@@ -319,6 +319,8 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
     assert(op);
     check_device(dev);
     double t;
+    if (op->kind == OP_EMBEDDING_BAG) /* one table as its own TBE kernel */
+        return cost_embedding_seconds(&op->emb, 1, pass, dev);
     if (op->kind == OP_GEMM)
         t = gemm_op_seconds(op, pass, prec, dev);
     else if (op->kind == OP_ATTENTION && op->batch > 0 && op->m > 0 && op->k > 0)

@@ -74,4 +74,21 @@ double cost_causal_tile_fraction(double s);
  * band q - w + 1 .. q over nb x nb (counted; the causal fraction when w >= s). */
 double cost_window_tile_fraction(double s, double w);
 
+/* ---- the embedding lookup (sim/cost_embedding.c; docs/cost-model.md, "DLRM") ---- */
+
+/* Rows of table `e` the forward reads from HBM when `l2` bytes of L2 hold its hottest rows:
+ * max(distinct rows, lookups x (1 - share of the lookups on the hottest l2 / row_bytes rows)). */
+double cost_embedding_rows_read(const workload_emb *e, double l2);
+/* HBM bytes of one table's lookups. Forward: the rows read x dim x element bytes, the ids and
+ * offsets (8 B each), the pooled outputs (bags x dim x element bytes). Backward: ids and
+ * offsets, the radix sort of (id, position) pairs (12 B read and written per pass of 8 bits of
+ * the row index), the gradient gathered per lookup, and each distinct row and its optimizer
+ * state (fp32 words per element: emb_update_state_words) read and written once. */
+double cost_embedding_bytes(const workload_emb *e, op_pass pass, double l2);
+/* One TBE kernel over n tables (the L2 split evenly among them): their bytes over the HBM
+ * bandwidth at the memory-bound efficiency (forward) or the sparse update's (backward), plus
+ * the per-kernel GPU overhead (1 kernel forward, 2 backward). The device must give l2_mib. */
+double cost_embedding_seconds(const workload_emb *tables, int n, op_pass pass,
+                              const device_spec *dev);
+
 #endif

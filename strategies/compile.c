@@ -596,6 +596,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
         compile_default_options(&defaults);
         opt = &defaults;
     }
+    if (s->model.family == FAMILY_DLRM)
+        return compile_dlrm_plan(s, c, out, err);
     memset(out, 0, sizeof *out);
     /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
     if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
@@ -717,6 +719,12 @@ void compiled_plan_free(compiled_plan *p)
     if (p->profile)
         profile_stats_free(p->profile);
     free(p->profile);
+    if (p->dlrm) {
+        free(p->dlrm->owner);
+        free(p->dlrm->tables_of_gpu);
+        free(p->dlrm->lookup_s);
+        free(p->dlrm);
+    }
     memset(p, 0, sizeof *p);
 }
 

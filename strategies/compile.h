@@ -14,6 +14,28 @@ typedef struct memory_estimate {
     double total;
 } memory_estimate;
 
+/* What a dlrm plan did with its tables, for reports and sweep rankings (heap-owned by the
+ * compiled plan). Lookup times are the cost model's TBE kernels (forward + backward) over a GPU's
+ * tables for one iteration, slowdown included; the all-to-all's simulated time is the report's
+ * emb-comm busy time. */
+typedef struct dlrm_plan_stats {
+    int sharding;       /* emb_sharding, -1: no embedding block (the one GPU holds the tables) */
+    int placement;      /* emb_placement, -1: none (unsharded) */
+    int bottom_mlp_gpu; /* -1: the bottom MLP data-parallel */
+    int per_table;      /* children "tables.N" set some tables' sharding */
+    int comm;           /* sharded over GPUs: the lookups' all-to-alls and collectives run */
+    int n_tables, gpus;
+    int *owner;         /* [n_tables] the GPU holding each table (a column-wise table: its first
+                   shard's), -1 when on several (data-parallel, row-wise, table-row-wise) */
+    int *tables_of_gpu; /* [gpus] tables each GPU looks up */
+    double *lookup_s;   /* [gpus] */
+    double lookup_max_s, lookup_mean_s;
+    double lookup_imbalance; /* max / mean (1 when balanced; 0 when no GPU looks up) */
+    double alltoall_bytes;   /* per iteration, all GPUs' sends, forward and backward: the
+                              all-to-alls' matrices, the row-wise ring collectives' (G - 1) / G
+                              of S per GPU each */
+} dlrm_plan_stats;
+
 /* Data-parallel replicas run the same compute and pipeline traffic on the same kind of GPUs and
  * meet only in their gradient collectives, so by default one replica is simulated and every
  * DP collective still runs over all member GPUs' links (the other members reach it at once,
@@ -55,6 +77,7 @@ typedef struct compiled_plan {
      * stage, modelled and used kernel times (what the report's profile section sums); NULL
      * without one. */
     profile_stats *profile;
+    dlrm_plan_stats *dlrm; /* dlrm plans only (strategies/dlrm_plan.c), else NULL */
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data-context index d (data index x cp + context index:
@@ -66,6 +89,12 @@ int compile_rank_of(const strategy *s, int t, int d, int p);
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
                  compiled_plan *out, ps_error *err);
 void compiled_plan_free(compiled_plan *p);
+
+/* The plan of a recommendation model (family dlrm; strategies/dlrm_plan.c), which compile_plan
+ * hands over to: MLPs data-parallel, tables on the one GPU, replicated or sharded. */
+int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err);
+/* Bytes per element of the MLP gradients a dlrm plan all-reduces: 2 under fp16, else 4. */
+double dlrm_plan_grad_elem_bytes(precision_t p);
 
 /* The GPU closest to its own memory capacity (on one GPU model: the one needing the most), so
  * the plan fits exactly when that GPU's memory[].total <= memory_capacity_of_rank[] of it. The

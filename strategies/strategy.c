@@ -19,12 +19,18 @@
 
 static const char *const schedule_table[] = {"gpipe", "1f1b", "interleaved"};
 static const char *const recompute_table[] = {"none", "selective", "full"};
-static const char *const optimizer_table[] = {"adam", "sgd", "none"};
+static const char *const optimizer_table[] = {"adam", "sgd", "none", "adagrad"};
+static const char *const emb_sharding_table[] = {"table-wise", "row-wise", "column-wise",
+                                                 "table-row-wise", "data-parallel"};
+static const char *const emb_placement_table[] = {"greedy", "round-robin", "memory-balanced",
+                                                  "explicit"};
 static const char *const axis_table[] = {"tensor", "data", "pipeline", "context"};
 const enum_names schedule_names = ENUM_NAMES(schedule_table);
 const enum_names recompute_names = ENUM_NAMES(recompute_table);
 const enum_names optimizer_names = ENUM_NAMES(optimizer_table);
 const enum_names parallel_axis_names = ENUM_NAMES(axis_table);
+const enum_names emb_sharding_names = ENUM_NAMES(emb_sharding_table);
+const enum_names emb_placement_names = ENUM_NAMES(emb_placement_table);
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -182,8 +188,9 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     if (load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc))
         return c->err->code;
     /* where the ZeRO rules of strategy_validate point */
-    const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather"};
-    src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc};
+    const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather", "bucket_mb"};
+    src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc,
+                       &s->bucket_loc};
     for (int i = 0; i < COUNT(keys); i++) {
         yaml_node_t *v = yread_map_get(c, n, keys[i]);
         if (v)
@@ -338,10 +345,88 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
     return 0;
 }
 
+/* A dlrm children key "tables.N" or "tables.A-B" (inclusive); 0 when it parses. */
+static int parse_table_path(const char *p, int *first, int *last)
+{
+    if (strncmp(p, "tables.", 7))
+        return -1;
+    p += 7;
+    const char *dash = strchr(p, '-');
+    size_t n1 = dash ? (size_t)(dash - p) : strlen(p);
+    const char *second = dash ? dash + 1 : p;
+    size_t n2 = strlen(second);
+    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 || n2 == 0 || n2 > 9 ||
+        strspn(second, "0123456789") != n2)
+        return -1;
+    *first = atoi(p);
+    *last = atoi(second);
+    return 0;
+}
+
+/* children of a dlrm plan: per-table sharding, {sharding: S, shards: K}, each table at most
+ * once. strategy.embedding gives the root's. */
+static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    static const char *const keys[] = {"sharding", "shards"};
+    int tables = s->model.dlrm.n_tables;
+    int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    for (int i = 0; i < count; i++) {
+        yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        const char *path = yread_scalar(k);
+        char field[96], sub[128];
+        snprintf(field, sizeof field, "strategy.children.%.60s", path ? path : "?");
+        int first, last;
+        if (!path || parse_table_path(path, &first, &last))
+            return yread_fail(c, k, path ? field : "strategy.children",
+                              "unknown module path '%s' (a dlrm model's children are tables.N "
+                              "or tables.A-B)",
+                              path ? path : yread_kind(k));
+        if (first > last || last >= tables)
+            return yread_fail(c, k, field,
+                              "table range '%s' must satisfy 0 <= A <= B < %d (the model's "
+                              "tables)",
+                              path, tables);
+        for (int t = first; t <= last; t++)
+            if (s->table_has_sharding[t])
+                return yread_fail(c, k, field,
+                                  "table %d already has its sharding (from the child at line "
+                                  "%d)",
+                                  t, s->table_loc[t].line);
+        if (yread_expect_mapping(c, v, field) || yread_check_keys(c, v, field, keys, COUNT(keys)))
+            return c->err->code;
+        yaml_node_t *sv = yread_map_get(c, v, "sharding");
+        yread_join_path(sub, sizeof sub, field, "sharding");
+        if (!sv)
+            return yread_fail(c, v, sub, "missing required key 'sharding' in %s", field);
+        int sh, shards = 0;
+        if (yread_enum(c, sv, sub, emb_sharding_names, &sh))
+            return c->err->code;
+        yaml_node_t *kv = yread_map_get(c, v, "shards");
+        yread_join_path(sub, sizeof sub, field, "shards");
+        if (kv && yread_int(c, kv, sub, 1, INT_MAX, &shards))
+            return c->err->code;
+        for (int t = first; t <= last; t++) {
+            s->table_has_sharding[t] = 1;
+            s->table_sharding[t] = (emb_sharding)sh;
+            s->table_shards[t] = shards;
+            s->table_loc[t] = yread_loc(k);
+            snprintf(s->table_path[t], sizeof s->table_path[t], "%.23s", path);
+            s->table_shards_loc[t] = yread_loc(kv);
+        }
+    }
+    s->has_table_children = 1;
+    s->table_children_loc = yread_loc(n);
+    return 0;
+}
+
 static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     if (yread_expect_mapping(c, n, "strategy.children"))
         return c->err->code;
+    if (s->model.family == FAMILY_DLRM)
+        return load_table_children(c, n, s);
     int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     if (count == 0)
         return 0;
@@ -368,10 +453,85 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
+/* strategy.embedding.placement: a name, or the explicit list (the GPU of each table; the GPUs
+ * are checked against data.degree by strategy_validate, which sweeps rerun). */
+static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
+{
+    const char *field = "strategy.embedding.placement";
+    s->has_placement = 1;
+    s->placement_loc = yread_loc(v);
+    if (v->type != YAML_SEQUENCE_NODE) {
+        int i;
+        if (yread_enum(c, v, field, emb_placement_names, &i))
+            return c->err->code;
+        if (i == EMB_PLACE_EXPLICIT)
+            return yread_fail(c, v, field,
+                              "placement must be greedy, round-robin, memory-balanced or a list "
+                              "(the GPU of table 0, 1, ...)");
+        s->placement = (emb_placement)i;
+        return 0;
+    }
+    int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
+    int tables = s->model.dlrm.n_tables;
+    if (n != tables)
+        return yread_fail(c, v, field,
+                          "placement lists %d GPUs; the model has %d tables (one GPU "
+                          "per table, in order)",
+                          n, tables);
+    for (int t = 0; t < n; t++) {
+        yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[t]);
+        char item[64];
+        snprintf(item, sizeof item, "%s[%d]", field, t);
+        if (yread_int(c, it, item, 0, INT_MAX, &s->embedding_gpu[t]))
+            return c->err->code;
+        s->embedding_gpu_loc[t] = yread_loc(it);
+    }
+    s->placement = EMB_PLACE_EXPLICIT;
+    return 0;
+}
+
+/* strategy.embedding (dlrm models): the tables' sharding, their placement, the bottom MLP's
+ * GPU. Which keys go with which sharding is strategy_validate's (validate_embedding). */
+static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    static const char *const keys[] = {"sharding", "placement", "shards", "bottom_mlp_gpu"};
+    if (s->model.family != FAMILY_DLRM)
+        return yread_fail(c, n, "strategy.embedding",
+                          "embedding sharding applies to dlrm models; model '%s' is a %s",
+                          s->model.name, enum_name(model_family_names, (int)s->model.family));
+    if (yread_expect_mapping(c, n, "strategy.embedding") ||
+        yread_check_keys(c, n, "strategy.embedding", keys, COUNT(keys)))
+        return c->err->code;
+    s->embedding_loc = yread_loc(n);
+    yaml_node_t *v = yread_map_get(c, n, "sharding");
+    if (!v)
+        return yread_fail(c, n, "strategy.embedding.sharding",
+                          "missing required key 'sharding' in strategy.embedding");
+    int i;
+    if (yread_enum(c, v, "strategy.embedding.sharding", emb_sharding_names, &i))
+        return c->err->code;
+    s->has_embedding = 1;
+    s->embedding_sharding = (emb_sharding)i;
+    s->sharding_loc = yread_loc(v);
+    if ((v = yread_map_get(c, n, "placement")) && load_placement(c, v, s))
+        return c->err->code;
+    if ((v = yread_map_get(c, n, "shards"))) {
+        if (yread_int(c, v, "strategy.embedding.shards", 1, INT_MAX, &s->embedding_shards))
+            return c->err->code;
+        s->shards_loc = yread_loc(v);
+    }
+    if ((v = yread_map_get(c, n, "bottom_mlp_gpu"))) {
+        if (yread_int(c, v, "strategy.embedding.bottom_mlp_gpu", 0, INT_MAX, &s->bottom_mlp_gpu))
+            return c->err->code;
+        s->bottom_mlp_gpu_loc = yread_loc(v);
+    }
+    return 0;
+}
+
 static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor", "context",   "pipeline", "data",
-                                       "expert", "recompute", "order",    "children"};
+    static const char *const keys[] = {"tensor",    "context", "pipeline", "data",     "expert",
+                                       "recompute", "order",   "children", "embedding"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
@@ -391,10 +551,13 @@ static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
         if (yread_enum(c, v, "strategy.recompute", recompute_names, &i))
             return c->err->code;
         s->recompute = (recompute_mode)i;
+        s->recompute_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, n, "order")) && load_order(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "children")) && load_children(c, v, s))
+        return c->err->code;
+    if ((v = yread_map_get(c, n, "embedding")) && load_embedding(c, v, s))
         return c->err->code;
     return 0;
 }
@@ -407,6 +570,7 @@ static void set_defaults(strategy *s)
     s->tp = s->pp = s->dp = s->cp = 1;
     s->ep = s->etp = 1;
     s->vocab_parallel = 1;
+    s->bottom_mlp_gpu = -1;
     s->schedule = SCHED_1F1B;
     s->virtual_stages = 1;
     s->zero = 0;
@@ -446,6 +610,7 @@ static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
         if (yread_enum(c, v, "optimizer", optimizer_names, &i))
             return c->err->code;
         s->optimizer = (optimizer_kind)i;
+        s->optimizer_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
         return c->err->code;
@@ -594,6 +759,29 @@ int strategy_vocab_parallel_for_layer(const strategy *s, int layer)
     return o ? o->vocab_parallel : s->vocab_parallel;
 }
 
+emb_sharding strategy_table_sharding(const strategy *s, int t, src_loc *where)
+{
+    assert(s->model.family == FAMILY_DLRM && t >= 0 && t < s->model.dlrm.n_tables);
+    if (s->table_has_sharding[t]) {
+        if (where)
+            *where = s->table_loc[t];
+        return s->table_sharding[t];
+    }
+    assert(s->has_embedding);
+    if (where)
+        *where = s->sharding_loc;
+    return s->embedding_sharding;
+}
+
+int strategy_table_shards(const strategy *s, int t, src_loc *where)
+{
+    int own = s->table_has_sharding[t];
+    if (where)
+        *where = own ? s->table_shards_loc[t] : s->shards_loc;
+    int k = own ? s->table_shards[t] : s->embedding_shards;
+    return k > 0 ? k : 1;
+}
+
 void strategy_plan_desc(const strategy *s, plan_desc *out)
 {
     memset(out, 0, sizeof *out);
@@ -613,6 +801,10 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->precision = strategy_precision(s);
     out->ep = s->ep;
     out->etp = s->etp;
+    out->dense_tables = s->has_embedding && s->embedding_sharding == EMB_SHARD_DATA_PARALLEL;
+    out->emb_sharding = s->has_embedding ? (int)s->embedding_sharding : -1;
+    out->emb_placement = s->has_placement ? (int)s->placement : -1;
+    out->emb_shards = s->embedding_shards;
 }
 
 void strategy_set_precision(strategy *s, precision_t p)
@@ -628,6 +820,15 @@ precision_t strategy_precision(const strategy *s)
 
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
 {
+    /* the lookup cost's L2 rule needs the cache size (sim/cost_embedding.c) */
+    for (int r = 0; s->model.family == FAMILY_DLRM && r < c->n_gpus; r++)
+        if (!(c->device[r]->l2_bytes > 0))
+            return ps_error_set(err, PS_EINPUT, s->file, s->workload_loc.line,
+                                s->workload_loc.column, "workload",
+                                "dlrm plans need the GPUs' L2 size for the embedding lookup "
+                                "cost, which GPU %d (%s) lacks (no l2_mib in "
+                                "topology/devices/devices.yaml)",
+                                r, c->device[r]->name);
     for (int r = 0; s->fp8 && r < c->n_gpus; r++)
         if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
             return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,

@@ -13,8 +13,27 @@ typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
 extern const enum_names schedule_names, recompute_names, optimizer_names, parallel_axis_names;
 typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
 typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE, AXIS_CONTEXT } parallel_axis;
-/* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it). */
-typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE } optimizer_kind;
+/* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it).
+ * OPT_ADAGRAD: dlrm plans only (one fp32 accumulator per parameter; strategy_validate). */
+typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE, OPT_ADAGRAD } optimizer_kind;
+/* strategy.embedding.sharding (dlrm plans, issue 13; strategies/dlrm_plan.c). */
+typedef enum {
+    EMB_SHARD_TABLE_WISE,
+    EMB_SHARD_ROW_WISE,
+    EMB_SHARD_COLUMN_WISE,
+    EMB_SHARD_TABLE_ROW_WISE,
+    EMB_SHARD_DATA_PARALLEL
+} emb_sharding;
+extern const enum_names emb_sharding_names;
+/* strategy.embedding.placement: which GPU owns each table (table-wise). EXPLICIT: a list, the
+ * GPU of table 0, 1, ... (strategy.embedding_gpu). */
+typedef enum {
+    EMB_PLACE_GREEDY,
+    EMB_PLACE_ROUND_ROBIN,
+    EMB_PLACE_MEMORY_BALANCED,
+    EMB_PLACE_EXPLICIT
+} emb_placement;
+extern const enum_names emb_placement_names;
 
 /* A `children` entry: overrides applied to a subtree selected by module path.
  * Paths: "layers.A-B" / "layers.N" (inclusive layer range), "embedding", "head". */
@@ -41,6 +60,37 @@ typedef struct strategy {
     int fp8;               /* `precision: fp8`: the transformer layers' GEMMs run in FP8 */
     src_loc precision_loc;
     optimizer_kind optimizer;
+    src_loc optimizer_loc; /* the value; line 0: not written */
+
+    /* strategy.embedding (dlrm only): has_embedding 0 when the block is absent (then the
+     * tables sit on the one GPU, their update fused into the lookup's backward) */
+    int has_embedding;
+    emb_sharding embedding_sharding;
+    src_loc embedding_loc; /* the block */
+    src_loc sharding_loc;  /* the sharding's value */
+    /* placement (table-wise): has_placement 0 when not written; EXPLICIT fills embedding_gpu
+     * and the location of each list item (checked against data.degree by strategy_validate) */
+    int has_placement;
+    emb_placement placement;
+    src_loc placement_loc;
+    int embedding_gpu[DLRM_MAX_TABLES];
+    src_loc embedding_gpu_loc[DLRM_MAX_TABLES];
+    /* shards: column-wise, the column shards of each table (0: not written) */
+    int embedding_shards;
+    src_loc shards_loc;
+    /* children "tables.N" / "tables.A-B" (dlrm): a table's own sharding (and shards) instead
+     * of the root's where table_has_sharding[t]; table_loc the child's key */
+    unsigned char table_has_sharding[DLRM_MAX_TABLES];
+    emb_sharding table_sharding[DLRM_MAX_TABLES];
+    int table_shards[DLRM_MAX_TABLES];
+    src_loc table_loc[DLRM_MAX_TABLES], table_shards_loc[DLRM_MAX_TABLES];
+    char table_path[DLRM_MAX_TABLES][24]; /* the child's key, "tables.0-2" */
+    int has_table_children;
+    src_loc table_children_loc; /* the children mapping */
+    /* bottom_mlp_gpu: the GPU running the bottom MLP over the whole batch, -1 when not given
+     * (the bottom MLP data-parallel like the top one) */
+    int bottom_mlp_gpu;
+    src_loc bottom_mlp_gpu_loc;
 
     int tp; /* tensor.degree */
     int sequence_parallel;
@@ -89,7 +139,8 @@ typedef struct strategy {
     src_loc ep_loc, etp_loc; /* the values, else the section; line 0: not written */
 
     recompute_mode recompute;
-    parallel_axis order[4]; /* order[0] varies fastest across ranks */
+    src_loc recompute_loc, bucket_loc; /* the values; line 0: not written */
+    parallel_axis order[4];            /* order[0] varies fastest across ranks */
 
     strategy_override *overrides;
     int n_overrides;
@@ -108,8 +159,19 @@ typedef struct plan_desc {
     int sequence_parallel;
     double bucket_mb;
     precision_t precision;
-    int ep, etp; /* expert.degree, expert.tensor (1, 1 without experts) */
+    int ep, etp;      /* expert.degree, expert.tensor (1, 1 without experts) */
+    int dense_tables; /* dlrm: embedding {sharding: data-parallel} (replicated, dense grads) */
+    /* dlrm: strategy.embedding's sharding and placement (emb_sharding, emb_placement); -1 when
+     * not written (no embedding block, no placement) and for other models */
+    int emb_sharding, emb_placement;
+    int emb_shards; /* dlrm: strategy.embedding.shards (column-wise); 0 when not written */
 } plan_desc;
+
+/* A dlrm table's sharding (its child's, else the root's; the root's must exist) and its column
+ * shards (column-wise; else 1), with where they were written (the child's key or the root's
+ * value). */
+emb_sharding strategy_table_sharding(const strategy *s, int t, src_loc *where);
+int strategy_table_shards(const strategy *s, int t, src_loc *where);
 
 /* The plan_desc of a strategy's root. */
 void strategy_plan_desc(const strategy *s, plan_desc *out);

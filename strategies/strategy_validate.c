@@ -259,6 +259,141 @@ static int validate_sizes(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* strategy.embedding (and children "tables.N") of a dlrm plan: which keys go with which
+ * sharding, column shards dividing the tables' dims, the GPUs named in range of data.degree
+ * (the plan's GPUs). */
+static int validate_embedding(const strategy *s, ps_error *err)
+{
+    const workload_dlrm *d = &s->model.dlrm;
+    int placed = 0;  /* tables placed by `placement`: table-wise, column-wise, table-row-wise */
+    int sharded = 0; /* tables not data-parallel */
+    for (int t = 0; t < d->n_tables; t++) {
+        src_loc at, kat;
+        emb_sharding k = strategy_table_sharding(s, t, &at);
+        int own = s->table_has_sharding[t];
+        int written = own ? s->table_shards[t] : s->embedding_shards;
+        int shards = strategy_table_shards(s, t, &kat);
+        char sfield[96];
+        if (own)
+            snprintf(sfield, sizeof sfield, "strategy.children.%s.shards", s->table_path[t]);
+        else
+            snprintf(sfield, sizeof sfield, "strategy.embedding.shards");
+        placed |= k == EMB_SHARD_TABLE_WISE || k == EMB_SHARD_COLUMN_WISE ||
+                  k == EMB_SHARD_TABLE_ROW_WISE;
+        sharded |= k != EMB_SHARD_DATA_PARALLEL;
+        if (k == EMB_SHARD_COLUMN_WISE && written == 0)
+            return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, sfield,
+                                "column-wise sharding of table %d needs `shards` (its column "
+                                "shards, each a table of dim / shards)",
+                                t);
+        if (k != EMB_SHARD_COLUMN_WISE && written > 0)
+            return ps_error_set(err, PS_EINPUT, s->file, kat.line, kat.column, sfield,
+                                "shards apply to column-wise tables; table %d is %s", t,
+                                enum_name(emb_sharding_names, (int)k));
+        if (k == EMB_SHARD_COLUMN_WISE && (shards < 2 || d->dim[t] % shards))
+            return ps_error_set(err, PS_EINPUT, s->file, kat.line, kat.column, sfield,
+                                "%d column shards of table %d: needs at least 2 dividing its "
+                                "dim %d",
+                                shards, t, d->dim[t]);
+    }
+    if (!placed && s->has_placement)
+        return ps_error_set(err, PS_EINPUT, s->file, s->placement_loc.line, s->placement_loc.column,
+                            "strategy.embedding.placement",
+                            "placement applies to table-wise, column-wise and table-row-wise "
+                            "tables; these are on every GPU (row-wise or data-parallel)");
+    if (!sharded && s->bottom_mlp_gpu >= 0)
+        return ps_error_set(err, PS_EINPUT, s->file, s->bottom_mlp_gpu_loc.line,
+                            s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
+                            "bottom_mlp_gpu needs sharded tables (its output joins their "
+                            "all-to-all); these are data-parallel");
+    if (placed && !s->has_placement)
+        return ps_error_set(err, PS_EINPUT, s->file, s->embedding_loc.line, s->embedding_loc.column,
+                            "strategy.embedding.placement",
+                            "table-wise, column-wise and table-row-wise sharding need a placement "
+                            "(greedy, round-robin, memory-balanced or a list: the GPU of table 0, "
+                            "1, ...)");
+    if (s->has_placement && s->placement == EMB_PLACE_EXPLICIT)
+        for (int t = 0; t < d->n_tables; t++)
+            if (s->embedding_gpu[t] >= s->dp) {
+                char field[64];
+                snprintf(field, sizeof field, "strategy.embedding.placement[%d]", t);
+                return ps_error_set(err, PS_EINPUT, s->file, s->embedding_gpu_loc[t].line,
+                                    s->embedding_gpu_loc[t].column, field,
+                                    "GPU %d of table %d is out of range: the plan has %d GPUs "
+                                    "(data.degree), numbered from 0",
+                                    s->embedding_gpu[t], t, s->dp);
+            }
+    if (s->bottom_mlp_gpu >= s->dp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->bottom_mlp_gpu_loc.line,
+                            s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
+                            "GPU %d is out of range: the plan has %d GPUs (data.degree), numbered "
+                            "from 0",
+                            s->bottom_mlp_gpu, s->dp);
+    return 0;
+}
+
+/* dlrm plans (strategies/dlrm_plan.c): MLPs data-parallel over data.degree GPUs, the tables
+ * on the one GPU, replicated (embedding: {sharding: data-parallel}) or sharded, per table with
+ * children. */
+static int validate_dlrm(const strategy *s, ps_error *err)
+{
+    const struct {
+        int bad;
+        src_loc loc;
+        const char *field, *what;
+    } axes[] = {
+        {s->tp > 1, s->tp_loc, "strategy.tensor.degree", "tensor parallelism"},
+        {s->pp > 1, s->pp_loc, "strategy.pipeline.degree", "pipeline parallelism"},
+        {s->cp > 1, s->cp_loc, "strategy.context.degree", "context parallelism"},
+        {s->ep > 1 || s->etp > 1, s->ep_loc, "strategy.expert", "expert parallelism"},
+        {s->zero > 0, data_loc(s, s->zero_loc), "strategy.data.zero", "ZeRO"},
+        /* knobs of those (or of the transformer compiler) a dlrm plan would ignore */
+        {s->schedule_loc.line > 0, s->schedule_loc, "strategy.pipeline.schedule",
+         "a pipeline schedule"},
+        {s->virtual_stages_loc.line > 0, s->virtual_stages_loc, "strategy.pipeline.virtual_stages",
+         "virtual pipeline stages"},
+        {s->sequence_parallel || s->tp_comm_overlap, s->tp_loc, "strategy.tensor",
+         "sequence parallelism or tensor comm_overlap"},
+        {s->recompute_loc.line > 0, s->recompute_loc, "strategy.recompute", "recompute"},
+        {s->bucket_loc.line > 0, s->bucket_loc, "strategy.data.bucket_mb",
+         "gradient bucketing (one all-reduce after the backward)"},
+        {s->dp_overlap_loc.line > 0, s->dp_overlap_loc, "strategy.data.overlap",
+         "the all-reduce's overlap with the backward"},
+        {s->gather_loc.line > 0, s->gather_loc, "strategy.data.overlap_param_gather",
+         "overlap_param_gather"},
+    };
+    for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++)
+        if (axes[i].bad)
+            return ps_error_set(err, PS_EINPUT, s->file, axes[i].loc.line, axes[i].loc.column,
+                                axes[i].field,
+                                "%s is not modelled for dlrm models yet (their MLPs are "
+                                "data-parallel, their tables sharded by strategy.embedding)",
+                                axes[i].what);
+    if (s->fp8)
+        return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line, s->precision_loc.column,
+                            "precision", "fp8 MLPs are not modelled for dlrm models");
+    if (s->optimizer == OPT_NONE)
+        return ps_error_set(err, PS_EINPUT, s->file, s->optimizer_loc.line, s->optimizer_loc.column,
+                            "optimizer",
+                            "optimizer none is not modelled for dlrm models: the tables' update "
+                            "is part of the lookup's backward (sgd | adagrad | adam)");
+    if (s->dp > 1 && !s->has_embedding)
+        return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
+                            "strategy.embedding",
+                            "a dlrm plan on %d GPUs needs strategy.embedding (how the tables are "
+                            "sharded: table-wise, row-wise, column-wise, table-row-wise or "
+                            "data-parallel)",
+                            s->dp);
+    if (s->has_table_children && !s->has_embedding)
+        return ps_error_set(err, PS_EINPUT, s->file, s->table_children_loc.line,
+                            s->table_children_loc.column, "strategy.children",
+                            "per-table sharding needs strategy.embedding (the other tables' "
+                            "sharding)");
+    if (s->has_embedding && validate_embedding(s, err))
+        return err->code;
+    return validate_batch(s, err);
+}
+
 int strategy_validate(const strategy *s, ps_error *err)
 {
     ps_error scratch;
@@ -272,6 +407,12 @@ int strategy_validate(const strategy *s, ps_error *err)
                             "degrees, micro batch and virtual stages must be >= 1");
     if (validate_sizes(s, err))
         return err->code;
+    if (s->model.family == FAMILY_DLRM)
+        return validate_dlrm(s, err);
+    if (s->optimizer == OPT_ADAGRAD)
+        return ps_error_set(err, PS_EINPUT, s->file, s->optimizer_loc.line, s->optimizer_loc.column,
+                            "optimizer",
+                            "adagrad is modelled for dlrm models only (adam | sgd | none)");
     if (validate_schedule(s, err))
         return err->code;
     if (validate_zero(s, err))

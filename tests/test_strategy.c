@@ -351,10 +351,10 @@ END_TEST
 /* Every enum name table reads back: each name parses to its own value, and nothing else does. */
 START_TEST(test_enum_tables_round_trip)
 {
-    const enum_names tables[] = {schedule_names, recompute_names, optimizer_names,
-                                 parallel_axis_names, precision_names};
-    const int counts[] = {3, 3, 3, 4, 5};
-    for (int t = 0; t < 5; t++) {
+    const enum_names tables[] = {schedule_names,      recompute_names, optimizer_names,
+                                 parallel_axis_names, precision_names, emb_sharding_names};
+    const int counts[] = {3, 3, 4, 4, 5, 5}; /* optimizer: adam sgd none adagrad */
+    for (int t = 0; t < 6; t++) {
         ck_assert_int_eq(tables[t].count, counts[t]);
         for (int v = 0; v < tables[t].count; v++)
             ck_assert_int_eq(enum_parse(tables[t], enum_name(tables[t], v)), v);

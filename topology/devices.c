@@ -29,6 +29,7 @@ enum {
     KEY_NVLINK_EFFICIENCY,
     KEY_NVLS_EFFICIENCY,
     KEY_GEMM_EFFICIENCY, /* optional: the tensor-core GEMM base efficiency (sim/cost.c) */
+    KEY_L2_MIB,          /* optional: L2 cache capacity (the embedding lookup's cache rule) */
     N_KEYS
 };
 
@@ -48,6 +49,7 @@ static const char *const device_keys[N_KEYS] = {
     "nvlink_efficiency",
     "nvls_efficiency",
     "gemm_efficiency",
+    "l2_mib",
 };
 
 /* The peak_flops slot of each *_tflops key (precision_t order). */
@@ -120,6 +122,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
     spec->hbm_bw = value[KEY_HBM_GBPS] * 1e9;
     spec->hbm_bytes = gib ? value[KEY_HBM_GIB] * 1073741824.0 : value[KEY_HBM_GB] * 1e9;
     spec->sms = (int)value[KEY_SMS];
+    spec->l2_bytes = value[KEY_L2_MIB] < 0 ? 0.0 : value[KEY_L2_MIB] * 1048576.0;
     return 0;
 }
 

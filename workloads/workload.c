@@ -13,7 +13,7 @@
 
 /* ---- model mapping ---- */
 
-static const char *const family_table[] = {"gpt", "bert", "llama"};
+static const char *const family_table[] = {"gpt", "bert", "llama", "dlrm"};
 const enum_names model_family_names = ENUM_NAMES(family_table);
 static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu", "swiglu"};
 const enum_names model_activation_names = ENUM_NAMES(activation_table);
@@ -98,6 +98,11 @@ double workload_expert_other_rank_load(const workload_model *m, int ep)
 
 int workload_model_check(const workload_model *m, int micro_batch, ps_error *err)
 {
+    if (m->family == FAMILY_DLRM)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.family",
+                            "model '%s': dlrm plans are not simulated yet (issue 13: the model "
+                            "and its lookup cost exist, the plans do not)",
+                            m->name);
     if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0 ||
         m->ffn_hidden <= 0 || m->kv_heads <= 0 || m->head_dim <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload",
@@ -354,17 +359,38 @@ static int resolve_model(yread_ctx *c, yaml_node_t *node, const char *path, work
     return 0;
 }
 
+/* family: dlrm has its own keys (workloads/dlrm.c) */
+static int read_dlrm(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out)
+{
+    workload_model m;
+    memset(&m, 0, sizeof m);
+    m.family = FAMILY_DLRM;
+    yaml_node_t *name = yread_map_get(c, node, "name");
+    char field[160];
+    yread_join_path(field, sizeof field, path, "name");
+    if ((name && read_name(c, name, field, &m)) || workload_dlrm_read(c, node, path, &m))
+        return c->err->code;
+    *out = m;
+    return 0;
+}
+
 int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out)
 {
     assert(c && node && out);
     if (node->type != YAML_MAPPING_NODE)
         return yread_fail(c, node, path, "a model must be a mapping (family, layers, hidden, ...)");
-    if (yread_check_keys(c, node, path, model_keys, F_COUNT))
-        return c->err->code;
 
-    /* family first: it sets the defaults of the other keys */
+    /* family first: it sets the keys and the defaults of the others */
     char field[160];
     int family = 0;
+    yaml_node_t *fam = yread_map_get(c, node, "family");
+    yread_join_path(field, sizeof field, path, "family");
+    if (fam && yread_enum(c, fam, field, model_family_names, &family))
+        return c->err->code;
+    if (fam && family == FAMILY_DLRM)
+        return read_dlrm(c, node, path, out);
+    if (yread_check_keys(c, node, path, model_keys, F_COUNT))
+        return c->err->code;
     int dims[F_VOCAB + 1] = {0};
     /* the dimensions' limits (sim/base/limits.h), indexed by key */
     static const int dim_max[F_VOCAB + 1] = {[F_LAYERS] = PS_MAX_LAYERS,

@@ -12,8 +12,9 @@
 /* gpt: LayerNorm, GELU MLP, learned positions, biases, dropout, tied embeddings (GPT-2/3,
  * Megatron's GPT). bert: the same plus token types and the MLM head. llama: RMSNorm, SwiGLU
  * MLP, rotary positions, no biases, no dropout, untied input and output embeddings. The
- * family sets the defaults of the keys below; each can be overridden. */
-typedef enum { FAMILY_GPT, FAMILY_BERT, FAMILY_LLAMA } model_family;
+ * family sets the defaults of the keys below; each can be overridden. dlrm: a recommendation
+ * model (workload_dlrm below), read by its own keys and built by workload_build_dlrm. */
+typedef enum { FAMILY_GPT, FAMILY_BERT, FAMILY_LLAMA, FAMILY_DLRM } model_family;
 extern const enum_names model_family_names;
 
 /* MLP activation. gelu, gelu_tanh and relu: two matrices (fc1, activation, fc2); only
@@ -34,6 +35,34 @@ extern const enum_names model_positions_names;
  * ones (0, 2, ...) with full causal attention in the odd ones (GPT-OSS). */
 typedef enum { WINDOW_ALL, WINDOW_ALTERNATE } model_window_layers;
 extern const enum_names model_window_layers_names;
+
+/* DLRM (workloads/dlrm.c). The id law of every table: `{distribution: uniform}` over its rows,
+ * `{distribution: zipf, alpha: a}` (rank k drawn with probability k^-a / H(R, a)), or
+ * `{unique_ratio: r}` (a measured share of unique ids in a batch, no rank information). */
+typedef enum { IDS_UNIFORM, IDS_ZIPF, IDS_UNIQUE_RATIO } dlrm_id_law;
+extern const enum_names dlrm_id_law_names;
+/* The feature interaction: pairwise dot products of the (tables + 1) vectors (DLRM), their
+ * concatenation, or DCNv2's low-rank cross layers over the concatenation. */
+typedef enum { INTERACTION_DOT, INTERACTION_CAT, INTERACTION_DCN } dlrm_interaction;
+extern const enum_names dlrm_interaction_names;
+
+enum { DLRM_MAX_TABLES = 256, DLRM_MAX_MLP = 16 };
+
+typedef struct workload_dlrm {
+    int dense_features;
+    int bottom_mlp[DLRM_MAX_MLP], n_bottom; /* output widths, input dense_features */
+    int top_mlp[DLRM_MAX_MLP], n_top;       /* output widths, the last is 1 (one logit) */
+    dlrm_interaction interaction;
+    int dcn_layers, dcn_rank; /* dcn only */
+    int n_tables;
+    int rows[DLRM_MAX_TABLES];       /* rows per table */
+    int dim[DLRM_MAX_TABLES];        /* embedding_dim per table */
+    double pooling[DLRM_MAX_TABLES]; /* mean ids per sample per table (sum pooling) */
+    dlrm_id_law ids;
+    double alpha;                    /* zipf */
+    double unique_ratio;             /* unique_ratio: unique ids / ids of a batch, in (0, 1] */
+    precision_t embedding_precision; /* fp32, fp16 or bf16: storage and lookup */
+} workload_dlrm;
 
 /* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). Every field
  * is resolved when read (workload_model_read) or set by workload_model_init: the builders
@@ -72,7 +101,31 @@ typedef struct workload_model {
      * most that many times its balanced share (0: dropless). */
     int experts, experts_topk, shared_experts, dense_layers, dense_ffn_hidden;
     double capacity_factor, imbalance;
+    workload_dlrm dlrm; /* family dlrm only; the transformer fields above are then 0 */
 } workload_model;
+
+/* The optimizer fused into an embedding table's backward, and its state per row element: sgd
+ * none, adagrad one fp32 accumulator (FBGEMM's EXACT_ADAGRAD; the row-wise variant is not
+ * modelled), adam two fp32 moments. */
+typedef enum { EMB_UPDATE_SGD, EMB_UPDATE_ADAGRAD, EMB_UPDATE_ADAM } emb_update;
+extern const enum_names emb_update_names;
+int emb_update_state_words(emb_update u); /* fp32 words per row element: 0, 1, 2 */
+
+/* One table's lookups in one micro-batch: what the lookup cost needs (sim/cost_embedding.c). */
+typedef struct workload_emb {
+    double rows, dim;
+    double elem_bytes; /* embedding_precision's bytes per element */
+    double lookups;    /* ids looked up: micro-batch x pooling */
+    double unique;     /* expected distinct rows among them (workload_dlrm_unique_rows) */
+    double bags;       /* pooled outputs: the micro-batch */
+    dlrm_id_law law;   /* for the share of lookups the L2 serves */
+    double alpha;      /* zipf */
+    emb_update update; /* the fused optimizer of the backward */
+    /* Row-wise shards (sharded plans): the table's rows split evenly over this many GPUs, this
+     * being one GPU's slice (rows stays the whole table's, for the id law; lookups and unique
+     * are the slice's). 0 or 1: the whole table. */
+    double row_shards;
+} workload_emb;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
 typedef enum {
@@ -91,8 +144,11 @@ typedef enum {
     OP_LAYERNORM,   /* LayerNorm, or RMSNorm (family llama) */
     OP_ELEMENTWISE, /* residual add, gelu, swiglu, rotary embedding, bias */
     OP_DROPOUT,
-    OP_EMBEDDING, /* table lookup (forward), scatter-add (backward) */
-    OP_LOSS       /* softmax cross-entropy over the vocab */
+    OP_EMBEDDING,    /* table lookup (forward), scatter-add (backward) */
+    OP_LOSS,         /* softmax cross-entropy over the vocab */
+    OP_EMBEDDING_BAG /* one recommendation table: ids looked up and sum-pooled (forward); the
+                        pooled gradients scattered to the unique rows with the optimizer's
+                        update fused in (backward, FBGEMM's TBE). Costed from `emb` */
 } op_kind;
 
 typedef struct workload_op {
@@ -135,6 +191,7 @@ typedef struct workload_op {
     struct {
         double n, fwd_flops, bwd_flops, fwd_bytes, bwd_bytes, act_bytes;
     } kv;
+    workload_emb emb; /* OP_EMBEDDING_BAG only */
 } workload_op;
 
 typedef struct workload_graph {
@@ -199,6 +256,24 @@ int workload_model_check(const workload_model *m, int micro_batch, ps_error *err
 int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,
                    ps_error *err);
 void workload_graph_free(workload_graph *g);
+
+/* ---- DLRM (workloads/dlrm.c) ---- */
+
+/* The keys of a `family: dlrm` mapping (the family key already read): dense_features,
+ * bottom_mlp, top_mlp, interaction (+ dcn_layers, dcn_rank for dcn), embedding_dim, tables,
+ * pooling, ids, embedding_precision; all required (no defaults), each error located. */
+int workload_dlrm_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m);
+/* Expected distinct rows among n ids drawn independently from a table of r rows under the law
+ * (uniform: r (1 - (1 - 1/r)^n); zipf: sum over ranks of 1 - (1 - p_k)^n, exact over the first
+ * ranks and an integral over the tail; unique_ratio: ratio x n, at most r). */
+double workload_dlrm_unique_rows(dlrm_id_law law, double alpha, double unique_ratio, double r,
+                                 double n);
+/* Share of the ids that fall on the `hot` most likely rows of r (uniform: hot / r; zipf:
+ * H(hot, alpha) / H(r, alpha)). 1 when hot >= r. Not defined for unique_ratio (no ranks). */
+double workload_dlrm_hot_share(dlrm_id_law law, double alpha, double r, double hot);
+/* The op graph of one micro-batch of a DLRM with its embedding tables updated by `update`. */
+int workload_build_dlrm(const workload_model *m, int micro_batch, precision_t prec,
+                        emb_update update, workload_graph *out, ps_error *err);
 
 /* The part of `op` one tensor-parallel rank runs: shape, FLOPs, bytes, params and activations
  * divided as its split says (SPLIT_SEQUENCE only when sequence_parallel; SPLIT_VOCAB only when

@@ -751,6 +751,87 @@ def llm_measured(rec):
     raise BadRow("no iteration_s and cannot derive it from %r" % metric)
 
 
+# ---------------------------------------------------------------- DLRM embedding kernels
+DLRM_FILE = "dlrm_public.csv"
+DLRM_ISSUE = "issue 13"
+
+
+def dlrm_ids(text):
+    """The id law of a row's distribution column as `protosim lookup --ids`."""
+    t = text.lower()
+    m = re.search(r"alpha\s*=\s*([0-9.]+)", t)
+    if m and ("power-law" in t or "zipf" in t):
+        return "zipf:" + m.group(1)
+    if t.startswith("uniform"):
+        return "uniform"
+    raise BadRow("unknown id distribution %r" % text)
+
+
+def dlrm_update(model):
+    """The optimizer fused into the backward, from the model column: (adam) / (sgd) / ..."""
+    for name in ("adam", "adagrad", "sgd"):
+        if "(%s)" % name in model.lower() or "fused %s" % name in model.lower():
+            return name
+    raise BadRow("no fused optimizer named in %r" % model)
+
+
+def load_dlrm_kernels(gt_dir, devices_yaml=None, **_):
+    """The 1-kernel rows of dlrm_public.csv against `protosim lookup` (the lookup model alone):
+    HBM rows on a GPU of devices.yaml; UVM/host tiers, unstated GPUs and whole training steps
+    are skipped with the reason."""
+    rows, jobs = [], []
+    recs = _read_dicts(os.path.join(gt_dir, DLRM_FILE))
+    dev_names = read_device_names(devices_yaml)
+    for i, rec in enumerate(recs):
+        if rec.get("category", "").strip() != "1-kernel":
+            continue
+        row = Row("dlrm_kernels", DLRM_FILE, i + 1)
+        rows.append(row)
+        try:
+            metric = _get(rec, "metric", str)
+            row.measured = _get(rec, "value", _pos_float) / 1000.0
+            gpu = _get(rec, "gpu", str).split(" ")[0]
+            tier = _get(rec, "sharding", str)
+            model = _get(rec, "model", str)
+            row.group = _get(rec, "source", str).split(" ")[0]
+            row.desc = "%s %s %s %s" % (gpu, rec.get("tables"), rec.get("rows_per_table", "")[:12],
+                                        metric.split(" ")[0])
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        if "uvm" in tier.lower() or "host" in tier.lower():
+            row.skip("UVM / host-memory tiers are not modelled: the lookup model reads HBM "
+                     "(%s)" % DLRM_ISSUE)
+            continue
+        if not metric.startswith(("fwd_ms", "bwd_ms", "eval_fwd_ms")):
+            row.skip("a whole TorchRec training step (MLPs, input generation, launch-bound at "
+                     "batch 64), not the kernel alone (%s)" % DLRM_ISSUE)
+            continue
+        if gpu not in dev_names:
+            row.skip("GPU not stated or not in devices.yaml (%r)" % rec.get("gpu"))
+            continue
+        try:
+            tables = _get(rec, "tables", _pos_int)
+            rpt = _lead_int(rec.get("rows_per_table", ""), "rows_per_table")
+            dim = _get(rec, "dim", _pos_int)
+            pooling_text = _get(rec, "pooling", str)
+            if not pooling_text.startswith("none"):
+                raise BadRow("pooling %r: only one id per sample is parsed" % pooling_text)
+            batch = _lead_int(rec.get("batch", "").replace(",", ""), "batch")
+            ids = dlrm_ids(_get(rec, "distribution", str))
+            update = dlrm_update(model)
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        job = Job("lookup", None, [row])
+        job.args = ["--device", gpu, "--tables", str(tables), "--rows", str(rpt),
+                    "--dim", str(dim), "--batch", str(batch), "--ids", ids,
+                    "--update", update, "--pooling", "1"]
+        job.pass_ = "bwd" if metric.startswith("bwd") else "fwd"
+        jobs.append(job)
+    return rows, jobs
+
+
 # ---------------------------------------------------------------- traces (issue 12)
 TRACES_DIR = "traces"
 _TRACE_RE = re.compile(r"^(?P<model>[a-z0-9]+)_(?:(?P<gpu>[a-z]\d{3})_)?(?P<world>\d+)rank"
@@ -784,4 +865,5 @@ def load_traces(gt_dir, **_):
 
 
 LOADERS = {"vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
-           "neusight": load_neusight, "llm": load_llm, "traces": load_traces}
+           "neusight": load_neusight, "llm": load_llm, "traces": load_traces,
+           "dlrm_kernels": load_dlrm_kernels}

@@ -3,6 +3,7 @@
 #include "sweep_run.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +37,14 @@ static char *read_text(const char *path)
     return buf;
 }
 
+/* A figure of the outcome: a finite number >= 0 (every time, rate, fraction and byte count the
+ * sweep writes is one). */
+static int figure(const cJSON *o, const char *key, int optional, const char *file,
+                  const char *where, double *out, ps_error *err)
+{
+    return out_json_num_in(o, key, optional, 0, DBL_MAX, file, where, out, err);
+}
+
 /* The outcome fields of a plan record, checked by status. */
 static int outcome_from_json(const cJSON *o, const char *file, const char *where, sweep_plan *p,
                              ps_error *err)
@@ -47,30 +56,123 @@ static int outcome_from_json(const cJSON *o, const char *file, const char *where
     if (ok && !cJSON_IsObject(b))
         return ps_error_set(err, PS_EINPUT, file, 0, 0, bw, "missing (a simulated plan has one)");
     const char *kind = "", *reason = "";
-    if (out_json_num(o, "iteration_time_s", !ok, file, where, &p->iteration_s, err) ||
-        out_json_num(o, "tokens_per_s", !ok, file, where, &p->tokens_per_s, err) ||
-        out_json_num(o, "samples_per_s", !ok, file, where, &p->samples_per_s, err) ||
-        out_json_num(o, "mfu", !ok, file, where, &p->mfu, err) ||
-        out_json_num(o, "sim_wall_s", 1, file, where, &p->sim_wall_s, err) ||
-        (ok && (out_json_num(b, "compute_s", 0, file, bw, &p->compute_s, err) ||
-                out_json_num(b, "exposed_comm_s", 0, file, bw, &p->exposed_comm_s, err) ||
-                out_json_num(b, "bubble_s", 0, file, bw, &p->bubble_s, err) ||
-                out_json_num(b, "idle_s", 0, file, bw, &p->idle_s, err))) ||
-        out_json_num(o, "peak_memory_bytes", !fits, file, where, &p->peak_memory_bytes, err) ||
-        out_json_num(o, "memory_capacity_bytes", !fits, file, where, &p->memory_capacity_bytes,
-                     err) ||
+    if (figure(o, "iteration_time_s", !ok, file, where, &p->iteration_s, err) ||
+        figure(o, "tokens_per_s", !ok, file, where, &p->tokens_per_s, err) ||
+        figure(o, "samples_per_s", !ok, file, where, &p->samples_per_s, err) ||
+        figure(o, "mfu", !ok, file, where, &p->mfu, err) ||
+        figure(o, "sim_wall_s", 1, file, where, &p->sim_wall_s, err) ||
+        (ok && (figure(b, "compute_s", 0, file, bw, &p->compute_s, err) ||
+                figure(b, "exposed_comm_s", 0, file, bw, &p->exposed_comm_s, err) ||
+                figure(b, "bubble_s", 0, file, bw, &p->bubble_s, err) ||
+                figure(b, "idle_s", 0, file, bw, &p->idle_s, err))) ||
+        figure(o, "peak_memory_bytes", !fits, file, where, &p->peak_memory_bytes, err) ||
+        figure(o, "memory_capacity_bytes", !fits, file, where, &p->memory_capacity_bytes, err) ||
         out_json_str(o, "reason_kind", ok, file, where, &kind, err) ||
         out_json_str(o, "reason", ok, file, where, &reason, err))
         return err->code;
+    if (ok && !(p->iteration_s > 0)) {
+        char path[192];
+        snprintf(path, sizeof path, "%s.iteration_time_s", where);
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+                            "must be greater than 0 for a simulated plan");
+    }
     snprintf(p->reason_kind, sizeof p->reason_kind, "%s", kind);
     snprintf(p->reason, sizeof p->reason, "%s", reason);
     return 0;
 }
 
+/* A plan that was compiled (any status but invalid) spans the sweep's GPUs exactly. */
+static int plan_spans_gpus(const plan_desc *d, int gpus, const char *file, const char *where,
+                           ps_error *err)
+{
+    long long product = (long long)d->tp * d->cp; /* each factor <= INT_MAX: no overflow */
+    product = product > gpus ? product : product * d->pp;
+    product = product > gpus ? product : product * d->dp;
+    if (product == gpus)
+        return 0;
+    return ps_error_set(err, PS_EINPUT, file, 0, 0, where,
+                        "tensor %d x context %d x pipeline %d x data %d is not the sweep's %d "
+                        "GPUs",
+                        d->tp, d->cp, d->pp, d->dp, gpus);
+}
+
+/* A non-negative number at obj.key (required). */
+static int nonneg(const cJSON *o, const char *key, const char *file, const char *where, double *out,
+                  ps_error *err)
+{
+    if (out_json_num(o, key, 0, file, where, out, err))
+        return err->code;
+    if (*out < 0)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "%s must be >= 0, got %g", key,
+                            *out);
+    return 0;
+}
+
+/* A dlrm plan's "embedding" (required in a dlrm sweep, refused in others): the tables, the
+ * sharding or each table's (with the proposal), the placement, and the ranking columns of a
+ * simulated plan. */
+static int embedding_from_json(const cJSON *o, int dlrm, const char *file, const char *where,
+                               sweep_plan *p, ps_error *err)
+{
+    char ew[96];
+    snprintf(ew, sizeof ew, "%s.embedding", where);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "embedding");
+    p->proposal = -1;
+    p->desc.emb_sharding = p->desc.emb_placement = -1;
+    if (!e && !dlrm)
+        return 0;
+    if (!dlrm)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, ew,
+                            "present in the sweep of a model that is not dlrm");
+    if (!cJSON_IsObject(e))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, ew,
+                            "missing or not an object (every plan of a dlrm sweep has one)");
+    if (out_json_int(e, "tables", 0, 1, DLRM_MAX_TABLES, file, ew, &p->n_tables, err) ||
+        out_json_int(e, "proposal", 1, 0, INT_MAX, file, ew, &p->proposal, err))
+        return err->code;
+    if (cJSON_HasObjectItem(e, "proposal")) {
+        char aw[128];
+        snprintf(aw, sizeof aw, "%s.tables_sharding", ew);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "tables_sharding");
+        if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != p->n_tables)
+            return ps_error_set(err, PS_EINPUT, file, 0, 0, aw,
+                                "must be an array of %d shardings (one per table)", p->n_tables);
+        for (int t = 0; t < p->n_tables; t++) {
+            const cJSON *v = cJSON_GetArrayItem(a, t);
+            int k = cJSON_IsString(v) ? enum_parse(emb_sharding_names, v->valuestring) : -1;
+            if (k < 0)
+                return ps_error_set(err, PS_EINPUT, file, 0, 0, aw,
+                                    "item %d is not a sharding (table-wise, row-wise, "
+                                    "column-wise, table-row-wise or data-parallel)",
+                                    t);
+            p->table_sharding[t] = (unsigned char)k;
+        }
+    } else {
+        p->proposal = -1;
+        if (cJSON_HasObjectItem(e, "sharding") &&
+            out_json_enum(e, "sharding", emb_sharding_names, file, ew, &p->desc.emb_sharding, err))
+            return err->code;
+    }
+    if (out_json_int(e, "shards", 1, 2, INT_MAX, file, ew, &p->desc.emb_shards, err))
+        return err->code;
+    if (cJSON_HasObjectItem(e, "placement") &&
+        out_json_enum(e, "placement", emb_placement_names, file, ew, &p->desc.emb_placement, err))
+        return err->code;
+    p->desc.dense_tables = p->proposal < 0 && p->desc.emb_sharding == EMB_SHARD_DATA_PARALLEL;
+    if (p->status != SWEEP_PLAN_OK)
+        return 0;
+    p->dlrm = 1;
+    if (nonneg(e, "lookup_max_s", file, ew, &p->lookup_max_s, err) ||
+        nonneg(e, "alltoall_s", file, ew, &p->alltoall_s, err) ||
+        nonneg(e, "lookup_imbalance", file, ew, &p->lookup_imbalance, err))
+        return err->code;
+    return 0;
+}
+
 /* plans[j] of a shard file: index in [0, combinations), a final status (never "pending"), the
  * plan's fields (out_plan_from_json) and the outcome its status calls for. */
-static int plan_from_json(const cJSON *o, int j, int combinations, const char *file, sweep_plan *p,
-                          ps_error *err)
+static int plan_from_json(const cJSON *o, int j, const sweep_table *t, const char *file,
+                          sweep_plan *p, ps_error *err)
 {
     char where[64];
     snprintf(where, sizeof where, "plans[%d]", j);
@@ -78,7 +180,7 @@ static int plan_from_json(const cJSON *o, int j, int combinations, const char *f
     if (!cJSON_IsObject(o))
         return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "must be a plan record (an object)");
     const char *status = NULL;
-    if (out_json_int(o, "index", 0, 0, combinations - 1L, file, where, &p->index, err) ||
+    if (out_json_int(o, "index", 0, 0, t->combinations - 1L, file, where, &p->index, err) ||
         out_json_enum(o, "status", sweep_plan_status_names, file, where, &p->status, err))
         return err->code;
     if (p->status == SWEEP_PLAN_PENDING) {
@@ -90,7 +192,9 @@ static int plan_from_json(const cJSON *o, int j, int combinations, const char *f
                             "failed or invalid)",
                             status);
     }
-    if (out_plan_from_json(o, file, where, &p->desc, err))
+    if (out_plan_from_json(o, file, where, &p->desc, err) ||
+        embedding_from_json(o, t->dlrm, file, where, p, err) ||
+        (p->status != SWEEP_PLAN_INVALID && plan_spans_gpus(&p->desc, t->gpus, file, where, err)))
         return err->code;
     return outcome_from_json(o, file, where, p, err);
 }
@@ -118,13 +222,14 @@ static int shard_from_json(const cJSON *m, const char *file, int *k, int *n, ps_
 /* The sweep's header from the first file. */
 static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps_error *err)
 {
-    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "";
+    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "", *family = "";
     t->memory_fit = 1;
     if (out_json_str(m, "hash", 0, file, "sweep", &hash, err) ||
         out_json_str(m, "file", 1, file, "sweep", &sweep, err) ||
         out_json_str(m, "cluster", 1, file, "sweep", &cl, err) ||
         out_json_str(m, "base", 1, file, "sweep", &base, err) ||
         out_json_str(m, "workload", 1, file, "sweep", &wl, err) ||
+        out_json_str(m, "family", 1, file, "sweep", &family, err) ||
         (cJSON_HasObjectItem(m, "memory") &&
          out_json_enum(m, "memory", sweep_memory_names, file, "sweep", &t->memory_fit, err)) ||
         out_json_int(m, "gpus", 0, 1, INT_MAX, file, "sweep", &t->gpus, err) ||
@@ -135,6 +240,11 @@ static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps
     snprintf(t->cluster_file, sizeof t->cluster_file, "%s", cl);
     snprintf(t->base, sizeof t->base, "%s", base);
     snprintf(t->workload, sizeof t->workload, "%s", wl);
+    if (family[0] && strcmp(family, "dlrm"))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.family",
+                            "'%s' is not a family with its own columns (only dlrm is written)",
+                            family);
+    t->dlrm = family[0] != '\0';
     const cJSON *axes = cJSON_GetObjectItemCaseSensitive(m, "axes");
     t->axes = cJSON_IsObject(axes) ? cJSON_Duplicate(axes, 1) : cJSON_CreateObject();
     t->show_bucket = cJSON_HasObjectItem(t->axes, "bucket_mb");
@@ -142,11 +252,15 @@ static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps
     return 0;
 }
 
+/* A shard's wall time at most (a thousand years): their sum stays finite. */
+#define MERGE_WALL_MAX_S 3.2e10
+
 /* State across the inputs. */
 typedef struct merge_state {
     sweep_table t;
     size_t cap;
-    int *seen_shard; /* [1..shard_n] */
+    int *seen_shard, n_seen; /* the shard numbers read so far, one per input */
+    size_t seen_cap;
     const char *first;
 } merge_state;
 
@@ -164,7 +278,6 @@ static int merge_header(merge_state *ms, const cJSON *m, const char *file, ps_er
             return err->code;
         ms->first = file;
         t->shard_n = n;
-        ms->seen_shard = xcalloc((size_t)n + 1, sizeof *ms->seen_shard);
     } else if (strcmp(hash, t->hash)) {
         return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.hash",
                             "comes from a different sweep than %s (sweep file, base strategy "
@@ -175,13 +288,15 @@ static int merge_header(merge_state *ms, const cJSON *m, const char *file, ps_er
                             "was split into %d shards, %s into %d", n, ms->first, t->shard_n);
     }
     if (n > 0) {
-        if (ms->seen_shard[k])
-            return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
-                                "shard %d/%d given twice", k, n);
-        ms->seen_shard[k] = 1;
+        for (int i = 0; i < ms->n_seen; i++)
+            if (ms->seen_shard[i] == k)
+                return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
+                                    "shard %d/%d given twice", k, n);
+        xgrow(&ms->seen_shard, sizeof *ms->seen_shard, (size_t)ms->n_seen + 1, &ms->seen_cap);
+        ms->seen_shard[ms->n_seen++] = k;
     }
     double wall = 0;
-    if (out_json_num(m, "wall_s", 1, file, "sweep", &wall, err))
+    if (out_json_num_in(m, "wall_s", 1, 0, MERGE_WALL_MAX_S, file, "sweep", &wall, err))
         return err->code;
     t->wall_s += wall;
     return 0;
@@ -197,7 +312,16 @@ static int merge_file(merge_state *ms, const char *file, ps_error *err)
     char *text = read_text(file);
     if (!text)
         return ps_error_set(err, PS_EINPUT, file, 0, 0, NULL, "cannot read: %s", strerror(errno));
-    cJSON *root = cJSON_Parse(text);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 0);
+    if (!root) {
+        int line = 1, col = 1;
+        for (const char *c = text; end && c < end; c++)
+            line += *c == '\n', col = *c == '\n' ? 1 : col + 1;
+        free(text);
+        return ps_error_set(err, PS_EINPUT, file, line, col, NULL,
+                            "not JSON (the --json output of protosim sweep)");
+    }
     free(text);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "sweep");
     const cJSON *plans = cJSON_GetObjectItemCaseSensitive(root, "plans");
@@ -205,17 +329,15 @@ static int merge_file(merge_state *ms, const char *file, ps_error *err)
     if (!cJSON_IsObject(m) || !cJSON_IsArray(plans))
         rc = ps_error_set(err, PS_EINPUT, file, 0, 0, NULL,
                           "not the --json output of protosim sweep (%s)",
-                          !root                ? "not JSON"
-                          : !cJSON_IsObject(m) ? "no \"sweep\" object"
-                                               : "no \"plans\" array");
+                          !cJSON_IsObject(m) ? "no \"sweep\" object" : "no \"plans\" array");
     if (!rc)
         rc = merge_header(ms, m, file, err);
     int np = rc ? 0 : cJSON_GetArraySize(plans);
     if (np > 0)
         xgrow(&ms->t.plans, sizeof *ms->t.plans, (size_t)ms->t.n + (size_t)np, &ms->cap);
     for (int j = 0; j < np && !rc; j++) {
-        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, ms->t.combinations, file,
-                            &ms->t.plans[ms->t.n], err);
+        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, &ms->t, file, &ms->t.plans[ms->t.n],
+                            err);
         ms->t.n += !rc;
     }
     cJSON_Delete(root);
@@ -239,9 +361,7 @@ static int merge_check(merge_state *ms, ps_error *err)
                                 "plan %d appears in more than one input (the same shard "
                                 "given twice?)",
                                 t->plans[i].index);
-    int missing = 0;
-    for (int k = 1; k <= t->shard_n; k++)
-        missing += !ms->seen_shard[k];
+    int missing = t->shard_n > 0 ? t->shard_n - ms->n_seen : 0; /* inputs' shards are distinct */
     if (missing)
         fprintf(stderr,
                 "protosim: warning: %d of %d shards missing: the ranking covers %d of %d "

@@ -34,6 +34,9 @@ int out_json_int(const cJSON *obj, const char *key, int optional, long lo, long 
                  const char *file, const char *where, int *out, ps_error *err);
 int out_json_num(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, double *out, ps_error *err);
+/* A number in [lo, hi] ("must be a number between LO and HI, got X"). */
+int out_json_num_in(const cJSON *obj, const char *key, int optional, double lo, double hi,
+                    const char *file, const char *where, double *out, ps_error *err);
 int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, const char **out, ps_error *err);
 int out_json_bool(const cJSON *obj, const char *key, int optional, const char *file,
@@ -125,6 +128,7 @@ typedef struct sweep_table {
     char hash[17];
     cJSON *axes; /* {"tensor": [4, 8], "data": "auto", ...}, owned */
     int show_bucket, show_sp;
+    int dlrm;          /* a dlrm model's sweep: samples/s and the embedding columns, no tp/pp/MFU */
     sweep_plan *plans; /* owned */
     int n;
     int *order; /* ranked order of plans[], owned; NULL until ranked */
