@@ -671,17 +671,19 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
                                 "collective size %g is not a finite number of bytes >= 0",
                                 sizes[i]);
     htae_graph *g = htae_graph_create(c->n_gpus);
-    int ranks[gpus];
+    int *ranks = xmalloc((size_t)gpus * sizeof *ranks); /* heap: up to 131,072 GPUs */
     for (int i = 0; i < gpus; i++)
         ranks[i] = i;
     int grp = htae_add_group(g, ranks, gpus);
+    free(ranks);
     int label = htae_label(g, coll_kind_name(kind));
     uint32_t *first = xmalloc((size_t)n_sizes * sizeof *first);
-    uint32_t members[gpus];
+    uint32_t *members = xmalloc((size_t)gpus * sizeof *members);
     for (int i = 0; i < n_sizes; i++) {
         htae_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);
         first[i] = members[0];
     }
+    free(members);
     int rc = htae_graph_finalize(g, err);
     htae_result r;
     memset(&r, 0, sizeof r);

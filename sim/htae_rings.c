@@ -13,7 +13,7 @@
 
 /* A further ring is worth a channel only if it adds this fraction of the first one. */
 static const double RING_MIN_GAIN = 0.05;
-static const int RING_MAX = 16; /* NCCL uses at most 16-32 channels */
+enum { RING_MAX = 16 }; /* NCCL uses at most 16-32 channels */
 
 typedef struct search {
     int n, n_links;
@@ -140,11 +140,12 @@ void htae_rings_build(const sg_host_t *hosts, int n, ring_set *rs)
     memset(rs, 0, sizeof *rs);
     rs->n = n;
     if (n < 2 || n > HTAE_RING_SEARCH_MAX) {
-        int order[n > 0 ? n : 1];
+        int *order = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *order);
         for (int i = 0; i < n; i++)
             order[i] = i;
         if (n >= 2)
             push_ring(rs, order, 1.0);
+        free(order);
         return;
     }
 

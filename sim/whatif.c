@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/number.h"
 #include "base/xalloc.h"
 #include "cost.h"
 #include "../workloads/trace_profile.h"
@@ -27,14 +28,10 @@ static int spec_error(ps_error *err, const char *text, const char *why)
     return ps_error_set(err, PS_EINPUT, "", 0, 0, "", "--what-if '%s': %s", text, why);
 }
 
+/* A factor: a strict decimal (ps_parse_decimal: no sign, hex, nan, inf or junk). */
 static int parse_factor(const char *v, double *out)
 {
-    char *end;
-    double f = strtod(v, &end);
-    if (end == v || *end || !isfinite(f) || f < 0)
-        return -1;
-    *out = f;
-    return 0;
+    return ps_parse_decimal(v, out);
 }
 
 static int compile_regex(whatif_spec *s, const char *pattern, ps_error *err)

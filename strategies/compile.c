@@ -116,7 +116,7 @@ static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *befor
 {
     int tp = cx->tp, overlap = cx->s->tp_comm_overlap, sp = cx->s->sequence_parallel;
     coll_kind kinds[2] = {sp ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE, COLL_ALLGATHER};
-    uint32_t coll[tp];
+    uint32_t *coll = xmalloc((size_t)tp * sizeof *coll);
     for (int d = 0; d < cx->dp_sim; d++)
         for (int k = 0; k < (sp ? 2 : 1); k++) {
             htae_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
@@ -131,6 +131,7 @@ static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *befor
                 after[j] = coll[t];
             }
         }
+    free(coll);
 }
 
 /* Emit one segment list on the simulated ranks of stage p (members j = d * tp + t, n_sim of
@@ -152,7 +153,7 @@ static void emit_segments(compile_ctx *cx, const segment_list *const *lists, int
     htae_graph *g = cx->g;
     int n = cx->n_sim;
     const int *ranks = cx->sim_rank + (size_t)p * n;
-    uint32_t before[n];
+    uint32_t *before = xmalloc((size_t)n * sizeof *before); /* n_sim: up to the plan's GPUs */
     for (int j = 0; j < n; j++)
         assert(lists[j]->n == lists[0]->n);
     for (int i = 0; i < lists[0]->n; i++) {
@@ -186,6 +187,7 @@ static void emit_segments(compile_ctx *cx, const segment_list *const *lists, int
         else if (cut != CUT_NONE)
             compile_emit_expert_cut(cx, p, cut, micro, after);
     }
+    free(before);
 }
 
 /* A pipeline send of one unit's output (activations or gradients) from `src` after its compute
@@ -263,8 +265,8 @@ static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, 
 {
     static const task_category cat[3] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD};
     int n = cx->n_sim;
-    segment_list views[n];
-    const segment_list *lists[n];
+    segment_list *views = xmalloc((size_t)n * sizeof *views);
+    const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
     for (int t = 0; t < n; t++) {
         const segment_list *l = which == 0 ? &ct[t]->fwd : which == 1 ? &ct[t]->rec : &ct[t]->bwd;
         assert(i < j && j <= l->n);
@@ -272,6 +274,8 @@ static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, 
         lists[t] = &views[t];
     }
     emit_segments(cx, lists, p, cat[which], mb, first, last, NULL, NULL, after);
+    free(views);
+    free(lists);
 }
 
 /* ZeRO-3: a forward or backward pipeline unit as its FSDP units, each emitted as its own piece
@@ -285,7 +289,8 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
     int n = cx->n_sim, which = unit.backward ? 2 : 0;
     const int *ranks = cx->sim_rank + (size_t)p * n;
     const segment_list *pass = unit.backward ? &ct[0]->bwd : &ct[0]->fwd, *rec = &ct[0]->rec;
-    uint32_t after[n], ufirst[n], ulast[n], ubefore[n];
+    uint32_t *after = xmalloc((size_t)4 * n * sizeof *after);
+    uint32_t *ufirst = after + n, *ulast = after + 2 * n, *ubefore = after + 3 * n;
     for (int j = 0; j < n; j++)
         after[j] = NONE;
     for (int i = 0; i < pass->n;) {
@@ -314,6 +319,7 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
         }
         i = k2;
     }
+    free(after);
 }
 
 /* The compute of a pipeline unit without FSDP: forward (ZeRO 1/2 with overlapped gathers:
@@ -323,8 +329,8 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
                         pipeline_unit unit, uint32_t *first, uint32_t *last)
 {
     int tp = cx->tp, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
-    const segment_list *lists[n];
-    uint32_t after[n];
+    const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
+    uint32_t *after = xmalloc((size_t)n * sizeof *after);
     for (int j = 0; j < n; j++)
         after[j] = NONE;
     if (!unit.backward) {
@@ -342,6 +348,8 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
         for (int j = 0; j < n; j++)
             lists[j] = &ct[j]->fwd;
         emit_segments(cx, lists, p, CAT_FORWARD, mb, first, last, NULL, gate, after);
+        free(lists);
+        free(after);
         return;
     }
     for (int j = 0; j < n; j++)
@@ -352,6 +360,8 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
         after[j] = NONE;
     }
     emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
+    free(lists);
+    free(after);
     if (es->seg_mbs == 1 && mb != cx->M - 1)
         return;
     for (int j = 0; j < n; j++)
@@ -371,8 +381,9 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
     int tp = cx->tp, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
     const int *ranks = cx->sim_rank + (size_t)p * n;
     assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
-    const chunk_template *ct[n];
-    uint32_t first[n], last[n], before[n];
+    const chunk_template **ct = xmalloc((size_t)n * sizeof *ct);
+    uint32_t *first = xmalloc((size_t)3 * n * sizeof *first), *last = first + n,
+             *before = first + 2 * n;
     for (int j = 0; j < n; j++) {
         ct[j] = tmpl_of(cx, ranks[j], mc);
         first[j] = last[j] = NONE;
@@ -414,6 +425,8 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
             }
         }
     }
+    free(ct);
+    free(first);
 }
 
 /* Every stage's units in its schedule's order, each on all the stage's simulated ranks. */
@@ -561,7 +574,7 @@ static void intern_labels(compile_ctx *cx)
 static void estimate_memory(compile_ctx *cx, compiled_plan *out)
 {
     const cluster *c = cx->c;
-    const chunk_template *stage_chunks[cx->v];
+    const chunk_template **stage_chunks = xmalloc((size_t)cx->v * sizeof *stage_chunks);
     out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
     out->memory_capacity_of_rank =
         xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
@@ -572,6 +585,7 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
         compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
         out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
     }
+    free(stage_chunks);
 }
 
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,

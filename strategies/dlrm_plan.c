@@ -138,9 +138,7 @@ static int *by_decreasing_weight(const double *weight, int n)
 static void place_greedy(const double *weight, int n, int G, int *owner)
 {
     int *order = by_decreasing_weight(weight, n);
-    double load[G];
-    for (int g = 0; g < G; g++)
-        load[g] = 0;
+    double *load = xcalloc((size_t)G, sizeof *load); /* heap: G is up to the plan's GPUs */
     for (int i = 0; i < n; i++) {
         int best = 0;
         for (int g = 1; g < G; g++)
@@ -149,6 +147,7 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
         owner[order[i]] = best;
         load[best] += weight[order[i]];
     }
+    free(load);
     free(order);
 }
 
@@ -161,8 +160,9 @@ static void place_capped(const double *weight, int n, int G, int *owner)
 {
     int *order = by_decreasing_weight(weight, n);
     int cap = (n + G - 1) / G, n_open = G, n_closed = 0;
-    int open[G], closed[G], count[G], gpu_of_bucket[G];
-    double sum[G];
+    int *open = xmalloc((size_t)4 * G * sizeof *open), *closed = open + G, *count = open + 2 * G,
+        *gpu_of_bucket = open + 3 * G;
+    double *sum = xmalloc((size_t)G * sizeof *sum);
     int *bucket = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *bucket);
     for (int b = 0; b < G; b++) {
         open[b] = b;
@@ -192,6 +192,8 @@ static void place_capped(const double *weight, int n, int G, int *owner)
         owner[t] = gpu_of_bucket[bucket[t]];
     free(bucket);
     free(order);
+    free(open);
+    free(sum);
 }
 
 /* The GPU of each table-wise table and column shard under the strategy's placement. An explicit
@@ -391,9 +393,8 @@ static void alltoall_matrices(const dlrm_layout *L, const workload_dlrm *d, int 
 {
     int G = L->G;
     double eb = precision_bytes(d->embedding_precision);
-    double ids_to[G], pooled_from[G], ids_all = 0;
-    for (int g = 0; g < G; g++)
-        ids_to[g] = pooled_from[g] = 0;
+    double *ids_to = xcalloc((size_t)2 * G, sizeof *ids_to), *pooled_from = ids_to + G;
+    double ids_all = 0;
     for (int k = 0; k < L->n_shards; k++) {
         const dlrm_shard *sh = &L->shard[k];
         double pool = d->pooling[sh->table];
@@ -415,6 +416,7 @@ static void alltoall_matrices(const dlrm_layout *L, const workload_dlrm *d, int 
             ids[i * G + j] = i == j ? 0 : ids_to[j] + ids_all;
             pooled[i * G + j] = i == j ? 0 : pooled_from[i];
         }
+    free(ids_to);
 }
 
 static void describe(const strategy *s, const cluster *c, const workload_graph *wg, int M,

@@ -146,8 +146,8 @@ static void join_expert_coll(compile_ctx *cx, const int *members, int n, const u
  * its load. */
 static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uint32_t *after)
 {
-    int etp = cx->etp, members[etp];
-    uint32_t coll[etp];
+    int etp = cx->etp, *members = xmalloc((size_t)etp * sizeof *members); /* heap: up to GPUs */
+    uint32_t *coll = xmalloc((size_t)etp * sizeof *coll);
     for (int x = 0; x < cx->edp; x++)
         for (int e = 0; e < cx->ep; e++) {
             int grp = cx->etp_group[(size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e];
@@ -160,6 +160,8 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uin
                                 cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
             join_expert_coll(cx, members, etp, coll, after);
         }
+    free(members);
+    free(coll);
 }
 
 /* The all-to-all of every emitted EP group of stage p. Member k sends its tokens' copies
@@ -167,9 +169,9 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uin
  * load sets its share, out of them the sender's (the busiest rank, EP index 0, holds more). */
 static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *after)
 {
-    int ep = cx->ep, etp = cx->etp, members[ep];
-    uint32_t coll[ep];
-    double share[ep], *matrix = NULL;
+    int ep = cx->ep, etp = cx->etp, *members = xmalloc((size_t)ep * sizeof *members);
+    uint32_t *coll = xmalloc((size_t)ep * sizeof *coll);
+    double *share = xmalloc((size_t)ep * sizeof *share), *matrix = NULL;
     int even = 1;
     for (int e = 0; e < ep; e++) {
         share[e] = compile_expert_load(cx, compile_expert_stage_index(cx, 0, e, 0));
@@ -197,6 +199,9 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *af
             join_expert_coll(cx, members, ep, coll, after);
         }
     free(matrix);
+    free(members);
+    free(coll);
+    free(share);
 }
 
 /* Expert parallelism's collectives at a cut: into the experts the all-to-all then the

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../sim/base/limits.h"
 #include "../sim/base/xalloc.h"
 
 /* Where a pipeline split rule points: the key's value, else the pipeline degree. */
@@ -167,6 +168,10 @@ int pipeline_split_load_layers(yread_ctx *c, yaml_node_t *n, strategy *s)
     int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (count == 0)
         return yread_fail(c, n, "strategy.pipeline.layers", "the list is empty");
+    if (count > PS_MAX_LAYERS + 2)
+        return yread_fail(c, n, "strategy.pipeline.layers",
+                          "%d model chunks: more than %d (protosim's limit of layers, + 2)", count,
+                          PS_MAX_LAYERS + 2);
     s->chunk_layers = xcalloc((size_t)count, sizeof *s->chunk_layers);
     s->n_chunk_layers = count;
     s->chunk_layers_loc = yread_loc(n);
@@ -174,7 +179,7 @@ int pipeline_split_load_layers(yread_ctx *c, yaml_node_t *n, strategy *s)
         yaml_node_t *item = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
         char field[64];
         snprintf(field, sizeof field, "strategy.pipeline.layers[%d]", i);
-        if (yread_int(c, item, field, 0, INT_MAX, &s->chunk_layers[i]))
+        if (yread_count(c, item, field, 0, PS_MAX_LAYERS, &s->chunk_layers[i]))
             return c->err->code;
     }
     return 0;

@@ -2,6 +2,7 @@
  * Uses libyaml's document API so every value keeps its line and column for error messages. */
 #include "strategy.h"
 #include "../sim/base/yaml_read.h"
+#include "../sim/base/limits.h"
 #include "../sim/base/xalloc.h"
 #include "pipeline_split.h"
 
@@ -99,10 +100,10 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
     if (!v)
         return yread_fail(c, n, "batch.global", "missing required key 'global' in batch");
     s->batch_loc = yread_loc(v);
-    if (yread_int(c, v, "batch.global", 1, INT_MAX, &s->global_batch))
+    if (yread_count(c, v, "batch.global", 1, PS_MAX_GLOBAL_BATCH, &s->global_batch))
         return c->err->code;
     if ((v = yread_map_get(c, n, "micro")) &&
-        yread_int(c, v, "batch.micro", 1, INT_MAX, &s->micro_batch))
+        yread_count(c, v, "batch.micro", 1, PS_MAX_GLOBAL_BATCH, &s->micro_batch))
         return c->err->code;
     return 0;
 }
@@ -126,7 +127,7 @@ static int load_section(yread_ctx *c, yaml_node_t *n, const char *path, const yf
 static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     const yfield fields[] = {
-        {"degree", YFIELD_INT, &s->tp, 1, INT_MAX, {0}},
+        {"degree", YFIELD_COUNT, &s->tp, 1, PS_MAX_GPUS, {0}},
         {"sequence_parallel", YFIELD_BOOL, &s->sequence_parallel, 0, 0, {0}},
         {"comm_overlap", YFIELD_BOOL, &s->tp_comm_overlap, 0, 0, {0}},
         {"vocab_parallel", YFIELD_BOOL, &s->vocab_parallel, 0, 0, {0}},
@@ -141,13 +142,13 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
         "account_for_loss", "first_stage_layers", "last_stage_layers", "layers"};
     int schedule = s->schedule;
     const yfield fields[] = {
-        {"degree", YFIELD_INT, &s->pp, 1, INT_MAX, {0}},
+        {"degree", YFIELD_COUNT, &s->pp, 1, PS_MAX_GPUS, {0}},
         {"schedule", YFIELD_ENUM, &schedule, 0, 0, schedule_names},
-        {"virtual_stages", YFIELD_INT, &s->virtual_stages, 1, INT_MAX, {0}},
+        {"virtual_stages", YFIELD_COUNT, &s->virtual_stages, 1, PS_MAX_LAYERS + 2, {0}},
         {"account_for_embedding", YFIELD_BOOL, &s->account_embedding, 0, 0, {0}},
         {"account_for_loss", YFIELD_BOOL, &s->account_loss, 0, 0, {0}},
-        {"first_stage_layers", YFIELD_INT, &s->first_stage_layers, 1, INT_MAX, {0}},
-        {"last_stage_layers", YFIELD_INT, &s->last_stage_layers, 1, INT_MAX, {0}},
+        {"first_stage_layers", YFIELD_COUNT, &s->first_stage_layers, 1, PS_MAX_LAYERS, {0}},
+        {"last_stage_layers", YFIELD_COUNT, &s->last_stage_layers, 1, PS_MAX_LAYERS, {0}},
     };
     if (yread_expect_mapping(c, n, "strategy.pipeline") ||
         yread_check_keys(c, n, "strategy.pipeline", keys, COUNT(keys)) ||
@@ -177,9 +178,9 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
 static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     const yfield fields[] = {
-        {"degree", YFIELD_INT, &s->dp, 1, INT_MAX, {0}},
+        {"degree", YFIELD_COUNT, &s->dp, 1, PS_MAX_GPUS, {0}},
         {"zero", YFIELD_INT, &s->zero, 0, 3, {0}},
-        {"shard_degree", YFIELD_INT, &s->shard_degree, 1, INT_MAX, {0}},
+        {"shard_degree", YFIELD_COUNT, &s->shard_degree, 1, PS_MAX_GPUS, {0}},
         {"bucket_mb", YFIELD_POSITIVE, &s->bucket_mb, 0, 0, {0}},
         {"overlap_param_gather", YFIELD_BOOL, &s->overlap_param_gather, 0, 0, {0}},
         {"overlap", YFIELD_BOOL, &s->dp_overlap, 0, 0, {0}},
@@ -201,7 +202,7 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
 static int load_context(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     const yfield fields[] = {
-        {"degree", YFIELD_INT, &s->cp, 1, INT_MAX, {0}},
+        {"degree", YFIELD_COUNT, &s->cp, 1, PS_MAX_GPUS, {0}},
     };
     return load_section(c, n, "strategy.context", fields, COUNT(fields), &s->cp_loc);
 }
@@ -209,8 +210,8 @@ static int load_context(yread_ctx *c, yaml_node_t *n, strategy *s)
 static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     const yfield fields[] = {
-        {"degree", YFIELD_INT, &s->ep, 1, INT_MAX, {0}},
-        {"tensor", YFIELD_INT, &s->etp, 1, INT_MAX, {0}},
+        {"degree", YFIELD_COUNT, &s->ep, 1, PS_MAX_GPUS, {0}},
+        {"tensor", YFIELD_COUNT, &s->etp, 1, PS_MAX_GPUS, {0}},
     };
     if (load_section(c, n, "strategy.expert", fields, COUNT(fields), &s->ep_loc))
         return c->err->code;
@@ -330,6 +331,12 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
         yaml_node_t *vp = yread_map_get(c, v, "vocab_parallel");
         if (vp) {
             yread_join_path(sub, sizeof sub, field, "tensor.vocab_parallel");
+            if (o->first_layer >= 0 && o->first_layer < layers)
+                return yread_fail(c, vp, sub,
+                                  "vocab_parallel splits the embedding and the LM head over the "
+                                  "vocabulary: it applies to children embedding and head, not "
+                                  "to '%s'",
+                                  path);
             if (yread_bool(c, vp, sub, &o->vocab_parallel))
                 return c->err->code;
             o->has_vocab_parallel = 1;
@@ -423,6 +430,10 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
     int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     if (count == 0)
         return 0;
+    if (count > PS_MAX_LAYERS + 2)
+        return yread_fail(c, n, "strategy.children",
+                          "%d children: more than %d (protosim's limit of layers, + 2)", count,
+                          PS_MAX_LAYERS + 2);
     s->overrides = xcalloc((size_t)count, sizeof *s->overrides);
     for (int i = 0; i < count; i++) {
         yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
@@ -431,6 +442,13 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
         if (load_override(c, k, v, s->model.layers, &s->overrides[i]))
             return c->err->code;
         s->n_overrides = i + 1;
+        /* a repeated path, as every other mapping: the second would silently win */
+        for (int j = 0; j < i; j++)
+            if (!strcmp(s->overrides[j].path, s->overrides[i].path)) {
+                char field[128];
+                snprintf(field, sizeof field, "strategy.children.%s", s->overrides[i].path);
+                return yread_fail(c, k, field, "duplicate key '%s'", s->overrides[i].path);
+            }
     }
     return 0;
 }
@@ -684,7 +702,13 @@ void strategy_free(strategy *s)
 
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
 {
-    long product = (long)s->tp * s->cp * s->pp * s->dp;
+    /* checked: four degrees of up to 2^17 each would overflow 64 bits */
+    int64_t product = 1;
+    const int64_t degree[4] = {s->tp, s->cp, s->pp, s->dp};
+    for (int i = 0; i < 4; i++)
+        product = degree[i] < 0 || ps_mul_exceeds(product, degree[i], INT64_MAX / 2)
+                      ? INT64_MAX / 2
+                      : product * degree[i];
     if (product == gpus)
         return 0;
     /* Point at the data degree when it was written (it is what users usually derive from the
@@ -700,13 +724,13 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
     }
     if (s->cp > 1)
         return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
-                            "tensor %d x context %d x pipeline %d x data %d = %ld GPUs, but the "
+                            "tensor %d x context %d x pipeline %d x data %d = %lld GPUs, but the "
                             "cluster has %d GPUs",
-                            s->tp, s->cp, s->pp, s->dp, product, gpus);
+                            s->tp, s->cp, s->pp, s->dp, (long long)product, gpus);
     return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
-                        "tensor %d x pipeline %d x data %d = %ld GPUs, but the cluster has "
+                        "tensor %d x pipeline %d x data %d = %lld GPUs, but the cluster has "
                         "%d GPUs",
-                        s->tp, s->pp, s->dp, product, gpus);
+                        s->tp, s->pp, s->dp, (long long)product, gpus);
 }
 
 /* The override in force for `layer` that sets recompute (vocab 0) or vocab_parallel (vocab 1),

@@ -3,6 +3,7 @@
  * ranks, expert and context parallelism, the batch. Errors point at the loaded locations. */
 #include "strategy.h"
 #include "pipeline_split.h"
+#include "../sim/base/limits.h"
 
 #include <stdio.h>
 
@@ -203,6 +204,61 @@ static int validate_batch(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* The sizes a plan multiplies out, checked before any rule divides by them (sim/base/limits.h):
+ * its GPUs, tensor x context x pipeline x data, at most PS_MAX_GPUS (the error at the degree
+ * whose product passes it), its model chunks, pipeline x virtual stages, and its micro-batches
+ * per iteration, global / (micro x data), at most PS_MAX_MICRO_BATCHES, and those times the
+ * chunks at most PS_MAX_PIPELINE_UNITS (the schedule's work), and the GPUs times the
+ * micro-batches and virtual stages at most PS_MAX_RANK_UNITS (the compiler's tables). */
+static int validate_sizes(const strategy *s, ps_error *err)
+{
+    const int64_t degree[4] = {s->tp, s->cp, s->pp, s->dp};
+    const src_loc loc[4] = {s->tp_loc, s->cp_loc, s->pp_loc, s->dp_loc};
+    static const char *const field[4] = {"strategy.tensor.degree", "strategy.context.degree",
+                                         "strategy.pipeline.degree", "strategy.data.degree"};
+    for (int n = 2; n <= 4; n++) {
+        int at = n - 1; /* the degree that joins the product, else one that was written */
+        for (int k = n - 1; loc[at].line == 0 && k >= 0; k--)
+            at = k;
+        ps_where w = {s->file, loc[at], field[at]};
+        if (ps_product_checked(degree, n, PS_MAX_GPUS, w,
+                               "GPUs of the plan (tensor x context x pipeline x data)", NULL, err))
+            return err->code;
+    }
+    int v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    ps_where vw = {s->file, s->virtual_stages_loc.line ? s->virtual_stages_loc : s->pp_loc,
+                   "strategy.pipeline.virtual_stages"};
+    if (ps_mul_checked(s->pp, v, PS_MAX_LAYERS + 2, vw,
+                       "model chunks (pipeline degree x virtual stages)", NULL, err))
+        return err->code;
+    int64_t per_step = (int64_t)s->micro_batch * s->dp; /* both at most 2^24: no overflow */
+    int64_t micro_batches = s->global_batch / per_step;
+    if (micro_batches > PS_MAX_MICRO_BATCHES)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column, "batch.global",
+            "global batch %d / (micro batch %d x data degree %d) = %lld "
+            "micro-batches per iteration, more than %d (protosim's limit)",
+            s->global_batch, s->micro_batch, s->dp, (long long)micro_batches, PS_MAX_MICRO_BATCHES);
+    /* both factors are within their limits here: the product fits */
+    if (micro_batches * s->pp * v > PS_MAX_PIPELINE_UNITS)
+        return ps_error_set(err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column,
+                            "batch.global",
+                            "%lld micro-batches x %d model chunks (pipeline %d x virtual stages "
+                            "%d) = %lld units of pipeline work, more than %d (protosim's limit)",
+                            (long long)micro_batches, s->pp * v, s->pp, v,
+                            (long long)(micro_batches * s->pp * v), PS_MAX_PIPELINE_UNITS);
+    /* GPUs <= 2^17, micro-batches x virtual stages <= 2^20 just above: the product fits */
+    int64_t gpus = (int64_t)s->tp * s->cp * s->pp * s->dp;
+    if (gpus * micro_batches * v > PS_MAX_RANK_UNITS)
+        return ps_error_set(err, PS_EINPUT, s->file, s->batch_loc.line, s->batch_loc.column,
+                            "batch.global",
+                            "%lld GPUs x %lld micro-batches x %d virtual stages = %lld, more than "
+                            "%d (protosim's limit of the plan's per-GPU units)",
+                            (long long)gpus, (long long)micro_batches, v,
+                            (long long)(gpus * micro_batches * v), PS_MAX_RANK_UNITS);
+    return 0;
+}
+
 /* strategy.embedding (and children "tables.N") of a dlrm plan: which keys go with which
  * sharding, column shards dividing the tables' dims, the GPUs named in range of data.degree
  * (the plan's GPUs). */
@@ -349,6 +405,8 @@ int strategy_validate(const strategy *s, ps_error *err)
         s->virtual_stages < 1)
         return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column, "strategy",
                             "degrees, micro batch and virtual stages must be >= 1");
+    if (validate_sizes(s, err))
+        return err->code;
     if (s->model.family == FAMILY_DLRM)
         return validate_dlrm(s, err);
     if (s->optimizer == OPT_ADAGRAD)

@@ -3,6 +3,7 @@
 #include "sweep_plan.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -254,13 +255,15 @@ static void check_plan(const strategy *base, int gpus, int data_auto, sweep_plan
 {
     plan_desc *d = &p->desc;
     if (data_auto) {
-        if (gpus % (d->tp * d->cp * d->pp)) {
+        /* each factor is at most PS_MAX_GPUS (2^17): the product fits in 64 bits */
+        int64_t tcp = (int64_t)d->tp * d->cp * d->pp;
+        if (gpus % tcp) {
             mark_invalid(p, "gpus",
                          "tensor %d x context %d x pipeline %d does not divide the %d GPUs", d->tp,
                          d->cp, d->pp, gpus);
             return;
         }
-        d->dp = gpus / (d->tp * d->cp * d->pp);
+        d->dp = (int)(gpus / tcp);
     }
     strategy v = *base; /* shallow: only read */
     sweep_plan_apply(d, &v);

@@ -1,6 +1,7 @@
 /* sweep_spec.c: parsing a sweep file (base strategy, axes, constraints) with libyaml's document
  * API, so every error names file:line:column and the field, as the strategy parser does. */
 #include "sweep_spec.h"
+#include "../sim/base/limits.h"
 #include "../sim/base/yaml_read.h"
 #include "../sim/base/xalloc.h"
 
@@ -55,8 +56,12 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
             return c->err->code;
         *out = iv;
         return 0;
-    default:
-        if (yread_int(c, n, field, 1, 1 << 20, &iv))
+    default: /* degrees, micro-batches, virtual stages: the strategy's limits */
+        if (yread_count(c, n, field, 1,
+                        k == SWEEP_MICRO_BATCH      ? PS_MAX_GLOBAL_BATCH
+                        : k == SWEEP_VIRTUAL_STAGES ? PS_MAX_LAYERS + 2
+                                                    : PS_MAX_GPUS,
+                        &iv))
             return c->err->code;
         *out = iv;
         return 0;
@@ -106,6 +111,9 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
         if (n == 0)
             return yread_fail(c, v, field, "empty list: an axis needs at least one value");
+        if (n > PS_MAX_AXIS_VALUES)
+            return yread_fail(c, v, field, "%d values: more than %d (protosim's limit)", n,
+                              PS_MAX_AXIS_VALUES);
         a->values = xcalloc((size_t)n, sizeof *a->values);
         for (int i = 0; i < n; i++) {
             yaml_node_t *item = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
@@ -133,7 +141,7 @@ static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         return c->err->code;
     if ((v = yread_map_get(c, m, "gpus"))) {
         s->gpus_loc = yread_loc(v);
-        if (yread_int(c, v, "constraints.gpus", 1, 1 << 24, &s->gpus))
+        if (yread_count(c, v, "constraints.gpus", 1, PS_MAX_GPUS, &s->gpus))
             return c->err->code;
     }
     if ((v = yread_map_get(c, m, "memory")) &&
@@ -141,7 +149,7 @@ static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         return c->err->code;
     if ((v = yread_map_get(c, m, "max_plans"))) {
         s->max_plans_loc = yread_loc(v);
-        if (yread_int(c, v, "constraints.max_plans", 1, INT_MAX, &s->max_plans))
+        if (yread_count(c, v, "constraints.max_plans", 1, PS_MAX_SWEEP_PLANS, &s->max_plans))
             return c->err->code;
     }
     return 0;

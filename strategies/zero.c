@@ -95,7 +95,8 @@ void zero_state_free(compile_ctx *cx, emit_state *es)
  * holding the same shard, DP indices g * shard + j for every g. */
 void zero_make_groups(compile_ctx *cx, emit_state *es)
 {
-    int S = cx->shard, G = cx->n_shard_groups, ranks[cx->dp];
+    int S = cx->shard, G = cx->n_shard_groups;
+    int *ranks = xmalloc((size_t)cx->dp * sizeof *ranks); /* heap: up to the plan's GPUs */
     for (int p = 0; p < cx->pp; p++)
         for (int t = 0; t < cx->tp; t++) {
             size_t pt = (size_t)p * cx->tp + t;
@@ -110,6 +111,7 @@ void zero_make_groups(compile_ctx *cx, emit_state *es)
                 es->replica_group[pt * S + j] = G > 1 ? htae_add_group(cx->g, ranks, G) : -1;
             }
         }
+    free(ranks);
 }
 
 /* One collective per shard group of (p, t) (replicas: per replica group); task_of_d[d] gets DP
@@ -119,7 +121,7 @@ static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas
 {
     int S = cx->shard, G = cx->n_shard_groups;
     int n_groups = replicas ? S : G, members = replicas ? G : S;
-    uint32_t coll[members];
+    uint32_t *coll = xmalloc((size_t)members * sizeof *coll);
     for (int i = 0; i < n_groups; i++) {
         int grp = replicas ? es->replica_group[((size_t)p * cx->tp + t) * S + i]
                            : es->shard_group[((size_t)p * cx->tp + t) * G + i];
@@ -131,6 +133,7 @@ static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas
             es->last_dp[compile_rank_of(cx->s, t, d, p)] = coll[m];
         }
     }
+    free(coll);
 }
 
 /* Each member waits for its replica's task dep[d]. A folded replica (not simulated) behaves as
@@ -175,7 +178,7 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, do
                       int label, int mb, int mc, int b, edp_dep wait, uint32_t *gather)
 {
     int edp = cx->edp, tp = cx->tp;
-    uint32_t coll[edp];
+    uint32_t *coll = xmalloc((size_t)edp * sizeof *coll);
     for (int e = 0; e < cx->ep; e++)
         for (int et = 0; et < cx->etp; et++) {
             int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
@@ -195,6 +198,7 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, do
                     htae_add_edge(cx->g, dep, coll[x]);
             }
         }
+    free(coll);
 }
 
 /* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
@@ -209,7 +213,7 @@ void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
         return;
     assert(s->zero == 1 || s->zero == 2);
     es->gather = none_table((size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets);
-    uint32_t task[cx->dp];
+    uint32_t *task = xmalloc((size_t)cx->dp * sizeof *task);
     for (int p = 0; p < cx->pp; p++)
         for (int c = 0; c < cx->v; c++) {
             int mc = c * cx->pp + p;
@@ -232,6 +236,7 @@ void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
                 }
             }
         }
+    free(task);
 }
 
 /* ZeRO 0-2: per DP group, gradient buckets in the order their gradients complete: all-reduced
@@ -244,7 +249,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
     if (cx->dp == 1 || cx->fsdp)
         return;
     coll_kind kind = s->zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE;
-    uint32_t task[cx->dp], dep[cx->dp_sim];
+    uint32_t *task = xmalloc(((size_t)cx->dp + cx->dp_sim) * sizeof *task), *dep = task + cx->dp;
     for (int p = 0; p < cx->pp; p++) {
         int nu = pipeline_order(s->schedule, cx->pp, p, cx->M, cx->v, es->units);
         for (int u = 0; u < nu; u++) {
@@ -273,6 +278,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
             }
         }
     }
+    free(task);
 }
 
 /* Recorded task `which` of FSDP step k of simulated replica d, tensor index t. */
@@ -302,7 +308,8 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
 {
     if (!cx->fsdp)
         return;
-    uint32_t cur[cx->dp], next[cx->dp], dep[cx->dp_sim];
+    uint32_t *cur = xmalloc(((size_t)2 * cx->dp + cx->dp_sim) * sizeof *cur);
+    uint32_t *next = cur + cx->dp, *dep = cur + 2 * cx->dp;
     double grad_elem = cx->grad_elem;
     for (int p = 0; p < cx->pp; p++)
         for (int t = 0; t < cx->tp; t++) {
@@ -331,9 +338,10 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
                         dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard,
                                  cx->label_hsdp_ar, st.mb, cur);
                 }
-                memcpy(cur, next, sizeof cur);
+                memcpy(cur, next, (size_t)cx->dp * sizeof *cur);
             }
         }
+    free(cur);
 }
 
 double zero_stage_params(compile_ctx *cx, int p)
@@ -388,7 +396,7 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
     const strategy *s = cx->s;
     if (!(s->zero == 1 || s->zero == 2) || cx->dp == 1 || es->gather)
         return;
-    uint32_t task[cx->dp], dep[cx->dp_sim];
+    uint32_t *task = xmalloc(((size_t)cx->dp + cx->dp_sim) * sizeof *task), *dep = task + cx->dp;
     double elem = precision_bytes(s->precision);
     for (int p = 0; p < cx->pp; p++) {
         double expert = zero_stage_expert_params(cx, p);
@@ -404,6 +412,7 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
             edp_colls(cx, es, p, COLL_ALLGATHER, expert * elem, cx->label_edp[COLL_ALLGATHER], -1,
                       0, 0, EDP_AFTER_STEP, NULL);
     }
+    free(task);
 }
 
 double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,

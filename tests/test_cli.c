@@ -142,11 +142,11 @@ START_TEST(option_usage_errors)
         {{"cluster", "dgx-a100", "--nodes", "2", "--fabric", "torus", NULL},
          "--fabric: bad fabric 'torus' (expected fat-tree or rail)"},
         {{"cluster", "dgx-a100", "--nodes", "2", "--nodes-per-leaf", "0", NULL},
-         "--nodes-per-leaf: bad number '0' (expected an integer >= 1)"},
+         "--nodes-per-leaf: bad number '0' (expected an integer from 1 to 131072)"},
         {{"cluster", "dgx-a100", "--nodes", "2", "--oversubscription", "0.5", NULL},
-         "--oversubscription: bad number '0.5' (expected a decimal number >= 1)"},
+         "--oversubscription: bad number '0.5' (expected a decimal number from 1 to 1000000)"},
         {{"cluster", "dgx-a100", "--nodes", "2", "--oversubscription", "0", NULL},
-         "--oversubscription: bad number '0' (expected a decimal number >= 1)"},
+         "--oversubscription: bad number '0' (expected a decimal number from 1 to 1000000)"},
         {{"cluster", "--nodes", "1", NULL}, "cluster needs a KIND (or --from-hwloc FILE)"},
         {{"cluster", "dgx-a100", "--nodes", "1", "--gpu", "A100-FOO", NULL},
          "--gpu: unknown device 'A100-FOO' (known: "},
@@ -303,10 +303,11 @@ END_TEST
 
 /* ---------------------------------------------------------------- numbers */
 
-#define SIZE_EXPECTED "(expected a number of bytes, optionally with K, M, G, T, Ki, Mi, Gi or Ti)"
+#define SIZE_EXPECTED                                                                              \
+    "(expected a number of bytes up to 1e18, optionally with K, M, G, T, Ki, Mi, Gi or Ti)"
 
-static const char *const junk[] = {"nan",   "inf", "-5", "0x10", "",
-                                   "12abc", " 3",  "+3", "1e3",  NULL};
+static const char *const junk[] = {"nan", "inf", "-5",  "0x10",  "",     "12abc",
+                                   " 3",  "+3",  "1e3", "1e308", "1.5e", NULL};
 
 /* Every junk form of a size exits 1 with the exact message naming --sizes. */
 START_TEST(sizes_reject_junk)
@@ -345,12 +346,12 @@ START_TEST(counts_reject_junk)
         const char *args[4]; /* the value goes last */
         const char *what;
     } opts[] = {
-        {{"collective", "--gpus"}, "GPU count' (expected an integer >= 1)"},
-        {{"cluster", "--nodes"}, "number' (expected an integer >= 1)"},
-        {{"cluster", "--nics"}, "number' (expected an integer >= 1)"},
-        {{"cluster", "--gpus-per-node"}, "number' (expected an integer >= 1)"},
-        {{"sweep", "-j"}, "job count' (expected an integer >= 1)"},
-        {{"sweep", "--jobs"}, "job count' (expected an integer >= 1)"},
+        {{"collective", "--gpus"}, "GPU count' (expected an integer from 1 to 131072)"},
+        {{"cluster", "--nodes"}, "number' (expected an integer from 1 to 131072)"},
+        {{"cluster", "--nics"}, "number' (expected an integer from 1 to 72)"},
+        {{"cluster", "--gpus-per-node"}, "number' (expected an integer from 1 to 72)"},
+        {{"sweep", "-j"}, "job count' (expected an integer from 1 to 1024)"},
+        {{"sweep", "--jobs"}, "job count' (expected an integer from 1 to 1024)"},
         {{"sweep", "--top"}, "--top' (expected an integer >= 0)"},
         {{"merge", "--top"}, "--top' (expected an integer >= 0)"},
     };
@@ -367,18 +368,26 @@ START_TEST(counts_reject_junk)
             expect_bad_input(&r, needles);
             run_free(&r);
         }
-    const char *decimals[] = {"--nic-gbps", "--oversubscription"};
+    /* decimals: also 0 and the negative and huge values the cluster used to take (issue 14) */
+    const char *decimals[][2] = {{"--nic-gbps", "a decimal number > 0 and at most 1000000"},
+                                 {"--oversubscription", "a decimal number from 1 to 1000000"}};
+    const char *values[32];
+    int n = 0;
+    for (int k = 0; junk[k]; k++)
+        values[n++] = junk[k];
+    const char *more[] = {"0", "-100", "1e308", "1e7"};
+    for (int k = 0; k < 4; k++)
+        values[n++] = more[k];
     for (size_t o = 0; o < 2; o++)
-        for (int k = 0; junk[k]; k++) {
-            if (!strcmp(junk[k], "1e3"))
+        for (int k = 0; k < n; k++) {
+            const char *v = values[k];
+            if (!strcmp(v, "1e3"))
                 continue; /* an exponent is fine in a decimal */
-            const char *args[] = {"cluster", "dgx-a100", decimals[o], junk[k], NULL};
+            const char *args[] = {"cluster", "dgx-a100", decimals[o][0], v, NULL};
             run_result r = run_protosim(dir, args);
             char want[256];
-            snprintf(want, sizeof want,
-                     "protosim: error: %s: bad number '%s' (expected a non-negative decimal "
-                     "number)\n",
-                     decimals[o], junk[k]);
+            snprintf(want, sizeof want, "protosim: error: %s: bad number '%s' (expected %s)\n",
+                     decimals[o][0], v, decimals[o][1]);
             const char *needles[] = {want, NULL};
             expect_bad_input(&r, needles);
             run_free(&r);

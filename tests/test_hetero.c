@@ -344,8 +344,10 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     ck_assert_int_eq(c.n_gpus, p);
     htae_graph *g = htae_graph_create(p);
     int label = htae_label(g, "unit");
-    uint32_t fwd[p][m], bwd[p][m], last_b0 = 0;
-    pipeline_unit units[2 * m];
+    enum { MAX_P = 8, MAX_M = 16 }; /* fixed arrays: the build refuses variable-length ones */
+    ck_assert(p <= MAX_P && m <= MAX_M);
+    uint32_t fwd[MAX_P][MAX_M], bwd[MAX_P][MAX_M], last_b0 = 0;
+    pipeline_unit units[2 * MAX_M];
     for (int s = 0; s < p; s++) {
         pipeline_1f1b_order(p, s, m, units);
         for (int u = 0; u < 2 * m; u++) {

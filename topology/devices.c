@@ -55,19 +55,6 @@ static const char *const device_keys[N_KEYS] = {
 /* The peak_flops slot of each *_tflops key (precision_t order). */
 static const int key_precision[4] = {PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16};
 
-/* A finite number >= 0 into *out; else a located error. */
-static int read_nonnegative(yread_ctx *c, yaml_node_t *n, const char *field, double *out)
-{
-    const char *s = yread_scalar(n);
-    char *end = NULL;
-    errno = 0;
-    double v = s && *s ? strtod(s, &end) : NAN;
-    if (!s || !*s || *end || errno || !isfinite(v) || v < 0.0)
-        return yread_fail(c, n, field, "expected a number >= 0, got %s", s ? s : yread_kind(n));
-    *out = v;
-    return 0;
-}
-
 /* One device entry: every figure present and a positive number (the optional NCCL figures:
  * numbers >= 0, efficiencies in (0, 1]). */
 static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, device_spec *spec)
@@ -96,7 +83,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
         yaml_node_t *v = yread_map_get(c, entry, device_keys[i]);
         if (i >= KEY_NCCL_LAUNCH_US) { /* optional, may be 0; absent: -1 */
             value[i] = -1.0;
-            if (v && read_nonnegative(c, v, field, &value[i]))
+            if (v && yread_nonnegative(c, v, field, &value[i]))
                 return c->err->code;
             continue;
         }

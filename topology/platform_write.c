@@ -67,9 +67,11 @@
 #include "cluster.h"
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/limits.h"
 #include "../sim/base/xalloc.h"
 
 static const char *const fabric_table[] = {"fat-tree", "rail"};
@@ -541,11 +543,44 @@ static void fabric_free(fabric *f)
     free(f->rail_used);
 }
 
+/* The platform's size against sim/base/limits.h, before anything is written: GPUs per node,
+ * GPUs in all (at most PS_MAX_GPUS) and the GPU pairs inside nodes (a route each). */
+static int check_platform_size(const node_model *const *models, const int *group_nodes,
+                               int n_groups, ps_error *err)
+{
+    int64_t gpus = 0, pairs = 0;
+    for (int g = 0; g < n_groups; g++) {
+        int64_t n = group_nodes[g], k = models[g]->gpus;
+        if (k > PS_MAX_GPUS_PER_NODE)
+            return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
+                                "--gpus-per-node: %s nodes have %lld GPUs, more than %d "
+                                "(protosim's limit)",
+                                models[g]->kind, (long long)k, PS_MAX_GPUS_PER_NODE);
+        gpus += n * k; /* n <= INT_MAX and k <= 72: no overflow */
+        pairs += n * k * (k - 1);
+    }
+    if (gpus > PS_MAX_GPUS)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
+                            "--nodes: the cluster would have %lld GPUs, more than %d (protosim's "
+                            "limit)",
+                            (long long)gpus, PS_MAX_GPUS);
+    if (pairs > PS_MAX_NODE_PAIRS)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
+                            "--nodes: the nodes would hold %lld ordered GPU pairs (a route each in "
+                            "the platform), more than %d (protosim's limit): fewer nodes or GPUs "
+                            "per node",
+                            (long long)pairs, PS_MAX_NODE_PAIRS);
+    return 0;
+}
+
 int cluster_write_platform(const node_model *const *models, const int *group_nodes, int n_groups,
                            const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
     fabric f;
-    int rc = fabric_init(&f, models, group_nodes, n_groups, opts, err);
+    int rc = check_platform_size(models, group_nodes, n_groups, err);
+    if (rc)
+        return rc;
+    rc = fabric_init(&f, models, group_nodes, n_groups, opts, err);
     if (rc) {
         fabric_free(&f);
         return rc;

@@ -1,6 +1,7 @@
 /* workload.c: models read from YAML (workloads/models/NAME.yaml or a path).
  * The op-graph builders live in transformer.c; this file only knows model descriptions. */
 #include "workload.h"
+#include "../sim/base/limits.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -202,23 +203,23 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
     int attention = m->flash_attention, activation = (int)m->activation;
     int positions = (int)m->positions, window_layers = (int)m->window_layers;
     const yfield fields[] = {
-        {"ffn_hidden", YFIELD_INT, &m->ffn_hidden, 1, INT_MAX, {0}},
+        {"ffn_hidden", YFIELD_COUNT, &m->ffn_hidden, 1, PS_MAX_DIM, {0}},
         {"attention", YFIELD_ENUM, &attention, 0, 0, ENUM_NAMES(attention_table)},
         {"kernels", YFIELD_ENUM, &m->eager_kernels, 0, 0, ENUM_NAMES(kernels_table)},
         {"activation", YFIELD_ENUM, &activation, 0, 0, model_activation_names},
-        {"kv_heads", YFIELD_INT, &m->kv_heads, 1, INT_MAX, {0}},
-        {"head_dim", YFIELD_INT, &m->head_dim, 1, INT_MAX, {0}},
+        {"kv_heads", YFIELD_COUNT, &m->kv_heads, 1, PS_MAX_HEADS, {0}},
+        {"head_dim", YFIELD_COUNT, &m->head_dim, 1, PS_MAX_DIM, {0}},
         {"tied_embeddings", YFIELD_BOOL, &m->tied_embeddings, 0, 0, {0}},
         {"positions", YFIELD_ENUM, &positions, 0, 0, model_positions_names},
         {"bias", YFIELD_BOOL, &m->bias, 0, 0, {0}},
         {"dropout", YFIELD_BOOL, &m->dropout, 0, 0, {0}},
-        {"sliding_window", YFIELD_INT, &m->sliding_window, 1, INT_MAX, {0}},
+        {"sliding_window", YFIELD_COUNT, &m->sliding_window, 1, PS_MAX_SEQ, {0}},
         {"sliding_window_layers", YFIELD_ENUM, &window_layers, 0, 0, model_window_layers_names},
-        {"experts", YFIELD_INT, &m->experts, 1, INT_MAX, {0}},
-        {"experts_topk", YFIELD_INT, &m->experts_topk, 1, INT_MAX, {0}},
-        {"shared_experts", YFIELD_INT, &m->shared_experts, 0, INT_MAX, {0}},
-        {"dense_layers", YFIELD_INT, &m->dense_layers, 0, INT_MAX, {0}},
-        {"dense_ffn_hidden", YFIELD_INT, &m->dense_ffn_hidden, 1, INT_MAX, {0}},
+        {"experts", YFIELD_COUNT, &m->experts, 1, PS_MAX_EXPERTS, {0}},
+        {"experts_topk", YFIELD_COUNT, &m->experts_topk, 1, PS_MAX_EXPERTS, {0}},
+        {"shared_experts", YFIELD_COUNT, &m->shared_experts, 0, PS_MAX_EXPERTS, {0}},
+        {"dense_layers", YFIELD_COUNT, &m->dense_layers, 0, PS_MAX_LAYERS, {0}},
+        {"dense_ffn_hidden", YFIELD_COUNT, &m->dense_ffn_hidden, 1, PS_MAX_DIM, {0}},
         {"capacity_factor", YFIELD_POSITIVE, &m->capacity_factor, 0, 0, {0}},
         {"imbalance", YFIELD_POSITIVE, &m->imbalance, 0, 0, {0}},
     };
@@ -347,7 +348,13 @@ static int resolve_model(yread_ctx *c, yaml_node_t *node, const char *path, work
                               "a swiglu MLP needs ffn_hidden (its width has no standard "
                               "default)");
         }
-        m->ffn_hidden = 4 * m->hidden;
+        yaml_node_t *hidden = yread_map_get(c, node, "hidden");
+        yread_join_path(field, sizeof field, path, "hidden");
+        int64_t ffn;
+        if (ps_mul_checked(4, m->hidden, INT_MAX, (ps_where){c->file, yread_loc(hidden), field},
+                           "the default ffn_hidden, 4 x hidden", &ffn, c->err))
+            return c->err->code;
+        m->ffn_hidden = (int)ffn;
     }
     return 0;
 }
@@ -385,13 +392,19 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
     if (yread_check_keys(c, node, path, model_keys, F_COUNT))
         return c->err->code;
     int dims[F_VOCAB + 1] = {0};
+    /* the dimensions' limits (sim/base/limits.h), indexed by key */
+    static const int dim_max[F_VOCAB + 1] = {[F_LAYERS] = PS_MAX_LAYERS,
+                                             [F_HIDDEN] = PS_MAX_DIM,
+                                             [F_HEADS] = PS_MAX_HEADS,
+                                             [F_SEQ] = PS_MAX_SEQ,
+                                             [F_VOCAB] = PS_MAX_VOCAB};
     for (int f = F_FAMILY; f <= F_VOCAB; f++) {
         yread_join_path(field, sizeof field, path, model_keys[f]);
         yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
         if (!v)
             return yread_fail(c, node, field, "missing required key '%s'", model_keys[f]);
         if (f == F_FAMILY ? yread_enum(c, v, field, model_family_names, &family)
-                          : yread_int(c, v, field, 1, INT_MAX, &dims[f]))
+                          : yread_count(c, v, field, 1, dim_max[f], &dims[f]))
             return c->err->code;
     }
     workload_model m;

@@ -12,6 +12,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "limits.h"
+#include "xalloc.h"
+
 /* ---- loading a file ---- */
 
 static int parse_error(yaml_parser_t *p, const char *path, ps_error *err)
@@ -41,9 +44,47 @@ static int expect_single_document(yaml_parser_t *p, const char *path, const char
     return rc;
 }
 
-int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps_error *err)
+/* A first pass over the parser's events: nesting deeper than PS_MAX_YAML_DEPTH is an error at
+ * the mapping or list that goes too deep (libyaml's loader has no limit, and 100,000 levels take
+ * it a minute). Malformed YAML is reported here too. */
+static int check_depth(const unsigned char *text, size_t len, const char *path, const char *what,
+                       ps_error *err)
 {
-    memset(doc, 0, sizeof *doc);
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot start the YAML parser");
+    yaml_parser_set_input_string(&p, text, len);
+    int depth = 0, rc = 0, done = 0;
+    while (!rc && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            rc = parse_error(&p, path, err);
+            break;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > PS_MAX_YAML_DEPTH)
+                rc = ps_error_set(err, PS_EINPUT, path, (int)ev.start_mark.line + 1,
+                                  (int)ev.start_mark.column + 1, "",
+                                  "the %s nests mappings and lists more than %d deep (protosim's "
+                                  "limit)",
+                                  what, PS_MAX_YAML_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
+/* The whole file into *text (caller frees), at most PS_MAX_YAML_BYTES: a directory, an unreadable
+ * or a larger file is an error. */
+static int read_yaml_text(const char *path, const char *what, unsigned char **text, size_t *len,
+                          ps_error *err)
+{
+    *text = NULL;
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot open %s: %s", what,
@@ -53,13 +94,48 @@ int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps
         fclose(f);
         return ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot read %s: is a directory", what);
     }
+    size_t cap = 0, n = 0, r;
+    unsigned char *buf = NULL;
+    do {
+        xgrow(&buf, 1, n + 65536 + 1, &cap);
+        r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+    } while (r > 0 && n <= PS_MAX_YAML_BYTES);
+    int bad = ferror(f);
+    fclose(f);
+    int rc = 0;
+    if (bad)
+        rc =
+            ps_error_set(err, PS_EINPUT, path, 0, 0, "", "cannot read %s: %s", what, strerror(EIO));
+    else if (n > PS_MAX_YAML_BYTES)
+        rc = ps_error_set(err, PS_EINPUT, path, 0, 0, "",
+                          "the %s is larger than %d bytes (protosim's limit: 16 MiB)", what,
+                          PS_MAX_YAML_BYTES);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps_error *err)
+{
+    memset(doc, 0, sizeof *doc);
+    unsigned char *text;
+    size_t len;
+    int rc = read_yaml_text(path, what, &text, &len, err);
+    if (rc || (rc = check_depth(text, len, path, what, err))) {
+        free(text);
+        return rc;
+    }
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
+        free(text);
         return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot start the YAML parser");
     }
-    yaml_parser_set_input_file(&parser, f);
-    int rc = 0;
+    yaml_parser_set_input_string(&parser, text, len);
     if (!yaml_parser_load(&parser, doc)) {
         rc = parse_error(&parser, path, err);
         memset(doc, 0, sizeof *doc);
@@ -69,7 +145,7 @@ int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps
         memset(doc, 0, sizeof *doc);
     }
     yaml_parser_delete(&parser);
-    fclose(f);
+    free(text);
     return rc;
 }
 
@@ -153,7 +229,8 @@ int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field)
     return yread_fail(c, n, field, "expected a mapping, got %s", yread_kind(n));
 }
 
-int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out)
+/* A plain decimal integer of int range into *v; else an error. */
+static int yread_integer(yread_ctx *c, const yaml_node_t *n, const char *field, long *v)
 {
     const char *s = yread_scalar(n);
     char what[160];
@@ -166,9 +243,17 @@ int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, in
     if (!*p || strspn(p, "0123456789") != strlen(p))
         return yread_fail(c, n, field, "expected an integer, got '%s'", s);
     errno = 0;
-    long v = strtol(s, NULL, 10);
-    if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+    *v = strtol(s, NULL, 10);
+    if (errno == ERANGE || *v < INT_MIN || *v > INT_MAX)
         return yread_fail(c, n, field, "integer '%s' is out of range", s);
+    return 0;
+}
+
+int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out)
+{
+    long v;
+    if (yread_integer(c, n, field, &v))
+        return c->err->code;
     if (v < min || v > max) {
         if (max == INT_MAX)
             return yread_fail(c, n, field, "must be at least %d, got %ld", min, v);
@@ -178,8 +263,22 @@ int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, in
     return 0;
 }
 
-/* A number that must be finite and > 0 (bucket sizes). */
-int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out)
+int yread_count(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int limit, int *out)
+{
+    long v;
+    if (yread_integer(c, n, field, &v))
+        return c->err->code;
+    if (v < min)
+        return yread_fail(c, n, field, "must be at least %d, got %ld", min, v);
+    if (v > limit)
+        return yread_fail(c, n, field, "%ld is more than %d (protosim's limit)", v, limit);
+    *out = (int)v;
+    return 0;
+}
+
+/* The one reader of decimal numbers: a plain (unquoted) finite decimal, > 0 or >= 0. */
+static int yread_decimal(yread_ctx *c, const yaml_node_t *n, const char *field, int allow_zero,
+                         double *out)
 {
     const char *s = yread_scalar(n);
     char what[160];
@@ -192,10 +291,22 @@ int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double
     /* strtod also takes "inf", "nan" and hex floats; YAML numbers here are plain decimals */
     if (*end || errno == ERANGE || !isfinite(v) || strpbrk(s, "xXnNiI"))
         return yread_fail(c, n, field, "expected a number, got '%s'", s);
-    if (v <= 0)
-        return yread_fail(c, n, field, "must be greater than 0, got %s", s);
+    if (allow_zero ? v < 0 : v <= 0)
+        return yread_fail(c, n, field, "must be %s 0, got %s",
+                          allow_zero ? "at least" : "greater than", s);
     *out = v;
     return 0;
+}
+
+/* A number that must be finite and > 0 (bucket sizes). */
+int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out)
+{
+    return yread_decimal(c, n, field, 0, out);
+}
+
+int yread_nonnegative(yread_ctx *c, const yaml_node_t *n, const char *field, double *out)
+{
+    return yread_decimal(c, n, field, 1, out);
 }
 
 int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out)
@@ -248,6 +359,7 @@ int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *f
         int rc = 0;
         switch (f->kind) {
         case YFIELD_INT: rc = yread_int(c, v, field, f->min, f->max, f->out); break;
+        case YFIELD_COUNT: rc = yread_count(c, v, field, f->min, f->max, f->out); break;
         case YFIELD_POSITIVE: rc = yread_positive(c, v, field, f->out); break;
         case YFIELD_BOOL: rc = yread_bool(c, v, field, f->out); break;
         case YFIELD_ENUM: rc = yread_enum(c, v, field, f->names, f->out); break;

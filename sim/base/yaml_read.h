@@ -37,18 +37,24 @@ const char *yread_scalar(const yaml_node_t *n);
 /* Typed values: 0 on success, the error code otherwise. Quoted scalars are strings. */
 int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field);
 int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out);
+/* An integer >= min and at most `limit`, one of protosim's input limits (sim/base/limits.h):
+ * "N is more than LIMIT (protosim's limit)" past it. */
+int yread_count(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int limit,
+                int *out);
+/* Numbers are plain finite decimals: quoted, hex, inf and nan are refused everywhere. */
 int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out);
+int yread_nonnegative(yread_ctx *c, const yaml_node_t *n, const char *field, double *out);
 int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out);
 int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names names, int *out);
 
 /* Optional keys of one mapping, read by a table: each present key into its field, in table
  * order; an absent key leaves its field as it is (the default). */
-typedef enum { YFIELD_INT, YFIELD_POSITIVE, YFIELD_BOOL, YFIELD_ENUM } yfield_kind;
+typedef enum { YFIELD_INT, YFIELD_COUNT, YFIELD_POSITIVE, YFIELD_BOOL, YFIELD_ENUM } yfield_kind;
 typedef struct yfield {
     const char *key;
     yfield_kind kind;
-    void *out;        /* int * (INT, BOOL, ENUM) or double * (POSITIVE) */
-    int min, max;     /* YFIELD_INT's range */
+    void *out;        /* int * (INT, COUNT, BOOL, ENUM) or double * (POSITIVE) */
+    int min, max;     /* YFIELD_INT's range; YFIELD_COUNT's minimum and limit */
     enum_names names; /* YFIELD_ENUM */
 } yfield;
 int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *fields, int n);

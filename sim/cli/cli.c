@@ -1,6 +1,7 @@
 /* cli.c: the subcommands' one option parser (cli_parse_options, driven by each subcommand's
  * table) and its helpers (see cli.h): help and usage errors, strict numbers. */
 #include "cli.h"
+#include "../base/number.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -36,75 +37,19 @@ int cli_fail(const ps_error *e)
     return e->code ? e->code : PS_EINTERNAL;
 }
 
-/* The length of the run of decimal digits at s. */
-static size_t digits(const char *s)
-{
-    size_t n = 0;
-    while (s[n] >= '0' && s[n] <= '9')
-        n++;
-    return n;
-}
-
 int cli_parse_int(const char *s, int *out)
 {
-    size_t n = digits(s);
-    if (n == 0 || s[n] || n > 10)
-        return -1;
-    long long v = strtoll(s, NULL, 10);
-    if (v > 1000000000LL)
-        return -1;
-    *out = (int)v;
-    return 0;
+    return ps_parse_count(s, out);
 }
 
 int cli_parse_double(const char *s, double *out)
 {
-    /* digits [. digits] [e [+-] digits]: no sign, hex, nan, inf or spaces */
-    size_t n = digits(s), i = n;
-    if (s[i] == '.') {
-        size_t f = digits(s + i + 1);
-        n += f;
-        i += 1 + f;
-    }
-    if (n == 0)
-        return -1;
-    if (s[i] == 'e' || s[i] == 'E') {
-        i += (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
-        size_t e = digits(s + i);
-        if (e == 0)
-            return -1;
-        i += e;
-    }
-    if (s[i])
-        return -1;
-    *out = strtod(s, NULL);
-    return isfinite(*out) ? 0 : -1;
+    return ps_parse_decimal(s, out);
 }
 
 int cli_parse_size(const char *s, double *out)
 {
-    static const struct {
-        const char *suffix;
-        double scale;
-    } units[] = {{"", 1},
-                 {"K", 1e3},
-                 {"k", 1e3},
-                 {"M", 1e6},
-                 {"G", 1e9},
-                 {"T", 1e12},
-                 {"Ki", 1024.0},
-                 {"Mi", 1048576.0},
-                 {"Gi", 1073741824.0},
-                 {"Ti", 1099511627776.0}};
-    size_t n = digits(s);
-    if (n == 0 || n > 15)
-        return -1;
-    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
-        if (!strcmp(s + n, units[u].suffix)) {
-            *out = strtod(s, NULL) * units[u].scale;
-            return 0;
-        }
-    return -1;
+    return ps_parse_size(s, out);
 }
 
 int cli_bad_value(const cli_command *c, const char *opt, const char *what, const char *v,
@@ -147,20 +92,27 @@ static int store_value(const cli_command *c, const cli_option *o, const char *op
     char expected[64];
     switch (o->kind) {
     case CLI_STRING: *(const char **)(void *)field = v; return 0;
-    case CLI_INT:
-        if (o->has_min)
-            snprintf(expected, sizeof expected, "an integer >= %d", o->min);
+    case CLI_INT: {
+        int min = o->has_min ? o->min : 0, *x = (int *)(void *)field;
+        if (o->has_max)
+            snprintf(expected, sizeof expected, "an integer from %d to %d", min, o->max);
         else
-            snprintf(expected, sizeof expected, "a non-negative integer");
-        if (cli_parse_int(v, (int *)(void *)field) ||
-            (o->has_min && *(int *)(void *)field < o->min))
+            snprintf(expected, sizeof expected, "an integer >= %d", min);
+        if (cli_parse_int(v, x) || *x < min || (o->has_max && *x > o->max))
             return cli_bad_value(c, opt, o->bad ? o->bad : "number", v, expected);
         return 0;
-    case CLI_DOUBLE:
-        if (cli_parse_double(v, (double *)(void *)field))
-            return cli_bad_value(c, opt, o->bad ? o->bad : "number", v,
-                                 "a non-negative decimal number");
+    }
+    case CLI_DOUBLE: {
+        double *x = (double *)(void *)field;
+        if (o->dmax > 0)
+            snprintf(expected, sizeof expected, "a decimal number %s 0 and at most %.15g",
+                     o->positive ? ">" : ">=", o->dmax);
+        else
+            snprintf(expected, sizeof expected, "a decimal number %s 0", o->positive ? ">" : ">=");
+        if (cli_parse_double(v, x) || (o->positive && *x == 0) || (o->dmax > 0 && *x > o->dmax))
+            return cli_bad_value(c, opt, o->bad ? o->bad : "number", v, expected);
         return 0;
+    }
     case CLI_SIZE:
         if (cli_parse_size(v, (double *)(void *)field))
             return cli_bad_value(c, opt, "size", v, CLI_SIZE_EXPECTED);

@@ -47,6 +47,9 @@ typedef struct cli_option {
     size_t offset;
     int set;          /* CLI_FLAG: the value stored */
     int has_min, min; /* CLI_INT: reject values below min */
+    int has_max, max; /* CLI_INT: reject values above max (a limit of sim/base/limits.h) */
+    int positive;     /* CLI_DOUBLE: reject 0 */
+    double dmax;      /* CLI_DOUBLE: reject values above it (0: no bound) */
     const char *bad;  /* CLI_INT/CLI_DOUBLE: "OPT: bad <bad> '<value>'" (default "number") */
     int (*parse)(const cli_command *c, const char *v, void *field); /* CLI_CUSTOM */
 } cli_option;
@@ -63,15 +66,17 @@ int cli_parse_options(const cli_command *c, const cli_option *table, int argc, c
 /* A cli_parse_options result as an exit code (CLI_HELP_SHOWN: 0). */
 int cli_exit_code(int parse_result);
 
-/* Strict numbers: the whole string must parse (no sign, spaces, hex, nan or inf). 0, or -1.
- * cli_parse_int: decimal digits, at most 1e9 (counts). cli_parse_double: digits, optional
- * fraction and exponent. cli_parse_size: digits then an optional K, M, G, T (powers of 1000;
- * also k) or Ki, Mi, Gi, Ti (powers of 1024): "1M" = 1000000, "1Gi" = 1073741824. */
+/* Strict numbers, the one parser of every number on the command line: the whole string must
+ * parse (no sign, spaces, hex, nan or inf). 0, or -1. cli_parse_int: decimal digits, at most 1e9
+ * (counts). cli_parse_double: digits, optional fraction and exponent, finite. cli_parse_size:
+ * digits then an optional K, M, G, T (powers of 1000; also k) or Ki, Mi, Gi, Ti (powers of
+ * 1024): "1M" = 1000000, "1Gi" = 1073741824; at most PS_MAX_BYTES (1e18). */
 int cli_parse_int(const char *s, int *out);
 int cli_parse_double(const char *s, double *out);
 int cli_parse_size(const char *s, double *out);
 
-#define CLI_SIZE_EXPECTED "a number of bytes, optionally with K, M, G, T, Ki, Mi, Gi or Ti"
+#define CLI_SIZE_EXPECTED                                                                          \
+    "a number of bytes up to 1e18, optionally with K, M, G, T, Ki, Mi, Gi or Ti"
 
 /* An NCCL algorithm name (auto, ring, tree, nvls) into *out: 0, or PS_EINPUT after a usage
  * error naming opt. */

@@ -8,6 +8,7 @@
 
 #include "../../topology/cluster.h"
 #include "../../topology/hwloc_import.h"
+#include "../base/limits.h"
 #include "cli.h"
 
 static int cluster_main(int argc, char **argv);
@@ -38,7 +39,7 @@ const cli_command cli_cluster = {
     "  -o FILE                 write to FILE (default: stdout)\n"
     "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
     "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
-    "  --gpus-per-node N       GPUs per node\n"
+    "  --gpus-per-node N       GPUs per node (at most 72; a cluster has at most 131072 GPUs)\n"
     "  --fabric F              fat-tree (default: each node's NICs on one leaf switch, leaves\n"
     "                          joined by spines) or rail (rail-optimized, as DGX SuperPOD: NIC i\n"
     "                          of every node of a scalable unit on leaf i; cross-rail traffic\n"
@@ -57,11 +58,15 @@ typedef struct cluster_args {
     cluster_gen_opts o;
 } cluster_args;
 
-#define CLUSTER_COUNT(opt, field)                                                                  \
+#define CLUSTER_COUNT(opt, field, limit)                                                           \
     {                                                                                              \
         .name = opt, .kind = CLI_INT, .offset = offsetof(cluster_args, o.field), .has_min = 1,     \
-        .min = 1                                                                                   \
+        .min = 1, .has_max = 1, .max = limit                                                       \
     }
+
+/* The largest bandwidth (Gb/s per NIC) and oversubscription taken: 1 Pb/s, 1e6. */
+#define MAX_NIC_GBPS         1e6
+#define MAX_OVERSUBSCRIPTION 1e6
 
 /* --fabric: fat-tree or rail. */
 static int parse_fabric(const cli_command *c, const char *v, void *field)
@@ -77,10 +82,9 @@ static int parse_fabric(const cli_command *c, const char *v, void *field)
 static int parse_oversubscription(const cli_command *c, const char *v, void *field)
 {
     double *x = field;
-    if (cli_parse_double(v, x))
-        return cli_bad_value(c, "--oversubscription", "number", v, "a non-negative decimal number");
-    if (*x < 1)
-        return cli_bad_value(c, "--oversubscription", "number", v, "a decimal number >= 1");
+    if (cli_parse_double(v, x) || *x < 1 || *x > MAX_OVERSUBSCRIPTION)
+        return cli_bad_value(c, "--oversubscription", "number", v,
+                             "a decimal number from 1 to 1000000");
     return 0;
 }
 
@@ -93,8 +97,8 @@ static int parse_nodes(const cli_command *c, const char *v, void *field)
         return 0;
     }
     o->node_groups = NULL;
-    if (cli_parse_int(v, &o->nodes) || o->nodes < 1)
-        return cli_bad_value(c, "--nodes", "number", v, "an integer >= 1");
+    if (cli_parse_int(v, &o->nodes) || o->nodes < 1 || o->nodes > PS_MAX_GPUS)
+        return cli_bad_value(c, "--nodes", "number", v, "an integer from 1 to 131072");
     return 0;
 }
 
@@ -106,9 +110,13 @@ static const cli_option cluster_options[] = {
     {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
     {.name = "--from-hwloc", .kind = CLI_STRING, .offset = offsetof(cluster_args, hwloc)},
     {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(cluster_args, gpu)},
-    CLUSTER_COUNT("--nics", nics_per_node),
-    {.name = "--nic-gbps", .kind = CLI_DOUBLE, .offset = offsetof(cluster_args, o.nic_gbps)},
-    CLUSTER_COUNT("--gpus-per-node", gpus_per_node),
+    CLUSTER_COUNT("--nics", nics_per_node, PS_MAX_GPUS_PER_NODE),
+    {.name = "--nic-gbps",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(cluster_args, o.nic_gbps),
+     .positive = 1,
+     .dmax = MAX_NIC_GBPS},
+    CLUSTER_COUNT("--gpus-per-node", gpus_per_node, PS_MAX_GPUS_PER_NODE),
     {.name = "--oversubscription",
      .kind = CLI_CUSTOM,
      .offset = offsetof(cluster_args, o.oversubscription),
@@ -117,7 +125,7 @@ static const cli_option cluster_options[] = {
      .kind = CLI_CUSTOM,
      .offset = offsetof(cluster_args, o.fabric),
      .parse = parse_fabric},
-    CLUSTER_COUNT("--nodes-per-leaf", nodes_per_leaf),
+    CLUSTER_COUNT("--nodes-per-leaf", nodes_per_leaf, PS_MAX_GPUS),
     {0},
 };
 

@@ -9,6 +9,7 @@
 #include "../../topology/cluster.h"
 #include "../base/xalloc.h"
 #include "../htae.h"
+#include "../base/limits.h"
 #include "cli.h"
 #include "output.h"
 
@@ -64,6 +65,8 @@ static const cli_option collective_options[] = {
      .offset = offsetof(collective_args, gpus),
      .has_min = 1,
      .min = 1,
+     .has_max = 1,
+     .max = PS_MAX_GPUS,
      .bad = "GPU count"},
     {0},
 };

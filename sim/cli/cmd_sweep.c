@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../base/xalloc.h"
+#include "../base/limits.h"
 #include "cli.h"
 #include "sweep_run.h"
 
@@ -30,7 +31,7 @@ const cli_command cli_sweep = {
     "ranks them by iteration time.\n"
     "options:\n"
     "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
-    "  -j N, --jobs N          worker processes (default: the CPU count)\n"
+    "  -j N, --jobs N          worker processes (default: the CPU count; at most 1024)\n"
     "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
     "merge)\n"
     "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
@@ -79,6 +80,8 @@ static const cli_option sweep_option_table[] = {
      .offset = SWEEP_OPT(jobs),
      .has_min = 1,
      .min = 1,
+     .has_max = 1,
+     .max = PS_MAX_JOBS,
      .bad = "job count"},
     {.name = "--shard",
      .kind = CLI_CUSTOM,

@@ -8,7 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../base/limits.h"
 #include "../base/xalloc.h"
 
 /* The whole file, NUL-terminated (caller frees); NULL with errno when it cannot be read. */
@@ -302,6 +304,11 @@ static int merge_header(merge_state *ms, const cJSON *m, const char *file, ps_er
 
 static int merge_file(merge_state *ms, const char *file, ps_error *err)
 {
+    struct stat st; /* the input limit (sim/base/limits.h), before reading */
+    if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > PS_MAX_MERGE_BYTES)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, NULL,
+                            "%lld bytes: more than %d (protosim's limit for a merge input: 1 GiB)",
+                            (long long)st.st_size, PS_MAX_MERGE_BYTES);
     char *text = read_text(file);
     if (!text)
         return ps_error_set(err, PS_EINPUT, file, 0, 0, NULL, "cannot read: %s", strerror(errno));
