@@ -222,6 +222,17 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
                    : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base,
                                       dev);
     }
+    if (op->gram) {
+        /* Z = X X^T (m = n, X is m x k): X read once, Z written; backward dX = (dZ + dZ^T) X,
+         * one (m x m).(m x k) GEMM reading dZ and X, writing dX (the symmetric sum is fused) */
+        assert(m == n && prec != PREC_FP8);
+        double e = precision_bytes(prec);
+        if (pass == PASS_FWD)
+            return fmax(gemm_compute_seconds(b, m, n, k, prec, dev),
+                        memory_seconds(b * (m * k + m * n) * e, dev));
+        return fmax(gemm_compute_seconds(b, m, k, m, prec, dev),
+                    memory_seconds(b * (m * m + 2.0 * m * k) * e, dev));
+    }
     double cast = 0;
     if (prec == PREC_FP8) /* forward casts X and W, backward dY (each with its transpose) */
         cast = memory_seconds(

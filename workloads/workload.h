@@ -162,6 +162,9 @@ typedef struct workload_op {
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
     int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
+    int gram;         /* OP_GEMM of one operand with itself, Z = X X^T per batch entry (DLRM's dot
+                         interaction): X is read once, and the backward is ONE GEMM,
+                         dX = (dZ + dZ^T) X, of the forward's FLOPs */
     int causal;       /* OP_ATTENTION: each query attends to itself and earlier positions only
                          (decoders; BERT's encoder attends everywhere) */
     int window;       /* OP_ATTENTION (causal, fused): each query attends to the `window`
