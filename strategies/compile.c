@@ -705,6 +705,12 @@ void compiled_plan_free(compiled_plan *p)
     if (p->profile)
         profile_stats_free(p->profile);
     free(p->profile);
+    if (p->dlrm) {
+        free(p->dlrm->owner);
+        free(p->dlrm->tables_of_gpu);
+        free(p->dlrm->lookup_s);
+        free(p->dlrm);
+    }
     memset(p, 0, sizeof *p);
 }
 

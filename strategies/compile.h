@@ -14,6 +14,23 @@ typedef struct memory_estimate {
     double total;
 } memory_estimate;
 
+/* What a dlrm plan did with its tables, for reports and sweep rankings (heap-owned by the
+ * compiled plan). Lookup times are the cost model's TBE kernels (forward + backward) over a GPU's
+ * tables for one iteration, slowdown included; the all-to-all's simulated time is the report's
+ * emb-comm busy time. */
+typedef struct dlrm_plan_stats {
+    int sharding;       /* emb_sharding, -1: no embedding block (the one GPU holds the tables) */
+    int placement;      /* emb_placement, -1: none (unsharded) */
+    int bottom_mlp_gpu; /* -1: the bottom MLP data-parallel */
+    int n_tables, gpus;
+    int *owner;         /* [n_tables] the GPU owning each table, -1 when on every GPU */
+    int *tables_of_gpu; /* [gpus] tables each GPU looks up */
+    double *lookup_s;   /* [gpus] */
+    double lookup_max_s, lookup_mean_s;
+    double lookup_imbalance; /* max / mean (1 when balanced; 0 when no GPU looks up) */
+    double alltoall_bytes;   /* per iteration, all GPUs' sends, forward and backward */
+} dlrm_plan_stats;
+
 /* Data-parallel replicas run the same compute and pipeline traffic on the same kind of GPUs and
  * meet only in their gradient collectives, so by default one replica is simulated and every
  * DP collective still runs over all member GPUs' links (the other members reach it at once,
@@ -55,6 +72,7 @@ typedef struct compiled_plan {
      * stage, modelled and used kernel times (what the report's profile section sums); NULL
      * without one. */
     profile_stats *profile;
+    dlrm_plan_stats *dlrm; /* dlrm plans only (strategies/dlrm_plan.c), else NULL */
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data-context index d (data index x cp + context index:

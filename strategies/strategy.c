@@ -21,12 +21,15 @@ static const char *const recompute_table[] = {"none", "selective", "full"};
 static const char *const optimizer_table[] = {"adam", "sgd", "none", "adagrad"};
 static const char *const emb_sharding_table[] = {"table-wise", "row-wise", "column-wise",
                                                  "table-row-wise", "data-parallel"};
+static const char *const emb_placement_table[] = {"greedy", "round-robin", "memory-balanced",
+                                                  "explicit"};
 static const char *const axis_table[] = {"tensor", "data", "pipeline", "context"};
 const enum_names schedule_names = ENUM_NAMES(schedule_table);
 const enum_names recompute_names = ENUM_NAMES(recompute_table);
 const enum_names optimizer_names = ENUM_NAMES(optimizer_table);
 const enum_names parallel_axis_names = ENUM_NAMES(axis_table);
 const enum_names emb_sharding_names = ENUM_NAMES(emb_sharding_table);
+const enum_names emb_placement_names = ENUM_NAMES(emb_placement_table);
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -358,9 +361,45 @@ static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
-/* strategy.embedding (dlrm models): the tables' sharding. Only data-parallel (every table on
- * every GPU, its dense gradient all-reduced) is modelled so far; the other shardings and the
- * placement keys are refused where they are written. */
+/* strategy.embedding.placement: a name, or the explicit list (the GPU of each table; the GPUs
+ * are checked against data.degree by strategy_validate, which sweeps rerun). */
+static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
+{
+    const char *field = "strategy.embedding.placement";
+    s->has_placement = 1;
+    s->placement_loc = yread_loc(v);
+    if (v->type != YAML_SEQUENCE_NODE) {
+        int i;
+        if (yread_enum(c, v, field, emb_placement_names, &i))
+            return c->err->code;
+        if (i == EMB_PLACE_EXPLICIT)
+            return yread_fail(c, v, field,
+                              "placement must be greedy, round-robin, memory-balanced or a list "
+                              "(the GPU of table 0, 1, ...)");
+        s->placement = (emb_placement)i;
+        return 0;
+    }
+    int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
+    int tables = s->model.dlrm.n_tables;
+    if (n != tables)
+        return yread_fail(c, v, field,
+                          "placement lists %d GPUs; the model has %d tables (one GPU "
+                          "per table, in order)",
+                          n, tables);
+    for (int t = 0; t < n; t++) {
+        yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[t]);
+        char item[64];
+        snprintf(item, sizeof item, "%s[%d]", field, t);
+        if (yread_int(c, it, item, 0, INT_MAX, &s->embedding_gpu[t]))
+            return c->err->code;
+        s->embedding_gpu_loc[t] = yread_loc(it);
+    }
+    s->placement = EMB_PLACE_EXPLICIT;
+    return 0;
+}
+
+/* strategy.embedding (dlrm models): the tables' sharding, their placement, the bottom MLP's
+ * GPU. Which keys go with which sharding is strategy_validate's (validate_dlrm). */
 static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"sharding", "placement", "bottom_mlp_gpu"};
@@ -379,19 +418,21 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
     int i;
     if (yread_enum(c, v, "strategy.embedding.sharding", emb_sharding_names, &i))
         return c->err->code;
-    if (i != EMB_SHARD_DATA_PARALLEL)
+    if (i != EMB_SHARD_DATA_PARALLEL && i != EMB_SHARD_TABLE_WISE)
         return yread_fail(c, v, "strategy.embedding.sharding",
-                          "sharding '%s' is not modelled yet (issue 13): only data-parallel "
-                          "tables (replicated, dense gradients all-reduced) are",
+                          "sharding '%s' is not modelled yet (issue 13): table-wise and "
+                          "data-parallel are",
                           emb_sharding_table[i]);
-    for (int k = 1; k < COUNT(keys); k++)
-        if ((v = yread_map_get(c, n, keys[k]))) {
-            char field[64];
-            snprintf(field, sizeof field, "strategy.embedding.%s", keys[k]);
-            return yread_fail(c, v, field, "'%s' is not modelled yet (issue 13)", keys[k]);
-        }
     s->has_embedding = 1;
     s->embedding_sharding = (emb_sharding)i;
+    s->sharding_loc = yread_loc(v);
+    if ((v = yread_map_get(c, n, "placement")) && load_placement(c, v, s))
+        return c->err->code;
+    if ((v = yread_map_get(c, n, "bottom_mlp_gpu"))) {
+        if (yread_int(c, v, "strategy.embedding.bottom_mlp_gpu", 0, INT_MAX, &s->bottom_mlp_gpu))
+            return c->err->code;
+        s->bottom_mlp_gpu_loc = yread_loc(v);
+    }
     return 0;
 }
 
@@ -437,6 +478,7 @@ static void set_defaults(strategy *s)
     s->tp = s->pp = s->dp = s->cp = 1;
     s->ep = s->etp = 1;
     s->vocab_parallel = 1;
+    s->bottom_mlp_gpu = -1;
     s->schedule = SCHED_1F1B;
     s->virtual_stages = 1;
     s->zero = 0;

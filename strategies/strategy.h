@@ -16,8 +16,7 @@ typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE, AXIS_CONTEXT } parallel_ax
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it).
  * OPT_ADAGRAD: dlrm plans only (one fp32 accumulator per parameter; strategy_validate). */
 typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE, OPT_ADAGRAD } optimizer_kind;
-/* strategy.embedding.sharding (dlrm plans, issue 13): only data-parallel is modelled so far;
- * the others are refused at load with a located "not modelled yet". */
+/* strategy.embedding.sharding (dlrm plans, issue 13; strategies/dlrm_plan.c). */
 typedef enum {
     EMB_SHARD_TABLE_WISE,
     EMB_SHARD_ROW_WISE,
@@ -26,6 +25,15 @@ typedef enum {
     EMB_SHARD_DATA_PARALLEL
 } emb_sharding;
 extern const enum_names emb_sharding_names;
+/* strategy.embedding.placement: which GPU owns each table (table-wise). EXPLICIT: a list, the
+ * GPU of table 0, 1, ... (strategy.embedding_gpu). */
+typedef enum {
+    EMB_PLACE_GREEDY,
+    EMB_PLACE_ROUND_ROBIN,
+    EMB_PLACE_MEMORY_BALANCED,
+    EMB_PLACE_EXPLICIT
+} emb_placement;
+extern const enum_names emb_placement_names;
 
 /* A `children` entry: overrides applied to a subtree selected by module path.
  * Paths: "layers.A-B" / "layers.N" (inclusive layer range), "embedding", "head". */
@@ -59,6 +67,18 @@ typedef struct strategy {
     int has_embedding;
     emb_sharding embedding_sharding;
     src_loc embedding_loc; /* the block */
+    src_loc sharding_loc;  /* the sharding's value */
+    /* placement (table-wise): has_placement 0 when not written; EXPLICIT fills embedding_gpu
+     * and the location of each list item (checked against data.degree by strategy_validate) */
+    int has_placement;
+    emb_placement placement;
+    src_loc placement_loc;
+    int embedding_gpu[DLRM_MAX_TABLES];
+    src_loc embedding_gpu_loc[DLRM_MAX_TABLES];
+    /* bottom_mlp_gpu: the GPU running the bottom MLP over the whole batch, -1 when not given
+     * (the bottom MLP data-parallel like the top one) */
+    int bottom_mlp_gpu;
+    src_loc bottom_mlp_gpu_loc;
 
     int tp; /* tensor.degree */
     int sequence_parallel;

@@ -203,8 +203,49 @@ static int validate_batch(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* strategy.embedding of a dlrm plan: which keys go with the sharding, the GPUs named in range
+ * of data.degree (the plan's GPUs). */
+static int validate_embedding(const strategy *s, ps_error *err)
+{
+    int sharded = s->embedding_sharding != EMB_SHARD_DATA_PARALLEL;
+    if (!sharded && s->has_placement)
+        return ps_error_set(err, PS_EINPUT, s->file, s->placement_loc.line, s->placement_loc.column,
+                            "strategy.embedding.placement",
+                            "placement applies to sharded tables; data-parallel tables are on "
+                            "every GPU");
+    if (!sharded && s->bottom_mlp_gpu >= 0)
+        return ps_error_set(err, PS_EINPUT, s->file, s->bottom_mlp_gpu_loc.line,
+                            s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
+                            "bottom_mlp_gpu needs sharded tables (its output joins their "
+                            "all-to-all); these are data-parallel");
+    if (sharded && !s->has_placement)
+        return ps_error_set(err, PS_EINPUT, s->file, s->embedding_loc.line, s->embedding_loc.column,
+                            "strategy.embedding.placement",
+                            "%s sharding needs a placement (greedy, round-robin, "
+                            "memory-balanced or a list: the GPU of table 0, 1, ...)",
+                            enum_name(emb_sharding_names, (int)s->embedding_sharding));
+    if (s->has_placement && s->placement == EMB_PLACE_EXPLICIT)
+        for (int t = 0; t < s->model.dlrm.n_tables; t++)
+            if (s->embedding_gpu[t] >= s->dp) {
+                char field[64];
+                snprintf(field, sizeof field, "strategy.embedding.placement[%d]", t);
+                return ps_error_set(err, PS_EINPUT, s->file, s->embedding_gpu_loc[t].line,
+                                    s->embedding_gpu_loc[t].column, field,
+                                    "GPU %d of table %d is out of range: the plan has %d GPUs "
+                                    "(data.degree), numbered from 0",
+                                    s->embedding_gpu[t], t, s->dp);
+            }
+    if (s->bottom_mlp_gpu >= s->dp)
+        return ps_error_set(err, PS_EINPUT, s->file, s->bottom_mlp_gpu_loc.line,
+                            s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
+                            "GPU %d is out of range: the plan has %d GPUs (data.degree), numbered "
+                            "from 0",
+                            s->bottom_mlp_gpu, s->dp);
+    return 0;
+}
+
 /* dlrm plans (strategies/dlrm_plan.c): MLPs data-parallel over data.degree GPUs, the tables
- * on the one GPU or replicated (embedding: {sharding: data-parallel}); nothing else yet. */
+ * on the one GPU, replicated (embedding: {sharding: data-parallel}) or sharded table-wise. */
 static int validate_dlrm(const strategy *s, ps_error *err)
 {
     const struct {
@@ -251,8 +292,10 @@ static int validate_dlrm(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.embedding",
                             "a dlrm plan on %d GPUs needs strategy.embedding (how the tables are "
-                            "sharded; modelled so far: {sharding: data-parallel})",
+                            "sharded: table-wise or data-parallel)",
                             s->dp);
+    if (s->has_embedding && validate_embedding(s, err))
+        return err->code;
     return validate_batch(s, err);
 }
 

@@ -436,8 +436,8 @@ int htae_graph_finalize(htae_graph *g, ps_error *err)
 }
 
 static const char *const category_table[CAT_COUNT] = {
-    "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm",
-    "dp-comm", "cp-comm",  "ep-comm",   "host",      "kernel",  "comm"};
+    "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm", "dp-comm",
+    "cp-comm", "ep-comm",  "emb-comm",  "host",      "kernel",  "comm"};
 static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm",
                                                        "cp-comm"};
 static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather",

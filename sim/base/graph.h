@@ -30,10 +30,11 @@ typedef enum {
     CAT_PP_COMM,
     CAT_DP_COMM,
     CAT_CP_COMM,
-    CAT_EP_COMM, /* expert parallelism: all-to-alls and expert-tensor collectives */
-    CAT_HOST,    /* a traced CPU thread's work (replay) */
-    CAT_KERNEL,  /* a traced GPU kernel, copy or memset (replay) */
-    CAT_COMM,    /* a traced NCCL kernel (replay) */
+    CAT_EP_COMM,  /* expert parallelism: all-to-alls and expert-tensor collectives */
+    CAT_EMB_COMM, /* sharded embedding tables (dlrm): ids, pooled vectors, their gradients */
+    CAT_HOST,     /* a traced CPU thread's work (replay) */
+    CAT_KERNEL,   /* a traced GPU kernel, copy or memset (replay) */
+    CAT_COMM,     /* a traced NCCL kernel (replay) */
     CAT_COUNT
 } task_category;
 

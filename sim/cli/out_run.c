@@ -68,11 +68,57 @@ static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
             "  model        %s: dlrm, %d tables (%.2f M rows, %s), interaction %s, %.2f B params\n",
             p->model.name, d->n_tables, rows / 1e6, precision_name(d->embedding_precision),
             enum_name(dlrm_interaction_names, (int)d->interaction), p->params_total / 1e9);
-    fprintf(out, "  plan         %d GPUs = DP %d (MLPs); tables %s; %d micro-batches of %d; %s\n",
-            p->gpus, p->dp,
-            p->plan.dense_tables ? "data-parallel (replicated, dense gradients all-reduced)"
-                                 : "on the one GPU (update fused into the lookup)",
-            p->micro_batches, p->plan.micro_batch, precision_name(p->plan.precision));
+    const dlrm_plan_stats *st = p->dlrm;
+    char tables[160];
+    if (st && st->sharding == EMB_SHARD_TABLE_WISE) {
+        int k = snprintf(tables, sizeof tables, "table-wise (%s), tables per GPU",
+                         enum_name(emb_placement_names, st->placement));
+        for (int r = 0; r < st->gpus && k < (int)sizeof tables - 16; r++)
+            k += snprintf(tables + k, sizeof tables - (size_t)k, " %d", st->tables_of_gpu[r]);
+        if (st->gpus > 0 && k >= (int)sizeof tables - 16)
+            snprintf(tables + k, sizeof tables - (size_t)k, " ...");
+    } else {
+        snprintf(tables, sizeof tables, "%s",
+                 p->plan.dense_tables ? "data-parallel (replicated, dense gradients all-reduced)"
+                                      : "on the one GPU (update fused into the lookup)");
+    }
+    char bottom[48] = "";
+    if (st && st->bottom_mlp_gpu >= 0)
+        snprintf(bottom, sizeof bottom, "; bottom MLP on GPU %d", st->bottom_mlp_gpu);
+    fprintf(out, "  plan         %d GPUs = DP %d (MLPs%s); tables %s; %d micro-batches of %d; %s\n",
+            p->gpus, p->dp, bottom, tables, p->micro_batches, p->plan.micro_batch,
+            precision_name(p->plan.precision));
+    if (st && st->sharding == EMB_SHARD_TABLE_WISE)
+        fprintf(out,
+                "  lookups      max %.3f ms per GPU, imbalance %.2f (max / mean); all-to-alls "
+                "%.2f MB per iteration\n",
+                st->lookup_max_s * 1e3, st->lookup_imbalance, st->alltoall_bytes / 1e6);
+}
+
+/* plan.embedding of a dlrm plan's JSON: what a ranking of sharding plans reads (the lookup
+ * times are the cost model's; alltoall_busy_s the simulated emb-comm busy time of the report's
+ * busiest GPU). */
+static void out_run_dlrm_json(cJSON *plan, const dlrm_plan_stats *st, double alltoall_busy_s)
+{
+    cJSON *e = cJSON_AddObjectToObject(plan, "embedding");
+    cJSON_AddStringToObject(
+        e, "sharding", st->sharding < 0 ? "none" : enum_name(emb_sharding_names, st->sharding));
+    if (st->placement >= 0)
+        cJSON_AddStringToObject(e, "placement", enum_name(emb_placement_names, st->placement));
+    cJSON_AddNumberToObject(e, "bottom_mlp_gpu", st->bottom_mlp_gpu);
+    cJSON *owner = cJSON_AddArrayToObject(e, "gpu_of_table");
+    for (int t = 0; t < st->n_tables; t++)
+        cJSON_AddItemToArray(owner, cJSON_CreateNumber(st->owner[t]));
+    cJSON *tabs = cJSON_AddArrayToObject(e, "tables_per_gpu");
+    cJSON *look = cJSON_AddArrayToObject(e, "lookup_s_per_gpu");
+    for (int r = 0; r < st->gpus; r++) {
+        cJSON_AddItemToArray(tabs, cJSON_CreateNumber(st->tables_of_gpu[r]));
+        cJSON_AddItemToArray(look, cJSON_CreateNumber(st->lookup_s[r]));
+    }
+    cJSON_AddNumberToObject(e, "lookup_max_s", st->lookup_max_s);
+    cJSON_AddNumberToObject(e, "lookup_imbalance", st->lookup_imbalance);
+    cJSON_AddNumberToObject(e, "alltoall_bytes", st->alltoall_bytes);
+    cJSON_AddNumberToObject(e, "alltoall_busy_s", alltoall_busy_s);
 }
 
 void out_warn_profile_device(const profile_db *db, const cluster *c)
@@ -262,6 +308,8 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON *plan = cJSON_AddObjectToObject(root, "plan");
     out_plan_json(plan, &p->plan);
     cJSON_AddNumberToObject(plan, "micro_batches", p->micro_batches);
+    if (p->dlrm)
+        out_run_dlrm_json(plan, p->dlrm, sum->comm_s[CAT_EMB_COMM]);
     cJSON *split = cJSON_AddArrayToObject(plan, "chunk_layers");
     for (int mc = 0; mc < p->pp * p->chunks; mc++)
         cJSON_AddItemToArray(split, cJSON_CreateNumber(p->chunk_layers[mc]));
@@ -269,7 +317,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddNumberToObject(plan, "shard_degree", p->zero_shard);
 
     cJSON *cs = cJSON_AddObjectToObject(b, "comm_busy_s");
-    for (int k = CAT_TP_COMM; k <= CAT_EP_COMM; k++)
+    for (int k = CAT_TP_COMM; k <= CAT_EMB_COMM; k++)
         cJSON_AddNumberToObject(cs, task_category_name(k), sum->comm_s[k]);
 
     const memory_estimate *me = &p->memory[sum->peak_memory_rank];
