@@ -332,6 +332,20 @@ START_TEST(op_graph_shapes)
             ck_assert_double_eq(op->m, 27);
             ck_assert_double_eq(op->k, 128);
             ck_assert_double_eq(op->fwd_flops, 2 * b * 27 * 27 * 128);
+            /* Z = X X^T: X (27 x 128, fp16) read once, Z written; backward dX = (dZ + dZ^T) X,
+             * one GEMM of the forward's FLOPs reading dZ and X, writing dX */
+            ck_assert(op->gram);
+            ck_assert_double_eq(op->fwd_bytes, b * (27 * 128 + 27 * 27) * 2);
+            ck_assert_double_eq(op->bwd_flops, op->fwd_flops);
+            ck_assert_double_eq(op->bwd_bytes, b * (27 * 27 + 2 * 27 * 128) * 2);
+            /* on 1 TB/s and 100 TFLOP/s both passes are memory bound: 17.1 MB and 31.3 MB at
+             * the memory-bound efficiency (compute: ~10 and ~19 us at the small tiles' rates) */
+            device_spec dev = test_device(1 << 20);
+            double bw = 1e12 * cost_memory_efficiency(), ovh = cost_kernel_gpu_overhead_seconds();
+            ck_assert_double_eq_tol(cost_op_kernel_seconds(op, PASS_FWD, PREC_FP16, &dev),
+                                    b * (27 * 128 + 27 * 27) * 2 / bw + ovh, 1e-12);
+            ck_assert_double_eq_tol(cost_op_kernel_seconds(op, PASS_BWD, PREC_FP16, &dev),
+                                    b * (27 * 27 + 2 * 27 * 128) * 2 / bw + 2 * ovh, 1e-12);
         }
         if (strcmp(op->name, "top_mlp.0") == 0) {
             found_top0 = 1;
