@@ -18,10 +18,18 @@ static const double EMB_SORT_DIGIT_BITS = 8.0;
  * constant of its own: with the L2 rule it runs at the memory-bound kernels' COST_MEM_EFF. */
 static const double EMB_BWD_EFF = 0.50;
 
+/* The GPUs a table's rows are split over (1: the whole table). */
+static double row_shards(const workload_emb *e)
+{
+    return e->row_shards > 1 ? e->row_shards : 1.0;
+}
+
 /* Rows the forward reads from HBM: the lookups that miss the L2 share `l2` (bytes) of the kernel
  * (the share's capacity holds the table's hottest rows; lookups of other rows miss), and never
  * fewer than the distinct rows (each is read once). With unique_ratio (no ranks) the whole
- * touched set hits when it fits the share, none of the repeats otherwise. */
+ * touched set hits when it fits the share, none of the repeats otherwise. A row-wise slice of
+ * s GPUs: ids are hashed, so its hottest K rows are the table's ranks 1, s + 1, ... and its
+ * lookups hit them with the share the table's K x s hottest rows have. */
 double cost_embedding_rows_read(const workload_emb *e, double l2)
 {
     assert(e && e->rows >= 1 && e->dim > 0 && e->elem_bytes > 0 && l2 >= 0);
@@ -29,7 +37,8 @@ double cost_embedding_rows_read(const workload_emb *e, double l2)
     if (e->law == IDS_UNIQUE_RATIO)
         hot_share = e->unique * row_bytes <= l2 ? 1.0 : 0.0;
     else
-        hot_share = workload_dlrm_hot_share(e->law, e->alpha, e->rows, floor(l2 / row_bytes));
+        hot_share = workload_dlrm_hot_share(e->law, e->alpha, e->rows,
+                                            floor(l2 / row_bytes) * row_shards(e));
     return fmax(e->unique, e->lookups * (1.0 - hot_share));
 }
 
@@ -41,7 +50,7 @@ double cost_embedding_bytes(const workload_emb *e, op_pass pass, double l2)
     double pooled = e->bags * e->dim * e->elem_bytes; /* outputs, or their gradients */
     if (pass == PASS_FWD)
         return cost_embedding_rows_read(e, l2) * row_bytes + ids + pooled;
-    double passes = ceil(log2(fmax(e->rows, 2.0)) / EMB_SORT_DIGIT_BITS);
+    double passes = ceil(log2(fmax(e->rows / row_shards(e), 2.0)) / EMB_SORT_DIGIT_BITS);
     double sort = e->lookups * EMB_SORT_PAIR_BYTES * 2.0 * passes;
     /* each lookup gathers its bag's gradient; each distinct row and its state are read and
      * written once */

@@ -22,13 +22,17 @@ typedef struct dlrm_plan_stats {
     int sharding;       /* emb_sharding, -1: no embedding block (the one GPU holds the tables) */
     int placement;      /* emb_placement, -1: none (unsharded) */
     int bottom_mlp_gpu; /* -1: the bottom MLP data-parallel */
+    int per_table;      /* children "tables.N" set some tables' sharding */
+    int comm;           /* sharded over GPUs: the lookups' all-to-alls and collectives run */
     int n_tables, gpus;
     int *owner;         /* [n_tables] the GPU owning each table, -1 when on every GPU */
     int *tables_of_gpu; /* [gpus] tables each GPU looks up */
     double *lookup_s;   /* [gpus] */
     double lookup_max_s, lookup_mean_s;
     double lookup_imbalance; /* max / mean (1 when balanced; 0 when no GPU looks up) */
-    double alltoall_bytes;   /* per iteration, all GPUs' sends, forward and backward */
+    double alltoall_bytes;   /* per iteration, all GPUs' sends, forward and backward: the
+                              all-to-alls' matrices, the row-wise ring collectives' (G - 1) / G
+                              of S per GPU each */
 } dlrm_plan_stats;
 
 /* Data-parallel replicas run the same compute and pipeline traffic on the same kind of GPUs and

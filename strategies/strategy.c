@@ -338,14 +338,94 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
     return 0;
 }
 
+/* A dlrm children key "tables.N" or "tables.A-B" (inclusive); 0 when it parses. */
+static int parse_table_path(const char *p, int *first, int *last)
+{
+    if (strncmp(p, "tables.", 7))
+        return -1;
+    p += 7;
+    const char *dash = strchr(p, '-');
+    size_t n1 = dash ? (size_t)(dash - p) : strlen(p);
+    const char *second = dash ? dash + 1 : p;
+    size_t n2 = strlen(second);
+    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 || n2 == 0 || n2 > 9 ||
+        strspn(second, "0123456789") != n2)
+        return -1;
+    *first = atoi(p);
+    *last = atoi(second);
+    return 0;
+}
+
+/* The sharding (and shards) of a dlrm column or table, written at `field`. */
+static int load_sharding_value(yread_ctx *c, yaml_node_t *v, const char *field, int *out)
+{
+    return yread_enum(c, v, field, emb_sharding_names, out);
+}
+
+/* children of a dlrm plan: per-table sharding, {sharding: S, shards: K}, each table at most
+ * once. strategy.embedding gives the root's. */
+static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
+{
+    static const char *const keys[] = {"sharding", "shards"};
+    int tables = s->model.dlrm.n_tables;
+    int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    for (int i = 0; i < count; i++) {
+        yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        const char *path = yread_scalar(k);
+        char field[96], sub[128];
+        snprintf(field, sizeof field, "strategy.children.%.60s", path ? path : "?");
+        int first, last;
+        if (!path || parse_table_path(path, &first, &last))
+            return yread_fail(c, k, path ? field : "strategy.children",
+                              "unknown module path '%s' (a dlrm model's children are tables.N "
+                              "or tables.A-B)",
+                              path ? path : yread_kind(k));
+        if (first > last || last >= tables)
+            return yread_fail(c, k, field,
+                              "table range '%s' must satisfy 0 <= A <= B < %d (the model's "
+                              "tables)",
+                              path, tables);
+        for (int t = first; t <= last; t++)
+            if (s->table_has_sharding[t])
+                return yread_fail(c, k, field,
+                                  "table %d already has its sharding (from the child at line "
+                                  "%d)",
+                                  t, s->table_loc[t].line);
+        if (yread_expect_mapping(c, v, field) || yread_check_keys(c, v, field, keys, COUNT(keys)))
+            return c->err->code;
+        yaml_node_t *sv = yread_map_get(c, v, "sharding");
+        yread_join_path(sub, sizeof sub, field, "sharding");
+        if (!sv)
+            return yread_fail(c, v, sub, "missing required key 'sharding' in %s", field);
+        int sh, shards = 0;
+        if (load_sharding_value(c, sv, sub, &sh))
+            return c->err->code;
+        yaml_node_t *kv = yread_map_get(c, v, "shards");
+        yread_join_path(sub, sizeof sub, field, "shards");
+        if (kv && yread_int(c, kv, sub, 1, INT_MAX, &shards))
+            return c->err->code;
+        for (int t = first; t <= last; t++) {
+            s->table_has_sharding[t] = 1;
+            s->table_sharding[t] = (emb_sharding)sh;
+            s->table_shards[t] = shards;
+            s->table_loc[t] = yread_loc(k);
+            snprintf(s->table_path[t], sizeof s->table_path[t], "%.23s", path);
+            s->table_shards_loc[t] = yread_loc(kv);
+        }
+    }
+    s->has_table_children = 1;
+    s->table_children_loc = yread_loc(n);
+    return 0;
+}
+
 static int load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     if (yread_expect_mapping(c, n, "strategy.children"))
         return c->err->code;
     if (s->model.family == FAMILY_DLRM)
-        return yread_fail(c, n, "strategy.children",
-                          "per-table choices (children \"tables.N\") of dlrm plans are not "
-                          "modelled yet (issue 13)");
+        return load_table_children(c, n, s);
     int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
     if (count == 0)
         return 0;
@@ -402,7 +482,7 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
  * GPU. Which keys go with which sharding is strategy_validate's (validate_dlrm). */
 static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"sharding", "placement", "bottom_mlp_gpu"};
+    static const char *const keys[] = {"sharding", "placement", "shards", "bottom_mlp_gpu"};
     if (s->model.family != FAMILY_DLRM)
         return yread_fail(c, n, "strategy.embedding",
                           "embedding sharding applies to dlrm models; model '%s' is a %s",
@@ -416,18 +496,18 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
         return yread_fail(c, n, "strategy.embedding.sharding",
                           "missing required key 'sharding' in strategy.embedding");
     int i;
-    if (yread_enum(c, v, "strategy.embedding.sharding", emb_sharding_names, &i))
+    if (load_sharding_value(c, v, "strategy.embedding.sharding", &i))
         return c->err->code;
-    if (i != EMB_SHARD_DATA_PARALLEL && i != EMB_SHARD_TABLE_WISE)
-        return yread_fail(c, v, "strategy.embedding.sharding",
-                          "sharding '%s' is not modelled yet (issue 13): table-wise and "
-                          "data-parallel are",
-                          emb_sharding_table[i]);
     s->has_embedding = 1;
     s->embedding_sharding = (emb_sharding)i;
     s->sharding_loc = yread_loc(v);
     if ((v = yread_map_get(c, n, "placement")) && load_placement(c, v, s))
         return c->err->code;
+    if ((v = yread_map_get(c, n, "shards"))) {
+        if (yread_int(c, v, "strategy.embedding.shards", 1, INT_MAX, &s->embedding_shards))
+            return c->err->code;
+        s->shards_loc = yread_loc(v);
+    }
     if ((v = yread_map_get(c, n, "bottom_mlp_gpu"))) {
         if (yread_int(c, v, "strategy.embedding.bottom_mlp_gpu", 0, INT_MAX, &s->bottom_mlp_gpu))
             return c->err->code;
@@ -659,6 +739,29 @@ int strategy_vocab_parallel_for_layer(const strategy *s, int layer)
 {
     const strategy_override *o = override_for(s, layer, 1);
     return o ? o->vocab_parallel : s->vocab_parallel;
+}
+
+emb_sharding strategy_table_sharding(const strategy *s, int t, src_loc *where)
+{
+    assert(s->model.family == FAMILY_DLRM && t >= 0 && t < s->model.dlrm.n_tables);
+    if (s->table_has_sharding[t]) {
+        if (where)
+            *where = s->table_loc[t];
+        return s->table_sharding[t];
+    }
+    assert(s->has_embedding);
+    if (where)
+        *where = s->sharding_loc;
+    return s->embedding_sharding;
+}
+
+int strategy_table_shards(const strategy *s, int t, src_loc *where)
+{
+    int own = s->table_has_sharding[t];
+    if (where)
+        *where = own ? s->table_shards_loc[t] : s->shards_loc;
+    int k = own ? s->table_shards[t] : s->embedding_shards;
+    return k > 0 ? k : 1;
 }
 
 void strategy_plan_desc(const strategy *s, plan_desc *out)

@@ -75,6 +75,18 @@ typedef struct strategy {
     src_loc placement_loc;
     int embedding_gpu[DLRM_MAX_TABLES];
     src_loc embedding_gpu_loc[DLRM_MAX_TABLES];
+    /* shards: column-wise, the column shards of each table (0: not written) */
+    int embedding_shards;
+    src_loc shards_loc;
+    /* children "tables.N" / "tables.A-B" (dlrm): a table's own sharding (and shards) instead
+     * of the root's where table_has_sharding[t]; table_loc the child's key */
+    unsigned char table_has_sharding[DLRM_MAX_TABLES];
+    emb_sharding table_sharding[DLRM_MAX_TABLES];
+    int table_shards[DLRM_MAX_TABLES];
+    src_loc table_loc[DLRM_MAX_TABLES], table_shards_loc[DLRM_MAX_TABLES];
+    char table_path[DLRM_MAX_TABLES][24]; /* the child's key, "tables.0-2" */
+    int has_table_children;
+    src_loc table_children_loc; /* the children mapping */
     /* bottom_mlp_gpu: the GPU running the bottom MLP over the whole batch, -1 when not given
      * (the bottom MLP data-parallel like the top one) */
     int bottom_mlp_gpu;
@@ -150,6 +162,12 @@ typedef struct plan_desc {
     int ep, etp;      /* expert.degree, expert.tensor (1, 1 without experts) */
     int dense_tables; /* dlrm: embedding {sharding: data-parallel} (replicated, dense grads) */
 } plan_desc;
+
+/* A dlrm table's sharding (its child's, else the root's; the root's must exist) and its column
+ * shards (column-wise; else 1), with where they were written (the child's key or the root's
+ * value). */
+emb_sharding strategy_table_sharding(const strategy *s, int t, src_loc *where);
+int strategy_table_shards(const strategy *s, int t, src_loc *where);
 
 /* The plan_desc of a strategy's root. */
 void strategy_plan_desc(const strategy *s, plan_desc *out);

@@ -203,29 +203,60 @@ static int validate_batch(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* strategy.embedding of a dlrm plan: which keys go with the sharding, the GPUs named in range
- * of data.degree (the plan's GPUs). */
+/* strategy.embedding (and children "tables.N") of a dlrm plan: which keys go with which
+ * sharding, column shards dividing the tables' dims, the GPUs named in range of data.degree
+ * (the plan's GPUs). */
 static int validate_embedding(const strategy *s, ps_error *err)
 {
-    int sharded = s->embedding_sharding != EMB_SHARD_DATA_PARALLEL;
-    if (!sharded && s->has_placement)
+    const workload_dlrm *d = &s->model.dlrm;
+    int placed = 0, sharded = 0; /* tables table-wise or column-wise; not data-parallel */
+    for (int t = 0; t < d->n_tables; t++) {
+        src_loc at, kat;
+        emb_sharding k = strategy_table_sharding(s, t, &at);
+        int own = s->table_has_sharding[t];
+        int written = own ? s->table_shards[t] : s->embedding_shards;
+        int shards = strategy_table_shards(s, t, &kat);
+        char sfield[96];
+        if (own)
+            snprintf(sfield, sizeof sfield, "strategy.children.%s.shards", s->table_path[t]);
+        else
+            snprintf(sfield, sizeof sfield, "strategy.embedding.shards");
+        placed |= k == EMB_SHARD_TABLE_WISE || k == EMB_SHARD_COLUMN_WISE ||
+                  k == EMB_SHARD_TABLE_ROW_WISE;
+        sharded |= k != EMB_SHARD_DATA_PARALLEL;
+        if (k == EMB_SHARD_COLUMN_WISE && written == 0)
+            return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, sfield,
+                                "column-wise sharding of table %d needs `shards` (its column "
+                                "shards, each a table of dim / shards)",
+                                t);
+        if (k != EMB_SHARD_COLUMN_WISE && written > 0)
+            return ps_error_set(err, PS_EINPUT, s->file, kat.line, kat.column, sfield,
+                                "shards apply to column-wise tables; table %d is %s", t,
+                                enum_name(emb_sharding_names, (int)k));
+        if (k == EMB_SHARD_COLUMN_WISE && (shards < 2 || d->dim[t] % shards))
+            return ps_error_set(err, PS_EINPUT, s->file, kat.line, kat.column, sfield,
+                                "%d column shards of table %d: needs at least 2 dividing its "
+                                "dim %d",
+                                shards, t, d->dim[t]);
+    }
+    if (!placed && s->has_placement)
         return ps_error_set(err, PS_EINPUT, s->file, s->placement_loc.line, s->placement_loc.column,
                             "strategy.embedding.placement",
-                            "placement applies to sharded tables; data-parallel tables are on "
-                            "every GPU");
+                            "placement applies to table-wise, column-wise and table-row-wise "
+                            "tables; these are on every GPU (row-wise or data-parallel)");
     if (!sharded && s->bottom_mlp_gpu >= 0)
         return ps_error_set(err, PS_EINPUT, s->file, s->bottom_mlp_gpu_loc.line,
                             s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
                             "bottom_mlp_gpu needs sharded tables (its output joins their "
                             "all-to-all); these are data-parallel");
-    if (sharded && !s->has_placement)
+    if (placed && !s->has_placement)
         return ps_error_set(err, PS_EINPUT, s->file, s->embedding_loc.line, s->embedding_loc.column,
                             "strategy.embedding.placement",
-                            "%s sharding needs a placement (greedy, round-robin, "
-                            "memory-balanced or a list: the GPU of table 0, 1, ...)",
-                            enum_name(emb_sharding_names, (int)s->embedding_sharding));
+                            "table-wise, column-wise and table-row-wise sharding need a placement "
+                            "(greedy, round-robin, memory-balanced or a list: the GPU of table 0, "
+                            "1, ...)");
     if (s->has_placement && s->placement == EMB_PLACE_EXPLICIT)
-        for (int t = 0; t < s->model.dlrm.n_tables; t++)
+        for (int t = 0; t < d->n_tables; t++)
             if (s->embedding_gpu[t] >= s->dp) {
                 char field[64];
                 snprintf(field, sizeof field, "strategy.embedding.placement[%d]", t);
@@ -294,6 +325,11 @@ static int validate_dlrm(const strategy *s, ps_error *err)
                             "a dlrm plan on %d GPUs needs strategy.embedding (how the tables are "
                             "sharded: table-wise or data-parallel)",
                             s->dp);
+    if (s->has_table_children && !s->has_embedding)
+        return ps_error_set(err, PS_EINPUT, s->file, s->table_children_loc.line,
+                            s->table_children_loc.column, "strategy.children",
+                            "per-table sharding needs strategy.embedding (the other tables' "
+                            "sharding)");
     if (s->has_embedding && validate_embedding(s, err))
         return err->code;
     return validate_batch(s, err);

@@ -245,6 +245,342 @@ START_TEST(table_wise_alltoall_by_hand)
 }
 END_TEST
 
+/* The ops of one pass whose names start with `prefix` ("" every non-table op; "bottom_mlp."),
+ * or, with `invert`, the non-table ops whose names do not. */
+static double ops_seconds(const workload_graph *g, op_pass pass, precision_t prec,
+                          const device_spec *dev, const char *prefix, int invert)
+{
+    double t = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        int match = !strncmp(g->ops[i].name, prefix, strlen(prefix));
+        if (g->ops[i].kind != OP_EMBEDDING_BAG && match != invert)
+            t += cost_op_kernel_seconds(&g->ops[i], pass, prec, dev);
+    }
+    return t;
+}
+
+/* bottom_mlp_gpu: 0 with both tables on GPU 1. GPU 0 runs the bottom MLP (4 -> 8 -> 4: 76
+ * parameters) over both GPUs' 2 x 256 samples, GPU 1 the tables; the pooled all-to-all carries
+ * the bottom output GPU 0 -> 1 (256 x 4 x 2 B fp16 = 2,048 B) and the tables' vectors GPU 1 ->
+ * 0 (256 x 2 x 4 x 4 B = 8,192 B: 81.92 ns on the 100 GB/s link, the slower direction); the
+ * gradients go back the same sizes. Only the top MLP's 73 parameters are all-reduced (146 B).
+ * The iteration, by the graph's dependencies: the ids (GPU 0 -> 1, 12,288 B: 122.88 ns) then
+ * GPU 1's lookup, beside GPU 0's bottom MLP; the pooled all-to-all; the interaction, top MLP
+ * and loss forward and backward (both GPUs alike); the gradients' all-to-all; GPU 0's bottom
+ * backward beside GPU 1's lookup backward; the all-reduce (1.46 ns); the optimizer steps. */
+START_TEST(bottom_mlp_on_one_gpu_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(
+        load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+             "strategy:\n  data: {degree: 2}\n"
+             "  embedding: {sharding: table-wise, placement: [1, 1], bottom_mlp_gpu: 0}\n",
+             &s, &err) == 0,
+        "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 4);
+    const double *ids = hg->colls[0].matrix, *pooled = hg->colls[1].matrix,
+                 *grads = hg->colls[2].matrix;
+    ck_assert_double_eq(ids[0 * 2 + 1], 256.0 * 3 * 8 * 2);
+    ck_assert_double_eq(pooled[0 * 2 + 1], 256.0 * 4 * 2);
+    ck_assert_double_eq(pooled[1 * 2 + 0], 256.0 * 2 * 4 * 4);
+    ck_assert_double_eq(grads[1 * 2 + 0], 256.0 * 4 * 2);
+    ck_assert_double_eq(grads[0 * 2 + 1], 256.0 * 2 * 4 * 4);
+    const double TOP = MLP_PARAMS - 76;
+    ck_assert_double_eq(hg->colls[3].bytes, TOP * 2);
+    ck_assert_int_eq(p.dlrm->bottom_mlp_gpu, 0);
+    /* memory: GPU 0 holds every MLP and no table, GPU 1 the top MLP and both tables */
+    ck_close(p.memory[0].weights, MLP_PARAMS * 2, 1e-12);
+    ck_close(p.memory[1].weights, TOP * 2 + TABLE_ELEMS * 4, 1e-12);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    double tbe_f = pass_seconds(&all, PASS_FWD, PREC_FP16, dev, NULL) -
+                   mlp_seconds(&all, PASS_FWD, PREC_FP16, dev);
+    double tbe_b = pass_seconds(&all, PASS_BWD, PREC_FP16, dev, NULL) -
+                   mlp_seconds(&all, PASS_BWD, PREC_FP16, dev);
+    double bottom_f = ops_seconds(&all, PASS_FWD, PREC_FP16, dev, "bottom_mlp.", 0);
+    double bottom_b = ops_seconds(&all, PASS_BWD, PREC_FP16, dev, "bottom_mlp.", 0);
+    double rest = ops_seconds(&g, PASS_FWD, PREC_FP16, dev, "bottom_mlp.", 1) +
+                  ops_seconds(&g, PASS_BWD, PREC_FP16, dev, "bottom_mlp.", 1);
+    double step = fmax(cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev),
+                       cost_optimizer_seconds(TOP, 0, PREC_FP16, dev));
+    double want = fmax(bottom_f, 12288 / 100e9 + tbe_f) + 8192 / 100e9 + rest + 8192 / 100e9 +
+                  fmax(bottom_b, tbe_b) + TOP * 2 / 100e9 + step +
+                  cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, want, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Row-wise on two GPUs: each GPU holds half the rows of both tables and looks up the ids of
+ * the whole batch (2 x 256 samples) that fall in its half: 512 x 2 / 2 = 512 ids per table, half
+ * the distinct rows, so half the rows read (the tiny tables sit in the L2: each reads its
+ * distinct rows once), for all 512 bags (partial sums). The ids' all-to-all sends each other GPU
+ * 256 x (2 / 2 ids + 1 length) x 8 B per table = 8,192 B; the partial sums, 512 x (4 + 4) x 4 B =
+ * S = 16,384 B per GPU, are reduce-scattered (a ring of two sends S / 2: 81.92 ns on the 100 GB/s
+ * link, exposed: the interaction waits for it); their gradients all-gathered back (the same,
+ * beside the bottom MLP's backward: hidden). The iteration: the MLPs at the micro-batch, both
+ * slices' TBE, 81.92 ns, the MLP all-reduce (2.98 ns), the step. */
+START_TEST(row_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n  embedding: {sharding: row-wise}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    /* ids, reduce-scatter, all-gather, the MLP all-reduce */
+    ck_assert_int_eq(hg->n_colls, 4);
+    ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 2 * 8 * 2);
+    ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 256.0 * 2 * 8 * 2);
+    ck_assert_int_eq(hg->colls[1].kind, COLL_REDUCE_SCATTER);
+    ck_assert_double_eq(hg->colls[1].bytes, 512.0 * 8 * 4);
+    ck_assert_int_eq(hg->colls[2].kind, COLL_ALLGATHER);
+    ck_assert_double_eq(hg->colls[2].bytes, 512.0 * 8 * 4);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(p.dlrm->owner[0], -1);
+    ck_close(p.dlrm->lookup_imbalance, 1.0, 1e-12);
+    /* memory: half of each table's rows, fp32 */
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    workload_emb half[2];
+    int n = 0;
+    for (int i = 0; i < all.n_ops; i++)
+        if (all.ops[i].kind == OP_EMBEDDING_BAG) {
+            workload_emb whole = all.ops[i].emb;
+            half[n] = whole;
+            half[n].lookups = whole.lookups / 2;
+            half[n].unique = whole.unique / 2;
+            half[n].row_shards = 2;
+            /* the lookup's rows read from HBM: half the table's */
+            ck_close(cost_embedding_rows_read(&half[n], dev->l2_bytes / 2),
+                     cost_embedding_rows_read(&whole, dev->l2_bytes / 2) / 2, 1e-12);
+            n++;
+        }
+    double tbe = cost_embedding_seconds(half, 2, PASS_FWD, dev) +
+                 cost_embedding_seconds(half, 2, PASS_BWD, dev);
+    ck_close(p.dlrm->lookup_s[0], tbe, 1e-12);
+    double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
+                     mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    uint32_t rs = hg->coll_tasks[hg->colls[1].first_task];
+    ck_close(r.end[rs] - r.start[rs], 8192 / 100e9, 1e-6);
+    ck_close(r.makespan, compute + 8192 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Column-wise, 2 shards a table, placed round-robin: shards (table 0: 0, 1; table 1: 0, 1) on
+ * GPUs 0, 1, 0, 1, each a table of dim 2 looked up for the whole batch. Each GPU gets the ids
+ * of its two shards' tables (256 x (2 + 1) x 8 B x 2 = 12,288 B from the other) and sends its
+ * pooled halves, 256 x (2 + 2) x 4 B = 4,096 B, to the other (40.96 ns, exposed); the
+ * iteration: the MLPs, the TBE over the two shards, 40.96 ns, the all-reduce, the step. */
+START_TEST(column_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: column-wise, shards: 2, placement: round-robin}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 4); /* ids, pooled, grads, MLP all-reduce */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_double_eq(hg->colls[0].matrix[i * 2 + 1 - i], 256.0 * 3 * 8 * 2);
+        ck_assert_double_eq(hg->colls[1].matrix[i * 2 + 1 - i], 256.0 * 4 * 4);
+    }
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    workload_emb cols[2];
+    int n = 0;
+    for (int i = 0; i < all.n_ops; i++)
+        if (all.ops[i].kind == OP_EMBEDDING_BAG) {
+            cols[n] = all.ops[i].emb;
+            cols[n++].dim = 2;
+        }
+    double tbe = cost_embedding_seconds(cols, 2, PASS_FWD, dev) +
+                 cost_embedding_seconds(cols, 2, PASS_BWD, dev);
+    ck_close(p.dlrm->lookup_s[1], tbe, 1e-12);
+    double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
+                     mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_iteration_overhead_seconds();
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan, compute + 4096 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* children: table 0 table-wise on GPU 1 (the list's entry for the data-parallel table 1 is not
+ * used), table 1 data-parallel under the root. The all-to-alls carry table 0 only (ids GPU 0
+ * -> 1: 256 x 3 x 8 B = 6,144 B; pooled GPU 1 -> 0: 256 x 4 x 4 B = 4,096 B); table 1's dense
+ * gradient is all-reduced alone (10 x 4 x 4 B = 160 B) after the MLPs' (149 x 2 B). Memory:
+ * GPU 0 holds table 1, GPU 1 both (fp32); table 1's dense gradient on both. */
+START_TEST(children_mix_shardings)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: data-parallel, placement: [1, 0]}\n"
+                       "  children: {\"tables.0\": {sharding: table-wise}}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    ck_assert_int_eq(hg->n_colls, 5); /* ids, pooled, grads, MLP and table all-reduces */
+    ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 3 * 8);
+    ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 0);
+    ck_assert_double_eq(hg->colls[1].matrix[1 * 2 + 0], 256.0 * 4 * 4);
+    ck_assert_double_eq(hg->colls[1].matrix[0 * 2 + 1], 0);
+    ck_assert_double_eq(hg->colls[3].bytes, MLP_PARAMS * 2);
+    ck_assert_double_eq(hg->colls[4].bytes, 10.0 * 4 * 4);
+    ck_assert_int_eq(p.dlrm->owner[0], 1);
+    ck_assert_int_eq(p.dlrm->owner[1], -1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + 40 * 4);
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4);
+    ck_assert_double_eq(p.memory[0].gradients, MLP_PARAMS * 2 + 40 * 4);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Table-row-wise on two nodes of two GPUs (sim_load_nodes: 100 GB/s NVLink ports, 10 GB/s NICs,
+ * no latency), placement [0, 2]: table 0 on node 0 (GPUs 0, 1), table 1 on node 1 (GPUs 2, 3),
+ * each GPU of a node half of its node's table's rows, looked up for the whole batch (4 x 128
+ * samples: 512 x 2 / 2 ids). Ids: each GPU sends each GPU of a table's node 128 x (2 / 2 + 1) x
+ * 8 B = 2,048 B. Forward: per node a reduce-scatter of the partial sums, S = 128 x 4 x dim 4 x
+ * 4 B = 8,192 B (a ring of two sends S / 2 over two 100 GB/s ports: 40.96 ns), then between the
+ * nodes an all-to-all among the GPUs of the same local index, 128 x 4 x 4 B = 2,048 B each way
+ * (10 GB/s NICs: 204.8 ns). Backward: the transposed all-to-all, then the all-gathers. */
+START_TEST(table_row_wise_by_hand)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 128}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 4}\n"
+                       "  embedding: {sharding: table-row-wise, placement: [0, 2]}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    const char *const zero[2] = {"0", "0"};
+    sim_load_nodes(2, 2, zero, zero, &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    const htae_graph *hg = p.graph;
+    /* ids; reduce-scatter node 0, node 1; all-to-all local index 0, 1; their gradients' two
+     * all-to-alls; all-gather node 0, node 1; the MLP all-reduce */
+    ck_assert_int_eq(hg->n_colls, 10);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            ck_assert_double_eq(hg->colls[0].matrix[i * 4 + j], i == j ? 0 : 2048);
+    for (int n = 0; n < 2; n++) {
+        const htae_collective *rs = &hg->colls[1 + n], *ag = &hg->colls[7 + n];
+        ck_assert_int_eq(rs->kind, COLL_REDUCE_SCATTER);
+        ck_assert_int_eq(ag->kind, COLL_ALLGATHER);
+        ck_assert_double_eq(rs->bytes, 8192);
+        ck_assert_double_eq(ag->bytes, 8192);
+        ck_assert_int_eq(hg->group_ranks[hg->groups[rs->group].first + 1], 2 * n + 1);
+        const htae_collective *x = &hg->colls[3 + n];
+        ck_assert_int_eq(hg->groups[x->group].n, 2);
+        ck_assert_int_eq(hg->group_ranks[hg->groups[x->group].first + 1], 2 + n);
+        ck_assert_double_eq(x->matrix[0 * 2 + 1], 2048);
+        ck_assert_double_eq(x->matrix[1 * 2 + 0], 2048);
+    }
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[3], 1);
+    /* memory: half a table each, fp32 */
+    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + 50 * 4 * 4);
+    ck_assert_double_eq(p.memory[2].weights, MLP_PARAMS * 2 + 5 * 4 * 4);
+
+    /* GPU 0's lookup: half of table 0's ids over half its rows, for all 512 bags */
+    workload_graph all;
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    workload_emb half = all.ops[4].emb; /* bottom MLP: 2 GEMMs + 2 ReLUs, then table 0 */
+    ck_assert_int_eq(all.ops[4].kind, OP_EMBEDDING_BAG);
+    half.lookups /= 2;
+    half.unique /= 2;
+    half.row_shards = 2;
+    ck_close(p.dlrm->lookup_s[0],
+             cost_embedding_seconds(&half, 1, PASS_FWD, c.device[0]) +
+                 cost_embedding_seconds(&half, 1, PASS_BWD, c.device[0]),
+             1e-12);
+
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    for (int n = 0; n < 2; n++) {
+        uint32_t rs = hg->coll_tasks[hg->colls[1 + n].first_task];
+        uint32_t x = hg->coll_tasks[hg->colls[3 + n].first_task];
+        ck_close(r.end[rs] - r.start[rs], 4096 / 100e9, 1e-6);
+        ck_close(r.end[x] - r.start[x], 2048 / 10e9, 1e-6);
+    }
+    htae_result_free(&r);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -326,6 +662,59 @@ START_TEST(placements_by_hand)
 }
 END_TEST
 
+/* Two tables of 50,000,000 rows of dim 128 in fp32 with adagrad's fp32 accumulator: 50e6 x 128 x
+ * (4 + 4) B = 51.2 GB each. Both on GPU 0 (placement [0, 0]): 102.4 GB of tables there, more
+ * than an A100's 80 GiB: the plan does not fit (the one fit rule of run --strict-memory and of
+ * sweep pruning: compiled_plan_tightest_rank's total over its capacity). One a GPU
+ * (round-robin): 51.2 GB + the MLPs, activations and the 2 GiB reserve fit. */
+static void big_tables_plan(const char *placement, compiled_plan *p, cluster *c)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/tmp/protosim_test_dlrm_plan_XXXXXX");
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    snprintf(text, sizeof text,
+             "workload:\n  family: dlrm\n  dense_features: 4\n  bottom_mlp: [128]\n"
+             "  top_mlp: [8, 1]\n  interaction: dot\n  embedding_dim: 128\n"
+             "  tables: [50000000, 50000000]\n  pooling: 1\n  ids: {distribution: uniform}\n"
+             "  embedding_precision: fp32\nbatch: {global: 512, micro: 256}\n"
+             "optimizer: adagrad\nstrategy:\n  data: {degree: 2}\n"
+             "  embedding: {sharding: table-wise, placement: %s}\n",
+             placement);
+    fputs(text, f);
+    fclose(f);
+    strategy s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(strategy_load(path, sim_data_dir(), &s, &err) == 0, "%s", err.message);
+    unlink(path);
+    ck_assert_msg(compile_plan(&s, c, NULL, p, &err) == 0, "%s", err.message);
+    strategy_free(&s);
+}
+
+START_TEST(tables_beyond_memory_do_not_fit)
+{
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    const double table = 50e6 * 128;
+    compiled_plan p;
+    big_tables_plan("[0, 0]", &p, &c);
+    ck_assert_int_eq(compiled_plan_tightest_rank(&p), 0);
+    /* GPU 0: both tables' weights and accumulators; GPU 1 none */
+    ck_assert(p.memory[0].weights > 2 * table * 4 && p.memory[0].weights < 2 * table * 4 + 1e6);
+    ck_close(p.memory[0].optimizer - p.memory[1].optimizer, 2 * table * 4, 1e-12);
+    ck_assert(p.memory[1].weights < 1e6);
+    ck_assert(p.memory[0].total > p.memory_capacity_of_rank[0]);
+    compiled_plan_free(&p);
+    big_tables_plan("round-robin", &p, &c);
+    int m = compiled_plan_tightest_rank(&p);
+    ck_assert(p.memory[m].weights > table * 4 && p.memory[m].weights < table * 4 + 1e6);
+    ck_assert(p.memory[m].total < p.memory_capacity_of_rank[m]);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+}
+END_TEST
+
 /* strategy_load fails at (line, column) with `field` and `msg` in the message. */
 static void expect_refused(const char *rest, int line, int column, const char *field,
                            const char *msg)
@@ -344,16 +733,71 @@ START_TEST(refusals_are_located)
     const char *head = "batch: {global: 512, micro: 256}\noptimizer: sgd\nstrategy:\n";
     char rest[512];
     /* MODEL is 11 lines; head's `strategy:` is line 14 */
-    snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: column-wise}\n",
+    snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: table-row-wise}\n",
              head);
-    expect_refused(rest, 16, 25, "strategy.embedding.sharding", "not modelled yet");
+    expect_refused(rest, 16, 14, "strategy.embedding.placement",
+                   "table-row-wise sharding need a placement");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: column-wise, placement: greedy}\n",
+             head);
+    expect_refused(rest, 16, 25, "strategy.embedding.shards", "needs `shards`");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: column-wise, placement: greedy, "
+             "shards: 3}\n",
+             head);
+    expect_refused(rest, 16, 65, "strategy.embedding.shards", "dividing its dim 4");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise, shards: 2}\n", head);
+    expect_refused(rest, 16, 43, "strategy.embedding.shards", "apply to column-wise");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise, placement: greedy}\n", head);
+    expect_refused(rest, 16, 46, "strategy.embedding.placement", "applies to table-wise");
+    /* children: per-table sharding */
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.2\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 17, 14, "strategy.children.tables.2", "0 <= A <= B < 2");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1-0\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 17, 14, "strategy.children.tables.1-0", "0 <= A <= B < 2");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"rows.0\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 17, 14, "strategy.children.rows.0", "tables.N or tables.A-B");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.0-1\": {sharding: table-wise}, \"tables.1\": {sharding: "
+             "row-wise}}\n",
+             head);
+    expect_refused(rest, 17, 52, "strategy.children.tables.1", "already has its sharding");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1\": {sharding: column-wise, shards: 8}}\n",
+             head);
+    expect_refused(rest, 17, 58, "strategy.children.tables.1.shards", "dividing its dim 4");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1\": {sharding: table-wise}}\n",
+             head);
+    expect_refused(rest, 16, 14, "strategy.embedding.placement", "need a placement");
+    snprintf(rest, sizeof rest, "%s  children: {\"tables.1\": {sharding: table-wise}}\n", head);
+    expect_refused(rest, 15, 13, "strategy.children", "needs strategy.embedding");
+    snprintf(rest, sizeof rest,
+             "%s  data: {degree: 2}\n  embedding: {sharding: row-wise}\n"
+             "  children: {\"tables.1\": {sharding: table-wise, recompute: full}}\n",
+             head);
+    expect_refused(rest, 17, 49, "strategy.children.tables.1.recompute", "unknown key");
     snprintf(rest, sizeof rest, "%s  data: {degree: 2}\n  embedding: {sharding: table-wise}\n",
              head);
-    expect_refused(rest, 16, 14, "strategy.embedding.placement", "needs a placement");
+    expect_refused(rest, 16, 14, "strategy.embedding.placement", "need a placement");
     snprintf(rest, sizeof rest,
              "%s  data: {degree: 2}\n  embedding: {sharding: data-parallel, placement: greedy}\n",
              head);
-    expect_refused(rest, 16, 51, "strategy.embedding.placement", "applies to sharded tables");
+    expect_refused(rest, 16, 51, "strategy.embedding.placement", "applies to table-wise");
     snprintf(rest, sizeof rest,
              "%s  data: {degree: 2}\n  embedding: {sharding: table-wise, placement: [0]}\n", head);
     expect_refused(rest, 16, 48, "strategy.embedding.placement", "the model has 2 tables");
@@ -384,8 +828,6 @@ START_TEST(refusals_are_located)
     expect_refused(rest, 15, 32, "strategy.data.bucket_mb", "not modelled for dlrm");
     snprintf(rest, sizeof rest, "%s  pipeline: {schedule: gpipe}\n", head);
     expect_refused(rest, 15, 24, "strategy.pipeline.schedule", "not modelled for dlrm");
-    snprintf(rest, sizeof rest, "%s  children: {\"tables.0\": {recompute: full}}\n", head);
-    expect_refused(rest, 15, 13, "strategy.children", "not modelled yet");
     expect_refused("batch: {global: 512, micro: 256}\noptimizer: none\n", 13, 12, "optimizer",
                    "optimizer none");
 }
@@ -452,6 +894,12 @@ int main(void)
     tcase_add_test(tc, two_gpus_all_reduce_by_hand);
     tcase_add_test(tc, table_wise_alltoall_by_hand);
     tcase_add_test(tc, placements_by_hand);
+    tcase_add_test(tc, row_wise_by_hand);
+    tcase_add_test(tc, column_wise_by_hand);
+    tcase_add_test(tc, table_row_wise_by_hand);
+    tcase_add_test(tc, children_mix_shardings);
+    tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
+    tcase_add_test(tc, tables_beyond_memory_do_not_fit);
     tcase_add_test(tc, refusals_are_located);
     tcase_add_test(tc, adagrad_and_embedding_only_for_dlrm);
     tcase_add_test(tc, devices_without_l2_are_refused);

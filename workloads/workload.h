@@ -121,6 +121,10 @@ typedef struct workload_emb {
     dlrm_id_law law;   /* for the share of lookups the L2 serves */
     double alpha;      /* zipf */
     emb_update update; /* the fused optimizer of the backward */
+    /* Row-wise shards (sharded plans): the table's rows split evenly over this many GPUs, this
+     * being one GPU's slice (rows stays the whole table's, for the id law; lookups and unique
+     * are the slice's). 0 or 1: the whole table. */
+    double row_shards;
 } workload_emb;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */

@@ -136,7 +136,7 @@ static int lookup_main(int argc, char **argv)
 {
     lookup_args a = {NULL, NULL, NULL, "fp32", NULL, 0, 0, 0, 0, 1.0};
     int prc = cli_parse_options(&cli_lookup, lookup_options, argc, argv, &a, NULL, 0, NULL);
-    workload_emb e;
+    workload_emb e = {0};
     if (!prc)
         prc = lookup_table(&a, &e);
     if (prc)

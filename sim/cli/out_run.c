@@ -69,10 +69,14 @@ static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
             p->model.name, d->n_tables, rows / 1e6, precision_name(d->embedding_precision),
             enum_name(dlrm_interaction_names, (int)d->interaction), p->params_total / 1e9);
     const dlrm_plan_stats *st = p->dlrm;
-    char tables[160];
-    if (st && st->sharding == EMB_SHARD_TABLE_WISE) {
-        int k = snprintf(tables, sizeof tables, "table-wise (%s), tables per GPU",
-                         enum_name(emb_placement_names, st->placement));
+    char tables[200];
+    if (st && (st->comm || st->per_table)) {
+        char place[40] = "";
+        if (st->placement >= 0)
+            snprintf(place, sizeof place, " (%s)", enum_name(emb_placement_names, st->placement));
+        int k = snprintf(tables, sizeof tables, "%s%s%s, shards per GPU",
+                         enum_name(emb_sharding_names, st->sharding),
+                         st->per_table ? " + per-table children" : "", place);
         for (int r = 0; r < st->gpus && k < (int)sizeof tables - 16; r++)
             k += snprintf(tables + k, sizeof tables - (size_t)k, " %d", st->tables_of_gpu[r]);
         if (st->gpus > 0 && k >= (int)sizeof tables - 16)
@@ -88,10 +92,10 @@ static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
     fprintf(out, "  plan         %d GPUs = DP %d (MLPs%s); tables %s; %d micro-batches of %d; %s\n",
             p->gpus, p->dp, bottom, tables, p->micro_batches, p->plan.micro_batch,
             precision_name(p->plan.precision));
-    if (st && st->sharding == EMB_SHARD_TABLE_WISE)
+    if (st && st->comm)
         fprintf(out,
-                "  lookups      max %.3f ms per GPU, imbalance %.2f (max / mean); all-to-alls "
-                "%.2f MB per iteration\n",
+                "  lookups      max %.3f ms per GPU, imbalance %.2f (max / mean); embedding "
+                "collectives %.2f MB sent per iteration\n",
                 st->lookup_max_s * 1e3, st->lookup_imbalance, st->alltoall_bytes / 1e6);
 }
 
@@ -105,11 +109,12 @@ static void out_run_dlrm_json(cJSON *plan, const dlrm_plan_stats *st, double all
         e, "sharding", st->sharding < 0 ? "none" : enum_name(emb_sharding_names, st->sharding));
     if (st->placement >= 0)
         cJSON_AddStringToObject(e, "placement", enum_name(emb_placement_names, st->placement));
+    cJSON_AddBoolToObject(e, "per_table_children", st->per_table);
     cJSON_AddNumberToObject(e, "bottom_mlp_gpu", st->bottom_mlp_gpu);
     cJSON *owner = cJSON_AddArrayToObject(e, "gpu_of_table");
     for (int t = 0; t < st->n_tables; t++)
         cJSON_AddItemToArray(owner, cJSON_CreateNumber(st->owner[t]));
-    cJSON *tabs = cJSON_AddArrayToObject(e, "tables_per_gpu");
+    cJSON *tabs = cJSON_AddArrayToObject(e, "shards_per_gpu");
     cJSON *look = cJSON_AddArrayToObject(e, "lookup_s_per_gpu");
     for (int r = 0; r < st->gpus; r++) {
         cJSON_AddItemToArray(tabs, cJSON_CreateNumber(st->tables_of_gpu[r]));
