@@ -125,6 +125,12 @@ typedef struct workload_emb {
      * being one GPU's slice (rows stays the whole table's, for the id law; lookups and unique
      * are the slice's). 0 or 1: the whole table. */
     double row_shards;
+    /* The update is not fused into the lookup's backward (`strategy.embedding.update: sparse`,
+     * PyTorch's nn.Embedding(sparse=True) + torch.optim.SGD, as NVIDIA's DLRM): the backward
+     * writes one fp32 gradient row per lookup, the optimizer scales them into a new tensor and
+     * index-adds them into the table; amp_unscale: fp16 AMP's loss scaler first unscales them
+     * (read and written). 0: the fused update. */
+    int sparse_update, amp_unscale;
 } workload_emb;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */

@@ -944,7 +944,8 @@ def load_dlrm(gt_dir, repo=None, **_):
     """The 2-e2e rows of dlrm_public.csv through `protosim run` (issue 13): the bundled model
     holding the row's table set (else an inline model of the row's tables), the row's GPUs on
     one generated DGX node, its batch and precision, SGD, and its plan: one GPU, or NVIDIA's
-    table-wise placement with the bottom MLP on GPU 0. Plans protosim refuses as "not modelled
+    table-wise placement with the bottom MLP on GPU 0; the tables' update unfused (`update:
+    sparse`, as NVIDIA's DLRM: sparse gradient + torch.optim.SGD). Plans protosim refuses as "not modelled
     yet" and plans the row does not publish come back skipped with the reason."""
     rows, jobs = [], []
     recs = _read_dicts(os.path.join(gt_dir, DLRM_FILE))
@@ -1022,14 +1023,19 @@ def load_dlrm(gt_dir, repo=None, **_):
             wl = _dlrm_flow_model("dlrm-row%d" % (i + 1), dense, bottom, dim, inter, top, tables)
         text = ("workload: %s\nbatch: {global: %d, micro: %d}\nprecision: %s\noptimizer: sgd\n"
                 "strategy:\n  data: {degree: %d}\n" % (wl, gb, gb // gpus, prec, gpus))
-        if gpus > 1:
+        # NVIDIA's DLRM does not fuse the tables' update into the lookup's backward: a sparse
+        # gradient (one fp32 row per lookup) applied by torch.optim.SGD (`update: sparse`)
+        if gpus == 1:
+            text += ("  embedding: {sharding: table-wise, placement: [%s], update: sparse}\n"
+                     % ", ".join("0" for _ in tables))
+        else:
             if not sharding.startswith("table-wise") or "get_device_mapping" not in sharding:
                 row.fail("unknown multi-GPU plan %r" % sharding[:60])
                 continue
             place = nvidia_dlrm_placement(tables, gpus)
             # NVIDIA's DistributedDlrm: the bottom MLP is model-parallel on GPU 0 (whole batch)
-            text += ("  embedding: {sharding: table-wise, placement: [%s], bottom_mlp_gpu: 0}\n"
-                     % ", ".join(map(str, place)))
+            text += ("  embedding: {sharding: table-wise, placement: [%s], bottom_mlp_gpu: 0, "
+                     "update: sparse}\n" % ", ".join(map(str, place)))
         job = Job("run", ("gen", kind[0], 1, gpus, None, None) + ((kind[1],) if kind[1] else ()),
                   [row], strategy=text)
         job.skip_unmodelled = True
