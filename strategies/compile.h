@@ -25,7 +25,8 @@ typedef struct dlrm_plan_stats {
     int per_table;      /* children "tables.N" set some tables' sharding */
     int comm;           /* sharded over GPUs: the lookups' all-to-alls and collectives run */
     int n_tables, gpus;
-    int *owner;         /* [n_tables] the GPU owning each table, -1 when on every GPU */
+    int *owner;         /* [n_tables] the GPU holding each table (a column-wise table: its first
+                   shard's), -1 when on several (data-parallel, row-wise, table-row-wise) */
     int *tables_of_gpu; /* [gpus] tables each GPU looks up */
     double *lookup_s;   /* [gpus] */
     double lookup_max_s, lookup_mean_s;

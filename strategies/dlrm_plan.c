@@ -112,11 +112,8 @@ static double shard_lookup_seconds(const workload_emb *e, const device_spec *dev
            cost_embedding_seconds(e, 1, PASS_BWD, dev);
 }
 
-/* Place each shard in order of decreasing weight (ties: the earlier first) on the GPU of least
- * load so far (ties: lower GPU), its weight added to that GPU's load: the greedy rule of
- * TorchRec's greedy perf partitioner, here without storage limits (the memory estimate and
- * the fit rule judge the result). */
-static void place_greedy(const double *weight, int n, int G, int *owner)
+/* The indices 0..n-1 in decreasing order of weight, ties in index order (heap-owned). */
+static int *by_decreasing_weight(const double *weight, int n)
 {
     int *order = xmalloc((size_t)n * sizeof *order);
     for (int t = 0; t < n; t++)
@@ -127,6 +124,16 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
             order[j] = order[j - 1];
             order[j - 1] = x;
         }
+    return order;
+}
+
+/* Place each shard in order of decreasing weight (ties: the earlier first) on the GPU of least
+ * load so far (ties: lower GPU), its weight added to that GPU's load: the greedy rule of
+ * TorchRec's greedy perf partitioner, here without storage limits (the memory estimate and
+ * the fit rule judge the result). */
+static void place_greedy(const double *weight, int n, int G, int *owner)
+{
+    int *order = by_decreasing_weight(weight, n);
     double load[G];
     for (int g = 0; g < G; g++)
         load[g] = 0;
@@ -138,6 +145,48 @@ static void place_greedy(const double *weight, int n, int G, int *owner)
         owner[order[i]] = best;
         load[best] += weight[order[i]];
     }
+    free(order);
+}
+
+/* NVIDIA's PyTorch DLRM placement (its distribute_to_buckets rule): shards in decreasing order
+ * of weight (ties: the earlier first), each to the open bucket of least weight so far (ties:
+ * the bucket first in the previous order), a bucket closing once it holds ceil(n / G) shards
+ * (a nearly uniform count); GPU i takes the i-th bucket to close, then the open ones in their
+ * last order. */
+static void place_capped(const double *weight, int n, int G, int *owner)
+{
+    int *order = by_decreasing_weight(weight, n);
+    int cap = (n + G - 1) / G, n_open = G, n_closed = 0;
+    int open[G], closed[G], count[G], gpu_of_bucket[G];
+    double sum[G];
+    int *bucket = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *bucket);
+    for (int b = 0; b < G; b++) {
+        open[b] = b;
+        count[b] = 0;
+        sum[b] = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        int b = open[0];
+        bucket[order[i]] = b;
+        sum[b] += weight[order[i]];
+        if (++count[b] == cap) {
+            closed[n_closed++] = b;
+            memmove(open, open + 1, (size_t)(--n_open) * sizeof *open);
+        }
+        for (int k = 1; k < n_open; k++) /* stable: by weight so far */
+            for (int j = k; j > 0 && sum[open[j]] < sum[open[j - 1]]; j--) {
+                int x = open[j];
+                open[j] = open[j - 1];
+                open[j - 1] = x;
+            }
+    }
+    for (int k = 0; k < n_closed; k++)
+        gpu_of_bucket[closed[k]] = k;
+    for (int k = 0; k < n_open; k++)
+        gpu_of_bucket[open[k]] = n_closed + k;
+    for (int t = 0; t < n; t++)
+        owner[t] = gpu_of_bucket[bucket[t]];
+    free(bucket);
     free(order);
 }
 
@@ -163,8 +212,10 @@ static void place_shards(const strategy *s, const cluster *c, dlrm_layout *L)
         case EMB_PLACE_MEMORY_BALANCED: weight[k] = shard_bytes(&p[k]->emb); break;
         }
     }
-    if (s->placement == EMB_PLACE_GREEDY || s->placement == EMB_PLACE_MEMORY_BALANCED)
+    if (s->placement == EMB_PLACE_GREEDY)
         place_greedy(weight, n, G, owner);
+    else if (s->placement == EMB_PLACE_MEMORY_BALANCED)
+        place_capped(weight, n, G, owner);
     for (int k = 0; k < n; k++)
         p[k]->gpu = owner[k];
     L->placed = n;
@@ -192,8 +243,10 @@ static void place_nodes(const strategy *s, const cluster *c, dlrm_layout *L)
         case EMB_PLACE_MEMORY_BALANCED: weight[k] = shard_bytes(&p[k]->emb); break;
         }
     }
-    if (s->placement == EMB_PLACE_GREEDY || s->placement == EMB_PLACE_MEMORY_BALANCED)
+    if (s->placement == EMB_PLACE_GREEDY)
         place_greedy(weight, n, N, node);
+    else if (s->placement == EMB_PLACE_MEMORY_BALANCED)
+        place_capped(weight, n, N, node);
     for (int k = 0; k < n; k++) {
         p[k]->node = node[k];
         L->twrw_dims[node[k]] += p[k]->emb.dim;
@@ -208,7 +261,7 @@ static void place_nodes(const strategy *s, const cluster *c, dlrm_layout *L)
 static int check_nodes(const strategy *s, const cluster *c, int table, ps_error *err)
 {
     int N = c->n_nodes, G = c->n_gpus;
-    int ok = N >= 1 && G % N == 0;
+    int ok = c->node_of_rank && N >= 1 && G % N == 0;
     for (int r = 0; ok && r < G; r++)
         ok = c->node_of_rank[r] == r / (G / N);
     if (ok)

@@ -281,6 +281,24 @@ START_TEST(lookup_cost_by_hand)
                             1e-3);
     z.unique = 9000; /* never fewer than the distinct rows */
     ck_assert_double_eq(cost_embedding_rows_read(&z, dev.l2_bytes), 9000);
+    /* a row-wise slice of 4 GPUs (hashed ids): a quarter of the lookups, which hit its 4096
+     * hottest rows, the table's ranks 1, 5, 9, ...: the share of the table's 16384 hottest */
+    double h_hot4 = 0;
+    for (int k = 1; k <= 16384; k++)
+        h_hot4 += 1.0 / k;
+    workload_emb slice = z;
+    slice.unique = 100;
+    slice.lookups = n / 4;
+    slice.row_shards = 4;
+    ck_assert_double_eq_tol(cost_embedding_rows_read(&slice, dev.l2_bytes),
+                            n / 4 * (1 - h_hot4 / h_all), 1e-3);
+    /* the backward sorts a slice's row indices: 2^18 rows need 3 passes of 8 bits, a quarter
+     * of them (2^16) 2 */
+    workload_emb whole = table(262144, d, n, n, IDS_UNIFORM, 100, EMB_UPDATE_SGD), quarter = whole;
+    quarter.row_shards = 4;
+    ck_assert_double_eq(cost_embedding_bytes(&whole, PASS_BWD, 0) -
+                            cost_embedding_bytes(&quarter, PASS_BWD, 0),
+                        n * 12 * 2);
     /* split among 4 tables of a kernel, each gets 256 kB */
     workload_emb four[4] = {fits, fits, fits, fits};
     double t4 = cost_embedding_seconds(four, 4, PASS_FWD, &dev);

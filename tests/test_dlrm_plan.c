@@ -581,6 +581,82 @@ START_TEST(table_row_wise_by_hand)
 }
 END_TEST
 
+/* Table-row-wise needs nodes numbered in rank order: GPUs 0, 2 on one node and 1, 3 on the other
+ * are refused at the sharding's value (line 16, column 25), at compile time. */
+START_TEST(table_row_wise_needs_rank_ordered_nodes)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 512, micro: 128}\noptimizer: sgd\nstrategy:\n"
+                       "  data: {degree: 4}\n"
+                       "  embedding: {sharding: table-row-wise, placement: round-robin}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    const char *const zero[2] = {"0", "0"};
+    sim_load_nodes(2, 2, zero, zero, &c);
+    int keep[4], interleaved[4] = {0, 1, 0, 1};
+    memcpy(keep, c.node_of_rank, sizeof keep);
+    memcpy(c.node_of_rank, interleaved, sizeof keep);
+    compiled_plan p;
+    ck_assert_int_eq(compile_plan(&s, &c, NULL, &p, &err), PS_EINPUT);
+    memcpy(c.node_of_rank, keep, sizeof keep);
+    ck_assert_str_eq(err.field, "strategy.embedding.sharding");
+    ck_assert_int_eq(err.line, 16);
+    ck_assert_int_eq(err.column, 25);
+    ck_assert_msg(strstr(err.message, "rank order"), "%s", err.message);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* The same table-wise plan with two micro-batches (global 1024): each micro-batch's three
+ * all-to-alls in stream order (ids, pooled, gradients; 7 collectives with the all-reduce); the
+ * next micro-batch's ids go while GPU 0 finishes the previous backward, so each micro-batch
+ * exposes its pooled all-to-all only: 2 x (GPU 0's compute + 81.92 ns) + 2.98 ns + the step. */
+START_TEST(table_wise_two_micro_batches)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(load("batch: {global: 1024, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 2}\n"
+                       "  embedding: {sharding: table-wise, placement: [0, 0]}\n",
+                       &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(p.micro_batches, 2);
+    ck_assert_int_eq(p.graph->n_colls, 7);
+    workload_graph g, all;
+    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = c.device[0];
+    double tbe = pass_seconds(&all, PASS_FWD, PREC_FP16, dev, NULL) -
+                 mlp_seconds(&all, PASS_FWD, PREC_FP16, dev) +
+                 pass_seconds(&all, PASS_BWD, PREC_FP16, dev, NULL) -
+                 mlp_seconds(&all, PASS_BWD, PREC_FP16, dev);
+    double micro =
+        mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) + mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe;
+    ck_close(p.dlrm->lookup_s[0], 2 * tbe, 1e-12);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    ck_close(r.makespan,
+             2 * (micro + 8192 / 100e9) + MLP_PARAMS * 2 / 100e9 +
+                 cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                 cost_iteration_overhead_seconds(),
+             1e-9);
+    htae_result_free(&r);
+    workload_graph_free(&g);
+    workload_graph_free(&all);
+    compiled_plan_free(&p);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
 /* Five tables of dim 16 (cat interaction) on two GPUs; rows 1000, 10, 500, 20, 400 and
  * pooling 40, 1, 10, 1, 5 ids per sample. */
 static const char *PLACED = "workload:\n"
@@ -620,9 +696,10 @@ static void owners_under(const char *placement, int *owner, compiled_plan *p, cl
     strategy_free(&s);
 }
 
-/* round-robin: table t on GPU t mod 2. memory-balanced: by bytes (rows x 16 x 4 B), largest
- * first, each on the GPU holding fewer bytes so far: 1000 -> 0, 500 -> 1, 400 -> 1 (500 < 1000),
- * 20 -> 1 (900 < 1000), 10 -> 1 (920 < 1000). greedy: the same rule by each table's lookup time
+/* round-robin: table t on GPU t mod 2. memory-balanced (NVIDIA's DLRM rule): by bytes (rows x
+ * 16 x 4 B), largest first, each in the open bucket holding fewer bytes so far, a bucket closing
+ * at ceil(5 / 2) = 3 tables: 1000 -> A, 500 -> B, 400 -> B (500 < 1000), 20 -> B (900 < 1000;
+ * B closes first: GPU 0), 10 -> A (GPU 1). greedy: the same rule by each table's lookup time
  * (forward + backward, alone); here the first table's time exceeds the four others' together
  * (asserted), so it alone is on GPU 0. */
 START_TEST(placements_by_hand)
@@ -635,9 +712,9 @@ START_TEST(placements_by_hand)
     ck_assert(o[0] == 0 && o[1] == 1 && o[2] == 0 && o[3] == 1 && o[4] == 0);
     compiled_plan_free(&p);
     owners_under("memory-balanced", o, &p, &c);
-    ck_assert(o[0] == 0 && o[1] == 1 && o[2] == 1 && o[3] == 1 && o[4] == 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 4);
+    ck_assert(o[0] == 1 && o[1] == 1 && o[2] == 0 && o[3] == 0 && o[4] == 0);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 3);
+    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
     compiled_plan_free(&p);
     owners_under("greedy", o, &p, &c);
     workload_graph all;
@@ -958,10 +1035,12 @@ int main(void)
     tcase_add_test(tc, one_gpu_is_the_sum_of_its_ops);
     tcase_add_test(tc, two_gpus_all_reduce_by_hand);
     tcase_add_test(tc, table_wise_alltoall_by_hand);
+    tcase_add_test(tc, table_wise_two_micro_batches);
     tcase_add_test(tc, placements_by_hand);
     tcase_add_test(tc, row_wise_by_hand);
     tcase_add_test(tc, column_wise_by_hand);
     tcase_add_test(tc, table_row_wise_by_hand);
+    tcase_add_test(tc, table_row_wise_needs_rank_ordered_nodes);
     tcase_add_test(tc, children_mix_shardings);
     tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
     tcase_add_test(tc, tables_beyond_memory_do_not_fit);

@@ -565,6 +565,75 @@ START_TEST(mixtral_ep8_example_runs)
 }
 END_TEST
 
+/* The bundled table-wise DLRM example on one DGX A100: `run --json` reports its sharding for a
+ * ranking (plan.embedding: placement, shards per GPU summing to the 26 tables, the max
+ * per-GPU lookup time and imbalance, the all-to-alls' bytes and their simulated busy time,
+ * which is the breakdown's emb-comm). */
+START_TEST(dlrm_table_wise_example_reports_its_sharding)
+{
+    char *dir = make_tmpdir();
+    char *cl = tmp_path(dir, "a100.xml");
+    const char *gen[] = {"cluster", "dgx-a100", "--nodes", "1", "-o", cl, NULL};
+    run_result g = run_protosim(dir, gen);
+    expect_exit(&g, 0);
+    run_free(&g);
+    char *strat = src_path("strategies/examples/dlrm-criteo-small-dgx-a100-tw8.yaml");
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *j = parse_json_file(json);
+    double it = num_field(j, "iteration_time_s");
+    const cJSON *e = obj_field(obj_field(j, "plan"), "embedding");
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "sharding")->valuestring, "table-wise");
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "placement")->valuestring, "greedy");
+    const cJSON *per = cJSON_GetObjectItem(e, "shards_per_gpu");
+    ck_assert_int_eq(cJSON_GetArraySize(per), 8);
+    int sum = 0;
+    for (int i = 0; i < 8; i++)
+        sum += cJSON_GetArrayItem(per, i)->valueint;
+    ck_assert_int_eq(sum, 26);
+    ck_assert(num_field(e, "lookup_max_s") > 0 && num_field(e, "lookup_max_s") < it);
+    ck_assert(num_field(e, "lookup_imbalance") >= 1);
+    ck_assert(num_field(e, "alltoall_bytes") > 0);
+    double busy = num_field(e, "alltoall_busy_s");
+    ck_assert_msg(busy > 0 && busy < it, "emb-comm busy %g s", busy);
+    ck_assert_double_eq(busy,
+                        num_field(obj_field(obj_field(j, "breakdown"), "comm_busy_s"), "emb-comm"));
+    cJSON_Delete(j);
+    free(strat), free(json), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* dlrm-criteo-large table-wise on one DGX-2: the GPU holding the 48.9 M-row table needs its
+ * 25 GB of fp32 rows + 25 GB of adagrad state, over a V100's 32 GiB: `run --strict-memory`
+ * exits 2 (the fit rule sweeps prune by). */
+START_TEST(dlrm_tables_beyond_memory_exit_2)
+{
+    char *dir = make_tmpdir();
+    char *cl = tmp_path(dir, "dgx2.xml");
+    const char *gen[] = {"cluster", "dgx-2", "--nodes", "1", "-o", cl, NULL};
+    run_result g = run_protosim(dir, gen);
+    expect_exit(&g, 0);
+    run_free(&g);
+    char *strat = tmp_path(dir, "tw16.yaml");
+    FILE *f = fopen(strat, "w");
+    fputs("workload: dlrm-criteo-large\nbatch: {global: 65536, micro: 4096}\nprecision: fp16\n"
+          "optimizer: adagrad\nstrategy:\n  data: {degree: 16}\n"
+          "  embedding: {sharding: table-wise, placement: greedy}\n",
+          f);
+    fclose(f);
+    const char *args[] = {"run", strat, "--cluster", cl, "--strict-memory", "--quiet", NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 2);
+    run_free(&r);
+    free(strat), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* Runs plan `yaml` on `nodes` DGX H100 folded and with --no-fold: the same iteration time (to
  * 1e-9), `folded` and `full` replicas simulated. */
 static void check_fold_matches_full(const char *yaml, const char *nodes, double folded, double full)
@@ -817,6 +886,8 @@ static Suite *e2e_suite(void)
     tcase_add_test(t, strict_memory_does_not_fit);
     tcase_add_test(t, folded_replicas_match_full_simulation);
     tcase_add_test(t, mixtral_ep8_example_runs);
+    tcase_add_test(t, dlrm_table_wise_example_reports_its_sharding);
+    tcase_add_test(t, dlrm_tables_beyond_memory_exit_2);
     tcase_add_test(t, ep_folded_plans_match_full_simulation);
     tcase_add_test(t, collectives_track_nccl_tests);
     tcase_add_test(t, replay_writes_its_reports);
