@@ -91,7 +91,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 void compiled_plan_free(compiled_plan *p);
 
 /* The plan of a recommendation model (family dlrm; strategies/dlrm_plan.c), which compile_plan
- * hands over to: MLPs data-parallel, tables on the one GPU or replicated. */
+ * hands over to: MLPs data-parallel, tables on the one GPU, replicated or sharded. */
 int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err);
 /* Bytes per element of the MLP gradients a dlrm plan all-reduces: 2 under fp16, else 4. */
 double dlrm_plan_grad_elem_bytes(precision_t p);

@@ -8,12 +8,16 @@
  * block: FBGEMM's fused TBE, the update inside the lookup's backward), replicated on every GPU
  * (`sharding: data-parallel`: the lookup's backward scatters the gradients into a dense table
  * gradient, all-reduced, then updated by a dense optimizer step, as TorchRec's data-parallel
- * sharding does) or sharded table-wise (each table on one GPU, which looks it up for every
- * GPU's micro-batch; all-to-alls move the ids to the owners, the pooled vectors back, and
- * their gradients to the owners in the backward, whose TBE keeps the fused update). After the
- * last micro-batch the MLP gradient all-reduce and the tables' (data-parallel) on the DP
- * stream, then the optimizer step. Kernel times only: the host's launch flow shop and the
- * overlap of the gradient all-reduce with the backward are not modelled yet (STATUS.md). */
+ * sharding does) or sharded (table-wise: each table on one GPU, which looks it up for every
+ * GPU's micro-batch; row-wise: a slice of rows on every GPU; column-wise: column shards placed
+ * like tables; table-row-wise: row slices over one node's GPUs; per table with children). The
+ * collectives of a sharded plan: the ids to the shards' GPUs, the pooled vectors back
+ * (all-to-all, reduce-scatter of row-wise partial sums, table-row-wise's node reduce-scatter
+ * and cross-node all-to-all), and in the backward their gradients the other way, before the
+ * TBE backward, which keeps the fused update. After the last micro-batch the MLP gradient
+ * all-reduce and the tables' (data-parallel) on the DP stream, then the optimizer step. Kernel
+ * times only: the host's launch flow shop and the overlap of the gradient all-reduce with the
+ * backward are not modelled yet (STATUS.md). */
 #include "compile.h"
 #include "../sim/base/xalloc.h"
 #include "../sim/cost.h"
@@ -383,9 +387,10 @@ static double tbe_seconds(const dlrm_layout *L, int r, op_pass pass, const devic
 /* The all-to-alls of a sharded plan's micro-batch, bytes member i sends member j: the ids to
  * the shards' GPUs (int64 ids and one int64 length per sample and table, as TorchRec's input
  * dist; a column shard gets every id of its table, a row-wise slice 1/G of them and every
- * length, a table-row-wise slice 1/per_node), and the pooled vectors from the table-wise and column shards' GPUs to every GPU
- * (micro x the shard's dim x the table's bytes; with bottom_mlp_gpu the bottom MLP's output
- * too, in the MLPs' precision); their gradients in the backward are the transpose. */
+ * length, a table-row-wise slice 1/per_node), and the pooled vectors from the table-wise and
+ * column shards' GPUs to every GPU (micro x the shard's dim x the table's bytes; with
+ * bottom_mlp_gpu the bottom MLP's output too, in the MLPs' precision); their gradients in the
+ * backward are the transpose. */
 static void alltoall_matrices(const dlrm_layout *L, const workload_dlrm *d, int micro,
                               precision_t prec, int bottom_width, double *ids, double *pooled)
 {

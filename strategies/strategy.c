@@ -356,12 +356,6 @@ static int parse_table_path(const char *p, int *first, int *last)
     return 0;
 }
 
-/* The sharding (and shards) of a dlrm column or table, written at `field`. */
-static int load_sharding_value(yread_ctx *c, yaml_node_t *v, const char *field, int *out)
-{
-    return yread_enum(c, v, field, emb_sharding_names, out);
-}
-
 /* children of a dlrm plan: per-table sharding, {sharding: S, shards: K}, each table at most
  * once. strategy.embedding gives the root's. */
 static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
@@ -400,7 +394,7 @@ static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
         if (!sv)
             return yread_fail(c, v, sub, "missing required key 'sharding' in %s", field);
         int sh, shards = 0;
-        if (load_sharding_value(c, sv, sub, &sh))
+        if (yread_enum(c, sv, sub, emb_sharding_names, &sh))
             return c->err->code;
         yaml_node_t *kv = yread_map_get(c, v, "shards");
         yread_join_path(sub, sizeof sub, field, "shards");
@@ -478,8 +472,6 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
     return 0;
 }
 
-/* strategy.embedding (dlrm models): the tables' sharding, their placement, the bottom MLP's
- * GPU. Which keys go with which sharding is strategy_validate's (validate_dlrm). */
 /* strategy.embedding.update: fused (the optimizer inside the lookup's backward, FBGEMM's TBE;
  * the default) | sparse (a sparse gradient applied by a separate optimizer, PyTorch's
  * nn.Embedding(sparse=True) + torch.optim.SGD as NVIDIA's DLRM: sgd only so far). */
@@ -504,6 +496,8 @@ static int load_embedding_update(yread_ctx *c, yaml_node_t *v, strategy *s)
     return 0;
 }
 
+/* strategy.embedding (dlrm models): the tables' sharding, their placement, the bottom MLP's
+ * GPU. Which keys go with which sharding is strategy_validate's (validate_embedding). */
 static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
     static const char *const keys[] = {"sharding", "placement", "shards", "bottom_mlp_gpu",
@@ -521,7 +515,7 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
         return yread_fail(c, n, "strategy.embedding.sharding",
                           "missing required key 'sharding' in strategy.embedding");
     int i;
-    if (load_sharding_value(c, v, "strategy.embedding.sharding", &i))
+    if (yread_enum(c, v, "strategy.embedding.sharding", emb_sharding_names, &i))
         return c->err->code;
     s->has_embedding = 1;
     s->embedding_sharding = (emb_sharding)i;

@@ -209,7 +209,8 @@ static int validate_batch(const strategy *s, ps_error *err)
 static int validate_embedding(const strategy *s, ps_error *err)
 {
     const workload_dlrm *d = &s->model.dlrm;
-    int placed = 0, sharded = 0; /* tables table-wise or column-wise; not data-parallel */
+    int placed = 0;  /* tables placed by `placement`: table-wise, column-wise, table-row-wise */
+    int sharded = 0; /* tables not data-parallel */
     for (int t = 0; t < d->n_tables; t++) {
         src_loc at, kat;
         emb_sharding k = strategy_table_sharding(s, t, &at);
@@ -276,7 +277,8 @@ static int validate_embedding(const strategy *s, ps_error *err)
 }
 
 /* dlrm plans (strategies/dlrm_plan.c): MLPs data-parallel over data.degree GPUs, the tables
- * on the one GPU, replicated (embedding: {sharding: data-parallel}) or sharded table-wise. */
+ * on the one GPU, replicated (embedding: {sharding: data-parallel}) or sharded, per table with
+ * children. */
 static int validate_dlrm(const strategy *s, ps_error *err)
 {
     const struct {
@@ -323,7 +325,8 @@ static int validate_dlrm(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.embedding",
                             "a dlrm plan on %d GPUs needs strategy.embedding (how the tables are "
-                            "sharded: table-wise or data-parallel)",
+                            "sharded: table-wise, row-wise, column-wise, table-row-wise or "
+                            "data-parallel)",
                             s->dp);
     if (s->has_table_children && !s->has_embedding)
         return ps_error_set(err, PS_EINPUT, s->file, s->table_children_loc.line,
