@@ -6,8 +6,9 @@
 # shape without expert parallelism (the same model with its experts split by TP 2, and the dense
 # Llama-3-70B; issue 11: EP within 2x of a dense plan), the 64-GPU plan's trace sizes with and
 # without link counters, then plans per second of a 64-GPU sweep
-# (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2). Not a
-# test: figures vary by machine.
+# (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2), a DLRM
+# plan on 16 GPUs and about 1,000 DLRM sharding plans (-j 2). Not a test: figures vary by
+# machine.
 #   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plan and 1/8 of the sweep only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +87,35 @@ echo
 printf '%-24s %6s %6s %10s %6s %6s %8s %10s %12s\n' sweep gpus jobs processed ok oom failed \
     wall_s plans/s
 printf '%-24s %6s %6s %10s %6s %6s %8s %10.1f %12.2f\n' sweep-gpt3-6.7b-64gpu 64 2 \
+    "$((ok + oom + failed))" "$ok" "$oom" "$failed" "$wall" \
+    "$(awk -v n="$((ok + oom + failed))" -v w="$wall" 'BEGIN { print n / w }')"
+
+# DLRM (issue 13): one sharding plan of dlrm-criteo-large on 16 A100 (two DGX A100; target: well
+# under a second), then about 1,000 sharding plans of it with 2 workers (tables_sharding: auto's
+# per-table proposals x 3 placements x 3 micro-batches; target: about a minute).
+build/protosim cluster dgx-a100 --nodes 2 -o "$tmp/a100x16.xml"
+t0=$(date +%s.%N)
+build/protosim run strategies/examples/dlrm-criteo-large-2dgx-a100-tw16.yaml \
+    --cluster "$tmp/a100x16.xml" --json "$tmp/dlrm16.json" --quiet
+t1=$(date +%s.%N)
+echo
+printf '%-36s %6s %10s %10s %10s\n' dlrm gpus iter_ms sim_s wall_s
+printf '%-36s %6s %10.3f %10.3f %10.2f\n' dlrm-criteo-large-2dgx-a100-tw16 16 \
+    "$(awk -v s="$(field iteration_time_s "$tmp/dlrm16.json")" 'BEGIN { print 1e3 * s }')" \
+    "$(field wall_s "$tmp/dlrm16.json")" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+printf 'base: %s\naxes:\n  micro_batch: [1024, 2048, 4096]\n  tables_sharding: auto\n  placement: [greedy, round-robin, memory-balanced]\n' \
+    "$PWD/strategies/examples/dlrm-criteo-large-2dgx-a100-tw16.yaml" >"$tmp/dlrm-sweep.yaml"
+shard=""
+[ "${1:-}" = "--quick" ] && shard="--shard 1/8"
+# shellcheck disable=SC2086
+build/protosim sweep "$tmp/dlrm-sweep.yaml" --cluster "$tmp/a100x16.xml" -j 2 $shard \
+    --no-progress --json "$tmp/dlrm-sweep.json" >/dev/null 2>"$tmp/dlrm-sweep.err"
+j="$tmp/dlrm-sweep.json"
+ok=$(field ok "$j"); oom=$(field oom "$j"); failed=$(field failed "$j"); wall=$(field wall_s "$j")
+echo
+printf '%-24s %6s %6s %10s %6s %6s %8s %10s %12s\n' sweep gpus jobs processed ok oom failed \
+    wall_s plans/s
+printf '%-24s %6s %6s %10s %6s %6s %8s %10.1f %12.2f\n' dlrm-criteo-large-auto 16 2 \
     "$((ok + oom + failed))" "$ok" "$oom" "$failed" "$wall" \
     "$(awk -v n="$((ok + oom + failed))" -v w="$wall" 'BEGIN { print n / w }')"
 

@@ -85,6 +85,7 @@ typedef struct stream_state {
     uint32_t first, count; /* into g->stream_tasks */
     int64_t waiting_task;  /* task whose predecessors this actor waits for, or -1 */
     int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
+    int waiting_any;       /* a stream with floating tasks waits for any of its tasks */
     sg_sem_t sem;
 } stream_state;
 
@@ -147,8 +148,9 @@ static void release(exec_state *x, uint32_t t)
 {
     const htae_task *k = &x->g->tasks[t];
     stream_state *st = &x->streams[(size_t)k->rank * (size_t)x->g->n_streams + k->stream];
-    if (st->waiting_task == (int64_t)t) {
+    if (st->waiting_task == (int64_t)t || st->waiting_any) {
         st->waiting_task = -1;
+        st->waiting_any = 0;
         sg_sem_release(st->sem);
     }
 }
@@ -319,6 +321,74 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     }
 }
 
+/* Run task t of the stream once its predecessors are done. */
+static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
+{
+    const htae_graph *g = x->g;
+    const htae_task *k = &g->tasks[t];
+    assert(k->rank == st->rank && k->stream == st->stream);
+    assert(x->pending[t] == 0);
+    if (k->host)
+        sleep_until(x->ready[t]);
+    if (t < g->n_lag && g->lag[t] > 0.0) /* launch latency after its launch */
+        sleep_until(x->pred_end[t] + g->lag[t]);
+    if (k->kind == TASK_COLLECTIVE) {
+        run_collective_task(x, st, t);
+        return;
+    }
+    x->res->start[t] = simgrid_get_clock();
+    if (k->kind == TASK_COMPUTE) {
+        run_compute(x, st, k);
+        if (k->host)
+            sleep_until(x->ready[t] + k->span); /* the host was still issuing them */
+    } else {
+        run_transfer(x, k);
+    }
+    task_done(x, t, simgrid_get_clock());
+}
+
+static int is_floating(const htae_graph *g, uint32_t t)
+{
+    return t < g->n_floating && g->floating[t];
+}
+
+/* A stream with floating tasks (htae_set_floating): the next task is the first not yet run
+ * unless it floats and is not ready: then the first ready floating task after it, up to the
+ * first task that does not float. Nothing ready: wait for any of its tasks to be released. */
+static void stream_actor_floating(stream_state *st)
+{
+    exec_state *x = st->x;
+    const htae_graph *g = x->g;
+    const uint32_t *tasks = g->stream_tasks + st->first;
+    uint8_t *ran = xcalloc((size_t)st->count + 1, 1);
+    uint32_t first = 0; /* the first task not yet run */
+    while (first < st->count) {
+        int64_t pick = -1;
+        for (uint32_t i = first; i < st->count; i++) {
+            if (ran[i])
+                continue;
+            if (i > first && !is_floating(g, tasks[i]))
+                break; /* a fence: nothing passes it */
+            if (x->pending[tasks[i]] == 0) {
+                pick = i;
+                break;
+            }
+            if (!is_floating(g, tasks[i]))
+                break; /* the first task, not floating: wait for it */
+        }
+        if (pick < 0) {
+            st->waiting_any = 1;
+            sg_sem_acquire(st->sem);
+            continue;
+        }
+        ran[pick] = 1;
+        run_stream_task(x, st, tasks[pick]);
+        while (first < st->count && ran[first])
+            first++;
+    }
+    free(ran);
+}
+
 static void stream_actor(int argc, char **argv)
 {
     (void)argc;
@@ -326,31 +396,17 @@ static void stream_actor(int argc, char **argv)
     stream_state *st = sg_actor_self_get_data();
     exec_state *x = st->x;
     const htae_graph *g = x->g;
+    if (g->floating) {
+        stream_actor_floating(st);
+        return;
+    }
     for (uint32_t i = 0; i < st->count; i++) {
         uint32_t t = g->stream_tasks[st->first + i];
-        const htae_task *k = &g->tasks[t];
-        assert(k->rank == st->rank && k->stream == st->stream);
         while (x->pending[t] > 0) {
             st->waiting_task = t;
             sg_sem_acquire(st->sem);
         }
-        if (k->host)
-            sleep_until(x->ready[t]);
-        if (t < g->n_lag && g->lag[t] > 0.0) /* launch latency after its launch */
-            sleep_until(x->pred_end[t] + g->lag[t]);
-        if (k->kind == TASK_COLLECTIVE) {
-            run_collective_task(x, st, t);
-            continue;
-        }
-        x->res->start[t] = simgrid_get_clock();
-        if (k->kind == TASK_COMPUTE) {
-            run_compute(x, st, k);
-            if (k->host)
-                sleep_until(x->ready[t] + k->span); /* the host was still issuing them */
-        } else {
-            run_transfer(x, k);
-        }
-        task_done(x, t, simgrid_get_clock());
+        run_stream_task(x, st, t);
     }
 }
 

@@ -53,13 +53,23 @@ static void predicted_steps(const trace_job *j, int i, uint32_t *const *task_of,
         const trace_op *op = &tr->ops[k];
         if (tr->has_steps && op->lane != tr->main_lane)
             continue;
-        int s = tr->has_steps ? op->step : 0;
+        int s = tr->has_steps || tr->steady ? op->step : 0;
         uint32_t t = task_of[i][k];
         a[s] = fmin(a[s], tr->has_steps ? r->start[t] : 0.0);
         b[s] = fmax(b[s], r->end[t]);
     }
     *lo = INFINITY;
     *hi = -INFINITY;
+    if (tr->steady) { /* the period: the copy's end after the traced step's */
+        for (int s = 0; s < n; s++)
+            p[s] = b[s] > a[s] ? b[s] - a[s] : 0.0;
+        p[n - 1] = b[n - 1] - b[n - 2];
+        *lo = b[n - 2];
+        *hi = b[n - 1];
+        free(a);
+        free(b);
+        return;
+    }
     for (int s = 0; s < n; s++) {
         p[s] = b[s] > a[s] ? b[s] - a[s] : 0.0;
         if (s >= tr->first_reported) {
@@ -83,9 +93,11 @@ static void breakdown(const trace_job *j, int i, const htae_graph *g, uint32_t *
         const trace_op *op = &tr->ops[k];
         uint32_t t = task_of[i][k];
         span v = {r->start[t], r->end[t]};
-        if (op->step < tr->first_reported)
-            continue;
+        if (op->step < tr->first_reported - (tr->steady ? 1 : 0))
+            continue; /* a period also holds the work the step before left in flight */
         if (op->kind == TRACE_CPU || op->kind == TRACE_RUNTIME) {
+            if (op->step < tr->first_reported)
+                continue;
             if (op->overhead < TRACE_OVH_COUNT)
                 s->overheads[op->overhead] += op->seconds;
         } else {

@@ -63,7 +63,7 @@ int whatif_parse(const char *text, whatif_spec *out, ps_error *err)
     const char *arg = colon ? colon + 1 : NULL;
     static const char *const expected =
         "expected network:F, scale:REGEX:F, remove:REGEX, amp, fuse-elementwise, "
-        "fuse-optimizer, priority:gradients or device:GPU";
+        "fuse-optimizer, priority:gradients[:BYTES] or device:GPU";
     if (!colon && strcmp(text, "amp") == 0) {
         out->kind = WHATIF_AMP;
         return 0;
@@ -77,9 +77,14 @@ int whatif_parse(const char *text, whatif_spec *out, ps_error *err)
         return 0;
     }
     if (colon && head == 8 && strncmp(text, "priority", 8) == 0) {
-        if (strcmp(arg, "gradients") != 0)
+        const char *size = strchr(arg, ':');
+        if (strncmp(arg, "gradients", 9) != 0 || (arg[9] && arg[9] != ':'))
             return spec_error(err, text, "the only priority is 'gradients'");
         out->kind = WHATIF_PRIORITY_GRADIENTS;
+        if (size && (parse_factor(size + 1, &out->factor) || out->factor < 1))
+            return spec_error(err, text,
+                              "expected priority:gradients or priority:gradients:BYTES, the "
+                              "slice size (a number >= 1)");
         return 0;
     }
     if (colon && head == 7 && strncmp(text, "network", 7) == 0) {
@@ -518,14 +523,7 @@ int whatif_apply(const whatif_spec *s, trace_job *j, const cluster *c, whatif_ef
     case WHATIF_DEVICE: return apply_device(s, j, c, eff, err);
     case WHATIF_FUSE_ELEMENTWISE: apply_fuse_elementwise(j, eff); return 0;
     case WHATIF_FUSE_OPTIMIZER: apply_fuse_optimizer(j, eff); return 0;
-    case WHATIF_PRIORITY_GRADIENTS:
-        /* P3 gains by letting the next forward's first layers start once their parameters
-         * are updated; a trace records the optimizer step waiting for every gradient
-         * collective and no per-layer dependency, so no order of them could change a replayed
-         * step: refused rather than answered with "no change". */
-        return spec_error(err, s->text,
-                          "not modelled: the traced graph has no per-layer dependency of the next "
-                          "forward on its gradients (the optimizer step waits for all of them)");
+    case WHATIF_PRIORITY_GRADIENTS: return whatif_priority_gradients(s, j, eff, err);
     }
     return 0;
 }

@@ -23,7 +23,7 @@ typedef enum {
 typedef struct whatif_spec {
     whatif_kind kind;
     char text[256];  /* as given */
-    double factor;   /* network, scale */
+    double factor;   /* network, scale; priority: the slice size in bytes (0: whole buckets) */
     char device[48]; /* device */
     regex_t re;      /* scale, remove (compiled: free with whatif_spec_free) */
     int has_re;
@@ -49,5 +49,19 @@ void whatif_spec_free(whatif_spec *s);
  * that re-cost kernels (amp, device). `device:GPU` makes GPU the traced GPU of later specs. */
 int whatif_apply(const whatif_spec *s, trace_job *j, const cluster *c, whatif_effect *eff,
                  ps_error *err);
+
+/* priority:gradients (sim/whatif_priority.c; docs/design-notes.md, "Gradient priority"): the
+ * traced step and a copy of it, the copy's forward ops waiting only for the gradient
+ * collectives of their parameters and their share of the update, the collectives issued
+ * first-needed first (sliced when the spec gives a size); the predicted step is the period.
+ * Refused (PS_EINPUT naming the spec and the trace) where the trace does not tell which
+ * parameters a gradient collective carries, or the optimizer runs collectives. */
+int whatif_priority_gradients(const whatif_spec *s, trace_job *j, whatif_effect *eff,
+                              ps_error *err);
+/* The last step of every rank followed by a copy of it (trace_rank.steady), as the unchanged
+ * replay a priority:gradients one is compared with needs; whatif_wants_steady_state: whether
+ * any of the specs is priority:gradients and the job has gradient collectives. */
+void whatif_steady_state(trace_job *j);
+int whatif_wants_steady_state(const whatif_spec *v, int n, const trace_job *j);
 
 #endif

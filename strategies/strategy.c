@@ -805,6 +805,9 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
     out->ep = s->ep;
     out->etp = s->etp;
     out->dense_tables = s->has_embedding && s->embedding_sharding == EMB_SHARD_DATA_PARALLEL;
+    out->emb_sharding = s->has_embedding ? (int)s->embedding_sharding : -1;
+    out->emb_placement = s->has_placement ? (int)s->placement : -1;
+    out->emb_shards = s->embedding_shards;
 }
 
 void strategy_set_precision(strategy *s, precision_t p)

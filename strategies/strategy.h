@@ -165,6 +165,10 @@ typedef struct plan_desc {
     precision_t precision;
     int ep, etp;      /* expert.degree, expert.tensor (1, 1 without experts) */
     int dense_tables; /* dlrm: embedding {sharding: data-parallel} (replicated, dense grads) */
+    /* dlrm: strategy.embedding's sharding and placement (emb_sharding, emb_placement); -1 when
+     * not written (no embedding block, no placement) and for other models */
+    int emb_sharding, emb_placement;
+    int emb_shards; /* dlrm: strategy.embedding.shards (column-wise); 0 when not written */
 } plan_desc;
 
 /* A dlrm table's sharding (its child's, else the root's; the root's must exist) and its column

@@ -13,8 +13,12 @@
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
     "tensor", "pipeline",     "data",      "micro_batch", "schedule",          "virtual_stages",
     "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel", "context",
-    "expert"};
+    "expert", "sharding",     "placement", "shards",      "tables_sharding"};
 const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
+
+/* The placements a sweep axis may name (an explicit list stays the base strategy's). */
+static const char *const placement_axis_table[] = {"greedy", "round-robin", "memory-balanced"};
+static const enum_names placement_axis_names = ENUM_NAMES(placement_axis_table);
 
 /* One value of axis k, as stored in sweep_axis.values. */
 static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, const char *field,
@@ -22,6 +26,13 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
 {
     int iv;
     switch (k) {
+    case SWEEP_SHARDING:
+    case SWEEP_PLACEMENT:
+        if (yread_enum(c, n, field, k == SWEEP_SHARDING ? emb_sharding_names : placement_axis_names,
+                       &iv))
+            return c->err->code;
+        *out = iv;
+        return 0;
     case SWEEP_SCHEDULE:
     case SWEEP_RECOMPUTE:
         if (yread_enum(c, n, field, k == SWEEP_SCHEDULE ? schedule_names : recompute_names, &iv))
@@ -34,6 +45,11 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
         *out = iv;
         return 0;
     case SWEEP_BUCKET_MB: return yread_positive(c, n, field, out);
+    case SWEEP_SHARDS:
+        if (yread_int(c, n, field, 2, 1 << 20, &iv))
+            return c->err->code;
+        *out = iv;
+        return 0;
     case SWEEP_ZERO:
         if (yread_int(c, n, field, 0, 3, &iv))
             return c->err->code;
@@ -75,10 +91,15 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
         a->present = 1;
         a->loc = yread_loc(v);
         const char *sv = yread_scalar(v);
-        if (kind == SWEEP_DATA && sv && !strcmp(sv, "auto")) {
+        if ((kind == SWEEP_DATA || kind == SWEEP_TABLES_SHARDING) && sv && !strcmp(sv, "auto")) {
             a->data_auto = 1;
             continue;
         }
+        if (kind == SWEEP_TABLES_SHARDING)
+            return yread_fail(c, v, field,
+                              "expected auto (per-table shardings proposed the way TorchRec's "
+                              "planner does), got %s",
+                              sv ? sv : yread_kind(v));
         if (v->type != YAML_SEQUENCE_NODE)
             return yread_fail(c, v, field, "expected a non-empty list of values%s, got %s",
                               kind == SWEEP_DATA ? " or auto" : "", yread_kind(v));
@@ -157,6 +178,32 @@ static int load_base(yread_ctx *c, yaml_node_t *n, const char *data_dir, sweep_s
     return yread_fail(c, n, "base", "%s: %s", s->base_file, sub.message);
 }
 
+/* The embedding axes need a dlrm base; tables_sharding proposes the root sharding too, so not
+ * with the sharding axis. */
+static int check_dlrm_axes(yread_ctx *c, sweep_spec *s)
+{
+    static const sweep_axis_kind dlrm_axes[] = {SWEEP_SHARDING, SWEEP_PLACEMENT, SWEEP_SHARDS,
+                                                SWEEP_TABLES_SHARDING};
+    for (int i = 0; i < 4; i++) {
+        const sweep_axis *a = &s->axes[dlrm_axes[i]];
+        char field[64];
+        snprintf(field, sizeof field, "axes.%s", axis_names[dlrm_axes[i]]);
+        if (a->present && s->base.model.family != FAMILY_DLRM)
+            return ps_error_set(c->err, PS_EINPUT, c->file, a->loc.line, a->loc.column, field,
+                                "axis '%s' applies to dlrm models; the base's model '%s' is a %s",
+                                axis_names[dlrm_axes[i]], s->base.model.name,
+                                enum_name(model_family_names, (int)s->base.model.family));
+    }
+    const sweep_axis *t = &s->axes[SWEEP_TABLES_SHARDING];
+    if (t->present && (s->axes[SWEEP_SHARDING].present || s->axes[SWEEP_SHARDS].present))
+        return ps_error_set(c->err, PS_EINPUT, c->file, t->loc.line, t->loc.column,
+                            "axes.tables_sharding",
+                            "tables_sharding: auto proposes every table's sharding and column "
+                            "shards (the uniform plans included): drop the %s axis",
+                            s->axes[SWEEP_SHARDING].present ? "sharding" : "shards");
+    return 0;
+}
+
 static int load_sweep_root(yread_ctx *c, yaml_node_t *root, const char *data_dir, sweep_spec *s)
 {
     static const char *const keys[] = {"base", "axes", "constraints"};
@@ -194,7 +241,9 @@ static int load_sweep_root(yread_ctx *c, yaml_node_t *root, const char *data_dir
         return c->err->code;
     if (cons && load_constraints(c, cons, s))
         return c->err->code;
-    return load_base(c, base, data_dir, s);
+    if (load_base(c, base, data_dir, s))
+        return c->err->code;
+    return check_dlrm_axes(c, s);
 }
 
 int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_error *err)
@@ -218,6 +267,9 @@ int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_
 
 void sweep_spec_free(sweep_spec *s)
 {
+    free(s->proposals);
+    s->proposals = NULL;
+    s->n_proposals = 0;
     for (int i = 0; i < SWEEP_AXIS_COUNT; i++) {
         free(s->axes[i].values);
         s->axes[i].values = NULL;
@@ -234,5 +286,7 @@ const char *sweep_axis_name(sweep_axis_kind k)
 int sweep_axis_count(const sweep_spec *s, sweep_axis_kind k)
 {
     const sweep_axis *a = &s->axes[k];
+    if (k == SWEEP_TABLES_SHARDING && a->present)
+        return s->n_proposals;
     return a->present && !a->data_auto ? a->n : 1;
 }

@@ -20,12 +20,18 @@ typedef enum {
     SWEEP_SEQUENCE_PARALLEL,
     SWEEP_CONTEXT,
     SWEEP_EXPERT, /* expert.degree; expert.tensor stays the base's */
+    /* dlrm bases only: strategy.embedding.sharding, .placement, and `tables_sharding: auto`
+     * (per-table shardings proposed by strategies/sweep_tables.c) */
+    SWEEP_SHARDING,
+    SWEEP_PLACEMENT,
+    SWEEP_SHARDS, /* strategy.embedding.shards: column-wise plans' column shards */
+    SWEEP_TABLES_SHARDING,
     SWEEP_AXIS_COUNT
 } sweep_axis_kind;
 
-/* One axis's values. Enums are stored as their index (pipeline_schedule, recompute_mode),
- * booleans as 0/1. data_auto: `data: auto` (GPUs / (tensor x context x pipeline)); then
- * n == 0. */
+/* One axis's values. Enums are stored as their index (pipeline_schedule, recompute_mode,
+ * emb_sharding, emb_placement), booleans as 0/1. data_auto: `data: auto` (GPUs / (tensor x
+ * context x pipeline)) or `tables_sharding: auto` (the only value of that axis); then n == 0. */
 typedef struct sweep_axis {
     int present;
     int data_auto;
@@ -49,6 +55,10 @@ typedef struct sweep_spec {
     int max_plans;                    /* constraints.max_plans (default 100000) */
     src_loc max_plans_loc;
     src_loc axes_loc;
+    /* tables_sharding: auto: the proposals (sweep_tables_propose), each an emb_sharding per
+     * table of the base model; heap-owned */
+    unsigned char (*proposals)[DLRM_MAX_TABLES];
+    int n_proposals;
 } sweep_spec;
 
 /* Parse and check SWEEP.yaml; data_dir as for strategy_load. Free with sweep_spec_free. */
@@ -57,7 +67,8 @@ void sweep_spec_free(sweep_spec *s);
 
 extern const enum_names sweep_axis_names;
 const char *sweep_axis_name(sweep_axis_kind k);
-/* Number of values an axis contributes to the product (1 when absent or auto). */
+/* Number of values an axis contributes to the product (1 when absent or data: auto; the
+ * proposals' count for tables_sharding: auto). */
 int sweep_axis_count(const sweep_spec *s, sweep_axis_kind k);
 
 #endif

@@ -35,6 +35,15 @@ static double replay_whatif(const char *name, const char *const *specs, int n, w
     ps_error_clear(&err);
     ck_assert_msg(trace_job_load(&p, 1, 0, &j, &err) == 0, "%s", err.message);
     const cluster *c = dgx4();
+    int steady = 0;
+    for (int i = 0; i < n; i++) {
+        whatif_spec s;
+        ck_assert_msg(whatif_parse(specs[i], &s, &err) == 0, "%s", err.message);
+        steady |= whatif_wants_steady_state(&s, 1, &j);
+        whatif_spec_free(&s);
+    }
+    if (steady) /* as protosim replay does: the unchanged job of such specs is two steps too */
+        whatif_steady_state(&j);
     for (int i = 0; i < n; i++) {
         whatif_spec s;
         ck_assert_msg(whatif_parse(specs[i], &s, &err) == 0, "%s", err.message);
@@ -344,6 +353,9 @@ START_TEST(bad_specs)
     bad_spec("remove:[", "bad regular expression");
     bad_spec("priority:weights", "gradients");
     bad_spec("device:", "devices.yaml");
+    bad_spec("priority:gradientsx", "the only priority is 'gradients'");
+    bad_spec("priority:gradients:0", "slice size");
+    bad_spec("priority:gradients:4MB", "slice size");
     bad_spec("amplify", "expected network:F");
     /* a regex may hold '::' */
     whatif_spec s;
@@ -356,8 +368,7 @@ START_TEST(bad_specs)
 }
 END_TEST
 
-/* What the replay cannot answer is refused: an unknown GPU, a traced GPU not in devices.yaml,
- * and priority:gradients (no per-layer dependency in a trace). */
+/* What the replay cannot answer is refused: an unknown GPU, a traced GPU not in devices.yaml. */
 START_TEST(refused_specs)
 {
     char path[1024];
@@ -369,9 +380,9 @@ START_TEST(refused_specs)
     ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
     const cluster *c = dgx4();
     whatif_effect e;
-    const char *specs[] = {"device:V200", "priority:gradients"};
-    const char *says[] = {"not a GPU of topology/devices/devices.yaml", "not modelled"};
-    for (int i = 0; i < 2; i++) {
+    const char *specs[] = {"device:V200"};
+    const char *says[] = {"not a GPU of topology/devices/devices.yaml"};
+    for (int i = 0; i < 1; i++) {
         whatif_spec s;
         ps_error_clear(&err);
         ck_assert_int_eq(whatif_parse(specs[i], &s, &err), 0);
@@ -400,6 +411,204 @@ START_TEST(refused_specs)
 }
 END_TEST
 
+/* p3.json: DDP-like, 3 layers on dgx4 (world 4), one stream of compute (7), one of NCCL (20).
+ * Host: aten::linear x 3 (10 us each, Sequence numbers 1 and 3; layer 2's is on the aten::t
+ * inside it, as a weight's is, and an aten::add_ inside it records 3, the number the next node
+ * takes, as batch norm's num_batches_tracked.add_ does: layer 3's linear, the last forward op
+ * with 3, is the one) launch fwd1-3 (100 us each, from 10 us); aten::item
+ * synchronizes stream 7 (own 5 us: 315 us); then for layer 3, 2, 1: its backward node
+ * (AddmmBackward0, TBackward0 for layer 2; 10 us, the layer's Sequence number) launches bwd
+ * (100 us) and an
+ * AccumulateGrad (30 us) launches the layer's all-reduce, stream 20 waiting for that bwd
+ * (recorded): 40 MB for layer 3, 10 MB for layers 2 and 1; the optimizer (30 us of host)
+ * waits for stream 20 and runs a 30 us kernel; the step ends at 470 us.
+ * On the GPU: bwd3 [325, 425], bwd2 [425, 525], bwd1 [525, 625]; the all-reduces are ready at
+ * R3 = 425, R2 = 525, R1 = 625 us, and take T3 and T = T2 = T1 (dgx4's ring, sim_dgx4_allreduce). */
+static void p3_times(double slice, double *t3, double *t)
+{
+    htae_options o;
+    htae_default_options(&o);
+    double lat, bw;
+    sim_dgx4_allreduce(&o, slice > 0 ? slice : 40e6, 4, &lat, &bw);
+    *t3 = lat + bw;
+    sim_dgx4_allreduce(&o, slice > 0 ? slice : 10e6, 4, &lat, &bw);
+    *t = lat + bw;
+}
+
+/* The forward of the next step as P3 runs it: each layer's update share (5, 5 and 20 us of
+ * the optimizer's 30, by bucket bytes 10, 10, 40 MB) after its all-reduce (ends e1, e2, e3),
+ * then its 100 us kernel; fwd1 launched at 480 us. The period: fwd3's end + 5 us of sync + the
+ * 155 us of host after it, less the first step's 470 us. */
+static double p3_period(double e1, double e2, double e3)
+{
+    double f1 = fmax(480e-6, e1 + 5e-6) + 100e-6;
+    double f2 = fmax(f1, e2) + 5e-6 + 100e-6;
+    double f3 = fmax(f2, e3) + 20e-6 + 100e-6;
+    return f3 + 5e-6 + 155e-6 - 470e-6;
+}
+
+/* FIFO, the traced order: the next forward waits for the optimizer, which waits for every
+ * all-reduce: AR3 [425, 425 + T3], AR2, AR1 after it, the optimizer's 30 us, then fwd1-3 and
+ * the same host: the period is 425 + T3 + 2T + 30 + 300 + 5 + 155 - 470 us. P3: AR3 runs alone
+ * (the only one ready); when it ends (after 625 us) AR1, needed first, goes before AR2; the
+ * next fwd1 waits only for AR1 and its 5 us update, AR2 overlaps fwd1. */
+START_TEST(priority_gradients_by_hand)
+{
+    double t3, t;
+    p3_times(0, &t3, &t);
+    whatif_effect e;
+    ck_close(replay_one("p3.json", NULL, &e), 470e-6, 1e-9); /* one step: the host's span */
+    double fifo = 425e-6 + t3 + 2 * t + 30e-6 + 300e-6 + 5e-6 + 155e-6 - 470e-6;
+    const char *none[] = {"priority:gradients"};
+    whatif_effect e2[1];
+    double e3 = 425e-6 + t3;
+    ck_assert(e3 > 625e-6); /* AR1 and AR2 both wait for AR3 */
+    double p3 = p3_period(e3 + t, e3 + 2 * t, e3);
+    ck_close(replay_whatif("p3.json", none, 1, e2), p3, 1e-6);
+    ck_close(replay_whatif("p3_2steps.json", none, 1, e2), p3, 1e-6);
+    /* p3_shapes.json: shapes recorded, each AccumulateGrad's aten::add_ of its gradient (10M,
+     * 2.5M, 2.5M floats) makes its bucket's bytes: the same answer */
+    ck_close(replay_whatif("p3_shapes.json", none, 1, e2), p3, 1e-6);
+    ck_assert_int_eq(e2[0].kernels, 3);
+    ck_close(e2[0].kernel_s_before, 30e-6, 1e-9);
+    ck_close(e2[0].kernel_s_after, 30e-6, 1e-9);
+    ck_assert(p3 < fifo - 50e-6);
+    /* the unchanged period the what-if is compared with (protosim replay runs it first) */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", sim_data_dir());
+    const char *p = path;
+    trace_job j;
+    ps_error err;
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    whatif_steady_state(&j);
+    ck_assert_int_eq(j.ranks[0].n_steps, 2);
+    ck_assert_int_eq(j.ranks[0].n_grad_colls, 3);
+    htae_graph *g;
+    uint32_t **task_of;
+    ck_assert_int_eq(trace_job_graph(&j, dgx4()->n_gpus, &g, &task_of, &err), 0);
+    htae_options o;
+    htae_default_options(&o);
+    o.overlap_slowdown = 0.0;
+    htae_result r;
+    ck_assert_int_eq(htae_run(g, dgx4(), &o, &r, &err), 0);
+    replay_summary sum;
+    report_replay_summarize(&j, g, task_of, &r, &sum);
+    ck_close(sum.iteration_s, fifo, 1e-6);
+    ck_assert_int_eq(sum.steps, 1);
+    ck_close(sum.measured_step_s, 470e-6, 1e-9);
+    report_replay_free(&sum);
+    htae_result_free(&r);
+    trace_tasks_free(&j, task_of);
+    htae_graph_free(g);
+    trace_job_free(&j);
+}
+END_TEST
+
+/* priority:gradients:5000000: 5 MB slices (AR3 8, AR2 and AR1 2 each), each a collective of
+ * its own (launch and ring latency each: ts per slice). AR3's slices from 425 us; AR2 is ready
+ * at 525, inside AR3's second slice, and takes the third; AR1 is ready at 625, inside it, and
+ * takes the next two, then AR2's second, then AR3's six others: AR1 ends at 425 + 5 ts, AR2 at
+ * 425 + 6 ts, AR3 at 425 + 12 ts. On dgx4 a slice's fixed 51 us make slicing cost more than
+ * the order gains: the period is longer than FIFO's. */
+START_TEST(priority_gradients_sliced_by_hand)
+{
+    double ts, ts10;
+    p3_times(5e6, &ts, &ts10);
+    ck_close(ts, ts10, 1e-12);
+    ck_assert(425e-6 + ts < 525e-6 && 525e-6 <= 425e-6 + 2 * ts);     /* AR2 ready in slice 2 */
+    ck_assert(425e-6 + 2 * ts < 625e-6 && 625e-6 <= 425e-6 + 3 * ts); /* AR1 in slice 3 */
+    const char *spec[] = {"priority:gradients:5000000"};
+    whatif_effect e[1];
+    double p3 = p3_period(425e-6 + 5 * ts, 425e-6 + 6 * ts, 425e-6 + 12 * ts);
+    ck_close(replay_whatif("p3.json", spec, 1, e), p3, 1e-6);
+    double t3, t;
+    p3_times(0, &t3, &t);
+    ck_assert(p3 > 425e-6 + t3 + 2 * t + 30e-6 + 300e-6 + 5e-6 + 155e-6 - 470e-6);
+    /* p3_2steps.json: the same step twice, the second from 2000 us (the first's GPU work long
+     * done): the last step and its copy give the same period; the first step's collectives
+     * stay as traced (three, neither sliced nor floating) */
+    ck_close(replay_whatif("p3_2steps.json", spec, 1, e), p3, 1e-6);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_2steps.json", sim_data_dir());
+    const char *p = path;
+    trace_job j;
+    ps_error err;
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    whatif_spec sp;
+    ck_assert_int_eq(whatif_parse(spec[0], &sp, &err), 0);
+    ck_assert_int_eq(whatif_apply(&sp, &j, dgx4(), e, &err), 0);
+    int first = 0, floating = 0;
+    for (uint32_t i = 0; i < j.ranks[0].n_ops; i++) {
+        const trace_op *op = &j.ranks[0].ops[i];
+        first += op->kind == TRACE_COLL && op->step == 0;
+        floating += op->floating && op->step == 0;
+    }
+    ck_assert_int_eq(first, 3);
+    ck_assert_int_eq(floating, 0);
+    ck_assert_int_eq(j.ranks[0].n_steps, 3);
+    trace_job_free(&j);
+}
+END_TEST
+
+/* Without gradient collectives (gemm.json: one GPU's kernels) there is nothing to reorder:
+ * kernels 0, the replay as without the what-if (11.020 ms). Where the trace does not tell
+ * which forward op uses a bucket's parameters, or the optimizer runs a collective, it is
+ * refused, naming the trace and the event. */
+START_TEST(priority_gradients_refused_or_nothing)
+{
+    const char *spec[] = {"priority:gradients"};
+    whatif_effect e[1];
+    ck_close(replay_whatif("gemm.json", spec, 1, e), 11.020e-3, 1e-9);
+    ck_assert_int_eq(e[0].kernels, 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_noseq.json", sim_data_dir());
+    const char *p = path;
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    whatif_spec s;
+    ck_assert_int_eq(whatif_parse("priority:gradients", &s, &err), 0);
+    whatif_effect x;
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "priority:gradients") &&
+                      strstr(err.message, "p3_noseq.json") && strstr(err.message, "traceEvents[") &&
+                      strstr(err.message, "no forward cpu_op of the replayed window"),
+                  "%s", err.message);
+    trace_job_free(&j);
+    /* p3_badbucket.json: layer 3's gradient holds 1000 floats, its bucket 40 MB: DDP did not
+     * fill it in accumulation order (or it holds other gradients): refused */
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_badbucket.json", sim_data_dir());
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    ps_error_clear(&err);
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "p3_badbucket.json") &&
+                      strstr(err.message, "carries 40000000 bytes") &&
+                      strstr(err.message, "hold 1000 elements"),
+                  "%s", err.message);
+    trace_job_free(&j);
+    /* p3.json and p3_rank1.json, one trace per rank: each rank would pick its own order */
+    char path1[1024];
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", sim_data_dir());
+    snprintf(path1, sizeof path1, "%s/tests/data/replay/p3_rank1.json", sim_data_dir());
+    const char *two[] = {path, path1};
+    ck_assert_int_eq(trace_job_load(two, 2, 0, &j, &err), 0);
+    ps_error_clear(&err);
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "several traces"), "%s", err.message);
+    trace_job_free(&j);
+    /* p3_optcoll.json: the optimizer step also all-reduces (a distributed optimizer) */
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_optcoll.json", sim_data_dir());
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    ps_error_clear(&err);
+    ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "p3_optcoll.json") &&
+                      strstr(err.message, "optimizer step runs a collective (traceEvents[54])"),
+                  "%s", err.message);
+    trace_job_free(&j);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("whatif");
@@ -419,6 +628,9 @@ int main(void)
     tcase_add_test(tc, specs_apply_in_order);
     tcase_add_test(tc, bad_specs);
     tcase_add_test(tc, refused_specs);
+    tcase_add_test(tc, priority_gradients_by_hand);
+    tcase_add_test(tc, priority_gradients_sliced_by_hand);
+    tcase_add_test(tc, priority_gradients_refused_or_nothing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

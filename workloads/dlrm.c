@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +33,54 @@ static const double ZIPF_EXACT_RANKS = 4096.0;
 /* Simpson intervals of the tail integral (in log rank). */
 static const int ZIPF_TAIL_STEPS = 512;
 
+/* A memo of the zipf sums below, pure functions of their arguments that every plan of a sweep
+ * asks for again (thousands of pow per call): direct-mapped, exact keys, so values are the
+ * same with or without it. Single-threaded, as plan compilation is. */
+typedef struct zipf_memo {
+    double x, y, z, value;
+    int used;
+} zipf_memo;
+enum { ZIPF_MEMO_SLOTS = 512 };
+static zipf_memo memo_harmonic[ZIPF_MEMO_SLOTS], memo_unique[ZIPF_MEMO_SLOTS];
+
+static zipf_memo *memo_slot(zipf_memo *m, double x, double y, double z)
+{
+    double key[3] = {x, y, z};
+    unsigned char b[sizeof key];
+    memcpy(b, key, sizeof key);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < sizeof b; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return &m[h % ZIPF_MEMO_SLOTS];
+}
+
+static int memo_get(const zipf_memo *e, double x, double y, double z, double *out)
+{
+    if (!e->used || e->x != x || e->y != y || e->z != z)
+        return 0;
+    *out = e->value;
+    return 1;
+}
+
+static double memo_put(zipf_memo *e, double x, double y, double z, double v)
+{
+    *e = (zipf_memo){x, y, z, v, 1};
+    return v;
+}
+
+static double zipf_harmonic_sum(double r, double a);
+
+/* H(r, a) = sum_{k=1..r} k^-a, memoized. */
+static double zipf_harmonic(double r, double a)
+{
+    zipf_memo *e = memo_slot(memo_harmonic, r, a, 0);
+    double v;
+    return memo_get(e, r, a, 0, &v) ? v : memo_put(e, r, a, 0, zipf_harmonic_sum(r, a));
+}
+
 /* H(r, a) = sum_{k=1..r} k^-a: exact up to ZIPF_EXACT_RANKS, the midpoint integral of x^-a over
  * (k0 + 1/2, r + 1/2] after (relative error below 1e-6 for k0 = 4096). */
-static double zipf_harmonic(double r, double a)
+static double zipf_harmonic_sum(double r, double a)
 {
     double k0 = fmin(r, ZIPF_EXACT_RANKS), h = 0.0;
     for (double k = 1; k <= k0; k++)
@@ -56,6 +102,10 @@ double workload_dlrm_unique_rows(dlrm_id_law law, double alpha, double unique_ra
     if (law == IDS_UNIFORM)
         return r == 1 ? (n > 0 ? 1.0 : 0.0) : -r * expm1(n * log1p(-1.0 / r));
     assert(law == IDS_ZIPF && alpha > 0);
+    zipf_memo *e = memo_slot(memo_unique, alpha, r, n);
+    double v;
+    if (memo_get(e, alpha, r, n, &v))
+        return v;
     double h = zipf_harmonic(r, alpha);
     double k0 = fmin(r, ZIPF_EXACT_RANKS), u = 0.0;
     for (double k = 1; k <= k0; k++)
@@ -72,7 +122,7 @@ double workload_dlrm_unique_rows(dlrm_id_law law, double alpha, double unique_ra
         }
         u += s * dt / 3.0;
     }
-    return fmin(u, fmin(r, n));
+    return memo_put(e, alpha, r, n, fmin(u, fmin(r, n)));
 }
 
 double workload_dlrm_hot_share(dlrm_id_law law, double alpha, double r, double hot)

@@ -660,6 +660,7 @@ int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *pat
             if (b.gpu_op[i] >= 0)
                 b.ev_of_op[b.gpu_op[i]] = i;
         add_edges(&b);
+        tb_infer_params(&b);
     }
     r->main_lane = 0;
     tb_free(&b);

@@ -59,6 +59,8 @@ typedef struct trace_op {
     int32_t call;      /* runtime, GPU: the launching op's shapes, into trace_rank.calls; 0:
                          none known (calls[0] is the empty call) */
     int32_t optimizer; /* runtime, GPU: 1 if launched inside an `Optimizer.step#` span */
+    uint8_t grad;      /* TRACE_COLL: 1 if a gradient collective (trace_params.c) */
+    uint8_t floating;  /* 1: may overtake other floating ops of its lane (htae_set_floating) */
 } trace_op;
 
 /* The innermost cpu_op around a launch, with the shapes the profiler recorded (record_shapes:
@@ -112,6 +114,15 @@ typedef struct trace_rank {
     char comm_measured_what[64]; /* the first one's kind, for the warning */
     int n_thread_waits;          /* CPU pieces found waiting for another thread */
     int n_thread_wakes;          /* idle threads found woken by the thread that then waited */
+    int n_grad_colls;            /* gradient collectives found (trace_params.c) */
+    uint32_t *needs;             /* pairs (GPU op, gradient collective): the op was launched by
+                                    a forward op whose parameters' gradients it carries */
+    uint32_t n_needs;
+    size_t cap_needs;
+    char params_why[320]; /* why the parameters of the gradient collectives could not be
+                                    inferred, "" if they were (or there are none) */
+    int steady;           /* 1: its last step is a copy of the one before (what-if
+                                    priority:gradients): the predicted step is the period */
 } trace_rank;
 
 typedef struct trace_job {
@@ -132,6 +143,9 @@ typedef struct trace_job {
  * naming the file and the event (field "traceEvents[i]"). */
 int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *out, ps_error *err);
 void trace_job_free(trace_job *j);
+
+/* The index of `name` in j->names, interned if new. */
+int trace_job_name(trace_job *j, const char *name);
 
 /* Median of v[0..n) with the rule of measured steps: the first one left out when there are
  * more than two. */

@@ -66,7 +66,11 @@ static unsigned long name_hash(const char *s)
 
 int tb_name(build *b, const char *name)
 {
-    trace_job *j = b->j;
+    return trace_job_name(b->j, name);
+}
+
+int trace_job_name(trace_job *j, const char *name)
+{
     if (!j->index) {
         j->index = xcalloc(1, sizeof *j->index);
         j->index->cap = 1024;

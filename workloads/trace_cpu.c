@@ -139,7 +139,7 @@ static void emit_runtime(lane_ctx *L, int rt, double end)
 /* TorchScript module calls that the profiler records as cpu_ops ("forward", "<forward op>",
  * "<backward op>") wrap many operators: the operators inside are the ops. So does a step span
  * that older profilers recorded as a cpu_op ("ProfilerStep#3"). */
-static int is_module_call(const char *name)
+int tb_is_module_call(const char *name)
 {
     return strcmp(name, "forward") == 0 || name[0] == '<' ||
            strncmp(name, "ProfilerStep#", 13) == 0;
@@ -157,7 +157,7 @@ static void find_outermost(lane_ctx *L, trace_ev **v, int n)
     double cur_end = -INFINITY;
     for (int i = 0; i < n; i++) {
         const trace_ev *e = v[i];
-        if (e->kind != EV_CPU_OP || e->ts < cur_end || is_module_call(e->name))
+        if (e->kind != EV_CPU_OP || e->ts < cur_end || tb_is_module_call(e->name))
             continue;
         cur_end = e->ts + e->dur;
         L->os[L->n_ops] = e->ts;

@@ -73,6 +73,7 @@ void trace_job_free(trace_job *j)
         free(r->calls);
         free(r->measured_step);
         free(r->group_ranks);
+        free(r->needs);
     }
     free(j->ranks);
     tb_names_free(j);
@@ -308,6 +309,8 @@ static int make_collective(gb *x, int i, uint32_t a, uint32_t ***lanes_ops, int 
             x->task_of[k][mop[p]] = ids[p];
             if (j->ranks[k].ops[mop[p]].lag > 0)
                 htae_set_lag(x->g, ids[p], j->ranks[k].ops[mop[p]].lag);
+            if (j->ranks[k].ops[mop[p]].floating)
+                htae_set_floating(x->g, ids[p]);
             cur[k][j->ranks[k].ops[mop[p]].lane]++;
         }
         free(ids);
@@ -330,6 +333,8 @@ static uint32_t make_task(gb *x, int i, uint32_t a)
                                      label_of(x, op->name), op->step);
     if (op->lag > 0)
         htae_set_lag(x->g, t, op->lag);
+    if (op->floating)
+        htae_set_floating(x->g, t);
     return t;
 }
 

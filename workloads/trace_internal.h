@@ -59,6 +59,10 @@ void tb_build_cpu_lanes(build *b);
 /* trace_coll.c: an NCCL kernel's collective from its launch's annotations; inferred waits. */
 int tb_coll_info(build *b, int kernel, trace_op *op, ps_error *err);
 void tb_infer_waits(build *b, double gap_us);
+/* trace_params.c: the gradient collectives and the forward ops whose parameters they carry
+ * (trace_rank.needs, n_grad_colls, params_why; docs/design-notes.md, "Gradient priority"). */
+void tb_infer_params(build *b);
+int tb_is_module_call(const char *name);
 int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path, int steps,
                   ps_error *err);
 

@@ -49,6 +49,7 @@ void htae_graph_free(htae_graph *g)
     free(g->stream_names);
     free(g->stream_kinds);
     free(g->lag);
+    free(g->floating);
     free(g->tasks);
     free(g->edges);
     free(g->succ);
@@ -138,6 +139,17 @@ void htae_set_lag(htae_graph *g, uint32_t t, double lag)
         g->n_lag = t + 1;
     }
     g->lag[t] = lag;
+}
+
+void htae_set_floating(htae_graph *g, uint32_t t)
+{
+    assert(!g->finalized && t < g->n_tasks && !g->tasks[t].host);
+    if (t >= g->n_floating) {
+        xgrow(&g->floating, sizeof *g->floating, (size_t)t + 1, &g->cap_floating);
+        memset(g->floating + g->n_floating, 0, (size_t)t + 1 - g->n_floating);
+        g->n_floating = t + 1;
+    }
+    g->floating[t] = 1;
 }
 
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)

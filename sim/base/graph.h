@@ -125,6 +125,10 @@ typedef struct htae_graph {
     uint32_t n_lag;
     size_t cap_lag;
 
+    uint8_t *floating; /* NULL, or [n_floating]: htae_set_floating's tasks (1), 0 the others */
+    uint32_t n_floating;
+    size_t cap_floating;
+
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
      * stream_first[i+1]) with i = r * n_streams + s, in program order. */
     uint32_t *stream_first;
@@ -175,6 +179,10 @@ void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
 /* Task t cannot start before lag seconds after its last explicit predecessor (an edge's source,
  * not its stream's previous task) ended: a replayed kernel's launch latency on an idle GPU. */
 void htae_set_lag(htae_graph *g, uint32_t t, double lag);
+/* Task t floats on its stream: it may overtake the floating tasks before it in program order
+ * that are not ready yet (their order is a priority: the first ready one runs), never a task
+ * that does not float (a fence). P3's priority among gradient collectives (sim/whatif_priority.c). */
+void htae_set_floating(htae_graph *g, uint32_t t);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 

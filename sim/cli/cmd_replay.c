@@ -34,7 +34,9 @@ const cli_command cli_replay = {
     "                          (kernels matching the POSIX extended REGEX x F), remove:REGEX,\n"
     "                          amp (fp32 GEMM/conv kernels at fp16 tensor-core speed),\n"
     "                          fuse-elementwise, fuse-optimizer, device:GPU (kernels re-costed\n"
-    "                          for a devices.yaml GPU); priority:gradients is refused\n"
+    "                          for a devices.yaml GPU), priority:gradients[:BYTES] (P3:\n"
+    "                          gradient all-reduces first-needed first, optionally sliced;\n"
+    "                          the step is then the period of two steps)\n"
     "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
     "                          step is replayed, for the GPU work it leaves in flight)\n"
     "  --quiet, -q             no summary on stdout\n"
@@ -235,10 +237,19 @@ static int replay_main(int argc, char **argv)
     whatif_effect effects[MAX_WHAT_IFS];
     double unchanged = 0;
     int rc = 0;
+    if (whatif_wants_steady_state(a.what_if.v, a.what_if.n, &job))
+        whatif_steady_state(&job); /* compared period with period */
     if (a.what_if.n > 0)
         rc = unchanged_step(&job, &c, &unchanged, &err);
-    for (int i = 0; i < a.what_if.n && !rc; i++)
+    for (int i = 0; i < a.what_if.n && !rc; i++) {
         rc = whatif_apply(&a.what_if.v[i], &job, &c, &effects[i], &err);
+        if (!rc && a.what_if.v[i].kind == WHATIF_PRIORITY_GRADIENTS && effects[i].kernels == 0)
+            fprintf(stderr,
+                    "protosim: note: --what-if '%s': %s has no gradient collective (an "
+                    "all-reduce launched by autograd's AccumulateGrad) in its last step: "
+                    "nothing to reorder, the step is unchanged\n",
+                    a.what_if.v[i].text, job.ranks[0].file);
+    }
     htae_graph *g = NULL;
     uint32_t **task_of = NULL;
     htae_result res;

@@ -65,10 +65,83 @@ static int outcome_from_json(const cJSON *o, const char *file, const char *where
     return 0;
 }
 
+/* A non-negative number at obj.key (required). */
+static int nonneg(const cJSON *o, const char *key, const char *file, const char *where, double *out,
+                  ps_error *err)
+{
+    if (out_json_num(o, key, 0, file, where, out, err))
+        return err->code;
+    if (*out < 0)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "%s must be >= 0, got %g", key,
+                            *out);
+    return 0;
+}
+
+/* A dlrm plan's "embedding" (required in a dlrm sweep, refused in others): the tables, the
+ * sharding or each table's (with the proposal), the placement, and the ranking columns of a
+ * simulated plan. */
+static int embedding_from_json(const cJSON *o, int dlrm, const char *file, const char *where,
+                               sweep_plan *p, ps_error *err)
+{
+    char ew[96];
+    snprintf(ew, sizeof ew, "%s.embedding", where);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "embedding");
+    p->proposal = -1;
+    p->desc.emb_sharding = p->desc.emb_placement = -1;
+    if (!e && !dlrm)
+        return 0;
+    if (!dlrm)
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, ew,
+                            "present in the sweep of a model that is not dlrm");
+    if (!cJSON_IsObject(e))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, ew,
+                            "missing or not an object (every plan of a dlrm sweep has one)");
+    if (out_json_int(e, "tables", 0, 1, DLRM_MAX_TABLES, file, ew, &p->n_tables, err) ||
+        out_json_int(e, "proposal", 1, 0, INT_MAX, file, ew, &p->proposal, err))
+        return err->code;
+    if (cJSON_HasObjectItem(e, "proposal")) {
+        char aw[128];
+        snprintf(aw, sizeof aw, "%s.tables_sharding", ew);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "tables_sharding");
+        if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != p->n_tables)
+            return ps_error_set(err, PS_EINPUT, file, 0, 0, aw,
+                                "must be an array of %d shardings (one per table)", p->n_tables);
+        for (int t = 0; t < p->n_tables; t++) {
+            const cJSON *v = cJSON_GetArrayItem(a, t);
+            int k = cJSON_IsString(v) ? enum_parse(emb_sharding_names, v->valuestring) : -1;
+            if (k < 0)
+                return ps_error_set(err, PS_EINPUT, file, 0, 0, aw,
+                                    "item %d is not a sharding (table-wise, row-wise, "
+                                    "column-wise, table-row-wise or data-parallel)",
+                                    t);
+            p->table_sharding[t] = (unsigned char)k;
+        }
+    } else {
+        p->proposal = -1;
+        if (cJSON_HasObjectItem(e, "sharding") &&
+            out_json_enum(e, "sharding", emb_sharding_names, file, ew, &p->desc.emb_sharding, err))
+            return err->code;
+    }
+    if (out_json_int(e, "shards", 1, 2, INT_MAX, file, ew, &p->desc.emb_shards, err))
+        return err->code;
+    if (cJSON_HasObjectItem(e, "placement") &&
+        out_json_enum(e, "placement", emb_placement_names, file, ew, &p->desc.emb_placement, err))
+        return err->code;
+    p->desc.dense_tables = p->proposal < 0 && p->desc.emb_sharding == EMB_SHARD_DATA_PARALLEL;
+    if (p->status != SWEEP_PLAN_OK)
+        return 0;
+    p->dlrm = 1;
+    if (nonneg(e, "lookup_max_s", file, ew, &p->lookup_max_s, err) ||
+        nonneg(e, "alltoall_s", file, ew, &p->alltoall_s, err) ||
+        nonneg(e, "lookup_imbalance", file, ew, &p->lookup_imbalance, err))
+        return err->code;
+    return 0;
+}
+
 /* plans[j] of a shard file: index in [0, combinations), a final status (never "pending"), the
  * plan's fields (out_plan_from_json) and the outcome its status calls for. */
-static int plan_from_json(const cJSON *o, int j, int combinations, const char *file, sweep_plan *p,
-                          ps_error *err)
+static int plan_from_json(const cJSON *o, int j, int combinations, int dlrm, const char *file,
+                          sweep_plan *p, ps_error *err)
 {
     char where[64];
     snprintf(where, sizeof where, "plans[%d]", j);
@@ -88,7 +161,8 @@ static int plan_from_json(const cJSON *o, int j, int combinations, const char *f
                             "failed or invalid)",
                             status);
     }
-    if (out_plan_from_json(o, file, where, &p->desc, err))
+    if (out_plan_from_json(o, file, where, &p->desc, err) ||
+        embedding_from_json(o, dlrm, file, where, p, err))
         return err->code;
     return outcome_from_json(o, file, where, p, err);
 }
@@ -116,13 +190,14 @@ static int shard_from_json(const cJSON *m, const char *file, int *k, int *n, ps_
 /* The sweep's header from the first file. */
 static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps_error *err)
 {
-    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "";
+    const char *hash = NULL, *sweep = "", *cl = "", *base = "", *wl = "", *family = "";
     t->memory_fit = 1;
     if (out_json_str(m, "hash", 0, file, "sweep", &hash, err) ||
         out_json_str(m, "file", 1, file, "sweep", &sweep, err) ||
         out_json_str(m, "cluster", 1, file, "sweep", &cl, err) ||
         out_json_str(m, "base", 1, file, "sweep", &base, err) ||
         out_json_str(m, "workload", 1, file, "sweep", &wl, err) ||
+        out_json_str(m, "family", 1, file, "sweep", &family, err) ||
         (cJSON_HasObjectItem(m, "memory") &&
          out_json_enum(m, "memory", sweep_memory_names, file, "sweep", &t->memory_fit, err)) ||
         out_json_int(m, "gpus", 0, 1, INT_MAX, file, "sweep", &t->gpus, err) ||
@@ -133,6 +208,11 @@ static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps
     snprintf(t->cluster_file, sizeof t->cluster_file, "%s", cl);
     snprintf(t->base, sizeof t->base, "%s", base);
     snprintf(t->workload, sizeof t->workload, "%s", wl);
+    if (family[0] && strcmp(family, "dlrm"))
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.family",
+                            "'%s' is not a family with its own columns (only dlrm is written)",
+                            family);
+    t->dlrm = family[0] != '\0';
     const cJSON *axes = cJSON_GetObjectItemCaseSensitive(m, "axes");
     t->axes = cJSON_IsObject(axes) ? cJSON_Duplicate(axes, 1) : cJSON_CreateObject();
     t->show_bucket = cJSON_HasObjectItem(t->axes, "bucket_mb");
@@ -207,7 +287,7 @@ static int merge_file(merge_state *ms, const char *file, ps_error *err)
     if (np > 0)
         xgrow(&ms->t.plans, sizeof *ms->t.plans, (size_t)ms->t.n + (size_t)np, &ms->cap);
     for (int j = 0; j < np && !rc; j++) {
-        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, ms->t.combinations, file,
+        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, ms->t.combinations, ms->t.dlrm, file,
                             &ms->t.plans[ms->t.n], err);
         ms->t.n += !rc;
     }

@@ -1,4 +1,5 @@
-/* out_plot.c: a sweep's SVG plot: throughput per plan, best first, coloured by pipeline degree,
+/* out_plot.c: a sweep's SVG plot: throughput per plan, best first, coloured by pipeline degree
+ * (a dlrm sweep: by sharding),
  * with the plans that do not fit or failed in a strip at the right. */
 #include "output.h"
 
@@ -44,6 +45,52 @@ static int pp_colour(const plot *g, int pp)
     return k % 10;
 }
 
+/* What the bars show: samples/s for a dlrm sweep (no tokens), else tokens/s. */
+static double plot_rate(const sweep_table *t, const sweep_plan *p)
+{
+    return t->dlrm ? p->samples_per_s : p->tokens_per_s;
+}
+
+static const char *plot_unit(const sweep_table *t)
+{
+    return t->dlrm ? "samples/s" : "tokens/s";
+}
+
+/* ": 123 tokens/s, 1.234 s, MFU 45.6%" or, dlrm, ": 123 samples/s, 3.688 ms, lookup max
+ * 0.383 ms, all-to-all 1.246 ms, imbalance 1.13" */
+static void plot_figures(FILE *f, const sweep_table *t, const sweep_plan *p)
+{
+    if (t->dlrm)
+        fprintf(f,
+                ": %.0f samples/s, %.3f ms, lookup max %.3f ms, all-to-all %.3f ms, imbalance "
+                "%.2f",
+                p->samples_per_s, 1e3 * p->iteration_s, 1e3 * p->lookup_max_s, 1e3 * p->alltoall_s,
+                p->lookup_imbalance);
+    else
+        fprintf(f, ": %.0f tokens/s, %.3f s, MFU %.1f%%", p->tokens_per_s, p->iteration_s,
+                100 * p->mfu);
+}
+
+/* The colour key of a plan: its pipeline degree, or a dlrm plan's sharding (emb_sharding; 5
+ * per-table proposals, 6 the tables on the one GPU). */
+static int plot_key(const sweep_table *t, const sweep_plan *p)
+{
+    if (!t->dlrm)
+        return p->desc.pp;
+    return p->proposal >= 0 ? 5 : p->desc.emb_sharding < 0 ? 6 : p->desc.emb_sharding;
+}
+
+static void plot_key_name(const sweep_table *t, int key, char *out, size_t n)
+{
+    if (!t->dlrm)
+        snprintf(out, n, "pp %d", key);
+    else
+        snprintf(out, n, "%s",
+                 key == 5   ? "per table (auto)"
+                 : key == 6 ? "one GPU"
+                            : enum_name(emb_sharding_names, key));
+}
+
 static void plot_layout(const sweep_table *t, plot *g)
 {
     memset(g, 0, sizeof *g);
@@ -56,8 +103,8 @@ static void plot_layout(const sweep_table *t, plot *g)
     g->pw = g->W - g->L - g->R, g->ph = g->H - g->T - g->B;
     g->slot = g->slots ? g->pw / g->slots : g->pw;
     for (int i = 0; i < t->n; i++)
-        if (t->plans[i].status == SWEEP_PLAN_OK && t->plans[i].tokens_per_s > g->ymax)
-            g->ymax = t->plans[i].tokens_per_s;
+        if (t->plans[i].status == SWEEP_PLAN_OK && plot_rate(t, &t->plans[i]) > g->ymax)
+            g->ymax = plot_rate(t, &t->plans[i]);
     if (g->ymax <= 0)
         g->ymax = 1;
     g->step = nice_step(g->ymax, 5);
@@ -67,10 +114,10 @@ static void plot_layout(const sweep_table *t, plot *g)
         if (p->status == SWEEP_PLAN_INVALID || p->status == SWEEP_PLAN_PENDING)
             continue;
         int k = 0;
-        while (k < g->n_pp && g->pps[k] != p->desc.pp)
+        while (k < g->n_pp && g->pps[k] != plot_key(t, p))
             k++;
         if (k == g->n_pp && g->n_pp < 16)
-            g->pps[g->n_pp++] = p->desc.pp;
+            g->pps[g->n_pp++] = plot_key(t, p);
     }
     for (int i = 1; i < g->n_pp; i++) /* insertion sort */
         for (int j = i; j > 0 && g->pps[j - 1] > g->pps[j]; j--) {
@@ -104,13 +151,15 @@ static void plot_title(FILE *f, const sweep_table *t, const plot *g)
         sweep_plan_label(best, t->show_bucket, t->show_sp, label, sizeof label);
         fprintf(f, "; best: ");
         xml_text(f, label);
-        fprintf(f, " (%.0f tokens/s, MFU %.1f%%)", best->tokens_per_s, 100 * best->mfu);
+        fprintf(f, " (");
+        plot_figures(f, t, best);
+        fprintf(f, ")");
     }
     fprintf(f, "</text>\n");
 }
 
 /* The y grid and axis label, and the strip of plans not simulated. */
-static void plot_grid(FILE *f, const plot *g)
+static void plot_grid(FILE *f, const sweep_table *t, const plot *g)
 {
     for (double y = 0; y <= g->ymax * 1.0001; y += g->step) {
         double py = g->T + g->ph - y / g->ymax * g->ph;
@@ -130,8 +179,8 @@ static void plot_grid(FILE *f, const plot *g)
     }
     fprintf(f,
             "<text transform=\"translate(%.0f,%.0f) rotate(-90)\" font-size=\"14\" "
-            "text-anchor=\"middle\">tokens/s (simulated)</text>\n",
-            g->L - 60, g->T + g->ph / 2);
+            "text-anchor=\"middle\">%s (simulated)</text>\n",
+            g->L - 60, g->T + g->ph / 2, plot_unit(t));
     if (!g->n_bad)
         return;
     double x0 = g->L + g->n_ok * g->slot, w = g->n_bad * g->slot;
@@ -148,18 +197,20 @@ static void plot_grid(FILE *f, const plot *g)
 }
 
 /* Plan i of the ranking: a bar (ok), a circle (oom) or a cross (failed). */
-static void plot_mark(FILE *f, const plot *g, const sweep_plan *p, double cx, const char *label)
+static void plot_mark(FILE *f, const sweep_table *t, const plot *g, const sweep_plan *p, double cx,
+                      const char *label)
 {
-    const char *col = palette[pp_colour(g, p->desc.pp)];
+    const char *col = palette[pp_colour(g, plot_key(t, p))];
     double bw = g->slot < 4 ? g->slot : g->slot * 0.8;
     double r = fmin(6, fmax(2.5, g->slot * 0.35));
     if (p->status == SWEEP_PLAN_OK) {
-        double h = p->tokens_per_s / g->ymax * g->ph;
+        double h = plot_rate(t, p) / g->ymax * g->ph;
         fprintf(f,
                 "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">"
-                "<title>#%d %s: %.1f tokens/s, %.4f s, MFU %.1f%%</title></rect>\n",
-                cx - bw / 2, g->T + g->ph - h, bw, h, col, p->rank, label, p->tokens_per_s,
-                p->iteration_s, 100 * p->mfu);
+                "<title>#%d %s",
+                cx - bw / 2, g->T + g->ph - h, bw, h, col, p->rank, label);
+        plot_figures(f, t, p);
+        fprintf(f, "</title></rect>\n");
     } else if (p->status == SWEEP_PLAN_OOM) {
         fprintf(f,
                 "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"none\" stroke=\"%s\" "
@@ -188,7 +239,7 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
         double cx = g->L + (i + 0.5) * g->slot;
         char label[128];
         sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
-        plot_mark(f, g, p, cx, label);
+        plot_mark(f, t, g, p, cx, label);
         /* plan names under the axis when there is room, else the best three above their bars */
         if (g->slots <= 40) {
             fprintf(f,
@@ -197,7 +248,7 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
                     cx + 3, g->T + g->ph + 10, label);
         } else if (p->status == SWEEP_PLAN_OK && p->rank <= 3) {
             /* numbered marker over the bar; the names go in the box */
-            double h = p->tokens_per_s / g->ymax * g->ph;
+            double h = plot_rate(t, p) / g->ymax * g->ph;
             fprintf(f,
                     "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" "
                     "text-anchor=\"middle\">%d</text>\n",
@@ -205,8 +256,8 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
             fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%d. ", g->L + g->pw * 0.28,
                     g->T + 22 + 17 * p->rank, p->rank);
             xml_text(f, label);
-            fprintf(f, ": %.0f tokens/s, %.3f s, MFU %.1f%%</text>\n", p->tokens_per_s,
-                    p->iteration_s, 100 * p->mfu);
+            plot_figures(f, t, p);
+            fprintf(f, "</text>\n");
         }
     }
 }
@@ -235,19 +286,19 @@ static void plot_axes(FILE *f, const plot *g)
             L + pw / 2, g->H - 10, g->slots > 40 ? "plan rank (best first)" : "plans, best first");
 }
 
-static void plot_legend(FILE *f, const plot *g)
+static void plot_legend(FILE *f, const sweep_table *t, const plot *g)
 {
     double lx = g->L + g->pw + 24, ly = g->T + 10;
-    fprintf(f,
-            "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">pipeline "
-            "degree</text>\n",
-            lx, ly);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", lx,
+            ly, t->dlrm ? "sharding" : "pipeline degree");
     for (int k = 0; k < g->n_pp; k++) {
         double y = ly + 22 + 22 * k;
+        char name[32];
+        plot_key_name(t, g->pps[k], name, sizeof name);
         fprintf(f,
                 "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-                "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">pp %d</text>\n",
-                lx, y - 11, palette[k % 10], lx + 22, y, g->pps[k]);
+                "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\">%s</text>\n",
+                lx, y - 11, palette[k % 10], lx + 22, y, name);
     }
     double y = ly + 22 + 22 * g->n_pp + 14;
     fprintf(f,
@@ -269,10 +320,10 @@ int out_sweep_plot(const char *path, const sweep_table *t, ps_error *err)
     plot g;
     plot_layout(t, &g);
     plot_title(f, t, &g);
-    plot_grid(f, &g);
+    plot_grid(f, t, &g);
     plot_marks(f, t, &g);
     plot_axes(f, &g);
-    plot_legend(f, &g);
+    plot_legend(f, t, &g);
     fprintf(f, "</svg>\n");
     if (fclose(f))
         return out_write_error(path, err);

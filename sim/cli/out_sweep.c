@@ -23,6 +23,8 @@ void sweep_table_free(sweep_table *t)
 
 /* ---- the table ---- */
 
+static void dlrm_row(FILE *f, const sweep_plan *p, const char *label, const char *mem);
+
 static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
 {
     char label[128];
@@ -30,6 +32,10 @@ static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
     char mem[32];
     snprintf(mem, sizeof mem, "%.1f/%.1f", p->peak_memory_bytes / GIB,
              p->memory_capacity_bytes / GIB);
+    if (t->dlrm) {
+        dlrm_row(f, p, label, mem);
+        return;
+    }
     if (p->status == SWEEP_PLAN_OK)
         fprintf(f, "%4d  %-36s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n", p->rank,
                 label, p->iteration_s, p->tokens_per_s, 100 * p->mfu, mem, p->compute_s,
@@ -38,6 +44,28 @@ static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
         fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s: %s\n", "-", label, "-", "-",
                 "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-",
                 status_name(p->status), p->reason);
+}
+
+/* A dlrm sweep's row: milliseconds, samples/s, the embedding columns (the largest per-GPU lookup
+ * time, the all-to-alls' busy time, the lookup imbalance), no tp/pp/MFU/bubble. */
+static void dlrm_row(FILE *f, const sweep_plan *p, const char *label, const char *mem)
+{
+    if (p->status == SWEEP_PLAN_OK)
+        fprintf(f, "%4d  %-40s %8.3f %11.0f %13s %9.3f %8.3f %6.2f %8.3f %9.3f %8.3f  ok\n",
+                p->rank, label, 1e3 * p->iteration_s, p->samples_per_s, mem, 1e3 * p->lookup_max_s,
+                1e3 * p->alltoall_s, p->lookup_imbalance, 1e3 * p->compute_s,
+                1e3 * p->exposed_comm_s, 1e3 * p->idle_s);
+    else
+        fprintf(f, "%4s  %-40s %8s %11s %13s %9s %8s %6s %8s %9s %8s  %s: %s\n", "-", label, "-",
+                "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-", "-", "-",
+                status_name(p->status), p->reason);
+}
+
+static void dlrm_header(FILE *f)
+{
+    fprintf(f, "%4s  %-40s %8s %11s %13s %9s %8s %6s %8s %9s %8s  %s\n", "rank", "plan", "iter ms",
+            "samples/s", "peak/cap GiB", "lookup ms", "a2a ms", "imbal", "compute", "exp.comm",
+            "idle", "status");
 }
 
 /* Invalid combinations, counted by reason kind, each with its first reason as an example. */
@@ -73,8 +101,12 @@ void out_sweep_table(FILE *f, const sweep_table *t, int top)
     if (t->shard_n)
         fprintf(f, "shard %d/%d of %d combinations (merge the shards with protosim merge)\n",
                 t->shard_k, t->shard_n, t->combinations);
-    fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s\n", "rank", "plan", "iter s",
-            "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm", "bubble", "idle", "status");
+    if (t->dlrm)
+        dlrm_header(f);
+    else
+        fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s\n", "rank", "plan", "iter s",
+                "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm", "bubble", "idle",
+                "status");
     int shown[SWEEP_PLAN_STATUS_COUNT] = {0}, hidden[SWEEP_PLAN_STATUS_COUNT] = {0};
     for (int i = 0; i < t->n; i++) {
         const sweep_plan *p = &t->plans[t->order[i]];
@@ -129,6 +161,16 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
         fprintf(f, "%.9g,%.9g,%.9g,%.9g,", p->compute_s, p->exposed_comm_s, p->bubble_s, p->idle_s);
     else
         fputs(",,,,", f);
+    char tables[4 * DLRM_MAX_TABLES + 1];
+    sweep_plan_tables_text(p, tables, sizeof tables);
+    fprintf(f, "%s,%s,%s,",
+            p->proposal < 0 && d->emb_sharding >= 0 ? enum_name(emb_sharding_names, d->emb_sharding)
+                                                    : "",
+            d->emb_placement >= 0 ? enum_name(emb_placement_names, d->emb_placement) : "", tables);
+    if (p->status == SWEEP_PLAN_OK && p->dlrm)
+        fprintf(f, "%.9g,%.9g,%.9g,", p->lookup_max_s, p->alltoall_s, p->lookup_imbalance);
+    else
+        fputs(",,,", f);
     fprintf(f, "\"%s\"\n", reason);
 }
 
@@ -141,7 +183,8 @@ int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err)
           "zero,recompute,bucket_mb,sequence_parallel,expert,expert_tensor,iteration_time_s,"
           "tokens_per_s,samples_per_s,"
           "mfu,peak_memory_bytes,memory_capacity_bytes,compute_s,exposed_comm_s,bubble_s,"
-          "idle_s,reason\n",
+          "idle_s,sharding,placement,tables_sharding,lookup_max_s,alltoall_s,lookup_imbalance,"
+          "reason\n",
           f);
     for (int i = 0; i < t->n; i++)
         csv_row(f, t, &t->plans[t->order[i]]);
@@ -151,6 +194,34 @@ int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err)
 }
 
 /* ---- JSON ---- */
+
+/* A dlrm plan's "embedding": the tables, the sharding (or each table's, under tables_sharding:
+ * auto), the placement and, simulated, the ranking columns. */
+static cJSON *embedding_json(const sweep_plan *p)
+{
+    const plan_desc *d = &p->desc;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "tables", p->n_tables);
+    if (p->proposal >= 0) {
+        cJSON_AddNumberToObject(e, "proposal", p->proposal);
+        cJSON *a = cJSON_AddArrayToObject(e, "tables_sharding");
+        for (int t = 0; t < p->n_tables; t++)
+            cJSON_AddItemToArray(
+                a, cJSON_CreateString(enum_name(emb_sharding_names, p->table_sharding[t])));
+    } else if (d->emb_sharding >= 0) {
+        cJSON_AddStringToObject(e, "sharding", enum_name(emb_sharding_names, d->emb_sharding));
+    }
+    if (d->emb_placement >= 0)
+        cJSON_AddStringToObject(e, "placement", enum_name(emb_placement_names, d->emb_placement));
+    if (d->emb_shards > 0)
+        cJSON_AddNumberToObject(e, "shards", d->emb_shards);
+    if (p->status == SWEEP_PLAN_OK && p->dlrm) {
+        cJSON_AddNumberToObject(e, "lookup_max_s", p->lookup_max_s);
+        cJSON_AddNumberToObject(e, "alltoall_s", p->alltoall_s);
+        cJSON_AddNumberToObject(e, "lookup_imbalance", p->lookup_imbalance);
+    }
+    return e;
+}
 
 static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
 {
@@ -171,6 +242,8 @@ static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
         out_figures_json(o, &fig);
         cJSON_AddNumberToObject(o, "sim_wall_s", p->sim_wall_s);
     }
+    if (p->n_tables > 0)
+        cJSON_AddItemToObject(o, "embedding", embedding_json(p));
     if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM) {
         cJSON_AddNumberToObject(o, "peak_memory_bytes", p->peak_memory_bytes);
         cJSON_AddNumberToObject(o, "memory_capacity_bytes", p->memory_capacity_bytes);
@@ -190,6 +263,8 @@ static cJSON *sweep_json(const sweep_table *t)
     cJSON_AddStringToObject(m, "cluster", t->cluster_file);
     cJSON_AddStringToObject(m, "base", t->base);
     cJSON_AddStringToObject(m, "workload", t->workload);
+    if (t->dlrm)
+        cJSON_AddStringToObject(m, "family", "dlrm");
     cJSON_AddNumberToObject(m, "gpus", t->gpus);
     cJSON_AddStringToObject(m, "memory", enum_name(sweep_memory_names, t->memory_fit));
     cJSON_AddItemToObject(m, "axes", t->axes ? cJSON_Duplicate(t->axes, 1) : cJSON_CreateObject());

@@ -125,6 +125,7 @@ typedef struct sweep_table {
     char hash[17];
     cJSON *axes; /* {"tensor": [4, 8], "data": "auto", ...}, owned */
     int show_bucket, show_sp;
+    int dlrm;          /* a dlrm model's sweep: samples/s and the embedding columns, no tp/pp/MFU */
     sweep_plan *plans; /* owned */
     int n;
     int *order; /* ranked order of plans[], owned; NULL until ranked */

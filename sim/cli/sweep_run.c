@@ -80,6 +80,14 @@ void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_resu
     p->sim_wall_s = res->wall_s;
 }
 
+void sweep_plan_record_dlrm(sweep_plan *p, const dlrm_plan_stats *st, const report_summary *sum)
+{
+    p->dlrm = 1;
+    p->lookup_max_s = st->lookup_max_s;
+    p->lookup_imbalance = st->lookup_imbalance;
+    p->alltoall_s = sum->comm_s[CAT_EMB_COMM];
+}
+
 /* The worker: compile, check memory, simulate, summarize; the record goes to fd. Never
  * returns. PROTOSIM_SWEEP_CRASH_PLAN=K (a test hook) makes plan K's worker die of SIGSEGV. */
 static void worker_main(const sweep_spec *spec, const cluster *c, const profile_db *db,
@@ -124,6 +132,8 @@ static void worker_main(const sweep_spec *spec, const cluster *c, const profile_
         report_summary sum;
         report_summarize(&plan, &res, &sum);
         sweep_plan_record(&p, &sum, &res);
+        if (plan.dlrm)
+            sweep_plan_record_dlrm(&p, plan.dlrm, &sum);
     } else {
         p.status = SWEEP_PLAN_FAILED;
         snprintf(p.reason_kind, sizeof p.reason_kind, "error");
@@ -412,6 +422,10 @@ static cJSON *axes_json(const sweep_spec *s)
                 cJSON_AddItemToArray(v, cJSON_CreateString(recompute_name((recompute_mode)x)));
             else if (k == SWEEP_SEQUENCE_PARALLEL)
                 cJSON_AddItemToArray(v, cJSON_CreateBool(x != 0));
+            else if (k == SWEEP_SHARDING && ax->n > 0)
+                cJSON_AddItemToArray(v, cJSON_CreateString(enum_name(emb_sharding_names, (int)x)));
+            else if (k == SWEEP_PLACEMENT)
+                cJSON_AddItemToArray(v, cJSON_CreateString(enum_name(emb_placement_names, (int)x)));
             else
                 cJSON_AddItemToArray(v, cJSON_CreateNumber(x));
         }
@@ -440,12 +454,13 @@ static void table_identity(sweep_table *t, const sweep_spec *spec, const char *s
     t->axes = axes_json(spec);
     t->show_bucket = spec->axes[SWEEP_BUCKET_MB].present;
     t->show_sp = spec->axes[SWEEP_SEQUENCE_PARALLEL].present;
+    t->dlrm = spec->base.model.family == FAMILY_DLRM;
     t->shard_k = o->shard_k;
     t->shard_n = o->shard_n;
 }
 
 /* Enumerate into t; PS_EINPUT when the GPU constraint or every combination is impossible. */
-static int table_enumerate(sweep_table *t, const sweep_spec *spec, const cluster *c,
+static int table_enumerate(sweep_table *t, sweep_spec *spec, const cluster *c,
                            const char *cluster_path, ps_error *err)
 {
     if (spec->gpus && spec->gpus != c->n_gpus)
@@ -454,6 +469,8 @@ static int table_enumerate(sweep_table *t, const sweep_spec *spec, const cluster
                             "impossible constraint: %d GPUs, but the cluster %s has %d GPUs",
                             spec->gpus, cluster_path, c->n_gpus);
     t->gpus = c->n_gpus;
+    if (sweep_tables_propose(spec, c, err))
+        return err->code;
     if (sweep_enumerate(spec, c->n_gpus, &t->plans, &t->n, err))
         return err->code;
     t->combinations = t->n;

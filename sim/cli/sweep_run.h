@@ -26,6 +26,10 @@ int sweep_merge(const char *const *inputs, int n_inputs, const sweep_options *o,
 /* p's outcome from a simulated plan's summary: status ok, times, rates, memory, breakdown. */
 void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_result *res);
 
+/* p's embedding columns from a simulated dlrm plan: its lookup stats and the emb-comm busy time
+ * of the report's GPU. */
+void sweep_plan_record_dlrm(sweep_plan *p, const dlrm_plan_stats *st, const report_summary *sum);
+
 /* Rank t's plans: t->order gets ok (fastest first), oom, failed, invalid, each by index;
  * plans[].rank 1.. for the simulated ones. */
 void sweep_rank(sweep_table *t);
