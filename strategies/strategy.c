@@ -472,30 +472,6 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
     return 0;
 }
 
-/* strategy.embedding.update: fused (the optimizer inside the lookup's backward, FBGEMM's TBE;
- * the default) | sparse (a sparse gradient applied by a separate optimizer, PyTorch's
- * nn.Embedding(sparse=True) + torch.optim.SGD as NVIDIA's DLRM: sgd only so far). */
-static int load_embedding_update(yread_ctx *c, yaml_node_t *v, strategy *s)
-{
-    static const char *const names[] = {"fused", "sparse"};
-    const enum_names update_names = ENUM_NAMES(names);
-    int i;
-    if (yread_enum(c, v, "strategy.embedding.update", update_names, &i))
-        return c->err->code;
-    if (i == 1 && s->optimizer != OPT_SGD)
-        return yread_fail(c, v, "strategy.embedding.update",
-                          "a sparse (unfused) table update is modelled for optimizer sgd only "
-                          "(torch.optim.SGD), not %s: not modelled yet (issue 13)",
-                          enum_name(optimizer_names, (int)s->optimizer));
-    if (i == 1 && s->embedding_sharding == EMB_SHARD_DATA_PARALLEL)
-        return yread_fail(c, v, "strategy.embedding.update",
-                          "data-parallel tables have a dense gradient (all-reduced, then a "
-                          "dense step): `update: sparse` applies to sharded tables");
-    s->embedding_sparse_update = i == 1;
-    s->embedding_update_loc = yread_loc(v);
-    return 0;
-}
-
 /* strategy.embedding (dlrm models): the tables' sharding, their placement, the bottom MLP's
  * GPU. Which keys go with which sharding is strategy_validate's (validate_embedding). */
 static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
@@ -532,8 +508,13 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
             return c->err->code;
         s->bottom_mlp_gpu_loc = yread_loc(v);
     }
-    if ((v = yread_map_get(c, n, "update")) && load_embedding_update(c, v, s))
-        return c->err->code;
+    if ((v = yread_map_get(c, n, "update"))) { /* fused (FBGEMM's TBE, the default) | sparse */
+        static const char *const upd[] = {"fused", "sparse"};
+        if (yread_enum(c, v, "strategy.embedding.update", ENUM_NAMES(upd), &i))
+            return c->err->code;
+        s->embedding_sparse_update = i == 1;
+        s->embedding_update_loc = yread_loc(v);
+    }
     return 0;
 }
 
