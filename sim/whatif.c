@@ -515,6 +515,10 @@ int whatif_apply(const whatif_spec *s, trace_job *j, const cluster *c, whatif_ef
     switch (s->kind) {
     case WHATIF_NETWORK:
         eff->kernels = cluster_scale_bandwidth(c, s->factor);
+        if (eff->kernels < 0)
+            return spec_error(err, s->text,
+                              "the factor takes a link of the cluster outside the bandwidths "
+                              "protosim accepts (1 MB/s to 10 PB/s)");
         scale_measured_comm(j, 1.0 / s->factor, eff);
         return 0;
     case WHATIF_SCALE:

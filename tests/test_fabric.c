@@ -381,6 +381,11 @@ static const char *node_prop_xml =
     "<prop id='node' value='x'/></host>\n"
     "<link id='l' bandwidth='1GBps' latency='0'/>\n"
     "<route src='a' dst='b'><link_ctn id='l'/></route>\n"
+    "<route src='a' dst='c'><link_ctn id='l'/></route>\n"
+    "<route src='a' dst='d'><link_ctn id='l'/></route>\n"
+    "<route src='b' dst='c'><link_ctn id='l'/></route>\n"
+    "<route src='b' dst='d'><link_ctn id='l'/></route>\n"
+    "<route src='c' dst='d'><link_ctn id='l'/></route>\n"
     "</zone></platform>\n";
 
 static int load_node_prop(const char *a_prop, cluster *c, ps_error *err)

@@ -15,24 +15,18 @@
 #include <simgrid/link.h>
 
 #include "../sim/base/xalloc.h"
+#include "platform_scan.h"
 
-/* Line of `<host id="NAME"` in the platform file, so errors about a host point at it; 0 if not
- * found (SimGrid keeps no source positions for hosts). */
-static int host_line(const char *path, const char *name)
+/* What cluster_load's checks need to point at a line: the file and its libxml2 scan. */
+typedef struct load_ctx {
+    const char *path;
+    const platform_scan *scan;
+} load_ctx;
+
+/* Line of `<host id="NAME"` in the platform file, so errors about a host point at it. */
+static int host_line(const load_ctx *lc, const char *name)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char needle[300];
-    snprintf(needle, sizeof needle, "id=\"%s\"", name);
-    char buf[4096];
-    int line = 0, found = 0;
-    while (!found && fgets(buf, sizeof buf, f)) {
-        line++;
-        found = strstr(buf, "<host") && strstr(buf, needle);
-    }
-    fclose(f);
-    return found ? line : 0;
+    return platform_scan_line(lc->scan, "host", name);
 }
 
 /* Natural order: digit runs compare as numbers, so n0g2 < n0g10. */
@@ -86,7 +80,7 @@ static int parse_rank(const char *s, int *out)
 }
 
 /* Put the GPU hosts in rank order: by `rank` property if every GPU has one, else by name. */
-static int order_ranks(const char *path, sg_host_t *gpus, int n, ps_error *err)
+static int order_ranks(const load_ctx *lc, sg_host_t *gpus, int n, ps_error *err)
 {
     int with_rank = 0;
     for (int i = 0; i < n; i++)
@@ -103,20 +97,20 @@ static int order_ranks(const char *path, sg_host_t *gpus, int n, ps_error *err)
         const char *value = sg_host_get_property_value(gpus[i], "rank");
         int r;
         if (!value)
-            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+            rc = ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "rank",
                               "GPU host '%s' has no rank property, but %d other GPUs have one "
                               "(give every GPU a rank, or none)",
                               name, with_rank);
         else if (parse_rank(value, &r))
             rc =
-                ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+                ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "rank",
                              "GPU host '%s': rank '%s' is not a non-negative integer", name, value);
         else if (r >= n)
-            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+            rc = ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "rank",
                               "GPU host '%s': rank %d leaves a gap (ranks must be 0..%d)", name, r,
                               n - 1);
         else if (ordered[r])
-            rc = ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "rank",
+            rc = ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "rank",
                               "GPU hosts '%s' and '%s' both have rank %d",
                               sg_host_get_name(ordered[r]), name, r);
         else
@@ -129,7 +123,7 @@ static int order_ranks(const char *path, sg_host_t *gpus, int n, ps_error *err)
     return rc;
 }
 
-static int unknown_device(const char *path, const char *host, const char *gpu,
+static int unknown_device(const load_ctx *lc, const char *host, const char *gpu,
                           const device_table *t, ps_error *err)
 {
     char known[600] = "";
@@ -137,32 +131,33 @@ static int unknown_device(const char *path, const char *host, const char *gpu,
     for (int i = 0; i < t->n && len < sizeof known; i++)
         len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
                                 t->specs[i].name);
-    return ps_error_set(err, PS_EINPUT, path, host_line(path, host), 0, "gpu",
+    return ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, host), 0, "gpu",
                         "GPU host '%s': unknown device '%s' (known: %s)", host, gpu, known);
 }
 
 /* The node name of rank r's GPU into *out: its `node` property when with_node (the number of
  * GPUs that have one) is not 0, else the netzone holding it. 0, or an error. */
-static int node_name(const char *path, const cluster *c, int r, int with_node, const char **out,
+static int node_name(const load_ctx *lc, const cluster *c, int r, int with_node, const char **out,
                      ps_error *err)
 {
     const char *name = c->host_names[r];
     *out = with_node ? sg_host_get_property_value(sg_host_by_name(name), "node")
                      : cluster_platform_host_zone(name);
     if (!*out && with_node)
-        return ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "node",
+        return ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "node",
                             "GPU host '%s' has no node property, but %d other GPUs have one "
                             "(give every GPU a node, or none)",
                             name, with_node);
     if (!*out)
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "host '%s' has no netzone", name);
+        return ps_error_set(err, PS_EINTERNAL, lc->path, 0, 0, "", "host '%s' has no netzone",
+                            name);
     return 0;
 }
 
 /* Node of each rank, numbered densely in rank order: by the `node` property if any GPU has one
  * (then every GPU must), else by the netzone holding the host. Ranks are usually node-major, so
  * the last node seen is tried first. */
-static int assign_nodes(const char *path, cluster *c, ps_error *err)
+static int assign_nodes(const load_ctx *lc, cluster *c, ps_error *err)
 {
     int with_node = 0;
     for (int r = 0; r < c->n_gpus; r++)
@@ -171,7 +166,7 @@ static int assign_nodes(const char *path, cluster *c, ps_error *err)
     c->n_nodes = 0;
     for (int r = 0; r < c->n_gpus; r++) {
         const char *z;
-        int rc = node_name(path, c, r, with_node, &z, err);
+        int rc = node_name(lc, c, r, with_node, &z, err);
         if (rc) {
             free(names);
             return rc;
@@ -189,7 +184,7 @@ static int assign_nodes(const char *path, cluster *c, ps_error *err)
 }
 
 /* The GPU's `slowdown` property: a finite number > 0, 1 when absent. */
-static int parse_slowdown(const char *path, sg_host_t host, double *out, ps_error *err)
+static int parse_slowdown(const load_ctx *lc, sg_host_t host, double *out, ps_error *err)
 {
     const char *value = sg_host_get_property_value(host, "slowdown");
     *out = 1.0;
@@ -200,7 +195,7 @@ static int parse_slowdown(const char *path, sg_host_t host, double *out, ps_erro
     double v = strtod(value, &end);
     if (end == value || *end || errno || !isfinite(v) || v <= 0) {
         const char *name = sg_host_get_name(host);
-        return ps_error_set(err, PS_EINPUT, path, host_line(path, name), 0, "slowdown",
+        return ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "slowdown",
                             "GPU host '%s': slowdown '%s' is not a finite number > 0 (1.2: "
                             "kernels 20%% slower)",
                             name, value);
@@ -209,34 +204,79 @@ static int parse_slowdown(const char *path, sg_host_t host, double *out, ps_erro
     return 0;
 }
 
-int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err)
+/* Every link's bandwidth and latency in the ranges of cluster.h (CLUSTER_LINK_*): SimGrid takes
+ * any number, and nan, inf, zero or absurd values hang, crash or give meaningless times. */
+static int check_links(const load_ctx *lc, ps_error *err)
 {
-    memset(out, 0, sizeof *out);
-    snprintf(out->file, sizeof out->file, "%s", platform_path);
+    size_t n = sg_link_count();
+    sg_link_t *links = sg_link_list();
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        double bw = sg_link_get_bandwidth(links[i]), lat = sg_link_get_latency(links[i]);
+        int bw_ok = bw >= CLUSTER_LINK_BW_MIN && bw <= CLUSTER_LINK_BW_MAX; /* false for nan */
+        int lat_ok = lat >= 0 && lat <= CLUSTER_LINK_LATENCY_MAX;
+        if (bw_ok && lat_ok)
+            continue;
+        /* a SPLITDUPLEX link L is loaded as L_UP and L_DOWN */
+        char name[300];
+        snprintf(name, sizeof name, "%s", sg_link_get_name(links[i]));
+        int line = platform_scan_line(lc->scan, "link", name);
+        size_t len = strlen(name);
+        for (int k = 0; !line && k < 2; k++) {
+            const char *suffix = k ? "_DOWN" : "_UP";
+            size_t sl = strlen(suffix);
+            if (len > sl && !strcmp(name + len - sl, suffix)) {
+                name[len - sl] = '\0';
+                line = platform_scan_line(lc->scan, "link", name);
+            }
+        }
+        if (!bw_ok)
+            rc = ps_error_set(err, PS_EINPUT, lc->path, line, 0, "bandwidth",
+                              "link '%s': bandwidth %g B/s is outside [%g, %g] B/s (1 MB/s to "
+                              "10 PB/s)",
+                              name, bw, CLUSTER_LINK_BW_MIN, CLUSTER_LINK_BW_MAX);
+        else
+            rc = ps_error_set(err, PS_EINPUT, lc->path, line, 0, "latency",
+                              "link '%s': latency %g s is outside [0, %g] s", name, lat,
+                              CLUSTER_LINK_LATENCY_MAX);
+    }
+    free(links);
+    return rc;
+}
 
-    /* SimGrid aborts on some unreadable files instead of throwing: check first. */
-    FILE *f = fopen(platform_path, "r");
-    if (!f)
-        return ps_error_set(err, PS_EINPUT, platform_path, 0, 0, "", "cannot open: %s",
-                            strerror(errno));
-    fclose(f);
+/* Every host's speed a finite number > 0 (SimGrid takes 0, negative and nan speeds). */
+static int check_hosts(const load_ctx *lc, ps_error *err)
+{
+    size_t n = sg_host_count();
+    sg_host_t *hosts = sg_host_list();
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        double speed = sg_host_get_speed(hosts[i]);
+        if (!(speed > 0 && isfinite(speed))) {
+            const char *name = sg_host_get_name(hosts[i]);
+            rc = ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "speed",
+                              "host '%s': speed %g flop/s is not a finite number > 0", name, speed);
+        }
+    }
+    free(hosts);
+    return rc;
+}
 
-    char devices_path[1024];
-    snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
-             data_dir && *data_dir ? data_dir : ps_data_dir());
-    int rc = device_table_load(devices_path, &out->devices, err);
-    if (rc)
-        return rc;
-
+/* Load the file platform_scan.c checked into SimGrid, then check its links and hosts. */
+static int load_platform(const load_ctx *lc, ps_error *err)
+{
     char msg[700];
     int line;
-    int loaded = cluster_platform_load(platform_path, msg, sizeof msg, &line);
-    if (loaded) {
-        cluster_free(out);
-        return ps_error_set(err, loaded == -2 ? PS_EINTERNAL : PS_EINPUT, platform_path, line, 0,
-                            "", "%s", msg);
-    }
+    int loaded = cluster_platform_load(lc->path, msg, sizeof msg, &line);
+    if (loaded)
+        return ps_error_set(err, loaded == -2 ? PS_EINTERNAL : PS_EINPUT, lc->path, line, 0, "",
+                            "%s", msg);
+    return check_links(lc, err) || check_hosts(lc, err) ? err->code : 0;
+}
 
+/* Rank order, device, slowdown and node of every GPU host. */
+static int load_gpus(const load_ctx *lc, cluster *out, ps_error *err)
+{
     size_t n_hosts = sg_host_count();
     sg_host_t *hosts = sg_host_list();
     int n = 0;
@@ -245,13 +285,12 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
             hosts[n++] = hosts[i];
     if (n == 0) {
         free(hosts);
-        cluster_free(out);
-        return ps_error_set(err, PS_EINPUT, platform_path, 0, 0, "gpu",
+        return ps_error_set(err, PS_EINPUT, lc->path, 0, 0, "gpu",
                             "no GPU in the platform (GPUs are hosts with "
                             "<prop id=\"gpu\" value=\"A100-SXM4-80GB\"/>, say)");
     }
 
-    rc = order_ranks(platform_path, hosts, n, err);
+    int rc = order_ranks(lc, hosts, n, err);
     if (!rc) {
         out->n_gpus = n;
         out->host_names = xcalloc((size_t)n, sizeof *out->host_names);
@@ -264,13 +303,38 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
         const char *gpu = sg_host_get_property_value(hosts[r], "gpu");
         out->host_names[r] = xstrdup(name);
         if (!(out->device[r] = device_table_find(&out->devices, gpu)))
-            rc = unknown_device(platform_path, name, gpu, &out->devices, err);
+            rc = unknown_device(lc, name, gpu, &out->devices, err);
         else
-            rc = parse_slowdown(platform_path, hosts[r], &out->slowdown[r], err);
+            rc = parse_slowdown(lc, hosts[r], &out->slowdown[r], err);
     }
     free(hosts);
+    return rc ? rc : assign_nodes(lc, out, err);
+}
+
+int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->file, sizeof out->file, "%s", platform_path);
+
+    /* SimGrid aborts, crashes, hangs or exits on some files instead of throwing: read the file
+     * with libxml2 first (platform_scan.c). */
+    platform_scan *scan;
+    int rc = platform_scan_file(platform_path, &scan, err);
+    if (rc)
+        return rc;
+    load_ctx lc = {platform_path, scan};
+
+    char devices_path[1024];
+    snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
+             data_dir && *data_dir ? data_dir : ps_data_dir());
+    rc = device_table_load(devices_path, &out->devices, err);
     if (!rc)
-        rc = assign_nodes(platform_path, out, err);
+        rc = load_platform(&lc, err);
+    if (!rc)
+        rc = load_gpus(&lc, out, err);
+    if (!rc)
+        rc = platform_scan_check_pairs(scan, err);
+    platform_scan_free(scan);
     if (rc)
         cluster_free(out);
     return rc;
@@ -314,8 +378,13 @@ int cluster_scale_bandwidth(const cluster *c, double factor)
     (void)c;
     size_t n = sg_link_count();
     sg_link_t *links = sg_link_list();
-    for (size_t i = 0; i < n; i++)
+    int inside = 1;
+    for (size_t i = 0; i < n && inside; i++) {
+        double bw = sg_link_get_bandwidth(links[i]) * factor;
+        inside = bw >= CLUSTER_LINK_BW_MIN && bw <= CLUSTER_LINK_BW_MAX;
+    }
+    for (size_t i = 0; i < n && inside; i++)
         sg_link_set_bandwidth(links[i], sg_link_get_bandwidth(links[i]) * factor);
     free(links);
-    return (int)n;
+    return inside ? (int)n : -1;
 }

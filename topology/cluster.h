@@ -70,9 +70,19 @@ typedef struct cluster {
  * PS_EINTERNAL error). One per process: SimGrid cannot be reset. GPUs are the hosts with a `gpu`
  * property; ranks follow the `rank` property if every GPU has one, else natural name order.
  * Malformed XML, unknown GPU names, duplicate or gapped ranks, and a `node` property on some GPUs
- * but not all are PS_EINPUT errors.
+ * but not all are PS_EINPUT errors; so are the platform mistakes platform_scan.h lists (the file
+ * is read with libxml2 first: SimGrid would abort, crash or hang on them), which make every
+ * pair of GPUs joined by a route, and links outside the CLUSTER_LINK_* ranges below.
  * data_dir locates topology/devices/devices.yaml. */
 int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err);
+
+/* The physical ranges cluster_load accepts for every link (PS_EINPUT errors naming the link and
+ * its line outside them): bandwidth from 1 MB/s (slower than any interconnect a training job
+ * uses; slower would stretch a transfer past the engine's nanosecond precision) to 10 PB/s
+ * (above any aggregate link the generator writes), latency from 0 to 1 s. */
+#define CLUSTER_LINK_BW_MIN      1e6
+#define CLUSTER_LINK_BW_MAX      1e16
+#define CLUSTER_LINK_LATENCY_MAX 1.0
 void cluster_free(cluster *c);
 
 /* The platform route from rank a's GPU to rank b's: its bottleneck bandwidth (bytes/s, the
@@ -83,7 +93,8 @@ void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *la
 
 /* Every link of the loaded platform (NICs, NVLink, PCIe, switches) at `factor` times its
  * bandwidth, latencies unchanged: `protosim replay --what-if network:F`. Returns the number of
- * links changed. Needs the platform cluster_load loaded. */
+ * links changed, or -1 (nothing changed) when a link would leave [CLUSTER_LINK_BW_MIN,
+ * CLUSTER_LINK_BW_MAX] (network:1e300 hung the engine). Needs the platform cluster_load loaded. */
 int cluster_scale_bandwidth(const cluster *c, double factor);
 
 /* The SimGrid shim (topology/platform.cpp): SimGrid reports platform errors as C++ exceptions,

@@ -3,16 +3,22 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <exception>
 #include <string>
 
 extern "C" {
 #include "cluster.h"
 }
+
+/* The line SimGrid's XML scanner (flex) is at: exported by libsimgrid 3.32 but declared in no
+ * installed header. Read after a parse error that names no line, it is the element's. */
+int surf_parse_get_lineno();
 
 static bool engine_started = false;
 static bool platform_loaded = false;
@@ -38,6 +44,55 @@ static const char *without_position(const char *msg, const char *path)
         return msg;
     const char *rest = std::strstr(msg + prefix.size(), ": ");
     return rest ? rest + 2 : msg;
+}
+
+/* The last resort while SimGrid reads a platform: its xbt_assert and xbt_die abort, and its XML
+ * scanner exits with 2 (protosim's "does not fit" code) on a read error. platform_scan.c checks
+ * the known causes first; an unknown one still ends as an input error (exit 1) naming the file
+ * and line, after SimGrid's own message. */
+static char loading_path[600];
+static volatile sig_atomic_t loading = 0;
+
+static void refuse_platform(void)
+{
+    char text[800];
+    int n = std::snprintf(text, sizeof text,
+                          "protosim: error: %s:%d:0: SimGrid refused the platform (its message "
+                          "is above)\n",
+                          loading_path, surf_parse_get_lineno());
+    if (n > 0 && write(STDERR_FILENO, text, (size_t)n) < 0)
+        n = 0;
+    _exit(1);
+}
+
+static void on_abort(int)
+{
+    refuse_platform();
+}
+
+static void on_exit_while_loading(void)
+{
+    if (loading)
+        refuse_platform();
+}
+
+/* Arm (1) or disarm (0) the handlers above around simgrid_load_platform and the seal. */
+static void guard_loading(int on)
+{
+    static struct sigaction previous;
+    static bool exit_hook = false;
+    if (on) {
+        if (!exit_hook)
+            exit_hook = std::atexit(on_exit_while_loading) == 0;
+        struct sigaction sa;
+        std::memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_abort;
+        sigaction(SIGABRT, &sa, &previous);
+        loading = 1;
+    } else {
+        loading = 0;
+        sigaction(SIGABRT, &previous, nullptr);
+    }
 }
 
 /* SimGrid's max-min solver recurses over every constraint connected to a changed one, on the
@@ -93,19 +148,28 @@ extern "C" int cluster_platform_load(const char *path, char *msg, size_t msg_cap
         std::snprintf(msg, msg_cap, "a platform is already loaded in this process");
         return -1;
     }
+    bool parsing = true;
+    std::snprintf(loading_path, sizeof loading_path, "%s", path);
+    guard_loading(1);
     try {
         platform_loaded = true;
         simgrid_load_platform(path);
+        parsing = false;
         /* Graph zones (Dijkstra, Floyd) number their vertices when sealed; a route queried
          * before (the compiler asks for routes before the simulation runs, which would seal it)
          * reads unset indices and crashes or loops. */
         simgrid::s4u::Engine::get_instance()->seal_platform();
+        guard_loading(0);
         return 0;
     } catch (const std::exception &e) {
+        guard_loading(0);
         /* simgrid::ParseError, AssertionError and friends all derive from std::exception. */
         *line = line_of_message(e.what(), path);
+        if (*line == 0 && parsing)
+            *line = surf_parse_get_lineno();
         std::snprintf(msg, msg_cap, "%s", without_position(e.what(), path));
     } catch (...) {
+        guard_loading(0);
         std::snprintf(msg, msg_cap, "unknown error while loading the platform");
     }
     return -1;

@@ -3,6 +3,7 @@
 #include "sweep_run.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +35,14 @@ static char *read_text(const char *path)
     return buf;
 }
 
+/* A figure of the outcome: a finite number >= 0 (every time, rate, fraction and byte count the
+ * sweep writes is one). */
+static int figure(const cJSON *o, const char *key, int optional, const char *file,
+                  const char *where, double *out, ps_error *err)
+{
+    return out_json_num_in(o, key, optional, 0, DBL_MAX, file, where, out, err);
+}
+
 /* The outcome fields of a plan record, checked by status. */
 static int outcome_from_json(const cJSON *o, const char *file, const char *where, sweep_plan *p,
                              ps_error *err)
@@ -45,24 +54,44 @@ static int outcome_from_json(const cJSON *o, const char *file, const char *where
     if (ok && !cJSON_IsObject(b))
         return ps_error_set(err, PS_EINPUT, file, 0, 0, bw, "missing (a simulated plan has one)");
     const char *kind = "", *reason = "";
-    if (out_json_num(o, "iteration_time_s", !ok, file, where, &p->iteration_s, err) ||
-        out_json_num(o, "tokens_per_s", !ok, file, where, &p->tokens_per_s, err) ||
-        out_json_num(o, "samples_per_s", !ok, file, where, &p->samples_per_s, err) ||
-        out_json_num(o, "mfu", !ok, file, where, &p->mfu, err) ||
-        out_json_num(o, "sim_wall_s", 1, file, where, &p->sim_wall_s, err) ||
-        (ok && (out_json_num(b, "compute_s", 0, file, bw, &p->compute_s, err) ||
-                out_json_num(b, "exposed_comm_s", 0, file, bw, &p->exposed_comm_s, err) ||
-                out_json_num(b, "bubble_s", 0, file, bw, &p->bubble_s, err) ||
-                out_json_num(b, "idle_s", 0, file, bw, &p->idle_s, err))) ||
-        out_json_num(o, "peak_memory_bytes", !fits, file, where, &p->peak_memory_bytes, err) ||
-        out_json_num(o, "memory_capacity_bytes", !fits, file, where, &p->memory_capacity_bytes,
-                     err) ||
+    if (figure(o, "iteration_time_s", !ok, file, where, &p->iteration_s, err) ||
+        figure(o, "tokens_per_s", !ok, file, where, &p->tokens_per_s, err) ||
+        figure(o, "samples_per_s", !ok, file, where, &p->samples_per_s, err) ||
+        figure(o, "mfu", !ok, file, where, &p->mfu, err) ||
+        figure(o, "sim_wall_s", 1, file, where, &p->sim_wall_s, err) ||
+        (ok && (figure(b, "compute_s", 0, file, bw, &p->compute_s, err) ||
+                figure(b, "exposed_comm_s", 0, file, bw, &p->exposed_comm_s, err) ||
+                figure(b, "bubble_s", 0, file, bw, &p->bubble_s, err) ||
+                figure(b, "idle_s", 0, file, bw, &p->idle_s, err))) ||
+        figure(o, "peak_memory_bytes", !fits, file, where, &p->peak_memory_bytes, err) ||
+        figure(o, "memory_capacity_bytes", !fits, file, where, &p->memory_capacity_bytes, err) ||
         out_json_str(o, "reason_kind", ok, file, where, &kind, err) ||
         out_json_str(o, "reason", ok, file, where, &reason, err))
         return err->code;
+    if (ok && !(p->iteration_s > 0)) {
+        char path[192];
+        snprintf(path, sizeof path, "%s.iteration_time_s", where);
+        return ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+                            "must be greater than 0 for a simulated plan");
+    }
     snprintf(p->reason_kind, sizeof p->reason_kind, "%s", kind);
     snprintf(p->reason, sizeof p->reason, "%s", reason);
     return 0;
+}
+
+/* A plan that was compiled (any status but invalid) spans the sweep's GPUs exactly. */
+static int plan_spans_gpus(const plan_desc *d, int gpus, const char *file, const char *where,
+                           ps_error *err)
+{
+    long long product = (long long)d->tp * d->cp; /* each factor <= INT_MAX: no overflow */
+    product = product > gpus ? product : product * d->pp;
+    product = product > gpus ? product : product * d->dp;
+    if (product == gpus)
+        return 0;
+    return ps_error_set(err, PS_EINPUT, file, 0, 0, where,
+                        "tensor %d x context %d x pipeline %d x data %d is not the sweep's %d "
+                        "GPUs",
+                        d->tp, d->cp, d->pp, d->dp, gpus);
 }
 
 /* A non-negative number at obj.key (required). */
@@ -140,7 +169,7 @@ static int embedding_from_json(const cJSON *o, int dlrm, const char *file, const
 
 /* plans[j] of a shard file: index in [0, combinations), a final status (never "pending"), the
  * plan's fields (out_plan_from_json) and the outcome its status calls for. */
-static int plan_from_json(const cJSON *o, int j, int combinations, int dlrm, const char *file,
+static int plan_from_json(const cJSON *o, int j, const sweep_table *t, const char *file,
                           sweep_plan *p, ps_error *err)
 {
     char where[64];
@@ -149,7 +178,7 @@ static int plan_from_json(const cJSON *o, int j, int combinations, int dlrm, con
     if (!cJSON_IsObject(o))
         return ps_error_set(err, PS_EINPUT, file, 0, 0, where, "must be a plan record (an object)");
     const char *status = NULL;
-    if (out_json_int(o, "index", 0, 0, combinations - 1L, file, where, &p->index, err) ||
+    if (out_json_int(o, "index", 0, 0, t->combinations - 1L, file, where, &p->index, err) ||
         out_json_enum(o, "status", sweep_plan_status_names, file, where, &p->status, err))
         return err->code;
     if (p->status == SWEEP_PLAN_PENDING) {
@@ -162,7 +191,8 @@ static int plan_from_json(const cJSON *o, int j, int combinations, int dlrm, con
                             status);
     }
     if (out_plan_from_json(o, file, where, &p->desc, err) ||
-        embedding_from_json(o, dlrm, file, where, p, err))
+        embedding_from_json(o, t->dlrm, file, where, p, err) ||
+        (p->status != SWEEP_PLAN_INVALID && plan_spans_gpus(&p->desc, t->gpus, file, where, err)))
         return err->code;
     return outcome_from_json(o, file, where, p, err);
 }
@@ -220,11 +250,15 @@ static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps
     return 0;
 }
 
+/* A shard's wall time at most (a thousand years): their sum stays finite. */
+#define MERGE_WALL_MAX_S 3.2e10
+
 /* State across the inputs. */
 typedef struct merge_state {
     sweep_table t;
     size_t cap;
-    int *seen_shard; /* [1..shard_n] */
+    int *seen_shard, n_seen; /* the shard numbers read so far, one per input */
+    size_t seen_cap;
     const char *first;
 } merge_state;
 
@@ -242,7 +276,6 @@ static int merge_header(merge_state *ms, const cJSON *m, const char *file, ps_er
             return err->code;
         ms->first = file;
         t->shard_n = n;
-        ms->seen_shard = xcalloc((size_t)n + 1, sizeof *ms->seen_shard);
     } else if (strcmp(hash, t->hash)) {
         return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.hash",
                             "comes from a different sweep than %s (sweep file, base strategy "
@@ -253,13 +286,15 @@ static int merge_header(merge_state *ms, const cJSON *m, const char *file, ps_er
                             "was split into %d shards, %s into %d", n, ms->first, t->shard_n);
     }
     if (n > 0) {
-        if (ms->seen_shard[k])
-            return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
-                                "shard %d/%d given twice", k, n);
-        ms->seen_shard[k] = 1;
+        for (int i = 0; i < ms->n_seen; i++)
+            if (ms->seen_shard[i] == k)
+                return ps_error_set(err, PS_EINPUT, file, 0, 0, "sweep.shard",
+                                    "shard %d/%d given twice", k, n);
+        xgrow(&ms->seen_shard, sizeof *ms->seen_shard, (size_t)ms->n_seen + 1, &ms->seen_cap);
+        ms->seen_shard[ms->n_seen++] = k;
     }
     double wall = 0;
-    if (out_json_num(m, "wall_s", 1, file, "sweep", &wall, err))
+    if (out_json_num_in(m, "wall_s", 1, 0, MERGE_WALL_MAX_S, file, "sweep", &wall, err))
         return err->code;
     t->wall_s += wall;
     return 0;
@@ -270,7 +305,16 @@ static int merge_file(merge_state *ms, const char *file, ps_error *err)
     char *text = read_text(file);
     if (!text)
         return ps_error_set(err, PS_EINPUT, file, 0, 0, NULL, "cannot read: %s", strerror(errno));
-    cJSON *root = cJSON_Parse(text);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 0);
+    if (!root) {
+        int line = 1, col = 1;
+        for (const char *c = text; end && c < end; c++)
+            line += *c == '\n', col = *c == '\n' ? 1 : col + 1;
+        free(text);
+        return ps_error_set(err, PS_EINPUT, file, line, col, NULL,
+                            "not JSON (the --json output of protosim sweep)");
+    }
     free(text);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "sweep");
     const cJSON *plans = cJSON_GetObjectItemCaseSensitive(root, "plans");
@@ -278,17 +322,15 @@ static int merge_file(merge_state *ms, const char *file, ps_error *err)
     if (!cJSON_IsObject(m) || !cJSON_IsArray(plans))
         rc = ps_error_set(err, PS_EINPUT, file, 0, 0, NULL,
                           "not the --json output of protosim sweep (%s)",
-                          !root                ? "not JSON"
-                          : !cJSON_IsObject(m) ? "no \"sweep\" object"
-                                               : "no \"plans\" array");
+                          !cJSON_IsObject(m) ? "no \"sweep\" object" : "no \"plans\" array");
     if (!rc)
         rc = merge_header(ms, m, file, err);
     int np = rc ? 0 : cJSON_GetArraySize(plans);
     if (np > 0)
         xgrow(&ms->t.plans, sizeof *ms->t.plans, (size_t)ms->t.n + (size_t)np, &ms->cap);
     for (int j = 0; j < np && !rc; j++) {
-        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, ms->t.combinations, ms->t.dlrm, file,
-                            &ms->t.plans[ms->t.n], err);
+        rc = plan_from_json(cJSON_GetArrayItem(plans, j), j, &ms->t, file, &ms->t.plans[ms->t.n],
+                            err);
         ms->t.n += !rc;
     }
     cJSON_Delete(root);
@@ -312,9 +354,7 @@ static int merge_check(merge_state *ms, ps_error *err)
                                 "plan %d appears in more than one input (the same shard "
                                 "given twice?)",
                                 t->plans[i].index);
-    int missing = 0;
-    for (int k = 1; k <= t->shard_n; k++)
-        missing += !ms->seen_shard[k];
+    int missing = t->shard_n > 0 ? t->shard_n - ms->n_seen : 0; /* inputs' shards are distinct */
     if (missing)
         fprintf(stderr,
                 "protosim: warning: %d of %d shards missing: the ranking covers %d of %d "

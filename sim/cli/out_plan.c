@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -115,6 +116,26 @@ int out_json_num(const cJSON *obj, const char *key, int optional, const char *fi
     if (found > 0)
         *out = f.v->valuedouble;
     return found < 0 ? err->code : 0;
+}
+
+int out_json_num_in(const cJSON *obj, const char *key, int optional, double lo, double hi,
+                    const char *file, const char *where, double *out, ps_error *err)
+{
+    double x = lo;
+    if (out_json_num(obj, key, optional, file, where, &x, err))
+        return err->code;
+    if (x < lo || x > hi) {
+        char path[128];
+        snprintf(path, sizeof path, "%s%s%s", where, where[0] ? "." : "", key);
+        return hi == DBL_MAX
+                   ? ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+                                  "must be a number >= %g, got %g", lo, x)
+                   : ps_error_set(err, PS_EINPUT, file, 0, 0, path,
+                                  "must be a number between %g and %g, got %g", lo, hi, x);
+    }
+    if (cJSON_HasObjectItem(obj, key))
+        *out = x;
+    return 0;
 }
 
 int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,

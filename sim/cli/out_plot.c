@@ -12,6 +12,7 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"
 /* The plot's geometry and what it shows. */
 typedef struct plot {
     double W, H, L, R, T, B, pw, ph, slot, ymax, step;
+    int ticks; /* grid lines above 0: ymax = ticks * step */
     int counts[SWEEP_PLAN_STATUS_COUNT];
     int n_ok, n_bad, slots;
     int pps[16], n_pp; /* pipeline degrees present, ascending: colours and legend */
@@ -21,6 +22,25 @@ static double nice_step(double range, int ticks)
 {
     double raw = range / ticks, mag = pow(10, floor(log10(raw))), r = raw / mag;
     return mag * (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10);
+}
+
+/* The y axis up to the highest throughput: about 5 round steps, or (where rounding leaves the
+ * doubles: near DBL_MAX, among subnormals) 5 plain ones. Always 1 to 10 grid lines, so the
+ * plot's size is bounded for any finite input. */
+static void y_axis(plot *g, double top)
+{
+    if (!(top > 0) || !isfinite(top))
+        top = 1;
+    double step = nice_step(top, 5), n = ceil(top / step);
+    if (!(step > 0) || !isfinite(step) || !isfinite(n * step) || n < 1 || n > 10) {
+        step = top / 5;
+        n = 5;
+    }
+    if (!(step > 0)) /* top is the smallest subnormal */
+        step = top, n = 1;
+    g->step = step;
+    g->ticks = (int)n;
+    g->ymax = step * n;
 }
 
 static void xml_text(FILE *f, const char *s)
@@ -102,13 +122,11 @@ static void plot_layout(const sweep_table *t, plot *g)
     g->W = 1200, g->H = 600, g->L = 110, g->R = 190, g->T = 70, g->B = g->slots <= 40 ? 200 : 80;
     g->pw = g->W - g->L - g->R, g->ph = g->H - g->T - g->B;
     g->slot = g->slots ? g->pw / g->slots : g->pw;
+    double top = 0;
     for (int i = 0; i < t->n; i++)
-        if (t->plans[i].status == SWEEP_PLAN_OK && plot_rate(t, &t->plans[i]) > g->ymax)
-            g->ymax = plot_rate(t, &t->plans[i]);
-    if (g->ymax <= 0)
-        g->ymax = 1;
-    g->step = nice_step(g->ymax, 5);
-    g->ymax = ceil(g->ymax / g->step) * g->step;
+        if (t->plans[i].status == SWEEP_PLAN_OK && plot_rate(t, &t->plans[i]) > top)
+            top = plot_rate(t, &t->plans[i]);
+    y_axis(g, top);
     for (int i = 0; i < t->n; i++) {
         const sweep_plan *p = &t->plans[i];
         if (p->status == SWEEP_PLAN_INVALID || p->status == SWEEP_PLAN_PENDING)
@@ -161,7 +179,8 @@ static void plot_title(FILE *f, const sweep_table *t, const plot *g)
 /* The y grid and axis label, and the strip of plans not simulated. */
 static void plot_grid(FILE *f, const sweep_table *t, const plot *g)
 {
-    for (double y = 0; y <= g->ymax * 1.0001; y += g->step) {
+    for (int k = 0; k <= g->ticks; k++) {
+        double y = k == g->ticks ? g->ymax : k * g->step;
         double py = g->T + g->ph - y / g->ymax * g->ph;
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
                 g->L, py, g->L + g->pw, py);

@@ -34,6 +34,9 @@ int out_json_int(const cJSON *obj, const char *key, int optional, long lo, long 
                  const char *file, const char *where, int *out, ps_error *err);
 int out_json_num(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, double *out, ps_error *err);
+/* A number in [lo, hi] ("must be a number between LO and HI, got X"). */
+int out_json_num_in(const cJSON *obj, const char *key, int optional, double lo, double hi,
+                    const char *file, const char *where, double *out, ps_error *err);
 int out_json_str(const cJSON *obj, const char *key, int optional, const char *file,
                  const char *where, const char **out, ps_error *err);
 int out_json_bool(const cJSON *obj, const char *key, int optional, const char *file,
