@@ -30,7 +30,10 @@ static const double COST_GEMM_EFF_TENSOR = 0.85;
 /* Fraction of the fp32 SIMT peak a large SGEMM reaches (no tensor cores). Fitted: 0.68 over all
  * five devices (grid 0.40-1.00 step 0.02). Full-power cards reach more (A100 0.78, V100 0.86,
  * P100 0.76 of peak for the largest shapes), the 70-75 W T4 and P4 much less (0.38, 0.17-0.5:
- * they cannot hold their boost clock); one constant across devices splits the difference. */
+ * they cannot hold their boost clock); one constant across devices splits the difference. It is
+ * the default: a GPU whose own kernels were fitted says so in devices.yaml (`sgemm_efficiency`:
+ * V100 0.90, A100 0.82, scripts/fit_kernels on that GPU's linear and bmm rows alone, the other
+ * constants held; docs/cost-model.md). */
 static const double COST_GEMM_EFF_SIMT = 0.68;
 /* K depth at which a GEMM reaches half its efficiency: prologue/epilogue cost of a tile is
  * amortized over k, factor k / (k + K0). Fitted: 64 (grid 0-256). */
@@ -103,6 +106,13 @@ static int tensor_path(precision_t prec, const device_spec *dev)
     return prec != PREC_FP32 && dev->peak_flops[prec] > 0;
 }
 
+/* The SIMT (fp32, no tensor cores) base efficiency of this GPU: its devices.yaml figure, else
+ * the all-device default. */
+static double simt_efficiency(const device_spec *dev)
+{
+    return dev->sgemm_efficiency > 0 ? dev->sgemm_efficiency : COST_GEMM_EFF_SIMT;
+}
+
 /* The tensor-core base efficiency of this GPU: its devices.yaml figure, else the default. */
 static double tensor_efficiency(const device_spec *dev)
 {
@@ -126,7 +136,7 @@ double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, i
     double wave_eff = tiles / (ceil(tiles / sms) * sms);
     double kk = k / split;
     double k_eff = kk / (kk + COST_GEMM_K_HALF);
-    double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : COST_GEMM_EFF_SIMT;
+    double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : simt_efficiency(dev);
     double eff = base * tile_eff * wave_eff * k_eff;
     assert(eff > 0 && eff <= 1);
     return eff;
@@ -216,11 +226,22 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
     /* an fp8 plan never reaches a GPU without FP8 units (strategy_check_devices) */
     assert(prec != PREC_FP8 || dev->peak_flops[PREC_FP8] > 0);
     if (!(b > 0 && m > 0 && n > 0 && k > 0)) {
-        double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : COST_GEMM_EFF_SIMT;
+        double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : simt_efficiency(dev);
         return pass == PASS_FWD
                    ? roofline_seconds(op->fwd_flops, op->fwd_bytes, gemm_peak(prec, dev), base, dev)
                    : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base,
                                       dev);
+    }
+    if (op->gram) {
+        /* Z = X X^T (m = n, X is m x k): X read once, Z written; backward dX = (dZ + dZ^T) X,
+         * one (m x m).(m x k) GEMM reading dZ and X, writing dX (the symmetric sum is fused) */
+        assert(m == n && prec != PREC_FP8);
+        double e = precision_bytes(prec);
+        if (pass == PASS_FWD)
+            return fmax(gemm_compute_seconds(b, m, n, k, prec, dev),
+                        memory_seconds(b * (m * k + m * n) * e, dev));
+        return fmax(gemm_compute_seconds(b, m, k, m, prec, dev),
+                    memory_seconds(b * (m * m + 2.0 * m * k) * e, dev));
     }
     double cast = 0;
     if (prec == PREC_FP8) /* forward casts X and W, backward dY (each with its transpose) */

@@ -85,9 +85,16 @@ double cost_embedding_rows_read(const workload_emb *e, double l2);
  * the row index), the gradient gathered per lookup, and each distinct row and its optimizer
  * state (fp32 words per element: emb_update_state_words) read and written once. */
 double cost_embedding_bytes(const workload_emb *e, op_pass pass, double l2);
+/* The streaming bytes of an unfused sparse update (workload_emb.sparse_update; 0 when fused):
+ * lookups x dim x 4 B (one fp32 gradient row per lookup) x 4 passes (written by the backward,
+ * read and written by the optimizer's scaling, read by its index_add), + 2 with amp_unscale
+ * (fp16 AMP's loss scaler reads and writes them). */
+double cost_embedding_sparse_stream_bytes(const workload_emb *e);
 /* One TBE kernel over n tables (the L2 split evenly among them): their bytes over the HBM
  * bandwidth at the memory-bound efficiency (forward) or the sparse update's (backward), plus
- * the per-kernel GPU overhead (1 kernel forward, 2 backward). The device must give l2_mib. */
+ * the per-kernel GPU overhead (1 kernel forward, 2 backward). Tables with an unfused sparse
+ * update add their streaming bytes at the memory-bound efficiency and 1 kernel (2 with the AMP
+ * unscale), and sort no ids. The device must give l2_mib. */
 double cost_embedding_seconds(const workload_emb *tables, int n, op_pass pass,
                               const device_spec *dev);
 

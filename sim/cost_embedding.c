@@ -51,12 +51,27 @@ double cost_embedding_bytes(const workload_emb *e, op_pass pass, double l2)
     if (pass == PASS_FWD)
         return cost_embedding_rows_read(e, l2) * row_bytes + ids + pooled;
     double passes = ceil(log2(fmax(e->rows / row_shards(e), 2.0)) / EMB_SORT_DIGIT_BITS);
-    double sort = e->lookups * EMB_SORT_PAIR_BYTES * 2.0 * passes;
+    /* the fused update sorts the ids; the sparse one index-adds without sorting */
+    double sort = e->sparse_update ? 0.0 : e->lookups * EMB_SORT_PAIR_BYTES * 2.0 * passes;
     /* each lookup gathers its bag's gradient; each distinct row and its state are read and
-     * written once */
+     * written once (the sparse update: the table's rows by its index_add, no state) */
     double grads = e->lookups * e->dim * e->elem_bytes;
     double state = e->dim * 4.0 * emb_update_state_words(e->update);
     return ids + sort + grads + e->unique * 2.0 * (row_bytes + state);
+}
+
+/* The sparse (unfused) update's streaming passes over its one fp32 gradient row per lookup:
+ * written by the backward, read and written by the optimizer's scaling (a new tensor), read by
+ * its index_add; read and written once more by fp16 AMP's unscale. */
+static const double EMB_SPARSE_PASSES = 4.0, EMB_SPARSE_UNSCALE_PASSES = 2.0;
+
+double cost_embedding_sparse_stream_bytes(const workload_emb *e)
+{
+    assert(e);
+    if (!e->sparse_update)
+        return 0.0;
+    return e->lookups * e->dim * 4.0 *
+           (EMB_SPARSE_PASSES + (e->amp_unscale ? EMB_SPARSE_UNSCALE_PASSES : 0.0));
 }
 
 double cost_embedding_seconds(const workload_emb *tables, int n, op_pass pass,
@@ -64,12 +79,20 @@ double cost_embedding_seconds(const workload_emb *tables, int n, op_pass pass,
 {
     assert(tables && n > 0 && dev && dev->hbm_bw > 0);
     assert(dev->l2_bytes > 0); /* callers refuse devices without l2_mib */
-    double bytes = 0.0;
-    for (int t = 0; t < n; t++)
+    double bytes = 0.0, stream = 0.0;
+    int extra = 0; /* kernels of the sparse update's streaming passes */
+    for (int t = 0; t < n; t++) {
         bytes += cost_embedding_bytes(&tables[t], pass, dev->l2_bytes / n);
+        if (pass == PASS_BWD && tables[t].sparse_update) {
+            stream += cost_embedding_sparse_stream_bytes(&tables[t]);
+            extra = tables[t].amp_unscale ? 2 : 1; /* the scaling, and the unscale */
+        }
+    }
     double eff = pass == PASS_FWD ? cost_memory_efficiency() : EMB_BWD_EFF;
-    int kernels = pass == PASS_FWD ? 1 : 2;
-    double t = fmax(bytes / (dev->hbm_bw * eff), kernels * cost_kernel_min_seconds()) +
+    int kernels = (pass == PASS_FWD ? 1 : 2) + extra;
+    /* the sparse update's plain streaming passes run at the memory-bound kernels' efficiency */
+    double t = fmax(bytes / (dev->hbm_bw * eff) + stream / (dev->hbm_bw * cost_memory_efficiency()),
+                    kernels * cost_kernel_min_seconds()) +
                kernels * cost_kernel_gpu_overhead_seconds();
     assert(t >= 0 && isfinite(t));
     return t;

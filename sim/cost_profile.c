@@ -199,13 +199,14 @@ int profile_match_op(const profile_db *db, const workload_model *model, const wo
                      double model_seconds, profile_hit *hit)
 {
     memset(hit, 0, sizeof *hit);
-    hit->parts = op->kind == OP_GEMM && pass == PASS_BWD ? 2 : 1;
+    hit->parts = op->kind == OP_GEMM && !op->gram && pass == PASS_BWD ? 2 : 1;
     hit->seconds = model_seconds;
     const char *dtype = dtype_of(prec);
     if (!db || !dtype || strcmp(db->device, dev->name) != 0 || op->expert)
         return 0;
     if (op->kind == OP_GEMM) {
-        if (op->batch != 1 || op->kernels != 1 || !(op->m > 0 && op->n > 0 && op->k > 0))
+        if (op->batch != 1 || op->gram || op->kernels != 1 ||
+            !(op->m > 0 && op->n > 0 && op->k > 0))
             return 0;
         double m = op->m, n = op->n, k = op->k;
         int biased = full->params > full->k * full->n;

@@ -342,6 +342,11 @@ static int build_shards(const strategy *s, const cluster *c, const workload_emb 
         }
     }
     L->n_shards = n;
+    for (int i = 0; i < n; i++) /* update: sparse (not for dense data-parallel tables) */
+        if (s->embedding_sparse_update && L->shard[i].kind != EMB_SHARD_DATA_PARALLEL) {
+            L->shard[i].emb.sparse_update = 1;
+            L->shard[i].emb.amp_unscale = s->precision == PREC_FP16; /* the loss scaler */
+        }
     if (L->comm)
         place_shards(s, c, L);
     if (L->twrw_dims)

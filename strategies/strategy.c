@@ -494,7 +494,8 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
  * GPU. Which keys go with which sharding is strategy_validate's (validate_embedding). */
 static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
 {
-    static const char *const keys[] = {"sharding", "placement", "shards", "bottom_mlp_gpu"};
+    static const char *const keys[] = {"sharding", "placement", "shards", "bottom_mlp_gpu",
+                                       "update"};
     if (s->model.family != FAMILY_DLRM)
         return yread_fail(c, n, "strategy.embedding",
                           "embedding sharding applies to dlrm models; model '%s' is a %s",
@@ -524,6 +525,13 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
         if (yread_int(c, v, "strategy.embedding.bottom_mlp_gpu", 0, INT_MAX, &s->bottom_mlp_gpu))
             return c->err->code;
         s->bottom_mlp_gpu_loc = yread_loc(v);
+    }
+    if ((v = yread_map_get(c, n, "update"))) { /* fused (FBGEMM's TBE, the default) | sparse */
+        static const char *const upd[] = {"fused", "sparse"};
+        if (yread_enum(c, v, "strategy.embedding.update", ENUM_NAMES(upd), &i))
+            return c->err->code;
+        s->embedding_sparse_update = i == 1;
+        s->embedding_update_loc = yread_loc(v);
     }
     return 0;
 }

@@ -91,6 +91,10 @@ typedef struct strategy {
      * (the bottom MLP data-parallel like the top one) */
     int bottom_mlp_gpu;
     src_loc bottom_mlp_gpu_loc;
+    /* update: sparse (1): the tables' update is not fused into the lookup's backward (a sparse
+     * gradient row per lookup, then torch.optim.SGD; sim/cost_embedding.c); 0: fused */
+    int embedding_sparse_update;
+    src_loc embedding_update_loc;
 
     int tp; /* tensor.degree */
     int sequence_parallel;

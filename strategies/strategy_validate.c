@@ -306,6 +306,17 @@ static int validate_embedding(const strategy *s, ps_error *err)
                             s->bottom_mlp_gpu_loc.column, "strategy.embedding.bottom_mlp_gpu",
                             "bottom_mlp_gpu needs sharded tables (its output joins their "
                             "all-to-all); these are data-parallel");
+    /* update: sparse is PyTorch's sparse gradient + torch.optim.SGD (NVIDIA's DLRM) */
+    src_loc u = s->embedding_update_loc;
+    if (s->embedding_sparse_update && s->optimizer != OPT_SGD)
+        return ps_error_set(err, PS_EINPUT, s->file, u.line, u.column, "strategy.embedding.update",
+                            "a sparse (unfused) table update is modelled for optimizer sgd only "
+                            "(torch.optim.SGD), not %s: not modelled yet (issue 13)",
+                            enum_name(optimizer_names, (int)s->optimizer));
+    if (s->embedding_sparse_update && !sharded)
+        return ps_error_set(err, PS_EINPUT, s->file, u.line, u.column, "strategy.embedding.update",
+                            "data-parallel tables have a dense gradient (all-reduced, then a "
+                            "dense step): `update: sparse` applies to sharded tables");
     if (placed && !s->has_placement)
         return ps_error_set(err, PS_EINPUT, s->file, s->embedding_loc.line, s->embedding_loc.column,
                             "strategy.embedding.placement",

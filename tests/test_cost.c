@@ -69,6 +69,12 @@ START_TEST(big_gemm_is_compute_bound)
     ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_BF16, &h),
                   compute * 0.85 / 0.70 + ovh) < 1e-12);
     ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP32, &h), t32) < 1e-12);
+    /* and its SIMT efficiency (sgemm_efficiency) replaces the 0.68 base of fp32 GEMMs only */
+    device_spec s = d;
+    s.sgemm_efficiency = 0.90;
+    ck_assert(rel(cost_gemm_efficiency(1, n, n, n, PREC_FP32, &s),
+                  cost_gemm_efficiency(1, n, n, n, PREC_FP32, &d) * 0.90 / 0.68) < 1e-12);
+    ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_BF16, &s), t) < 1e-12);
 }
 END_TEST
 

@@ -324,6 +324,46 @@ START_TEST(lookup_cost_by_hand)
 }
 END_TEST
 
+/* The sparse (unfused) update of NVIDIA's DLRM: no sort; one fp32 gradient row per lookup
+ * (N x d x 4 = 2,560,000 B) written, scaled into a new tensor (read + write), index-added (read):
+ * 4 passes at the memory-bound efficiency, 2 more under fp16 AMP (the loss scaler's unscale);
+ * the gather of the pooled gradients and the rows' read-modify-write stay at the backward's
+ * efficiency (0.50). Kernels: 2 + the scaling (+ the unscale). */
+START_TEST(sparse_update_by_hand)
+{
+    device_spec dev = test_device(1 << 20);
+    double eff = cost_memory_efficiency(), ovh = cost_kernel_gpu_overhead_seconds();
+    double n = 10000, d = 64;
+    workload_emb e = table(1e6, d, n, n, IDS_UNIQUE_RATIO, n, EMB_UPDATE_SGD);
+    ck_assert_double_eq(cost_embedding_sparse_stream_bytes(&e), 0);
+    double ids = n * 8 + (n + 1) * 8, grads = n * d * 4, rows = n * 2 * d * 4;
+    double fused = cost_embedding_seconds(&e, 1, PASS_BWD, &dev);
+    ck_assert_double_eq_tol(fused, (ids + n * 12 * 2 * 3 + grads + rows) / (1e12 * 0.50) + 2 * ovh,
+                            1e-15);
+    e.sparse_update = 1;
+    ck_assert_double_eq(cost_embedding_bytes(&e, PASS_BWD, dev.l2_bytes), ids + grads + rows);
+    ck_assert_double_eq(cost_embedding_sparse_stream_bytes(&e), 4 * 2560000.0);
+    ck_assert_double_eq_tol(
+        cost_embedding_seconds(&e, 1, PASS_BWD, &dev),
+        (ids + grads + rows) / (1e12 * 0.50) + 4 * 2560000.0 / (1e12 * eff) + 3 * ovh, 1e-15);
+    e.amp_unscale = 1;
+    ck_assert_double_eq(cost_embedding_sparse_stream_bytes(&e), 6 * 2560000.0);
+    ck_assert_double_eq_tol(
+        cost_embedding_seconds(&e, 1, PASS_BWD, &dev),
+        (ids + grads + rows) / (1e12 * 0.50) + 6 * 2560000.0 / (1e12 * eff) + 4 * ovh, 1e-15);
+    /* the forward does not change */
+    ck_assert_double_eq(cost_embedding_seconds(&e, 1, PASS_FWD, &dev),
+                        cost_embedding_seconds(&(workload_emb){.rows = 1e6,
+                                                               .dim = d,
+                                                               .elem_bytes = 4,
+                                                               .lookups = n,
+                                                               .bags = n,
+                                                               .law = IDS_UNIQUE_RATIO,
+                                                               .unique = n},
+                                               1, PASS_FWD, &dev));
+}
+END_TEST
+
 START_TEST(op_graph_shapes)
 {
     workload_model m;
@@ -350,6 +390,20 @@ START_TEST(op_graph_shapes)
             ck_assert_double_eq(op->m, 27);
             ck_assert_double_eq(op->k, 128);
             ck_assert_double_eq(op->fwd_flops, 2 * b * 27 * 27 * 128);
+            /* Z = X X^T: X (27 x 128, fp16) read once, Z written; backward dX = (dZ + dZ^T) X,
+             * one GEMM of the forward's FLOPs reading dZ and X, writing dX */
+            ck_assert(op->gram);
+            ck_assert_double_eq(op->fwd_bytes, b * (27 * 128 + 27 * 27) * 2);
+            ck_assert_double_eq(op->bwd_flops, op->fwd_flops);
+            ck_assert_double_eq(op->bwd_bytes, b * (27 * 27 + 2 * 27 * 128) * 2);
+            /* on 1 TB/s and 100 TFLOP/s both passes are memory bound: 17.1 MB and 31.3 MB at
+             * the memory-bound efficiency (compute: ~10 and ~19 us at the small tiles' rates) */
+            device_spec dev = test_device(1 << 20);
+            double bw = 1e12 * cost_memory_efficiency(), ovh = cost_kernel_gpu_overhead_seconds();
+            ck_assert_double_eq_tol(cost_op_kernel_seconds(op, PASS_FWD, PREC_FP16, &dev),
+                                    b * (27 * 128 + 27 * 27) * 2 / bw + ovh, 1e-12);
+            ck_assert_double_eq_tol(cost_op_kernel_seconds(op, PASS_BWD, PREC_FP16, &dev),
+                                    b * (27 * 27 + 2 * 27 * 128) * 2 / bw + 2 * ovh, 1e-12);
         }
         if (strcmp(op->name, "top_mlp.0") == 0) {
             found_top0 = 1;
@@ -389,6 +443,7 @@ int main(void)
     tcase_add_test(tc, transformer_check_refuses_dlrm);
     tcase_add_test(tc, distinct_rows_by_hand);
     tcase_add_test(tc, lookup_cost_by_hand);
+    tcase_add_test(tc, sparse_update_by_hand);
     tcase_add_test(tc, op_graph_shapes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -939,6 +939,71 @@ START_TEST(adagrad_and_embedding_only_for_dlrm)
 }
 END_TEST
 
+/* embedding.update: sparse (branch dlrme2e): on one GPU the iteration grows by exactly the two
+ * micro-batches' TBE backward difference (the sparse update's streaming bytes, with the fp16 loss
+ * scaler's unscale, and no id sort: sim/cost_embedding.c, tested by hand in test_dlrm.c);
+ * refused with adagrad and with data-parallel tables, at the value. */
+START_TEST(sparse_update_plumbing)
+{
+    const char *head = "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+                       "strategy:\n  data: {degree: 1}\n";
+    char text[512];
+    double makespan[2];
+    cluster c;
+    sim_load("tests/data/compile/one-h100.xml", &c);
+    for (int sparse = 0; sparse < 2; sparse++) {
+        strategy s;
+        ps_error err;
+        snprintf(text, sizeof text,
+                 "%s  embedding: {sharding: table-wise, placement: greedy, update: %s}\n", head,
+                 sparse ? "sparse" : "fused");
+        ck_assert_msg(load(text, &s, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(s.embedding_sparse_update, sparse);
+        compiled_plan p;
+        ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+        htae_options o = sim_bare_options();
+        htae_result r;
+        ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+        makespan[sparse] = r.makespan;
+        htae_result_free(&r);
+        compiled_plan_free(&p);
+        strategy_free(&s);
+    }
+    workload_model m;
+    ps_error err;
+    strategy s0;
+    ck_assert(load(head, &s0, &err) == 0);
+    m = s0.model;
+    workload_graph g;
+    ck_assert(workload_build_dlrm(&m, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    workload_emb embs[2];
+    int n = 0;
+    for (int i = 0; i < g.n_ops; i++)
+        if (g.ops[i].kind == OP_EMBEDDING_BAG)
+            embs[n++] = g.ops[i].emb;
+    ck_assert_int_eq(n, 2);
+    double fused = cost_embedding_seconds(embs, 2, PASS_BWD, c.device[0]);
+    for (int t = 0; t < 2; t++)
+        embs[t].sparse_update = embs[t].amp_unscale = 1;
+    double sparse = cost_embedding_seconds(embs, 2, PASS_BWD, c.device[0]);
+    ck_assert(sparse > fused);
+    ck_close(makespan[1] - makespan[0], 2 * (sparse - fused), 1e-9);
+    workload_graph_free(&g);
+    strategy_free(&s0);
+    cluster_free(&c);
+
+    const char *ada = "batch: {global: 512, micro: 256}\noptimizer: adagrad\nstrategy:\n"
+                      "  data: {degree: 2}\n";
+    snprintf(text, sizeof text,
+             "%s  embedding: {sharding: table-wise, placement: greedy, update: sparse}\n", ada);
+    expect_refused(text, 16, 64, "strategy.embedding.update", "sgd only");
+    const char *sgd = "batch: {global: 512, micro: 256}\noptimizer: sgd\nstrategy:\n"
+                      "  data: {degree: 2}\n";
+    snprintf(text, sizeof text, "%s  embedding: {sharding: data-parallel, update: sparse}\n", sgd);
+    expect_refused(text, 16, 48, "strategy.embedding.update", "dense gradient");
+}
+END_TEST
+
 START_TEST(devices_without_l2_are_refused)
 {
     strategy s;
@@ -982,6 +1047,7 @@ int main(void)
     tcase_add_test(tc, refusals_are_located);
     tcase_add_test(tc, adagrad_and_embedding_only_for_dlrm);
     tcase_add_test(tc, devices_without_l2_are_refused);
+    tcase_add_test(tc, sparse_update_plumbing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

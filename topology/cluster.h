@@ -26,6 +26,9 @@ typedef struct device_spec {
     /* Fraction of the tensor-core peak a large, well-shaped GEMM sustains on this GPU in
      * training (devices.yaml `gemm_efficiency`); 0: the cost model's default (sim/cost.c). */
     double gemm_efficiency;
+    /* The same for fp32 GEMMs on the SIMT cores (no tensor cores; devices.yaml
+     * `sgemm_efficiency`, fitted per GPU on its kernel data); 0: the cost model's default. */
+    double sgemm_efficiency;
     /* L2 cache capacity in bytes (devices.yaml `l2_mib`, architecture whitepapers); 0: not
      * given, and what needs it (the embedding lookup's cache rule, sim/cost_embedding.c)
      * refuses the device. */
@@ -39,7 +42,8 @@ typedef struct device_table {
 
 /* Load a device table (YAML list of mappings with keys name, fp32_tflops, tf32_tflops,
  * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional fp8_tflops,
- * nccl_launch_us, nccl_step_us, nvlink_efficiency, nvls_efficiency, gemm_efficiency, l2_mib). */
+ * nccl_launch_us, nccl_step_us, nvlink_efficiency, nvls_efficiency, gemm_efficiency,
+ * sgemm_efficiency, l2_mib). */
 int device_table_load(const char *path, device_table *out, ps_error *err);
 const device_spec *device_table_find(const device_table *t, const char *name);
 void device_table_free(device_table *t);

@@ -28,8 +28,9 @@ enum {
     KEY_NCCL_STEP_US,
     KEY_NVLINK_EFFICIENCY,
     KEY_NVLS_EFFICIENCY,
-    KEY_GEMM_EFFICIENCY, /* optional: the tensor-core GEMM base efficiency (sim/cost.c) */
-    KEY_L2_MIB,          /* optional: L2 cache capacity (the embedding lookup's cache rule) */
+    KEY_GEMM_EFFICIENCY,  /* optional: the tensor-core GEMM base efficiency (sim/cost.c) */
+    KEY_SGEMM_EFFICIENCY, /* optional: the fp32 SIMT GEMM base efficiency (sim/cost.c) */
+    KEY_L2_MIB,           /* optional: L2 cache capacity (the embedding lookup's cache rule) */
     N_KEYS
 };
 
@@ -49,6 +50,7 @@ static const char *const device_keys[N_KEYS] = {
     "nvlink_efficiency",
     "nvls_efficiency",
     "gemm_efficiency",
+    "sgemm_efficiency",
     "l2_mib",
 };
 
@@ -104,7 +106,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
                           "device '%s': sms must be an integer", spec->name);
     }
 
-    for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_GEMM_EFFICIENCY; i++)
+    for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_SGEMM_EFFICIENCY; i++)
         if (value[i] > 1.0 || value[i] == 0.0) {
             yread_join_path(field, sizeof field, path, device_keys[i]);
             return yread_fail(c, yread_map_get(c, entry, device_keys[i]), field,
@@ -116,6 +118,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
     spec->coll_efficiency = value[KEY_NVLINK_EFFICIENCY];
     spec->nvls_efficiency = value[KEY_NVLS_EFFICIENCY];
     spec->gemm_efficiency = value[KEY_GEMM_EFFICIENCY] < 0 ? 0.0 : value[KEY_GEMM_EFFICIENCY];
+    spec->sgemm_efficiency = value[KEY_SGEMM_EFFICIENCY] < 0 ? 0.0 : value[KEY_SGEMM_EFFICIENCY];
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->peak_flops[PREC_FP8] = value[KEY_FP8] * 1e12; /* 0 when absent */

@@ -457,7 +457,13 @@ static int add_interaction(dlrm_builder *bd, const workload_dlrm *d, double b, i
         /* Z = X X^T per sample over the (tables + 1) vectors of dim `bottom`, then the strict
          * lower triangle gathered and concatenated with the bottom output */
         double f = d->n_tables + 1.0, pairs = f * (f - 1) / 2;
-        dlrm_gemm(bd, "interaction.dot", b, f, f, bottom, 0);
+        workload_op *dot = dlrm_gemm(bd, "interaction.dot", b, f, f, bottom, 0);
+        /* X X^T: X read once; backward dX = (dZ + dZ^T) X, one GEMM of the forward's FLOPs
+         * reading dZ and X and writing dX */
+        dot->gram = 1;
+        dot->fwd_bytes = b * (f * bottom + f * f) * bd->e;
+        dot->bwd_flops = dot->fwd_flops;
+        dot->bwd_bytes = b * (f * f + 2.0 * f * bottom) * bd->e;
         dlrm_pointwise(bd, "interaction.gather", b * (pairs + bottom), 0.0, 2 * bd->e, 2 * bd->e);
         return (int)(pairs + bottom);
     }

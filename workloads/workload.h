@@ -125,6 +125,12 @@ typedef struct workload_emb {
      * being one GPU's slice (rows stays the whole table's, for the id law; lookups and unique
      * are the slice's). 0 or 1: the whole table. */
     double row_shards;
+    /* The update is not fused into the lookup's backward (`strategy.embedding.update: sparse`,
+     * PyTorch's nn.Embedding(sparse=True) + torch.optim.SGD, as NVIDIA's DLRM): the backward
+     * writes one fp32 gradient row per lookup, the optimizer scales them into a new tensor and
+     * index-adds them into the table; amp_unscale: fp16 AMP's loss scaler first unscales them
+     * (read and written). 0: the fused update. */
+    int sparse_update, amp_unscale;
 } workload_emb;
 
 /* How an op's work divides under tensor parallelism (Megatron-LM layout). */
@@ -166,6 +172,9 @@ typedef struct workload_op {
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
     int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
+    int gram;         /* OP_GEMM of one operand with itself, Z = X X^T per batch entry (DLRM's dot
+                         interaction): X is read once, and the backward is ONE GEMM,
+                         dX = (dZ + dZ^T) X, of the forward's FLOPs */
     int causal;       /* OP_ATTENTION: each query attends to itself and earlier positions only
                          (decoders; BERT's encoder attends everywhere) */
     int window;       /* OP_ATTENTION (causal, fused): each query attends to the `window`

@@ -23,7 +23,7 @@ QUICK_MEGATRON_ROWS = 3       # --quick: the 3 rows with the fewest GPUs (file o
 
 class Row:
     __slots__ = ("dataset", "file", "rid", "desc", "group", "measured", "counted",
-                 "status", "message", "predicted", "job", "shape", "fold")
+                 "status", "message", "predicted", "job", "shape", "fold", "strength")
 
     def __init__(self, dataset, file, rid, desc="", group="", measured=None):
         self.dataset, self.file, self.rid, self.desc = dataset, file, rid, desc
@@ -33,6 +33,7 @@ class Row:
         self.job = None           # rows with the same job are alternative plans for it
         self.shape = None         # per-GPU kernel shapes (vTrain: hidden, TP, micro-batch)
         self.fold = None          # what varies among rows of one shape (vTrain: layers)
+        self.strength = ""        # the file's evidence strength (A/B/C) where it has one
 
     def fail(self, msg):
         self.status, self.message = "failed", msg
@@ -832,6 +833,216 @@ def load_dlrm_kernels(gt_dir, devices_yaml=None, **_):
     return rows, jobs
 
 
+# ---------------------------------------------------------------- DLRM end to end (issue 13)
+# Table sets of dlrm_models.md -> the bundled model holding them (workloads/models/NAME.yaml)
+DLRM_TABLE_SETS = (("T15/FL15", "dlrm-criteo-small"), ("T3/FL3", "dlrm-criteo-large"),
+                   ("MLPerf 40M-cap", "dlrm-mlperf"))
+DLRM_E2E_CLUSTERS = {
+    # gpu column (first word, and the system in parentheses) -> (`protosim cluster` kind, GPU)
+    "A100-SXM4-80GB": ("dgx-a100", None),
+    "A100-SXM4-40GB": ("dgx-a100", "A100-SXM4-40GB"),
+    "V100-SXM2-32GB": ("dgx-v100", None),
+    "V100-SXM3-32GB": ("dgx-2", None),
+}
+
+
+def read_dlrm_model(path):
+    """The keys of a bundled dlrm model file a row is checked against (lists may span lines)."""
+    with open(path) as f:
+        text = re.sub(r"#[^\n]*", "", f.read())
+    m = {}
+    for key in ("bottom_mlp", "top_mlp", "tables"):
+        mm = re.search(r"^%s:\s*\[([^\]]*)\]" % key, text, re.M | re.S)
+        m[key] = [int(x) for x in mm.group(1).replace("\n", " ").split(",")] if mm else None
+    for key in ("embedding_dim", "pooling", "dense_features", "interaction"):
+        mm = re.search(r"^%s:\s*(\S+)" % key, text, re.M)
+        m[key] = mm.group(1) if mm else None
+    return m
+
+
+def dlrm_row_tables(text):
+    """Rows per table from the rows_per_table column: its first comma-separated list of ints."""
+    m = re.search(r"\d+(?:\s*,\s*\d+)+", text)
+    if not m:
+        raise BadRow("no per-table row counts in %r" % text[:60])
+    return [int(x) for x in m.group(0).split(",")]
+
+
+def dlrm_row_shape(model):
+    """(dense, bottom MLP, dim, interaction, top MLP) from the model column."""
+    m = re.search(r"(\d+) dense -> bottom MLP ([\d-]+); (\d+) emb tables dim (\d+); (\w+) "
+                  r"interaction; top MLP ([\d-]+)", model)
+    if not m:
+        raise BadRow("model column not understood: %r" % model[:80])
+    return (int(m.group(1)), [int(x) for x in m.group(2).split("-")], int(m.group(3)),
+            int(m.group(4)), m.group(5), [int(x) for x in m.group(6).split("-")])
+
+
+def dlrm_precision(text):
+    t = text.lower()
+    if t.startswith("amp fp16"):
+        return "fp16"
+    if t.startswith("tf32"):
+        return "tf32"
+    if t.startswith("fp32"):
+        return "fp32"
+    raise BadRow("unknown precision %r" % text)
+
+
+def nvidia_dlrm_placement(rows, gpus):
+    """NVIDIA DeepLearningExamples PyTorch DLRM's table -> GPU rule (dlrm/utils/distributed.py
+    get_device_mapping / distribute_to_buckets), re-stated: on more than 4 GPUs GPU 0 keeps only
+    the bottom MLP and the tables go to GPUs 1..G-1, else to all G; buckets hold at most
+    ceil(tables / buckets) tables; tables are taken largest first (ties: lower index first) and
+    each goes to the bucket with the fewest rows so far (ties: the earlier bucket in the current
+    order, which is re-sorted by rows, stably, after each placement); a bucket that is full
+    leaves the list and takes the next final position, the others follow in their last order.
+    Returns the GPU of each table."""
+    n = len(rows)
+    nb = gpus - 1 if gpus > 4 else gpus
+    cap = -(-n // nb)
+    order = sorted(range(n), key=lambda i: -rows[i])        # stable: ties in index order
+    live = [[] for _ in range(nb)]
+    final = []
+    for t in order:
+        live[0].append(t)
+        if len(live[0]) == cap:
+            final.append(live.pop(0))
+        live.sort(key=lambda b: sum(rows[i] for i in b))
+    final += live
+    offset = 1 if gpus > 4 else 0
+    place = [None] * n
+    for g, bucket in enumerate(final):
+        for t in bucket:
+            place[t] = g + offset
+    return place
+
+
+def dlrm_e2e_source_label(src):
+    s = src.strip()
+    m = re.search(r"\((\d\d\.\d\d) release", s)
+    if s.startswith("NVIDIA/DeepLearningExamples") and m:
+        return "DLE PyTorch DLRM %s" % m.group(1)
+    if s.startswith("NVIDIA-Merlin/HugeCTR"):
+        return "HugeCTR SOK (TF2)"
+    if s.startswith("facebookresearch/dlrm"):
+        return "TorchRec DLRM"
+    return s[:40]
+
+
+def _dlrm_flow_model(name, dense, bottom, dim, inter, top, tables):
+    """An inline dlrm workload (flow YAML): a row whose tables differ from every bundled model;
+    the id law and storage precision as the bundled models (zipf 1.05, fp32)."""
+    return ("{name: %s, family: dlrm, dense_features: %d, bottom_mlp: [%s], top_mlp: [%s], "
+            "interaction: %s, embedding_dim: %d, tables: [%s], pooling: 1, "
+            "ids: {distribution: zipf, alpha: 1.05}, embedding_precision: fp32}"
+            % (name, dense, ", ".join(map(str, bottom)), ", ".join(map(str, top)), inter, dim,
+               ", ".join(map(str, tables))))
+
+
+def load_dlrm(gt_dir, repo=None, **_):
+    """The 2-e2e rows of dlrm_public.csv through `protosim run` (issue 13): the bundled model
+    holding the row's table set (else an inline model of the row's tables), the row's GPUs on
+    one generated DGX node, its batch and precision, SGD, and its plan: one GPU, or NVIDIA's
+    table-wise placement with the bottom MLP on GPU 0; the tables' update unfused (`update:
+    sparse`, as NVIDIA's DLRM: sparse gradient + torch.optim.SGD). Plans protosim refuses as "not modelled
+    yet" and plans the row does not publish come back skipped with the reason."""
+    rows, jobs = [], []
+    recs = _read_dicts(os.path.join(gt_dir, DLRM_FILE))
+    bundled = {}
+    for i, rec in enumerate(recs):
+        if rec.get("category", "").strip() != "2-e2e":
+            continue
+        row = Row("dlrm", DLRM_FILE, i + 1)
+        rows.append(row)
+        try:
+            src = _get(rec, "source", str)
+            row.group = dlrm_e2e_source_label(src)
+            row.strength = rec.get("strength", "").strip()
+            row.counted = row.strength == "A"
+            gpu_text = _get(rec, "gpu", str)
+            gpu = gpu_text.split()[0]
+            gpus = _get(rec, "gpus", _pos_int)
+            gb = _lead_int(rec.get("batch", "").replace(",", ""), "batch")
+            prec_text = _get(rec, "precision", str)
+            tset = _get(rec, "rows_per_table", str)
+            sharding = _get(rec, "sharding", str)
+            row.measured = _get(rec, "derived_iteration_s", _pos_float)
+            row.desc = "%s x%d %s gb%d %s" % (gpu.replace("-SXM4", "").replace("-SXM", "-"),
+                                              gpus, tset.split(" ")[0].split(":")[0], gb,
+                                              prec_text.split(" (")[0])
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        fw = rec.get("framework", "")
+        if src.startswith("NVIDIA-Merlin/HugeCTR"):
+            row.skip("SOK's cyclic row-wise sharding (key %% G: all-to-all of ids, then of the "
+                     "looked-up vectors) under TF2 + XLA is not modelled (%s)" % DLRM_ISSUE)
+            continue
+        if "UVM" in sharding:
+            row.skip("tables in UVM / UVM-caching (91 GiB on a 40 GB GPU) are not modelled (%s)"
+                     % DLRM_ISSUE)
+            continue
+        if "plan not printed" in sharding:
+            row.skip("TorchRec's planner chose the plan and did not print it (%s)" % DLRM_ISSUE)
+            continue
+        if "not published" in tset:
+            row.skip("per-table sizes not published (%s)" % tset.split(" (")[0])
+            continue
+        try:
+            dense, bottom, ntab, dim, inter, top = dlrm_row_shape(_get(rec, "model", str))
+            tables = dlrm_row_tables(tset)
+            if len(tables) != ntab:
+                raise BadRow("%d tables in rows_per_table, %d in model" % (len(tables), ntab))
+            prec = dlrm_precision(prec_text)
+            if "SGD" not in rec.get("notes", ""):
+                raise BadRow("optimizer not stated as SGD in notes")
+            if gb % gpus:
+                raise BadRow("global batch %d over %d GPUs" % (gb, gpus))
+            kind = DLRM_E2E_CLUSTERS.get(gpu)
+            if not kind:
+                raise BadRow("no generated cluster for GPU %r" % gpu_text)
+        except BadRow as e:
+            row.fail(str(e))
+            continue
+        name = None
+        for tag, model in DLRM_TABLE_SETS:
+            if tset.startswith(tag):
+                name = model
+        wl = None
+        if name:
+            if name not in bundled:
+                bundled[name] = read_dlrm_model(os.path.join(repo, "workloads", "models",
+                                                             name + ".yaml"))
+            b = bundled[name]
+            if (b["tables"] == tables and b["bottom_mlp"] == bottom and b["top_mlp"] == top
+                    and b["embedding_dim"] == str(dim) and b["interaction"] == inter
+                    and b["dense_features"] == str(dense) and b["pooling"] == "1"):
+                wl = name
+        if wl is None:
+            wl = _dlrm_flow_model("dlrm-row%d" % (i + 1), dense, bottom, dim, inter, top, tables)
+        text = ("workload: %s\nbatch: {global: %d, micro: %d}\nprecision: %s\noptimizer: sgd\n"
+                "strategy:\n  data: {degree: %d}\n" % (wl, gb, gb // gpus, prec, gpus))
+        # NVIDIA's DLRM does not fuse the tables' update into the lookup's backward: a sparse
+        # gradient (one fp32 row per lookup) applied by torch.optim.SGD (`update: sparse`)
+        if gpus == 1:
+            text += ("  embedding: {sharding: table-wise, placement: [%s], update: sparse}\n"
+                     % ", ".join("0" for _ in tables))
+        else:
+            if not sharding.startswith("table-wise") or "get_device_mapping" not in sharding:
+                row.fail("unknown multi-GPU plan %r" % sharding[:60])
+                continue
+            place = nvidia_dlrm_placement(tables, gpus)
+            # NVIDIA's DistributedDlrm: the bottom MLP is model-parallel on GPU 0 (whole batch)
+            text += ("  embedding: {sharding: table-wise, placement: [%s], bottom_mlp_gpu: 0, "
+                     "update: sparse}\n" % ", ".join(map(str, place)))
+        job = Job("run", ("gen", kind[0], 1, gpus, None, None) + ((kind[1],) if kind[1] else ()),
+                  [row], strategy=text)
+        job.skip_unmodelled = True
+        jobs.append(job)
+    return rows, jobs
+
+
 # ---------------------------------------------------------------- traces (issue 12)
 TRACES_DIR = "traces"
 _TRACE_RE = re.compile(r"^(?P<model>[a-z0-9]+)_(?:(?P<gpu>[a-z]\d{3})_)?(?P<world>\d+)rank"
@@ -866,4 +1077,4 @@ def load_traces(gt_dir, **_):
 
 LOADERS = {"vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
            "neusight": load_neusight, "llm": load_llm, "traces": load_traces,
-           "dlrm_kernels": load_dlrm_kernels}
+           "dlrm_kernels": load_dlrm_kernels, "dlrm": load_dlrm}
