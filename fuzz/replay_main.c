@@ -1,6 +1,6 @@
 /* replay_main.c: a harness without libFuzzer, for `meson test`: every file of the directories
- * (or the files) on the command line goes through LLVMFuzzerTestOneInput once. A missing
- * directory is an empty one; a crash is the test's failure. */
+ * (recursively) or the files on the command line goes through LLVMFuzzerTestOneInput once. A
+ * missing directory is an empty one; a crash is the test's failure. */
 #include "fuzz_input.h"
 
 #include <dirent.h>
@@ -33,6 +33,8 @@ static int replay_file(const char *path)
     return 0;
 }
 
+static int replay_path(const char *path);
+
 static int replay_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -45,23 +47,25 @@ static int replay_dir(const char *dir)
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-            rc |= replay_file(path);
+        rc |= replay_path(path);
     }
     closedir(d);
     return rc;
 }
 
+/* A file, or a directory's files (recursively, as libFuzzer reads a corpus). */
+static int replay_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    return S_ISDIR(st.st_mode) ? replay_dir(path) : S_ISREG(st.st_mode) ? replay_file(path) : 0;
+}
+
 int main(int argc, char **argv)
 {
     int rc = 0;
-    for (int i = 1; i < argc; i++) {
-        struct stat st;
-        if (stat(argv[i], &st) == 0 && S_ISREG(st.st_mode))
-            rc |= replay_file(argv[i]);
-        else
-            rc |= replay_dir(argv[i]);
-    }
+    for (int i = 1; i < argc; i++)
+        rc |= replay_path(argv[i]);
     return rc;
 }

@@ -2,21 +2,18 @@
 # Run one libFuzzer harness of fuzz/ (issue 14) for SECONDS under ASan+UBSan:
 #   scripts/fuzz.sh NAME SECONDS      NAME: strategy sweep merge workload trace
 # Builds build-fuzz/ (clang, -Dfuzz=true) when needed. The seed corpus is the bundled examples
-# and tests/data, read in place; what the fuzzer adds lives in build-fuzz/corpus/NAME. A crash,
-# hang (10 s) or leak exits non-zero and leaves its input in fuzz/regressions/NAME/, which
-# `meson test --suite fuzz` replays from then on (commit it with the fix).
+# and tests/data (fuzz/seeds.txt), read in place; what the fuzzer adds lives in
+# build-fuzz/corpus/NAME. A crash, hang (10 s) or leak exits non-zero and leaves its input in
+# fuzz/regressions/NAME/, which `meson test --suite fuzz` replays from then on (commit it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/fuzz.sh NAME SECONDS}
 seconds=${2:?usage: scripts/fuzz.sh NAME SECONDS}
-case $name in
-    strategy) seeds="strategies/examples tests/data/strategy" ;;
-    sweep)    seeds="strategies/examples tests/data/sweep" ;;
-    merge)    seeds="tests/data/e2e" ;;
-    workload) seeds="workloads/models" ;;
-    trace)    seeds="tests/data/replay" ;;
-    *) echo "fuzz.sh: unknown harness '$name' (strategy sweep merge workload trace)" >&2; exit 2 ;;
-esac
+seeds=$(awk -v n="$name" '$1 == n { $1 = ""; print }' fuzz/seeds.txt)
+if [ -z "$seeds" ]; then
+    echo "fuzz.sh: unknown harness '$name' ($(cut -d' ' -f1 fuzz/seeds.txt | tr '\n' ' '))" >&2
+    exit 2
+fi
 if [ ! -f build-fuzz/build.ninja ]; then
     CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
         -Db_lundef=false >/dev/null
