@@ -14,7 +14,8 @@ static void remove_input(void)
     unlink(input_path);
 }
 
-/* Output the loaders print (merge's ranked table) is not what is checked: send it away. */
+/* Output the loaders print (merge's ranked table) is not what is checked: send it away
+ * (the replay tests report on stderr). */
 static void quiet_stdout(void)
 {
     if (!freopen("/dev/null", "w", stdout))

@@ -29,7 +29,7 @@ static int replay_file(const char *path)
         return 1;
     LLVMFuzzerTestOneInput(buf, n);
     free(buf);
-    printf("replayed %s (%zu bytes)\n", path, n);
+    fprintf(stderr, "replayed %s (%zu bytes)\n", path, n);
     return 0;
 }
 
