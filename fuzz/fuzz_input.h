@@ -1,0 +1,15 @@
+/* fuzz_input.h: what every libFuzzer harness shares: the input written to a file the loaders
+ * read exactly as the command does, and stdout sent to /dev/null. */
+#ifndef PROTOSIM_FUZZ_INPUT_H
+#define PROTOSIM_FUZZ_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The path of this process's input file (suffix: ".yaml", ".json"), holding data[0..size). */
+const char *fuzz_input_file(const char *suffix, const uint8_t *data, size_t size);
+
+/* libFuzzer's entry point, defined by each harness. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#endif
