@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install protosim's Debian packages (needs root or sudo) and build it into build/.
 # Packages: SimGrid 3.32 (network/compute engine), cJSON (reports, traces), zlib (gzip traces),
-# libyaml (strategy files),
-# hwloc (topology import), libxml2 (platform files checked before SimGrid reads them), Check (unit tests), meson + ninja (build), a C/C++ compiler, and
+# libyaml (strategy files), hwloc (topology import), libxml2 (platform files checked before
+# SimGrid reads them), Check (unit tests), meson + ninja (build), a C/C++ compiler, and
 # clang with libclang-rt-dev (libFuzzer and the sanitizer runtimes: scripts/fuzz.sh), and
 # python3 for the validation and calibration scripts (scripts/validate, scripts/fit_*).
 set -euo pipefail
