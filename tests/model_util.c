@@ -2,7 +2,25 @@
 #include "model_util.h"
 
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int model_load_text(const char *text, workload_model *m, ps_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/protosim_test_model_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    const char *dir = getenv("PROTOSIM_DATA_DIR");
+    int rc = workload_model_load(path, dir ? dir : PROTOSIM_SOURCE_DIR, m, err);
+    unlink(path);
+    return rc;
+}
 
 int has_op(const workload_graph *g, const char *name)
 {

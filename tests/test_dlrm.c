@@ -1,6 +1,8 @@
 /* test_dlrm.c: recommendation models (`family: dlrm`): the bundled models, located errors, the
  * id laws (distinct rows, hot share), the lookup cost by hand and the op graph's shapes. */
 #include <check.h>
+
+#include "model_util.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,25 +17,6 @@ static const char *data_dir(void)
 {
     const char *d = getenv("PROTOSIM_DATA_DIR");
     return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
-static void write_tmp(char *path, size_t cap, const char *text)
-{
-    snprintf(path, cap, "/tmp/protosim_test_dlrm_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-}
-
-static int load_text(const char *text, workload_model *m, ps_error *err)
-{
-    char path[64];
-    write_tmp(path, sizeof path, text);
-    int rc = workload_model_load(path, data_dir(), m, err);
-    unlink(path);
-    return rc;
 }
 
 /* A small valid model; tests replace one line of it. */
@@ -66,7 +49,7 @@ static int load_variant(const char *key, const char *line, workload_model *m, ps
     if (!key)
         strcat(strcat(text, line), "\n");
     ps_error_clear(err);
-    return load_text(text, m, err);
+    return model_load_text(text, m, err);
 }
 
 static void expect_error(const char *key, const char *line, int lineno, const char *field,

@@ -44,15 +44,6 @@ static void write_tmp(char *path, size_t cap, const char *text)
     fclose(f);
 }
 
-static int load_text(const char *text, workload_model *m, ps_error *err)
-{
-    char path[64];
-    write_tmp(path, sizeof path, text);
-    int rc = workload_model_load(path, data_dir(), m, err);
-    unlink(path);
-    return rc;
-}
-
 /* Parameters of a Llama model by the architecture: per layer Q and O (h x a d each), K and V
  * (h x kv d each), gate, up and down (h x f each), two RMSNorm weights; untied input and
  * output embeddings; the final norm. */
@@ -167,10 +158,11 @@ START_TEST(mpt_benchmark_config_matches_numparams)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 48\nhidden: 7168\nheads: 56\nseq: 2048\n"
-                               "vocab: 50368\npositions: learned\nbias: true\ndropout: false\n",
-                               &m, &err),
-                     0);
+    ck_assert_int_eq(
+        model_load_text("family: gpt\nlayers: 48\nhidden: 7168\nheads: 56\nseq: 2048\n"
+                        "vocab: 50368\npositions: learned\nbias: true\ndropout: false\n",
+                        &m, &err),
+        0);
     workload_graph g;
     build_ok(&m, 1, &g);
     double h = 7168;
@@ -326,13 +318,13 @@ static void expect_error(const char *text, const char *field, int line, int colu
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text(text, &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text(text, &m, &err), PS_EINPUT);
     ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
                   err.message);
     ck_assert_msg(err.line == line && err.column == column, "%s at %d:%d, want %d:%d", field,
                   err.line, err.column, line, column);
     ck_assert_msg(strstr(err.message, words) != NULL, "'%s' lacks '%s'", err.message, words);
-    ck_assert_ptr_nonnull(strstr(err.file, "protosim_test_llama_"));
+    ck_assert_ptr_nonnull(strstr(err.file, "protosim_test_model_"));
 }
 
 #define LLAMA_HEAD "family: llama\nlayers: 2\nhidden: 64\nheads: 8\nseq: 16\nvocab: 100\n"
@@ -368,10 +360,11 @@ START_TEST(bad_llama_keys_are_located_errors)
                  "heads", 4, 8, "give head_dim");
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text("family: llama\nlayers: 2\nhidden: 60\nheads: 8\nhead_dim: 16\n"
-                               "kv_heads: 2\nseq: 16\nvocab: 100\nffn_hidden: 128\n",
-                               &m, &err),
-                     0);
+    ck_assert_int_eq(
+        model_load_text("family: llama\nlayers: 2\nhidden: 60\nheads: 8\nhead_dim: 16\n"
+                        "kv_heads: 2\nseq: 16\nvocab: 100\nffn_hidden: 128\n",
+                        &m, &err),
+        0);
     workload_graph g;
     build_ok(&m, 1, &g);
     ck_assert_double_eq(find_op(&g, "layers.0.attn.qkv")->params, 60.0 * (8 + 2 * 2) * 16);
