@@ -436,7 +436,7 @@ static int lookup_hosts(const htae_graph *g, const cluster *c, sg_host_t **out, 
 {
     sg_host_t *hosts = xmalloc((size_t)g->n_ranks * sizeof *hosts);
     for (int r = 0; r < g->n_ranks; r++) {
-        hosts[r] = sg_host_by_name(c->host_names[r]);
+        hosts[r] = c->sg_hosts[r];
         if (!hosts[r]) {
             free(hosts);
             return ps_error_set(err, PS_EINTERNAL, c->file, 0, 0, NULL,
@@ -699,7 +699,7 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
             htae_default_options(&o);
         sg_host_t *hosts = xmalloc((size_t)gpus * sizeof *hosts);
         for (int i = 0; i < gpus; i++)
-            hosts[i] = sg_host_by_name(c->host_names[i]);
+            hosts[i] = c->sg_hosts[i];
         coll_group *gp = htae_coll_group_create(c, hosts, &g->group_ranks[0], gpus, &o);
         for (int i = 0; i < n_sizes; i++)
             algos[i] = gpus < 2 ? COLL_ALGO_AUTO : htae_coll_choose(gp, kind, sizes[i], &o);

@@ -141,8 +141,8 @@ static int node_name(const load_ctx *lc, const cluster *c, int r, int with_node,
                      ps_error *err)
 {
     const char *name = c->host_names[r];
-    *out = with_node ? sg_host_get_property_value(sg_host_by_name(name), "node")
-                     : cluster_platform_host_zone(name);
+    *out = with_node ? sg_host_get_property_value(c->sg_hosts[r], "node")
+                     : cluster_platform_host_zone(c->sg_hosts[r]);
     if (!*out && with_node)
         return ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, name), 0, "node",
                             "GPU host '%s' has no node property, but %d other GPUs have one "
@@ -161,7 +161,7 @@ static int assign_nodes(const load_ctx *lc, cluster *c, ps_error *err)
 {
     int with_node = 0;
     for (int r = 0; r < c->n_gpus; r++)
-        with_node += sg_host_get_property_value(sg_host_by_name(c->host_names[r]), "node") != NULL;
+        with_node += sg_host_get_property_value(c->sg_hosts[r], "node") != NULL;
     const char **names = xcalloc((size_t)c->n_gpus, sizeof *names);
     c->n_nodes = 0;
     for (int r = 0; r < c->n_gpus; r++) {
@@ -294,6 +294,7 @@ static int load_gpus(const load_ctx *lc, cluster *out, ps_error *err)
     if (!rc) {
         out->n_gpus = n;
         out->host_names = xcalloc((size_t)n, sizeof *out->host_names);
+        out->sg_hosts = xcalloc((size_t)n, sizeof *out->sg_hosts);
         out->node_of_rank = xcalloc((size_t)n, sizeof *out->node_of_rank);
         out->device = xcalloc((size_t)n, sizeof *out->device);
         out->slowdown = xcalloc((size_t)n, sizeof *out->slowdown);
@@ -302,6 +303,7 @@ static int load_gpus(const load_ctx *lc, cluster *out, ps_error *err)
         const char *name = sg_host_get_name(hosts[r]);
         const char *gpu = sg_host_get_property_value(hosts[r], "gpu");
         out->host_names[r] = xstrdup(name);
+        out->sg_hosts[r] = hosts[r];
         if (!(out->device[r] = device_table_find(&out->devices, gpu)))
             rc = unknown_device(lc, name, gpu, &out->devices, err);
         else
@@ -346,11 +348,13 @@ void cluster_free(cluster *c)
         for (int i = 0; i < c->n_gpus; i++)
             free(c->host_names[i]);
     free(c->host_names);
+    free(c->sg_hosts);
     free(c->node_of_rank);
     free(c->device);
     free(c->slowdown);
     device_table_free(&c->devices);
     c->host_names = NULL;
+    c->sg_hosts = NULL;
     c->node_of_rank = NULL;
     c->device = NULL;
     c->slowdown = NULL;
@@ -364,7 +368,7 @@ void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *la
     *latency = 0.0;
     if (a == b)
         return;
-    sg_host_t from = sg_host_by_name(c->host_names[a]), to = sg_host_by_name(c->host_names[b]);
+    sg_host_t from = c->sg_hosts[a], to = c->sg_hosts[b];
     assert(from && to);
     double bw = sg_host_get_route_bandwidth(from, to); /* -1: no link on the route */
     if (bw > 0)

@@ -52,6 +52,10 @@ typedef struct cluster {
     char file[512];
     int n_gpus;
     char **host_names; /* [n_gpus], rank order */
+    /* [n_gpus]: each rank's SimGrid host (an sg_host_t; void here so that this header needs no
+     * SimGrid include), looked up once: SimGrid 3.32 finds a host by name with a linear search
+     * of the netzones, which is quadratic over 16,384 GPUs. cluster_host returns it typed. */
+    void **sg_hosts;
     /* [n_gpus]: the GPU's node, numbered densely in rank order: nodes are told apart by the
      * host property `node` when every GPU has one (generated platforms), else by the netzone
      * directly holding the GPU (hand-written platforms). */
@@ -110,9 +114,9 @@ void cluster_engine_start(void);
  * msg and its line in *line (0 when the message names none), or -2 when the engine was not
  * started. For cluster_load. */
 int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line);
-/* Name of the netzone directly holding host `name`, or NULL if there is no such host. The string
+/* Name of the netzone directly holding `host` (an sg_host_t), or NULL if it has none. The string
  * lives as long as the engine. */
-const char *cluster_platform_host_zone(const char *name);
+const char *cluster_platform_host_zone(const void *host);
 
 /* The network joining the nodes (platform_write.c's header comment has the model):
  * - CLUSTER_FABRIC_FAT_TREE: all NICs of a node on one leaf switch, nodes_per_leaf nodes per leaf,

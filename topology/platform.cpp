@@ -175,10 +175,10 @@ extern "C" int cluster_platform_load(const char *path, char *msg, size_t msg_cap
     return -1;
 }
 
-extern "C" const char *cluster_platform_host_zone(const char *name)
+extern "C" const char *cluster_platform_host_zone(const void *host)
 {
     try {
-        const simgrid::s4u::Host *h = simgrid::s4u::Host::by_name_or_null(name);
+        const auto *h = static_cast<const simgrid::s4u::Host *>(host);
         if (!h || !h->get_englobing_zone())
             return nullptr;
         return h->get_englobing_zone()->get_cname();
