@@ -73,6 +73,7 @@ void htae_default_options(htae_options *o)
     o->nvls_latency_s = HTAE_NVLS_LATENCY_S;
     o->algo = COLL_ALGO_AUTO;
     o->device_constants = 1;
+    o->timed_alone = 1;
     o->counter_ranks = NULL;
 }
 
@@ -120,6 +121,7 @@ typedef struct exec_state {
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
     uint32_t lean_colls;
+    uint32_t timed_colls;
     uint32_t done_tasks;
 } exec_state;
 
@@ -305,7 +307,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         x->res->start[members[i]] = t0;
         comm_changed(x, g->tasks[members[i]].rank, 1);
     }
-    coll_run_ctx cx = {&x->opt, x->links, &x->activities};
+    coll_run_ctx cx = {&x->opt, x->links, &x->activities, &x->timed_colls};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
@@ -427,6 +429,8 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
             return rc;
     }
     htae_alone_plan(&x->alone, g, x->groups, x->hosts);
+    if (x->opt.timed_alone)
+        htae_alone_groups(g, x->groups, x->hosts);
     return 0;
 }
 
@@ -542,6 +546,7 @@ static int collect_result(exec_state *x, ps_error *err)
     htae_result *out = x->res;
     out->activities = x->activities;
     out->lean_colls = x->lean_colls;
+    out->timed_colls = x->timed_colls;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "simulation stalled: %u of %u tasks ran (dependency deadlock)",
