@@ -3,6 +3,7 @@
 #include "htae.h"
 #include "htae_links.h"
 #include "htae_alone.h"
+#include "htae_clock.h"
 #include "htae_coll.h"
 
 #include <assert.h>
@@ -143,7 +144,7 @@ static inline int is_amount(double v)
 static void sleep_for(double s)
 {
     if (s > 0.0)
-        sg_actor_sleep_for(s);
+        htae_wait_until(simgrid_get_clock() + s);
 }
 
 static void release(exec_state *x, uint32_t t)
@@ -184,9 +185,7 @@ static void task_done(exec_state *x, uint32_t t, double now)
 
 static void sleep_until(double t)
 {
-    double now = simgrid_get_clock();
-    if (t > now)
-        sg_actor_sleep_for(t - now);
+    htae_wait_until(t);
 }
 
 /* The host thread of one GPU. Issuing a task takes host_s of host time; the GPU may start a
@@ -234,7 +233,7 @@ static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
         return;
     x->activities++;
     if (htae_stream_is_cpu(x->g, st->stream)) {
-        sg_actor_sleep_for(remaining);
+        htae_wait_until(simgrid_get_clock() + remaining);
         return;
     }
     st->computing = 1;
@@ -242,7 +241,7 @@ static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
     while (remaining > 1e-12) {
         double rate = x->comm_active[k->rank] > 0 ? 1.0 / (1.0 + x->opt.overlap_slowdown) : 1.0;
         double t0 = simgrid_get_clock();
-        int timed_out = sg_sem_acquire_timeout(st->sem, remaining / rate);
+        int timed_out = htae_sem_acquire_until(st->sem, t0 + remaining / rate);
         double done = (simgrid_get_clock() - t0) * rate;
         remaining = timed_out ? 0.0 : remaining - done;
     }

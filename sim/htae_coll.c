@@ -52,6 +52,7 @@
 #include <xbt/dynar.h>
 
 #include "base/xalloc.h"
+#include "htae_clock.h"
 #include "htae_coll_internal.h"
 #include "htae_rings.h"
 
@@ -620,7 +621,7 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
     int empty = scale <= 0.0 || p->n_edges == 0;
     double wait = empty ? latency : latency - p->max_lat;
     if (wait > 0.0)
-        sg_actor_sleep_for(wait);
+        htae_wait_until(simgrid_get_clock() + wait);
     if (empty)
         return;
     /* Everything here is this call's own: SimGrid calls may yield to other actors. */
@@ -725,7 +726,7 @@ static void run_timed(coll_group *gp, pattern *p, double scale, double latency, 
     double wait = empty ? latency : latency - p->max_lat;
     if (empty) {
         if (wait > 0.0)
-            sg_actor_sleep_for(wait);
+            htae_wait_until(simgrid_get_clock() + wait);
         return;
     }
     if (!p->pair_w)
@@ -736,7 +737,7 @@ static void run_timed(coll_group *gp, pattern *p, double scale, double latency, 
     for (int i = 0; i < p->n_pairs; i++)
         htae_links_start(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]],
                          scale * p->pair_w[i], start);
-    sg_actor_sleep_for(wait + p->max_lat + scale * pattern_unit(gp, p));
+    htae_wait_until(simgrid_get_clock() + wait + p->max_lat + scale * pattern_unit(gp, p));
     (*cx->activities)++;
     (*cx->timed)++;
     double now = simgrid_get_clock();
