@@ -61,6 +61,7 @@ typedef struct compiled_plan {
     int gpus, tp, pp, dp, cp, chunks, micro_batches; /* dp: data.degree, cp: context.degree */
     int zero_shard;         /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
+    int simulated_tp;       /* tp, or 1 when tensor-parallel peers are folded (fold.c) */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */
     /* At the plan's precision, the mean of the GPUs' datasheet peaks (slowdown not counted), so
