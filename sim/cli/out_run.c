@@ -377,6 +377,11 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
+    cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */
+    cJSON_AddNumberToObject(ph, "load", an->load_s);
+    cJSON_AddNumberToObject(ph, "compile", an->compile_s);
+    cJSON_AddNumberToObject(ph, "simulate", an->simulate_s);
+    cJSON_AddNumberToObject(ph, "summarize", an->summarize_s);
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
