@@ -479,7 +479,8 @@ static int by_link_then_owner(const void *a, const void *b)
     return (x->owner > y->owner) - (x->owner < y->owner);
 }
 
-/* Step: every transfer's route, once per (rank, peer), as owned by OWNER_TRANSFERS. */
+/* Step: the route of every transfer and of its companion pairs (htae_set_companions), once
+ * per (source, destination), as owned by OWNER_TRANSFERS. */
 static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_list *l)
 {
     uint64_t *pairs = NULL;
@@ -488,8 +489,12 @@ static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_li
         const htae_task *k = &g->tasks[t];
         if (k->kind != TASK_TRANSFER)
             continue;
-        xgrow(&pairs, sizeof *pairs, n_pairs + 1, &cap);
+        const int32_t *pr;
+        int n = htae_companions(g, t, &pr);
+        xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)n, &cap);
         pairs[n_pairs++] = (uint64_t)k->rank << 32 | (uint32_t)k->peer;
+        for (int i = 0; i < n; i++)
+            pairs[n_pairs++] = (uint64_t)(uint32_t)pr[2 * i] << 32 | (uint32_t)pr[2 * i + 1];
     }
     if (n_pairs)
         qsort(pairs, n_pairs, sizeof *pairs, by_u64);
