@@ -515,7 +515,7 @@ static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_li
 void htae_alone_groups(const htae_graph *g, coll_group **groups, const sg_host_t *hosts)
 {
     int8_t *state = xcalloc(g->n_groups, 1); /* 0 no collective, 1 fits so far, -1 does not */
-    int8_t *stream = xcalloc(g->n_groups, 1);
+    uint8_t *stream = xcalloc(g->n_groups, 1);
     uint8_t *seen = xcalloc((size_t)g->n_groups * 5, 1); /* per group: 4 kinds + all-to-all-v */
     owner_list l = {0};
     for (uint32_t c = 0; c < g->n_colls; c++) {
@@ -530,7 +530,7 @@ void htae_alone_groups(const htae_graph *g, coll_group **groups, const sg_host_t
             state[gi] = -1;
         else if (state[gi] == 0) {
             state[gi] = 1;
-            stream[gi] = (int8_t)s;
+            stream[gi] = (uint8_t)s;
         }
         size_t slot = (size_t)gi * 5 + (col->matrix ? 4 : (size_t)col->kind);
         if (seen[slot])
