@@ -261,25 +261,49 @@ static void comm_changed(exec_state *x, int rank, int delta)
             sg_sem_release(st[s].sem);
 }
 
-static void run_transfer(exec_state *x, const htae_task *k)
+/* A transfer and its companion pairs (htae_set_companions), if any: one SimGrid task whose flows
+ * (source i -> destination i, hosts [0, n) then [n, 2n)) each carry the task's bytes. */
+static void run_transfer(exec_state *x, uint32_t t)
 {
+    const htae_task *k = &x->g->tasks[t];
     assert(k->kind == TASK_TRANSFER && k->peer >= 0 && k->peer < x->g->n_ranks);
     assert(k->peer != k->rank && is_amount(k->bytes));
     if (k->bytes <= 0.0)
         return;
-    comm_changed(x, k->rank, 1);
-    comm_changed(x, k->peer, 1);
+    const int32_t *pr = NULL;
+    int n = 1 + htae_companions(x->g, t, &pr);
+    int32_t one[2] = {k->rank, k->peer};
+    int32_t *ends = xmalloc((size_t)2 * n * sizeof *ends); /* sources, then destinations */
+    for (int i = 0; i < n; i++) {
+        const int32_t *p = i == 0 ? one : pr + 2 * (i - 1);
+        ends[i] = p[0];
+        ends[n + i] = p[1];
+    }
+    for (int i = 0; i < 2 * n; i++)
+        comm_changed(x, ends[i], 1);
     sleep_for(x->opt.p2p_launch_s);
-    sg_host_t pair[2] = {x->hosts[k->rank], x->hosts[k->peer]};
-    double bytes[4] = {0.0, k->bytes, 0.0, 0.0};
-    sg_exec_t e = sg_actor_parallel_exec_init(2, pair, NULL, bytes);
-    htae_links_start(x->links, pair[0], pair[1], k->bytes, simgrid_get_clock());
+    sg_host_t *hosts = xmalloc((size_t)2 * n * sizeof *hosts);
+    double *bytes = xcalloc((size_t)4 * n * n, sizeof *bytes);
+    double now = simgrid_get_clock();
+    for (int i = 0; i < n; i++) {
+        hosts[i] = x->hosts[ends[i]];
+        hosts[n + i] = x->hosts[ends[n + i]];
+        bytes[(size_t)i * 2 * n + (size_t)(n + i)] = k->bytes;
+    }
+    for (int i = 0; i < n; i++)
+        htae_links_start(x->links, hosts[i], hosts[n + i], k->bytes, now);
+    sg_exec_t e = sg_actor_parallel_exec_init(2 * n, hosts, NULL, bytes);
     sg_exec_start(e);
     x->activities++;
     sg_exec_wait(e);
-    htae_links_end(x->links, pair[0], pair[1], simgrid_get_clock());
-    comm_changed(x, k->rank, -1);
-    comm_changed(x, k->peer, -1);
+    now = simgrid_get_clock();
+    for (int i = 0; i < n; i++)
+        htae_links_end(x->links, hosts[i], hosts[n + i], now);
+    for (int i = 0; i < 2 * n; i++)
+        comm_changed(x, ends[i], -1);
+    free(bytes);
+    free(hosts);
+    free(ends);
 }
 
 /* The last member to arrive runs the collective for everyone; the others sleep on their
@@ -342,7 +366,7 @@ static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
         if (k->host)
             sleep_until(x->ready[t] + k->span); /* the host was still issuing them */
     } else {
-        run_transfer(x, k);
+        run_transfer(x, t);
     }
     task_done(x, t, simgrid_get_clock());
 }

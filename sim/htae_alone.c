@@ -318,8 +318,12 @@ static void shared_links(const htae_graph *g, coll_group **groups, const sg_host
         const htae_task *k = &g->tasks[t];
         if (k->kind != TASK_TRANSFER)
             continue;
-        xgrow(&pairs, sizeof *pairs, n_pairs + 1, &cap);
+        const int32_t *pr;
+        int nc = htae_companions(g, t, &pr);
+        xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)nc, &cap);
         pairs[n_pairs++] = (uint64_t)k->rank << 32 | (uint32_t)k->peer;
+        for (int i = 0; i < nc; i++)
+            pairs[n_pairs++] = (uint64_t)pr[2 * i] << 32 | (uint32_t)pr[2 * i + 1];
     }
     if (n_pairs)
         qsort(pairs, n_pairs, sizeof *pairs, by_u64);

@@ -216,8 +216,14 @@ void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts
     L->marking = 1;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
         const htae_task *k = &g->tasks[t];
-        if (k->kind == TASK_TRANSFER && (ranks[k->rank] || ranks[k->peer]))
+        if (k->kind != TASK_TRANSFER)
+            continue;
+        if (ranks[k->rank] || ranks[k->peer])
             mark_route(L, hosts[k->rank], hosts[k->peer]);
+        const int32_t *pr;
+        for (int i = 0, n = htae_companions(g, t, &pr); i < n; i++)
+            if (ranks[pr[2 * i]] || ranks[pr[2 * i + 1]])
+                mark_route(L, hosts[pr[2 * i]], hosts[pr[2 * i + 1]]);
     }
     for (uint32_t i = 0; i < g->n_groups; i++) {
         const int32_t *m = &g->group_ranks[g->groups[i].first];

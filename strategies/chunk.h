@@ -96,7 +96,13 @@ typedef struct compile_ctx {
     int ep, etp, edp, expert_layout;
     double ep_bytes;   /* one member's all-to-all buffer, balanced: tokens / tp x topk x h */
     double *prof_load; /* [n_prof]: the routed-expert load of the profile's ranks */
-    int n_sim;         /* simulated ranks of a stage: dp_sim x tp, member j = d * tp + t */
+    /* Tensor indices simulated: tp, or 1 when the TP peers are folded (fold.c): tensor index 0
+     * computes, its peers lend their links (stand-ins in the TP groups, companion pairs of its
+     * pipeline sends) and their DP collectives start when index 0's do. */
+    int tp_sim;
+    int n_sim; /* simulated ranks of a stage: dp_sim x tp_sim, member j = d * tp_sim + t */
+    uint8_t *rank_simulated; /* [n_gpus]: 1 for the ranks that compute */
+    int *pp_pairs; /* [(d * pp + p) * 2 + next]: companion pair set of a folded send, -1 none */
     /* Folded EP groups (fold.c): the simulated block is n_sim < ep x etp ranks of the first EP
      * groups, whose other members join the all-to-alls as stand-ins (`compile_fold_twin`) */
     int ep_stand_in;
@@ -118,6 +124,12 @@ typedef struct compile_ctx {
 static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 {
     return mc % cx->pp;
+}
+
+/* The simulated tensor index that tensor index t behaves like: t, or 0 when TP is folded. */
+static inline int tp_twin(const compile_ctx *cx, int t)
+{
+    return t % cx->tp_sim;
 }
 
 /* The template of chunk mc on its first rank (replica 0, tensor index 0): what is the same on

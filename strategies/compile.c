@@ -114,9 +114,9 @@ static void free_profiles(compile_ctx *cx)
  * task before the segment that made the data (what an overlapped collective waits for). */
 static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *before, uint32_t *after)
 {
-    int tp = cx->tp, overlap = cx->s->tp_comm_overlap, sp = cx->s->sequence_parallel;
+    int tp = cx->tp_sim, overlap = cx->s->tp_comm_overlap, sp = cx->s->sequence_parallel;
     coll_kind kinds[2] = {sp ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE, COLL_ALLGATHER};
-    uint32_t *coll = xmalloc((size_t)tp * sizeof *coll);
+    uint32_t *coll = xmalloc((size_t)tp * sizeof *coll); /* a task per tasked member */
     for (int d = 0; d < cx->dp_sim; d++)
         for (int k = 0; k < (sp ? 2 : 1); k++) {
             htae_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
@@ -134,7 +134,7 @@ static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *befor
     free(coll);
 }
 
-/* Emit one segment list on the simulated ranks of stage p (members j = d * tp + t, n_sim of
+/* Emit one segment list on the simulated ranks of stage p (members j = d * tp_sim + t, n_sim of
  * them: every simulated replica's TP group, in lockstep so that collectives spanning replicas,
  * expert parallelism's, are issued in every member's program order): compute tasks, and
  * after each cut its collectives (TP: emit_tp_cut; EP: compile_emit_expert_cut). With
@@ -201,6 +201,25 @@ static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int
     htae_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
     htae_add_edge(cx->g, after, x);
     return x;
+}
+
+/* With TP folded, the sends of the folded peers of replica d from stage p to stage q (next: 1,
+ * or previous: 0) as companion pairs of index 0's send: a pair set made once per (d, p, next). */
+static void send_companions(compile_ctx *cx, uint32_t x, int d, int p, int q, int next)
+{
+    if (cx->tp_sim == cx->tp)
+        return;
+    int *set = &cx->pp_pairs[((size_t)d * cx->pp + (size_t)p) * 2 + (size_t)next];
+    if (*set < 0) {
+        int n = cx->tp - 1, *src = xmalloc((size_t)2 * n * sizeof *src), *dst = src + n;
+        for (int t = 1; t < cx->tp; t++) {
+            src[t - 1] = compile_rank_of(cx->s, t, d, p);
+            dst[t - 1] = compile_rank_of(cx->s, t, d, q);
+        }
+        *set = htae_add_pair_set(cx->g, src, dst, n);
+        free(src);
+    }
+    htae_set_companions(cx->g, x, *set);
 }
 
 static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
@@ -328,7 +347,7 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
 static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
                         pipeline_unit unit, uint32_t *first, uint32_t *last)
 {
-    int tp = cx->tp, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
     const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
     uint32_t *after = xmalloc((size_t)n * sizeof *after);
     for (int j = 0; j < n; j++)
@@ -378,7 +397,7 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
 {
     const strategy *s = cx->s;
     htae_graph *g = cx->g;
-    int tp = cx->tp, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
     const int *ranks = cx->sim_rank + (size_t)p * n;
     assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
     const chunk_template **ct = xmalloc((size_t)n * sizeof *ct);
@@ -411,17 +430,19 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
             es->fwd_first[xi] = first[j];
             es->fwd_prev[xi] = before[j];
             if (mc + 1 < cx->mcs) {
-                int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc + 1));
-                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] =
-                    emit_send(cx, ranks[j], dst, last[j], cx->label_send_act, mb);
+                int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
+                uint32_t x = emit_send(cx, ranks[j], dst, last[j], cx->label_send_act, mb);
+                send_companions(cx, x, d, p, q, 1);
+                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
             }
         } else {
             es->bwd_first[xi] = first[j];
             es->bwd_prev[xi] = before[j];
             if (mc > 0) {
-                int dst = compile_rank_of(s, t, d, stage_of_chunk(cx, mc - 1));
-                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] =
-                    emit_send(cx, ranks[j], dst, last[j], cx->label_send_grad, mb);
+                int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
+                uint32_t x = emit_send(cx, ranks[j], dst, last[j], cx->label_send_grad, mb);
+                send_companions(cx, x, d, p, q, 0);
+                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
             }
         }
     }
@@ -467,7 +488,7 @@ static void link_pipeline_transfers(compile_ctx *cx, emit_state *es)
     }
     /* each simulated (replica, tensor index, micro-batch) crosses mcs - 1 chunk boundaries
      * forward and as many backward */
-    expected = (size_t)2 * cx->dp_sim * cx->tp * cx->M * (cx->mcs - 1);
+    expected = (size_t)2 * cx->dp_sim * cx->tp_sim * cx->M * (cx->mcs - 1);
     assert(sends == expected);
     (void)sends;
     (void)expected;
@@ -529,6 +550,7 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     }
     out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
     out->simulated_replicas = cx->dp_sim / cx->cp;
+    out->simulated_tp = cx->tp_sim;
     out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
     for (int mc = 0; mc < cx->mcs; mc++)
         out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
@@ -626,6 +648,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.etp = s->etp;
     cx.edp = cx.tp * cx.dp / (cx.ep * cx.etp);
     cx.expert_layout = s->model.experts > 0 && (cx.ep > 1 || cx.etp != cx.tp);
+    cx.shard = strategy_shard_degree(s);
+    cx.n_shard_groups = cx.dp / cx.shard;
     compile_choose_simulated(&cx, opt);
     if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
         free(cx.chunk_first);
@@ -637,8 +661,6 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.tp_bytes = (double)s->micro_batch * (m->seq / cx.cp) * m->hidden * elem; /* a rank's */
     cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
     cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
-    cx.shard = strategy_shard_degree(s);
-    cx.n_shard_groups = cx.dp / cx.shard;
     cx.fsdp = s->zero == 3 && cx.dp > 1;
     cx.layer_cuts = cx.dp > 1 && (cx.fsdp || s->overlap_param_gather);
 
@@ -672,6 +694,9 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.last_compute = xmalloc((size_t)c->n_gpus * sizeof *cx.last_compute);
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
+    cx.pp_pairs = xmalloc((size_t)cx.dp_sim * cx.pp * 2 * sizeof *cx.pp_pairs);
+    for (size_t i = 0; i < (size_t)cx.dp_sim * cx.pp * 2; i++)
+        cx.pp_pairs[i] = -1;
     intern_labels(&cx);
     compile_make_stage_groups(&cx);
     if (cx.cp > 1)
@@ -703,6 +728,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     context_rings_free(&cx);
     free(cx.sharded);
     free(cx.last_compute);
+    free(cx.pp_pairs);
     free(cx.chunk_first);
     workload_graph_free(&cx.wg);
     return rc;

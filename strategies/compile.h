@@ -43,7 +43,9 @@ typedef struct dlrm_plan_stats {
  * Exact for symmetric replicas, so it is done only where replicas provably behave alike: at
  * every position (tensor index, stage) the same GPU model and slowdown as replica 0's, and the
  * same bottleneck bandwidth and latency on the routes to the TP peers and pipeline neighbours
- * (cluster_route). Otherwise every replica is simulated, as with fold_data_parallel = 0. */
+ * (cluster_route). Otherwise every replica is simulated, as with fold_data_parallel = 0.
+ * The same switch folds tensor-parallel peers where they provably behave alike (fold.c,
+ * tp_peers_alike): tensor index 0 computes, its peers only move bytes. */
 typedef struct compile_options {
     int fold_data_parallel;
     /* A profile database (`run --profile`): the op passes it matches on a GPU of its device
@@ -61,6 +63,7 @@ typedef struct compiled_plan {
     int gpus, tp, pp, dp, cp, chunks, micro_batches; /* dp: data.degree, cp: context.degree */
     int zero_shard;         /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
+    int simulated_tp;       /* tp, or 1 when tensor-parallel peers are folded (fold.c) */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */
     /* At the plan's precision, the mean of the GPUs' datasheet peaks (slowdown not counted), so

@@ -61,14 +61,21 @@ void compile_make_stage_groups(compile_ctx *cx)
     most = most > etp ? most : etp;
     most = most > edp ? most : edp;
     int *ranks = xmalloc((size_t)most * sizeof *ranks);
+    int ts = cx->tp_sim;
     cx->sim_rank = xmalloc((size_t)pp * n * sizeof *cx->sim_rank);
+    cx->rank_simulated = xcalloc((size_t)cx->c->n_gpus, 1);
     cx->tp_group = xmalloc((size_t)pp * cx->dp_sim * sizeof *cx->tp_group);
     for (int p = 0; p < pp; p++) {
-        for (int j = 0; j < n; j++)
-            cx->sim_rank[(size_t)p * n + j] = compile_rank_of(cx->s, j % tp, j / tp, p);
-        for (int d = 0; d < cx->dp_sim; d++)
-            cx->tp_group[p * cx->dp_sim + d] =
-                add_group(cx, cx->sim_rank + (size_t)p * n + d * tp, tp, tp);
+        for (int j = 0; j < n; j++) {
+            int r = compile_rank_of(cx->s, j % ts, j / ts, p);
+            cx->sim_rank[(size_t)p * n + j] = r;
+            cx->rank_simulated[r] = 1;
+        }
+        for (int d = 0; d < cx->dp_sim; d++) { /* folded: index 0 tasked, its peers stand-ins */
+            for (int t = 0; t < tp; t++)
+                ranks[t] = compile_rank_of(cx->s, t, d, p);
+            cx->tp_group[p * cx->dp_sim + d] = add_group(cx, ranks, tp, ts);
+        }
     }
     if (!cx->expert_layout) {
         free(ranks);
@@ -119,6 +126,7 @@ void compile_make_stage_groups(compile_ctx *cx)
 void compile_free_stage_groups(compile_ctx *cx)
 {
     free(cx->sim_rank);
+    free(cx->rank_simulated);
     free(cx->tp_group);
     free(cx->ep_group);
     free(cx->etp_group);

@@ -4,6 +4,9 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
+
+#include "../sim/base/xalloc.h"
 
 /* Whether the routes a -> b and a0 -> b0 have the same bottleneck bandwidth and latency. */
 static int same_route(const cluster *c, int a, int b, int a0, int b0)
@@ -107,6 +110,75 @@ static int expert_routes_alike(const compile_ctx *cx, int ep_mod)
     return 1;
 }
 
+/* Whether ranks a[0..n) reach each other as b[0..n) do, for the collectives' algorithms: the
+ * same split over nodes (every pair on one node or not alike), and the same bottleneck bandwidth
+ * and latency from each member to the next (ring edges) and from the first to every member
+ * (the chain and tree edges a ring or tree over alike nodes uses are among these). */
+static int groups_alike(const cluster *c, const int *a, const int *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if ((c->node_of_rank[a[i]] == c->node_of_rank[a[j]]) !=
+                (c->node_of_rank[b[i]] == c->node_of_rank[b[j]]))
+                return 0;
+    for (int i = 0; i < n; i++) {
+        int k = (i + 1) % n;
+        if (k != i &&
+            (!same_route(c, a[i], a[k], b[i], b[k]) || !same_route(c, a[k], a[i], b[k], b[i])))
+            return 0;
+        if (i > 0 &&
+            (!same_route(c, a[0], a[i], b[0], b[i]) || !same_route(c, a[i], a[0], b[i], b[0])))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether the tensor-parallel peers of the simulated replicas (d < dp_sim) provably behave like
+ * tensor index 0: at every (d, stage) each peer has index 0's GPU model and slowdown and the same
+ * routes to its pipeline neighbours (both ways; the wrap under the interleaved schedule), so its
+ * compute and pipeline sends match index 0's; and every data-parallel group of index t (shard
+ * groups, and HSDP's replica groups) reaches its members as index 0's does (groups_alike), so
+ * that its gradient collectives, which run in full, end when index 0's do and its optimizer
+ * step, which is not simulated, would too. The TP collectives run over every member's links
+ * folded or not: no check. */
+static int tp_peers_alike(const compile_ctx *cx)
+{
+    const strategy *s = cx->s;
+    const cluster *c = cx->c;
+    int wrap = s->schedule == SCHED_INTERLEAVED && s->virtual_stages > 1, ok = 1;
+    int S = cx->shard, G = cx->n_shard_groups;
+    int *a = xmalloc((size_t)2 * cx->dp * sizeof *a), *b = a + cx->dp;
+    for (int p = 0; p < s->pp && ok; p++)
+        for (int t = 1; t < s->tp && ok; t++) {
+            for (int d = 0; d < cx->dp_sim && ok; d++) {
+                int r = compile_rank_of(s, t, d, p), r0 = compile_rank_of(s, 0, d, p);
+                ok = c->device[r] == c->device[r0] &&
+                     (!c->slowdown || c->slowdown[r] == c->slowdown[r0]);
+                int q = p + 1 < s->pp ? p + 1 : (wrap ? 0 : -1);
+                if (ok && q >= 0 && q != p) {
+                    int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, 0, d, q);
+                    ok = same_route(c, r, n, r0, n0) && same_route(c, n, r, n0, r0);
+                }
+            }
+            for (int g = 0; g < G && ok; g++) { /* shard groups */
+                for (int j = 0; j < S; j++) {
+                    a[j] = compile_rank_of(s, t, g * S + j, p);
+                    b[j] = compile_rank_of(s, 0, g * S + j, p);
+                }
+                ok = groups_alike(c, a, b, S);
+            }
+            for (int j = 0; j < S && G > 1 && ok; j++) { /* HSDP's replica groups */
+                for (int g = 0; g < G; g++) {
+                    a[g] = compile_rank_of(s, t, g * S + j, p);
+                    b[g] = compile_rank_of(s, 0, g * S + j, p);
+                }
+                ok = groups_alike(c, a, b, G);
+            }
+        }
+    free(a);
+    return ok;
+}
+
 static int gcd(int a, int b)
 {
     return b ? gcd(b, a % b) : a;
@@ -146,10 +218,21 @@ void compile_choose_simulated(compile_ctx *cx, const compile_options *opt)
     }
     assert(cx->dp % block == 0);
     cx->dp_sim = cx->dp;
+    cx->tp_sim = cx->tp;
     cx->n_sim = cx->dp * cx->tp;
     cx->ep_stand_in = 0;
-    if (!opt->fold_data_parallel || !replicas_alike(s, cx->c))
+    if (!opt->fold_data_parallel)
         return;
+    /* tensor-parallel peers: dense plans without context parallelism (expert and context
+     * parallelism keep every TP index: their groups mix them) */
+    int fold_tp = cx->tp > 1 && !cx->expert_layout && cx->cp == 1;
+    if (!replicas_alike(s, cx->c)) {
+        if (fold_tp && tp_peers_alike(cx)) {
+            cx->tp_sim = 1;
+            cx->n_sim = cx->dp;
+        }
+        return;
+    }
     cx->dp_sim = block;
     cx->n_sim = block * cx->tp;
     cx->ep_stand_in = stand_in;
@@ -157,5 +240,9 @@ void compile_choose_simulated(compile_ctx *cx, const compile_options *opt)
         cx->dp_sim = cx->dp;
         cx->n_sim = cx->dp * cx->tp;
         cx->ep_stand_in = 0;
+    }
+    if (fold_tp && tp_peers_alike(cx)) {
+        cx->tp_sim = 1;
+        cx->n_sim = cx->dp_sim;
     }
 }

@@ -12,9 +12,9 @@ size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, 
                      int seg)
 {
     int m = es->seg_mbs == 1 ? 0 : mb;
-    assert(d >= 0 && d < cx->dp_sim && t >= 0 && t < cx->tp && mc >= 0 && mc < cx->mcs);
+    assert(d >= 0 && d < cx->dp_sim && t >= 0 && t < cx->tp_sim && mc >= 0 && mc < cx->mcs);
     assert(m >= 0 && m < es->seg_mbs && seg >= 0 && seg < es->maxseg);
-    return ((((size_t)d * cx->tp + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * es->seg_mbs +
+    return ((((size_t)d * cx->tp_sim + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * es->seg_mbs +
             (size_t)m) *
                (size_t)es->maxseg +
            (size_t)seg;
@@ -55,8 +55,8 @@ static void fsdp_program(compile_ctx *cx, emit_state *es)
         assert(k <= es->fsdp_cap);
         es->fsdp_n[p] = k;
     }
-    es->fsdp_task = none_table((size_t)cx->dp_sim * cx->tp * es->fsdp_cap * 3);
-    es->fsdp_next = xcalloc((size_t)cx->dp_sim * cx->tp, sizeof *es->fsdp_next);
+    es->fsdp_task = none_table((size_t)cx->n_sim * es->fsdp_cap * 3);
+    es->fsdp_next = xcalloc((size_t)cx->n_sim, sizeof *es->fsdp_next);
 }
 
 void zero_state_init(compile_ctx *cx, emit_state *es)
@@ -65,7 +65,7 @@ void zero_state_init(compile_ctx *cx, emit_state *es)
     /* ZeRO 2 reduces every micro-batch's gradients (they are sharded: nothing accumulates
      * them whole), ZeRO 0/1 the last micro-batch's */
     es->seg_mbs = cx->s->zero == 2 ? cx->M : 1;
-    es->bwd_seg = none_table((size_t)cx->dp_sim * cx->tp * cx->mcs * es->seg_mbs * es->maxseg);
+    es->bwd_seg = none_table((size_t)cx->n_sim * cx->mcs * es->seg_mbs * es->maxseg);
     es->shard_group = xmalloc((size_t)pt * cx->n_shard_groups * sizeof *es->shard_group);
     es->replica_group = xmalloc((size_t)pt * cx->shard * sizeof *es->replica_group);
     es->last_dp = none_table((size_t)n);
@@ -156,6 +156,7 @@ static uint32_t bucket_ready(compile_ctx *cx, const emit_state *es, int d, int t
 {
     const chunk_template *ct = compile_chunk_ref(cx, mc);
     uint32_t ready;
+    t = tp_twin(cx, t); /* a folded TP peer's gradients are ready when index 0's are */
     if (cx->s->dp_overlap)
         ready = es->bwd_seg[bwd_seg_index(cx, es, d, t, mc, mb, ct->bucket_end[b])];
     else if (cx->s->zero == 2)
@@ -286,7 +287,9 @@ static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int d, in
                           int which)
 {
     assert(d < cx->dp_sim && k < es->fsdp_cap);
-    return es->fsdp_task[(((size_t)d * cx->tp + t) * es->fsdp_cap + k) * 3 + which];
+    return es
+        ->fsdp_task[(((size_t)d * cx->tp_sim + (size_t)tp_twin(cx, t)) * es->fsdp_cap + k) * 3 +
+                    which];
 }
 
 /* The all-gather of FSDP step k's unit parameters (forward or backward copy). */
@@ -315,7 +318,7 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
         for (int t = 0; t < cx->tp; t++) {
             int K = es->fsdp_n[p];
             for (int d = 0; d < cx->dp_sim; d++)
-                assert(es->fsdp_next[d * cx->tp + t] == K); /* every step recorded */
+                assert(es->fsdp_next[d * cx->tp_sim + tp_twin(cx, t)] == K); /* all recorded */
             fsdp_gather(cx, es, p, t, 0, cur);
             for (int k = 0; k < K; k++) {
                 fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
@@ -367,7 +370,7 @@ void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *
 {
     const strategy *s = cx->s;
     for (int r = 0; r < cx->c->n_gpus; r++) {
-        if (out->replica_of_rank[r] >= cx->dp_sim)
+        if (!cx->rank_simulated[r])
             continue;
         double expert = zero_stage_expert_params(cx, out->stage_of_rank[r]);
         double params = zero_stage_params(cx, out->stage_of_rank[r]) - expert;
@@ -405,7 +408,7 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
             dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER], -1,
                      task);
             for (int d = 0; d < cx->dp_sim; d++)
-                dep[d] = es->opt_task[compile_rank_of(s, t, d, p)];
+                dep[d] = es->opt_task[compile_rank_of(s, tp_twin(cx, t), d, p)];
             dp_deps(cx, task, dep);
         }
         if (expert > 0 && cx->edp > 1)

@@ -27,6 +27,7 @@ static const char *data_dir(void)
 typedef struct outcome {
     double makespan;
     int simulated_replicas;
+    int simulated_tp; /* tensor indices that compute */
     double dp_coll_s; /* duration of rank 0's gradient all-reduce */
     double peak_flops_per_gpu;
 } outcome;
@@ -58,7 +59,7 @@ static outcome run_plan(const char *strategy_rel, const char *cluster_rel, int f
             fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
             _exit(1);
         }
-        outcome out = {r.makespan, p.simulated_replicas, 0.0, p.peak_flops_per_gpu};
+        outcome out = {r.makespan, p.simulated_replicas, p.simulated_tp, 0.0, p.peak_flops_per_gpu};
         for (uint32_t t = 0; t < p.graph->n_tasks; t++)
             if (p.graph->tasks[t].rank == 0 && p.graph->tasks[t].category == CAT_DP_COMM)
                 out.dp_coll_s = r.end[t] - r.start[t];
@@ -236,7 +237,18 @@ START_TEST(folding_only_where_replicas_are_alike)
     outcome unfolded = run_plan(tp, "tests/data/hetero/four.xml", 0);
     ck_assert_int_eq(folded.simulated_replicas, 1);
     ck_assert_int_eq(unfolded.simulated_replicas, 2);
+    ck_assert_int_eq(folded.simulated_tp, 1); /* the TP peers fold too */
+    ck_assert_int_eq(unfolded.simulated_tp, 2);
     ck_close(folded.makespan, unfolded.makespan, 1e-12 * unfolded.makespan);
+    /* TP 2 on two A100, rank 1 (tensor index 1) with slowdown 1.2: the peers are not alike,
+     * both compute (and the result is --no-fold's) */
+    outcome sf = run_plan("tests/data/hetero/tp2.yaml", "tests/data/hetero/a100-straggler.xml", 1);
+    outcome su = run_plan("tests/data/hetero/tp2.yaml", "tests/data/hetero/a100-straggler.xml", 0);
+    ck_assert_int_eq(sf.simulated_tp, 2);
+    ck_assert(sf.makespan == su.makespan);
+    outcome pf2 = run_plan("tests/data/hetero/tp2.yaml", "tests/data/htae/two-300GBps.xml", 1);
+    ck_assert_int_eq(pf2.simulated_tp, 1);
+    ck_assert(pf2.makespan < sf.makespan);
 
     /* replica 1's TP pair (ranks 2, 3) on a 100 GB/s link, replica 0's on 300 GB/s */
     ck_assert_int_eq(run_plan(tp, "tests/data/hetero/four-slow-pair.xml", 1).simulated_replicas, 2);

@@ -610,6 +610,50 @@ START_TEST(link_bytes_of_a_ring_allreduce)
 }
 END_TEST
 
+/* A transfer's companion pairs (TP folding's sends of the folded peers) run in its SimGrid task:
+ * two nodes of two GPUs with 10 GB/s NICs and a 1000 GB/s fabric (two-by-two-fabric.xml). GPU
+ * 0 -> 2 with companion 1 -> 3: separate NICs, 1 GB each at 10 GB/s, 100 ms, and each NIC on
+ * the way carries 1 GB. With companion 1 -> 2 instead, both flows enter GPU 2 through its NIC
+ * (DOWN): 5 GB/s each, 200 ms. Ranks 1 and 3 need no task. */
+static double companion_transfer(int peer_src, int peer_dst, double *nic0_1_bytes)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-by-two-fabric.xml", &c);
+    htae_graph *g = htae_graph_create(4);
+    uint32_t t = htae_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+    int src[1] = {peer_src}, dst[1] = {peer_dst};
+    htae_set_companions(g, t, htae_add_pair_set(g, src, dst, 1));
+    receive(g, t);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    double d = r.end[t] - r.start[t];
+    *nic0_1_bytes = 0;
+    for (int i = 0; i < r.n_links; i++)
+        if (strstr(r.links[i].name, "nic0_1") && strcmp(r.links[i].direction, "up") == 0)
+            *nic0_1_bytes = r.links[i].bytes;
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+    return d;
+}
+
+START_TEST(transfer_companions_on_their_own_links)
+{
+    double nic;
+    ck_close(companion_transfer(1, 3, &nic), 0.100, 1e-6); /* 1e9 B / 10e9 B/s */
+    ck_close(nic, 1e9, 1e-12);
+}
+END_TEST
+
+START_TEST(transfer_companions_share_a_link_with_it)
+{
+    double nic;
+    ck_close(companion_transfer(1, 2, &nic), 0.200, 1e-6); /* GPU 2's NIC: 5 GB/s each */
+    ck_close(nic, 1e9, 1e-12);
+}
+END_TEST
+
 static Suite *htae_suite(void)
 {
     Suite *s = suite_create("htae");
@@ -618,6 +662,8 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, transfer_1gb_over_100gbps_takes_10ms);
     tcase_add_test(tc, two_flows_share_a_link_and_take_20ms);
     tcase_add_test(tc, opposite_directions_do_not_share);
+    tcase_add_test(tc, transfer_companions_on_their_own_links);
+    tcase_add_test(tc, transfer_companions_share_a_link_with_it);
     tcase_add_test(tc, ring_allreduce_matches_formula);
     tcase_add_test(tc, ring_reduce_scatter_and_allgather);
     tcase_add_test(tc, multi_link_topology_uses_two_rings);

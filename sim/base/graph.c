@@ -50,6 +50,9 @@ void htae_graph_free(htae_graph *g)
     free(g->stream_kinds);
     free(g->lag);
     free(g->floating);
+    free(g->pair_ranks);
+    free(g->pair_first);
+    free(g->companion);
     free(g->tasks);
     free(g->edges);
     free(g->succ);
@@ -150,6 +153,48 @@ void htae_set_floating(htae_graph *g, uint32_t t)
         g->n_floating = t + 1;
     }
     g->floating[t] = 1;
+}
+
+int htae_add_pair_set(htae_graph *g, const int *src, const int *dst, int n)
+{
+    assert(!g->finalized && n > 0);
+    if (!g->pair_first) {
+        xgrow(&g->pair_first, sizeof *g->pair_first, 1, &g->cap_pair_first);
+        g->pair_first[0] = 0;
+    }
+    xgrow(&g->pair_ranks, sizeof *g->pair_ranks, (size_t)g->n_pair_ranks + 2 * (size_t)n,
+          &g->cap_pair_ranks);
+    for (int i = 0; i < n; i++) {
+        assert(src[i] >= 0 && src[i] < g->n_ranks && dst[i] >= 0 && dst[i] < g->n_ranks);
+        assert(src[i] != dst[i]);
+        g->pair_ranks[g->n_pair_ranks++] = src[i];
+        g->pair_ranks[g->n_pair_ranks++] = dst[i];
+    }
+    xgrow(&g->pair_first, sizeof *g->pair_first, (size_t)g->n_pair_sets + 2, &g->cap_pair_first);
+    g->pair_first[++g->n_pair_sets] = g->n_pair_ranks / 2;
+    return (int)g->n_pair_sets - 1;
+}
+
+void htae_set_companions(htae_graph *g, uint32_t t, int set)
+{
+    assert(!g->finalized && t < g->n_tasks && g->tasks[t].kind == TASK_TRANSFER);
+    assert(set >= 0 && (uint32_t)set < g->n_pair_sets);
+    if (t >= g->n_companion) {
+        xgrow(&g->companion, sizeof *g->companion, (size_t)t + 1, &g->cap_companion);
+        for (uint32_t i = g->n_companion; i <= t; i++)
+            g->companion[i] = -1;
+        g->n_companion = t + 1;
+    }
+    g->companion[t] = set;
+}
+
+int htae_companions(const htae_graph *g, uint32_t t, const int32_t **pairs)
+{
+    if (t >= g->n_companion || g->companion[t] < 0)
+        return 0;
+    uint32_t set = (uint32_t)g->companion[t];
+    *pairs = g->pair_ranks + 2 * (size_t)g->pair_first[set];
+    return (int)(g->pair_first[set + 1] - g->pair_first[set]);
 }
 
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)
@@ -527,7 +572,7 @@ void htae_digest_add(htae_digest *d, const void *data, size_t n)
 
 /* The fields below are htae_graph's; a new one changes its size (64-bit builds). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(htae_graph) == 272 && sizeof(htae_task) == 72 &&
+_Static_assert(sizeof(htae_graph) == 344 && sizeof(htae_task) == 72 &&
                    sizeof(htae_collective) == 32 && sizeof(htae_group) == 12,
                "a graph field was added or changed: digest it in htae_digest_graph");
 #endif
@@ -570,4 +615,8 @@ void htae_digest_graph(htae_digest *d, const htae_graph *g)
         htae_digest_add(d, g->labels[i], strlen(g->labels[i]));
     htae_digest_add(d, g->lag, (size_t)g->n_lag * sizeof *g->lag);
     htae_digest_add(d, g->floating, (size_t)g->n_floating);
+    htae_digest_add(d, g->pair_ranks, (size_t)g->n_pair_ranks * sizeof *g->pair_ranks);
+    htae_digest_add(d, g->pair_first,
+                    (g->pair_first ? (size_t)g->n_pair_sets + 1 : 0) * sizeof *g->pair_first);
+    htae_digest_add(d, g->companion, (size_t)g->n_companion * sizeof *g->companion);
 }

@@ -130,6 +130,19 @@ typedef struct htae_graph {
     uint32_t n_floating;
     size_t cap_floating;
 
+    /* Companion flows of transfers (htae_add_pair_set, htae_set_companions): pair set i is
+     * pair_ranks[2 * (pair_first[i] + k)] -> [.. + 1] for k < pair_first[i + 1] - pair_first[i];
+     * companion[t] the set of transfer t, -1 none (NULL or t >= n_companion: none). */
+    int32_t *pair_ranks;
+    uint32_t n_pair_ranks;
+    size_t cap_pair_ranks;
+    uint32_t *pair_first; /* [n_pair_sets + 1] */
+    uint32_t n_pair_sets;
+    size_t cap_pair_first;
+    int32_t *companion;
+    uint32_t n_companion;
+    size_t cap_companion;
+
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
      * stream_first[i+1]) with i = r * n_streams + s, in program order. */
     uint32_t *stream_first;
@@ -184,6 +197,14 @@ void htae_set_lag(htae_graph *g, uint32_t t, double lag);
  * that are not ready yet (their order is a priority: the first ready one runs), never a task
  * that does not float (a fence). P3's priority among gradient collectives (sim/whatif_priority.c). */
 void htae_set_floating(htae_graph *g, uint32_t t);
+/* A set of n (src[i] -> dst[i]) rank pairs, each src != dst; returns its id. */
+int htae_add_pair_set(htae_graph *g, const int *src, const int *dst, int n);
+/* Transfer t moves its bytes between every pair of `set` too, in the same SimGrid task as its own
+ * flow (tensor-parallel folding, strategies/fold.c: the folded peers' pipeline sends, which
+ * share links with the simulated one's and end when it does). The pairs' ranks need no task. */
+void htae_set_companions(htae_graph *g, uint32_t t, int set);
+/* Transfer t's companion pairs: their count, and *pairs (src, dst interleaved), or 0. */
+int htae_companions(const htae_graph *g, uint32_t t, const int32_t **pairs);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
@@ -204,7 +225,7 @@ void htae_digest_init(htae_digest *d);
 void htae_digest_add(htae_digest *d, const void *data, size_t n);
 /* Append everything of a finalized graph that the executor and the report read: ranks,
  * streams (kinds, names), tasks, successor lists, stream orders, groups, collectives (with
- * their matrices), labels, lags, floating flags. Two graphs with equal digests are one graph to
+ * their matrices), labels, lags, floating flags, transfers' companion pairs. Two graphs with equal digests are one graph to
  * the sweep, which simulates one of them (sim/cli/sweep_run.c). A field added to htae_graph must
  * be added here (graph.c asserts the struct's size to remind). */
 void htae_digest_graph(htae_digest *d, const htae_graph *g);

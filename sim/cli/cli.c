@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int cli_help(const cli_command *c)
 {
@@ -155,4 +156,11 @@ int cli_parse_options(const cli_command *c, const cli_option *table, int argc, c
 int cli_exit_code(int parse_result)
 {
     return parse_result == CLI_HELP_SHOWN ? 0 : parse_result;
+}
+
+double cli_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }

@@ -44,7 +44,8 @@ const cli_command cli_run = {
     "                          all-reduce as NCCL's tuner does), ring, tree or nvls; an error\n"
     "                          if one of the plan's groups cannot run it\n"
     "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
-    "  --no-fold               simulate every data-parallel replica (default: fold them)\n"
+    "  --no-fold               simulate every data-parallel replica and tensor-parallel\n"
+    "                          peer (default: fold those that provably behave alike)\n"
     "  --profile OPS.json      measured op times (`protosim profile`): op passes of the plan\n"
     "                          that match an entry on a GPU of its device take its time\n"
     "  --quiet, -q             no summary on stdout\n"
@@ -147,9 +148,10 @@ static int run_csv(const char *path, const compiled_plan *plan, const htae_resul
 
 /* Summary, report files and the memory verdict of a simulated plan. */
 static int run_report(const run_args *a, const cluster *c, const compiled_plan *plan,
-                      const htae_result *res, ps_error *err)
+                      const htae_result *res, const double *steps, ps_error *err)
 {
     run_analysis an;
+    double t0 = cli_now_s();
     report_summarize(plan, res, &an.sum);
     const report_summary *sum = &an.sum;
     int rc = 0;
@@ -157,6 +159,10 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
         memset(&an.path, 0, sizeof an.path); /* nothing shows the critical path */
     else
         report_critical_path_create(plan->graph, res, &an.path);
+    an.load_s = steps[0];
+    an.compile_s = steps[1];
+    an.simulate_s = res->wall_s;
+    an.summarize_s = cli_now_s() - t0;
     if (!a->quiet)
         out_run_text(stdout, c, plan, res, &an);
     if (a->json && out_run_json(a->json, c, plan, res, &an, err))
@@ -184,6 +190,7 @@ static int run_main(int argc, char **argv)
         return cli_exit_code(prc);
     ps_error err;
     ps_error_clear(&err);
+    double steps[2], t0 = cli_now_s(); /* load, compile */
     strategy s;
     if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
         return cli_fail(&err);
@@ -208,7 +215,9 @@ static int run_main(int argc, char **argv)
     htae_result res;
     memset(&res, 0, sizeof res);
     unsigned char *counted = NULL; /* the traced GPUs, whose links are counted */
+    steps[0] = cli_now_s() - t0;
     int rc = compile_plan(&s, &c, &a.copt, &plan, &err);
+    steps[1] = cli_now_s() - t0 - steps[0];
     if (!rc && (a.trace_filter.ranks || (a.trace && !a.no_trace_links))) {
         counted = xcalloc((size_t)plan.gpus, 1);
         if (a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
@@ -220,7 +229,7 @@ static int run_main(int argc, char **argv)
     if (!rc)
         rc = htae_run(plan.graph, &c, &a.hopt, &res, &err);
     if (!rc)
-        rc = run_report(&a, &c, &plan, &res, &err);
+        rc = run_report(&a, &c, &plan, &res, steps, &err);
     if (rc && err.code)
         cli_fail(&err);
     free(counted);

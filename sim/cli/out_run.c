@@ -31,6 +31,9 @@ static void links_text(FILE *out, const compiled_plan *p, const htae_result *r, 
         return;
     fprintf(out, "  links        (busiest 3 of %d that carried traffic%s)\n", r->n_links,
             p->simulated_replicas < p->dp ? "; replica 0 and the DP collectives: folded" : "");
+    if (p->simulated_tp < p->tp)
+        fprintf(out, "    (TP peers folded: their pipeline sends, TP and DP collectives are "
+                     "simulated; --no-fold for all)\n");
     for (int i = 0; i < r->n_links && i < 3; i++)
         fprintf(out, "    %-32s %-4s busy %5.1f%%  %10.3f GB\n", r->links[i].name,
                 r->links[i].direction, pct(r->links[i].busy_s, T), r->links[i].bytes / 1e9);
@@ -284,6 +287,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
     if (p->simulated_replicas < p->dp)
         fprintf(out, "; %d of %d data-parallel replicas simulated (folded)", p->simulated_replicas,
                 p->dp);
+    if (p->simulated_tp < p->tp)
+        fprintf(out, "; tensor index 0 of %d computes (TP peers folded)", p->tp);
     fputc('\n', out);
 }
 
@@ -370,7 +375,13 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddNumberToObject(sim, "activities", (double)r->activities);
     cJSON_AddNumberToObject(sim, "tasks", p->graph->n_tasks);
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
+    cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
+    cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */
+    cJSON_AddNumberToObject(ph, "load", an->load_s);
+    cJSON_AddNumberToObject(ph, "compile", an->compile_s);
+    cJSON_AddNumberToObject(ph, "simulate", an->simulate_s);
+    cJSON_AddNumberToObject(ph, "summarize", an->summarize_s);
 
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

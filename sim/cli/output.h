@@ -62,6 +62,9 @@ cJSON *out_figures_json(cJSON *obj, const out_figures *f);
 typedef struct run_analysis {
     report_summary sum;
     report_critical_path path;
+    /* Host seconds of `run`'s steps before the report (0: not measured): loading the strategy
+     * and the cluster, compiling, simulating (htae_run, htae_result.wall_s), summarizing. */
+    double load_s, compile_s, simulate_s, summarize_s;
 } run_analysis;
 
 /* run/sweep --profile with a table of a GPU the cluster does not have: a warning on stderr (it
