@@ -155,8 +155,8 @@ fi
 # (start-up, loading, one 8-GPU all-reduce).
 echo
 echo "issue 15 targets"
-printf '%-44s %10s %12s %12s\n' figure target before now
-target() { printf '%-44s %10s %12s %12s\n' "$1" "$2" "$3" "${4:--}"; }
+printf '%-50s %8s %8s %10s\n' figure target before now
+target() { printf '%-50s %8s %8s %10s\n' "$1" "$2" "$3" "${4:--}"; }
 target "GPT-3 175B, 1,024 GPUs: wall s" "<= 0.4" 13.5 "${process_wall[gpt3-175b-1024gpu]:-}"
 if [ "${1:-}" != "--quick" ]; then
     build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
@@ -185,7 +185,8 @@ shard=""
     $shard --no-progress --json "$tmp/sweep1000.json" >/dev/null 2>"$tmp/sweep1000.err"
 read -r swall suser ssys <"$tmp/sweep-time"
 part=""
-[ -n "$shard" ] && part=" (--quick: 1/8 of it)"
-target "1,000-plan 64-GPU sweep, -j 2: wall s$part" "<= 30" 120.6 "$swall"
-target "  CPU s (user + sys)" "" 140.5 "$(awk -v u="$suser" -v s="$ssys" 'BEGIN { print u + s }')"
+[ -n "$shard" ] && part=" (1/8)"
+target "1,000-plan 64-GPU sweep, -j 2: wall s" "<= 30" 120.6 "$swall$part"
+target "  CPU s (user + sys)" "" 140.5 \
+    "$(awk -v u="$suser" -v s="$ssys" 'BEGIN { print u + s }')$part"
 
