@@ -506,7 +506,12 @@ static int run_workers(const sweep_spec *spec, const cluster *c, const profile_d
     pl.pfd = xcalloc((size_t)jobs, sizeof *pl.pfd);
     pl.map = xcalloc((size_t)jobs, sizeof *pl.map);
     key_table keys;
+    struct sigaction ignore, saved;
     if (twins) {
+        /* an answer to a worker killed meanwhile must fail (EPIPE), not kill the driver */
+        memset(&ignore, 0, sizeof ignore);
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ignore, &saved);
         key_table_init(&keys, n_todo);
         pl.keys = &keys;
         pl.twin_of = xmalloc((size_t)(n_plans > 0 ? n_plans : 1) * sizeof *pl.twin_of);
@@ -544,6 +549,7 @@ static int run_workers(const sweep_spec *spec, const cluster *c, const profile_d
         free(retry);
         free(pl.twin_of);
         key_table_free(&keys);
+        sigaction(SIGPIPE, &saved, NULL);
     }
     return rc;
 }
