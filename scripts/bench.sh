@@ -155,8 +155,8 @@ fi
 # (start-up, loading, one 8-GPU all-reduce).
 echo
 echo "issue 15 targets"
-printf '%-50s %8s %8s %10s\n' figure target before now
-target() { printf '%-50s %8s %8s %10s\n' "$1" "$2" "$3" "${4:--}"; }
+printf '%-50s %8s %8s %12s\n' figure target before now
+target() { printf '%-50s %8s %8s %12s\n' "$1" "$2" "$3" "${4:--}"; }
 target "GPT-3 175B, 1,024 GPUs: wall s" "<= 0.4" 13.5 "${process_wall[gpt3-175b-1024gpu]:-}"
 if [ "${1:-}" != "--quick" ]; then
     build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
