@@ -15,15 +15,9 @@
 #include <unistd.h>
 
 #include "../base/xalloc.h"
+#include "cli.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 void sweep_default_options(sweep_options *o)
 {
@@ -429,7 +423,7 @@ static int pool_poll(pool *pl, int timeout_ms, ps_error *err)
 
 static void progress_draw(int done, int total, double t0, int final)
 {
-    double el = now_s() - t0;
+    double el = cli_now_s() - t0;
     double rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     int width = 30, fill = total ? done * width / total : width;
@@ -452,7 +446,7 @@ enum { PROGRESS_OFF, PROGRESS_BAR, PROGRESS_LINES };
 /* "sweep: 120/564 plans, 21.3 plans/s, eta 20 s" */
 static void progress_line(int done, int total, double t0)
 {
-    double el = now_s() - t0;
+    double el = cli_now_s() - t0;
     double rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     fprintf(stderr, "sweep: %d/%d plans, %.1f plans/s, eta %.0f s\n", done, total, rate, eta);
@@ -462,7 +456,7 @@ static void progress_line(int done, int total, double t0)
 /* One progress report in mode (PROGRESS_*) if due (always when final); *last: time of the last. */
 static void progress_report(int mode, int done, int total, double t0, double *last, int final)
 {
-    double t = now_s();
+    double t = cli_now_s();
     if (mode == PROGRESS_BAR && (final || t - *last > 0.2 || done == total)) {
         progress_draw(done, total, t0, final);
         *last = t;
@@ -518,7 +512,7 @@ static int run_workers(const sweep_spec *spec, const cluster *c, const profile_d
         for (int i = 0; i < n_plans; i++)
             pl.twin_of[i] = -1;
     }
-    double t0 = now_s(), last = t0;
+    double t0 = cli_now_s(), last = t0;
     int next = 0, done = 0, rc = 0;
     if (progress == PROGRESS_BAR)
         progress_draw(0, n_todo, t0, 0);
@@ -729,15 +723,15 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
     int progress = o->progress == 0        ? PROGRESS_OFF
                    : isatty(STDERR_FILENO) ? PROGRESS_BAR
                                            : PROGRESS_LINES;
-    double ts = now_s();
+    double ts = cli_now_s();
     int n_twins = 0;
     int rc = run_workers(spec, c, db, t->plans, t->n, todo, n_todo, jobs, o->twins, progress,
                          &n_twins, err);
     free(todo);
     if (rc)
         return rc;
-    double sim_s = now_s() - ts;
-    t->wall_s = now_s() - t0;
+    double sim_s = cli_now_s() - ts;
+    t->wall_s = cli_now_s() - t0;
     sweep_rank(t);
     int cnt[SWEEP_PLAN_STATUS_COUNT];
     sweep_plans_count(t->plans, t->n, cnt);
@@ -755,7 +749,7 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
 int sweep_run(const char *sweep_path, const char *cluster_path, const char *data_dir,
               const sweep_options *o, ps_error *err)
 {
-    double t0 = now_s();
+    double t0 = cli_now_s();
     sweep_spec spec;
     if (sweep_spec_load(sweep_path, data_dir, &spec, err))
         return err->code;
