@@ -7,9 +7,12 @@
 # Llama-3-70B; issue 11: EP within 2x of a dense plan), the 64-GPU plan's trace sizes with and
 # without link counters, then plans per second of a 64-GPU sweep
 # (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2), a DLRM
-# plan on 16 GPUs and about 1,000 DLRM sharding plans (-j 2). Not a test: figures vary by
-# machine.
-#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plan and 1/8 of the sweep only)
+# plan on 16 GPUs and about 1,000 DLRM sharding plans (-j 2), and last issue 15's targets beside
+# the figures measured before its work (GPT-3 175B on 1,024 and 16,384 GPUs, a 2,048-node
+# platform, the 1,000-plan sweep strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml). Not a
+# test: figures vary by machine.
+#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plans, 1/8 of each sweep, no
+#                                         1,024- or 16,384-GPU plan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/protosim ] || bash scripts/setup.sh >/dev/null
@@ -29,18 +32,20 @@ plans="gpt3-175b-64gpu:a100x64 llama3-70b-64gpu-fsdp-tp:h100x64"
 field() { sed -n "s/.*\"$1\":[[:space:]]*\([0-9.eE+-]*\).*/\1/p" "$2" | head -n 1; }
 
 printf '%-28s %6s %10s %12s %12s %10s %14s %9s\n' plan gpus iter_s tasks activities wall_s activities/s peak_MB
-declare -A wall
+declare -A wall process_wall
 for entry in $plans; do
     plan=${entry%%:*}
     cl=${entry##*:}
-    /usr/bin/time -f '%M' -o "$tmp/rss" \
+    /usr/bin/time -f '%e %M' -o "$tmp/rss" \
         build/protosim run "strategies/examples/$plan.yaml" --cluster "$tmp/$cl.xml" \
         --json "$tmp/$plan.json" --quiet
     j="$tmp/$plan.json"
+    read -r pwall rss <"$tmp/rss"
     printf '%-28s %6s %10.3f %12s %12s %10.2f %14.0f %9.0f\n' "$plan" "$(field gpus "$j")" \
         "$(field iteration_time_s "$j")" "$(field tasks "$j")" "$(field activities "$j")" \
-        "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$(( $(cat "$tmp/rss") / 1024 ))"
+        "$(field wall_s "$j")" "$(field activities_per_s "$j")" "$((rss / 1024))"
     wall[$plan]=$(field wall_s "$j")
+    process_wall[$plan]=$pwall
 done
 
 # Issue 11's targets: each plan's simulation wall time over a dense plan's of the same GPU count
@@ -141,3 +146,47 @@ if [ -f "$trace" ]; then
     printf '%-28s %10.2f\n' "  + amp, fuse-elementwise" \
         "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 fi
+
+# Issue 15's targets. "before": measured 2026-11-23 on main cee90b3 with two other jobs on the
+# machine's 2 cores (load 4 to 8): the single-process runs' user + sys CPU seconds, which is
+# their wall time on an idle core (their wall was 24-33 s and 89 s); the sweep's wall at 116%
+# CPU and its CPU seconds. "now": this run, wall clock of the whole process (start-up and
+# platform loading included); the platform's load time is that of `protosim collective` on it
+# (start-up, loading, one 8-GPU all-reduce).
+echo
+echo "issue 15 targets"
+printf '%-50s %8s %8s %12s\n' figure target before now
+target() { printf '%-50s %8s %8s %12s\n' "$1" "$2" "$3" "${4:--}"; }
+target "GPT-3 175B, 1,024 GPUs: wall s" "<= 0.4" 13.5 "${process_wall[gpt3-175b-1024gpu]:-}"
+if [ "${1:-}" != "--quick" ]; then
+    build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
+    /usr/bin/time -f '%e %M' -o "$tmp/rss" build/protosim run \
+        strategies/examples/gpt3-175b-16384gpu.yaml --cluster "$tmp/a100x16384.xml" \
+        --json "$tmp/16k.json" --quiet
+    read -r pwall rss <"$tmp/rss"
+    target "GPT-3 175B, 16,384 GPUs (TP8 PP16 DP128): wall s" "<= 4" 38.8 "$pwall"
+    target "  peak RSS MB" "<= 2048" 662 "$((rss / 1024))"
+else
+    target "GPT-3 175B, 16,384 GPUs (TP8 PP16 DP128): wall s" "<= 4" 38.8
+    target "  peak RSS MB" "<= 2048" 662
+    build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
+fi
+t0=$(date +%s.%N)
+build/protosim collective --cluster "$tmp/a100x16384.xml" --gpus 8 --sizes 1024 >/dev/null
+t1=$(date +%s.%N)
+target "dgx-a100 --nodes 2048 platform: MB" "few MB" 24.2 \
+    "$(awk -v b="$(stat -c %s "$tmp/a100x16384.xml")" 'BEGIN { printf "%.1f", b / 1e6 }')"
+target "  load s" "< 1" 2.1 "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+shard=""
+[ "${1:-}" = "--quick" ] && shard="--shard 1/8"
+# shellcheck disable=SC2086
+/usr/bin/time -f '%e %U %S' -o "$tmp/sweep-time" build/protosim sweep \
+    strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml --cluster "$tmp/a100x64.xml" -j 2 \
+    $shard --no-progress --json "$tmp/sweep1000.json" >/dev/null 2>"$tmp/sweep1000.err"
+read -r swall suser ssys <"$tmp/sweep-time"
+part=""
+[ -n "$shard" ] && part=" (1/8)"
+target "1,000-plan 64-GPU sweep, -j 2: wall s" "<= 30" 120.6 "$swall$part"
+target "  CPU s (user + sys)" "" 140.5 \
+    "$(awk -v u="$suser" -v s="$ssys" 'BEGIN { print u + s }')$part"
+

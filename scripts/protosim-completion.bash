@@ -9,7 +9,7 @@ _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --
 _protosim_opts_profile="-o --output --device --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
-_protosim_opts_sweep="--cluster -j --jobs --shard --profile --top --csv --json --plot --progress --no-progress --help -h"
+_protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --help -h"
 

@@ -1,6 +1,7 @@
 /* test_sweep.c: sweeps: enumeration counted by hand (in process), and through the protosim
  * binary (PROTOSIM_BIN): OOM plans, ranking equal to single runs, shards merged equal to the
- * whole sweep, bad sweep files with locations, and a crashing worker reported as failed. */
+ * whole sweep, bad sweep files with locations, a crashing worker reported as failed, and
+ * twins (plans with one compiled plan) simulated once. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
 #include <ctype.h>
@@ -402,6 +403,86 @@ START_TEST(crashing_worker_is_reported)
 }
 END_TEST
 
+/* Plans with the same compiled plan (twins.yaml: 4 pairs, by hand there) are simulated once:
+ * each pair's second plan takes the first's record (sim_wall_s 0), and every record equals the
+ * one --simulate-all writes. */
+START_TEST(twins_take_their_plans_record)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "twins", "twins.json", NULL, NULL);
+    run_result a = run_sweep(dir, "twins", "all.json", "--simulate-all", NULL);
+    expect_exit(&r, 0);
+    expect_exit(&a, 0);
+    ck_assert_msg(strstr(r.err, "8 simulated (4 of them twins") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(a.err, "8 simulated, ") != NULL, "%s", a.err);
+    char *pt = tmp_path(dir, "twins.json"), *pa = tmp_path(dir, "all.json");
+    cJSON *tw = parse_json_file(pt), *all = parse_json_file(pa);
+    const cJSON *tp = plans_of(tw), *ap = plans_of(all);
+    ck_assert_int_eq(cJSON_GetArraySize(tp), 8);
+    ck_assert_int_eq(cJSON_GetArraySize(ap), 8);
+    int unsimulated = 0;
+    double time_of[8] = {0}, memory_of[8] = {0};
+    for (int i = 0; i < 8; i++) {
+        cJSON *x = cJSON_GetArrayItem(tp, i), *y = cJSON_GetArrayItem(ap, i);
+        ck_assert_str_eq(strf(x, "status"), "ok");
+        unsimulated += numf(x, "sim_wall_s") == 0;
+        ck_assert(numf(y, "sim_wall_s") > 0);
+        time_of[(int)numf(x, "index")] = numf(x, "iteration_time_s");
+        memory_of[(int)numf(x, "index")] = numf(x, "peak_memory_bytes");
+        cJSON_DeleteItemFromObjectCaseSensitive(x, "sim_wall_s");
+        cJSON_DeleteItemFromObjectCaseSensitive(y, "sim_wall_s");
+        ck_assert_msg(cJSON_Compare(x, y, 1), "plan %s differs from --simulate-all's",
+                      strf(x, "plan"));
+    }
+    ck_assert_int_eq(unsimulated, 4);
+    /* index: tensor slowest, then schedule, then zero: tp1 {gpipe, 1f1b} x {zero 0, 1},
+     * tp4 likewise. Twins: 0 2, 1 3, 4 5, 6 7; ZeRO 1 over 4 ranks holds less than ZeRO 0, and
+     * tp4's 1F1B holds fewer micro-batches' activations than GPipe (same time: no pipeline) */
+    ck_assert(time_of[0] == time_of[2] && time_of[1] == time_of[3]);
+    ck_assert(memory_of[0] == memory_of[2] && memory_of[1] == memory_of[3]);
+    ck_assert(time_of[4] == time_of[5] && time_of[6] == time_of[7]);
+    ck_assert(memory_of[4] == memory_of[5] && memory_of[6] == memory_of[7]);
+    ck_assert(memory_of[1] < memory_of[0] && memory_of[6] < memory_of[4]);
+    cJSON_Delete(tw);
+    cJSON_Delete(all);
+    free(pt);
+    free(pa);
+    run_free(&r);
+    run_free(&a);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* A twin whose plan crashed is simulated on its own: plan 0 (tp1 gpipe zero 0) dies with one
+ * worker, its twin plan 2 (1f1b) runs after it and is ok. */
+START_TEST(twin_of_a_crashed_plan_is_simulated)
+{
+    char *dir = make_tmpdir();
+    setenv("PROTOSIM_SWEEP_CRASH_PLAN", "0", 1);
+    run_result r = run_sweep(dir, "twins", "crash.json", "-j", "1");
+    unsetenv("PROTOSIM_SWEEP_CRASH_PLAN");
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.err, "7 simulated (3 of them twins") != NULL, "%s", r.err);
+    char *j = tmp_path(dir, "crash.json");
+    cJSON *root = parse_json_file(j);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, plans_of(root))
+    {
+        int index = (int)numf(p, "index");
+        if (index == 0)
+            ck_assert_str_eq(strf(p, "status"), "failed");
+        else
+            ck_assert_str_eq(strf(p, "status"), "ok");
+        if (index == 2)
+            ck_assert(numf(p, "sim_wall_s") > 0);
+    }
+    cJSON_Delete(root);
+    free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(bundled_sweep_outputs)
 {
     char *dir = make_tmpdir();
@@ -624,6 +705,8 @@ static Suite *sweep_suite(void)
     tcase_add_test(t, shards_merge_to_whole_sweep);
     tcase_add_test(t, bad_sweep_files);
     tcase_add_test(t, crashing_worker_is_reported);
+    tcase_add_test(t, twins_take_their_plans_record);
+    tcase_add_test(t, twin_of_a_crashed_plan_is_simulated);
     tcase_add_test(t, bundled_sweep_outputs);
     suite_add_tcase(s, t);
     return s;

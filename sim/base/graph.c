@@ -529,3 +529,94 @@ const char *coll_kind_name(coll_kind k)
 {
     return enum_name(coll_kind_names, (int)k);
 }
+
+/* ---- digests ---- */
+
+/* splitmix64's finalizer: a bijection on 64 bits that spreads every input bit. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static void digest_word(htae_digest *d, uint64_t w)
+{
+    d->a = mix64(d->a ^ w);
+    d->b = mix64((d->b ^ (w << 32 | w >> 32)) + 0x9e3779b97f4a7c15ULL);
+}
+
+void htae_digest_init(htae_digest *d)
+{
+    d->a = 0x6a09e667f3bcc908ULL;
+    d->b = 0xbb67ae8584caa73bULL;
+}
+
+void htae_digest_add(htae_digest *d, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    digest_word(d, (uint64_t)n);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        digest_word(d, w);
+    }
+    if (n > 0) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        digest_word(d, w);
+    }
+}
+
+/* The fields below are htae_graph's; a new one changes its size (64-bit builds). */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(htae_graph) == 344 && sizeof(htae_task) == 72 &&
+                   sizeof(htae_collective) == 32 && sizeof(htae_group) == 12,
+               "a graph field was added or changed: digest it in htae_digest_graph");
+#endif
+
+void htae_digest_graph(htae_digest *d, const htae_graph *g)
+{
+    assert(g->finalized);
+    int32_t head[2] = {g->n_ranks, g->n_streams};
+    htae_digest_add(d, head, sizeof head);
+    htae_digest_add(d, g->stream_kinds, (size_t)g->n_streams);
+    for (int s = 0; s < g->n_streams; s++) {
+        const char *name = htae_stream_name(g, s);
+        htae_digest_add(d, name, strlen(name));
+    }
+    /* tasks whole: add_task zeroes each one, padding included */
+    htae_digest_add(d, g->tasks, (size_t)g->n_tasks * sizeof *g->tasks);
+    htae_digest_add(d, g->succ, (size_t)g->n_edges * sizeof *g->succ);
+    size_t n_lists = (size_t)g->n_ranks * (size_t)g->n_streams;
+    htae_digest_add(d, g->stream_first, (n_lists + 1) * sizeof *g->stream_first);
+    htae_digest_add(d, g->stream_tasks, (size_t)g->n_tasks * sizeof *g->stream_tasks);
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        uint32_t grp[3] = {g->groups[i].first, g->groups[i].n, g->groups[i].tasked};
+        htae_digest_add(d, grp, sizeof grp);
+    }
+    htae_digest_add(d, g->group_ranks, (size_t)g->n_group_ranks * sizeof *g->group_ranks);
+    for (uint32_t i = 0; i < g->n_colls; i++) {
+        const htae_collective *c = &g->colls[i];
+        int32_t kg[2] = {(int32_t)c->kind, c->group};
+        htae_digest_add(d, kg, sizeof kg);
+        htae_digest_add(d, &c->bytes, sizeof c->bytes);
+        htae_digest_add(d, &c->first_task, sizeof c->first_task);
+        uint32_t n = g->groups[c->group].n;
+        if (c->matrix)
+            htae_digest_add(d, c->matrix, (size_t)n * n * sizeof *c->matrix);
+        else
+            htae_digest_add(d, NULL, 0);
+    }
+    htae_digest_add(d, g->coll_tasks, (size_t)g->n_coll_tasks * sizeof *g->coll_tasks);
+    for (int i = 0; i < g->n_labels; i++)
+        htae_digest_add(d, g->labels[i], strlen(g->labels[i]));
+    htae_digest_add(d, g->lag, (size_t)g->n_lag * sizeof *g->lag);
+    htae_digest_add(d, g->floating, (size_t)g->n_floating);
+    htae_digest_add(d, g->pair_ranks, (size_t)g->n_pair_ranks * sizeof *g->pair_ranks);
+    htae_digest_add(d, g->pair_first,
+                    (g->pair_first ? (size_t)g->n_pair_sets + 1 : 0) * sizeof *g->pair_first);
+    htae_digest_add(d, g->companion, (size_t)g->n_companion * sizeof *g->companion);
+}

@@ -3,6 +3,7 @@
 #ifndef PROTOSIM_GRAPH_H
 #define PROTOSIM_GRAPH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -212,6 +213,22 @@ void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, dou
  * task's fields in range, every transfer received (a successor on its peer rank), every
  * collective one task per tasked group member on that member's rank. */
 int htae_graph_finalize(htae_graph *g, ps_error *err);
+
+/* A 128-bit digest (two 64-bit lanes of a splitmix64 chain): equal inputs give equal digests;
+ * different ones collide with odds of about 2^-128 per pair (no adversary here). */
+typedef struct htae_digest {
+    uint64_t a, b;
+} htae_digest;
+
+void htae_digest_init(htae_digest *d);
+/* Append n bytes (and their count: "ab" + "c" differs from "a" + "bc"). */
+void htae_digest_add(htae_digest *d, const void *data, size_t n);
+/* Append everything of a finalized graph that the executor and the report read: ranks,
+ * streams (kinds, names), tasks, successor lists, stream orders, groups, collectives (with
+ * their matrices), labels, lags, floating flags, transfers' companion pairs. Two graphs with equal digests are one graph to
+ * the sweep, which simulates one of them (sim/cli/sweep_run.c). A field added to htae_graph must
+ * be added here (graph.c asserts the struct's size to remind). */
+void htae_digest_graph(htae_digest *d, const htae_graph *g);
 
 /* Name tables (vocab.h) and their lookups. */
 extern const enum_names task_category_names, stream_names, coll_kind_names;

@@ -26,7 +26,7 @@ const cli_command cli_sweep = {
     "sweep",
     "  protosim sweep SWEEP.yaml --cluster CLUSTER.xml [-j N] [--shard K/N] [--top N]\n"
     "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
-    "               [--profile OPS.json]\n",
+    "               [--profile OPS.json] [--simulate-all]\n",
     "enumerates the plans of a sweep file, simulates the valid ones in N worker processes and\n"
     "ranks them by iteration time.\n"
     "options:\n"
@@ -35,7 +35,10 @@ const cli_command cli_sweep = {
     "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
     "merge)\n"
     "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
-    "                          --profile\n" OUTPUT_OPTIONS,
+    "                          --profile\n"
+    "  --simulate-all          simulate every plan (default: a plan whose compiled plan equals\n"
+    "                          an already simulated one's, a twin, takes its "
+    "result)\n" OUTPUT_OPTIONS,
     sweep_main,
 };
 
@@ -88,7 +91,8 @@ static const cli_option sweep_option_table[] = {
      .offset = offsetof(sweep_args, o),
      .parse = parse_shard},
     {.name = "--profile", .kind = CLI_STRING, .offset = SWEEP_OPT(profile)},
-#define MERGE_FIRST 4
+    {.name = "--simulate-all", .kind = CLI_FLAG, .offset = SWEEP_OPT(twins), .set = 0},
+#define MERGE_FIRST 5
     {.name = "--top", .kind = CLI_INT, .offset = SWEEP_OPT(top), .has_min = 1, .bad = "--top"},
     {.name = "--csv", .kind = CLI_STRING, .offset = SWEEP_OPT(csv)},
     {.name = "--json", .kind = CLI_STRING, .offset = SWEEP_OPT(json)},

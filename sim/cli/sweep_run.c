@@ -15,21 +15,16 @@
 #include <unistd.h>
 
 #include "../base/xalloc.h"
+#include "cli.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 void sweep_default_options(sweep_options *o)
 {
     memset(o, 0, sizeof *o);
     o->progress = -1;
     o->top = 20;
+    o->twins = 1;
 }
 
 /* ---- workers ---- */
@@ -88,20 +83,100 @@ void sweep_plan_record_dlrm(sweep_plan *p, const dlrm_plan_stats *st, const repo
     p->alltoall_s = sum->comm_s[CAT_EMB_COMM];
 }
 
-/* The worker: compile, check memory, simulate, summarize; the record goes to fd. Never
- * returns. PROTOSIM_SWEEP_CRASH_PLAN=K (a test hook) makes plan K's worker die of SIGSEGV. */
+void sweep_plan_copy_outcome(sweep_plan *p, const sweep_plan *src)
+{
+    p->status = src->status;
+    p->iteration_s = src->iteration_s;
+    p->samples_per_s = src->samples_per_s;
+    p->tokens_per_s = src->tokens_per_s;
+    p->mfu = src->mfu;
+    p->peak_memory_bytes = src->peak_memory_bytes;
+    p->memory_capacity_bytes = src->memory_capacity_bytes;
+    p->compute_s = src->compute_s;
+    p->exposed_comm_s = src->exposed_comm_s;
+    p->bubble_s = src->bubble_s;
+    p->idle_s = src->idle_s;
+    p->sim_wall_s = 0; /* not simulated */
+    p->dlrm = src->dlrm;
+    p->lookup_max_s = src->lookup_max_s;
+    p->lookup_imbalance = src->lookup_imbalance;
+    p->alltoall_s = src->alltoall_s;
+}
+
+/* What a simulated plan's record is a function of: its graph (the simulation's only input
+ * besides the cluster, the same for every plan) and the compiled plan's fields that
+ * report_summarize, sweep_plan_record and sweep_plan_record_dlrm read. Plans with equal keys
+ * get equal records. */
+typedef htae_digest plan_key;
+
+static plan_key plan_key_of(const compiled_plan *plan)
+{
+    plan_key k;
+    htae_digest_init(&k);
+    htae_digest_graph(&k, plan->graph);
+    int m = compiled_plan_tightest_rank(plan);
+    int32_t ints[2] = {plan->gpus, plan->pp};
+    double reals[8] = {plan->samples_per_iter,
+                       plan->tokens_per_iter,
+                       plan->model_flops_per_iter,
+                       plan->peak_flops_per_gpu,
+                       plan->memory[m].total,
+                       plan->memory_capacity_of_rank[m],
+                       plan->dlrm ? plan->dlrm->lookup_max_s : -1,
+                       plan->dlrm ? plan->dlrm->lookup_imbalance : -1};
+    htae_digest_add(&k, ints, sizeof ints);
+    htae_digest_add(&k, reals, sizeof reals);
+    return k;
+}
+
+/* Worker to driver: a key to ask about (the worker waits for the answer) or the record. */
+enum { MSG_ASK, MSG_RECORD };
+typedef struct worker_msg {
+    int kind;
+    plan_key key;   /* MSG_ASK */
+    sweep_plan rec; /* MSG_RECORD */
+} worker_msg;
+
+/* Driver to worker, one byte: simulate, or not (another plan with the key does). */
+enum { ANSWER_SIMULATE = 'S', ANSWER_TWIN = 'T' };
+
+/* Ask the driver whether to simulate the plan of key k; 1 when another plan with it is. */
+static int worker_ask(int fd, int answer_fd, const sweep_plan *p, plan_key k)
+{
+    worker_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = MSG_ASK;
+    m.key = k;
+    m.rec.index = p->index;
+    if (write_all(fd, &m, sizeof m))
+        _exit(3);
+    char a = 0;
+    ssize_t r;
+    while ((r = read(answer_fd, &a, 1)) < 0 && errno == EINTR)
+        ;
+    return r == 1 && a == ANSWER_TWIN;
+}
+
+static _Noreturn void worker_send(int fd, const sweep_plan *p, int rc)
+{
+    worker_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = MSG_RECORD;
+    m.rec = *p;
+    _exit(write_all(fd, &m, sizeof m) ? 3 : rc ? 3 : 0);
+}
+
+/* The worker: compile, check memory, ask the driver whether a plan with the same key is
+ * simulated (answer_fd >= 0), simulate, summarize; the record goes to fd. Never returns.
+ * PROTOSIM_SWEEP_CRASH_PLAN=K (a test hook) makes plan K's worker die of SIGSEGV where it would
+ * simulate. */
 static void worker_main(const sweep_spec *spec, const cluster *c, const profile_db *db,
-                        sweep_plan p, int fd)
+                        sweep_plan p, int fd, int answer_fd)
 {
     int devnull = open("/dev/null", O_WRONLY);
     if (devnull >= 0) {
         dup2(devnull, STDOUT_FILENO);
         close(devnull);
-    }
-    const char *crash = getenv("PROTOSIM_SWEEP_CRASH_PLAN");
-    if (crash && *crash && atoi(crash) == p.index) {
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
     }
     ps_error err;
     ps_error_clear(&err);
@@ -124,7 +199,14 @@ static void worker_main(const sweep_spec *spec, const cluster *c, const profile_
             p.status = SWEEP_PLAN_OOM;
             snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,
                      capacity / GIB);
-            _exit(write_all(fd, &p, sizeof p) ? 3 : 0);
+            worker_send(fd, &p, 0);
+        }
+        if (answer_fd >= 0 && worker_ask(fd, answer_fd, &p, plan_key_of(&plan)))
+            _exit(0);
+        const char *crash = getenv("PROTOSIM_SWEEP_CRASH_PLAN");
+        if (crash && *crash && atoi(crash) == p.index) {
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
         }
         rc = htae_run(plan.graph, c, NULL, &res, &err);
     }
@@ -141,17 +223,57 @@ static void worker_main(const sweep_spec *spec, const cluster *c, const profile_
                  err.field[0] ? ": " : "", err.message);
     }
     /* No cleanup: the process ends here and the parent's engine must not be torn down. */
-    int wrc = write_all(fd, &p, sizeof p);
-    _exit(wrc ? 3 : rc ? 3 : 0);
+    worker_send(fd, &p, rc);
 }
 
 typedef struct worker {
     pid_t pid;
-    int fd;
-    int plan; /* index into the plans array */
-    size_t got;
-    sweep_plan rec;
+    int fd;        /* its messages */
+    int answer_fd; /* the driver's answers, -1 without keys */
+    int plan;      /* index into the plans array */
+    int twin;      /* 1: told another plan with its key is simulated */
+    size_t got;    /* bytes of msg read */
+    int recorded;  /* msg holds its record */
+    worker_msg msg;
 } worker;
+
+/* Keys asked about, each with the plan that is simulated for it: open addressing over a power
+ * of two slots, at least twice the plans (so never full). */
+typedef struct key_table {
+    plan_key *keys;
+    int *plan; /* -1: empty slot */
+    size_t mask;
+} key_table;
+
+static void key_table_init(key_table *t, int n_plans)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n_plans)
+        cap *= 2;
+    t->keys = xcalloc(cap, sizeof *t->keys);
+    t->plan = xmalloc(cap * sizeof *t->plan);
+    for (size_t i = 0; i < cap; i++)
+        t->plan[i] = -1;
+    t->mask = cap - 1;
+}
+
+static void key_table_free(key_table *t)
+{
+    free(t->keys);
+    free(t->plan);
+}
+
+/* The plan simulated for k; when there is none, plan becomes it and -1 is returned. */
+static int key_table_claim(key_table *t, plan_key k, int plan)
+{
+    size_t i = (size_t)k.a & t->mask;
+    for (; t->plan[i] >= 0; i = (i + 1) & t->mask)
+        if (t->keys[i].a == k.a && t->keys[i].b == k.b)
+            return t->plan[i];
+    t->keys[i] = k;
+    t->plan[i] = plan;
+    return -1;
+}
 
 /* The pool: `jobs` worker slots and the poll set over their pipes. */
 typedef struct pool {
@@ -163,29 +285,34 @@ typedef struct pool {
     worker *ws;         /* jobs slots; pid 0 when free */
     struct pollfd *pfd; /* jobs entries */
     int *map;           /* pfd entry -> slot */
+    key_table *keys;    /* NULL: every plan is simulated */
+    int *twin_of;       /* [plans]: the plan simulated in its place, or -1 */
 } pool;
 
-/* Finish a worker whose pipe reached end of file: reap it and record its outcome. */
+/* Finish a worker whose pipe reached end of file: reap it and record its outcome (a twin's
+ * comes from its plan's at the end of the pass). */
 static void worker_finish(worker *w, sweep_plan *plans)
 {
     int st = 0;
     while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
         ;
     close(w->fd);
+    if (w->answer_fd >= 0)
+        close(w->answer_fd);
     sweep_plan *p = &plans[w->plan];
-    int complete = w->got == sizeof w->rec && w->rec.index == p->index;
+    int complete = w->recorded && w->msg.rec.index == p->index;
     if (WIFSIGNALED(st)) {
         p->status = SWEEP_PLAN_FAILED;
         snprintf(p->reason_kind, sizeof p->reason_kind, "crash");
         snprintf(p->reason, sizeof p->reason, "worker killed by %s (signal %d)",
                  signal_label(WTERMSIG(st)), WTERMSIG(st));
     } else if (complete) {
-        *p = w->rec;
+        *p = w->msg.rec;
         if (WEXITSTATUS(st) && p->status != SWEEP_PLAN_FAILED) {
             p->status = SWEEP_PLAN_FAILED;
             snprintf(p->reason, sizeof p->reason, "worker exited with code %d", WEXITSTATUS(st));
         }
-    } else {
+    } else if (!(w->twin && WEXITSTATUS(st) == 0)) {
         p->status = SWEEP_PLAN_FAILED;
         snprintf(p->reason_kind, sizeof p->reason_kind, "crash");
         snprintf(p->reason, sizeof p->reason, "worker exited with code %d and no result",
@@ -194,32 +321,63 @@ static void worker_finish(worker *w, sweep_plan *plans)
     w->pid = 0;
 }
 
+/* A whole message from w: a record is kept; a key is answered (simulate, or a twin of the plan
+ * simulated for it). */
+static void worker_message(pool *pl, worker *w)
+{
+    if (w->msg.kind == MSG_RECORD) {
+        w->recorded = 1;
+        return;
+    }
+    int first = pl->keys ? key_table_claim(pl->keys, w->msg.key, w->plan) : -1;
+    char a = first >= 0 ? ANSWER_TWIN : ANSWER_SIMULATE;
+    if (!write_all(w->answer_fd, &a, 1) && first >= 0) { /* else it died: its end says so */
+        pl->twin_of[w->plan] = first;
+        w->twin = 1;
+    }
+    w->got = 0;
+}
+
 /* Fork a worker for plans[plan] into a free slot. */
 static int pool_start(pool *pl, int plan, ps_error *err)
 {
     int slot = 0;
     while (pl->ws[slot].pid)
         slot++;
-    int fds[2];
+    int fds[2], ans[2] = {-1, -1};
     if (pipe(fds))
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "pipe: %s", strerror(errno));
+    if (pl->keys && pipe(ans)) {
+        close(fds[0]);
+        close(fds[1]);
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "pipe: %s", strerror(errno));
+    }
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
+        if (pl->keys) {
+            close(ans[0]);
+            close(ans[1]);
+        }
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
         close(fds[0]);
-        worker_main(pl->spec, pl->c, pl->db, pl->plans[plan], fds[1]);
+        if (pl->keys)
+            close(ans[1]);
+        worker_main(pl->spec, pl->c, pl->db, pl->plans[plan], fds[1], ans[0]);
     }
     close(fds[1]);
+    if (pl->keys)
+        close(ans[0]);
     worker *w = &pl->ws[slot];
     memset(w, 0, sizeof *w);
     w->pid = pid;
     w->fd = fds[0];
+    w->answer_fd = ans[1];
     w->plan = plan;
     pl->alive++;
     return 0;
@@ -246,12 +404,14 @@ static int pool_poll(pool *pl, int timeout_ms, ps_error *err)
         if (!pl->pfd[i].revents)
             continue;
         worker *w = &pl->ws[pl->map[i]];
-        char *dst = (char *)&w->rec;
+        char *dst = (char *)&w->msg;
         char sink[512];
-        ssize_t r = w->got < sizeof w->rec ? read(w->fd, dst + w->got, sizeof w->rec - w->got)
-                                           : read(w->fd, sink, sizeof sink);
-        if (r > 0 && w->got < sizeof w->rec) {
+        ssize_t r = w->recorded ? read(w->fd, sink, sizeof sink)
+                                : read(w->fd, dst + w->got, sizeof w->msg - w->got);
+        if (r > 0 && !w->recorded) {
             w->got += (size_t)r;
+            if (w->got == sizeof w->msg)
+                worker_message(pl, w);
         } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
             worker_finish(w, pl->plans);
             pl->alive--;
@@ -263,7 +423,7 @@ static int pool_poll(pool *pl, int timeout_ms, ps_error *err)
 
 static void progress_draw(int done, int total, double t0, int final)
 {
-    double el = now_s() - t0;
+    double el = cli_now_s() - t0;
     double rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     int width = 30, fill = total ? done * width / total : width;
@@ -286,7 +446,7 @@ enum { PROGRESS_OFF, PROGRESS_BAR, PROGRESS_LINES };
 /* "sweep: 120/564 plans, 21.3 plans/s, eta 20 s" */
 static void progress_line(int done, int total, double t0)
 {
-    double el = now_s() - t0;
+    double el = cli_now_s() - t0;
     double rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     fprintf(stderr, "sweep: %d/%d plans, %.1f plans/s, eta %.0f s\n", done, total, rate, eta);
@@ -296,7 +456,7 @@ static void progress_line(int done, int total, double t0)
 /* One progress report in mode (PROGRESS_*) if due (always when final); *last: time of the last. */
 static void progress_report(int mode, int done, int total, double t0, double *last, int final)
 {
-    double t = now_s();
+    double t = cli_now_s();
     if (mode == PROGRESS_BAR && (final || t - *last > 0.2 || done == total)) {
         progress_draw(done, total, t0, final);
         *last = t;
@@ -306,16 +466,53 @@ static void progress_report(int mode, int done, int total, double t0, double *la
     }
 }
 
-/* Simulate the pending plans of `todo` with at most `jobs` workers alive; progress: PROGRESS_*. */
-static int run_workers(const sweep_spec *spec, const cluster *c, const profile_db *db,
-                       sweep_plan *plans, const int *todo, int n_todo, int jobs, int progress,
-                       ps_error *err)
+/* A pass's twins (pool.twin_of) take the outcome of the plan simulated in their place when it
+ * is ok; the others (it failed or crashed) go to retry, to be simulated each on its own.
+ * Returns how many took an outcome. */
+static int twins_resolve(sweep_plan *plans, const int *twin_of, const int *todo, int n_todo,
+                         int *retry, int *n_retry)
 {
-    pool pl = {spec, c, db, plans, jobs, 0, NULL, NULL, NULL};
+    int n = 0;
+    *n_retry = 0;
+    for (int i = 0; i < n_todo; i++) {
+        int y = todo[i], x = twin_of[y];
+        if (x < 0)
+            continue;
+        if (plans[x].status == SWEEP_PLAN_OK) {
+            sweep_plan_copy_outcome(&plans[y], &plans[x]);
+            n++;
+        } else {
+            retry[(*n_retry)++] = y;
+        }
+    }
+    return n;
+}
+
+/* Simulate the pending plans todo[0..n_todo) (indices into plans[0..n_plans)) with at most `jobs`
+ * workers alive; progress: PROGRESS_*. With twins, a plan whose key (plan_key_of) equals a plan
+ * simulated in this call is not simulated and takes its outcome (*n_twins counts them). */
+static int run_workers(const sweep_spec *spec, const cluster *c, const profile_db *db,
+                       sweep_plan *plans, int n_plans, const int *todo, int n_todo, int jobs,
+                       int twins, int progress, int *n_twins, ps_error *err)
+{
+    pool pl = {spec, c, db, plans, jobs, 0, NULL, NULL, NULL, NULL, NULL};
     pl.ws = xcalloc((size_t)jobs, sizeof *pl.ws);
     pl.pfd = xcalloc((size_t)jobs, sizeof *pl.pfd);
     pl.map = xcalloc((size_t)jobs, sizeof *pl.map);
-    double t0 = now_s(), last = t0;
+    key_table keys;
+    struct sigaction ignore, saved;
+    if (twins) {
+        /* an answer to a worker killed meanwhile must fail (EPIPE), not kill the driver */
+        memset(&ignore, 0, sizeof ignore);
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ignore, &saved);
+        key_table_init(&keys, n_todo);
+        pl.keys = &keys;
+        pl.twin_of = xmalloc((size_t)(n_plans > 0 ? n_plans : 1) * sizeof *pl.twin_of);
+        for (int i = 0; i < n_plans; i++)
+            pl.twin_of[i] = -1;
+    }
+    double t0 = cli_now_s(), last = t0;
     int next = 0, done = 0, rc = 0;
     if (progress == PROGRESS_BAR)
         progress_draw(0, n_todo, t0, 0);
@@ -337,6 +534,17 @@ static int run_workers(const sweep_spec *spec, const cluster *c, const profile_d
     free(pl.ws);
     free(pl.pfd);
     free(pl.map);
+    if (twins) {
+        int *retry = xcalloc((size_t)(n_todo > 0 ? n_todo : 1), sizeof *retry), n_retry = 0;
+        *n_twins += twins_resolve(plans, pl.twin_of, todo, n_todo, retry, &n_retry);
+        if (!rc && n_retry)
+            rc = run_workers(spec, c, db, plans, n_plans, retry, n_retry, jobs, 0, progress,
+                             n_twins, err);
+        free(retry);
+        free(pl.twin_of);
+        key_table_free(&keys);
+        sigaction(SIGPIPE, &saved, NULL);
+    }
     return rc;
 }
 
@@ -515,20 +723,25 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
     int progress = o->progress == 0        ? PROGRESS_OFF
                    : isatty(STDERR_FILENO) ? PROGRESS_BAR
                                            : PROGRESS_LINES;
-    double ts = now_s();
-    int rc = run_workers(spec, c, db, t->plans, todo, n_todo, jobs, progress, err);
+    double ts = cli_now_s();
+    int n_twins = 0;
+    int rc = run_workers(spec, c, db, t->plans, t->n, todo, n_todo, jobs, o->twins, progress,
+                         &n_twins, err);
     free(todo);
     if (rc)
         return rc;
-    double sim_s = now_s() - ts;
-    t->wall_s = now_s() - t0;
+    double sim_s = cli_now_s() - ts;
+    t->wall_s = cli_now_s() - t0;
     sweep_rank(t);
     int cnt[SWEEP_PLAN_STATUS_COUNT];
     sweep_plans_count(t->plans, t->n, cnt);
+    char twins[96] = "";
+    if (n_twins)
+        snprintf(twins, sizeof twins, " (%d of them twins: the compiled plan of another)", n_twins);
     fprintf(stderr,
             "sweep: %d plans processed in %.1f s with %d workers (%.1f plans/s): "
-            "%d simulated, %d oom, %d failed; %d invalid combinations skipped\n",
-            n_todo, sim_s, jobs, sim_s > 0 ? n_todo / sim_s : 0.0, cnt[SWEEP_PLAN_OK],
+            "%d simulated%s, %d oom, %d failed; %d invalid combinations skipped\n",
+            n_todo, sim_s, jobs, sim_s > 0 ? n_todo / sim_s : 0.0, cnt[SWEEP_PLAN_OK], twins,
             cnt[SWEEP_PLAN_OOM], cnt[SWEEP_PLAN_FAILED], cnt[SWEEP_PLAN_INVALID]);
     return 0;
 }
@@ -536,7 +749,7 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
 int sweep_run(const char *sweep_path, const char *cluster_path, const char *data_dir,
               const sweep_options *o, ps_error *err)
 {
-    double t0 = now_s();
+    double t0 = cli_now_s();
     sweep_spec spec;
     if (sweep_spec_load(sweep_path, data_dir, &spec, err))
         return err->code;

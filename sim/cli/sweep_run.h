@@ -12,6 +12,8 @@ typedef struct sweep_options {
     int progress; /* 0 off; else (-1 auto, 1 on) a bar on a terminal, lines every 5 s elsewhere */
     const char *csv, *json, *plot; /* outputs, NULL when not asked for */
     const char *profile;           /* a profile database every plan is costed with, or NULL */
+    int twins; /* 1 (default): a plan whose compiled plan equals a simulated one's takes its
+                  outcome instead of being simulated (--simulate-all: 0) */
 } sweep_options;
 
 void sweep_default_options(sweep_options *o);
@@ -29,6 +31,10 @@ void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_resu
 /* p's embedding columns from a simulated dlrm plan: its lookup stats and the emb-comm busy time
  * of the report's GPU. */
 void sweep_plan_record_dlrm(sweep_plan *p, const dlrm_plan_stats *st, const report_summary *sum);
+
+/* p's outcome (status, times, rates, memory, breakdown, embedding columns) from src, a plan
+ * with the same compiled plan; sim_wall_s 0 (p was not simulated). */
+void sweep_plan_copy_outcome(sweep_plan *p, const sweep_plan *src);
 
 /* Rank t's plans: t->order gets ok (fastest first), oom, failed, invalid, each by index;
  * plans[].rank 1.. for the simulated ones. */
