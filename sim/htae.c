@@ -453,7 +453,7 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
     }
     htae_alone_plan(&x->alone, g, x->groups, x->hosts);
     if (x->opt.timed_alone)
-        htae_alone_groups(g, x->groups, x->hosts);
+        htae_alone_groups(&x->alone, g, x->groups, x->hosts);
     return 0;
 }
 

@@ -512,7 +512,8 @@ static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_li
     free(pairs);
 }
 
-void htae_alone_groups(const htae_graph *g, coll_group **groups, const sg_host_t *hosts)
+void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
+                       const sg_host_t *hosts)
 {
     int8_t *state = xcalloc(g->n_groups, 1); /* 0 no collective, 1 fits so far, -1 does not */
     uint8_t *stream = xcalloc(g->n_groups, 1);
@@ -561,7 +562,10 @@ void htae_alone_groups(const htae_graph *g, coll_group **groups, const sg_host_t
     }
     free(l.items);
     for (uint32_t gi = 0; gi < g->n_groups; gi++)
-        if (state[gi] == 1)
-            htae_coll_set_alone(groups[gi]);
+        if (state[gi] == 1 && !htae_coll_set_alone(groups[gi]))
+            state[gi] = -1;
+    for (uint32_t c = 0; c < g->n_colls; c++) /* a timed all-to-all runs no lean task */
+        if (state[g->colls[c].group] == 1)
+            a->lean[c] = 0;
     free(state);
 }
