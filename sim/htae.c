@@ -3,6 +3,7 @@
 #include "htae.h"
 #include "htae_links.h"
 #include "htae_alone.h"
+#include "htae_clock.h"
 #include "htae_coll.h"
 
 #include <assert.h>
@@ -73,6 +74,7 @@ void htae_default_options(htae_options *o)
     o->nvls_latency_s = HTAE_NVLS_LATENCY_S;
     o->algo = COLL_ALGO_AUTO;
     o->device_constants = 1;
+    o->timed_alone = 1;
     o->counter_ranks = NULL;
 }
 
@@ -120,6 +122,7 @@ typedef struct exec_state {
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
     uint32_t lean_colls;
+    uint32_t timed_colls;
     uint32_t done_tasks;
 } exec_state;
 
@@ -141,7 +144,7 @@ static inline int is_amount(double v)
 static void sleep_for(double s)
 {
     if (s > 0.0)
-        sg_actor_sleep_for(s);
+        htae_wait_until(simgrid_get_clock() + s);
 }
 
 static void release(exec_state *x, uint32_t t)
@@ -182,9 +185,7 @@ static void task_done(exec_state *x, uint32_t t, double now)
 
 static void sleep_until(double t)
 {
-    double now = simgrid_get_clock();
-    if (t > now)
-        sg_actor_sleep_for(t - now);
+    htae_wait_until(t);
 }
 
 /* The host thread of one GPU. Issuing a task takes host_s of host time; the GPU may start a
@@ -232,7 +233,7 @@ static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
         return;
     x->activities++;
     if (htae_stream_is_cpu(x->g, st->stream)) {
-        sg_actor_sleep_for(remaining);
+        htae_wait_until(simgrid_get_clock() + remaining);
         return;
     }
     st->computing = 1;
@@ -240,7 +241,7 @@ static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
     while (remaining > 1e-12) {
         double rate = x->comm_active[k->rank] > 0 ? 1.0 / (1.0 + x->opt.overlap_slowdown) : 1.0;
         double t0 = simgrid_get_clock();
-        int timed_out = sg_sem_acquire_timeout(st->sem, remaining / rate);
+        int timed_out = htae_sem_acquire_until(st->sem, t0 + remaining / rate);
         double done = (simgrid_get_clock() - t0) * rate;
         remaining = timed_out ? 0.0 : remaining - done;
     }
@@ -329,7 +330,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         x->res->start[members[i]] = t0;
         comm_changed(x, g->tasks[members[i]].rank, 1);
     }
-    coll_run_ctx cx = {&x->opt, x->links, &x->activities};
+    coll_run_ctx cx = {&x->opt, x->links, &x->activities, &x->timed_colls};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
@@ -451,6 +452,8 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
             return rc;
     }
     htae_alone_plan(&x->alone, g, x->groups, x->hosts);
+    if (x->opt.timed_alone)
+        htae_alone_groups(&x->alone, g, x->groups, x->hosts);
     return 0;
 }
 
@@ -566,6 +569,7 @@ static int collect_result(exec_state *x, ps_error *err)
     htae_result *out = x->res;
     out->activities = x->activities;
     out->lean_colls = x->lean_colls;
+    out->timed_colls = x->timed_colls;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "simulation stalled: %u of %u tasks ran (dependency deadlock)",

@@ -446,3 +446,126 @@ void htae_alone_free(htae_alone *a)
     free(a->done);
     memset(a, 0, sizeof *a);
 }
+
+/* A link and one of the owners of flows that may cross it: a group, or every transfer. */
+typedef struct link_owner {
+    sg_link_t link;
+    uint32_t owner;
+} link_owner;
+
+#define OWNER_TRANSFERS UINT32_MAX
+
+typedef struct owner_list {
+    link_owner *items;
+    size_t n, cap;
+    uint32_t owner; /* the owner visit_owner adds */
+    int fatpipe;    /* visit_owner met a link that is not shared */
+} owner_list;
+
+static void visit_owner(sg_link_t link, void *arg)
+{
+    owner_list *l = arg;
+    l->fatpipe |= !sg_link_is_shared(link);
+    xgrow(&l->items, sizeof *l->items, l->n + 1, &l->cap);
+    l->items[l->n++] = (link_owner){link, l->owner};
+}
+
+static int by_link_then_owner(const void *a, const void *b)
+{
+    const link_owner *x = a, *y = b;
+    uintptr_t lx = (uintptr_t)x->link, ly = (uintptr_t)y->link;
+    if (lx != ly)
+        return (lx > ly) - (lx < ly);
+    return (x->owner > y->owner) - (x->owner < y->owner);
+}
+
+/* Step: the route of every transfer and of its companion pairs (htae_set_companions), once
+ * per (source, destination), as owned by OWNER_TRANSFERS. */
+static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_list *l)
+{
+    uint64_t *pairs = NULL;
+    size_t n_pairs = 0, cap = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        if (k->kind != TASK_TRANSFER)
+            continue;
+        const int32_t *pr;
+        int n = htae_companions(g, t, &pr);
+        xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)n, &cap);
+        pairs[n_pairs++] = (uint64_t)k->rank << 32 | (uint32_t)k->peer;
+        for (int i = 0; i < n; i++)
+            pairs[n_pairs++] = (uint64_t)(uint32_t)pr[2 * i] << 32 | (uint32_t)pr[2 * i + 1];
+    }
+    if (n_pairs)
+        qsort(pairs, n_pairs, sizeof *pairs, by_u64);
+    l->owner = OWNER_TRANSFERS;
+    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (size_t i = 0; i < n_pairs; i++) {
+        if (i > 0 && pairs[i] == pairs[i - 1])
+            continue;
+        xbt_dynar_reset(d);
+        sg_host_get_route(hosts[pairs[i] >> 32], hosts[(uint32_t)pairs[i]], d);
+        for (unsigned j = 0; j < xbt_dynar_length(d); j++)
+            visit_owner(xbt_dynar_get_as(d, j, sg_link_t), l);
+    }
+    xbt_dynar_free(&d);
+    free(pairs);
+}
+
+void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
+                       const sg_host_t *hosts)
+{
+    int8_t *state = xcalloc(g->n_groups, 1); /* 0 no collective, 1 fits so far, -1 does not */
+    uint8_t *stream = xcalloc(g->n_groups, 1);
+    uint8_t *seen = xcalloc((size_t)g->n_groups * 5, 1); /* per group: 4 kinds + all-to-all-v */
+    owner_list l = {0};
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        const htae_collective *col = &g->colls[c];
+        uint32_t gi = (uint32_t)col->group;
+        const htae_group *gr = &g->groups[gi];
+        int s = g->tasks[g->coll_tasks[col->first_task]].stream;
+        int fits = !col->matrix && (state[gi] == 0 || stream[gi] == s);
+        for (uint32_t m = 1; fits && m < gr->tasked; m++)
+            fits = g->tasks[g->coll_tasks[col->first_task + m]].stream == s;
+        if (!fits)
+            state[gi] = -1;
+        else if (state[gi] == 0) {
+            state[gi] = 1;
+            stream[gi] = (uint8_t)s;
+        }
+        size_t slot = (size_t)gi * 5 + (col->matrix ? 4 : (size_t)col->kind);
+        if (seen[slot])
+            continue;
+        seen[slot] = 1;
+        l.owner = gi;
+        l.fatpipe = 0;
+        htae_coll_visit_links(groups[gi], col->kind, col->matrix, visit_owner, &l);
+        if (l.fatpipe)
+            state[gi] = -1;
+    }
+    free(seen);
+    free(stream);
+    transfer_links(g, hosts, &l);
+
+    /* a link with flows of two owners: none of its groups is alone */
+    if (l.n)
+        qsort(l.items, l.n, sizeof *l.items, by_link_then_owner);
+    for (size_t i = 0; i < l.n;) {
+        size_t j = i + 1;
+        int owners = 1;
+        for (; j < l.n && l.items[j].link == l.items[i].link; j++)
+            owners += l.items[j].owner != l.items[j - 1].owner;
+        for (size_t k = i; owners > 1 && k < j; k++)
+            if (l.items[k].owner != OWNER_TRANSFERS)
+                state[l.items[k].owner] = -1;
+        i = j;
+    }
+    free(l.items);
+    for (uint32_t gi = 0; gi < g->n_groups; gi++)
+        if (state[gi] == 1 && !htae_coll_set_alone(groups[gi]))
+            state[gi] = -1;
+    for (uint32_t c = 0; c < g->n_colls; c++) /* a timed all-to-all runs no lean task */
+        if (state[g->colls[c].group] == 1)
+            a->lean[c] = 0;
+    free(state);
+}

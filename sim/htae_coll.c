@@ -52,6 +52,7 @@
 #include <xbt/dynar.h>
 
 #include "base/xalloc.h"
+#include "htae_clock.h"
 #include "htae_coll_internal.h"
 #include "htae_rings.h"
 
@@ -81,6 +82,9 @@ void htae_pattern_free(pattern *p)
     free(p->src);
     free(p->dst);
     free(p->w);
+    free(p->pair_src);
+    free(p->pair_dst);
+    free(p->pair_w);
     memset(p, 0, sizeof *p);
 }
 
@@ -617,7 +621,7 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
     int empty = scale <= 0.0 || p->n_edges == 0;
     double wait = empty ? latency : latency - p->max_lat;
     if (wait > 0.0)
-        sg_actor_sleep_for(wait);
+        htae_wait_until(simgrid_get_clock() + wait);
     if (empty)
         return;
     /* Everything here is this call's own: SimGrid calls may yield to other actors. */
@@ -679,6 +683,68 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
     free(slot);
 }
 
+int htae_coll_set_alone(coll_group *gp)
+{
+    if (gp->n > HTAE_PTASK_MAX_HOSTS)
+        return 0;
+    gp->alone = 1;
+    return 1;
+}
+
+/* p's host pairs, each once, as start_block starts their flows (pattern.pair_*). */
+static void pattern_pairs(const coll_group *gp, pattern *p)
+{
+    int n = gp->n;
+    int *at = xmalloc((size_t)n * (size_t)n * sizeof *at); /* pair index + 1, 0 none */
+    memset(at, 0, (size_t)n * (size_t)n * sizeof *at);
+    p->pair_src = xmalloc((size_t)p->n_edges * sizeof *p->pair_src);
+    p->pair_dst = xmalloc((size_t)p->n_edges * sizeof *p->pair_dst);
+    p->pair_w = xmalloc((size_t)p->n_edges * sizeof *p->pair_w);
+    p->n_pairs = 0;
+    for (int e = 0; e < p->n_edges; e++) {
+        int *slot = &at[(size_t)p->src[e] * n + (size_t)p->dst[e]];
+        if (*slot == 0) {
+            *slot = ++p->n_pairs;
+            p->pair_src[*slot - 1] = p->src[e];
+            p->pair_dst[*slot - 1] = p->dst[e];
+            p->pair_w[*slot - 1] = 0.0;
+        }
+        p->pair_w[*slot - 1] += p->w[e];
+    }
+    free(at);
+}
+
+/* run_pattern's time without its SimGrid task, for a group alone on its links: the task would
+ * run alone, and ptask_L07 gives a lone task its worst route latency (p->max_lat), then moves
+ * its flows at the rate of its busiest link: every link's load is the sum of the bytes of the
+ * host pairs crossing it (the links are shared, not fatpipes), so the task takes scale times
+ * the pattern's unit time (pattern_unit). The flows start in the link statistics when the task
+ * would have started and end when it would have ended. */
+static void run_timed(coll_group *gp, pattern *p, double scale, double latency, coll_run_ctx *cx)
+{
+    int empty = scale <= 0.0 || p->n_edges == 0;
+    double wait = empty ? latency : latency - p->max_lat;
+    if (empty) {
+        if (wait > 0.0)
+            htae_wait_until(simgrid_get_clock() + wait);
+        return;
+    }
+    if (!p->pair_w)
+        pattern_pairs(gp, p);
+    if (wait < 0.0)
+        wait = 0.0;
+    double start = simgrid_get_clock() + wait;
+    for (int i = 0; i < p->n_pairs; i++)
+        htae_links_start(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]],
+                         scale * p->pair_w[i], start);
+    htae_wait_until(simgrid_get_clock() + wait + p->max_lat + scale * pattern_unit(gp, p));
+    (*cx->activities)++;
+    (*cx->timed)++;
+    double now = simgrid_get_clock();
+    for (int i = 0; i < p->n_pairs; i++)
+        htae_links_end(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]], now);
+}
+
 void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx)
 {
@@ -697,7 +763,9 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
     double factor, latency;
     const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
-    if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
+    if (gp->alone)
+        run_timed(gp, (pattern *)p, factor * bytes, latency, cx);
+    else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);
     else
         run_pattern(gp, p, factor * bytes, latency, cx);

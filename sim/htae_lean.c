@@ -12,6 +12,7 @@
 #include <xbt/dynar.h>
 
 #include "base/xalloc.h"
+#include "htae_clock.h"
 #include "htae_coll_internal.h"
 
 /* The members' slots in the task of `p` as start_block numbers them (first appearance in edge
@@ -218,7 +219,7 @@ void htae_coll_run_lean(coll_group *gp, double scale, double latency, coll_run_c
     const pattern *p = &gp->direct, *l = &gp->lean;
     double wait = latency - p->max_lat;
     if (wait > 0.0)
-        sg_actor_sleep_for(wait);
+        htae_wait_until(simgrid_get_clock() + wait);
     int h = gp->lean_n;
     double *mx = xcalloc((size_t)h * (size_t)h, sizeof *mx);
     for (int e = 0; e < l->n_edges; e++)

@@ -294,6 +294,123 @@ START_TEST(forced_algorithm_must_fit_the_group)
 }
 END_TEST
 
+/* A collective alone on its links is a timed wait of the time SimGrid would give its task.
+ * Ring all-reduce of S = 1 GB over the 8 GPUs of node 0 of dgx-a100-2node.xml (one 300 GB/s
+ * NVSwitch port per GPU and direction, 0.7 us each, two per route), every overhead off: each
+ * port carries 2(n-1)/n S = 1.75 GB, 5.8333 ms; 2(n-1) = 14 steps of 1.4 us, 19.6 us. The
+ * ports are busy from the flows' start, after 13 steps' latency: the task's own (one route's,
+ * 1.4 us) and the bytes. */
+START_TEST(lone_ring_allreduce_is_a_timed_wait)
+{
+    cluster c;
+    sim_load("topology/clusters/dgx-a100-2node.xml", &c);
+    htae_graph *g = htae_graph_create(16);
+    int ranks[8];
+    for (int i = 0; i < 8; i++)
+        ranks[i] = i;
+    int grp = htae_add_group(g, ranks, 8);
+    uint32_t ids[8];
+    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, htae_label(g, "ar"),
+                        0, ids);
+    htae_options o = sim_bare_options();
+    o.algo = COLL_ALGO_RING;
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_assert_uint_eq(r.timed_colls, 1);
+    for (int i = 0; i < 8; i++)
+        ck_close(r.end[ids[i]], 14 * 1.4e-6 + 1.75 * GB / (300 * GB), 1e-12);
+    ck_close(sim_find_link(&r, "n0g0_nvl_UP")->bytes, 1.75e9, 1e-12);
+    ck_close(sim_find_link(&r, "n0g7_nvl_DOWN")->bytes, 1.75e9, 1e-12);
+    ck_close(sim_find_link(&r, "n0g3_nvl_UP")->busy_s, 1.4e-6 + 1.75 / 300, 1e-12);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Two tensor-parallel groups of 8 (one per node of dgx-a100-2node.xml) and eight data-parallel
+ * pairs across the nodes: compute of unequal lengths per rank, then TP all-reduce, compute, TP
+ * all-gather, DP all-reduce; a transfer from rank 8 to rank 9 over node 1's NVLink ports, one
+ * from rank 0 to rank 8 over their NICs. Node 0's TP group is alone on its ports (the DP pairs
+ * cross the NICs only, both nodes being on one leaf switch), and so are the DP pairs but the
+ * first on their NICs: 2 + 7 collectives are timed. Node 1's TP group shares its ports with a
+ * transfer, the first DP pair its NICs with the other: those run as SimGrid tasks. Every task
+ * starts and ends as when every collective runs as a SimGrid task. */
+static htae_graph *two_tp_groups(uint32_t *tp0_ids)
+{
+    htae_graph *g = htae_graph_create(16);
+    int tp[2], dp[8], l = htae_label(g, "x");
+    for (int n = 0; n < 2; n++) {
+        int ranks[8];
+        for (int i = 0; i < 8; i++)
+            ranks[i] = n * 8 + i;
+        tp[n] = htae_add_group(g, ranks, 8);
+    }
+    for (int i = 0; i < 8; i++)
+        dp[i] = htae_add_group(g, (int[2]){i, 8 + i}, 2);
+    uint32_t c1[16], ar[2][8], c2[16], ag[2][8], dar[8][2];
+    for (int r = 0; r < 16; r++)
+        c1[r] = htae_add_compute(g, r, CAT_FORWARD, 1e-3 * (1.0 + 0.1 * r), l, 0);
+    for (int n = 0; n < 2; n++)
+        htae_add_collective(g, COLL_ALLREDUCE, tp[n], STREAM_TP, 100e6, CAT_TP_COMM, l, 0, ar[n]);
+    for (int r = 0; r < 16; r++) {
+        htae_add_edge(g, c1[r], ar[r / 8][r % 8]);
+        c2[r] = htae_add_compute(g, r, CAT_FORWARD, 0.5e-3 * (1.0 + 0.05 * (15 - r)), l, 0);
+        htae_add_edge(g, ar[r / 8][r % 8], c2[r]);
+    }
+    for (int n = 0; n < 2; n++)
+        htae_add_collective(g, COLL_ALLGATHER, tp[n], STREAM_TP, 50e6, CAT_TP_COMM, l, 0, ag[n]);
+    for (int i = 0; i < 8; i++)
+        htae_add_collective(g, COLL_ALLREDUCE, dp[i], STREAM_DP, 200e6, CAT_DP_COMM, l, 0, dar[i]);
+    for (int r = 0; r < 16; r++) {
+        htae_add_edge(g, c2[r], ag[r / 8][r % 8]);
+        htae_add_edge(g, ag[r / 8][r % 8], dar[r % 8][r / 8]);
+    }
+    uint32_t t = htae_add_transfer(g, 8, 9, STREAM_PP, 30e6, CAT_PP_COMM, l, 0);
+    htae_add_edge(g, c1[8], t);
+    htae_add_edge(g, t, c2[9]);
+    t = htae_add_transfer(g, 0, 8, STREAM_PP, 20e6, CAT_PP_COMM, l, 0);
+    htae_add_edge(g, c1[0], t);
+    htae_add_edge(g, t, c2[8]);
+    for (int i = 0; i < 8; i++)
+        tp0_ids[i] = ar[0][i];
+    return g;
+}
+
+START_TEST(timed_waits_match_simgrid_tasks)
+{
+    cluster c;
+    sim_load("topology/clusters/dgx-a100-2node.xml", &c);
+    uint32_t ids[8];
+    htae_graph *g = two_tp_groups(ids);
+    htae_options o;
+    htae_default_options(&o);
+    htae_result timed, tasks;
+    sim_run(g, &c, &o, &timed);
+    o.timed_alone = 0;
+    ck_assert_int_eq(htae_run(g, &c, &o, &tasks, &(ps_error){0}), 0);
+    ck_assert_uint_eq(timed.timed_colls, 2 + 7);
+    ck_assert_uint_eq(tasks.timed_colls, 0);
+    ck_assert_uint_eq(timed.activities, tasks.activities);
+    ck_assert(timed.end[ids[0]] > timed.start[ids[0]]);
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        ck_close(timed.start[t], tasks.start[t], 1e-12);
+        ck_close(timed.end[t], tasks.end[t], 1e-12);
+    }
+    ck_close(timed.makespan, tasks.makespan, 1e-12);
+    ck_assert_int_eq(timed.n_links, tasks.n_links);
+    for (int i = 0; i < tasks.n_links; i++) {
+        const htae_link_stat *l = sim_find_link(&timed, tasks.links[i].name);
+        ck_close(l->bytes, tasks.links[i].bytes, 1e-12);
+        ck_close(l->busy_s, tasks.links[i].busy_s, 1e-12);
+    }
+    htae_result_free(&timed);
+    htae_result_free(&tasks);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     Suite *s = suite_create("coll");
@@ -307,6 +424,8 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, all_to_all_sends_a_share_to_every_peer);
     tcase_add_test(tc, all_to_all_v_moves_each_pairs_bytes);
     tcase_add_test(tc, forced_algorithm_must_fit_the_group);
+    tcase_add_test(tc, lone_ring_allreduce_is_a_timed_wait);
+    tcase_add_test(tc, timed_waits_match_simgrid_tasks);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -284,6 +284,8 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
     fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
             p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
+    if (r->timed_colls)
+        fprintf(out, "; %u collectives alone on their links timed", r->timed_colls);
     if (p->simulated_replicas < p->dp)
         fprintf(out, "; %d of %d data-parallel replicas simulated (folded)", p->simulated_replicas,
                 p->dp);
@@ -374,6 +376,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddNumberToObject(sim, "wall_s", r->wall_s);
     cJSON_AddNumberToObject(sim, "activities", (double)r->activities);
     cJSON_AddNumberToObject(sim, "tasks", p->graph->n_tasks);
+    cJSON_AddNumberToObject(sim, "timed_collectives", r->timed_colls);
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
