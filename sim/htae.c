@@ -333,7 +333,17 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     coll_run_ctx cx = {&x->opt, x->links, &x->activities, &x->timed_colls};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
-    htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
+    const int32_t *comp;
+    int n_comp = htae_coll_companions(g, (uint32_t)k->coll, &comp);
+    if (n_comp) {
+        coll_group **cg = xmalloc((size_t)n_comp * sizeof *cg);
+        for (int i = 0; i < n_comp; i++)
+            cg[i] = x->groups[comp[i]];
+        htae_coll_run_with(x->groups[col->group], cg, n_comp, col->kind, col->bytes, &cx);
+        free(cg);
+    } else {
+        htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
+    }
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->tasked; i++) {

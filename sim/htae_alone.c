@@ -540,8 +540,12 @@ void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
         l.owner = gi;
         l.fatpipe = 0;
         htae_coll_visit_links(groups[gi], col->kind, col->matrix, visit_owner, &l);
-        if (l.fatpipe)
-            state[gi] = -1;
+        const int32_t *comp; /* companion groups: their links are this group's too */
+        int n_comp = htae_coll_companions(g, c, &comp);
+        for (int i = 0; i < n_comp; i++)
+            htae_coll_visit_links(groups[comp[i]], col->kind, NULL, visit_owner, &l);
+        if (l.fatpipe || n_comp)
+            state[gi] = -1; /* a collective with companions runs as a SimGrid task */
     }
     free(seen);
     free(stream);

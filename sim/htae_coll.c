@@ -770,3 +770,31 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     else
         run_pattern(gp, p, factor * bytes, latency, cx);
 }
+
+void htae_coll_run_with(coll_group *gp, coll_group *const *comp, int n, coll_kind kind,
+                        double bytes, coll_run_ctx *cx)
+{
+    assert(isfinite(bytes) && bytes >= 0.0 && n > 0);
+    if (gp->n < 2) /* one member: nothing moves, as htae_coll_run */
+        return;
+    int m = gp->n, total = m * (n + 1);
+    sg_host_t *hosts = xmalloc((size_t)total * sizeof *hosts);
+    pattern all = {0};
+    double latency = 0.0;
+    for (int k = 0; k <= n; k++) { /* group k's members are all's k * m .. k * m + m - 1 */
+        coll_group *g = k ? comp[k - 1] : gp;
+        assert(g->n == m);
+        double factor, lat;
+        const pattern *p =
+            algo_terms(g, kind, htae_coll_choose(g, kind, bytes, cx->opt), &factor, &lat);
+        memcpy(hosts + (size_t)k * m, g->hosts, (size_t)m * sizeof *hosts);
+        for (int e = 0; e < p->n_edges && factor > 0.0; e++)
+            htae_pattern_add_edge(&all, p->src[e] + k * m, p->dst[e] + k * m, factor * p->w[e]);
+        latency = lat > latency ? lat : latency;
+        all.max_lat = p->max_lat > all.max_lat ? p->max_lat : all.max_lat;
+    }
+    coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
+    run_pattern(&merged, &all, bytes, latency, cx);
+    htae_pattern_free(&all);
+    free(hosts);
+}

@@ -115,18 +115,29 @@ void zero_make_groups(compile_ctx *cx, emit_state *es)
 }
 
 /* One collective per shard group of (p, t) (replicas: per replica group); task_of_d[d] gets DP
- * index d's member task, which is now its rank's latest DP collective. */
+ * index d's member task, which is now its rank's latest DP collective. With TP folded (t = 0
+ * only), the same group of every other tensor index joins it as a companion group: its
+ * members lend their links and take no task (htae_set_coll_companions). */
 static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas, coll_kind kind,
                      double bytes, int label, int mb, uint32_t *task_of_d)
 {
     int S = cx->shard, G = cx->n_shard_groups;
     int n_groups = replicas ? S : G, members = replicas ? G : S;
     uint32_t *coll = xmalloc((size_t)members * sizeof *coll);
+    int *comp = xmalloc((size_t)cx->tp * sizeof *comp);
     for (int i = 0; i < n_groups; i++) {
         int grp = replicas ? es->replica_group[((size_t)p * cx->tp + t) * S + i]
                            : es->shard_group[((size_t)p * cx->tp + t) * G + i];
         assert(grp >= 0);
-        htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+        int c =
+            htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+        if (cx->tp_sim < cx->tp) {
+            assert(t == 0);
+            for (int u = 1; u < cx->tp; u++)
+                comp[u - 1] = replicas ? es->replica_group[((size_t)p * cx->tp + u) * S + i]
+                                       : es->shard_group[((size_t)p * cx->tp + u) * G + i];
+            htae_set_coll_companions(cx->g, c, comp, cx->tp - 1);
+        }
         for (int m = 0; m < members; m++) {
             int d = replicas ? m * S + i : i * S + m;
             task_of_d[d] = coll[m];
@@ -134,6 +145,7 @@ static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas
         }
     }
     free(coll);
+    free(comp);
 }
 
 /* Each member waits for its replica's task dep[d]. A folded replica (not simulated) behaves as
@@ -227,7 +239,7 @@ void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
                                   -1, mc, b, EDP_FREE, es->gather);
                     continue;
                 }
-                for (int t = 0; t < cx->tp; t++) {
+                for (int t = 0; t < cx->tp_sim; t++) {
                     dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER],
                              -1, task);
                     for (int d = 0; d < cx->dp; d++) {
@@ -266,7 +278,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
                                   un.micro, mc, b, EDP_AFTER_BUCKET, NULL);
                     continue;
                 }
-                for (int t = 0; t < cx->tp; t++) {
+                for (int t = 0; t < cx->tp_sim; t++) {
                     dp_colls(cx, es, p, t, 0, kind, ct->bucket_bytes[b], cx->label_dp[kind],
                              un.micro, task);
                     for (int d = 0; d < cx->dp_sim; d++)
@@ -315,7 +327,7 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
     uint32_t *next = cur + cx->dp, *dep = cur + 2 * cx->dp;
     double grad_elem = cx->grad_elem;
     for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp; t++) {
+        for (int t = 0; t < cx->tp_sim; t++) {
             int K = es->fsdp_n[p];
             for (int d = 0; d < cx->dp_sim; d++)
                 assert(es->fsdp_next[d * cx->tp_sim + tp_twin(cx, t)] == K); /* all recorded */
@@ -403,7 +415,7 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
     double elem = precision_bytes(s->precision);
     for (int p = 0; p < cx->pp; p++) {
         double expert = zero_stage_expert_params(cx, p);
-        for (int t = 0; t < cx->tp; t++) {
+        for (int t = 0; t < cx->tp_sim; t++) {
             double bytes = (zero_stage_params(cx, p) - expert) * elem;
             dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER], -1,
                      task);

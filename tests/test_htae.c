@@ -654,6 +654,52 @@ START_TEST(transfer_companions_share_a_link_with_it)
 }
 END_TEST
 
+/* A collective's companion groups (TP folding's gradient collectives of the folded peers) run
+ * in its SimGrid task. On two-by-two-fabric.xml (10 GB/s NICs, a 1000 GB/s fabric): a 1 GB
+ * all-reduce over GPUs {0, 2} with companion group {1, 3} takes as long as the two all-reduces
+ * run side by side as separate collectives (each group's flows on its own NICs), and GPU 1's NIC
+ * carries the same bytes; GPUs 1 and 3 need no task. */
+static double allreduce_pair(cluster *c, int with_companion, double *nic0_1_bytes)
+{
+    htae_graph *g = htae_graph_create(4);
+    int a[2] = {0, 2}, b[2] = {1, 3}, l = htae_label(g, "ar");
+    int ga = htae_add_group(g, a, 2), gb = htae_add_group(g, b, 2);
+    uint32_t ta[2], tb[2];
+    int ca = htae_add_collective(g, COLL_ALLREDUCE, ga, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ta);
+    if (with_companion)
+        htae_set_coll_companions(g, ca, &gb, 1);
+    else
+        htae_add_collective(g, COLL_ALLREDUCE, gb, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, tb);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, c, &o, &r);
+    double d = r.makespan;
+    *nic0_1_bytes = 0;
+    for (int i = 0; i < r.n_links; i++)
+        if (strstr(r.links[i].name, "nic0_1") && strcmp(r.links[i].direction, "up") == 0)
+            *nic0_1_bytes = r.links[i].bytes;
+    ck_assert_uint_eq(g->n_tasks, with_companion ? 2 : 4);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    return d;
+}
+
+START_TEST(collective_companions_run_with_it)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-by-two-fabric.xml", &c);
+    double nic_with, nic_apart;
+    double with = allreduce_pair(&c, 1, &nic_with), apart = allreduce_pair(&c, 0, &nic_apart);
+    ck_close(with, apart, 1e-12 * apart);
+    /* a 2-member ring all-reduce: each member sends 2 (n - 1) / n S = 1 GB over its 10 GB/s
+     * NIC (bare options: no latency, full efficiency), 100 ms, whether companion or apart */
+    ck_close(with, 0.100, 1e-9);
+    ck_close(nic_with, 1e9, 1e-3);
+    ck_close(nic_with, nic_apart, 1e-3);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *htae_suite(void)
 {
     Suite *s = suite_create("htae");
@@ -664,6 +710,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, opposite_directions_do_not_share);
     tcase_add_test(tc, transfer_companions_on_their_own_links);
     tcase_add_test(tc, transfer_companions_share_a_link_with_it);
+    tcase_add_test(tc, collective_companions_run_with_it);
     tcase_add_test(tc, ring_allreduce_matches_formula);
     tcase_add_test(tc, ring_reduce_scatter_and_allgather);
     tcase_add_test(tc, multi_link_topology_uses_two_rings);

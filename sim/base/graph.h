@@ -143,6 +143,16 @@ typedef struct htae_graph {
     uint32_t n_companion;
     size_t cap_companion;
 
+    /* Companion groups of collectives (htae_set_coll_companions): collective c also runs over
+     * the groups comp_groups[comp_first[c] .. comp_first[c] + comp_n[c]) (NULL or c >=
+     * n_coll_comp: none). */
+    int32_t *comp_groups;
+    uint32_t n_comp_groups;
+    size_t cap_comp_groups;
+    uint32_t *comp_first, *comp_n;
+    uint32_t n_coll_comp;
+    size_t cap_coll_comp;
+
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
      * stream_first[i+1]) with i = r * n_streams + s, in program order. */
     uint32_t *stream_first;
@@ -205,6 +215,12 @@ int htae_add_pair_set(htae_graph *g, const int *src, const int *dst, int n);
 void htae_set_companions(htae_graph *g, uint32_t t, int set);
 /* Transfer t's companion pairs: their count, and *pairs (src, dst interleaved), or 0. */
 int htae_companions(const htae_graph *g, uint32_t t, const int32_t **pairs);
+/* Collective c (not an all-to-all-v) also runs the same collective over groups[0 .. n), each
+ * of its group's size, in the same SimGrid task (tensor-parallel folding: the folded peers'
+ * gradient collectives, strategies/zero.c); their members need no task. */
+void htae_set_coll_companions(htae_graph *g, int c, const int *groups, int n);
+/* Collective c's companion groups: their count, and *groups, or 0. */
+int htae_coll_companions(const htae_graph *g, uint32_t c, const int32_t **groups);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
