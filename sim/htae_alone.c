@@ -293,6 +293,39 @@ static void add_waits(htae_alone *a, const candidate *cand, uint32_t k, const ui
     free(d);
 }
 
+/* Call fn on each link of the route of every transfer and of its companion pairs
+ * (htae_set_companions), once per (source, destination). */
+static void visit_transfer_links(const htae_graph *g, const sg_host_t *hosts,
+                                 void (*fn)(sg_link_t, void *), void *arg)
+{
+    uint64_t *pairs = NULL;
+    size_t n_pairs = 0, cap = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        if (k->kind != TASK_TRANSFER)
+            continue;
+        const int32_t *pr;
+        int n = htae_companions(g, t, &pr);
+        xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)n, &cap);
+        pairs[n_pairs++] = (uint64_t)(uint32_t)k->rank << 32 | (uint32_t)k->peer;
+        for (int i = 0; i < n; i++)
+            pairs[n_pairs++] = (uint64_t)(uint32_t)pr[2 * i] << 32 | (uint32_t)pr[2 * i + 1];
+    }
+    if (n_pairs)
+        qsort(pairs, n_pairs, sizeof *pairs, by_u64);
+    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (size_t i = 0; i < n_pairs; i++) {
+        if (i > 0 && pairs[i] == pairs[i - 1])
+            continue;
+        xbt_dynar_reset(d);
+        sg_host_get_route(hosts[pairs[i] >> 32], hosts[(uint32_t)pairs[i]], d);
+        for (unsigned j = 0; j < xbt_dynar_length(d); j++)
+            fn(xbt_dynar_get_as(d, j, sg_link_t), arg);
+    }
+    xbt_dynar_free(&d);
+    free(pairs);
+}
+
 /* The links of every transfer and of every group's collectives but the candidate's own and
  * those of the groups holding its stand-ins. */
 static void shared_links(const htae_graph *g, coll_group **groups, const sg_host_t *hosts,
@@ -312,32 +345,7 @@ static void shared_links(const htae_graph *g, coll_group **groups, const sg_host
         htae_coll_visit_links(groups[gi], col->kind, col->matrix, add_link, s);
     }
     free(seen);
-    uint64_t *pairs = NULL; /* every transfer's (rank, peer), once */
-    size_t n_pairs = 0, cap = 0;
-    for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
-        if (k->kind != TASK_TRANSFER)
-            continue;
-        const int32_t *pr;
-        int nc = htae_companions(g, t, &pr);
-        xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)nc, &cap);
-        pairs[n_pairs++] = (uint64_t)k->rank << 32 | (uint32_t)k->peer;
-        for (int i = 0; i < nc; i++)
-            pairs[n_pairs++] = (uint64_t)pr[2 * i] << 32 | (uint32_t)pr[2 * i + 1];
-    }
-    if (n_pairs)
-        qsort(pairs, n_pairs, sizeof *pairs, by_u64);
-    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    for (size_t i = 0; i < n_pairs; i++) {
-        if (i > 0 && pairs[i] == pairs[i - 1])
-            continue;
-        xbt_dynar_reset(d);
-        sg_host_get_route(hosts[pairs[i] >> 32], hosts[(uint32_t)pairs[i]], d);
-        for (unsigned i = 0; i < xbt_dynar_length(d); i++)
-            add_link(xbt_dynar_get_as(d, i, sg_link_t), s);
-    }
-    xbt_dynar_free(&d);
-    free(pairs);
+    visit_transfer_links(g, hosts, add_link, s);
     if (s->n)
         qsort(s->links, s->n, sizeof *s->links, by_pointer);
 }
@@ -479,37 +487,11 @@ static int by_link_then_owner(const void *a, const void *b)
     return (x->owner > y->owner) - (x->owner < y->owner);
 }
 
-/* Step: the route of every transfer and of its companion pairs (htae_set_companions), once
- * per (source, destination), as owned by OWNER_TRANSFERS. */
+/* Step: the route of every transfer and of its companion pairs, as owned by OWNER_TRANSFERS. */
 static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_list *l)
 {
-    uint64_t *pairs = NULL;
-    size_t n_pairs = 0, cap = 0;
-    for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
-        if (k->kind != TASK_TRANSFER)
-            continue;
-        const int32_t *pr;
-        int n = htae_companions(g, t, &pr);
-        xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)n, &cap);
-        pairs[n_pairs++] = (uint64_t)k->rank << 32 | (uint32_t)k->peer;
-        for (int i = 0; i < n; i++)
-            pairs[n_pairs++] = (uint64_t)(uint32_t)pr[2 * i] << 32 | (uint32_t)pr[2 * i + 1];
-    }
-    if (n_pairs)
-        qsort(pairs, n_pairs, sizeof *pairs, by_u64);
     l->owner = OWNER_TRANSFERS;
-    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    for (size_t i = 0; i < n_pairs; i++) {
-        if (i > 0 && pairs[i] == pairs[i - 1])
-            continue;
-        xbt_dynar_reset(d);
-        sg_host_get_route(hosts[pairs[i] >> 32], hosts[(uint32_t)pairs[i]], d);
-        for (unsigned j = 0; j < xbt_dynar_length(d); j++)
-            visit_owner(xbt_dynar_get_as(d, j, sg_link_t), l);
-    }
-    xbt_dynar_free(&d);
-    free(pairs);
+    visit_transfer_links(g, hosts, visit_owner, l);
 }
 
 void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
