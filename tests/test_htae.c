@@ -628,10 +628,7 @@ static double companion_transfer(int peer_src, int peer_dst, double *nic0_1_byte
     htae_result r;
     sim_run(g, &c, &o, &r);
     double d = r.end[t] - r.start[t];
-    *nic0_1_bytes = 0;
-    for (int i = 0; i < r.n_links; i++)
-        if (strstr(r.links[i].name, "nic0_1") && strcmp(r.links[i].direction, "up") == 0)
-            *nic0_1_bytes = r.links[i].bytes;
+    *nic0_1_bytes = sim_find_link(&r, "nic0_1_UP")->bytes;
     htae_result_free(&r);
     htae_graph_free(g);
     cluster_free(&c);
@@ -674,10 +671,7 @@ static double allreduce_pair(cluster *c, int with_companion, double *nic0_1_byte
     htae_result r;
     sim_run(g, c, &o, &r);
     double d = r.makespan;
-    *nic0_1_bytes = 0;
-    for (int i = 0; i < r.n_links; i++)
-        if (strstr(r.links[i].name, "nic0_1") && strcmp(r.links[i].direction, "up") == 0)
-            *nic0_1_bytes = r.links[i].bytes;
+    *nic0_1_bytes = sim_find_link(&r, "nic0_1_UP")->bytes;
     ck_assert_uint_eq(g->n_tasks, with_companion ? 2 : 4);
     htae_result_free(&r);
     htae_graph_free(g);
