@@ -12,6 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "PREFIXN" or "PREFIXA-B" (inclusive, up to 9 digits each) into first, last; 0 when it parses. */
+static int parse_index_range(const char *p, const char *prefix, int *first, int *last)
+{
+    size_t k = strlen(prefix);
+    if (strncmp(p, prefix, k))
+        return -1;
+    p += k;
+    const char *dash = strchr(p, '-');
+    size_t n1 = dash ? (size_t)(dash - p) : strlen(p);
+    const char *second = dash ? dash + 1 : p;
+    size_t n2 = strlen(second);
+    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 || n2 == 0 || n2 > 9 ||
+        strspn(second, "0123456789") != n2)
+        return -1;
+    *first = atoi(p);
+    *last = atoi(second);
+    return 0;
+}
+
 /* A children path: "layers.N", "layers.A-B", "embedding" or "head". 0 when it parses. */
 static int parse_layer_path(const char *p, int layers, int *first, int *last)
 {
@@ -23,19 +42,7 @@ static int parse_layer_path(const char *p, int layers, int *first, int *last)
         *first = *last = layers;
         return 0;
     }
-    if (strncmp(p, "layers.", 7))
-        return -1;
-    p += 7;
-    const char *dash = strchr(p, '-');
-    size_t n1 = dash ? (size_t)(dash - p) : strlen(p);
-    const char *second = dash ? dash + 1 : p;
-    size_t n2 = strlen(second);
-    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 || n2 == 0 || n2 > 9 ||
-        strspn(second, "0123456789") != n2)
-        return -1;
-    *first = atoi(p);
-    *last = atoi(second);
-    return 0;
+    return parse_index_range(p, "layers.", first, last);
 }
 
 static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int layers,
@@ -104,19 +111,7 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
 /* A dlrm children key "tables.N" or "tables.A-B" (inclusive); 0 when it parses. */
 static int parse_table_path(const char *p, int *first, int *last)
 {
-    if (strncmp(p, "tables.", 7))
-        return -1;
-    p += 7;
-    const char *dash = strchr(p, '-');
-    size_t n1 = dash ? (size_t)(dash - p) : strlen(p);
-    const char *second = dash ? dash + 1 : p;
-    size_t n2 = strlen(second);
-    if (n1 == 0 || n1 > 9 || strspn(p, "0123456789") != n1 || n2 == 0 || n2 > 9 ||
-        strspn(second, "0123456789") != n2)
-        return -1;
-    *first = atoi(p);
-    *last = atoi(second);
-    return 0;
+    return parse_index_range(p, "tables.", first, last);
 }
 
 /* children of a dlrm plan: per-table sharding, {sharding: S, shards: K}, each table at most
