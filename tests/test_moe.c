@@ -27,20 +27,6 @@ static void build_named(const char *name, workload_graph *g)
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, g, &err) == 0, "%s", err.message);
 }
 
-static int load_text(const char *text, workload_model *m, ps_error *err)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/protosim_test_moe_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-    int rc = workload_model_load(path, data_dir(), m, err);
-    unlink(path);
-    return rc;
-}
-
 /* Parameters of a Llama-style MoE model with untied embeddings, by the formula: per layer
  * attention (Q, K, V, O), two RMSNorm weights, the router (h x E) and E SwiGLU experts of 3
  * h x f matrices; final norm, embedding and LM head. Active: topk of the experts. */
@@ -111,9 +97,9 @@ START_TEST(moe_layer_ops)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(load_text(MOE_HEAD "experts: 4\nexperts_topk: 2\nshared_experts: 2\n"
-                                     "dense_layers: 1\ndense_ffn_hidden: 96\n",
-                            &m, &err) == 0,
+    ck_assert_msg(model_load_text(MOE_HEAD "experts: 4\nexperts_topk: 2\nshared_experts: 2\n"
+                                           "dense_layers: 1\ndense_ffn_hidden: 96\n",
+                                  &m, &err) == 0,
                   "%s", err.message);
     workload_graph g;
     ck_assert(workload_build(&m, 2, PREC_BF16, &g, &err) == 0);
@@ -191,13 +177,13 @@ static void expect_error(const char *text, const char *field, int line, int colu
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text(text, &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text(text, &m, &err), PS_EINPUT);
     ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
                   err.message);
     ck_assert_msg(err.line == line && err.column == column, "%s at %d:%d, want %d:%d", field,
                   err.line, err.column, line, column);
     ck_assert_msg(strstr(err.message, words) != NULL, "'%s' lacks '%s'", err.message, words);
-    ck_assert_ptr_nonnull(strstr(err.file, "protosim_test_moe_"));
+    ck_assert_ptr_nonnull(strstr(err.file, "protosim_test_model_"));
 }
 
 START_TEST(moe_key_rules_are_located_errors)
