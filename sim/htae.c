@@ -273,24 +273,27 @@ static void run_transfer(exec_state *x, uint32_t t)
         return;
     const int32_t *pr = NULL;
     int n = 1 + htae_companions(x->g, t, &pr);
-    int32_t one[2] = {k->rank, k->peer};
-    int32_t *ends = xmalloc((size_t)2 * n * sizeof *ends); /* sources, then destinations */
+    /* up to 8 flows (a TP group's sends) on the actor's stack: no allocation per transfer */
+    enum { STACK_FLOWS = 8 };
+    int32_t ends_s[2 * STACK_FLOWS]; /* sources, then destinations */
+    sg_host_t hosts_s[2 * STACK_FLOWS];
+    double bytes_s[4 * STACK_FLOWS * STACK_FLOWS];
+    int heap = n > STACK_FLOWS;
+    int32_t *ends = heap ? xmalloc((size_t)2 * n * sizeof *ends) : ends_s;
+    sg_host_t *hosts = heap ? xmalloc((size_t)2 * n * sizeof *hosts) : hosts_s;
+    double *bytes = heap ? xmalloc((size_t)4 * n * n * sizeof *bytes) : bytes_s;
+    memset(bytes, 0, (size_t)4 * n * n * sizeof *bytes);
     for (int i = 0; i < n; i++) {
-        const int32_t *p = i == 0 ? one : pr + 2 * (i - 1);
-        ends[i] = p[0];
-        ends[n + i] = p[1];
-    }
-    for (int i = 0; i < 2 * n; i++)
-        comm_changed(x, ends[i], 1);
-    sleep_for(x->opt.p2p_launch_s);
-    sg_host_t *hosts = xmalloc((size_t)2 * n * sizeof *hosts);
-    double *bytes = xcalloc((size_t)4 * n * n, sizeof *bytes);
-    double now = simgrid_get_clock();
-    for (int i = 0; i < n; i++) {
+        ends[i] = i ? pr[2 * (i - 1)] : k->rank;
+        ends[n + i] = i ? pr[2 * (i - 1) + 1] : k->peer;
         hosts[i] = x->hosts[ends[i]];
         hosts[n + i] = x->hosts[ends[n + i]];
         bytes[(size_t)i * 2 * n + (size_t)(n + i)] = k->bytes;
     }
+    for (int i = 0; i < 2 * n; i++)
+        comm_changed(x, ends[i], 1);
+    sleep_for(x->opt.p2p_launch_s);
+    double now = simgrid_get_clock();
     for (int i = 0; i < n; i++)
         htae_links_start(x->links, hosts[i], hosts[n + i], k->bytes, now);
     sg_exec_t e = sg_actor_parallel_exec_init(2 * n, hosts, NULL, bytes);
@@ -302,9 +305,11 @@ static void run_transfer(exec_state *x, uint32_t t)
         htae_links_end(x->links, hosts[i], hosts[n + i], now);
     for (int i = 0; i < 2 * n; i++)
         comm_changed(x, ends[i], -1);
-    free(bytes);
-    free(hosts);
-    free(ends);
+    if (heap) {
+        free(bytes);
+        free(hosts);
+        free(ends);
+    }
 }
 
 /* The last member to arrive runs the collective for everyone; the others sleep on their
@@ -335,15 +340,10 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     x->lean_colls += (uint32_t)lean;
     const int32_t *comp;
     int n_comp = htae_coll_companions(g, (uint32_t)k->coll, &comp);
-    if (n_comp) {
-        coll_group **cg = xmalloc((size_t)n_comp * sizeof *cg);
-        for (int i = 0; i < n_comp; i++)
-            cg[i] = x->groups[comp[i]];
-        htae_coll_run_with(x->groups[col->group], cg, n_comp, col->kind, col->bytes, &cx);
-        free(cg);
-    } else {
+    if (n_comp)
+        htae_coll_run_with(x->groups, col->group, comp, n_comp, col->kind, col->bytes, &cx);
+    else
         htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
-    }
     double t1 = simgrid_get_clock();
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->tasked; i++) {

@@ -771,18 +771,18 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         run_pattern(gp, p, factor * bytes, latency, cx);
 }
 
-void htae_coll_run_with(coll_group *gp, coll_group *const *comp, int n, coll_kind kind,
-                        double bytes, coll_run_ctx *cx)
+void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *comp, int n,
+                        coll_kind kind, double bytes, coll_run_ctx *cx)
 {
     assert(isfinite(bytes) && bytes >= 0.0 && n > 0);
-    if (gp->n < 2) /* one member: nothing moves, as htae_coll_run */
+    int m = groups[first]->n, total = m * (n + 1);
+    if (m < 2) /* one member: nothing moves, as htae_coll_run */
         return;
-    int m = gp->n, total = m * (n + 1);
     sg_host_t *hosts = xmalloc((size_t)total * sizeof *hosts);
     pattern all = {0};
     double latency = 0.0;
     for (int k = 0; k <= n; k++) { /* group k's members are all's k * m .. k * m + m - 1 */
-        coll_group *g = k ? comp[k - 1] : gp;
+        coll_group *g = groups[k ? comp[k - 1] : first];
         assert(g->n == m);
         double factor, lat;
         const pattern *p =

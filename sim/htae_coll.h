@@ -77,10 +77,10 @@ int htae_coll_set_alone(coll_group *gp);
  * statistics still count every flow. */
 void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx);
-/* The same collective over gp and its companion groups comp[0 .. n) (htae_set_coll_companions),
- * each with its own algorithm and latency terms, as one SimGrid task per block of hosts: every
- * flow of every group moves at the pace of its block's slowest. */
-void htae_coll_run_with(coll_group *gp, coll_group *const *comp, int n, coll_kind kind,
-                        double bytes, coll_run_ctx *cx);
+/* The same collective over groups[first] and its companion groups groups[comp[0 .. n)]
+ * (htae_set_coll_companions), each with its own algorithm and latency terms, as one SimGrid
+ * task per block of hosts: every flow of every group moves at the pace of its block's slowest. */
+void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *comp, int n,
+                        coll_kind kind, double bytes, coll_run_ctx *cx);
 
 #endif
