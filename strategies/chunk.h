@@ -98,7 +98,7 @@ typedef struct compile_ctx {
     double *prof_load; /* [n_prof]: the routed-expert load of the profile's ranks */
     /* Tensor indices simulated: tp, or 1 when the TP peers are folded (fold.c): tensor index 0
      * computes, its peers lend their links (stand-ins in the TP groups, companion pairs of its
-     * pipeline sends) and their DP collectives start when index 0's do. */
+     * pipeline sends, companion groups of its DP collectives). */
     int tp_sim;
     int n_sim; /* simulated ranks of a stage: dp_sim x tp_sim, member j = d * tp_sim + t */
     uint8_t *rank_simulated; /* [n_gpus]: 1 for the ranks that compute */
@@ -124,12 +124,6 @@ typedef struct compile_ctx {
 static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 {
     return mc % cx->pp;
-}
-
-/* The simulated tensor index that tensor index t behaves like: t, or 0 when TP is folded. */
-static inline int tp_twin(const compile_ctx *cx, int t)
-{
-    return t % cx->tp_sim;
 }
 
 /* The template of chunk mc on its first rank (replica 0, tensor index 0): what is the same on

@@ -223,25 +223,20 @@ void compile_choose_simulated(compile_ctx *cx, const compile_options *opt)
     cx->ep_stand_in = 0;
     if (!opt->fold_data_parallel)
         return;
-    /* tensor-parallel peers: dense plans without context parallelism (expert and context
-     * parallelism keep every TP index: their groups mix them) */
-    int fold_tp = cx->tp > 1 && !cx->expert_layout && cx->cp == 1;
-    if (!replicas_alike(s, cx->c)) {
-        if (fold_tp && tp_peers_alike(cx)) {
-            cx->tp_sim = 1;
-            cx->n_sim = cx->dp;
+    if (replicas_alike(s, cx->c)) {
+        cx->dp_sim = block;
+        cx->n_sim = block * cx->tp;
+        cx->ep_stand_in = stand_in;
+        if (cx->expert_layout &&
+            !expert_routes_alike(cx, stand_in ? cx->ep * cx->etp : cx->n_sim)) {
+            cx->dp_sim = cx->dp;
+            cx->n_sim = cx->dp * cx->tp;
+            cx->ep_stand_in = 0;
         }
-        return;
     }
-    cx->dp_sim = block;
-    cx->n_sim = block * cx->tp;
-    cx->ep_stand_in = stand_in;
-    if (cx->expert_layout && !expert_routes_alike(cx, stand_in ? cx->ep * cx->etp : cx->n_sim)) {
-        cx->dp_sim = cx->dp;
-        cx->n_sim = cx->dp * cx->tp;
-        cx->ep_stand_in = 0;
-    }
-    if (fold_tp && tp_peers_alike(cx)) {
+    /* tensor-parallel peers of the simulated replicas: dense plans without context parallelism
+     * (expert and context parallelism keep every TP index: their groups mix them) */
+    if (cx->tp > 1 && !cx->expert_layout && cx->cp == 1 && tp_peers_alike(cx)) {
         cx->tp_sim = 1;
         cx->n_sim = cx->dp_sim;
     }

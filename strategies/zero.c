@@ -168,7 +168,7 @@ static uint32_t bucket_ready(compile_ctx *cx, const emit_state *es, int d, int t
 {
     const chunk_template *ct = compile_chunk_ref(cx, mc);
     uint32_t ready;
-    t = tp_twin(cx, t); /* a folded TP peer's gradients are ready when index 0's are */
+    assert(t < cx->tp_sim); /* folded TP peers' collectives are index 0's companions */
     if (cx->s->dp_overlap)
         ready = es->bwd_seg[bwd_seg_index(cx, es, d, t, mc, mb, ct->bucket_end[b])];
     else if (cx->s->zero == 2)
@@ -298,10 +298,8 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
 static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int d, int t, int k,
                           int which)
 {
-    assert(d < cx->dp_sim && k < es->fsdp_cap);
-    return es
-        ->fsdp_task[(((size_t)d * cx->tp_sim + (size_t)tp_twin(cx, t)) * es->fsdp_cap + k) * 3 +
-                    which];
+    assert(d < cx->dp_sim && t < cx->tp_sim && k < es->fsdp_cap);
+    return es->fsdp_task[(((size_t)d * cx->tp_sim + (size_t)t) * es->fsdp_cap + k) * 3 + which];
 }
 
 /* The all-gather of FSDP step k's unit parameters (forward or backward copy). */
@@ -330,7 +328,7 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
         for (int t = 0; t < cx->tp_sim; t++) {
             int K = es->fsdp_n[p];
             for (int d = 0; d < cx->dp_sim; d++)
-                assert(es->fsdp_next[d * cx->tp_sim + tp_twin(cx, t)] == K); /* all recorded */
+                assert(es->fsdp_next[d * cx->tp_sim + t] == K); /* every step recorded */
             fsdp_gather(cx, es, p, t, 0, cur);
             for (int k = 0; k < K; k++) {
                 fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
@@ -420,7 +418,7 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
             dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER], -1,
                      task);
             for (int d = 0; d < cx->dp_sim; d++)
-                dep[d] = es->opt_task[compile_rank_of(s, tp_twin(cx, t), d, p)];
+                dep[d] = es->opt_task[compile_rank_of(s, t, d, p)];
             dp_deps(cx, task, dep);
         }
         if (expert > 0 && cx->edp > 1)
