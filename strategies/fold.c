@@ -138,8 +138,8 @@ static int groups_alike(const cluster *c, const int *a, const int *b, int n)
  * routes to its pipeline neighbours (both ways; the wrap under the interleaved schedule), so its
  * compute and pipeline sends match index 0's; and every data-parallel group of index t (shard
  * groups, and HSDP's replica groups) reaches its members as index 0's does (groups_alike), so
- * that its gradient collectives, which run in full, end when index 0's do and its optimizer
- * step, which is not simulated, would too. The TP collectives run over every member's links
+ * that its gradient collectives (index 0's companion groups, run in full) take as long as
+ * index 0's and its optimizer step, which is not simulated, would end when index 0's does. The TP collectives run over every member's links
  * folded or not: no check. */
 static int tp_peers_alike(const compile_ctx *cx)
 {

@@ -672,8 +672,8 @@ static void check_fold_matches_full(const char *yaml, const char *nodes, double 
 }
 
 /* Tensor-parallel folding (strategies/fold.c): tensor index 0 computes, its peers lend their
- * links (stand-ins of the TP groups, companion pairs of its pipeline sends) and run their DP
- * collectives when index 0's start; on two DGX H100 the iteration is the full simulation's:
+ * links (stand-ins of the TP groups, companion pairs of its pipeline sends, companion groups of
+ * its DP collectives); on two DGX H100 the iteration is the full simulation's:
  * TP4 x DP2 x PP2 with ZeRO-1's overlapped buckets, TP2 x HSDP 8 (4-way shards, 2 replicas),
  * TP2 x PP2 interleaved x DP4. */
 START_TEST(tp_folded_plans_match_full_simulation)
