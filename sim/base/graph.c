@@ -54,8 +54,7 @@ void htae_graph_free(htae_graph *g)
     free(g->pair_first);
     free(g->companion);
     free(g->comp_groups);
-    free(g->comp_first);
-    free(g->comp_n);
+    free(g->comp_span);
     free(g->tasks);
     free(g->edges);
     free(g->succ);
@@ -206,17 +205,15 @@ void htae_set_coll_companions(htae_graph *g, int c, const int *groups, int n)
     assert(!g->colls[c].matrix);
     uint32_t size = g->groups[g->colls[c].group].n;
     if ((uint32_t)c >= g->n_coll_comp) {
-        size_t cap = g->cap_coll_comp;
-        xgrow(&g->comp_first, sizeof *g->comp_first, (size_t)c + 1, &cap);
-        xgrow(&g->comp_n, sizeof *g->comp_n, (size_t)c + 1, &g->cap_coll_comp);
-        for (uint32_t i = g->n_coll_comp; i <= (uint32_t)c; i++)
-            g->comp_first[i] = g->comp_n[i] = 0;
+        xgrow(&g->comp_span, 2 * sizeof *g->comp_span, (size_t)c + 1, &g->cap_coll_comp);
+        memset(g->comp_span + 2 * (size_t)g->n_coll_comp, 0,
+               2 * ((size_t)c + 1 - g->n_coll_comp) * sizeof *g->comp_span);
         g->n_coll_comp = (uint32_t)c + 1;
     }
     xgrow(&g->comp_groups, sizeof *g->comp_groups, (size_t)g->n_comp_groups + (size_t)n,
           &g->cap_comp_groups);
-    g->comp_first[c] = g->n_comp_groups;
-    g->comp_n[c] = (uint32_t)n;
+    g->comp_span[2 * (size_t)c] = (uint32_t)n;
+    g->comp_span[2 * (size_t)c + 1] = g->n_comp_groups;
     for (int i = 0; i < n; i++) {
         assert(groups[i] >= 0 && (uint32_t)groups[i] < g->n_groups);
         assert(g->groups[groups[i]].n == size);
@@ -226,10 +223,10 @@ void htae_set_coll_companions(htae_graph *g, int c, const int *groups, int n)
 
 int htae_coll_companions(const htae_graph *g, uint32_t c, const int32_t **groups)
 {
-    if (c >= g->n_coll_comp || g->comp_n[c] == 0)
+    if (c >= g->n_coll_comp || g->comp_span[2 * (size_t)c] == 0)
         return 0;
-    *groups = g->comp_groups + g->comp_first[c];
-    return (int)g->comp_n[c];
+    *groups = g->comp_groups + g->comp_span[2 * (size_t)c + 1];
+    return (int)g->comp_span[2 * (size_t)c];
 }
 
 void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)
@@ -607,7 +604,7 @@ void htae_digest_add(htae_digest *d, const void *data, size_t n)
 
 /* The fields below are htae_graph's; a new one changes its size (64-bit builds). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(htae_graph) == 400 && sizeof(htae_task) == 72 &&
+_Static_assert(sizeof(htae_graph) == 392 && sizeof(htae_task) == 72 &&
                    sizeof(htae_collective) == 32 && sizeof(htae_group) == 12,
                "a graph field was added or changed: digest it in htae_digest_graph");
 #endif
@@ -655,6 +652,5 @@ void htae_digest_graph(htae_digest *d, const htae_graph *g)
                     (g->pair_first ? (size_t)g->n_pair_sets + 1 : 0) * sizeof *g->pair_first);
     htae_digest_add(d, g->companion, (size_t)g->n_companion * sizeof *g->companion);
     htae_digest_add(d, g->comp_groups, (size_t)g->n_comp_groups * sizeof *g->comp_groups);
-    htae_digest_add(d, g->comp_first, (size_t)g->n_coll_comp * sizeof *g->comp_first);
-    htae_digest_add(d, g->comp_n, (size_t)g->n_coll_comp * sizeof *g->comp_n);
+    htae_digest_add(d, g->comp_span, 2 * (size_t)g->n_coll_comp * sizeof *g->comp_span);
 }

@@ -144,12 +144,12 @@ typedef struct htae_graph {
     size_t cap_companion;
 
     /* Companion groups of collectives (htae_set_coll_companions): collective c also runs over
-     * the groups comp_groups[comp_first[c] .. comp_first[c] + comp_n[c]) (NULL or c >=
-     * n_coll_comp: none). */
+     * comp_span[2 c] groups of comp_groups from comp_span[2 c + 1] on (NULL or c >= n_coll_comp:
+     * none). */
     int32_t *comp_groups;
     uint32_t n_comp_groups;
     size_t cap_comp_groups;
-    uint32_t *comp_first, *comp_n;
+    uint32_t *comp_span; /* [2 * n_coll_comp]: count, first */
     uint32_t n_coll_comp;
     size_t cap_coll_comp;
 
