@@ -592,8 +592,9 @@ static int collect_result(exec_state *x, ps_error *err)
     return 0;
 }
 
-/* Step: times from the run's start. SimGrid's clock goes on across runs in one process (replay
- * --what-if runs the unchanged job, then the changed one). */
+/* Step: times from the run's start, if SimGrid's clock could not be put back to 0
+ * (htae_clock_restart) after an earlier run in the process (replay --what-if runs the unchanged
+ * job, then the changed one; a sweep worker runs many plans). */
 static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
 {
     if (origin == 0.0)
@@ -659,7 +660,8 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     x.links = htae_links_create();
     htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
     rc = plan_groups(&x, c, err);
-    double origin = simgrid_get_clock(); /* 0 unless the process ran an earlier simulation */
+    htae_clock_restart();                /* a run in a process that ran another starts from 0 too */
+    double origin = simgrid_get_clock(); /* 0 unless the clock could not be reset */
     if (!rc) {
         start_actors(&x);
         simgrid_run();

@@ -88,7 +88,9 @@ typedef struct htae_result {
 } htae_result;
 
 /* Run `g` (finalized) on the cluster's platform, loaded by cluster_load after
- * cluster_engine_start in this process. One call per process. On failure (a host missing from the
+ * cluster_engine_start in this process. A run after a successful one in the same process gives
+ * what it would give in a process of its own (SimGrid's clock is put back to 0 first,
+ * htae_clock_restart); after a failed one, run no more. On failure (a host missing from the
  * platform, a run that stalls) *out holds nothing to free; htae_result_free on it is harmless.
  * Options, when given, must be finite and non-negative, the efficiencies in (0, 1] (asserted);
  * NULL takes htae_default_options. A forced algorithm (opt->algo) that cannot run one of the

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <simgrid/engine.h>
+
 #include "../sim/base/graph.h"
 #include "../sim/htae.h"
 #include "../strategies/schedule.h"
@@ -249,6 +251,41 @@ START_TEST(compute_overlapping_comm_is_slowed)
     ck_close(r.end[c3], 0.016, 1e-4);
     htae_result_free(&r);
     htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
+/* A run after another in the same process gives the same times to the last bit as the first
+ * (SimGrid's clock is put back to 0 between them: htae_clock_restart), and counts from 0: a
+ * 1 GB transfer over 100 GB/s after 1 ms of compute ends at 11 ms both times, the clock too. */
+START_TEST(second_run_in_a_process_starts_at_zero)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
+    htae_result r[2];
+    uint32_t x = 0;
+    for (int k = 0; k < 2; k++) {
+        htae_graph *g = htae_graph_create(2);
+        int l = htae_label(g, "x");
+        uint32_t c1 = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+        htae_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
+        x = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+        uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
+        htae_add_edge(g, c1, x);
+        htae_add_edge(g, x, c3);
+        htae_options o = sim_bare_options();
+        o.overlap_slowdown = 0.2;
+        sim_run(g, &c, &o, &r[k]);
+        ck_assert(simgrid_get_clock() == r[k].makespan); /* it ran from 0 */
+        htae_graph_free(g);
+    }
+    ck_close(r[1].end[x], 0.011, 1e-4);
+    for (uint32_t t = 0; t < 4; t++) {
+        ck_assert(r[1].start[t] == r[0].start[t]);
+        ck_assert(r[1].end[t] == r[0].end[t]);
+    }
+    htae_result_free(&r[0]);
+    htae_result_free(&r[1]);
     cluster_free(&c);
 }
 END_TEST
@@ -711,6 +748,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, gpipe_textbook_bubble);
     tcase_add_test(tc, one_f_one_b_textbook_bubble);
     tcase_add_test(tc, compute_overlapping_comm_is_slowed);
+    tcase_add_test(tc, second_run_in_a_process_starts_at_zero);
     tcase_add_test(tc, p2p_launch_cost_is_added);
     tcase_add_test(tc, cpu_thread_and_two_gpu_streams_with_a_lag);
     tcase_add_test(tc, host_bound_compute_follows_the_issue_timeline);

@@ -249,7 +249,8 @@ static void write_plan_strategy(const char *path, const cJSON *p)
 START_TEST(ranking_matches_single_runs)
 {
     char *dir = make_tmpdir();
-    run_result r = run_sweep(dir, "small", "all.json", NULL, NULL);
+    /* one worker simulates every plan, one after another */
+    run_result r = run_sweep(dir, "small", "all.json", "-j", "1");
     expect_exit(&r, 0);
     char *j = tmp_path(dir, "all.json");
     cJSON *root = parse_json_file(j);
@@ -265,7 +266,8 @@ START_TEST(ranking_matches_single_runs)
         ck_assert(numf(p, "iteration_time_s") >= prev);
         prev = numf(p, "iteration_time_s");
     }
-    /* the best, a middle and the worst plan equal `protosim run` of the same strategy */
+    /* the best, a middle and the worst plan equal `protosim run` of the same strategy to the
+     * last bit, whatever the worker simulated before them */
     int pick[3] = {0, ok / 2, ok - 1};
     char *cl = src_path("topology/clusters/dgx4.xml");
     for (int k = 0; k < 3; k++) {
@@ -383,7 +385,8 @@ START_TEST(crashing_worker_is_reported)
 {
     char *dir = make_tmpdir();
     setenv("PROTOSIM_SWEEP_CRASH_PLAN", "0", 1);
-    run_result r = run_sweep(dir, "small", "crash.json", NULL, NULL);
+    /* one worker: plan 0 kills it, another takes the nine plans left */
+    run_result r = run_sweep(dir, "small", "crash.json", "-j", "1");
     unsetenv("PROTOSIM_SWEEP_CRASH_PLAN");
     expect_exit(&r, 0);
     char *j = tmp_path(dir, "crash.json");
@@ -399,6 +402,47 @@ START_TEST(crashing_worker_is_reported)
     cJSON_Delete(root);
     free(j);
     run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* A plan that fails in the simulator ends its worker (a stalled run may leave the engine with
+ * actors); another worker simulates the nine plans left, as they would be alone. */
+START_TEST(failed_plan_ends_its_worker)
+{
+    char *dir = make_tmpdir();
+    setenv("PROTOSIM_SWEEP_FAIL_PLAN", "1", 1);
+    run_result r = run_sweep(dir, "small", "fail.json", "-j", "1");
+    unsetenv("PROTOSIM_SWEEP_FAIL_PLAN");
+    run_result whole = run_sweep(dir, "small", "all.json", "-j", "1");
+    expect_exit(&r, 0);
+    expect_exit(&whole, 0);
+    char *j = tmp_path(dir, "fail.json"), *ja = tmp_path(dir, "all.json");
+    cJSON *root = parse_json_file(j), *all = parse_json_file(ja);
+    ck_assert_int_eq(count_status(root, "failed"), 1);
+    ck_assert_int_eq(count_status(root, "ok"), 9);
+    double time_of[12] = {0};
+    const cJSON *p;
+    cJSON_ArrayForEach(p, plans_of(all)) if (!strcmp(strf(p, "status"), "ok"))
+    {
+        time_of[(int)numf(p, "index")] = numf(p, "iteration_time_s");
+    }
+    cJSON_ArrayForEach(p, plans_of(root))
+    {
+        int index = (int)numf(p, "index");
+        if (!strcmp(strf(p, "status"), "failed")) {
+            ck_assert_int_eq(index, 1);
+            ck_assert_ptr_nonnull(strstr(strf(p, "reason"), "PROTOSIM_SWEEP_FAIL_PLAN"));
+        } else if (!strcmp(strf(p, "status"), "ok")) {
+            ck_assert(numf(p, "iteration_time_s") == time_of[index]);
+        }
+    }
+    cJSON_Delete(root);
+    cJSON_Delete(all);
+    free(j);
+    free(ja);
+    run_free(&r);
+    run_free(&whole);
     remove_tmpdir(dir);
 }
 END_TEST
@@ -705,6 +749,7 @@ static Suite *sweep_suite(void)
     tcase_add_test(t, shards_merge_to_whole_sweep);
     tcase_add_test(t, bad_sweep_files);
     tcase_add_test(t, crashing_worker_is_reported);
+    tcase_add_test(t, failed_plan_ends_its_worker);
     tcase_add_test(t, twins_take_their_plans_record);
     tcase_add_test(t, twin_of_a_crashed_plan_is_simulated);
     tcase_add_test(t, bundled_sweep_outputs);
