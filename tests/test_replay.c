@@ -288,6 +288,9 @@ START_TEST(bad_traces)
     expect_error("no_gpu.json", "traceEvents", "no GPU events");
     expect_error("unknown_device.json", "traceEvents[1]", "device 3");
     expect_error("no_correlation.json", "traceEvents[2]", "no correlation id");
+    /* identifiers become integers: 1e300 or 7.5 is none (fuzzing found 1e129 cast to long long) */
+    expect_error("huge_tid.json", "traceEvents[0].tid", "integer of at most 2^53 (got 1e+300)");
+    expect_error("fraction_stream.json", "traceEvents[1].args.stream", "(got 7.5)");
 }
 END_TEST
 

@@ -206,6 +206,33 @@ static long long thread_id(const cJSON *tid)
     return (long long)(h | (1ull << 62));
 }
 
+/* Identifiers the reader turns into integers: the event's tid when a number, and these args
+ * (streams, devices, correlations, sequence numbers). Each must be an integer of magnitude at
+ * most 2^53 (a double holds it exactly), else the event is refused naming the field. */
+static const char *const ID_ARGS[] = {"correlation",    "stream",
+                                      "device",         "Sequence number",
+                                      "wait_on_stream", "wait_on_cuda_event_record_corr_id"};
+
+static int check_ids(const cJSON *e, const char *path, int idx, ps_error *err)
+{
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+    int n = (int)(sizeof ID_ARGS / sizeof *ID_ARGS);
+    for (int k = -1; k < n; k++) {
+        const cJSON *v = k < 0                  ? cJSON_GetObjectItemCaseSensitive(e, "tid")
+                         : cJSON_IsObject(args) ? cJSON_GetObjectItemCaseSensitive(args, ID_ARGS[k])
+                                                : NULL;
+        double x = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+        if (x == floor(x) && fabs(x) <= 9007199254740992.0) /* NaN and infinities fail */
+            continue;
+        char f[96];
+        snprintf(f, sizeof f, "traceEvents[%d].%s%s", idx, k < 0 ? "" : "args.",
+                 k < 0 ? "tid" : ID_ARGS[k]);
+        return ps_error_set(err, PS_EINPUT, path, 0, 0, f,
+                            "an identifier must be an integer of at most 2^53 (got %g)", x);
+    }
+    return 0;
+}
+
 /* One complete ("X") event of a category we read into t->ev; others are skipped. */
 static int take_event(trace_events *t, const cJSON *e, int idx, const char *path, ps_error *err)
 {
@@ -224,6 +251,8 @@ static int take_event(trace_events *t, const cJSON *e, int idx, const char *path
         dur->valuedouble < 0 || !isfinite(ts->valuedouble))
         return ps_error_set(err, PS_EINPUT, path, 0, 0, trace_event_field(f, sizeof f, idx),
                             "a '%s' event needs a name, a ts and a dur >= 0", cat->valuestring);
+    if (check_ids(e, path, idx, err))
+        return err->code;
     trace_ev ev = {kind,
                    idx,
                    -1,
