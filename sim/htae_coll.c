@@ -613,8 +613,9 @@ static sg_exec_t start_block(coll_group *gp, const pattern *p, double scale, con
 }
 
 /* Wait out `latency`, then move scale * w bytes on every edge of p: one parallel task, or one
- * per block of hosts in large groups. Returns when every flow has ended. */
-static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency,
+ * per block of hosts in large groups, a block never holding members of two spans (members
+ * [k span, (k + 1) span), span > 0). Returns when every flow has ended. */
+static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency, int span,
                         coll_run_ctx *cx)
 {
     /* SimGrid charges each task its worst route latency itself; an empty one runs no task */
@@ -630,8 +631,7 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
     int *started = xmalloc((size_t)ne * sizeof *started), n_started = 0;
     for (int e = 0; e < ne; e++)
         order[e] = e;
-    for (int m = 0; m < n; m++)
-        slot[m] = -1;
+    memset(slot, 0xff, (size_t)n * sizeof *slot); /* -1: no slot */
     if (n > HTAE_PTASK_MAX_HOSTS) {
         sort_pattern = p;
         qsort(order, (size_t)ne, sizeof *order, by_lower_member);
@@ -644,7 +644,8 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
         for (; to < ne; to++) {
             int a = p->src[order[to]], b = p->dst[order[to]];
             int more = !seen[a] + (!seen[b] && b != a);
-            if (hosts + more > HTAE_PTASK_MAX_HOSTS)
+            if (hosts + more > HTAE_PTASK_MAX_HOSTS ||
+                (span && a / span != p->src[order[from]] / span))
                 break;
             hosts += more;
             seen[a] = seen[b] = 1;
@@ -685,10 +686,9 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
 
 int htae_coll_set_alone(coll_group *gp)
 {
-    if (gp->n > HTAE_PTASK_MAX_HOSTS)
-        return 0;
-    gp->alone = 1;
-    return 1;
+    int fits = gp->n <= HTAE_PTASK_MAX_HOSTS; /* a larger group is left as it is */
+    gp->alone |= fits;
+    return fits;
 }
 
 /* p's host pairs, each once, as start_block starts their flows (pattern.pair_*). */
@@ -756,7 +756,7 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         pattern v = {0};
         build_alltoallv(gp, matrix, &v);
         double latency = gp->launch_s + gp->step_s + (gp->m > 1 ? gp->net_step_s : 0.0) + v.max_lat;
-        run_pattern(gp, &v, 1.0, latency, cx);
+        run_pattern(gp, &v, 1.0, latency, 0, cx);
         htae_pattern_free(&v);
         return;
     }
@@ -768,7 +768,7 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);
     else
-        run_pattern(gp, p, factor * bytes, latency, cx);
+        run_pattern(gp, p, factor * bytes, latency, 0, cx);
 }
 
 void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *comp, int n,
@@ -794,7 +794,7 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
         all.max_lat = p->max_lat > all.max_lat ? p->max_lat : all.max_lat;
     }
     coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
-    run_pattern(&merged, &all, bytes, latency, cx);
+    run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, cx);
     htae_pattern_free(&all);
     free(hosts);
 }

@@ -79,7 +79,9 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
                    coll_run_ctx *cx);
 /* The same collective over groups[first] and its companion groups groups[comp[0 .. n)]
  * (htae_set_coll_companions), each with its own algorithm and latency terms, as one SimGrid
- * task per block of hosts: every flow of every group moves at the pace of its block's slowest. */
+ * task per block of hosts: every flow of every group moves at the pace of its block's slowest.
+ * All groups' hosts in one task when they fit (HTAE_PTASK_MAX_HOSTS), else each group's own
+ * blocks. */
 void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *comp, int n,
                         coll_kind kind, double bytes, coll_run_ctx *cx);
 

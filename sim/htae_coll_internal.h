@@ -10,7 +10,9 @@
  * edges, sorted by their lower member (group order is node-major, so ring and chain edges stay
  * near their nodes), into blocks of at most this many hosts, one task each. Edges of one block
  * move at the pace of its slowest; blocks progress independently: the same time when the links
- * are evenly loaded (rings, trees over alike nodes), slightly optimistic otherwise. */
+ * are evenly loaded (rings, trees over alike nodes), slightly optimistic otherwise. A collective
+ * with companion groups (tensor-parallel folding) that needs blocks gets one per group: each
+ * group's collective is then the task it is unfolded, not an arbitrary share of them. */
 
 #define HTAE_PTASK_MAX_HOSTS 512
 

@@ -731,6 +731,41 @@ START_TEST(collective_companions_run_with_it)
 }
 END_TEST
 
+/* Companion groups too many for one SimGrid task (3 x 172 = 516 hosts, over the 512 a task
+ * spans) run one task per group, as they would unfolded, not two arbitrary blocks. 172 nodes of 3
+ * GPUs; group j is GPU j of every node, an all-gather ring (one channel: one member per node)
+ * of S = 172 MB: each edge moves 171/172 S = 171 MB. Node i -> i + 1 crosses the shared
+ * 1000 GB/s fabric up (the wrap-around edge crosses it down), so the fabric's up direction
+ * carries 3 x 171 edges and binds (a NIC, 10 GB/s, carries one): 513 x 171 MB / 1000 GB/s. */
+START_TEST(companion_groups_past_a_task_run_one_task_each)
+{
+    enum { M = 172, K = 3 };
+    const char *nvl[M], *nic[K] = {"0", "0", "0"};
+    for (int i = 0; i < M; i++)
+        nvl[i] = "0";
+    cluster c;
+    sim_load_nodes(M, K, nvl, nic, &c);
+    htae_graph *g = htae_graph_create(M * K);
+    int groups[K], members[M], l = htae_label(g, "ag");
+    for (int j = 0; j < K; j++) {
+        for (int i = 0; i < M; i++)
+            members[i] = i * K + j;
+        groups[j] = htae_add_group(g, members, M);
+    }
+    int col = htae_add_collective(g, COLL_ALLGATHER, groups[0], STREAM_DP, 172e6, CAT_DP_COMM, l,
+                                  0, NULL);
+    htae_set_coll_companions(g, col, groups + 1, K - 1);
+    htae_options o = sim_bare_options();
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_assert_uint_eq(r.activities, 3);
+    ck_close(r.makespan, 513 * 171e6 / 1000e9, 1e-6);
+    htae_result_free(&r);
+    htae_graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *htae_suite(void)
 {
     Suite *s = suite_create("htae");
@@ -742,6 +777,7 @@ static Suite *htae_suite(void)
     tcase_add_test(tc, transfer_companions_on_their_own_links);
     tcase_add_test(tc, transfer_companions_share_a_link_with_it);
     tcase_add_test(tc, collective_companions_run_with_it);
+    tcase_add_test(tc, companion_groups_past_a_task_run_one_task_each);
     tcase_add_test(tc, ring_allreduce_matches_formula);
     tcase_add_test(tc, ring_reduce_scatter_and_allgather);
     tcase_add_test(tc, multi_link_topology_uses_two_rings);
