@@ -752,8 +752,8 @@ START_TEST(companion_groups_past_a_task_run_one_task_each)
             members[i] = i * K + j;
         groups[j] = htae_add_group(g, members, M);
     }
-    int col = htae_add_collective(g, COLL_ALLGATHER, groups[0], STREAM_DP, 172e6, CAT_DP_COMM, l,
-                                  0, NULL);
+    int col = htae_add_collective(g, COLL_ALLGATHER, groups[0], STREAM_DP, 172e6, CAT_DP_COMM, l, 0,
+                                  NULL);
     htae_set_coll_companions(g, col, groups + 1, K - 1);
     htae_options o = sim_bare_options();
     htae_result r;
