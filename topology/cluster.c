@@ -361,21 +361,6 @@ void cluster_free(cluster *c)
     c->n_gpus = c->n_nodes = 0;
 }
 
-void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency)
-{
-    assert(a >= 0 && a < c->n_gpus && b >= 0 && b < c->n_gpus);
-    *bandwidth = INFINITY;
-    *latency = 0.0;
-    if (a == b)
-        return;
-    sg_host_t from = c->sg_hosts[a], to = c->sg_hosts[b];
-    assert(from && to);
-    double bw = sg_host_get_route_bandwidth(from, to); /* -1: no link on the route */
-    if (bw > 0)
-        *bandwidth = bw;
-    *latency = sg_host_get_route_latency(from, to);
-}
-
 int cluster_scale_bandwidth(const cluster *c, double factor)
 {
     assert(c && factor > 0 && isfinite(factor));

@@ -3,7 +3,11 @@
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
+#include <cassert>
+#include <cmath>
 #include <csignal>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,4 +189,22 @@ extern "C" const char *cluster_platform_host_zone(const void *host)
     } catch (...) {
         return nullptr;
     }
+}
+
+/* Both figures from one route lookup: sg_host_get_route_bandwidth and sg_host_get_route_latency
+ * each look the route up again (folding's checks on 16,384 GPUs ask for hundreds of thousands). */
+extern "C" void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency)
+{
+    assert(a >= 0 && a < c->n_gpus && b >= 0 && b < c->n_gpus);
+    *bandwidth = INFINITY;
+    *latency = 0.0;
+    if (a == b)
+        return;
+    auto *from = static_cast<const simgrid::s4u::Host *>(c->sg_hosts[a]);
+    auto *to = static_cast<const simgrid::s4u::Host *>(c->sg_hosts[b]);
+    assert(from && to);
+    std::vector<simgrid::s4u::Link *> links;
+    from->route_to(to, links, latency);
+    for (const simgrid::s4u::Link *l : links)
+        *bandwidth = std::min(*bandwidth, l->get_bandwidth());
 }
