@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/xalloc.h"
+
 const char *sim_data_dir(void)
 {
     const char *d = getenv("PROTOSIM_DATA_DIR");
@@ -21,6 +23,54 @@ void sim_load(const char *rel, cluster *c)
     cluster_engine_start();
     int rc = cluster_load(path, sim_data_dir(), c, &err);
     ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
+}
+
+char *sim_temp_file(const char *suffix, const char *text)
+{
+    char *path = xmalloc(64);
+    snprintf(path, 64, "/tmp/protosim_test_XXXXXX%s", suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+int sim_strategy_text(const char *text, strategy *s, ps_error *err)
+{
+    char *path = sim_temp_file("", text);
+    ps_error_clear(err);
+    int rc = strategy_load(path, sim_data_dir(), s, err);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+int sim_cluster_text(const char *xml, cluster *c, ps_error *err)
+{
+    char *path = sim_temp_file(".xml", xml); /* SimGrid wants a .xml name */
+    ps_error_clear(err);
+    cluster_engine_start();
+    int rc = cluster_load(path, sim_data_dir(), c, err);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+void sim_load_generated(const char *kind, cluster_gen_opts o, cluster *c)
+{
+    char *xml = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&xml, &n);
+    ck_assert_ptr_nonnull(f);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(cluster_generate(kind, &o, f, &err) == 0, "%s", err.message);
+    fclose(f);
+    ck_assert_msg(sim_cluster_text(xml, c, &err) == 0, "cluster_load: %s", err.message);
+    free(xml);
 }
 
 htae_options sim_bare_options(void)
@@ -45,15 +95,13 @@ void sim_run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r)
 /* Two nodes of k GPUs, ranks node * k + j. Each GPU has its own NVLink port to its node's
  * switch (100 GB/s per direction, latency nvl_lat[node]: a route inside a node crosses two
  * ports) and its own NIC to a 1000 GB/s fabric (10 GB/s per direction, latency nic_lat[j]: a
- * route between the nodes crosses two NICs). No other latency. Written to a temporary file:
- * cluster_load reads one (SimGrid wants a .xml name). */
+ * route between the nodes crosses two NICs). No other latency. */
 void sim_load_nodes(int m, int k, const char *const *nvl_lat, const char *const *nic_lat,
                     cluster *c)
 {
-    char path[] = "/tmp/protosim_test_htae_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&xml, &len);
     ck_assert_ptr_nonnull(f);
     const char *link = "<link id='%s%d_%d' bandwidth='%s' latency='%s' "
                        "sharing_policy='SPLITDUPLEX'/>\n";
@@ -95,10 +143,8 @@ void sim_load_nodes(int m, int k, const char *const *nvl_lat, const char *const 
     fputs("</zone></platform>\n", f);
     fclose(f);
     ps_error err;
-    ps_error_clear(&err);
-    cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, &err);
-    unlink(path);
+    int rc = sim_cluster_text(xml, c, &err);
+    free(xml);
     ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
     ck_assert_int_eq(c->n_gpus, m * k);
     ck_assert_int_eq(c->n_nodes, m);

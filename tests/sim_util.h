@@ -8,6 +8,7 @@
 
 #include "../sim/base/graph.h"
 #include "../sim/htae.h"
+#include "../strategies/strategy.h"
 #include "../topology/cluster.h"
 
 #define GB 1e9
@@ -21,6 +22,17 @@
 const char *sim_data_dir(void);
 /* Start the engine and load the platform at data-dir-relative path `rel` (asserts success). */
 void sim_load(const char *rel, cluster *c);
+/* A temporary file (name ending in `suffix`, "" for none) holding `text`; the caller unlinks
+ * and frees the path. */
+char *sim_temp_file(const char *suffix, const char *text);
+/* strategy_load of a file holding `text` (removed after) with the data directory, err cleared
+ * first; returns strategy_load's code. */
+int sim_strategy_text(const char *text, strategy *s, ps_error *err);
+/* Start the engine and cluster_load a platform file holding `xml` (removed after), err cleared
+ * first; returns cluster_load's code. */
+int sim_cluster_text(const char *xml, cluster *c, ps_error *err);
+/* Start the engine and load the platform `protosim cluster KIND` writes with o (asserts). */
+void sim_load_generated(const char *kind, cluster_gen_opts o, cluster *c);
 /* Options with every software overhead off, so only the platform shapes the timings. */
 htae_options sim_bare_options(void);
 /* m nodes of k GPUs, as sim_load_two_nodes (nvl_lat[m], nic_lat[k]); every pair of nodes

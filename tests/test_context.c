@@ -39,26 +39,12 @@ static void strategy_text(char *buf, size_t cap, int hidden, int heads, int kv_h
              hidden, heads, kv_heads, strat);
 }
 
-static int load_text(const char *text, strategy *s, ps_error *err)
-{
-    char path[] = "/tmp/protosim_test_context_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-    ps_error_clear(err);
-    int rc = strategy_load(path, sim_data_dir(), s, err);
-    unlink(path);
-    return rc;
-}
-
 static void load_ok(int hidden, int heads, int kv_heads, const char *strat, strategy *s)
 {
     char text[2048];
     strategy_text(text, sizeof text, hidden, heads, kv_heads, strat);
     ps_error err;
-    ck_assert_msg(load_text(text, s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sim_strategy_text(text, s, &err) == 0, "%s", err.message);
 }
 
 static void expect_error(const char *strat, const char *field, int line, const char *needle)
@@ -67,7 +53,7 @@ static void expect_error(const char *strat, const char *field, int line, const c
     strategy_text(text, sizeof text, 1024, 8, 8, strat);
     strategy s;
     ps_error err;
-    ck_assert_int_eq(load_text(text, &s, &err), PS_EINPUT);
+    ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, field);
     ck_assert_int_eq(err.line, line);
     ck_assert_msg(strstr(err.message, needle), "%s", err.message);
@@ -167,7 +153,7 @@ START_TEST(context_errors_located)
     strategy_text(text, sizeof text, 1024, 8, 8, "  context: {degree: 2}\n");
     char *flash = strstr(text, "  attention: flash\n");
     memmove(flash, flash + 19, strlen(flash + 19) + 1);
-    ck_assert_int_eq(load_text(text, &s, &err), PS_EINPUT);
+    ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "strategy.context.degree");
     ck_assert_int_eq(err.line, 15);
     ck_assert_msg(strstr(err.message, "attention: flash"), "%s", err.message);
@@ -525,17 +511,13 @@ START_TEST(sweep_context_axis)
     sprintf(q, "axes:\n  tensor: [1, 2]\n  context: [1, 2, 4]\n  data: auto\n");
     char *g = strstr(text, "global: 2");
     g[8] = '8';
-    char path[] = "/tmp/protosim_test_context_sweep_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
+    char *path = sim_temp_file("", text);
     sweep_spec sp;
     ps_error err;
     ps_error_clear(&err);
     int rc = sweep_spec_load(path, sim_data_dir(), &sp, &err);
     unlink(path);
+    free(path);
     ck_assert_msg(rc == 0, "%s\n%s", err.message, text);
     sweep_plan *plans;
     int n;

@@ -34,18 +34,9 @@ static const char *MODEL = "workload:\n"
 /* Load MODEL + `rest` as a strategy; returns strategy_load's code. */
 static int load(const char *rest, strategy *s, ps_error *err)
 {
-    char path[64], text[2048];
-    snprintf(path, sizeof path, "/tmp/protosim_test_dlrm_plan_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
+    char text[2048];
     snprintf(text, sizeof text, "%s%s", MODEL, rest);
-    fputs(text, f);
-    fclose(f);
-    ps_error_clear(err);
-    int rc = strategy_load(path, sim_data_dir(), s, err);
-    unlink(path);
-    return rc;
+    return sim_strategy_text(text, s, err);
 }
 
 /* One pass of one micro-batch on `dev`: every op's kernel time, the tables as one TBE kernel
@@ -677,19 +668,12 @@ static const char *PLACED = "workload:\n"
 /* The owners of the five tables of PLACED under `placement`. */
 static void owners_under(const char *placement, int *owner, compiled_plan *p, cluster *c)
 {
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/tmp/protosim_test_dlrm_plan_XXXXXX");
-    int fd = mkstemp(path);
-    FILE *f = fdopen(fd, "w");
+    char text[1024];
     snprintf(text, sizeof text, "%s  embedding: {sharding: table-wise, placement: %s}\n", PLACED,
              placement);
-    fputs(text, f);
-    fclose(f);
     strategy s;
     ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(strategy_load(path, sim_data_dir(), &s, &err) == 0, "%s", err.message);
-    unlink(path);
+    ck_assert_msg(sim_strategy_text(text, &s, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&s, c, NULL, p, &err) == 0, "%s", err.message);
     for (int t = 0; t < 5; t++)
         owner[t] = p->dlrm->owner[t];
@@ -746,10 +730,7 @@ END_TEST
  * (round-robin): 51.2 GB + the MLPs, activations and the 2 GiB reserve fit. */
 static void big_tables_plan(const char *placement, compiled_plan *p, cluster *c)
 {
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/tmp/protosim_test_dlrm_plan_XXXXXX");
-    int fd = mkstemp(path);
-    FILE *f = fdopen(fd, "w");
+    char text[1024];
     snprintf(text, sizeof text,
              "workload:\n  family: dlrm\n  dense_features: 4\n  bottom_mlp: [128]\n"
              "  top_mlp: [8, 1]\n  interaction: dot\n  embedding_dim: 128\n"
@@ -758,13 +739,9 @@ static void big_tables_plan(const char *placement, compiled_plan *p, cluster *c)
              "optimizer: adagrad\nstrategy:\n  data: {degree: 2}\n"
              "  embedding: {sharding: table-wise, placement: %s}\n",
              placement);
-    fputs(text, f);
-    fclose(f);
     strategy s;
     ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(strategy_load(path, sim_data_dir(), &s, &err) == 0, "%s", err.message);
-    unlink(path);
+    ck_assert_msg(sim_strategy_text(text, &s, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&s, c, NULL, p, &err) == 0, "%s", err.message);
     strategy_free(&s);
 }
@@ -914,25 +891,17 @@ START_TEST(adagrad_and_embedding_only_for_dlrm)
 {
     strategy s;
     ps_error err;
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/protosim_test_dlrm_plan_XXXXXX");
-    int fd = mkstemp(path);
-    FILE *f = fdopen(fd, "w");
-    fputs("workload: gpt2-large\nbatch: {global: 8, micro: 8}\noptimizer: adagrad\n", f);
-    fclose(f);
-    ps_error_clear(&err);
-    ck_assert_int_eq(strategy_load(path, sim_data_dir(), &s, &err), PS_EINPUT);
+    ck_assert_int_eq(sim_strategy_text("workload: gpt2-large\nbatch: {global: 8, micro: 8}\n"
+                                       "optimizer: adagrad\n",
+                                       &s, &err),
+                     PS_EINPUT);
     ck_assert_str_eq(err.field, "optimizer");
     ck_assert_int_eq(err.line, 3);
     ck_assert_int_eq(err.column, 12);
-    f = fopen(path, "w");
-    fputs("workload: gpt2-large\nbatch: {global: 8, micro: 8}\n"
-          "strategy:\n  embedding: {sharding: data-parallel}\n",
-          f);
-    fclose(f);
-    ps_error_clear(&err);
-    ck_assert_int_eq(strategy_load(path, sim_data_dir(), &s, &err), PS_EINPUT);
-    unlink(path);
+    ck_assert_int_eq(sim_strategy_text("workload: gpt2-large\nbatch: {global: 8, micro: 8}\n"
+                                       "strategy:\n  embedding: {sharding: data-parallel}\n",
+                                       &s, &err),
+                     PS_EINPUT);
     ck_assert_str_eq(err.field, "strategy.embedding");
     ck_assert_int_eq(err.line, 4);
     ck_assert_int_eq(err.column, 14);

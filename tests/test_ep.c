@@ -77,39 +77,20 @@ END_TEST
 /* A generated dgx-h100 cluster of `nodes` nodes (NVLink ports of 450 GB/s, 0.7 us each). */
 static void load_h100(int nodes, cluster *c)
 {
-    char path[] = "/tmp/protosim_test_ep_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    cluster_gen_opts go = {.nodes = nodes};
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(cluster_generate("dgx-h100", &go, f, &err), 0);
-    fclose(f);
-    cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, &err);
-    unlink(path);
-    ck_assert_msg(rc == 0, "%s", err.message);
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = nodes}, c);
 }
 
 /* Mixtral 8x7B, global batch 64 of micro-batches 1, bf16, Adam, full recompute, with the
  * `strategy:` body. */
 static void load_strategy(const char *body, strategy *s)
 {
-    char text[2048], path[64];
+    char text[2048];
     snprintf(text, sizeof text,
              "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\n"
              "precision: bf16\noptimizer: adam\nstrategy:\n%s  recompute: full\n",
              body);
-    snprintf(path, sizeof path, "/tmp/protosim_test_ep_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-    ps_error err = {0};
-    int rc = strategy_load(path, sim_data_dir(), s, &err);
-    unlink(path);
+    ps_error err;
+    int rc = sim_strategy_text(text, s, &err);
     ck_assert_msg(rc == 0, "%s (%s)", err.message, err.field);
 }
 
@@ -416,19 +397,12 @@ START_TEST(unmodelled_combinations_are_refused)
                              "  expert: {degree: 2}\n"};
     const char *what[2] = {"zero 3", "shard_degree"};
     for (int k = 0; k < 2; k++) {
-        char text[1024], path[64];
+        char text[1024];
         snprintf(text, sizeof text,
                  "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\nstrategy:\n%s", bodies[k]);
-        snprintf(path, sizeof path, "/tmp/protosim_test_ep_XXXXXX");
-        int fd = mkstemp(path);
-        ck_assert_int_ge(fd, 0);
-        FILE *f = fdopen(fd, "w");
-        fputs(text, f);
-        fclose(f);
         strategy s;
-        ps_error err = {0};
-        int rc = strategy_load(path, sim_data_dir(), &s, &err);
-        unlink(path);
+        ps_error err;
+        int rc = sim_strategy_text(text, &s, &err);
         ck_assert_int_eq(rc, PS_EINPUT);
         ck_assert_str_eq(err.field, "strategy.expert");
         ck_assert_int_eq(err.line, 5);

@@ -18,24 +18,6 @@
 #include "../topology/cluster.h"
 #include "sim_util.h"
 
-/* Generate KIND with o into a temporary file and load it. */
-static void generate_load(const char *kind, cluster_gen_opts o, cluster *c)
-{
-    char path[] = "/tmp/protosim_test_fabric_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(cluster_generate(kind, &o, f, &err) == 0, "%s", err.message);
-    fclose(f);
-    ps_error_clear(&err);
-    cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, &err);
-    remove(path);
-    ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
-}
-
 /* The route from host a to host b is exactly the SimGrid links want[] (any order). */
 static void expect_route(const char *a, const char *b, const char *const *want)
 {
@@ -69,7 +51,8 @@ static void expect_bw_lat(const char *a, const char *b, double bw, double lat)
 START_TEST(rail_aligned_and_pxn_routes)
 {
     cluster c;
-    generate_load("dgx-h100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL}, &c);
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL},
+                       &c);
     ck_assert_int_eq(c.n_nodes, 2);
     ck_assert_int_eq(c.node_of_rank[8], 1);
     expect_route("n0g3", "n1g3", (const char *[]){"n0g3_nic_UP", "n1g3_nic_DOWN", NULL});
@@ -92,7 +75,7 @@ END_TEST
 START_TEST(rail_across_units)
 {
     cluster c;
-    generate_load(
+    sim_load_generated(
         "dgx-h100",
         (cluster_gen_opts){
             .nodes = 3, .fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2, .oversubscription = 2},
@@ -120,7 +103,8 @@ END_TEST
 START_TEST(rail_dgx1_relays)
 {
     cluster c;
-    generate_load("dgx-v100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL}, &c);
+    sim_load_generated("dgx-v100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL},
+                       &c);
     expect_route("n0g0", "n1g3",
                  (const char *[]){"n0g0_g3_nvl_UP", "n0g3_pcie_UP", "n0_nic1_UP", "n1_nic1_DOWN",
                                   "n1g3_pcie_DOWN", NULL});
@@ -147,7 +131,8 @@ END_TEST
 START_TEST(rail_allreduce_one_nic_per_rail)
 {
     cluster c;
-    generate_load("dgx-h100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL}, &c);
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL},
+                       &c);
     htae_graph *g = htae_graph_create(16);
     int ranks[16];
     for (int i = 0; i < 16; i++)
@@ -185,8 +170,8 @@ END_TEST
 static void leaf_flows(int senders, int to_offset, double want_end)
 {
     cluster c;
-    generate_load("dgx-h100",
-                  (cluster_gen_opts){.nodes = 4, .nodes_per_leaf = 2, .oversubscription = 2}, &c);
+    sim_load_generated(
+        "dgx-h100", (cluster_gen_opts){.nodes = 4, .nodes_per_leaf = 2, .oversubscription = 2}, &c);
     ck_close(sg_link_get_bandwidth(sg_link_by_name("leaf0_up_UP")), 400e9, 1e-12);
     htae_graph *g = htae_graph_create(c.n_gpus);
     int l = htae_label(g, "x");
@@ -239,7 +224,7 @@ static int link_count_with_prefix(const char *prefix)
 START_TEST(fat_tree_default_is_non_blocking)
 {
     cluster c;
-    generate_load("dgx-h100", (cluster_gen_opts){.nodes = 16}, &c);
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 16}, &c);
     ck_close(sg_link_get_bandwidth(sg_link_by_name("leaf3_up_UP")), 1600e9, 1e-12);
     ck_assert_int_eq(link_count_with_prefix("leaf"), 4 * 2); /* 4 uplinks, UP and DOWN */
     htae_graph *g = htae_graph_create(c.n_gpus);
@@ -390,16 +375,9 @@ static const char *node_prop_xml =
 
 static int load_node_prop(const char *a_prop, cluster *c, ps_error *err)
 {
-    char path[] = "/tmp/protosim_test_fabric_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, node_prop_xml, a_prop);
-    fclose(f);
-    cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, err);
-    remove(path);
-    return rc;
+    char xml[4096];
+    snprintf(xml, sizeof xml, node_prop_xml, a_prop);
+    return sim_cluster_text(xml, c, err);
 }
 
 START_TEST(nodes_by_property)

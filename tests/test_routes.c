@@ -161,18 +161,15 @@ static void write_platform(const layout *y, cluster_gen_opts o, FILE *f)
  * route's latency. */
 static void check_all_routes(cluster_gen_opts o, const layout *y)
 {
-    char path[] = "/tmp/protosim_test_routes_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&xml, &len);
     write_platform(y, o, f);
     fclose(f);
     cluster c;
     ps_error err;
-    ps_error_clear(&err);
-    cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), &c, &err);
-    remove(path);
+    int rc = sim_cluster_text(xml, &c, &err);
+    free(xml);
     ck_assert_msg(rc == 0, "cluster_load: %s", err.message);
     const int gpus = gpus_per_node(y);
     ck_assert_int_eq(c.n_gpus, y->nodes * gpus);
