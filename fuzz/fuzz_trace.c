@@ -1,6 +1,8 @@
 /* fuzz_trace.c: libFuzzer harness for the trace reader of `protosim replay`: one Kineto trace
- * (JSON; gzip too, zlib reads both), every step. */
+ * (JSON; gzip too, zlib reads both), every step, then its execution graph on 64 GPUs as replay
+ * builds it (lanes, launches, stream waits, NCCL collectives), finalized. */
 #include "fuzz_input.h"
+#include "../sim/base/graph.h"
 #include "../workloads/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -11,6 +13,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     trace_job job;
     if (trace_job_load(&path, 1, 0, &job, &err))
         return 0;
+    htae_graph *g = NULL;
+    uint32_t **task_of = NULL;
+    if (!trace_job_graph(&job, 64, &g, &task_of, &err)) {
+        trace_tasks_free(&job, task_of);
+        htae_graph_free(g);
+    }
     trace_job_free(&job);
     return 0;
 }
