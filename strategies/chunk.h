@@ -140,8 +140,8 @@ void chunk_template_free(chunk_template *ct);
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
 
 /* What emit_plan's steps (compile.c, data parallelism in zero.c) hand each other. Tables
- * indexed by xidx (per replica, tensor index, chunk, micro-batch) tie each pipeline transfer to
- * the unit that consumes it. */
+ * indexed by xidx (per simulated replica, tensor index, chunk, micro-batch) tie each pipeline
+ * transfer to the unit that consumes it. */
 typedef struct emit_state {
     size_t nx;
     uint32_t *fwd_first, *bwd_first; /* the consuming unit's first task */

@@ -222,16 +222,18 @@ static void send_companions(compile_ctx *cx, uint32_t x, int d, int p, int q, in
     htae_set_companions(cx->g, x, *set);
 }
 
+/* The pipeline tables' index of simulated replica d, tensor index t (d < dp_sim, t < tp_sim). */
 static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
 {
-    return (((size_t)d * cx->tp + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)cx->M +
+    assert(d >= 0 && d < cx->dp_sim && t >= 0 && t < cx->tp_sim);
+    return (((size_t)d * cx->tp_sim + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)cx->M +
            (size_t)mb;
 }
 
 static void emit_state_init(compile_ctx *cx, emit_state *es)
 {
     memset(es, 0, sizeof *es);
-    es->nx = (size_t)cx->dp * cx->tp * cx->mcs * cx->M;
+    es->nx = (size_t)cx->n_sim * cx->mcs * cx->M; /* the simulated ranks' only */
     uint32_t **tables[] = {&es->fwd_first, &es->bwd_first, &es->fwd_prev,
                            &es->bwd_prev,  &es->fwd_in,    &es->bwd_in};
     for (size_t k = 0; k < sizeof tables / sizeof *tables; k++) {
