@@ -133,6 +133,13 @@ static int worker_ask(int fd, int cmd_fd, const sweep_plan *p, plan_key k)
     return a == ANSWER_TWIN;
 }
 
+/* Whether the test hook `var` (sweep_pool.h) names plan `index`. */
+static int hook_names(const char *var, int index)
+{
+    const char *v = getenv(var);
+    return v && *v && atoi(v) == index;
+}
+
 /* One plan in a worker: compile, check memory, ask the driver whether a plan with the same key
  * is simulated (twins), simulate, summarize; the record (or MSG_TWIN) goes to fd. Returns 0, or
  * 1 when the worker must end after it: a failed plan (a stalled run may leave actors behind), or
@@ -168,13 +175,11 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
             kind = MSG_TWIN;
             goto send;
         }
-        const char *crash = getenv("PROTOSIM_SWEEP_CRASH_PLAN");
-        if (crash && *crash && atoi(crash) == p.index) {
+        if (hook_names("PROTOSIM_SWEEP_CRASH_PLAN", p.index)) {
             signal(SIGSEGV, SIG_DFL);
             raise(SIGSEGV);
         }
-        const char *fail = getenv("PROTOSIM_SWEEP_FAIL_PLAN");
-        if (fail && *fail && atoi(fail) == p.index)
+        if (hook_names("PROTOSIM_SWEEP_FAIL_PLAN", p.index))
             rc = ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL,
                               "failed on request (PROTOSIM_SWEEP_FAIL_PLAN)");
         else
