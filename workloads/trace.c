@@ -173,13 +173,47 @@ static int in_window(const build *b, const trace_ev *e)
     return e->ts >= b->w0 && e->ts < b->w1;
 }
 
+/* GPU events with no runtime call (*orphan, n of them) are accepted as the backlog of work
+ * queued before the profiler began recording (PyTorch's profiler drops its warm-up cycle's
+ * events, but a GPU-bound step leaves that cycle's kernels running into the window): each
+ * must start before every GPU event of its stream launched in the window, so that it cannot
+ * be a dropped launch of the replayed steps. Left out, as other launches before the window
+ * are (counted in trace_rank.n_backlog). */
+static int accept_backlog(build *b, const int *orphan, int n, ps_error *err)
+{
+    trace_events *te = b->te;
+    double *first = xmalloc(((size_t)te->n_streams + 1) * sizeof *first);
+    for (int s = 0; s < te->n_streams; s++)
+        first[s] = INFINITY;
+    for (int i = 0; i < te->n; i++)
+        if (b->launch_of[i] >= 0 && te->ev[i].thread >= 0)
+            first[te->ev[i].thread] = fmin(first[te->ev[i].thread], te->ev[i].ts);
+    int rc = 0;
+    for (int k = 0; k < n && !rc; k++) {
+        const trace_ev *e = &te->ev[orphan[k]];
+        if (e->thread < 0 || e->ts < first[e->thread])
+            continue;
+        char f[48];
+        rc = ps_error_set(err, PS_EINPUT, b->path, 0, 0, trace_event_field(f, sizeof f, e->idx),
+                          "no runtime call has the correlation id %lld of GPU event '%.80s', "
+                          "and it runs after GPU work launched in the replayed steps (a launch "
+                          "the profiler did not record)",
+                          e->corr, e->name);
+    }
+    b->r->n_backlog = n;
+    free(first);
+    return rc;
+}
+
 /* Every GPU event of the window and the runtime call that launched it (by correlation id);
- * a GPU event whose launch is outside the window belongs to another step and is left out. */
+ * a GPU event whose launch is outside the window belongs to another step and is left out, as
+ * is the backlog of work queued before the trace began (accept_backlog). */
 static int match_launches(build *b, ps_error *err)
 {
     trace_events *te = b->te;
     char f[48];
-    int n_gpu = 0;
+    int n_gpu = 0, n_orphan = 0;
+    int *orphan = xmalloc(((size_t)te->n + 1) * sizeof *orphan);
     for (int i = 0; i < te->n; i++) {
         const trace_ev *e = &te->ev[i];
         if (e->kind == EV_RUNTIME && e->corr >= 0)
@@ -195,16 +229,17 @@ static int match_launches(build *b, ps_error *err)
         }
         if (e->kind != EV_KERNEL && e->kind != EV_COPY)
             continue;
-        if (e->corr < 0)
+        if (e->corr < 0) {
+            free(orphan);
             return ps_error_set(err, PS_EINPUT, b->path, 0, 0,
                                 trace_event_field(f, sizeof f, e->idx),
                                 "GPU event '%.80s' has no correlation id", e->name);
+        }
         int rt = tb_map_get(&b->corr, e->corr);
-        if (rt < 0)
-            return ps_error_set(err, PS_EINPUT, b->path, 0, 0,
-                                trace_event_field(f, sizeof f, e->idx),
-                                "no runtime call has the correlation id %lld of GPU event '%.80s'",
-                                e->corr, e->name);
+        if (rt < 0) {
+            orphan[n_orphan++] = i;
+            continue;
+        }
         if (!in_window(b, &te->ev[rt]))
             continue;
         b->launch_of[i] = rt;
@@ -212,6 +247,10 @@ static int match_launches(build *b, ps_error *err)
             b->gpu_of[rt] = i;
         n_gpu++;
     }
+    int rc = accept_backlog(b, orphan, n_orphan, err);
+    free(orphan);
+    if (rc)
+        return rc;
     if (n_gpu == 0)
         return ps_error_set(err, PS_EINPUT, b->path, 0, 0, "traceEvents",
                             "no GPU events (kernel, gpu_memcpy, gpu_memset) launched in the "

@@ -108,6 +108,8 @@ typedef struct trace_rank {
     int main_lane;         /* the thread that holds the steps */
     int n_inferred;        /* cross-stream waits inferred from the timing */
     int n_blocked;         /* runtime calls found blocked by GPU work (the launch queue) */
+    int n_backlog;         /* GPU events queued before the trace began (no runtime call), left
+                              out */
     int *group_ranks;      /* members of the communicators the trace names */
     int n_group_ranks;
     int n_comm_measured; /* NCCL kernels kept at their measured time (TRACE_COMM_MEASURED) */
@@ -137,10 +139,11 @@ typedef struct trace_job {
 
 /* Read traces (JSON, or gzip-compressed JSON) into a job: one trace is the whole job taken as
  * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). Every
- * ProfilerStep span is replayed; steps: report the last `steps` of them, 0: all. Every input error (not JSON,
- * not a Kineto trace, no GPU events, an unknown device, a GPU event without a launch, an NCCL
- * kernel without a communication annotation or of a kind not modelled) is a PS_EINPUT error
- * naming the file and the event (field "traceEvents[i]"). */
+ * ProfilerStep span is replayed; steps: report the last `steps` of them, 0: all. Every input
+ * error (not JSON, not a Kineto trace, no GPU events, an unknown device, a GPU event without a
+ * launch that runs after work launched in the window, an NCCL kernel without a communication
+ * annotation or of a kind not modelled) is a PS_EINPUT error naming the file and the event
+ * (field "traceEvents[i]"). */
 int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *out, ps_error *err);
 void trace_job_free(trace_job *j);
 

@@ -1,0 +1,506 @@
+#!/usr/bin/env python3
+"""gpu_measure.py: measure on one real GPU what ../shared/groundtruth lacks, for checking the
+cost model (docs/measured-h200.md says how the results were made and what they showed).
+
+Runs on a machine with PyTorch and one CUDA GPU (the lent H100/H200 machines); protosim does not
+need it. Writes to OUTDIR (default $OUT):
+  gemm.csv       bf16 tensor-core GEMMs by shape and layout (fwd x@W^T, dgrad dY@W, wgrad dY^T@x),
+                 and fp32 (TF32 off) squares: median ms over timed repetitions, inputs rotated
+                 among buffer sets larger than L2
+  attention.csv  scaled_dot_product_attention (flash and cuDNN backends), forward and
+                 forward+backward, causal and not, GQA
+  memops.csv     memory-bound ops (layernorm, rmsnorm, gelu, silu*mul, add, softmax, copy,
+                 cross-entropy) forward and forward+backward
+  steps.csv      whole single-GPU training steps (no NCCL): GPT and Llama-style models in eager
+                 PyTorch, bf16 autocast, fp32 params, fused AdamW; forward, backward, optimizer and
+                 step medians, peak memory
+  trace_*.json.gz  PyTorch profiler traces (2 ProfilerSteps) of those steps
+  log.txt        environment and progress
+
+Usage: python3 scripts/gpu_measure.py [OUTDIR] [--quick]
+"""
+import csv
+import gzip
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OUT = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else os.environ["OUT"]
+QUICK = "--quick" in sys.argv
+T0 = time.time()
+LOG = open(os.path.join(OUT, "log.txt"), "w")
+
+
+def log(*a):
+    s = " ".join(str(x) for x in a)
+    print(s, flush=True)
+    LOG.write(s + "\n")
+    LOG.flush()
+
+
+def smi(q):
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e:  # noqa: BLE001
+        return "nvidia-smi failed: %s" % e
+
+
+DEV = torch.device("cuda")
+PROPS = torch.cuda.get_device_properties(0)
+L2 = getattr(PROPS, "L2_cache_size", 50 << 20)
+log("device", torch.cuda.get_device_name(0), "sms", PROPS.multi_processor_count, "mem",
+    PROPS.total_memory, "l2", L2)
+log("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn",
+    torch.backends.cudnn.version())
+log("smi", smi("name,driver_version,power.limit,clocks.sm,clocks.max.sm,clocks.mem,"
+               "temperature.gpu"))
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+def timed(fn, min_s=0.03, trials=3):
+    """Median seconds per call of fn over `trials` timed batches after warm-up (CUDA events)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    fn()
+    b.record()
+    torch.cuda.synchronize()
+    est = max(a.elapsed_time(b) * 1e-3, 1e-6)
+    reps = int(min(max(min_s / est, 3), 2000))
+    res = []
+    for _ in range(trials):
+        a.record()
+        for _ in range(reps):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        res.append(a.elapsed_time(b) * 1e-3 / reps)
+    res.sort()
+    return res[len(res) // 2], reps
+
+
+def nsets(nbytes):
+    """Buffer sets to rotate among so the working set is at least 4x L2."""
+    return int(min(32, max(1, math.ceil(4 * L2 / max(nbytes, 1)))))
+
+
+# ---------------------------------------------------------------- GEMMs
+def gemm_case(m, n, k, layout, dtype):
+    """Time C[m,n] = A[m,k] B[k,n] stored as a training GEMM stores it. layout: fwd (x[m,k] @
+    W[n,k]^T), dgrad (dY[m,k'] @ W[k',n]: A row-major, B row-major), wgrad (dY[k,m]^T @ x[k,n])."""
+    es = torch.tensor([], dtype=dtype).element_size()
+    sets = nsets((m * k + k * n + m * n) * es)
+    bufs = []
+    for _ in range(sets):
+        if layout == "fwd":
+            A, B = torch.randn(m, k, device=DEV, dtype=dtype), torch.randn(n, k, device=DEV,
+                                                                          dtype=dtype).t()
+        elif layout == "dgrad":
+            A, B = torch.randn(m, k, device=DEV, dtype=dtype), torch.randn(k, n, device=DEV,
+                                                                          dtype=dtype)
+        else:
+            A, B = torch.randn(k, m, device=DEV, dtype=dtype).t(), torch.randn(k, n, device=DEV,
+                                                                              dtype=dtype)
+        bufs.append((A, B, torch.empty(m, n, device=DEV, dtype=dtype)))
+    i = [0]
+
+    def fn():
+        A, B, C = bufs[i[0] % sets]
+        i[0] += 1
+        torch.mm(A, B, out=C)
+
+    t, reps = timed(fn)
+    del bufs
+    return t, reps, sets
+
+
+def gemms():
+    rows = []
+    tokens = [2048, 8192] if QUICK else [2048, 8192, 16384]
+    # (model, layer, N, K) of y[T, N] = x[T, K] W^T: Megatron shapes per GPU
+    layers = [
+        ("gpt3-1.3b", "qkv", 6144, 2048), ("gpt3-1.3b", "proj", 2048, 2048),
+        ("gpt3-1.3b", "fc1", 8192, 2048), ("gpt3-1.3b", "fc2", 2048, 8192),
+        ("gpt3-1.3b", "head", 50304, 2048),
+        ("gpt3-6.7b", "qkv", 12288, 4096), ("gpt3-6.7b", "proj", 4096, 4096),
+        ("gpt3-6.7b", "fc1", 16384, 4096), ("gpt3-6.7b", "fc2", 4096, 16384),
+        ("gpt3-175b-tp8", "qkv", 4608, 12288), ("gpt3-175b-tp8", "proj", 12288, 1536),
+        ("gpt3-175b-tp8", "fc1", 6144, 12288), ("gpt3-175b-tp8", "fc2", 12288, 6144),
+        ("llama3-8b", "qkv", 6144, 4096), ("llama3-8b", "o", 4096, 4096),
+        ("llama3-8b", "gate_up", 28672, 4096), ("llama3-8b", "down", 4096, 14336),
+        ("llama3-8b", "head", 128256, 4096),
+    ]
+    cases = []
+    for T in tokens:
+        for model, layer, n, k in layers:
+            if layer == "head" and T > 8192:
+                continue
+            cases.append(("%s %s T%d" % (model, layer, T), T, n, k, "fwd"))
+            cases.append(("%s %s T%d" % (model, layer, T), T, k, n, "dgrad"))
+            cases.append(("%s %s T%d" % (model, layer, T), n, k, T, "wgrad"))
+    for s in [256, 512, 1000, 1024, 1536, 2048, 3000, 4096, 6144, 8192, 12288, 16384]:
+        cases.append(("square", s, s, s, "fwd"))
+    for m, n, k in [(8192, 128, 8192), (8192, 256, 8192), (8192, 1000, 8192), (64, 8192, 8192),
+                    (8192, 8192, 128), (8192, 8192, 512), (2048, 2048, 65536),
+                    (128, 128, 128), (512, 512, 512), (4096, 4096, 64)]:
+        cases.append(("skinny", m, n, k, "fwd"))
+    budget = 60 if QUICK else 110
+    t_start = time.time()
+    for name, m, n, k, layout in cases:
+        if time.time() - t_start > budget:
+            log("gemm: budget spent, %d cases left out" % (len(cases) - len(rows)))
+            break
+        try:
+            t, reps, sets = gemm_case(m, n, k, layout, torch.bfloat16)
+            rows.append([name, layout, "bf16", m, n, k, "%.6g" % (t * 1e3), reps, sets,
+                         "%.1f" % (2 * m * n * k / t / 1e12)])
+        except Exception as e:  # noqa: BLE001
+            rows.append([name, layout, "bf16", m, n, k, "error: %s" % str(e)[:80], 0, 0, ""])
+    for s in [1024, 4096, 8192]:
+        try:
+            t, reps, sets = gemm_case(s, s, s, "fwd", torch.float32)
+            rows.append(["square", "fwd", "fp32", s, s, s, "%.6g" % (t * 1e3), reps, sets,
+                         "%.1f" % (2 * s ** 3 / t / 1e12)])
+        except Exception as e:  # noqa: BLE001
+            rows.append(["square", "fwd", "fp32", s, s, s, "error: %s" % str(e)[:80], 0, 0, ""])
+    with open(os.path.join(OUT, "gemm.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["case", "layout", "dtype", "M", "N", "K", "ms", "reps", "buffer_sets",
+                    "tflops"])
+        w.writerows(rows)
+    log("gemm: %d rows, %.0f s" % (len(rows), time.time() - t_start))
+    torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------- attention
+def sdpa_backend(name):
+    from torch.nn.attention import SDPBackend
+    return {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+            "efficient": SDPBackend.EFFICIENT_ATTENTION}[name]
+
+
+def attention():
+    from torch.nn.attention import sdpa_kernel
+    rows = []
+    # (label, batch, q heads, kv heads, seq, head dim, causal)
+    cases = [
+        ("gpt3-1.3b b4", 4, 16, 16, 2048, 128, True),
+        ("gpt3-1.3b b8", 8, 16, 16, 2048, 128, True),
+        ("gpt3-6.7b b1 s4096", 1, 32, 32, 4096, 128, True),
+        ("gpt3-175b-tp8 b1", 1, 12, 12, 2048, 128, True),
+        ("llama3-8b b1 s8192", 1, 32, 8, 8192, 128, True),
+        ("llama3-8b b2 s4096", 2, 32, 8, 4096, 128, True),
+        ("llama3.2-1b b4", 4, 32, 8, 2048, 64, True),
+        ("d64 b2 s4096", 2, 64, 64, 4096, 64, True),
+        ("s16384 b1", 1, 16, 16, 16384, 128, True),
+        ("bert-large b32 s512", 32, 16, 16, 512, 64, False),
+        ("noncausal b4 s2048", 4, 16, 16, 2048, 128, False),
+        ("s1024 b8", 8, 16, 16, 1024, 128, True),
+    ]
+    t_start = time.time()
+    for backend in ["flash", "cudnn"]:
+        for label, b, hq, hkv, s, d, causal in cases:
+            if time.time() - t_start > (40 if QUICK else 70):
+                log("attention: budget spent")
+                break
+            row = [label, backend, b, hq, hkv, s, d, int(causal)]
+            try:
+                q = torch.randn(b, hq, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                k = torch.randn(b, hkv, s, d, device=DEV, dtype=torch.bfloat16,
+                                requires_grad=True)
+                v = torch.randn(b, hkv, s, d, device=DEV, dtype=torch.bfloat16,
+                                requires_grad=True)
+                gqa = hq != hkv
+                with sdpa_kernel([sdpa_backend(backend)]):
+                    def fwd():
+                        with torch.no_grad():
+                            F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                           enable_gqa=gqa)
+
+                    def fwdbwd():
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                           enable_gqa=gqa)
+                        o.backward(gog)
+
+                    gog = torch.randn(b, hq, s, d, device=DEV, dtype=torch.bfloat16)
+                    tf, _ = timed(fwd)
+                    tfb, _ = timed(fwdbwd)
+                row += ["%.6g" % (tf * 1e3), "%.6g" % (tfb * 1e3), "%.6g" % ((tfb - tf) * 1e3), ""]
+                del q, k, v, gog
+            except Exception as e:  # noqa: BLE001
+                row += ["", "", "", str(e).replace("\n", " ")[:100]]
+            rows.append(row)
+    with open(os.path.join(OUT, "attention.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["case", "backend", "batch", "heads", "kv_heads", "seq", "head_dim", "causal",
+                    "fwd_ms", "fwd_bwd_ms", "bwd_ms", "error"])
+        w.writerows(rows)
+    log("attention: %d rows, %.0f s" % (len(rows), time.time() - t_start))
+    torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------- memory-bound ops
+def memops():
+    rows = []
+    t_start = time.time()
+    for T, h in [(8192, 2048), (8192, 4096), (16384, 8192)]:
+        x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        y = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+        w = torch.ones(h, device=DEV, dtype=torch.float32, requires_grad=True)
+        bb = torch.zeros(h, device=DEV, dtype=torch.float32, requires_grad=True)
+        x2 = torch.randn(T, 2 * h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        g = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+        ops = {
+            "layernorm": lambda: F.layer_norm(x, (h,), w.bfloat16(), bb.bfloat16()),
+            "rmsnorm": lambda: F.rms_norm(x, (h,), w.bfloat16()),
+            "gelu": lambda: F.gelu(x),
+            "gelu_tanh": lambda: F.gelu(x, approximate="tanh"),
+            "silu_mul": lambda: (lambda a: F.silu(a[0]) * a[1])(x2.chunk(2, -1)),
+            "add": lambda: x + y,
+            "softmax": lambda: torch.softmax(x, -1),
+            "copy": lambda: x.clone(),
+        }
+        for name, op in ops.items():
+            try:
+                def fwd():
+                    with torch.no_grad():
+                        op()
+
+                def fb():
+                    op().backward(g)
+
+                tf, _ = timed(fwd, min_s=0.02)
+                tfb = float("nan") if name == "copy" or name == "add" else timed(fb, min_s=0.02)[0]
+                rows.append([name, T, h, "%.6g" % (tf * 1e3), "%.6g" % (tfb * 1e3)])
+            except Exception as e:  # noqa: BLE001
+                rows.append([name, T, h, "error: %s" % str(e)[:80], ""])
+        del x, y, x2, g
+    for T, V in [(8192, 50304), (8192, 128256)]:
+        lg = torch.randn(T, V, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        tg = torch.randint(0, V, (T,), device=DEV)
+
+        def ce():
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return F.cross_entropy(lg, tg)
+
+        def cef():
+            with torch.no_grad():
+                ce()
+
+        def ceb():
+            ce().backward()
+
+        try:
+            rows.append(["cross_entropy", T, V, "%.6g" % (timed(cef, 0.02)[0] * 1e3),
+                         "%.6g" % (timed(ceb, 0.02)[0] * 1e3)])
+        except Exception as e:  # noqa: BLE001
+            rows.append(["cross_entropy", T, V, "error: %s" % str(e)[:80], ""])
+        del lg
+    with open(os.path.join(OUT, "memops.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["op", "rows", "cols", "fwd_ms", "fwd_bwd_ms"])
+        wr.writerows(rows)
+    log("memops: %d rows, %.0f s" % (len(rows), time.time() - t_start))
+    torch.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------- training steps
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, d = c["hidden"], c["hidden"] // c["heads"]
+        self.c, self.d = c, d
+        llama = c["family"] == "llama"
+        self.n1 = nn.RMSNorm(h, eps=1e-5) if llama else nn.LayerNorm(h)
+        self.n2 = nn.RMSNorm(h, eps=1e-5) if llama else nn.LayerNorm(h)
+        self.qkv = nn.Linear(h, (c["heads"] + 2 * c["kv_heads"]) * d, bias=not llama)
+        self.o = nn.Linear(c["heads"] * d, h, bias=not llama)
+        if llama:
+            self.up = nn.Linear(h, 2 * c["ffn"], bias=False)
+        else:
+            self.up = nn.Linear(h, c["ffn"])
+        self.down = nn.Linear(c["ffn"], h, bias=not llama)
+
+    def forward(self, x, rope):
+        b, s, _ = x.shape
+        c, d = self.c, self.d
+        q, k, v = self.qkv(self.n1(x)).split(
+            [c["heads"] * d, c["kv_heads"] * d, c["kv_heads"] * d], -1)
+        q = q.view(b, s, c["heads"], d).transpose(1, 2)
+        k = k.view(b, s, c["kv_heads"], d).transpose(1, 2)
+        v = v.view(b, s, c["kv_heads"], d).transpose(1, 2)
+        if rope is not None:  # HuggingFace-style rotate_half rotary, eager kernels
+            cos, sin = rope
+
+            def rot(t):
+                t1, t2 = t[..., : d // 2], t[..., d // 2:]
+                return torch.cat((-t2, t1), -1)
+
+            q = q * cos + rot(q) * sin
+            k = k * cos + rot(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           enable_gqa=c["heads"] != c["kv_heads"])
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, c["heads"] * d))
+        y = self.n2(x)
+        if c["family"] == "llama":
+            gate, up = self.up(y).chunk(2, -1)
+            y = F.silu(gate) * up
+        else:
+            y = F.gelu(self.up(y))
+        return x + self.down(y)
+
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.wte = nn.Embedding(c["vocab"], c["hidden"])
+        self.wpe = nn.Embedding(c["seq"], c["hidden"]) if c["family"] == "gpt" else None
+        self.blocks = nn.ModuleList([Block(c) for _ in range(c["layers"])])
+        self.nf = nn.RMSNorm(c["hidden"], eps=1e-5) if c["family"] == "llama" else \
+            nn.LayerNorm(c["hidden"])
+        d = c["hidden"] // c["heads"]
+        if c["family"] == "llama":
+            inv = 1.0 / (500000.0 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+            f = torch.outer(torch.arange(c["seq"], dtype=torch.float32), inv)
+            emb = torch.cat((f, f), -1)
+            self.register_buffer("cos", emb.cos().to(torch.bfloat16), persistent=False)
+            self.register_buffer("sin", emb.sin().to(torch.bfloat16), persistent=False)
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        if self.wpe is not None:
+            x = x + self.wpe.weight[: idx.shape[1]]
+        rope = (self.cos, self.sin) if self.wpe is None else None
+        for blk in self.blocks:
+            x = blk(x, rope)
+        return F.linear(self.nf(x), self.wte.weight)  # tied head
+
+
+STEP_MODELS = [
+    # name, family, layers, hidden, heads, kv_heads, ffn, vocab, seq, micro-batch, trace
+    dict(name="gpt-tiny", family="gpt", layers=2, hidden=1024, heads=16, kv_heads=16, ffn=4096,
+         vocab=50304, seq=1024, batch=4, trace=True),
+    dict(name="gpt3-1.3b", family="gpt", layers=24, hidden=2048, heads=16, kv_heads=16,
+         ffn=8192, vocab=50304, seq=2048, batch=4, trace=True),
+    dict(name="gpt3-1.3b-amp", family="gpt", layers=24, hidden=2048, heads=16, kv_heads=16,
+         ffn=8192, vocab=50304, seq=2048, batch=4, trace=False, mode="amp"),
+    dict(name="gpt3-1.3b-b8", family="gpt", layers=24, hidden=2048, heads=16, kv_heads=16,
+         ffn=8192, vocab=50304, seq=2048, batch=8, trace=False),
+    dict(name="llama3.2-1b", family="llama", layers=16, hidden=2048, heads=32, kv_heads=8,
+         ffn=8192, vocab=128256, seq=2048, batch=4, trace=True),
+    dict(name="gpt-2.7b-s4096", family="gpt", layers=32, hidden=2560, heads=20, kv_heads=20,
+         ffn=10240, vocab=50304, seq=4096, batch=2, trace=False),
+]
+
+
+def steps():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    t_start = time.time()
+    for c in STEP_MODELS:
+        if time.time() - t_start > (80 if QUICK else 170):
+            log("steps: budget spent before", c["name"])
+            break
+        try:
+            torch.manual_seed(0)
+            with torch.device(DEV):
+                model = Model(c)
+            if c.get("mode", "bf16") == "bf16":
+                model = model.to(torch.bfloat16)  # bf16 params, activations and Adam states
+            nparam = sum(p.numel() for p in model.parameters())
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+            idx = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), device=DEV)
+            tgt = torch.randint(0, c["vocab"], (c["batch"], c["seq"]), device=DEV)
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+
+            def step():
+                ev[0].record()
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=c.get("mode") == "amp"):
+                    logits = model(idx)
+                    loss = F.cross_entropy(logits.view(-1, c["vocab"]), tgt.view(-1))
+                ev[1].record()
+                loss.backward()
+                ev[2].record()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                ev[3].record()
+
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+                for _ in range(3):
+                    step()
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                parts = []
+                n = 4 if QUICK else 8
+                for _ in range(n):
+                    step()
+                    torch.cuda.synchronize()
+                    parts.append([ev[0].elapsed_time(ev[1]), ev[1].elapsed_time(ev[2]),
+                                  ev[2].elapsed_time(ev[3]), ev[0].elapsed_time(ev[3])])
+                peak = torch.cuda.max_memory_allocated()
+                med = [sorted(p[i] for p in parts)[n // 2] for i in range(4)]
+                mn = min(p[3] for p in parts)
+                rows.append([c["name"], c.get("mode", "bf16"), c["family"], c["layers"], c["hidden"], c["heads"],
+                             c["kv_heads"], c["ffn"], c["vocab"], c["seq"], c["batch"], nparam,
+                             "%.4f" % med[0], "%.4f" % med[1], "%.4f" % med[2], "%.4f" % med[3],
+                             "%.4f" % mn, "%.4f" % (peak / 2 ** 30), ""])
+                log("step", c["name"], "params", nparam, "fwd/bwd/opt/step ms",
+                    ["%.2f" % x for x in med], "peak GiB %.2f" % (peak / 2 ** 30))
+                if c["trace"]:
+                    from torch.profiler import ProfilerActivity, profile, schedule
+                    path = os.path.join(OUT, "trace_%s.json" % c["name"])
+                    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                                 record_shapes=True,
+                                 schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+                        for _ in range(4):
+                            step()
+                            prof.step()
+                    torch.cuda.synchronize()
+                    prof.export_chrome_trace(path)
+                    with open(path, "rb") as fi, gzip.open(path + ".gz", "wb", 6) as fo:
+                        shutil.copyfileobj(fi, fo)
+                    os.remove(path)
+                    log("trace", path + ".gz", os.path.getsize(path + ".gz"))
+            del model, opt
+        except Exception as e:  # noqa: BLE001
+            model = opt = None
+            rows.append([c["name"], c.get("mode", "bf16"), c["family"], c["layers"], c["hidden"],
+                         c["heads"], c["kv_heads"], c["ffn"], c["vocab"], c["seq"], c["batch"],
+                         "", "", "",
+                         "", "", "", "", str(e).replace("\n", " ")[:120]])
+            log("step", c["name"], "failed:", e)
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "steps.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "mode", "family", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
+                    "seq", "batch", "params", "fwd_ms", "bwd_ms", "opt_ms", "step_ms",
+                    "step_min_ms", "peak_gib", "error"])
+        w.writerows(rows)
+    log("steps: %d rows, %.0f s" % (len(rows), time.time() - t_start))
+
+
+if __name__ == "__main__":
+    for section in (gemms, attention, memops, steps):
+        try:
+            section()
+        except Exception as e:  # noqa: BLE001
+            log(section.__name__, "failed:", repr(e))
+    log("smi after", smi("clocks.sm,clocks.mem,power.draw,temperature.gpu"))
+    log("total %.0f s" % (time.time() - T0))
+    for name in ("gemm.csv", "attention.csv", "steps.csv"):
+        p = os.path.join(OUT, name)
+        if os.path.exists(p):
+            print(open(p).read()[-2500:])
