@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gpu_measure.py: measure on one real GPU what ../shared/groundtruth lacks, for checking the
-cost model (docs/measured-h200.md says how the results were made and what they showed).
+cost model (docs/measured-hopper.md says how the results were made and what they showed).
 
 Runs on a machine with PyTorch and one CUDA GPU (the lent H100/H200 machines); protosim does not
 need it. Writes to OUTDIR (default $OUT):
@@ -12,8 +12,9 @@ need it. Writes to OUTDIR (default $OUT):
   memops.csv     memory-bound ops (layernorm, rmsnorm, gelu, silu*mul, add, softmax, copy,
                  cross-entropy) forward and forward+backward
   steps.csv      whole single-GPU training steps (no NCCL): GPT and Llama-style models in eager
-                 PyTorch, bf16 autocast, fp32 params, fused AdamW; forward, backward, optimizer and
-                 step medians, peak memory
+                 PyTorch, bf16 parameters (one row fp32 under autocast), FlashAttention-2 (one
+                 row PyTorch's default SDPA backend), fused AdamW; forward, backward, optimizer
+                 and step medians, peak memory
   trace_*.json.gz  PyTorch profiler traces (2 ProfilerSteps) of those steps
   log.txt        environment and progress
 
@@ -397,6 +398,8 @@ STEP_MODELS = [
          ffn=8192, vocab=50304, seq=2048, batch=4, trace=True),
     dict(name="gpt3-1.3b-amp", family="gpt", layers=24, hidden=2048, heads=16, kv_heads=16,
          ffn=8192, vocab=50304, seq=2048, batch=4, trace=False, mode="amp"),
+    dict(name="gpt3-1.3b-sdpa-default", family="gpt", layers=24, hidden=2048, heads=16,
+         kv_heads=16, ffn=8192, vocab=50304, seq=2048, batch=4, trace=False, sdpa="default"),
     dict(name="gpt3-1.3b-b8", family="gpt", layers=24, hidden=2048, heads=16, kv_heads=16,
          ffn=8192, vocab=50304, seq=2048, batch=8, trace=False),
     dict(name="llama3.2-1b", family="llama", layers=16, hidden=2048, heads=32, kv_heads=8,
@@ -438,7 +441,11 @@ def steps():
                 opt.zero_grad(set_to_none=True)
                 ev[3].record()
 
-            with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+            backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+            if c.get("sdpa") == "default":  # PyTorch's own choice (cuDNN on Hopper)
+                backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
+                            SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+            with sdpa_kernel(backends):
                 for _ in range(3):
                     step()
                 torch.cuda.synchronize()

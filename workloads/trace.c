@@ -173,12 +173,13 @@ static int in_window(const build *b, const trace_ev *e)
     return e->ts >= b->w0 && e->ts < b->w1;
 }
 
-/* GPU events with no runtime call (*orphan, n of them) are accepted as the backlog of work
+/* GPU events with no runtime call (orphan, n of them) are accepted as the backlog of work
  * queued before the profiler began recording (PyTorch's profiler drops its warm-up cycle's
  * events, but a GPU-bound step leaves that cycle's kernels running into the window): each
  * must start before every GPU event of its stream launched in the window, so that it cannot
- * be a dropped launch of the replayed steps. Left out, as other launches before the window
- * are (counted in trace_rank.n_backlog). */
+ * be a dropped launch of the replayed steps. They are replayed as queued at the window's start
+ * (LAUNCH_BEFORE_TRACE), for their part inside the window: they hold the GPU and the launch
+ * queue as they did when traced (trace_rank.n_backlog counts them). */
 static int accept_backlog(build *b, const int *orphan, int n, ps_error *err)
 {
     trace_events *te = b->te;
@@ -191,8 +192,10 @@ static int accept_backlog(build *b, const int *orphan, int n, ps_error *err)
     int rc = 0;
     for (int k = 0; k < n && !rc; k++) {
         const trace_ev *e = &te->ev[orphan[k]];
-        if (e->thread < 0 || e->ts < first[e->thread])
+        if (e->thread < 0 || e->ts < first[e->thread]) {
+            b->launch_of[orphan[k]] = LAUNCH_BEFORE_TRACE;
             continue;
+        }
         char f[48];
         rc = ps_error_set(err, PS_EINPUT, b->path, 0, 0, trace_event_field(f, sizeof f, e->idx),
                           "no runtime call has the correlation id %lld of GPU event '%.80s', "
@@ -206,8 +209,8 @@ static int accept_backlog(build *b, const int *orphan, int n, ps_error *err)
 }
 
 /* Every GPU event of the window and the runtime call that launched it (by correlation id);
- * a GPU event whose launch is outside the window belongs to another step and is left out, as
- * is the backlog of work queued before the trace began (accept_backlog). */
+ * a GPU event whose launch is outside the window belongs to another step and is left out. The
+ * backlog of work queued before the trace began is kept (accept_backlog). */
 static int match_launches(build *b, ps_error *err)
 {
     trace_events *te = b->te;
@@ -264,9 +267,43 @@ static int match_launches(build *b, ps_error *err)
 static double dispatch_gap_us(const trace_ev *launch, const trace_ev *prev, const trace_ev *e)
 {
     double prev_end = prev->ts + prev->dur, gap = e->ts - prev_end;
-    if (launch->ts + launch->dur < prev_end && gap > 0 && gap <= DISPATCH_GAP_US)
+    int queued = !launch || launch->ts + launch->dur < prev_end; /* NULL: before the trace */
+    if (queued && gap > 0 && gap <= DISPATCH_GAP_US)
         return gap;
     return 0.0;
+}
+
+/* The runtime call that launched GPU event pos, NULL if queued before the trace began. */
+static const trace_ev *launch_event(const build *b, int pos)
+{
+    return b->launch_of[pos] >= 0 ? &b->te->ev[b->launch_of[pos]] : NULL;
+}
+
+/* The op of GPU event e at position pos on lane `lane`: fields from its launch, or for work
+ * queued before the trace its part inside the window, with no launching op. */
+static trace_op gpu_op_of(build *b, int pos, int lane)
+{
+    const trace_ev *e = &b->te->ev[pos];
+    trace_op op = {.kind = TRACE_GPU,
+                   .lane = lane,
+                   .name = tb_name(b, e->name),
+                   .op = -1,
+                   .op_seq = -1,
+                   .step = 0,
+                   .event = e->idx,
+                   .start = (e->ts - b->w0) * 1e-6,
+                   .seconds = e->dur * 1e-6,
+                   .group_at = -1};
+    if (b->launch_of[pos] == LAUNCH_BEFORE_TRACE) {
+        op.seconds = fmax(e->ts + e->dur - fmax(e->ts, b->w0), 0.0) * 1e-6;
+        return op;
+    }
+    const trace_op *l = &b->r->ops[b->launch_op[b->launch_of[pos]]];
+    op.op = l->op;
+    op.step = l->step;
+    op.call = l->call;
+    op.optimizer = l->optimizer;
+    return op;
 }
 
 /* GPU lanes: each stream's events in time order, NCCL kernels as collectives. */
@@ -278,7 +315,7 @@ static int build_gpu_lanes(build *b, ps_error *err)
     for (int s = 0; s < te->n_streams && !rc; s++) {
         int n = 0;
         for (int i = 0; i < te->n; i++)
-            if (b->launch_of[i] >= 0 && te->ev[i].thread == s &&
+            if (b->launch_of[i] != -1 && te->ev[i].thread == s &&
                 (te->ev[i].kind == EV_KERNEL || te->ev[i].kind == EV_COPY))
                 v[n++] = &te->ev[i];
         if (n == 0)
@@ -291,23 +328,13 @@ static int build_gpu_lanes(build *b, ps_error *err)
         for (int k = 0; k < n && !rc; k++) {
             const trace_ev *e = v[k];
             int pos = (int)(e - te->ev);
-            uint32_t launch = b->launch_op[b->launch_of[pos]];
-            const trace_op *l = &b->r->ops[launch];
-            trace_op op = {.kind = TRACE_GPU,
-                           .lane = lane,
-                           .name = tb_name(b, e->name),
-                           .op = l->op,
-                           .op_seq = -1,
-                           .step = l->step,
-                           .event = e->idx,
-                           .start = (e->ts - b->w0) * 1e-6,
-                           .seconds = e->dur * 1e-6,
-                           .group_at = -1,
-                           .call = l->call,
-                           .optimizer = l->optimizer};
+            trace_op op = gpu_op_of(b, pos, lane);
             if (k > 0)
-                op.seconds += dispatch_gap_us(&te->ev[b->launch_of[pos]], v[k - 1], e) * 1e-6;
-            if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0)
+                op.seconds += dispatch_gap_us(launch_event(b, pos), v[k - 1], e) * 1e-6;
+            /* an NCCL kernel queued before the trace keeps its measured part: no launch, no
+             * annotation says which collective it is */
+            if (e->kind == EV_KERNEL && strncasecmp(e->name, "nccl", 4) == 0 &&
+                b->launch_of[pos] >= 0)
                 rc = tb_coll_info(b, pos, &op, err);
             b->gpu_op[pos] = (int)tb_add_op(b, op);
         }
@@ -346,7 +373,8 @@ static void lane_index_build(const build *b, lane_index *x)
         if (b->ev_of_op[i] >= 0) {
             int l = r->ops[i].lane, k = x->first[l] + fill[l]++;
             x->ops[k] = i;
-            x->launch_ts[k] = b->te->ev[b->launch_of[b->ev_of_op[i]]].ts;
+            const trace_ev *launch = launch_event(b, b->ev_of_op[i]);
+            x->launch_ts[k] = launch ? launch->ts : -INFINITY;
         }
     free(fill);
 }
@@ -592,7 +620,7 @@ static void add_edges(build *b)
     trace_events *te = b->te;
     int recorded = 0;
     for (int i = 0; i < te->n; i++)
-        if (b->gpu_op[i] >= 0)
+        if (b->gpu_op[i] >= 0 && b->launch_of[i] >= 0)
             tb_add_edge(b, b->launch_op[b->launch_of[i]], (uint32_t)b->gpu_op[i]);
     lane_index x;
     lane_index_build(b, &x);

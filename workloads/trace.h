@@ -108,8 +108,8 @@ typedef struct trace_rank {
     int main_lane;         /* the thread that holds the steps */
     int n_inferred;        /* cross-stream waits inferred from the timing */
     int n_blocked;         /* runtime calls found blocked by GPU work (the launch queue) */
-    int n_backlog;         /* GPU events queued before the trace began (no runtime call), left
-                              out */
+    int n_backlog;         /* GPU events queued before the trace began (no runtime call),
+                              replayed as queued at the window's start */
     int *group_ranks;      /* members of the communicators the trace names */
     int n_group_ranks;
     int n_comm_measured; /* NCCL kernels kept at their measured time (TRACE_COMM_MEASURED) */

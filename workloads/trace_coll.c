@@ -395,9 +395,10 @@ void tb_infer_waits(build *b, double gap_us)
     for (int a = 0; a < n; a++) {
         uint32_t o = order[a];
         const trace_ev *e = &te->ev[b->ev_of_op[o]];
-        const trace_ev *l = &te->ev[b->launch_of[b->ev_of_op[o]]];
+        int launch = b->launch_of[b->ev_of_op[o]]; /* < 0: queued before the trace */
         int lane = r->ops[o].lane;
-        double ready = fmax(l->ts + l->dur, prev_end[lane]);
+        double ready = launch >= 0 ? fmax(te->ev[launch].ts + te->ev[launch].dur, prev_end[lane])
+                                   : prev_end[lane];
         int best = -1;
         double best_end = -INFINITY;
         if (e->ts - ready > gap_us)

@@ -32,7 +32,8 @@ typedef struct build {
     int n_steps;
     int main_thread;
     tb_map corr;
-    int *launch_of;      /* GPU event -> the runtime call that launched it, -1 */
+    int *launch_of;      /* GPU event -> the runtime call that launched it, -1; or
+                            LAUNCH_BEFORE_TRACE: queued before the trace began (trace.c) */
     int *gpu_of;         /* runtime call -> the (first) GPU event it launched, -1 */
     int *launch_op;      /* runtime call -> its op (the launch part of a blocking copy), -1 */
     int *wait_op;        /* runtime call -> its synchronizing op, -1 */
@@ -46,6 +47,8 @@ typedef struct build {
     int n_comm_ev;
     size_t cap_end;
 } build;
+
+enum { LAUNCH_BEFORE_TRACE = -2 };
 
 uint32_t tb_add_op(build *b, trace_op op);
 void tb_add_edge(build *b, uint32_t from, uint32_t to);

@@ -57,8 +57,8 @@ void out_replay_text(FILE *out, const out_replay *x)
     }
     if (r->n_backlog > 0)
         fprintf(out,
-                "  left out        %d GPU events queued before the trace began (no launch "
-                "recorded)\n",
+                "  backlog         %d GPU events queued before the trace began (no launch "
+                "recorded), replayed from its start\n",
                 r->n_backlog);
     fprintf(out, "  per step: GPU active %.3f ms, GPU idle %.3f ms, communication %.3f ms\n",
             s->gpu_active_s * 1e3, s->gpu_idle_s * 1e3, s->comm_s * 1e3);
@@ -137,7 +137,7 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     cJSON_AddNumberToObject(sim, "tasks", x->graph->n_tasks);
     cJSON_AddNumberToObject(sim, "inferred_stream_waits", x->job->ranks[s->rank].n_inferred);
     cJSON_AddNumberToObject(sim, "blocked_calls", x->job->ranks[s->rank].n_blocked);
-    cJSON_AddNumberToObject(sim, "backlog_events_left_out", x->job->ranks[s->rank].n_backlog);
+    cJSON_AddNumberToObject(sim, "backlog_events", x->job->ranks[s->rank].n_backlog);
     cJSON_AddNumberToObject(sim, "thread_waits", x->job->ranks[s->rank].n_thread_waits);
     cJSON_AddNumberToObject(sim, "thread_wakes", x->job->ranks[s->rank].n_thread_wakes);
     return write_json(path, root, err);
