@@ -76,6 +76,7 @@ void htae_default_options(htae_options *o)
     o->device_constants = 1;
     o->timed_alone = 1;
     o->counter_ranks = NULL;
+    o->snapshot_tasks = NULL;
 }
 
 struct exec_state;
@@ -372,6 +373,8 @@ static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
         return;
     }
     x->res->start[t] = simgrid_get_clock();
+    if (x->opt.snapshot_tasks && x->opt.snapshot_tasks[t])
+        htae_links_snapshot(x->links, x->res->start[t]);
     if (k->kind == TASK_COMPUTE) {
         run_compute(x, st, k);
         if (k->host)
@@ -607,6 +610,11 @@ static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
     for (int i = 0; i < out->n_links; i++)
         for (int k = 0; k < out->links[i].n_rate; k++)
             out->links[i].rate[k].t -= origin;
+    for (int k = 0; k < out->n_snaps; k++)
+        out->snap_t[k] -= origin;
+    if (out->ready)
+        for (uint32_t t = 0; t < n_tasks; t++)
+            out->ready[t] = out->ready[t] > 0.0 ? out->ready[t] - origin : 0.0;
 }
 
 /* Step: free everything state_init, plan_groups and start_actors made (not the result). */
@@ -669,6 +677,10 @@ int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, hta
     }
     if (!rc) {
         htae_links_collect(x.links, out);
+        if (x.opt.snapshot_tasks) {
+            out->ready = xmalloc(((size_t)g->n_tasks + 1) * sizeof *out->ready);
+            memcpy(out->ready, x.ready, (size_t)g->n_tasks * sizeof *out->ready);
+        }
         shift_result(out, g->n_tasks, origin);
     }
     htae_links_free(x.links);
@@ -695,6 +707,12 @@ void htae_result_free(htae_result *r)
     free(r->links);
     r->links = NULL;
     r->n_links = 0;
+    free(r->ready);
+    free(r->snap_t);
+    free(r->snap_bytes);
+    free(r->snap_busy);
+    r->ready = r->snap_t = r->snap_bytes = r->snap_busy = NULL;
+    r->n_snaps = 0;
 }
 
 int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,

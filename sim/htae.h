@@ -46,6 +46,10 @@ typedef struct htae_options {
      * and a GPU it shares a group or a transfer with (all links when every GPU is listed).
      * Memory: 24 bytes per (flow, counted link). */
     const unsigned char *counter_ranks;
+    /* Snapshots (sim/steady.c): NULL takes none (the default); else [n_tasks], non-zero for
+     * the tasks at whose start every link's bytes and busy time so far are recorded
+     * (htae_result.snap_*); the host's issue times are then kept too (htae_result.ready). */
+    const unsigned char *snapshot_tasks;
 } htae_options;
 
 void htae_default_options(htae_options *o);
@@ -71,6 +75,7 @@ typedef struct htae_link_stat {
     htae_rate_point *rate; /* [n_rate] its counter (htae_options.counter_ranks), time order,
                             * the last one 0; NULL when not counted */
     int n_rate;
+    int index; /* the run's own index of the link (snapshots' order before sorting) */
 } htae_link_stat;
 
 typedef struct htae_result {
@@ -85,6 +90,13 @@ typedef struct htae_result {
     double wall_s;         /* host seconds spent in the simulation */
     htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
     int n_links;
+    /* With htae_options.snapshot_tasks, else NULL and 0: */
+    double *ready;  /* [n_tasks] when the host had issued each HOST_ISSUE task (others 0) */
+    int n_snaps;    /* snapshots, in the order taken */
+    double *snap_t; /* [n_snaps] their simulated times */
+    /* [n_snaps x n_links]: link j of links[] at snapshot k, [k * n_links + j]: the bytes of the
+     * flows started so far, and the time so far with a flow on it */
+    double *snap_bytes, *snap_busy;
 } htae_result;
 
 /* Run `g` (finalized) on the cluster's platform, loaded by cluster_load after

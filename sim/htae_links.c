@@ -81,6 +81,12 @@ struct htae_links {
     int free_batch;
     actor_slot *actors;
     size_t n_actor_slots, used_actors; /* a power of two (or 0) */
+    /* Snapshots: snapshot k holds (bytes, busy) of links [0, snap_n[k]) at snap_vals[snap_off[k]] */
+    double *snap_t, *snap_vals;
+    size_t *snap_off;
+    int *snap_n;
+    int n_snaps, cap_snaps;
+    size_t n_vals, cap_vals;
 };
 
 htae_links *htae_links_create(void)
@@ -408,7 +414,7 @@ static const char *direction_of(const char *name)
     return "both";
 }
 
-static int busiest_first(const void *pa, const void *pb)
+int htae_link_stat_cmp(const void *pa, const void *pb)
 {
     const htae_link_stat *a = pa, *b = pb;
     if (a->busy_s != b->busy_s)
@@ -470,6 +476,52 @@ static void collect_counter(const link_acc *a, htae_link_stat *s)
     free(ev);
 }
 
+void htae_links_snapshot(htae_links *L, double now)
+{
+    if (L->n_snaps == L->cap_snaps) {
+        L->cap_snaps = L->cap_snaps ? 2 * L->cap_snaps : 64;
+        L->snap_t = xreallocarray(L->snap_t, (size_t)L->cap_snaps, sizeof *L->snap_t);
+        L->snap_off = xreallocarray(L->snap_off, (size_t)L->cap_snaps, sizeof *L->snap_off);
+        L->snap_n = xreallocarray(L->snap_n, (size_t)L->cap_snaps, sizeof *L->snap_n);
+    }
+    size_t need = L->n_vals + 2 * (size_t)L->n_acc;
+    if (need > L->cap_vals) {
+        L->cap_vals = need > 2 * L->cap_vals ? need : 2 * L->cap_vals;
+        L->snap_vals = xreallocarray(L->snap_vals, L->cap_vals, sizeof *L->snap_vals);
+    }
+    int k = L->n_snaps++;
+    L->snap_t[k] = now;
+    L->snap_off[k] = L->n_vals;
+    L->snap_n[k] = L->n_acc;
+    for (int i = 0; i < L->n_acc; i++) {
+        const link_acc *a = &L->acc[i];
+        L->snap_vals[L->n_vals++] = a->bytes;
+        L->snap_vals[L->n_vals++] = a->busy_s + (a->active > 0 ? now - a->since : 0.0);
+    }
+}
+
+/* The snapshots into out, for the links in out->links (sorted). */
+static void collect_snapshots(const htae_links *L, htae_result *out)
+{
+    if (L->n_snaps == 0)
+        return;
+    size_t n = (size_t)L->n_snaps * (size_t)out->n_links;
+    out->n_snaps = L->n_snaps;
+    out->snap_t = xmalloc((size_t)L->n_snaps * sizeof *out->snap_t);
+    memcpy(out->snap_t, L->snap_t, (size_t)L->n_snaps * sizeof *out->snap_t);
+    out->snap_bytes = xcalloc(n + 1, sizeof *out->snap_bytes);
+    out->snap_busy = xcalloc(n + 1, sizeof *out->snap_busy);
+    for (int k = 0; k < L->n_snaps; k++)
+        for (int j = 0; j < out->n_links; j++) {
+            int i = out->links[j].index;
+            if (i >= L->snap_n[k])
+                continue; /* not used yet then */
+            size_t at = (size_t)k * (size_t)out->n_links + (size_t)j;
+            out->snap_bytes[at] = L->snap_vals[L->snap_off[k] + 2 * (size_t)i];
+            out->snap_busy[at] = L->snap_vals[L->snap_off[k] + 2 * (size_t)i + 1];
+        }
+}
+
 void htae_links_collect(const htae_links *L, htae_result *out)
 {
     out->n_links = 0;
@@ -484,9 +536,11 @@ void htae_links_collect(const htae_links *L, htae_result *out)
         s->direction = direction_of(s->name);
         s->bytes = a->bytes;
         s->busy_s = a->busy_s;
+        s->index = i;
         collect_counter(a, s);
     }
-    qsort(out->links, (size_t)out->n_links, sizeof *out->links, busiest_first);
+    qsort(out->links, (size_t)out->n_links, sizeof *out->links, htae_link_stat_cmp);
+    collect_snapshots(L, out);
 }
 
 void htae_links_free(htae_links *L)
@@ -505,5 +559,9 @@ void htae_links_free(htae_links *L)
     free(L->flows);
     free(L->batches);
     free(L->actors);
+    free(L->snap_t);
+    free(L->snap_vals);
+    free(L->snap_off);
+    free(L->snap_n);
     free(L);
 }

@@ -28,9 +28,14 @@ void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts
  * one actor has open on one host pair belong to one such task. */
 void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now);
 void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now);
+/* Record every link's bytes and busy time so far, at simulated `now` (htae_result.snap_*). */
+void htae_links_snapshot(htae_links *L, double now);
 /* The links that carried bytes into out->links, busiest first (busy time, then bytes, then
- * name), with their counters where counted. Every flow must have ended. */
+ * name), with their counters where counted, and the snapshots taken. Every flow must have
+ * ended. */
 void htae_links_collect(const htae_links *L, htae_result *out);
 void htae_links_free(htae_links *L);
+/* qsort order of htae_link_stat: busiest first (busy time, then bytes, then name). */
+int htae_link_stat_cmp(const void *pa, const void *pb);
 
 #endif

@@ -291,6 +291,10 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
                 p->dp);
     if (p->simulated_tp < p->tp)
         fprintf(out, "; tensor index 0 of %d computes (TP peers folded)", p->tp);
+    if (an->steady.used)
+        fprintf(out, "; %d of %d micro-batches simulated (steady state, period %s)",
+                an->steady.simulated, an->steady.micro_batches,
+                human_time(an->steady.period_s, b1, sizeof b1));
     fputc('\n', out);
 }
 
@@ -380,6 +384,13 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
+    cJSON *st = cJSON_AddObjectToObject(sim, "steady_state");
+    cJSON_AddNumberToObject(st, "micro_batches", an->steady.micro_batches);
+    cJSON_AddNumberToObject(st, "simulated_micro_batches", an->steady.simulated);
+    if (an->steady.used)
+        cJSON_AddNumberToObject(st, "period_s", an->steady.period_s);
+    else
+        cJSON_AddStringToObject(st, "not_used", an->steady.why);
     cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */
     cJSON_AddNumberToObject(ph, "load", an->load_s);
     cJSON_AddNumberToObject(ph, "compile", an->compile_s);

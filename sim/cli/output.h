@@ -14,6 +14,7 @@
 #include "../htae.h"
 #include "../report.h"
 #include "../report_replay.h"
+#include "../steady.h"
 #include "../whatif.h"
 
 /* ---- a plan's fields (out_plan.c) ---- */
@@ -65,6 +66,7 @@ typedef struct run_analysis {
     /* Host seconds of `run`'s steps before the report (0: not measured): loading the strategy
      * and the cluster, compiling, simulating (htae_run, htae_result.wall_s), summarizing. */
     double load_s, compile_s, simulate_s, summarize_s;
+    steady_info steady; /* whether the steady state was simulated once (sim/steady.h) */
 } run_analysis;
 
 /* run/sweep --profile with a table of a GPU the cluster does not have: a warning on stderr (it

@@ -152,6 +152,7 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
     strategy s;
     compiled_plan plan;
     htae_result res;
+    steady_info steady;
     memset(&plan, 0, sizeof plan);
     memset(&res, 0, sizeof res);
     sweep_plan_strategy(spec, &p, &s);
@@ -183,7 +184,7 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
             rc = ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL,
                               "failed on request (PROTOSIM_SWEEP_FAIL_PLAN)");
         else
-            rc = htae_run(plan.graph, c, NULL, &res, &err);
+            rc = steady_run(&s, c, &copt, NULL, 1, &plan, &res, &steady, &err);
         ending = !rc && !htae_clock_restart();
     }
     if (!rc) {

@@ -1,0 +1,37 @@
+/* steady.h: a pipeline's steady state simulated once (issue 15, "repeated micro-batches").
+ *
+ * A plan of M micro-batches per replica is simulated with m1 of them (about two pipelines'
+ * worth). If that run proves a period P (steady_prove: three consecutive periods in which every
+ * task of every stream, the host's issue times and every link's bytes and busy time repeat
+ * exactly, shifted by P, with no other task in flight), the full plan's timeline is that run's
+ * with K = M - m1 more periods inserted: the tasks before the proven window keep their times,
+ * K copies of its last period follow, and the rest moves by K x P. The full plan's graph must
+ * be the short plan's with those K micro-batches inserted, stream by stream (checked task by
+ * task). Otherwise every task is simulated. docs/design-notes.md, "Steady-state skipping". */
+#ifndef PROTOSIM_STEADY_H
+#define PROTOSIM_STEADY_H
+
+#include "../strategies/compile.h"
+#include "htae.h"
+
+typedef struct steady_info {
+    int used;            /* 1: the result was extended from the shorter run */
+    int micro_batches;   /* the plan's, per replica */
+    int simulated;       /* micro-batches simulated */
+    double period_s;     /* used: the proven period */
+    double short_wall_s; /* host seconds of the shorter run (also when not used) */
+    char why[96];        /* not used: why ("--no-fold", "no period found", ...) */
+} steady_info;
+
+/* Simulate the compiled plan (compiled from s with copt) into *out: through a shorter run and
+ * its proven period when allowed (allow: nothing needs every task simulated, such as a trace)
+ * and possible, else every task. hopt may be NULL. Errors are the executor's. */
+int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
+               const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
+               steady_info *info, ps_error *err);
+
+/* The micro-batches the shorter run simulates for a plan of pp stages (1F1B): 2 pp + 4, or 6
+ * without a pipeline. */
+int steady_short_micro_batches(int pp);
+
+#endif

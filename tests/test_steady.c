@@ -1,0 +1,246 @@
+/* test_steady.c: the steady state simulated once (sim/steady.c): wherever it is used, every
+ * task's times, the links' bytes and busy times and the report equal the full simulation's;
+ * where it may not be used, it says why and simulates everything. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/report.h"
+#include "../sim/steady.h"
+#include "sim_util.h"
+
+/* dgx4, loaded once per test process (SimGrid holds one platform per process). */
+static cluster *dgx4(void)
+{
+    static cluster c;
+    static int loaded;
+    if (!loaded)
+        sim_load("topology/clusters/dgx4.xml", &c);
+    loaded = 1;
+    return &c;
+}
+
+/* A small GPT (8 layers of hidden 1024) on the 4 A100s of dgx4, with this batch and strategy. */
+static void load_plan(const char *batch, const char *strategy_yaml, strategy *s, cluster **c,
+                      compiled_plan *p)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "workload:\n  name: gpt-small\n  family: gpt\n  layers: 8\n  hidden: 1024\n"
+             "  heads: 16\n  seq: 1024\n  vocab: 50304\n"
+             "batch: %s\nprecision: bf16\noptimizer: adam\nstrategy:\n%s",
+             batch, strategy_yaml);
+    ps_error err;
+    ck_assert_msg(sim_strategy_text(text, s, &err) == 0, "%s", err.message);
+    *c = dgx4();
+    ck_assert_msg(compile_plan(s, *c, NULL, p, &err) == 0, "%s", err.message);
+}
+
+static const htae_link_stat *link_named(const htae_result *r, const char *name)
+{
+    for (int j = 0; j < r->n_links; j++)
+        if (strcmp(r->links[j].name, name) == 0)
+            return &r->links[j];
+    ck_abort_msg("link %s missing", name);
+    return NULL;
+}
+
+/* steady_run against the full simulation of the same plan: the same times for every task
+ * (1 ns), the same links (1e-9), the same report. */
+static void expect_same(const compiled_plan *p, const htae_result *st, const htae_result *full)
+{
+    const htae_graph *g = p->graph;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        ck_assert_msg(fabs(st->start[t] - full->start[t]) <= 1e-9, "task %u starts %.12g, %.12g", t,
+                      st->start[t], full->start[t]);
+        ck_assert(fabs(st->end[t] - full->end[t]) <= 1e-9);
+    }
+    ck_close(st->makespan, full->makespan, 1e-12);
+    ck_assert_int_eq(st->n_links, full->n_links);
+    for (int j = 0; j < full->n_links; j++) {
+        const htae_link_stat *a = link_named(st, full->links[j].name);
+        ck_close(a->bytes, full->links[j].bytes, 1e-9);
+        ck_assert(fabs(a->busy_s - full->links[j].busy_s) <= 1e-9);
+    }
+    report_summary a, b;
+    report_summarize(p, st, &a);
+    report_summarize(p, full, &b);
+    ck_close(a.compute_s, b.compute_s, 1e-9);
+    ck_close(a.exposed_comm_s + a.bubble_s + a.idle_s, b.exposed_comm_s + b.bubble_s + b.idle_s,
+             1e-9);
+    ck_assert_int_eq(a.busiest_rank, b.busiest_rank);
+    ck_assert_int_eq(a.n_top, b.n_top);
+    for (int i = 0; i < a.n_top; i++) {
+        ck_assert_int_eq(a.top[i].label, b.top[i].label);
+        ck_close(a.top[i].seconds, b.top[i].seconds, 1e-9);
+    }
+}
+
+/* Run the plan whole, then through steady_run; its info into *info. */
+static void run_both(const strategy *s, const cluster *c, const compile_options *co, int allow,
+                     const compiled_plan *p, htae_result *st, htae_result *full, steady_info *info)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(htae_run(p->graph, c, NULL, full, &err) == 0, "%s", err.message);
+    ck_assert_msg(steady_run(s, c, co, NULL, allow, p, st, info, &err) == 0, "%s", err.message);
+}
+
+/* 4 pipeline stages, 1F1B, 24 micro-batches: 2 x 4 + 4 = 12 simulated, 12 periods inserted. */
+START_TEST(pipeline_1f1b)
+{
+    strategy s;
+    cluster *c;
+    compiled_plan p;
+    load_plan("{global: 24, micro: 1}", "  pipeline: {degree: 4, schedule: 1f1b}\n", &s, &c, &p);
+    htae_result st, full;
+    steady_info info;
+    run_both(&s, c, NULL, 1, &p, &st, &full, &info);
+    ck_assert_msg(info.used, "not used: %s", info.why);
+    ck_assert_int_eq(info.micro_batches, 24);
+    ck_assert_int_eq(info.simulated, steady_short_micro_batches(4));
+    ck_assert_int_eq(info.simulated, 12);
+    expect_same(&p, &st, &full);
+    /* the period is what one more micro-batch adds: the first stage's forward of micro-batch
+     * 10 starts P after that of 9 in the full run too */
+    double f9 = -1, f10 = -1;
+    for (uint32_t t = 0; t < p.graph->n_tasks; t++) {
+        const htae_task *k = &p.graph->tasks[t];
+        if (k->rank == 0 && k->category == CAT_FORWARD && k->micro == 9 && f9 < 0)
+            f9 = full.start[t];
+        if (k->rank == 0 && k->category == CAT_FORWARD && k->micro == 10 && f10 < 0)
+            f10 = full.start[t];
+    }
+    ck_assert(fabs((f10 - f9) - info.period_s) <= 1e-9);
+    htae_result_free(&st);
+    htae_result_free(&full);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+}
+END_TEST
+
+/* 2 stages x 2 data-parallel replicas with ZeRO-1's overlapped gradient buckets: the
+ * collectives after the last micro-batch move by the inserted periods. */
+START_TEST(pipeline_with_data_parallel)
+{
+    strategy s;
+    cluster *c;
+    compiled_plan p;
+    load_plan("{global: 32, micro: 1}",
+              "  pipeline: {degree: 2, schedule: 1f1b}\n"
+              "  data: {degree: 2, zero: 1, overlap: true}\n",
+              &s, &c, &p);
+    htae_result st, full;
+    steady_info info;
+    run_both(&s, c, NULL, 1, &p, &st, &full, &info);
+    ck_assert_msg(info.used, "not used: %s", info.why);
+    ck_assert_int_eq(info.simulated, 8);
+    expect_same(&p, &st, &full);
+    htae_result_free(&st);
+    htae_result_free(&full);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+}
+END_TEST
+
+/* No pipeline, 4-way data parallel, 16 micro-batches of 8: 6 simulated. Nothing communicates
+ * between the micro-batches, so a period is one micro-batch's forward and backward on the GPU:
+ * the host runs ahead (it issues a micro-batch faster than the GPU runs it), and steady_prove
+ * checks that its growing lead bounds nothing. */
+START_TEST(data_parallel_host_ahead)
+{
+    strategy s;
+    cluster *c;
+    compiled_plan p;
+    load_plan("{global: 512, micro: 8}", "  data: {degree: 4}\n", &s, &c, &p);
+    htae_result st, full;
+    steady_info info;
+    run_both(&s, c, NULL, 1, &p, &st, &full, &info);
+    ck_assert_msg(info.used, "not used: %s", info.why);
+    ck_assert_int_eq(info.simulated, 6);
+    expect_same(&p, &st, &full);
+    double gpu = 0, host = 0; /* micro-batch 3 on rank 0 */
+    for (uint32_t t = 0; t < p.graph->n_tasks; t++) {
+        const htae_task *k = &p.graph->tasks[t];
+        if (k->rank != 0 || k->micro != 3)
+            continue;
+        gpu += k->kind == TASK_COMPUTE ? k->seconds : 0.0;
+        host += k->host ? k->host_s : 0.0;
+    }
+    ck_assert(gpu > host);
+    ck_assert_msg(fabs(info.period_s - gpu) <= 1e-9, "period %.12g, one micro-batch %.12g",
+                  info.period_s, gpu);
+    htae_result_free(&st);
+    htae_result_free(&full);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+}
+END_TEST
+
+/* Where it may not be used: it says why, and the result is the full simulation's. */
+static void expect_not_used(const char *batch, const char *yaml, int fold, int allow,
+                            const char *why)
+{
+    strategy s;
+    cluster *c;
+    compiled_plan p;
+    load_plan(batch, yaml, &s, &c, &p);
+    compile_options co;
+    compile_default_options(&co);
+    co.fold_data_parallel = fold;
+    if (!fold) {
+        compiled_plan_free(&p);
+        ps_error err;
+        ck_assert(compile_plan(&s, c, &co, &p, &err) == 0);
+    }
+    htae_result st, full;
+    steady_info info;
+    run_both(&s, c, &co, allow, &p, &st, &full, &info);
+    ck_assert_int_eq(info.used, 0);
+    ck_assert_msg(strstr(info.why, why), "why '%s', want '%s'", info.why, why);
+    ck_assert_int_eq(info.simulated, info.micro_batches);
+    ck_assert(st.makespan == full.makespan);
+    for (uint32_t t = 0; t < p.graph->n_tasks; t++)
+        ck_assert(st.start[t] == full.start[t] && st.end[t] == full.end[t]);
+    htae_result_free(&st);
+    htae_result_free(&full);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+}
+
+START_TEST(not_used)
+{
+    const char *pp4 = "  pipeline: {degree: 4, schedule: 1f1b}\n";
+    expect_not_used("{global: 24, micro: 1}", pp4, 0, 1, "--no-fold");
+    expect_not_used("{global: 24, micro: 1}", pp4, 1, 0, "a trace asks for every task");
+    expect_not_used("{global: 13, micro: 1}", pp4, 1, 1, "few micro-batches"); /* 12 + 2 > 13 */
+    expect_not_used("{global: 24, micro: 1}", "  pipeline: {degree: 4, schedule: gpipe}\n", 1, 1,
+                    "not a 1F1B schedule");
+    expect_not_used("{global: 24, micro: 1}",
+                    "  pipeline: {degree: 2, schedule: interleaved, virtual_stages: 2}\n"
+                    "  data: {degree: 2}\n",
+                    1, 1, "not a 1F1B schedule");
+}
+END_TEST
+
+static Suite *steady_suite(void)
+{
+    Suite *s = suite_create("steady");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, pipeline_1f1b);
+    tcase_add_test(tc, pipeline_with_data_parallel);
+    tcase_add_test(tc, data_parallel_host_ahead);
+    tcase_add_test(tc, not_used);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(steady_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed != 0;
+}
