@@ -14,9 +14,11 @@
  * above the rounding of a time of a few hundred seconds. */
 #define STEADY_EPS 1e-9
 
-int steady_short_micro_batches(int pp)
+int steady_short_micro_batches(int pp, int attempt)
 {
-    return pp > 1 ? 2 * pp + 4 : 6;
+    if (attempt == 0)
+        return pp > 1 ? pp + 8 : 6;
+    return attempt == 1 && pp > 4 ? 2 * pp + 4 : 0;
 }
 
 /* Why the plan is simulated whole, NULL if the shorter run may be tried. */
@@ -29,7 +31,7 @@ static const char *ineligible(const strategy *s, const compile_options *copt,
         return "--no-fold";
     if (s->model.family == FAMILY_DLRM)
         return "a recommendation model";
-    if (s->pp > 1 && s->schedule != SCHED_1F1B)
+    if (s->schedule != SCHED_1F1B) /* GPipe runs every forward first, even without stages */
         return "not a 1F1B schedule";
     if (hopt && hopt->counter_ranks)
         return "link counters asked";
@@ -221,7 +223,7 @@ static int find_window(const htae_graph *g, const htae_result *r, const uint32_t
     for (int k = 0; k < n; k++)
         if (r->snap_t[k] != r->start[flagged[k]] || g->tasks[flagged[k]].micro != k)
             return 0;
-    int lo = pp + 3, hi = n - 2, mid = (3 * pp + 5) / 2;
+    int lo = pp + 3, hi = n - 2, mid = (lo + hi) / 2;
     for (int step = 0; step <= hi - lo; step++) { /* from the middle outwards */
         int c = mid + (step % 2 ? -(step + 1) / 2 : step / 2);
         if (c < lo || c > hi)
@@ -391,14 +393,24 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
 {
     memset(info, 0, sizeof *info);
     info->micro_batches = info->simulated = plan->micro_batches;
-    int m1 = steady_short_micro_batches(s->pp);
-    const char *why = ineligible(s, copt, hopt, allow, plan->micro_batches, m1);
-    if (why) {
-        snprintf(info->why, sizeof info->why, "%s", why);
-    } else if (try_short(s, c, copt, hopt, plan, m1, out, info)) {
-        info->used = 1;
-        info->simulated = m1;
-        return 0;
+    for (int attempt = 0;; attempt++) {
+        int m1 = steady_short_micro_batches(s->pp, attempt);
+        const char *why = m1 ? ineligible(s, copt, hopt, allow, plan->micro_batches, m1) : NULL;
+        if (!m1 || why) {
+            if (why) /* else the last attempt's reason stays */
+                snprintf(info->why, sizeof info->why, "%s", why);
+            break;
+        }
+        double wall = info->short_wall_s;
+        int used = try_short(s, c, copt, hopt, plan, m1, out, info);
+        info->short_wall_s += wall;
+        if (used) {
+            info->used = 1;
+            info->simulated = m1;
+            return 0;
+        }
+        if (strcmp(info->why, "no period found") != 0)
+            break; /* a longer run would not change that */
     }
     return htae_run(plan->graph, c, hopt, out, err);
 }

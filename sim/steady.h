@@ -1,7 +1,7 @@
 /* steady.h: a pipeline's steady state simulated once (issue 15, "repeated micro-batches").
  *
- * A plan of M micro-batches per replica is simulated with m1 of them (about two pipelines'
- * worth). If that run proves a period P (steady_prove: three consecutive periods in which every
+ * A plan of M micro-batches per replica is simulated with m1 of them (a pipeline's worth and
+ * eight more). If that run proves a period P (steady_prove: three consecutive periods in which every
  * task of every stream, the host's issue times and every link's bytes and busy time repeat
  * exactly, shifted by P, with no other task in flight), the full plan's timeline is that run's
  * with K = M - m1 more periods inserted: the tasks before the proven window keep their times,
@@ -19,7 +19,7 @@ typedef struct steady_info {
     int micro_batches;   /* the plan's, per replica */
     int simulated;       /* micro-batches simulated */
     double period_s;     /* used: the proven period */
-    double short_wall_s; /* host seconds of the shorter run (also when not used) */
+    double short_wall_s; /* host seconds of the shorter runs (also when not used) */
     char why[96];        /* not used: why ("--no-fold", "no period found", ...) */
 } steady_info;
 
@@ -30,8 +30,11 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
                const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
                steady_info *info, ps_error *err);
 
-/* The micro-batches the shorter run simulates for a plan of pp stages (1F1B): 2 pp + 4, or 6
- * without a pipeline. */
-int steady_short_micro_batches(int pp);
+/* The micro-batches the shorter run simulates for a plan of pp stages (1F1B), by attempt: first
+ * pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the
+ * first stage, after the warm-up, before the cool-down), then, if that run holds no period,
+ * 2 pp + 4 when that is more (uneven stages settle later); without a pipeline 6, once. 0: no
+ * more attempts. */
+int steady_short_micro_batches(int pp, int attempt);
 
 #endif
