@@ -18,7 +18,10 @@ need it. Writes to OUTDIR (default $OUT):
   trace_*.json.gz  PyTorch profiler traces (2 ProfilerSteps) of those steps
   log.txt        environment and progress
 
-Usage: python3 scripts/gpu_measure.py [OUTDIR] [--quick]
+  fp8_gemm.csv   FP8 GEMMs (torch._scaled_mm, e4m3, per-tensor scales) for the forward model
+                 shapes, with and without fast accumulation; bf16 -> fp8 cast, amax
+
+Usage: python3 scripts/gpu_measure.py [OUTDIR] [--quick] [--only=gemms,attention,memops,steps,fp8_gemms]
 """
 import csv
 import gzip
@@ -499,15 +502,76 @@ def steps():
     log("steps: %d rows, %.0f s" % (len(rows), time.time() - t_start))
 
 
+# ---------------------------------------------------------------- FP8 GEMMs
+def fp8_gemms():
+    """torch._scaled_mm (e4m3 x e4m3 -> bf16, per-tensor scales, the TN layout the FP8 tensor
+    cores take) for the forward shapes of gemms(), with and without fast accumulation, and the
+    bf16 -> fp8 cast and amax of an activation."""
+    rows = []
+    t_start = time.time()
+    f8 = torch.float8_e4m3fn
+    one = torch.ones((), device=DEV, dtype=torch.float32)
+    shapes = [("gpt3-1.3b qkv", 6144, 2048), ("gpt3-1.3b fc1", 8192, 2048),
+              ("gpt3-1.3b fc2", 2048, 8192), ("gpt3-6.7b qkv", 12288, 4096),
+              ("gpt3-6.7b fc1", 16384, 4096), ("gpt3-6.7b fc2", 4096, 16384),
+              ("gpt3-175b-tp8 qkv", 4608, 12288), ("gpt3-175b-tp8 fc1", 6144, 12288),
+              ("gpt3-175b-tp8 fc2", 12288, 6144), ("llama3-8b gate_up", 28672, 4096),
+              ("llama3-8b down", 4096, 14336), ("llama2-70b-tp4 fc1", 14336, 8192),
+              ("square 8192", 8192, 8192)]
+    for T in [2048, 8192, 16384]:
+        for name, n, k in shapes:
+            for fast in (True, False):
+                if time.time() - t_start > 60:
+                    break
+                try:
+                    sets = nsets(T * k + n * k + 2 * T * n)
+                    bufs = [(torch.randn(T, k, device=DEV).to(f8),
+                             torch.randn(n, k, device=DEV).to(f8).t()) for _ in range(sets)]
+                    i = [0]
+
+                    def fn():
+                        a, b = bufs[i[0] % sets]
+                        i[0] += 1
+                        torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                         use_fast_accum=fast)
+
+                    t, reps = timed(fn)
+                    rows.append(["%s T%d" % (name, T), "fp8", int(fast), T, n, k,
+                                 "%.6g" % (t * 1e3), reps, sets, "%.1f" % (2 * T * n * k / t / 1e12)])
+                    del bufs
+                except Exception as e:  # noqa: BLE001
+                    rows.append(["%s T%d" % (name, T), "fp8", int(fast), T, n, k,
+                                 "error: %s" % str(e)[:80], 0, 0, ""])
+    for T, h in [(8192, 4096), (16384, 8192)]:
+        x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+        for name, op in (("cast", lambda: x.to(f8)),
+                         ("scale_cast", lambda: (x * 2.0).to(f8)),
+                         ("amax", lambda: x.abs().max()),
+                         ("cast_transpose", lambda: x.t().contiguous().to(f8))):
+            t, reps = timed(op, min_s=0.02)
+            rows.append([name, "bf16->fp8", 0, T, h, 0, "%.6g" % (t * 1e3), reps, 1, ""])
+    with open(os.path.join(OUT, "fp8_gemm.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["case", "dtype", "fast_accum", "M", "N", "K", "ms", "reps", "buffer_sets",
+                    "tflops"])
+        w.writerows(rows)
+    log("fp8: %d rows, %.0f s" % (len(rows), time.time() - t_start))
+    torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    for section in (gemms, attention, memops, steps):
+    only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
+    sections = (gemms, attention, memops, steps, fp8_gemms)
+    if only:
+        sections = [f for f in sections if f.__name__ in only[0].split(",")]
+    for section in sections:
         try:
             section()
         except Exception as e:  # noqa: BLE001
             log(section.__name__, "failed:", repr(e))
     log("smi after", smi("clocks.sm,clocks.mem,power.draw,temperature.gpu"))
     log("total %.0f s" % (time.time() - T0))
-    for name in ("gemm.csv", "attention.csv", "steps.csv"):
+    for name in ("gemm.csv", "attention.csv", "steps.csv", "fp8_gemm.csv"):
         p = os.path.join(OUT, name)
         if os.path.exists(p):
             print(open(p).read()[-2500:])
