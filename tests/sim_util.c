@@ -155,6 +155,16 @@ void sim_load_two_nodes(int k, const char *const nvl_lat[2], const char *const *
     sim_load_nodes(2, k, nvl_lat, nic_lat, c);
 }
 
+cluster *sim_dgx4(void)
+{
+    static cluster c;
+    static int loaded;
+    if (!loaded)
+        sim_load("topology/clusters/dgx4.xml", &c);
+    loaded = 1;
+    return &c;
+}
+
 const htae_link_stat *sim_find_link(const htae_result *r, const char *name)
 {
     for (int i = 0; i < r->n_links; i++)

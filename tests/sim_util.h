@@ -22,6 +22,9 @@
 const char *sim_data_dir(void);
 /* Start the engine and load the platform at data-dir-relative path `rel` (asserts success). */
 void sim_load(const char *rel, cluster *c);
+/* topology/clusters/dgx4.xml, loaded on the first call of the test process (SimGrid holds one
+ * platform per process; each test runs in its own). */
+cluster *sim_dgx4(void);
 /* A temporary file (name ending in `suffix`, "" for none) holding `text`; the caller unlinks
  * and frees the path. */
 char *sim_temp_file(const char *suffix, const char *text);

@@ -295,6 +295,23 @@ START_TEST(bad_traces)
 }
 END_TEST
 
+/* The counts trace_job_load finds in tests/data/replay/NAME (its one rank, pointers cleared). */
+static trace_rank loaded_rank(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s", data(name));
+    const char *paths[1] = {path};
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(trace_job_load(paths, 1, 0, &j, &err) == 0, "%s", err.message);
+    trace_rank r = j.ranks[0];
+    r.lanes = NULL, r.ops = NULL, r.edges = NULL, r.calls = NULL, r.measured_step = NULL;
+    r.group_ranks = NULL, r.needs = NULL;
+    trace_job_free(&j);
+    return r;
+}
+
 /* A real trace: two ProfilerSteps of a 2-layer GPT (hidden 1024, micro-batch 4 x 1024 tokens)
  * training on an H200 in eager PyTorch (tests/data/measured, scripts/gpu_measure.py). The
  * steps measure 17.341 and 11.619 ms (host-bound: 4.8 ms of GPU work a step); the replay keeps
@@ -320,16 +337,9 @@ END_TEST
  * within 0.5% (without them it came out 10% short). */
 START_TEST(real_h100_gpu_bound_trace)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s", data("../measured/h100_gpt3_1.3b_trace.json.gz"));
-    const char *paths[1] = {path};
-    trace_job j;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(trace_job_load(paths, 1, 0, &j, &err) == 0, "%s", err.message);
-    ck_assert_int_eq(j.ranks[0].n_backlog, 1004);
-    ck_assert_int_eq(j.ranks[0].n_steps, 2);
-    trace_job_free(&j);
+    trace_rank r = loaded_rank("../measured/h100_gpt3_1.3b_trace.json.gz");
+    ck_assert_int_eq(r.n_backlog, 1004);
+    ck_assert_int_eq(r.n_steps, 2);
     replay_summary s;
     replay("../measured/h100_gpt3_1.3b_trace.json.gz", &s);
     ck_close(s.measured_step_s, 0.5 * (148.447167e-3 + 149.593192e-3), 1e-9);
@@ -349,16 +359,7 @@ END_TEST
  * the profiler lost: an error. */
 START_TEST(backlog_before_the_trace)
 {
-    const char *p = data("backlog.json");
-    char path[1024];
-    snprintf(path, sizeof path, "%s", p);
-    const char *paths[1] = {path};
-    trace_job j;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(trace_job_load(paths, 1, 0, &j, &err) == 0, "%s", err.message);
-    ck_assert_int_eq(j.ranks[0].n_backlog, 2);
-    trace_job_free(&j);
+    ck_assert_int_eq(loaded_rank("backlog.json").n_backlog, 2);
     replay_summary s;
     replay("backlog.json", &s);
     ck_close(s.iteration_s, 2.095e-3, 1e-9);

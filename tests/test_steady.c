@@ -10,17 +10,6 @@
 #include "../sim/steady.h"
 #include "sim_util.h"
 
-/* dgx4, loaded once per test process (SimGrid holds one platform per process). */
-static cluster *dgx4(void)
-{
-    static cluster c;
-    static int loaded;
-    if (!loaded)
-        sim_load("topology/clusters/dgx4.xml", &c);
-    loaded = 1;
-    return &c;
-}
-
 /* A small GPT (8 layers of hidden 1024) on the 4 A100s of dgx4, with this batch and strategy. */
 static void load_plan(const char *batch, const char *strategy_yaml, strategy *s, cluster **c,
                       compiled_plan *p)
@@ -33,17 +22,8 @@ static void load_plan(const char *batch, const char *strategy_yaml, strategy *s,
              batch, strategy_yaml);
     ps_error err;
     ck_assert_msg(sim_strategy_text(text, s, &err) == 0, "%s", err.message);
-    *c = dgx4();
+    *c = sim_dgx4();
     ck_assert_msg(compile_plan(s, *c, NULL, p, &err) == 0, "%s", err.message);
-}
-
-static const htae_link_stat *link_named(const htae_result *r, const char *name)
-{
-    for (int j = 0; j < r->n_links; j++)
-        if (strcmp(r->links[j].name, name) == 0)
-            return &r->links[j];
-    ck_abort_msg("link %s missing", name);
-    return NULL;
 }
 
 /* steady_run against the full simulation of the same plan: the same times for every task
@@ -59,7 +39,7 @@ static void expect_same(const compiled_plan *p, const htae_result *st, const hta
     ck_close(st->makespan, full->makespan, 1e-12);
     ck_assert_int_eq(st->n_links, full->n_links);
     for (int j = 0; j < full->n_links; j++) {
-        const htae_link_stat *a = link_named(st, full->links[j].name);
+        const htae_link_stat *a = sim_find_link(st, full->links[j].name);
         ck_close(a->bytes, full->links[j].bytes, 1e-9);
         ck_assert(fabs(a->busy_s - full->links[j].busy_s) <= 1e-9);
     }
@@ -87,36 +67,52 @@ static void run_both(const strategy *s, const cluster *c, const compile_options 
     ck_assert_msg(steady_run(s, c, co, NULL, allow, p, st, info, &err) == 0, "%s", err.message);
 }
 
-/* 4 pipeline stages, 1F1B, 24 micro-batches: 4 + 8 = 12 simulated, 12 periods inserted. */
-START_TEST(pipeline_1f1b)
-{
+/* A plan steady_run must skip: simulated with `simulated` micro-batches, the same as whole. */
+typedef struct fixture {
     strategy s;
     cluster *c;
     compiled_plan p;
-    load_plan("{global: 24, micro: 1}", "  pipeline: {degree: 4, schedule: 1f1b}\n", &s, &c, &p);
     htae_result st, full;
     steady_info info;
-    run_both(&s, c, NULL, 1, &p, &st, &full, &info);
-    ck_assert_msg(info.used, "not used: %s", info.why);
-    ck_assert_int_eq(info.micro_batches, 24);
-    ck_assert_int_eq(info.simulated, steady_short_micro_batches(4, 0));
-    ck_assert_int_eq(info.simulated, 12);
-    expect_same(&p, &st, &full);
+} fixture;
+
+static void expect_used(fixture *f, const char *batch, const char *yaml, int simulated)
+{
+    load_plan(batch, yaml, &f->s, &f->c, &f->p);
+    run_both(&f->s, f->c, NULL, 1, &f->p, &f->st, &f->full, &f->info);
+    ck_assert_msg(f->info.used, "not used: %s", f->info.why);
+    ck_assert_int_eq(f->info.simulated, simulated);
+    expect_same(&f->p, &f->st, &f->full);
+}
+
+static void fixture_free(fixture *f)
+{
+    htae_result_free(&f->st);
+    htae_result_free(&f->full);
+    compiled_plan_free(&f->p);
+    strategy_free(&f->s);
+}
+
+/* 4 pipeline stages, 1F1B, 24 micro-batches: 4 + 8 = 12 simulated, 12 periods inserted. */
+START_TEST(pipeline_1f1b)
+{
+    fixture f;
+    expect_used(&f, "{global: 24, micro: 1}", "  pipeline: {degree: 4, schedule: 1f1b}\n",
+                steady_short_micro_batches(4, 0));
+    ck_assert_int_eq(f.info.simulated, 12);
+    ck_assert_int_eq(f.info.micro_batches, 24);
     /* the period is what one more micro-batch adds: the first stage's forward of micro-batch
      * 10 starts P after that of 9 in the full run too */
     double f9 = -1, f10 = -1;
-    for (uint32_t t = 0; t < p.graph->n_tasks; t++) {
-        const htae_task *k = &p.graph->tasks[t];
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) {
+        const htae_task *k = &f.p.graph->tasks[t];
         if (k->rank == 0 && k->category == CAT_FORWARD && k->micro == 9 && f9 < 0)
-            f9 = full.start[t];
+            f9 = f.full.start[t];
         if (k->rank == 0 && k->category == CAT_FORWARD && k->micro == 10 && f10 < 0)
-            f10 = full.start[t];
+            f10 = f.full.start[t];
     }
-    ck_assert(fabs((f10 - f9) - info.period_s) <= 1e-9);
-    htae_result_free(&st);
-    htae_result_free(&full);
-    compiled_plan_free(&p);
-    strategy_free(&s);
+    ck_assert(fabs((f10 - f9) - f.info.period_s) <= 1e-9);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -124,23 +120,12 @@ END_TEST
  * collectives after the last micro-batch move by the inserted periods. */
 START_TEST(pipeline_with_data_parallel)
 {
-    strategy s;
-    cluster *c;
-    compiled_plan p;
-    load_plan("{global: 32, micro: 1}",
-              "  pipeline: {degree: 2, schedule: 1f1b}\n"
-              "  data: {degree: 2, zero: 1, overlap: true}\n",
-              &s, &c, &p);
-    htae_result st, full;
-    steady_info info;
-    run_both(&s, c, NULL, 1, &p, &st, &full, &info);
-    ck_assert_msg(info.used, "not used: %s", info.why);
-    ck_assert_int_eq(info.simulated, 10);
-    expect_same(&p, &st, &full);
-    htae_result_free(&st);
-    htae_result_free(&full);
-    compiled_plan_free(&p);
-    strategy_free(&s);
+    fixture f;
+    expect_used(&f, "{global: 32, micro: 1}",
+                "  pipeline: {degree: 2, schedule: 1f1b}\n"
+                "  data: {degree: 2, zero: 1, overlap: true}\n",
+                10);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -150,31 +135,20 @@ END_TEST
  * checks that its growing lead bounds nothing. */
 START_TEST(data_parallel_host_ahead)
 {
-    strategy s;
-    cluster *c;
-    compiled_plan p;
-    load_plan("{global: 512, micro: 8}", "  data: {degree: 4}\n", &s, &c, &p);
-    htae_result st, full;
-    steady_info info;
-    run_both(&s, c, NULL, 1, &p, &st, &full, &info);
-    ck_assert_msg(info.used, "not used: %s", info.why);
-    ck_assert_int_eq(info.simulated, 6);
-    expect_same(&p, &st, &full);
+    fixture f;
+    expect_used(&f, "{global: 512, micro: 8}", "  data: {degree: 4}\n", 6);
     double gpu = 0, host = 0; /* micro-batch 3 on rank 0 */
-    for (uint32_t t = 0; t < p.graph->n_tasks; t++) {
-        const htae_task *k = &p.graph->tasks[t];
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) {
+        const htae_task *k = &f.p.graph->tasks[t];
         if (k->rank != 0 || k->micro != 3)
             continue;
         gpu += k->kind == TASK_COMPUTE ? k->seconds : 0.0;
         host += k->host ? k->host_s : 0.0;
     }
     ck_assert(gpu > host);
-    ck_assert_msg(fabs(info.period_s - gpu) <= 1e-9, "period %.12g, one micro-batch %.12g",
-                  info.period_s, gpu);
-    htae_result_free(&st);
-    htae_result_free(&full);
-    compiled_plan_free(&p);
-    strategy_free(&s);
+    ck_assert_msg(fabs(f.info.period_s - gpu) <= 1e-9, "period %.12g, one micro-batch %.12g",
+                  f.info.period_s, gpu);
+    fixture_free(&f);
 }
 END_TEST
 

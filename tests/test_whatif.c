@@ -11,16 +11,11 @@
 #include "../workloads/trace.h"
 #include "sim_util.h"
 
-/* dgx4, loaded once per test process (SimGrid holds one platform per process); network:F
- * changes it for the rest of that test only (each test runs in its own process). */
+/* dgx4 (sim_dgx4); network:F changes it for the rest of that test only (each test runs in its
+ * own process). */
 static const cluster *dgx4(void)
 {
-    static cluster c;
-    static int loaded;
-    if (!loaded)
-        sim_load("topology/clusters/dgx4.xml", &c);
-    loaded = 1;
-    return &c;
+    return sim_dgx4();
 }
 
 /* Replay tests/data/replay/NAME on dgx4 after the specs, as `protosim replay` does: the
