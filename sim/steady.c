@@ -14,11 +14,19 @@
  * above the rounding of a time of a few hundred seconds. */
 #define STEADY_EPS 1e-9
 
-int steady_short_micro_batches(int pp, int attempt)
+int steady_short_micro_batches(int pp, int interleaved, int attempt)
 {
+    if (interleaved) /* whole rounds of pp micro-batches: 3 to warm up and cool down */
+        return attempt < 2 ? (6 + 2 * attempt) * pp : 0;
     if (attempt == 0)
         return pp > 1 ? pp + 8 : 6;
     return attempt == 1 && pp > 4 ? 2 * pp + 4 : 0;
+}
+
+/* Micro-batches a period holds: a round of pp under the interleaved schedule, else 1. */
+static int period_micro_batches(const strategy *s)
+{
+    return s->schedule == SCHED_INTERLEAVED ? s->pp : 1;
 }
 
 /* Why the plan is simulated whole, NULL if the shorter run may be tried. */
@@ -31,11 +39,12 @@ static const char *ineligible(const strategy *s, const compile_options *copt,
         return "--no-fold";
     if (s->model.family == FAMILY_DLRM)
         return "a recommendation model";
-    if (s->schedule != SCHED_1F1B) /* GPipe runs every forward first, even without stages */
-        return "not a 1F1B schedule";
+    if (s->schedule == SCHED_GPIPE) /* every forward first, even without stages */
+        return "a GPipe schedule";
     if (hopt && hopt->counter_ranks)
         return "link counters asked";
-    if (m < m1 + 2)
+    int d = period_micro_batches(s);
+    if (m < m1 + 2 * d || (m - m1) % d != 0)
         return "few micro-batches";
     return NULL;
 }
@@ -154,7 +163,7 @@ static int bin_of(double start, double tau, double P)
 /* Every stream repeats over the three periods before tau: the same tasks (micro-batch one
  * later each period) at the same times plus P, issued by the host at a steady pace
  * (host_period); nothing begun before them still running after the first. */
-static int streams_periodic(const htae_graph *g, const htae_result *r, double tau, double P,
+static int streams_periodic(const htae_graph *g, const htae_result *r, double tau, double P, int d,
                             int *host_gains)
 {
     uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
@@ -178,8 +187,8 @@ static int streams_periodic(const htae_graph *g, const htae_result *r, double ta
         for (uint32_t q = 0; q < n[1]; q++) {
             uint32_t t1 = g->stream_tasks[at[1] + q], t2 = g->stream_tasks[at[2] + q],
                      t3 = g->stream_tasks[at[3] + q];
-            if (g->tasks[t1].micro < 0 || !same_task(g, t1, g, t2, 1) ||
-                !same_task(g, t2, g, t3, 1) || !shifted(r, t1, t2, P) || !shifted(r, t2, t3, P))
+            if (g->tasks[t1].micro < 0 || !same_task(g, t1, g, t2, d) ||
+                !same_task(g, t2, g, t3, d) || !shifted(r, t1, t2, P) || !shifted(r, t2, t3, P))
                 return 0;
             if (g->tasks[t1].host && !host_period(r, t1, t2, t3, P, host_gains))
                 return 0;
@@ -188,13 +197,14 @@ static int streams_periodic(const htae_graph *g, const htae_result *r, double ta
     return 1;
 }
 
-/* Every link's bytes and busy time grow alike over the three periods (snapshots k - 3 .. k). */
-static int links_periodic(const htae_result *r, int k)
+/* Every link's bytes and busy time grow alike over the three periods (snapshots k - 3d, k - 2d,
+ * k - d, k). */
+static int links_periodic(const htae_result *r, int k, int d)
 {
     for (int j = 0; j < r->n_links; j++) {
         double b[4], u[4];
         for (int q = 0; q < 4; q++) {
-            size_t at = (size_t)(k - 3 + q) * (size_t)r->n_links + (size_t)j;
+            size_t at = (size_t)(k - (3 - q) * d) * (size_t)r->n_links + (size_t)j;
             b[q] = r->snap_bytes[at];
             u[q] = r->snap_busy[at];
         }
@@ -209,35 +219,37 @@ static int links_periodic(const htae_result *r, int k)
 }
 
 /* The window: micro-batch c's first task on rank 0's compute stream starts at tau, those of
- * c - 1, c - 2, c - 3 at tau - P, - 2P, - 3P, and everything repeats over them. */
+ * c - d, c - 2d, c - 3d at tau - P, - 2P, - 3P (a period is d micro-batches: 1, or the pipeline
+ * degree of an interleaved schedule, which runs them in rounds), and everything repeats over
+ * them. */
 typedef struct window {
-    int c;
+    int c, d;
     double tau, P;
 } window;
 
 static int find_window(const htae_graph *g, const htae_result *r, const uint32_t *flagged, int n,
-                       int pp, window *w)
+                       int pp, int d, window *w)
 {
     if (r->n_snaps != n)
         return 0;
     for (int k = 0; k < n; k++)
         if (r->snap_t[k] != r->start[flagged[k]] || g->tasks[flagged[k]].micro != k)
             return 0;
-    int lo = pp + 3, hi = n - 2, mid = (lo + hi) / 2;
+    int lo = pp + 3 > 3 * d ? pp + 3 : 3 * d, hi = n - 2, mid = (lo + hi) / 2;
     for (int step = 0; step <= hi - lo; step++) { /* from the middle outwards */
         int c = mid + (step % 2 ? -(step + 1) / 2 : step / 2);
         if (c < lo || c > hi)
             continue;
-        double tau = r->snap_t[c], P = tau - r->snap_t[c - 1];
+        double tau = r->snap_t[c], P = tau - r->snap_t[c - d];
         if (!(P > 100 * STEADY_EPS) || tau - 3 * P < STEADY_EPS)
             continue;
-        if (fabs(r->snap_t[c - 1] - r->snap_t[c - 2] - P) > STEADY_EPS ||
-            fabs(r->snap_t[c - 2] - r->snap_t[c - 3] - P) > STEADY_EPS)
+        if (fabs(r->snap_t[c - d] - r->snap_t[c - 2 * d] - P) > STEADY_EPS ||
+            fabs(r->snap_t[c - 2 * d] - r->snap_t[c - 3 * d] - P) > STEADY_EPS)
             continue;
         int gains = 0;
-        if (streams_periodic(g, r, tau, P, &gains) && links_periodic(r, c) &&
+        if (streams_periodic(g, r, tau, P, d, &gains) && links_periodic(r, c, d) &&
             (!gains || host_bounds_nothing(g, r, tau - 3 * P))) {
-            *w = (window){c, tau, P};
+            *w = (window){c, d, tau, P};
             return 1;
         }
     }
@@ -245,7 +257,8 @@ static int find_window(const htae_graph *g, const htae_result *r, const uint32_t
 }
 
 /* One stream of the full graph from the short run's: the tasks before tau as they ran, K copies
- * of the last period's, k P later, then the rest K P later. 0 if the graphs differ there. */
+ * of the last period's, k P later and k d micro-batches on, then the rest K P later and K d
+ * micro-batches on. 0 if the graphs differ there. */
 static int expand_stream(const htae_graph *g, const htae_graph *g1, const htae_result *r1,
                          uint32_t i, const window *w, int K, htae_result *out)
 {
@@ -270,9 +283,9 @@ static int expand_stream(const htae_graph *g, const htae_graph *g1, const htae_r
             src = j, dm = 0, d = 0.0;
         } else if (j < nb + (uint32_t)K * n1) {
             uint32_t k = (j - nb) / n1 + 1, q = (j - nb) % n1;
-            src = nb - n1 + q, dm = (int)k, d = k * w->P;
+            src = nb - n1 + q, dm = (int)k * w->d, d = k * w->P;
         } else {
-            src = j - (uint32_t)K * n1, dm = K, d = K * w->P;
+            src = j - (uint32_t)K * n1, dm = K * w->d, d = K * w->P;
         }
         uint32_t t = g->stream_tasks[f0 + j], t1 = g1->stream_tasks[s0 + src];
         if (!same_task(g, t, g1, t1, dm))
@@ -300,7 +313,7 @@ static void expand_links(const htae_result *r1, const window *w, int K, htae_res
     out->links = xcalloc((size_t)r1->n_links + 1, sizeof *out->links);
     for (int j = 0; j < r1->n_links; j++) {
         size_t a = (size_t)w->c * (size_t)r1->n_links + (size_t)j;
-        size_t b = a - (size_t)r1->n_links;
+        size_t b = (size_t)(w->c - w->d) * (size_t)r1->n_links + (size_t)j;
         htae_link_stat *s = &out->links[j];
         *s = r1->links[j];
         s->name = xstrdup(r1->links[j].name);
@@ -371,9 +384,9 @@ static int try_short(const strategy *s, const cluster *c, const compile_options 
     window w;
     if (htae_run(p1.graph, c, &o, &r1, &e))
         snprintf(info->why, sizeof info->why, "the shorter run: %.72s", e.message);
-    else if (!find_window(p1.graph, &r1, flagged, n_flagged, s->pp, &w))
+    else if (!find_window(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), &w))
         snprintf(info->why, sizeof info->why, "no period found");
-    else if (!expand(plan->graph, p1.graph, &r1, &w, plan->micro_batches - m1, out))
+    else if (!expand(plan->graph, p1.graph, &r1, &w, (plan->micro_batches - m1) / w.d, out))
         snprintf(info->why, sizeof info->why, "the plans' graphs differ");
     else {
         used = 1;
@@ -394,7 +407,7 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
     memset(info, 0, sizeof *info);
     info->micro_batches = info->simulated = plan->micro_batches;
     for (int attempt = 0;; attempt++) {
-        int m1 = steady_short_micro_batches(s->pp, attempt);
+        int m1 = steady_short_micro_batches(s->pp, s->schedule == SCHED_INTERLEAVED, attempt);
         const char *why = m1 ? ineligible(s, copt, hopt, allow, plan->micro_batches, m1) : NULL;
         if (!m1 || why) {
             if (why) /* else the last attempt's reason stays */

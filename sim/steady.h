@@ -30,11 +30,12 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
                const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
                steady_info *info, ps_error *err);
 
-/* The micro-batches the shorter run simulates for a plan of pp stages (1F1B), by attempt: first
- * pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the
+/* The micro-batches the shorter run simulates for a plan of pp stages, by attempt: under 1F1B
+ * first pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the
  * first stage, after the warm-up, before the cool-down), then, if that run holds no period,
- * 2 pp + 4 when that is more (uneven stages settle later); without a pipeline 6, once. 0: no
- * more attempts. */
-int steady_short_micro_batches(int pp, int attempt);
+ * 2 pp + 4 when that is more (uneven stages settle later); without a pipeline 6, once; under the
+ * interleaved schedule, whose period is a round of pp micro-batches, 6 rounds, then 8 (5 never
+ * held one in the plans tried). 0: no more attempts. */
+int steady_short_micro_batches(int pp, int interleaved, int attempt);
 
 #endif

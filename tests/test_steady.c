@@ -98,7 +98,7 @@ START_TEST(pipeline_1f1b)
 {
     fixture f;
     expect_used(&f, "{global: 24, micro: 1}", "  pipeline: {degree: 4, schedule: 1f1b}\n",
-                steady_short_micro_batches(4, 0));
+                steady_short_micro_batches(4, 0, 0));
     ck_assert_int_eq(f.info.simulated, 12);
     ck_assert_int_eq(f.info.micro_batches, 24);
     /* the period is what one more micro-batch adds: the first stage's forward of micro-batch
@@ -152,6 +152,22 @@ START_TEST(data_parallel_host_ahead)
 }
 END_TEST
 
+/* The interleaved schedule runs its micro-batches in rounds of the pipeline degree: a period is
+ * a round of 2 micro-batches here (2 stages of 2 chunks, 2 replicas); 6 rounds simulated of 20
+ * micro-batches, 4 rounds inserted. */
+START_TEST(interleaved_rounds)
+{
+    fixture f;
+    expect_used(&f, "{global: 40, micro: 1}",
+                "  pipeline: {degree: 2, schedule: interleaved, virtual_stages: 2}\n"
+                "  data: {degree: 2}\n",
+                steady_short_micro_batches(2, 1, 0));
+    ck_assert_int_eq(f.info.simulated, 12);
+    ck_assert_int_eq(f.info.micro_batches, 20);
+    fixture_free(&f);
+}
+END_TEST
+
 /* Where it may not be used: it says why, and the result is the full simulation's. */
 static void expect_not_used(const char *batch, const char *yaml, int fold, int allow,
                             const char *why)
@@ -190,11 +206,16 @@ START_TEST(not_used)
     expect_not_used("{global: 24, micro: 1}", pp4, 1, 0, "a trace asks for every task");
     expect_not_used("{global: 13, micro: 1}", pp4, 1, 1, "few micro-batches"); /* 12 + 2 > 13 */
     expect_not_used("{global: 24, micro: 1}", "  pipeline: {degree: 4, schedule: gpipe}\n", 1, 1,
-                    "not a 1F1B schedule");
-    expect_not_used("{global: 24, micro: 1}",
+                    "a GPipe schedule");
+    /* GPipe without stages still runs every forward before the first backward */
+    expect_not_used("{global: 64, micro: 1}",
+                    "  pipeline: {degree: 1, schedule: gpipe}\n  data: {degree: 4}\n", 1, 1,
+                    "a GPipe schedule");
+    /* interleaved: its period is a round of 2 micro-batches, 6 rounds simulated: 12 + 2 x 2 > 14 */
+    expect_not_used("{global: 28, micro: 1}",
                     "  pipeline: {degree: 2, schedule: interleaved, virtual_stages: 2}\n"
                     "  data: {degree: 2}\n",
-                    1, 1, "not a 1F1B schedule");
+                    1, 1, "few micro-batches");
 }
 END_TEST
 
@@ -205,6 +226,7 @@ static Suite *steady_suite(void)
     tcase_add_test(tc, pipeline_1f1b);
     tcase_add_test(tc, pipeline_with_data_parallel);
     tcase_add_test(tc, data_parallel_host_ahead);
+    tcase_add_test(tc, interleaved_rounds);
     tcase_add_test(tc, not_used);
     suite_add_tcase(s, tc);
     return s;
