@@ -1,13 +1,14 @@
 /* steady.h: a pipeline's steady state simulated once (issue 15, "repeated micro-batches").
  *
- * A plan of M micro-batches per replica is simulated with m1 of them (a pipeline's worth and
- * eight more). If that run proves a period P (steady_prove: three consecutive periods in which every
- * task of every stream, the host's issue times and every link's bytes and busy time repeat
- * exactly, shifted by P, with no other task in flight), the full plan's timeline is that run's
- * with K = M - m1 more periods inserted: the tasks before the proven window keep their times,
- * K copies of its last period follow, and the rest moves by K x P. The full plan's graph must
- * be the short plan's with those K micro-batches inserted, stream by stream (checked task by
- * task). Otherwise every task is simulated. docs/design-notes.md, "Steady-state skipping". */
+ * A plan of M micro-batches per replica is simulated with m1 of them (steady_short_micro_batches).
+ * If that run proves a period P of d micro-batches (find_window: three consecutive periods in
+ * which every task of every stream, the host's issue pace and every link's bytes and busy time
+ * repeat exactly, shifted by P, with no other task in flight; d is 1, or the pipeline degree
+ * under the interleaved schedule), the full plan's timeline is that run's with K = (M - m1) / d
+ * more periods inserted: the tasks before the proven window keep their times, K copies of its
+ * last period follow, and the rest moves by K x P. The full plan's graph must be the short
+ * plan's with those micro-batches inserted, stream by stream (checked task by task). Otherwise
+ * every task is simulated. docs/design-notes.md, "Steady-state skipping". */
 #ifndef PROTOSIM_STEADY_H
 #define PROTOSIM_STEADY_H
 
