@@ -3,6 +3,7 @@
 #include "htae.h"
 #include "htae_links.h"
 #include "htae_alone.h"
+#include "htae_dyn.h"
 #include "htae_clock.h"
 #include "htae_coll.h"
 
@@ -119,6 +120,8 @@ typedef struct exec_state {
                               end of its explicit predecessors */
     coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
     htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
+    htae_dyn dyn;          /* which collectives run alone from some point on (timed) */
+    struct htae_unit_cache *units; /* merged companion patterns' unit times */
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;
@@ -301,6 +304,7 @@ static void run_transfer(exec_state *x, uint32_t t)
     sg_exec_start(e);
     x->activities++;
     sg_exec_wait(e);
+    htae_dyn_transfer_ended(&x->dyn, t);
     now = simgrid_get_clock();
     for (int i = 0; i < n; i++)
         htae_links_end(x->links, hosts[i], hosts[n + i], now);
@@ -336,7 +340,12 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
         x->res->start[members[i]] = t0;
         comm_changed(x, g->tasks[members[i]].rank, 1);
     }
-    coll_run_ctx cx = {&x->opt, x->links, &x->activities, &x->timed_colls};
+    coll_run_ctx cx = {&x->opt,
+                       x->links,
+                       &x->activities,
+                       &x->timed_colls,
+                       htae_dyn_now(&x->dyn, (uint32_t)col->group),
+                       x->units};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     const int32_t *comp;
@@ -346,6 +355,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     else
         htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
     double t1 = simgrid_get_clock();
+    htae_dyn_collective_ended(&x->dyn, (uint32_t)col->group);
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->tasked; i++) {
         const htae_task *m = &g->tasks[members[i]];
@@ -465,8 +475,11 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
             return rc;
     }
     htae_alone_plan(&x->alone, g, x->groups, x->hosts);
-    if (x->opt.timed_alone)
+    if (x->opt.timed_alone) {
         htae_alone_groups(&x->alone, g, x->groups, x->hosts);
+        htae_dyn_plan(&x->dyn, g, x->groups, x->hosts);
+        x->units = htae_unit_cache_create();
+    }
     return 0;
 }
 
@@ -639,6 +652,8 @@ static void state_free(exec_state *x)
     free(x->pred_end);
     free(x->groups);
     htae_alone_free(&x->alone);
+    htae_dyn_free(&x->dyn);
+    htae_unit_cache_free(x->units);
     free(x->streams);
     free(x->pending);
     free(x->coll_arrived);

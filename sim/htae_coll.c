@@ -162,7 +162,7 @@ static size_t pattern_link_loads(const coll_group *gp, const pattern *p, link_lo
 
 /* The busiest link's load per byte of S over its bandwidth: the pattern's time per byte alone
  * on the platform, as the fluid model shares the links. */
-static double pattern_unit(const coll_group *gp, pattern *p)
+double htae_pattern_unit(const coll_group *gp, pattern *p)
 {
     if (p->unit_s >= 0.0)
         return p->unit_s;
@@ -509,7 +509,7 @@ double htae_coll_estimate(coll_group *gp, coll_kind kind, coll_algo algo, double
         return 0.0;
     double factor, latency;
     const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
-    return latency + factor * bytes * pattern_unit(gp, (pattern *)p);
+    return latency + factor * bytes * htae_pattern_unit(gp, (pattern *)p);
 }
 
 coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const htae_options *opt)
@@ -533,7 +533,7 @@ coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const h
         if (others[i] == COLL_ALGO_TREE) { /* NCCL's estimate of the tree's bandwidth */
             double factor, latency;
             algo_terms(gp, kind, COLL_ALGO_TREE, &factor, &latency);
-            u = latency + bytes * pattern_unit(gp, &gp->ring) / HTAE_TREE_SELECT_BW;
+            u = latency + bytes * htae_pattern_unit(gp, &gp->ring) / HTAE_TREE_SELECT_BW;
         } else {
             u = htae_coll_estimate(gp, kind, others[i], bytes, opt);
         }
@@ -691,60 +691,6 @@ int htae_coll_set_alone(coll_group *gp)
     return fits;
 }
 
-/* p's host pairs, each once, as start_block starts their flows (pattern.pair_*). */
-static void pattern_pairs(const coll_group *gp, pattern *p)
-{
-    int n = gp->n;
-    int *at = xmalloc((size_t)n * (size_t)n * sizeof *at); /* pair index + 1, 0 none */
-    memset(at, 0, (size_t)n * (size_t)n * sizeof *at);
-    p->pair_src = xmalloc((size_t)p->n_edges * sizeof *p->pair_src);
-    p->pair_dst = xmalloc((size_t)p->n_edges * sizeof *p->pair_dst);
-    p->pair_w = xmalloc((size_t)p->n_edges * sizeof *p->pair_w);
-    p->n_pairs = 0;
-    for (int e = 0; e < p->n_edges; e++) {
-        int *slot = &at[(size_t)p->src[e] * n + (size_t)p->dst[e]];
-        if (*slot == 0) {
-            *slot = ++p->n_pairs;
-            p->pair_src[*slot - 1] = p->src[e];
-            p->pair_dst[*slot - 1] = p->dst[e];
-            p->pair_w[*slot - 1] = 0.0;
-        }
-        p->pair_w[*slot - 1] += p->w[e];
-    }
-    free(at);
-}
-
-/* run_pattern's time without its SimGrid task, for a group alone on its links: the task would
- * run alone, and ptask_L07 gives a lone task its worst route latency (p->max_lat), then moves
- * its flows at the rate of its busiest link: every link's load is the sum of the bytes of the
- * host pairs crossing it (the links are shared, not fatpipes), so the task takes scale times
- * the pattern's unit time (pattern_unit). The flows start in the link statistics when the task
- * would have started and end when it would have ended. */
-static void run_timed(coll_group *gp, pattern *p, double scale, double latency, coll_run_ctx *cx)
-{
-    int empty = scale <= 0.0 || p->n_edges == 0;
-    double wait = empty ? latency : latency - p->max_lat;
-    if (empty) {
-        if (wait > 0.0)
-            htae_wait_until(simgrid_get_clock() + wait);
-        return;
-    }
-    if (!p->pair_w)
-        pattern_pairs(gp, p);
-    if (wait < 0.0)
-        wait = 0.0;
-    double start = simgrid_get_clock() + wait;
-    for (int i = 0; i < p->n_pairs; i++)
-        htae_links_start(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]],
-                         scale * p->pair_w[i], start);
-    htae_wait_until(simgrid_get_clock() + wait + p->max_lat + scale * pattern_unit(gp, p));
-    (*cx->activities)++;
-    (*cx->timed)++;
-    double now = simgrid_get_clock();
-    for (int i = 0; i < p->n_pairs; i++)
-        htae_links_end(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]], now);
-}
-
 void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx)
 {
@@ -763,8 +709,8 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
     double factor, latency;
     const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
-    if (gp->alone)
-        run_timed(gp, (pattern *)p, factor * bytes, latency, cx);
+    if (gp->alone || cx->timed_now)
+        htae_coll_run_timed(gp, (pattern *)p, factor * bytes, latency, cx);
     else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);
     else
@@ -780,13 +726,18 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
         return;
     sg_host_t *hosts = xmalloc((size_t)total * sizeof *hosts);
     pattern all = {0};
-    double latency = 0.0;
+    double latency = 0.0, u_min = INFINITY; /* u_min: the least of the groups' unit times */
+    uint64_t key = (uint64_t)(uint32_t)first * 0x9E3779B97F4A7C15ull ^ (uint64_t)kind;
     for (int k = 0; k <= n; k++) { /* group k's members are all's k * m .. k * m + m - 1 */
         coll_group *g = groups[k ? comp[k - 1] : first];
         assert(g->n == m);
         double factor, lat;
-        const pattern *p =
-            algo_terms(g, kind, htae_coll_choose(g, kind, bytes, cx->opt), &factor, &lat);
+        coll_algo algo = htae_coll_choose(g, kind, bytes, cx->opt);
+        const pattern *p = algo_terms(g, kind, algo, &factor, &lat);
+        if (cx->timed_now && factor > 0.0)
+            u_min = fmin(u_min, factor * htae_pattern_unit(g, (pattern *)p));
+        key = (key ^ (uint64_t)(uint32_t)(k ? comp[k - 1] : first) << 8 ^ (uint64_t)algo) *
+              0xBF58476D1CE4E5B9ull;
         memcpy(hosts + (size_t)k * m, g->hosts, (size_t)m * sizeof *hosts);
         for (int e = 0; e < p->n_edges && factor > 0.0; e++)
             htae_pattern_add_edge(&all, p->src[e] + k * m, p->dst[e] + k * m, factor * p->w[e]);
@@ -794,7 +745,10 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
         all.max_lat = p->max_lat > all.max_lat ? p->max_lat : all.max_lat;
     }
     coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
-    run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, cx);
+    if (cx->timed_now && htae_merged_alone(&merged, &all, u_min, key, cx))
+        htae_coll_run_timed(&merged, &all, bytes, latency, cx);
+    else
+        run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, cx);
     htae_pattern_free(&all);
     free(hosts);
 }

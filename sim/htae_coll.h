@@ -47,7 +47,13 @@ typedef struct coll_run_ctx {
     htae_links *links;
     uint64_t *activities;
     uint32_t *timed; /* collectives run as timed waits (htae_coll_set_alone) */
+    int timed_now;   /* this one runs alone on its links to its end (htae_dyn_now): timed */
+    struct htae_unit_cache *units; /* merged companion patterns' unit times (htae_timed.c) */
 } coll_run_ctx;
+
+/* The merged companion patterns' unit-time cache of one run (coll_run_ctx.units). */
+struct htae_unit_cache *htae_unit_cache_create(void);
+void htae_unit_cache_free(struct htae_unit_cache *c);
 
 /* Call visit on every link of every flow a collective of `kind` may run on the group (any
  * algorithm it could choose; matrix not NULL: any all-to-all-v, every member pair), a link once

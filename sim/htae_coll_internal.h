@@ -1,5 +1,6 @@
 /* htae_coll_internal.h: the flows of a group's collectives, shared by htae_coll.c (building
- * and running them) and htae_lean.c (the all-to-all's lean task); nothing else includes it. */
+ * and running them), htae_lean.c (the all-to-all's lean task), htae_timed.c (timed waits) and
+ * htae_dyn.c (which groups may run timed); nothing else includes it. */
 #ifndef PROTOSIM_HTAE_COLL_INTERNAL_H
 #define PROTOSIM_HTAE_COLL_INTERNAL_H
 
@@ -55,6 +56,23 @@ void htae_pattern_free(pattern *p);
 double htae_route_latency(sg_host_t a, sg_host_t b);
 /* Build gp->direct, the all-to-all's flows (htae_coll.c explains the choice). */
 void htae_coll_build_direct(coll_group *gp);
+/* The pattern's unit time: its busiest link's load per byte of S over its bandwidth (cached
+ * in p->unit_s). */
+double htae_pattern_unit(const coll_group *gp, pattern *p);
+/* The pattern's SimGrid task replaced by a timed wait of the time it would take alone on its
+ * links (htae_timed.c): its worst route latency, then scale x its unit time; the flows count in
+ * the link statistics. */
+void htae_coll_run_timed(coll_group *gp, pattern *p, double scale, double latency,
+                         coll_run_ctx *cx);
+/* Whether the merged pattern of a companion collective (groups of equal size, one SimGrid
+ * task per group when more than HTAE_PTASK_MAX_HOSTS in all) takes, alone on its links, the
+ * time of one task over all of it: always when it is one task; else when every group alone
+ * reaches the merged bottleneck (u_min, the least of the groups' unit times, equals the
+ * merged unit time), so that each group's bottleneck is its own and the max-min rates are
+ * all the merged one. Sets p->unit_s; key identifies the groups and their algorithms for
+ * cx->units. */
+int htae_merged_alone(coll_group *merged, pattern *p, double u_min, uint64_t key, coll_run_ctx *cx);
+
 /* Run the balanced all-to-all as its lean task (htae_lean.c). */
 void htae_coll_run_lean(coll_group *gp, double scale, double latency, coll_run_ctx *cx);
 

@@ -330,13 +330,17 @@ END_TEST
 
 /* Two tensor-parallel groups of 8 (one per node of dgx-a100-2node.xml) and eight data-parallel
  * pairs across the nodes: compute of unequal lengths per rank, then TP all-reduce, compute, TP
- * all-gather, DP all-reduce; a transfer from rank 8 to rank 9 over node 1's NVLink ports, one
- * from rank 0 to rank 8 over their NICs. Node 0's TP group is alone on its ports (the DP pairs
- * cross the NICs only, both nodes being on one leaf switch), and so are the DP pairs but the
- * first on their NICs: 2 + 7 collectives are timed. Node 1's TP group shares its ports with a
- * transfer, the first DP pair its NICs with the other: those run as SimGrid tasks. Every task
- * starts and ends as when every collective runs as a SimGrid task. */
-static htae_graph *two_tp_groups(uint32_t *tp0_ids)
+ * all-gather, DP all-reduce; a transfer from rank 8 to rank 9 over node 1's NVLink ports (30
+ * MB), one of 20 MB from rank 0 to rank 8 over their NICs that rank 8's second compute waits
+ * for, and (extra_0_8 > 0) another from 0 to 8 that only a last compute of rank 8 waits for.
+ * Node 0's TP group is alone on
+ * its ports for the whole run (the DP pairs cross the NICs only, both nodes being on one leaf
+ * switch), and so are the DP pairs but the first on their NICs: 2 + 7 collectives are timed
+ * (htae_alone_groups). Node 1's TP group shares its ports with the first transfer, the first DP
+ * pair its NICs with the others: each of those collectives is timed too if those transfers
+ * have ended when it starts (htae_dyn), else it runs as a SimGrid task. Every task starts and
+ * ends as when every collective runs as a SimGrid task. */
+static htae_graph *two_tp_groups(uint32_t *tp0_ids, double extra_0_8)
 {
     htae_graph *g = htae_graph_create(16);
     int tp[2], dp[8], l = htae_label(g, "x");
@@ -372,24 +376,31 @@ static htae_graph *two_tp_groups(uint32_t *tp0_ids)
     t = htae_add_transfer(g, 0, 8, STREAM_PP, 20e6, CAT_PP_COMM, l, 0);
     htae_add_edge(g, c1[0], t);
     htae_add_edge(g, t, c2[8]);
+    if (extra_0_8 > 0.0) { /* feeds only a last compute of rank 8, after everything else */
+        t = htae_add_transfer(g, 0, 8, STREAM_PP, extra_0_8, CAT_PP_COMM, l, 0);
+        htae_add_edge(g, c1[0], t);
+        htae_add_edge(g, t, htae_add_compute(g, 8, CAT_FORWARD, 1e-4, l, 0));
+    }
     for (int i = 0; i < 8; i++)
         tp0_ids[i] = ar[0][i];
     return g;
 }
 
-START_TEST(timed_waits_match_simgrid_tasks)
+/* The graph above timed and as SimGrid tasks: the same times, links and activities, and
+ * `timed` collectives timed. */
+static void timed_against_tasks(double extra_0_8, uint32_t timed_colls)
 {
     cluster c;
     sim_load("topology/clusters/dgx-a100-2node.xml", &c);
     uint32_t ids[8];
-    htae_graph *g = two_tp_groups(ids);
+    htae_graph *g = two_tp_groups(ids, extra_0_8);
     htae_options o;
     htae_default_options(&o);
     htae_result timed, tasks;
     sim_run(g, &c, &o, &timed);
     o.timed_alone = 0;
     ck_assert_int_eq(htae_run(g, &c, &o, &tasks, &(ps_error){0}), 0);
-    ck_assert_uint_eq(timed.timed_colls, 2 + 7);
+    ck_assert_uint_eq(timed.timed_colls, timed_colls);
     ck_assert_uint_eq(tasks.timed_colls, 0);
     ck_assert_uint_eq(timed.activities, tasks.activities);
     ck_assert(timed.end[ids[0]] > timed.start[ids[0]]);
@@ -409,6 +420,24 @@ START_TEST(timed_waits_match_simgrid_tasks)
     htae_graph_free(g);
     cluster_free(&c);
 }
+
+/* 20 MB from rank 0 to 8 take 0.8 ms over a 25 GB/s NIC from 1 ms (rank 0's first compute):
+ * over by 1.9 ms, before node 1's TP all-reduce can start (rank 15's first compute ends at 2.5
+ * ms); the 30 MB of 8 -> 9 (from 1.8 ms, 0.1 ms at 300 GB/s) are over by then too. So node 1's
+ * two TP collectives and the first DP pair's all-reduce are timed as well: 9 + 3. */
+START_TEST(timed_waits_match_simgrid_tasks)
+{
+    timed_against_tasks(0.0, 2 + 7 + 3);
+}
+END_TEST
+
+/* 2 GB more from rank 0 to 8, on the NICs from 1 ms for 80 ms: still there when the first DP
+ * pair's all-reduce starts (after about 3 ms of compute and TP collectives), which then runs as
+ * a SimGrid task beside it; node 1's TP collectives (its NVLink ports only) stay timed: 9 + 2. */
+START_TEST(a_transfer_still_running_keeps_a_simgrid_task)
+{
+    timed_against_tasks(2e9, 2 + 7 + 2);
+}
 END_TEST
 
 static Suite *coll_suite(void)
@@ -426,6 +455,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, forced_algorithm_must_fit_the_group);
     tcase_add_test(tc, lone_ring_allreduce_is_a_timed_wait);
     tcase_add_test(tc, timed_waits_match_simgrid_tasks);
+    tcase_add_test(tc, a_transfer_still_running_keeps_a_simgrid_task);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,43 @@
+/* htae_dyn.h: collectives that run alone on their links from some point of the run on, so that
+ * each may then be one timed wait (htae_coll_run_timed) with the time its SimGrid tasks would
+ * take.
+ *
+ * A group's activities that may cross its links (every link its collectives and their
+ * companion groups' may cross, htae_coll_visit_links) are the other groups' collectives and
+ * the transfers (with their companion pairs) whose routes meet them: its foreign activities.
+ * Once every one of them has ended, none can cross those links again, and the group's own
+ * collectives follow one another on one stream: each of its collectives that starts then runs
+ * alone. Counting the ends is all it takes; no reachability. Groups already alone for the
+ * whole run (htae_alone_groups) are left to that rule. */
+#ifndef PROTOSIM_HTAE_DYN_H
+#define PROTOSIM_HTAE_DYN_H
+
+#include <stdint.h>
+
+#include <simgrid/host.h>
+
+#include "htae_coll.h"
+
+typedef struct htae_dyn {
+    uint32_t n_groups;
+    uint8_t *eligible; /* [n_groups] its collectives may run timed once foreign ones ended */
+    uint32_t *foreign; /* [n_groups] foreign activities (a collective of a group counts once
+                           per collective) */
+    uint32_t *ended;   /* [n_groups] of those, ended so far */
+    uint32_t *t_first; /* [n_tasks + 1] CSR into t_list: groups a transfer task is foreign to */
+    uint32_t *t_list;
+    uint32_t *g_first; /* [n_groups + 1] CSR into g_list: groups a group's collectives are
+                           foreign to */
+    uint32_t *g_list;
+} htae_dyn;
+
+/* Plan it for g's groups (after htae_alone_groups: a group already alone is not eligible). */
+void htae_dyn_plan(htae_dyn *d, const htae_graph *g, coll_group **groups, const sg_host_t *hosts);
+/* Whether a collective of group gi starting now runs alone on its links to its end. */
+int htae_dyn_now(const htae_dyn *d, uint32_t gi);
+/* Transfer task t, or a collective of group gi, ended. */
+void htae_dyn_transfer_ended(htae_dyn *d, uint32_t t);
+void htae_dyn_collective_ended(htae_dyn *d, uint32_t gi);
+void htae_dyn_free(htae_dyn *d);
+
+#endif
