@@ -455,22 +455,9 @@ void htae_alone_free(htae_alone *a)
     memset(a, 0, sizeof *a);
 }
 
-/* A link and one of the owners of flows that may cross it: a group, or every transfer. */
-typedef struct link_owner {
-    sg_link_t link;
-    uint32_t owner;
-} link_owner;
-
 #define OWNER_TRANSFERS UINT32_MAX
 
-typedef struct owner_list {
-    link_owner *items;
-    size_t n, cap;
-    uint32_t owner; /* the owner visit_owner adds */
-    int fatpipe;    /* visit_owner met a link that is not shared */
-} owner_list;
-
-static void visit_owner(sg_link_t link, void *arg)
+void htae_owner_visit(sg_link_t link, void *arg)
 {
     owner_list *l = arg;
     l->fatpipe |= !sg_link_is_shared(link);
@@ -478,7 +465,7 @@ static void visit_owner(sg_link_t link, void *arg)
     l->items[l->n++] = (link_owner){link, l->owner};
 }
 
-static int by_link_then_owner(const void *a, const void *b)
+int htae_owner_cmp(const void *a, const void *b)
 {
     const link_owner *x = a, *y = b;
     uintptr_t lx = (uintptr_t)x->link, ly = (uintptr_t)y->link;
@@ -491,7 +478,7 @@ static int by_link_then_owner(const void *a, const void *b)
 static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_list *l)
 {
     l->owner = OWNER_TRANSFERS;
-    visit_transfer_links(g, hosts, visit_owner, l);
+    visit_transfer_links(g, hosts, htae_owner_visit, l);
 }
 
 void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
@@ -521,11 +508,11 @@ void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
         seen[slot] = 1;
         l.owner = gi;
         l.fatpipe = 0;
-        htae_coll_visit_links(groups[gi], col->kind, col->matrix, visit_owner, &l);
+        htae_coll_visit_links(groups[gi], col->kind, col->matrix, htae_owner_visit, &l);
         const int32_t *comp; /* companion groups: their links are this group's too */
         int n_comp = htae_coll_companions(g, c, &comp);
         for (int i = 0; i < n_comp; i++)
-            htae_coll_visit_links(groups[comp[i]], col->kind, NULL, visit_owner, &l);
+            htae_coll_visit_links(groups[comp[i]], col->kind, NULL, htae_owner_visit, &l);
         if (l.fatpipe || n_comp)
             state[gi] = -1; /* a collective with companions runs as a SimGrid task */
     }
@@ -535,7 +522,7 @@ void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
 
     /* a link with flows of two owners: none of its groups is alone */
     if (l.n)
-        qsort(l.items, l.n, sizeof *l.items, by_link_then_owner);
+        qsort(l.items, l.n, sizeof *l.items, htae_owner_cmp);
     for (size_t i = 0; i < l.n;) {
         size_t j = i + 1;
         int owners = 1;

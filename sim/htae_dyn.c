@@ -6,38 +6,10 @@
 #include <string.h>
 
 #include "base/xalloc.h"
+#include "htae_alone.h"
 #include "htae_coll_internal.h"
 
-/* A link and one owner of flows that may cross it: group gi (< n_groups), or transfer task t
- * (n_groups + t). */
-typedef struct item {
-    sg_link_t link;
-    uint32_t owner;
-} item;
-
-typedef struct items {
-    item *v;
-    size_t n, cap;
-    uint32_t owner; /* what visit adds */
-    int fatpipe;    /* visit met a link that is not shared */
-} items;
-
-static void visit(sg_link_t link, void *arg)
-{
-    items *l = arg;
-    l->fatpipe |= !sg_link_is_shared(link);
-    xgrow(&l->v, sizeof *l->v, l->n + 1, &l->cap);
-    l->v[l->n++] = (item){link, l->owner};
-}
-
-static int by_link_then_owner(const void *a, const void *b)
-{
-    const item *x = a, *y = b;
-    uintptr_t lx = (uintptr_t)x->link, ly = (uintptr_t)y->link;
-    if (lx != ly)
-        return (lx > ly) - (lx < ly);
-    return (x->owner > y->owner) - (x->owner < y->owner);
-}
+/* Owners here: group gi (< n_groups), or transfer task t (n_groups + t). */
 
 static int by_u64(const void *a, const void *b)
 {
@@ -48,7 +20,7 @@ static int by_u64(const void *a, const void *b)
 /* Each group's links (its collectives' and their companion groups'), and which groups may run
  * timed: collectives all on one stream, none an all-to-all-v, no fatpipe, no member count over
  * one SimGrid task's, not alone already. */
-static void group_links(const htae_graph *g, coll_group **groups, items *l, uint8_t *eligible,
+static void group_links(const htae_graph *g, coll_group **groups, owner_list *l, uint8_t *eligible,
                         uint32_t *n_colls)
 {
     int8_t *state = xcalloc(g->n_groups + 1, 1); /* 0 no collective, 1 fits, -1 does not */
@@ -83,7 +55,8 @@ static void group_links(const htae_graph *g, coll_group **groups, items *l, uint
             if (seen[slot] == gi + 1)
                 continue;
             seen[slot] = gi + 1;
-            htae_coll_visit_links(groups[gj], col->kind, i < 0 ? col->matrix : NULL, visit, l);
+            htae_coll_visit_links(groups[gj], col->kind, i < 0 ? col->matrix : NULL,
+                                  htae_owner_visit, l);
         }
         if (l->fatpipe)
             state[gi] = -1;
@@ -97,7 +70,7 @@ static void group_links(const htae_graph *g, coll_group **groups, items *l, uint
 
 /* Every transfer's links (its own pair and its companion pairs), a route looked up once per
  * pair. */
-static void transfer_links(const htae_graph *g, const sg_host_t *hosts, items *l)
+static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_list *l)
 {
     uint64_t *keys = NULL; /* pair (src, dst) << 0, task: sorted by pair */
     uint32_t *task = NULL;
@@ -133,7 +106,7 @@ static void transfer_links(const htae_graph *g, const sg_host_t *hosts, items *l
         for (size_t q = i; q < j; q++) {
             l->owner = g->n_groups + (uint32_t)packed[2 * q + 1];
             for (unsigned r = 0; r < xbt_dynar_length(d); r++)
-                visit(xbt_dynar_get_as(d, r, sg_link_t), l);
+                htae_owner_visit(xbt_dynar_get_as(d, r, sg_link_t), l);
         }
         i = j;
     }
@@ -145,32 +118,34 @@ static void transfer_links(const htae_graph *g, const sg_host_t *hosts, items *l
 
 /* Groups' foreign owners: for each group, the distinct other owners on its links, as pairs
  * (group << 32 | owner) into *out; returns their count. */
-static size_t foreign_pairs(const items *l, uint32_t n_groups, uint64_t **out)
+static size_t foreign_pairs(const owner_list *l, uint32_t n_groups, uint64_t **out)
 {
-    /* runs of one link: run r is l->v[run[r] .. run[r + 1]) */
+    /* runs of one link: run r is l->items[run[r] .. run[r + 1]) */
     size_t *run = xmalloc((l->n + 2) * sizeof *run), n_runs = 0;
     for (size_t i = 0; i < l->n; i++)
-        if (i == 0 || l->v[i].link != l->v[i - 1].link)
+        if (i == 0 || l->items[i].link != l->items[i - 1].link)
             run[n_runs++] = i;
     run[n_runs] = l->n;
     /* each group's runs */
     uint32_t *first = xcalloc((size_t)n_groups + 2, sizeof *first);
     for (size_t r = 0; r < n_runs; r++)
         for (size_t i = run[r]; i < run[r + 1]; i++)
-            if (l->v[i].owner < n_groups && (i == run[r] || l->v[i].owner != l->v[i - 1].owner))
-                first[l->v[i].owner + 1]++;
+            if (l->items[i].owner < n_groups &&
+                (i == run[r] || l->items[i].owner != l->items[i - 1].owner))
+                first[l->items[i].owner + 1]++;
     for (uint32_t gi = 0; gi < n_groups; gi++)
         first[gi + 1] += first[gi];
     uint32_t *runs_of = xmalloc(((size_t)first[n_groups] + 1) * sizeof *runs_of);
     uint32_t *fill = xcalloc((size_t)n_groups + 1, sizeof *fill);
     for (size_t r = 0; r < n_runs; r++)
         for (size_t i = run[r]; i < run[r + 1]; i++)
-            if (l->v[i].owner < n_groups && (i == run[r] || l->v[i].owner != l->v[i - 1].owner))
-                runs_of[first[l->v[i].owner] + fill[l->v[i].owner]++] = (uint32_t)r;
+            if (l->items[i].owner < n_groups &&
+                (i == run[r] || l->items[i].owner != l->items[i - 1].owner))
+                runs_of[first[l->items[i].owner] + fill[l->items[i].owner]++] = (uint32_t)r;
     free(fill);
     uint32_t max_owner = 0;
     for (size_t i = 0; i < l->n; i++)
-        max_owner = l->v[i].owner > max_owner ? l->v[i].owner : max_owner;
+        max_owner = l->items[i].owner > max_owner ? l->items[i].owner : max_owner;
     uint32_t *mark = xcalloc((size_t)max_owner + 2, sizeof *mark);
     uint64_t *pairs = NULL;
     size_t n = 0, cap = 0;
@@ -178,7 +153,7 @@ static size_t foreign_pairs(const items *l, uint32_t n_groups, uint64_t **out)
         for (uint32_t k = first[gi]; k < first[gi + 1]; k++) {
             size_t r = runs_of[k];
             for (size_t i = run[r]; i < run[r + 1]; i++) {
-                uint32_t o = l->v[i].owner;
+                uint32_t o = l->items[i].owner;
                 if (o == gi || mark[o] == gi + 1)
                     continue;
                 mark[o] = gi + 1;
@@ -215,14 +190,14 @@ void htae_dyn_plan(htae_dyn *d, const htae_graph *g, coll_group **groups, const 
     d->foreign = xcalloc(g->n_groups + 1, sizeof *d->foreign);
     d->ended = xcalloc(g->n_groups + 1, sizeof *d->ended);
     uint32_t *n_colls = xcalloc(g->n_groups + 1, sizeof *n_colls);
-    items l = {0};
+    owner_list l = {0};
     group_links(g, groups, &l, d->eligible, n_colls);
     transfer_links(g, hosts, &l);
     if (l.n)
-        qsort(l.v, l.n, sizeof *l.v, by_link_then_owner);
+        qsort(l.items, l.n, sizeof *l.items, htae_owner_cmp);
     uint64_t *pairs;
     size_t n = foreign_pairs(&l, g->n_groups, &pairs);
-    free(l.v);
+    free(l.items);
     /* group -> foreign count; then swap to (owner << 32 | group) for the notify lists */
     size_t n_t = 0, n_g = 0;
     for (size_t i = 0; i < n; i++) {
