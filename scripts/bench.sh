@@ -8,11 +8,11 @@
 # without link counters, then plans per second of a 64-GPU sweep
 # (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2), a DLRM
 # plan on 16 GPUs and about 1,000 DLRM sharding plans (-j 2), and last issue 15's targets beside
-# the figures measured before its work (GPT-3 175B on 1,024 and 16,384 GPUs, a 2,048-node
-# platform, the 1,000-plan sweep strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml). Not a
-# test: figures vary by machine.
+# the figures measured before its work (GPT-3 175B on 1,024 and 16,384 GPUs, and on 65,536 GPUs
+# that it runs at all, a 2,048-node platform, the 1,000-plan sweep
+# strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml). Not a test: figures vary by machine.
 #   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plans, 1/8 of each sweep, no
-#                                         1,024- or 16,384-GPU plan)
+#                                         1,024-, 16,384- or 65,536-GPU plan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/protosim ] || bash scripts/setup.sh >/dev/null
@@ -166,6 +166,16 @@ if [ "${1:-}" != "--quick" ]; then
     read -r pwall rss <"$tmp/rss"
     target "GPT-3 175B, 16,384 GPUs (TP8 PP16 DP128): wall s" "<= 4" 38.8 "$pwall"
     target "  peak RSS MB" "<= 2048" 662 "$((rss / 1024))"
+    # 65,536 GPUs (DP 512, 8,192 nodes): runs at all; its wall and RSS
+    build/protosim cluster dgx-a100 --nodes 8192 -o "$tmp/a100x65536.xml"
+    sed 's/global: 24576/global: 98304/; s/degree: 128,/degree: 512,/' \
+        strategies/examples/gpt3-175b-16384gpu.yaml >"$tmp/gpt3-175b-65536gpu.yaml"
+    /usr/bin/time -f '%e %M' -o "$tmp/rss" build/protosim run "$tmp/gpt3-175b-65536gpu.yaml" \
+        --cluster "$tmp/a100x65536.xml" --json "$tmp/64k.json" --quiet
+    read -r pwall rss <"$tmp/rss"
+    target "65,536 GPUs (TP8 PP16 DP512): wall s" "runs" - "$pwall"
+    target "  peak RSS MB" "" - "$((rss / 1024))"
+    rm -f "$tmp/a100x65536.xml"
 else
     target "GPT-3 175B, 16,384 GPUs (TP8 PP16 DP128): wall s" "<= 4" 38.8
     target "  peak RSS MB" "<= 2048" 662
