@@ -476,8 +476,7 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
     }
     htae_alone_plan(&x->alone, g, x->groups, x->hosts);
     if (x->opt.timed_alone) {
-        htae_alone_groups(&x->alone, g, x->groups, x->hosts);
-        htae_dyn_plan(&x->dyn, g, x->groups, x->hosts);
+        htae_dyn_plan(&x->dyn, &x->alone, g, x->groups, x->hosts);
         x->units = htae_unit_cache_create();
     }
     return 0;

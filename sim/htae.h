@@ -38,9 +38,10 @@ typedef struct htae_options {
     int device_constants;       /* 1: a device's own collective constants (devices.yaml) replace
                                    coll_launch_s, coll_step_s, protocol_efficiency and
                                    nvls_efficiency for groups of that device */
-    int timed_alone;            /* 1 (the default): a group's collectives that provably run
-                                   alone on their links are timed waits of the time SimGrid
-                                   would give them (htae_alone_groups); 0: SimGrid tasks */
+    int timed_alone;            /* 1 (the default): collectives that provably run alone on
+                                   their links (from the start, or once every other activity
+                                   that may cross them ended) are timed waits of the time
+                                   SimGrid would give them (htae_dyn.h); 0: SimGrid tasks */
     /* Link counters (htae_link_stat.rate): NULL records none (the default); else [n_ranks],
      * non-zero for the GPUs whose links are counted: every link on a route between such a GPU
      * and a GPU it shares a group or a transfer with (all links when every GPU is listed).
@@ -86,7 +87,7 @@ typedef struct htae_result {
     uint32_t lean_colls;   /* all-to-alls run as lean tasks, alone on their private links
                               (htae_alone.h); the same timings as their full tasks */
     uint32_t timed_colls;  /* collectives run as timed waits, alone on their links
-                              (htae_alone_groups); the same timings as their SimGrid tasks */
+                              (htae_dyn.h); the same timings as their SimGrid tasks */
     double wall_s;         /* host seconds spent in the simulation */
     htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
     int n_links;

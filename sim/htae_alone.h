@@ -26,34 +26,6 @@ typedef struct htae_alone {
  * Prepares each such group's lean task (htae_coll_lean). */
 void htae_alone_plan(htae_alone *a, const htae_graph *g, coll_group **groups,
                      const sg_host_t *hosts);
-/* Mark the groups whose collectives run alone on their links whatever the schedule
- * (htae_coll_set_alone): on one stream (so they follow one another), none an all-to-all-v, of
- * at most HTAE_PTASK_MAX_HOSTS members, every link they may cross (htae_coll_visit_links)
- * shared (not a fatpipe) and crossed by no other group's collectives and by no transfer. Only
- * SimGrid tasks load links (compute is timed waits), so each such collective is a lone SimGrid
- * task, whose time is known in advance. Their all-to-alls leave a's lean list (htae_alone_plan,
- * which must have run): they run timed, not lean. */
-void htae_alone_groups(htae_alone *a, const htae_graph *g, coll_group **groups,
-                       const sg_host_t *hosts);
-/* A link and one owner of flows that may cross it (a group, a transfer, or every transfer:
- * the caller's numbering), and the list htae_owner_visit fills (htae_coll_visit_links' visit):
- * each visited link with `owner`; fatpipe set once a link that is not shared was met. */
-typedef struct link_owner {
-    sg_link_t link;
-    uint32_t owner;
-} link_owner;
-
-typedef struct owner_list {
-    link_owner *items;
-    size_t n, cap;
-    uint32_t owner; /* the owner htae_owner_visit adds */
-    int fatpipe;    /* htae_owner_visit met a link that is not shared */
-} owner_list;
-
-void htae_owner_visit(sg_link_t link, void *arg);
-/* qsort order of link_owner: by link, then owner. */
-int htae_owner_cmp(const void *a, const void *b);
-
 /* Whether collective c may run lean now, coll_done[] saying which collectives have ended. */
 int htae_alone_now(const htae_alone *a, uint32_t c, const uint8_t *coll_done);
 void htae_alone_free(htae_alone *a);

@@ -684,13 +684,6 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
     free(slot);
 }
 
-int htae_coll_set_alone(coll_group *gp)
-{
-    int fits = gp->n <= HTAE_PTASK_MAX_HOSTS; /* a larger group is left as it is */
-    gp->alone |= fits;
-    return fits;
-}
-
 void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx)
 {
@@ -709,7 +702,7 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
     double factor, latency;
     const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
-    if (gp->alone || cx->timed_now)
+    if (cx->timed_now)
         htae_coll_run_timed(gp, (pattern *)p, factor * bytes, latency, cx);
     else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);

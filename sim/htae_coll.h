@@ -46,7 +46,7 @@ typedef struct coll_run_ctx {
     const htae_options *opt;
     htae_links *links;
     uint64_t *activities;
-    uint32_t *timed; /* collectives run as timed waits (htae_coll_set_alone) */
+    uint32_t *timed; /* collectives run as timed waits */
     int timed_now;   /* this one runs alone on its links to its end (htae_dyn_now): timed */
     struct htae_unit_cache *units; /* merged companion patterns' unit times (htae_timed.c) */
 } coll_run_ctx;
@@ -69,12 +69,6 @@ void htae_coll_visit_links(coll_group *gp, coll_kind kind, const double *matrix,
  * dropped; flows crossing a shared link stay, and so does one with the worst route latency.
  * Returns 1 if the lean task has fewer flows. */
 int htae_coll_lean(coll_group *gp, int (*shared)(sg_link_t link, void *arg), void *arg);
-
-/* The group's collectives run alone on their links (htae_alone_groups): each is then one timed
- * wait of the time ptask_L07 gives a lone parallel task (worst route latency, then the busiest
- * link's bytes over its bandwidth), with the same link statistics. Returns 0 (and changes
- * nothing) for a group too large for one task (HTAE_PTASK_MAX_HOSTS). */
-int htae_coll_set_alone(coll_group *gp);
 
 /* Run one collective from inside an actor: wait out its latency terms, then move its flows;
  * returns when the last flow ended. matrix: an all-to-all-v's bytes per member pair

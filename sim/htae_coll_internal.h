@@ -26,7 +26,7 @@ typedef struct pattern {
     double max_lat; /* worst route latency over the edges: what SimGrid charges the task */
     double lat_intra, lat_inter; /* worst route latency of edges inside / between nodes */
     /* Its host pairs, each once, in order of first edge, with their summed weight: the flows
-     * its SimGrid task starts (built at the first timed run, htae_coll_set_alone). */
+     * its SimGrid task starts (built at the first timed run, htae_coll_run_timed). */
     int n_pairs;
     int *pair_src, *pair_dst;
     double *pair_w;
@@ -41,7 +41,6 @@ struct coll_group {
     double eff_intra, eff_net, eff_nvls; /* eff_nvls 0: not NVLS-capable */
     pattern ring, tree, nvls, direct;
     int has_tree, has_nvls, has_direct; /* built (direct lazily, at the first all-to-all) */
-    int alone; /* its collectives run alone on their links: timed waits (htae_coll_set_alone) */
     /* The all-to-all's SimGrid task when it runs alone on its private links (htae_coll_lean):
      * a subset of direct's edges, its hosts lean_hosts[lean_n] in the order direct's task
      * takes them, lean_slot[2 e], [2 e + 1]: edge e's ends among them. lean.n_edges 0: none. */

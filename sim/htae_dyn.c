@@ -9,7 +9,37 @@
 #include "htae_alone.h"
 #include "htae_coll_internal.h"
 
-/* Owners here: group gi (< n_groups), or transfer task t (n_groups + t). */
+/* A link and one owner of flows that may cross it: group gi (< n_groups), or transfer task t
+ * (n_groups + t); the list visit fills (htae_coll_visit_links' visit): each visited link with
+ * `owner`, fatpipe set once a link that is not shared was met. */
+typedef struct link_owner {
+    sg_link_t link;
+    uint32_t owner;
+} link_owner;
+
+typedef struct owner_list {
+    link_owner *items;
+    size_t n, cap;
+    uint32_t owner;
+    int fatpipe;
+} owner_list;
+
+static void visit(sg_link_t link, void *arg)
+{
+    owner_list *l = arg;
+    l->fatpipe |= !sg_link_is_shared(link);
+    xgrow(&l->items, sizeof *l->items, l->n + 1, &l->cap);
+    l->items[l->n++] = (link_owner){link, l->owner};
+}
+
+static int by_link_then_owner(const void *a, const void *b)
+{
+    const link_owner *x = a, *y = b;
+    uintptr_t lx = (uintptr_t)x->link, ly = (uintptr_t)y->link;
+    if (lx != ly)
+        return (lx > ly) - (lx < ly);
+    return (x->owner > y->owner) - (x->owner < y->owner);
+}
 
 static int by_u64(const void *a, const void *b)
 {
@@ -19,7 +49,7 @@ static int by_u64(const void *a, const void *b)
 
 /* Each group's links (its collectives' and their companion groups'), and which groups may run
  * timed: collectives all on one stream, none an all-to-all-v, no fatpipe, no member count over
- * one SimGrid task's, not alone already. */
+ * one SimGrid task's. */
 static void group_links(const htae_graph *g, coll_group **groups, owner_list *l, uint8_t *eligible,
                         uint32_t *n_colls)
 {
@@ -33,7 +63,7 @@ static void group_links(const htae_graph *g, coll_group **groups, owner_list *l,
         n_colls[gi]++;
         int s = g->tasks[g->coll_tasks[col->first_task]].stream;
         int fits = !col->matrix && (state[gi] == 0 || stream[gi] == s) &&
-                   groups[gi]->n <= HTAE_PTASK_MAX_HOSTS && !groups[gi]->alone;
+                   groups[gi]->n <= HTAE_PTASK_MAX_HOSTS;
         for (uint32_t m = 1; fits && m < gr->tasked; m++)
             fits = g->tasks[g->coll_tasks[col->first_task + m]].stream == s;
         const int32_t *comp;
@@ -55,8 +85,7 @@ static void group_links(const htae_graph *g, coll_group **groups, owner_list *l,
             if (seen[slot] == gi + 1)
                 continue;
             seen[slot] = gi + 1;
-            htae_coll_visit_links(groups[gj], col->kind, i < 0 ? col->matrix : NULL,
-                                  htae_owner_visit, l);
+            htae_coll_visit_links(groups[gj], col->kind, i < 0 ? col->matrix : NULL, visit, l);
         }
         if (l->fatpipe)
             state[gi] = -1;
@@ -106,7 +135,7 @@ static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_li
         for (size_t q = i; q < j; q++) {
             l->owner = g->n_groups + (uint32_t)packed[2 * q + 1];
             for (unsigned r = 0; r < xbt_dynar_length(d); r++)
-                htae_owner_visit(xbt_dynar_get_as(d, r, sg_link_t), l);
+                visit(xbt_dynar_get_as(d, r, sg_link_t), l);
         }
         i = j;
     }
@@ -182,7 +211,8 @@ static void csr(const uint64_t *pairs, size_t n, uint32_t n_keys, uint32_t **fir
         (*list)[i] = (uint32_t)pairs[i];
 }
 
-void htae_dyn_plan(htae_dyn *d, const htae_graph *g, coll_group **groups, const sg_host_t *hosts)
+void htae_dyn_plan(htae_dyn *d, htae_alone *a, const htae_graph *g, coll_group **groups,
+                   const sg_host_t *hosts)
 {
     memset(d, 0, sizeof *d);
     d->n_groups = g->n_groups;
@@ -194,7 +224,7 @@ void htae_dyn_plan(htae_dyn *d, const htae_graph *g, coll_group **groups, const 
     group_links(g, groups, &l, d->eligible, n_colls);
     transfer_links(g, hosts, &l);
     if (l.n)
-        qsort(l.items, l.n, sizeof *l.items, htae_owner_cmp);
+        qsort(l.items, l.n, sizeof *l.items, by_link_then_owner);
     uint64_t *pairs;
     size_t n = foreign_pairs(&l, g->n_groups, &pairs);
     free(l.items);
@@ -217,6 +247,11 @@ void htae_dyn_plan(htae_dyn *d, const htae_graph *g, coll_group **groups, const 
     qsort(by_g, n_g, sizeof *by_g, by_u64);
     csr(by_t, n_t, g->n_tasks, &d->t_first, &d->t_list);
     csr(by_g, n_g, g->n_groups, &d->g_first, &d->g_list);
+    for (uint32_t c = 0; c < g->n_colls; c++) { /* alone from the start: timed, never lean */
+        uint32_t gi = (uint32_t)g->colls[c].group;
+        if (d->eligible[gi] && d->foreign[gi] == 0)
+            a->lean[c] = 0;
+    }
     free(by_t);
     free(by_g);
     free(n_colls);

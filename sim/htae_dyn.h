@@ -1,14 +1,14 @@
-/* htae_dyn.h: collectives that run alone on their links from some point of the run on, so that
- * each may then be one timed wait (htae_coll_run_timed) with the time its SimGrid tasks would
- * take.
+/* htae_dyn.h: collectives that run alone on their links, from the start or from some point of
+ * the run on, so that each may then be one timed wait (htae_coll_run_timed) with the time its
+ * SimGrid tasks would take.
  *
  * A group's activities that may cross its links (every link its collectives and their
  * companion groups' may cross, htae_coll_visit_links) are the other groups' collectives and
  * the transfers (with their companion pairs) whose routes meet them: its foreign activities.
  * Once every one of them has ended, none can cross those links again, and the group's own
  * collectives follow one another on one stream: each of its collectives that starts then runs
- * alone. Counting the ends is all it takes; no reachability. Groups already alone for the
- * whole run (htae_alone_groups) are left to that rule. */
+ * alone. Counting the ends is all it takes; no reachability. A group with no foreign activity
+ * at all is alone for the whole run. */
 #ifndef PROTOSIM_HTAE_DYN_H
 #define PROTOSIM_HTAE_DYN_H
 
@@ -16,6 +16,7 @@
 
 #include <simgrid/host.h>
 
+#include "htae_alone.h"
 #include "htae_coll.h"
 
 typedef struct htae_dyn {
@@ -31,8 +32,10 @@ typedef struct htae_dyn {
     uint32_t *g_list;
 } htae_dyn;
 
-/* Plan it for g's groups (after htae_alone_groups: a group already alone is not eligible). */
-void htae_dyn_plan(htae_dyn *d, const htae_graph *g, coll_group **groups, const sg_host_t *hosts);
+/* Plan it for g's groups. The all-to-alls of groups alone from the start leave a's lean list
+ * (htae_alone_plan, which must have run): they run timed, not lean. */
+void htae_dyn_plan(htae_dyn *d, htae_alone *a, const htae_graph *g, coll_group **groups,
+                   const sg_host_t *hosts);
 /* Whether a collective of group gi starting now runs alone on its links to its end. */
 int htae_dyn_now(const htae_dyn *d, uint32_t gi);
 /* Transfer task t, or a collective of group gi, ended. */

@@ -1,5 +1,5 @@
 /* htae_timed.c: collectives that run alone on their links as timed waits of the time their
- * SimGrid tasks would take (htae_coll_set_alone for a whole run, htae_dyn from some point on). */
+ * SimGrid tasks would take (htae_dyn: from the start, or from some point on). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -150,14 +150,14 @@ static int host_bounds_nothing(const htae_graph *g, const htae_result *r, double
     return ok;
 }
 
-/* Bin of a start time around tau: 0 before tau - 3P, 3, 2, 1 for the three periods before tau,
- * 4 from tau on. */
-static int bin_of(double start, double tau, double P)
+/* Which of five spans around tau a start time falls in, in time order: 0 before tau - 3P,
+ * 1, 2, 3 the three periods before tau, 4 from tau on. */
+static int span_of(double start, double tau, double P)
 {
-    for (int k = 3; k >= 1; k--)
-        if (start < tau - k * P - STEADY_EPS)
-            return k == 3 ? 0 : k + 1;
-    return start < tau - STEADY_EPS ? 1 : 4;
+    int s = 0;
+    for (int k = 3; k >= 0; k--)
+        s += start >= tau - k * P - STEADY_EPS;
+    return s;
 }
 
 /* Every stream repeats over the three periods before tau: the same tasks (micro-batch one
@@ -172,21 +172,20 @@ static int streams_periodic(const htae_graph *g, const htae_result *r, double ta
         stream_span(g, i, &first, &last);
         int prev = 0;
         for (uint32_t k = first; k < last; k++) {
-            int b = bin_of(r->start[g->stream_tasks[k]], tau, P);
-            int order = b == 0 ? 0 : b == 4 ? 4 : 4 - b; /* 0, 3, 2, 1, 4 in time order */
-            if (order < prev)
+            int b = span_of(r->start[g->stream_tasks[k]], tau, P);
+            if (b < prev)
                 return 0; /* a stream runs its tasks in order */
-            prev = order;
+            prev = b;
             if (n[b]++ == 0)
                 at[b] = k;
         }
-        if (n[3] != n[2] || n[2] != n[1])
+        if (n[1] != n[2] || n[2] != n[3])
             return 0;
         if (n[0] > 0 && r->end[g->stream_tasks[at[0] + n[0] - 1]] > tau - 2 * P + STEADY_EPS)
             return 0;
-        for (uint32_t q = 0; q < n[1]; q++) {
-            uint32_t t1 = g->stream_tasks[at[1] + q], t2 = g->stream_tasks[at[2] + q],
-                     t3 = g->stream_tasks[at[3] + q];
+        for (uint32_t q = 0; q < n[3]; q++) { /* t1 in the last period, t3 in the first */
+            uint32_t t1 = g->stream_tasks[at[3] + q], t2 = g->stream_tasks[at[2] + q],
+                     t3 = g->stream_tasks[at[1] + q];
             if (g->tasks[t1].micro < 0 || !same_task(g, t1, g, t2, d) ||
                 !same_task(g, t2, g, t3, d) || !shifted(r, t1, t2, P) || !shifted(r, t2, t3, P))
                 return 0;
