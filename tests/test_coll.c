@@ -333,13 +333,12 @@ END_TEST
  * all-gather, DP all-reduce; a transfer from rank 8 to rank 9 over node 1's NVLink ports (30
  * MB), one of 20 MB from rank 0 to rank 8 over their NICs that rank 8's second compute waits
  * for, and (extra_0_8 > 0) another from 0 to 8 that only a last compute of rank 8 waits for.
- * Node 0's TP group is alone on
- * its ports for the whole run (the DP pairs cross the NICs only, both nodes being on one leaf
- * switch), and so are the DP pairs but the first on their NICs: 2 + 7 collectives are timed
- * (htae_alone_groups). Node 1's TP group shares its ports with the first transfer, the first DP
- * pair its NICs with the others: each of those collectives is timed too if those transfers
- * have ended when it starts (htae_dyn), else it runs as a SimGrid task. Every task starts and
- * ends as when every collective runs as a SimGrid task. */
+ * Node 0's TP group is alone on its ports for the whole run (the DP pairs cross the NICs only,
+ * both nodes being on one leaf switch), and so are the DP pairs but the first on their NICs: 2
+ * + 7 collectives are timed from the start (no foreign activity, htae_dyn). Node 1's TP group
+ * shares its ports with the first transfer, the first DP pair its NICs with the others: each of
+ * those collectives is timed too if those transfers have ended when it starts, else it runs as
+ * a SimGrid task. Every task starts and ends as when every collective runs as a SimGrid task. */
 static htae_graph *two_tp_groups(uint32_t *tp0_ids, double extra_0_8)
 {
     htae_graph *g = htae_graph_create(16);

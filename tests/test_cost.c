@@ -368,6 +368,21 @@ static double gt_kernel_seconds(const char *kind, const device_spec *dev, double
     return cost_memory_kernel_seconds(bytes, dev);
 }
 
+/* Split a CSV line in place into at most n fields (no quoting in these files). */
+static int csv_fields(char *line, char **fld, int n)
+{
+    line[strcspn(line, "\n")] = 0;
+    int k = 0;
+    for (char *p = line; k < n;) {
+        fld[k++] = p;
+        p += strcspn(p, ",");
+        if (*p != ',')
+            break;
+        *p++ = 0;
+    }
+    return k;
+}
+
 START_TEST(measured_kernels)
 {
     const char *root = getenv("PROTOSIM_DATA_DIR");
@@ -384,13 +399,8 @@ START_TEST(measured_kernels)
     while (fgets(line, sizeof line, f)) {
         /* kind,device,B,M,N,K,H,latency_ms; empty fields are shapes the kind does not have */
         double v[6] = {0};
-        char *p = line, *fld[8];
-        for (int i = 0; i < 8; i++) {
-            fld[i] = p;
-            p += strcspn(p, ",\n");
-            if (*p)
-                *p++ = 0;
-        }
+        char *fld[8];
+        ck_assert_int_eq(csv_fields(line, fld, 8), 8);
         snprintf(kind, sizeof kind, "%s", fld[0]);
         snprintf(dev_name, sizeof dev_name, "%s", fld[1]);
         for (int i = 0; i < 6; i++)
@@ -457,21 +467,6 @@ static FILE *open_measured(const char *prefix, const char *what)
     FILE *f = fopen(path, "r");
     ck_assert_msg(f, "cannot open %s", path);
     return f;
-}
-
-/* Split a CSV line in place into at most n fields (no quoting in these files). */
-static int csv_fields(char *line, char **fld, int n)
-{
-    line[strcspn(line, "\n")] = 0;
-    int k = 0;
-    for (char *p = line; k < n;) {
-        fld[k++] = p;
-        p += strcspn(p, ",");
-        if (*p != ',')
-            break;
-        *p++ = 0;
-    }
-    return k;
 }
 
 /* bf16 training GEMMs (forward x W^T, dgrad, wgrad of GPT-3 1.3B/6.7B, the GPT-3 175B TP8
