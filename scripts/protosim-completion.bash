@@ -7,7 +7,7 @@ _protosim_commands="run replay profile cluster collective sweep merge lookup hel
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --help -h"
-_protosim_opts_cluster="--nodes -o --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
+_protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
@@ -37,15 +37,17 @@ _protosim()
     cmd=${COMP_WORDS[1]}
     shopt -s extglob
     case $prev in
-    --cluster | --from-hwloc) _protosim_files "$cur" xml; return ;;
+    --cluster) _protosim_files "$cur" "xml|yaml|yml"; return ;;
+    --from-hwloc) _protosim_files "$cur" xml; return ;;
     --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
     --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
     --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
     --profile | --output) _protosim_files "$cur" json; return ;;
-    -o) if [[ $cmd == profile ]]; then _protosim_files "$cur" json; else _protosim_files "$cur" xml; fi; return ;;
+    -o) if [[ $cmd == profile ]]; then _protosim_files "$cur" json; else _protosim_files "$cur" "yaml|yml|xml"; fi; return ;;
     --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "yaml xml" -- "$cur")); return ;;
     --op) COMPREPLY=($(compgen -W "allreduce reduce-scatter all-gather all-to-all" -- "$cur")); return ;;
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
     --update) COMPREPLY=($(compgen -W "sgd adagrad adam" -- "$cur")); return ;;

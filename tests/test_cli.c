@@ -135,7 +135,7 @@ START_TEST(option_usage_errors)
         {{"run", "s.yaml", "--cluster", NULL}, "--cluster needs a value"},
         {{"run", "a.yaml", "b.yaml", NULL}, "unexpected argument 'b.yaml'"},
         {{"run", "--cluster", "c.xml", NULL}, "run needs a STRATEGY.yaml"},
-        {{"run", "s.yaml", "-q", NULL}, "run needs --cluster CLUSTER.xml"},
+        {{"run", "s.yaml", "-q", NULL}, "run needs --cluster CLUSTER"},
         {{"cluster", "dgx-a100", "--nodes", "x", NULL}, "bad number 'x'"},
         {{"cluster", "dgx-a100", "--nic-gbps", "1e", NULL}, "bad number '1e'"},
         {{"cluster", "dgx-a100", NULL}, "cluster needs --nodes N (N >= 1)"},

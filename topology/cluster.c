@@ -15,6 +15,7 @@
 #include <simgrid/link.h>
 
 #include "../sim/base/xalloc.h"
+#include "cluster_desc.h"
 #include "platform_scan.h"
 
 /* What cluster_load's checks need to point at a line: the file and its libxml2 scan. */
@@ -123,14 +124,20 @@ static int order_ranks(const load_ctx *lc, sg_host_t *gpus, int n, ps_error *err
     return rc;
 }
 
+/* The device table's names, comma-separated, into known[cap]. */
+static void known_devices(const device_table *t, char *known, size_t cap)
+{
+    size_t len = 0;
+    known[0] = '\0';
+    for (int i = 0; i < t->n && len < cap; i++)
+        len += (size_t)snprintf(known + len, cap - len, "%s%s", i ? ", " : "", t->specs[i].name);
+}
+
 static int unknown_device(const load_ctx *lc, const char *host, const char *gpu,
                           const device_table *t, ps_error *err)
 {
-    char known[600] = "";
-    size_t len = 0;
-    for (int i = 0; i < t->n && len < sizeof known; i++)
-        len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
-                                t->specs[i].name);
+    char known[600];
+    known_devices(t, known, sizeof known);
     return ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, host), 0, "gpu",
                         "GPU host '%s': unknown device '%s' (known: %s)", host, gpu, known);
 }
@@ -313,10 +320,64 @@ static int load_gpus(const load_ctx *lc, cluster *out, ps_error *err)
     return rc ? rc : assign_nodes(lc, out, err);
 }
 
+/* A cluster description's platform, built (cluster_desc.h): the GPUs come in rank order with
+ * their nodes; an unknown GPU is an error at the model naming it. The engine takes d. */
+static int load_description(cluster_desc *d, cluster *out, ps_error *err)
+{
+    const fabric *f = &d->layout;
+    for (int i = 0; i < d->n_models; i++)
+        if (!device_table_find(&out->devices, d->models[i].gpu)) {
+            char known[600];
+            known_devices(&out->devices, known, sizeof known);
+            ps_error_set(err, PS_EINPUT, d->file, d->gpu_loc[i].line, d->gpu_loc[i].column,
+                         "node_models.gpu", "node model '%s': unknown device '%s' (known: %s)",
+                         d->models[i].kind, d->models[i].gpu, known);
+            cluster_desc_free(d);
+            return err->code;
+        }
+    int n = f->gpus;
+    out->n_gpus = n;
+    out->n_nodes = f->nodes;
+    out->host_names = xcalloc((size_t)n, sizeof *out->host_names);
+    out->sg_hosts = xcalloc((size_t)n, sizeof *out->sg_hosts);
+    out->node_of_rank = xcalloc((size_t)n, sizeof *out->node_of_rank);
+    out->device = xcalloc((size_t)n, sizeof *out->device);
+    out->slowdown = xcalloc((size_t)n, sizeof *out->slowdown);
+    for (int r = 0; r < n; r++) {
+        int node = f->node_of_rank[r];
+        out->node_of_rank[r] = node;
+        out->device[r] = device_table_find(&out->devices, f->models[f->model_of[node]]->gpu);
+        out->slowdown[r] = 1.0;
+    }
+    char msg[700];
+    int built = cluster_platform_build(d, out->sg_hosts, msg, sizeof msg); /* d is the engine's */
+    if (built)
+        return ps_error_set(err, built == -2 ? PS_EINTERNAL : PS_EINPUT, out->file, 0, 0, "", "%s",
+                            msg);
+    for (int r = 0; r < n; r++)
+        out->host_names[r] = xstrdup(sg_host_get_name(out->sg_hosts[r]));
+    return 0;
+}
+
 int cluster_load(const char *platform_path, const char *data_dir, cluster *out, ps_error *err)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->file, sizeof out->file, "%s", platform_path);
+    char devices_path[1024];
+    snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
+             data_dir && *data_dir ? data_dir : ps_data_dir());
+
+    if (cluster_desc_sniff(platform_path)) {
+        cluster_desc *d;
+        int rc = cluster_desc_load(platform_path, &d, err);
+        if (!rc && (rc = device_table_load(devices_path, &out->devices, err)))
+            cluster_desc_free(d);
+        if (!rc)
+            rc = load_description(d, out, err);
+        if (rc)
+            cluster_free(out);
+        return rc;
+    }
 
     /* SimGrid aborts, crashes, hangs or exits on some files instead of throwing: read the file
      * with libxml2 first (platform_scan.c). */
@@ -325,10 +386,6 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
     if (rc)
         return rc;
     load_ctx lc = {platform_path, scan};
-
-    char devices_path[1024];
-    snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
-             data_dir && *data_dir ? data_dir : ps_data_dir());
     rc = device_table_load(devices_path, &out->devices, err);
     if (!rc)
         rc = load_platform(&lc, err);

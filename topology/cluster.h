@@ -114,6 +114,13 @@ void cluster_engine_start(void);
  * msg and its line in *line (0 when the message names none), or -2 when the engine was not
  * started. For cluster_load. */
 int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line);
+/* Build the platform of a cluster description (cluster_desc.h) into the started engine, which
+ * takes d (freed with the engine, whose routes need it): one zone of protosim's own, every GPU
+ * host and link of d's layout, routes computed by its fabric rules. hosts[rank] gets each GPU's
+ * sg_host_t. Returns 0, or -1 with a message (a platform already loaded), or -2 when the engine
+ * was not started. For cluster_load. */
+struct cluster_desc;
+int cluster_platform_build(struct cluster_desc *d, void **hosts, char *msg, size_t msg_cap);
 /* Name of the netzone directly holding `host` (an sg_host_t), or NULL if it has none. The string
  * lives as long as the engine. */
 const char *cluster_platform_host_zone(const void *host);
@@ -128,6 +135,11 @@ typedef enum cluster_fabric { CLUSTER_FABRIC_FAT_TREE, CLUSTER_FABRIC_RAIL } clu
 
 /* "fat-tree", "rail": the --fabric names, indexed by cluster_fabric. */
 extern const enum_names cluster_fabric_names;
+
+/* What `protosim cluster` writes (--format): a SimGrid XML platform, every route listed (its size
+ * grows with the nodes), or a cluster description (cluster_desc.h: the node models once, a few
+ * kilobytes whatever the node count, built into SimGrid directly). */
+typedef enum cluster_format { CLUSTER_FORMAT_XML, CLUSTER_FORMAT_DESCRIPTION } cluster_format;
 
 /* Options of `protosim cluster KIND --nodes N` or `protosim cluster --nodes KIND:N[,KIND:N...]`.
  * Zero/negative fields take each kind's defaults. */
@@ -148,9 +160,10 @@ typedef struct cluster_gen_opts {
      * the rest of the node unchanged (DGX A100 40 GB: dgx-a100 --gpu A100-SXM4-40GB); NULL:
      * the kind's. An unknown name is a PS_EINPUT error naming --gpu. */
     const char *gpu;
+    cluster_format format; /* --format (cluster_generate; default XML) */
 } cluster_gen_opts;
 
-/* Write a SimGrid platform for KIND (dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200, dgx-b200),
+/* Write a SimGrid platform (or, with opts->format, a cluster description) for KIND (dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200, dgx-b200),
  * or (kind NULL) for the
  * groups of opts->node_groups. Ranks are node-major; each node has its kind's GPU model, NVLink,
  * NICs and intra-node topology; --nics/--nic-gbps/--gpus-per-node apply to every node. Errors of
@@ -167,5 +180,11 @@ int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, 
  * unambiguously (platform_write.c). */
 int cluster_write_platform(const node_model *const *models, const int *group_nodes, int n_groups,
                            const cluster_gen_opts *opts, FILE *out, ps_error *err);
+
+/* The same cluster as a description (cluster_desc.c has the format): the same hosts, links,
+ * properties and routes once loaded, with nodes_per_leaf and oversubscription written out. The
+ * rail check of cluster_write_platform does not apply: routes are not searched. */
+int cluster_write_description(const node_model *const *models, const int *group_nodes, int n_groups,
+                              const cluster_gen_opts *opts, FILE *out, ps_error *err);
 
 #endif

@@ -369,7 +369,9 @@ int cluster_generate(const char *kind, const cluster_gen_opts *opts, FILE *out, 
         ptrs[i] = &models[i];
         counts[i] = groups[i].nodes;
     }
-    rc = cluster_write_platform(ptrs, counts, n, opts, out, err);
+    rc = opts && opts->format == CLUSTER_FORMAT_DESCRIPTION
+             ? cluster_write_description(ptrs, counts, n, opts, out, err)
+             : cluster_write_platform(ptrs, counts, n, opts, out, err);
     for (int i = 0; i < n; i++)
         node_model_free(&models[i]);
     free(models);

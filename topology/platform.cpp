@@ -1,6 +1,9 @@
-/* platform.cpp: the C++ shim between protosim's C code and SimGrid's platform loading.
- * SimGrid throws on bad platforms; here every exception becomes a message and a line number. */
+/* platform.cpp: the C++ shim between protosim's C code and SimGrid's platforms: loading an XML
+ * file (SimGrid's exceptions become a message and a line number), and building a cluster
+ * description's platform directly, routed by a zone of protosim's own (FabricZone). */
 #include <simgrid/Exception.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 
 extern "C" {
 #include "cluster.h"
+#include "cluster_desc.h"
 }
 
 /* The line SimGrid's XML scanner (flex) is at: exported by libsimgrid 3.32 but declared in no
@@ -175,6 +179,123 @@ extern "C" int cluster_platform_load(const char *path, char *msg, size_t msg_cap
     } catch (...) {
         guard_loading(0);
         std::snprintf(msg, msg_cap, "unknown error while loading the platform");
+    }
+    return -1;
+}
+
+namespace
+{
+
+using simgrid::kernel::resource::StandardLinkImpl;
+using simgrid::kernel::routing::NetPoint;
+using simgrid::kernel::routing::Route;
+
+/* The one zone of a built platform: every GPU host in it, routes computed by fabric_route from
+ * the description's node models and fabric rules (no route listed, no shortest-path search).
+ * A host's netpoint id is its rank: the hosts are its only components, created in rank order. */
+class FabricZone final : public simgrid::kernel::routing::NetZoneImpl
+{
+    cluster_desc *desc_;
+    std::vector<StandardLinkImpl *> up_, down_; /* [global link]: its two directions */
+    std::vector<double> latency_;
+
+  public:
+    explicit FabricZone(cluster_desc *d)
+        : NetZoneImpl("cluster"), desc_(d), up_((size_t)d->layout.n_links, nullptr),
+          down_((size_t)d->layout.n_links, nullptr), latency_((size_t)d->layout.n_links, 0.0)
+    {
+    }
+    ~FabricZone() override
+    {
+        cluster_desc_free(desc_);
+    }
+
+    void set_link(int link, simgrid::s4u::SplitDuplexLink *l, double latency)
+    {
+        up_[(size_t)link] = l->get_link_up()->get_impl();
+        down_[(size_t)link] = l->get_link_down()->get_impl();
+        latency_[(size_t)link] = latency;
+    }
+
+    void get_local_route(const NetPoint *src, const NetPoint *dst, Route *into,
+                         double *latency) override
+    {
+        if (src == dst)
+            return;
+        fabric_hop hops[FABRIC_MAX_HOPS];
+        int n = fabric_route(&desc_->layout, (int)src->id(), (int)dst->id(), hops);
+        for (int h = 0; h < n; h++) {
+            size_t l = (size_t)hops[h].link;
+            into->link_list_.push_back(hops[h].up ? up_[l] : down_[l]);
+            if (latency)
+                *latency += latency_[l];
+        }
+    }
+};
+
+/* Global link `link` of the layout, SPLITDUPLEX, if it exists. */
+void build_link(FabricZone *zone, const fabric *f, int link)
+{
+    if (!fabric_link_exists(f, link))
+        return;
+    char name[96];
+    fabric_link_name(f, link, name, sizeof name);
+    double latency = fabric_link_latency(f, link);
+    auto *l = zone->create_split_duplex_link(name, {fabric_link_GBps(f, link) * 1e9});
+    l->set_latency(latency);
+    l->seal();
+    zone->set_link(link, l, latency);
+}
+
+/* The layout's links in the order an XML platform of it declares them (unit by unit: the
+ * nodes' links, then the unit's uplinks), so that both forms give SimGrid's solver the same
+ * constraints in the same order; then the GPU hosts in rank order. */
+void build_platform(FabricZone *zone, const fabric *f, void **hosts)
+{
+    int per_unit_links = (f->n_links - f->up0) / f->units;
+    for (int u = 0; u < f->units; u++) {
+        int first = u * f->per_unit, last = std::min(first + f->per_unit, f->nodes);
+        for (int node = first; node < last; node++)
+            for (int l = 0; l < f->models[f->model_of[node]]->n_links; l++)
+                build_link(zone, f, f->link0[node] + l);
+        for (int l = 0; l < per_unit_links; l++)
+            build_link(zone, f, f->up0 + u * per_unit_links + l);
+    }
+    char name[64];
+    for (int r = 0; r < f->gpus; r++) {
+        int node = f->node_of_rank[r];
+        const node_model *m = f->models[f->model_of[node]];
+        std::snprintf(name, sizeof name, "n%dg%d", node, r - f->rank0[node]);
+        simgrid::s4u::Host *h = zone->create_host(name, {m->flops});
+        h->set_property("gpu", m->gpu);
+        h->set_property("rank", std::to_string(r));
+        h->set_property("node", std::to_string(node));
+        h->seal();
+        hosts[r] = h;
+    }
+}
+
+} // namespace
+
+extern "C" int cluster_platform_build(cluster_desc *d, void **hosts, char *msg, size_t msg_cap)
+{
+    if (!engine_started || platform_loaded) {
+        std::snprintf(msg, msg_cap, "%s",
+                      engine_started ? "a platform is already loaded in this process"
+                                     : "the engine is not started (cluster_engine_start)");
+        cluster_desc_free(d);
+        return engine_started ? -1 : -2;
+    }
+    platform_loaded = true;
+    try {
+        auto *zone = new FabricZone(d); /* the root zone: the engine owns it, and it owns d */
+        zone->set_parent(nullptr);
+        build_platform(zone, &d->layout, hosts);
+        simgrid::s4u::Engine::on_platform_created();
+        simgrid::s4u::Engine::get_instance()->seal_platform();
+        return 0;
+    } catch (const std::exception &e) {
+        std::snprintf(msg, msg_cap, "%s", e.what());
     }
     return -1;
 }

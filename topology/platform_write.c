@@ -64,35 +64,19 @@
  * The writer checks that no path through a third GPU ties with or beats a designed route
  * (possible only with unusual node models, e.g. from hwloc) and refuses such a platform.
  */
-#include "cluster.h"
+#include "fabric.h"
 
 #include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/base/limits.h"
 #include "../sim/base/xalloc.h"
 
 static const char *const fabric_table[] = {"fat-tree", "rail"};
 const enum_names cluster_fabric_names = ENUM_NAMES(fabric_table);
 
-#define LEAF_PORTS_DOWN 32 /* fat tree: a 64-port leaf, half its ports facing the nodes */
-#define RAIL_UNIT_NODES 32 /* rail: a DGX SuperPOD scalable unit */
-#define PXN_EXTRA_LINKS 2  /* most links a PXN relay may add to a GPU's route out */
-#define HAIRPIN_LINKS   3  /* rail up, spine port, rail down: cross-rail through the spine */
-
-/* The layout: which model each node has, how nodes group into units, each model's relays. */
-typedef struct fabric {
-    cluster_fabric kind;
-    int nodes, per_unit, units, rails;
-    double over;
-    const node_model *const *models;
-    int n_models;
-    int *model_of;  /* [nodes]: index into models */
-    int **relay;    /* rail: [model][gpu * rails + rail]: PXN relay GPU, -1 none (or own rail) */
-    int *rail_used; /* rail: [rails], scratch: rails present in the unit being written */
-} fabric;
+#define HAIRPIN_LINKS 3 /* rail up, spine port, rail down: cross-rail through the spine */
 
 static void write_link(FILE *out, const char *id, double GBps, double latency_s)
 {
@@ -112,55 +96,6 @@ static void write_hops(FILE *out, const node_model *m, int node, const node_path
     }
 }
 
-static double path_bottleneck(const node_model *m, const node_path *p)
-{
-    double bw = 0.0;
-    for (int h = 0; h < p->n; h++)
-        if (h == 0 || m->links[p->hop[h].link].GBps < bw)
-            bw = m->links[p->hop[h].link].GBps;
-    return bw;
-}
-
-/* The NIC links (last hop of each GPU's route out) on rail r, each counted once, in GB/s; every
- * rail for r < 0. */
-static double nic_capacity(const node_model *m, int r)
-{
-    double sum = 0.0;
-    for (int g = 0; g < m->gpus; g++) {
-        int link = m->gpu_nic[g].hop[m->gpu_nic[g].n - 1].link, seen = 0;
-        if (r >= 0 && m->nic_of_gpu[g] != r)
-            continue;
-        for (int h = 0; h < g && !seen; h++)
-            seen = m->gpu_nic[h].hop[m->gpu_nic[h].n - 1].link == link;
-        if (!seen)
-            sum += m->links[link].GBps;
-    }
-    return sum;
-}
-
-/* The PXN relay of GPU i towards rail r (header comment), or -1. */
-static int choose_relay(const node_model *m, int i, int r)
-{
-    int best = -1, best_links = 0, own = m->gpu_nic[i].n;
-    double best_bw = 0.0;
-    for (int g = 0; g < m->gpus; g++) {
-        if (m->nic_of_gpu[g] != r || g == i)
-            continue;
-        const node_path *p = &m->gpu_gpu[i * m->gpus + g];
-        int links = p->n + m->gpu_nic[g].n;
-        double bw = path_bottleneck(m, p);
-        if (bw < path_bottleneck(m, &m->gpu_nic[g]) || links <= own ||
-            links > own + PXN_EXTRA_LINKS)
-            continue;
-        if (best < 0 || bw > best_bw || (bw == best_bw && links < best_links)) {
-            best = g;
-            best_bw = bw;
-            best_links = links;
-        }
-    }
-    return best;
-}
-
 /* Links of GPU i's route to rail r's leaf: its own route out, or through its relay; -1 none. */
 static int links_to_rail(const fabric *f, int model, int i, int r)
 {
@@ -175,13 +110,14 @@ static int links_to_rail(const fabric *f, int model, int i, int r)
  * entering a third GPU h on the source's rail and leaving through h's relay costs n_i + n_h +
  * x_h + n_j: it must cost more, or SimGrid's search may take it. (A designed PXN route, at most
  * n_i + PXN_EXTRA_LINKS + n_j, is always shorter than both.) */
-static int check_unit_routes(const fabric *f, const int *models_in, int n_in, ps_error *err)
+static int check_unit_routes(const fabric *f, int u, const int *models_in, int n_in, ps_error *err)
 {
+    const int *rail_used = &f->rail_used[u * f->rails];
     for (int a = 0; a < n_in; a++) {
         const node_model *m = f->models[models_in[a]];
         for (int i = 0; i < m->gpus; i++)
             for (int r = 0; r < f->rails; r++) {
-                if (!f->rail_used[r] || m->nic_of_gpu[i] == r ||
+                if (!rail_used[r] || m->nic_of_gpu[i] == r ||
                     links_to_rail(f, models_in[a], i, r) >= 0)
                     continue;
                 for (int c = 0; c < n_in; c++) {
@@ -272,33 +208,26 @@ static void write_node_routes(FILE *out, const fabric *f, int node, int u)
         }
 }
 
-/* Unit u's uplinks (pass 0), routers (pass 1) and their routes (pass 2). Needs f->rail_used
- * filled for the unit. */
-static void write_unit_switches(FILE *out, const fabric *f, int u, int first, int last, int pass)
+/* Unit u's uplinks (pass 0), routers (pass 1) and their routes (pass 2). */
+static void write_unit_switches(FILE *out, const fabric *f, int u, int pass)
 {
     char id[64];
     if (f->kind == CLUSTER_FABRIC_FAT_TREE) {
-        double cap = 0.0;
-        for (int node = first; node < last; node++)
-            cap += nic_capacity(f->models[f->model_of[node]], -1);
-        snprintf(id, sizeof id, "leaf%d_up", u);
-        if (pass == 0 && f->units > 1)
-            write_link(out, id, cap / f->over, 0.0);
+        int link = f->up0 + u;
+        fabric_link_name(f, link, id, sizeof id);
+        if (pass == 0 && fabric_link_exists(f, link))
+            write_link(out, id, fabric_link_GBps(f, link), 0.0);
         else if (pass == 1)
             fprintf(out, "    <router id=\"leaf%d_sw\"/>\n", u);
         return;
     }
-    double spine = 0.0;
     for (int r = 0; r < f->rails; r++) {
-        double cap = 0.0;
-        for (int node = first; node < last && f->rail_used[r]; node++)
-            cap += nic_capacity(f->models[f->model_of[node]], r);
-        spine += cap / f->over;
-        snprintf(id, sizeof id, "su%d_rail%d_up", u, r);
-        if (!f->rail_used[r])
+        int link = f->up0 + u * (f->rails + 1) + r;
+        if (!fabric_link_exists(f, link))
             continue;
+        fabric_link_name(f, link, id, sizeof id);
         if (pass == 0) {
-            write_link(out, id, cap / f->over, 0.0);
+            write_link(out, id, fabric_link_GBps(f, link), 0.0);
         } else if (pass == 1) {
             fprintf(out, "    <router id=\"su%d_rail%d\"/>\n", u, r);
         } else {
@@ -312,9 +241,10 @@ static void write_unit_switches(FILE *out, const fabric *f, int u, int first, in
                     u, u, r, id);
         }
     }
-    snprintf(id, sizeof id, "su%d_spine", u);
+    int spine = f->up0 + u * (f->rails + 1) + f->rails;
+    fabric_link_name(f, spine, id, sizeof id);
     if (pass == 0)
-        write_link(out, id, spine, 0.0);
+        write_link(out, id, fabric_link_GBps(f, spine), 0.0);
     else if (pass == 1)
         fprintf(out, "    <router id=\"su%d_out\"/>\n    <router id=\"su%d_in\"/>\n", u, u);
     else
@@ -324,45 +254,40 @@ static void write_unit_switches(FILE *out, const fabric *f, int u, int first, in
                 u, u, id);
 }
 
-/* The models of nodes first..last-1 (distinct, into in[]), and their rails into f->rail_used. */
-static int unit_models(fabric *f, int first, int last, int *in)
+/* The distinct models of nodes first..last-1 into in[]; returns their number. */
+static int unit_models(const fabric *f, int first, int last, int *in)
 {
     int n = 0;
-    for (int r = 0; r < f->rails; r++)
-        f->rail_used[r] = 0;
     for (int node = first; node < last; node++) {
         int k = f->model_of[node], seen = 0;
         for (int j = 0; j < n && !seen; j++)
             seen = in[j] == k;
-        if (seen)
-            continue;
-        in[n++] = k;
-        for (int g = 0; f->kind == CLUSTER_FABRIC_RAIL && g < f->models[k]->gpus; g++)
-            f->rail_used[f->models[k]->nic_of_gpu[g]] = 1;
+        if (!seen)
+            in[n++] = k;
     }
     return n;
 }
 
 /* Unit u: its zone with its nodes' hosts, links and routes, its switches and uplinks. */
-static int write_unit(FILE *out, fabric *f, int u, const int *rank0, ps_error *err)
+static int write_unit(FILE *out, const fabric *f, int u, ps_error *err)
 {
     int first = u * f->per_unit, last = first + f->per_unit;
     if (last > f->nodes)
         last = f->nodes;
     int *in = xcalloc((size_t)f->n_models, sizeof *in);
     int n_in = unit_models(f, first, last, in);
-    int rc = f->kind == CLUSTER_FABRIC_RAIL ? check_unit_routes(f, in, n_in, err) : 0;
+    int rc = f->kind == CLUSTER_FABRIC_RAIL ? check_unit_routes(f, u, in, n_in, err) : 0;
     free(in);
     if (rc)
         return rc;
     fprintf(out, "  <zone id=\"%s%d\" routing=\"DijkstraCache\">\n",
             f->kind == CLUSTER_FABRIC_RAIL ? "su" : "leaf", u);
     for (int node = first; node < last; node++)
-        write_node_hosts(out, f->models[f->model_of[node]], node, rank0[node]);
-    write_unit_switches(out, f, u, first, last, 1);
+        write_node_hosts(out, f->models[f->model_of[node]], node, f->rank0[node]);
+    write_unit_switches(out, f, u, 1);
     for (int node = first; node < last; node++)
         write_node_routes(out, f, node, u);
-    write_unit_switches(out, f, u, first, last, 2);
+    write_unit_switches(out, f, u, 2);
     fprintf(out, "  </zone>\n");
     return 0;
 }
@@ -370,16 +295,15 @@ static int write_unit(FILE *out, fabric *f, int u, const int *rank0, ps_error *e
 /* Every link, in one zone written first: SimGrid finds a link a route names by searching the
  * zone tree from the top, child by child, so links spread over many zones cost a walk over them
  * (a 2,048-node fat tree loaded in 12 s instead of 3). */
-static void write_links(FILE *out, fabric *f, int *in)
+static void write_links(FILE *out, const fabric *f)
 {
     fprintf(out, "  <zone id=\"links\" routing=\"None\">\n");
     for (int u = 0; u < f->units; u++) {
         int first = u * f->per_unit,
             last = first + f->per_unit < f->nodes ? first + f->per_unit : f->nodes;
-        unit_models(f, first, last, in);
         for (int node = first; node < last; node++)
             write_node_links(out, f->models[f->model_of[node]], node);
-        write_unit_switches(out, f, u, first, last, 0);
+        write_unit_switches(out, f, u, 0);
     }
     fprintf(out, "  </zone>\n");
 }
@@ -443,163 +367,26 @@ static void write_header(FILE *out, const fabric *f, const int *group_nodes, int
             strncmp(models[0]->kind, "hwloc:", 6) ? "generate.c" : "hwloc_import.c");
 }
 
-/* Whether any route of a one-unit platform crosses the spine: on a rail fabric, a GPU with no
- * relay towards a rail some node has (a fat tree's single leaf routes nothing through it). */
-static int crosses_spine(const fabric *f)
-{
-    int *used = xcalloc((size_t)f->rails, sizeof *used), found = 0;
-    for (int i = 0; f->kind == CLUSTER_FABRIC_RAIL && i < f->n_models; i++)
-        for (int g = 0; g < f->models[i]->gpus; g++)
-            used[f->models[i]->nic_of_gpu[g]] = 1;
-    for (int i = 0; f->kind == CLUSTER_FABRIC_RAIL && i < f->n_models && !found; i++)
-        for (int g = 0; g < f->models[i]->gpus && !found; g++)
-            for (int r = 0; r < f->rails && !found; r++)
-                found = used[r] && r != f->models[i]->nic_of_gpu[g] &&
-                        f->relay[i][g * f->rails + r] < 0;
-    free(used);
-    return found;
-}
-
-/* Invariants of a node model the writer relies on (node_model.h). */
-static void assert_model(const node_model *m)
-{
-    assert(m->gpus >= 1 && m->nics >= 1);
-    for (int g = 0; g < m->gpus; g++) {
-        assert(m->gpu_nic[g].n >= 1 && m->gpu_nic[g].n <= NODE_MAX_HOPS);
-        assert(m->nic_of_gpu[g] >= 0);
-        for (int h = 0; h < m->gpus; h++)
-            assert(g == h || m->gpu_gpu[g * m->gpus + h].n >= 1);
-    }
-    (void)m;
-}
-
-/* The fabric's options and layout; 0, or a PS_EINPUT error naming the option. */
-static int fabric_init(fabric *f, const node_model *const *models, const int *group_nodes, int n,
-                       const cluster_gen_opts *opts, ps_error *err)
-{
-    memset(f, 0, sizeof *f);
-    f->kind = opts ? opts->fabric : CLUSTER_FABRIC_FAT_TREE;
-    f->over = opts && opts->oversubscription > 0 ? opts->oversubscription : 1.0;
-    f->per_unit = opts ? opts->nodes_per_leaf : 0;
-    if ((int)f->kind < 0 || (int)f->kind >= cluster_fabric_names.count)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "fabric",
-                            "--fabric: unknown fabric %d (known: fat-tree, rail)", (int)f->kind);
-    if (f->over < 1)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "oversubscription",
-                            "--oversubscription must be at least 1 (1 = non-blocking), not %g",
-                            f->over);
-    if (f->per_unit < 0)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "nodes_per_leaf",
-                            "--nodes-per-leaf must be at least 1, not %d", f->per_unit);
-    f->models = models;
-    f->n_models = n;
-    int max_nics = 1;
-    for (int i = 0; i < n; i++) {
-        assert_model(models[i]);
-        f->nodes += group_nodes[i];
-        max_nics = models[i]->nics > max_nics ? models[i]->nics : max_nics;
-        for (int g = 0; g < models[i]->gpus; g++)
-            if (models[i]->nic_of_gpu[g] + 1 > f->rails)
-                f->rails = models[i]->nic_of_gpu[g] + 1;
-    }
-    if (f->per_unit == 0)
-        f->per_unit = f->kind == CLUSTER_FABRIC_RAIL
-                          ? RAIL_UNIT_NODES
-                          : (LEAF_PORTS_DOWN / max_nics > 1 ? LEAF_PORTS_DOWN / max_nics : 1);
-    f->units = (f->nodes + f->per_unit - 1) / f->per_unit;
-    f->model_of = xcalloc((size_t)f->nodes, sizeof *f->model_of);
-    for (int i = 0, node = 0; i < n; i++)
-        for (int j = 0; j < group_nodes[i]; j++)
-            f->model_of[node++] = i;
-    f->rail_used = xcalloc((size_t)f->rails, sizeof *f->rail_used);
-    if (f->kind == CLUSTER_FABRIC_RAIL) {
-        f->relay = xcalloc((size_t)n, sizeof *f->relay);
-        for (int i = 0; i < n; i++) {
-            const node_model *m = models[i];
-            f->relay[i] = xcalloc((size_t)m->gpus * (size_t)f->rails, sizeof **f->relay);
-            for (int g = 0; g < m->gpus; g++)
-                for (int r = 0; r < f->rails; r++)
-                    f->relay[i][g * f->rails + r] =
-                        r == m->nic_of_gpu[g] ? -1 : choose_relay(m, g, r);
-        }
-    }
-    if (f->units == 1 && f->over > 1 && !crosses_spine(f))
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "oversubscription",
-                            "--oversubscription %g: all %d nodes are on one %s (--nodes-per-leaf "
-                            "%d), so no traffic crosses an uplink: give more nodes or fewer per "
-                            "%s",
-                            f->over, f->nodes,
-                            f->kind == CLUSTER_FABRIC_RAIL ? "scalable unit" : "leaf", f->per_unit,
-                            f->kind == CLUSTER_FABRIC_RAIL ? "unit" : "leaf");
-    return 0;
-}
-
-static void fabric_free(fabric *f)
-{
-    for (int i = 0; f->relay && i < f->n_models; i++)
-        free(f->relay[i]);
-    free(f->relay);
-    free(f->model_of);
-    free(f->rail_used);
-}
-
-/* The platform's size against sim/base/limits.h, before anything is written: GPUs per node,
- * GPUs in all (at most PS_MAX_GPUS) and the GPU pairs inside nodes (a route each). */
-static int check_platform_size(const node_model *const *models, const int *group_nodes,
-                               int n_groups, ps_error *err)
-{
-    int64_t gpus = 0, pairs = 0;
-    for (int g = 0; g < n_groups; g++) {
-        int64_t n = group_nodes[g], k = models[g]->gpus;
-        if (k > PS_MAX_GPUS_PER_NODE)
-            return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
-                                "--gpus-per-node: %s nodes have %lld GPUs, more than %d "
-                                "(protosim's limit)",
-                                models[g]->kind, (long long)k, PS_MAX_GPUS_PER_NODE);
-        gpus += n * k; /* n <= INT_MAX and k <= 72: no overflow */
-        pairs += n * k * (k - 1);
-    }
-    if (gpus > PS_MAX_GPUS)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
-                            "--nodes: the cluster would have %lld GPUs, more than %d (protosim's "
-                            "limit)",
-                            (long long)gpus, PS_MAX_GPUS);
-    if (pairs > PS_MAX_NODE_PAIRS)
-        return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
-                            "--nodes: the nodes would hold %lld ordered GPU pairs (a route each in "
-                            "the platform), more than %d (protosim's limit): fewer nodes or GPUs "
-                            "per node",
-                            (long long)pairs, PS_MAX_NODE_PAIRS);
-    return 0;
-}
-
 int cluster_write_platform(const node_model *const *models, const int *group_nodes, int n_groups,
                            const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
     fabric f;
-    int rc = check_platform_size(models, group_nodes, n_groups, err);
-    if (rc)
-        return rc;
-    rc = fabric_init(&f, models, group_nodes, n_groups, opts, err);
+    int rc = fabric_init(&f, models, group_nodes, n_groups, opts, err);
+    if (!rc)
+        rc = fabric_check_pairs(models, group_nodes, n_groups, err);
     if (rc) {
         fabric_free(&f);
         return rc;
     }
-    int *rank0 = xcalloc((size_t)f.nodes, sizeof *rank0);
-    for (int node = 1; node < f.nodes; node++)
-        rank0[node] = rank0[node - 1] + models[f.model_of[node - 1]]->gpus;
     write_header(out, &f, group_nodes, n_groups);
     fprintf(out, "<platform version=\"4.1\">\n");
     fprintf(out, "<zone id=\"cluster\" routing=\"%s\">\n", f.units > 1 ? "DijkstraCache" : "Full");
-    int *in = xcalloc((size_t)n_groups, sizeof *in);
-    write_links(out, &f, in);
-    free(in);
+    write_links(out, &f);
     for (int u = 0; u < f.units && !rc; u++)
-        rc = write_unit(out, &f, u, rank0, err);
+        rc = write_unit(out, &f, u, err);
     if (!rc && f.units > 1)
         write_spine(out, &f);
     fprintf(out, "</zone>\n</platform>\n");
-    free(rank0);
     fabric_free(&f);
     if (!rc && ferror(out))
         rc = ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "cannot write the platform");

@@ -1,6 +1,6 @@
-/* cmd_cluster.c: `protosim cluster`: its arguments, then the generated SimGrid platform (DGX
- * templates, or nodes read from an hwloc export), written only once complete (a rejected request
- * never truncates an existing file). */
+/* cmd_cluster.c: `protosim cluster`: its arguments, then the generated cluster (DGX templates, or
+ * nodes read from an hwloc export) as a cluster description or a SimGrid XML platform, written
+ * only once complete (a rejected request never truncates an existing file). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +15,20 @@ static int cluster_main(int argc, char **argv);
 
 const cli_command cli_cluster = {
     "cluster",
-    "  protosim cluster KIND --nodes N [-o FILE] [--gpu MODEL] [--nics N] [--nic-gbps GBPS]\n"
-    "               [--gpus-per-node N] [--fabric fat-tree|rail] [--nodes-per-leaf K]\n"
-    "               [--oversubscription X]\n"
+    "  protosim cluster KIND --nodes N [-o FILE] [--format yaml|xml] [--gpu MODEL] [--nics N]\n"
+    "               [--nic-gbps GBPS] [--gpus-per-node N] [--fabric fat-tree|rail]\n"
+    "               [--nodes-per-leaf K] [--oversubscription X]\n"
     "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
-    "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE]\n"
+    "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE] [--format F]\n"
     "               [--nics N] [--nic-gbps GBPS] [--fabric F] [--nodes-per-leaf K]\n"
     "               [--oversubscription X]\n",
-    "writes a SimGrid platform of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node,\n"
-    "NICs on a fat-tree or rail-optimized fabric), of node groups of different kinds, or of N\n"
-    "copies of the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs).\n"
+    "writes a cluster of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node, NICs on\n"
+    "a fat-tree or rail-optimized fabric), of node groups of different kinds, or of N copies of\n"
+    "the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs), for run and sweep.\n"
+    "By default it is a cluster description (YAML: each node model once, a few kilobytes at any\n"
+    "size, loaded in a fraction of a second); --format xml, or -o FILE.xml, writes the same\n"
+    "cluster as a SimGrid XML platform with every route listed (megabytes for thousands of "
+    "nodes).\n"
     "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100, dgx-h200 or\n"
     "                          dgx-b200\n"
     "options:\n"
@@ -37,6 +41,8 @@ const cli_command cli_cluster = {
     "                          GPU, instead of the KIND's (e.g. dgx-a100 --gpu A100-SXM4-40GB)\n"
     "                          or the name hwloc reports\n"
     "  -o FILE                 write to FILE (default: stdout)\n"
+    "  --format F              yaml (a cluster description) or xml (a SimGrid platform); default:\n"
+    "                          xml when FILE ends in .xml, else yaml\n"
     "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
     "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
     "  --gpus-per-node N       GPUs per node (at most 72; a cluster has at most 131072 GPUs)\n"
@@ -55,6 +61,7 @@ const cli_command cli_cluster = {
 
 typedef struct cluster_args {
     const char *kind, *out_path, *hwloc, *gpu;
+    int format_given;
     cluster_gen_opts o;
 } cluster_args;
 
@@ -75,6 +82,17 @@ static int parse_fabric(const cli_command *c, const char *v, void *field)
     if (f < 0)
         return cli_bad_value(c, "--fabric", "fabric", v, "fat-tree or rail");
     *(cluster_fabric *)field = (cluster_fabric)f;
+    return 0;
+}
+
+/* --format: yaml (a cluster description) or xml. */
+static int parse_format(const cli_command *c, const char *v, void *field)
+{
+    cluster_args *a = field;
+    if (strcmp(v, "yaml") && strcmp(v, "xml"))
+        return cli_bad_value(c, "--format", "format", v, "yaml or xml");
+    a->o.format = strcmp(v, "xml") ? CLUSTER_FORMAT_DESCRIPTION : CLUSTER_FORMAT_XML;
+    a->format_given = 1;
     return 0;
 }
 
@@ -108,6 +126,7 @@ static const cli_option cluster_options[] = {
      .offset = offsetof(cluster_args, o),
      .parse = parse_nodes},
     {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
+    {.name = "--format", .kind = CLI_CUSTOM, .offset = 0, .parse = parse_format},
     {.name = "--from-hwloc", .kind = CLI_STRING, .offset = offsetof(cluster_args, hwloc)},
     {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(cluster_args, gpu)},
     CLUSTER_COUNT("--nics", nics_per_node, PS_MAX_GPUS_PER_NODE),
@@ -141,7 +160,9 @@ static int generate_from_hwloc(const cluster_args *a, FILE *out, ps_error *err)
     fprintf(stderr, "protosim: cluster: %s\n", summary);
     const node_model *models[1] = {&m};
     int nodes = a->o.nodes > 0 ? a->o.nodes : 1;
-    rc = cluster_write_platform(models, &nodes, 1, &a->o, out, err);
+    rc = a->o.format == CLUSTER_FORMAT_DESCRIPTION
+             ? cluster_write_description(models, &nodes, 1, &a->o, out, err)
+             : cluster_write_platform(models, &nodes, 1, &a->o, out, err);
     node_model_free(&m);
     return rc;
 }
@@ -175,6 +196,11 @@ static int cluster_main(int argc, char **argv)
     if ((rc = check_hwloc_options(&a)))
         return rc;
     a.o.gpu = a.hwloc ? NULL : a.gpu; /* --from-hwloc hands it to the import */
+    if (!a.format_given) {            /* the file's name says XML, else a description */
+        size_t len = a.out_path ? strlen(a.out_path) : 0;
+        a.o.format = len > 4 && !strcmp(a.out_path + len - 4, ".xml") ? CLUSTER_FORMAT_XML
+                                                                      : CLUSTER_FORMAT_DESCRIPTION;
+    }
     if (!a.hwloc && !a.kind && !a.o.node_groups)
         return cli_usage_error(&cli_cluster, "cluster needs a KIND (or --from-hwloc FILE)");
     if (!a.hwloc && a.o.nodes < 1 && !a.o.node_groups)

@@ -17,13 +17,14 @@ static int collective_main(int argc, char **argv);
 
 const cli_command cli_collective = {
     "collective",
-    "  protosim collective --cluster CLUSTER.xml --gpus N --sizes BYTES[,BYTES...]\n"
+    "  protosim collective --cluster CLUSTER --gpus N --sizes BYTES[,BYTES...]\n"
     "               [--op allreduce|reduce-scatter|all-gather|all-to-all]\n"
     "               [--algo auto|ring|tree|nvls] [--csv OUT]\n",
     "simulates the collectives one after another on the first N GPUs (like nccl-tests) and\n"
     "prints nccl-tests' table: size, count, type, redop, algorithm, time, algbw, busbw.\n"
     "options:\n"
-    "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
     "  --gpus N                GPUs taking part (required, N >= 1)\n"
     "  --sizes BYTES,...       message sizes in bytes (required); each an integer with an\n"
     "                          optional K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (1024)\n"

@@ -15,7 +15,7 @@ static int replay_main(int argc, char **argv);
 
 const cli_command cli_replay = {
     "replay",
-    "  protosim replay TRACE.json[.gz]... --cluster CLUSTER.xml [--json OUT.json]\n"
+    "  protosim replay TRACE.json[.gz]... --cluster CLUSTER [--json OUT.json]\n"
     "               [--trace OUT.trace.json] [--overheads OUT.json] [--what-if SPEC]...\n"
     "               [--steps all|N] [--quiet]\n",
     "replays PyTorch profiler (Kineto) traces on the cluster with the executor of `run`:\n"
@@ -25,7 +25,8 @@ const cli_command cli_replay = {
     "(distributedInfo) behaves alike; several: one per rank. Prints measured against\n"
     "predicted step, the time breakdown and the critical path.\n"
     "options:\n"
-    "  --cluster CLUSTER.xml   the SimGrid platform (required; ranks in order)\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required; ranks in order)\n"
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write the replayed timeline (open it at ui.perfetto.dev)\n"
     "  --overheads OUT.json    write Lin et al.'s host overheads per op type and step\n"
@@ -213,7 +214,7 @@ static int replay_main(int argc, char **argv)
     if (!prc && a.n_traces == 0)
         prc = cli_usage_error(&cli_replay, "replay needs a TRACE.json");
     if (!prc && !a.cluster)
-        prc = cli_usage_error(&cli_replay, "replay needs --cluster CLUSTER.xml");
+        prc = cli_usage_error(&cli_replay, "replay needs --cluster CLUSTER");
     if (prc) {
         free_what_ifs(&a);
         return cli_exit_code(prc);

@@ -15,7 +15,7 @@ static int run_main(int argc, char **argv);
 
 const cli_command cli_run = {
     "run",
-    "  protosim run STRATEGY.yaml --cluster CLUSTER.xml [--json OUT.json]\n"
+    "  protosim run STRATEGY.yaml --cluster CLUSTER [--json OUT.json]\n"
     "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
     "                [--no-trace-links]]\n"
     "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
@@ -23,7 +23,8 @@ const cli_command cli_run = {
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
-    "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
     "  --json OUT.json         write the report as JSON\n"
     "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev), with flow\n"
     "                          arrows from each pipeline send to the task that consumes it\n"
@@ -116,7 +117,7 @@ static int parse_run(int argc, char **argv, run_args *a)
     if (!a->strategy)
         return cli_usage_error(&cli_run, "run needs a STRATEGY.yaml");
     if (!a->cluster)
-        return cli_usage_error(&cli_run, "run needs --cluster CLUSTER.xml");
+        return cli_usage_error(&cli_run, "run needs --cluster CLUSTER");
     htae_default_options(&a->hopt);
     if (a->algo && cli_parse_algo(&cli_run, "--nccl-algo", a->algo, &a->hopt.algo))
         return PS_EINPUT;

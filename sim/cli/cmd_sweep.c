@@ -24,13 +24,14 @@ static int merge_main(int argc, char **argv);
 
 const cli_command cli_sweep = {
     "sweep",
-    "  protosim sweep SWEEP.yaml --cluster CLUSTER.xml [-j N] [--shard K/N] [--top N]\n"
+    "  protosim sweep SWEEP.yaml --cluster CLUSTER [-j N] [--shard K/N] [--top N]\n"
     "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
     "               [--profile OPS.json] [--simulate-all]\n",
     "enumerates the plans of a sweep file, simulates the valid ones in N worker processes and\n"
     "ranks them by iteration time.\n"
     "options:\n"
-    "  --cluster CLUSTER.xml   the SimGrid platform (required)\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
     "  -j N, --jobs N          worker processes (default: the CPU count; at most 1024)\n"
     "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
     "merge)\n"
@@ -112,7 +113,7 @@ static int sweep_main(int argc, char **argv)
     if (!a.sweep)
         return cli_usage_error(&cli_sweep, "sweep needs a SWEEP.yaml");
     if (!a.cluster)
-        return cli_usage_error(&cli_sweep, "sweep needs --cluster CLUSTER.xml");
+        return cli_usage_error(&cli_sweep, "sweep needs --cluster CLUSTER");
     ps_error err;
     ps_error_clear(&err);
     return sweep_run(a.sweep, a.cluster, ps_data_dir(), &a.o, &err) ? cli_fail(&err) : 0;
