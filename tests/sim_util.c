@@ -67,6 +67,7 @@ void sim_load_generated(const char *kind, cluster_gen_opts o, cluster *c)
     ck_assert_ptr_nonnull(f);
     ps_error err;
     ps_error_clear(&err);
+    o.format = CLUSTER_FORMAT_DESCRIPTION; /* what protosim cluster writes by default */
     ck_assert_msg(cluster_generate(kind, &o, f, &err) == 0, "%s", err.message);
     fclose(f);
     ck_assert_msg(sim_cluster_text(xml, c, &err) == 0, "cluster_load: %s", err.message);

@@ -31,10 +31,11 @@ char *sim_temp_file(const char *suffix, const char *text);
 /* strategy_load of a file holding `text` (removed after) with the data directory, err cleared
  * first; returns strategy_load's code. */
 int sim_strategy_text(const char *text, strategy *s, ps_error *err);
-/* Start the engine and cluster_load a platform file holding `xml` (removed after), err cleared
- * first; returns cluster_load's code. */
+/* Start the engine and cluster_load a file holding `xml` (an XML platform or a cluster
+ * description; removed after), err cleared first; returns cluster_load's code. */
 int sim_cluster_text(const char *xml, cluster *c, ps_error *err);
-/* Start the engine and load the platform `protosim cluster KIND` writes with o (asserts). */
+/* Start the engine and load the cluster description `protosim cluster KIND` writes with o (its
+ * default form; asserts). */
 void sim_load_generated(const char *kind, cluster_gen_opts o, cluster *c);
 /* Options with every software overhead off, so only the platform shapes the timings. */
 htae_options sim_bare_options(void);

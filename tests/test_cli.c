@@ -141,6 +141,8 @@ START_TEST(option_usage_errors)
         {{"cluster", "dgx-a100", NULL}, "cluster needs --nodes N (N >= 1)"},
         {{"cluster", "dgx-a100", "--nodes", "2", "--fabric", "torus", NULL},
          "--fabric: bad fabric 'torus' (expected fat-tree or rail)"},
+        {{"cluster", "dgx-a100", "--nodes", "2", "--format", "json", NULL},
+         "--format: bad format 'json' (expected yaml or xml)"},
         {{"cluster", "dgx-a100", "--nodes", "2", "--nodes-per-leaf", "0", NULL},
          "--nodes-per-leaf: bad number '0' (expected an integer from 1 to 131072)"},
         {{"cluster", "dgx-a100", "--nodes", "2", "--oversubscription", "0.5", NULL},

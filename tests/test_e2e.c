@@ -405,6 +405,50 @@ START_TEST(generated_cluster_16_gpus)
 }
 END_TEST
 
+/* `protosim cluster` writes a cluster description by default and SimGrid XML for a .xml name;
+ * the same plan on both forms gives the same report, every number equal (the description builds
+ * the same links in the same order, and its routes are the XML's), on a fat tree and on a rail
+ * fabric with PXN. Only the file name and the simulator's own timings differ. */
+START_TEST(description_and_xml_give_the_same_report)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("tests/data/e2e/gpt3-1.3b-tp8-dp2.yaml");
+    const char *const fabrics[2] = {"fat-tree", "rail"};
+    for (int f = 0; f < 2; f++) {
+        char *report[2];
+        for (int form = 0; form < 2; form++) {
+            char *cl = tmp_path(dir, form ? "a100.xml" : "a100.yaml");
+            char *json = tmp_path(dir, "out.json");
+            const char *gen[] = {"cluster",  "dgx-a100", "--nodes", "2", "--fabric",
+                                 fabrics[f], "-o",       cl,        NULL};
+            run_result r = run_protosim(dir, gen);
+            expect_exit(&r, 0);
+            run_free(&r);
+            char *text = slurp(cl, NULL);
+            ck_assert_msg(form ? strstr(text, "<platform") != NULL
+                               : strstr(text, "\nprotosim_cluster: 1\n") && !strchr(text, '<'),
+                          "%s is not a %s", cl, form ? "SimGrid platform" : "description");
+            free(text);
+            const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
+            r = run_protosim(dir, args);
+            expect_exit(&r, 0);
+            run_free(&r);
+            cJSON *j = parse_json_file(json);
+            cJSON_DeleteItemFromObjectCaseSensitive(j, "simulator");
+            cJSON_DeleteItemFromObjectCaseSensitive(j, "cluster");
+            report[form] = cJSON_PrintUnformatted(j);
+            cJSON_Delete(j);
+            free(cl), free(json);
+        }
+        ck_assert_msg(strlen(report[0]) > 1000 && !strcmp(report[0], report[1]),
+                      "%s: the description's report differs from the XML's", fabrics[f]);
+        free(report[0]), free(report[1]);
+    }
+    free(strat);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- 5. --strict-memory */
 
 START_TEST(strict_memory_does_not_fit)
@@ -907,6 +951,7 @@ static Suite *e2e_suite(void)
     t = tcase_create("cluster_and_memory");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, generated_cluster_16_gpus);
+    tcase_add_test(t, description_and_xml_give_the_same_report);
     tcase_add_test(t, strict_memory_does_not_fit);
     tcase_add_test(t, folded_replicas_match_full_simulation);
     tcase_add_test(t, mixtral_ep8_example_runs);

@@ -1,7 +1,9 @@
-/* test_routes.c: every GPU pair's route of small generated platforms (topology/platform_write.c)
- * against the links the fabric rules give, written out here by hand: the check any change of the
- * platform's shape (zones, routing kinds) must keep passing, since the executor's results depend
- * on each route's links, bandwidths and latencies. */
+/* test_routes.c: every GPU pair's route of small generated clusters, as SimGrid XML platforms
+ * (topology/platform_write.c) and as cluster descriptions built with protosim's own routing zone
+ * (topology/cluster_desc.c, fabric.c), against the links the fabric rules give, written out here
+ * by hand: the check any change of the platform's shape (zones, routing kinds) must keep
+ * passing, since the executor's results depend on each route's links, bandwidths and latencies.
+ * Each test runs once per form (a loop test: _i is the cluster_format). */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,7 +136,8 @@ static want_route expected(const layout *y, int na, int ga, int nb, int gb)
     return w;
 }
 
-/* Write y's platform with o: the dgx-a100 template, or the hwloc export imported with --nics 2. */
+/* Write y's cluster with o (in o.format): the dgx-a100 template, or the hwloc export imported
+ * with --nics 2. */
 static void write_platform(const layout *y, cluster_gen_opts o, FILE *f)
 {
     ps_error err;
@@ -150,17 +153,20 @@ static void write_platform(const layout *y, cluster_gen_opts o, FILE *f)
     ck_assert_msg(hwloc_import_node(path, sim_data_dir(), &h, &m, NULL, 0, &err) == 0, "%s",
                   err.message);
     const node_model *models[1] = {&m};
-    ck_assert_msg(cluster_write_platform(models, &y->nodes, 1, &o, f, &err) == 0, "%s",
-                  err.message);
+    int rc = o.format == CLUSTER_FORMAT_DESCRIPTION
+                 ? cluster_write_description(models, &y->nodes, 1, &o, f, &err)
+                 : cluster_write_platform(models, &y->nodes, 1, &o, f, &err);
+    ck_assert_msg(rc == 0, "%s", err.message);
     node_model_free(&m);
 }
 
-/* Generate y's platform with o, load it, and compare every ordered GPU pair's route with the rules:
+/* Generate y's cluster with o in `format`, load it, and compare every ordered GPU pair's route with the rules:
  * the same link names (each once, any order: SimGrid returns a graph route reversed; a name
  * ending in _UP or _DOWN is one direction of a SPLITDUPLEX link), each link's bandwidth, and the
  * route's latency. */
-static void check_all_routes(cluster_gen_opts o, const layout *y)
+static void check_all_routes(cluster_gen_opts o, const layout *y, int format)
 {
+    o.format = (cluster_format)format;
     char *xml = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&xml, &len);
@@ -213,8 +219,8 @@ static void check_all_routes(cluster_gen_opts o, const layout *y)
 START_TEST(fat_tree_every_pair)
 {
     layout y = {NODE_DGX_A100, CLUSTER_FABRIC_FAT_TREE, 6, 2, 0, 25, 200, 0};
-    check_all_routes((cluster_gen_opts){.nodes = 6, .nodes_per_leaf = 2, .oversubscription = 2},
-                     &y);
+    check_all_routes((cluster_gen_opts){.nodes = 6, .nodes_per_leaf = 2, .oversubscription = 2}, &y,
+                     _i);
 }
 END_TEST
 
@@ -222,7 +228,7 @@ END_TEST
 START_TEST(fat_tree_one_leaf_every_pair)
 {
     layout y = {NODE_DGX_A100, CLUSTER_FABRIC_FAT_TREE, 3, 4, 0, 25, 0, 0};
-    check_all_routes((cluster_gen_opts){.nodes = 3}, &y);
+    check_all_routes((cluster_gen_opts){.nodes = 3}, &y, _i);
 }
 END_TEST
 
@@ -234,7 +240,7 @@ START_TEST(rail_pxn_every_pair)
 {
     layout y = {NODE_DGX_A100, CLUSTER_FABRIC_RAIL, 4, 2, 1, 25, 50, 400};
     check_all_routes(
-        (cluster_gen_opts){.nodes = 4, .fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2}, &y);
+        (cluster_gen_opts){.nodes = 4, .fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2}, &y, _i);
 }
 END_TEST
 
@@ -247,7 +253,7 @@ START_TEST(rail_no_pxn_every_pair)
     check_all_routes(
         (cluster_gen_opts){
             .nodes = 4, .fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2, .nic_gbps = 3200},
-        &y);
+        &y, _i);
 }
 END_TEST
 
@@ -256,7 +262,7 @@ END_TEST
 START_TEST(hwloc_fat_tree_every_pair)
 {
     layout y = {NODE_HWLOC_NVSWITCH, CLUSTER_FABRIC_FAT_TREE, 4, 2, 0, 50, 200, 0};
-    check_all_routes((cluster_gen_opts){.nodes_per_leaf = 2}, &y);
+    check_all_routes((cluster_gen_opts){.nodes_per_leaf = 2}, &y, _i);
 }
 END_TEST
 
@@ -266,7 +272,8 @@ END_TEST
 START_TEST(hwloc_rail_every_pair)
 {
     layout y = {NODE_HWLOC_NVSWITCH, CLUSTER_FABRIC_RAIL, 4, 2, 1, 50, 100, 200};
-    check_all_routes((cluster_gen_opts){.fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2}, &y);
+    check_all_routes((cluster_gen_opts){.fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2}, &y,
+                     _i);
 }
 END_TEST
 
@@ -275,12 +282,16 @@ static Suite *routes_suite(void)
     Suite *s = suite_create("routes");
     TCase *t = tcase_create("all pairs");
     tcase_set_timeout(t, 120);
-    tcase_add_test(t, fat_tree_every_pair);
-    tcase_add_test(t, fat_tree_one_leaf_every_pair);
-    tcase_add_test(t, rail_pxn_every_pair);
-    tcase_add_test(t, rail_no_pxn_every_pair);
-    tcase_add_test(t, hwloc_fat_tree_every_pair);
-    tcase_add_test(t, hwloc_rail_every_pair);
+    tcase_add_loop_test(t, fat_tree_every_pair, CLUSTER_FORMAT_XML, CLUSTER_FORMAT_DESCRIPTION + 1);
+    tcase_add_loop_test(t, fat_tree_one_leaf_every_pair, CLUSTER_FORMAT_XML,
+                        CLUSTER_FORMAT_DESCRIPTION + 1);
+    tcase_add_loop_test(t, rail_pxn_every_pair, CLUSTER_FORMAT_XML, CLUSTER_FORMAT_DESCRIPTION + 1);
+    tcase_add_loop_test(t, rail_no_pxn_every_pair, CLUSTER_FORMAT_XML,
+                        CLUSTER_FORMAT_DESCRIPTION + 1);
+    tcase_add_loop_test(t, hwloc_fat_tree_every_pair, CLUSTER_FORMAT_XML,
+                        CLUSTER_FORMAT_DESCRIPTION + 1);
+    tcase_add_loop_test(t, hwloc_rail_every_pair, CLUSTER_FORMAT_XML,
+                        CLUSTER_FORMAT_DESCRIPTION + 1);
     suite_add_tcase(s, t);
     return s;
 }

@@ -469,13 +469,34 @@ static int read_models(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
     return 0;
 }
 
+/* The fabric's uplinks and spine ports within cluster.h's link ranges: too fast past the
+ * maximum (too many nodes per leaf), too slow below the minimum (oversubscribed too much). */
+static int check_uplinks(yread_ctx *c, yaml_node_t *root, const fabric *f)
+{
+    for (int l = f->up0; l < f->n_links; l++) {
+        double bw = fabric_link_GBps(f, l) * 1e9;
+        if (!fabric_link_exists(f, l) || (bw >= CLUSTER_LINK_BW_MIN && bw <= CLUSTER_LINK_BW_MAX))
+            continue;
+        char name[64];
+        fabric_link_name(f, l, name, sizeof name);
+        const char *key = bw > CLUSTER_LINK_BW_MAX ? "nodes_per_leaf" : "oversubscription";
+        return yread_fail(c, yread_map_get(c, root, key), key,
+                          "the fabric's link %s would carry %g GB/s, outside [%g, %g] GB/s (1 MB/s "
+                          "to 10 PB/s): %s",
+                          name, bw / 1e9, CLUSTER_LINK_BW_MIN / 1e9, CLUSTER_LINK_BW_MAX / 1e9,
+                          bw > CLUSTER_LINK_BW_MAX ? "fewer nodes per leaf"
+                                                   : "a smaller oversubscription");
+    }
+    return 0;
+}
+
 /* The fabric's layout; its errors (sizes, options) point at the key they name. */
 static int build_layout(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
 {
     ps_error e;
     ps_error_clear(&e);
     if (!fabric_init(&d->layout, d->group_model, d->group_nodes, d->n_groups, &d->opts, &e))
-        return 0;
+        return check_uplinks(c, root, &d->layout);
     const char *key = !strcmp(e.field, "oversubscription") ? "oversubscription" : "nodes";
     const char *msg = e.message;
     if (!strncmp(msg, "--", 2)) /* the generator's wording names its flags: drop "--flag: " */
