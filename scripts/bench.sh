@@ -9,7 +9,7 @@
 # (strategies/examples/sweep-gpt3-6.7b-64gpu.yaml: 576 combinations, 564 valid, -j 2), a DLRM
 # plan on 16 GPUs and about 1,000 DLRM sharding plans (-j 2), and last issue 15's targets beside
 # the figures measured before its work (GPT-3 175B on 1,024 and 16,384 GPUs, and on 65,536 GPUs
-# that it runs at all, a 2,048-node platform, the 1,000-plan sweep
+# that it runs at all, a 2,048-node cluster as a description and as XML, the 1,000-plan sweep
 # strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml). Not a test: figures vary by machine.
 #   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plans, 1/8 of each sweep, no
 #                                         1,024-, 16,384- or 65,536-GPU plan)
@@ -19,10 +19,10 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-build/protosim cluster dgx-a100 --nodes 8 -o "$tmp/a100x64.xml"
-build/protosim cluster dgx-a100 --nodes 128 -o "$tmp/a100x1024.xml"
-build/protosim cluster dgx-h100 --nodes 8 -o "$tmp/h100x64.xml"
-build/protosim cluster dgx-h100 --nodes 32 -o "$tmp/h100x256.xml"
+build/protosim cluster dgx-a100 --nodes 8 -o "$tmp/a100x64.yaml"
+build/protosim cluster dgx-a100 --nodes 128 -o "$tmp/a100x1024.yaml"
+build/protosim cluster dgx-h100 --nodes 8 -o "$tmp/h100x64.yaml"
+build/protosim cluster dgx-h100 --nodes 32 -o "$tmp/h100x256.yaml"
 
 plans="gpt3-175b-64gpu:a100x64 llama3-70b-64gpu-fsdp-tp:h100x64"
 [ "${1:-}" = "--quick" ] || plans="$plans gpt3-175b-1024gpu:a100x1024 gpt3-175b-1024gpu-pp8:a100x1024"
@@ -37,7 +37,7 @@ for entry in $plans; do
     plan=${entry%%:*}
     cl=${entry##*:}
     /usr/bin/time -f '%e %M' -o "$tmp/rss" \
-        build/protosim run "strategies/examples/$plan.yaml" --cluster "$tmp/$cl.xml" \
+        build/protosim run "strategies/examples/$plan.yaml" --cluster "$tmp/$cl.yaml" \
         --json "$tmp/$plan.json" --quiet
     j="$tmp/$plan.json"
     read -r pwall rss <"$tmp/rss"
@@ -71,7 +71,7 @@ for ranks in "" "0-7"; do
     for links in with without; do
         extra=()
         [ "$links" = without ] && extra=(--no-trace-links)
-        build/protosim run strategies/examples/gpt3-175b-64gpu.yaml --cluster "$tmp/a100x64.xml" \
+        build/protosim run strategies/examples/gpt3-175b-64gpu.yaml --cluster "$tmp/a100x64.yaml" \
             --quiet --trace "$tmp/$links.trace.json" "${sel[@]}" "${extra[@]}"
     done
     w=$(stat -c %s "$tmp/with.trace.json"); wo=$(stat -c %s "$tmp/without.trace.json")
@@ -84,7 +84,7 @@ done
 shard=""
 [ "${1:-}" = "--quick" ] && shard="--shard 1/8"
 # shellcheck disable=SC2086
-build/protosim sweep strategies/examples/sweep-gpt3-6.7b-64gpu.yaml --cluster "$tmp/a100x64.xml" \
+build/protosim sweep strategies/examples/sweep-gpt3-6.7b-64gpu.yaml --cluster "$tmp/a100x64.yaml" \
     -j 2 $shard --no-progress --json "$tmp/sweep.json" >/dev/null 2>"$tmp/sweep.err"
 j="$tmp/sweep.json"
 ok=$(field ok "$j"); oom=$(field oom "$j"); failed=$(field failed "$j"); wall=$(field wall_s "$j")
@@ -98,10 +98,10 @@ printf '%-24s %6s %6s %10s %6s %6s %8s %10.1f %12.2f\n' sweep-gpt3-6.7b-64gpu 64
 # DLRM (issue 13): one sharding plan of dlrm-criteo-large on 16 A100 (two DGX A100; target: well
 # under a second), then about 1,000 sharding plans of it with 2 workers (tables_sharding: auto's
 # per-table proposals x 3 placements x 3 micro-batches; target: about a minute).
-build/protosim cluster dgx-a100 --nodes 2 -o "$tmp/a100x16.xml"
+build/protosim cluster dgx-a100 --nodes 2 -o "$tmp/a100x16.yaml"
 t0=$(date +%s.%N)
 build/protosim run strategies/examples/dlrm-criteo-large-2dgx-a100-tw16.yaml \
-    --cluster "$tmp/a100x16.xml" --json "$tmp/dlrm16.json" --quiet
+    --cluster "$tmp/a100x16.yaml" --json "$tmp/dlrm16.json" --quiet
 t1=$(date +%s.%N)
 echo
 printf '%-36s %6s %10s %10s %10s\n' dlrm gpus iter_ms sim_s wall_s
@@ -113,7 +113,7 @@ printf 'base: %s\naxes:\n  micro_batch: [1024, 2048, 4096]\n  tables_sharding: a
 shard=""
 [ "${1:-}" = "--quick" ] && shard="--shard 1/8"
 # shellcheck disable=SC2086
-build/protosim sweep "$tmp/dlrm-sweep.yaml" --cluster "$tmp/a100x16.xml" -j 2 $shard \
+build/protosim sweep "$tmp/dlrm-sweep.yaml" --cluster "$tmp/a100x16.yaml" -j 2 $shard \
     --no-progress --json "$tmp/dlrm-sweep.json" >/dev/null 2>"$tmp/dlrm-sweep.err"
 j="$tmp/dlrm-sweep.json"
 ok=$(field ok "$j"); oom=$(field oom "$j"); failed=$(field failed "$j"); wall=$(field wall_s "$j")
@@ -128,9 +128,9 @@ printf '%-24s %6s %6s %10s %6s %6s %8s %10.1f %12.2f\n' dlrm-criteo-large-auto 1
 # (target: under 2 s). Only where ../shared is there (a clone elsewhere skips it).
 trace=../shared/groundtruth/traces/resnet_v100_1rank.json.gz
 if [ -f "$trace" ]; then
-    build/protosim cluster dgx-v100 --nodes 1 -o "$tmp/v100.xml"
+    build/protosim cluster dgx-v100 --nodes 1 -o "$tmp/v100.yaml"
     t0=$(date +%s.%N)
-    build/protosim replay "$trace" --cluster "$tmp/v100.xml" --json "$tmp/replay.json" --quiet
+    build/protosim replay "$trace" --cluster "$tmp/v100.yaml" --json "$tmp/replay.json" --quiet
     t1=$(date +%s.%N)
     echo
     printf '%-28s %10s %10s\n' replay wall_s sim_s
@@ -140,7 +140,7 @@ if [ -f "$trace" ]; then
             "$tmp/replay.json")"
     # with what-ifs: the unchanged replay, then the changed one (two simulations)
     t0=$(date +%s.%N)
-    build/protosim replay "$trace" --cluster "$tmp/v100.xml" --what-if amp \
+    build/protosim replay "$trace" --cluster "$tmp/v100.yaml" --what-if amp \
         --what-if fuse-elementwise --quiet
     t1=$(date +%s.%N)
     printf '%-28s %10.2f\n' "  + amp, fuse-elementwise" \
@@ -159,39 +159,47 @@ printf '%-50s %8s %8s %12s\n' figure target before now
 target() { printf '%-50s %8s %8s %12s\n' "$1" "$2" "$3" "${4:--}"; }
 target "GPT-3 175B, 1,024 GPUs: wall s" "<= 0.4" 13.5 "${process_wall[gpt3-175b-1024gpu]:-}"
 if [ "${1:-}" != "--quick" ]; then
-    build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
+    build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.yaml"
     /usr/bin/time -f '%e %M' -o "$tmp/rss" build/protosim run \
-        strategies/examples/gpt3-175b-16384gpu.yaml --cluster "$tmp/a100x16384.xml" \
+        strategies/examples/gpt3-175b-16384gpu.yaml --cluster "$tmp/a100x16384.yaml" \
         --json "$tmp/16k.json" --quiet
     read -r pwall rss <"$tmp/rss"
     target "GPT-3 175B, 16,384 GPUs (TP8 PP16 DP128): wall s" "<= 4" 38.8 "$pwall"
     target "  peak RSS MB" "<= 2048" 662 "$((rss / 1024))"
     # 65,536 GPUs (DP 512, 8,192 nodes): runs at all; its wall and RSS
-    build/protosim cluster dgx-a100 --nodes 8192 -o "$tmp/a100x65536.xml"
+    build/protosim cluster dgx-a100 --nodes 8192 -o "$tmp/a100x65536.yaml"
     sed 's/global: 24576/global: 98304/; s/degree: 128,/degree: 512,/' \
         strategies/examples/gpt3-175b-16384gpu.yaml >"$tmp/gpt3-175b-65536gpu.yaml"
     /usr/bin/time -f '%e %M' -o "$tmp/rss" build/protosim run "$tmp/gpt3-175b-65536gpu.yaml" \
-        --cluster "$tmp/a100x65536.xml" --json "$tmp/64k.json" --quiet
+        --cluster "$tmp/a100x65536.yaml" --json "$tmp/64k.json" --quiet
     read -r pwall rss <"$tmp/rss"
     target "65,536 GPUs (TP8 PP16 DP512): wall s" "runs" - "$pwall"
     target "  peak RSS MB" "" - "$((rss / 1024))"
-    rm -f "$tmp/a100x65536.xml"
+    rm -f "$tmp/a100x65536.yaml"
 else
     target "GPT-3 175B, 16,384 GPUs (TP8 PP16 DP128): wall s" "<= 4" 38.8
     target "  peak RSS MB" "<= 2048" 662
-    build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
+    build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.yaml"
 fi
-t0=$(date +%s.%N)
-build/protosim collective --cluster "$tmp/a100x16384.xml" --gpus 8 --sizes 1024 >/dev/null
-t1=$(date +%s.%N)
-target "dgx-a100 --nodes 2048 platform: MB" "few MB" 24.2 \
-    "$(awk -v b="$(stat -c %s "$tmp/a100x16384.xml")" 'BEGIN { printf "%.1f", b / 1e6 }')"
-target "  load s" "< 1" 2.1 "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+# The 2,048-node cluster as protosim cluster writes it (a description), then as SimGrid XML
+# (--format xml, the form "before" measured): size, and the wall time of a small collective on
+# it (start-up, loading and the first routes).
+build/protosim cluster dgx-a100 --nodes 2048 -o "$tmp/a100x16384.xml"
+for form in yaml xml; do
+    t0=$(date +%s.%N)
+    build/protosim collective --cluster "$tmp/a100x16384.$form" --gpus 8 --sizes 1024 >/dev/null
+    t1=$(date +%s.%N)
+    bytes=$(stat -c %s "$tmp/a100x16384.$form")
+    label="dgx-a100 --nodes 2048 cluster: MB"
+    [ "$form" = xml ] && label="  the same as SimGrid XML: MB"
+    target "$label" "few MB" 24.2 "$(awk -v b="$bytes" 'BEGIN { printf "%.3f", b / 1e6 }')"
+    target "  load s" "< 1" 2.1 "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+done
 shard=""
 [ "${1:-}" = "--quick" ] && shard="--shard 1/8"
 # shellcheck disable=SC2086
 /usr/bin/time -f '%e %U %S' -o "$tmp/sweep-time" build/protosim sweep \
-    strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml --cluster "$tmp/a100x64.xml" -j 2 \
+    strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml --cluster "$tmp/a100x64.yaml" -j 2 \
     $shard --no-progress --json "$tmp/sweep1000.json" >/dev/null 2>"$tmp/sweep1000.err"
 read -r swall suser ssys <"$tmp/sweep-time"
 part=""

@@ -197,6 +197,8 @@ static const bad_case bad_cases[] = {
      "must be between 0 and 1"},
     {"      - [b_pcie UP, nic UP]\n", "", 15, 7, "node_models.gpu_to_nic",
      "1 routes for 2 GPUs (rail_of_gpu): one per GPU"},
+    {"rail_of_gpu: [0, 0]", "rail_of_gpu: [0, 1]", 16, 9, "node_models.gpu_to_nic",
+     "GPUs 0 and 1 leave through the same NIC nic but are on rails 0 and 1"},
     {"{model: pcie2,", "{model: pcie3,", 20, 13, "nodes.model", "no node model named 'pcie3'"},
     {"gpu: V100-SXM2-32GB", "gpu: V200", 7, 10, "node_models.gpu",
      "node model 'pcie2': unknown device 'V200' (known: "},

@@ -308,6 +308,16 @@ static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
     for (int g = 0; g < count; g++)
         if (read_path(c, yaml_document_get_node(c->doc, it[g]), field, m, &m->gpu_nic[g]))
             return c->err->code;
+    for (int g = 0; g < count; g++) /* a NIC is on one rail: GPUs sharing it share the rail */
+        for (int h = 0; h < g; h++) {
+            int nic = m->gpu_nic[g].hop[m->gpu_nic[g].n - 1].link;
+            if (nic == m->gpu_nic[h].hop[m->gpu_nic[h].n - 1].link &&
+                m->nic_of_gpu[g] != m->nic_of_gpu[h])
+                return yread_fail(c, yaml_document_get_node(c->doc, it[g]), field,
+                                  "GPUs %d and %d leave through the same NIC %s but are on rails "
+                                  "%d and %d (rail_of_gpu): GPUs sharing a NIC share its rail",
+                                  h, g, m->links[nic].id, m->nic_of_gpu[h], m->nic_of_gpu[g]);
+        }
     m->nic_GBps = m->links[m->gpu_nic[0].hop[m->gpu_nic[0].n - 1].link].GBps;
     return 0;
 }

@@ -354,7 +354,12 @@ static int node_of_link(const fabric *f, int link)
 int fabric_link_exists(const fabric *f, int link)
 {
     assert(link >= 0 && link < f->n_links);
-    return link < f->up0 || f->up_GBps[link - f->up0] > 0;
+    if (link < f->up0)
+        return 1;
+    if (f->kind == CLUSTER_FABRIC_FAT_TREE)
+        return f->units > 1;
+    int u = (link - f->up0) / (f->rails + 1), r = (link - f->up0) % (f->rails + 1);
+    return r == f->rails || f->rail_used[u * f->rails + r];
 }
 
 void fabric_link_name(const fabric *f, int link, char *buf, size_t cap)
