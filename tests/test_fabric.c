@@ -305,7 +305,7 @@ END_TEST
 /* A hand-made node whose GPU 0 has no fast relay to rail 1 (its path to GPU 2 is a 1 GB/s link,
  * narrower than GPU 2's NIC) while GPU 1, on GPU 0's rail, reaches GPU 2 over one link: for
  * SimGrid's link-counting search, 0 -> the other node's GPU 2 over the spine (1 + 3 + 1 links)
- * ties with a detour through GPU 1 of another node (1 + 1 + 2 + 1): refused. */
+ * ties with a detour through GPU 1 of another node (1 + 1 + 2 + 1): refused as XML. */
 START_TEST(rail_refuses_ambiguous_routes)
 {
     node_model m;
@@ -345,6 +345,21 @@ START_TEST(rail_refuses_ambiguous_routes)
     ck_assert_str_eq(err.field, "fabric");
     ck_assert_msg(strstr(err.message, "GPU 0 of hand reaches rail 1 only over the spine"), "%s",
                   err.message);
+    /* As a cluster description it is fine: routes are computed by the rules, never searched.
+     * GPU 0 reaches the other node's GPU 2 (rail 1) up its rail, through the spine port, down
+     * rail 1. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    ck_assert_int_eq(cluster_write_description(models, nodes, 1, &o, mem, &err), 0);
+    fclose(mem);
+    cluster c;
+    ck_assert_msg(sim_cluster_text(text, &c, &err) == 0, "%s", err.message);
+    free(text);
+    expect_route("n0g0", "n1g2",
+                 (const char *[]){"n0_nic0_UP", "su0_rail0_up_UP", "su0_spine_UP",
+                                  "su0_rail1_up_DOWN", "n1_nic1_DOWN", NULL});
+    cluster_free(&c);
     /* On a fat tree the same nodes are fine. */
     o.fabric = CLUSTER_FABRIC_FAT_TREE;
     ps_error_clear(&err);

@@ -23,6 +23,7 @@
 #include "cluster_desc.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,7 +105,7 @@ int cluster_write_description(const node_model *const *models, const int *group_
                               const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
     fabric f;
-    int rc = fabric_init(&f, models, group_nodes, n_groups, opts, err);
+    int rc = fabric_init(&f, models, n_groups, NULL, group_nodes, n_groups, opts, err);
     if (rc) {
         fabric_free(&f);
         return rc;
@@ -202,8 +203,58 @@ static int read_name(yread_ctx *c, yaml_node_t *n, const char *field, int ident,
     return 0;
 }
 
-/* One link {id, bandwidth_GBps, latency_us} within cluster.h's ranges, its id new in the model. */
-static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m)
+/* A model's link ids in strcmp order, for hops to name links by binary search (a model may have
+ * PS_MAX_NODE_LINKS links and a file a million hops). */
+typedef struct link_id {
+    const char *id;
+    int link;
+    yaml_node_t *node; /* where it is declared */
+} link_id;
+
+static int compare_link_ids(const void *a, const void *b)
+{
+    const link_id *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->link > y->link) - (x->link < y->link);
+}
+
+/* The model's link ids sorted into ids[m->n_links]; a repeated id is an error at its second
+ * declaration. */
+static int sort_link_ids(yread_ctx *c, const node_model *m, link_id *ids, const char *field)
+{
+    for (int l = 0; l < m->n_links; l++)
+        ids[l].id = m->links[l].id;
+    qsort(ids, (size_t)m->n_links, sizeof *ids, compare_link_ids);
+    for (int l = 1; l < m->n_links; l++)
+        if (!strcmp(ids[l - 1].id, ids[l].id))
+            return yread_fail(c, ids[l].node, field, "link '%s' is declared twice in this model",
+                              ids[l].id);
+    return 0;
+}
+
+/* The link named by the first len characters of s, or -1. */
+static int find_link(const link_id *ids, int n, const char *s, size_t len)
+{
+    char name[sizeof(((node_link *)0)->id)];
+    if (len >= sizeof name)
+        return -1;
+    memcpy(name, s, len);
+    name[len] = '\0';
+    link_id key = {name, -1, NULL};
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(ids[mid].id, key.id) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && !strcmp(ids[lo].id, name) ? ids[lo].link : -1;
+}
+
+/* One link {id, bandwidth_GBps, latency_us} within cluster.h's ranges; *id_node: its id. */
+static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
+                     yaml_node_t **id_node)
 {
     static const char *const keys[] = {"id", "bandwidth_GBps", "latency_us"};
     yaml_node_t *id, *bw, *lat;
@@ -216,9 +267,7 @@ static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model 
     yread_join_path(field, sizeof field, path, "id");
     if (read_name(c, id, field, 1, l->id, sizeof l->id))
         return c->err->code;
-    for (int i = 0; i < m->n_links; i++)
-        if (!strcmp(m->links[i].id, l->id))
-            return yread_fail(c, id, field, "link '%s' is declared twice in this model", l->id);
+    *id_node = id;
     yread_join_path(field, sizeof field, path, "bandwidth_GBps");
     if (yread_positive(c, bw, field, &l->GBps))
         return c->err->code;
@@ -238,7 +287,7 @@ static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model 
 
 /* A route: a list of 1 to NODE_MAX_HOPS hops "LINK UP" or "LINK DOWN", each a declared link. */
 static int read_path(yread_ctx *c, yaml_node_t *n, const char *field, const node_model *m,
-                     node_path *p)
+                     const link_id *ids, node_path *p)
 {
     int count;
     yaml_node_item_t *it = list_items(c, n, field, &count);
@@ -255,11 +304,7 @@ static int read_path(yread_ctx *c, yaml_node_t *n, const char *field, const node
         if (!up && !down)
             return yread_fail(c, hop, field, "a hop is 'LINK UP' or 'LINK DOWN', not %s%s%s",
                               s ? "'" : yread_kind(hop), s ? s : "", s ? "'" : "");
-        int link = -1;
-        for (int l = 0; l < m->n_links && link < 0; l++)
-            if (strlen(m->links[l].id) == (size_t)(space - s) &&
-                !strncmp(m->links[l].id, s, (size_t)(space - s)))
-                link = l;
+        int link = find_link(ids, m->n_links, s, (size_t)(space - s));
         if (link < 0)
             return yread_fail(c, hop, field, "link '%.*s' is not in this model's links",
                               (int)(space - s), s);
@@ -293,7 +338,8 @@ static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model
 }
 
 /* gpu_to_nic: one route per GPU; the first NIC link's bandwidth is the model's nic_GBps. */
-static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m)
+static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
+                           const link_id *ids)
 {
     char field[192];
     yread_join_path(field, sizeof field, path, "gpu_to_nic");
@@ -306,7 +352,7 @@ static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
                           m->gpus);
     m->gpu_nic = xcalloc((size_t)count, sizeof *m->gpu_nic);
     for (int g = 0; g < count; g++)
-        if (read_path(c, yaml_document_get_node(c->doc, it[g]), field, m, &m->gpu_nic[g]))
+        if (read_path(c, yaml_document_get_node(c->doc, it[g]), field, m, ids, &m->gpu_nic[g]))
             return c->err->code;
     for (int g = 0; g < count; g++) /* a NIC is on one rail: GPUs sharing it share the rail */
         for (int h = 0; h < g; h++) {
@@ -323,7 +369,8 @@ static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
 }
 
 /* gpu_to_gpu: every pair i < j once; j -> i is set to i -> j reversed. */
-static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m)
+static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
+                           const link_id *ids)
 {
     static const char *const keys[] = {"from", "to", "route"};
     char field[192];
@@ -346,7 +393,7 @@ static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
         node_path *p = &m->gpu_gpu[i * G + j], *back = &m->gpu_gpu[j * G + i];
         if (p->n)
             return yread_fail(c, e, field, "the pair %d -> %d is given twice", i, j);
-        if (read_path(c, route, field, m, p))
+        if (read_path(c, route, field, m, ids, p))
             return c->err->code;
         back->n = p->n;
         for (int h = 0; h < p->n; h++) {
@@ -386,6 +433,8 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
     if (yread_positive(c, v[2], field, &tflops))
         return c->err->code;
     m->flops = tflops * 1e12;
+    if (!isfinite(m->flops))
+        return yread_fail(c, v[2], field, "%g TFLOP/s is too large", tflops);
     yread_join_path(field, sizeof field, path, "links");
     int count;
     yaml_node_item_t *it = list_items(c, v[3], field, &count);
@@ -395,13 +444,22 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
         return yread_fail(c, v[3], field, "a node has 1 to %d links, not %d", PS_MAX_NODE_LINKS,
                           count);
     m->links = xcalloc((size_t)count, sizeof *m->links);
-    for (int l = 0; l < count; l++)
-        if (read_link(c, yaml_document_get_node(c->doc, it[l]), field, m))
-            return c->err->code;
-    if (read_rails(c, v[4], path, m) || read_nic_routes(c, v[5], path, m) ||
-        read_gpu_routes(c, v[6], path, m))
-        return c->err->code;
-    return 0;
+    link_id *ids = xcalloc((size_t)count, sizeof *ids);
+    int rc = 0;
+    for (int l = 0; l < count && !rc; l++) {
+        ids[l].link = l;
+        rc = read_link(c, yaml_document_get_node(c->doc, it[l]), field, m, &ids[l].node);
+    }
+    yread_join_path(field, sizeof field, path, "links.id");
+    if (!rc)
+        rc = sort_link_ids(c, m, ids, field);
+    if (!rc)
+        rc = read_rails(c, v[4], path, m) || read_nic_routes(c, v[5], path, m, ids) ||
+                     read_gpu_routes(c, v[6], path, m, ids)
+                 ? c->err->code
+                 : 0;
+    free(ids);
+    return rc;
 }
 
 /* nodes: groups {model, count} of the models read; the totals are fabric_init's to check. */
@@ -416,6 +474,9 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
         return yread_fail(c, n, "nodes", "the cluster needs at least one group of nodes");
     d->group_model = xcalloc((size_t)count, sizeof *d->group_model);
     d->group_nodes = xcalloc((size_t)count, sizeof *d->group_nodes);
+    d->model_ptr = xcalloc((size_t)d->n_models, sizeof *d->model_ptr);
+    for (int k = 0; k < d->n_models; k++)
+        d->model_ptr[k] = &d->models[k];
     for (int i = 0; i < count; i++) {
         yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *model, *nodes;
         if (yread_expect_mapping(c, e, "nodes") || yread_check_keys(c, e, "nodes", keys, 2) ||
@@ -424,14 +485,27 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
             yread_count(c, nodes, "nodes.count", 1, PS_MAX_GPUS, &d->group_nodes[i]))
             return c->err->code;
         const char *name = yread_scalar(model);
-        for (int k = 0; name && k < d->n_models && !d->group_model[i]; k++)
+        d->group_model[i] = -1;
+        for (int k = 0; name && k < d->n_models && d->group_model[i] < 0; k++)
             if (!strcmp(d->models[k].kind, name))
-                d->group_model[i] = &d->models[k];
-        if (!d->group_model[i])
+                d->group_model[i] = k;
+        if (d->group_model[i] < 0)
             return yread_fail(c, model, "nodes.model", "no node model named %s%s%s",
                               name ? "'" : yread_kind(model), name ? name : "", name ? "'" : "");
         d->n_groups = i + 1;
     }
+    char *used = xcalloc((size_t)d->n_models, 1);
+    for (int i = 0; i < d->n_groups; i++)
+        used[d->group_model[i]] = 1;
+    int unused = -1;
+    for (int k = 0; k < d->n_models && unused < 0; k++)
+        unused = used[k] ? -1 : k;
+    free(used);
+    if (unused >= 0)
+        return yread_fail(c, n, "nodes",
+                          "node model '%s' has no nodes here (remove it, or add a "
+                          "group of it)",
+                          d->models[unused].kind);
     return 0;
 }
 
@@ -462,8 +536,9 @@ static int read_models(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
     yaml_node_item_t *it = list_items(c, n, "node_models", &count);
     if (!it)
         return c->err->code;
-    if (count < 1)
-        return yread_fail(c, n, "node_models", "the cluster needs at least one node model");
+    if (count < 1 || count > PS_MAX_NODE_MODELS)
+        return yread_fail(c, n, "node_models", "a cluster has 1 to %d node models, not %d",
+                          PS_MAX_NODE_MODELS, count);
     d->models = xcalloc((size_t)count, sizeof *d->models);
     d->gpu_loc = xcalloc((size_t)count, sizeof *d->gpu_loc);
     for (int i = 0; i < count; i++) {
@@ -505,7 +580,8 @@ static int build_layout(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
 {
     ps_error e;
     ps_error_clear(&e);
-    if (!fabric_init(&d->layout, d->group_model, d->group_nodes, d->n_groups, &d->opts, &e))
+    if (!fabric_init(&d->layout, d->model_ptr, d->n_models, d->group_model, d->group_nodes,
+                     d->n_groups, &d->opts, &e))
         return check_uplinks(c, root, &d->layout);
     const char *key = !strcmp(e.field, "oversubscription") ? "oversubscription" : "nodes";
     const char *msg = e.message;
@@ -556,6 +632,7 @@ void cluster_desc_free(cluster_desc *d)
         node_model_free(&d->models[i]);
     free(d->models);
     free(d->gpu_loc);
+    free(d->model_ptr);
     free(d->group_model);
     free(d->group_nodes);
     free(d);

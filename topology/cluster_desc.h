@@ -11,8 +11,9 @@ typedef struct cluster_desc {
     node_model *models; /* [n_models] */
     src_loc *gpu_loc;   /* [n_models]: where each model names its GPU (unknown-device errors) */
     int n_models;
-    const node_model **group_model; /* [n_groups]: the model of each group, in rank order */
-    int *group_nodes;               /* [n_groups] */
+    const node_model **model_ptr; /* [n_models]: &models[i], for fabric_init */
+    int *group_model;             /* [n_groups]: the model of each group, in rank order */
+    int *group_nodes;             /* [n_groups] */
     int n_groups;
     cluster_gen_opts opts; /* fabric, nodes_per_leaf, oversubscription */
     fabric layout;         /* of the groups with opts: ranks, links, routes */

@@ -94,17 +94,18 @@ static void assert_model(const node_model *m)
 
 /* The platform's size against sim/base/limits.h: GPUs per node and GPUs in all (at most
  * PS_MAX_GPUS). */
-static int check_size(const node_model *const *models, const int *group_nodes, int n_groups,
-                      ps_error *err)
+static int check_size(const node_model *const *models, const int *group_model,
+                      const int *group_nodes, int n_groups, ps_error *err)
 {
     int64_t gpus = 0;
     for (int g = 0; g < n_groups; g++) {
-        int64_t n = group_nodes[g], k = models[g]->gpus;
+        const node_model *m = models[group_model ? group_model[g] : g];
+        int64_t n = group_nodes[g], k = m->gpus;
         if (k > PS_MAX_GPUS_PER_NODE)
             return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
                                 "--gpus-per-node: %s nodes have %lld GPUs, more than %d "
                                 "(protosim's limit)",
-                                models[g]->kind, (long long)k, PS_MAX_GPUS_PER_NODE);
+                                m->kind, (long long)k, PS_MAX_GPUS_PER_NODE);
         gpus += n * k; /* n <= INT_MAX and k <= 72: no overflow */
     }
     if (gpus > PS_MAX_GPUS)
@@ -210,22 +211,23 @@ static void layout_links(fabric *f)
     }
 }
 
-int fabric_init(fabric *f, const node_model *const *models, const int *group_nodes, int n,
-                const cluster_gen_opts *opts, ps_error *err)
+int fabric_init(fabric *f, const node_model *const *models, int n_models, const int *group_model,
+                const int *group_nodes, int n_groups, const cluster_gen_opts *opts, ps_error *err)
 {
     memset(f, 0, sizeof *f);
     f->kind = opts ? opts->fabric : CLUSTER_FABRIC_FAT_TREE;
     f->over = opts && opts->oversubscription > 0 ? opts->oversubscription : 1.0;
     f->per_unit = opts ? opts->nodes_per_leaf : 0;
-    int rc = check_size(models, group_nodes, n, err);
+    int rc = check_size(models, group_model, group_nodes, n_groups, err);
     if (rc || (rc = check_options(f, err)))
         return rc;
     f->models = models;
-    f->n_models = n;
+    f->n_models = n_models;
     int max_nics = 1;
-    for (int i = 0; i < n; i++) {
-        assert_model(models[i]);
+    for (int i = 0; i < n_groups; i++)
         f->nodes += group_nodes[i];
+    for (int i = 0; i < n_models; i++) {
+        assert_model(models[i]);
         max_nics = models[i]->nics > max_nics ? models[i]->nics : max_nics;
         for (int g = 0; g < models[i]->gpus; g++)
             if (models[i]->nic_of_gpu[g] + 1 > f->rails)
@@ -238,9 +240,9 @@ int fabric_init(fabric *f, const node_model *const *models, const int *group_nod
                 : (FABRIC_LEAF_PORTS_DOWN / max_nics > 1 ? FABRIC_LEAF_PORTS_DOWN / max_nics : 1);
     f->units = (f->nodes + f->per_unit - 1) / f->per_unit;
     f->model_of = xcalloc((size_t)f->nodes, sizeof *f->model_of);
-    for (int i = 0, node = 0; i < n; i++)
+    for (int i = 0, node = 0; i < n_groups; i++)
         for (int j = 0; j < group_nodes[i]; j++)
-            f->model_of[node++] = i;
+            f->model_of[node++] = group_model ? group_model[i] : i;
     layout_links(f);
     if (f->units == 1 && f->over > 1 && !crosses_spine(f))
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "oversubscription",

@@ -29,7 +29,7 @@ typedef struct fabric {
     cluster_fabric kind;
     int nodes, per_unit, units, rails, gpus;
     double over;
-    const node_model *const *models; /* [n_models], one per group: not owned */
+    const node_model *const *models; /* [n_models]: not owned */
     int n_models;
     int *model_of;     /* [nodes]: index into models */
     int *rank0;        /* [nodes]: the node's first rank (ranks are node-major) */
@@ -41,13 +41,14 @@ typedef struct fabric {
     double *up_GBps; /* [n_links - up0]: each fabric link's bandwidth, 0 where absent */
 } fabric;
 
-/* The layout of n groups, group i being group_nodes[i] nodes of *models[i], with opts' fabric,
- * nodes_per_leaf (0: the default) and oversubscription (0: 1). The platform's size is checked
- * against sim/base/limits.h first. 0, or a PS_EINPUT error naming the option (an unknown
- * fabric, nodes_per_leaf < 0, oversubscription < 1, or > 1 where no traffic crosses an uplink);
- * fabric_free frees it either way. */
-int fabric_init(fabric *f, const node_model *const *models, const int *group_nodes, int n,
-                const cluster_gen_opts *opts, ps_error *err);
+/* The layout of n_groups groups of nodes, group i being group_nodes[i] nodes of
+ * *models[group_model[i]] (group_model NULL: of *models[i]), ranked node-major in group order,
+ * with opts' fabric, nodes_per_leaf (0: the default) and oversubscription (0: 1). The
+ * platform's size is checked against sim/base/limits.h first. 0, or a PS_EINPUT error naming the
+ * option (an unknown fabric, nodes_per_leaf < 0, oversubscription < 1, or > 1 where no traffic
+ * crosses an uplink); fabric_free frees it either way. */
+int fabric_init(fabric *f, const node_model *const *models, int n_models, const int *group_model,
+                const int *group_nodes, int n_groups, const cluster_gen_opts *opts, ps_error *err);
 void fabric_free(fabric *f);
 
 /* The ordered GPU pairs inside nodes (each a listed route in an XML platform) against

@@ -371,7 +371,7 @@ int cluster_write_platform(const node_model *const *models, const int *group_nod
                            const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
     fabric f;
-    int rc = fabric_init(&f, models, group_nodes, n_groups, opts, err);
+    int rc = fabric_init(&f, models, n_groups, NULL, group_nodes, n_groups, opts, err);
     if (!rc)
         rc = fabric_check_pairs(models, group_nodes, n_groups, err);
     if (rc) {

@@ -15,6 +15,7 @@
     131072                        /* GPUs of a plan (tensor x context x pipeline x data) and of
                                         a generated cluster */
 #define PS_MAX_GPUS_PER_NODE 72   /* GPUs of one generated node (an NVL72 rack) */
+#define PS_MAX_NODE_MODELS   256  /* node models of one cluster description */
 #define PS_MAX_NODE_LINKS    8192 /* links inside one node of a cluster description */
 #define PS_MAX_NODE_PAIRS                                                                          \
     2097152                          /* ordered GPU pairs inside nodes, summed over a generated
