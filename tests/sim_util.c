@@ -6,6 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <xbt/dynar.h>
+
 #include "../sim/base/xalloc.h"
 
 const char *sim_data_dir(void)
@@ -187,4 +191,23 @@ void sim_dgx4_allreduce(const htae_options *o, double S, double p, double *laten
     double B = 300 * GB * o->protocol_efficiency, lat = 2 * 0.7e-6;
     *latency = o->coll_launch_s + 2 * (p - 1) * (o->coll_step_s + lat);
     *bandwidth = 2 * (p - 1) / p * S / B;
+}
+
+/* The route from host a to host b is exactly the SimGrid links want[] (any order). */
+void sim_expect_route(const char *a, const char *b, const char *const *want)
+{
+    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(sg_host_by_name(a), sg_host_by_name(b), d);
+    int n = 0;
+    while (want[n])
+        n++;
+    ck_assert_msg((int)xbt_dynar_length(d) == n, "%s -> %s: %u links, want %d", a, b,
+                  (unsigned)xbt_dynar_length(d), n);
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (unsigned k = 0; k < xbt_dynar_length(d) && !found; k++)
+            found = !strcmp(sg_link_get_name(xbt_dynar_get_as(d, k, sg_link_t)), want[i]);
+        ck_assert_msg(found, "%s -> %s does not cross %s", a, b, want[i]);
+    }
+    xbt_dynar_free(&d);
 }

@@ -63,4 +63,8 @@ void sim_run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r);
 void sim_dgx4_allreduce(const htae_options *o, double S, double p, double *latency,
                         double *bandwidth);
 
+/* The route from host a to host b is exactly the SimGrid links want[] (NULL-terminated, any
+ * order; a name ending in _UP or _DOWN is one direction of a SPLITDUPLEX link). */
+void sim_expect_route(const char *a, const char *b, const char *const *want);
+
 #endif

@@ -42,25 +42,6 @@ static const char *const pcie2 =
     "nodes:\n"                                                    /* 19 */
     "  - {model: pcie2, count: 2}\n";                             /* 20 */
 
-/* The route from host a to host b is exactly the SimGrid links want[] (any order). */
-static void expect_route(const char *a, const char *b, const char *const *want)
-{
-    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    sg_host_get_route(sg_host_by_name(a), sg_host_by_name(b), d);
-    int n = 0;
-    while (want[n])
-        n++;
-    ck_assert_msg((int)xbt_dynar_length(d) == n, "%s -> %s: %u links, want %d", a, b,
-                  (unsigned)xbt_dynar_length(d), n);
-    for (int i = 0; i < n; i++) {
-        int found = 0;
-        for (unsigned k = 0; k < xbt_dynar_length(d) && !found; k++)
-            found = !strcmp(sg_link_get_name(xbt_dynar_get_as(d, k, sg_link_t)), want[i]);
-        ck_assert_msg(found, "%s -> %s does not cross %s", a, b, want[i]);
-    }
-    xbt_dynar_free(&d);
-}
-
 /* The hosts, ranks, nodes and device of the hand-written cluster, its routes, and each route's
  * bottleneck and latency. */
 START_TEST(hand_written_routes)
@@ -78,11 +59,11 @@ START_TEST(hand_written_routes)
         ck_close(sg_host_get_speed(c.sg_hosts[r]), 125e12, 1e-12);
         ck_assert_str_eq(sg_host_get_property_value(c.sg_hosts[r], "node"), r < 2 ? "0" : "1");
     }
-    expect_route("n0g0", "n0g1", (const char *[]){"n0a_pcie_UP", "n0b_pcie_DOWN", NULL});
-    expect_route("n0g1", "n0g0", (const char *[]){"n0b_pcie_UP", "n0a_pcie_DOWN", NULL});
-    expect_route("n0g0", "n1g1",
-                 (const char *[]){"n0a_pcie_UP", "n0nic_UP", "leaf0_up_UP", "leaf1_up_DOWN",
-                                  "n1nic_DOWN", "n1b_pcie_DOWN", NULL});
+    sim_expect_route("n0g0", "n0g1", (const char *[]){"n0a_pcie_UP", "n0b_pcie_DOWN", NULL});
+    sim_expect_route("n0g1", "n0g0", (const char *[]){"n0b_pcie_UP", "n0a_pcie_DOWN", NULL});
+    sim_expect_route("n0g0", "n1g1",
+                     (const char *[]){"n0a_pcie_UP", "n0nic_UP", "leaf0_up_UP", "leaf1_up_DOWN",
+                                      "n1nic_DOWN", "n1b_pcie_DOWN", NULL});
     ck_close(sg_link_get_bandwidth(sg_link_by_name("leaf1_up_DOWN")), 6.25e9, 1e-12);
     double bw, lat;
     cluster_route(&c, 0, 1, &bw, &lat); /* two PCIe links: 16 GB/s, 2 us */
@@ -206,6 +187,11 @@ static const bad_case bad_cases[] = {
      "all 2 nodes are on one leaf"},
     {"count: 2}", "count: 70000}", 20, 3, "nodes",
      "the cluster would have 140000 GPUs, more than 131072"},
+    {"nodes:\n",
+     "  - name: other\n    gpu: V100-SXM2-32GB\n    tflops: 1\n"
+     "    links: [{id: l, bandwidth_GBps: 1, latency_us: 0}]\n    rail_of_gpu: [0]\n"
+     "    gpu_to_nic: [[l UP]]\n    gpu_to_gpu: []\nnodes:\n",
+     27, 3, "nodes", "node model 'other' has no nodes here"},
 };
 
 /* Each variant is refused with exit code PS_EINPUT at its place; nothing is loaded (the engine

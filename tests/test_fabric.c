@@ -18,25 +18,6 @@
 #include "../topology/cluster.h"
 #include "sim_util.h"
 
-/* The route from host a to host b is exactly the SimGrid links want[] (any order). */
-static void expect_route(const char *a, const char *b, const char *const *want)
-{
-    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    sg_host_get_route(sg_host_by_name(a), sg_host_by_name(b), d);
-    int n = 0;
-    while (want[n])
-        n++;
-    ck_assert_msg((int)xbt_dynar_length(d) == n, "%s -> %s: %u links, want %d", a, b,
-                  (unsigned)xbt_dynar_length(d), n);
-    for (int i = 0; i < n; i++) {
-        int found = 0;
-        for (unsigned k = 0; k < xbt_dynar_length(d) && !found; k++)
-            found = !strcmp(sg_link_get_name(xbt_dynar_get_as(d, k, sg_link_t)), want[i]);
-        ck_assert_msg(found, "%s -> %s does not cross %s", a, b, want[i]);
-    }
-    xbt_dynar_free(&d);
-}
-
 static void expect_bw_lat(const char *a, const char *b, double bw, double lat)
 {
     sg_host_t x = sg_host_by_name(a), y = sg_host_by_name(b);
@@ -55,13 +36,13 @@ START_TEST(rail_aligned_and_pxn_routes)
                        &c);
     ck_assert_int_eq(c.n_nodes, 2);
     ck_assert_int_eq(c.node_of_rank[8], 1);
-    expect_route("n0g3", "n1g3", (const char *[]){"n0g3_nic_UP", "n1g3_nic_DOWN", NULL});
+    sim_expect_route("n0g3", "n1g3", (const char *[]){"n0g3_nic_UP", "n1g3_nic_DOWN", NULL});
     expect_bw_lat("n0g3", "n1g3", 50e9, 5e-6);
-    expect_route(
+    sim_expect_route(
         "n0g0", "n1g3",
         (const char *[]){"n0g0_nvl_UP", "n0g3_nvl_DOWN", "n0g3_nic_UP", "n1g3_nic_DOWN", NULL});
     expect_bw_lat("n0g0", "n1g3", 50e9, 6.4e-6);
-    expect_route("n1g5", "n1g2", (const char *[]){"n1g5_nvl_UP", "n1g2_nvl_DOWN", NULL});
+    sim_expect_route("n1g5", "n1g2", (const char *[]){"n1g5_nvl_UP", "n1g2_nvl_DOWN", NULL});
     expect_bw_lat("n1g5", "n1g2", 450e9, 1.4e-6);
     cluster_free(&c);
 }
@@ -80,15 +61,17 @@ START_TEST(rail_across_units)
         (cluster_gen_opts){
             .nodes = 3, .fabric = CLUSTER_FABRIC_RAIL, .nodes_per_leaf = 2, .oversubscription = 2},
         &c);
-    expect_route("n0g0", "n2g0",
-                 (const char *[]){"n0g0_nic_UP", "su0_rail0_up_UP", "su0_spine_UP",
-                                  "su1_spine_DOWN", "su1_rail0_up_DOWN", "n2g0_nic_DOWN", NULL});
+    sim_expect_route("n0g0", "n2g0",
+                     (const char *[]){"n0g0_nic_UP", "su0_rail0_up_UP", "su0_spine_UP",
+                                      "su1_spine_DOWN", "su1_rail0_up_DOWN", "n2g0_nic_DOWN",
+                                      NULL});
     expect_bw_lat("n0g0", "n2g0", 25e9, 5e-6);
-    expect_route("n1g1", "n2g6",
-                 (const char *[]){"n1g1_nic_UP", "su0_rail1_up_UP", "su0_spine_UP",
-                                  "su1_spine_DOWN", "su1_rail6_up_DOWN", "n2g6_nic_DOWN", NULL});
+    sim_expect_route("n1g1", "n2g6",
+                     (const char *[]){"n1g1_nic_UP", "su0_rail1_up_UP", "su0_spine_UP",
+                                      "su1_spine_DOWN", "su1_rail6_up_DOWN", "n2g6_nic_DOWN",
+                                      NULL});
     /* Inside unit 0 the uplinks are not crossed. */
-    expect_route("n0g2", "n1g2", (const char *[]){"n0g2_nic_UP", "n1g2_nic_DOWN", NULL});
+    sim_expect_route("n0g2", "n1g2", (const char *[]){"n0g2_nic_UP", "n1g2_nic_DOWN", NULL});
     ck_close(sg_link_get_bandwidth(sg_link_by_name("su0_spine_UP")), 8 * 50e9, 1e-12);
     cluster_free(&c);
 }
@@ -105,16 +88,16 @@ START_TEST(rail_dgx1_relays)
     cluster c;
     sim_load_generated("dgx-v100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL},
                        &c);
-    expect_route("n0g0", "n1g3",
-                 (const char *[]){"n0g0_g3_nvl_UP", "n0g3_pcie_UP", "n0_nic1_UP", "n1_nic1_DOWN",
-                                  "n1g3_pcie_DOWN", NULL});
+    sim_expect_route("n0g0", "n1g3",
+                     (const char *[]){"n0g0_g3_nvl_UP", "n0g3_pcie_UP", "n0_nic1_UP",
+                                      "n1_nic1_DOWN", "n1g3_pcie_DOWN", NULL});
     expect_bw_lat("n0g0", "n1g3", 12.5e9, 7.7e-6);
-    expect_route("n0g0", "n1g6",
-                 (const char *[]){"n0g0_pcie_UP", "n0g6_pcie_DOWN", "n0g6_pcie_UP", "n0_nic3_UP",
-                                  "n1_nic3_DOWN", "n1g6_pcie_DOWN", NULL});
+    sim_expect_route("n0g0", "n1g6",
+                     (const char *[]){"n0g0_pcie_UP", "n0g6_pcie_DOWN", "n0g6_pcie_UP",
+                                      "n0_nic3_UP", "n1_nic3_DOWN", "n1g6_pcie_DOWN", NULL});
     expect_bw_lat("n0g0", "n1g6", 12.5e9, 9e-6);
     /* GPUs 0 and 1 share NIC 0: rail-aligned both. */
-    expect_route(
+    sim_expect_route(
         "n0g1", "n1g0",
         (const char *[]){"n0g1_pcie_UP", "n0_nic0_UP", "n1_nic0_DOWN", "n1g0_pcie_DOWN", NULL});
     cluster_free(&c);
@@ -239,7 +222,7 @@ START_TEST(fat_tree_default_is_non_blocking)
     sim_run(g, &c, &o, &r);
     for (int i = 0; i < 32; i++)
         ck_close(r.end[t[i]], 20e-3 + 5e-6, 1e-9);
-    expect_route(
+    sim_expect_route(
         "n0g0", "n4g7",
         (const char *[]){"n0g0_nic_UP", "leaf0_up_UP", "leaf1_up_DOWN", "n4g7_nic_DOWN", NULL});
     htae_result_free(&r);
@@ -356,9 +339,9 @@ START_TEST(rail_refuses_ambiguous_routes)
     cluster c;
     ck_assert_msg(sim_cluster_text(text, &c, &err) == 0, "%s", err.message);
     free(text);
-    expect_route("n0g0", "n1g2",
-                 (const char *[]){"n0_nic0_UP", "su0_rail0_up_UP", "su0_spine_UP",
-                                  "su0_rail1_up_DOWN", "n1_nic1_DOWN", NULL});
+    sim_expect_route("n0g0", "n1g2",
+                     (const char *[]){"n0_nic0_UP", "su0_rail0_up_UP", "su0_spine_UP",
+                                      "su0_rail1_up_DOWN", "n1_nic1_DOWN", NULL});
     cluster_free(&c);
     /* On a fat tree the same nodes are fine. */
     o.fabric = CLUSTER_FABRIC_FAT_TREE;
