@@ -142,6 +142,52 @@ START_TEST(mixed_cluster_layout_and_route)
 }
 END_TEST
 
+/* protosim cluster dgx-h100 --nics 16 puts two NICs behind each GPU's port (rails 0, 2, ...,
+ * 14: a node may leave rails out); the description reads back: GPU 3 to GPU 3 of the other node
+ * crosses two ports of 2 x 50 GB/s, 2.5 us each. */
+START_TEST(more_nics_than_gpus)
+{
+    cluster c;
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 2, .nics_per_node = 16}, &c);
+    ck_assert_int_eq(c.n_gpus, 16);
+    double bw, lat;
+    cluster_route(&c, 3, 11, &bw, &lat);
+    ck_close(bw, 100e9, 1e-12);
+    ck_close(lat, 5e-6, 1e-9);
+    cluster_free(&c);
+}
+END_TEST
+
+/* 65,536 nodes of one GPU with 16 links each, one node per leaf: 1,048,576 links in the nodes
+ * and 65,536 leaf uplinks, more than PS_MAX_PLATFORM_LINKS (1,048,576): refused at `nodes`
+ * before anything is allocated for them. */
+START_TEST(too_many_links_refused)
+{
+    char text[4096];
+    int n = snprintf(text, sizeof text,
+                     "protosim_cluster: 1\nfabric: fat-tree\nnodes_per_leaf: 1\n"
+                     "oversubscription: 1\nnode_models:\n  - name: m\n    gpu: H100-SXM5-80GB\n"
+                     "    tflops: 1\n    links:\n");
+    for (int l = 0; l < 16; l++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "      - {id: l%d, bandwidth_GBps: 1, latency_us: 0}\n", l);
+    snprintf(text + n, sizeof text - (size_t)n,
+             "    rail_of_gpu: [0]\n    gpu_to_nic: [[l0 UP]]\n    gpu_to_gpu: []\n"
+             "nodes:\n  - {model: m, count: 65536}\n");
+    char *path = sim_temp_file(".yaml", text);
+    cluster_desc *d;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_desc_load(path, &d, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "nodes");
+    ck_assert_int_eq(err.line, 30); /* the list of groups */
+    ck_assert_msg(strstr(err.message, "the cluster would have 1114112 links, more than 1048576"),
+                  "%s", err.message);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 /* One malformed variant of pcie2: `from` replaced by `to`, refused at line:column with the
  * field and a message fragment. */
 typedef struct bad_case {
@@ -174,8 +220,8 @@ static const bad_case bad_cases[] = {
      "pairs are given once, from < to (got 1 -> 0)"},
     {"route: [a_pcie UP, b_pcie DOWN]", "route: []", 18, 33, "node_models.gpu_to_gpu",
      "a route has 1 to 12 links, not 0"},
-    {"rail_of_gpu: [0, 0]", "rail_of_gpu: [0, 2]", 13, 22, "node_models.rail_of_gpu",
-     "must be between 0 and 1"},
+    {"rail_of_gpu: [0, 0]", "rail_of_gpu: [0, 72]", 13, 22, "node_models.rail_of_gpu",
+     "must be between 0 and 71"},
     {"      - [b_pcie UP, nic UP]\n", "", 15, 7, "node_models.gpu_to_nic",
      "1 routes for 2 GPUs (rail_of_gpu): one per GPU"},
     {"rail_of_gpu: [0, 0]", "rail_of_gpu: [0, 1]", 16, 9, "node_models.gpu_to_nic",
@@ -184,9 +230,8 @@ static const bad_case bad_cases[] = {
     {"gpu: V100-SXM2-32GB", "gpu: V200", 7, 10, "node_models.gpu",
      "node model 'pcie2': unknown device 'V200' (known: "},
     {"nodes_per_leaf: 1", "nodes_per_leaf: 2", 4, 19, "oversubscription",
-     "all 2 nodes are on one leaf"},
-    {"count: 2}", "count: 70000}", 20, 3, "nodes",
-     "the cluster would have 140000 GPUs, more than 131072"},
+     "oversubscription 2: all 2 nodes are on one leaf (nodes_per_leaf 2)"},
+    {"count: 2}", "count: 70000}", 20, 3, "nodes", "the cluster would have more than 131072 GPUs"},
     {"nodes:\n",
      "  - name: other\n    gpu: V100-SXM2-32GB\n    tflops: 1\n"
      "    links: [{id: l, bandwidth_GBps: 1, latency_us: 0}]\n    rail_of_gpu: [0]\n"
@@ -261,6 +306,8 @@ static Suite *cluster_desc_suite(void)
     tcase_add_test(t, hand_written_routes);
     tcase_add_test(t, hand_written_transfer_times);
     tcase_add_test(t, mixed_cluster_layout_and_route);
+    tcase_add_test(t, more_nics_than_gpus);
+    tcase_add_test(t, too_many_links_refused);
     tcase_add_test(t, malformed_descriptions_are_located);
     tcase_add_test(t, format_sniffed_from_content);
     suite_add_tcase(s, t);

@@ -44,48 +44,91 @@ static void write_path(FILE *out, const node_model *m, const node_path *p)
     fputc(']', out);
 }
 
-/* s as a double-quoted YAML string. */
-static void write_string(FILE *out, const char *s)
+/* The length of the valid UTF-8 sequence at s (1 for ASCII), or 0: names are written as
+ * valid UTF-8 (an hwloc name cut at a byte limit may end inside a character, which libyaml
+ * would refuse to read back). */
+static int utf8_length(const unsigned char *s)
 {
-    fputc('"', out);
-    for (; *s; s++)
-        if (*s == '"' || *s == '\\')
-            fprintf(out, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(out, "\\x%02x", (unsigned char)*s);
-        else
-            fputc(*s, out);
-    fputc('"', out);
+    int n = s[0] < 0x80             ? 1
+            : (s[0] & 0xe0) == 0xc0 ? 2
+            : (s[0] & 0xf0) == 0xe0 ? 3
+            : (s[0] & 0xf8) == 0xf0 ? 4
+                                    : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
 }
 
-/* s in a comment line: control characters (a newline would end the comment) as '?'. */
-static void write_comment_text(FILE *out, const char *s)
+/* s as a double-quoted YAML string (in_comment: as plain text in a comment line); control
+ * characters and invalid UTF-8 bytes as '?'. */
+static void write_text(FILE *out, const char *s, int in_comment)
 {
-    for (; *s; s++)
-        fputc((unsigned char)*s < 0x20 ? '?' : *s, out);
+    const unsigned char *p = (const unsigned char *)s;
+    if (!in_comment)
+        fputc('"', out);
+    while (*p) {
+        int n = utf8_length(p);
+        if (n == 0 || *p < 0x20) {
+            fputc('?', out);
+            p++;
+            continue;
+        }
+        if (!in_comment && (*p == '"' || *p == '\\'))
+            fputc('\\', out);
+        fwrite(p, 1, (size_t)n, out);
+        p += n;
+    }
+    if (!in_comment)
+        fputc('"', out);
 }
 
-/* Model i's name: its kind, with the group's number when an earlier group has the same kind. */
-static void model_name(const node_model *const *models, int i, char *buf, size_t cap)
+static int same_paths(const node_path *a, const node_path *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (a[i].n != b[i].n)
+            return 0;
+        for (int h = 0; h < a[i].n; h++)
+            if (a[i].hop[h].link != b[i].hop[h].link || a[i].hop[h].up != b[i].hop[h].up)
+                return 0;
+    }
+    return 1;
+}
+
+/* Whether two node models are the same in everything the description writes. */
+static int same_model(const node_model *a, const node_model *b)
+{
+    if (strcmp(a->kind, b->kind) || strcmp(a->gpu, b->gpu) || a->flops != b->flops ||
+        a->gpus != b->gpus || a->n_links != b->n_links)
+        return 0;
+    for (int l = 0; l < a->n_links; l++)
+        if (strcmp(a->links[l].id, b->links[l].id) || a->links[l].GBps != b->links[l].GBps ||
+            a->links[l].latency_s != b->links[l].latency_s)
+            return 0;
+    return !memcmp(a->nic_of_gpu, b->nic_of_gpu, (size_t)a->gpus * sizeof *a->nic_of_gpu) &&
+           same_paths(a->gpu_nic, b->gpu_nic, a->gpus) &&
+           same_paths(a->gpu_gpu, b->gpu_gpu, a->gpus * a->gpus);
+}
+
+/* Model i's name: its kind, with the group's number when an earlier model has the same kind. */
+static void model_name(const node_model *const *models, const int *first, int i, char *buf,
+                       size_t cap)
 {
     int taken = 0;
     for (int j = 0; j < i && !taken; j++)
-        taken = !strcmp(models[j]->kind, models[i]->kind);
+        taken = first[j] == j && !strcmp(models[j]->kind, models[i]->kind);
     if (taken)
         snprintf(buf, cap, "%s-%d", models[i]->kind, i + 1);
     else
         snprintf(buf, cap, "%s", models[i]->kind);
 }
 
-static void write_model(FILE *out, const node_model *const *models, int i)
+static void write_model(FILE *out, const node_model *m, const char *name)
 {
-    const node_model *m = models[i];
-    char name[48];
-    model_name(models, i, name, sizeof name);
     fprintf(out, "  - name: ");
-    write_string(out, name);
+    write_text(out, name, 0);
     fprintf(out, "\n    gpu: ");
-    write_string(out, m->gpu);
+    write_text(out, m->gpu, 0);
     fprintf(out, "\n    tflops: %.10g\n    links:\n", m->flops / 1e12);
     for (int l = 0; l < m->n_links; l++)
         fprintf(out, "      - {id: %s, bandwidth_GBps: %.10g, latency_us: %.10g}\n", m->links[l].id,
@@ -108,6 +151,29 @@ static void write_model(FILE *out, const node_model *const *models, int i)
         }
 }
 
+/* The header: the version key first (cluster_desc_sniff looks for it), then what was generated
+ * as comments. */
+static void write_header(FILE *out, const fabric *f, const node_model *const *models,
+                         const int *group_nodes, int n_groups)
+{
+    fprintf(out, "protosim_cluster: %d\n", DESC_VERSION);
+    fprintf(out, "# A protosim cluster description (generated by protosim cluster): %d node%s",
+            f->nodes, f->nodes > 1 ? "s" : "");
+    for (int i = 0; i < n_groups; i++) {
+        fprintf(out, "%s\n#   %d x ", i ? "," : ":", group_nodes[i]);
+        write_text(out, models[i]->kind, 1);
+        fprintf(out, " (%d ", models[i]->gpus);
+        write_text(out, models[i]->gpu, 1);
+        fprintf(out, ", %d NIC%s of %g Gb/s)", models[i]->nics, models[i]->nics > 1 ? "s" : "",
+                models[i]->nic_GBps * 8);
+    }
+    fprintf(out,
+            ".\n# Load it with --cluster FILE; `protosim cluster ... -o FILE.xml` writes the same "
+            "cluster as a\n# SimGrid platform. The nodes: topology/%s; the fabric and its "
+            "routes:\n# docs/design-notes.md (\"Fabrics\", \"Cluster descriptions\").\n",
+            strncmp(models[0]->kind, "hwloc:", 6) ? "generate.c" : "hwloc_import.c");
+}
+
 int cluster_write_description(const node_model *const *models, const int *group_nodes, int n_groups,
                               const cluster_gen_opts *opts, FILE *out, ps_error *err)
 {
@@ -117,35 +183,39 @@ int cluster_write_description(const node_model *const *models, const int *group_
         fabric_free(&f);
         return rc;
     }
-    fprintf(out, "# A protosim cluster description (generated by protosim cluster): %d node%s",
-            f.nodes, f.nodes > 1 ? "s" : "");
+    int *first = xcalloc((size_t)n_groups, sizeof *first), distinct = 0; /* the same model's */
     for (int i = 0; i < n_groups; i++) {
-        fprintf(out, "%s %d x ", i ? "," : ":", group_nodes[i]);
-        write_comment_text(out, models[i]->kind);
-        fprintf(out, " (%d ", models[i]->gpus);
-        write_comment_text(out, models[i]->gpu);
-        fprintf(out, ", %d NIC%s of %g Gb/s)", models[i]->nics, models[i]->nics > 1 ? "s" : "",
-                models[i]->nic_GBps * 8);
+        first[i] = i;
+        for (int j = 0; j < i && first[i] == i; j++)
+            if (first[j] == j && same_model(models[j], models[i]))
+                first[i] = j;
+        distinct += first[i] == i;
     }
-    fprintf(out,
-            ".\n# Load it with --cluster FILE; `protosim cluster ... -o FILE.xml` writes the same "
-            "cluster as a\n# SimGrid platform. The nodes: topology/%s; the fabric and its "
-            "routes:\n# docs/design-notes.md (\"Fabrics\", \"Cluster descriptions\").\n",
-            strncmp(models[0]->kind, "hwloc:", 6) ? "generate.c" : "hwloc_import.c");
-    fprintf(out, "protosim_cluster: %d\nfabric: %s\nnodes_per_leaf: %d\noversubscription: %.10g\n",
-            DESC_VERSION, enum_name(cluster_fabric_names, f.kind), f.per_unit, f.over);
-    fprintf(out, "node_models:\n");
+    if (distinct > PS_MAX_NODE_MODELS) {
+        free(first);
+        fabric_free(&f);
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
+                            "--nodes: %d kinds of node, more than %d (protosim's limit)", distinct,
+                            PS_MAX_NODE_MODELS);
+    }
+    write_header(out, &f, models, group_nodes, n_groups);
+    fprintf(out, "fabric: %s\nnodes_per_leaf: %d\noversubscription: %.10g\nnode_models:\n",
+            enum_name(cluster_fabric_names, f.kind), f.per_unit, f.over);
+    fabric_free(&f);
+    char name[48];
     for (int i = 0; i < n_groups; i++)
-        write_model(out, models, i);
+        if (first[i] == i) {
+            model_name(models, first, i, name, sizeof name);
+            write_model(out, models[i], name);
+        }
     fprintf(out, "nodes:\n");
     for (int i = 0; i < n_groups; i++) {
-        char name[48];
-        model_name(models, i, name, sizeof name);
+        model_name(models, first, first[i], name, sizeof name);
         fprintf(out, "  - {model: ");
-        write_string(out, name);
+        write_text(out, name, 0);
         fprintf(out, ", count: %d}\n", group_nodes[i]);
     }
-    fabric_free(&f);
+    free(first);
     if (ferror(out))
         return ps_error_set(err, PS_EINTERNAL, "", 0, 0, "", "cannot write the description");
     return 0;
@@ -325,7 +395,8 @@ static int read_path(yread_ctx *c, yaml_node_t *n, const char *field, const node
     return 0;
 }
 
-/* rail_of_gpu: one rail (0 .. gpus - 1) per GPU; sets m->gpus, m->nics (the rails). */
+/* rail_of_gpu: one rail per GPU, 0 .. PS_MAX_GPUS_PER_NODE - 1 (a node may leave rails out:
+ * 16 NICs for 8 GPUs put them on rails 0, 2, ..., 14); sets m->gpus, m->nics (the rails). */
 static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m)
 {
     char field[192];
@@ -340,7 +411,7 @@ static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model
     m->gpus = count;
     m->nic_of_gpu = xcalloc((size_t)count, sizeof *m->nic_of_gpu);
     for (int g = 0; g < count; g++) {
-        if (yread_int(c, yaml_document_get_node(c->doc, it[g]), field, 0, count - 1,
+        if (yread_int(c, yaml_document_get_node(c->doc, it[g]), field, 0, PS_MAX_GPUS_PER_NODE - 1,
                       &m->nic_of_gpu[g]))
             return c->err->code;
         m->nics = m->nic_of_gpu[g] + 1 > m->nics ? m->nic_of_gpu[g] + 1 : m->nics;
@@ -488,7 +559,8 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
     d->model_ptr = xcalloc((size_t)d->n_models, sizeof *d->model_ptr);
     for (int k = 0; k < d->n_models; k++)
         d->model_ptr[k] = &d->models[k];
-    for (int i = 0; i < count; i++) {
+    long long gpus = 0; /* a list of a million groups stops at the limit, not at its end */
+    for (int i = 0; i < count && gpus <= PS_MAX_GPUS; i++) {
         yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *model, *nodes;
         if (yread_expect_mapping(c, e, "nodes") || yread_check_keys(c, e, "nodes", keys, 2) ||
             !(model = required(c, e, "nodes", "model")) ||
@@ -504,7 +576,13 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
             return yread_fail(c, model, "nodes.model", "no node model named %s%s%s",
                               name ? "'" : yread_kind(model), name ? name : "", name ? "'" : "");
         d->n_groups = i + 1;
+        gpus += (long long)d->group_nodes[i] * d->models[d->group_model[i]].gpus;
     }
+    if (gpus > PS_MAX_GPUS)
+        return yread_fail(c, n, "nodes",
+                          "the cluster would have more than %d GPUs (protosim's "
+                          "limit)",
+                          PS_MAX_GPUS);
     char *used = xcalloc((size_t)d->n_models, 1);
     for (int i = 0; i < d->n_groups; i++)
         used[d->group_model[i]] = 1;
@@ -575,13 +653,15 @@ static int check_uplinks(yread_ctx *c, yaml_node_t *root, const fabric *f)
             continue;
         char name[64];
         fabric_link_name(f, l, name, sizeof name);
-        const char *key = bw > CLUSTER_LINK_BW_MAX ? "nodes_per_leaf" : "oversubscription";
+        int fast = bw > CLUSTER_LINK_BW_MAX;
+        const char *key = fast && f->per_unit > 1 ? "nodes_per_leaf" : "oversubscription";
         return yread_fail(c, yread_map_get(c, root, key), key,
                           "the fabric's link %s would carry %g GB/s, outside [%g, %g] GB/s (1 MB/s "
                           "to 10 PB/s): %s",
                           name, bw / 1e9, CLUSTER_LINK_BW_MIN / 1e9, CLUSTER_LINK_BW_MAX / 1e9,
-                          bw > CLUSTER_LINK_BW_MAX ? "fewer nodes per leaf"
-                                                   : "a smaller oversubscription");
+                          !fast             ? "a smaller oversubscription"
+                          : f->per_unit > 1 ? "fewer nodes per leaf"
+                                            : "slower NICs, or more oversubscription");
     }
     return 0;
 }
@@ -595,9 +675,17 @@ static int build_layout(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
                      d->n_groups, &d->opts, &e))
         return check_uplinks(c, root, &d->layout);
     const char *key = !strcmp(e.field, "oversubscription") ? "oversubscription" : "nodes";
-    const char *msg = e.message;
-    if (!strncmp(msg, "--", 2)) /* the generator's wording names its flags: drop "--flag: " */
-        msg += strcspn(msg, " ") + 1;
+    /* the generator's wording names its flags: say the keys (--nodes-per-leaf: nodes_per_leaf) */
+    char msg[sizeof e.message];
+    size_t n = 0;
+    for (const char *s = e.message; *s && n + 1 < sizeof msg;) {
+        if (s[0] == '-' && s[1] == '-' && isalpha((unsigned char)s[2]))
+            for (s += 2; (isalpha((unsigned char)*s) || *s == '-') && n + 1 < sizeof msg; s++)
+                msg[n++] = *s == '-' ? '_' : *s;
+        else
+            msg[n++] = *s++;
+    }
+    msg[n] = '\0';
     return yread_fail(c, yread_map_get(c, root, key), key, "%s", msg);
 }
 

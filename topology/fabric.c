@@ -116,6 +116,22 @@ static int check_size(const node_model *const *models, const int *group_model,
     return 0;
 }
 
+/* The platform's links (the nodes', then each unit's uplinks and spine port) against
+ * PS_MAX_PLATFORM_LINKS; f's kind, units and rails set. */
+static int check_links(const fabric *f, const int *group_model, const int *group_nodes,
+                       int n_groups, ps_error *err)
+{
+    int64_t links = (int64_t)f->units * (f->kind == CLUSTER_FABRIC_RAIL ? f->rails + 1 : 1);
+    for (int g = 0; g < n_groups; g++)
+        links += (int64_t)group_nodes[g] * f->models[group_model ? group_model[g] : g]->n_links;
+    if (links <= PS_MAX_PLATFORM_LINKS)
+        return 0;
+    return ps_error_set(err, PS_EINPUT, "", 0, 0, "",
+                        "--nodes: the cluster would have %lld links, more than %d (protosim's "
+                        "limit): fewer nodes, or fewer links per node",
+                        (long long)links, PS_MAX_PLATFORM_LINKS);
+}
+
 int fabric_check_pairs(const node_model *const *models, const int *group_nodes, int n_groups,
                        ps_error *err)
 {
@@ -239,6 +255,8 @@ int fabric_init(fabric *f, const node_model *const *models, int n_models, const 
                 ? FABRIC_RAIL_UNIT_NODES
                 : (FABRIC_LEAF_PORTS_DOWN / max_nics > 1 ? FABRIC_LEAF_PORTS_DOWN / max_nics : 1);
     f->units = (f->nodes + f->per_unit - 1) / f->per_unit;
+    if ((rc = check_links(f, group_model, group_nodes, n_groups, err)))
+        return rc;
     f->model_of = xcalloc((size_t)f->nodes, sizeof *f->model_of);
     for (int i = 0, node = 0; i < n_groups; i++)
         for (int j = 0; j < group_nodes[i]; j++)

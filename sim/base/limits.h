@@ -17,6 +17,9 @@
 #define PS_MAX_GPUS_PER_NODE 72   /* GPUs of one generated node (an NVL72 rack) */
 #define PS_MAX_NODE_MODELS   256  /* node models of one cluster description */
 #define PS_MAX_NODE_LINKS    8192 /* links inside one node of a cluster description */
+#define PS_MAX_PLATFORM_LINKS                                                                      \
+    1048576 /* links of a cluster (nodes' links and the fabric's uplinks; each about 1.5 KB in      \
+               SimGrid) */
 #define PS_MAX_NODE_PAIRS                                                                          \
     2097152                          /* ordered GPU pairs inside nodes, summed over a generated
                                         cluster (each is a route in the platform file) */
