@@ -107,6 +107,23 @@ START_TEST(hand_written_transfer_times)
 }
 END_TEST
 
+/* A straggler: `slowdown` makes rank 3's kernels 1.5x as long (cluster.h's per-GPU slowdown,
+ * as the XML form's host property); the other ranks stay at 1. */
+START_TEST(hand_written_slowdown)
+{
+    size_t len = strlen(pcie2) + 64;
+    char *text = malloc(len);
+    snprintf(text, len, "%sslowdown:\n  - {rank: 3, factor: 1.5}\n", pcie2);
+    cluster c;
+    ps_error err;
+    ck_assert_msg(sim_cluster_text(text, &c, &err) == 0, "%s", err.message);
+    free(text);
+    for (int r = 0; r < 4; r++)
+        ck_close(c.slowdown[r], r == 3 ? 1.5 : 1.0, 1e-15);
+    cluster_free(&c);
+}
+END_TEST
+
 /* tests/data/clusters/mixed-fat-tree.yaml (protosim cluster --nodes dgx-h100:2,dgx-v100:3
  * --nodes-per-leaf 2 --oversubscription 2), read without the engine: 40 GPUs in 5 nodes, 3
  * leaves. Leaf 0's uplink carries its 2 DGX H100's 16 NICs of 50 GB/s / 2 = 400 GB/s; leaf 2 holds
@@ -232,6 +249,12 @@ static const bad_case bad_cases[] = {
     {"nodes_per_leaf: 1", "nodes_per_leaf: 2", 4, 19, "oversubscription",
      "oversubscription 2: all 2 nodes are on one leaf (nodes_per_leaf 2)"},
     {"count: 2}", "count: 70000}", 20, 3, "nodes", "the cluster would have more than 131072 GPUs"},
+    {"count: 2}\n", "count: 2}\nslowdown:\n  - {rank: 4, factor: 1.2}\n", 22, 12, "slowdown.rank",
+     "must be between 0 and 3"},
+    {"count: 2}\n", "count: 2}\nslowdown:\n  - {rank: 1, factor: 0}\n", 22, 23, "slowdown.factor",
+     "must be greater than 0"},
+    {"count: 2}\n", "count: 2}\nslowdown:\n  - {rank: 1, factor: 2}\n  - {rank: 1, factor: 3}\n",
+     23, 12, "slowdown.rank", "rank 1 is given twice"},
     {"nodes:\n",
      "  - name: other\n    gpu: V100-SXM2-32GB\n    tflops: 1\n"
      "    links: [{id: l, bandwidth_GBps: 1, latency_us: 0}]\n    rail_of_gpu: [0]\n"
@@ -305,6 +328,7 @@ static Suite *cluster_desc_suite(void)
     TCase *t = tcase_create("descriptions");
     tcase_add_test(t, hand_written_routes);
     tcase_add_test(t, hand_written_transfer_times);
+    tcase_add_test(t, hand_written_slowdown);
     tcase_add_test(t, mixed_cluster_layout_and_route);
     tcase_add_test(t, more_nics_than_gpus);
     tcase_add_test(t, too_many_links_refused);

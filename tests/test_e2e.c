@@ -405,16 +405,38 @@ START_TEST(generated_cluster_16_gpus)
 }
 END_TEST
 
+/* Rank 11 (GPU 3 of node 1) made a straggler, 1.5x slower, in the cluster file at `path`: the
+ * description's `slowdown` list, or the XML host's `slowdown` property. */
+static void add_straggler(const char *path, int xml)
+{
+    char *text = slurp(path, NULL);
+    const char *host = "<host id=\"n1g3\" speed=\"312Tf\">\n";
+    char *at = xml ? strstr(text, host) : text + strlen(text);
+    ck_assert_ptr_nonnull(at);
+    if (xml)
+        at += strlen(host);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "%.*s%s%s", (int)(at - text), text,
+            xml ? "      <prop id=\"slowdown\" value=\"1.5\"/>\n"
+                : "slowdown:\n  - {rank: 11, factor: 1.5}\n",
+            at);
+    fclose(f);
+    free(text);
+}
+
 /* `protosim cluster` writes a cluster description by default and SimGrid XML for a .xml name;
  * the same plan on both forms gives the same report, every number equal (the description builds
- * the same links in the same order, and its routes are the XML's), on a fat tree and on a rail
- * fabric with PXN. Only the file name and the simulator's own timings differ. */
+ * the same links in the same order, and its routes are the XML's), on a fat tree, on a rail
+ * fabric with PXN, and with a straggler (which slows the iteration down). Only the file name and
+ * the simulator's own timings differ. */
 START_TEST(description_and_xml_give_the_same_report)
 {
     char *dir = make_tmpdir();
     char *strat = src_path("tests/data/e2e/gpt3-1.3b-tp8-dp2.yaml");
-    const char *const fabrics[2] = {"fat-tree", "rail"};
-    for (int f = 0; f < 2; f++) {
+    const char *const fabrics[3] = {"fat-tree", "rail", "fat-tree"};
+    double iteration[3];
+    for (int f = 0; f < 3; f++) {
         char *report[2];
         for (int form = 0; form < 2; form++) {
             char *cl = tmp_path(dir, form ? "a100.xml" : "a100.yaml");
@@ -429,11 +451,14 @@ START_TEST(description_and_xml_give_the_same_report)
                                : !strncmp(text, "protosim_cluster: 1\n", 20) && !strchr(text, '<'),
                           "%s is not a %s", cl, form ? "SimGrid platform" : "description");
             free(text);
+            if (f == 2)
+                add_straggler(cl, form);
             const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
             r = run_protosim(dir, args);
             expect_exit(&r, 0);
             run_free(&r);
             cJSON *j = parse_json_file(json);
+            iteration[f] = num_field(j, "iteration_time_s");
             cJSON_DeleteItemFromObjectCaseSensitive(j, "simulator");
             cJSON_DeleteItemFromObjectCaseSensitive(j, "cluster");
             report[form] = cJSON_PrintUnformatted(j);
@@ -444,6 +469,8 @@ START_TEST(description_and_xml_give_the_same_report)
                       "%s: the description's report differs from the XML's", fabrics[f]);
         free(report[0]), free(report[1]);
     }
+    ck_assert_msg(iteration[2] > 1.05 * iteration[0], "straggler %g s, none %g s", iteration[2],
+                  iteration[0]);
     free(strat);
     remove_tmpdir(dir);
 }

@@ -349,6 +349,8 @@ static int load_description(cluster_desc *d, cluster *out, ps_error *err)
         out->device[r] = device_table_find(&out->devices, f->models[f->model_of[node]]->gpu);
         out->slowdown[r] = 1.0;
     }
+    for (int i = 0; i < d->n_slow; i++)
+        out->slowdown[d->slow_rank[i]] = d->slow_factor[i];
     char msg[700];
     int built = cluster_platform_build(d, out->sg_hosts, msg, sizeof msg); /* d is the engine's */
     if (built)

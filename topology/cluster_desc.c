@@ -19,6 +19,8 @@
  *         - {from: 0, to: 1, route: [g0_nvl UP, g1_nvl DOWN]}
  *   nodes:                                # groups of nodes, ranked node-major in this order
  *     - {model: dgx-a100, count: 2048}
+ *   slowdown:                             # optional stragglers: kernels 1.2x as long on rank 5
+ *     - {rank: 5, factor: 1.2}
  */
 #include "cluster_desc.h"
 
@@ -666,6 +668,35 @@ static int check_uplinks(yread_ctx *c, yaml_node_t *root, const fabric *f)
     return 0;
 }
 
+/* slowdown (optional): {rank, factor} entries, ranks distinct and below the GPU count. */
+static int read_slowdown(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
+{
+    static const char *const keys[] = {"rank", "factor"};
+    int count;
+    yaml_node_item_t *it = list_items(c, n, "slowdown", &count);
+    if (!it)
+        return c->err->code;
+    d->slow_rank = xcalloc(count ? (size_t)count : 1, sizeof *d->slow_rank);
+    d->slow_factor = xcalloc(count ? (size_t)count : 1, sizeof *d->slow_factor);
+    char *seen = xcalloc((size_t)d->layout.gpus, 1);
+    int rc = 0;
+    for (int i = 0; i < count && !rc; i++) {
+        yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *rank, *factor;
+        if (yread_expect_mapping(c, e, "slowdown") || yread_check_keys(c, e, "slowdown", keys, 2) ||
+            !(rank = required(c, e, "slowdown", "rank")) ||
+            !(factor = required(c, e, "slowdown", "factor")) ||
+            yread_int(c, rank, "slowdown.rank", 0, d->layout.gpus - 1, &d->slow_rank[i]) ||
+            yread_positive(c, factor, "slowdown.factor", &d->slow_factor[i]))
+            rc = c->err->code;
+        else if (seen[d->slow_rank[i]]++)
+            rc = yread_fail(c, rank, "slowdown.rank", "rank %d is given twice", d->slow_rank[i]);
+        else
+            d->n_slow = i + 1;
+    }
+    free(seen);
+    return rc;
+}
+
 /* The fabric's layout; its errors (sizes, options) point at the key they name. */
 static int build_layout(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
 {
@@ -692,7 +723,8 @@ static int build_layout(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
 int cluster_desc_load(const char *path, cluster_desc **out, ps_error *err)
 {
     static const char *const keys[] = {"protosim_cluster", "fabric",      "nodes_per_leaf",
-                                       "oversubscription", "node_models", "nodes"};
+                                       "oversubscription", "node_models", "nodes",
+                                       "slowdown"};
     *out = NULL;
     yaml_document_t doc;
     if (yread_load_file(path, "cluster description", &doc, err))
@@ -704,7 +736,7 @@ int cluster_desc_load(const char *path, cluster_desc **out, ps_error *err)
     int rc;
     if (!root)
         rc = ps_error_set(err, PS_EINPUT, path, 1, 1, "", "empty cluster description");
-    else if (yread_expect_mapping(&c, root, "") || yread_check_keys(&c, root, "", keys, 6))
+    else if (yread_expect_mapping(&c, root, "") || yread_check_keys(&c, root, "", keys, 7))
         rc = err->code;
     else if (read_header(&c, root, d))
         rc = err->code;
@@ -712,8 +744,8 @@ int cluster_desc_load(const char *path, cluster_desc **out, ps_error *err)
         rc = err->code;
     else if (!(v = required(&c, root, "", "nodes")) || read_groups(&c, v, d))
         rc = err->code;
-    else
-        rc = build_layout(&c, root, d);
+    else if ((rc = build_layout(&c, root, d)) == 0 && (v = yread_map_get(&c, root, "slowdown")))
+        rc = read_slowdown(&c, v, d);
     yaml_document_delete(&doc);
     if (rc)
         cluster_desc_free(d);
@@ -731,6 +763,8 @@ void cluster_desc_free(cluster_desc *d)
         node_model_free(&d->models[i]);
     free(d->models);
     free(d->gpu_loc);
+    free(d->slow_rank);
+    free(d->slow_factor);
     free(d->model_ptr);
     free(d->group_model);
     free(d->group_nodes);

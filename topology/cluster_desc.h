@@ -1,5 +1,6 @@
 /* cluster_desc.h: the cluster description `protosim cluster` writes by default: node models,
- * node counts and fabric options in a few kilobytes of YAML, built into SimGrid directly. */
+ * node counts, fabric options and stragglers in a few kilobytes of YAML, built into SimGrid
+ * directly. */
 #ifndef PROTOSIM_CLUSTER_DESC_H
 #define PROTOSIM_CLUSTER_DESC_H
 
@@ -16,7 +17,12 @@ typedef struct cluster_desc {
     int *group_nodes;             /* [n_groups] */
     int n_groups;
     cluster_gen_opts opts; /* fabric, nodes_per_leaf, oversubscription */
-    fabric layout;         /* of the groups with opts: ranks, links, routes */
+    /* slowdown: stragglers, each GPU's kernels `slow_factor` times as long (the XML form's
+     * `slowdown` host property); ranks distinct and in range, factors finite and > 0 */
+    int n_slow;
+    int *slow_rank;
+    double *slow_factor;
+    fabric layout; /* of the groups with opts: ranks, links, routes */
 } cluster_desc;
 
 /* Whether the file at `path` is a cluster description rather than a SimGrid XML platform: its
