@@ -100,14 +100,29 @@ def nsets(nbytes):
     return int(min(32, max(1, math.ceil(4 * L2 / max(nbytes, 1)))))
 
 
+def timed_rotating(make, nbytes, op):
+    """Time op(*buffers), rotating among nsets(nbytes) buffer sets made by make() so that no
+    set stays in L2; returns (seconds per call, calls timed, sets)."""
+    sets = nsets(nbytes)
+    bufs = [make() for _ in range(sets)]
+    i = [0]
+
+    def fn():
+        op(*bufs[i[0] % sets])
+        i[0] += 1
+
+    t, reps = timed(fn)
+    del bufs
+    return t, reps, sets
+
+
 # ---------------------------------------------------------------- GEMMs
 def gemm_case(m, n, k, layout, dtype):
     """Time C[m,n] = A[m,k] B[k,n] stored as a training GEMM stores it. layout: fwd (x[m,k] @
     W[n,k]^T), dgrad (dY[m,k'] @ W[k',n]: A row-major, B row-major), wgrad (dY[k,m]^T @ x[k,n])."""
     es = torch.tensor([], dtype=dtype).element_size()
-    sets = nsets((m * k + k * n + m * n) * es)
-    bufs = []
-    for _ in range(sets):
+
+    def make():
         if layout == "fwd":
             A, B = torch.randn(m, k, device=DEV, dtype=dtype), torch.randn(n, k, device=DEV,
                                                                           dtype=dtype).t()
@@ -117,17 +132,10 @@ def gemm_case(m, n, k, layout, dtype):
         else:
             A, B = torch.randn(k, m, device=DEV, dtype=dtype).t(), torch.randn(k, n, device=DEV,
                                                                               dtype=dtype)
-        bufs.append((A, B, torch.empty(m, n, device=DEV, dtype=dtype)))
-    i = [0]
+        return A, B, torch.empty(m, n, device=DEV, dtype=dtype)
 
-    def fn():
-        A, B, C = bufs[i[0] % sets]
-        i[0] += 1
-        torch.mm(A, B, out=C)
-
-    t, reps = timed(fn)
-    del bufs
-    return t, reps, sets
+    return timed_rotating(make, (m * k + k * n + m * n) * es,
+                          lambda A, B, C: torch.mm(A, B, out=C))
 
 
 def gemms():
@@ -524,21 +532,15 @@ def fp8_gemms():
                 if time.time() - t_start > 60:
                     break
                 try:
-                    sets = nsets(T * k + n * k + 2 * T * n)
-                    bufs = [(torch.randn(T, k, device=DEV).to(f8),
-                             torch.randn(n, k, device=DEV).to(f8).t()) for _ in range(sets)]
-                    i = [0]
-
-                    def fn():
-                        a, b = bufs[i[0] % sets]
-                        i[0] += 1
-                        torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
-                                         use_fast_accum=fast)
-
-                    t, reps = timed(fn)
+                    t, reps, sets = timed_rotating(
+                        lambda: (torch.randn(T, k, device=DEV).to(f8),
+                                 torch.randn(n, k, device=DEV).to(f8).t()),
+                        T * k + n * k + 2 * T * n,  # bytes: fp8 inputs, a bf16 output
+                        lambda a, b: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                                      out_dtype=torch.bfloat16,
+                                                      use_fast_accum=fast))
                     rows.append(["%s T%d" % (name, T), "fp8", int(fast), T, n, k,
                                  "%.6g" % (t * 1e3), reps, sets, "%.1f" % (2 * T * n * k / t / 1e12)])
-                    del bufs
                 except Exception as e:  # noqa: BLE001
                     rows.append(["%s T%d" % (name, T), "fp8", int(fast), T, n, k,
                                  "error: %s" % str(e)[:80], 0, 0, ""])

@@ -118,11 +118,9 @@ static int host_period(const htae_result *r, uint32_t t1, uint32_t t2, uint32_t 
     return 1;
 }
 
-/* No task the host issues, from `from` on, started or ended because of the host: each starts
- * after its issue or has a predecessor (an edge's source, its stream's previous task) ending
- * when it starts, and each compute task ends after its issue's flow-shop bound (span). Then a
- * host further ahead changes nothing. */
-static int host_bounds_nothing(const htae_graph *g, const htae_result *r, double from)
+/* Each task's latest predecessor end (an edge's source, its stream's previous task; -inf for
+ * none), for host_bounds_nothing: [n_tasks], the caller frees it. */
+static double *predecessor_ends(const htae_graph *g, const htae_result *r)
 {
     double *bound = xmalloc(((size_t)g->n_tasks + 1) * sizeof *bound);
     for (uint32_t t = 0; t < g->n_tasks; t++)
@@ -137,6 +135,16 @@ static int host_bounds_nothing(const htae_graph *g, const htae_result *r, double
         for (uint32_t k = g->stream_first[i] + 1; k < g->stream_first[i + 1]; k++)
             bound[g->stream_tasks[k]] =
                 fmax(bound[g->stream_tasks[k]], r->end[g->stream_tasks[k - 1]]);
+    return bound;
+}
+
+/* No task the host issues, from `from` on, started or ended because of the host: each starts
+ * after its issue or has a predecessor (bound: predecessor_ends) ending when it starts, and
+ * each compute task ends after its issue's flow-shop bound (span). Then a host further ahead
+ * changes nothing. */
+static int host_bounds_nothing(const htae_graph *g, const htae_result *r, const double *bound,
+                               double from)
+{
     int ok = 1;
     for (uint32_t t = 0; ok && t < g->n_tasks; t++) {
         const htae_task *k = &g->tasks[t];
@@ -146,7 +154,6 @@ static int host_bounds_nothing(const htae_graph *g, const htae_result *r, double
         ok = !(at_issue && bound[t] < r->start[t] - STEADY_EPS) &&
              !(k->span > 0 && r->end[t] <= r->ready[t] + k->span + STEADY_EPS);
     }
-    free(bound);
     return ok;
 }
 
@@ -234,8 +241,9 @@ static int find_window(const htae_graph *g, const htae_result *r, const uint32_t
     for (int k = 0; k < n; k++)
         if (r->snap_t[k] != r->start[flagged[k]] || g->tasks[flagged[k]].micro != k)
             return 0;
-    int lo = pp + 3 > 3 * d ? pp + 3 : 3 * d, hi = n - 2, mid = (lo + hi) / 2;
-    for (int step = 0; step <= hi - lo; step++) { /* from the middle outwards */
+    int lo = pp + 3 > 3 * d ? pp + 3 : 3 * d, hi = n - 2, mid = (lo + hi) / 2, found = 0;
+    double *bound = NULL; /* predecessor_ends, once, when a window needs it */
+    for (int step = 0; step <= hi - lo && !found; step++) { /* from the middle outwards */
         int c = mid + (step % 2 ? -(step + 1) / 2 : step / 2);
         if (c < lo || c > hi)
             continue;
@@ -246,13 +254,17 @@ static int find_window(const htae_graph *g, const htae_result *r, const uint32_t
             fabs(r->snap_t[c - 2 * d] - r->snap_t[c - 3 * d] - P) > STEADY_EPS)
             continue;
         int gains = 0;
-        if (streams_periodic(g, r, tau, P, d, &gains) && links_periodic(r, c, d) &&
-            (!gains || host_bounds_nothing(g, r, tau - 3 * P))) {
+        if (!streams_periodic(g, r, tau, P, d, &gains) || !links_periodic(r, c, d))
+            continue;
+        if (gains && !bound)
+            bound = predecessor_ends(g, r);
+        if (!gains || host_bounds_nothing(g, r, bound, tau - 3 * P)) {
             *w = (window){c, d, tau, P};
-            return 1;
+            found = 1;
         }
     }
-    return 0;
+    free(bound);
+    return found;
 }
 
 /* One stream of the full graph from the short run's: the tasks before tau as they ran, K copies

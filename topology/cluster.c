@@ -281,6 +281,17 @@ static int load_platform(const load_ctx *lc, ps_error *err)
     return check_links(lc, err) || check_hosts(lc, err) ? err->code : 0;
 }
 
+/* The per-rank arrays of n GPUs (cluster_free frees them). */
+static void alloc_ranks(cluster *c, int n)
+{
+    c->n_gpus = n;
+    c->host_names = xcalloc((size_t)n, sizeof *c->host_names);
+    c->sg_hosts = xcalloc((size_t)n, sizeof *c->sg_hosts);
+    c->node_of_rank = xcalloc((size_t)n, sizeof *c->node_of_rank);
+    c->device = xcalloc((size_t)n, sizeof *c->device);
+    c->slowdown = xcalloc((size_t)n, sizeof *c->slowdown);
+}
+
 /* Rank order, device, slowdown and node of every GPU host. */
 static int load_gpus(const load_ctx *lc, cluster *out, ps_error *err)
 {
@@ -298,14 +309,8 @@ static int load_gpus(const load_ctx *lc, cluster *out, ps_error *err)
     }
 
     int rc = order_ranks(lc, hosts, n, err);
-    if (!rc) {
-        out->n_gpus = n;
-        out->host_names = xcalloc((size_t)n, sizeof *out->host_names);
-        out->sg_hosts = xcalloc((size_t)n, sizeof *out->sg_hosts);
-        out->node_of_rank = xcalloc((size_t)n, sizeof *out->node_of_rank);
-        out->device = xcalloc((size_t)n, sizeof *out->device);
-        out->slowdown = xcalloc((size_t)n, sizeof *out->slowdown);
-    }
+    if (!rc)
+        alloc_ranks(out, n);
     for (int r = 0; !rc && r < n; r++) {
         const char *name = sg_host_get_name(hosts[r]);
         const char *gpu = sg_host_get_property_value(hosts[r], "gpu");
@@ -336,13 +341,8 @@ static int load_description(cluster_desc *d, cluster *out, ps_error *err)
             return err->code;
         }
     int n = f->gpus;
-    out->n_gpus = n;
     out->n_nodes = f->nodes;
-    out->host_names = xcalloc((size_t)n, sizeof *out->host_names);
-    out->sg_hosts = xcalloc((size_t)n, sizeof *out->sg_hosts);
-    out->node_of_rank = xcalloc((size_t)n, sizeof *out->node_of_rank);
-    out->device = xcalloc((size_t)n, sizeof *out->device);
-    out->slowdown = xcalloc((size_t)n, sizeof *out->slowdown);
+    alloc_ranks(out, n);
     for (int r = 0; r < n; r++) {
         int node = f->node_of_rank[r];
         out->node_of_rank[r] = node;

@@ -244,29 +244,6 @@ int cluster_desc_sniff(const char *path)
     return !(len > 4 && !strcmp(path + len - 4, ".xml"));
 }
 
-/* The items of list n (NULL with an error when n is not a list). */
-static yaml_node_item_t *list_items(yread_ctx *c, yaml_node_t *n, const char *field, int *count)
-{
-    if (n->type != YAML_SEQUENCE_NODE) {
-        yread_fail(c, n, field, "expected a list, got %s", yread_kind(n));
-        return NULL;
-    }
-    *count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
-    return n->data.sequence.items.start;
-}
-
-/* The value of required key `key` of mapping m (NULL with an error when absent). */
-static yaml_node_t *required(yread_ctx *c, yaml_node_t *m, const char *path, const char *key)
-{
-    yaml_node_t *v = yread_map_get(c, m, key);
-    if (!v) {
-        char field[160];
-        yread_join_path(field, sizeof field, path, key);
-        yread_fail(c, m, field, "missing key '%s'", key);
-    }
-    return v;
-}
-
 /* A string of 1 to cap - 1 characters: a name, an id. `ident`: a letter or '_' first, then
  * letters, digits, '_', '-' or '.'. */
 static int read_name(yread_ctx *c, yaml_node_t *n, const char *field, int ident, char *out,
@@ -344,8 +321,9 @@ static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model 
     char field[192];
     node_link *l = &m->links[m->n_links];
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, 3) ||
-        !(id = required(c, n, path, "id")) || !(bw = required(c, n, path, "bandwidth_GBps")) ||
-        !(lat = required(c, n, path, "latency_us")))
+        !(id = yread_required(c, n, path, "id")) ||
+        !(bw = yread_required(c, n, path, "bandwidth_GBps")) ||
+        !(lat = yread_required(c, n, path, "latency_us")))
         return c->err->code;
     yread_join_path(field, sizeof field, path, "id");
     if (read_name(c, id, field, 1, l->id, sizeof l->id))
@@ -373,7 +351,7 @@ static int read_path(yread_ctx *c, yaml_node_t *n, const char *field, const node
                      const link_id *ids, node_path *p)
 {
     int count;
-    yaml_node_item_t *it = list_items(c, n, field, &count);
+    yaml_node_item_t *it = yread_list(c, n, field, &count);
     if (!it)
         return c->err->code;
     if (count < 1 || count > NODE_MAX_HOPS)
@@ -404,7 +382,7 @@ static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model
     char field[192];
     yread_join_path(field, sizeof field, path, "rail_of_gpu");
     int count;
-    yaml_node_item_t *it = list_items(c, n, field, &count);
+    yaml_node_item_t *it = yread_list(c, n, field, &count);
     if (!it)
         return c->err->code;
     if (count < 1 || count > PS_MAX_GPUS_PER_NODE)
@@ -428,7 +406,7 @@ static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
     char field[192];
     yread_join_path(field, sizeof field, path, "gpu_to_nic");
     int count;
-    yaml_node_item_t *it = list_items(c, n, field, &count);
+    yaml_node_item_t *it = yread_list(c, n, field, &count);
     if (!it)
         return c->err->code;
     if (count != m->gpus)
@@ -460,7 +438,7 @@ static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
     char field[192];
     yread_join_path(field, sizeof field, path, "gpu_to_gpu");
     int count, G = m->gpus;
-    yaml_node_item_t *it = list_items(c, n, field, &count);
+    yaml_node_item_t *it = yread_list(c, n, field, &count);
     if (!it)
         return c->err->code;
     m->gpu_gpu = xcalloc((size_t)G * (size_t)G, sizeof *m->gpu_gpu);
@@ -468,9 +446,10 @@ static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
         yaml_node_t *e = yaml_document_get_node(c->doc, it[k]), *from, *to, *route;
         int i, j;
         if (yread_expect_mapping(c, e, field) || yread_check_keys(c, e, field, keys, 3) ||
-            !(from = required(c, e, field, "from")) || !(to = required(c, e, field, "to")) ||
-            !(route = required(c, e, field, "route")) || yread_int(c, from, field, 0, G - 1, &i) ||
-            yread_int(c, to, field, 0, G - 1, &j))
+            !(from = yread_required(c, e, field, "from")) ||
+            !(to = yread_required(c, e, field, "to")) ||
+            !(route = yread_required(c, e, field, "route")) ||
+            yread_int(c, from, field, 0, G - 1, &i) || yread_int(c, to, field, 0, G - 1, &j))
             return c->err->code;
         if (i >= j)
             return yread_fail(c, to, field, "pairs are given once, from < to (got %d -> %d)", i, j);
@@ -503,7 +482,7 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, 7))
         return c->err->code;
     for (int k = 0; k < 7; k++)
-        if (!(v[k] = required(c, n, path, keys[k])))
+        if (!(v[k] = yread_required(c, n, path, keys[k])))
             return c->err->code;
     yread_join_path(field, sizeof field, path, "name");
     if (read_name(c, v[0], field, 0, m->kind, sizeof m->kind))
@@ -521,7 +500,7 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
         return yread_fail(c, v[2], field, "%g TFLOP/s is too large", tflops);
     yread_join_path(field, sizeof field, path, "links");
     int count;
-    yaml_node_item_t *it = list_items(c, v[3], field, &count);
+    yaml_node_item_t *it = yread_list(c, v[3], field, &count);
     if (!it)
         return c->err->code;
     if (count < 1 || count > PS_MAX_NODE_LINKS)
@@ -551,7 +530,7 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
 {
     static const char *const keys[] = {"model", "count"};
     int count;
-    yaml_node_item_t *it = list_items(c, n, "nodes", &count);
+    yaml_node_item_t *it = yread_list(c, n, "nodes", &count);
     if (!it)
         return c->err->code;
     if (count < 1)
@@ -565,8 +544,8 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
     for (int i = 0; i < count && gpus <= PS_MAX_GPUS; i++) {
         yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *model, *nodes;
         if (yread_expect_mapping(c, e, "nodes") || yread_check_keys(c, e, "nodes", keys, 2) ||
-            !(model = required(c, e, "nodes", "model")) ||
-            !(nodes = required(c, e, "nodes", "count")) ||
+            !(model = yread_required(c, e, "nodes", "model")) ||
+            !(nodes = yread_required(c, e, "nodes", "count")) ||
             yread_count(c, nodes, "nodes.count", 1, PS_MAX_GPUS, &d->group_nodes[i]))
             return c->err->code;
         const char *name = yread_scalar(model);
@@ -605,13 +584,13 @@ static int read_header(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
 {
     yaml_node_t *v;
     int version, kind;
-    if (!(v = required(c, root, "", "protosim_cluster")) ||
+    if (!(v = yread_required(c, root, "", "protosim_cluster")) ||
         yread_int(c, v, "protosim_cluster", DESC_VERSION, DESC_VERSION, &version) ||
-        !(v = required(c, root, "", "fabric")) ||
+        !(v = yread_required(c, root, "", "fabric")) ||
         yread_enum(c, v, "fabric", cluster_fabric_names, &kind) ||
-        !(v = required(c, root, "", "nodes_per_leaf")) ||
+        !(v = yread_required(c, root, "", "nodes_per_leaf")) ||
         yread_count(c, v, "nodes_per_leaf", 1, PS_MAX_GPUS, &d->opts.nodes_per_leaf) ||
-        !(v = required(c, root, "", "oversubscription")) ||
+        !(v = yread_required(c, root, "", "oversubscription")) ||
         yread_positive(c, v, "oversubscription", &d->opts.oversubscription))
         return c->err->code;
     d->opts.fabric = (cluster_fabric)kind;
@@ -624,7 +603,7 @@ static int read_header(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
 static int read_models(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
 {
     int count;
-    yaml_node_item_t *it = list_items(c, n, "node_models", &count);
+    yaml_node_item_t *it = yread_list(c, n, "node_models", &count);
     if (!it)
         return c->err->code;
     if (count < 1 || count > PS_MAX_NODE_MODELS)
@@ -673,7 +652,7 @@ static int read_slowdown(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
 {
     static const char *const keys[] = {"rank", "factor"};
     int count;
-    yaml_node_item_t *it = list_items(c, n, "slowdown", &count);
+    yaml_node_item_t *it = yread_list(c, n, "slowdown", &count);
     if (!it)
         return c->err->code;
     d->slow_rank = xcalloc(count ? (size_t)count : 1, sizeof *d->slow_rank);
@@ -683,8 +662,8 @@ static int read_slowdown(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
     for (int i = 0; i < count && !rc; i++) {
         yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *rank, *factor;
         if (yread_expect_mapping(c, e, "slowdown") || yread_check_keys(c, e, "slowdown", keys, 2) ||
-            !(rank = required(c, e, "slowdown", "rank")) ||
-            !(factor = required(c, e, "slowdown", "factor")) ||
+            !(rank = yread_required(c, e, "slowdown", "rank")) ||
+            !(factor = yread_required(c, e, "slowdown", "factor")) ||
             yread_int(c, rank, "slowdown.rank", 0, d->layout.gpus - 1, &d->slow_rank[i]) ||
             yread_positive(c, factor, "slowdown.factor", &d->slow_factor[i]))
             rc = c->err->code;
@@ -740,9 +719,9 @@ int cluster_desc_load(const char *path, cluster_desc **out, ps_error *err)
         rc = err->code;
     else if (read_header(&c, root, d))
         rc = err->code;
-    else if (!(v = required(&c, root, "", "node_models")) || read_models(&c, v, d))
+    else if (!(v = yread_required(&c, root, "", "node_models")) || read_models(&c, v, d))
         rc = err->code;
-    else if (!(v = required(&c, root, "", "nodes")) || read_groups(&c, v, d))
+    else if (!(v = yread_required(&c, root, "", "nodes")) || read_groups(&c, v, d))
         rc = err->code;
     else if ((rc = build_layout(&c, root, d)) == 0 && (v = yread_map_get(&c, root, "slowdown")))
         rc = read_slowdown(&c, v, d);

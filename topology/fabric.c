@@ -118,10 +118,10 @@ static int check_size(const node_model *const *models, const int *group_model,
 
 /* The platform's links (the nodes', then each unit's uplinks and spine port) against
  * PS_MAX_PLATFORM_LINKS; f's kind, units and rails set. */
-static int check_links(const fabric *f, const int *group_model, const int *group_nodes,
-                       int n_groups, ps_error *err)
+static int check_link_count(const fabric *f, const int *group_model, const int *group_nodes,
+                            int n_groups, ps_error *err)
 {
-    int64_t links = (int64_t)f->units * (f->kind == CLUSTER_FABRIC_RAIL ? f->rails + 1 : 1);
+    int64_t links = (int64_t)f->units * fabric_unit_links(f);
     for (int g = 0; g < n_groups; g++)
         links += (int64_t)group_nodes[g] * f->models[group_model ? group_model[g] : g]->n_links;
     if (links <= PS_MAX_PLATFORM_LINKS)
@@ -194,7 +194,7 @@ static void layout_links(fabric *f)
     for (int node = 0; node < f->nodes; node++)
         for (int g = 0; g < f->models[f->model_of[node]]->gpus; g++)
             f->node_of_rank[f->rank0[node] + g] = node;
-    int per_unit_links = f->kind == CLUSTER_FABRIC_RAIL ? f->rails + 1 : 1;
+    int per_unit_links = fabric_unit_links(f);
     f->n_links = f->up0 + f->units * per_unit_links;
     f->up_GBps = xcalloc((size_t)(f->units * per_unit_links), sizeof *f->up_GBps);
     f->rail_used = xcalloc((size_t)f->units * (size_t)f->rails, sizeof *f->rail_used);
@@ -255,7 +255,7 @@ int fabric_init(fabric *f, const node_model *const *models, int n_models, const 
                 ? FABRIC_RAIL_UNIT_NODES
                 : (FABRIC_LEAF_PORTS_DOWN / max_nics > 1 ? FABRIC_LEAF_PORTS_DOWN / max_nics : 1);
     f->units = (f->nodes + f->per_unit - 1) / f->per_unit;
-    if ((rc = check_links(f, group_model, group_nodes, n_groups, err)))
+    if ((rc = check_link_count(f, group_model, group_nodes, n_groups, err)))
         return rc;
     f->model_of = xcalloc((size_t)f->nodes, sizeof *f->model_of);
     for (int i = 0, node = 0; i < n_groups; i++)
@@ -306,10 +306,15 @@ static void add_link(fabric_hop *out, int *n, int link, int up)
     out[(*n)++].up = up;
 }
 
-/* Rail r's uplink of unit u, and the unit's spine port (r = rails). */
-static int rail_link(const fabric *f, int u, int r)
+int fabric_unit_links(const fabric *f)
 {
-    return f->up0 + u * (f->rails + 1) + r;
+    return f->kind == CLUSTER_FABRIC_RAIL ? f->rails + 1 : 1;
+}
+
+int fabric_unit_link(const fabric *f, int u, int k)
+{
+    assert(u >= 0 && u < f->units && k >= 0 && k < fabric_unit_links(f));
+    return f->up0 + u * fabric_unit_links(f) + k;
 }
 
 int fabric_route(const fabric *f, int a, int b, fabric_hop *out)
@@ -329,8 +334,8 @@ int fabric_route(const fabric *f, int a, int b, fabric_hop *out)
     if (f->kind == CLUSTER_FABRIC_FAT_TREE) {
         add_path(f, na, &ma->gpu_nic[ga], 0, out, &n);
         if (ua != ub) {
-            add_link(out, &n, f->up0 + ua, 1);
-            add_link(out, &n, f->up0 + ub, 0);
+            add_link(out, &n, fabric_unit_link(f, ua, 0), 1);
+            add_link(out, &n, fabric_unit_link(f, ub, 0), 0);
         }
         add_path(f, nb, &mb->gpu_nic[gb], 1, out, &n);
         return n;
@@ -344,11 +349,11 @@ int fabric_route(const fabric *f, int a, int b, fabric_hop *out)
         add_path(f, na, &ma->gpu_nic[ga], 0, out, &n);
     }
     if (x < 0 && (ra != rb || ua != ub)) { /* up rail ra, through the spine, down rail rb */
-        add_link(out, &n, rail_link(f, ua, ra), 1);
-        add_link(out, &n, rail_link(f, ua, f->rails), 1);
+        add_link(out, &n, fabric_unit_link(f, ua, ra), 1);
+        add_link(out, &n, fabric_unit_link(f, ua, f->rails), 1);
         if (ua != ub)
-            add_link(out, &n, rail_link(f, ub, f->rails), 0);
-        add_link(out, &n, rail_link(f, ub, rb), 0);
+            add_link(out, &n, fabric_unit_link(f, ub, f->rails), 0);
+        add_link(out, &n, fabric_unit_link(f, ub, rb), 0);
     }
     add_path(f, nb, &mb->gpu_nic[gb], 1, out, &n);
     assert(n <= FABRIC_MAX_HOPS);
@@ -378,7 +383,7 @@ int fabric_link_exists(const fabric *f, int link)
         return 1;
     if (f->kind == CLUSTER_FABRIC_FAT_TREE)
         return f->units > 1;
-    int u = (link - f->up0) / (f->rails + 1), r = (link - f->up0) % (f->rails + 1);
+    int u = (link - f->up0) / fabric_unit_links(f), r = (link - f->up0) % fabric_unit_links(f);
     return r == f->rails || f->rail_used[u * f->rails + r];
 }
 
@@ -391,7 +396,7 @@ void fabric_link_name(const fabric *f, int link, char *buf, size_t cap)
     } else if (f->kind == CLUSTER_FABRIC_FAT_TREE) {
         snprintf(buf, cap, "leaf%d_up", link - f->up0);
     } else {
-        int u = (link - f->up0) / (f->rails + 1), r = (link - f->up0) % (f->rails + 1);
+        int u = (link - f->up0) / fabric_unit_links(f), r = (link - f->up0) % fabric_unit_links(f);
         if (r == f->rails)
             snprintf(buf, cap, "su%d_spine", u);
         else

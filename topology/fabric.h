@@ -60,6 +60,11 @@ int fabric_check_pairs(const node_model *const *models, const int *group_nodes, 
  * the hops into out[FABRIC_MAX_HOPS]; returns their number. */
 int fabric_route(const fabric *f, int a, int b, fabric_hop *out);
 
+/* Unit u's k-th fabric link: a fat tree's leaf uplink (k = 0), a rail fabric's rail k uplink
+ * (k < rails) or its spine port (k = rails); fabric_unit_links is the number of k per unit. */
+int fabric_unit_links(const fabric *f);
+int fabric_unit_link(const fabric *f, int u, int k);
+
 /* Global link `link`: whether it exists (a rail no node of its unit has does not), its name in
  * the platform (without SimGrid's _UP/_DOWN), bandwidth (GB/s per direction) and latency. */
 int fabric_link_exists(const fabric *f, int link);

@@ -252,14 +252,13 @@ void build_link(FabricZone *zone, const fabric *f, int link)
  * constraints in the same order; then the GPU hosts in rank order. */
 void build_platform(FabricZone *zone, const fabric *f, void **hosts)
 {
-    int per_unit_links = (f->n_links - f->up0) / f->units;
     for (int u = 0; u < f->units; u++) {
         int first = u * f->per_unit, last = std::min(first + f->per_unit, f->nodes);
         for (int node = first; node < last; node++)
             for (int l = 0; l < f->models[f->model_of[node]]->n_links; l++)
                 build_link(zone, f, f->link0[node] + l);
-        for (int l = 0; l < per_unit_links; l++)
-            build_link(zone, f, f->up0 + u * per_unit_links + l);
+        for (int k = 0; k < fabric_unit_links(f); k++)
+            build_link(zone, f, fabric_unit_link(f, u, k));
     }
     char name[64];
     for (int r = 0; r < f->gpus; r++) {

@@ -213,7 +213,7 @@ static void write_unit_switches(FILE *out, const fabric *f, int u, int pass)
 {
     char id[64];
     if (f->kind == CLUSTER_FABRIC_FAT_TREE) {
-        int link = f->up0 + u;
+        int link = fabric_unit_link(f, u, 0);
         fabric_link_name(f, link, id, sizeof id);
         if (pass == 0 && fabric_link_exists(f, link))
             write_link(out, id, fabric_link_GBps(f, link), 0.0);
@@ -222,7 +222,7 @@ static void write_unit_switches(FILE *out, const fabric *f, int u, int pass)
         return;
     }
     for (int r = 0; r < f->rails; r++) {
-        int link = f->up0 + u * (f->rails + 1) + r;
+        int link = fabric_unit_link(f, u, r);
         if (!fabric_link_exists(f, link))
             continue;
         fabric_link_name(f, link, id, sizeof id);
@@ -241,7 +241,7 @@ static void write_unit_switches(FILE *out, const fabric *f, int u, int pass)
                     u, u, r, id);
         }
     }
-    int spine = f->up0 + u * (f->rails + 1) + f->rails;
+    int spine = fabric_unit_link(f, u, f->rails);
     fabric_link_name(f, spine, id, sizeof id);
     if (pass == 0)
         write_link(out, id, fabric_link_GBps(f, spine), 0.0);

@@ -412,3 +412,26 @@ yaml_node_t *yread_map_get(yread_ctx *c, yaml_node_t *m, const char *key)
     }
     return NULL;
 }
+
+yaml_node_t *yread_required(yread_ctx *c, yaml_node_t *m, const char *path, const char *key)
+{
+    yaml_node_t *v = yread_map_get(c, m, key);
+    if (!v) {
+        char field[160];
+        yread_join_path(field, sizeof field, path, key);
+        yread_fail(c, m, field, "missing key '%s'", key);
+    }
+    return v;
+}
+
+/* ---- lists ---- */
+
+yaml_node_item_t *yread_list(yread_ctx *c, yaml_node_t *n, const char *field, int *count)
+{
+    if (n->type != YAML_SEQUENCE_NODE) {
+        yread_fail(c, n, field, "expected a list, got %s", yread_kind(n));
+        return NULL;
+    }
+    *count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    return n->data.sequence.items.start;
+}

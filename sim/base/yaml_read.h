@@ -59,9 +59,15 @@ typedef struct yfield {
 } yfield;
 int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *fields, int n);
 
-/* Mappings: every key a known plain name, once; the value of `key`, or NULL. */
+/* Mappings: every key a known plain name, once; the value of `key`, or NULL; the value of a
+ * required key (NULL after a "missing key" error at m, field path.key). */
 int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,
                      int count);
 yaml_node_t *yread_map_get(yread_ctx *c, yaml_node_t *m, const char *key);
+yaml_node_t *yread_required(yread_ctx *c, yaml_node_t *m, const char *path, const char *key);
+
+/* Lists: the items of n and their number (NULL after an "expected a list" error when n is not
+ * one); an item's node is yaml_document_get_node(c->doc, items[i]). */
+yaml_node_item_t *yread_list(yread_ctx *c, yaml_node_t *n, const char *field, int *count);
 
 #endif
