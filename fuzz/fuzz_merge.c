@@ -1,7 +1,7 @@
 /* fuzz_merge.c: libFuzzer harness for the merge reader as `protosim merge` calls it: one shard
  * file, default options (the ranked table goes to stdout, sent to /dev/null). */
 #include "fuzz_input.h"
-#include "../sim/cli/sweep_run.h"
+#include "../cli/sweep_run.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,7 +3,7 @@
  * builds it (lanes, launches, stream waits, NCCL collectives), finalized. */
 #include "fuzz_input.h"
 #include "../sim/base/graph.h"
-#include "../workloads/trace.h"
+#include "../workloads/trace/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../sim/base/xalloc.h"
-#include "../sim/cost.h"
+#include "../sim/cost/cost.h"
 
 /* The runtime reserve of a GPU (strategies/dlrm_plan.c): a shard must fit in the rest. */
 static const double RESERVE_BYTES = 2.0 * 1073741824.0;

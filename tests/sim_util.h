@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "../sim/base/graph.h"
-#include "../sim/htae.h"
+#include "../sim/engine/htae.h"
 #include "../strategies/strategy.h"
 #include "../topology/cluster.h"
 

@@ -12,7 +12,7 @@
 #include <xbt/dynar.h>
 
 #include "../sim/base/graph.h"
-#include "../sim/htae.h"
+#include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "../topology/cluster_desc.h"
 #include "sim_util.h"

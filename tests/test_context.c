@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
-#include "../sim/htae.h"
-#include "../strategies/compile.h"
+#include "../sim/cost/cost.h"
+#include "../sim/engine/htae.h"
+#include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "sim_util.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/cost.h"
+#include "../sim/cost/cost.h"
 #include "../topology/cluster.h"
 #include "model_util.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../sim/base/graph.h"
-#include "../sim/htae.h"
+#include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
 

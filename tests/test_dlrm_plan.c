@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
-#include "../strategies/compile.h"
+#include "../sim/cost/cost.h"
+#include "../strategies/compile/compile.h"
 #include "sim_util.h"
 
 /* A tiny DLRM: 4 dense features, bottom MLP 4 -> 8 -> 4, two tables of 100 and 10 rows of

@@ -12,9 +12,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/cost.h"
-#include "../sim/report.h"
-#include "../strategies/compile.h"
+#include "../sim/cost/cost.h"
+#include "../sim/report/report.h"
+#include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
 #include "sim_util.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../strategies/compile.h"
+#include "../strategies/compile/compile.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "sim_util.h"

@@ -14,7 +14,7 @@
 #include <xbt/dynar.h>
 
 #include "../sim/base/graph.h"
-#include "../sim/htae.h"
+#include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
+#include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "model_util.h"
 

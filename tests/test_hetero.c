@@ -7,10 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
-#include "../sim/htae.h"
-#include "../sim/report.h"
-#include "../strategies/compile.h"
+#include "../sim/cost/cost.h"
+#include "../sim/engine/htae.h"
+#include "../sim/report/report.h"
+#include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
 
 static const char *data_dir(void)

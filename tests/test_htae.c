@@ -11,7 +11,7 @@
 #include <simgrid/engine.h>
 
 #include "../sim/base/graph.h"
-#include "../sim/htae.h"
+#include "../sim/engine/htae.h"
 #include "../strategies/schedule.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"

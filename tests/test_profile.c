@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
-#include "../sim/htae.h"
-#include "../sim/cost_profile.h"
-#include "../strategies/compile.h"
-#include "../workloads/trace_profile.h"
+#include "../sim/cost/cost.h"
+#include "../sim/engine/htae.h"
+#include "../sim/cost/cost_profile.h"
+#include "../strategies/compile/compile.h"
+#include "../workloads/trace/trace_profile.h"
 #include "model_util.h"
 #include "sim_util.h"
 

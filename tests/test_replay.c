@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/report_replay.h"
-#include "../workloads/trace.h"
+#include "../sim/report/report_replay.h"
+#include "../workloads/trace/trace.h"
 #include "sim_util.h"
 
 static char path_buf[1024];

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "../sim/base/graph.h"
-#include "../sim/htae.h"
-#include "../sim/report.h"
+#include "../sim/engine/htae.h"
+#include "../sim/report/report.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/report.h"
-#include "../sim/steady.h"
+#include "../sim/report/report.h"
+#include "../sim/run/steady.h"
 #include "sim_util.h"
 
 /* A small GPT (8 layers of hidden 1024) on the 4 A100s of dgx4, with this batch and strategy. */

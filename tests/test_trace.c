@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../sim/htae.h"
+#include "../sim/engine/htae.h"
 #include "cli_util.h"
 
 static const char *dp2_tp2 = "strategies/examples/gpt3-1.3b-dp2-tp2.yaml";

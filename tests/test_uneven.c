@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
-#include "../sim/htae.h"
-#include "../sim/report.h"
-#include "../strategies/compile.h"
+#include "../sim/cost/cost.h"
+#include "../sim/engine/htae.h"
+#include "../sim/report/report.h"
+#include "../strategies/compile/compile.h"
 
 static const char *data_dir(void)
 {

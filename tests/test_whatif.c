@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/cost.h"
-#include "../sim/report_replay.h"
-#include "../sim/whatif.h"
-#include "../workloads/trace.h"
+#include "../sim/cost/cost.h"
+#include "../sim/report/report_replay.h"
+#include "../sim/whatif/whatif.h"
+#include "../workloads/trace/trace.h"
 #include "sim_util.h"
 
 /* dgx4 (sim_dgx4); network:F changes it for the rest of that test only (each test runs in its

@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
-#include "../sim/htae.h"
-#include "../strategies/compile.h"
+#include "../sim/cost/cost.h"
+#include "../sim/engine/htae.h"
+#include "../strategies/compile/compile.h"
 #include "sim_util.h"
 
 #define MAXL 8 /* unit tables: [layer + 1] for the embedding (-1), layers and head (L) */

@@ -1,0 +1,99 @@
+/* cmd_profile.c: `protosim profile`: its arguments, then the pipeline read traces -> measured
+ * GPU time per (op, shapes, dtype) -> the profile table `run --profile` reads. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../workloads/trace/trace_profile.h"
+#include "cli.h"
+
+static int profile_main(int argc, char **argv);
+
+const cli_command cli_profile = {
+    "profile",
+    "  protosim profile TRACE.json[.gz]... -o OPS.json [--device GPU] [--quiet]\n",
+    "records the measured GPU time of every PyTorch op (aten::mm, aten::addmm, attention,\n"
+    "layer norm, ...) that PyTorch profiler (Kineto) traces recorded with their input shapes\n"
+    "(record_shapes=True): the kernels each op launched, added, by (op, input shapes, dtype),\n"
+    "as the median of its occurrences and their count (read by run's --profile, which uses\n"
+    "them where an op of the plan matches: docs/design-notes.md, \"Profile database\").\n"
+    "options:\n"
+    "  -o, --output OPS.json   the table to write (required)\n"
+    "  --device GPU            the traces' GPU as topology/devices/devices.yaml names it\n"
+    "                          (default: from the traces' deviceProperties; required when\n"
+    "                          they have none)\n"
+    "  --quiet, -q             no summary on stdout\n"
+    "  --help, -h              this help\n"
+    "exit codes: 0 ok, 1 bad input, 3 internal error\n",
+    profile_main,
+};
+
+#define MAX_TRACES 1024
+
+typedef struct profile_args {
+    const char *traces[MAX_TRACES];
+    int n_traces;
+    const char *output, *device;
+    int quiet;
+} profile_args;
+
+static const cli_option profile_options[] = {
+    {.name = "--output",
+     .alias = "-o",
+     .kind = CLI_STRING,
+     .offset = offsetof(profile_args, output)},
+    {.name = "--device", .kind = CLI_STRING, .offset = offsetof(profile_args, device)},
+    {.name = "--quiet",
+     .alias = "-q",
+     .kind = CLI_FLAG,
+     .offset = offsetof(profile_args, quiet),
+     .set = 1},
+    {0},
+};
+
+/* --device against the device table: 0, or PS_EINPUT after a usage error. */
+static int check_device(const char *name, ps_error *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    device_table t;
+    if (device_table_load(path, &t, err))
+        return err->code;
+    int known = device_table_find(&t, name) != NULL;
+    device_table_free(&t);
+    if (!known)
+        return cli_usage_error(&cli_profile, "--device: no GPU named '%s' in %s", name, path);
+    return 0;
+}
+
+static int profile_main(int argc, char **argv)
+{
+    profile_args a;
+    memset(&a, 0, sizeof a);
+    int prc = cli_parse_options(&cli_profile, profile_options, argc, argv, &a, a.traces, MAX_TRACES,
+                                &a.n_traces);
+    if (!prc && a.n_traces == 0)
+        prc = cli_usage_error(&cli_profile, "profile needs a TRACE.json");
+    if (!prc && !a.output)
+        prc = cli_usage_error(&cli_profile, "profile needs -o OPS.json");
+    if (prc)
+        return cli_exit_code(prc);
+    ps_error err;
+    ps_error_clear(&err);
+    if (a.device && check_device(a.device, &err))
+        return err.code ? cli_fail(&err) : PS_EINPUT;
+    profile_db db;
+    trace_profile_info info;
+    if (trace_profile_build(a.traces, a.n_traces, a.device, &db, &info, &err))
+        return cli_fail(&err);
+    int rc = profile_db_write(a.output, &db, &err);
+    if (!rc && !a.quiet)
+        printf("profile of %d trace%s on %s: %d entries from %d op occurrences; %d of %d ops "
+               "that launched GPU work had no recorded shapes\nwrote %s\n",
+               a.n_traces, a.n_traces == 1 ? "" : "s", db.device, db.n, info.occurrences,
+               info.without_shapes, info.ops, a.output);
+    profile_db_free(&db);
+    if (rc)
+        return cli_fail(&err);
+    return 0;
+}

@@ -1,0 +1,248 @@
+/* cmd_run.c: `protosim run`: its arguments, then the pipeline load strategy -> load cluster ->
+ * compile -> simulate -> report, and the exit code (2: does not fit, with --strict-memory). */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../strategies/compile/compile.h"
+#include "../sim/base/xalloc.h"
+#include "cli.h"
+#include "output.h"
+#include "sweep_run.h"
+
+static int run_main(int argc, char **argv);
+
+const cli_command cli_run = {
+    "run",
+    "  protosim run STRATEGY.yaml --cluster CLUSTER [--json OUT.json]\n"
+    "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
+    "                [--no-trace-links]]\n"
+    "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
+    "               [--profile OPS.json] [--quiet]\n",
+    "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
+    "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
+    "options:\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
+    "  --json OUT.json         write the report as JSON\n"
+    "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev), with flow\n"
+    "                          arrows from each pipeline send to the task that consumes it\n"
+    "                          and a counter track of GB/s per link that carried traffic\n"
+    "                          (links alike share a track)\n"
+    "  --trace-ranks SPEC      trace only these GPUs: ranks and inclusive ranges separated by\n"
+    "                          commas, e.g. 0-7 or 0,3,8-11 (default: every GPU); link\n"
+    "                          counters: every link with every GPU traced, else the links\n"
+    "                          between a traced GPU and the GPUs it shares a collective or\n"
+    "                          a transfer with\n"
+    "  --trace-steps N         trace only the tasks of the first N micro-batches, and those of\n"
+    "                          none (optimizer, gradient collectives) (default: all); link\n"
+    "                          counters cover the whole iteration\n"
+    "  --no-trace-links        no link counters in the trace (they take memory while\n"
+    "                          simulating: 24 bytes per flow and counted link)\n"
+    "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
+    "  --nccl-algo ALGO        all-reduce algorithm, as NCCL_ALGO: auto (default: chosen per\n"
+    "                          all-reduce as NCCL's tuner does), ring, tree or nvls; an error\n"
+    "                          if one of the plan's groups cannot run it\n"
+    "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
+    "  --no-fold               simulate every data-parallel replica and tensor-parallel\n"
+    "                          peer (default: fold those that provably behave alike)\n"
+    "  --profile OPS.json      measured op times (`protosim profile`): op passes of the plan\n"
+    "                          that match an entry on a GPU of its device take its time\n"
+    "  --quiet, -q             no summary on stdout\n"
+    "  --help, -h              this help\n"
+    "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
+    "            3 internal error\n",
+    run_main,
+};
+
+typedef struct run_args {
+    const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile;
+    htae_options hopt;
+    out_trace_filter trace_filter;
+    int no_trace_links, strict, quiet;
+    compile_options copt;
+} run_args;
+
+/* --trace-ranks: the list's syntax now, its ranks against the plan's GPUs once compiled. */
+static int parse_trace_ranks(const cli_command *c, const char *v, void *field)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    if (out_trace_ranks(v, -1, NULL, &err))
+        return cli_usage_error(c, "%s", err.message);
+    *(const char **)field = v;
+    return 0;
+}
+
+static const cli_option run_options[] = {
+    {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(run_args, cluster)},
+    {.name = "--json", .kind = CLI_STRING, .offset = offsetof(run_args, json)},
+    {.name = "--trace", .kind = CLI_STRING, .offset = offsetof(run_args, trace)},
+    {.name = "--trace-ranks",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(run_args, trace_filter.ranks),
+     .parse = parse_trace_ranks},
+    {.name = "--trace-steps",
+     .kind = CLI_INT,
+     .offset = offsetof(run_args, trace_filter.steps),
+     .has_min = 1,
+     .min = 1,
+     .bad = "micro-batch count"},
+    {.name = "--no-trace-links",
+     .kind = CLI_FLAG,
+     .offset = offsetof(run_args, no_trace_links),
+     .set = 1},
+    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(run_args, csv)},
+    {.name = "--nccl-algo", .kind = CLI_STRING, .offset = offsetof(run_args, algo)},
+    {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
+    {.name = "--profile", .kind = CLI_STRING, .offset = offsetof(run_args, profile)},
+    {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
+    {.name = "--quiet",
+     .alias = "-q",
+     .kind = CLI_FLAG,
+     .offset = offsetof(run_args, quiet),
+     .set = 1},
+    {0},
+};
+
+/* 0 parsed, CLI_HELP_SHOWN, or PS_EINPUT after a usage error. */
+static int parse_run(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    compile_default_options(&a->copt);
+    int rc = cli_parse_options(&cli_run, run_options, argc, argv, a, &a->strategy, 1, NULL);
+    if (rc)
+        return rc;
+    if (!a->strategy)
+        return cli_usage_error(&cli_run, "run needs a STRATEGY.yaml");
+    if (!a->cluster)
+        return cli_usage_error(&cli_run, "run needs --cluster CLUSTER");
+    htae_default_options(&a->hopt);
+    if (a->algo && cli_parse_algo(&cli_run, "--nccl-algo", a->algo, &a->hopt.algo))
+        return PS_EINPUT;
+    if (!a->trace && (a->trace_filter.ranks || a->trace_filter.steps || a->no_trace_links))
+        return cli_usage_error(&cli_run, "%s needs --trace OUT.trace.json",
+                               a->trace_filter.ranks   ? "--trace-ranks"
+                               : a->trace_filter.steps ? "--trace-steps"
+                                                       : "--no-trace-links");
+    return 0;
+}
+
+/* The plan as the one row of a sweep table, written by the sweep's CSV writer. */
+static int run_csv(const char *path, const compiled_plan *plan, const htae_result *res,
+                   const report_summary *sum, ps_error *err)
+{
+    sweep_plan p;
+    memset(&p, 0, sizeof p);
+    p.desc = plan->plan;
+    p.rank = 1;
+    sweep_plan_record(&p, sum, res);
+    int order = 0;
+    sweep_table t;
+    memset(&t, 0, sizeof t);
+    t.plans = &p;
+    t.n = 1;
+    t.order = &order;
+    return out_sweep_csv(path, &t, err);
+}
+
+/* Summary, report files and the memory verdict of a simulated plan. */
+static int run_report(const run_args *a, const cluster *c, const compiled_plan *plan,
+                      const htae_result *res, const double *steps, const steady_info *steady,
+                      ps_error *err)
+{
+    run_analysis an;
+    an.steady = *steady;
+    double t0 = cli_now_s();
+    report_summarize(plan, res, &an.sum);
+    const report_summary *sum = &an.sum;
+    int rc = 0;
+    if (a->quiet && !a->json)
+        memset(&an.path, 0, sizeof an.path); /* nothing shows the critical path */
+    else
+        report_critical_path_create(plan->graph, res, &an.path);
+    an.load_s = steps[0];
+    an.compile_s = steps[1];
+    an.simulate_s = steps[2];
+    an.summarize_s = cli_now_s() - t0;
+    if (!a->quiet)
+        out_run_text(stdout, c, plan, res, &an);
+    if (a->json && out_run_json(a->json, c, plan, res, &an, err))
+        rc = err->code;
+    else if (a->trace && out_run_trace(a->trace, c, plan, res, &a->trace_filter, err))
+        rc = err->code;
+    else if (a->csv && run_csv(a->csv, plan, res, sum, err))
+        rc = err->code;
+    report_critical_path_free(&an.path);
+    if (rc)
+        return rc;
+    if (a->strict && sum->peak_memory_bytes > sum->memory_capacity) {
+        fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
+                sum->peak_memory_bytes / 1073741824.0, sum->memory_capacity / 1073741824.0);
+        return PS_ENOMEM_PLAN;
+    }
+    return 0;
+}
+
+static int run_main(int argc, char **argv)
+{
+    run_args a;
+    int prc = parse_run(argc, argv, &a);
+    if (prc)
+        return cli_exit_code(prc);
+    ps_error err;
+    ps_error_clear(&err);
+    double steps[3], t0 = cli_now_s(); /* load, compile, simulate */
+    strategy s;
+    if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
+        return cli_fail(&err);
+    cluster c;
+    cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
+    if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
+        strategy_free(&s);
+        return cli_fail(&err);
+    }
+    profile_db db;
+    memset(&db, 0, sizeof db);
+    if (a.profile) {
+        if (profile_db_load(a.profile, &db, &err)) {
+            cluster_free(&c);
+            strategy_free(&s);
+            return cli_fail(&err);
+        }
+        a.copt.profile = &db;
+        out_warn_profile_device(&db, &c);
+    }
+    compiled_plan plan;
+    htae_result res;
+    memset(&res, 0, sizeof res);
+    unsigned char *counted = NULL; /* the traced GPUs, whose links are counted */
+    steps[0] = cli_now_s() - t0;
+    int rc = compile_plan(&s, &c, &a.copt, &plan, &err);
+    steps[1] = cli_now_s() - t0 - steps[0];
+    if (!rc && (a.trace_filter.ranks || (a.trace && !a.no_trace_links))) {
+        counted = xcalloc((size_t)plan.gpus, 1);
+        if (a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
+            rc = out_trace_ranks(a.trace_filter.ranks, plan.gpus, counted, &err);
+        else
+            memset(counted, 1, (size_t)plan.gpus);
+    }
+    a.hopt.counter_ranks = a.trace && !a.no_trace_links ? counted : NULL;
+    steady_info steady;
+    double t_sim = cli_now_s();
+    if (!rc) /* a trace shows every task as simulated: the steady state is not skipped then */
+        rc = steady_run(&s, &c, &a.copt, &a.hopt, !a.trace, &plan, &res, &steady, &err);
+    steps[2] = cli_now_s() - t_sim;
+    if (!rc)
+        rc = run_report(&a, &c, &plan, &res, steps, &steady, &err);
+    if (rc && err.code)
+        cli_fail(&err);
+    free(counted);
+    htae_result_free(&res);
+    compiled_plan_free(&plan);
+    profile_db_free(&db);
+    cluster_free(&c);
+    strategy_free(&s);
+    return rc;
+}

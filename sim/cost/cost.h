@@ -1,0 +1,101 @@
+/* cost.h: how long an op takes on a device, without a GPU: roofline on the device's peaks
+ * with shape-aware efficiency, plus kernel-launch overheads. Constants are named in cost.c. */
+#ifndef PROTOSIM_COST_H
+#define PROTOSIM_COST_H
+
+#include "../../topology/cluster.h"
+#include "../../workloads/workload.h"
+
+typedef enum { PASS_FWD = 0, PASS_BWD = 1 } op_pass;
+
+/* GPU time of one (already sharded) op, kernel time only: max(compute, memory) per kernel
+ * with efficiency for the op class and shape. Never negative. prec PREC_FP8 is for GEMM ops
+ * only (the device must have FP8 units): the GEMM at the FP8 peak with fp8 inputs and a bf16
+ * output, plus the memory-bound casts of its inputs to fp8 (with their transposes). */
+double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                              const device_spec *dev);
+/* Kernels the op launches in that pass: its forward count, twice that in backward. */
+int cost_op_kernels(const workload_op *op, op_pass pass);
+/* Host-side launch overhead of the op's kernels in that pass (one launch cost per kernel). The
+ * host issues kernels asynchronously: the compiler runs them as a flow shop (host launch, then
+ * GPU run) and the executor plays the host's timeline (strategies/compile.c, sim/htae.c). */
+double cost_op_launch_seconds(const workload_op *op, op_pass pass);
+/* The two above, added. */
+double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                       const device_spec *dev);
+
+/* Adam (or SGD when adam == 0) step over `params` local parameters, mixed precision when
+ * prec is fp16/bf16 (fp32 master weights). Memory bound. */
+double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev);
+
+/* Host-side cost of one training step outside forward and backward; charged with the
+ * optimizer step (and not at all when there is no optimizer step). */
+double cost_iteration_overhead_seconds(void);
+
+/* Host-side cost of a pipeline runtime per forward or backward unit of a stage, when the
+ * plan is pipelined (pipeline degree > 1). */
+double cost_pipeline_unit_overhead_seconds(void);
+
+/* GPU seconds every modelled kernel of an op costs besides its work (cost_op_kernel_seconds
+ * adds it per kernel; the single-kernel functions above do not). */
+double cost_kernel_gpu_overhead_seconds(void);
+
+/* Host seconds to issue one collective or point-to-point call. */
+double cost_comm_call_seconds(void);
+
+/* Seconds per kernel launch (CPU side, exposed when kernels are short). */
+double cost_kernel_launch_seconds(void);
+
+/* Fraction of the GEMM peak (tensor-core peak of prec, or fp32 SIMT where the device has no
+ * unit for prec) one [batch x] (m x k).(k x n) kernel reaches: base x tile quantization x
+ * wave quantization over the SMs x K depth, for the best of the library's tilings (output tile
+ * shapes and split-K factors, see cost.c). In (0, 1]. */
+double cost_gemm_efficiency(double batch, double m, double n, double k, precision_t prec,
+                            const device_spec *dev);
+/* Fraction of the HBM bandwidth that memory-bound kernels sustain. */
+double cost_memory_efficiency(void);
+
+/* The same for one tiling: output tiles of tile_m x tile_n, k split in `split` parts (each
+ * split's partial tile counts as a tile for the waves). */
+double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, int tile_m,
+                                   int tile_n, int split, precision_t prec, const device_spec *dev);
+/* GPU time of one [batch x] (m x k).(k x n) GEMM kernel: max(compute at cost_gemm_efficiency,
+ * memory, minimum kernel time). What scripts/fit_kernels replicates. */
+double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,
+                                const device_spec *dev);
+/* GPU time of one memory-bound kernel moving `bytes` to and from HBM (at least the minimum). */
+double cost_memory_kernel_seconds(double bytes, const device_spec *dev);
+/* Shortest GPU time of any kernel. */
+double cost_kernel_min_seconds(void);
+/* Share of the score tiles a fused causal attention kernel computes for s queries and keys:
+ * (nb + 1) / (2 nb) with nb = ceil(s / 128) (the tiles above the diagonal are skipped). */
+double cost_causal_tile_fraction(double s);
+/* The same under a causal sliding window of w keys per query: the 128 x 128 tiles meeting the
+ * band q - w + 1 .. q over nb x nb (counted; the causal fraction when w >= s). */
+double cost_window_tile_fraction(double s, double w);
+
+/* ---- the embedding lookup (sim/cost_embedding.c; docs/cost-model.md, "DLRM") ---- */
+
+/* Rows of table `e` the forward reads from HBM when `l2` bytes of L2 hold its hottest rows:
+ * max(distinct rows, lookups x (1 - share of the lookups on the hottest l2 / row_bytes rows)). */
+double cost_embedding_rows_read(const workload_emb *e, double l2);
+/* HBM bytes of one table's lookups. Forward: the rows read x dim x element bytes, the ids and
+ * offsets (8 B each), the pooled outputs (bags x dim x element bytes). Backward: ids and
+ * offsets, the radix sort of (id, position) pairs (12 B read and written per pass of 8 bits of
+ * the row index), the gradient gathered per lookup, and each distinct row and its optimizer
+ * state (fp32 words per element: emb_update_state_words) read and written once. */
+double cost_embedding_bytes(const workload_emb *e, op_pass pass, double l2);
+/* The streaming bytes of an unfused sparse update (workload_emb.sparse_update; 0 when fused):
+ * lookups x dim x 4 B (one fp32 gradient row per lookup) x 4 passes (written by the backward,
+ * read and written by the optimizer's scaling, read by its index_add), + 2 with amp_unscale
+ * (fp16 AMP's loss scaler reads and writes them). */
+double cost_embedding_sparse_stream_bytes(const workload_emb *e);
+/* One TBE kernel over n tables (the L2 split evenly among them): their bytes over the HBM
+ * bandwidth at the memory-bound efficiency (forward) or the sparse update's (backward), plus
+ * the per-kernel GPU overhead (1 kernel forward, 2 backward). Tables with an unfused sparse
+ * update add their streaming bytes at the memory-bound efficiency and 1 kernel (2 with the AMP
+ * unscale), and sort no ids. The device must give l2_mib. */
+double cost_embedding_seconds(const workload_emb *tables, int n, op_pass pass,
+                              const device_spec *dev);
+
+#endif

@@ -1,0 +1,785 @@
+/* htae.c: the executor. One SimGrid actor per (GPU, stream) walks its queue in program order,
+ * waits for predecessors on a semaphore, runs the task, and releases its successors. */
+#include "htae.h"
+#include "htae_links.h"
+#include "htae_alone.h"
+#include "htae_dyn.h"
+#include "htae_clock.h"
+#include "htae_coll.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
+#include <simgrid/semaphore.h>
+
+#include "../base/xalloc.h"
+
+/* Collective constants fitted by scripts/fit_nccl on the nccl-tests all-reduce curves of
+ * ../shared/groundtruth (A100 NVSwitch, 2-8 GPUs, 1 MiB - 1 GiB, every (GPU count, octave of
+ * size) weighted alike so the 1-32 MiB all-reduces of tensor parallelism count as much as the
+ * 1 GiB plateau; held-out sizes: within 12% at every octave, mean |log error| 0.05):
+ * - a collective's fixed cost (kernel launch, handshakes, NCCL's low-latency protocols' start);
+ * - a protocol latency per ring step on top of the wire latency;
+ * - the fraction of link bandwidth NCCL turns into payload (A100: 0.71 of 300 GB/s; the 8-GPU
+ *   1 GiB plateau, 229 GB/s of bus bandwidth, comes out 8% slow, the 8-512 MiB range closer).
+ * A single launch of 77.5 us fitted to the unweighted rows (97% above 32 MiB) overstated
+ * 2-8 MiB all-reduces by 20-90%. V100 DGX-1 curves are a check, not fitted (docs/accuracy.md). */
+static const double HTAE_COLL_LAUNCH_S = 40e-6;
+static const double HTAE_COLL_STEP_S = 0.5e-6;
+static const double HTAE_PROTOCOL_EFFICIENCY = 0.71;
+/* More per network step than the route's NIC latencies: not fitted, 0. The only multi-node
+ * figure below the plateau in ../shared/groundtruth (the 10 x 8 H100 mean over 32 MiB - 64 GiB)
+ * is missed by the bandwidth ramp, not by latency (docs/collectives.md); p3dn's EFA latencies
+ * (39 us per network step) describe another network. An option for what-if runs. */
+static const double HTAE_COLL_NET_STEP_S = 0.0;
+/* Network (NIC, fabric) payload share: fitted by scripts/fit_nccl on the eleven multi-node
+ * nccl-tests peaks of ../shared/groundtruth/nccl_more.md, minimising the largest error (the
+ * 10 x 8 all-gather and reduce-scatter peaks run 11% below the all-reduce one, which a single
+ * NIC efficiency cannot follow; the mean-log fit, 0.96, leaves them at +18%). */
+static const double HTAE_NET_EFFICIENCY = 0.89;
+/* NVLS payload share of NVLink port bandwidth when a device gives none (devices.yaml gives it
+ * per device, NVLS-capable ones only). */
+static const double HTAE_NVLS_EFFICIENCY = 0.69;
+/* NVLS's fixed cost: NCCL's own tuner charges NVLS 25 us on NVLink where it charges a ring step
+ * 0.6-3.4 us, which keeps small all-reduces on the ring. Not fitted: groundtruth has NVLS peaks
+ * only, no small NVLS all-reduce. */
+static const double HTAE_NVLS_LATENCY_S = 25e-6;
+/* NCCL send/recv launch: not fitted (no point-to-point measurements in groundtruth). */
+static const double HTAE_P2P_LAUNCH_S = 10e-6;
+/* Compute slowdown while NCCL kernels share the SMs: Proteus measured 10-30%. Not identifiable
+ * from vTrain (scripts/fit_vtrain: mean |log error| moves < 1% between 0.15 and 0.5, and
+ * Kendall tau not at all), so it stays at a value inside the published range. */
+static const double HTAE_OVERLAP_SLOWDOWN = 0.15;
+
+/* Actor stacks, in KiB (3.32's sg_actor_set_stacksize counts KiB, not bytes: measured with
+ * strace). The actor code is shallow; the 8 MiB default wastes memory at thousands of actors. */
+static const unsigned HTAE_ACTOR_STACK_KIB = 256;
+
+void htae_default_options(htae_options *o)
+{
+    o->overlap_slowdown = HTAE_OVERLAP_SLOWDOWN;
+    o->coll_launch_s = HTAE_COLL_LAUNCH_S;
+    o->coll_step_s = HTAE_COLL_STEP_S;
+    o->coll_net_step_s = HTAE_COLL_NET_STEP_S;
+    o->p2p_launch_s = HTAE_P2P_LAUNCH_S;
+    o->protocol_efficiency = HTAE_PROTOCOL_EFFICIENCY;
+    o->net_efficiency = HTAE_NET_EFFICIENCY;
+    o->nvls_efficiency = HTAE_NVLS_EFFICIENCY;
+    o->nvls_latency_s = HTAE_NVLS_LATENCY_S;
+    o->algo = COLL_ALGO_AUTO;
+    o->device_constants = 1;
+    o->timed_alone = 1;
+    o->counter_ranks = NULL;
+    o->snapshot_tasks = NULL;
+}
+
+struct exec_state;
+
+typedef struct stream_state {
+    struct exec_state *x;
+    int rank, stream;
+    int computing;         /* a GPU compute task is mid-run on this stream */
+    uint32_t first, count; /* into g->stream_tasks */
+    int64_t waiting_task;  /* task whose predecessors this actor waits for, or -1 */
+    int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
+    int waiting_any;       /* a stream with floating tasks waits for any of its tasks */
+    sg_sem_t sem;
+} stream_state;
+
+/* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
+ * ahead of simulated time (issuing never waits for the GPU), so it only blocks, as an actor,
+ * where the program synchronizes (HOST_WAIT). */
+typedef struct host_state {
+    struct exec_state *x;
+    uint32_t *tasks, count;
+    int64_t waiting_deps; /* HOST_WAIT task whose predecessors it waits for, or -1 */
+    sg_sem_t sem;
+} host_state;
+
+typedef struct exec_state {
+    const htae_graph *g;
+    htae_options opt;
+    sg_host_t *hosts;       /* per rank */
+    uint32_t *pending;      /* per task: predecessors not yet done */
+    uint32_t *coll_arrived; /* per collective */
+    uint8_t *coll_done;
+    int *comm_active;      /* per rank: communications in flight touching that GPU */
+    int *computing;        /* per rank: GPU streams with a compute task mid-run */
+    stream_state *streams; /* [n_ranks * g->n_streams] */
+    host_state *host;      /* per rank */
+    double *ready;         /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
+                               task's issue start, so it ends no earlier than ready + span */
+    double *pred_end;      /* per task, only for a graph with lags (htae_set_lag): the latest
+                              end of its explicit predecessors */
+    coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
+    htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
+    htae_dyn dyn;          /* which collectives run alone from some point on (timed) */
+    struct htae_unit_cache *units; /* merged companion patterns' unit times */
+    htae_result *res;
+    htae_links *links; /* per-link bytes and busy time */
+    uint64_t activities;
+    uint32_t lean_colls;
+    uint32_t timed_colls;
+    uint32_t done_tasks;
+} exec_state;
+
+double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int members,
+                               double route_latency)
+{
+    if (members < 2)
+        return 0.0;
+    int steps = (kind == COLL_ALLREDUCE ? 2 : 1) * (members - 1);
+    return o->coll_launch_s + steps * (o->coll_step_s + route_latency);
+}
+
+/* A duration or size the executor can use: finite and not negative. */
+static inline int is_amount(double v)
+{
+    return isfinite(v) && v >= 0.0;
+}
+
+static void sleep_for(double s)
+{
+    if (s > 0.0)
+        htae_wait_until(simgrid_get_clock() + s);
+}
+
+static void release(exec_state *x, uint32_t t)
+{
+    const htae_task *k = &x->g->tasks[t];
+    stream_state *st = &x->streams[(size_t)k->rank * (size_t)x->g->n_streams + k->stream];
+    if (st->waiting_task == (int64_t)t || st->waiting_any) {
+        st->waiting_task = -1;
+        st->waiting_any = 0;
+        sg_sem_release(st->sem);
+    }
+}
+
+static void task_done(exec_state *x, uint32_t t, double now)
+{
+    const htae_graph *g = x->g;
+    const htae_task *k = &g->tasks[t];
+    assert(x->done_tasks < g->n_tasks);
+    assert(now >= x->res->start[t]);
+    x->res->end[t] = now;
+    x->done_tasks++;
+    for (uint32_t j = 0; j < k->n_succ; j++) {
+        uint32_t s = g->succ[k->succ_first + j];
+        assert(x->pending[s] > 0);
+        if (x->pred_end && now > x->pred_end[s])
+            x->pred_end[s] = now;
+        if (--x->pending[s] == 0) {
+            release(x, s);
+        } else if (x->pending[s] == 1) { /* only the host's issue left: a waiting host goes */
+            host_state *h = &x->host[g->tasks[s].rank];
+            if (h->waiting_deps == (int64_t)s) {
+                h->waiting_deps = -1;
+                sg_sem_release(h->sem);
+            }
+        }
+    }
+}
+
+static void sleep_until(double t)
+{
+    htae_wait_until(t);
+}
+
+/* The host thread of one GPU. Issuing a task takes host_s of host time; the GPU may start a
+ * compute task once its issue starts (its kernels trickle in: `span` bounds its end) and a
+ * collective or transfer once its issue ends. */
+static void host_actor(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    host_state *h = sg_actor_self_get_data();
+    exec_state *x = h->x;
+    const htae_graph *g = x->g;
+    double clock = 0.0;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint32_t t = h->tasks[i];
+        const htae_task *k = &g->tasks[t];
+        if (k->host & HOST_WAIT) {
+            while (x->pending[t] > 1) {
+                h->waiting_deps = t;
+                sg_sem_acquire(h->sem);
+            }
+            if (simgrid_get_clock() > clock)
+                clock = simgrid_get_clock();
+        }
+        x->ready[t] = k->kind == TASK_COMPUTE ? clock : clock + k->host_s;
+        clock += k->host_s;
+        assert(x->pending[t] > 0);
+        if (--x->pending[t] == 0)
+            release(x, t);
+    }
+}
+
+/* Compute is a timed wait, kept out of ptask_L07's sharing system (which re-solves every active
+ * action at each event): a compiled plan computes on one stream per GPU; a replayed trace's
+ * kernels on several streams keep their measured times, which already include any sharing.
+ * While any communication touches the GPU, GPU compute progresses at 1 / (1 + slowdown) of full
+ * speed: communication starting or ending wakes the computing actors (comm_changed), which
+ * re-read the rate, so the result does not depend on which actor runs first. A CPU thread's
+ * work is a plain sleep. */
+static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
+{
+    assert(k->kind == TASK_COMPUTE && is_amount(k->seconds));
+    double remaining = k->seconds; /* at full speed */
+    if (remaining <= 0.0)
+        return;
+    x->activities++;
+    if (htae_stream_is_cpu(x->g, st->stream)) {
+        htae_wait_until(simgrid_get_clock() + remaining);
+        return;
+    }
+    st->computing = 1;
+    x->computing[k->rank]++;
+    while (remaining > 1e-12) {
+        double rate = x->comm_active[k->rank] > 0 ? 1.0 / (1.0 + x->opt.overlap_slowdown) : 1.0;
+        double t0 = simgrid_get_clock();
+        int timed_out = htae_sem_acquire_until(st->sem, t0 + remaining / rate);
+        double done = (simgrid_get_clock() - t0) * rate;
+        remaining = timed_out ? 0.0 : remaining - done;
+    }
+    st->computing = 0;
+    x->computing[k->rank]--;
+}
+
+/* Communication on `rank` started or ended: computing actors there re-read their rate. */
+static void comm_changed(exec_state *x, int rank, int delta)
+{
+    x->comm_active[rank] += delta;
+    assert(x->comm_active[rank] >= 0);
+    if (x->computing[rank] == 0)
+        return;
+    stream_state *st = &x->streams[(size_t)rank * (size_t)x->g->n_streams];
+    for (int s = 0; s < x->g->n_streams; s++)
+        if (st[s].computing)
+            sg_sem_release(st[s].sem);
+}
+
+/* A transfer and its companion pairs (htae_set_companions), if any: one SimGrid task whose flows
+ * (source i -> destination i, hosts [0, n) then [n, 2n)) each carry the task's bytes. */
+static void run_transfer(exec_state *x, uint32_t t)
+{
+    const htae_task *k = &x->g->tasks[t];
+    assert(k->kind == TASK_TRANSFER && k->peer >= 0 && k->peer < x->g->n_ranks);
+    assert(k->peer != k->rank && is_amount(k->bytes));
+    if (k->bytes <= 0.0)
+        return;
+    const int32_t *pr = NULL;
+    int n = 1 + htae_companions(x->g, t, &pr);
+    /* up to 8 flows (a TP group's sends) on the actor's stack: no allocation per transfer */
+    enum { STACK_FLOWS = 8 };
+    int32_t ends_s[2 * STACK_FLOWS]; /* sources, then destinations */
+    sg_host_t hosts_s[2 * STACK_FLOWS];
+    double bytes_s[4 * STACK_FLOWS * STACK_FLOWS];
+    int heap = n > STACK_FLOWS;
+    int32_t *ends = heap ? xmalloc((size_t)2 * n * sizeof *ends) : ends_s;
+    sg_host_t *hosts = heap ? xmalloc((size_t)2 * n * sizeof *hosts) : hosts_s;
+    double *bytes = heap ? xmalloc((size_t)4 * n * n * sizeof *bytes) : bytes_s;
+    memset(bytes, 0, (size_t)4 * n * n * sizeof *bytes);
+    for (int i = 0; i < n; i++) {
+        ends[i] = i ? pr[2 * (i - 1)] : k->rank;
+        ends[n + i] = i ? pr[2 * (i - 1) + 1] : k->peer;
+        hosts[i] = x->hosts[ends[i]];
+        hosts[n + i] = x->hosts[ends[n + i]];
+        bytes[(size_t)i * 2 * n + (size_t)(n + i)] = k->bytes;
+    }
+    for (int i = 0; i < 2 * n; i++)
+        comm_changed(x, ends[i], 1);
+    sleep_for(x->opt.p2p_launch_s);
+    double now = simgrid_get_clock();
+    for (int i = 0; i < n; i++)
+        htae_links_start(x->links, hosts[i], hosts[n + i], k->bytes, now);
+    sg_exec_t e = sg_actor_parallel_exec_init(2 * n, hosts, NULL, bytes);
+    sg_exec_start(e);
+    x->activities++;
+    sg_exec_wait(e);
+    htae_dyn_transfer_ended(&x->dyn, t);
+    now = simgrid_get_clock();
+    for (int i = 0; i < n; i++)
+        htae_links_end(x->links, hosts[i], hosts[n + i], now);
+    for (int i = 0; i < 2 * n; i++)
+        comm_changed(x, ends[i], -1);
+    if (heap) {
+        free(bytes);
+        free(hosts);
+        free(ends);
+    }
+}
+
+/* The last member to arrive runs the collective for everyone; the others sleep on their
+ * semaphores until it is done, as NCCL blocks until all ranks have launched the kernel. */
+static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
+{
+    const htae_graph *g = x->g;
+    const htae_task *k = &g->tasks[t];
+    const htae_collective *col = &g->colls[k->coll];
+    const htae_group *gr = &g->groups[col->group];
+    const uint32_t *members = &g->coll_tasks[col->first_task];
+    assert(!x->coll_done[k->coll] && x->coll_arrived[k->coll] < gr->tasked);
+
+    if (++x->coll_arrived[k->coll] < gr->tasked) { /* stand-ins (if any) take no task */
+        st->waiting_coll = k->coll;
+        while (!x->coll_done[k->coll])
+            sg_sem_acquire(st->sem);
+        st->waiting_coll = -1;
+        return;
+    }
+    double t0 = simgrid_get_clock();
+    for (uint32_t i = 0; i < gr->tasked; i++) {
+        x->res->start[members[i]] = t0;
+        comm_changed(x, g->tasks[members[i]].rank, 1);
+    }
+    coll_run_ctx cx = {&x->opt,
+                       x->links,
+                       &x->activities,
+                       &x->timed_colls,
+                       htae_dyn_now(&x->dyn, (uint32_t)col->group),
+                       x->units};
+    int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
+    x->lean_colls += (uint32_t)lean;
+    const int32_t *comp;
+    int n_comp = htae_coll_companions(g, (uint32_t)k->coll, &comp);
+    if (n_comp)
+        htae_coll_run_with(x->groups, col->group, comp, n_comp, col->kind, col->bytes, &cx);
+    else
+        htae_coll_run(x->groups[col->group], col->kind, col->bytes, col->matrix, lean, &cx);
+    double t1 = simgrid_get_clock();
+    htae_dyn_collective_ended(&x->dyn, (uint32_t)col->group);
+    x->coll_done[k->coll] = 1;
+    for (uint32_t i = 0; i < gr->tasked; i++) {
+        const htae_task *m = &g->tasks[members[i]];
+        comm_changed(x, m->rank, -1);
+        task_done(x, members[i], t1);
+        stream_state *other = &x->streams[(size_t)m->rank * (size_t)g->n_streams + m->stream];
+        if (other->waiting_coll == (int64_t)k->coll)
+            sg_sem_release(other->sem);
+    }
+}
+
+/* Run task t of the stream once its predecessors are done. */
+static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
+{
+    const htae_graph *g = x->g;
+    const htae_task *k = &g->tasks[t];
+    assert(k->rank == st->rank && k->stream == st->stream);
+    assert(x->pending[t] == 0);
+    if (k->host)
+        sleep_until(x->ready[t]);
+    if (t < g->n_lag && g->lag[t] > 0.0) /* launch latency after its launch */
+        sleep_until(x->pred_end[t] + g->lag[t]);
+    if (k->kind == TASK_COLLECTIVE) {
+        run_collective_task(x, st, t);
+        return;
+    }
+    x->res->start[t] = simgrid_get_clock();
+    if (x->opt.snapshot_tasks && x->opt.snapshot_tasks[t])
+        htae_links_snapshot(x->links, x->res->start[t]);
+    if (k->kind == TASK_COMPUTE) {
+        run_compute(x, st, k);
+        if (k->host)
+            sleep_until(x->ready[t] + k->span); /* the host was still issuing them */
+    } else {
+        run_transfer(x, t);
+    }
+    task_done(x, t, simgrid_get_clock());
+}
+
+static int is_floating(const htae_graph *g, uint32_t t)
+{
+    return t < g->n_floating && g->floating[t];
+}
+
+/* A stream with floating tasks (htae_set_floating): the next task is the first not yet run
+ * unless it floats and is not ready: then the first ready floating task after it, up to the
+ * first task that does not float. Nothing ready: wait for any of its tasks to be released. */
+static void stream_actor_floating(stream_state *st)
+{
+    exec_state *x = st->x;
+    const htae_graph *g = x->g;
+    const uint32_t *tasks = g->stream_tasks + st->first;
+    uint8_t *ran = xcalloc((size_t)st->count + 1, 1);
+    uint32_t first = 0; /* the first task not yet run */
+    while (first < st->count) {
+        int64_t pick = -1;
+        for (uint32_t i = first; i < st->count; i++) {
+            if (ran[i])
+                continue;
+            if (i > first && !is_floating(g, tasks[i]))
+                break; /* a fence: nothing passes it */
+            if (x->pending[tasks[i]] == 0) {
+                pick = i;
+                break;
+            }
+            if (!is_floating(g, tasks[i]))
+                break; /* the first task, not floating: wait for it */
+        }
+        if (pick < 0) {
+            st->waiting_any = 1;
+            sg_sem_acquire(st->sem);
+            continue;
+        }
+        ran[pick] = 1;
+        run_stream_task(x, st, tasks[pick]);
+        while (first < st->count && ran[first])
+            first++;
+    }
+    free(ran);
+}
+
+static void stream_actor(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    stream_state *st = sg_actor_self_get_data();
+    exec_state *x = st->x;
+    const htae_graph *g = x->g;
+    if (g->floating) {
+        stream_actor_floating(st);
+        return;
+    }
+    for (uint32_t i = 0; i < st->count; i++) {
+        uint32_t t = g->stream_tasks[st->first + i];
+        while (x->pending[t] > 0) {
+            st->waiting_task = t;
+            sg_sem_acquire(st->sem);
+        }
+        run_stream_task(x, st, t);
+    }
+}
+
+/* Step: plan every group's collectives and check a forced algorithm can run its all-reduces. */
+static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
+{
+    const htae_graph *g = x->g;
+    x->groups = xcalloc(g->n_groups, sizeof *x->groups);
+    for (uint32_t i = 0; i < g->n_groups; i++) {
+        const htae_group *gr = &g->groups[i];
+        x->groups[i] =
+            htae_coll_group_create(c, x->hosts, &g->group_ranks[gr->first], (int)gr->n, &x->opt);
+    }
+    for (uint32_t k = 0; k < g->n_colls; k++) {
+        const htae_collective *col = &g->colls[k];
+        int rc = htae_coll_check(x->groups[col->group], col->kind, x->opt.algo, err);
+        if (rc)
+            return rc;
+    }
+    htae_alone_plan(&x->alone, g, x->groups, x->hosts);
+    if (x->opt.timed_alone) {
+        htae_dyn_plan(&x->dyn, &x->alone, g, x->groups, x->hosts);
+        x->units = htae_unit_cache_create();
+    }
+    return 0;
+}
+
+/* Step: the SimGrid host of every rank into *out, or an error (and nothing allocated) if one
+ * is missing. */
+static int lookup_hosts(const htae_graph *g, const cluster *c, sg_host_t **out, ps_error *err)
+{
+    sg_host_t *hosts = xmalloc((size_t)g->n_ranks * sizeof *hosts);
+    for (int r = 0; r < g->n_ranks; r++) {
+        hosts[r] = c->sg_hosts[r];
+        if (!hosts[r]) {
+            free(hosts);
+            return ps_error_set(err, PS_EINTERNAL, c->file, 0, 0, NULL,
+                                "host '%s' is not in the loaded platform", c->host_names[r]);
+        }
+    }
+    *out = hosts;
+    return 0;
+}
+
+/* Step: the per-task and per-rank state, and each host thread's queue of HOST_ISSUE tasks. */
+static void state_init(exec_state *x, const htae_graph *g, const htae_options *opt,
+                       sg_host_t *hosts, htae_result *out)
+{
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    if (opt)
+        x->opt = *opt;
+    else
+        htae_default_options(&x->opt);
+    assert(is_amount(x->opt.overlap_slowdown) && is_amount(x->opt.coll_launch_s));
+    assert(is_amount(x->opt.coll_step_s) && is_amount(x->opt.p2p_launch_s));
+    assert(is_amount(x->opt.coll_net_step_s) && is_amount(x->opt.nvls_latency_s));
+    assert(x->opt.protocol_efficiency > 0.0 && x->opt.protocol_efficiency <= 1.0);
+    assert(x->opt.net_efficiency > 0.0 && x->opt.net_efficiency <= 1.0);
+    assert(x->opt.nvls_efficiency > 0.0 && x->opt.nvls_efficiency <= 1.0);
+    assert(x->opt.algo >= COLL_ALGO_AUTO && x->opt.algo < COLL_ALGO_COUNT);
+    x->res = out;
+    out->start = xcalloc(g->n_tasks, sizeof *out->start);
+    out->end = xcalloc(g->n_tasks, sizeof *out->end);
+    x->hosts = hosts;
+    x->comm_active = xcalloc((size_t)g->n_ranks, sizeof *x->comm_active);
+    x->computing = xcalloc((size_t)g->n_ranks, sizeof *x->computing);
+    x->pending = xmalloc((size_t)g->n_tasks * sizeof *x->pending);
+    x->ready = xcalloc(g->n_tasks, sizeof *x->ready);
+    x->pred_end = g->lag ? xcalloc(g->n_tasks, sizeof *x->pred_end) : NULL;
+    x->coll_arrived = xcalloc(g->n_colls, sizeof *x->coll_arrived);
+    x->coll_done = xcalloc(g->n_colls, 1);
+
+    x->host = xcalloc((size_t)g->n_ranks, sizeof *x->host);
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        x->pending[t] = g->tasks[t].n_pred + (g->tasks[t].host ? 1u : 0u);
+        if (g->tasks[t].host)
+            x->host[g->tasks[t].rank].count++;
+    }
+    for (int r = 0; r < g->n_ranks; r++) {
+        host_state *h = &x->host[r];
+        h->x = x;
+        h->waiting_deps = -1;
+        h->tasks = xmalloc((size_t)h->count * sizeof *h->tasks);
+        h->count = 0;
+    }
+    for (uint32_t t = 0; t < g->n_tasks; t++) /* task id order is program order */
+        if (g->tasks[t].host) {
+            host_state *h = &x->host[g->tasks[t].rank];
+            h->tasks[h->count++] = t;
+        }
+}
+
+static void start_actor(const char *name, sg_host_t where, void (*code)(int, char **), void *data)
+{
+    sg_actor_t a = sg_actor_init(name, where);
+    sg_actor_set_stacksize(a, HTAE_ACTOR_STACK_KIB);
+    sg_actor_set_data(a, data);
+    sg_actor_start_(a, code, 0, NULL);
+}
+
+/* Step: one actor per (GPU, stream) with tasks, then one per GPU host thread with tasks. */
+static void start_actors(exec_state *x)
+{
+    const htae_graph *g = x->g;
+    size_t per = (size_t)g->n_streams, n_streams = (size_t)g->n_ranks * per;
+    x->streams = xcalloc(n_streams, sizeof *x->streams);
+    char name[64];
+    for (size_t i = 0; i < n_streams; i++) {
+        stream_state *st = &x->streams[i];
+        st->x = x;
+        st->rank = (int)(i / per);
+        st->stream = (int)(i % per);
+        st->first = g->stream_first[i];
+        st->count = g->stream_first[i + 1] - g->stream_first[i];
+        st->waiting_task = st->waiting_coll = -1;
+        if (st->count == 0)
+            continue;
+        st->sem = sg_sem_init(0);
+        snprintf(name, sizeof name, "gpu%d:%s", st->rank, htae_stream_name(g, st->stream));
+        start_actor(name, x->hosts[st->rank], stream_actor, st);
+    }
+    for (int r = 0; r < g->n_ranks; r++) {
+        host_state *h = &x->host[r];
+        if (h->count == 0)
+            continue;
+        h->sem = sg_sem_init(0);
+        snprintf(name, sizeof name, "gpu%d:host", r);
+        start_actor(name, x->hosts[r], host_actor, h);
+    }
+}
+
+/* Step: after the engine stopped, check every task ran and fill in the makespan. */
+static int collect_result(exec_state *x, ps_error *err)
+{
+    const htae_graph *g = x->g;
+    htae_result *out = x->res;
+    out->activities = x->activities;
+    out->lean_colls = x->lean_colls;
+    out->timed_colls = x->timed_colls;
+    if (x->done_tasks != g->n_tasks)
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "simulation stalled: %u of %u tasks ran (dependency deadlock)",
+                            x->done_tasks, g->n_tasks);
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        assert(is_amount(out->start[t]) && out->end[t] >= out->start[t]);
+        if (out->end[t] > out->makespan)
+            out->makespan = out->end[t];
+    }
+    return 0;
+}
+
+/* Step: times from the run's start, if SimGrid's clock could not be put back to 0
+ * (htae_clock_restart) after an earlier run in the process (replay --what-if runs the unchanged
+ * job, then the changed one; a sweep worker runs many plans). */
+static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
+{
+    if (origin == 0.0)
+        return;
+    for (uint32_t t = 0; t < n_tasks; t++) {
+        out->start[t] -= origin;
+        out->end[t] -= origin;
+    }
+    out->makespan -= origin;
+    for (int i = 0; i < out->n_links; i++)
+        for (int k = 0; k < out->links[i].n_rate; k++)
+            out->links[i].rate[k].t -= origin;
+    for (int k = 0; k < out->n_snaps; k++)
+        out->snap_t[k] -= origin;
+    if (out->ready)
+        for (uint32_t t = 0; t < n_tasks; t++)
+            out->ready[t] = out->ready[t] > 0.0 ? out->ready[t] - origin : 0.0;
+}
+
+/* Step: free everything state_init, plan_groups and start_actors made (not the result). */
+static void state_free(exec_state *x)
+{
+    const htae_graph *g = x->g;
+    if (x->streams)
+        for (size_t i = 0; i < (size_t)g->n_ranks * (size_t)g->n_streams; i++) {
+            if (x->streams[i].count)
+                sg_sem_destroy(x->streams[i].sem);
+        }
+    if (x->groups)
+        for (uint32_t i = 0; i < g->n_groups; i++)
+            htae_coll_group_free(x->groups[i]);
+    for (int r = 0; r < g->n_ranks; r++) {
+        if (x->host[r].sem)
+            sg_sem_destroy(x->host[r].sem);
+        free(x->host[r].tasks);
+    }
+    free(x->host);
+    free(x->ready);
+    free(x->pred_end);
+    free(x->groups);
+    htae_alone_free(&x->alone);
+    htae_dyn_free(&x->dyn);
+    htae_unit_cache_free(x->units);
+    free(x->streams);
+    free(x->pending);
+    free(x->coll_arrived);
+    free(x->coll_done);
+    free(x->comm_active);
+    free(x->computing);
+    free(x->hosts);
+}
+
+int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
+             ps_error *err)
+{
+    assert(g->finalized);
+    memset(out, 0, sizeof *out);
+    if (g->n_ranks != c->n_gpus)
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "graph has %d ranks but the cluster %d GPUs", g->n_ranks, c->n_gpus);
+    sg_host_t *hosts = NULL;
+    int rc = lookup_hosts(g, c, &hosts, err);
+    if (rc)
+        return rc;
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+
+    exec_state x;
+    state_init(&x, g, opt, hosts, out);
+    x.links = htae_links_create();
+    htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
+    rc = plan_groups(&x, c, err);
+    htae_clock_restart();                /* a run in a process that ran another starts from 0 too */
+    double origin = simgrid_get_clock(); /* 0 unless the clock could not be reset */
+    if (!rc) {
+        start_actors(&x);
+        simgrid_run();
+        rc = collect_result(&x, err);
+    }
+    if (!rc) {
+        htae_links_collect(x.links, out);
+        if (x.opt.snapshot_tasks) {
+            out->ready = xmalloc(((size_t)g->n_tasks + 1) * sizeof *out->ready);
+            memcpy(out->ready, x.ready, (size_t)g->n_tasks * sizeof *out->ready);
+        }
+        shift_result(out, g->n_tasks, origin);
+    }
+    htae_links_free(x.links);
+    state_free(&x);
+    if (rc) {
+        htae_result_free(out);
+        return rc;
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    out->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+    return 0;
+}
+
+void htae_result_free(htae_result *r)
+{
+    free(r->start);
+    free(r->end);
+    r->start = r->end = NULL;
+    for (int i = 0; i < r->n_links; i++) {
+        free(r->links[i].name);
+        free(r->links[i].rate);
+    }
+    free(r->links);
+    r->links = NULL;
+    r->n_links = 0;
+    free(r->ready);
+    free(r->snap_t);
+    free(r->snap_bytes);
+    free(r->snap_busy);
+    r->ready = r->snap_t = r->snap_bytes = r->snap_busy = NULL;
+    r->n_snaps = 0;
+}
+
+int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,
+                          int n_sizes, const htae_options *opt, double *times, coll_algo *algos,
+                          ps_error *err)
+{
+    if (gpus < 1 || gpus > c->n_gpus)
+        return ps_error_set(err, PS_EINPUT, c->file, 0, 0, "gpus",
+                            "%d GPUs asked, the cluster has %d", gpus, c->n_gpus);
+    assert(n_sizes >= 0);
+    for (int i = 0; i < n_sizes; i++) /* the graph builders assert it: check input first */
+        if (!is_amount(sizes[i]))
+            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, "sizes",
+                                "collective size %g is not a finite number of bytes >= 0",
+                                sizes[i]);
+    htae_graph *g = htae_graph_create(c->n_gpus);
+    int *ranks = xmalloc((size_t)gpus * sizeof *ranks); /* heap: up to 131,072 GPUs */
+    for (int i = 0; i < gpus; i++)
+        ranks[i] = i;
+    int grp = htae_add_group(g, ranks, gpus);
+    free(ranks);
+    int label = htae_label(g, coll_kind_name(kind));
+    uint32_t *first = xmalloc((size_t)n_sizes * sizeof *first);
+    uint32_t *members = xmalloc((size_t)gpus * sizeof *members);
+    for (int i = 0; i < n_sizes; i++) {
+        htae_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);
+        first[i] = members[0];
+    }
+    free(members);
+    int rc = htae_graph_finalize(g, err);
+    htae_result r;
+    memset(&r, 0, sizeof r);
+    if (!rc)
+        rc = htae_run(g, c, opt, &r, err);
+    for (int i = 0; !rc && i < n_sizes; i++)
+        times[i] = r.end[first[i]] - r.start[first[i]];
+    if (!rc && algos) { /* the choice the run made, from the same plan */
+        htae_options o;
+        if (opt)
+            o = *opt;
+        else
+            htae_default_options(&o);
+        sg_host_t *hosts = xmalloc((size_t)gpus * sizeof *hosts);
+        for (int i = 0; i < gpus; i++)
+            hosts[i] = c->sg_hosts[i];
+        coll_group *gp = htae_coll_group_create(c, hosts, &g->group_ranks[0], gpus, &o);
+        for (int i = 0; i < n_sizes; i++)
+            algos[i] = gpus < 2 ? COLL_ALGO_AUTO : htae_coll_choose(gp, kind, sizes[i], &o);
+        htae_coll_group_free(gp);
+        free(hosts);
+    }
+    htae_result_free(&r);
+    free(first);
+    htae_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,136 @@
+/* htae_timed.c: collectives that run alone on their links as timed waits of the time their
+ * SimGrid tasks would take (htae_dyn: from the start, or from some point on). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/engine.h>
+
+#include "../base/xalloc.h"
+#include "htae_clock.h"
+#include "htae_coll_internal.h"
+
+/* p's host pairs, each once, as start_block starts their flows (pattern.pair_*): in order of
+ * first edge, through a dense table up to HTAE_PTASK_MAX_HOSTS members, sorted by pair above
+ * (a merged companion pattern; only the sums matter there). */
+static int by_pair(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+static void pattern_pairs(const coll_group *gp, pattern *p)
+{
+    int n = gp->n;
+    p->pair_src = xmalloc((size_t)p->n_edges * sizeof *p->pair_src);
+    p->pair_dst = xmalloc((size_t)p->n_edges * sizeof *p->pair_dst);
+    p->pair_w = xmalloc((size_t)p->n_edges * sizeof *p->pair_w);
+    p->n_pairs = 0;
+    if (n > HTAE_PTASK_MAX_HOSTS) {
+        uint64_t *v = xmalloc(((size_t)p->n_edges + 1) * 2 * sizeof *v);
+        for (int e = 0; e < p->n_edges; e++) {
+            v[2 * e] = (uint64_t)p->src[e] * (uint64_t)n + (uint64_t)p->dst[e];
+            v[2 * e + 1] = (uint64_t)e;
+        }
+        qsort(v, (size_t)p->n_edges, 2 * sizeof *v, by_pair);
+        for (int i = 0; i < p->n_edges; i++) {
+            int e = (int)v[2 * i + 1];
+            if (i == 0 || v[2 * i] != v[2 * i - 2]) {
+                p->pair_src[p->n_pairs] = p->src[e];
+                p->pair_dst[p->n_pairs] = p->dst[e];
+                p->pair_w[p->n_pairs++] = 0.0;
+            }
+            p->pair_w[p->n_pairs - 1] += p->w[e];
+        }
+        free(v);
+        return;
+    }
+    int *at = xmalloc((size_t)n * (size_t)n * sizeof *at); /* pair index + 1, 0 none */
+    memset(at, 0, (size_t)n * (size_t)n * sizeof *at);
+    for (int e = 0; e < p->n_edges; e++) {
+        int *slot = &at[(size_t)p->src[e] * n + (size_t)p->dst[e]];
+        if (*slot == 0) {
+            *slot = ++p->n_pairs;
+            p->pair_src[*slot - 1] = p->src[e];
+            p->pair_dst[*slot - 1] = p->dst[e];
+            p->pair_w[*slot - 1] = 0.0;
+        }
+        p->pair_w[*slot - 1] += p->w[e];
+    }
+    free(at);
+}
+
+/* run_pattern's time without its SimGrid task, for a group alone on its links: the task would
+ * run alone, and ptask_L07 gives a lone task its worst route latency (p->max_lat), then moves
+ * its flows at the rate of its busiest link: every link's load is the sum of the bytes of the
+ * host pairs crossing it (the links are shared, not fatpipes), so the task takes scale times
+ * the pattern's unit time (htae_pattern_unit). The flows start in the link statistics when the task
+ * would have started and end when it would have ended. */
+void htae_coll_run_timed(coll_group *gp, pattern *p, double scale, double latency, coll_run_ctx *cx)
+{
+    int empty = scale <= 0.0 || p->n_edges == 0;
+    double wait = empty ? latency : latency - p->max_lat;
+    if (empty) {
+        if (wait > 0.0)
+            htae_wait_until(simgrid_get_clock() + wait);
+        return;
+    }
+    if (!p->pair_w)
+        pattern_pairs(gp, p);
+    if (wait < 0.0)
+        wait = 0.0;
+    double start = simgrid_get_clock() + wait;
+    for (int i = 0; i < p->n_pairs; i++)
+        htae_links_start(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]],
+                         scale * p->pair_w[i], start);
+    htae_wait_until(simgrid_get_clock() + wait + p->max_lat + scale * htae_pattern_unit(gp, p));
+    (*cx->activities)++;
+    (*cx->timed)++;
+    double now = simgrid_get_clock();
+    for (int i = 0; i < p->n_pairs; i++)
+        htae_links_end(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]], now);
+}
+
+/* Merged companion patterns' unit times, by key (htae_coll_run_with). */
+typedef struct unit_entry {
+    uint64_t key;
+    double unit;
+} unit_entry;
+
+struct htae_unit_cache {
+    unit_entry *v;
+    size_t n, cap;
+};
+
+struct htae_unit_cache *htae_unit_cache_create(void)
+{
+    return xcalloc(1, sizeof(struct htae_unit_cache));
+}
+
+void htae_unit_cache_free(struct htae_unit_cache *c)
+{
+    if (!c)
+        return;
+    free(c->v);
+    free(c);
+}
+
+int htae_merged_alone(coll_group *merged, pattern *p, double u_min, uint64_t key, coll_run_ctx *cx)
+{
+    if (p->n_edges == 0 || !cx->units)
+        return 0;
+    struct htae_unit_cache *c = cx->units;
+    double unit = -1.0;
+    for (size_t i = 0; i < c->n && unit < 0.0; i++)
+        if (c->v[i].key == key)
+            unit = c->v[i].unit;
+    if (unit < 0.0) {
+        p->unit_s = -1.0; /* a pattern built in place starts at 0: not computed */
+        unit = htae_pattern_unit(merged, p);
+        xgrow(&c->v, sizeof *c->v, c->n + 1, &c->cap);
+        c->v[c->n++] = (unit_entry){key, unit};
+    }
+    p->unit_s = unit;
+    return merged->n <= HTAE_PTASK_MAX_HOSTS || u_min >= unit * (1.0 - 1e-12);
+}

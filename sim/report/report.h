@@ -1,0 +1,77 @@
+/* report.h: what a run tells its user: the summary (iteration time, throughput, MFU, memory,
+ * where the time went on the busiest GPU), computed from the compiled plan and the timeline. */
+#ifndef PROTOSIM_REPORT_H
+#define PROTOSIM_REPORT_H
+
+#include <stdio.h>
+
+#include "../../strategies/compile/compile.h"
+#include "../../topology/cluster.h"
+#include "../engine/htae.h"
+
+#define REPORT_TOP 5
+
+typedef struct report_item {
+    int label;
+    double seconds;
+} report_item;
+
+typedef struct report_summary {
+    double iteration_s, samples_per_s, tokens_per_s, mfu;
+    /* The GPU with the least memory headroom (the most memory on a single-model cluster): its
+     * estimate, rank and own HBM capacity. peak_memory_bytes > memory_capacity exactly when
+     * some GPU does not fit. */
+    double peak_memory_bytes;
+    int peak_memory_rank;
+    double memory_capacity;
+    int busiest_rank; /* the GPU with the most compute time */
+    /* The busiest GPU's iteration, split: compute + exposed_comm + bubble + idle = iteration_s.
+     * exposed_comm: communicating while not computing; bubble (pipelined plans): neither
+     * computing nor communicating between the iteration's start and the end of the pipeline
+     * flush (the last backward of any stage): warm-up, waits between units, cool-down; idle:
+     * the rest, after the flush (e.g. waiting on DP collectives or the optimizer). For 1F1B
+     * with equal stages the bubble is the textbook (p - 1)(t_f + t_b). */
+    double compute_s, exposed_comm_s, bubble_s, idle_s;
+    double comm_s[CAT_COUNT]; /* busy time per communication category on that GPU */
+    /* Largest labels by time on that GPU: passes of a stage's chunk ("bwd stage 3, layers
+     * 18-23", "fwd embedding + layers 0-23 + LM head"), collectives ("tp all-gather", "dp grad
+     * reduce-scatter"), pipeline sends, the optimizer step. */
+    report_item top[REPORT_TOP];
+    int n_top;
+} report_summary;
+
+void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out);
+
+/* The critical path of the simulated iteration, walked backwards from the task that ends last.
+ * A task's predecessors are its explicit edges' sources and the previous task of its stream;
+ * for a collective task, those of every member (all members start together when the last one
+ * arrives, so the member whose predecessor ended last is the one the collective waited for).
+ * At each task the walk steps to the predecessor that ends latest: if it ends at the task's
+ * start (within 1e-12 s) the task is charged from that end to its own end; otherwise the gap
+ * is a wait item ("host issue" when the waiting task is HOST_ISSUE: its host thread had not
+ * issued it yet; else "wait"), and the walk goes on from that predecessor. A task with no
+ * predecessor ends the walk, with a wait item from 0 to its start if it started later. So the
+ * items tile [0, makespan]: their seconds add up to the iteration time (up to rounding).
+ * Items are in time order, zero-length ones dropped and consecutive ones with the same name
+ * and kind merged. Cost: O(tasks + edges) to build predecessor lists, then the path. */
+typedef struct report_path_item {
+    char *name;       /* "fwd stage 0, layers 0-11 (GPU 3)", "pp send (GPU 3 -> 4)", "tp
+                         all-reduce" (a collective spans its group), "host issue (GPU 3)" */
+    const char *kind; /* "compute", "tp-comm", "pp-comm", "dp-comm", "cp-comm" (the task's
+                         stream), "wait" */
+    double seconds;
+} report_path_item;
+
+typedef struct report_critical_path {
+    report_path_item *items; /* in time order */
+    int n;
+} report_critical_path;
+
+/* g finalized and run into r. Free with report_critical_path_free. */
+void report_critical_path_create(const htae_graph *g, const htae_result *r,
+                                 report_critical_path *out);
+void report_critical_path_free(report_critical_path *cp);
+/* The path's largest names by total time (items of one name summed), largest first, at most
+ * max of them, into top (names borrowed from cp); returns how many. */
+int report_critical_path_top(const report_critical_path *cp, report_path_item *top, int max);
+#endif

@@ -1,0 +1,440 @@
+/* steady.c: a pipeline's steady state simulated once, the rest of its micro-batches inserted as
+ * proven periods (steady.h). */
+#include "steady.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/xalloc.h"
+#include "../engine/htae_links.h"
+
+/* Simulated seconds within which two times are the same instant: far below any task here, far
+ * above the rounding of a time of a few hundred seconds. */
+#define STEADY_EPS 1e-9
+
+int steady_short_micro_batches(int pp, int interleaved, int attempt)
+{
+    if (interleaved) /* whole rounds of pp micro-batches: 3 to warm up and cool down */
+        return attempt < 2 ? (6 + 2 * attempt) * pp : 0;
+    if (attempt == 0)
+        return pp > 1 ? pp + 8 : 6;
+    return attempt == 1 && pp > 4 ? 2 * pp + 4 : 0;
+}
+
+/* Micro-batches a period holds: a round of pp under the interleaved schedule, else 1. */
+static int period_micro_batches(const strategy *s)
+{
+    return s->schedule == SCHED_INTERLEAVED ? s->pp : 1;
+}
+
+/* Why the plan is simulated whole, NULL if the shorter run may be tried. */
+static const char *ineligible(const strategy *s, const compile_options *copt,
+                              const htae_options *hopt, int allow, int m, int m1)
+{
+    if (!allow)
+        return "a trace asks for every task";
+    if (copt && !copt->fold_data_parallel)
+        return "--no-fold";
+    if (s->model.family == FAMILY_DLRM)
+        return "a recommendation model";
+    if (s->schedule == SCHED_GPIPE) /* every forward first, even without stages */
+        return "a GPipe schedule";
+    if (hopt && hopt->counter_ranks)
+        return "link counters asked";
+    int d = period_micro_batches(s);
+    if (m < m1 + 2 * d || (m - m1) % d != 0)
+        return "few micro-batches";
+    return NULL;
+}
+
+/* The stream's tasks: g->stream_tasks[*first .. *last). */
+static void stream_span(const htae_graph *g, uint32_t i, uint32_t *first, uint32_t *last)
+{
+    *first = g->stream_first[i];
+    *last = g->stream_first[i + 1];
+}
+
+/* The first task of each micro-batch on rank 0's compute stream (a micro-batch above every one
+ * before it), in order, into *out; they are flagged for link snapshots. */
+static unsigned char *snapshot_flags(const htae_graph *g, uint32_t **out, int *n)
+{
+    unsigned char *flags = xcalloc((size_t)g->n_tasks + 1, 1);
+    uint32_t first, last;
+    stream_span(g, STREAM_COMPUTE, &first, &last);
+    *out = xmalloc(((size_t)(last - first) + 1) * sizeof **out);
+    *n = 0;
+    int top = -1;
+    for (uint32_t k = first; k < last; k++) {
+        uint32_t t = g->stream_tasks[k];
+        if (g->tasks[t].micro > top) {
+            top = g->tasks[t].micro;
+            flags[t] = 1;
+            (*out)[(*n)++] = t;
+        }
+    }
+    return flags;
+}
+
+/* Task a (of graph ga) is task b (of gb) but for its micro-batch, dm later (-1 stays -1). */
+static int same_task(const htae_graph *ga, uint32_t a, const htae_graph *gb, uint32_t b, int dm)
+{
+    const htae_task *x = &ga->tasks[a], *y = &gb->tasks[b];
+    if (x->kind != y->kind || x->stream != y->stream || x->category != y->category ||
+        x->host != y->host || x->rank != y->rank || x->peer != y->peer || x->label != y->label ||
+        x->seconds != y->seconds || x->bytes != y->bytes || x->host_s != y->host_s ||
+        x->span != y->span || x->n_pred != y->n_pred || x->n_succ != y->n_succ)
+        return 0;
+    if (x->micro != (y->micro < 0 ? y->micro : y->micro + dm))
+        return 0;
+    if (x->kind == TASK_COLLECTIVE) {
+        const htae_collective *p = &ga->colls[x->coll], *q = &gb->colls[y->coll];
+        if (p->kind != q->kind || p->group != q->group || p->bytes != q->bytes)
+            return 0;
+    }
+    return 1;
+}
+
+/* Task a of r ran as task b did, d seconds later. */
+static int shifted(const htae_result *r, uint32_t a, uint32_t b, double d)
+{
+    return fabs(r->start[a] - r->start[b] - d) <= STEADY_EPS &&
+           fabs(r->end[a] - r->end[b] - d) <= STEADY_EPS;
+}
+
+/* The host issued t1, t2, t3 (one period apart) at a steady pace: every period P later (in
+ * step with the GPU), or every h < P later, *gains set (a host that runs ahead, its lead
+ * growing by P - h a period: the lead is no state that repeats, so steady_prove then checks
+ * that the host bounds nothing from the window on). */
+static int host_period(const htae_result *r, uint32_t t1, uint32_t t2, uint32_t t3, double P,
+                       int *gains)
+{
+    double h1 = r->ready[t1] - r->ready[t2], h2 = r->ready[t2] - r->ready[t3];
+    if (fabs(h1 - h2) > STEADY_EPS || h1 > P + STEADY_EPS)
+        return 0;
+    if (h1 < P - STEADY_EPS)
+        *gains = 1;
+    return 1;
+}
+
+/* Each task's latest predecessor end (an edge's source, its stream's previous task; -inf for
+ * none), for host_bounds_nothing: [n_tasks], the caller frees it. */
+static double *predecessor_ends(const htae_graph *g, const htae_result *r)
+{
+    double *bound = xmalloc(((size_t)g->n_tasks + 1) * sizeof *bound);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        bound[t] = -INFINITY;
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        for (uint32_t k = 0; k < g->tasks[t].n_succ; k++) {
+            uint32_t v = g->succ[g->tasks[t].succ_first + k];
+            bound[v] = fmax(bound[v], r->end[t]);
+        }
+    uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
+    for (uint32_t i = 0; i < n_streams; i++)
+        for (uint32_t k = g->stream_first[i] + 1; k < g->stream_first[i + 1]; k++)
+            bound[g->stream_tasks[k]] =
+                fmax(bound[g->stream_tasks[k]], r->end[g->stream_tasks[k - 1]]);
+    return bound;
+}
+
+/* No task the host issues, from `from` on, started or ended because of the host: each starts
+ * after its issue or has a predecessor (bound: predecessor_ends) ending when it starts, and
+ * each compute task ends after its issue's flow-shop bound (span). Then a host further ahead
+ * changes nothing. */
+static int host_bounds_nothing(const htae_graph *g, const htae_result *r, const double *bound,
+                               double from)
+{
+    int ok = 1;
+    for (uint32_t t = 0; ok && t < g->n_tasks; t++) {
+        const htae_task *k = &g->tasks[t];
+        if (!k->host || r->start[t] < from - STEADY_EPS)
+            continue;
+        int at_issue = r->start[t] <= r->ready[t] + STEADY_EPS;
+        ok = !(at_issue && bound[t] < r->start[t] - STEADY_EPS) &&
+             !(k->span > 0 && r->end[t] <= r->ready[t] + k->span + STEADY_EPS);
+    }
+    return ok;
+}
+
+/* Which of five spans around tau a start time falls in, in time order: 0 before tau - 3P,
+ * 1, 2, 3 the three periods before tau, 4 from tau on. */
+static int span_of(double start, double tau, double P)
+{
+    int s = 0;
+    for (int k = 3; k >= 0; k--)
+        s += start >= tau - k * P - STEADY_EPS;
+    return s;
+}
+
+/* Every stream repeats over the three periods before tau: the same tasks (micro-batch one
+ * later each period) at the same times plus P, issued by the host at a steady pace
+ * (host_period); nothing begun before them still running after the first. */
+static int streams_periodic(const htae_graph *g, const htae_result *r, double tau, double P, int d,
+                            int *host_gains)
+{
+    uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
+    for (uint32_t i = 0; i < n_streams; i++) {
+        uint32_t first, last, at[5] = {0}, n[5] = {0};
+        stream_span(g, i, &first, &last);
+        int prev = 0;
+        for (uint32_t k = first; k < last; k++) {
+            int b = span_of(r->start[g->stream_tasks[k]], tau, P);
+            if (b < prev)
+                return 0; /* a stream runs its tasks in order */
+            prev = b;
+            if (n[b]++ == 0)
+                at[b] = k;
+        }
+        if (n[1] != n[2] || n[2] != n[3])
+            return 0;
+        if (n[0] > 0 && r->end[g->stream_tasks[at[0] + n[0] - 1]] > tau - 2 * P + STEADY_EPS)
+            return 0;
+        for (uint32_t q = 0; q < n[3]; q++) { /* t1 in the last period, t3 in the first */
+            uint32_t t1 = g->stream_tasks[at[3] + q], t2 = g->stream_tasks[at[2] + q],
+                     t3 = g->stream_tasks[at[1] + q];
+            if (g->tasks[t1].micro < 0 || !same_task(g, t1, g, t2, d) ||
+                !same_task(g, t2, g, t3, d) || !shifted(r, t1, t2, P) || !shifted(r, t2, t3, P))
+                return 0;
+            if (g->tasks[t1].host && !host_period(r, t1, t2, t3, P, host_gains))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Every link's bytes and busy time grow alike over the three periods (snapshots k - 3d, k - 2d,
+ * k - d, k). */
+static int links_periodic(const htae_result *r, int k, int d)
+{
+    for (int j = 0; j < r->n_links; j++) {
+        double b[4], u[4];
+        for (int q = 0; q < 4; q++) {
+            size_t at = (size_t)(k - (3 - q) * d) * (size_t)r->n_links + (size_t)j;
+            b[q] = r->snap_bytes[at];
+            u[q] = r->snap_busy[at];
+        }
+        for (int q = 0; q < 2; q++) {
+            double db0 = b[q + 1] - b[q], db1 = b[q + 2] - b[q + 1];
+            if (fabs(db1 - db0) > 1e-9 * fmax(fabs(db0), 1.0) ||
+                fabs((u[q + 2] - u[q + 1]) - (u[q + 1] - u[q])) > STEADY_EPS)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* The window: micro-batch c's first task on rank 0's compute stream starts at tau, those of
+ * c - d, c - 2d, c - 3d at tau - P, - 2P, - 3P (a period is d micro-batches: 1, or the pipeline
+ * degree of an interleaved schedule, which runs them in rounds), and everything repeats over
+ * them. */
+typedef struct window {
+    int c, d;
+    double tau, P;
+} window;
+
+static int find_window(const htae_graph *g, const htae_result *r, const uint32_t *flagged, int n,
+                       int pp, int d, window *w)
+{
+    if (r->n_snaps != n)
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (r->snap_t[k] != r->start[flagged[k]] || g->tasks[flagged[k]].micro != k)
+            return 0;
+    int lo = pp + 3 > 3 * d ? pp + 3 : 3 * d, hi = n - 2, mid = (lo + hi) / 2, found = 0;
+    double *bound = NULL; /* predecessor_ends, once, when a window needs it */
+    for (int step = 0; step <= hi - lo && !found; step++) { /* from the middle outwards */
+        int c = mid + (step % 2 ? -(step + 1) / 2 : step / 2);
+        if (c < lo || c > hi)
+            continue;
+        double tau = r->snap_t[c], P = tau - r->snap_t[c - d];
+        if (!(P > 100 * STEADY_EPS) || tau - 3 * P < STEADY_EPS)
+            continue;
+        if (fabs(r->snap_t[c - d] - r->snap_t[c - 2 * d] - P) > STEADY_EPS ||
+            fabs(r->snap_t[c - 2 * d] - r->snap_t[c - 3 * d] - P) > STEADY_EPS)
+            continue;
+        int gains = 0;
+        if (!streams_periodic(g, r, tau, P, d, &gains) || !links_periodic(r, c, d))
+            continue;
+        if (gains && !bound)
+            bound = predecessor_ends(g, r);
+        if (!gains || host_bounds_nothing(g, r, bound, tau - 3 * P)) {
+            *w = (window){c, d, tau, P};
+            found = 1;
+        }
+    }
+    free(bound);
+    return found;
+}
+
+/* One stream of the full graph from the short run's: the tasks before tau as they ran, K copies
+ * of the last period's, k P later and k d micro-batches on, then the rest K P later and K d
+ * micro-batches on. 0 if the graphs differ there. */
+static int expand_stream(const htae_graph *g, const htae_graph *g1, const htae_result *r1,
+                         uint32_t i, const window *w, int K, htae_result *out)
+{
+    uint32_t f0, f1, s0, s1;
+    stream_span(g, i, &f0, &f1);
+    stream_span(g1, i, &s0, &s1);
+    uint32_t nb = 0, n1 = 0; /* tasks before tau; of those, in its last period */
+    for (uint32_t k = s0; k < s1; k++) {
+        double st = r1->start[g1->stream_tasks[k]];
+        if (st < w->tau - STEADY_EPS) {
+            nb++;
+            n1 += st >= w->tau - w->P - STEADY_EPS;
+        }
+    }
+    if ((uint64_t)(f1 - f0) != (uint64_t)(s1 - s0) + (uint64_t)K * n1)
+        return 0;
+    for (uint32_t j = 0; j < f1 - f0; j++) {
+        uint32_t src;
+        int dm;
+        double d;
+        if (j < nb) {
+            src = j, dm = 0, d = 0.0;
+        } else if (j < nb + (uint32_t)K * n1) {
+            uint32_t k = (j - nb) / n1 + 1, q = (j - nb) % n1;
+            src = nb - n1 + q, dm = (int)k * w->d, d = k * w->P;
+        } else {
+            src = j - (uint32_t)K * n1, dm = K * w->d, d = K * w->P;
+        }
+        uint32_t t = g->stream_tasks[f0 + j], t1 = g1->stream_tasks[s0 + src];
+        if (!same_task(g, t, g1, t1, dm))
+            return 0;
+        out->start[t] = r1->start[t1] + d;
+        out->end[t] = r1->end[t1] + d;
+    }
+    return 1;
+}
+
+/* Every edge's source ends before its destination starts in the expanded timeline. */
+static int edges_hold(const htae_graph *g, const htae_result *r)
+{
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        for (uint32_t k = 0; k < g->tasks[t].n_succ; k++)
+            if (r->end[t] > r->start[g->succ[g->tasks[t].succ_first + k]] + STEADY_EPS)
+                return 0;
+    return 1;
+}
+
+/* Links of the full run: the short run's plus K times one period's growth. */
+static void expand_links(const htae_result *r1, const window *w, int K, htae_result *out)
+{
+    out->n_links = r1->n_links;
+    out->links = xcalloc((size_t)r1->n_links + 1, sizeof *out->links);
+    for (int j = 0; j < r1->n_links; j++) {
+        size_t a = (size_t)w->c * (size_t)r1->n_links + (size_t)j;
+        size_t b = (size_t)(w->c - w->d) * (size_t)r1->n_links + (size_t)j;
+        htae_link_stat *s = &out->links[j];
+        *s = r1->links[j];
+        s->name = xstrdup(r1->links[j].name);
+        s->rate = NULL;
+        s->n_rate = 0;
+        s->bytes += K * (r1->snap_bytes[a] - r1->snap_bytes[b]);
+        s->busy_s += K * (r1->snap_busy[a] - r1->snap_busy[b]);
+    }
+    qsort(out->links, (size_t)out->n_links, sizeof *out->links, htae_link_stat_cmp);
+}
+
+/* The full plan's result from the short run's, 0 if the graphs do not line up. */
+static int expand(const htae_graph *g, const htae_graph *g1, const htae_result *r1, const window *w,
+                  int K, htae_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->start = xmalloc(((size_t)g->n_tasks + 1) * sizeof *out->start);
+    out->end = xmalloc(((size_t)g->n_tasks + 1) * sizeof *out->end);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        out->start[t] = out->end[t] = NAN;
+    uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
+    int ok = g->n_ranks == g1->n_ranks && g->n_streams == g1->n_streams;
+    for (uint32_t i = 0; ok && i < n_streams; i++)
+        ok = expand_stream(g, g1, r1, i, w, K, out);
+    for (uint32_t t = 0; ok && t < g->n_tasks; t++) {
+        ok = !isnan(out->start[t]);
+        if (ok && out->end[t] > out->makespan)
+            out->makespan = out->end[t];
+    }
+    ok = ok && fabs(out->makespan - (r1->makespan + K * w->P)) <= STEADY_EPS && edges_hold(g, out);
+    if (!ok) {
+        htae_result_free(out);
+        return 0;
+    }
+    out->activities = r1->activities;
+    out->lean_colls = r1->lean_colls;
+    out->timed_colls = r1->timed_colls;
+    out->wall_s = r1->wall_s;
+    expand_links(r1, w, K, out);
+    return 1;
+}
+
+/* The shorter run and its expansion; 0 with info->why when it cannot be used. */
+static int try_short(const strategy *s, const cluster *c, const compile_options *copt,
+                     const htae_options *hopt, const compiled_plan *plan, int m1, htae_result *out,
+                     steady_info *info)
+{
+    strategy s1 = *s;
+    s1.global_batch = m1 * s->micro_batch * s->dp;
+    compiled_plan p1;
+    ps_error e;
+    ps_error_clear(&e);
+    if (compile_plan(&s1, c, copt, &p1, &e)) {
+        snprintf(info->why, sizeof info->why, "the shorter plan: %.70s", e.message);
+        return 0;
+    }
+    uint32_t *flagged;
+    int n_flagged;
+    unsigned char *flags = snapshot_flags(p1.graph, &flagged, &n_flagged);
+    htae_options o;
+    if (hopt)
+        o = *hopt;
+    else
+        htae_default_options(&o);
+    o.snapshot_tasks = flags;
+    htae_result r1;
+    int used = 0;
+    window w;
+    if (htae_run(p1.graph, c, &o, &r1, &e))
+        snprintf(info->why, sizeof info->why, "the shorter run: %.72s", e.message);
+    else if (!find_window(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), &w))
+        snprintf(info->why, sizeof info->why, "no period found");
+    else if (!expand(plan->graph, p1.graph, &r1, &w, (plan->micro_batches - m1) / w.d, out))
+        snprintf(info->why, sizeof info->why, "the plans' graphs differ");
+    else {
+        used = 1;
+        info->period_s = w.P;
+    }
+    info->short_wall_s = r1.wall_s;
+    htae_result_free(&r1);
+    free(flags);
+    free(flagged);
+    compiled_plan_free(&p1);
+    return used;
+}
+
+int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
+               const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
+               steady_info *info, ps_error *err)
+{
+    memset(info, 0, sizeof *info);
+    info->micro_batches = info->simulated = plan->micro_batches;
+    for (int attempt = 0;; attempt++) {
+        int m1 = steady_short_micro_batches(s->pp, s->schedule == SCHED_INTERLEAVED, attempt);
+        const char *why = m1 ? ineligible(s, copt, hopt, allow, plan->micro_batches, m1) : NULL;
+        if (!m1 || why) {
+            if (why) /* else the last attempt's reason stays */
+                snprintf(info->why, sizeof info->why, "%s", why);
+            break;
+        }
+        double wall = info->short_wall_s;
+        int used = try_short(s, c, copt, hopt, plan, m1, out, info);
+        info->short_wall_s += wall;
+        if (used) {
+            info->used = 1;
+            info->simulated = m1;
+            return 0;
+        }
+        if (strcmp(info->why, "no period found") != 0)
+            break; /* a longer run would not change that */
+    }
+    return htae_run(plan->graph, c, hopt, out, err);
+}

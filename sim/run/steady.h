@@ -1,0 +1,42 @@
+/* steady.h: a pipeline's steady state simulated once (issue 15, "repeated micro-batches").
+ *
+ * A plan of M micro-batches per replica is simulated with m1 of them (steady_short_micro_batches).
+ * If that run proves a period P of d micro-batches (find_window: three consecutive periods in
+ * which every task of every stream, the host's issue pace and every link's bytes and busy time
+ * repeat exactly, shifted by P, with no other task in flight; d is 1, or the pipeline degree
+ * under the interleaved schedule), the full plan's timeline is that run's with K = (M - m1) / d
+ * more periods inserted: the tasks before the proven window keep their times, K copies of its
+ * last period follow, and the rest moves by K x P. The full plan's graph must be the short
+ * plan's with those micro-batches inserted, stream by stream (checked task by task). Otherwise
+ * every task is simulated. docs/design-notes.md, "Steady-state skipping". */
+#ifndef PROTOSIM_STEADY_H
+#define PROTOSIM_STEADY_H
+
+#include "../../strategies/compile/compile.h"
+#include "../engine/htae.h"
+
+typedef struct steady_info {
+    int used;            /* 1: the result was extended from the shorter run */
+    int micro_batches;   /* the plan's, per replica */
+    int simulated;       /* micro-batches simulated */
+    double period_s;     /* used: the proven period */
+    double short_wall_s; /* host seconds of the shorter runs (also when not used) */
+    char why[96];        /* not used: why ("--no-fold", "no period found", ...) */
+} steady_info;
+
+/* Simulate the compiled plan (compiled from s with copt) into *out: through a shorter run and
+ * its proven period when allowed (allow: nothing needs every task simulated, such as a trace)
+ * and possible, else every task. hopt may be NULL. Errors are the executor's. */
+int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
+               const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
+               steady_info *info, ps_error *err);
+
+/* The micro-batches the shorter run simulates for a plan of pp stages, by attempt: under 1F1B
+ * first pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the
+ * first stage, after the warm-up, before the cool-down), then, if that run holds no period,
+ * 2 pp + 4 when that is more (uneven stages settle later); without a pipeline 6, once; under the
+ * interleaved schedule, whose period is a round of pp micro-batches, 6 rounds, then 8 (5 never
+ * held one in the plans tried). 0: no more attempts. */
+int steady_short_micro_batches(int pp, int interleaved, int attempt);
+
+#endif

@@ -1,0 +1,417 @@
+/* chunk.c: segment templates of one model chunk on one kind of GPU: forward, full-recompute
+ * replay and backward cut at tensor-parallel collectives, gradient buckets, saved activations. */
+#include "chunk.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sim/base/xalloc.h"
+#include "../../sim/cost/cost.h"
+
+static void seg_push(segment_list *l, segment sg)
+{
+    xgrow(&l->seg, sizeof *l->seg, (size_t)l->n + 1, &l->cap);
+    l->seg[l->n++] = sg;
+}
+
+/* The op's kernels, launched one after another, each run once launched and the GPU free. A
+ * straggler (slowdown > 1) runs its kernels slower; the host launches them as fast as ever.
+ * Under `precision: fp8` the layers' GEMMs are costed as FP8 GEMMs, the rest at `prec`. With a
+ * profile database the passes it matches take their measured kernel times (full: the op graph's
+ * op, NULL for a context-parallel ring step, which is never matched); `replay`: a forward
+ * replayed for recompute, for the record. */
+static void add_op(const compile_ctx *cx, segment *sg, const workload_op *full,
+                   const workload_op *op, op_pass pass, int replay, const device_spec *dev,
+                   double slowdown)
+{
+    const strategy *s = cx->s;
+    precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
+    if (sg->n_ops++ == 0 || op->layer < sg->lo)
+        sg->lo = op->layer;
+    if (sg->n_ops == 1 || op->layer > sg->hi)
+        sg->hi = op->layer;
+    double model = cost_op_kernel_seconds(op, pass, prec, dev);
+    profile_hit hit;
+    profile_match_op(full ? cx->profile : NULL, &cx->wg.model, full, op, pass, prec, dev, model,
+                     &hit);
+    if (cx->stats)
+        profile_stats_add(cx->stats, op, pass, replay, &hit, model);
+    double g = hit.seconds * slowdown;
+    double c = cost_op_launch_seconds(op, pass);
+    assert(g >= 0 && c >= 0);
+    int k = cost_op_kernels(op, pass);
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        sg->cpu += c / k;
+        sg->span = (sg->span > sg->cpu ? sg->span : sg->cpu) + g / k;
+    }
+    sg->gpu += g;
+}
+
+/* The attention core under context parallelism: one segment of cp ring steps (the rank's
+ * queries against one K/V chunk each), emitted by context_emit_ring. op is the core on seq / cp
+ * queries and keys. Causal, load-balanced: step 0 (the rank's own chunk) is that causal
+ * kernel, each later step half of the s/cp square of every head without a mask (one query half
+ * against the whole chunk, or the whole queries against one half): the kernel on half the heads
+ * (context_ring_later_step). Without a mask every step is the full square. */
+static void add_ring(segment *sg, const compile_ctx *cx, const workload_op *op, op_pass pass,
+                     const device_spec *dev, double slowdown)
+{
+    assert(sg->n_ops == 0);
+    workload_op later;
+    context_ring_later_step(op, &later);
+    add_op(cx, sg, NULL, op, pass, 0, dev, slowdown);
+    sg->gpu0 = sg->gpu;
+    for (int j = 1; j < cx->cp; j++)
+        add_op(cx, sg, NULL, &later, pass, 0, dev, slowdown);
+    sg->ring = 1;
+}
+
+static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
+{
+    if (op->layer < 0)
+        return mc == 0;
+    if (op->layer >= cx->wg.model.layers)
+        return mc == cx->mcs - 1;
+    return op->layer >= cx->chunk_first[mc] && op->layer < cx->chunk_first[mc + 1];
+}
+
+/* Tensor-parallel collective points (Megatron's f and g operators): forward after a
+ * row-parallel GEMM and after a vocab-parallel embedding; backward after the input gradient of
+ * a column-parallel or vocab-parallel GEMM. Experts laid out by expert parallelism make none:
+ * their tokens come and go by the all-to-alls (expert_cut). */
+static int fwd_cut(const compile_ctx *cx, const workload_op *op)
+{
+    if (cx->tp == 1 || (op->expert && cx->expert_layout))
+        return 0;
+    if (op->kind == OP_GEMM && op->split == SPLIT_ROW)
+        return 1;
+    return op->kind == OP_EMBEDDING && strategy_vocab_parallel_for_layer(cx->s, op->layer);
+}
+
+static int bwd_cut(const compile_ctx *cx, const workload_op *op)
+{
+    if (cx->tp == 1 || op->kind != OP_GEMM || (op->expert && cx->expert_layout))
+        return 0;
+    if (op->split == SPLIT_COLUMN)
+        return 1;
+    return op->split == SPLIT_VOCAB && strategy_vocab_parallel_for_layer(cx->s, op->layer);
+}
+
+/* Expert parallelism's cut after op i of the pass (`next` the op the pass runs after it, -1
+ * at the end): into the experts where the next op is a routed-expert op and op i is not (the
+ * permute's output forward, the unpermute's input gradient backward), out of them in the
+ * reverse case (the last expert GEMM's output forward, the first one's input gradient
+ * backward). The expert ops of a layer are consecutive. */
+static int expert_cut(const compile_ctx *cx, int i, int next)
+{
+    if (!cx->expert_layout)
+        return CUT_NONE;
+    int here = cx->wg.ops[i].expert, there = next >= 0 && cx->wg.ops[next].expert;
+    return !here && there ? CUT_EP_IN : here && !there ? CUT_EP_OUT : CUT_NONE;
+}
+
+/* Op i as a rank of a profile with routed-expert load `load` runs it: the TP-sharded op, or an
+ * expert op at that load (scratch in *tmp). */
+static const workload_op *rank_op(const compile_ctx *cx, int i, double load, workload_op *tmp)
+{
+    const workload_op *op = &cx->wg.ops[i];
+    if (!(op->expert && cx->expert_layout) || load == 1.0)
+        return &cx->sharded[i];
+    workload_op_shard_expert(op, cx->tp, cx->ep, cx->etp, load, tmp);
+    return tmp;
+}
+
+/* What one pass over a chunk covers, for its label: the embedding (layer -1), transformer
+ * layers lo..hi, the "LM head" (everything after the last layer: final norm, LM head, loss). */
+typedef struct pass_extent {
+    int lo, hi, embedding, head;
+} pass_extent;
+
+static void extent_add(pass_extent *e, int layer, int layers)
+{
+    if (layer < 0)
+        e->embedding = 1;
+    else if (layer >= layers)
+        e->head = 1;
+    else {
+        if (e->hi < 0 || layer < e->lo)
+            e->lo = layer;
+        if (layer > e->hi)
+            e->hi = layer;
+    }
+}
+
+/* Every segment of a pass carries the pass's name, so the report's top items add up to what a
+ * user can act on: "fwd stage 3, layers 18-23", "bwd stage 0, embedding + layers 0-5",
+ * "recompute stage 2, layers 12-17", "fwd embedding + layers 0-23 + LM head" (no stage when
+ * the plan is not pipelined). */
+static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int mc,
+                       const pass_extent *e)
+{
+    char name[128];
+    int n = snprintf(name, sizeof name, "%s", pass);
+    if (cx->pp > 1)
+        n += snprintf(name + n, sizeof name - (size_t)n, " stage %d,", stage_of_chunk(cx, mc));
+    const char *sep = " ";
+    if (e->embedding) {
+        n += snprintf(name + n, sizeof name - (size_t)n, "%sembedding", sep);
+        sep = " + ";
+    }
+    if (e->hi >= 0) {
+        if (e->lo == e->hi)
+            n += snprintf(name + n, sizeof name - (size_t)n, "%slayer %d", sep, e->lo);
+        else
+            n += snprintf(name + n, sizeof name - (size_t)n, "%slayers %d-%d", sep, e->lo, e->hi);
+        sep = " + ";
+    }
+    if (e->head)
+        snprintf(name + n, sizeof name - (size_t)n, "%sLM head", sep);
+    int label = htae_label(cx->g, name);
+    for (int i = 0; i < l->n; i++)
+        l->seg[i].label = label;
+}
+
+/* Parameters an op adds to its chunk. A tied LM head shares the word embedding: with one
+ * pipeline stage both are on it and held once; with more, the last stage holds its own copy
+ * (Megatron's word_embeddings_for_head), so the op's tied part counts there. */
+static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
+{
+    return op->params - (cx->pp == 1 ? op->tied_params : 0.0);
+}
+
+/* Saved activations of an op's forward, after recompute savings. */
+static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
+{
+    recompute_mode rm = strategy_recompute_for_layer(cx->s, op->layer);
+    int layer_op = op->layer >= 0 && op->layer < cx->wg.model.layers;
+    if (layer_op && rm == RECOMPUTE_FULL)
+        return 0; /* only the layer input is kept: counted once per layer */
+    if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
+        return 0;
+    return op->act_bytes;
+}
+
+/* The chunk's FSDP units: one per layer index among its ops (embedding, layers, head), in
+ * forward order, with their (TP-sharded) parameters. */
+static void add_unit_params(chunk_template *ct, int layer, double params)
+{
+    if (ct->n_units == 0 || ct->unit_layer[ct->n_units - 1] != layer) {
+        ct->unit_layer =
+            xreallocarray(ct->unit_layer, (size_t)ct->n_units + 1, sizeof *ct->unit_layer);
+        ct->unit_params =
+            xreallocarray(ct->unit_params, (size_t)ct->n_units + 1, sizeof *ct->unit_params);
+        ct->unit_layer[ct->n_units] = layer;
+        ct->unit_params[ct->n_units++] = 0.0;
+    }
+    ct->unit_params[ct->n_units - 1] += params;
+}
+
+/* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. With
+ * cx->layer_cuts a segment also ends where the layer changes, so each can wait for its own
+ * parameters (ZeRO gathers); under FSDP the replay too (it runs inside each unit's backward). */
+static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                          double load, int replay, chunk_template *ct)
+{
+    const workload_graph *wg = &cx->wg;
+    segment_list *l = replay ? &ct->rec : &ct->fwd;
+    int cut_layers = replay ? cx->fsdp : cx->layer_cuts;
+    pass_extent e = {0, -1, 0, 0};
+    segment cur;
+    memset(&cur, 0, sizeof cur);
+    int any = 0;
+    workload_op tmp;
+    for (int i = 0; i < wg->n_ops; i++) {
+        const workload_op *op = rank_op(cx, i, load, &tmp);
+        int layer = wg->ops[i].layer;
+        if (!chunk_has_op(cx, mc, &wg->ops[i]))
+            continue;
+        if (replay && (layer < 0 || layer >= wg->model.layers ||
+                       strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
+            continue;
+        if ((cut_layers && cur.n_ops > 0 && cur.lo != op->layer) ||
+            (context_ring_op(cx, &wg->ops[i]) && cur.n_ops > 0)) {
+            seg_push(l, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+        if (context_ring_op(cx, &wg->ops[i]))
+            add_ring(&cur, cx, op, PASS_FWD, dev, slowdown);
+        else
+            add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, replay, dev, slowdown);
+        extent_add(&e, op->layer, wg->model.layers);
+        any = 1;
+        if (!replay) {
+            ct->params += chunk_op_params(cx, op);
+            if (op->expert && cx->expert_layout)
+                ct->expert_params += op->params;
+            ct->act_bytes += saved_act_bytes(cx, op);
+            add_unit_params(ct, op->layer, op->params);
+        }
+        int cut =
+            fwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i + 1 < wg->n_ops ? i + 1 : -1);
+        if (cut != CUT_NONE || cur.ring) {
+            cur.cut = cur.ring ? CUT_NONE : cut;
+            seg_push(l, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+    }
+    if (any && (cur.gpu + cur.cpu > 0 || (!replay && l->n == 0)))
+        seg_push(l, cur);
+    label_pass(cx, l, replay ? "recompute" : "fwd", mc, &e);
+}
+
+/* Backward, in reverse. With overlapped data parallelism a segment also ends where a layer's
+ * gradients are complete, so buckets can start while earlier layers run. */
+static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                           double load, chunk_template *ct)
+{
+    const workload_graph *wg = &cx->wg;
+    const strategy *s = cx->s;
+    int per_layer = cx->dp > 1 && (s->dp_overlap || cx->fsdp);
+    pass_extent e = {0, -1, 0, 0};
+    segment cur;
+    memset(&cur, 0, sizeof cur);
+    const workload_op *last = NULL;
+    workload_op tmp;
+    for (int i = wg->n_ops - 1; i >= 0; i--) {
+        const workload_op *op = rank_op(cx, i, load, &tmp);
+        if (!chunk_has_op(cx, mc, &wg->ops[i]))
+            continue;
+        int ring = context_ring_op(cx, &wg->ops[i]);
+        if ((per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) ||
+            (ring && cur.n_ops > 0)) {
+            seg_push(&ct->bwd, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+        if (ring) {
+            assert(!op->selective); /* a fused core: nothing for selective recompute */
+            add_ring(&cur, cx, op, PASS_BWD, dev, slowdown);
+        } else {
+            add_op(cx, &cur, &wg->ops[i], op, PASS_BWD, 0, dev, slowdown);
+        }
+        if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
+            add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
+        extent_add(&e, op->layer, wg->model.layers);
+        cur.params += chunk_op_params(cx, op);
+        if (op->expert && cx->expert_layout)
+            cur.expert_params += op->params;
+        last = &cx->sharded[i];
+        int cut = bwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i - 1);
+        if (cut != CUT_NONE || ring) {
+            cur.cut = ring ? CUT_NONE : cut;
+            seg_push(&ct->bwd, cur);
+            memset(&cur, 0, sizeof cur);
+        }
+    }
+    if (last && (cur.gpu + cur.cpu > 0 || ct->bwd.n == 0))
+        seg_push(&ct->bwd, cur);
+    label_pass(cx, &ct->bwd, "bwd", mc, &e);
+}
+
+/* Gradient buckets, filled in backward order as gradients become ready. Buckets run from the
+ * top layers down; a forward segment needs every bucket up to the first one (in that order)
+ * reaching down to its highest layer. */
+static void build_buckets(const compile_ctx *cx, chunk_template *ct)
+{
+    int layers = cx->wg.model.layers;
+    size_t cap = (size_t)2 * ct->bwd.n + 1; /* a dense and an expert bucket per segment */
+    ct->bucket_end = xmalloc(cap * sizeof *ct->bucket_end);
+    ct->bucket_bytes = xmalloc(cap * sizeof *ct->bucket_bytes);
+    ct->bucket_lo = xmalloc(cap * sizeof *ct->bucket_lo);
+    ct->bucket_expert = xmalloc(cap * sizeof *ct->bucket_expert);
+    /* dense and expert gradients fill their own buckets (Megatron-Core's separate expert
+     * buffers); without an expert layout every gradient is dense */
+    double bucket = cx->s->bucket_mb * 1e6, acc[2] = {0, 0};
+    int lo[2] = {layers, layers};
+    for (int i = 0; i < ct->bwd.n; i++) {
+        const segment *sg = &ct->bwd.seg[i];
+        double part[2] = {sg->params - sg->expert_params, sg->expert_params};
+        for (int x = 0; x < 2; x++) {
+            acc[x] += part[x] * cx->grad_elem;
+            if ((x == 0 || part[x] > 0) && sg->lo < lo[x])
+                lo[x] = sg->lo;
+            if (acc[x] >= bucket || (i == ct->bwd.n - 1 && acc[x] > 0)) {
+                ct->bucket_end[ct->n_buckets] = i;
+                ct->bucket_lo[ct->n_buckets] = lo[x];
+                ct->bucket_expert[ct->n_buckets] = (uint8_t)x;
+                ct->bucket_bytes[ct->n_buckets++] = acc[x];
+                acc[x] = 0;
+                lo[x] = layers;
+            }
+        }
+    }
+    ct->fwd_bucket = xmalloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
+    for (int i = 0; i < ct->fwd.n; i++) {
+        int b = 0;
+        /* expert buckets without an expert-data-parallel peer are never gathered */
+        while (b < ct->n_buckets - 1 &&
+               (ct->bucket_lo[b] > ct->fwd.seg[i].hi || (ct->bucket_expert[b] && cx->edp == 1)))
+            b++;
+        ct->fwd_bucket[i] = b;
+    }
+}
+
+void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                          double load, chunk_template *ct)
+{
+    assert(mc >= 0 && mc < cx->mcs && slowdown > 0 && load > 0);
+    memset(ct, 0, sizeof *ct);
+    build_forward(cx, mc, dev, slowdown, load, 0, ct);
+
+    /* full recompute keeps each such layer's input (sequence-parallel: a 1/tp slice) */
+    for (int l = cx->chunk_first[mc]; l < cx->chunk_first[mc + 1]; l++)
+        if (strategy_recompute_for_layer(cx->s, l) == RECOMPUTE_FULL)
+            ct->act_bytes += cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
+
+    build_forward(cx, mc, dev, slowdown, load, 1, ct);
+    build_backward(cx, mc, dev, slowdown, load, ct);
+    build_buckets(cx, ct);
+}
+
+void chunk_template_free(chunk_template *ct)
+{
+    free(ct->fwd.seg);
+    free(ct->bwd.seg);
+    free(ct->rec.seg);
+    free(ct->bucket_end);
+    free(ct->bucket_bytes);
+    free(ct->bucket_lo);
+    free(ct->bucket_expert);
+    free(ct->fwd_bucket);
+    free(ct->unit_layer);
+    free(ct->unit_params);
+}
+
+static int same_segments(const segment_list *a, const segment_list *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (int i = 0; i < a->n; i++) {
+        const segment *x = &a->seg[i], *y = &b->seg[i];
+        if (x->cut != y->cut || x->ring != y->ring || x->label != y->label ||
+            x->params != y->params || x->expert_params != y->expert_params || x->lo != y->lo ||
+            x->hi != y->hi)
+            return 0;
+    }
+    return 1;
+}
+
+int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
+{
+    if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
+        !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
+        a->params != b->params || a->expert_params != b->expert_params ||
+        a->act_bytes != b->act_bytes || a->n_units != b->n_units)
+        return 0;
+    for (int i = 0; i < a->n_units; i++)
+        if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i])
+            return 0;
+    for (int i = 0; i < a->n_buckets; i++)
+        if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i] ||
+            a->bucket_expert[i] != b->bucket_expert[i])
+            return 0;
+    return 1;
+}

@@ -1,0 +1,269 @@
+/* chunk.h: the compiler's internal contract (strategies/ only): the compile context, and the
+ * per-chunk segment templates (chunk.c) and memory estimate (memory.c) built from it. */
+#ifndef PROTOSIM_CHUNK_H
+#define PROTOSIM_CHUNK_H
+
+#include <stdint.h>
+
+#include "compile.h"
+#include "../schedule.h"
+
+#define NONE UINT32_MAX
+
+/* Compute between two tensor-parallel collectives, for one micro-batch on one TP rank. The
+ * host thread issues its kernels one by one (cpu seconds in all); the GPU runs them as they
+ * arrive, so the segment cannot end before `span` after its issue began (a flow shop of the
+ * kernels: host launch, then GPU run). The executor plays the host's timeline (HOST_ISSUE):
+ * a host-bound pass hides the TP collectives' time behind the issuing of later kernels, as
+ * asynchronous NCCL calls do. */
+/* What follows a segment: nothing, the tensor-parallel collective(s), or (expert parallelism)
+ * the all-to-all carrying tokens or their gradients into the experts (then the expert-tensor
+ * all-gather), or out of them (the expert-tensor reduce-scatter, then the all-to-all). */
+typedef enum { CUT_NONE, CUT_TP, CUT_EP_IN, CUT_EP_OUT } cut_kind;
+
+typedef struct segment {
+    double gpu, cpu, span;
+    double params;        /* sharded parameters whose gradients this (backward) segment makes */
+    double expert_params; /* the part of params reduced over the expert-data-parallel group */
+    int n_ops, lo, hi;    /* how many ops, lowest and highest layer among them */
+    int label;
+    int cut;     /* cut_kind: what follows */
+    int ring;    /* the attention core under context parallelism: cp ring steps (cp kernels in
+                    gpu, cpu, span), emitted by context_emit_ring */
+    double gpu0; /* ring: step 0's GPU time (the later steps share the rest equally) */
+} segment;
+
+typedef struct segment_list {
+    segment *seg;
+    int n;
+    size_t cap;
+} segment_list;
+
+/* Everything one model chunk needs on one kind of GPU, the same for every micro-batch. Only the
+ * times (gpu, span) depend on the GPU: the segments, cuts, labels, buckets, parameters and
+ * activations are the same on every GPU (chunk_template_same_shape). */
+typedef struct chunk_template {
+    segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
+    double params;              /* sharded */
+    double expert_params;       /* the part of params reduced over expert-data-parallel groups */
+    double act_bytes;           /* saved per micro-batch, after recompute savings */
+    int *bucket_end;            /* backward segment index closing each gradient bucket */
+    double *bucket_bytes;
+    uint8_t *bucket_expert; /* 1: expert gradients (over the EDP groups), 0: over DP */
+    int *bucket_lo;         /* lowest layer whose parameters the bucket holds */
+    int n_buckets;
+    int *fwd_bucket; /* per forward segment: the bucket holding its last layer */
+    /* FSDP units (ZeRO-3 gathers, reduce-scatters and frees parameters unit by unit): the
+     * embedding, each transformer layer and the head (final norm, LM head, loss) of the chunk,
+     * in forward order; a unit is named by its layer index (-1 embedding, L head). */
+    int n_units;
+    int *unit_layer;
+    double *unit_params; /* sharded by TP */
+} chunk_template;
+
+typedef struct compile_ctx {
+    const strategy *s;
+    const cluster *c;
+    workload_graph wg;
+    workload_op *sharded; /* [wg.n_ops]: the part one TP (and context) rank runs */
+    /* dp: the ranks holding the same weights of a (stage, tensor index), data x context; the
+     * compiler's data index d runs over them, d = data index x cp + context index
+     * (compile_rank_of). mcs: model chunks = pp * v */
+    int tp, pp, dp, cp, v, mcs, M;
+    int *chunk_first; /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
+    int dp_sim;       /* data-context indices simulated: dp, or cp (data replica 0) when folded */
+    struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
+    double tp_bytes;             /* one TP collective's buffer: b * s * h elements */
+    double pp_bytes;             /* one pipeline send */
+    double grad_elem;            /* bytes per gradient element in DP reduction */
+    /* GPU profiles: the distinct (device, slowdown) pairs of the cluster. Templates are built
+     * per (profile, chunk) when first used: tmpl[profile * mcs + mc], built[] says which. */
+    int n_prof;
+    int *prof_of_rank; /* [n_gpus] */
+    const device_spec **prof_dev;
+    double *prof_slowdown;
+    chunk_template *tmpl; /* [n_prof * mcs] */
+    uint8_t *built;       /* [n_prof * mcs] */
+    htae_graph *g;
+    uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
+    int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
+    int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
+    int label_cp[2];                                        /* ring transfers: [0] fwd, [1] bwd */
+    /* Expert parallelism (Megatron-Core's folding, compile_expert_stage_index): ep x etp ranks
+     * hold the experts, edp = tp x dp / (ep x etp) reduce their gradients. expert_layout: the
+     * experts are laid out otherwise than the dense MLP (ep > 1 or etp != tp), so they have
+     * their own sharding, all-to-alls and gradient groups. */
+    int ep, etp, edp, expert_layout;
+    double ep_bytes;   /* one member's all-to-all buffer, balanced: tokens / tp x topk x h */
+    double *prof_load; /* [n_prof]: the routed-expert load of the profile's ranks */
+    /* Tensor indices simulated: tp, or 1 when the TP peers are folded (fold.c): tensor index 0
+     * computes, its peers lend their links (stand-ins in the TP groups, companion pairs of its
+     * pipeline sends, companion groups of its DP collectives). */
+    int tp_sim;
+    int n_sim; /* simulated ranks of a stage: dp_sim x tp_sim, member j = d * tp_sim + t */
+    uint8_t *rank_simulated; /* [n_gpus]: 1 for the ranks that compute */
+    int *pp_pairs; /* [(d * pp + p) * 2 + next]: companion pair set of a folded send, -1 none */
+    /* Folded EP groups (fold.c): the simulated block is n_sim < ep x etp ranks of the first EP
+     * groups, whose other members join the all-to-alls as stand-ins (`compile_fold_twin`) */
+    int ep_stand_in;
+    int *tp_group;  /* [pp * dp_sim]: TP group of (stage, replica) */
+    int *ep_group;  /* [pp * tp * dp / ep]: EP group (et, edp) of each stage, -1 when it holds no
+                       simulated rank (not emitted) */
+    int *etp_group; /* [pp * tp * dp / etp] (e, edp), -1 likewise; NULL when etp == 1 */
+    int *edp_group; /* [pp * ep * etp], or NULL when edp == 1 */
+    int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
+    int label_edp[3];              /* expert gradient collectives, by coll_kind */
+    int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
+    int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
+    int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
+    int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
+    const profile_db *profile; /* measured op times (compile_options.profile), or NULL */
+    profile_stats *stats;      /* where template builds record their op passes, or NULL */
+} compile_ctx;
+
+static inline int stage_of_chunk(const compile_ctx *cx, int mc)
+{
+    return mc % cx->pp;
+}
+
+/* The template of chunk mc on its first rank (replica 0, tensor index 0): what is the same on
+ * every GPU (segments, buckets, units, parameters, activations) is read from it. */
+const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc);
+
+/* Build chunk mc's segments with op costs on `dev`, GPU (kernel) times multiplied by
+ * `slowdown`, routed-expert ops at `load` (workload_op_shard_expert; 1 balanced), its gradient
+ * buckets and activation bytes. Labels are interned in cx->g. */
+void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                          double load, chunk_template *ct);
+void chunk_template_free(chunk_template *ct);
+/* Whether a and b have the same segments (count, cuts, labels, parameters) and buckets. */
+int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
+
+/* What emit_plan's steps (compile.c, data parallelism in zero.c) hand each other. Tables
+ * indexed by xidx (per simulated replica, tensor index, chunk, micro-batch) tie each pipeline
+ * transfer to the unit that consumes it. */
+typedef struct emit_state {
+    size_t nx;
+    uint32_t *fwd_first, *bwd_first; /* the consuming unit's first task */
+    uint32_t *fwd_prev, *bwd_prev;   /* the receiver's task just before it: posts the receive */
+    uint32_t *fwd_in, *bwd_in;       /* the transfer feeding it */
+    int maxseg, maxfseg, maxbuckets;
+    /* backward segment tasks (bwd_seg_index): gradient-ready points for DP buckets, every
+     * micro-batch's under ZeRO 2 (gradients reduced each micro-batch), else the last one's */
+    uint32_t *bwd_seg;
+    int seg_mbs;      /* micro-batches bwd_seg holds: M, or 1 (the last) */
+    uint32_t *segids; /* [maxseg * tp] scratch */
+    uint32_t *gates;  /* [maxfseg * tp] scratch */
+    /* data-parallel groups of (stage, tensor index) = p * tp + t: shard groups of `shard`
+     * consecutive DP indices ([.. * n_shard_groups + g]), and with HSDP the replica groups of
+     * the ranks holding the same shard ([.. * shard + j]; -1 without HSDP); -1 if dp == 1 */
+    int *shard_group, *replica_group;
+    uint32_t *gather;   /* ZeRO overlapped gathers: [(rank * mcs + mc) * maxbuckets + b], or NULL */
+    uint32_t *last_dp;  /* per rank: its latest DP collective task (the stream runs in order) */
+    uint32_t *opt_task; /* per rank */
+    pipeline_unit *units;
+    /* ZeRO-3: each stage's FSDP units in program order (fsdp_seq[p * fsdp_cap + k]), and for
+     * every simulated (replica, tensor index) the tasks of the k-th: fsdp_task[(((d * tp + t) *
+     * fsdp_cap) + k) * 3 + FSDP_FIRST / FSDP_BEFORE / FSDP_LAST] */
+    struct fsdp_step *fsdp_seq;
+    int *fsdp_n; /* [pp]: steps per stage */
+    int fsdp_cap;
+    uint32_t *fsdp_task;
+    int *fsdp_next; /* [dp_sim * tp]: next step to record */
+} emit_state;
+
+/* One step of a stage's FSDP program: unit `unit` of chunk mc, forward or backward, for
+ * micro-batch mb. */
+typedef struct fsdp_step {
+    int mc, unit, backward, mb;
+} fsdp_step;
+
+enum { FSDP_FIRST, FSDP_BEFORE, FSDP_LAST };
+
+/* Index of backward segment `seg` of chunk mc, micro-batch mb at (d, t) in es->bwd_seg. */
+size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, int mc, int mb,
+                     int seg);
+
+/* Data parallelism (zero.c), the steps of emit_plan in order: the tables (init/free), the
+ * groups, ZeRO 1/2's overlapped parameter gathers (before the pipeline), FSDP's per-unit
+ * gathers and reduce-scatters (after it), the gradient buckets of ZeRO 0-2, the optimizer and
+ * ZeRO 1/2's gather of the updated parameters. */
+void zero_state_init(compile_ctx *cx, emit_state *es);
+void zero_state_free(compile_ctx *cx, emit_state *es);
+void zero_make_groups(compile_ctx *cx, emit_state *es);
+void zero_emit_param_gathers(compile_ctx *cx, emit_state *es);
+void zero_emit_fsdp(compile_ctx *cx, emit_state *es);
+void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es);
+void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es);
+void zero_emit_param_allgather(compile_ctx *cx, emit_state *es);
+/* ZeRO-3: the most full (gathered) parameters a rank of stage p holds at once: the largest sum
+ * of two consecutive units of its FSDP program (the one computing, the one prefetched). */
+double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
+                                 int p);
+/* Sharded parameters a rank of stage p holds (all its chunks). */
+double zero_stage_params(compile_ctx *cx, int p);
+/* The part of it reduced and sharded over the expert-data-parallel groups. */
+double zero_stage_expert_params(compile_ctx *cx, int p);
+
+/* Expert parallelism's rank groups (Megatron-Core's folding), the one place they are derived:
+ * a stage's ranks numbered i = t + tp x d (tensor index fastest) are regrouped as i = et + etp
+ * x (e + ep x edp): et the expert-tensor index, e the expert-parallel index (which experts),
+ * edp the expert-data-parallel index. Returns i; compile_stage_rank maps i to a rank. */
+int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp);
+/* The inverse: stage index i's expert-tensor, expert-parallel and expert-data-parallel
+ * indices. */
+void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp);
+int compile_stage_rank(const compile_ctx *cx, int i, int p);
+/* The routed-expert load of the ranks at stage index i: the busiest rank's for EP index 0 (it
+ * holds the busiest expert), the others' otherwise; 1 without an expert layout. */
+double compile_expert_load(const compile_ctx *cx, int i);
+/* The simulated ranks of each stage and their TP, EP, ETP and EDP groups (cx->sim_rank,
+ * tp_group, ep_group, etp_group, edp_group); free with compile_free_stage_groups. */
+void compile_make_stage_groups(compile_ctx *cx);
+void compile_free_stage_groups(compile_ctx *cx);
+/* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:
+ * member j waits for after[j] and its last collective becomes after[j]. */
+void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after);
+
+/* Context parallelism (context.c, docs/design-notes.md "Context parallelism"). The ops one
+ * context rank runs (cp > 1), before tensor sharding: the model built on seq / cp tokens (every
+ * op but the attention core divides along the sequence; the core is ring step 0, queries and
+ * keys of seq / cp), with the full model's parameters. Fills out (free with
+ * workload_graph_free). */
+int context_rank_ops(const compile_ctx *cx, workload_graph *out, ps_error *err);
+/* Whether op (of cx->wg) runs as ring steps: the attention core when cp > 1. */
+int context_ring_op(const compile_ctx *cx, const workload_op *op);
+/* The kernel of a ring step after the first, from the (sharded) step-0 core `op`: under a
+ * causal mask half the tiles of the s/cp square of every head, unmasked (half the heads'
+ * squares, no mask); without a mask the op itself. */
+void context_ring_later_step(const workload_op *op, workload_op *out);
+/* Ring bookkeeping for the plan (cx->rings), and its release. */
+void context_rings_init(compile_ctx *cx);
+void context_rings_free(compile_ctx *cx);
+/* Emit ring segment sg on `rank` (its cp steps, each overlapping the transfer carrying the
+ * next step's K/V to the next context rank; backward also their gradients): forward or
+ * replay when cat is not CAT_BACKWARD. `after` (NONE for none) is what the segment waits for
+ * besides the stream. Returns the first step; *end gets the ring's last task. */
+uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_category cat,
+                           int micro, uint32_t after, uint32_t *end);
+/* After every rank's segments: each ring step waits for the transfer from the previous context
+ * rank, and a transfer for its receiver to reach the ring (NCCL's send/recv rendezvous). */
+void context_link_rings(compile_ctx *cx);
+/* Bytes of one K/V chunk a ring step passes on (a TP rank's K/V heads, seq / cp tokens). */
+double context_kv_chunk_bytes(const compile_ctx *cx);
+
+/* The simulated rank (stage index below n_sim) whose timeline folded rank i (stage index)
+ * follows: i itself when simulated; with blocks i % n_sim; with stand-ins the one of the same
+ * expert-tensor index and load (fold.c). */
+int compile_fold_twin(const compile_ctx *cx, int i);
+
+/* The replicas simulated (fold.c): all of them, or with folding (opt) the first block closed
+ * under the context rings and expert groups when the others provably behave like it: sets
+ * dp_sim and n_sim. Needs cp, tp, dp, ep, etp, expert_layout. */
+void compile_choose_simulated(compile_ctx *cx, const compile_options *opt);
+
+/* Per-GPU memory of a rank on stage p (needs the stage's templates). */
+void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,
+                             int p, memory_estimate *me);
+
+#endif

@@ -1,0 +1,776 @@
+/* compile.c: turns (op graph, strategy tree, cluster) into the execution graph: per-rank
+ * compute segments cut at tensor-parallel collectives, pipeline sends, data-parallel buckets. */
+#include "compile.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sim/base/xalloc.h"
+#include "../../sim/cost/cost.h"
+#include "chunk.h"
+#include "../schedule.h"
+
+int compile_rank_of(const strategy *s, int t, int d, int p)
+{
+    assert(t >= 0 && t < s->tp && d >= 0 && d < s->dp * s->cp && p >= 0 && p < s->pp);
+    int coord[4] = {0, 0, 0, 0}, size[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        switch (s->order[i]) {
+        case AXIS_TENSOR:
+            coord[i] = t;
+            size[i] = s->tp;
+            break;
+        case AXIS_CONTEXT:
+            coord[i] = d % s->cp;
+            size[i] = s->cp;
+            break;
+        case AXIS_DATA:
+            coord[i] = d / s->cp;
+            size[i] = s->dp;
+            break;
+        case AXIS_PIPELINE:
+            coord[i] = p;
+            size[i] = s->pp;
+            break;
+        }
+    }
+    int r = coord[0] + size[0] * (coord[1] + size[1] * (coord[2] + size[2] * coord[3]));
+    assert(r >= 0 && r < s->tp * s->cp * s->dp * s->pp);
+    return r;
+}
+
+/* Chunk mc's template on rank r's GPU, built the first time a rank of that GPU profile needs
+ * it. Every profile cuts a chunk into the same segments; only their times differ. */
+static const chunk_template *tmpl_of(compile_ctx *cx, int r, int mc)
+{
+    assert(r >= 0 && r < cx->c->n_gpus && mc >= 0 && mc < cx->mcs);
+    int k = cx->prof_of_rank[r];
+    assert(k >= 0 && k < cx->n_prof);
+    size_t i = (size_t)k * cx->mcs + (size_t)mc;
+    if (!cx->built[i]) {
+        chunk_template_build(cx, mc, cx->prof_dev[k], cx->prof_slowdown[k], cx->prof_load[k],
+                             &cx->tmpl[i]);
+        cx->built[i] = 1;
+    }
+    return &cx->tmpl[i];
+}
+
+const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc)
+{
+    return tmpl_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);
+}
+
+/* GPU profiles: rank r's (device, slowdown, expert load) triple, numbered in order of first
+ * appearance. */
+static void find_profiles(compile_ctx *cx)
+{
+    const cluster *c = cx->c;
+    double *load = xmalloc((size_t)c->n_gpus * sizeof *load);
+    for (int p = 0; p < cx->pp; p++)
+        for (int i = 0; i < cx->tp * cx->dp; i++)
+            load[compile_stage_rank(cx, i, p)] = compile_expert_load(cx, i);
+    cx->prof_of_rank = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_of_rank);
+    cx->prof_dev = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_dev);
+    cx->prof_slowdown = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_slowdown);
+    cx->prof_load = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_load);
+    cx->n_prof = 0;
+    for (int r = 0; r < c->n_gpus; r++) {
+        double slow = c->slowdown ? c->slowdown[r] : 1.0;
+        int k = 0;
+        while (k < cx->n_prof && !(cx->prof_dev[k] == c->device[r] &&
+                                   cx->prof_slowdown[k] == slow && cx->prof_load[k] == load[r]))
+            k++;
+        if (k == cx->n_prof) {
+            cx->prof_dev[k] = c->device[r];
+            cx->prof_slowdown[k] = slow;
+            cx->prof_load[k] = load[r];
+            cx->n_prof++;
+        }
+        cx->prof_of_rank[r] = k;
+    }
+    free(load);
+    cx->tmpl = xcalloc((size_t)cx->n_prof * cx->mcs, sizeof *cx->tmpl);
+    cx->built = xcalloc((size_t)cx->n_prof * cx->mcs, 1);
+}
+
+static void free_profiles(compile_ctx *cx)
+{
+    for (size_t i = 0; i < (size_t)cx->n_prof * cx->mcs; i++)
+        if (cx->built[i])
+            chunk_template_free(&cx->tmpl[i]);
+    free(cx->tmpl);
+    free(cx->built);
+    free(cx->prof_of_rank);
+    free(cx->prof_dev);
+    free(cx->prof_slowdown);
+    free(cx->prof_load);
+}
+
+/* The TP collectives after a cut, one per simulated replica of stage p: an all-reduce, or a
+ * reduce-scatter and an all-gather under sequence parallelism. before[j]: member j's compute
+ * task before the segment that made the data (what an overlapped collective waits for). */
+static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *before, uint32_t *after)
+{
+    int tp = cx->tp_sim, overlap = cx->s->tp_comm_overlap, sp = cx->s->sequence_parallel;
+    coll_kind kinds[2] = {sp ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE, COLL_ALLGATHER};
+    uint32_t *coll = xmalloc((size_t)tp * sizeof *coll); /* a task per tasked member */
+    for (int d = 0; d < cx->dp_sim; d++)
+        for (int k = 0; k < (sp ? 2 : 1); k++) {
+            htae_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
+                                cx->tp_bytes, CAT_TP_COMM, cx->label_tp[kinds[k]], micro, coll);
+            for (int t = 0; t < tp; t++) {
+                int j = d * tp + t;
+                if (!(overlap && k == 0)) /* an overlapped one is issued with its GEMM */
+                    htae_set_host(cx->g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+                uint32_t dep = overlap && k == 0 ? before[j] : after[j];
+                if (dep != NONE)
+                    htae_add_edge(cx->g, dep, coll[t]);
+                after[j] = coll[t];
+            }
+        }
+    free(coll);
+}
+
+/* Emit one segment list on the simulated ranks of stage p (members j = d * tp_sim + t, n_sim of
+ * them: every simulated replica's TP group, in lockstep so that collectives spanning replicas,
+ * expert parallelism's, are issued in every member's program order): compute tasks, and
+ * after each cut its collectives (TP: emit_tp_cut; EP: compile_emit_expert_cut). With
+ * tensor.comm_overlap a TP cut's collectives run beside the segment that makes their data
+ * (Megatron's userbuffer overlap) and the next segment waits for both. first/last receive each
+ * member's first and last compute task; seg_ids (when not NULL) each segment's task per
+ * member: seg_ids[i * n_sim + j]; gate (when not NULL) a task per segment and member that must
+ * finish before the segment starts: gate[i * n_sim + j], NONE for none. Member j runs
+ * lists[j]: its own GPU's times, the same segments and cuts on every member. after[j] (in and
+ * out): what member j's next segment waits for besides its stream (the last collective), so a
+ * list emitted in pieces chains as a whole. */
+static void emit_segments(compile_ctx *cx, const segment_list *const *lists, int p,
+                          task_category cat, int micro, uint32_t *first, uint32_t *last,
+                          uint32_t *seg_ids, const uint32_t *gate, uint32_t *after)
+{
+    htae_graph *g = cx->g;
+    int n = cx->n_sim;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
+    uint32_t *before = xmalloc((size_t)n * sizeof *before); /* n_sim: up to the plan's GPUs */
+    for (int j = 0; j < n; j++)
+        assert(lists[j]->n == lists[0]->n);
+    for (int i = 0; i < lists[0]->n; i++) {
+        for (int j = 0; j < n; j++) {
+            const segment *sg = &lists[j]->seg[i];
+            assert(sg->gpu >= 0 && sg->cpu >= 0 && sg->span >= 0);
+            assert(sg->cut == lists[0]->seg[i].cut);
+            before[j] = cx->last_compute[ranks[j]];
+            uint32_t id, head;
+            if (sg->ring) { /* context parallelism's attention: ring steps */
+                head = context_emit_ring(cx, ranks[j], sg, cat, micro, after[j], &id);
+            } else {
+                head = id = htae_add_compute(g, ranks[j], cat, sg->gpu, sg->label, micro);
+                htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
+            }
+            if (after[j] != NONE)
+                htae_add_edge(g, after[j], head);
+            if (gate && gate[(size_t)i * n + j] != NONE)
+                htae_add_edge(g, gate[(size_t)i * n + j], head);
+            if (first[j] == NONE)
+                first[j] = head;
+            last[j] = id;
+            after[j] = id;
+            cx->last_compute[ranks[j]] = id;
+            if (seg_ids)
+                seg_ids[(size_t)i * n + j] = id;
+        }
+        int cut = lists[0]->seg[i].cut;
+        if (cut == CUT_TP)
+            emit_tp_cut(cx, p, micro, before, after);
+        else if (cut != CUT_NONE)
+            compile_emit_expert_cut(cx, p, cut, micro, after);
+    }
+    free(before);
+}
+
+/* A pipeline send of one unit's output (activations or gradients) from `src` after its compute
+ * task `after`. The host issues it and goes on; the synchronize Megatron does after its p2p
+ * calls is modelled at the receiver, whose host waits for the data (HOST_WAIT). */
+static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int label, int mb)
+{
+    assert(src != dst && after != NONE);
+    uint32_t x =
+        htae_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label, mb);
+    htae_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+    htae_add_edge(cx->g, after, x);
+    return x;
+}
+
+/* With TP folded, the sends of the folded peers of replica d from stage p to stage q (next: 1,
+ * or previous: 0) as companion pairs of index 0's send: a pair set made once per (d, p, next). */
+static void send_companions(compile_ctx *cx, uint32_t x, int d, int p, int q, int next)
+{
+    if (cx->tp_sim == cx->tp)
+        return;
+    int *set = &cx->pp_pairs[((size_t)d * cx->pp + (size_t)p) * 2 + (size_t)next];
+    if (*set < 0) {
+        int n = cx->tp - 1, *src = xmalloc((size_t)2 * n * sizeof *src), *dst = src + n;
+        for (int t = 1; t < cx->tp; t++) {
+            src[t - 1] = compile_rank_of(cx->s, t, d, p);
+            dst[t - 1] = compile_rank_of(cx->s, t, d, q);
+        }
+        *set = htae_add_pair_set(cx->g, src, dst, n);
+        free(src);
+    }
+    htae_set_companions(cx->g, x, *set);
+}
+
+/* The pipeline tables' index of simulated replica d, tensor index t (d < dp_sim, t < tp_sim). */
+static size_t xidx(const compile_ctx *cx, int d, int t, int mc, int mb)
+{
+    assert(d >= 0 && d < cx->dp_sim && t >= 0 && t < cx->tp_sim);
+    return (((size_t)d * cx->tp_sim + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * (size_t)cx->M +
+           (size_t)mb;
+}
+
+static void emit_state_init(compile_ctx *cx, emit_state *es)
+{
+    memset(es, 0, sizeof *es);
+    es->nx = (size_t)cx->n_sim * cx->mcs * cx->M; /* the simulated ranks' only */
+    uint32_t **tables[] = {&es->fwd_first, &es->bwd_first, &es->fwd_prev,
+                           &es->bwd_prev,  &es->fwd_in,    &es->bwd_in};
+    for (size_t k = 0; k < sizeof tables / sizeof *tables; k++) {
+        *tables[k] = xmalloc(es->nx * sizeof **tables[k]);
+        for (size_t i = 0; i < es->nx; i++)
+            (*tables[k])[i] = NONE;
+    }
+    es->maxseg = es->maxfseg = es->maxbuckets = 1;
+    for (int mc = 0; mc < cx->mcs; mc++) {
+        const chunk_template *ct = compile_chunk_ref(cx, mc);
+        if (ct->bwd.n > es->maxseg)
+            es->maxseg = ct->bwd.n;
+        if (ct->fwd.n > es->maxfseg)
+            es->maxfseg = ct->fwd.n;
+        if (ct->n_buckets > es->maxbuckets)
+            es->maxbuckets = ct->n_buckets;
+    }
+    es->segids = xmalloc((size_t)es->maxseg * cx->n_sim * sizeof *es->segids);
+    es->gates = xmalloc((size_t)es->maxfseg * cx->n_sim * sizeof *es->gates);
+    es->units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *es->units);
+    zero_state_init(cx, es);
+}
+
+static void emit_state_free(compile_ctx *cx, emit_state *es)
+{
+    zero_state_free(cx, es);
+    free(es->gates);
+    free(es->segids);
+    free(es->units);
+    free(es->fwd_first);
+    free(es->fwd_prev);
+    free(es->bwd_prev);
+    free(es->bwd_first);
+    free(es->fwd_in);
+    free(es->bwd_in);
+}
+
+/* The end of the run of segments from i on that belong to one layer (one FSDP unit). */
+static int unit_run_end(const segment_list *l, int i)
+{
+    int j = i + 1;
+    while (j < l->n && l->seg[j].lo == l->seg[i].lo)
+        j++;
+    return j;
+}
+
+/* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd) as one piece. */
+static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, int which, int i,
+                       int j, int mb, uint32_t *first, uint32_t *last, uint32_t *after)
+{
+    static const task_category cat[3] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD};
+    int n = cx->n_sim;
+    segment_list *views = xmalloc((size_t)n * sizeof *views);
+    const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
+    for (int t = 0; t < n; t++) {
+        const segment_list *l = which == 0 ? &ct[t]->fwd : which == 1 ? &ct[t]->rec : &ct[t]->bwd;
+        assert(i < j && j <= l->n);
+        views[t] = (segment_list){l->seg + i, j - i, 0};
+        lists[t] = &views[t];
+    }
+    emit_segments(cx, lists, p, cat[which], mb, first, last, NULL, NULL, after);
+    free(views);
+    free(lists);
+}
+
+/* ZeRO-3: a forward or backward pipeline unit as its FSDP units, each emitted as its own piece
+ * (a backward one: its layer's full-recompute replay, then its backward, as FSDP's per-block
+ * checkpointing runs it) and recorded for zero_emit_fsdp: its first task (what its gather
+ * gates), the task before it (its start: when the next unit's gather is issued) and its last
+ * task (what its reduce-scatter waits for). Members j = d * tp + t of stage p. */
+static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
+                            pipeline_unit unit, uint32_t *first, uint32_t *last)
+{
+    int n = cx->n_sim, which = unit.backward ? 2 : 0;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
+    const segment_list *pass = unit.backward ? &ct[0]->bwd : &ct[0]->fwd, *rec = &ct[0]->rec;
+    uint32_t *after = xmalloc((size_t)4 * n * sizeof *after);
+    uint32_t *ufirst = after + n, *ulast = after + 2 * n, *ubefore = after + 3 * n;
+    for (int j = 0; j < n; j++)
+        after[j] = NONE;
+    for (int i = 0; i < pass->n;) {
+        int k2 = unit_run_end(pass, i), layer = pass->seg[i].lo, r = 0;
+        for (int j = 0; j < n; j++) {
+            ufirst[j] = ulast[j] = NONE;
+            ubefore[j] = cx->last_compute[ranks[j]];
+        }
+        while (unit.backward && r < rec->n && rec->seg[r].lo != layer)
+            r++;
+        if (unit.backward && r < rec->n)
+            emit_piece(cx, ct, p, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast, after);
+        emit_piece(cx, ct, p, which, i, k2, unit.micro, ufirst, ulast, after);
+        for (int j = 0; j < n; j++) {
+            int k = es->fsdp_next[j]++; /* j = d * tp + t */
+            fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
+            assert(k < es->fsdp_n[p] && st.backward == unit.backward && st.mb == unit.micro);
+            assert(ct[0]->unit_layer[st.unit] == layer);
+            uint32_t *rec_k = &es->fsdp_task[((size_t)j * es->fsdp_cap + k) * 3];
+            rec_k[FSDP_FIRST] = ufirst[j];
+            rec_k[FSDP_BEFORE] = ubefore[j];
+            rec_k[FSDP_LAST] = ulast[j];
+            if (first[j] == NONE)
+                first[j] = ufirst[j];
+            last[j] = ulast[j];
+        }
+        i = k2;
+    }
+    free(after);
+}
+
+/* The compute of a pipeline unit without FSDP: forward (ZeRO 1/2 with overlapped gathers:
+ * micro-batch 0's segments wait for the bucket holding their layer), or the full-recompute
+ * replay and backward, whose segments are kept as gradient-ready points for the DP buckets. */
+static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
+                        pipeline_unit unit, uint32_t *first, uint32_t *last)
+{
+    int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
+    uint32_t *after = xmalloc((size_t)n * sizeof *after);
+    for (int j = 0; j < n; j++)
+        after[j] = NONE;
+    if (!unit.backward) {
+        const uint32_t *gate = NULL;
+        if (es->gather && mb == 0) { /* first use of the chunk's parameters */
+            for (int i = 0; i < ct[0]->fwd.n; i++)
+                for (int j = 0; j < n; j++) {
+                    size_t r = (size_t)cx->sim_rank[(size_t)p * n + j], b = ct[0]->fwd_bucket[i];
+                    assert(b < (size_t)es->maxbuckets);
+                    es->gates[(size_t)i * n + j] =
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b];
+                }
+            gate = es->gates;
+        }
+        for (int j = 0; j < n; j++)
+            lists[j] = &ct[j]->fwd;
+        emit_segments(cx, lists, p, CAT_FORWARD, mb, first, last, NULL, gate, after);
+        free(lists);
+        free(after);
+        return;
+    }
+    for (int j = 0; j < n; j++)
+        lists[j] = &ct[j]->rec;
+    emit_segments(cx, lists, p, CAT_RECOMPUTE, mb, first, last, NULL, NULL, after);
+    for (int j = 0; j < n; j++) {
+        lists[j] = &ct[j]->bwd;
+        after[j] = NONE;
+    }
+    emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
+    free(lists);
+    free(after);
+    if (es->seg_mbs == 1 && mb != cx->M - 1)
+        return;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ct[0]->bwd.n; i++)
+            es->bwd_seg[bwd_seg_index(cx, es, j / tp, j % tp, mc, mb, i)] =
+                es->segids[(size_t)i * n + j];
+}
+
+/* One unit of the pipeline schedule (a forward or backward of one chunk and micro-batch) on the
+ * simulated ranks of stage p (every simulated replica's TP group): the pipeline runtime's step,
+ * the segments, then the send of its output to the next (forward) or previous (backward)
+ * chunk's stage. */
+static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
+{
+    const strategy *s = cx->s;
+    htae_graph *g = cx->g;
+    int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
+    assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
+    const chunk_template **ct = xmalloc((size_t)n * sizeof *ct);
+    uint32_t *first = xmalloc((size_t)3 * n * sizeof *first), *last = first + n,
+             *before = first + 2 * n;
+    for (int j = 0; j < n; j++) {
+        ct[j] = tmpl_of(cx, ranks[j], mc);
+        first[j] = last[j] = NONE;
+        before[j] = cx->last_compute[ranks[j]];
+        if (cx->pp > 1) {
+            /* The pipeline runtime's step before the unit: the host receives the unit's input
+             * (blocking, then synchronize: Megatron's p2p), then does the schedule's own work.
+             * Host time only. */
+            uint32_t id = htae_add_compute(g, ranks[j], unit.backward ? CAT_BACKWARD : CAT_FORWARD,
+                                           0.0, cx->label_pipe, mb);
+            htae_set_host(g, id, HOST_ISSUE | HOST_WAIT, cost_pipeline_unit_overhead_seconds(),
+                          0.0);
+            first[j] = id;
+            cx->last_compute[ranks[j]] = id;
+        }
+    }
+    if (cx->fsdp)
+        emit_fsdp_units(cx, es, p, ct, unit, first, last);
+    else
+        emit_passes(cx, es, p, ct, unit, first, last);
+    for (int j = 0; j < n; j++) {
+        int t = j % tp, d = j / tp;
+        size_t xi = xidx(cx, d, t, mc, mb);
+        if (!unit.backward) {
+            es->fwd_first[xi] = first[j];
+            es->fwd_prev[xi] = before[j];
+            if (mc + 1 < cx->mcs) {
+                int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
+                uint32_t x = emit_send(cx, ranks[j], dst, last[j], cx->label_send_act, mb);
+                send_companions(cx, x, d, p, q, 1);
+                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
+            }
+        } else {
+            es->bwd_first[xi] = first[j];
+            es->bwd_prev[xi] = before[j];
+            if (mc > 0) {
+                int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
+                uint32_t x = emit_send(cx, ranks[j], dst, last[j], cx->label_send_grad, mb);
+                send_companions(cx, x, d, p, q, 0);
+                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
+            }
+        }
+    }
+    free(ct);
+    free(first);
+}
+
+/* Every stage's units in its schedule's order, each on all the stage's simulated ranks. */
+static void emit_pipeline(compile_ctx *cx, emit_state *es)
+{
+    for (int p = 0; p < cx->pp; p++) {
+        int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units);
+        assert(nu == 2 * cx->M * cx->v);
+        for (int u = 0; u < nu; u++)
+            emit_unit(cx, es, p, es->units[u]);
+    }
+}
+
+/* A pipeline transfer gates the unit that consumes it, and starts only once the receiver has
+ * posted its receive: Megatron and DeepSpeed receive just before the unit (recv_forward,
+ * send_forward_recv_backward: blocking), so the transfer is on the receiver's critical path
+ * instead of arriving ahead of time. Every send has its consumer on the peer. */
+/* One incoming send: its consumer (the first task of the unit) waits for it, and it waits for
+ * the previous unit's send to the same consumer. Returns 1 when there was a send. */
+static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev)
+{
+    if (in == NONE)
+        return 0;
+    assert(first != NONE);
+    assert((int)cx->g->tasks[in].peer == cx->g->tasks[first].rank);
+    htae_add_edge(cx->g, in, first);
+    if (prev != NONE)
+        htae_add_edge(cx->g, prev, in);
+    return 1;
+}
+
+static void link_pipeline_transfers(compile_ctx *cx, emit_state *es)
+{
+    size_t sends = 0, expected = 0;
+    for (size_t i = 0; i < es->nx; i++) {
+        sends += link_send(cx, es->fwd_in[i], es->fwd_first[i], es->fwd_prev[i]);
+        sends += link_send(cx, es->bwd_in[i], es->bwd_first[i], es->bwd_prev[i]);
+    }
+    /* each simulated (replica, tensor index, micro-batch) crosses mcs - 1 chunk boundaries
+     * forward and as many backward */
+    expected = (size_t)2 * cx->dp_sim * cx->tp_sim * cx->M * (cx->mcs - 1);
+    assert(sends == expected);
+    (void)sends;
+    (void)expected;
+}
+
+/* The whole iteration, step by step, in the order the graph's task ids must follow (each
+ * GPU's host issues its tasks in id order). */
+static void emit_plan(compile_ctx *cx, compiled_plan *out)
+{
+    emit_state es;
+    emit_state_init(cx, &es);
+    zero_make_groups(cx, &es);
+    zero_emit_param_gathers(cx, &es);
+    emit_pipeline(cx, &es);
+    link_pipeline_transfers(cx, &es);
+    if (cx->cp > 1)
+        context_link_rings(cx);
+    zero_emit_fsdp(cx, &es);
+    zero_emit_grad_buckets(cx, &es);
+    zero_emit_optimizer(cx, out, &es);
+    zero_emit_param_allgather(cx, &es);
+    emit_state_free(cx, &es);
+}
+
+void compile_default_options(compile_options *o)
+{
+    o->fold_data_parallel = 1;
+    o->profile = NULL;
+}
+
+/* The plan-level facts the report needs, and the rank -> (stage, replica) maps. */
+static void describe_plan(compile_ctx *cx, compiled_plan *out)
+{
+    const strategy *s = cx->s;
+    const cluster *c = cx->c;
+    const workload_model *m = &cx->wg.model;
+    snprintf(out->strategy_file, sizeof out->strategy_file, "%s", s->file);
+    out->model = *m;
+    strategy_plan_desc(s, &out->plan);
+    out->gpus = c->n_gpus;
+    out->tp = cx->tp;
+    out->pp = cx->pp;
+    out->dp = s->dp;
+    out->cp = cx->cp;
+    out->zero_shard = cx->shard;
+    out->chunks = cx->v;
+    out->micro_batches = cx->M;
+    out->samples_per_iter = s->global_batch;
+    out->tokens_per_iter = (double)s->global_batch * m->seq;
+    out->model_flops_per_iter = (cx->wg.fwd_flops + cx->wg.bwd_flops) * cx->M * s->dp;
+    out->params_total = cx->wg.total_params;
+    /* the mean of the GPUs' peaks, so that gpus x it is the cluster's peak (exactly the one
+     * GPU model's peak on a homogeneous cluster) */
+    double peak0 = c->device[0]->peak_flops[s->precision], sum = 0;
+    int same = 1;
+    for (int r = 0; r < c->n_gpus; r++) {
+        sum += c->device[r]->peak_flops[s->precision];
+        same = same && c->device[r]->peak_flops[s->precision] == peak0;
+    }
+    out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
+    out->simulated_replicas = cx->dp_sim / cx->cp;
+    out->simulated_tp = cx->tp_sim;
+    out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
+    for (int mc = 0; mc < cx->mcs; mc++)
+        out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
+    out->stage_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
+    out->replica_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
+    for (int p = 0; p < cx->pp; p++)
+        for (int d = 0; d < cx->dp; d++)
+            for (int t = 0; t < cx->tp; t++) {
+                out->stage_of_rank[compile_rank_of(s, t, d, p)] = p;
+                out->replica_of_rank[compile_rank_of(s, t, d, p)] = d;
+            }
+}
+
+static void intern_labels(compile_ctx *cx)
+{
+    htae_graph *g = cx->g;
+    cx->label_tp[COLL_ALLREDUCE] = htae_label(g, "tp all-reduce");
+    cx->label_tp[COLL_REDUCE_SCATTER] = htae_label(g, "tp reduce-scatter");
+    cx->label_tp[COLL_ALLGATHER] = htae_label(g, "tp all-gather");
+    cx->label_dp[COLL_ALLREDUCE] = htae_label(g, "dp grad all-reduce");
+    cx->label_dp[COLL_REDUCE_SCATTER] = htae_label(g, "dp grad reduce-scatter");
+    cx->label_dp[COLL_ALLGATHER] = htae_label(g, "dp param all-gather");
+    cx->label_send_act = htae_label(g, "pp send activations");
+    cx->label_send_grad = htae_label(g, "pp send gradients");
+    cx->label_opt = htae_label(g, "optimizer step");
+    cx->label_pipe = htae_label(g, "pipeline runtime");
+    cx->label_fsdp_gather[0] = htae_label(g, "fsdp param all-gather fwd");
+    cx->label_fsdp_gather[1] = htae_label(g, "fsdp param all-gather bwd");
+    cx->label_fsdp_rs = htae_label(g, "fsdp grad reduce-scatter");
+    cx->label_hsdp_ar = htae_label(g, "hsdp grad all-reduce");
+    cx->label_cp[0] = htae_label(g, "cp ring send K/V");
+    cx->label_cp[1] = htae_label(g, "cp ring send K/V + grads");
+    cx->label_ep[0] = htae_label(g, "ep all-to-all to experts");
+    cx->label_ep[1] = htae_label(g, "ep all-to-all from experts");
+    cx->label_etp[0] = htae_label(g, "etp all-gather");
+    cx->label_etp[1] = htae_label(g, "etp reduce-scatter");
+    cx->label_edp[COLL_ALLREDUCE] = htae_label(g, "edp expert grad all-reduce");
+    cx->label_edp[COLL_REDUCE_SCATTER] = htae_label(g, "edp expert grad reduce-scatter");
+    cx->label_edp[COLL_ALLGATHER] = htae_label(g, "edp expert param all-gather");
+}
+
+/* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
+static void estimate_memory(compile_ctx *cx, compiled_plan *out)
+{
+    const cluster *c = cx->c;
+    const chunk_template **stage_chunks = xmalloc((size_t)cx->v * sizeof *stage_chunks);
+    out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
+    out->memory_capacity_of_rank =
+        xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
+    for (int r = 0; r < c->n_gpus; r++) {
+        int p = out->stage_of_rank[r];
+        for (int k = 0; k < cx->v; k++)
+            stage_chunks[k] = compile_chunk_ref(cx, k * cx->pp + p);
+        compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
+        out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
+    }
+    free(stage_chunks);
+}
+
+int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
+                 compiled_plan *out, ps_error *err)
+{
+    compile_options defaults;
+    if (!opt) {
+        compile_default_options(&defaults);
+        opt = &defaults;
+    }
+    if (s->model.family == FAMILY_DLRM)
+        return compile_dlrm_plan(s, c, out, err);
+    memset(out, 0, sizeof *out);
+    /* the plan's own rules (a strategy changed in memory may have broken them), then the GPUs */
+    if (strategy_validate(s, err) || strategy_check_gpus(s, c->n_gpus, err) ||
+        strategy_check_devices(s, c, err))
+        return err->code;
+    compile_ctx cx;
+    memset(&cx, 0, sizeof cx);
+    cx.s = s;
+    cx.c = c;
+    cx.tp = s->tp;
+    cx.pp = s->pp;
+    cx.cp = s->cp;
+    cx.dp = s->dp * s->cp;
+    cx.v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    cx.mcs = cx.pp * cx.v;
+    cx.M = strategy_micro_batches(s);
+    cx.chunk_first = xmalloc(((size_t)cx.mcs + 1) * sizeof *cx.chunk_first);
+    if (strategy_chunk_layers(s, cx.chunk_first + 1, err)) { /* validated: cannot fail */
+        free(cx.chunk_first);
+        return err->code;
+    }
+    cx.chunk_first[0] = 0;
+    for (int mc = 0; mc < cx.mcs; mc++)
+        cx.chunk_first[mc + 1] += cx.chunk_first[mc];
+    cx.ep = s->ep;
+    cx.etp = s->etp;
+    cx.edp = cx.tp * cx.dp / (cx.ep * cx.etp);
+    cx.expert_layout = s->model.experts > 0 && (cx.ep > 1 || cx.etp != cx.tp);
+    cx.shard = strategy_shard_degree(s);
+    cx.n_shard_groups = cx.dp / cx.shard;
+    compile_choose_simulated(&cx, opt);
+    if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
+        free(cx.chunk_first);
+        return err->code;
+    }
+
+    const workload_model *m = &cx.wg.model;
+    int elem = precision_bytes(s->precision);
+    cx.tp_bytes = (double)s->micro_batch * (m->seq / cx.cp) * m->hidden * elem; /* a rank's */
+    cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
+    cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
+    cx.fsdp = s->zero == 3 && cx.dp > 1;
+    cx.layer_cuts = cx.dp > 1 && (cx.fsdp || s->overlap_param_gather);
+
+    /* a rank's tokens (tokens / cp of its context share, / tp under sequence parallelism),
+     * topk copies of each */
+    cx.ep_bytes =
+        (double)s->micro_batch * (m->seq / cx.cp) / cx.tp * m->experts_topk * m->hidden * elem;
+    /* the ops of one context rank (its seq / cp tokens), divided over the TP ranks (the
+     * routed experts over the expert layout) */
+    workload_graph rank_ops;
+    memset(&rank_ops, 0, sizeof rank_ops);
+    if (cx.cp > 1 && context_rank_ops(&cx, &rank_ops, err)) {
+        workload_graph_free(&cx.wg);
+        free(cx.chunk_first);
+        return err->code;
+    }
+    const workload_op *ops = cx.cp > 1 ? rank_ops.ops : cx.wg.ops;
+    cx.sharded = xmalloc((size_t)cx.wg.n_ops * sizeof *cx.sharded);
+    for (int i = 0; i < cx.wg.n_ops; i++) {
+        const workload_op *op = &ops[i];
+        if (op->expert && cx.expert_layout)
+            workload_op_shard_expert(op, cx.tp, cx.ep, cx.etp, 1.0, &cx.sharded[i]);
+        else
+            workload_op_shard(op, cx.tp, s->sequence_parallel,
+                              strategy_vocab_parallel_for_layer(s, op->layer), &cx.sharded[i]);
+    }
+    workload_graph_free(&rank_ops);
+    describe_plan(&cx, out);
+
+    cx.g = htae_graph_create(c->n_gpus);
+    cx.last_compute = xmalloc((size_t)c->n_gpus * sizeof *cx.last_compute);
+    for (int r = 0; r < c->n_gpus; r++)
+        cx.last_compute[r] = NONE;
+    cx.pp_pairs = xmalloc((size_t)cx.dp_sim * cx.pp * 2 * sizeof *cx.pp_pairs);
+    for (size_t i = 0; i < (size_t)cx.dp_sim * cx.pp * 2; i++)
+        cx.pp_pairs[i] = -1;
+    intern_labels(&cx);
+    compile_make_stage_groups(&cx);
+    if (cx.cp > 1)
+        context_rings_init(&cx);
+
+    /* Templates per GPU profile (device, slowdown), built when a rank first needs one; the
+     * first rank's of every chunk now, in chunk order. */
+    find_profiles(&cx);
+    cx.profile = opt->profile;
+    if (cx.profile) /* the reference templates record their op passes (the report's profile) */
+        cx.stats = out->profile = profile_stats_create(cx.profile, c);
+    for (int mc = 0; mc < cx.mcs; mc++)
+        compile_chunk_ref(&cx, mc);
+    cx.stats = NULL;
+    estimate_memory(&cx, out);
+
+    emit_plan(&cx, out);
+    /* whatever GPU built them, a chunk's templates have the same segments and buckets */
+    for (int k = 0; k < cx.n_prof; k++)
+        for (int mc = 0; mc < cx.mcs; mc++)
+            assert(!cx.built[(size_t)k * cx.mcs + mc] ||
+                   chunk_template_same_shape(&cx.tmpl[(size_t)k * cx.mcs + mc],
+                                             compile_chunk_ref(&cx, mc)));
+    int rc = htae_graph_finalize(cx.g, err);
+    out->graph = cx.g;
+
+    free_profiles(&cx);
+    compile_free_stage_groups(&cx);
+    context_rings_free(&cx);
+    free(cx.sharded);
+    free(cx.last_compute);
+    free(cx.pp_pairs);
+    free(cx.chunk_first);
+    workload_graph_free(&cx.wg);
+    return rc;
+}
+
+void compiled_plan_free(compiled_plan *p)
+{
+    htae_graph_free(p->graph);
+    free(p->chunk_layers);
+    free(p->stage_of_rank);
+    free(p->replica_of_rank);
+    free(p->memory);
+    free(p->memory_capacity_of_rank);
+    if (p->profile)
+        profile_stats_free(p->profile);
+    free(p->profile);
+    if (p->dlrm) {
+        free(p->dlrm->owner);
+        free(p->dlrm->tables_of_gpu);
+        free(p->dlrm->lookup_s);
+        free(p->dlrm);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+/* Whether GPU k has less memory headroom than GPU m. */
+static int tighter(const compiled_plan *p, int k, int m)
+{
+    double ck = p->memory_capacity_of_rank[k], cm = p->memory_capacity_of_rank[m];
+    if (ck == cm)
+        return p->memory[k].total > p->memory[m].total;
+    return ck - p->memory[k].total < cm - p->memory[m].total;
+}
+
+int compiled_plan_tightest_rank(const compiled_plan *p)
+{
+    assert(p->gpus > 0 && p->memory && p->memory_capacity_of_rank);
+    int m = 0;
+    for (int k = 1; k < p->gpus; k++)
+        if (tighter(p, k, m))
+            m = k;
+    return m;
+}

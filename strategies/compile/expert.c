@@ -1,0 +1,226 @@
+/* expert.c: expert parallelism in the execution graph (docs/design-notes.md, "Expert
+ * parallelism"): Megatron-Core's rank groups, the all-to-alls and expert-tensor collectives. */
+#include <assert.h>
+#include <stdlib.h>
+
+#include "../../sim/base/xalloc.h"
+#include "../../sim/cost/cost.h"
+#include "chunk.h"
+
+int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp)
+{
+    assert(et >= 0 && et < cx->etp && e >= 0 && e < cx->ep && edp >= 0 && edp < cx->edp);
+    return et + cx->etp * (e + cx->ep * edp);
+}
+
+void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp)
+{
+    assert(i >= 0 && i < cx->tp * cx->dp);
+    *et = i % cx->etp;
+    *e = (i / cx->etp) % cx->ep;
+    *edp = i / (cx->etp * cx->ep);
+}
+
+int compile_stage_rank(const compile_ctx *cx, int i, int p)
+{
+    assert(i >= 0 && i < cx->tp * cx->dp);
+    return compile_rank_of(cx->s, i % cx->tp, i / cx->tp, p);
+}
+
+/* The routed-expert load of the ranks at stage index i: the busiest rank's for the first EP
+ * index (it holds the busiest expert), the others' otherwise; 1 without an expert layout. */
+double compile_expert_load(const compile_ctx *cx, int i)
+{
+    if (!cx->expert_layout)
+        return 1.0;
+    int et, e, edp;
+    compile_expert_coords(cx, i, &et, &e, &edp);
+    return e == 0 ? workload_expert_rank_load(&cx->s->model, cx->ep)
+                  : workload_expert_other_rank_load(&cx->s->model, cx->ep);
+}
+
+/* A group of `n` ranks in ring order, the first `tasked` simulated, the others stand-ins. */
+static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
+{
+    for (int i = 0; i < n; i++)
+        assert(ranks[i] >= 0 && ranks[i] < cx->c->n_gpus);
+    int id = htae_add_group_stand_ins(cx->g, ranks, n, tasked);
+    assert(cx->g->groups[id].n == (uint32_t)n);
+    return id;
+}
+
+/* The simulated ranks of each stage (sim_rank[p * n_sim + j], j = d * tp + t) and the groups
+ * they compute in: TP groups per simulated replica, and with an expert layout the EP and ETP
+ * groups holding a simulated rank (all their members: with blocks every one is simulated, with
+ * stand-ins the others lend their links to the collectives but take no task) and every EDP group of the stage (expert
+ * gradients; members outside the simulated replicas are folded as DP members are). */
+void compile_make_stage_groups(compile_ctx *cx)
+{
+    int tp = cx->tp, n = cx->n_sim, pp = cx->pp, ep = cx->ep, etp = cx->etp, edp = cx->edp;
+    int most = tp > ep ? tp : ep;
+    most = most > etp ? most : etp;
+    most = most > edp ? most : edp;
+    int *ranks = xmalloc((size_t)most * sizeof *ranks);
+    int ts = cx->tp_sim;
+    cx->sim_rank = xmalloc((size_t)pp * n * sizeof *cx->sim_rank);
+    cx->rank_simulated = xcalloc((size_t)cx->c->n_gpus, 1);
+    cx->tp_group = xmalloc((size_t)pp * cx->dp_sim * sizeof *cx->tp_group);
+    for (int p = 0; p < pp; p++) {
+        for (int j = 0; j < n; j++) {
+            int r = compile_rank_of(cx->s, j % ts, j / ts, p);
+            cx->sim_rank[(size_t)p * n + j] = r;
+            cx->rank_simulated[r] = 1;
+        }
+        for (int d = 0; d < cx->dp_sim; d++) { /* folded: index 0 tasked, its peers stand-ins */
+            for (int t = 0; t < tp; t++)
+                ranks[t] = compile_rank_of(cx->s, t, d, p);
+            cx->tp_group[p * cx->dp_sim + d] = add_group(cx, ranks, tp, ts);
+        }
+    }
+    if (!cx->expert_layout) {
+        free(ranks);
+        return;
+    }
+    /* EP group (et, x) and ETP group (e, x) are emitted when they hold a simulated rank: their
+     * smallest stage index (EP index 0, expert-tensor index 0) is below n */
+    int n_epg = edp * etp, n_etpg = edp * ep;
+    cx->ep_group = xmalloc((size_t)pp * n_epg * sizeof *cx->ep_group);
+    cx->etp_group = etp > 1 ? xmalloc((size_t)pp * n_etpg * sizeof *cx->etp_group) : NULL;
+    cx->edp_group = edp > 1 ? xmalloc((size_t)pp * ep * etp * sizeof *cx->edp_group) : NULL;
+    for (int p = 0; p < pp; p++) {
+        for (int x = 0; x < edp; x++)
+            for (int et = 0; et < etp; et++) {
+                int *grp = &cx->ep_group[(size_t)p * n_epg + (size_t)x * etp + et];
+                *grp = -1;
+                if (ep == 1 || compile_expert_stage_index(cx, et, 0, x) >= n)
+                    continue;
+                int tasked = 0; /* the simulated ranks come first (EP index 0 .. n / etp - 1) */
+                for (int e = 0; e < ep; e++) {
+                    int i = compile_expert_stage_index(cx, et, e, x);
+                    ranks[e] = compile_stage_rank(cx, i, p);
+                    tasked += i < n;
+                    assert((i < n) == (e < tasked));
+                }
+                *grp = add_group(cx, ranks, ep, tasked);
+            }
+        for (int x = 0; x < edp && etp > 1; x++)
+            for (int e = 0; e < ep; e++) {
+                int *grp = &cx->etp_group[(size_t)p * n_etpg + (size_t)x * ep + e];
+                *grp = -1;
+                if (compile_expert_stage_index(cx, 0, e, x) >= n)
+                    continue;
+                for (int et = 0; et < etp; et++)
+                    ranks[et] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
+                *grp = add_group(cx, ranks, etp, etp);
+            }
+        for (int e = 0; e < ep && edp > 1; e++)
+            for (int et = 0; et < etp; et++) {
+                for (int x = 0; x < edp; x++)
+                    ranks[x] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
+                cx->edp_group[((size_t)p * ep + e) * etp + et] = add_group(cx, ranks, edp, edp);
+            }
+    }
+    free(ranks);
+}
+
+void compile_free_stage_groups(compile_ctx *cx)
+{
+    free(cx->sim_rank);
+    free(cx->rank_simulated);
+    free(cx->tp_group);
+    free(cx->ep_group);
+    free(cx->etp_group);
+    free(cx->edp_group);
+}
+
+/* The simulated members (stage indices, the group's first n) of an expert collective `coll`
+ * (task per member in group order) join it, each after its after[j], which it becomes. The
+ * stand-ins that may follow them in the group have no task (htae_add_group_stand_ins). */
+static void join_expert_coll(compile_ctx *cx, const int *members, int n, const uint32_t *coll,
+                             uint32_t *after)
+{
+    for (int k = 0; k < n && members[k] < cx->n_sim; k++) {
+        int j = members[k];
+        htae_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+        if (after[j] != NONE)
+            htae_add_edge(cx->g, after[j], coll[k]);
+        after[j] = coll[k];
+    }
+}
+
+/* The expert-tensor collective of every emitted ETP group of stage p: the all-gather of the
+ * tokens the all-to-all brought (into the experts) or the reduce-scatter of the experts'
+ * partial outputs (out of them), over the group's gathered buffer: etp x a member's tokens at
+ * its load. */
+static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uint32_t *after)
+{
+    int etp = cx->etp, *members = xmalloc((size_t)etp * sizeof *members); /* heap: up to GPUs */
+    uint32_t *coll = xmalloc((size_t)etp * sizeof *coll);
+    for (int x = 0; x < cx->edp; x++)
+        for (int e = 0; e < cx->ep; e++) {
+            int grp = cx->etp_group[(size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e];
+            if (grp < 0)
+                continue;
+            for (int et = 0; et < etp; et++)
+                members[et] = compile_expert_stage_index(cx, et, e, x);
+            double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
+            htae_add_collective(cx->g, kind, grp, STREAM_TP, bytes, CAT_EP_COMM,
+                                cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
+            join_expert_coll(cx, members, etp, coll, after);
+        }
+    free(members);
+    free(coll);
+}
+
+/* The all-to-all of every emitted EP group of stage p. Member k sends its tokens' copies
+ * (ep_bytes, balanced) to the ranks holding their experts: into the experts the receiver's
+ * load sets its share, out of them the sender's (the busiest rank, EP index 0, holds more). */
+static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *after)
+{
+    int ep = cx->ep, etp = cx->etp, *members = xmalloc((size_t)ep * sizeof *members);
+    uint32_t *coll = xmalloc((size_t)ep * sizeof *coll);
+    double *share = xmalloc((size_t)ep * sizeof *share), *matrix = NULL;
+    int even = 1;
+    for (int e = 0; e < ep; e++) {
+        share[e] = compile_expert_load(cx, compile_expert_stage_index(cx, 0, e, 0));
+        even = even && share[e] == 1.0;
+    }
+    if (!even) { /* an uneven router: the bytes of each member pair */
+        matrix = xmalloc((size_t)ep * ep * sizeof *matrix);
+        for (int a = 0; a < ep; a++)
+            for (int b = 0; b < ep; b++)
+                matrix[a * ep + b] = cx->ep_bytes / ep * share[out ? a : b];
+    }
+    for (int x = 0; x < cx->edp; x++)
+        for (int et = 0; et < etp; et++) {
+            int grp = cx->ep_group[(size_t)p * cx->edp * etp + (size_t)x * etp + et];
+            if (grp < 0)
+                continue;
+            for (int e = 0; e < ep; e++)
+                members[e] = compile_expert_stage_index(cx, et, e, x);
+            if (even)
+                htae_add_collective(cx->g, COLL_ALLTOALL, grp, STREAM_TP, cx->ep_bytes, CAT_EP_COMM,
+                                    cx->label_ep[out], micro, coll);
+            else
+                htae_add_alltoallv(cx->g, grp, STREAM_TP, matrix, CAT_EP_COMM, cx->label_ep[out],
+                                   micro, coll);
+            join_expert_coll(cx, members, ep, coll, after);
+        }
+    free(matrix);
+    free(members);
+    free(coll);
+    free(share);
+}
+
+/* Expert parallelism's collectives at a cut: into the experts the all-to-all then the
+ * expert-tensor all-gather; out of them the reduce-scatter then the all-to-all. */
+void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after)
+{
+    int out = cut == CUT_EP_OUT;
+    if (out && cx->etp > 1)
+        emit_etp_coll(cx, p, COLL_REDUCE_SCATTER, micro, after);
+    if (cx->ep > 1)
+        emit_ep_a2a(cx, p, out, micro, after);
+    if (!out && cx->etp > 1)
+        emit_etp_coll(cx, p, COLL_ALLGATHER, micro, after);
+}

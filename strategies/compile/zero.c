@@ -1,0 +1,451 @@
+/* zero.c: data parallelism in the execution graph, ZeRO 0-3 and HSDP (docs/design-notes.md,
+ * "ZeRO and FSDP"): groups, gradient buckets, FSDP's per-unit gathers and reduce-scatters. */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sim/base/xalloc.h"
+#include "../../sim/cost/cost.h"
+#include "chunk.h"
+
+size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, int mc, int mb,
+                     int seg)
+{
+    int m = es->seg_mbs == 1 ? 0 : mb;
+    assert(d >= 0 && d < cx->dp_sim && t >= 0 && t < cx->tp_sim && mc >= 0 && mc < cx->mcs);
+    assert(m >= 0 && m < es->seg_mbs && seg >= 0 && seg < es->maxseg);
+    return ((((size_t)d * cx->tp_sim + (size_t)t) * (size_t)cx->mcs + (size_t)mc) * es->seg_mbs +
+            (size_t)m) *
+               (size_t)es->maxseg +
+           (size_t)seg;
+}
+
+static uint32_t *none_table(size_t n)
+{
+    uint32_t *a = xmalloc((n ? n : 1) * sizeof *a);
+    for (size_t i = 0; i < n; i++)
+        a[i] = NONE;
+    return a;
+}
+
+/* Each stage's FSDP program: its pipeline units in schedule order, each unit's FSDP units in
+ * forward order for a forward, in reverse for a backward. */
+static void fsdp_program(compile_ctx *cx, emit_state *es)
+{
+    es->fsdp_n = xcalloc((size_t)cx->pp, sizeof *es->fsdp_n);
+    es->fsdp_cap = 0;
+    for (int p = 0; p < cx->pp; p++) {
+        int n = 0;
+        for (int c = 0; c < cx->v; c++)
+            n += 2 * cx->M * compile_chunk_ref(cx, c * cx->pp + p)->n_units;
+        if (n > es->fsdp_cap)
+            es->fsdp_cap = n;
+    }
+    es->fsdp_seq = xmalloc((size_t)cx->pp * es->fsdp_cap * sizeof *es->fsdp_seq);
+    for (int p = 0; p < cx->pp; p++) {
+        int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units), k = 0;
+        for (int i = 0; i < nu; i++) {
+            pipeline_unit u = es->units[i];
+            int mc = u.chunk * cx->pp + p, n = compile_chunk_ref(cx, mc)->n_units;
+            for (int j = 0; j < n; j++) {
+                fsdp_step st = {mc, u.backward ? n - 1 - j : j, u.backward, u.micro};
+                es->fsdp_seq[(size_t)p * es->fsdp_cap + k++] = st;
+            }
+        }
+        assert(k <= es->fsdp_cap);
+        es->fsdp_n[p] = k;
+    }
+    es->fsdp_task = none_table((size_t)cx->n_sim * es->fsdp_cap * 3);
+    es->fsdp_next = xcalloc((size_t)cx->n_sim, sizeof *es->fsdp_next);
+}
+
+void zero_state_init(compile_ctx *cx, emit_state *es)
+{
+    int n = cx->c->n_gpus, pt = cx->pp * cx->tp;
+    /* ZeRO 2 reduces every micro-batch's gradients (they are sharded: nothing accumulates
+     * them whole), ZeRO 0/1 the last micro-batch's */
+    es->seg_mbs = cx->s->zero == 2 ? cx->M : 1;
+    es->bwd_seg = none_table((size_t)cx->n_sim * cx->mcs * es->seg_mbs * es->maxseg);
+    es->shard_group = xmalloc((size_t)pt * cx->n_shard_groups * sizeof *es->shard_group);
+    es->replica_group = xmalloc((size_t)pt * cx->shard * sizeof *es->replica_group);
+    es->last_dp = none_table((size_t)n);
+    es->opt_task = none_table((size_t)n);
+    if (cx->fsdp)
+        fsdp_program(cx, es);
+}
+
+void zero_state_free(compile_ctx *cx, emit_state *es)
+{
+    (void)cx;
+    free(es->bwd_seg);
+    free(es->shard_group);
+    free(es->replica_group);
+    free(es->gather);
+    free(es->last_dp);
+    free(es->opt_task);
+    free(es->fsdp_seq);
+    free(es->fsdp_n);
+    free(es->fsdp_task);
+    free(es->fsdp_next);
+}
+
+/* Shard groups of (stage p, tensor index t): DP indices g * shard + j, j = 0 .. shard - 1 (ring
+ * order), the ranks FSDP's all-gathers and reduce-scatters span (an NVLink domain when the data
+ * axis varies fastest inside a node, as HSDP is laid out). With HSDP, replica groups: the ranks
+ * holding the same shard, DP indices g * shard + j for every g. */
+void zero_make_groups(compile_ctx *cx, emit_state *es)
+{
+    int S = cx->shard, G = cx->n_shard_groups;
+    int *ranks = xmalloc((size_t)cx->dp * sizeof *ranks); /* heap: up to the plan's GPUs */
+    for (int p = 0; p < cx->pp; p++)
+        for (int t = 0; t < cx->tp; t++) {
+            size_t pt = (size_t)p * cx->tp + t;
+            for (int g = 0; g < G; g++) {
+                for (int j = 0; j < S; j++)
+                    ranks[j] = compile_rank_of(cx->s, t, g * S + j, p);
+                es->shard_group[pt * G + g] = cx->dp > 1 ? htae_add_group(cx->g, ranks, S) : -1;
+            }
+            for (int j = 0; j < S; j++) {
+                for (int g = 0; g < G; g++)
+                    ranks[g] = compile_rank_of(cx->s, t, g * S + j, p);
+                es->replica_group[pt * S + j] = G > 1 ? htae_add_group(cx->g, ranks, G) : -1;
+            }
+        }
+    free(ranks);
+}
+
+/* One collective per shard group of (p, t) (replicas: per replica group); task_of_d[d] gets DP
+ * index d's member task, which is now its rank's latest DP collective. With TP folded (t = 0
+ * only), the same group of every other tensor index joins it as a companion group: its
+ * members lend their links and take no task (htae_set_coll_companions). */
+static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas, coll_kind kind,
+                     double bytes, int label, int mb, uint32_t *task_of_d)
+{
+    int S = cx->shard, G = cx->n_shard_groups;
+    int n_groups = replicas ? S : G, members = replicas ? G : S;
+    uint32_t *coll = xmalloc((size_t)members * sizeof *coll);
+    int *comp = xmalloc((size_t)cx->tp * sizeof *comp);
+    for (int i = 0; i < n_groups; i++) {
+        int grp = replicas ? es->replica_group[((size_t)p * cx->tp + t) * S + i]
+                           : es->shard_group[((size_t)p * cx->tp + t) * G + i];
+        assert(grp >= 0);
+        int c =
+            htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+        if (cx->tp_sim < cx->tp) {
+            assert(t == 0);
+            for (int u = 1; u < cx->tp; u++)
+                comp[u - 1] = replicas ? es->replica_group[((size_t)p * cx->tp + u) * S + i]
+                                       : es->shard_group[((size_t)p * cx->tp + u) * G + i];
+            htae_set_coll_companions(cx->g, c, comp, cx->tp - 1);
+        }
+        for (int m = 0; m < members; m++) {
+            int d = replicas ? m * S + i : i * S + m;
+            task_of_d[d] = coll[m];
+            es->last_dp[compile_rank_of(cx->s, t, d, p)] = coll[m];
+        }
+    }
+    free(coll);
+    free(comp);
+}
+
+/* Each member waits for its replica's task dep[d]. A folded replica (not simulated) behaves as
+ * replica d % dp_sim (0 without expert parallelism), so its members wait for that one's: groups without a simulated member (HSDP's
+ * other shard groups) then keep replica 0's pace and share the links at the same times. */
+static void dp_deps(compile_ctx *cx, const uint32_t *task_of_d, const uint32_t *dep)
+{
+    for (int d = 0; d < cx->dp; d++) {
+        uint32_t src = dep[d % cx->dp_sim];
+        if (src != NONE)
+            htae_add_edge(cx->g, src, task_of_d[d]);
+    }
+}
+
+/* When bucket b of chunk mc's micro-batch mb is ready on simulated replica d: with overlap,
+ * its last layer's backward; without, the end of the micro-batch's backward (ZeRO 2) or of the
+ * rank's whole backward (ZeRO 0/1, after the pipeline flush). */
+static uint32_t bucket_ready(compile_ctx *cx, const emit_state *es, int d, int t, int p, int mc,
+                             int mb, int b)
+{
+    const chunk_template *ct = compile_chunk_ref(cx, mc);
+    uint32_t ready;
+    assert(t < cx->tp_sim); /* folded TP peers' collectives are index 0's companions */
+    if (cx->s->dp_overlap)
+        ready = es->bwd_seg[bwd_seg_index(cx, es, d, t, mc, mb, ct->bucket_end[b])];
+    else if (cx->s->zero == 2)
+        ready = es->bwd_seg[bwd_seg_index(cx, es, d, t, mc, mb, ct->bwd.n - 1)];
+    else
+        ready = cx->last_compute[compile_rank_of(cx->s, t, d, p)];
+    assert(ready != NONE);
+    return ready;
+}
+
+/* What an expert-data-parallel collective's members wait for: nothing (the overlapped
+ * parameter gathers that open the iteration), bucket b's gradients, or the optimizer step. */
+typedef enum { EDP_FREE, EDP_AFTER_BUCKET, EDP_AFTER_STEP } edp_dep;
+
+/* One collective over every expert-data-parallel group of stage p (expert bucket b of chunk mc,
+ * micro-batch mb, or all of the stage's expert parameters): members at stage index i, folded
+ * ones (i >= n_sim) waiting for their twin (compile_fold_twin), as DP members do. With
+ * `gather`, each member's task is recorded as the gate of bucket b of chunk mc on its rank. */
+static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
+                      int label, int mb, int mc, int b, edp_dep wait, uint32_t *gather)
+{
+    int edp = cx->edp, tp = cx->tp;
+    uint32_t *coll = xmalloc((size_t)edp * sizeof *coll);
+    for (int e = 0; e < cx->ep; e++)
+        for (int et = 0; et < cx->etp; et++) {
+            int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
+            htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+            for (int x = 0; x < edp; x++) {
+                int i = compile_expert_stage_index(cx, et, e, x), k = compile_fold_twin(cx, i);
+                size_t r = (size_t)compile_stage_rank(cx, i, p);
+                es->last_dp[r] = coll[x];
+                if (gather)
+                    gather[(r * cx->mcs + mc) * es->maxbuckets + b] = coll[x];
+                uint32_t dep = NONE;
+                if (wait == EDP_AFTER_STEP)
+                    dep = es->opt_task[compile_stage_rank(cx, k, p)];
+                else if (wait == EDP_AFTER_BUCKET)
+                    dep = bucket_ready(cx, es, k / tp, k % tp, p, mc, mb, b);
+                if (dep != NONE)
+                    htae_add_edge(cx->g, dep, coll[x]);
+            }
+        }
+    free(coll);
+}
+
+/* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
+ * step's first forward, bucket by bucket in forward order; in steady state one iteration holds
+ * them at its start. Expert buckets gather over the expert-data-parallel groups, in the same
+ * order on each rank's DP stream, so a forward segment waiting for the first bucket reaching
+ * its layer (fwd_bucket) finds every earlier one, dense or expert, gathered. */
+void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    if (!(s->overlap_param_gather && cx->dp > 1))
+        return;
+    assert(s->zero == 1 || s->zero == 2);
+    es->gather = none_table((size_t)cx->c->n_gpus * cx->mcs * es->maxbuckets);
+    uint32_t *task = xmalloc((size_t)cx->dp * sizeof *task);
+    for (int p = 0; p < cx->pp; p++)
+        for (int c = 0; c < cx->v; c++) {
+            int mc = c * cx->pp + p;
+            const chunk_template *ct = compile_chunk_ref(cx, mc);
+            for (int b = ct->n_buckets - 1; b >= 0; b--) {
+                double bytes = ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
+                if (ct->bucket_expert[b]) {
+                    if (cx->edp > 1)
+                        edp_colls(cx, es, p, COLL_ALLGATHER, bytes, cx->label_edp[COLL_ALLGATHER],
+                                  -1, mc, b, EDP_FREE, es->gather);
+                    continue;
+                }
+                for (int t = 0; t < cx->tp_sim; t++) {
+                    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER],
+                             -1, task);
+                    for (int d = 0; d < cx->dp; d++) {
+                        size_t r = (size_t)compile_rank_of(s, t, d, p);
+                        es->gather[(r * cx->mcs + mc) * es->maxbuckets + b] = task[d];
+                    }
+                }
+            }
+        }
+    free(task);
+}
+
+/* ZeRO 0-2: per DP group, gradient buckets in the order their gradients complete: all-reduced
+ * (ZeRO 0) or reduce-scattered (1, 2; with HSDP then all-reduced across the replicas of the
+ * shard), the last micro-batch's (0, 1: the others accumulate locally) or every one's (2).
+ * Expert buckets (an expert layout) go over the expert-data-parallel groups instead. */
+void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    if (cx->dp == 1 || cx->fsdp)
+        return;
+    coll_kind kind = s->zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE;
+    uint32_t *task = xmalloc(((size_t)cx->dp + cx->dp_sim) * sizeof *task), *dep = task + cx->dp;
+    for (int p = 0; p < cx->pp; p++) {
+        int nu = pipeline_order(s->schedule, cx->pp, p, cx->M, cx->v, es->units);
+        for (int u = 0; u < nu; u++) {
+            pipeline_unit un = es->units[u];
+            if (!un.backward || (s->zero < 2 && un.micro != cx->M - 1))
+                continue;
+            int mc = un.chunk * cx->pp + p;
+            const chunk_template *ct = compile_chunk_ref(cx, mc);
+            for (int b = 0; b < ct->n_buckets; b++) {
+                if (ct->bucket_expert[b]) {
+                    if (cx->edp > 1)
+                        edp_colls(cx, es, p, kind, ct->bucket_bytes[b], cx->label_edp[kind],
+                                  un.micro, mc, b, EDP_AFTER_BUCKET, NULL);
+                    continue;
+                }
+                for (int t = 0; t < cx->tp_sim; t++) {
+                    dp_colls(cx, es, p, t, 0, kind, ct->bucket_bytes[b], cx->label_dp[kind],
+                             un.micro, task);
+                    for (int d = 0; d < cx->dp_sim; d++)
+                        dep[d] = bucket_ready(cx, es, d, t, p, mc, un.micro, b);
+                    dp_deps(cx, task, dep);
+                    if (cx->n_shard_groups > 1) /* after the reduce-scatter on the DP stream */
+                        dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, ct->bucket_bytes[b] / cx->shard,
+                                 cx->label_hsdp_ar, un.micro, task);
+                }
+            }
+        }
+    }
+    free(task);
+}
+
+/* Recorded task `which` of FSDP step k of simulated replica d, tensor index t. */
+static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int d, int t, int k,
+                          int which)
+{
+    assert(d < cx->dp_sim && t < cx->tp_sim && k < es->fsdp_cap);
+    return es->fsdp_task[(((size_t)d * cx->tp_sim + (size_t)t) * es->fsdp_cap + k) * 3 + which];
+}
+
+/* The all-gather of FSDP step k's unit parameters (forward or backward copy). */
+static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int t, int k, uint32_t *task)
+{
+    fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
+    double params = compile_chunk_ref(cx, st.mc)->unit_params[st.unit];
+    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, params * precision_bytes(cx->s->precision),
+             cx->label_fsdp_gather[st.backward], st.mb, task);
+}
+
+/* ZeRO-3 (FSDP, FULL_SHARD): every unit's parameters are all-gathered before its forward and
+ * again before its backward; its gradients are reduce-scattered (HSDP: then all-reduced across
+ * the replicas) as soon as its backward ends, every micro-batch. Prefetch one unit ahead, like
+ * FSDP's backward prefetch and limit_all_gathers: the gather of step k + 1 is issued when step k
+ * starts computing (once step k - 1 is done) and step k waits for its own; on the DP stream it
+ * comes before step k's reduce-scatter. The first gather of the iteration waits for nothing. */
+void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
+{
+    if (!cx->fsdp)
+        return;
+    uint32_t *cur = xmalloc(((size_t)2 * cx->dp + cx->dp_sim) * sizeof *cur);
+    uint32_t *next = cur + cx->dp, *dep = cur + 2 * cx->dp;
+    double grad_elem = cx->grad_elem;
+    for (int p = 0; p < cx->pp; p++)
+        for (int t = 0; t < cx->tp_sim; t++) {
+            int K = es->fsdp_n[p];
+            for (int d = 0; d < cx->dp_sim; d++)
+                assert(es->fsdp_next[d * cx->tp_sim + t] == K); /* every step recorded */
+            fsdp_gather(cx, es, p, t, 0, cur);
+            for (int k = 0; k < K; k++) {
+                fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
+                if (k + 1 < K) {
+                    fsdp_gather(cx, es, p, t, k + 1, next);
+                    for (int d = 0; d < cx->dp_sim; d++)
+                        dep[d] = fsdp_task(cx, es, d, t, k, FSDP_BEFORE);
+                    dp_deps(cx, next, dep);
+                }
+                for (int d = 0; d < cx->dp_sim; d++)
+                    htae_add_edge(cx->g, cur[d], fsdp_task(cx, es, d, t, k, FSDP_FIRST));
+                if (st.backward) {
+                    double bytes = compile_chunk_ref(cx, st.mc)->unit_params[st.unit] * grad_elem;
+                    dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, st.mb,
+                             cur);
+                    for (int d = 0; d < cx->dp_sim; d++)
+                        dep[d] = fsdp_task(cx, es, d, t, k, FSDP_LAST);
+                    dp_deps(cx, cur, dep);
+                    if (cx->n_shard_groups > 1)
+                        dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard,
+                                 cx->label_hsdp_ar, st.mb, cur);
+                }
+                memcpy(cur, next, (size_t)cx->dp * sizeof *cur);
+            }
+        }
+    free(cur);
+}
+
+double zero_stage_params(compile_ctx *cx, int p)
+{
+    double params = 0;
+    for (int c = 0; c < cx->v; c++)
+        params += compile_chunk_ref(cx, c * cx->pp + p)->params;
+    return params;
+}
+
+double zero_stage_expert_params(compile_ctx *cx, int p)
+{
+    double params = 0;
+    for (int c = 0; c < cx->v; c++)
+        params += compile_chunk_ref(cx, c * cx->pp + p)->expert_params;
+    return params;
+}
+
+/* Optimizer step on each simulated rank's (ZeRO: its shard of the) parameters: GPU kernels at
+ * the rank's own speed (slowdown included), plus the step's host overhead, once its gradient
+ * collectives are done (its DP stream runs in order: the latest one). */
+void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es)
+{
+    const strategy *s = cx->s;
+    for (int r = 0; r < cx->c->n_gpus; r++) {
+        if (!cx->rank_simulated[r])
+            continue;
+        double expert = zero_stage_expert_params(cx, out->stage_of_rank[r]);
+        double params = zero_stage_params(cx, out->stage_of_rank[r]) - expert;
+        if (s->zero >= 1) /* dense state sharded over DP, expert state over EDP */
+            params = params / cx->shard + expert / cx->edp;
+        else
+            params += expert;
+        double slow = cx->prof_slowdown[cx->prof_of_rank[r]];
+        double secs = s->optimizer == OPT_NONE
+                          ? 0.0
+                          : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
+                                                   cx->c->device[r]) *
+                                    slow +
+                                cost_iteration_overhead_seconds();
+        assert(secs >= 0);
+        es->opt_task[r] = htae_add_compute(cx->g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
+        if (es->last_dp[r] != NONE)
+            htae_add_edge(cx->g, es->last_dp[r], es->opt_task[r]);
+    }
+}
+
+/* ZeRO 1/2: gather the updated parameter shards in each shard group (unless the next step's
+ * forward does). ZeRO-3 gathers nothing here: the next step's forward gathers unit by unit. */
+void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
+{
+    const strategy *s = cx->s;
+    if (!(s->zero == 1 || s->zero == 2) || cx->dp == 1 || es->gather)
+        return;
+    uint32_t *task = xmalloc(((size_t)cx->dp + cx->dp_sim) * sizeof *task), *dep = task + cx->dp;
+    double elem = precision_bytes(s->precision);
+    for (int p = 0; p < cx->pp; p++) {
+        double expert = zero_stage_expert_params(cx, p);
+        for (int t = 0; t < cx->tp_sim; t++) {
+            double bytes = (zero_stage_params(cx, p) - expert) * elem;
+            dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, bytes, cx->label_dp[COLL_ALLGATHER], -1,
+                     task);
+            for (int d = 0; d < cx->dp_sim; d++)
+                dep[d] = es->opt_task[compile_rank_of(s, t, d, p)];
+            dp_deps(cx, task, dep);
+        }
+        if (expert > 0 && cx->edp > 1)
+            edp_colls(cx, es, p, COLL_ALLGATHER, expert * elem, cx->label_edp[COLL_ALLGATHER], -1,
+                      0, 0, EDP_AFTER_STEP, NULL);
+    }
+    free(task);
+}
+
+double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
+                                 int p)
+{
+    if (!cx->fsdp)
+        return 0.0;
+    pipeline_unit *units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *units);
+    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, units);
+    double prev = -1.0, most = 0.0;
+    for (int i = 0; i < nu; i++) {
+        const chunk_template *ct = stage_chunks[units[i].chunk];
+        for (int j = 0; j < ct->n_units; j++) {
+            double x = ct->unit_params[units[i].backward ? ct->n_units - 1 - j : j];
+            double held = prev >= 0.0 ? prev + x : x;
+            if (held > most)
+                most = held;
+            prev = x;
+        }
+    }
+    free(units);
+    return most;
+}
