@@ -166,7 +166,7 @@ static int replay_report(const replay_args *a, const out_replay *x, ps_error *er
 }
 
 /* Build the execution graph of the job and run it: the graph, its tasks and result out. */
-static int replay_run(const trace_job *job, const cluster *c, htae_graph **g, uint32_t ***task_of,
+static int replay_run(const trace_job *job, const cluster *c, exec_graph **g, uint32_t ***task_of,
                       htae_result *res, ps_error *err)
 {
     htae_options o;
@@ -182,7 +182,7 @@ static int replay_run(const trace_job *job, const cluster *c, htae_graph **g, ui
 /* The predicted step of the unchanged job, before the what-ifs change it. */
 static int unchanged_step(const trace_job *job, const cluster *c, double *out, ps_error *err)
 {
-    htae_graph *g = NULL;
+    exec_graph *g = NULL;
     uint32_t **task_of = NULL;
     htae_result res;
     int rc = replay_run(job, c, &g, &task_of, &res, err);
@@ -194,7 +194,7 @@ static int unchanged_step(const trace_job *job, const cluster *c, double *out, p
     }
     htae_result_free(&res);
     trace_tasks_free(job, task_of);
-    htae_graph_free(g);
+    graph_free(g);
     return rc;
 }
 
@@ -251,7 +251,7 @@ static int replay_main(int argc, char **argv)
                     "nothing to reorder, the step is unchanged\n",
                     a.what_if.v[i].text, job.ranks[0].file);
     }
-    htae_graph *g = NULL;
+    exec_graph *g = NULL;
     uint32_t **task_of = NULL;
     htae_result res;
     memset(&res, 0, sizeof res);
@@ -271,7 +271,7 @@ static int replay_main(int argc, char **argv)
         cli_fail(&err);
     htae_result_free(&res);
     trace_tasks_free(&job, task_of);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
     trace_job_free(&job);
     free_what_ifs(&a);

@@ -193,7 +193,7 @@ int out_replay_trace(const char *path, const out_replay *x, ps_error *err)
     FILE *f = fopen(path, "w");
     if (!f)
         return out_write_error(path, err);
-    const htae_graph *g = x->graph;
+    const exec_graph *g = x->graph;
     unsigned char *traced = xcalloc((size_t)g->n_ranks, 1);
     for (int i = 0; i < x->job->n_ranks; i++)
         traced[x->job->ranks[i].rank] = 1;
@@ -211,10 +211,10 @@ int out_replay_trace(const char *path, const out_replay *x, ps_error *err)
             fprintf(f,
                     ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"%s\"}}",
-                    r, s, htae_stream_name(g, s));
+                    r, s, graph_stream_name(g, s));
     }
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (!traced[k->rank])
             continue;
         fputs(",\n{\"ph\":\"X\",\"name\":", f);

@@ -74,7 +74,7 @@ static void put_json_string(FILE *f, const char *s)
 /* What is written: keep_rank[r] for each rank, and the micro-batch bound. */
 typedef struct trace_ctx {
     FILE *f;
-    const htae_graph *g;
+    const exec_graph *g;
     const htae_result *r;
     unsigned char *keep_rank; /* [n_ranks], owned */
     int steps;                /* 0: every micro-batch */
@@ -82,7 +82,7 @@ typedef struct trace_ctx {
 
 static int task_kept(const trace_ctx *x, uint32_t t)
 {
-    const htae_task *k = &x->g->tasks[t];
+    const graph_task *k = &x->g->tasks[t];
     return x->keep_rank[k->rank] && (x->steps <= 0 || k->micro < x->steps);
 }
 
@@ -109,7 +109,7 @@ static void put_metadata(const trace_ctx *x, const cluster *c, const compiled_pl
             fprintf(x->f,
                     ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
                     "\"args\":{\"name\":\"%s\"}}",
-                    k, s, htae_stream_name(x->g, s));
+                    k, s, graph_stream_name(x->g, s));
     }
     if (first) /* no rank kept cannot happen (a rank list names one), but stay valid JSON */
         fputs("{\"ph\":\"M\",\"name\":\"trace_empty\",\"pid\":0,\"args\":{}}", x->f);
@@ -117,7 +117,7 @@ static void put_metadata(const trace_ctx *x, const cluster *c, const compiled_pl
 
 static void put_task(const trace_ctx *x, uint32_t t)
 {
-    const htae_task *k = &x->g->tasks[t];
+    const graph_task *k = &x->g->tasks[t];
     fputs(",\n{\"ph\":\"X\",\"name\":", x->f);
     put_json_string(x->f, x->g->labels[k->label]);
     fprintf(x->f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
@@ -136,8 +136,8 @@ static void put_task(const trace_ctx *x, uint32_t t)
  * or UINT32_MAX when there is none. */
 static uint32_t consumer_of(const trace_ctx *x, uint32_t t)
 {
-    const htae_graph *g = x->g;
-    const htae_task *k = &g->tasks[t];
+    const exec_graph *g = x->g;
+    const graph_task *k = &g->tasks[t];
     uint32_t best = UINT32_MAX;
     for (uint32_t i = 0; i < k->n_succ; i++) {
         uint32_t s = g->succ[k->succ_first + i];
@@ -154,11 +154,11 @@ static uint32_t consumer_of(const trace_ctx *x, uint32_t t)
  * when both are written. */
 static void put_flow(const trace_ctx *x, uint32_t t)
 {
-    const htae_task *k = &x->g->tasks[t];
+    const graph_task *k = &x->g->tasks[t];
     uint32_t s = consumer_of(x, t);
     if (s == UINT32_MAX || !task_kept(x, s))
         return;
-    const htae_task *d = &x->g->tasks[s];
+    const graph_task *d = &x->g->tasks[s];
     fprintf(x->f,
             ",\n{\"ph\":\"s\",\"name\":\"transfer\",\"cat\":\"flow\",\"id\":%u,\"pid\":%d,"
             "\"tid\":%d,\"ts\":%.3f}",
@@ -321,7 +321,7 @@ static void put_link_members(const trace_ctx *x, const link_tracks *lt)
 int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const out_trace_filter *filter, ps_error *err)
 {
-    const htae_graph *g = p->graph;
+    const exec_graph *g = p->graph;
     trace_ctx x = {NULL, g, r, xcalloc((size_t)g->n_ranks, 1), filter ? filter->steps : 0};
     if (filter && filter->ranks) {
         if (out_trace_ranks(filter->ranks, g->n_ranks, x.keep_rank, err)) {

@@ -100,7 +100,7 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
 typedef struct out_replay {
     const trace_job *job;
     const cluster *c;
-    const htae_graph *graph;
+    const exec_graph *graph;
     const htae_result *res;
     const replay_summary *sum;
     const report_critical_path *path;

@@ -70,13 +70,13 @@ static int read_all(int fd, void *buf, size_t n)
  * besides the cluster, the same for every plan) and the compiled plan's fields that
  * report_summarize, sweep_plan_record and sweep_plan_record_dlrm read. Plans with equal keys
  * get equal records. */
-typedef htae_digest plan_key;
+typedef graph_digest plan_key;
 
 static plan_key plan_key_of(const compiled_plan *plan)
 {
     plan_key k;
-    htae_digest_init(&k);
-    htae_digest_graph(&k, plan->graph);
+    graph_digest_init(&k);
+    graph_digest_graph(&k, plan->graph);
     int m = compiled_plan_tightest_rank(plan);
     int32_t ints[2] = {plan->gpus, plan->pp};
     double reals[8] = {plan->samples_per_iter,
@@ -87,8 +87,8 @@ static plan_key plan_key_of(const compiled_plan *plan)
                        plan->memory_capacity_of_rank[m],
                        plan->dlrm ? plan->dlrm->lookup_max_s : -1,
                        plan->dlrm ? plan->dlrm->lookup_imbalance : -1};
-    htae_digest_add(&k, ints, sizeof ints);
-    htae_digest_add(&k, reals, sizeof reals);
+    graph_digest_add(&k, ints, sizeof ints);
+    graph_digest_add(&k, reals, sizeof reals);
     return k;
 }
 

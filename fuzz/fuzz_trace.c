@@ -13,11 +13,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     trace_job job;
     if (trace_job_load(&path, 1, 0, &job, &err))
         return 0;
-    htae_graph *g = NULL;
+    exec_graph *g = NULL;
     uint32_t **task_of = NULL;
     if (!trace_job_graph(&job, 64, &g, &task_of, &err)) {
         trace_tasks_free(&job, task_of);
-        htae_graph_free(g);
+        graph_free(g);
     }
     trace_job_free(&job);
     return 0;

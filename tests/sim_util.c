@@ -89,11 +89,11 @@ htae_options sim_bare_options(void)
     return o;
 }
 
-void sim_run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r)
+void sim_run(exec_graph *g, cluster *c, const htae_options *o, htae_result *r)
 {
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    ck_assert_int_eq(graph_finalize(g, &err), 0);
     ck_assert_msg(htae_run(g, c, o, r, &err) == 0, "htae_run: %s", err.message);
 }
 

@@ -56,7 +56,7 @@ void sim_load_two_nodes(int k, const char *const nvl_lat[2], const char *const *
  * between 1 and 2 (or 0 and 3) 0.5 ms. */
 void sim_load_two_by_two(cluster *c);
 /* Finalize g and run it (asserts success). */
-void sim_run(htae_graph *g, cluster *c, const htae_options *o, htae_result *r);
+void sim_run(exec_graph *g, cluster *c, const htae_options *o, htae_result *r);
 /* A ring all-reduce of S bytes over p GPUs of topology/clusters/dgx4.xml (NVSwitch ports of
  * 300 GB/s at o's protocol efficiency, 0.7 us each, two per route; docs/collectives.md), nothing
  * beside it: its latency terms (launch, 2 (p-1) steps) and its bandwidth term 2 (p-1)/p S / B. */

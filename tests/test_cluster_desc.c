@@ -84,16 +84,16 @@ START_TEST(hand_written_transfer_times)
     cluster c;
     ps_error err;
     ck_assert_msg(sim_cluster_text(pcie2, &c, &err) == 0, "%s", err.message);
-    htae_graph *g = htae_graph_create(c.n_gpus);
-    int l = htae_label(g, "x");
-    uint32_t inside = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-    uint32_t after = htae_add_compute(g, 1, CAT_FORWARD, 0.0, l, 0);
-    htae_add_edge(g, inside, after);
+    exec_graph *g = graph_create(c.n_gpus);
+    int l = graph_label(g, "x");
+    uint32_t inside = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t after = graph_add_compute(g, 1, CAT_FORWARD, 0.0, l, 0);
+    graph_add_edge(g, inside, after);
     uint32_t t[2];
     for (int i = 0; i < 2; i++) { /* both after the transfer inside the node */
-        t[i] = htae_add_transfer(g, i, 2 + i, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-        htae_add_edge(g, after, t[i]);
-        htae_add_edge(g, t[i], htae_add_compute(g, 2 + i, CAT_FORWARD, 0.0, l, 0));
+        t[i] = graph_add_transfer(g, i, 2 + i, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+        graph_add_edge(g, after, t[i]);
+        graph_add_edge(g, t[i], graph_add_compute(g, 2 + i, CAT_FORWARD, 0.0, l, 0));
     }
     htae_options o = sim_bare_options();
     htae_result r;
@@ -102,7 +102,7 @@ START_TEST(hand_written_transfer_times)
     for (int i = 0; i < 2; i++)
         ck_close(r.end[t[i]] - r.end[inside], 320e-3 + 6e-6, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST

@@ -16,17 +16,17 @@
 
 /* One group over ranks 0..n-1 running, one after another, a collective of each kind[i] with
  * bytes[i]; ids[i] is the first member's task of collective i. */
-static htae_graph *sequence(int n_ranks, int n, const coll_kind *kind, const double *bytes,
+static exec_graph *sequence(int n_ranks, int n, const coll_kind *kind, const double *bytes,
                             int count, uint32_t *ids)
 {
-    htae_graph *g = htae_graph_create(n_ranks);
+    exec_graph *g = graph_create(n_ranks);
     int ranks[64];
     for (int i = 0; i < n; i++)
         ranks[i] = i;
-    int grp = htae_add_group(g, ranks, n), l = htae_label(g, "c");
+    int grp = graph_add_group(g, ranks, n), l = graph_label(g, "c");
     uint32_t members[64];
     for (int i = 0; i < count; i++) {
-        htae_add_collective(g, kind[i], grp, STREAM_DP, bytes[i], CAT_DP_COMM, l, 0, members);
+        graph_add_collective(g, kind[i], grp, STREAM_DP, bytes[i], CAT_DP_COMM, l, 0, members);
         ids[i] = members[0];
     }
     return g;
@@ -46,7 +46,7 @@ START_TEST(ring_across_nodes_one_channel_per_nic)
     coll_kind kind[3] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
     double bytes[3] = {1 * GB, 1 * GB, 1 * GB};
     uint32_t ids[3];
-    htae_graph *g = sequence(4, 4, kind, bytes, 3, ids);
+    exec_graph *g = sequence(4, 4, kind, bytes, 3, ids);
     htae_options o = sim_bare_options();
     o.algo = COLL_ALGO_RING;
     htae_result r;
@@ -58,7 +58,7 @@ START_TEST(ring_across_nodes_one_channel_per_nic)
     for (int i = 0; i < 4; i++)
         ck_close(sim_find_link(&r, nics[i])->bytes, 1.5e9, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -107,14 +107,14 @@ START_TEST(ring_steps_pay_their_own_route_latency)
     coll_kind kind[1] = {COLL_ALLREDUCE};
     double bytes[1] = {1.5 * GB};
     uint32_t ids[1];
-    htae_graph *g = sequence(6, 6, kind, bytes, 1, ids);
+    exec_graph *g = sequence(6, 6, kind, bytes, 1, ids);
     htae_options o = sim_bare_options();
     o.algo = COLL_ALGO_RING;
     htae_result r;
     sim_run(g, &c, &o, &r);
     ck_close(r.end[ids[0]], 5.0 / 6.0 / 10 + 4e-3, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -130,13 +130,13 @@ START_TEST(unequal_nodes_get_one_ring)
     coll_kind kind[1] = {COLL_ALLREDUCE};
     double bytes[1] = {1 * GB};
     uint32_t ids[1];
-    htae_graph *g = sequence(4, 3, kind, bytes, 1, ids);
+    exec_graph *g = sequence(4, 3, kind, bytes, 1, ids);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
     ck_close(r.end[ids[0]], (4.0 / 3.0) * GB / (10 * GB) + 1e-3, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -222,7 +222,7 @@ START_TEST(all_to_all_sends_a_share_to_every_peer)
     coll_kind kind[1] = {COLL_ALLTOALL};
     double bytes[1] = {1 * GB};
     uint32_t ids[1];
-    htae_graph *g = sequence(4, 4, kind, bytes, 1, ids);
+    exec_graph *g = sequence(4, 4, kind, bytes, 1, ids);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -230,7 +230,7 @@ START_TEST(all_to_all_sends_a_share_to_every_peer)
     ck_close(sim_find_link(&r, "nic0_0_UP")->bytes, 0.5e9, 1e-9);
     ck_close(sim_find_link(&r, "nvl0_0_UP")->bytes, 0.25e9, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -243,15 +243,16 @@ START_TEST(all_to_all_v_moves_each_pairs_bytes)
 {
     cluster c;
     sim_load_two_by_two(&c);
-    htae_graph *g = htae_graph_create(4);
+    exec_graph *g = graph_create(4);
     int ranks[4] = {0, 1, 2, 3};
-    int grp = htae_add_group(g, ranks, 4);
+    int grp = graph_add_group(g, ranks, 4);
     double m[16] = {0};
     m[0 * 4 + 2] = 1 * GB;
     m[0 * 4 + 1] = 0.5 * GB;
     m[3 * 4 + 1] = 0.2 * GB;
     uint32_t ids[4];
-    int col = htae_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, htae_label(g, "a2av"), 0, ids);
+    int col =
+        graph_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, graph_label(g, "a2av"), 0, ids);
     ck_close(g->colls[col].bytes, 1.5 * GB, 1e-12);
     htae_options o = sim_bare_options();
     htae_result r;
@@ -262,7 +263,7 @@ START_TEST(all_to_all_v_moves_each_pairs_bytes)
     ck_close(sim_find_link(&r, "nic1_1_UP")->bytes, 0.2e9, 1e-9);
     ck_close(sim_find_link(&r, "nvl0_0_UP")->bytes, 0.5e9, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -304,14 +305,14 @@ START_TEST(lone_ring_allreduce_is_a_timed_wait)
 {
     cluster c;
     sim_load("topology/clusters/dgx-a100-2node.xml", &c);
-    htae_graph *g = htae_graph_create(16);
+    exec_graph *g = graph_create(16);
     int ranks[8];
     for (int i = 0; i < 8; i++)
         ranks[i] = i;
-    int grp = htae_add_group(g, ranks, 8);
+    int grp = graph_add_group(g, ranks, 8);
     uint32_t ids[8];
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, htae_label(g, "ar"),
-                        0, ids);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM,
+                         graph_label(g, "ar"), 0, ids);
     htae_options o = sim_bare_options();
     o.algo = COLL_ALGO_RING;
     htae_result r;
@@ -323,7 +324,7 @@ START_TEST(lone_ring_allreduce_is_a_timed_wait)
     ck_close(sim_find_link(&r, "n0g7_nvl_DOWN")->bytes, 1.75e9, 1e-12);
     ck_close(sim_find_link(&r, "n0g3_nvl_UP")->busy_s, 1.4e-6 + 1.75 / 300, 1e-12);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -339,46 +340,46 @@ END_TEST
  * shares its ports with the first transfer, the first DP pair its NICs with the others: each of
  * those collectives is timed too if those transfers have ended when it starts, else it runs as
  * a SimGrid task. Every task starts and ends as when every collective runs as a SimGrid task. */
-static htae_graph *two_tp_groups(uint32_t *tp0_ids, double extra_0_8)
+static exec_graph *two_tp_groups(uint32_t *tp0_ids, double extra_0_8)
 {
-    htae_graph *g = htae_graph_create(16);
-    int tp[2], dp[8], l = htae_label(g, "x");
+    exec_graph *g = graph_create(16);
+    int tp[2], dp[8], l = graph_label(g, "x");
     for (int n = 0; n < 2; n++) {
         int ranks[8];
         for (int i = 0; i < 8; i++)
             ranks[i] = n * 8 + i;
-        tp[n] = htae_add_group(g, ranks, 8);
+        tp[n] = graph_add_group(g, ranks, 8);
     }
     for (int i = 0; i < 8; i++)
-        dp[i] = htae_add_group(g, (int[2]){i, 8 + i}, 2);
+        dp[i] = graph_add_group(g, (int[2]){i, 8 + i}, 2);
     uint32_t c1[16], ar[2][8], c2[16], ag[2][8], dar[8][2];
     for (int r = 0; r < 16; r++)
-        c1[r] = htae_add_compute(g, r, CAT_FORWARD, 1e-3 * (1.0 + 0.1 * r), l, 0);
+        c1[r] = graph_add_compute(g, r, CAT_FORWARD, 1e-3 * (1.0 + 0.1 * r), l, 0);
     for (int n = 0; n < 2; n++)
-        htae_add_collective(g, COLL_ALLREDUCE, tp[n], STREAM_TP, 100e6, CAT_TP_COMM, l, 0, ar[n]);
+        graph_add_collective(g, COLL_ALLREDUCE, tp[n], STREAM_TP, 100e6, CAT_TP_COMM, l, 0, ar[n]);
     for (int r = 0; r < 16; r++) {
-        htae_add_edge(g, c1[r], ar[r / 8][r % 8]);
-        c2[r] = htae_add_compute(g, r, CAT_FORWARD, 0.5e-3 * (1.0 + 0.05 * (15 - r)), l, 0);
-        htae_add_edge(g, ar[r / 8][r % 8], c2[r]);
+        graph_add_edge(g, c1[r], ar[r / 8][r % 8]);
+        c2[r] = graph_add_compute(g, r, CAT_FORWARD, 0.5e-3 * (1.0 + 0.05 * (15 - r)), l, 0);
+        graph_add_edge(g, ar[r / 8][r % 8], c2[r]);
     }
     for (int n = 0; n < 2; n++)
-        htae_add_collective(g, COLL_ALLGATHER, tp[n], STREAM_TP, 50e6, CAT_TP_COMM, l, 0, ag[n]);
+        graph_add_collective(g, COLL_ALLGATHER, tp[n], STREAM_TP, 50e6, CAT_TP_COMM, l, 0, ag[n]);
     for (int i = 0; i < 8; i++)
-        htae_add_collective(g, COLL_ALLREDUCE, dp[i], STREAM_DP, 200e6, CAT_DP_COMM, l, 0, dar[i]);
+        graph_add_collective(g, COLL_ALLREDUCE, dp[i], STREAM_DP, 200e6, CAT_DP_COMM, l, 0, dar[i]);
     for (int r = 0; r < 16; r++) {
-        htae_add_edge(g, c2[r], ag[r / 8][r % 8]);
-        htae_add_edge(g, ag[r / 8][r % 8], dar[r % 8][r / 8]);
+        graph_add_edge(g, c2[r], ag[r / 8][r % 8]);
+        graph_add_edge(g, ag[r / 8][r % 8], dar[r % 8][r / 8]);
     }
-    uint32_t t = htae_add_transfer(g, 8, 9, STREAM_PP, 30e6, CAT_PP_COMM, l, 0);
-    htae_add_edge(g, c1[8], t);
-    htae_add_edge(g, t, c2[9]);
-    t = htae_add_transfer(g, 0, 8, STREAM_PP, 20e6, CAT_PP_COMM, l, 0);
-    htae_add_edge(g, c1[0], t);
-    htae_add_edge(g, t, c2[8]);
+    uint32_t t = graph_add_transfer(g, 8, 9, STREAM_PP, 30e6, CAT_PP_COMM, l, 0);
+    graph_add_edge(g, c1[8], t);
+    graph_add_edge(g, t, c2[9]);
+    t = graph_add_transfer(g, 0, 8, STREAM_PP, 20e6, CAT_PP_COMM, l, 0);
+    graph_add_edge(g, c1[0], t);
+    graph_add_edge(g, t, c2[8]);
     if (extra_0_8 > 0.0) { /* feeds only a last compute of rank 8, after everything else */
-        t = htae_add_transfer(g, 0, 8, STREAM_PP, extra_0_8, CAT_PP_COMM, l, 0);
-        htae_add_edge(g, c1[0], t);
-        htae_add_edge(g, t, htae_add_compute(g, 8, CAT_FORWARD, 1e-4, l, 0));
+        t = graph_add_transfer(g, 0, 8, STREAM_PP, extra_0_8, CAT_PP_COMM, l, 0);
+        graph_add_edge(g, c1[0], t);
+        graph_add_edge(g, t, graph_add_compute(g, 8, CAT_FORWARD, 1e-4, l, 0));
     }
     for (int i = 0; i < 8; i++)
         tp0_ids[i] = ar[0][i];
@@ -392,7 +393,7 @@ static void timed_against_tasks(double extra_0_8, uint32_t timed_colls)
     cluster c;
     sim_load("topology/clusters/dgx-a100-2node.xml", &c);
     uint32_t ids[8];
-    htae_graph *g = two_tp_groups(ids, extra_0_8);
+    exec_graph *g = two_tp_groups(ids, extra_0_8);
     htae_options o;
     htae_default_options(&o);
     htae_result timed, tasks;
@@ -416,7 +417,7 @@ static void timed_against_tasks(double extra_0_8, uint32_t timed_colls)
     }
     htae_result_free(&timed);
     htae_result_free(&tasks);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 

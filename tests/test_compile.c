@@ -236,7 +236,7 @@ START_TEST(tp_collective_count_follows_megatron)
 {
     fixture f;
     setup(&f, "tests/data/compile/tp2.yaml", "tests/data/htae/two-300GBps.xml", 0);
-    const htae_graph *g = f.p.graph;
+    const exec_graph *g = f.p.graph;
     int tp_colls = 0;
     for (uint32_t i = 0; i < g->n_colls; i++)
         if (g->tasks[g->coll_tasks[g->colls[i].first_task]].category == CAT_TP_COMM) {
@@ -360,7 +360,7 @@ START_TEST(tp_comm_overlap_runs_collectives_beside_their_segment)
 {
     fixture f;
     setup(&f, "tests/data/compile/tp2-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
-    const htae_graph *g = f.p.graph;
+    const exec_graph *g = f.p.graph;
     uint32_t s0 = 0 * STREAM_COUNT + STREAM_COMPUTE;
     int checked = 0;
     for (uint32_t i = 0; i < g->n_colls; i++) {
@@ -391,7 +391,7 @@ START_TEST(param_gather_overlaps_the_first_forward)
 {
     fixture f;
     setup(&f, "tests/data/compile/zero1-gather.yaml", "tests/data/htae/two-300GBps.xml", 1);
-    const htae_graph *g = f.p.graph;
+    const exec_graph *g = f.p.graph;
     double opt_end = 0, first_fwd = 1e30, first_gather_end = 1e30, last_gather_start = 0;
     int gathers = 0;
     for (uint32_t t = 0; t < g->n_tasks; t++) {

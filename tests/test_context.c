@@ -76,14 +76,14 @@ static void compile_ok(const strategy *s, const cluster *c, int fold, compiled_p
     ck_assert_msg(compile_plan(s, c, &o, p, &err) == 0, "%s", err.message);
 }
 
-static int has_label(const htae_graph *g, uint32_t t, const char *name)
+static int has_label(const exec_graph *g, uint32_t t, const char *name)
 {
     return strcmp(g->labels[g->tasks[t].label], name) == 0;
 }
 
 /* The n-th (from 0) task of rank r with label `name`, or of any compute when name is NULL,
  * from task `from` on. */
-static uint32_t nth_task(const htae_graph *g, int r, const char *name, uint32_t from, int n)
+static uint32_t nth_task(const exec_graph *g, int r, const char *name, uint32_t from, int n)
 {
     for (uint32_t t = from; t < g->n_tasks; t++) {
         if (g->tasks[t].rank != r)
@@ -195,11 +195,11 @@ static void ring_bytes(int kv_heads, int tp, double *fwd, double *bwd, int *n_fw
     load_nodes(tp, &c);
     compiled_plan p;
     compile_ok(&s, &c, 1, &p);
-    const htae_graph *g = p.graph;
+    const exec_graph *g = p.graph;
     *fwd = *bwd = 0;
     *n_fwd = *n_bwd = 0;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->category != CAT_CP_COMM)
             continue;
         ck_assert_int_eq(k->kind, TASK_TRANSFER);
@@ -321,7 +321,7 @@ START_TEST(attention_flops_halved)
     double f1 = cost_op_kernel_seconds(&later, PASS_FWD, PREC_BF16, dev);
     double b1 = cost_op_kernel_seconds(&later, PASS_BWD, PREC_BF16, dev);
     /* rank 0: its first forward transfer is followed by the two steps of layer 0 */
-    const htae_graph *pg = p.graph;
+    const exec_graph *pg = p.graph;
     uint32_t x = nth_task(pg, 0, FWD, 0, 0);
     ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, x, 0)].seconds, f0, 1e-15);
     ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, x, 1)].seconds, f1, 1e-15);
@@ -358,7 +358,7 @@ static void ring_run(int hidden, int heads, int kv_heads, ring_times *rt)
     ps_error err;
     ps_error_clear(&err);
     ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    const htae_graph *g = p.graph;
+    const exec_graph *g = p.graph;
     uint32_t x = nth_task(g, 0, FWD, 0, 0), px = nth_task(g, 1, FWD, 0, 0);
     uint32_t a0 = nth_task(g, 0, NULL, x, 0), a1 = nth_task(g, 0, NULL, x, 1);
     *rt = (ring_times){r.start[x], r.end[x],    r.end[px], r.start[a0],
@@ -426,7 +426,7 @@ START_TEST(activations_divided_gradients_over_context)
     ck_assert_int_eq(pc.cp, 2);
     /* the same gradient collectives, over the same 2 GPUs */
     int nc = 0, nd = 0;
-    const htae_graph *g = pc.graph;
+    const exec_graph *g = pc.graph;
     for (uint32_t k = 0; k < g->n_colls; k++)
         if (g->tasks[g->coll_tasks[g->colls[k].first_task]].category == CAT_DP_COMM) {
             ck_assert_int_eq(g->groups[g->colls[k].group].n, 2);

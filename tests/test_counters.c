@@ -46,11 +46,11 @@ static double counter_bytes(const htae_link_stat *l)
 }
 
 /* The receiving side of a transfer: an instant task on its peer that depends on it. */
-static void receive(htae_graph *g, uint32_t transfer)
+static void receive(exec_graph *g, uint32_t transfer)
 {
-    const htae_task *x = &g->tasks[transfer];
-    uint32_t r = htae_add_compute(g, x->peer, CAT_FORWARD, 0.0, x->label, x->micro);
-    htae_add_edge(g, transfer, r);
+    const graph_task *x = &g->tasks[transfer];
+    uint32_t r = graph_add_compute(g, x->peer, CAT_FORWARD, 0.0, x->label, x->micro);
+    graph_add_edge(g, transfer, r);
 }
 
 /* One transfer of `bytes` from rank 0 to 1 on the two-GPU platform `xml`, counters as given. */
@@ -58,12 +58,12 @@ static void one_transfer(const char *xml, double bytes, const unsigned char *cou
                          htae_result *r, cluster *c)
 {
     sim_load(xml, c);
-    htae_graph *g = htae_graph_create(2);
-    receive(g, htae_add_transfer(g, 0, 1, STREAM_PP, bytes, CAT_PP_COMM, htae_label(g, "x"), 0));
+    exec_graph *g = graph_create(2);
+    receive(g, graph_add_transfer(g, 0, 1, STREAM_PP, bytes, CAT_PP_COMM, graph_label(g, "x"), 0));
     htae_options o = sim_bare_options();
     o.counter_ranks = counted;
     sim_run(g, c, &o, r);
-    htae_graph_free(g);
+    graph_free(g);
 }
 
 static const unsigned char both[2] = {1, 1};
@@ -131,15 +131,15 @@ START_TEST(counter_adds_each_flows_average_rate)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    receive(g, htae_add_transfer(g, 0, 1, STREAM_PP, 2.5 * GB, CAT_PP_COMM, l, 0));
-    uint32_t k1 = htae_add_compute(g, 0, CAT_FORWARD, 0.010, l, 0);
-    uint32_t k2 = htae_add_compute(g, 0, CAT_FORWARD, 0.005, l, 0);
-    uint32_t b = htae_add_transfer(g, 0, 1, STREAM_DP, 0.5 * GB, CAT_DP_COMM, l, 0);
-    uint32_t cc = htae_add_transfer(g, 0, 1, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0);
-    htae_add_edge(g, k1, b);
-    htae_add_edge(g, k2, cc);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    receive(g, graph_add_transfer(g, 0, 1, STREAM_PP, 2.5 * GB, CAT_PP_COMM, l, 0));
+    uint32_t k1 = graph_add_compute(g, 0, CAT_FORWARD, 0.010, l, 0);
+    uint32_t k2 = graph_add_compute(g, 0, CAT_FORWARD, 0.005, l, 0);
+    uint32_t b = graph_add_transfer(g, 0, 1, STREAM_DP, 0.5 * GB, CAT_DP_COMM, l, 0);
+    uint32_t cc = graph_add_transfer(g, 0, 1, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0);
+    graph_add_edge(g, k1, b);
+    graph_add_edge(g, k2, cc);
     receive(g, b);
     receive(g, cc);
     htae_options o = sim_bare_options();
@@ -157,7 +157,7 @@ START_TEST(counter_adds_each_flows_average_rate)
     ck_close(counter_bytes(w), 4e9, 1e-9);
     ck_close(w->bytes, 4e9, 1e-12);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -172,11 +172,11 @@ START_TEST(ring_counts_wire_bytes_at_the_link_rate)
 {
     cluster c;
     sim_load("topology/clusters/dgx4.xml", &c);
-    htae_graph *g = htae_graph_create(4);
-    int ranks[4] = {0, 1, 2, 3}, grp = htae_add_group(g, ranks, 4);
+    exec_graph *g = graph_create(4);
+    int ranks[4] = {0, 1, 2, 3}, grp = graph_add_group(g, ranks, 4);
     uint32_t ids[4];
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, htae_label(g, "ar"),
-                        0, ids);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1 * GB, CAT_TP_COMM,
+                         graph_label(g, "ar"), 0, ids);
     htae_options o;
     htae_default_options(&o);
     unsigned char all[4] = {1, 1, 1, 1};
@@ -194,7 +194,7 @@ START_TEST(ring_counts_wire_bytes_at_the_link_rate)
         ck_close(r.links[i].bytes, wire, 1e-12);
     }
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -210,14 +210,14 @@ START_TEST(a_tasks_edges_start_after_its_worst_latency)
 {
     cluster c;
     sim_load_two_by_two(&c);
-    htae_graph *g = htae_graph_create(4);
-    int ranks[4] = {0, 1, 2, 3}, grp = htae_add_group(g, ranks, 4);
+    exec_graph *g = graph_create(4);
+    int ranks[4] = {0, 1, 2, 3}, grp = graph_add_group(g, ranks, 4);
     double m[16] = {0};
     m[0 * 4 + 2] = 1 * GB;
     m[0 * 4 + 1] = 0.5 * GB;
     m[3 * 4 + 1] = 0.2 * GB;
     uint32_t ids[4];
-    htae_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, htae_label(g, "a2av"), 0, ids);
+    graph_add_alltoallv(g, grp, STREAM_DP, m, CAT_DP_COMM, graph_label(g, "a2av"), 0, ids);
     htae_options o = sim_bare_options();
     unsigned char all[4] = {1, 1, 1, 1};
     o.counter_ranks = all;
@@ -230,7 +230,7 @@ START_TEST(a_tasks_edges_start_after_its_worst_latency)
     expect_counter(find_link(&r, "nic0_0_UP"), 2, nic0, 1e-9);
     expect_counter(find_link(&r, "nic1_1_UP"), 2, nic3, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -244,10 +244,10 @@ START_TEST(listed_gpus_count_the_links_near_them)
 {
     cluster c;
     sim_load("tests/data/htae/two-by-two-fabric.xml", &c);
-    htae_graph *g = htae_graph_create(4);
-    int l = htae_label(g, "x");
-    receive(g, htae_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0));
-    receive(g, htae_add_transfer(g, 1, 3, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0));
+    exec_graph *g = graph_create(4);
+    int l = graph_label(g, "x");
+    receive(g, graph_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0));
+    receive(g, graph_add_transfer(g, 1, 3, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0));
     htae_options o = sim_bare_options();
     unsigned char gpu0[4] = {1, 0, 0, 0};
     o.counter_ranks = gpu0;
@@ -266,7 +266,7 @@ START_TEST(listed_gpus_count_the_links_near_them)
         ck_close(n->bytes, 1e9, 1e-12);
     }
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST

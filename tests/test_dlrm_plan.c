@@ -186,7 +186,7 @@ START_TEST(table_wise_alltoall_by_hand)
     sim_load("tests/data/cluster/two_gpus.xml", &c);
     compiled_plan p;
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *hg = p.graph;
+    const exec_graph *hg = p.graph;
     /* ids, pooled, gradients, then the MLP all-reduce */
     ck_assert_int_eq(hg->n_colls, 4);
     const double *ids = hg->colls[0].matrix, *pooled = hg->colls[1].matrix,
@@ -273,7 +273,7 @@ START_TEST(bottom_mlp_on_one_gpu_by_hand)
     sim_load("tests/data/cluster/two_gpus.xml", &c);
     compiled_plan p;
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *hg = p.graph;
+    const exec_graph *hg = p.graph;
     ck_assert_int_eq(hg->n_colls, 4);
     const double *ids = hg->colls[0].matrix, *pooled = hg->colls[1].matrix,
                  *grads = hg->colls[2].matrix;
@@ -340,7 +340,7 @@ START_TEST(row_wise_by_hand)
     sim_load("tests/data/cluster/two_gpus.xml", &c);
     compiled_plan p;
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *hg = p.graph;
+    const exec_graph *hg = p.graph;
     /* ids, reduce-scatter, all-gather, the MLP all-reduce */
     ck_assert_int_eq(hg->n_colls, 4);
     ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 2 * 8 * 2);
@@ -413,7 +413,7 @@ START_TEST(column_wise_by_hand)
     sim_load("tests/data/cluster/two_gpus.xml", &c);
     compiled_plan p;
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *hg = p.graph;
+    const exec_graph *hg = p.graph;
     ck_assert_int_eq(hg->n_colls, 4); /* ids, pooled, grads, MLP all-reduce */
     for (int i = 0; i < 2; i++) {
         ck_assert_double_eq(hg->colls[0].matrix[i * 2 + 1 - i], 256.0 * 3 * 8 * 2);
@@ -473,7 +473,7 @@ START_TEST(children_mix_shardings)
     sim_load("tests/data/cluster/two_gpus.xml", &c);
     compiled_plan p;
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *hg = p.graph;
+    const exec_graph *hg = p.graph;
     ck_assert_int_eq(hg->n_colls, 5); /* ids, pooled, grads, MLP and table all-reduces */
     ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 3 * 8);
     ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 0);
@@ -516,7 +516,7 @@ START_TEST(table_row_wise_by_hand)
     sim_load_nodes(2, 2, zero, zero, &c);
     compiled_plan p;
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *hg = p.graph;
+    const exec_graph *hg = p.graph;
     /* ids; reduce-scatter node 0, node 1; all-to-all local index 0, 1; their gradients' two
      * all-to-alls; all-gather node 0, node 1; the MLP all-reduce */
     ck_assert_int_eq(hg->n_colls, 10);
@@ -524,13 +524,13 @@ START_TEST(table_row_wise_by_hand)
         for (int j = 0; j < 4; j++)
             ck_assert_double_eq(hg->colls[0].matrix[i * 4 + j], i == j ? 0 : 2048);
     for (int n = 0; n < 2; n++) {
-        const htae_collective *rs = &hg->colls[1 + n], *ag = &hg->colls[7 + n];
+        const graph_collective *rs = &hg->colls[1 + n], *ag = &hg->colls[7 + n];
         ck_assert_int_eq(rs->kind, COLL_REDUCE_SCATTER);
         ck_assert_int_eq(ag->kind, COLL_ALLGATHER);
         ck_assert_double_eq(rs->bytes, 8192);
         ck_assert_double_eq(ag->bytes, 8192);
         ck_assert_int_eq(hg->group_ranks[hg->groups[rs->group].first + 1], 2 * n + 1);
-        const htae_collective *x = &hg->colls[3 + n];
+        const graph_collective *x = &hg->colls[3 + n];
         ck_assert_int_eq(hg->groups[x->group].n, 2);
         ck_assert_int_eq(hg->group_ranks[hg->groups[x->group].first + 1], 2 + n);
         ck_assert_double_eq(x->matrix[0 * 2 + 1], 2048);

@@ -97,13 +97,13 @@ static void load_strategy(const char *body, strategy *s)
 static const char *const EP8_DP8 = "  data: {degree: 8, zero: 1}\n"
                                    "  expert: {degree: 8}\n";
 
-static int label_is(const htae_graph *g, uint32_t task, const char *name)
+static int label_is(const exec_graph *g, uint32_t task, const char *name)
 {
     return strcmp(g->labels[g->tasks[task].label], name) == 0;
 }
 
 /* The collectives named `name`: how many, and the first one's index. */
-static int find_colls(const htae_graph *g, const char *name, int *first)
+static int find_colls(const exec_graph *g, const char *name, int *first)
 {
     int n = 0;
     *first = -1;
@@ -129,12 +129,12 @@ START_TEST(ep8_alltoall_bytes_and_time)
     compiled_plan p;
     ps_error err = {0};
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const htae_graph *g = p.graph;
+    const exec_graph *g = p.graph;
     int first, n = find_colls(g, "ep all-to-all to experts", &first);
     ck_assert_int_eq(n, 768);
     int first_out, n_out = find_colls(g, "ep all-to-all from experts", &first_out);
     ck_assert_int_eq(n_out, 768);
-    const htae_collective *a2a = &g->colls[first];
+    const graph_collective *a2a = &g->colls[first];
     double S = 4096.0 * 2 * 4096 * 2;
     ck_assert_int_eq(a2a->kind, COLL_ALLTOALL);
     ck_assert_ptr_null(a2a->matrix);
@@ -170,7 +170,7 @@ START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
     compiled_plan p;
     ps_error err = {0};
     ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    htae_graph *g = p.graph;
+    exec_graph *g = p.graph;
     double S = 4096.0 * 2 * 4096 * 2;
     int in, out;
     ck_assert_int_eq(find_colls(g, "ep all-to-all to experts", &in), 768);
@@ -193,11 +193,11 @@ START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
     ck_assert_msg(fwd[0] > fwd[1], "busiest %g s, other %g s", fwd[0], fwd[1]);
 
     /* the dispatch alone on the node */
-    htae_graph *one = htae_graph_create(8);
+    exec_graph *one = graph_create(8);
     int ranks[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    int grp = htae_add_group(one, ranks, 8);
+    int grp = graph_add_group(one, ranks, 8);
     uint32_t ids[8];
-    htae_add_alltoallv(one, grp, STREAM_TP, m, CAT_EP_COMM, htae_label(one, "a2av"), 0, ids);
+    graph_add_alltoallv(one, grp, STREAM_TP, m, CAT_EP_COMM, graph_label(one, "a2av"), 0, ids);
     compiled_plan_free(&p);
     strategy_free(&s);
     htae_options o = sim_bare_options();
@@ -206,7 +206,7 @@ START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
     for (int i = 0; i < 8; i++)
         ck_close(r.end[ids[i]], 1.75 * S / 450e9 + 1.4e-6, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(one);
+    graph_free(one);
     cluster_free(&c);
 }
 END_TEST
@@ -220,15 +220,15 @@ START_TEST(stand_in_alltoall_runs_over_every_member)
 {
     cluster c;
     load_h100(2, &c);
-    htae_graph *g = htae_graph_create(16);
+    exec_graph *g = graph_create(16);
     int ranks[16];
     for (int i = 0; i < 16; i++)
         ranks[i] = i;
-    int grp = htae_add_group_stand_ins(g, ranks, 16, 1);
+    int grp = graph_add_group_stand_ins(g, ranks, 16, 1);
     double S = 64e6;
     uint32_t id;
-    htae_add_collective(g, COLL_ALLTOALL, grp, STREAM_TP, S, CAT_EP_COMM, htae_label(g, "a2a"), 0,
-                        &id);
+    graph_add_collective(g, COLL_ALLTOALL, grp, STREAM_TP, S, CAT_EP_COMM, graph_label(g, "a2a"), 0,
+                         &id);
     ck_assert_uint_eq(g->n_tasks, 1);
     double bw, lat;
     cluster_route(&c, 0, 8, &bw, &lat);
@@ -237,7 +237,7 @@ START_TEST(stand_in_alltoall_runs_over_every_member)
     sim_run(g, &c, &o, &r);
     ck_close(r.end[id], S / 2 / 50e9 + lat, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -256,22 +256,22 @@ static void alltoall_beside_allreduce(int after, double R, htae_result *r, uint3
     double bw;
     cluster_route(&c, 1, 9, &bw, l);
     ck_close(bw, 50e9, 1e-12);
-    htae_graph *g = htae_graph_create(16);
+    exec_graph *g = graph_create(16);
     int ranks[16], pair[2] = {1, 9};
     for (int i = 0; i < 16; i++)
         ranks[i] = i;
-    int ep = htae_add_group_stand_ins(g, ranks, 16, 1), dp = htae_add_group(g, pair, 2);
-    htae_add_collective(g, COLL_ALLREDUCE, dp, STREAM_DP, R, CAT_DP_COMM, htae_label(g, "ar"), 0,
-                        ar);
-    htae_add_collective(g, COLL_ALLTOALL, ep, STREAM_TP, 64e6, CAT_EP_COMM, htae_label(g, "a2a"), 0,
-                        a2a);
+    int ep = graph_add_group_stand_ins(g, ranks, 16, 1), dp = graph_add_group(g, pair, 2);
+    graph_add_collective(g, COLL_ALLREDUCE, dp, STREAM_DP, R, CAT_DP_COMM, graph_label(g, "ar"), 0,
+                         ar);
+    graph_add_collective(g, COLL_ALLTOALL, ep, STREAM_TP, 64e6, CAT_EP_COMM, graph_label(g, "a2a"),
+                         0, a2a);
     if (after) {
-        htae_add_edge(g, ar[0], *a2a);
-        htae_add_edge(g, ar[1], *a2a);
+        graph_add_edge(g, ar[0], *a2a);
+        graph_add_edge(g, ar[1], *a2a);
     }
     htae_options o = sim_bare_options();
     sim_run(g, &c, &o, r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 
@@ -339,13 +339,13 @@ START_TEST(mixtral_ep8_memory_by_hand)
 END_TEST
 
 /* Sum of the bytes of collectives named `name` whose group holds rank 0, and that group size. */
-static double rank0_bytes(const htae_graph *g, const char *name, uint32_t *size)
+static double rank0_bytes(const exec_graph *g, const char *name, uint32_t *size)
 {
     double sum = 0;
     *size = 0;
     for (uint32_t i = 0; i < g->n_colls; i++) {
-        const htae_collective *k = &g->colls[i];
-        const htae_group *gr = &g->groups[k->group];
+        const graph_collective *k = &g->colls[i];
+        const graph_group *gr = &g->groups[k->group];
         if (!label_is(g, g->coll_tasks[k->first_task], name) || g->group_ranks[gr->first] != 0)
             continue;
         sum += k->bytes;

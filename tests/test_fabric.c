@@ -116,13 +116,13 @@ START_TEST(rail_allreduce_one_nic_per_rail)
     cluster c;
     sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL},
                        &c);
-    htae_graph *g = htae_graph_create(16);
+    exec_graph *g = graph_create(16);
     int ranks[16];
     for (int i = 0; i < 16; i++)
         ranks[i] = i;
-    int grp = htae_add_group(g, ranks, 16), l = htae_label(g, "ar");
+    int grp = graph_add_group(g, ranks, 16), l = graph_label(g, "ar");
     uint32_t members[16];
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 8 * GB, CAT_DP_COMM, l, 0, members);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 8 * GB, CAT_DP_COMM, l, 0, members);
     htae_options o = sim_bare_options();
     o.algo = COLL_ALGO_RING;
     htae_result r;
@@ -142,7 +142,7 @@ START_TEST(rail_allreduce_one_nic_per_rail)
         ck_assert_msg(!strstr(r.links[i].name, "su0_"), "%s carries traffic", r.links[i].name);
     ck_assert_int_eq(r.n_links, 2 * 8 * 2 * 2); /* NVLink ports and NICs, both directions */
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -156,13 +156,13 @@ static void leaf_flows(int senders, int to_offset, double want_end)
     sim_load_generated(
         "dgx-h100", (cluster_gen_opts){.nodes = 4, .nodes_per_leaf = 2, .oversubscription = 2}, &c);
     ck_close(sg_link_get_bandwidth(sg_link_by_name("leaf0_up_UP")), 400e9, 1e-12);
-    htae_graph *g = htae_graph_create(c.n_gpus);
-    int l = htae_label(g, "x");
+    exec_graph *g = graph_create(c.n_gpus);
+    int l = graph_label(g, "x");
     uint32_t t[16];
     for (int i = 0; i < 8 * senders; i++) {
         int to = i + 8 * to_offset;
-        t[i] = htae_add_transfer(g, i, to, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-        htae_add_edge(g, t[i], htae_add_compute(g, to, CAT_FORWARD, 0.0, l, 0));
+        t[i] = graph_add_transfer(g, i, to, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+        graph_add_edge(g, t[i], graph_add_compute(g, to, CAT_FORWARD, 0.0, l, 0));
     }
     htae_options o = sim_bare_options();
     htae_result r;
@@ -170,7 +170,7 @@ static void leaf_flows(int senders, int to_offset, double want_end)
     for (int i = 0; i < 8 * senders; i++)
         ck_close(r.end[t[i]], want_end, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 
@@ -210,12 +210,12 @@ START_TEST(fat_tree_default_is_non_blocking)
     sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 16}, &c);
     ck_close(sg_link_get_bandwidth(sg_link_by_name("leaf3_up_UP")), 1600e9, 1e-12);
     ck_assert_int_eq(link_count_with_prefix("leaf"), 4 * 2); /* 4 uplinks, UP and DOWN */
-    htae_graph *g = htae_graph_create(c.n_gpus);
-    int l = htae_label(g, "x");
+    exec_graph *g = graph_create(c.n_gpus);
+    int l = graph_label(g, "x");
     uint32_t t[32];
     for (int i = 0; i < 32; i++) {
-        t[i] = htae_add_transfer(g, i, 32 + i, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-        htae_add_edge(g, t[i], htae_add_compute(g, 32 + i, CAT_FORWARD, 0.0, l, 0));
+        t[i] = graph_add_transfer(g, i, 32 + i, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+        graph_add_edge(g, t[i], graph_add_compute(g, 32 + i, CAT_FORWARD, 0.0, l, 0));
     }
     htae_options o = sim_bare_options();
     htae_result r;
@@ -226,7 +226,7 @@ START_TEST(fat_tree_default_is_non_blocking)
         "n0g0", "n4g7",
         (const char *[]){"n0g0_nic_UP", "leaf0_up_UP", "leaf1_up_DOWN", "n4g7_nic_DOWN", NULL});
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST

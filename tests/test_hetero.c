@@ -354,8 +354,8 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     cluster_engine_start();
     ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_int_eq(c.n_gpus, p);
-    htae_graph *g = htae_graph_create(p);
-    int label = htae_label(g, "unit");
+    exec_graph *g = graph_create(p);
+    int label = graph_label(g, "unit");
     enum { MAX_P = 8, MAX_M = 16 }; /* fixed arrays: the build refuses variable-length ones */
     ck_assert(p <= MAX_P && m <= MAX_M);
     uint32_t fwd[MAX_P][MAX_M], bwd[MAX_P][MAX_M], last_b0 = 0;
@@ -365,22 +365,22 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
         for (int u = 0; u < 2 * m; u++) {
             int k = units[u].micro;
             if (units[u].backward)
-                bwd[s][k] = htae_add_compute(g, s, CAT_BACKWARD, tb[s] * 1e-3, label, k);
+                bwd[s][k] = graph_add_compute(g, s, CAT_BACKWARD, tb[s] * 1e-3, label, k);
             else
-                fwd[s][k] = htae_add_compute(g, s, CAT_FORWARD, tf[s] * 1e-3, label, k);
+                fwd[s][k] = graph_add_compute(g, s, CAT_FORWARD, tf[s] * 1e-3, label, k);
         }
     }
     for (int s = 0; s + 1 < p; s++)
         for (int k = 0; k < m; k++) {
-            htae_add_edge(g, fwd[s][k], fwd[s + 1][k]);
-            htae_add_edge(g, bwd[s + 1][k], bwd[s][k]);
+            graph_add_edge(g, fwd[s][k], fwd[s + 1][k]);
+            graph_add_edge(g, bwd[s + 1][k], bwd[s][k]);
         }
     last_b0 = bwd[0][m - 1];
     for (int s = 0; s < p && opt; s++) {
-        uint32_t o = htae_add_compute(g, s, CAT_OPTIMIZER, opt[s] * 1e-3, label, -1);
-        htae_add_edge(g, last_b0, o);
+        uint32_t o = graph_add_compute(g, s, CAT_OPTIMIZER, opt[s] * 1e-3, label, -1);
+        graph_add_edge(g, last_b0, o);
     }
-    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    ck_assert_int_eq(graph_finalize(g, &err), 0);
     htae_options o;
     htae_default_options(&o);
     htae_result r;
@@ -406,7 +406,7 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     free(plan.memory);
     free(plan.memory_capacity_of_rank);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 

@@ -18,19 +18,20 @@
 
 /* The receiving side of a transfer: an instant task on its peer that depends on it (every
  * transfer of a graph must be received). It ends when the transfer does. */
-static void receive(htae_graph *g, uint32_t transfer)
+static void receive(exec_graph *g, uint32_t transfer)
 {
-    const htae_task *x = &g->tasks[transfer];
-    uint32_t r = htae_add_compute(g, x->peer, CAT_FORWARD, 0.0, x->label, x->micro);
-    htae_add_edge(g, transfer, r);
+    const graph_task *x = &g->tasks[transfer];
+    uint32_t r = graph_add_compute(g, x->peer, CAT_FORWARD, 0.0, x->label, x->micro);
+    graph_add_edge(g, transfer, r);
 }
 
 START_TEST(transfer_1gb_over_100gbps_takes_10ms)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+    exec_graph *g = graph_create(2);
+    uint32_t t =
+        graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, graph_label(g, "x"), 0);
     receive(g, t);
     htae_options o = sim_bare_options();
     htae_result r;
@@ -38,7 +39,7 @@ START_TEST(transfer_1gb_over_100gbps_takes_10ms)
     ck_close(r.end[t] - r.start[t], 0.010, 1e-3); /* 1e9 B / 100e9 B/s */
     ck_close(r.makespan, 0.010, 1e-3);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -47,10 +48,10 @@ START_TEST(two_flows_share_a_link_and_take_20ms)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    uint32_t a = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-    uint32_t b = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    uint32_t a = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t b = graph_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
     receive(g, a);
     receive(g, b);
     htae_options o = sim_bare_options();
@@ -59,7 +60,7 @@ START_TEST(two_flows_share_a_link_and_take_20ms)
     ck_close(r.end[a], 0.020, 1e-3); /* each gets 50 GB/s */
     ck_close(r.end[b], 0.020, 1e-3);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -68,10 +69,10 @@ START_TEST(opposite_directions_do_not_share)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    uint32_t a = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-    uint32_t b = htae_add_transfer(g, 1, 0, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    uint32_t a = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t b = graph_add_transfer(g, 1, 0, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     receive(g, a);
     receive(g, b);
     htae_options o = sim_bare_options();
@@ -80,21 +81,21 @@ START_TEST(opposite_directions_do_not_share)
     ck_close(r.end[a], 0.010, 1e-3); /* full duplex: 100 GB/s each way */
     ck_close(r.end[b], 0.010, 1e-3);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
 
 /* The 4 GPUs of topology/clusters/dgx4.xml loaded into c, and a graph holding one all-reduce of
  * `bytes` over all of them (its member tasks in ids). */
-static htae_graph *dgx4_allreduce(cluster *c, double bytes, uint32_t ids[4])
+static exec_graph *dgx4_allreduce(cluster *c, double bytes, uint32_t ids[4])
 {
     sim_load("topology/clusters/dgx4.xml", c);
-    htae_graph *g = htae_graph_create(4);
+    exec_graph *g = graph_create(4);
     int ranks[4] = {0, 1, 2, 3};
-    int grp = htae_add_group(g, ranks, 4);
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, bytes, CAT_TP_COMM, htae_label(g, "ar"),
-                        0, ids);
+    int grp = graph_add_group(g, ranks, 4);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, bytes, CAT_TP_COMM,
+                         graph_label(g, "ar"), 0, ids);
     return g;
 }
 
@@ -105,7 +106,7 @@ START_TEST(ring_allreduce_matches_formula)
     cluster c;
     uint32_t ids[4];
     double S = 1 * GB;
-    htae_graph *g = dgx4_allreduce(&c, S, ids);
+    exec_graph *g = dgx4_allreduce(&c, S, ids);
     htae_options o;
     htae_default_options(&o);
     htae_result r;
@@ -119,7 +120,7 @@ START_TEST(ring_allreduce_matches_formula)
         ck_close(r.end[ids[i]], want, 1e-3); /* 6.5 ms + 86 us */
     }
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -129,14 +130,14 @@ START_TEST(ring_reduce_scatter_and_allgather)
 {
     cluster c;
     sim_load("topology/clusters/dgx4.xml", &c);
-    htae_graph *g = htae_graph_create(4);
+    exec_graph *g = graph_create(4);
     int ranks[4] = {0, 1, 2, 3};
-    int grp = htae_add_group(g, ranks, 4);
+    int grp = graph_add_group(g, ranks, 4);
     uint32_t rs[4], ag[4];
     double S = 0.6 * GB;
-    int l = htae_label(g, "c");
-    htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, rs);
-    htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, ag);
+    int l = graph_label(g, "c");
+    graph_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, rs);
+    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, S, CAT_TP_COMM, l, 0, ag);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -144,7 +145,7 @@ START_TEST(ring_reduce_scatter_and_allgather)
     ck_close(r.end[rs[0]], one, 1e-3);
     ck_close(r.end[ag[3]], 2 * one, 1e-3);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -155,17 +156,17 @@ START_TEST(multi_link_topology_uses_two_rings)
 {
     cluster c;
     sim_load("tests/data/htae/mesh3.xml", &c);
-    htae_graph *g = htae_graph_create(3);
+    exec_graph *g = graph_create(3);
     int ranks[3] = {0, 1, 2};
     uint32_t ids[3];
-    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 3), STREAM_TP, 1 * GB,
-                        CAT_TP_COMM, htae_label(g, "ar"), 0, ids);
+    graph_add_collective(g, COLL_ALLREDUCE, graph_add_group(g, ranks, 3), STREAM_TP, 1 * GB,
+                         CAT_TP_COMM, graph_label(g, "ar"), 0, ids);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
     ck_close(r.end[ids[0]], (4.0 / 3.0) / 2.0 * GB / (100 * GB), 1e-3);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -178,26 +179,26 @@ static void pipeline_case(pipeline_schedule sched)
     sim_load("topology/clusters/dgx4.xml", &c);
     const int p = 4, m = 8;
     const double f = 1e-3, b = 2e-3;
-    htae_graph *g = htae_graph_create(p);
+    exec_graph *g = graph_create(p);
     uint32_t fwd[4][8], bwd[4][8];
     pipeline_unit units[16];
-    int lf = htae_label(g, "fwd"), lb = htae_label(g, "bwd");
+    int lf = graph_label(g, "fwd"), lb = graph_label(g, "bwd");
     for (int s = 0; s < p; s++) {
         int n = pipeline_order(sched, p, s, m, 1, units);
         ck_assert_int_eq(n, 2 * m);
         for (int u = 0; u < n; u++) {
             int mb = units[u].micro;
             if (units[u].backward)
-                bwd[s][mb] = htae_add_compute(g, s, CAT_BACKWARD, b, lb, mb);
+                bwd[s][mb] = graph_add_compute(g, s, CAT_BACKWARD, b, lb, mb);
             else
-                fwd[s][mb] = htae_add_compute(g, s, CAT_FORWARD, f, lf, mb);
+                fwd[s][mb] = graph_add_compute(g, s, CAT_FORWARD, f, lf, mb);
         }
     }
     for (int s = 0; s < p; s++)
         for (int mb = 0; mb < m; mb++) {
             if (s + 1 < p) {
-                htae_add_edge(g, fwd[s][mb], fwd[s + 1][mb]);
-                htae_add_edge(g, bwd[s + 1][mb], bwd[s][mb]);
+                graph_add_edge(g, fwd[s][mb], fwd[s + 1][mb]);
+                graph_add_edge(g, bwd[s + 1][mb], bwd[s][mb]);
             }
         }
     htae_options o = sim_bare_options();
@@ -208,7 +209,7 @@ static void pipeline_case(pipeline_schedule sched)
     double busy = m * (f + b);
     ck_close((r.makespan - busy) / r.makespan, (double)(p - 1) / (m + p - 1), 1e-6);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 
@@ -230,15 +231,15 @@ START_TEST(compute_overlapping_comm_is_slowed)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    uint32_t c1 = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-    uint32_t c2 = htae_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
-    uint32_t x = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
-    uint32_t c4 = htae_add_compute(g, 1, CAT_FORWARD, 2e-3, l, 0);
-    uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
-    htae_add_edge(g, c1, x); /* the transfer runs 1 ms .. 11 ms, GPU 0 -> GPU 1 */
-    htae_add_edge(g, x, c3);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    uint32_t c1 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t c2 = graph_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
+    uint32_t x = graph_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+    uint32_t c4 = graph_add_compute(g, 1, CAT_FORWARD, 2e-3, l, 0);
+    uint32_t c3 = graph_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
+    graph_add_edge(g, c1, x); /* the transfer runs 1 ms .. 11 ms, GPU 0 -> GPU 1 */
+    graph_add_edge(g, x, c3);
     htae_options o = sim_bare_options();
     o.overlap_slowdown = 0.2;
     htae_result r;
@@ -250,7 +251,7 @@ START_TEST(compute_overlapping_comm_is_slowed)
     ck_close(r.start[c3], 0.011, 1e-4);           /* after the transfer: full speed again */
     ck_close(r.end[c3], 0.016, 1e-4);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -265,19 +266,19 @@ START_TEST(second_run_in_a_process_starts_at_zero)
     htae_result r[2];
     uint32_t x = 0;
     for (int k = 0; k < 2; k++) {
-        htae_graph *g = htae_graph_create(2);
-        int l = htae_label(g, "x");
-        uint32_t c1 = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-        htae_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
-        x = htae_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
-        uint32_t c3 = htae_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
-        htae_add_edge(g, c1, x);
-        htae_add_edge(g, x, c3);
+        exec_graph *g = graph_create(2);
+        int l = graph_label(g, "x");
+        uint32_t c1 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+        graph_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
+        x = graph_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+        uint32_t c3 = graph_add_compute(g, 1, CAT_FORWARD, 5e-3, l, 0);
+        graph_add_edge(g, c1, x);
+        graph_add_edge(g, x, c3);
         htae_options o = sim_bare_options();
         o.overlap_slowdown = 0.2;
         sim_run(g, &c, &o, &r[k]);
         ck_assert(simgrid_get_clock() == r[k].makespan); /* it ran from 0 */
-        htae_graph_free(g);
+        graph_free(g);
     }
     ck_close(r[1].end[x], 0.011, 1e-4);
     for (uint32_t t = 0; t < 4; t++) {
@@ -295,9 +296,9 @@ START_TEST(p2p_launch_cost_is_added)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
+    exec_graph *g = graph_create(2);
     uint32_t t =
-        htae_add_transfer(g, 0, 1, STREAM_PP, 0.5 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+        graph_add_transfer(g, 0, 1, STREAM_PP, 0.5 * GB, CAT_PP_COMM, graph_label(g, "x"), 0);
     receive(g, t);
     htae_options o = sim_bare_options();
     o.p2p_launch_s = 20e-6;
@@ -305,12 +306,12 @@ START_TEST(p2p_launch_cost_is_added)
     sim_run(g, &c, &o, &r);
     ck_close(r.end[t], 20e-6 + 0.005, 1e-4);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
 
-/* A graph of a CPU thread and two GPU streams (htae_graph_create_streams): the CPU thread's 1 ms
+/* A graph of a CPU thread and two GPU streams (graph_create_streams): the CPU thread's 1 ms
  * of work precedes a 2 ms kernel on stream a (lag 0.5 ms after that work: the launch latency)
  * and a 3 ms kernel on stream b; the streams compute at once, at full speed. So a runs
  * 1.5 .. 3.5 ms, b 1 .. 4 ms, the CPU thread is done at 1 ms. */
@@ -320,14 +321,14 @@ START_TEST(cpu_thread_and_two_gpu_streams_with_a_lag)
     sim_load("tests/data/htae/two-100GBps.xml", &c);
     stream_kind kinds[3] = {STREAM_KIND_CPU, STREAM_KIND_GPU, STREAM_KIND_GPU};
     const char *names[3] = {"cpu", "a", "b"};
-    htae_graph *g = htae_graph_create_streams(2, 3, kinds, names);
-    int l = htae_label(g, "x");
-    uint32_t host = htae_add_compute_on(g, 0, 0, CAT_HOST, 1e-3, l, 0);
-    uint32_t ka = htae_add_compute_on(g, 0, 1, CAT_KERNEL, 2e-3, l, 0);
-    uint32_t kb = htae_add_compute_on(g, 0, 2, CAT_KERNEL, 3e-3, l, 0);
-    htae_add_edge(g, host, ka);
-    htae_add_edge(g, host, kb);
-    htae_set_lag(g, ka, 0.5e-3);
+    exec_graph *g = graph_create_streams(2, 3, kinds, names);
+    int l = graph_label(g, "x");
+    uint32_t host = graph_add_compute_on(g, 0, 0, CAT_HOST, 1e-3, l, 0);
+    uint32_t ka = graph_add_compute_on(g, 0, 1, CAT_KERNEL, 2e-3, l, 0);
+    uint32_t kb = graph_add_compute_on(g, 0, 2, CAT_KERNEL, 3e-3, l, 0);
+    graph_add_edge(g, host, ka);
+    graph_add_edge(g, host, kb);
+    graph_set_lag(g, ka, 0.5e-3);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -336,10 +337,10 @@ START_TEST(cpu_thread_and_two_gpu_streams_with_a_lag)
     ck_close(r.end[ka], 3.5e-3, 1e-9);
     ck_close(r.start[kb], 1e-3, 1e-9);
     ck_close(r.end[kb], 4e-3, 1e-9);
-    ck_assert_str_eq(htae_stream_name(g, 2), "b");
-    ck_assert(htae_stream_is_cpu(g, 0) && !htae_stream_is_cpu(g, 1));
+    ck_assert_str_eq(graph_stream_name(g, 2), "b");
+    ck_assert(graph_stream_is_cpu(g, 0) && !graph_stream_is_cpu(g, 1));
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -352,14 +353,14 @@ START_TEST(host_bound_compute_follows_the_issue_timeline)
 {
     cluster c;
     sim_load("tests/data/htae/one.xml", &c);
-    htae_graph *g = htae_graph_create(1);
-    int l = htae_label(g, "x");
-    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
-    uint32_t k = htae_add_compute(g, 0, CAT_FORWARD, 0.1e-3, l, 0);
-    htae_set_host(g, a, HOST_ISSUE, 3e-3, 3.5e-3);
-    htae_set_host(g, b, HOST_ISSUE, 0.5e-3, 2.2e-3);
-    htae_set_host(g, k, HOST_ISSUE, 4e-3, 4.05e-3);
+    exec_graph *g = graph_create(1);
+    int l = graph_label(g, "x");
+    uint32_t a = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t b = graph_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
+    uint32_t k = graph_add_compute(g, 0, CAT_FORWARD, 0.1e-3, l, 0);
+    graph_set_host(g, a, HOST_ISSUE, 3e-3, 3.5e-3);
+    graph_set_host(g, b, HOST_ISSUE, 0.5e-3, 2.2e-3);
+    graph_set_host(g, k, HOST_ISSUE, 4e-3, 4.05e-3);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -369,7 +370,7 @@ START_TEST(host_bound_compute_follows_the_issue_timeline)
     ck_close(r.start[k], 5.5e-3, 1e-9);
     ck_close(r.end[k], 7.55e-3, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -382,21 +383,21 @@ START_TEST(collective_hides_behind_a_host_bound_program)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x"), ranks[2] = {0, 1};
-    int grp = htae_add_group(g, ranks, 2);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x"), ranks[2] = {0, 1};
+    int grp = graph_add_group(g, ranks, 2);
     uint32_t a[2], ar[2], b[2];
     for (int r = 0; r < 2; r++) {
-        a[r] = htae_add_compute(g, r, CAT_FORWARD, 0.5e-3, l, 0);
-        htae_set_host(g, a[r], HOST_ISSUE, 2e-3, 2e-3);
+        a[r] = graph_add_compute(g, r, CAT_FORWARD, 0.5e-3, l, 0);
+        graph_set_host(g, a[r], HOST_ISSUE, 2e-3, 2e-3);
     }
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 0.1 * GB, CAT_TP_COMM, l, 0, ar);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 0.1 * GB, CAT_TP_COMM, l, 0, ar);
     for (int r = 0; r < 2; r++) {
-        htae_set_host(g, ar[r], HOST_ISSUE, 0.1e-3, 0.0);
-        htae_add_edge(g, a[r], ar[r]);
-        b[r] = htae_add_compute(g, r, CAT_FORWARD, 0.5e-3, l, 0);
-        htae_set_host(g, b[r], HOST_ISSUE, 3e-3, 3e-3);
-        htae_add_edge(g, ar[r], b[r]);
+        graph_set_host(g, ar[r], HOST_ISSUE, 0.1e-3, 0.0);
+        graph_add_edge(g, a[r], ar[r]);
+        b[r] = graph_add_compute(g, r, CAT_FORWARD, 0.5e-3, l, 0);
+        graph_set_host(g, b[r], HOST_ISSUE, 3e-3, 3e-3);
+        graph_add_edge(g, ar[r], b[r]);
     }
     htae_options o = sim_bare_options();
     htae_result r;
@@ -409,7 +410,7 @@ START_TEST(collective_hides_behind_a_host_bound_program)
     }
     ck_close(r.makespan, 5.1e-3, 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -422,18 +423,18 @@ START_TEST(host_waits_at_a_blocking_receive_only)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
-    uint32_t x = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-    uint32_t k = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-    uint32_t d = htae_add_compute(g, 1, CAT_FORWARD, 1e-3, l, 0);
-    htae_set_host(g, a, HOST_ISSUE, 0.1e-3, 0.1e-3);
-    htae_set_host(g, x, HOST_ISSUE, 0.05e-3, 0.0);
-    htae_set_host(g, k, HOST_ISSUE, 0.5e-3, 0.5e-3);
-    htae_set_host(g, d, HOST_ISSUE | HOST_WAIT, 1e-3, 1.5e-3);
-    htae_add_edge(g, a, x);
-    htae_add_edge(g, x, d);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    uint32_t a = graph_add_compute(g, 0, CAT_FORWARD, 2e-3, l, 0);
+    uint32_t x = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t k = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t d = graph_add_compute(g, 1, CAT_FORWARD, 1e-3, l, 0);
+    graph_set_host(g, a, HOST_ISSUE, 0.1e-3, 0.1e-3);
+    graph_set_host(g, x, HOST_ISSUE, 0.05e-3, 0.0);
+    graph_set_host(g, k, HOST_ISSUE, 0.5e-3, 0.5e-3);
+    graph_set_host(g, d, HOST_ISSUE | HOST_WAIT, 1e-3, 1.5e-3);
+    graph_add_edge(g, a, x);
+    graph_add_edge(g, x, d);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -444,7 +445,7 @@ START_TEST(host_waits_at_a_blocking_receive_only)
     ck_close(r.start[d], 12e-3, 1e-4);
     ck_close(r.end[d], 13.5e-3, 1e-4);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -452,20 +453,20 @@ END_TEST
 /* Two GPUs reaching two collectives in opposite orders would hang NCCL: refuse the graph. */
 START_TEST(inconsistent_collective_order_is_a_cycle)
 {
-    htae_graph *g = htae_graph_create(2);
+    exec_graph *g = graph_create(2);
     int ranks[2] = {0, 1};
-    int grp = htae_add_group(g, ranks, 2);
+    int grp = graph_add_group(g, ranks, 2);
     uint32_t x[2], y[2];
-    int l = htae_label(g, "c");
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1e6, CAT_TP_COMM, l, 0, x);
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1e6, CAT_DP_COMM, l, 0, y);
-    htae_add_edge(g, x[0], y[0]); /* GPU 0: x then y */
-    htae_add_edge(g, y[1], x[1]); /* GPU 1: y then x */
+    int l = graph_label(g, "c");
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 1e6, CAT_TP_COMM, l, 0, x);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, 1e6, CAT_DP_COMM, l, 0, y);
+    graph_add_edge(g, x[0], y[0]); /* GPU 0: x then y */
+    graph_add_edge(g, y[1], x[1]); /* GPU 1: y then x */
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(htae_graph_finalize(g, &err), PS_EINTERNAL);
+    ck_assert_int_eq(graph_finalize(g, &err), PS_EINTERNAL);
     ck_assert_ptr_nonnull(strstr(err.message, "cycle"));
-    htae_graph_free(g);
+    graph_free(g);
 }
 END_TEST
 
@@ -477,17 +478,17 @@ START_TEST(host_waiting_on_its_own_later_issue_stalls)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-    uint32_t x = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    uint32_t b = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t x = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     receive(g, x);
-    htae_set_host(g, b, HOST_ISSUE | HOST_WAIT, 1e-3, 1e-3);
-    htae_set_host(g, x, HOST_ISSUE, 1e-3, 0.0);
-    htae_add_edge(g, x, b);
+    graph_set_host(g, b, HOST_ISSUE | HOST_WAIT, 1e-3, 1e-3);
+    graph_set_host(g, x, HOST_ISSUE, 1e-3, 0.0);
+    graph_add_edge(g, x, b);
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    ck_assert_int_eq(graph_finalize(g, &err), 0);
     htae_options o = sim_bare_options();
     htae_result r;
     ck_assert_int_eq(htae_run(g, &c, &o, &r, &err), PS_EINTERNAL);
@@ -495,7 +496,7 @@ START_TEST(host_waiting_on_its_own_later_issue_stalls)
     ck_assert_ptr_null(r.start);
     ck_assert_ptr_null(r.end);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -525,23 +526,23 @@ END_TEST
 
 START_TEST(graph_keeps_program_order_per_stream)
 {
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    ck_assert_int_eq(htae_label(g, "x"), l);
-    uint32_t a = htae_add_compute(g, 1, CAT_FORWARD, 1, l, 0);
-    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1, l, 0);
-    uint32_t c = htae_add_compute(g, 1, CAT_FORWARD, 1, l, 0);
-    htae_add_edge(g, b, c);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    ck_assert_int_eq(graph_label(g, "x"), l);
+    uint32_t a = graph_add_compute(g, 1, CAT_FORWARD, 1, l, 0);
+    uint32_t b = graph_add_compute(g, 0, CAT_FORWARD, 1, l, 0);
+    uint32_t c = graph_add_compute(g, 1, CAT_FORWARD, 1, l, 0);
+    graph_add_edge(g, b, c);
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(htae_graph_finalize(g, &err), 0);
+    ck_assert_int_eq(graph_finalize(g, &err), 0);
     uint32_t s1 = 1 * STREAM_COUNT + STREAM_COMPUTE;
     ck_assert_uint_eq(g->stream_first[s1 + 1] - g->stream_first[s1], 2);
     ck_assert_uint_eq(g->stream_tasks[g->stream_first[s1]], a);
     ck_assert_uint_eq(g->stream_tasks[g->stream_first[s1] + 1], c);
     ck_assert_uint_eq(g->tasks[c].n_pred, 1);
     ck_assert_uint_eq(g->tasks[b].n_succ, 1);
-    htae_graph_free(g);
+    graph_free(g);
 }
 END_TEST
 
@@ -551,11 +552,11 @@ START_TEST(link_busy_half_of_transfer_then_compute)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int l = htae_label(g, "x");
-    uint32_t t = htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-    uint32_t k = htae_add_compute(g, 1, CAT_FORWARD, 0.010, l, 0);
-    htae_add_edge(g, t, k);
+    exec_graph *g = graph_create(2);
+    int l = graph_label(g, "x");
+    uint32_t t = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t k = graph_add_compute(g, 1, CAT_FORWARD, 0.010, l, 0);
+    graph_add_edge(g, t, k);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -567,7 +568,7 @@ START_TEST(link_busy_half_of_transfer_then_compute)
     ck_close(r.links[0].busy_s, 0.010, 1e-9);
     ck_assert(fabs(r.links[0].busy_s / r.makespan - 0.5) <= 1e-9);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -581,14 +582,14 @@ static void two_fabric_flows(int back_to_back, double want_makespan, double want
     static const char *const lat[2] = {"0", "0"};
     cluster c;
     sim_load_two_nodes(2, lat, lat, &c);
-    htae_graph *g = htae_graph_create(4);
-    int l = htae_label(g, "x");
-    uint32_t a = htae_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
-    uint32_t b = htae_add_transfer(g, 1, 3, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    exec_graph *g = graph_create(4);
+    int l = graph_label(g, "x");
+    uint32_t a = graph_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    uint32_t b = graph_add_transfer(g, 1, 3, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
     receive(g, a);
     receive(g, b);
     if (back_to_back)
-        htae_add_edge(g, a, b);
+        graph_add_edge(g, a, b);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -605,7 +606,7 @@ static void two_fabric_flows(int back_to_back, double want_makespan, double want
     }
     ck_assert_int_eq(r.n_links, 5);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 
@@ -630,7 +631,7 @@ START_TEST(link_bytes_of_a_ring_allreduce)
 {
     cluster c;
     uint32_t ids[4];
-    htae_graph *g = dgx4_allreduce(&c, 1 * GB, ids);
+    exec_graph *g = dgx4_allreduce(&c, 1 * GB, ids);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -642,7 +643,7 @@ START_TEST(link_bytes_of_a_ring_allreduce)
         ck_close(r.links[i].busy_s, 0.0050014, 1e-6);
     }
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -656,10 +657,11 @@ static double companion_transfer(int peer_src, int peer_dst, double *nic0_1_byte
 {
     cluster c;
     sim_load("tests/data/htae/two-by-two-fabric.xml", &c);
-    htae_graph *g = htae_graph_create(4);
-    uint32_t t = htae_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "x"), 0);
+    exec_graph *g = graph_create(4);
+    uint32_t t =
+        graph_add_transfer(g, 0, 2, STREAM_PP, 1 * GB, CAT_PP_COMM, graph_label(g, "x"), 0);
     int src[1] = {peer_src}, dst[1] = {peer_dst};
-    htae_set_companions(g, t, htae_add_pair_set(g, src, dst, 1));
+    graph_set_companions(g, t, graph_add_pair_set(g, src, dst, 1));
     receive(g, t);
     htae_options o = sim_bare_options();
     htae_result r;
@@ -667,7 +669,7 @@ static double companion_transfer(int peer_src, int peer_dst, double *nic0_1_byte
     double d = r.end[t] - r.start[t];
     *nic0_1_bytes = sim_find_link(&r, "nic0_1_UP")->bytes;
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
     return d;
 }
@@ -695,15 +697,15 @@ END_TEST
  * carries the same bytes; GPUs 1 and 3 need no task. */
 static double allreduce_pair(cluster *c, int with_companion, double *nic0_1_bytes)
 {
-    htae_graph *g = htae_graph_create(4);
-    int a[2] = {0, 2}, b[2] = {1, 3}, l = htae_label(g, "ar");
-    int ga = htae_add_group(g, a, 2), gb = htae_add_group(g, b, 2);
+    exec_graph *g = graph_create(4);
+    int a[2] = {0, 2}, b[2] = {1, 3}, l = graph_label(g, "ar");
+    int ga = graph_add_group(g, a, 2), gb = graph_add_group(g, b, 2);
     uint32_t ta[2], tb[2];
-    int ca = htae_add_collective(g, COLL_ALLREDUCE, ga, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ta);
+    int ca = graph_add_collective(g, COLL_ALLREDUCE, ga, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, ta);
     if (with_companion)
-        htae_set_coll_companions(g, ca, &gb, 1);
+        graph_set_coll_companions(g, ca, &gb, 1);
     else
-        htae_add_collective(g, COLL_ALLREDUCE, gb, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, tb);
+        graph_add_collective(g, COLL_ALLREDUCE, gb, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, tb);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, c, &o, &r);
@@ -711,7 +713,7 @@ static double allreduce_pair(cluster *c, int with_companion, double *nic0_1_byte
     *nic0_1_bytes = sim_find_link(&r, "nic0_1_UP")->bytes;
     ck_assert_uint_eq(g->n_tasks, with_companion ? 2 : 4);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     return d;
 }
 
@@ -748,16 +750,16 @@ START_TEST(companion_groups_past_a_task_run_one_task_each)
         nvl[i] = "0";
     cluster c;
     sim_load_nodes(M, K, nvl, nic, &c);
-    htae_graph *g = htae_graph_create(M * K);
-    int groups[K], members[M], l = htae_label(g, "ag");
+    exec_graph *g = graph_create(M * K);
+    int groups[K], members[M], l = graph_label(g, "ag");
     for (int j = 0; j < K; j++) {
         for (int i = 0; i < M; i++)
             members[i] = i * K + j;
-        groups[j] = htae_add_group(g, members, M);
+        groups[j] = graph_add_group(g, members, M);
     }
-    int col = htae_add_collective(g, COLL_ALLGATHER, groups[0], STREAM_DP, 172e6, CAT_DP_COMM, l, 0,
-                                  NULL);
-    htae_set_coll_companions(g, col, groups + 1, K - 1);
+    int col = graph_add_collective(g, COLL_ALLGATHER, groups[0], STREAM_DP, 172e6, CAT_DP_COMM, l,
+                                   0, NULL);
+    graph_set_coll_companions(g, col, groups + 1, K - 1);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -765,7 +767,7 @@ START_TEST(companion_groups_past_a_task_run_one_task_each)
     ck_assert_uint_eq(r.timed_colls, 0);
     ck_close(r.makespan, 513 * 171e6 / 1000e9, 1e-6);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST

@@ -366,16 +366,16 @@ static void allreduce_over_pcie(int both)
 {
     cluster c;
     load_platform("two_switches.xml", (hwloc_import_opts){.nic_gbps = 200}, 1, &c);
-    htae_graph *g = htae_graph_create(4);
+    exec_graph *g = graph_create(4);
     int pair_a[2] = {0, 3}, pair_b[2] = {1, 2};
     uint32_t a[2], b[2];
     double S = 1e9;
-    int l = htae_label(g, "ar");
-    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, pair_a, 2), STREAM_TP, S, CAT_TP_COMM,
-                        l, 0, a);
+    int l = graph_label(g, "ar");
+    graph_add_collective(g, COLL_ALLREDUCE, graph_add_group(g, pair_a, 2), STREAM_TP, S,
+                         CAT_TP_COMM, l, 0, a);
     if (both)
-        htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, pair_b, 2), STREAM_TP, S,
-                            CAT_TP_COMM, l, 0, b);
+        graph_add_collective(g, COLL_ALLREDUCE, graph_add_group(g, pair_b, 2), STREAM_TP, S,
+                             CAT_TP_COMM, l, 0, b);
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, &c, &o, &r);
@@ -385,7 +385,7 @@ static void allreduce_over_pcie(int both)
     if (both)
         ck_close(r.end[b[0]], want, 1e-6);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 

@@ -207,19 +207,19 @@ END_TEST
 /* Two 1 GB transfers at once, a -> b and c -> d; the time of the first. */
 static double two_transfers(cluster *c, int a, int b, int x, int y)
 {
-    htae_graph *g = htae_graph_create(c->n_gpus);
-    int l = htae_label(g, "x");
-    uint32_t t[2] = {htae_add_transfer(g, a, b, STREAM_PP, 1e9, CAT_PP_COMM, l, 0),
-                     htae_add_transfer(g, x, y, STREAM_PP, 1e9, CAT_PP_COMM, l, 0)};
+    exec_graph *g = graph_create(c->n_gpus);
+    int l = graph_label(g, "x");
+    uint32_t t[2] = {graph_add_transfer(g, a, b, STREAM_PP, 1e9, CAT_PP_COMM, l, 0),
+                     graph_add_transfer(g, x, y, STREAM_PP, 1e9, CAT_PP_COMM, l, 0)};
     int peer[2] = {b, y};
     for (int i = 0; i < 2; i++)
-        htae_add_edge(g, t[i], htae_add_compute(g, peer[i], CAT_FORWARD, 0.0, l, 0));
+        graph_add_edge(g, t[i], graph_add_compute(g, peer[i], CAT_FORWARD, 0.0, l, 0));
     htae_options o = sim_bare_options();
     htae_result r;
     sim_run(g, c, &o, &r);
     double d = r.end[t[0]] - r.start[t[0]];
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     return d;
 }
 
@@ -259,13 +259,13 @@ START_TEST(rail_allreduce_uses_one_nic_per_rail)
     cluster c;
     cluster_gen_opts o = {.nodes = 2, .fabric = CLUSTER_FABRIC_RAIL};
     generate_opts_load("dgx-h100", &o, &c);
-    htae_graph *g = htae_graph_create(16);
+    exec_graph *g = graph_create(16);
     int ranks[16];
     for (int i = 0; i < 16; i++)
         ranks[i] = i;
     uint32_t ids[16];
-    htae_add_collective(g, COLL_ALLREDUCE, htae_add_group(g, ranks, 16), STREAM_DP, 1e9,
-                        CAT_DP_COMM, htae_label(g, "ar"), 0, ids);
+    graph_add_collective(g, COLL_ALLREDUCE, graph_add_group(g, ranks, 16), STREAM_DP, 1e9,
+                         CAT_DP_COMM, graph_label(g, "ar"), 0, ids);
     htae_options opt = sim_bare_options();
     opt.algo = COLL_ALGO_RING;
     htae_result r;
@@ -280,7 +280,7 @@ START_TEST(rail_allreduce_uses_one_nic_per_rail)
     for (int i = 0; i < r.n_links; i++)
         ck_assert_msg(!strstr(r.links[i].name, "_up_"), "%s carries traffic", r.links[i].name);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST

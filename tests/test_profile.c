@@ -333,11 +333,11 @@ static workload_op fc1_op(const plan *x)
 static int compare_tasks2(const compiled_plan *a, const compiled_plan *b, const char *changed,
                           double delta, const char *changed2, double delta2)
 {
-    const htae_graph *ga = a->graph, *gb = b->graph;
+    const exec_graph *ga = a->graph, *gb = b->graph;
     ck_assert_int_eq(ga->n_tasks, gb->n_tasks);
     int n = 0;
     for (uint32_t i = 0; i < ga->n_tasks; i++) {
-        const htae_task *x = &ga->tasks[i], *y = &gb->tasks[i];
+        const graph_task *x = &ga->tasks[i], *y = &gb->tasks[i];
         ck_assert(x->kind == y->kind && x->rank == y->rank && x->label == y->label);
         ck_assert(x->host_s == y->host_s && x->bytes == y->bytes);
         const char *l = ga->labels[x->label];

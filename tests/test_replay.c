@@ -33,7 +33,7 @@ static void replay_steps(const char *const *names, int n, int steps, replay_summ
     ck_assert_msg(trace_job_load(p, n, steps, &j, &err) == 0, "%s", err.message);
     cluster c;
     sim_load("topology/clusters/dgx4.xml", &c);
-    htae_graph *g;
+    exec_graph *g;
     uint32_t **task_of;
     ck_assert_msg(trace_job_graph(&j, c.n_gpus, &g, &task_of, &err) == 0, "%s", err.message);
     htae_options o;
@@ -44,7 +44,7 @@ static void replay_steps(const char *const *names, int n, int steps, replay_summ
     report_replay_summarize(&j, g, task_of, &r, s);
     htae_result_free(&r);
     trace_tasks_free(&j, task_of);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
     trace_job_free(&j);
 }
@@ -384,7 +384,7 @@ static void expect_graph_error(const char *const *names, int n, const char *word
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(trace_job_load(p, n, 0, &j, &err), 0);
-    htae_graph *g;
+    exec_graph *g;
     uint32_t **task_of;
     ck_assert_int_eq(trace_job_graph(&j, 4, &g, &task_of, &err), PS_EINPUT);
     ck_assert_str_eq(err.file, paths[0]);

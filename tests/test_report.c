@@ -13,7 +13,7 @@
 #include "sim_util.h"
 
 /* Every software overhead off: only the platform shapes the timings. */
-static void run(htae_graph *g, cluster *c, htae_result *r)
+static void run(exec_graph *g, cluster *c, htae_result *r)
 {
     htae_options o = sim_bare_options();
     sim_run(g, c, &o, r);
@@ -45,14 +45,14 @@ START_TEST(path_follows_compute_transfer_compute)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, htae_label(g, "A"), 0);
+    exec_graph *g = graph_create(2);
+    uint32_t a = graph_add_compute(g, 0, CAT_FORWARD, 2e-3, graph_label(g, "A"), 0);
     uint32_t x =
-        htae_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, htae_label(g, "send"), 0);
-    htae_add_compute(g, 0, CAT_FORWARD, 1e-3, htae_label(g, "C"), 0);
-    uint32_t b = htae_add_compute(g, 1, CAT_BACKWARD, 3e-3, htae_label(g, "B"), 0);
-    htae_add_edge(g, a, x);
-    htae_add_edge(g, x, b);
+        graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, graph_label(g, "send"), 0);
+    graph_add_compute(g, 0, CAT_FORWARD, 1e-3, graph_label(g, "C"), 0);
+    uint32_t b = graph_add_compute(g, 1, CAT_BACKWARD, 3e-3, graph_label(g, "B"), 0);
+    graph_add_edge(g, a, x);
+    graph_add_edge(g, x, b);
     htae_result r;
     run(g, &c, &r);
     ck_close(r.makespan, 15e-3, 1e-4);
@@ -71,7 +71,7 @@ START_TEST(path_follows_compute_transfer_compute)
     ck_assert_int_eq(report_critical_path_top(&cp, top, 1), 1);
     report_critical_path_free(&cp);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -84,12 +84,12 @@ START_TEST(host_issue_gap_is_a_wait_item)
 {
     cluster c;
     sim_load("tests/data/htae/one.xml", &c);
-    htae_graph *g = htae_graph_create(1);
-    int l = htae_label(g, "A");
-    uint32_t a = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-    uint32_t b = htae_add_compute(g, 0, CAT_FORWARD, 1.5e-3, l, 0);
-    htae_set_host(g, a, HOST_ISSUE, 3e-3, 0.0);
-    htae_set_host(g, b, HOST_ISSUE, 0.5e-3, 0.0);
+    exec_graph *g = graph_create(1);
+    int l = graph_label(g, "A");
+    uint32_t a = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    uint32_t b = graph_add_compute(g, 0, CAT_FORWARD, 1.5e-3, l, 0);
+    graph_set_host(g, a, HOST_ISSUE, 3e-3, 0.0);
+    graph_set_host(g, b, HOST_ISSUE, 0.5e-3, 0.0);
     htae_result r;
     run(g, &c, &r);
     ck_close(r.start[b], 3e-3, 1e-12);
@@ -109,7 +109,7 @@ START_TEST(host_issue_gap_is_a_wait_item)
     ck_close(top[1].seconds, 2e-3, 1e-12);
     report_critical_path_free(&cp);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST
@@ -122,19 +122,19 @@ START_TEST(collective_follows_its_last_member)
 {
     cluster c;
     sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_graph *g = htae_graph_create(2);
-    int ranks[2] = {0, 1}, ld = htae_label(g, "D");
-    int grp = htae_add_group(g, ranks, 2);
-    uint32_t p = htae_add_compute(g, 0, CAT_FORWARD, 1e-3, htae_label(g, "P"), 0);
-    uint32_t q = htae_add_compute(g, 1, CAT_FORWARD, 4e-3, htae_label(g, "Q"), 0);
+    exec_graph *g = graph_create(2);
+    int ranks[2] = {0, 1}, ld = graph_label(g, "D");
+    int grp = graph_add_group(g, ranks, 2);
+    uint32_t p = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, graph_label(g, "P"), 0);
+    uint32_t q = graph_add_compute(g, 1, CAT_FORWARD, 4e-3, graph_label(g, "Q"), 0);
     uint32_t ar[2];
-    htae_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 0.1 * GB, CAT_TP_COMM,
-                        htae_label(g, "tp all-reduce"), 0, ar);
-    htae_add_edge(g, p, ar[0]);
-    htae_add_edge(g, q, ar[1]);
-    uint32_t d = htae_add_compute(g, 0, CAT_FORWARD, 2e-3, ld, 0);
-    htae_add_compute(g, 0, CAT_FORWARD, 1e-3, ld, 0);
-    htae_add_edge(g, ar[0], d);
+    graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_TP, 0.1 * GB, CAT_TP_COMM,
+                         graph_label(g, "tp all-reduce"), 0, ar);
+    graph_add_edge(g, p, ar[0]);
+    graph_add_edge(g, q, ar[1]);
+    uint32_t d = graph_add_compute(g, 0, CAT_FORWARD, 2e-3, ld, 0);
+    graph_add_compute(g, 0, CAT_FORWARD, 1e-3, ld, 0);
+    graph_add_edge(g, ar[0], d);
     htae_result r;
     run(g, &c, &r);
     ck_close(r.makespan, 8e-3, 1e-4);
@@ -147,7 +147,7 @@ START_TEST(collective_follows_its_last_member)
     sums_to_makespan(&cp, &r);
     report_critical_path_free(&cp);
     htae_result_free(&r);
-    htae_graph_free(g);
+    graph_free(g);
     cluster_free(&c);
 }
 END_TEST

@@ -30,7 +30,7 @@ static void load_plan(const char *batch, const char *strategy_yaml, strategy *s,
  * (1 ns), the same links (1e-9), the same report. */
 static void expect_same(const compiled_plan *p, const htae_result *st, const htae_result *full)
 {
-    const htae_graph *g = p->graph;
+    const exec_graph *g = p->graph;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
         ck_assert_msg(fabs(st->start[t] - full->start[t]) <= 1e-9, "task %u starts %.12g, %.12g", t,
                       st->start[t], full->start[t]);
@@ -105,7 +105,7 @@ START_TEST(pipeline_1f1b)
      * 10 starts P after that of 9 in the full run too */
     double f9 = -1, f10 = -1;
     for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) {
-        const htae_task *k = &f.p.graph->tasks[t];
+        const graph_task *k = &f.p.graph->tasks[t];
         if (k->rank == 0 && k->category == CAT_FORWARD && k->micro == 9 && f9 < 0)
             f9 = f.full.start[t];
         if (k->rank == 0 && k->category == CAT_FORWARD && k->micro == 10 && f10 < 0)
@@ -139,7 +139,7 @@ START_TEST(data_parallel_host_ahead)
     expect_used(&f, "{global: 512, micro: 8}", "  data: {degree: 4}\n", 6);
     double gpu = 0, host = 0; /* micro-batch 3 on rank 0 */
     for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) {
-        const htae_task *k = &f.p.graph->tasks[t];
+        const graph_task *k = &f.p.graph->tasks[t];
         if (k->rank != 0 || k->micro != 3)
             continue;
         gpu += k->kind == TASK_COMPUTE ? k->seconds : 0.0;

@@ -45,7 +45,7 @@ static double replay_whatif(const char *name, const char *const *specs, int n, w
         ck_assert_msg(whatif_apply(&s, &j, c, &eff[i], &err) == 0, "%s", err.message);
         whatif_spec_free(&s);
     }
-    htae_graph *g;
+    exec_graph *g;
     uint32_t **task_of;
     ck_assert_msg(trace_job_graph(&j, c->n_gpus, &g, &task_of, &err) == 0, "%s", err.message);
     htae_options o;
@@ -59,7 +59,7 @@ static double replay_whatif(const char *name, const char *const *specs, int n, w
     report_replay_free(&s);
     htae_result_free(&r);
     trace_tasks_free(&j, task_of);
-    htae_graph_free(g);
+    graph_free(g);
     trace_job_free(&j);
     return step;
 }
@@ -298,7 +298,7 @@ START_TEST(a_second_run_counts_from_its_start)
     ps_error_clear(&err);
     ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
     const cluster *c = dgx4();
-    htae_graph *g;
+    exec_graph *g;
     uint32_t **task_of;
     ck_assert_int_eq(trace_job_graph(&j, c->n_gpus, &g, &task_of, &err), 0);
     htae_options o;
@@ -312,7 +312,7 @@ START_TEST(a_second_run_counts_from_its_start)
     htae_result_free(&r1);
     htae_result_free(&r2);
     trace_tasks_free(&j, task_of);
-    htae_graph_free(g);
+    graph_free(g);
     trace_job_free(&j);
 }
 END_TEST
@@ -478,7 +478,7 @@ START_TEST(priority_gradients_by_hand)
     whatif_steady_state(&j);
     ck_assert_int_eq(j.ranks[0].n_steps, 2);
     ck_assert_int_eq(j.ranks[0].n_grad_colls, 3);
-    htae_graph *g;
+    exec_graph *g;
     uint32_t **task_of;
     ck_assert_int_eq(trace_job_graph(&j, dgx4()->n_gpus, &g, &task_of, &err), 0);
     htae_options o;
@@ -494,7 +494,7 @@ START_TEST(priority_gradients_by_hand)
     report_replay_free(&sum);
     htae_result_free(&r);
     trace_tasks_free(&j, task_of);
-    htae_graph_free(g);
+    graph_free(g);
     trace_job_free(&j);
 }
 END_TEST

@@ -222,13 +222,13 @@ static double optimizer_s(const hand *h)
 
 /* ---- the collectives ---- */
 
-static const char *coll_label(const htae_graph *g, uint32_t c)
+static const char *coll_label(const exec_graph *g, uint32_t c)
 {
     return g->labels[g->tasks[g->coll_tasks[g->colls[c].first_task]].label];
 }
 
 /* Collectives labelled `label`, checking each is of `kind`; their bytes in graph order. */
-static int count_colls(const htae_graph *g, const char *label, coll_kind kind, double *bytes,
+static int count_colls(const exec_graph *g, const char *label, coll_kind kind, double *bytes,
                        int cap)
 {
     int n = 0;
@@ -244,7 +244,7 @@ static int count_colls(const htae_graph *g, const char *label, coll_kind kind, d
     return n;
 }
 
-static int dp_colls(const htae_graph *g)
+static int dp_colls(const exec_graph *g)
 {
     int n = 0;
     for (uint32_t c = 0; c < g->n_colls; c++)
@@ -265,7 +265,7 @@ START_TEST(fsdp_gathers_twice_per_unit_and_reduces_once)
     load_strategy("tests/data/zero/fsdp-small.yaml", -1, &s);
     sim_load("tests/data/htae/two-300GBps.xml", &c);
     compile_ok(&s, &c, &p);
-    const htae_graph *g = p.graph;
+    const exec_graph *g = p.graph;
     double unit[MAXL], fwd[16], bwd[16], rs[16];
     gpt_units(&s.model, unit);
     ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, fwd, 16), 12);
@@ -281,12 +281,12 @@ START_TEST(fsdp_gathers_twice_per_unit_and_reduces_once)
     for (uint32_t k = 0; k < g->n_colls; k++)
         ck_assert_int_eq(g->groups[g->colls[k].group].n, 2); /* both GPUs */
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->rank != 0 || k->kind != TASK_COLLECTIVE || g->colls[k->coll].kind != COLL_ALLGATHER)
             continue;
         int gated = 0;
         for (uint32_t i = 0; i < k->n_succ; i++) {
-            const htae_task *n = &g->tasks[g->succ[k->succ_first + i]];
+            const graph_task *n = &g->tasks[g->succ[k->succ_first + i]];
             gated += n->kind == TASK_COMPUTE && n->rank == 0;
         }
         ck_assert_int_eq(gated, 1);
@@ -412,7 +412,7 @@ START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
     load_strategy("tests/data/zero/hsdp.yaml", -1, &s);
     load_dgx_a100(&c);
     compile_ok(&s, &c, &p);
-    const htae_graph *g = p.graph;
+    const exec_graph *g = p.graph;
     double unit[MAXL], ar[64];
     double P = gpt_units(&s.model, unit);
     ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, NULL, 0), 24);
@@ -426,7 +426,7 @@ START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
     for (uint32_t k = 0; k < g->n_colls; k++) {
         if (g->tasks[g->coll_tasks[g->colls[k].first_task]].category != CAT_DP_COMM)
             continue;
-        const htae_group *gr = &g->groups[g->colls[k].group];
+        const graph_group *gr = &g->groups[g->colls[k].group];
         const int32_t *r = &g->group_ranks[gr->first];
         if (g->colls[k].kind == COLL_ALLREDUCE) {
             ck_assert_int_eq(gr->n, 2);
@@ -443,7 +443,7 @@ START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
     htae_result res;
     ck_assert_msg(htae_run(g, &c, NULL, &res, &err) == 0, "%s", err.message);
     for (uint32_t t = 0, last_rs = UINT32_MAX; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->rank != 5 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
             continue;
         if (g->colls[k->coll].kind == COLL_REDUCE_SCATTER)

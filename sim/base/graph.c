@@ -9,21 +9,21 @@
 
 #include "xalloc.h"
 
-htae_graph *htae_graph_create(int n_ranks)
+exec_graph *graph_create(int n_ranks)
 {
     assert(n_ranks > 0);
-    htae_graph *g = xcalloc(1, sizeof *g);
+    exec_graph *g = xcalloc(1, sizeof *g);
     g->n_ranks = n_ranks;
     g->n_streams = STREAM_COUNT;
     g->stream_kinds = xcalloc(STREAM_COUNT, 1); /* all STREAM_KIND_GPU */
     return g;
 }
 
-htae_graph *htae_graph_create_streams(int n_ranks, int n_streams, const stream_kind *kinds,
-                                      const char *const *names)
+exec_graph *graph_create_streams(int n_ranks, int n_streams, const stream_kind *kinds,
+                                 const char *const *names)
 {
     assert(n_ranks > 0 && n_streams >= 1 && n_streams <= UINT8_MAX);
-    htae_graph *g = xcalloc(1, sizeof *g);
+    exec_graph *g = xcalloc(1, sizeof *g);
     g->n_ranks = n_ranks;
     g->n_streams = n_streams;
     g->stream_kinds = xmalloc((size_t)n_streams);
@@ -36,7 +36,7 @@ htae_graph *htae_graph_create_streams(int n_ranks, int n_streams, const stream_k
     return g;
 }
 
-void htae_graph_free(htae_graph *g)
+void graph_free(exec_graph *g)
 {
     if (!g)
         return;
@@ -69,7 +69,7 @@ void htae_graph_free(htae_graph *g)
     free(g);
 }
 
-int htae_label(htae_graph *g, const char *name)
+int graph_label(exec_graph *g, const char *name)
 {
     for (int i = 0; i < g->n_labels; i++) /* few distinct labels: a scan is fine */
         if (strcmp(g->labels[i], name) == 0)
@@ -85,7 +85,7 @@ static inline int is_amount(double v)
     return isfinite(v) && v >= 0.0;
 }
 
-static uint32_t add_task(htae_graph *g, task_kind kind, int rank, int stream, task_category cat,
+static uint32_t add_task(exec_graph *g, task_kind kind, int rank, int stream, task_category cat,
                          int label, int micro)
 {
     assert(!g->finalized);
@@ -96,7 +96,7 @@ static uint32_t add_task(htae_graph *g, task_kind kind, int rank, int stream, ta
     assert(label >= 0 && label < g->n_labels);
     assert(micro >= -1);
     xgrow(&g->tasks, sizeof *g->tasks, (size_t)g->n_tasks + 1, &g->cap_tasks);
-    htae_task *t = &g->tasks[g->n_tasks];
+    graph_task *t = &g->tasks[g->n_tasks];
     memset(t, 0, sizeof *t);
     t->kind = (uint8_t)kind;
     t->stream = (uint8_t)stream;
@@ -109,14 +109,14 @@ static uint32_t add_task(htae_graph *g, task_kind kind, int rank, int stream, ta
     return g->n_tasks++;
 }
 
-uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
-                          int micro)
+uint32_t graph_add_compute(exec_graph *g, int rank, task_category cat, double seconds, int label,
+                           int micro)
 {
-    return htae_add_compute_on(g, rank, STREAM_COMPUTE, cat, seconds, label, micro);
+    return graph_add_compute_on(g, rank, STREAM_COMPUTE, cat, seconds, label, micro);
 }
 
-uint32_t htae_add_compute_on(htae_graph *g, int rank, int stream, task_category cat, double seconds,
-                             int label, int micro)
+uint32_t graph_add_compute_on(exec_graph *g, int rank, int stream, task_category cat,
+                              double seconds, int label, int micro)
 {
     assert(is_amount(seconds));
     uint32_t id = add_task(g, TASK_COMPUTE, rank, stream, cat, label, micro);
@@ -124,8 +124,8 @@ uint32_t htae_add_compute_on(htae_graph *g, int rank, int stream, task_category 
     return id;
 }
 
-uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
-                           task_category cat, int label, int micro)
+uint32_t graph_add_transfer(exec_graph *g, int src, int dst, stream_id stream, double bytes,
+                            task_category cat, int label, int micro)
 {
     assert(is_amount(bytes));
     assert(dst >= 0 && dst < g->n_ranks && dst != src);
@@ -135,7 +135,7 @@ uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, do
     return id;
 }
 
-void htae_set_lag(htae_graph *g, uint32_t t, double lag)
+void graph_set_lag(exec_graph *g, uint32_t t, double lag)
 {
     assert(!g->finalized && t < g->n_tasks && is_amount(lag));
     if (t >= g->n_lag) {
@@ -146,7 +146,7 @@ void htae_set_lag(htae_graph *g, uint32_t t, double lag)
     g->lag[t] = lag;
 }
 
-void htae_set_floating(htae_graph *g, uint32_t t)
+void graph_set_floating(exec_graph *g, uint32_t t)
 {
     assert(!g->finalized && t < g->n_tasks && !g->tasks[t].host);
     if (t >= g->n_floating) {
@@ -157,7 +157,7 @@ void htae_set_floating(htae_graph *g, uint32_t t)
     g->floating[t] = 1;
 }
 
-int htae_add_pair_set(htae_graph *g, const int *src, const int *dst, int n)
+int graph_add_pair_set(exec_graph *g, const int *src, const int *dst, int n)
 {
     assert(!g->finalized && n > 0);
     if (!g->pair_first) {
@@ -177,7 +177,7 @@ int htae_add_pair_set(htae_graph *g, const int *src, const int *dst, int n)
     return (int)g->n_pair_sets - 1;
 }
 
-void htae_set_companions(htae_graph *g, uint32_t t, int set)
+void graph_set_companions(exec_graph *g, uint32_t t, int set)
 {
     assert(!g->finalized && t < g->n_tasks && g->tasks[t].kind == TASK_TRANSFER);
     assert(set >= 0 && (uint32_t)set < g->n_pair_sets);
@@ -190,7 +190,7 @@ void htae_set_companions(htae_graph *g, uint32_t t, int set)
     g->companion[t] = set;
 }
 
-int htae_companions(const htae_graph *g, uint32_t t, const int32_t **pairs)
+int graph_companions(const exec_graph *g, uint32_t t, const int32_t **pairs)
 {
     if (t >= g->n_companion || g->companion[t] < 0)
         return 0;
@@ -199,7 +199,7 @@ int htae_companions(const htae_graph *g, uint32_t t, const int32_t **pairs)
     return (int)(g->pair_first[set + 1] - g->pair_first[set]);
 }
 
-void htae_set_coll_companions(htae_graph *g, int c, const int *groups, int n)
+void graph_set_coll_companions(exec_graph *g, int c, const int *groups, int n)
 {
     assert(!g->finalized && c >= 0 && (uint32_t)c < g->n_colls && n > 0);
     assert(!g->colls[c].matrix);
@@ -221,7 +221,7 @@ void htae_set_coll_companions(htae_graph *g, int c, const int *groups, int n)
     }
 }
 
-int htae_coll_companions(const htae_graph *g, uint32_t c, const int32_t **groups)
+int graph_coll_companions(const exec_graph *g, uint32_t c, const int32_t **groups)
 {
     if (c >= g->n_coll_comp || g->comp_span[2 * (size_t)c] == 0)
         return 0;
@@ -229,7 +229,7 @@ int htae_coll_companions(const htae_graph *g, uint32_t c, const int32_t **groups
     return (int)g->comp_span[2 * (size_t)c];
 }
 
-void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span)
+void graph_set_host(exec_graph *g, uint32_t t, unsigned flags, double host_s, double span)
 {
     assert(!g->finalized && t < g->n_tasks);
     assert(is_amount(host_s) && is_amount(span));
@@ -242,7 +242,7 @@ void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, dou
 
 #ifndef NDEBUG
 /* Ranks of a group: each in range, none twice. */
-static int ranks_distinct_in_range(const htae_graph *g, const int *ranks, int n)
+static int ranks_distinct_in_range(const exec_graph *g, const int *ranks, int n)
 {
     for (int i = 0; i < n; i++) {
         if (ranks[i] < 0 || ranks[i] >= g->n_ranks)
@@ -255,12 +255,12 @@ static int ranks_distinct_in_range(const htae_graph *g, const int *ranks, int n)
 }
 #endif
 
-int htae_add_group(htae_graph *g, const int *ranks, int n)
+int graph_add_group(exec_graph *g, const int *ranks, int n)
 {
-    return htae_add_group_stand_ins(g, ranks, n, n);
+    return graph_add_group_stand_ins(g, ranks, n, n);
 }
 
-int htae_add_group_stand_ins(htae_graph *g, const int *ranks, int n, int tasked)
+int graph_add_group_stand_ins(exec_graph *g, const int *ranks, int n, int tasked)
 {
     assert(!g->finalized);
     assert(n >= 1 && n <= g->n_ranks && tasked >= 1 && tasked <= n);
@@ -268,7 +268,7 @@ int htae_add_group_stand_ins(htae_graph *g, const int *ranks, int n, int tasked)
     xgrow(&g->groups, sizeof *g->groups, (size_t)g->n_groups + 1, &g->cap_groups);
     xgrow(&g->group_ranks, sizeof *g->group_ranks, (size_t)g->n_group_ranks + (size_t)n,
           &g->cap_group_ranks);
-    htae_group *gr = &g->groups[g->n_groups];
+    graph_group *gr = &g->groups[g->n_groups];
     gr->first = g->n_group_ranks;
     gr->n = (uint32_t)n;
     gr->tasked = (uint32_t)tasked;
@@ -277,18 +277,18 @@ int htae_add_group_stand_ins(htae_graph *g, const int *ranks, int n, int tasked)
     return (int)g->n_groups++;
 }
 
-int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
-                        task_category cat, int label, int micro, uint32_t *task_ids)
+int graph_add_collective(exec_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
+                         task_category cat, int label, int micro, uint32_t *task_ids)
 {
     assert(!g->finalized);
     assert(kind >= COLL_ALLREDUCE && kind <= COLL_ALLTOALL);
     assert(group >= 0 && (uint32_t)group < g->n_groups && is_amount(bytes));
-    const htae_group *gr = &g->groups[group];
+    const graph_group *gr = &g->groups[group];
     xgrow(&g->colls, sizeof *g->colls, (size_t)g->n_colls + 1, &g->cap_colls);
     xgrow(&g->coll_tasks, sizeof *g->coll_tasks, (size_t)g->n_coll_tasks + gr->tasked,
           &g->cap_coll_tasks);
     int c = (int)g->n_colls++;
-    htae_collective *col = &g->colls[c];
+    graph_collective *col = &g->colls[c];
     col->kind = kind;
     col->group = group;
     col->bytes = bytes;
@@ -306,8 +306,8 @@ int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stre
     return c;
 }
 
-int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double *matrix,
-                       task_category cat, int label, int micro, uint32_t *task_ids)
+int graph_add_alltoallv(exec_graph *g, int group, stream_id stream, const double *matrix,
+                        task_category cat, int label, int micro, uint32_t *task_ids)
 {
     assert(group >= 0 && (uint32_t)group < g->n_groups);
     size_t n = g->groups[group].n;
@@ -323,13 +323,13 @@ int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double 
             widest = row;
     }
     int c =
-        htae_add_collective(g, COLL_ALLTOALL, group, stream, widest, cat, label, micro, task_ids);
+        graph_add_collective(g, COLL_ALLTOALL, group, stream, widest, cat, label, micro, task_ids);
     g->colls[c].matrix = xmalloc(n * n * sizeof *matrix);
     memcpy(g->colls[c].matrix, matrix, n * n * sizeof *matrix);
     return c;
 }
 
-void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to)
+void graph_add_edge(exec_graph *g, uint32_t from, uint32_t to)
 {
     assert(!g->finalized && from < g->n_tasks && to < g->n_tasks && from != to);
     assert(g->n_edges < UINT32_MAX);
@@ -340,10 +340,10 @@ void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to)
 }
 
 /* Release t's successors (explicit edges, then the next task of its stream) into the queue. */
-static void kahn_release(const htae_graph *g, uint32_t t, const uint32_t *pos, uint32_t *indeg,
+static void kahn_release(const exec_graph *g, uint32_t t, const uint32_t *pos, uint32_t *indeg,
                          uint32_t *queue, uint32_t *tail)
 {
-    const htae_task *k = &g->tasks[t];
+    const graph_task *k = &g->tasks[t];
     for (uint32_t j = 0; j < k->n_succ; j++) {
         uint32_t s = g->succ[k->succ_first + j];
         if (--indeg[s] == 0)
@@ -361,7 +361,7 @@ static void kahn_release(const htae_graph *g, uint32_t t, const uint32_t *pos, u
 /* Kahn's algorithm over explicit edges plus each stream's program order, where a collective's
  * member tasks complete only once all of them are ready (as the executor runs them): this
  * also catches members reaching collectives in inconsistent orders. */
-static int check_acyclic(const htae_graph *g, const uint32_t *pos)
+static int check_acyclic(const exec_graph *g, const uint32_t *pos)
 {
     uint32_t n = g->n_tasks;
     uint32_t *indeg = xmalloc((size_t)n * sizeof *indeg);
@@ -375,13 +375,13 @@ static int check_acyclic(const htae_graph *g, const uint32_t *pos)
             queue[tail++] = i;
     while (head < tail) {
         uint32_t t = queue[head++];
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->kind != TASK_COLLECTIVE) {
             seen++;
             kahn_release(g, t, pos, indeg, queue, &tail);
             continue;
         }
-        const htae_collective *c = &g->colls[k->coll];
+        const graph_collective *c = &g->colls[k->coll];
         if (++ready[k->coll] < g->groups[c->group].tasked)
             continue;
         for (uint32_t m = 0; m < g->groups[c->group].tasked; m++) {
@@ -396,7 +396,7 @@ static int check_acyclic(const htae_graph *g, const uint32_t *pos)
 }
 
 /* Successor lists (CSR) by counting sort on the edges' sources; the edge pairs are freed. */
-static void build_successors(htae_graph *g)
+static void build_successors(exec_graph *g)
 {
     uint32_t n = g->n_tasks;
     g->succ = xmalloc((size_t)g->n_edges * sizeof *g->succ);
@@ -413,7 +413,7 @@ static void build_successors(htae_graph *g)
         g->tasks[i].n_succ = 0;
     }
     for (uint32_t e = 0; e < g->n_edges; e++) {
-        htae_task *f = &g->tasks[g->edges[2 * e]];
+        graph_task *f = &g->tasks[g->edges[2 * e]];
         g->succ[f->succ_first + f->n_succ++] = g->edges[2 * e + 1];
     }
     free(g->edges);
@@ -422,7 +422,7 @@ static void build_successors(htae_graph *g)
 }
 
 /* Per-stream task lists keeping insertion (program) order; pos[t]: t's place in its stream. */
-static void build_stream_orders(htae_graph *g, uint32_t *pos)
+static void build_stream_orders(exec_graph *g, uint32_t *pos)
 {
     uint32_t n = g->n_tasks;
     uint32_t per = (uint32_t)g->n_streams, n_streams = (uint32_t)g->n_ranks * per;
@@ -443,7 +443,7 @@ static void build_stream_orders(htae_graph *g, uint32_t *pos)
 
 #ifndef NDEBUG
 /* A transfer is received: one of its successors runs on its peer. */
-static int has_receiver(const htae_graph *g, const htae_task *k)
+static int has_receiver(const exec_graph *g, const graph_task *k)
 {
     for (uint32_t j = 0; j < k->n_succ; j++)
         if (g->tasks[g->succ[k->succ_first + j]].rank == k->peer)
@@ -453,10 +453,10 @@ static int has_receiver(const htae_graph *g, const htae_task *k)
 
 /* What the executor relies on, task by task (the builders asserted most of it already; this
  * also catches fields written after the fact). */
-static void assert_tasks_valid(const htae_graph *g)
+static void assert_tasks_valid(const exec_graph *g)
 {
     for (uint32_t i = 0; i < g->n_tasks; i++) {
-        const htae_task *k = &g->tasks[i];
+        const graph_task *k = &g->tasks[i];
         assert(k->rank >= 0 && k->rank < g->n_ranks);
         assert(k->stream < g->n_streams && k->category < CAT_COUNT);
         assert(k->label >= 0 && k->label < g->n_labels);
@@ -483,20 +483,20 @@ static void assert_tasks_valid(const htae_graph *g)
 }
 
 /* Each collective has exactly one task per tasked group member, in group order, on its rank
- * (htae_add_group asserted the members distinct and in range). */
-static void assert_collectives_valid(const htae_graph *g)
+ * (graph_add_group asserted the members distinct and in range). */
+static void assert_collectives_valid(const exec_graph *g)
 {
     for (uint32_t c = 0; c < g->n_colls; c++) {
-        const htae_collective *col = &g->colls[c];
+        const graph_collective *col = &g->colls[c];
         assert(col->group >= 0 && (uint32_t)col->group < g->n_groups);
-        const htae_group *gr = &g->groups[col->group];
+        const graph_group *gr = &g->groups[col->group];
         assert(gr->n >= 1 && gr->first + gr->n <= g->n_group_ranks);
         assert(gr->tasked >= 1 && gr->tasked <= gr->n);
         assert(col->first_task + gr->tasked <= g->n_coll_tasks);
         for (uint32_t m = 0; m < gr->tasked; m++) {
             uint32_t t = g->coll_tasks[col->first_task + m];
             assert(t < g->n_tasks);
-            const htae_task *k = &g->tasks[t];
+            const graph_task *k = &g->tasks[t];
             assert(k->kind == TASK_COLLECTIVE && k->coll == (int32_t)c);
             assert(k->rank == g->group_ranks[gr->first + m]);
         }
@@ -504,7 +504,7 @@ static void assert_collectives_valid(const htae_graph *g)
 }
 #endif
 
-int htae_graph_finalize(htae_graph *g, ps_error *err)
+int graph_finalize(exec_graph *g, ps_error *err)
 {
     assert(!g->finalized);
     build_successors(g);
@@ -545,13 +545,13 @@ const char *stream_name(stream_id s)
     return enum_name(stream_names, (int)s);
 }
 
-const char *htae_stream_name(const htae_graph *g, int s)
+const char *graph_stream_name(const exec_graph *g, int s)
 {
     assert(s >= 0 && s < g->n_streams);
     return g->stream_names ? g->stream_names[s] : stream_name((stream_id)s);
 }
 
-int htae_stream_is_cpu(const htae_graph *g, int s)
+int graph_stream_is_cpu(const exec_graph *g, int s)
 {
     assert(s >= 0 && s < g->n_streams);
     return g->stream_kinds[s] == STREAM_KIND_CPU;
@@ -574,19 +574,19 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static void digest_word(htae_digest *d, uint64_t w)
+static void digest_word(graph_digest *d, uint64_t w)
 {
     d->a = mix64(d->a ^ w);
     d->b = mix64((d->b ^ (w << 32 | w >> 32)) + 0x9e3779b97f4a7c15ULL);
 }
 
-void htae_digest_init(htae_digest *d)
+void graph_digest_init(graph_digest *d)
 {
     d->a = 0x6a09e667f3bcc908ULL;
     d->b = 0xbb67ae8584caa73bULL;
 }
 
-void htae_digest_add(htae_digest *d, const void *data, size_t n)
+void graph_digest_add(graph_digest *d, const void *data, size_t n)
 {
     const unsigned char *p = data;
     digest_word(d, (uint64_t)n);
@@ -602,55 +602,55 @@ void htae_digest_add(htae_digest *d, const void *data, size_t n)
     }
 }
 
-/* The fields below are htae_graph's; a new one changes its size (64-bit builds). */
+/* The fields below are exec_graph's; a new one changes its size (64-bit builds). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(htae_graph) == 392 && sizeof(htae_task) == 72 &&
-                   sizeof(htae_collective) == 32 && sizeof(htae_group) == 12,
-               "a graph field was added or changed: digest it in htae_digest_graph");
+_Static_assert(sizeof(exec_graph) == 392 && sizeof(graph_task) == 72 &&
+                   sizeof(graph_collective) == 32 && sizeof(graph_group) == 12,
+               "a graph field was added or changed: digest it in graph_digest_graph");
 #endif
 
-void htae_digest_graph(htae_digest *d, const htae_graph *g)
+void graph_digest_graph(graph_digest *d, const exec_graph *g)
 {
     assert(g->finalized);
     int32_t head[2] = {g->n_ranks, g->n_streams};
-    htae_digest_add(d, head, sizeof head);
-    htae_digest_add(d, g->stream_kinds, (size_t)g->n_streams);
+    graph_digest_add(d, head, sizeof head);
+    graph_digest_add(d, g->stream_kinds, (size_t)g->n_streams);
     for (int s = 0; s < g->n_streams; s++) {
-        const char *name = htae_stream_name(g, s);
-        htae_digest_add(d, name, strlen(name));
+        const char *name = graph_stream_name(g, s);
+        graph_digest_add(d, name, strlen(name));
     }
     /* tasks whole: add_task zeroes each one, padding included */
-    htae_digest_add(d, g->tasks, (size_t)g->n_tasks * sizeof *g->tasks);
-    htae_digest_add(d, g->succ, (size_t)g->n_edges * sizeof *g->succ);
+    graph_digest_add(d, g->tasks, (size_t)g->n_tasks * sizeof *g->tasks);
+    graph_digest_add(d, g->succ, (size_t)g->n_edges * sizeof *g->succ);
     size_t n_lists = (size_t)g->n_ranks * (size_t)g->n_streams;
-    htae_digest_add(d, g->stream_first, (n_lists + 1) * sizeof *g->stream_first);
-    htae_digest_add(d, g->stream_tasks, (size_t)g->n_tasks * sizeof *g->stream_tasks);
+    graph_digest_add(d, g->stream_first, (n_lists + 1) * sizeof *g->stream_first);
+    graph_digest_add(d, g->stream_tasks, (size_t)g->n_tasks * sizeof *g->stream_tasks);
     for (uint32_t i = 0; i < g->n_groups; i++) {
         uint32_t grp[3] = {g->groups[i].first, g->groups[i].n, g->groups[i].tasked};
-        htae_digest_add(d, grp, sizeof grp);
+        graph_digest_add(d, grp, sizeof grp);
     }
-    htae_digest_add(d, g->group_ranks, (size_t)g->n_group_ranks * sizeof *g->group_ranks);
+    graph_digest_add(d, g->group_ranks, (size_t)g->n_group_ranks * sizeof *g->group_ranks);
     for (uint32_t i = 0; i < g->n_colls; i++) {
-        const htae_collective *c = &g->colls[i];
+        const graph_collective *c = &g->colls[i];
         int32_t kg[2] = {(int32_t)c->kind, c->group};
-        htae_digest_add(d, kg, sizeof kg);
-        htae_digest_add(d, &c->bytes, sizeof c->bytes);
-        htae_digest_add(d, &c->first_task, sizeof c->first_task);
+        graph_digest_add(d, kg, sizeof kg);
+        graph_digest_add(d, &c->bytes, sizeof c->bytes);
+        graph_digest_add(d, &c->first_task, sizeof c->first_task);
         uint32_t n = g->groups[c->group].n;
         if (c->matrix)
-            htae_digest_add(d, c->matrix, (size_t)n * n * sizeof *c->matrix);
+            graph_digest_add(d, c->matrix, (size_t)n * n * sizeof *c->matrix);
         else
-            htae_digest_add(d, NULL, 0);
+            graph_digest_add(d, NULL, 0);
     }
-    htae_digest_add(d, g->coll_tasks, (size_t)g->n_coll_tasks * sizeof *g->coll_tasks);
+    graph_digest_add(d, g->coll_tasks, (size_t)g->n_coll_tasks * sizeof *g->coll_tasks);
     for (int i = 0; i < g->n_labels; i++)
-        htae_digest_add(d, g->labels[i], strlen(g->labels[i]));
-    htae_digest_add(d, g->lag, (size_t)g->n_lag * sizeof *g->lag);
-    htae_digest_add(d, g->floating, (size_t)g->n_floating);
-    htae_digest_add(d, g->pair_ranks, (size_t)g->n_pair_ranks * sizeof *g->pair_ranks);
-    htae_digest_add(d, g->pair_first,
-                    (g->pair_first ? (size_t)g->n_pair_sets + 1 : 0) * sizeof *g->pair_first);
-    htae_digest_add(d, g->companion, (size_t)g->n_companion * sizeof *g->companion);
-    htae_digest_add(d, g->comp_groups, (size_t)g->n_comp_groups * sizeof *g->comp_groups);
-    htae_digest_add(d, g->comp_span, 2 * (size_t)g->n_coll_comp * sizeof *g->comp_span);
+        graph_digest_add(d, g->labels[i], strlen(g->labels[i]));
+    graph_digest_add(d, g->lag, (size_t)g->n_lag * sizeof *g->lag);
+    graph_digest_add(d, g->floating, (size_t)g->n_floating);
+    graph_digest_add(d, g->pair_ranks, (size_t)g->n_pair_ranks * sizeof *g->pair_ranks);
+    graph_digest_add(d, g->pair_first,
+                     (g->pair_first ? (size_t)g->n_pair_sets + 1 : 0) * sizeof *g->pair_first);
+    graph_digest_add(d, g->companion, (size_t)g->n_companion * sizeof *g->companion);
+    graph_digest_add(d, g->comp_groups, (size_t)g->n_comp_groups * sizeof *g->comp_groups);
+    graph_digest_add(d, g->comp_span, 2 * (size_t)g->n_coll_comp * sizeof *g->comp_span);
 }

@@ -16,7 +16,7 @@ typedef enum { TASK_COMPUTE, TASK_TRANSFER, TASK_COLLECTIVE } task_kind;
 typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_CP, STREAM_COUNT } stream_id;
 
 /* A graph's streams need not be these five: a replayed trace has as many as its rank used
- * (CUDA streams, and the framework's CPU threads as streams of their own, htae_graph_create_streams).
+ * (CUDA streams, and the framework's CPU threads as streams of their own, graph_create_streams).
  * A CPU thread runs compute tasks only (host work, measured): it never slows down while the GPU
  * communicates, and the report does not count it as GPU time. */
 typedef enum { STREAM_KIND_GPU, STREAM_KIND_CPU } stream_kind;
@@ -50,7 +50,7 @@ enum {
                          (a blocking receive, then synchronize) */
 };
 
-typedef struct htae_task {
+typedef struct graph_task {
     uint8_t kind;     /* task_kind */
     uint8_t stream;   /* stream_id, or below the graph's n_streams */
     uint8_t category; /* task_category */
@@ -69,33 +69,33 @@ typedef struct htae_task {
     uint32_t succ_first; /* into graph->succ, after finalize */
     uint32_t n_succ;
     uint32_t n_pred;
-} htae_task;
+} graph_task;
 
 /* A group of ranks that run collectives together, in ring order. The first `tasked` members
- * take part with a task each; the others (folding's stand-ins, htae_add_group_stand_ins) only
+ * take part with a task each; the others (folding's stand-ins, graph_add_group_stand_ins) only
  * lend their links: a collective runs over every member's links once its tasked members have
  * arrived. */
-typedef struct htae_group {
+typedef struct graph_group {
     uint32_t first; /* into graph->group_ranks */
     uint32_t n;
     uint32_t tasked; /* n, or fewer with stand-ins */
-} htae_group;
+} graph_group;
 
-typedef struct htae_collective {
+typedef struct graph_collective {
     coll_kind kind;
     int32_t group;
     double bytes;        /* per-rank buffer size S (all-to-all-v: the largest row sum) */
     uint32_t first_task; /* into graph->coll_tasks: one task per tasked member, group order */
     double *matrix;      /* all-to-all-v only, else NULL: [n * n] bytes member i sends member j
                             (group order), owned by the graph */
-} htae_collective;
+} graph_collective;
 
-typedef struct htae_graph {
+typedef struct exec_graph {
     int n_ranks;
-    int n_streams;         /* per rank: STREAM_COUNT, or htae_graph_create_streams' count */
+    int n_streams;         /* per rank: STREAM_COUNT, or graph_create_streams' count */
     uint8_t *stream_kinds; /* [n_streams] stream_kind */
     char **stream_names;   /* [n_streams], or NULL: stream_name's */
-    htae_task *tasks;
+    graph_task *tasks;
     uint32_t n_tasks;
     size_t cap_tasks;
 
@@ -104,14 +104,14 @@ typedef struct htae_graph {
     size_t cap_edges;
     uint32_t *succ; /* CSR successor lists, after finalize */
 
-    htae_group *groups;
+    graph_group *groups;
     uint32_t n_groups;
     size_t cap_groups;
     int32_t *group_ranks;
     uint32_t n_group_ranks;
     size_t cap_group_ranks;
 
-    htae_collective *colls;
+    graph_collective *colls;
     uint32_t n_colls;
     size_t cap_colls;
     uint32_t *coll_tasks;
@@ -122,15 +122,15 @@ typedef struct htae_graph {
     int n_labels;
     size_t cap_labels;
 
-    double *lag; /* NULL, or [n_lag]: htae_set_lag's per-task start lag (0 for the others) */
+    double *lag; /* NULL, or [n_lag]: graph_set_lag's per-task start lag (0 for the others) */
     uint32_t n_lag;
     size_t cap_lag;
 
-    uint8_t *floating; /* NULL, or [n_floating]: htae_set_floating's tasks (1), 0 the others */
+    uint8_t *floating; /* NULL, or [n_floating]: graph_set_floating's tasks (1), 0 the others */
     uint32_t n_floating;
     size_t cap_floating;
 
-    /* Companion flows of transfers (htae_add_pair_set, htae_set_companions): pair set i is
+    /* Companion flows of transfers (graph_add_pair_set, graph_set_companions): pair set i is
      * pair_ranks[2 * (pair_first[i] + k)] -> [.. + 1] for k < pair_first[i + 1] - pair_first[i];
      * companion[t] the set of transfer t, -1 none (NULL or t >= n_companion: none). */
     int32_t *pair_ranks;
@@ -143,7 +143,7 @@ typedef struct htae_graph {
     uint32_t n_companion;
     size_t cap_companion;
 
-    /* Companion groups of collectives (htae_set_coll_companions): collective c also runs over
+    /* Companion groups of collectives (graph_set_coll_companions): collective c also runs over
      * comp_span[2 c] groups of comp_groups from comp_span[2 c + 1] on (NULL or c >= n_coll_comp:
      * none). */
     int32_t *comp_groups;
@@ -158,101 +158,101 @@ typedef struct htae_graph {
     uint32_t *stream_first;
     uint32_t *stream_tasks;
     int finalized;
-} htae_graph;
+} exec_graph;
 
 /* Building a graph wrongly (a rank, peer, group, label, stream or category out of range, a
  * negative or non-finite duration or size, a transfer to its own rank, a group naming a rank
  * twice, an edge to a missing task) is a bug in the caller: the builders and finalize assert,
  * they do not return errors. Memory comes from xalloc (exit 3 when exhausted). */
-htae_graph *htae_graph_create(int n_ranks);
+exec_graph *graph_create(int n_ranks);
 /* A graph whose ranks each have n_streams streams (1..255) of the given kinds and names (copied)
  * instead of the five of stream_id. */
-htae_graph *htae_graph_create_streams(int n_ranks, int n_streams, const stream_kind *kinds,
-                                      const char *const *names);
-void htae_graph_free(htae_graph *g);
+exec_graph *graph_create_streams(int n_ranks, int n_streams, const stream_kind *kinds,
+                                 const char *const *names);
+void graph_free(exec_graph *g);
 
 /* Intern a label (task names in traces). */
-int htae_label(htae_graph *g, const char *name);
+int graph_label(exec_graph *g, const char *name);
 
-uint32_t htae_add_compute(htae_graph *g, int rank, task_category cat, double seconds, int label,
-                          int micro);
+uint32_t graph_add_compute(exec_graph *g, int rank, task_category cat, double seconds, int label,
+                           int micro);
 /* A compute task on any stream of the rank: a GPU stream's kernel, or a CPU thread's work. */
-uint32_t htae_add_compute_on(htae_graph *g, int rank, int stream, task_category cat, double seconds,
-                             int label, int micro);
+uint32_t graph_add_compute_on(exec_graph *g, int rank, int stream, task_category cat,
+                              double seconds, int label, int micro);
 /* A point-to-point transfer issued by `src` on stream `stream`. The receiver only depends on it:
  * add an edge from it to at least one task of `dst` (finalize asserts there is one). */
-uint32_t htae_add_transfer(htae_graph *g, int src, int dst, stream_id stream, double bytes,
-                           task_category cat, int label, int micro);
+uint32_t graph_add_transfer(exec_graph *g, int src, int dst, stream_id stream, double bytes,
+                            task_category cat, int label, int micro);
 /* A group of ranks, ring order as given. Callers create each group once and reuse its id. */
-int htae_add_group(htae_graph *g, const int *ranks, int n);
+int graph_add_group(exec_graph *g, const int *ranks, int n);
 /* A group whose members after the first `tasked` are stand-ins: its collectives give them no
  * task but run over their links too, starting when the tasked members have all arrived (folded
  * expert parallelism: the members outside the simulated replicas reach each all-to-all when
  * their simulated counterparts do, strategies/fold.c). */
-int htae_add_group_stand_ins(htae_graph *g, const int *ranks, int n, int tasked);
+int graph_add_group_stand_ins(exec_graph *g, const int *ranks, int n, int tasked);
 /* One collective over `group`: adds one task per tasked member on `stream`; their ids are
  * written to task_ids (in group order) when it is not NULL. Returns the collective index. */
 /* An uneven all-to-all (all-to-all-v, MoE token routing): member i sends matrix[i * n + j]
  * bytes to member j (n the group's size, group order; the diagonal stays local and is
- * ignored); the matrix is copied. Same task ids and result as htae_add_collective. */
-int htae_add_alltoallv(htae_graph *g, int group, stream_id stream, const double *matrix,
-                       task_category cat, int label, int micro, uint32_t *task_ids);
-int htae_add_collective(htae_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
+ * ignored); the matrix is copied. Same task ids and result as graph_add_collective. */
+int graph_add_alltoallv(exec_graph *g, int group, stream_id stream, const double *matrix,
                         task_category cat, int label, int micro, uint32_t *task_ids);
-void htae_add_edge(htae_graph *g, uint32_t from, uint32_t to);
+int graph_add_collective(exec_graph *g, coll_kind kind, int group, stream_id stream, double bytes,
+                         task_category cat, int label, int micro, uint32_t *task_ids);
+void graph_add_edge(exec_graph *g, uint32_t from, uint32_t to);
 /* Task t cannot start before lag seconds after its last explicit predecessor (an edge's source,
  * not its stream's previous task) ended: a replayed kernel's launch latency on an idle GPU. */
-void htae_set_lag(htae_graph *g, uint32_t t, double lag);
+void graph_set_lag(exec_graph *g, uint32_t t, double lag);
 /* Task t floats on its stream: it may overtake the floating tasks before it in program order
  * that are not ready yet (their order is a priority: the first ready one runs), never a task
  * that does not float (a fence). P3's priority among gradient collectives (sim/whatif_priority.c). */
-void htae_set_floating(htae_graph *g, uint32_t t);
+void graph_set_floating(exec_graph *g, uint32_t t);
 /* A set of n (src[i] -> dst[i]) rank pairs, each src != dst; returns its id. */
-int htae_add_pair_set(htae_graph *g, const int *src, const int *dst, int n);
+int graph_add_pair_set(exec_graph *g, const int *src, const int *dst, int n);
 /* Transfer t moves its bytes between every pair of `set` too, in the same SimGrid task as its own
  * flow (tensor-parallel folding, strategies/fold.c: the folded peers' pipeline sends, which
  * share links with the simulated one's and end when it does). The pairs' ranks need no task. */
-void htae_set_companions(htae_graph *g, uint32_t t, int set);
+void graph_set_companions(exec_graph *g, uint32_t t, int set);
 /* Transfer t's companion pairs: their count, and *pairs (src, dst interleaved), or 0. */
-int htae_companions(const htae_graph *g, uint32_t t, const int32_t **pairs);
+int graph_companions(const exec_graph *g, uint32_t t, const int32_t **pairs);
 /* Collective c (not an all-to-all-v) also runs the same collective over groups[0 .. n), each
  * of its group's size, in the same SimGrid task (tensor-parallel folding: the folded peers'
  * gradient collectives, strategies/zero.c); their members need no task. */
-void htae_set_coll_companions(htae_graph *g, int c, const int *groups, int n);
+void graph_set_coll_companions(exec_graph *g, int c, const int *groups, int n);
 /* Collective c's companion groups: their count, and *groups, or 0. */
-int htae_coll_companions(const htae_graph *g, uint32_t c, const int32_t **groups);
+int graph_coll_companions(const exec_graph *g, uint32_t c, const int32_t **groups);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
-void htae_set_host(htae_graph *g, uint32_t t, unsigned flags, double host_s, double span);
+void graph_set_host(exec_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 
 /* Build successor lists and stream orders; fail (PS_EINTERNAL) on a cycle, counting the
  * implicit program-order edges of each stream. Asserts what the executor relies on: every
  * task's fields in range, every transfer received (a successor on its peer rank), every
  * collective one task per tasked group member on that member's rank. */
-int htae_graph_finalize(htae_graph *g, ps_error *err);
+int graph_finalize(exec_graph *g, ps_error *err);
 
 /* A 128-bit digest (two 64-bit lanes of a splitmix64 chain): equal inputs give equal digests;
  * different ones collide with odds of about 2^-128 per pair (no adversary here). */
-typedef struct htae_digest {
+typedef struct graph_digest {
     uint64_t a, b;
-} htae_digest;
+} graph_digest;
 
-void htae_digest_init(htae_digest *d);
+void graph_digest_init(graph_digest *d);
 /* Append n bytes (and their count: "ab" + "c" differs from "a" + "bc"). */
-void htae_digest_add(htae_digest *d, const void *data, size_t n);
+void graph_digest_add(graph_digest *d, const void *data, size_t n);
 /* Append everything of a finalized graph that the executor and the report read: ranks,
  * streams (kinds, names), tasks, successor lists, stream orders, groups, collectives (with
  * their matrices), labels, lags, floating flags, transfers' companion pairs. Two graphs with equal digests are one graph to
- * the sweep, which simulates one of them (sim/cli/sweep_run.c). A field added to htae_graph must
+ * the sweep, which simulates one of them (sim/cli/sweep_run.c). A field added to exec_graph must
  * be added here (graph.c asserts the struct's size to remind). */
-void htae_digest_graph(htae_digest *d, const htae_graph *g);
+void graph_digest_graph(graph_digest *d, const exec_graph *g);
 
 /* Name tables (vocab.h) and their lookups. */
 extern const enum_names task_category_names, stream_names, coll_kind_names;
 const char *task_category_name(task_category c);
 const char *stream_name(stream_id s);
 /* Stream s of g's ranks: its name and whether it is a CPU thread. */
-const char *htae_stream_name(const htae_graph *g, int s);
-int htae_stream_is_cpu(const htae_graph *g, int s);
+const char *graph_stream_name(const exec_graph *g, int s);
+int graph_stream_is_cpu(const exec_graph *g, int s);
 const char *coll_kind_name(coll_kind k);
 
 #endif

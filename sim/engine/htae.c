@@ -104,7 +104,7 @@ typedef struct host_state {
 } host_state;
 
 typedef struct exec_state {
-    const htae_graph *g;
+    const exec_graph *g;
     htae_options opt;
     sg_host_t *hosts;       /* per rank */
     uint32_t *pending;      /* per task: predecessors not yet done */
@@ -116,7 +116,7 @@ typedef struct exec_state {
     host_state *host;      /* per rank */
     double *ready;         /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
                                task's issue start, so it ends no earlier than ready + span */
-    double *pred_end;      /* per task, only for a graph with lags (htae_set_lag): the latest
+    double *pred_end;      /* per task, only for a graph with lags (graph_set_lag): the latest
                               end of its explicit predecessors */
     coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
     htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
@@ -153,7 +153,7 @@ static void sleep_for(double s)
 
 static void release(exec_state *x, uint32_t t)
 {
-    const htae_task *k = &x->g->tasks[t];
+    const graph_task *k = &x->g->tasks[t];
     stream_state *st = &x->streams[(size_t)k->rank * (size_t)x->g->n_streams + k->stream];
     if (st->waiting_task == (int64_t)t || st->waiting_any) {
         st->waiting_task = -1;
@@ -164,8 +164,8 @@ static void release(exec_state *x, uint32_t t)
 
 static void task_done(exec_state *x, uint32_t t, double now)
 {
-    const htae_graph *g = x->g;
-    const htae_task *k = &g->tasks[t];
+    const exec_graph *g = x->g;
+    const graph_task *k = &g->tasks[t];
     assert(x->done_tasks < g->n_tasks);
     assert(now >= x->res->start[t]);
     x->res->end[t] = now;
@@ -201,11 +201,11 @@ static void host_actor(int argc, char **argv)
     (void)argv;
     host_state *h = sg_actor_self_get_data();
     exec_state *x = h->x;
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     double clock = 0.0;
     for (uint32_t i = 0; i < h->count; i++) {
         uint32_t t = h->tasks[i];
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->host & HOST_WAIT) {
             while (x->pending[t] > 1) {
                 h->waiting_deps = t;
@@ -229,14 +229,14 @@ static void host_actor(int argc, char **argv)
  * speed: communication starting or ending wakes the computing actors (comm_changed), which
  * re-read the rate, so the result does not depend on which actor runs first. A CPU thread's
  * work is a plain sleep. */
-static void run_compute(exec_state *x, stream_state *st, const htae_task *k)
+static void run_compute(exec_state *x, stream_state *st, const graph_task *k)
 {
     assert(k->kind == TASK_COMPUTE && is_amount(k->seconds));
     double remaining = k->seconds; /* at full speed */
     if (remaining <= 0.0)
         return;
     x->activities++;
-    if (htae_stream_is_cpu(x->g, st->stream)) {
+    if (graph_stream_is_cpu(x->g, st->stream)) {
         htae_wait_until(simgrid_get_clock() + remaining);
         return;
     }
@@ -266,17 +266,17 @@ static void comm_changed(exec_state *x, int rank, int delta)
             sg_sem_release(st[s].sem);
 }
 
-/* A transfer and its companion pairs (htae_set_companions), if any: one SimGrid task whose flows
+/* A transfer and its companion pairs (graph_set_companions), if any: one SimGrid task whose flows
  * (source i -> destination i, hosts [0, n) then [n, 2n)) each carry the task's bytes. */
 static void run_transfer(exec_state *x, uint32_t t)
 {
-    const htae_task *k = &x->g->tasks[t];
+    const graph_task *k = &x->g->tasks[t];
     assert(k->kind == TASK_TRANSFER && k->peer >= 0 && k->peer < x->g->n_ranks);
     assert(k->peer != k->rank && is_amount(k->bytes));
     if (k->bytes <= 0.0)
         return;
     const int32_t *pr = NULL;
-    int n = 1 + htae_companions(x->g, t, &pr);
+    int n = 1 + graph_companions(x->g, t, &pr);
     /* up to 8 flows (a TP group's sends) on the actor's stack: no allocation per transfer */
     enum { STACK_FLOWS = 8 };
     int32_t ends_s[2 * STACK_FLOWS]; /* sources, then destinations */
@@ -321,10 +321,10 @@ static void run_transfer(exec_state *x, uint32_t t)
  * semaphores until it is done, as NCCL blocks until all ranks have launched the kernel. */
 static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
 {
-    const htae_graph *g = x->g;
-    const htae_task *k = &g->tasks[t];
-    const htae_collective *col = &g->colls[k->coll];
-    const htae_group *gr = &g->groups[col->group];
+    const exec_graph *g = x->g;
+    const graph_task *k = &g->tasks[t];
+    const graph_collective *col = &g->colls[k->coll];
+    const graph_group *gr = &g->groups[col->group];
     const uint32_t *members = &g->coll_tasks[col->first_task];
     assert(!x->coll_done[k->coll] && x->coll_arrived[k->coll] < gr->tasked);
 
@@ -349,7 +349,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     const int32_t *comp;
-    int n_comp = htae_coll_companions(g, (uint32_t)k->coll, &comp);
+    int n_comp = graph_coll_companions(g, (uint32_t)k->coll, &comp);
     if (n_comp)
         htae_coll_run_with(x->groups, col->group, comp, n_comp, col->kind, col->bytes, &cx);
     else
@@ -358,7 +358,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     htae_dyn_collective_ended(&x->dyn, (uint32_t)col->group);
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->tasked; i++) {
-        const htae_task *m = &g->tasks[members[i]];
+        const graph_task *m = &g->tasks[members[i]];
         comm_changed(x, m->rank, -1);
         task_done(x, members[i], t1);
         stream_state *other = &x->streams[(size_t)m->rank * (size_t)g->n_streams + m->stream];
@@ -370,8 +370,8 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
 /* Run task t of the stream once its predecessors are done. */
 static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
 {
-    const htae_graph *g = x->g;
-    const htae_task *k = &g->tasks[t];
+    const exec_graph *g = x->g;
+    const graph_task *k = &g->tasks[t];
     assert(k->rank == st->rank && k->stream == st->stream);
     assert(x->pending[t] == 0);
     if (k->host)
@@ -395,18 +395,18 @@ static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
     task_done(x, t, simgrid_get_clock());
 }
 
-static int is_floating(const htae_graph *g, uint32_t t)
+static int is_floating(const exec_graph *g, uint32_t t)
 {
     return t < g->n_floating && g->floating[t];
 }
 
-/* A stream with floating tasks (htae_set_floating): the next task is the first not yet run
+/* A stream with floating tasks (graph_set_floating): the next task is the first not yet run
  * unless it floats and is not ready: then the first ready floating task after it, up to the
  * first task that does not float. Nothing ready: wait for any of its tasks to be released. */
 static void stream_actor_floating(stream_state *st)
 {
     exec_state *x = st->x;
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     const uint32_t *tasks = g->stream_tasks + st->first;
     uint8_t *ran = xcalloc((size_t)st->count + 1, 1);
     uint32_t first = 0; /* the first task not yet run */
@@ -443,7 +443,7 @@ static void stream_actor(int argc, char **argv)
     (void)argv;
     stream_state *st = sg_actor_self_get_data();
     exec_state *x = st->x;
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     if (g->floating) {
         stream_actor_floating(st);
         return;
@@ -461,15 +461,15 @@ static void stream_actor(int argc, char **argv)
 /* Step: plan every group's collectives and check a forced algorithm can run its all-reduces. */
 static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
 {
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     x->groups = xcalloc(g->n_groups, sizeof *x->groups);
     for (uint32_t i = 0; i < g->n_groups; i++) {
-        const htae_group *gr = &g->groups[i];
+        const graph_group *gr = &g->groups[i];
         x->groups[i] =
             htae_coll_group_create(c, x->hosts, &g->group_ranks[gr->first], (int)gr->n, &x->opt);
     }
     for (uint32_t k = 0; k < g->n_colls; k++) {
-        const htae_collective *col = &g->colls[k];
+        const graph_collective *col = &g->colls[k];
         int rc = htae_coll_check(x->groups[col->group], col->kind, x->opt.algo, err);
         if (rc)
             return rc;
@@ -484,7 +484,7 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
 
 /* Step: the SimGrid host of every rank into *out, or an error (and nothing allocated) if one
  * is missing. */
-static int lookup_hosts(const htae_graph *g, const cluster *c, sg_host_t **out, ps_error *err)
+static int lookup_hosts(const exec_graph *g, const cluster *c, sg_host_t **out, ps_error *err)
 {
     sg_host_t *hosts = xmalloc((size_t)g->n_ranks * sizeof *hosts);
     for (int r = 0; r < g->n_ranks; r++) {
@@ -500,7 +500,7 @@ static int lookup_hosts(const htae_graph *g, const cluster *c, sg_host_t **out, 
 }
 
 /* Step: the per-task and per-rank state, and each host thread's queue of HOST_ISSUE tasks. */
-static void state_init(exec_state *x, const htae_graph *g, const htae_options *opt,
+static void state_init(exec_state *x, const exec_graph *g, const htae_options *opt,
                        sg_host_t *hosts, htae_result *out)
 {
     memset(x, 0, sizeof *x);
@@ -559,7 +559,7 @@ static void start_actor(const char *name, sg_host_t where, void (*code)(int, cha
 /* Step: one actor per (GPU, stream) with tasks, then one per GPU host thread with tasks. */
 static void start_actors(exec_state *x)
 {
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     size_t per = (size_t)g->n_streams, n_streams = (size_t)g->n_ranks * per;
     x->streams = xcalloc(n_streams, sizeof *x->streams);
     char name[64];
@@ -574,7 +574,7 @@ static void start_actors(exec_state *x)
         if (st->count == 0)
             continue;
         st->sem = sg_sem_init(0);
-        snprintf(name, sizeof name, "gpu%d:%s", st->rank, htae_stream_name(g, st->stream));
+        snprintf(name, sizeof name, "gpu%d:%s", st->rank, graph_stream_name(g, st->stream));
         start_actor(name, x->hosts[st->rank], stream_actor, st);
     }
     for (int r = 0; r < g->n_ranks; r++) {
@@ -590,7 +590,7 @@ static void start_actors(exec_state *x)
 /* Step: after the engine stopped, check every task ran and fill in the makespan. */
 static int collect_result(exec_state *x, ps_error *err)
 {
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     htae_result *out = x->res;
     out->activities = x->activities;
     out->lean_colls = x->lean_colls;
@@ -632,7 +632,7 @@ static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
 /* Step: free everything state_init, plan_groups and start_actors made (not the result). */
 static void state_free(exec_state *x)
 {
-    const htae_graph *g = x->g;
+    const exec_graph *g = x->g;
     if (x->streams)
         for (size_t i = 0; i < (size_t)g->n_ranks * (size_t)g->n_streams; i++) {
             if (x->streams[i].count)
@@ -662,7 +662,7 @@ static void state_free(exec_state *x)
     free(x->hosts);
 }
 
-int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
+int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
              ps_error *err)
 {
     assert(g->finalized);
@@ -742,21 +742,21 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
             return ps_error_set(err, PS_EINPUT, NULL, 0, 0, "sizes",
                                 "collective size %g is not a finite number of bytes >= 0",
                                 sizes[i]);
-    htae_graph *g = htae_graph_create(c->n_gpus);
+    exec_graph *g = graph_create(c->n_gpus);
     int *ranks = xmalloc((size_t)gpus * sizeof *ranks); /* heap: up to 131,072 GPUs */
     for (int i = 0; i < gpus; i++)
         ranks[i] = i;
-    int grp = htae_add_group(g, ranks, gpus);
+    int grp = graph_add_group(g, ranks, gpus);
     free(ranks);
-    int label = htae_label(g, coll_kind_name(kind));
+    int label = graph_label(g, coll_kind_name(kind));
     uint32_t *first = xmalloc((size_t)n_sizes * sizeof *first);
     uint32_t *members = xmalloc((size_t)gpus * sizeof *members);
     for (int i = 0; i < n_sizes; i++) {
-        htae_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);
+        graph_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);
         first[i] = members[0];
     }
     free(members);
-    int rc = htae_graph_finalize(g, err);
+    int rc = graph_finalize(g, err);
     htae_result r;
     memset(&r, 0, sizeof r);
     if (!rc)
@@ -780,6 +780,6 @@ int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const doub
     }
     htae_result_free(&r);
     free(first);
-    htae_graph_free(g);
+    graph_free(g);
     return rc;
 }

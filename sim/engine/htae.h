@@ -108,7 +108,7 @@ typedef struct htae_result {
  * Options, when given, must be finite and non-negative, the efficiencies in (0, 1] (asserted);
  * NULL takes htae_default_options. A forced algorithm (opt->algo) that cannot run one of the
  * graph's all-reduces is a PS_EINPUT error before anything runs. */
-int htae_run(const htae_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
+int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
              ps_error *err);
 void htae_result_free(htae_result *r);
 

@@ -15,7 +15,7 @@
 #include "../base/xalloc.h"
 
 typedef struct graph_walk {
-    const htae_graph *g;
+    const exec_graph *g;
     uint32_t *pos;  /* [n_tasks] place in its stream */
     uint32_t *item; /* topological order: a task id, or n_tasks + c for collective c */
     uint32_t n_items;
@@ -24,7 +24,7 @@ typedef struct graph_walk {
 /* The next task of t's stream, or UINT32_MAX. */
 static uint32_t stream_next(const graph_walk *w, uint32_t t)
 {
-    const htae_task *k = &w->g->tasks[t];
+    const graph_task *k = &w->g->tasks[t];
     uint32_t si = (uint32_t)k->rank * (uint32_t)w->g->n_streams + k->stream;
     uint32_t next = w->g->stream_first[si] + w->pos[t] + 1;
     return next < w->g->stream_first[si + 1] ? w->g->stream_tasks[next] : UINT32_MAX;
@@ -33,7 +33,7 @@ static uint32_t stream_next(const graph_walk *w, uint32_t t)
 static void release(const graph_walk *w, uint32_t t, uint32_t *indeg, uint32_t *queue,
                     uint32_t *tail)
 {
-    const htae_task *k = &w->g->tasks[t];
+    const graph_task *k = &w->g->tasks[t];
     for (uint32_t j = 0; j < k->n_succ; j++) {
         uint32_t s = w->g->succ[k->succ_first + j];
         if (--indeg[s] == 0)
@@ -44,9 +44,9 @@ static void release(const graph_walk *w, uint32_t t, uint32_t *indeg, uint32_t *
         queue[(*tail)++] = s;
 }
 
-/* Kahn's order (as htae_graph_finalize checks it), a collective one item once all its tasked
+/* Kahn's order (as graph_finalize checks it), a collective one item once all its tasked
  * members are ready. */
-static void walk_init(graph_walk *w, const htae_graph *g)
+static void walk_init(graph_walk *w, const exec_graph *g)
 {
     uint32_t n = g->n_tasks;
     w->g = g;
@@ -65,13 +65,13 @@ static void walk_init(graph_walk *w, const htae_graph *g)
             queue[tail++] = i;
     while (head < tail) {
         uint32_t t = queue[head++];
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->kind != TASK_COLLECTIVE) {
             w->item[w->n_items++] = t;
             release(w, t, indeg, queue, &tail);
             continue;
         }
-        const htae_collective *c = &g->colls[k->coll];
+        const graph_collective *c = &g->colls[k->coll];
         uint32_t tasked = g->groups[c->group].tasked;
         if (++ready[k->coll] < tasked)
             continue;
@@ -97,7 +97,7 @@ static void walk_free(graph_walk *w)
 static void push_latest(const graph_walk *w, uint32_t t, const uint32_t *v, uint32_t nc,
                         uint32_t *latest)
 {
-    const htae_task *k = &w->g->tasks[t];
+    const graph_task *k = &w->g->tasks[t];
     for (uint32_t j = 0; j <= k->n_succ; j++) {
         uint32_t s = j < k->n_succ ? w->g->succ[k->succ_first + j] : stream_next(w, t);
         if (s == UINT32_MAX)
@@ -111,7 +111,7 @@ static void push_latest(const graph_walk *w, uint32_t t, const uint32_t *v, uint
 static void forward(const graph_walk *w, uint32_t nc, const int32_t *cand_of,
                     const uint32_t *index_of, uint32_t *coll_latest)
 {
-    const htae_graph *g = w->g;
+    const exec_graph *g = w->g;
     uint32_t *latest = xcalloc((size_t)g->n_tasks * nc, sizeof *latest);
     uint32_t *v = xmalloc(nc * sizeof *v);
     for (uint32_t i = 0; i < w->n_items; i++) {
@@ -121,7 +121,7 @@ static void forward(const graph_walk *w, uint32_t nc, const int32_t *cand_of,
             continue;
         }
         uint32_t c = t - g->n_tasks;
-        const htae_collective *col = &g->colls[c];
+        const graph_collective *col = &g->colls[c];
         uint32_t tasked = g->groups[col->group].tasked;
         memset(v, 0, nc * sizeof *v);
         for (uint32_t m = 0; m < tasked; m++)
@@ -178,13 +178,13 @@ static int in_set(sg_link_t link, void *arg)
 
 /* Candidates: groups with stand-ins whose collectives are all balanced all-to-alls on one
  * stream (so that they follow one another). Returns how many, into *out. */
-static uint32_t find_candidates(const htae_graph *g, candidate **out)
+static uint32_t find_candidates(const exec_graph *g, candidate **out)
 {
     int8_t *state = xcalloc(g->n_groups, 1); /* 0 unseen, 1 fits, -1 does not */
     int8_t *stream = xcalloc(g->n_groups, 1);
     for (uint32_t c = 0; c < g->n_colls; c++) {
-        const htae_collective *col = &g->colls[c];
-        const htae_group *gr = &g->groups[col->group];
+        const graph_collective *col = &g->colls[c];
+        const graph_group *gr = &g->groups[col->group];
         int s = g->tasks[g->coll_tasks[col->first_task]].stream;
         int fits = gr->tasked < gr->n && col->kind == COLL_ALLTOALL && !col->matrix;
         if (!fits || (state[col->group] == 1 && stream[col->group] != s))
@@ -222,7 +222,7 @@ static uint32_t find_candidates(const htae_graph *g, candidate **out)
     /* the groups other than itself holding one of its stand-ins */
     uint8_t *stand_in = xcalloc((size_t)g->n_ranks, 1);
     for (size_t k = 0; k < n; k++) {
-        const htae_group *gr = &g->groups[cs[k].group];
+        const graph_group *gr = &g->groups[cs[k].group];
         for (uint32_t m = gr->tasked; m < gr->n; m++)
             stand_in[g->group_ranks[gr->first + m]] = 1;
         for (uint32_t i = 0; i < g->n_groups; i++)
@@ -242,10 +242,10 @@ static uint32_t find_candidates(const htae_graph *g, candidate **out)
 /* Whether group G's collectives, in graph order (order[0 .. n)), chain: each shares a member
  * with the next, the two on that member's one stream (so the first ends before the next
  * starts). */
-static int chains(const htae_graph *g, const uint32_t *order, uint32_t n)
+static int chains(const exec_graph *g, const uint32_t *order, uint32_t n)
 {
     for (uint32_t i = 0; i + 1 < n; i++) {
-        const htae_collective *a = &g->colls[order[i]], *b = &g->colls[order[i + 1]];
+        const graph_collective *a = &g->colls[order[i]], *b = &g->colls[order[i + 1]];
         uint32_t tasked = g->groups[a->group].tasked, m = 0;
         for (; m < tasked; m++)
             if (g->tasks[g->coll_tasks[a->first_task + m]].stream ==
@@ -294,18 +294,18 @@ static void add_waits(htae_alone *a, const candidate *cand, uint32_t k, const ui
 }
 
 /* Call fn on each link of the route of every transfer and of its companion pairs
- * (htae_set_companions), once per (source, destination). */
-static void visit_transfer_links(const htae_graph *g, const sg_host_t *hosts,
+ * (graph_set_companions), once per (source, destination). */
+static void visit_transfer_links(const exec_graph *g, const sg_host_t *hosts,
                                  void (*fn)(sg_link_t, void *), void *arg)
 {
     uint64_t *pairs = NULL;
     size_t n_pairs = 0, cap = 0;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->kind != TASK_TRANSFER)
             continue;
         const int32_t *pr;
-        int n = htae_companions(g, t, &pr);
+        int n = graph_companions(g, t, &pr);
         xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)n, &cap);
         pairs[n_pairs++] = (uint64_t)(uint32_t)k->rank << 32 | (uint32_t)k->peer;
         for (int i = 0; i < n; i++)
@@ -328,13 +328,13 @@ static void visit_transfer_links(const htae_graph *g, const sg_host_t *hosts,
 
 /* The links of every transfer and of every group's collectives but the candidate's own and
  * those of the groups holding its stand-ins. */
-static void shared_links(const htae_graph *g, coll_group **groups, const sg_host_t *hosts,
+static void shared_links(const exec_graph *g, coll_group **groups, const sg_host_t *hosts,
                          const candidate *cand, link_set *s)
 {
     s->n = 0;
     uint8_t *seen = xcalloc((size_t)g->n_groups * 5, 1); /* per group: 4 kinds + all-to-all-v */
     for (uint32_t c = 0; c < g->n_colls; c++) {
-        const htae_collective *col = &g->colls[c];
+        const graph_collective *col = &g->colls[c];
         uint32_t gi = (uint32_t)col->group;
         if (gi == cand->group || cand->others[gi])
             continue;
@@ -350,7 +350,7 @@ static void shared_links(const htae_graph *g, coll_group **groups, const sg_host
         qsort(s->links, s->n, sizeof *s->links, by_pointer);
 }
 
-void htae_alone_plan(htae_alone *a, const htae_graph *g, coll_group **groups,
+void htae_alone_plan(htae_alone *a, const exec_graph *g, coll_group **groups,
                      const sg_host_t *hosts)
 {
     memset(a, 0, sizeof *a);

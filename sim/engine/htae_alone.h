@@ -24,7 +24,7 @@ typedef struct htae_alone {
  * alone on those links once every one of them that does not follow it in the graph has ended:
  * the last such of each group is listed in done (the chain makes the earlier ones end first).
  * Prepares each such group's lean task (htae_coll_lean). */
-void htae_alone_plan(htae_alone *a, const htae_graph *g, coll_group **groups,
+void htae_alone_plan(htae_alone *a, const exec_graph *g, coll_group **groups,
                      const sg_host_t *hosts);
 /* Whether collective c may run lean now, coll_done[] saying which collectives have ended. */
 int htae_alone_now(const htae_alone *a, uint32_t c, const uint8_t *coll_done);

@@ -72,13 +72,13 @@ int htae_coll_lean(coll_group *gp, int (*shared)(sg_link_t link, void *arg), voi
 
 /* Run one collective from inside an actor: wait out its latency terms, then move its flows;
  * returns when the last flow ended. matrix: an all-to-all-v's bytes per member pair
- * (htae_collective.matrix), else NULL. lean: a balanced all-to-all runs as its lean task
+ * (graph_collective.matrix), else NULL. lean: a balanced all-to-all runs as its lean task
  * (htae_coll_lean), which the caller has proven alone on the group's private links; the link
  * statistics still count every flow. */
 void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *matrix, int lean,
                    coll_run_ctx *cx);
 /* The same collective over groups[first] and its companion groups groups[comp[0 .. n)]
- * (htae_set_coll_companions), each with its own algorithm and latency terms, as one SimGrid
+ * (graph_set_coll_companions), each with its own algorithm and latency terms, as one SimGrid
  * task per block of hosts: every flow of every group moves at the pace of its block's slowest.
  * All groups' hosts in one task when they fit (HTAE_PTASK_MAX_HOSTS), else each group's own
  * blocks. */

@@ -50,16 +50,16 @@ static int by_u64(const void *a, const void *b)
 /* Each group's links (its collectives' and their companion groups'), and which groups may run
  * timed: collectives all on one stream, none an all-to-all-v, no fatpipe, no member count over
  * one SimGrid task's. */
-static void group_links(const htae_graph *g, coll_group **groups, owner_list *l, uint8_t *eligible,
+static void group_links(const exec_graph *g, coll_group **groups, owner_list *l, uint8_t *eligible,
                         uint32_t *n_colls)
 {
     int8_t *state = xcalloc(g->n_groups + 1, 1); /* 0 no collective, 1 fits, -1 does not */
     uint8_t *stream = xcalloc(g->n_groups + 1, 1);
     uint32_t *seen = xcalloc((size_t)g->n_groups * 5 + 1, sizeof *seen); /* owner + 1 */
     for (uint32_t c = 0; c < g->n_colls; c++) {
-        const htae_collective *col = &g->colls[c];
+        const graph_collective *col = &g->colls[c];
         uint32_t gi = (uint32_t)col->group;
-        const htae_group *gr = &g->groups[gi];
+        const graph_group *gr = &g->groups[gi];
         n_colls[gi]++;
         int s = g->tasks[g->coll_tasks[col->first_task]].stream;
         int fits = !col->matrix && (state[gi] == 0 || stream[gi] == s) &&
@@ -67,7 +67,7 @@ static void group_links(const htae_graph *g, coll_group **groups, owner_list *l,
         for (uint32_t m = 1; fits && m < gr->tasked; m++)
             fits = g->tasks[g->coll_tasks[col->first_task + m]].stream == s;
         const int32_t *comp;
-        int n_comp = htae_coll_companions(g, c, &comp);
+        int n_comp = graph_coll_companions(g, c, &comp);
         for (int i = 0; fits && i < n_comp; i++)
             fits = groups[comp[i]]->n <= HTAE_PTASK_MAX_HOSTS;
         if (!fits)
@@ -99,17 +99,17 @@ static void group_links(const htae_graph *g, coll_group **groups, owner_list *l,
 
 /* Every transfer's links (its own pair and its companion pairs), a route looked up once per
  * pair. */
-static void transfer_links(const htae_graph *g, const sg_host_t *hosts, owner_list *l)
+static void transfer_links(const exec_graph *g, const sg_host_t *hosts, owner_list *l)
 {
     uint64_t *keys = NULL; /* pair (src, dst) << 0, task: sorted by pair */
     uint32_t *task = NULL;
     size_t n = 0, cap = 0, cap_t = 0;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->kind != TASK_TRANSFER)
             continue;
         const int32_t *pr;
-        int np = htae_companions(g, t, &pr);
+        int np = graph_companions(g, t, &pr);
         for (int i = -1; i < np; i++) {
             uint32_t a = (uint32_t)(i < 0 ? k->rank : pr[2 * i]);
             uint32_t b = (uint32_t)(i < 0 ? k->peer : pr[2 * i + 1]);
@@ -211,7 +211,7 @@ static void csr(const uint64_t *pairs, size_t n, uint32_t n_keys, uint32_t **fir
         (*list)[i] = (uint32_t)pairs[i];
 }
 
-void htae_dyn_plan(htae_dyn *d, htae_alone *a, const htae_graph *g, coll_group **groups,
+void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group **groups,
                    const sg_host_t *hosts)
 {
     memset(d, 0, sizeof *d);

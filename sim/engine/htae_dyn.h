@@ -34,7 +34,7 @@ typedef struct htae_dyn {
 
 /* Plan it for g's groups. The all-to-alls of groups alone from the start leave a's lean list
  * (htae_alone_plan, which must have run): they run timed, not lean. */
-void htae_dyn_plan(htae_dyn *d, htae_alone *a, const htae_graph *g, coll_group **groups,
+void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group **groups,
                    const sg_host_t *hosts);
 /* Whether a collective of group gi starting now runs alone on its links to its end. */
 int htae_dyn_now(const htae_dyn *d, uint32_t gi);

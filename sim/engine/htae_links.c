@@ -203,7 +203,7 @@ static void mark_route(htae_links *L, sg_host_t a, sg_host_t b)
         L->acc[r[k]].counted = 1;
 }
 
-void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts,
+void htae_links_count(htae_links *L, const exec_graph *g, const sg_host_t *hosts,
                       const unsigned char *ranks)
 {
     assert(!L->counting && L->used == 0);
@@ -221,13 +221,13 @@ void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts
     qsort(L->selected, (size_t)L->n_selected, sizeof *L->selected, by_address);
     L->marking = 1;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (k->kind != TASK_TRANSFER)
             continue;
         if (ranks[k->rank] || ranks[k->peer])
             mark_route(L, hosts[k->rank], hosts[k->peer]);
         const int32_t *pr;
-        for (int i = 0, n = htae_companions(g, t, &pr); i < n; i++)
+        for (int i = 0, n = graph_companions(g, t, &pr); i < n; i++)
             if (ranks[pr[2 * i]] || ranks[pr[2 * i + 1]])
                 mark_route(L, hosts[pr[2 * i]], hosts[pr[2 * i + 1]]);
     }

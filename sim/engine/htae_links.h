@@ -18,7 +18,7 @@ htae_links *htae_links_create(void);
  * group with or a transfer of g: every flow from or to a listed GPU must run on such a route
  * (ring and tree edges join members of one group; asserted), and every flow on a counted link,
  * whichever GPUs it joins, adds to its counter. */
-void htae_links_count(htae_links *L, const htae_graph *g, const sg_host_t *hosts,
+void htae_links_count(htae_links *L, const exec_graph *g, const sg_host_t *hosts,
                       const unsigned char *ranks);
 /* A flow of `bytes` (> 0) from src to dst (distinct hosts) starts / ends at simulated `now`.
  * Every start is matched by one end with the same hosts, in the same actor. For the counters,

@@ -74,7 +74,7 @@ static double busy_before(const interval *u, int n, double t)
 /* End of the pipeline flush: when the last backward of any stage ends (0 without backward). */
 static double flush_end(const compiled_plan *p, const htae_result *r)
 {
-    const htae_graph *g = p->graph;
+    const exec_graph *g = p->graph;
     double end = 0;
     for (uint32_t t = 0; t < g->n_tasks; t++)
         if (g->tasks[t].kind == TASK_COMPUTE && g->tasks[t].category == CAT_BACKWARD &&
@@ -101,7 +101,7 @@ static double flush_end(const compiled_plan *p, const htae_result *r)
 static void breakdown(const compiled_plan *p, const htae_result *r, int rank, double flush,
                       report_summary *s)
 {
-    const htae_graph *g = p->graph;
+    const exec_graph *g = p->graph;
     int nc = 0, nm = 0;
     for (int st = 0; st < g->n_streams; st++) {
         uint32_t i = (uint32_t)rank * (uint32_t)g->n_streams + (uint32_t)st;
@@ -152,7 +152,7 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, do
 
 static void top_labels(const compiled_plan *p, const htae_result *r, int rank, report_summary *s)
 {
-    const htae_graph *g = p->graph;
+    const exec_graph *g = p->graph;
     double *by = xcalloc((size_t)g->n_labels + 1, sizeof *by);
     for (int st = 0; st < g->n_streams; st++) {
         uint32_t i = (uint32_t)rank * (uint32_t)g->n_streams + (uint32_t)st;
@@ -178,7 +178,7 @@ static void top_labels(const compiled_plan *p, const htae_result *r, int rank, r
 
 void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out)
 {
-    const htae_graph *g = p->graph;
+    const exec_graph *g = p->graph;
     memset(out, 0, sizeof *out);
     double T = r->makespan;
     out->iteration_s = T;
@@ -216,7 +216,7 @@ typedef struct preds {
     uint32_t *prev; /* [n_tasks], NO_TASK for a stream's first task */
 } preds;
 
-static void preds_build(const htae_graph *g, preds *pr)
+static void preds_build(const exec_graph *g, preds *pr)
 {
     uint32_t n = g->n_tasks;
     pr->first = xcalloc((size_t)n + 1, sizeof *pr->first);
@@ -261,13 +261,13 @@ static uint32_t latest_pred_of(const preds *pr, const htae_result *r, uint32_t t
 
 /* The latest-ending predecessor of t, over every member for a collective task; *via gets the
  * member it belongs to (t itself otherwise: the task that waited). */
-static uint32_t latest_pred(const htae_graph *g, const preds *pr, const htae_result *r, uint32_t t,
+static uint32_t latest_pred(const exec_graph *g, const preds *pr, const htae_result *r, uint32_t t,
                             uint32_t *via)
 {
     *via = t;
     if (g->tasks[t].kind != TASK_COLLECTIVE)
         return latest_pred_of(pr, r, t);
-    const htae_collective *c = &g->colls[g->tasks[t].coll];
+    const graph_collective *c = &g->colls[g->tasks[t].coll];
     const uint32_t *members = &g->coll_tasks[c->first_task];
     uint32_t best = NO_TASK;
     for (uint32_t i = 0; i < g->groups[c->group].tasked; i++) {
@@ -298,13 +298,13 @@ static void push_step(path_step **v, int *n, size_t *cap, path_step s)
     (*v)[(*n)++] = s;
 }
 
-static path_step task_step(const htae_graph *g, const htae_task *k, double seconds)
+static path_step task_step(const exec_graph *g, const graph_task *k, double seconds)
 {
     /* a replayed trace's streams say where the time went: a CPU thread, a GPU stream, NCCL */
-    const char *kind = !g->stream_names                   ? stream_name((stream_id)k->stream)
-                       : k->kind == TASK_COLLECTIVE       ? "comm"
-                       : htae_stream_is_cpu(g, k->stream) ? "cpu"
-                                                          : "gpu";
+    const char *kind = !g->stream_names                    ? stream_name((stream_id)k->stream)
+                       : k->kind == TASK_COLLECTIVE        ? "comm"
+                       : graph_stream_is_cpu(g, k->stream) ? "cpu"
+                                                           : "gpu";
     path_step s = {k->label, k->rank, -1, kind, seconds};
     if (k->kind == TASK_TRANSFER)
         s.peer = k->peer;
@@ -314,7 +314,7 @@ static path_step task_step(const htae_graph *g, const htae_task *k, double secon
 }
 
 /* The walk of report.h, latest first, into *out (n steps). */
-static path_step *walk(const htae_graph *g, const htae_result *r, int *n)
+static path_step *walk(const exec_graph *g, const htae_result *r, int *n)
 {
     preds pr;
     preds_build(g, &pr);
@@ -335,7 +335,7 @@ static path_step *walk(const htae_graph *g, const htae_result *r, int *n)
             push_step(&v, n, &cap, task_step(g, &g->tasks[cur], hi - lo));
         } else {
             push_step(&v, n, &cap, task_step(g, &g->tasks[cur], hi - start));
-            const htae_task *w = &g->tasks[via];
+            const graph_task *w = &g->tasks[via];
             path_step s = {(w->host & HOST_ISSUE) ? WAIT_HOST : WAIT_OTHER, w->rank, -1, "wait",
                            start - lo};
             push_step(&v, n, &cap, s);
@@ -347,7 +347,7 @@ static path_step *walk(const htae_graph *g, const htae_result *r, int *n)
     return v;
 }
 
-static char *step_name(const htae_graph *g, const path_step *s)
+static char *step_name(const exec_graph *g, const path_step *s)
 {
     char buf[512];
     const char *what = s->label == WAIT_HOST    ? "host issue"
@@ -362,7 +362,7 @@ static char *step_name(const htae_graph *g, const path_step *s)
     return xstrdup(buf);
 }
 
-void report_critical_path_create(const htae_graph *g, const htae_result *r,
+void report_critical_path_create(const exec_graph *g, const htae_result *r,
                                  report_critical_path *out)
 {
     int n;

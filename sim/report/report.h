@@ -68,7 +68,7 @@ typedef struct report_critical_path {
 } report_critical_path;
 
 /* g finalized and run into r. Free with report_critical_path_free. */
-void report_critical_path_create(const htae_graph *g, const htae_result *r,
+void report_critical_path_create(const exec_graph *g, const htae_result *r,
                                  report_critical_path *out);
 void report_critical_path_free(report_critical_path *cp);
 /* The path's largest names by total time (items of one name summed), largest first, at most

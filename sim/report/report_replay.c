@@ -81,7 +81,7 @@ static void predicted_steps(const trace_job *j, int i, uint32_t *const *task_of,
     free(b);
 }
 
-static void breakdown(const trace_job *j, int i, const htae_graph *g, uint32_t *const *task_of,
+static void breakdown(const trace_job *j, int i, const exec_graph *g, uint32_t *const *task_of,
                       const htae_result *r, double lo, double hi, replay_summary *s)
 {
     const trace_rank *tr = &j->ranks[i];
@@ -118,7 +118,7 @@ static void breakdown(const trace_job *j, int i, const htae_graph *g, uint32_t *
     free(comm);
 }
 
-void report_replay_summarize(const trace_job *j, const htae_graph *g, uint32_t *const *task_of,
+void report_replay_summarize(const trace_job *j, const exec_graph *g, uint32_t *const *task_of,
                              const htae_result *r, replay_summary *out)
 {
     memset(out, 0, sizeof *out);

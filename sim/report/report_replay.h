@@ -19,7 +19,7 @@ typedef struct replay_summary {
     double overheads[TRACE_OVH_COUNT];
 } replay_summary;
 
-void report_replay_summarize(const trace_job *j, const htae_graph *g, uint32_t *const *task_of,
+void report_replay_summarize(const trace_job *j, const exec_graph *g, uint32_t *const *task_of,
                              const htae_result *r, replay_summary *out);
 void report_replay_free(replay_summary *s);
 

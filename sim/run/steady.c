@@ -50,7 +50,7 @@ static const char *ineligible(const strategy *s, const compile_options *copt,
 }
 
 /* The stream's tasks: g->stream_tasks[*first .. *last). */
-static void stream_span(const htae_graph *g, uint32_t i, uint32_t *first, uint32_t *last)
+static void stream_span(const exec_graph *g, uint32_t i, uint32_t *first, uint32_t *last)
 {
     *first = g->stream_first[i];
     *last = g->stream_first[i + 1];
@@ -58,7 +58,7 @@ static void stream_span(const htae_graph *g, uint32_t i, uint32_t *first, uint32
 
 /* The first task of each micro-batch on rank 0's compute stream (a micro-batch above every one
  * before it), in order, into *out; they are flagged for link snapshots. */
-static unsigned char *snapshot_flags(const htae_graph *g, uint32_t **out, int *n)
+static unsigned char *snapshot_flags(const exec_graph *g, uint32_t **out, int *n)
 {
     unsigned char *flags = xcalloc((size_t)g->n_tasks + 1, 1);
     uint32_t first, last;
@@ -78,9 +78,9 @@ static unsigned char *snapshot_flags(const htae_graph *g, uint32_t **out, int *n
 }
 
 /* Task a (of graph ga) is task b (of gb) but for its micro-batch, dm later (-1 stays -1). */
-static int same_task(const htae_graph *ga, uint32_t a, const htae_graph *gb, uint32_t b, int dm)
+static int same_task(const exec_graph *ga, uint32_t a, const exec_graph *gb, uint32_t b, int dm)
 {
-    const htae_task *x = &ga->tasks[a], *y = &gb->tasks[b];
+    const graph_task *x = &ga->tasks[a], *y = &gb->tasks[b];
     if (x->kind != y->kind || x->stream != y->stream || x->category != y->category ||
         x->host != y->host || x->rank != y->rank || x->peer != y->peer || x->label != y->label ||
         x->seconds != y->seconds || x->bytes != y->bytes || x->host_s != y->host_s ||
@@ -89,7 +89,7 @@ static int same_task(const htae_graph *ga, uint32_t a, const htae_graph *gb, uin
     if (x->micro != (y->micro < 0 ? y->micro : y->micro + dm))
         return 0;
     if (x->kind == TASK_COLLECTIVE) {
-        const htae_collective *p = &ga->colls[x->coll], *q = &gb->colls[y->coll];
+        const graph_collective *p = &ga->colls[x->coll], *q = &gb->colls[y->coll];
         if (p->kind != q->kind || p->group != q->group || p->bytes != q->bytes)
             return 0;
     }
@@ -120,7 +120,7 @@ static int host_period(const htae_result *r, uint32_t t1, uint32_t t2, uint32_t 
 
 /* Each task's latest predecessor end (an edge's source, its stream's previous task; -inf for
  * none), for host_bounds_nothing: [n_tasks], the caller frees it. */
-static double *predecessor_ends(const htae_graph *g, const htae_result *r)
+static double *predecessor_ends(const exec_graph *g, const htae_result *r)
 {
     double *bound = xmalloc(((size_t)g->n_tasks + 1) * sizeof *bound);
     for (uint32_t t = 0; t < g->n_tasks; t++)
@@ -142,12 +142,12 @@ static double *predecessor_ends(const htae_graph *g, const htae_result *r)
  * after its issue or has a predecessor (bound: predecessor_ends) ending when it starts, and
  * each compute task ends after its issue's flow-shop bound (span). Then a host further ahead
  * changes nothing. */
-static int host_bounds_nothing(const htae_graph *g, const htae_result *r, const double *bound,
+static int host_bounds_nothing(const exec_graph *g, const htae_result *r, const double *bound,
                                double from)
 {
     int ok = 1;
     for (uint32_t t = 0; ok && t < g->n_tasks; t++) {
-        const htae_task *k = &g->tasks[t];
+        const graph_task *k = &g->tasks[t];
         if (!k->host || r->start[t] < from - STEADY_EPS)
             continue;
         int at_issue = r->start[t] <= r->ready[t] + STEADY_EPS;
@@ -170,7 +170,7 @@ static int span_of(double start, double tau, double P)
 /* Every stream repeats over the three periods before tau: the same tasks (micro-batch one
  * later each period) at the same times plus P, issued by the host at a steady pace
  * (host_period); nothing begun before them still running after the first. */
-static int streams_periodic(const htae_graph *g, const htae_result *r, double tau, double P, int d,
+static int streams_periodic(const exec_graph *g, const htae_result *r, double tau, double P, int d,
                             int *host_gains)
 {
     uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
@@ -233,7 +233,7 @@ typedef struct window {
     double tau, P;
 } window;
 
-static int find_window(const htae_graph *g, const htae_result *r, const uint32_t *flagged, int n,
+static int find_window(const exec_graph *g, const htae_result *r, const uint32_t *flagged, int n,
                        int pp, int d, window *w)
 {
     if (r->n_snaps != n)
@@ -270,7 +270,7 @@ static int find_window(const htae_graph *g, const htae_result *r, const uint32_t
 /* One stream of the full graph from the short run's: the tasks before tau as they ran, K copies
  * of the last period's, k P later and k d micro-batches on, then the rest K P later and K d
  * micro-batches on. 0 if the graphs differ there. */
-static int expand_stream(const htae_graph *g, const htae_graph *g1, const htae_result *r1,
+static int expand_stream(const exec_graph *g, const exec_graph *g1, const htae_result *r1,
                          uint32_t i, const window *w, int K, htae_result *out)
 {
     uint32_t f0, f1, s0, s1;
@@ -308,7 +308,7 @@ static int expand_stream(const htae_graph *g, const htae_graph *g1, const htae_r
 }
 
 /* Every edge's source ends before its destination starts in the expanded timeline. */
-static int edges_hold(const htae_graph *g, const htae_result *r)
+static int edges_hold(const exec_graph *g, const htae_result *r)
 {
     for (uint32_t t = 0; t < g->n_tasks; t++)
         for (uint32_t k = 0; k < g->tasks[t].n_succ; k++)
@@ -337,7 +337,7 @@ static void expand_links(const htae_result *r1, const window *w, int K, htae_res
 }
 
 /* The full plan's result from the short run's, 0 if the graphs do not line up. */
-static int expand(const htae_graph *g, const htae_graph *g1, const htae_result *r1, const window *w,
+static int expand(const exec_graph *g, const exec_graph *g1, const htae_result *r1, const window *w,
                   int K, htae_result *out)
 {
     memset(out, 0, sizeof *out);

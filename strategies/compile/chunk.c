@@ -170,7 +170,7 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
     }
     if (e->head)
         snprintf(name + n, sizeof name - (size_t)n, "%sLM head", sep);
-    int label = htae_label(cx->g, name);
+    int label = graph_label(cx->g, name);
     for (int i = 0; i < l->n; i++)
         l->seg[i].label = label;
 }

@@ -84,7 +84,7 @@ typedef struct compile_ctx {
     double *prof_slowdown;
     chunk_template *tmpl; /* [n_prof * mcs] */
     uint8_t *built;       /* [n_prof * mcs] */
-    htae_graph *g;
+    exec_graph *g;
     uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
     int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */

@@ -119,15 +119,15 @@ static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *befor
     uint32_t *coll = xmalloc((size_t)tp * sizeof *coll); /* a task per tasked member */
     for (int d = 0; d < cx->dp_sim; d++)
         for (int k = 0; k < (sp ? 2 : 1); k++) {
-            htae_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
-                                cx->tp_bytes, CAT_TP_COMM, cx->label_tp[kinds[k]], micro, coll);
+            graph_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
+                                 cx->tp_bytes, CAT_TP_COMM, cx->label_tp[kinds[k]], micro, coll);
             for (int t = 0; t < tp; t++) {
                 int j = d * tp + t;
                 if (!(overlap && k == 0)) /* an overlapped one is issued with its GEMM */
-                    htae_set_host(cx->g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+                    graph_set_host(cx->g, coll[t], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
                 uint32_t dep = overlap && k == 0 ? before[j] : after[j];
                 if (dep != NONE)
-                    htae_add_edge(cx->g, dep, coll[t]);
+                    graph_add_edge(cx->g, dep, coll[t]);
                 after[j] = coll[t];
             }
         }
@@ -150,7 +150,7 @@ static void emit_segments(compile_ctx *cx, const segment_list *const *lists, int
                           task_category cat, int micro, uint32_t *first, uint32_t *last,
                           uint32_t *seg_ids, const uint32_t *gate, uint32_t *after)
 {
-    htae_graph *g = cx->g;
+    exec_graph *g = cx->g;
     int n = cx->n_sim;
     const int *ranks = cx->sim_rank + (size_t)p * n;
     uint32_t *before = xmalloc((size_t)n * sizeof *before); /* n_sim: up to the plan's GPUs */
@@ -166,13 +166,13 @@ static void emit_segments(compile_ctx *cx, const segment_list *const *lists, int
             if (sg->ring) { /* context parallelism's attention: ring steps */
                 head = context_emit_ring(cx, ranks[j], sg, cat, micro, after[j], &id);
             } else {
-                head = id = htae_add_compute(g, ranks[j], cat, sg->gpu, sg->label, micro);
-                htae_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
+                head = id = graph_add_compute(g, ranks[j], cat, sg->gpu, sg->label, micro);
+                graph_set_host(g, id, HOST_ISSUE, sg->cpu, sg->span);
             }
             if (after[j] != NONE)
-                htae_add_edge(g, after[j], head);
+                graph_add_edge(g, after[j], head);
             if (gate && gate[(size_t)i * n + j] != NONE)
-                htae_add_edge(g, gate[(size_t)i * n + j], head);
+                graph_add_edge(g, gate[(size_t)i * n + j], head);
             if (first[j] == NONE)
                 first[j] = head;
             last[j] = id;
@@ -197,9 +197,9 @@ static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int
 {
     assert(src != dst && after != NONE);
     uint32_t x =
-        htae_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label, mb);
-    htae_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
-    htae_add_edge(cx->g, after, x);
+        graph_add_transfer(cx->g, src, dst, STREAM_PP, cx->pp_bytes, CAT_PP_COMM, label, mb);
+    graph_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+    graph_add_edge(cx->g, after, x);
     return x;
 }
 
@@ -216,10 +216,10 @@ static void send_companions(compile_ctx *cx, uint32_t x, int d, int p, int q, in
             src[t - 1] = compile_rank_of(cx->s, t, d, p);
             dst[t - 1] = compile_rank_of(cx->s, t, d, q);
         }
-        *set = htae_add_pair_set(cx->g, src, dst, n);
+        *set = graph_add_pair_set(cx->g, src, dst, n);
         free(src);
     }
-    htae_set_companions(cx->g, x, *set);
+    graph_set_companions(cx->g, x, *set);
 }
 
 /* The pipeline tables' index of simulated replica d, tensor index t (d < dp_sim, t < tp_sim). */
@@ -398,7 +398,7 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
 static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
 {
     const strategy *s = cx->s;
-    htae_graph *g = cx->g;
+    exec_graph *g = cx->g;
     int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
     const int *ranks = cx->sim_rank + (size_t)p * n;
     assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
@@ -413,10 +413,10 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
             /* The pipeline runtime's step before the unit: the host receives the unit's input
              * (blocking, then synchronize: Megatron's p2p), then does the schedule's own work.
              * Host time only. */
-            uint32_t id = htae_add_compute(g, ranks[j], unit.backward ? CAT_BACKWARD : CAT_FORWARD,
-                                           0.0, cx->label_pipe, mb);
-            htae_set_host(g, id, HOST_ISSUE | HOST_WAIT, cost_pipeline_unit_overhead_seconds(),
-                          0.0);
+            uint32_t id = graph_add_compute(g, ranks[j], unit.backward ? CAT_BACKWARD : CAT_FORWARD,
+                                            0.0, cx->label_pipe, mb);
+            graph_set_host(g, id, HOST_ISSUE | HOST_WAIT, cost_pipeline_unit_overhead_seconds(),
+                           0.0);
             first[j] = id;
             cx->last_compute[ranks[j]] = id;
         }
@@ -475,9 +475,9 @@ static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev
         return 0;
     assert(first != NONE);
     assert((int)cx->g->tasks[in].peer == cx->g->tasks[first].rank);
-    htae_add_edge(cx->g, in, first);
+    graph_add_edge(cx->g, in, first);
     if (prev != NONE)
-        htae_add_edge(cx->g, prev, in);
+        graph_add_edge(cx->g, prev, in);
     return 1;
 }
 
@@ -568,30 +568,30 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
 
 static void intern_labels(compile_ctx *cx)
 {
-    htae_graph *g = cx->g;
-    cx->label_tp[COLL_ALLREDUCE] = htae_label(g, "tp all-reduce");
-    cx->label_tp[COLL_REDUCE_SCATTER] = htae_label(g, "tp reduce-scatter");
-    cx->label_tp[COLL_ALLGATHER] = htae_label(g, "tp all-gather");
-    cx->label_dp[COLL_ALLREDUCE] = htae_label(g, "dp grad all-reduce");
-    cx->label_dp[COLL_REDUCE_SCATTER] = htae_label(g, "dp grad reduce-scatter");
-    cx->label_dp[COLL_ALLGATHER] = htae_label(g, "dp param all-gather");
-    cx->label_send_act = htae_label(g, "pp send activations");
-    cx->label_send_grad = htae_label(g, "pp send gradients");
-    cx->label_opt = htae_label(g, "optimizer step");
-    cx->label_pipe = htae_label(g, "pipeline runtime");
-    cx->label_fsdp_gather[0] = htae_label(g, "fsdp param all-gather fwd");
-    cx->label_fsdp_gather[1] = htae_label(g, "fsdp param all-gather bwd");
-    cx->label_fsdp_rs = htae_label(g, "fsdp grad reduce-scatter");
-    cx->label_hsdp_ar = htae_label(g, "hsdp grad all-reduce");
-    cx->label_cp[0] = htae_label(g, "cp ring send K/V");
-    cx->label_cp[1] = htae_label(g, "cp ring send K/V + grads");
-    cx->label_ep[0] = htae_label(g, "ep all-to-all to experts");
-    cx->label_ep[1] = htae_label(g, "ep all-to-all from experts");
-    cx->label_etp[0] = htae_label(g, "etp all-gather");
-    cx->label_etp[1] = htae_label(g, "etp reduce-scatter");
-    cx->label_edp[COLL_ALLREDUCE] = htae_label(g, "edp expert grad all-reduce");
-    cx->label_edp[COLL_REDUCE_SCATTER] = htae_label(g, "edp expert grad reduce-scatter");
-    cx->label_edp[COLL_ALLGATHER] = htae_label(g, "edp expert param all-gather");
+    exec_graph *g = cx->g;
+    cx->label_tp[COLL_ALLREDUCE] = graph_label(g, "tp all-reduce");
+    cx->label_tp[COLL_REDUCE_SCATTER] = graph_label(g, "tp reduce-scatter");
+    cx->label_tp[COLL_ALLGATHER] = graph_label(g, "tp all-gather");
+    cx->label_dp[COLL_ALLREDUCE] = graph_label(g, "dp grad all-reduce");
+    cx->label_dp[COLL_REDUCE_SCATTER] = graph_label(g, "dp grad reduce-scatter");
+    cx->label_dp[COLL_ALLGATHER] = graph_label(g, "dp param all-gather");
+    cx->label_send_act = graph_label(g, "pp send activations");
+    cx->label_send_grad = graph_label(g, "pp send gradients");
+    cx->label_opt = graph_label(g, "optimizer step");
+    cx->label_pipe = graph_label(g, "pipeline runtime");
+    cx->label_fsdp_gather[0] = graph_label(g, "fsdp param all-gather fwd");
+    cx->label_fsdp_gather[1] = graph_label(g, "fsdp param all-gather bwd");
+    cx->label_fsdp_rs = graph_label(g, "fsdp grad reduce-scatter");
+    cx->label_hsdp_ar = graph_label(g, "hsdp grad all-reduce");
+    cx->label_cp[0] = graph_label(g, "cp ring send K/V");
+    cx->label_cp[1] = graph_label(g, "cp ring send K/V + grads");
+    cx->label_ep[0] = graph_label(g, "ep all-to-all to experts");
+    cx->label_ep[1] = graph_label(g, "ep all-to-all from experts");
+    cx->label_etp[0] = graph_label(g, "etp all-gather");
+    cx->label_etp[1] = graph_label(g, "etp reduce-scatter");
+    cx->label_edp[COLL_ALLREDUCE] = graph_label(g, "edp expert grad all-reduce");
+    cx->label_edp[COLL_REDUCE_SCATTER] = graph_label(g, "edp expert grad reduce-scatter");
+    cx->label_edp[COLL_ALLGATHER] = graph_label(g, "edp expert param all-gather");
 }
 
 /* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
@@ -692,7 +692,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     workload_graph_free(&rank_ops);
     describe_plan(&cx, out);
 
-    cx.g = htae_graph_create(c->n_gpus);
+    cx.g = graph_create(c->n_gpus);
     cx.last_compute = xmalloc((size_t)c->n_gpus * sizeof *cx.last_compute);
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
@@ -722,7 +722,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
             assert(!cx.built[(size_t)k * cx.mcs + mc] ||
                    chunk_template_same_shape(&cx.tmpl[(size_t)k * cx.mcs + mc],
                                              compile_chunk_ref(&cx, mc)));
-    int rc = htae_graph_finalize(cx.g, err);
+    int rc = graph_finalize(cx.g, err);
     out->graph = cx.g;
 
     free_profiles(&cx);
@@ -738,7 +738,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 
 void compiled_plan_free(compiled_plan *p)
 {
-    htae_graph_free(p->graph);
+    graph_free(p->graph);
     free(p->chunk_layers);
     free(p->stage_of_rank);
     free(p->replica_of_rank);

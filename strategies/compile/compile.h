@@ -56,7 +56,7 @@ typedef struct compile_options {
 void compile_default_options(compile_options *o);
 
 typedef struct compiled_plan {
-    htae_graph *graph;
+    exec_graph *graph;
     char strategy_file[512];                         /* where the plan came from, for reports */
     workload_model model;                            /* the model as resolved */
     plan_desc plan;                                  /* the strategy root's layout and knobs */

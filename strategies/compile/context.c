@@ -132,7 +132,7 @@ static double transfer_bytes(const compile_ctx *cx, int backward, int i)
 uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_category cat,
                            int micro, uint32_t after, uint32_t *end)
 {
-    htae_graph *g = cx->g;
+    exec_graph *g = cx->g;
     int C = cx->cp, backward = cat == CAT_BACKWARD;
     assert(C > 1 && sg->ring && sg->n_ops == C);
     rank_rings *rr = &cx->rings->of_rank[rank];
@@ -151,27 +151,27 @@ uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_ca
         double bytes = transfer_bytes(cx, backward, i);
         if (bytes > 0) {
             /* posted before step i computes, so it runs beside it */
-            x[i] = htae_add_transfer(g, rank, cx->rings->next[rank], STREAM_CP, bytes, CAT_CP_COMM,
-                                     cx->label_cp[backward], micro);
-            htae_set_host(g, x[i], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+            x[i] = graph_add_transfer(g, rank, cx->rings->next[rank], STREAM_CP, bytes, CAT_CP_COMM,
+                                      cx->label_cp[backward], micro);
+            graph_set_host(g, x[i], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
             if (i == 0) {
-                htae_add_edge(g, pre, x[i]);
+                graph_add_edge(g, pre, x[i]);
                 if (after != NONE)
-                    htae_add_edge(g, after, x[i]);
+                    graph_add_edge(g, after, x[i]);
             } else if (backward) {
-                htae_add_edge(g, step[i - 1], x[i]); /* the gradients step i - 1 added */
+                graph_add_edge(g, step[i - 1], x[i]); /* the gradients step i - 1 added */
             }
         }
         double t = i == 0 ? gpu0 : gpu;
-        step[i] = htae_add_compute(g, rank, cat, t, sg->label, micro);
-        htae_set_host(g, step[i], HOST_ISSUE, cpu, cpu + t);
+        step[i] = graph_add_compute(g, rank, cat, t, sg->label, micro);
+        graph_set_host(g, step[i], HOST_ISSUE, cpu, cpu + t);
         cx->last_compute[rank] = step[i];
     }
     rec[RING_END] = step[C - 1];
     if (backward) {
         /* the gradients of the rank's own K/V arrive with the last transfer from the previous
          * rank: the rest of the backward (the QKV projection's) waits for them */
-        rec[RING_END] = htae_add_compute(g, rank, cat, 0.0, sg->label, micro);
+        rec[RING_END] = graph_add_compute(g, rank, cat, 0.0, sg->label, micro);
         cx->last_compute[rank] = rec[RING_END];
     }
     *end = rec[RING_END];
@@ -181,7 +181,7 @@ uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_ca
 void context_link_rings(compile_ctx *cx)
 {
     struct context_rings *r = cx->rings;
-    htae_graph *g = cx->g;
+    exec_graph *g = cx->g;
     int C = cx->cp;
     size_t stride = ring_stride(cx);
     for (int rank = 0; rank < cx->c->n_gpus; rank++) {
@@ -196,14 +196,14 @@ void context_link_rings(compile_ctx *cx)
             const uint32_t *in = from->rec + (size_t)k * stride + RING_HEAD + C;
             const uint32_t *peer = to->rec + (size_t)k * stride;
             assert(peer[RING_BACKWARD] == rec[RING_BACKWARD]);
-            htae_add_edge(g, peer[RING_PRE], x[0]); /* the receiver has posted its receive */
+            graph_add_edge(g, peer[RING_PRE], x[0]); /* the receiver has posted its receive */
             for (int i = 1; i < C; i++) {
                 if (x[i] != NONE)
-                    htae_add_edge(g, in[i - 1], x[i]); /* passes on what it received */
-                htae_add_edge(g, in[i - 1], step[i]);  /* the K/V chunk step i works on */
+                    graph_add_edge(g, in[i - 1], x[i]); /* passes on what it received */
+                graph_add_edge(g, in[i - 1], step[i]);  /* the K/V chunk step i works on */
             }
             if (rec[RING_BACKWARD])
-                htae_add_edge(g, in[C - 1], rec[RING_END]);
+                graph_add_edge(g, in[C - 1], rec[RING_END]);
         }
     }
 }

@@ -183,7 +183,7 @@ typedef struct dlrm_comm_tasks { /* UINT32_MAX: none on this rank */
 
 /* Per-plan constants of emitting the passes. */
 typedef struct dlrm_emit {
-    htae_graph *g;
+    exec_graph *g;
     const workload_graph *wg, *wg_all; /* the micro-batch's ops; at micro x G */
     const dlrm_layout *L;
     precision_t prec;
@@ -218,10 +218,10 @@ static uint32_t emit_pass(const dlrm_emit *e, op_pass pass, int r, const device_
     int waiting = 0;
 #define EMIT(secs, lab)                                                                            \
     do {                                                                                           \
-        last = htae_add_compute(e->g, r, cat, (secs)*slow, (lab), micro);                          \
+        last = graph_add_compute(e->g, r, cat, (secs)*slow, (lab), micro);                         \
         have_last = 1;                                                                             \
         if (waiting) {                                                                             \
-            htae_add_edge(e->g, wait_for, last);                                                   \
+            graph_add_edge(e->g, wait_for, last);                                                  \
             waiting = 0;                                                                           \
         }                                                                                          \
     } while (0)
@@ -246,12 +246,12 @@ static uint32_t emit_pass(const dlrm_emit *e, op_pass pass, int r, const device_
                     EMIT(secs, e->label_tbe);
                 }
                 if (have_last && ct->fwd_first != UINT32_MAX)
-                    htae_add_edge(e->g, last, ct->fwd_first);
+                    graph_add_edge(e->g, last, ct->fwd_first);
                 waiting = ct->fwd_last != UINT32_MAX;
                 wait_for = ct->fwd_last;
             } else {
                 if (have_last && ct->bwd_first != UINT32_MAX)
-                    htae_add_edge(e->g, last, ct->bwd_first);
+                    graph_add_edge(e->g, last, ct->bwd_first);
                 if (L->bottom_gpu >= 0) { /* the bottom MLP's gradient comes in the all-to-all */
                     waiting = L->bottom_gpu == r;
                     wait_for = ct->grads;
@@ -283,24 +283,24 @@ typedef struct dlrm_labels {
     int tbe, ids, pooled, grads, rs, ag, mlp_ar, tab_ar, opt, trs, tx, tag, txg;
 } dlrm_labels;
 
-static void create_labels(htae_graph *g, const workload_graph *wg, dlrm_labels *lab)
+static void create_labels(exec_graph *g, const workload_graph *wg, dlrm_labels *lab)
 {
     lab->op = xmalloc((size_t)wg->n_ops * sizeof *lab->op);
     for (int i = 0; i < wg->n_ops; i++)
-        lab->op[i] = htae_label(g, wg->ops[i].name);
-    lab->tbe = htae_label(g, "tables (TBE)");
-    lab->ids = htae_label(g, "emb all-to-all ids");
-    lab->pooled = htae_label(g, "emb all-to-all pooled");
-    lab->grads = htae_label(g, "emb all-to-all grads");
-    lab->rs = htae_label(g, "emb row-wise reduce-scatter");
-    lab->ag = htae_label(g, "emb row-wise grad all-gather");
-    lab->mlp_ar = htae_label(g, "dp grad all-reduce");
-    lab->tab_ar = htae_label(g, "tables dense grad all-reduce");
-    lab->opt = htae_label(g, "optimizer step");
-    lab->trs = htae_label(g, "emb table-row-wise reduce-scatter");
-    lab->tx = htae_label(g, "emb table-row-wise all-to-all");
-    lab->tag = htae_label(g, "emb table-row-wise grad all-gather");
-    lab->txg = htae_label(g, "emb table-row-wise grad all-to-all");
+        lab->op[i] = graph_label(g, wg->ops[i].name);
+    lab->tbe = graph_label(g, "tables (TBE)");
+    lab->ids = graph_label(g, "emb all-to-all ids");
+    lab->pooled = graph_label(g, "emb all-to-all pooled");
+    lab->grads = graph_label(g, "emb all-to-all grads");
+    lab->rs = graph_label(g, "emb row-wise reduce-scatter");
+    lab->ag = graph_label(g, "emb row-wise grad all-gather");
+    lab->mlp_ar = graph_label(g, "dp grad all-reduce");
+    lab->tab_ar = graph_label(g, "tables dense grad all-reduce");
+    lab->opt = graph_label(g, "optimizer step");
+    lab->trs = graph_label(g, "emb table-row-wise reduce-scatter");
+    lab->tx = graph_label(g, "emb table-row-wise all-to-all");
+    lab->tag = graph_label(g, "emb table-row-wise grad all-gather");
+    lab->txg = graph_label(g, "emb table-row-wise grad all-to-all");
 }
 
 /* The collectives of the lookups, the same at every micro-batch: their groups, the
@@ -345,7 +345,7 @@ static void comm_sharded(const dlrm_layout *L, const workload_dlrm *d, int micro
  * (S = micro x G x the node's dims), then across nodes an all-to-all among the GPUs of the
  * same local index (node n's GPU k holds the sums of the micro-batches of every node's GPU k:
  * micro x dims to each); backward the transpose, then the all-gather */
-static void comm_table_row_wise(htae_graph *g, const dlrm_layout *L, int micro, dlrm_comm *cm)
+static void comm_table_row_wise(exec_graph *g, const dlrm_layout *L, int micro, dlrm_comm *cm)
 {
     int N = cm->N, P = cm->P, G = L->G;
     if (!L->twrw_dims)
@@ -356,12 +356,12 @@ static void comm_table_row_wise(htae_graph *g, const dlrm_layout *L, int micro, 
     for (int n = 0; n < N; n++) {
         for (int k = 0; k < P; k++)
             members[k] = n * P + k;
-        cm->grp_node[n] = P > 1 ? htae_add_group(g, members, P) : -1;
+        cm->grp_node[n] = P > 1 ? graph_add_group(g, members, P) : -1;
     }
     for (int k = 0; k < P; k++) {
         for (int n = 0; n < N; n++)
             members[n] = n * P + k;
-        cm->grp_cross[k] = N > 1 ? htae_add_group(g, members, N) : -1;
+        cm->grp_cross[k] = N > 1 ? graph_add_group(g, members, N) : -1;
     }
     free(members);
     cm->cross_m = xcalloc((size_t)N * N, sizeof *cm->cross_m);
@@ -379,7 +379,7 @@ static void comm_table_row_wise(htae_graph *g, const dlrm_layout *L, int micro, 
     }
 }
 
-static void comm_create(htae_graph *g, const dlrm_layout *L, const workload_dlrm *d, int micro,
+static void comm_create(exec_graph *g, const dlrm_layout *L, const workload_dlrm *d, int micro,
                         precision_t prec, dlrm_comm *cm)
 {
     int G = L->G;
@@ -387,7 +387,7 @@ static void comm_create(htae_graph *g, const dlrm_layout *L, const workload_dlrm
     int *ranks = xmalloc((size_t)G * sizeof *ranks);
     for (int r = 0; r < G; r++)
         ranks[r] = r;
-    cm->grp = G > 1 ? htae_add_group(g, ranks, G) : -1;
+    cm->grp = G > 1 ? graph_add_group(g, ranks, G) : -1;
     free(ranks);
     cm->eb = precision_bytes(d->embedding_precision);
     cm->pooled_a2a = L->placed > 0 || L->bottom_gpu >= 0;
@@ -440,58 +440,58 @@ static int twrw_members(const dlrm_comm *cm, int node, int n, int *sub)
 /* Micro-batch mb's collectives of the lookups into ct (one per rank), in every rank's stream
  * order: ids; pooled, row-wise reduce-scatter, table-row-wise reduce-scatter and all-to-all;
  * then the backward's. `all` lists the ranks; tk and sub are scratch of G entries. */
-static void emit_lookup_comm(htae_graph *g, const dlrm_layout *L, const dlrm_comm *cm,
+static void emit_lookup_comm(exec_graph *g, const dlrm_layout *L, const dlrm_comm *cm,
                              const dlrm_labels *lab, int micro, int mb, const int *all,
                              dlrm_comm_tasks *ct, uint32_t *tk, int *sub)
 {
     int G = L->G, N = cm->N, P = cm->P, grp = cm->grp;
-    htae_add_alltoallv(g, grp, STREAM_TP, cm->ids_m, CAT_EMB_COMM, lab->ids, mb, tk);
+    graph_add_alltoallv(g, grp, STREAM_TP, cm->ids_m, CAT_EMB_COMM, lab->ids, mb, tk);
     for (int r = 0; r < G; r++)
         ct[r].ids = tk[r];
     if (cm->pooled_a2a) {
-        htae_add_alltoallv(g, grp, STREAM_TP, cm->pooled_m, CAT_EMB_COMM, lab->pooled, mb, tk);
+        graph_add_alltoallv(g, grp, STREAM_TP, cm->pooled_m, CAT_EMB_COMM, lab->pooled, mb, tk);
         note_collective(ct, tk, all, G, 1);
     }
     if (L->rw_dims > 0) {
-        htae_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, cm->rw_bytes, CAT_EMB_COMM,
-                            lab->rs, mb, tk);
+        graph_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, cm->rw_bytes, CAT_EMB_COMM,
+                             lab->rs, mb, tk);
         note_collective(ct, tk, all, G, 1);
     }
     for (int n = 0; L->twrw_dims && P > 1 && n < N; n++) {
         if (L->twrw_dims[n] == 0)
             continue;
-        htae_add_collective(g, COLL_REDUCE_SCATTER, cm->grp_node[n], STREAM_TP,
-                            (double)micro * G * L->twrw_dims[n] * cm->eb, CAT_EMB_COMM, lab->trs,
-                            mb, tk);
+        graph_add_collective(g, COLL_REDUCE_SCATTER, cm->grp_node[n], STREAM_TP,
+                             (double)micro * G * L->twrw_dims[n] * cm->eb, CAT_EMB_COMM, lab->trs,
+                             mb, tk);
         note_collective(ct, tk, sub, twrw_members(cm, 1, n, sub), 1);
     }
     for (int k = 0; L->twrw_dims && N > 1 && k < P; k++) {
-        htae_add_alltoallv(g, cm->grp_cross[k], STREAM_TP, cm->cross_m, CAT_EMB_COMM, lab->tx, mb,
-                           tk);
+        graph_add_alltoallv(g, cm->grp_cross[k], STREAM_TP, cm->cross_m, CAT_EMB_COMM, lab->tx, mb,
+                            tk);
         note_collective(ct, tk, sub, twrw_members(cm, 0, k, sub), 1);
     }
     if (cm->pooled_a2a) {
-        htae_add_alltoallv(g, grp, STREAM_TP, cm->grads_m, CAT_EMB_COMM, lab->grads, mb, tk);
+        graph_add_alltoallv(g, grp, STREAM_TP, cm->grads_m, CAT_EMB_COMM, lab->grads, mb, tk);
         for (int r = 0; r < G; r++)
             ct[r].grads = tk[r];
         note_collective(ct, tk, all, G, 0);
     }
     if (L->rw_dims > 0) {
-        htae_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, cm->rw_bytes, CAT_EMB_COMM, lab->ag,
-                            mb, tk);
+        graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, cm->rw_bytes, CAT_EMB_COMM, lab->ag,
+                             mb, tk);
         note_collective(ct, tk, all, G, 0);
     }
     for (int k = 0; L->twrw_dims && N > 1 && k < P; k++) {
-        htae_add_alltoallv(g, cm->grp_cross[k], STREAM_TP, cm->cross_t, CAT_EMB_COMM, lab->txg, mb,
-                           tk);
+        graph_add_alltoallv(g, cm->grp_cross[k], STREAM_TP, cm->cross_t, CAT_EMB_COMM, lab->txg, mb,
+                            tk);
         note_collective(ct, tk, sub, twrw_members(cm, 0, k, sub), 0);
     }
     for (int n = 0; L->twrw_dims && P > 1 && n < N; n++) {
         if (L->twrw_dims[n] == 0)
             continue;
-        htae_add_collective(g, COLL_ALLGATHER, cm->grp_node[n], STREAM_TP,
-                            (double)micro * G * L->twrw_dims[n] * cm->eb, CAT_EMB_COMM, lab->tag,
-                            mb, tk);
+        graph_add_collective(g, COLL_ALLGATHER, cm->grp_node[n], STREAM_TP,
+                             (double)micro * G * L->twrw_dims[n] * cm->eb, CAT_EMB_COMM, lab->tag,
+                             mb, tk);
         note_collective(ct, tk, sub, twrw_members(cm, 1, n, sub), 0);
     }
 }
@@ -533,7 +533,7 @@ static void emit_micro_batches(const dlrm_emit *e, const cluster *c, const dlrm_
 /* After the last micro-batch, on the DP stream: the all-reduce of the MLP gradients
  * data-parallel GPUs share (dp_params), then the data-parallel tables' dense gradients'.
  * Returns each rank's last of them (heap-owned), NULL on one GPU. */
-static uint32_t *emit_gradient_sync(htae_graph *g, const dlrm_layout *L, const dlrm_comm *cm,
+static uint32_t *emit_gradient_sync(exec_graph *g, const dlrm_layout *L, const dlrm_comm *cm,
                                     const dlrm_labels *lab, precision_t prec, double dp_params,
                                     const uint32_t *last, const uint32_t *last_comm)
 {
@@ -542,20 +542,20 @@ static uint32_t *emit_gradient_sync(htae_graph *g, const dlrm_layout *L, const d
         return NULL;
     uint32_t *dp_last = xmalloc((size_t)G * sizeof *dp_last);
     uint32_t *ids = xmalloc((size_t)G * sizeof *ids);
-    htae_add_collective(g, COLL_ALLREDUCE, cm->grp, STREAM_DP,
-                        dp_params * dlrm_plan_grad_elem_bytes(prec), CAT_DP_COMM, lab->mlp_ar, -1,
-                        ids);
+    graph_add_collective(g, COLL_ALLREDUCE, cm->grp, STREAM_DP,
+                         dp_params * dlrm_plan_grad_elem_bytes(prec), CAT_DP_COMM, lab->mlp_ar, -1,
+                         ids);
     for (int r = 0; r < G; r++) {
         /* a GPU's backward ends with its last kernel and its last gradient collective (a
          * GPU without shards has nothing after it) */
-        htae_add_edge(g, last[r], ids[r]);
+        graph_add_edge(g, last[r], ids[r]);
         if (last_comm)
-            htae_add_edge(g, last_comm[r], ids[r]);
+            graph_add_edge(g, last_comm[r], ids[r]);
         dp_last[r] = ids[r];
     }
     if (L->dense_elems > 0) {
-        htae_add_collective(g, COLL_ALLREDUCE, cm->grp, STREAM_DP, L->dense_elems * cm->eb,
-                            CAT_DP_COMM, lab->tab_ar, -1, ids);
+        graph_add_collective(g, COLL_ALLREDUCE, cm->grp, STREAM_DP, L->dense_elems * cm->eb,
+                             CAT_DP_COMM, lab->tab_ar, -1, ids);
         for (int r = 0; r < G; r++)
             dp_last[r] = ids[r];
     }
@@ -565,7 +565,7 @@ static uint32_t *emit_gradient_sync(htae_graph *g, const dlrm_layout *L, const d
 
 /* Each rank's optimizer step after its gradients are in (dp_last, or its backward on one GPU):
  * its MLP parameters (the bottom MLP's too on bottom_mlp_gpu), the data-parallel tables'. */
-static void emit_optimizer_steps(htae_graph *g, const strategy *s, const cluster *c,
+static void emit_optimizer_steps(exec_graph *g, const strategy *s, const cluster *c,
                                  const dlrm_layout *L, const workload_dlrm *d, int label_opt,
                                  double dp_params, double bottom_params, const uint32_t *dp_last,
                                  const uint32_t *last)
@@ -582,9 +582,9 @@ static void emit_optimizer_steps(htae_graph *g, const strategy *s, const cluster
         double secs = cost_optimizer_seconds(params, adam, s->precision, dev);
         if (L->dense_elems > 0)
             secs += cost_optimizer_seconds(L->dense_elems, adam, d->embedding_precision, dev);
-        uint32_t t = htae_add_compute(
+        uint32_t t = graph_add_compute(
             g, r, CAT_OPTIMIZER, secs * slow + cost_iteration_overhead_seconds(), label_opt, -1);
-        htae_add_edge(g, dp_last ? dp_last[r] : last[r], t);
+        graph_add_edge(g, dp_last ? dp_last[r] : last[r], t);
     }
 }
 
@@ -625,7 +625,7 @@ static int build_layout(const strategy *s, const cluster *c, workload_graph *wg,
 
 /* The graph of one iteration: every micro-batch's lookups' collectives and passes, the
  * gradients' all-reduces, the optimizer steps; the lookup statistics into out->dlrm. */
-static htae_graph *emit_iteration(const strategy *s, const cluster *c, const workload_graph *wg,
+static exec_graph *emit_iteration(const strategy *s, const cluster *c, const workload_graph *wg,
                                   const workload_graph *wg_all, const dlrm_layout *L, int M,
                                   compiled_plan *out)
 {
@@ -638,7 +638,7 @@ static htae_graph *emit_iteration(const strategy *s, const cluster *c, const wor
             if (dlrm_is_bottom(&wg->ops[i]))
                 bottom_params += wg->ops[i].params;
         }
-    htae_graph *g = htae_graph_create(G);
+    exec_graph *g = graph_create(G);
     dlrm_labels lab;
     create_labels(g, wg, &lab);
     dlrm_emit e = {g, wg, wg_all, L, s->precision, lab.op, lab.tbe};
@@ -678,10 +678,10 @@ int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, p
     estimate_memory(s, &wg, &wg_all, &L, out);
     for (int r = 0; r < c->n_gpus; r++)
         out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
-    htae_graph *g = emit_iteration(s, c, &wg, &wg_all, &L, M, out);
+    exec_graph *g = emit_iteration(s, c, &wg, &wg_all, &L, M, out);
     dlrm_layout_free(&L);
     workload_graph_free(&wg);
     workload_graph_free(&wg_all);
     out->graph = g;
-    return htae_graph_finalize(g, err);
+    return graph_finalize(g, err);
 }

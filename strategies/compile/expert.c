@@ -44,7 +44,7 @@ static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
 {
     for (int i = 0; i < n; i++)
         assert(ranks[i] >= 0 && ranks[i] < cx->c->n_gpus);
-    int id = htae_add_group_stand_ins(cx->g, ranks, n, tasked);
+    int id = graph_add_group_stand_ins(cx->g, ranks, n, tasked);
     assert(cx->g->groups[id].n == (uint32_t)n);
     return id;
 }
@@ -135,15 +135,15 @@ void compile_free_stage_groups(compile_ctx *cx)
 
 /* The simulated members (stage indices, the group's first n) of an expert collective `coll`
  * (task per member in group order) join it, each after its after[j], which it becomes. The
- * stand-ins that may follow them in the group have no task (htae_add_group_stand_ins). */
+ * stand-ins that may follow them in the group have no task (graph_add_group_stand_ins). */
 static void join_expert_coll(compile_ctx *cx, const int *members, int n, const uint32_t *coll,
                              uint32_t *after)
 {
     for (int k = 0; k < n && members[k] < cx->n_sim; k++) {
         int j = members[k];
-        htae_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+        graph_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
         if (after[j] != NONE)
-            htae_add_edge(cx->g, after[j], coll[k]);
+            graph_add_edge(cx->g, after[j], coll[k]);
         after[j] = coll[k];
     }
 }
@@ -164,8 +164,8 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uin
             for (int et = 0; et < etp; et++)
                 members[et] = compile_expert_stage_index(cx, et, e, x);
             double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
-            htae_add_collective(cx->g, kind, grp, STREAM_TP, bytes, CAT_EP_COMM,
-                                cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
+            graph_add_collective(cx->g, kind, grp, STREAM_TP, bytes, CAT_EP_COMM,
+                                 cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
             join_expert_coll(cx, members, etp, coll, after);
         }
     free(members);
@@ -199,11 +199,11 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *af
             for (int e = 0; e < ep; e++)
                 members[e] = compile_expert_stage_index(cx, et, e, x);
             if (even)
-                htae_add_collective(cx->g, COLL_ALLTOALL, grp, STREAM_TP, cx->ep_bytes, CAT_EP_COMM,
-                                    cx->label_ep[out], micro, coll);
+                graph_add_collective(cx->g, COLL_ALLTOALL, grp, STREAM_TP, cx->ep_bytes,
+                                     CAT_EP_COMM, cx->label_ep[out], micro, coll);
             else
-                htae_add_alltoallv(cx->g, grp, STREAM_TP, matrix, CAT_EP_COMM, cx->label_ep[out],
-                                   micro, coll);
+                graph_add_alltoallv(cx->g, grp, STREAM_TP, matrix, CAT_EP_COMM, cx->label_ep[out],
+                                    micro, coll);
             join_expert_coll(cx, members, ep, coll, after);
         }
     free(matrix);

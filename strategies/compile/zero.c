@@ -103,12 +103,12 @@ void zero_make_groups(compile_ctx *cx, emit_state *es)
             for (int g = 0; g < G; g++) {
                 for (int j = 0; j < S; j++)
                     ranks[j] = compile_rank_of(cx->s, t, g * S + j, p);
-                es->shard_group[pt * G + g] = cx->dp > 1 ? htae_add_group(cx->g, ranks, S) : -1;
+                es->shard_group[pt * G + g] = cx->dp > 1 ? graph_add_group(cx->g, ranks, S) : -1;
             }
             for (int j = 0; j < S; j++) {
                 for (int g = 0; g < G; g++)
                     ranks[g] = compile_rank_of(cx->s, t, g * S + j, p);
-                es->replica_group[pt * S + j] = G > 1 ? htae_add_group(cx->g, ranks, G) : -1;
+                es->replica_group[pt * S + j] = G > 1 ? graph_add_group(cx->g, ranks, G) : -1;
             }
         }
     free(ranks);
@@ -117,7 +117,7 @@ void zero_make_groups(compile_ctx *cx, emit_state *es)
 /* One collective per shard group of (p, t) (replicas: per replica group); task_of_d[d] gets DP
  * index d's member task, which is now its rank's latest DP collective. With TP folded (t = 0
  * only), the same group of every other tensor index joins it as a companion group: its
- * members lend their links and take no task (htae_set_coll_companions). */
+ * members lend their links and take no task (graph_set_coll_companions). */
 static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas, coll_kind kind,
                      double bytes, int label, int mb, uint32_t *task_of_d)
 {
@@ -130,13 +130,13 @@ static void dp_colls(compile_ctx *cx, emit_state *es, int p, int t, int replicas
                            : es->shard_group[((size_t)p * cx->tp + t) * G + i];
         assert(grp >= 0);
         int c =
-            htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+            graph_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
         if (cx->tp_sim < cx->tp) {
             assert(t == 0);
             for (int u = 1; u < cx->tp; u++)
                 comp[u - 1] = replicas ? es->replica_group[((size_t)p * cx->tp + u) * S + i]
                                        : es->shard_group[((size_t)p * cx->tp + u) * G + i];
-            htae_set_coll_companions(cx->g, c, comp, cx->tp - 1);
+            graph_set_coll_companions(cx->g, c, comp, cx->tp - 1);
         }
         for (int m = 0; m < members; m++) {
             int d = replicas ? m * S + i : i * S + m;
@@ -156,7 +156,7 @@ static void dp_deps(compile_ctx *cx, const uint32_t *task_of_d, const uint32_t *
     for (int d = 0; d < cx->dp; d++) {
         uint32_t src = dep[d % cx->dp_sim];
         if (src != NONE)
-            htae_add_edge(cx->g, src, task_of_d[d]);
+            graph_add_edge(cx->g, src, task_of_d[d]);
     }
 }
 
@@ -195,7 +195,7 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, do
     for (int e = 0; e < cx->ep; e++)
         for (int et = 0; et < cx->etp; et++) {
             int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
-            htae_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+            graph_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
             for (int x = 0; x < edp; x++) {
                 int i = compile_expert_stage_index(cx, et, e, x), k = compile_fold_twin(cx, i);
                 size_t r = (size_t)compile_stage_rank(cx, i, p);
@@ -208,7 +208,7 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, do
                 else if (wait == EDP_AFTER_BUCKET)
                     dep = bucket_ready(cx, es, k / tp, k % tp, p, mc, mb, b);
                 if (dep != NONE)
-                    htae_add_edge(cx->g, dep, coll[x]);
+                    graph_add_edge(cx->g, dep, coll[x]);
             }
         }
     free(coll);
@@ -339,7 +339,7 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
                     dp_deps(cx, next, dep);
                 }
                 for (int d = 0; d < cx->dp_sim; d++)
-                    htae_add_edge(cx->g, cur[d], fsdp_task(cx, es, d, t, k, FSDP_FIRST));
+                    graph_add_edge(cx->g, cur[d], fsdp_task(cx, es, d, t, k, FSDP_FIRST));
                 if (st.backward) {
                     double bytes = compile_chunk_ref(cx, st.mc)->unit_params[st.unit] * grad_elem;
                     dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, st.mb,
@@ -396,9 +396,9 @@ void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *
                                     slow +
                                 cost_iteration_overhead_seconds();
         assert(secs >= 0);
-        es->opt_task[r] = htae_add_compute(cx->g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
+        es->opt_task[r] = graph_add_compute(cx->g, r, CAT_OPTIMIZER, secs, cx->label_opt, -1);
         if (es->last_dp[r] != NONE)
-            htae_add_edge(cx->g, es->last_dp[r], es->opt_task[r]);
+            graph_add_edge(cx->g, es->last_dp[r], es->opt_task[r]);
     }
 }
 

@@ -60,7 +60,7 @@ typedef struct trace_op {
                          none known (calls[0] is the empty call) */
     int32_t optimizer; /* runtime, GPU: 1 if launched inside an `Optimizer.step#` span */
     uint8_t grad;      /* TRACE_COLL: 1 if a gradient collective (trace_params.c) */
-    uint8_t floating;  /* 1: may overtake other floating ops of its lane (htae_set_floating) */
+    uint8_t floating;  /* 1: may overtake other floating ops of its lane (graph_set_floating) */
 } trace_op;
 
 /* The innermost cpu_op around a launch, with the shapes the profiler recorded (record_shapes:
@@ -160,7 +160,7 @@ double trace_step_median(const double *v, int n);
  * collectives as stand-ins. task_of[r][i]: the task of op i of job rank r (out, allocated,
  * free with trace_tasks_free). A world larger than n_gpus, or collectives that do not match
  * across traces, are PS_EINPUT errors. */
-int trace_job_graph(const trace_job *j, int n_gpus, htae_graph **out, uint32_t ***task_of,
+int trace_job_graph(const trace_job *j, int n_gpus, exec_graph **out, uint32_t ***task_of,
                     ps_error *err);
 void trace_tasks_free(const trace_job *j, uint32_t **task_of);
 

@@ -92,7 +92,7 @@ void trace_tasks_free(const trace_job *j, uint32_t **task_of)
 /* Graph-building state: streams (the union of the traces' lane names), labels, groups. */
 typedef struct gb {
     const trace_job *j;
-    htae_graph *g;
+    exec_graph *g;
     int n_streams;
     char **stream_name;
     stream_kind *stream_kind;
@@ -133,7 +133,7 @@ static void streams_union(gb *x)
 static int label_of(gb *x, int name)
 {
     if (x->label_of[name] < 0)
-        x->label_of[name] = htae_label(x->g, x->j->names[name]);
+        x->label_of[name] = graph_label(x->g, x->j->names[name]);
     return x->label_of[name];
 }
 
@@ -178,8 +178,8 @@ static int group_for(gb *x, const int *members, int n)
     for (int k = 1; k <= n; k++)
         if (!traced[(last + k) % n])
             ranks[m++] = members[(last + k) % n];
-    int id = tasked == n ? htae_add_group(x->g, ranks, n)
-                         : htae_add_group_stand_ins(x->g, ranks, n, tasked);
+    int id = tasked == n ? graph_add_group(x->g, ranks, n)
+                         : graph_add_group_stand_ins(x->g, ranks, n, tasked);
     x->group_key = xreallocarray(x->group_key, (size_t)x->n_groups + 1, sizeof *x->group_key);
     x->group_n = xreallocarray(x->group_n, (size_t)x->n_groups + 1, sizeof *x->group_n);
     x->group_id = xreallocarray(x->group_id, (size_t)x->n_groups + 1, sizeof *x->group_id);
@@ -301,16 +301,16 @@ static int make_collective(gb *x, int i, uint32_t a, uint32_t ***lanes_ops, int 
         snprintf(name, sizeof name, "%s %.3g MB (%d GPUs)", coll_kind_name((coll_kind)op->coll),
                  op->bytes / 1e6, op->group_n);
         uint32_t *ids = xmalloc((size_t)op->group_n * sizeof *ids);
-        htae_add_collective(x->g, (coll_kind)op->coll, grp, (stream_id)x->stream_of[i][op->lane],
-                            op->bytes, CAT_COMM, htae_label(x->g, name), j->ranks[i].ops[a].step,
-                            ids);
+        graph_add_collective(x->g, (coll_kind)op->coll, grp, (stream_id)x->stream_of[i][op->lane],
+                             op->bytes, CAT_COMM, graph_label(x->g, name), j->ranks[i].ops[a].step,
+                             ids);
         for (int p = 0; p < m; p++) {
             int k = member[p];
             x->task_of[k][mop[p]] = ids[p];
             if (j->ranks[k].ops[mop[p]].lag > 0)
-                htae_set_lag(x->g, ids[p], j->ranks[k].ops[mop[p]].lag);
+                graph_set_lag(x->g, ids[p], j->ranks[k].ops[mop[p]].lag);
             if (j->ranks[k].ops[mop[p]].floating)
-                htae_set_floating(x->g, ids[p]);
+                graph_set_floating(x->g, ids[p]);
             cur[k][j->ranks[k].ops[mop[p]].lane]++;
         }
         free(ids);
@@ -329,12 +329,12 @@ static uint32_t make_task(gb *x, int i, uint32_t a)
     task_category cat = r->lanes[op->lane].is_cpu         ? CAT_HOST
                         : op->kind == TRACE_COMM_MEASURED ? CAT_COMM
                                                           : CAT_KERNEL;
-    uint32_t t = htae_add_compute_on(x->g, r->rank, x->stream_of[i][op->lane], cat, op->seconds,
-                                     label_of(x, op->name), op->step);
+    uint32_t t = graph_add_compute_on(x->g, r->rank, x->stream_of[i][op->lane], cat, op->seconds,
+                                      label_of(x, op->name), op->step);
     if (op->lag > 0)
-        htae_set_lag(x->g, t, op->lag);
+        graph_set_lag(x->g, t, op->lag);
     if (op->floating)
-        htae_set_floating(x->g, t);
+        graph_set_floating(x->g, t);
     return t;
 }
 
@@ -423,7 +423,7 @@ static void gb_free(gb *x)
     free(x->group_id);
 }
 
-int trace_job_graph(const trace_job *j, int n_gpus, htae_graph **out, uint32_t ***task_of,
+int trace_job_graph(const trace_job *j, int n_gpus, exec_graph **out, uint32_t ***task_of,
                     ps_error *err)
 {
     *out = NULL;
@@ -436,8 +436,8 @@ int trace_job_graph(const trace_job *j, int n_gpus, htae_graph **out, uint32_t *
     memset(&x, 0, sizeof x);
     x.j = j;
     streams_union(&x);
-    x.g = htae_graph_create_streams(n_gpus, x.n_streams, x.stream_kind,
-                                    (const char *const *)x.stream_name);
+    x.g = graph_create_streams(n_gpus, x.n_streams, x.stream_kind,
+                               (const char *const *)x.stream_name);
     x.label_of = xmalloc(((size_t)j->n_names + 1) * sizeof *x.label_of);
     memset(x.label_of, 0xff, ((size_t)j->n_names + 1) * sizeof *x.label_of);
     x.task_of = xcalloc((size_t)j->n_ranks, sizeof *x.task_of);
@@ -450,14 +450,14 @@ int trace_job_graph(const trace_job *j, int n_gpus, htae_graph **out, uint32_t *
         for (uint32_t e = 0; e < r->n_edges; e++) {
             uint32_t from = x.task_of[i][r->edges[2 * e]], to = x.task_of[i][r->edges[2 * e + 1]];
             if (from != to)
-                htae_add_edge(x.g, from, to);
+                graph_add_edge(x.g, from, to);
         }
     }
     if (!rc)
-        rc = htae_graph_finalize(x.g, err);
+        rc = graph_finalize(x.g, err);
     gb_free(&x);
     if (rc) {
-        htae_graph_free(x.g);
+        graph_free(x.g);
         trace_tasks_free(j, x.task_of);
         return rc;
     }
