@@ -1,4 +1,4 @@
-/* cmd_lookup.c: `protosim lookup`: the embedding lookup model alone (sim/cost_embedding.c): one
+/* cmd_lookup.c: `protosim lookup`: the embedding lookup model alone (sim/cost/cost_embedding.c): one
  * table-batched embedding kernel of identical tables on one GPU, forward and backward. */
 #include <stddef.h>
 #include <stdio.h>

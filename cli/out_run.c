@@ -60,7 +60,7 @@ static void print_uneven_split(FILE *out, const compiled_plan *p)
     }
 }
 
-/* The model and plan lines of a dlrm plan (strategies/dlrm_plan.c). */
+/* The model and plan lines of a dlrm plan (strategies/compile/dlrm_plan.c). */
 static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
 {
     const workload_dlrm *d = &p->model.dlrm;

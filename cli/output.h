@@ -66,7 +66,7 @@ typedef struct run_analysis {
     /* Host seconds of `run`'s steps before the report (0: not measured): loading the strategy
      * and the cluster, compiling, simulating (htae_run, htae_result.wall_s), summarizing. */
     double load_s, compile_s, simulate_s, summarize_s;
-    steady_info steady; /* whether the steady state was simulated once (sim/steady.h) */
+    steady_info steady; /* whether the steady state was simulated once (sim/run/steady.h) */
 } run_analysis;
 
 /* run/sweep --profile with a table of a GPU the cluster does not have: a warning on stderr (it

@@ -630,7 +630,7 @@ precision_t strategy_precision(const strategy *s)
 
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
 {
-    /* the lookup cost's L2 rule needs the cache size (sim/cost_embedding.c) */
+    /* the lookup cost's L2 rule needs the cache size (sim/cost/cost_embedding.c) */
     for (int r = 0; s->model.family == FAMILY_DLRM && r < c->n_gpus; r++)
         if (!(c->device[r]->l2_bytes > 0))
             return ps_error_set(err, PS_EINPUT, s->file, s->workload_loc.line,

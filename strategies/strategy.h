@@ -16,7 +16,7 @@ typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE, AXIS_CONTEXT } parallel_ax
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it).
  * OPT_ADAGRAD: dlrm plans only (one fp32 accumulator per parameter; strategy_validate). */
 typedef enum { OPT_ADAM, OPT_SGD, OPT_NONE, OPT_ADAGRAD } optimizer_kind;
-/* strategy.embedding.sharding (dlrm plans, issue 13; strategies/dlrm_plan.c). */
+/* strategy.embedding.sharding (dlrm plans, issue 13; strategies/compile/dlrm_plan.c). */
 typedef enum {
     EMB_SHARD_TABLE_WISE,
     EMB_SHARD_ROW_WISE,
@@ -92,7 +92,7 @@ typedef struct strategy {
     int bottom_mlp_gpu;
     src_loc bottom_mlp_gpu_loc;
     /* update: sparse (1): the tables' update is not fused into the lookup's backward (a sparse
-     * gradient row per lookup, then torch.optim.SGD; sim/cost_embedding.c); 0: fused */
+     * gradient row per lookup, then torch.optim.SGD; sim/cost/cost_embedding.c); 0: fused */
     int embedding_sparse_update;
     src_loc embedding_update_loc;
 
@@ -118,7 +118,7 @@ typedef struct strategy {
     src_loc account_embedding_loc, account_loss_loc, first_stage_loc, last_stage_loc,
         chunk_layers_loc;
 
-    /* context.degree (strategies/context.c): the sequence split in cp chunks, K/V passed
+    /* context.degree (strategies/compile/context.c): the sequence split in cp chunks, K/V passed
      * around the ring of the cp ranks during attention; they hold the same weights, so
      * gradients reduce (and ZeRO shards) over data x context */
     int cp;
@@ -151,7 +151,7 @@ typedef struct strategy {
 } strategy;
 
 /* A plan's parallel layout and knobs, the fields reports, sweeps and merges name (one JSON
- * writer and reader for them: sim/cli/out_plan.c). Plain data. */
+ * writer and reader for them: cli/out_plan.c). Plain data. */
 typedef struct plan_desc {
     int tp, pp, dp, cp;
     int micro_batch, global_batch;

@@ -153,7 +153,7 @@ static int validate_expert(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* Context parallelism (strategies/context.c): the load-balanced causal split cuts the sequence
+/* Context parallelism (strategies/compile/context.c): the load-balanced causal split cuts the sequence
  * into 2 x cp chunks (Megatron-Core and torchtitan require it divisible), and the ring steps
  * are fused attention kernels (Transformer Engine's, PyTorch's SDPA flash), so the model must
  * run flash attention. */
@@ -343,7 +343,7 @@ static int validate_embedding(const strategy *s, ps_error *err)
     return 0;
 }
 
-/* dlrm plans (strategies/dlrm_plan.c): MLPs data-parallel over data.degree GPUs, the tables
+/* dlrm plans (strategies/compile/dlrm_plan.c): MLPs data-parallel over data.degree GPUs, the tables
  * on the one GPU, replicated (embedding: {sharding: data-parallel}) or sharded, per table with
  * children. */
 static int validate_dlrm(const strategy *s, ps_error *err)

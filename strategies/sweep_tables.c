@@ -11,7 +11,7 @@
 #include "../sim/base/xalloc.h"
 #include "../sim/cost/cost.h"
 
-/* The runtime reserve of a GPU (strategies/dlrm_plan.c): a shard must fit in the rest. */
+/* The runtime reserve of a GPU (strategies/compile/dlrm_plan.c): a shard must fit in the rest. */
 static const double RESERVE_BYTES = 2.0 * 1073741824.0;
 /* TorchRec's smallest column shard (planner constants MIN_CW_DIM). */
 enum { MIN_COLUMN_DIM = 128, N_SHARDINGS = 5 };
@@ -50,7 +50,7 @@ static double lookup_s(const workload_emb *e, const device_spec *dev)
 }
 
 /* One row slice of `over` (row-wise over the GPUs, table-row-wise over a node's) looked up
- * for the whole batch, as strategies/dlrm_plan.c builds it. */
+ * for the whole batch, as strategies/compile/dlrm_plan.c builds it. */
 static double slice_s(const workload_emb *global, int over, const device_spec *dev)
 {
     workload_emb e = *global;

@@ -1,4 +1,4 @@
-/* test_context.c: context parallelism (strategies/context.c) against numbers computed here: the
+/* test_context.c: context parallelism (strategies/compile/context.c) against numbers computed here: the
  * strategy key and rank layout, the ring transfers' bytes (GQA shrinks them by heads /
  * kv_heads), each rank's attention (1/C of the FLOPs, in C steps), a step waiting for both its
  * K/V transfer and the step before, activations divided by C and gradients over data x context. */

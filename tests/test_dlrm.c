@@ -149,7 +149,7 @@ END_TEST
 
 START_TEST(transformer_check_refuses_dlrm)
 {
-    /* dlrm plans are strategies/dlrm_plan.c's (tests/test_dlrm_plan.c); the transformer
+    /* dlrm plans are strategies/compile/dlrm_plan.c's (tests/test_dlrm_plan.c); the transformer
      * path's own check refuses a dlrm built in code */
     workload_model m;
     ps_error err;

@@ -1,4 +1,4 @@
-/* test_dlrm_plan.c: plans of recommendation models (strategies/dlrm_plan.c): one GPU, where the
+/* test_dlrm_plan.c: plans of recommendation models (strategies/compile/dlrm_plan.c): one GPU, where the
  * iteration is the sum of the op costs computed here; MLPs data-parallel over two GPUs with
  * data-parallel tables, whose gradient all-reduces have the sizes counted here by hand; the
  * located refusals of what is not modelled yet. */
@@ -910,7 +910,7 @@ END_TEST
 
 /* embedding.update: sparse (branch dlrme2e): on one GPU the iteration grows by exactly the two
  * micro-batches' TBE backward difference (the sparse update's streaming bytes, with the fp16 loss
- * scaler's unscale, and no id sort: sim/cost_embedding.c, tested by hand in test_dlrm.c);
+ * scaler's unscale, and no id sort: sim/cost/cost_embedding.c, tested by hand in test_dlrm.c);
  * refused with adagrad and with data-parallel tables, at the value. */
 START_TEST(sparse_update_plumbing)
 {

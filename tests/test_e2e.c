@@ -742,7 +742,7 @@ static void check_fold_matches_full(const char *yaml, const char *nodes, double 
     remove_tmpdir(dir);
 }
 
-/* Tensor-parallel folding (strategies/fold.c): tensor index 0 computes, its peers lend their
+/* Tensor-parallel folding (strategies/compile/fold.c): tensor index 0 computes, its peers lend their
  * links (stand-ins of the TP groups, companion pairs of its pipeline sends, companion groups of
  * its DP collectives); on two DGX H100 the iteration is the full simulation's:
  * TP4 x DP2 x PP2 with ZeRO-1's overlapped buckets, TP2 x HSDP 8 (4-way shards, 2 replicas),
@@ -756,7 +756,7 @@ START_TEST(tp_folded_plans_match_full_simulation)
 END_TEST
 
 /* With expert parallelism replica 0 alone is simulated, the other members of its EP groups
- * standing in for the all-to-alls (strategies/fold.c), and the iteration is the full
+ * standing in for the all-to-alls (strategies/compile/fold.c), and the iteration is the full
  * simulation's: EP8 over DP16 (balanced), TP2 x EP8 over DP8 with the busiest expert at twice
  * the mean load (replica 0 holds it: it sets the pace as in the full run). With imbalance and
  * ETP 2 the replicas fold by blocks closed under the EP groups: TP4 x EP8 x ETP2 over DP8

@@ -1,4 +1,4 @@
-/* test_steady.c: the steady state simulated once (sim/steady.c): wherever it is used, every
+/* test_steady.c: the steady state simulated once (sim/run/steady.c): wherever it is used, every
  * task's times, the links' bytes and busy times and the report equal the full simulation's;
  * where it may not be used, it says why and simulates everything. */
 #include <check.h>

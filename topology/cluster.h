@@ -24,13 +24,13 @@ typedef struct device_spec {
      * NVLS's (0: the GPU has no NVLS). */
     double coll_launch_s, coll_step_s, coll_efficiency, nvls_efficiency;
     /* Fraction of the tensor-core peak a large, well-shaped GEMM sustains on this GPU in
-     * training (devices.yaml `gemm_efficiency`); 0: the cost model's default (sim/cost.c). */
+     * training (devices.yaml `gemm_efficiency`); 0: the cost model's default (sim/cost/cost.c). */
     double gemm_efficiency;
     /* The same for fp32 GEMMs on the SIMT cores (no tensor cores; devices.yaml
      * `sgemm_efficiency`, fitted per GPU on its kernel data); 0: the cost model's default. */
     double sgemm_efficiency;
     /* L2 cache capacity in bytes (devices.yaml `l2_mib`, architecture whitepapers); 0: not
-     * given, and what needs it (the embedding lookup's cache rule, sim/cost_embedding.c)
+     * given, and what needs it (the embedding lookup's cache rule, sim/cost/cost_embedding.c)
      * refuses the device. */
     double l2_bytes;
 } device_spec;

@@ -28,8 +28,8 @@ enum {
     KEY_NCCL_STEP_US,
     KEY_NVLINK_EFFICIENCY,
     KEY_NVLS_EFFICIENCY,
-    KEY_GEMM_EFFICIENCY,  /* optional: the tensor-core GEMM base efficiency (sim/cost.c) */
-    KEY_SGEMM_EFFICIENCY, /* optional: the fp32 SIMT GEMM base efficiency (sim/cost.c) */
+    KEY_GEMM_EFFICIENCY,  /* optional: the tensor-core GEMM base efficiency (sim/cost/cost.c) */
+    KEY_SGEMM_EFFICIENCY, /* optional: the fp32 SIMT GEMM base efficiency (sim/cost/cost.c) */
     KEY_L2_MIB,           /* optional: L2 cache capacity (the embedding lookup's cache rule) */
     N_KEYS
 };

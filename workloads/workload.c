@@ -240,7 +240,7 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
 }
 
 /* Sliding windows: what is modelled is a causal band computed by a fused kernel that skips the
- * tiles outside it (sim/cost.c); an unfused core would compute and mask the whole square, and
+ * tiles outside it (sim/cost/cost.c); an unfused core would compute and mask the whole square, and
  * an encoder's window would be two-sided: both refused rather than approximated. */
 static int resolve_window(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
 {

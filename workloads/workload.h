@@ -111,7 +111,7 @@ typedef enum { EMB_UPDATE_SGD, EMB_UPDATE_ADAGRAD, EMB_UPDATE_ADAM } emb_update;
 extern const enum_names emb_update_names;
 int emb_update_state_words(emb_update u); /* fp32 words per row element: 0, 1, 2 */
 
-/* One table's lookups in one micro-batch: what the lookup cost needs (sim/cost_embedding.c). */
+/* One table's lookups in one micro-batch: what the lookup cost needs (sim/cost/cost_embedding.c). */
 typedef struct workload_emb {
     double rows, dim;
     double elem_bytes; /* embedding_precision's bytes per element */

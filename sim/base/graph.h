@@ -188,7 +188,7 @@ int graph_add_group(exec_graph *g, const int *ranks, int n);
 /* A group whose members after the first `tasked` are stand-ins: its collectives give them no
  * task but run over their links too, starting when the tasked members have all arrived (folded
  * expert parallelism: the members outside the simulated replicas reach each all-to-all when
- * their simulated counterparts do, strategies/fold.c). */
+ * their simulated counterparts do, strategies/compile/fold.c). */
 int graph_add_group_stand_ins(exec_graph *g, const int *ranks, int n, int tasked);
 /* One collective over `group`: adds one task per tasked member on `stream`; their ids are
  * written to task_ids (in group order) when it is not NULL. Returns the collective index. */
@@ -205,19 +205,19 @@ void graph_add_edge(exec_graph *g, uint32_t from, uint32_t to);
 void graph_set_lag(exec_graph *g, uint32_t t, double lag);
 /* Task t floats on its stream: it may overtake the floating tasks before it in program order
  * that are not ready yet (their order is a priority: the first ready one runs), never a task
- * that does not float (a fence). P3's priority among gradient collectives (sim/whatif_priority.c). */
+ * that does not float (a fence). P3's priority among gradient collectives (sim/whatif/whatif_priority.c). */
 void graph_set_floating(exec_graph *g, uint32_t t);
 /* A set of n (src[i] -> dst[i]) rank pairs, each src != dst; returns its id. */
 int graph_add_pair_set(exec_graph *g, const int *src, const int *dst, int n);
 /* Transfer t moves its bytes between every pair of `set` too, in the same SimGrid task as its own
- * flow (tensor-parallel folding, strategies/fold.c: the folded peers' pipeline sends, which
+ * flow (tensor-parallel folding, strategies/compile/fold.c: the folded peers' pipeline sends, which
  * share links with the simulated one's and end when it does). The pairs' ranks need no task. */
 void graph_set_companions(exec_graph *g, uint32_t t, int set);
 /* Transfer t's companion pairs: their count, and *pairs (src, dst interleaved), or 0. */
 int graph_companions(const exec_graph *g, uint32_t t, const int32_t **pairs);
 /* Collective c (not an all-to-all-v) also runs the same collective over groups[0 .. n), each
  * of its group's size, in the same SimGrid task (tensor-parallel folding: the folded peers'
- * gradient collectives, strategies/zero.c); their members need no task. */
+ * gradient collectives, strategies/compile/zero.c); their members need no task. */
 void graph_set_coll_companions(exec_graph *g, int c, const int *groups, int n);
 /* Collective c's companion groups: their count, and *groups, or 0. */
 int graph_coll_companions(const exec_graph *g, uint32_t c, const int32_t **groups);
@@ -242,7 +242,7 @@ void graph_digest_add(graph_digest *d, const void *data, size_t n);
 /* Append everything of a finalized graph that the executor and the report read: ranks,
  * streams (kinds, names), tasks, successor lists, stream orders, groups, collectives (with
  * their matrices), labels, lags, floating flags, transfers' companion pairs. Two graphs with equal digests are one graph to
- * the sweep, which simulates one of them (sim/cli/sweep_run.c). A field added to exec_graph must
+ * the sweep, which simulates one of them (cli/sweep_run.c). A field added to exec_graph must
  * be added here (graph.c asserts the struct's size to remind). */
 void graph_digest_graph(graph_digest *d, const exec_graph *g);
 

@@ -58,12 +58,12 @@ static const double COST_KERNEL_GPU_OVERHEAD_SECONDS = 17e-6;
  * hooks and cudaLaunchKernel. The op graph fuses what Megatron issues as about 2.5 PyTorch ops
  * into one kernel, so this is per modelled kernel, not per CUDA kernel (about 20 us per real
  * op). Fitted by scripts/fit_vtrain on vTrain (Megatron-DeepSpeed, A100): 60 us (step 1 us),
- * with the executor's host thread issuing them (sim/htae.c). */
+ * with the executor's host thread issuing them (sim/engine/htae.c). */
 static const double COST_KERNEL_LAUNCH_SECONDS = 60e-6;
 /* Host time of one communication call (torch.distributed all-reduce or send/recv through
  * Megatron's autograd wrappers: ProcessGroupNCCL's enqueue, events, stream waits). Fitted with
  * the above: 15 us (step 2.5 us), about what ProcessGroupNCCL's enqueue and its CUDA events cost
- * (2.5 us when the collectives' own launch was overstated at 77.5 us, see sim/htae.c). */
+ * (2.5 us when the collectives' own launch was overstated at 77.5 us, see sim/engine/htae.c). */
 static const double COST_COMM_CALL_SECONDS = 15e-6;
 /* Host-side work of a training step outside forward and backward (gradient clipping and
  * loss-scale checks, zero_grad, data loading, logging). Fitted with the above: 0 (step 1 ms):

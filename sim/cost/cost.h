@@ -18,7 +18,7 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
 int cost_op_kernels(const workload_op *op, op_pass pass);
 /* Host-side launch overhead of the op's kernels in that pass (one launch cost per kernel). The
  * host issues kernels asynchronously: the compiler runs them as a flow shop (host launch, then
- * GPU run) and the executor plays the host's timeline (strategies/compile.c, sim/htae.c). */
+ * GPU run) and the executor plays the host's timeline (strategies/compile/compile.c, sim/engine/htae.c). */
 double cost_op_launch_seconds(const workload_op *op, op_pass pass);
 /* The two above, added. */
 double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
@@ -74,7 +74,7 @@ double cost_causal_tile_fraction(double s);
  * band q - w + 1 .. q over nb x nb (counted; the causal fraction when w >= s). */
 double cost_window_tile_fraction(double s, double w);
 
-/* ---- the embedding lookup (sim/cost_embedding.c; docs/cost-model.md, "DLRM") ---- */
+/* ---- the embedding lookup (sim/cost/cost_embedding.c; docs/cost-model.md, "DLRM") ---- */
 
 /* Rows of table `e` the forward reads from HBM when `l2` bytes of L2 hold its hottest rows:
  * max(distinct rows, lookups x (1 - share of the lookups on the hottest l2 / row_bytes rows)). */

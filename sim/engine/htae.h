@@ -47,7 +47,7 @@ typedef struct htae_options {
      * and a GPU it shares a group or a transfer with (all links when every GPU is listed).
      * Memory: 24 bytes per (flow, counted link). */
     const unsigned char *counter_ranks;
-    /* Snapshots (sim/steady.c): NULL takes none (the default); else [n_tasks], non-zero for
+    /* Snapshots (sim/run/steady.c): NULL takes none (the default); else [n_tasks], non-zero for
      * the tasks at whose start every link's bytes and busy time so far are recorded
      * (htae_result.snap_*); the host's issue times are then kept too (htae_result.ready). */
     const unsigned char *snapshot_tasks;

@@ -1,5 +1,5 @@
 /* report.c: summaries from the executor's timeline: the busiest GPU's breakdown by interval
- * arithmetic on its streams and its top items. The writers are the command's (sim/cli). */
+ * arithmetic on its streams and its top items. The writers are the command's (cli/). */
 #include "report.h"
 
 #include <assert.h>

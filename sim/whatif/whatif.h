@@ -50,7 +50,7 @@ void whatif_spec_free(whatif_spec *s);
 int whatif_apply(const whatif_spec *s, trace_job *j, const cluster *c, whatif_effect *eff,
                  ps_error *err);
 
-/* priority:gradients (sim/whatif_priority.c; docs/design-notes.md, "Gradient priority"): the
+/* priority:gradients (sim/whatif/whatif_priority.c; docs/design-notes.md, "Gradient priority"): the
  * traced step and a copy of it, the copy's forward ops waiting only for the gradient
  * collectives of their parameters and their share of the update, the collectives issued
  * first-needed first (sliced when the spec gives a size); the predicted step is the period.

@@ -80,7 +80,7 @@ typedef struct compiled_plan {
      * stage, modelled and used kernel times (what the report's profile section sums); NULL
      * without one. */
     profile_stats *profile;
-    dlrm_plan_stats *dlrm; /* dlrm plans only (strategies/dlrm_plan.c), else NULL */
+    dlrm_plan_stats *dlrm; /* dlrm plans only (strategies/compile/dlrm_plan.c), else NULL */
 } compiled_plan;
 
 /* Rank of the GPU at tensor index t, data-context index d (data index x cp + context index:
@@ -93,7 +93,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
                  compiled_plan *out, ps_error *err);
 void compiled_plan_free(compiled_plan *p);
 
-/* The plan of a recommendation model (family dlrm; strategies/dlrm_plan.c), which compile_plan
+/* The plan of a recommendation model (family dlrm; strategies/compile/dlrm_plan.c), which compile_plan
  * hands over to: MLPs data-parallel, tables on the one GPU, replicated or sharded. */
 int compile_dlrm_plan(const strategy *s, const cluster *c, compiled_plan *out, ps_error *err);
 /* Bytes per element of the MLP gradients a dlrm plan all-reduces: 2 under fp16, else 4. */

@@ -29,7 +29,7 @@
 #include <string.h>
 
 /* Runtime state held per GPU besides the model's (CUDA context, allocator reserve): the same
- * reserve as transformer plans (strategies/memory.c). */
+ * reserve as transformer plans (strategies/compile/memory.c). */
 static const double DLRM_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
 double dlrm_plan_grad_elem_bytes(precision_t p)
@@ -118,7 +118,7 @@ static void describe(const strategy *s, const cluster *c, const workload_graph *
 
 /* Per GPU: the MLP layers it runs in the plan's precision, their gradients and optimizer state
  * (fp32 master when mixed + adam's two moments, adagrad's accumulator or sgd's momentum, as
- * strategies/memory.c); the shards it holds in their precision with their fused optimizer's
+ * strategies/compile/memory.c); the shards it holds in their precision with their fused optimizer's
  * fp32 state (a data-parallel table instead a dense gradient, its state counted with the
  * dense step's); the saved activations of one micro-batch of the ops it runs (a shard's ids,
  * the bottom MLP on bottom_mlp_gpu at the whole batch) and, when sharded, the pooled vectors it

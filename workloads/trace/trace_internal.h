@@ -1,4 +1,4 @@
-/* trace_internal.h: what the files of the trace reader share (workloads/trace*.c only): the
+/* trace_internal.h: what the files of the trace reader share (workloads/trace/trace*.c only): the
  * per-trace build state and its small helpers. */
 #ifndef PROTOSIM_TRACE_INTERNAL_H
 #define PROTOSIM_TRACE_INTERNAL_H
