@@ -5,7 +5,7 @@
 #include "../sim/base/limits.h"
 #include "../sim/base/xalloc.h"
 #include "pipeline_split.h"
-#include "strategy_internal.h"
+#include "strategy_children.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * recompute and vocab_parallel (llm models), per-table sharding (dlrm models). Read by the loader
  * (strategy.c); checked against the rest of the plan by strategy_validate. */
 #include "strategy.h"
-#include "strategy_internal.h"
+#include "strategy_children.h"
 #include "../sim/base/yaml_read.h"
 #include "../sim/base/limits.h"
 #include "../sim/base/xalloc.h"
