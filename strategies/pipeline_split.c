@@ -160,12 +160,12 @@ int strategy_chunk_layers(const strategy *s, int *count, ps_error *err)
     return rc;
 }
 
-int pipeline_split_load_layers(yread_ctx *c, yaml_node_t *n, strategy *s)
+int pipeline_split_load_layers(yread_ctx *c, ynode *n, strategy *s)
 {
-    if (n->type != YAML_SEQUENCE_NODE)
+    if (!yread_is_list(n))
         return yread_fail(c, n, "strategy.pipeline.layers",
                           "expected a list of each model chunk's layers, got %s", yread_kind(n));
-    int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    int count = yread_list_len(n);
     if (count == 0)
         return yread_fail(c, n, "strategy.pipeline.layers", "the list is empty");
     if (count > PS_MAX_LAYERS + 2)
@@ -176,7 +176,7 @@ int pipeline_split_load_layers(yread_ctx *c, yaml_node_t *n, strategy *s)
     s->n_chunk_layers = count;
     s->chunk_layers_loc = yread_loc(n);
     for (int i = 0; i < count; i++) {
-        yaml_node_t *item = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
+        ynode *item = yread_list_item(c, n, i);
         char field[64];
         snprintf(field, sizeof field, "strategy.pipeline.layers[%d]", i);
         if (yread_count(c, item, field, 0, PS_MAX_LAYERS, &s->chunk_layers[i]))

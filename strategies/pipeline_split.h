@@ -8,6 +8,6 @@
 
 /* pipeline.layers: a list of each model chunk's transformer layers (>= 0 each) into
  * s->chunk_layers (heap-owned), its location into s->chunk_layers_loc. */
-int pipeline_split_load_layers(yread_ctx *c, yaml_node_t *n, strategy *s);
+int pipeline_split_load_layers(yread_ctx *c, ynode *n, strategy *s);
 
 #endif

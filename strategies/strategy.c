@@ -1,5 +1,5 @@
 /* strategy.c: loading a strategy YAML file (DESIGN.md section 3) into a checked strategy tree.
- * Uses libyaml's document API so every value keeps its line and column for error messages. */
+ * Read through sim/base/yaml_read, so every value keeps its line and column for error messages. */
 #include "strategy.h"
 #include "../sim/base/yaml_read.h"
 #include "../sim/base/limits.h"
@@ -42,10 +42,10 @@ static int file_exists(const char *path)
 }
 
 /* workload: NAME | path | mapping. A relative path is tried beside the strategy file first. */
-static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_workload(yread_ctx *c, ynode *n, strategy *s)
 {
     s->workload_loc = yread_loc(n);
-    if (n->type == YAML_MAPPING_NODE) {
+    if (yread_is_mapping(n)) {
         if (workload_model_read(c, n, "workload", &s->model))
             return c->err->code;
         if (!s->model.name[0]) /* reports need some name */
@@ -86,7 +86,7 @@ static int load_workload(yread_ctx *c, yaml_node_t *n, strategy *s)
     return yread_fail(c, n, "workload", "cannot load workload '%s'", name);
 }
 
-static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy *s)
+static int load_batch(yread_ctx *c, ynode *root, ynode *n, strategy *s)
 {
     static const char *const keys[] = {"global", "micro"};
     if (!n)
@@ -95,7 +95,7 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
                           "(batch: {global: N, micro: M})");
     if (yread_expect_mapping(c, n, "batch") || yread_check_keys(c, n, "batch", keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v = yread_map_get(c, n, "global");
+    ynode *v = yread_map_get(c, n, "global");
     if (!v)
         return yread_fail(c, n, "batch.global", "missing required key 'global' in batch");
     s->batch_loc = yread_loc(v);
@@ -109,8 +109,8 @@ static int load_batch(yread_ctx *c, yaml_node_t *root, yaml_node_t *n, strategy 
 
 /* A section of `strategy` (tensor, pipeline, data): only its known keys, each read by the
  * table; *degree_loc: where rules about its degree point (the value, else the section). */
-static int load_section(yread_ctx *c, yaml_node_t *n, const char *path, const yfield *fields,
-                        int count, src_loc *degree_loc)
+static int load_section(yread_ctx *c, ynode *n, const char *path, const yfield *fields, int count,
+                        src_loc *degree_loc)
 {
     const char *keys[8];
     assert(count <= 8);
@@ -118,12 +118,12 @@ static int load_section(yread_ctx *c, yaml_node_t *n, const char *path, const yf
         keys[i] = fields[i].key;
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, count))
         return c->err->code;
-    yaml_node_t *degree = yread_map_get(c, n, "degree");
+    ynode *degree = yread_map_get(c, n, "degree");
     *degree_loc = yread_loc(degree ? degree : n);
     return yread_fields(c, n, path, fields, count);
 }
 
-static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_tensor(yread_ctx *c, ynode *n, strategy *s)
 {
     const yfield fields[] = {
         {"degree", YFIELD_COUNT, &s->tp, 1, PS_MAX_GPUS, {0}},
@@ -134,7 +134,7 @@ static int load_tensor(yread_ctx *c, yaml_node_t *n, strategy *s)
     return load_section(c, n, "strategy.tensor", fields, COUNT(fields), &s->tp_loc);
 }
 
-static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_pipeline(yread_ctx *c, ynode *n, strategy *s)
 {
     static const char *const keys[] = {
         "degree",           "schedule",           "virtual_stages",    "account_for_embedding",
@@ -153,12 +153,12 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
         yread_check_keys(c, n, "strategy.pipeline", keys, COUNT(keys)) ||
         yread_fields(c, n, "strategy.pipeline", fields, COUNT(fields)))
         return c->err->code;
-    yaml_node_t *degree = yread_map_get(c, n, "degree");
+    ynode *degree = yread_map_get(c, n, "degree");
     s->pp_loc = yread_loc(degree ? degree : n);
     s->schedule = (pipeline_schedule)schedule;
     /* where strategy_validate points for the schedule and split rules */
-    yaml_node_t *sched = yread_map_get(c, n, "schedule");
-    yaml_node_t *vs = yread_map_get(c, n, "virtual_stages");
+    ynode *sched = yread_map_get(c, n, "schedule");
+    ynode *vs = yread_map_get(c, n, "virtual_stages");
     s->schedule_loc = sched ? yread_loc(sched) : s->pp_loc;
     s->virtual_stages_loc = vs ? yread_loc(vs) : s->schedule_loc;
     const char *split_keys[] = {"account_for_embedding", "account_for_loss", "first_stage_layers",
@@ -166,15 +166,15 @@ static int load_pipeline(yread_ctx *c, yaml_node_t *n, strategy *s)
     src_loc *locs[] = {&s->account_embedding_loc, &s->account_loss_loc, &s->first_stage_loc,
                        &s->last_stage_loc};
     for (int i = 0; i < COUNT(split_keys); i++) {
-        yaml_node_t *v = yread_map_get(c, n, split_keys[i]);
+        ynode *v = yread_map_get(c, n, split_keys[i]);
         if (v)
             *locs[i] = yread_loc(v);
     }
-    yaml_node_t *layers = yread_map_get(c, n, "layers");
+    ynode *layers = yread_map_get(c, n, "layers");
     return layers ? pipeline_split_load_layers(c, layers, s) : 0;
 }
 
-static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_data(yread_ctx *c, ynode *n, strategy *s)
 {
     const yfield fields[] = {
         {"degree", YFIELD_COUNT, &s->dp, 1, PS_MAX_GPUS, {0}},
@@ -191,14 +191,14 @@ static int load_data(yread_ctx *c, yaml_node_t *n, strategy *s)
     src_loc *locs[] = {&s->zero_loc, &s->shard_loc, &s->dp_overlap_loc, &s->gather_loc,
                        &s->bucket_loc};
     for (int i = 0; i < COUNT(keys); i++) {
-        yaml_node_t *v = yread_map_get(c, n, keys[i]);
+        ynode *v = yread_map_get(c, n, keys[i]);
         if (v)
             *locs[i] = yread_loc(v);
     }
     return 0;
 }
 
-static int load_context(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_context(yread_ctx *c, ynode *n, strategy *s)
 {
     const yfield fields[] = {
         {"degree", YFIELD_COUNT, &s->cp, 1, PS_MAX_GPUS, {0}},
@@ -206,7 +206,7 @@ static int load_context(yread_ctx *c, yaml_node_t *n, strategy *s)
     return load_section(c, n, "strategy.context", fields, COUNT(fields), &s->cp_loc);
 }
 
-static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_expert(yread_ctx *c, ynode *n, strategy *s)
 {
     const yfield fields[] = {
         {"degree", YFIELD_COUNT, &s->ep, 1, PS_MAX_GPUS, {0}},
@@ -214,7 +214,7 @@ static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
     };
     if (load_section(c, n, "strategy.expert", fields, COUNT(fields), &s->ep_loc))
         return c->err->code;
-    yaml_node_t *t = yread_map_get(c, n, "tensor");
+    ynode *t = yread_map_get(c, n, "tensor");
     s->etp_loc = t ? yread_loc(t) : s->ep_loc;
     return 0;
 }
@@ -222,16 +222,16 @@ static int load_expert(yread_ctx *c, yaml_node_t *n, strategy *s)
 /* order: a permutation of [tensor, data, pipeline], and of context when it is listed;
  * order[0] varies fastest across ranks. Context left out sits right after tensor, as in
  * Megatron-Core's tp-cp-dp-pp. */
-static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_order(yread_ctx *c, ynode *n, strategy *s)
 {
-    if (n->type != YAML_SEQUENCE_NODE)
+    if (!yread_is_list(n))
         return yread_fail(c, n, "strategy.order",
                           "expected a list of the axes tensor, context, data, pipeline, got %s",
                           yread_kind(n));
-    int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+    int count = yread_list_len(n);
     int seen[4] = {0, 0, 0, 0}, axes[4], k = 0;
     for (int i = 0; i < count; i++) {
-        yaml_node_t *item = yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
+        ynode *item = yread_list_item(c, n, i);
         char field[64];
         snprintf(field, sizeof field, "strategy.order[%d]", i);
         int axis;
@@ -257,12 +257,12 @@ static int load_order(yread_ctx *c, yaml_node_t *n, strategy *s)
 
 /* strategy.embedding.placement: a name, or the explicit list (the GPU of each table; the GPUs
  * are checked against data.degree by strategy_validate, which sweeps rerun). */
-static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
+static int load_placement(yread_ctx *c, ynode *v, strategy *s)
 {
     const char *field = "strategy.embedding.placement";
     s->has_placement = 1;
     s->placement_loc = yread_loc(v);
-    if (v->type != YAML_SEQUENCE_NODE) {
+    if (!yread_is_list(v)) {
         int i;
         if (yread_enum(c, v, field, emb_placement_names, &i))
             return c->err->code;
@@ -273,7 +273,7 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
         s->placement = (emb_placement)i;
         return 0;
     }
-    int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
+    int n = yread_list_len(v);
     int tables = s->model.dlrm.n_tables;
     if (n != tables)
         return yread_fail(c, v, field,
@@ -281,7 +281,7 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
                           "per table, in order)",
                           n, tables);
     for (int t = 0; t < n; t++) {
-        yaml_node_t *it = yaml_document_get_node(c->doc, v->data.sequence.items.start[t]);
+        ynode *it = yread_list_item(c, v, t);
         char item[64];
         snprintf(item, sizeof item, "%s[%d]", field, t);
         if (yread_int(c, it, item, 0, INT_MAX, &s->embedding_gpu[t]))
@@ -294,7 +294,7 @@ static int load_placement(yread_ctx *c, yaml_node_t *v, strategy *s)
 
 /* strategy.embedding (dlrm models): the tables' sharding, their placement, the bottom MLP's
  * GPU. Which keys go with which sharding is strategy_validate's (validate_embedding). */
-static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_embedding(yread_ctx *c, ynode *n, strategy *s)
 {
     static const char *const keys[] = {"sharding", "placement", "shards", "bottom_mlp_gpu",
                                        "update"};
@@ -306,7 +306,7 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
         yread_check_keys(c, n, "strategy.embedding", keys, COUNT(keys)))
         return c->err->code;
     s->embedding_loc = yread_loc(n);
-    yaml_node_t *v = yread_map_get(c, n, "sharding");
+    ynode *v = yread_map_get(c, n, "sharding");
     if (!v)
         return yread_fail(c, n, "strategy.embedding.sharding",
                           "missing required key 'sharding' in strategy.embedding");
@@ -338,14 +338,14 @@ static int load_embedding(yread_ctx *c, yaml_node_t *n, strategy *s)
     return 0;
 }
 
-static int load_strategy_section(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_strategy_section(yread_ctx *c, ynode *n, strategy *s)
 {
     static const char *const keys[] = {"tensor",    "context", "pipeline", "data",     "expert",
                                        "recompute", "order",   "children", "embedding"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v;
+    ynode *v;
     if ((v = yread_map_get(c, n, "tensor")) && load_tensor(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "context")) && load_context(c, v, s))
@@ -394,13 +394,13 @@ static void set_defaults(strategy *s)
 }
 
 /* Everything after the YAML parsed: the root mapping, section by section. */
-static int load_root(yread_ctx *c, yaml_node_t *root, strategy *s)
+static int load_root(yread_ctx *c, ynode *root, strategy *s)
 {
     static const char *const keys[] = {"workload", "batch", "precision", "optimizer", "strategy"};
     if (yread_expect_mapping(c, root, "") || yread_check_keys(c, root, "", keys, COUNT(keys)))
         return c->err->code;
 
-    yaml_node_t *v = yread_map_get(c, root, "workload");
+    ynode *v = yread_map_get(c, root, "workload");
     if (!v)
         return yread_fail(c, root, "workload",
                           "missing required key 'workload' "
@@ -435,8 +435,8 @@ static void start_strategy(strategy *out, const char *path, const char *data_dir
     snprintf(out->data_dir, sizeof out->data_dir, "%s", data_dir ? data_dir : "");
 }
 
-int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file,
-                       const char *data_dir, strategy *out, ps_error *err)
+int strategy_load_node(ydoc *doc, ynode *root, const char *file, const char *data_dir,
+                       strategy *out, ps_error *err)
 {
     ps_error scratch;
     if (!err) {
@@ -477,19 +477,19 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
     }
     start_strategy(out, path, data_dir);
 
-    yaml_document_t doc;
+    ydoc *doc;
     if (yread_load_file(path, "strategy file", &doc, err))
         return err->code;
 
-    yread_ctx c = {&doc, path, err};
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yread_ctx c = {doc, path, err};
+    ynode *root = yread_root(doc);
     int rc;
     if (!root)
         rc = ps_error_set(err, PS_EINPUT, path, 1, 1, "workload",
                           "the strategy file is empty (missing required key 'workload')");
     else
         rc = load_root(&c, root, out);
-    yaml_document_delete(&doc);
+    yread_doc_free(doc);
 
     if (rc) {
         strategy_free(out);

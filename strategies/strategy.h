@@ -187,8 +187,8 @@ int strategy_load(const char *path, const char *data_dir, strategy *out, ps_erro
 void strategy_free(strategy *s);
 /* The same from a mapping inside an already parsed YAML document (an inline strategy, e.g. a
  * sweep file's `base:`); locations point into `file`, the document's file. */
-int strategy_load_node(yaml_document_t *doc, yaml_node_t *root, const char *file,
-                       const char *data_dir, strategy *out, ps_error *err);
+int strategy_load_node(ydoc *doc, ynode *root, const char *file, const char *data_dir,
+                       strategy *out, ps_error *err);
 /* THE plan-validity rules, the one place they are written: degrees >= 1; the schedule's
  * (virtual stages only when interleaved, and then >= 2 of them and >= 2 stages); ZeRO stage,
  * shard degree (needs ZeRO, divides DP) and what each stage composes with (ZeRO 2/3 not with a

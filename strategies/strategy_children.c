@@ -45,8 +45,7 @@ static int parse_layer_path(const char *p, int layers, int *first, int *last)
     return parse_index_range(p, "layers.", first, last);
 }
 
-static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int layers,
-                         strategy_override *o)
+static int load_override(yread_ctx *c, ynode *key, ynode *val, int layers, strategy_override *o)
 {
     static const char *const keys[] = {"recompute", "tensor"};
     static const char *const tensor_keys[] = {"vocab_parallel"};
@@ -76,7 +75,7 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
 
     if (yread_expect_mapping(c, val, field) || yread_check_keys(c, val, field, keys, COUNT(keys)))
         return c->err->code;
-    yaml_node_t *v;
+    ynode *v;
     char sub[160];
     if ((v = yread_map_get(c, val, "recompute"))) {
         int i;
@@ -91,7 +90,7 @@ static int load_override(yread_ctx *c, yaml_node_t *key, yaml_node_t *val, int l
         if (yread_expect_mapping(c, v, sub) ||
             yread_check_keys(c, v, sub, tensor_keys, COUNT(tensor_keys)))
             return c->err->code;
-        yaml_node_t *vp = yread_map_get(c, v, "vocab_parallel");
+        ynode *vp = yread_map_get(c, v, "vocab_parallel");
         if (vp) {
             yread_join_path(sub, sizeof sub, field, "tensor.vocab_parallel");
             if (o->first_layer >= 0 && o->first_layer < layers)
@@ -116,16 +115,15 @@ static int parse_table_path(const char *p, int *first, int *last)
 
 /* children of a dlrm plan: per-table sharding, {sharding: S, shards: K}, each table at most
  * once. strategy.embedding gives the root's. */
-static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
+static int load_table_children(yread_ctx *c, ynode *n, strategy *s)
 {
     static const char *const keys[] = {"sharding", "shards"};
     int tables = s->model.dlrm.n_tables;
-    int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    int count = yread_map_len(n);
     for (int i = 0; i < count; i++) {
-        yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *path = yread_scalar(k);
+        ypair p = yread_map_pair(c, n, i);
+        ynode *k = p.key_node, *v = p.value;
+        const char *path = p.key;
         char field[96], sub[128];
         snprintf(field, sizeof field, "strategy.children.%.60s", path ? path : "?");
         int first, last;
@@ -147,14 +145,14 @@ static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
                                   t, s->table_loc[t].line);
         if (yread_expect_mapping(c, v, field) || yread_check_keys(c, v, field, keys, COUNT(keys)))
             return c->err->code;
-        yaml_node_t *sv = yread_map_get(c, v, "sharding");
+        ynode *sv = yread_map_get(c, v, "sharding");
         yread_join_path(sub, sizeof sub, field, "sharding");
         if (!sv)
             return yread_fail(c, v, sub, "missing required key 'sharding' in %s", field);
         int sh, shards = 0;
         if (yread_enum(c, sv, sub, emb_sharding_names, &sh))
             return c->err->code;
-        yaml_node_t *kv = yread_map_get(c, v, "shards");
+        ynode *kv = yread_map_get(c, v, "shards");
         yread_join_path(sub, sizeof sub, field, "shards");
         if (kv && yread_int(c, kv, sub, 1, INT_MAX, &shards))
             return c->err->code;
@@ -173,13 +171,13 @@ static int load_table_children(yread_ctx *c, yaml_node_t *n, strategy *s)
 }
 
 /* strategy.children: per-layer overrides (llm models) or per-table sharding (dlrm models). */
-int strategy_load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
+int strategy_load_children(yread_ctx *c, ynode *n, strategy *s)
 {
     if (yread_expect_mapping(c, n, "strategy.children"))
         return c->err->code;
     if (s->model.family == FAMILY_DLRM)
         return load_table_children(c, n, s);
-    int count = (int)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    int count = yread_map_len(n);
     if (count == 0)
         return 0;
     if (count > PS_MAX_LAYERS + 2)
@@ -188,10 +186,9 @@ int strategy_load_children(yread_ctx *c, yaml_node_t *n, strategy *s)
                           PS_MAX_LAYERS + 2);
     s->overrides = xcalloc((size_t)count, sizeof *s->overrides);
     for (int i = 0; i < count; i++) {
-        yaml_node_pair_t *p = &n->data.mapping.pairs.start[i];
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        if (load_override(c, k, v, s->model.layers, &s->overrides[i]))
+        ypair p = yread_map_pair(c, n, i);
+        ynode *k = p.key_node;
+        if (load_override(c, k, p.value, s->model.layers, &s->overrides[i]))
             return c->err->code;
         s->n_overrides = i + 1;
         /* a repeated path, as every other mapping: the second would silently win */

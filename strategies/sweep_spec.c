@@ -1,5 +1,5 @@
-/* sweep_spec.c: parsing a sweep file (base strategy, axes, constraints) with libyaml's document
- * API, so every error names file:line:column and the field, as the strategy parser does. */
+/* sweep_spec.c: parsing a sweep file (base strategy, axes, constraints) through sim/base/yaml_read,
+ * so every error names file:line:column and the field, as the strategy parser does. */
 #include "sweep_spec.h"
 #include "../sim/base/limits.h"
 #include "../sim/base/yaml_read.h"
@@ -22,8 +22,7 @@ static const char *const placement_axis_table[] = {"greedy", "round-robin", "mem
 static const enum_names placement_axis_names = ENUM_NAMES(placement_axis_table);
 
 /* One value of axis k, as stored in sweep_axis.values. */
-static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, const char *field,
-                      double *out)
+static int axis_value(yread_ctx *c, sweep_axis_kind k, ynode *n, const char *field, double *out)
 {
     int iv;
     switch (k) {
@@ -68,16 +67,17 @@ static int axis_value(yread_ctx *c, sweep_axis_kind k, const yaml_node_t *n, con
     }
 }
 
-static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
+static int load_axes(yread_ctx *c, ynode *m, sweep_spec *s)
 {
-    if (m->type != YAML_MAPPING_NODE)
+    if (!yread_is_mapping(m))
         return yread_fail(c, m, "axes", "expected a mapping of axis: [values], got %s",
                           yread_kind(m));
     s->axes_loc = yread_loc(m);
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *name = yread_scalar(k);
+    int pairs = yread_map_len(m);
+    for (int p = 0; p < pairs; p++) {
+        ypair kv = yread_map_pair(c, m, p);
+        ynode *k = kv.key_node, *v = kv.value;
+        const char *name = kv.key;
         int kind = enum_parse(sweep_axis_names, name);
         char field[128];
         snprintf(field, sizeof field, "axes.%s", name ? name : "?");
@@ -105,10 +105,10 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
                               "expected auto (per-table shardings proposed the way TorchRec's "
                               "planner does), got %s",
                               sv ? sv : yread_kind(v));
-        if (v->type != YAML_SEQUENCE_NODE)
+        if (!yread_is_list(v))
             return yread_fail(c, v, field, "expected a non-empty list of values%s, got %s",
                               kind == SWEEP_DATA ? " or auto" : "", yread_kind(v));
-        int n = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
+        int n = yread_list_len(v);
         if (n == 0)
             return yread_fail(c, v, field, "empty list: an axis needs at least one value");
         if (n > PS_MAX_AXIS_VALUES)
@@ -116,7 +116,7 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
                               PS_MAX_AXIS_VALUES);
         a->values = xcalloc((size_t)n, sizeof *a->values);
         for (int i = 0; i < n; i++) {
-            yaml_node_t *item = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
+            ynode *item = yread_list_item(c, v, i);
             char f[160];
             snprintf(f, sizeof f, "%s[%d]", field, i);
             if (axis_value(c, (sweep_axis_kind)kind, item, f, &a->values[i]))
@@ -133,10 +133,10 @@ static int load_axes(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
 static const char *const memory_table[] = {"ignore", "fit"};
 const enum_names sweep_memory_names = ENUM_NAMES(memory_table);
 
-static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
+static int load_constraints(yread_ctx *c, ynode *m, sweep_spec *s)
 {
     static const char *const keys[] = {"gpus", "memory", "max_plans"};
-    yaml_node_t *v;
+    ynode *v;
     if (yread_expect_mapping(c, m, "constraints") || yread_check_keys(c, m, "constraints", keys, 3))
         return c->err->code;
     if ((v = yread_map_get(c, m, "gpus"))) {
@@ -156,9 +156,9 @@ static int load_constraints(yread_ctx *c, yaml_node_t *m, sweep_spec *s)
 }
 
 /* base: a strategy file (relative to the sweep file) or an inline strategy mapping. */
-static int load_base(yread_ctx *c, yaml_node_t *n, const char *data_dir, sweep_spec *s)
+static int load_base(yread_ctx *c, ynode *n, const char *data_dir, sweep_spec *s)
 {
-    if (n->type == YAML_MAPPING_NODE) {
+    if (yread_is_mapping(n)) {
         s->base_file[0] = '\0';
         return strategy_load_node(c->doc, n, c->file, data_dir, &s->base, c->err);
     }
@@ -212,21 +212,21 @@ static int check_dlrm_axes(yread_ctx *c, sweep_spec *s)
     return 0;
 }
 
-static int load_sweep_root(yread_ctx *c, yaml_node_t *root, const char *data_dir, sweep_spec *s)
+static int load_sweep_root(yread_ctx *c, ynode *root, const char *data_dir, sweep_spec *s)
 {
     static const char *const keys[] = {"base", "axes", "constraints"};
-    if (root->type != YAML_MAPPING_NODE)
+    if (!yread_is_mapping(root))
         return yread_fail(c, root, "",
                           "a sweep file is a mapping with base, axes and constraints, "
                           "got %s",
                           yread_kind(root));
-    yaml_node_t *base = NULL, *axes = NULL, *cons = NULL;
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-         p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
-        const char *name = yread_scalar(k);
-        yaml_node_t **slot = NULL;
+    ynode *base = NULL, *axes = NULL, *cons = NULL;
+    int pairs = yread_map_len(root);
+    for (int p = 0; p < pairs; p++) {
+        ypair kv = yread_map_pair(c, root, p);
+        ynode *k = kv.key_node, *v = kv.value;
+        const char *name = kv.key;
+        ynode **slot = NULL;
         for (int i = 0; name && i < 3; i++)
             if (!strcmp(name, keys[i]))
                 slot = i == 0 ? &base : i == 1 ? &axes : &cons;
@@ -260,14 +260,14 @@ int sweep_spec_load(const char *path, const char *data_dir, sweep_spec *out, ps_
     out->memory_fit = 1;
     out->max_plans = 100000;
     snprintf(out->file, sizeof out->file, "%s", path);
-    yaml_document_t doc;
+    ydoc *doc;
     if (yread_load_file(path, "sweep file", &doc, err))
         return err->code;
-    yread_ctx c = {&doc, path, err};
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yread_ctx c = {doc, path, err};
+    ynode *root = yread_root(doc);
     int rc = root ? load_sweep_root(&c, root, data_dir, out)
                   : ps_error_set(err, PS_EINPUT, path, 1, 1, "base", "the sweep file is empty");
-    yaml_document_delete(&doc);
+    yread_doc_free(doc);
     if (rc)
         sweep_spec_free(out);
     return rc;

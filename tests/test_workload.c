@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/yaml_read.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
 
@@ -272,21 +273,17 @@ START_TEST(model_file_loader_errors)
 
     const char *text =
         "workload: {family: gpt, layers: 2, hidden: 64, heads: 3, seq: 8, vocab: 9}\n";
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    ck_assert(yaml_parser_initialize(&parser));
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-    ck_assert(yaml_parser_load(&parser, &doc));
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    yaml_node_t *model = yaml_document_get_node(&doc, root->data.mapping.pairs.start->value);
+    ydoc *doc;
+    ck_assert_int_eq(
+        yread_load_text(text, strlen(text), "inline.yaml", "strategy file", &doc, &err), 0);
     ps_error_clear(&err);
-    yread_ctx c = {&doc, "inline.yaml", &err};
+    yread_ctx c = {doc, "inline.yaml", &err};
+    ynode *model = yread_map_get(&c, yread_root(doc), "workload");
     ck_assert_int_eq(workload_model_read(&c, model, "workload", &m), PS_EINPUT);
     ck_assert_str_eq(err.field, "workload.heads"); /* 64 is not divisible by 3 heads */
     ck_assert_int_eq(err.line, 1);
     ck_assert_int_eq(err.column, 55);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    yread_doc_free(doc);
 }
 END_TEST
 
@@ -350,18 +347,12 @@ START_TEST(flash_attention_keeps_scores_on_chip)
 
     const char *text = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
                        "attention: flashy\n";
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    ck_assert(yaml_parser_initialize(&parser));
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-    ck_assert(yaml_parser_load(&parser, &doc));
-    ck_assert_int_eq(
-        workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml", &m, &err),
-        PS_EINPUT);
+    ydoc *doc;
+    ck_assert_int_eq(yread_load_text(text, strlen(text), "m.yaml", "model file", &doc, &err), 0);
+    ck_assert_int_eq(workload_model_from_yaml(doc, yread_root(doc), "m.yaml", &m, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "attention");
     ck_assert_int_eq(err.line, 7);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    yread_doc_free(doc);
 }
 END_TEST
 
@@ -372,17 +363,12 @@ START_TEST(eager_kernels_add_unfused_passes)
 {
     const char *text = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
                        "kernels: eager\nactivation: gelu_tanh\n";
-    yaml_parser_t parser;
-    yaml_document_t doc;
+    ydoc *doc;
     workload_model m;
     ps_error err = {0};
-    ck_assert(yaml_parser_initialize(&parser));
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-    ck_assert(yaml_parser_load(&parser, &doc));
-    ck_assert_int_eq(
-        workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml", &m, &err), 0);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    ck_assert_int_eq(yread_load_text(text, strlen(text), "m.yaml", "model file", &doc, &err), 0);
+    ck_assert_int_eq(workload_model_from_yaml(doc, yread_root(doc), "m.yaml", &m, &err), 0);
+    yread_doc_free(doc);
     ck_assert(m.eager_kernels && m.activation == ACT_GELU_TANH);
 
     workload_model fm = m;
@@ -418,16 +404,11 @@ START_TEST(eager_kernels_add_unfused_passes)
 
     const char *bad = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
                       "activation: swish\n";
-    ck_assert(yaml_parser_initialize(&parser));
-    yaml_parser_set_input_string(&parser, (const unsigned char *)bad, strlen(bad));
-    ck_assert(yaml_parser_load(&parser, &doc));
-    ck_assert_int_eq(
-        workload_model_from_yaml(&doc, yaml_document_get_root_node(&doc), "m.yaml", &m, &err),
-        PS_EINPUT);
+    ck_assert_int_eq(yread_load_text(bad, strlen(bad), "m.yaml", "model file", &doc, &err), 0);
+    ck_assert_int_eq(workload_model_from_yaml(doc, yread_root(doc), "m.yaml", &m, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "activation");
     ck_assert_int_eq(err.line, 7);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    yread_doc_free(doc);
 }
 END_TEST
 
@@ -478,25 +459,22 @@ START_TEST(inline_model_and_default_ffn)
 {
     const char *text = "workload:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n"
                        "  seq: 16\n  vocab: 100\n  ffn_hidden: 200\n";
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    ck_assert(yaml_parser_initialize(&parser));
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-    ck_assert(yaml_parser_load(&parser, &doc));
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    yaml_node_t *model = yaml_document_get_node(&doc, root->data.mapping.pairs.start->value);
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_from_yaml(&doc, model, "inline.yaml", &m, &err), 0);
+    ydoc *doc;
+    ck_assert_int_eq(
+        yread_load_text(text, strlen(text), "inline.yaml", "strategy file", &doc, &err), 0);
+    yread_ctx c = {doc, "inline.yaml", &err};
+    ynode *root = yread_root(doc), *model = yread_map_get(&c, root, "workload");
+    ck_assert_int_eq(workload_model_from_yaml(doc, model, "inline.yaml", &m, &err), 0);
     ck_assert_int_eq(m.family, FAMILY_BERT);
     ck_assert_int_eq(m.ffn_hidden, 200);
     ck_assert_int_eq(m.seq, 16);
     /* the strategy's root is not a model: its key is reported */
-    ck_assert_int_eq(workload_model_from_yaml(&doc, root, "inline.yaml", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(workload_model_from_yaml(doc, root, "inline.yaml", &m, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "workload");
     ck_assert_int_eq(err.line, 1);
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    yread_doc_free(doc);
 
     ps_error_clear(&err);
     ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n"

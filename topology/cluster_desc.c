@@ -246,8 +246,7 @@ int cluster_desc_sniff(const char *path)
 
 /* A string of 1 to cap - 1 characters: a name, an id. `ident`: a letter or '_' first, then
  * letters, digits, '_', '-' or '.'. */
-static int read_name(yread_ctx *c, yaml_node_t *n, const char *field, int ident, char *out,
-                     size_t cap)
+static int read_name(yread_ctx *c, ynode *n, const char *field, int ident, char *out, size_t cap)
 {
     const char *s = yread_scalar(n);
     if (!s || !s[0] || strlen(s) >= cap)
@@ -268,7 +267,7 @@ static int read_name(yread_ctx *c, yaml_node_t *n, const char *field, int ident,
 typedef struct link_id {
     const char *id;
     int link;
-    yaml_node_t *node; /* where it is declared */
+    ynode *node; /* where it is declared */
 } link_id;
 
 static int compare_link_ids(const void *a, const void *b)
@@ -313,11 +312,10 @@ static int find_link(const link_id *ids, int n, const char *s, size_t len)
 }
 
 /* One link {id, bandwidth_GBps, latency_us} within cluster.h's ranges; *id_node: its id. */
-static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
-                     yaml_node_t **id_node)
+static int read_link(yread_ctx *c, ynode *n, const char *path, node_model *m, ynode **id_node)
 {
     static const char *const keys[] = {"id", "bandwidth_GBps", "latency_us"};
-    yaml_node_t *id, *bw, *lat;
+    ynode *id, *bw, *lat;
     char field[192];
     node_link *l = &m->links[m->n_links];
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, 3) ||
@@ -347,18 +345,17 @@ static int read_link(yread_ctx *c, yaml_node_t *n, const char *path, node_model 
 }
 
 /* A route: a list of 1 to NODE_MAX_HOPS hops "LINK UP" or "LINK DOWN", each a declared link. */
-static int read_path(yread_ctx *c, yaml_node_t *n, const char *field, const node_model *m,
+static int read_path(yread_ctx *c, ynode *n, const char *field, const node_model *m,
                      const link_id *ids, node_path *p)
 {
     int count;
-    yaml_node_item_t *it = yread_list(c, n, field, &count);
-    if (!it)
+    if (yread_list(c, n, field, &count))
         return c->err->code;
     if (count < 1 || count > NODE_MAX_HOPS)
         return yread_fail(c, n, field, "a route has 1 to %d links, not %d", NODE_MAX_HOPS, count);
     p->n = count;
     for (int h = 0; h < count; h++) {
-        yaml_node_t *hop = yaml_document_get_node(c->doc, it[h]);
+        ynode *hop = yread_list_item(c, n, h);
         const char *s = yread_scalar(hop);
         const char *space = s ? strchr(s, ' ') : NULL;
         int up = space && !strcmp(space + 1, "UP"), down = space && !strcmp(space + 1, "DOWN");
@@ -377,13 +374,12 @@ static int read_path(yread_ctx *c, yaml_node_t *n, const char *field, const node
 
 /* rail_of_gpu: one rail per GPU, 0 .. PS_MAX_GPUS_PER_NODE - 1 (a node may leave rails out:
  * 16 NICs for 8 GPUs put them on rails 0, 2, ..., 14); sets m->gpus, m->nics (the rails). */
-static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m)
+static int read_rails(yread_ctx *c, ynode *n, const char *path, node_model *m)
 {
     char field[192];
     yread_join_path(field, sizeof field, path, "rail_of_gpu");
     int count;
-    yaml_node_item_t *it = yread_list(c, n, field, &count);
-    if (!it)
+    if (yread_list(c, n, field, &count))
         return c->err->code;
     if (count < 1 || count > PS_MAX_GPUS_PER_NODE)
         return yread_fail(c, n, field, "a node has 1 to %d GPUs (one rail each), not %d",
@@ -391,7 +387,7 @@ static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model
     m->gpus = count;
     m->nic_of_gpu = xcalloc((size_t)count, sizeof *m->nic_of_gpu);
     for (int g = 0; g < count; g++) {
-        if (yread_int(c, yaml_document_get_node(c->doc, it[g]), field, 0, PS_MAX_GPUS_PER_NODE - 1,
+        if (yread_int(c, yread_list_item(c, n, g), field, 0, PS_MAX_GPUS_PER_NODE - 1,
                       &m->nic_of_gpu[g]))
             return c->err->code;
         m->nics = m->nic_of_gpu[g] + 1 > m->nics ? m->nic_of_gpu[g] + 1 : m->nics;
@@ -400,28 +396,27 @@ static int read_rails(yread_ctx *c, yaml_node_t *n, const char *path, node_model
 }
 
 /* gpu_to_nic: one route per GPU; the first NIC link's bandwidth is the model's nic_GBps. */
-static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
+static int read_nic_routes(yread_ctx *c, ynode *n, const char *path, node_model *m,
                            const link_id *ids)
 {
     char field[192];
     yread_join_path(field, sizeof field, path, "gpu_to_nic");
     int count;
-    yaml_node_item_t *it = yread_list(c, n, field, &count);
-    if (!it)
+    if (yread_list(c, n, field, &count))
         return c->err->code;
     if (count != m->gpus)
         return yread_fail(c, n, field, "%d routes for %d GPUs (rail_of_gpu): one per GPU", count,
                           m->gpus);
     m->gpu_nic = xcalloc((size_t)count, sizeof *m->gpu_nic);
     for (int g = 0; g < count; g++)
-        if (read_path(c, yaml_document_get_node(c->doc, it[g]), field, m, ids, &m->gpu_nic[g]))
+        if (read_path(c, yread_list_item(c, n, g), field, m, ids, &m->gpu_nic[g]))
             return c->err->code;
     for (int g = 0; g < count; g++) /* a NIC is on one rail: GPUs sharing it share the rail */
         for (int h = 0; h < g; h++) {
             int nic = m->gpu_nic[g].hop[m->gpu_nic[g].n - 1].link;
             if (nic == m->gpu_nic[h].hop[m->gpu_nic[h].n - 1].link &&
                 m->nic_of_gpu[g] != m->nic_of_gpu[h])
-                return yread_fail(c, yaml_document_get_node(c->doc, it[g]), field,
+                return yread_fail(c, yread_list_item(c, n, g), field,
                                   "GPUs %d and %d leave through the same NIC %s but are on rails "
                                   "%d and %d (rail_of_gpu): GPUs sharing a NIC share its rail",
                                   h, g, m->links[nic].id, m->nic_of_gpu[h], m->nic_of_gpu[g]);
@@ -431,19 +426,18 @@ static int read_nic_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
 }
 
 /* gpu_to_gpu: every pair i < j once; j -> i is set to i -> j reversed. */
-static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
+static int read_gpu_routes(yread_ctx *c, ynode *n, const char *path, node_model *m,
                            const link_id *ids)
 {
     static const char *const keys[] = {"from", "to", "route"};
     char field[192];
     yread_join_path(field, sizeof field, path, "gpu_to_gpu");
     int count, G = m->gpus;
-    yaml_node_item_t *it = yread_list(c, n, field, &count);
-    if (!it)
+    if (yread_list(c, n, field, &count))
         return c->err->code;
     m->gpu_gpu = xcalloc((size_t)G * (size_t)G, sizeof *m->gpu_gpu);
     for (int k = 0; k < count; k++) {
-        yaml_node_t *e = yaml_document_get_node(c->doc, it[k]), *from, *to, *route;
+        ynode *e = yread_list_item(c, n, k), *from, *to, *route;
         int i, j;
         if (yread_expect_mapping(c, e, field) || yread_check_keys(c, e, field, keys, 3) ||
             !(from = yread_required(c, e, field, "from")) ||
@@ -472,12 +466,11 @@ static int read_gpu_routes(yread_ctx *c, yaml_node_t *n, const char *path, node_
 }
 
 /* One node model. */
-static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model *m,
-                      src_loc *gpu_loc)
+static int read_model(yread_ctx *c, ynode *n, const char *path, node_model *m, src_loc *gpu_loc)
 {
     static const char *const keys[] = {"name",        "gpu",        "tflops",    "links",
                                        "rail_of_gpu", "gpu_to_nic", "gpu_to_gpu"};
-    yaml_node_t *v[7];
+    ynode *v[7];
     char field[192];
     if (yread_expect_mapping(c, n, path) || yread_check_keys(c, n, path, keys, 7))
         return c->err->code;
@@ -500,8 +493,7 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
         return yread_fail(c, v[2], field, "%g TFLOP/s is too large", tflops);
     yread_join_path(field, sizeof field, path, "links");
     int count;
-    yaml_node_item_t *it = yread_list(c, v[3], field, &count);
-    if (!it)
+    if (yread_list(c, v[3], field, &count))
         return c->err->code;
     if (count < 1 || count > PS_MAX_NODE_LINKS)
         return yread_fail(c, v[3], field, "a node has 1 to %d links, not %d", PS_MAX_NODE_LINKS,
@@ -511,7 +503,7 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
     int rc = 0;
     for (int l = 0; l < count && !rc; l++) {
         ids[l].link = l;
-        rc = read_link(c, yaml_document_get_node(c->doc, it[l]), field, m, &ids[l].node);
+        rc = read_link(c, yread_list_item(c, v[3], l), field, m, &ids[l].node);
     }
     yread_join_path(field, sizeof field, path, "links.id");
     if (!rc)
@@ -526,12 +518,11 @@ static int read_model(yread_ctx *c, yaml_node_t *n, const char *path, node_model
 }
 
 /* nodes: groups {model, count} of the models read; the totals are fabric_init's to check. */
-static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
+static int read_groups(yread_ctx *c, ynode *n, cluster_desc *d)
 {
     static const char *const keys[] = {"model", "count"};
     int count;
-    yaml_node_item_t *it = yread_list(c, n, "nodes", &count);
-    if (!it)
+    if (yread_list(c, n, "nodes", &count))
         return c->err->code;
     if (count < 1)
         return yread_fail(c, n, "nodes", "the cluster needs at least one group of nodes");
@@ -542,7 +533,7 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
         d->model_ptr[k] = &d->models[k];
     long long gpus = 0; /* a list of a million groups stops at the limit, not at its end */
     for (int i = 0; i < count && gpus <= PS_MAX_GPUS; i++) {
-        yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *model, *nodes;
+        ynode *e = yread_list_item(c, n, i), *model, *nodes;
         if (yread_expect_mapping(c, e, "nodes") || yread_check_keys(c, e, "nodes", keys, 2) ||
             !(model = yread_required(c, e, "nodes", "model")) ||
             !(nodes = yread_required(c, e, "nodes", "count")) ||
@@ -580,9 +571,9 @@ static int read_groups(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
 }
 
 /* protosim_cluster, fabric, nodes_per_leaf, oversubscription. */
-static int read_header(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
+static int read_header(yread_ctx *c, ynode *root, cluster_desc *d)
 {
-    yaml_node_t *v;
+    ynode *v;
     int version, kind;
     if (!(v = yread_required(c, root, "", "protosim_cluster")) ||
         yread_int(c, v, "protosim_cluster", DESC_VERSION, DESC_VERSION, &version) ||
@@ -600,11 +591,10 @@ static int read_header(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
     return 0;
 }
 
-static int read_models(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
+static int read_models(yread_ctx *c, ynode *n, cluster_desc *d)
 {
     int count;
-    yaml_node_item_t *it = yread_list(c, n, "node_models", &count);
-    if (!it)
+    if (yread_list(c, n, "node_models", &count))
         return c->err->code;
     if (count < 1 || count > PS_MAX_NODE_MODELS)
         return yread_fail(c, n, "node_models", "a cluster has 1 to %d node models, not %d",
@@ -612,7 +602,7 @@ static int read_models(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
     d->models = xcalloc((size_t)count, sizeof *d->models);
     d->gpu_loc = xcalloc((size_t)count, sizeof *d->gpu_loc);
     for (int i = 0; i < count; i++) {
-        yaml_node_t *e = yaml_document_get_node(c->doc, it[i]);
+        ynode *e = yread_list_item(c, n, i);
         d->n_models = i + 1;
         if (read_model(c, e, "node_models", &d->models[i], &d->gpu_loc[i]))
             return c->err->code;
@@ -626,7 +616,7 @@ static int read_models(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
 
 /* The fabric's uplinks and spine ports within cluster.h's link ranges: too fast past the
  * maximum (too many nodes per leaf), too slow below the minimum (oversubscribed too much). */
-static int check_uplinks(yread_ctx *c, yaml_node_t *root, const fabric *f)
+static int check_uplinks(yread_ctx *c, ynode *root, const fabric *f)
 {
     for (int l = f->up0; l < f->n_links; l++) {
         double bw = fabric_link_GBps(f, l) * 1e9;
@@ -648,19 +638,18 @@ static int check_uplinks(yread_ctx *c, yaml_node_t *root, const fabric *f)
 }
 
 /* slowdown (optional): {rank, factor} entries, ranks distinct and below the GPU count. */
-static int read_slowdown(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
+static int read_slowdown(yread_ctx *c, ynode *n, cluster_desc *d)
 {
     static const char *const keys[] = {"rank", "factor"};
     int count;
-    yaml_node_item_t *it = yread_list(c, n, "slowdown", &count);
-    if (!it)
+    if (yread_list(c, n, "slowdown", &count))
         return c->err->code;
     d->slow_rank = xcalloc(count ? (size_t)count : 1, sizeof *d->slow_rank);
     d->slow_factor = xcalloc(count ? (size_t)count : 1, sizeof *d->slow_factor);
     char *seen = xcalloc((size_t)d->layout.gpus, 1);
     int rc = 0;
     for (int i = 0; i < count && !rc; i++) {
-        yaml_node_t *e = yaml_document_get_node(c->doc, it[i]), *rank, *factor;
+        ynode *e = yread_list_item(c, n, i), *rank, *factor;
         if (yread_expect_mapping(c, e, "slowdown") || yread_check_keys(c, e, "slowdown", keys, 2) ||
             !(rank = yread_required(c, e, "slowdown", "rank")) ||
             !(factor = yread_required(c, e, "slowdown", "factor")) ||
@@ -677,7 +666,7 @@ static int read_slowdown(yread_ctx *c, yaml_node_t *n, cluster_desc *d)
 }
 
 /* The fabric's layout; its errors (sizes, options) point at the key they name. */
-static int build_layout(yread_ctx *c, yaml_node_t *root, cluster_desc *d)
+static int build_layout(yread_ctx *c, ynode *root, cluster_desc *d)
 {
     ps_error e;
     ps_error_clear(&e);
@@ -705,13 +694,13 @@ int cluster_desc_load(const char *path, cluster_desc **out, ps_error *err)
                                        "oversubscription", "node_models", "nodes",
                                        "slowdown"};
     *out = NULL;
-    yaml_document_t doc;
+    ydoc *doc;
     if (yread_load_file(path, "cluster description", &doc, err))
         return err->code;
     cluster_desc *d = xcalloc(1, sizeof *d);
     snprintf(d->file, sizeof d->file, "%s", path);
-    yread_ctx c = {&doc, path, err};
-    yaml_node_t *root = yaml_document_get_root_node(&doc), *v;
+    yread_ctx c = {doc, path, err};
+    ynode *root = yread_root(doc), *v;
     int rc;
     if (!root)
         rc = ps_error_set(err, PS_EINPUT, path, 1, 1, "", "empty cluster description");
@@ -725,7 +714,7 @@ int cluster_desc_load(const char *path, cluster_desc **out, ps_error *err)
         rc = err->code;
     else if ((rc = build_layout(&c, root, d)) == 0 && (v = yread_map_get(&c, root, "slowdown")))
         rc = read_slowdown(&c, v, d);
-    yaml_document_delete(&doc);
+    yread_doc_free(doc);
     if (rc)
         cluster_desc_free(d);
     else

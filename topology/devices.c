@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "../sim/base/xalloc.h"
 #include "../sim/base/yaml_read.h"
@@ -59,17 +58,17 @@ static const int key_precision[4] = {PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16}
 
 /* One device entry: every figure present and a positive number (the optional NCCL figures:
  * numbers >= 0, efficiencies in (0, 1]). */
-static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, device_spec *spec)
+static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec *spec)
 {
     memset(spec, 0, sizeof *spec);
-    if (entry->type != YAML_MAPPING_NODE)
+    if (!yread_is_mapping(entry))
         return yread_fail(c, entry, path, "a device entry must be a mapping of name and figures");
     if (yread_check_keys(c, entry, path, device_keys, N_KEYS))
         return c->err->code;
 
     char field[96];
     yread_join_path(field, sizeof field, path, "name");
-    yaml_node_t *name = yread_map_get(c, entry, "name");
+    ynode *name = yread_map_get(c, entry, "name");
     const char *s = name ? yread_scalar(name) : NULL;
     if (!name)
         return yread_fail(c, entry, field, "device entry without a name");
@@ -82,7 +81,7 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
         if (i == KEY_NAME)
             continue;
         yread_join_path(field, sizeof field, path, device_keys[i]);
-        yaml_node_t *v = yread_map_get(c, entry, device_keys[i]);
+        ynode *v = yread_map_get(c, entry, device_keys[i]);
         if (i >= KEY_NCCL_LAUNCH_US) { /* optional, may be 0; absent: -1 */
             value[i] = -1.0;
             if (v && yread_nonnegative(c, v, field, &value[i]))
@@ -132,24 +131,24 @@ static int parse_entry(yread_ctx *c, yaml_node_t *entry, const char *path, devic
 int device_table_load(const char *path, device_table *out, ps_error *err)
 {
     memset(out, 0, sizeof *out);
-    yaml_document_t doc;
+    ydoc *doc;
     if (yread_load_file(path, "device table", &doc, err))
         return err->code;
 
-    yread_ctx c = {&doc, path, err};
+    yread_ctx c = {doc, path, err};
     int rc = 0;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root || root->type != YAML_SEQUENCE_NODE) {
+    ynode *root = yread_root(doc);
+    if (!root || !yread_is_list(root)) {
         rc = ps_error_set(err, PS_EINPUT, path, root ? yread_loc(root).line : 1,
                           root ? yread_loc(root).column : 1, "",
                           "the device table must be a list of devices");
         goto done;
     }
 
-    int n = (int)(root->data.sequence.items.top - root->data.sequence.items.start);
+    int n = yread_list_len(root);
     out->specs = xcalloc(n ? (size_t)n : 1, sizeof *out->specs);
     for (int i = 0; i < n; i++) {
-        yaml_node_t *entry = yaml_document_get_node(&doc, root->data.sequence.items.start[i]);
+        ynode *entry = yread_list_item(&c, root, i);
         /* fields are named by their key alone: each device is a list item, found by its line */
         rc = parse_entry(&c, entry, "", &out->specs[i]);
         if (rc)
@@ -163,7 +162,7 @@ int device_table_load(const char *path, device_table *out, ps_error *err)
     }
 
 done:
-    yaml_document_delete(&doc);
+    yread_doc_free(doc);
     if (rc)
         device_table_free(out);
     return rc;

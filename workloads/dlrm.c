@@ -161,16 +161,16 @@ static const char *const dlrm_keys[D_COUNT] = {
     "dcn_rank"};
 
 /* A list of 1..cap integers in [1, INT_MAX]; elements are named field[i]. */
-static int read_int_list(yread_ctx *c, yaml_node_t *v, const char *field, int cap, int *out, int *n)
+static int read_int_list(yread_ctx *c, ynode *v, const char *field, int cap, int *out, int *n)
 {
-    if (v->type != YAML_SEQUENCE_NODE)
+    if (!yread_is_list(v))
         return yread_fail(c, v, field, "expected a list of positive integers, got %s",
                           yread_kind(v));
-    int count = (int)(v->data.sequence.items.top - v->data.sequence.items.start);
+    int count = yread_list_len(v);
     if (count < 1 || count > cap)
         return yread_fail(c, v, field, "expected 1 to %d entries, got %d", cap, count);
     for (int i = 0; i < count; i++) {
-        yaml_node_t *item = yaml_document_get_node(c->doc, v->data.sequence.items.start[i]);
+        ynode *item = yread_list_item(c, v, i);
         char f[192];
         snprintf(f, sizeof f, "%s[%d]", field, i);
         if (yread_int(c, item, f, 1, INT_MAX, &out[i]))
@@ -181,17 +181,16 @@ static int read_int_list(yread_ctx *c, yaml_node_t *v, const char *field, int ca
 }
 
 /* A number for every table, or a list of exactly n_tables (embedding_dim, pooling). */
-static int read_per_table(yread_ctx *c, yaml_node_t *v, const char *field, int n_tables,
-                          int integer, int *iout, double *dout)
+static int read_per_table(yread_ctx *c, ynode *v, const char *field, int n_tables, int integer,
+                          int *iout, double *dout)
 {
-    int seq = v->type == YAML_SEQUENCE_NODE;
-    int count = seq ? (int)(v->data.sequence.items.top - v->data.sequence.items.start) : 1;
+    int seq = yread_is_list(v);
+    int count = seq ? yread_list_len(v) : 1;
     if (seq && count != n_tables)
         return yread_fail(c, v, field, "expected one entry per table (%d), got %d", n_tables,
                           count);
     for (int t = 0; t < n_tables; t++) {
-        yaml_node_t *item =
-            seq ? yaml_document_get_node(c->doc, v->data.sequence.items.start[t]) : v;
+        ynode *item = seq ? yread_list_item(c, v, t) : v;
         char f[192];
         if (seq)
             snprintf(f, sizeof f, "%s[%d]", field, t);
@@ -205,15 +204,15 @@ static int read_per_table(yread_ctx *c, yaml_node_t *v, const char *field, int n
 }
 
 /* ids: {distribution: uniform} | {distribution: zipf, alpha: a} | {unique_ratio: r} */
-static int read_ids(yread_ctx *c, yaml_node_t *v, const char *field, workload_dlrm *d)
+static int read_ids(yread_ctx *c, ynode *v, const char *field, workload_dlrm *d)
 {
     static const char *const keys[] = {"distribution", "alpha", "unique_ratio"};
     if (yread_expect_mapping(c, v, field) || yread_check_keys(c, v, field, keys, 3))
         return c->err->code;
     char f[192];
-    yaml_node_t *dist = yread_map_get(c, v, "distribution");
-    yaml_node_t *alpha = yread_map_get(c, v, "alpha");
-    yaml_node_t *ratio = yread_map_get(c, v, "unique_ratio");
+    ynode *dist = yread_map_get(c, v, "distribution");
+    ynode *alpha = yread_map_get(c, v, "alpha");
+    ynode *ratio = yread_map_get(c, v, "unique_ratio");
     if (ratio) {
         yread_join_path(f, sizeof f, field, "unique_ratio");
         if (dist)
@@ -247,7 +246,7 @@ static int read_ids(yread_ctx *c, yaml_node_t *v, const char *field, workload_dl
     return 0;
 }
 
-static int read_precision(yread_ctx *c, yaml_node_t *v, const char *field, precision_t *out)
+static int read_precision(yread_ctx *c, ynode *v, const char *field, precision_t *out)
 {
     const char *s = yread_scalar(v);
     precision_t p;
@@ -262,13 +261,13 @@ static int read_precision(yread_ctx *c, yaml_node_t *v, const char *field, preci
 }
 
 /* The interaction and its cross-key rules, each error at the key to fix. */
-static int resolve_interaction(yread_ctx *c, yaml_node_t *node, const char *path, workload_dlrm *d)
+static int resolve_interaction(yread_ctx *c, ynode *node, const char *path, workload_dlrm *d)
 {
     char f[192];
-    yaml_node_t *layers = yread_map_get(c, node, "dcn_layers");
-    yaml_node_t *rank = yread_map_get(c, node, "dcn_rank");
+    ynode *layers = yread_map_get(c, node, "dcn_layers");
+    ynode *rank = yread_map_get(c, node, "dcn_rank");
     if (d->interaction != INTERACTION_DCN) {
-        yaml_node_t *v = layers ? layers : rank;
+        ynode *v = layers ? layers : rank;
         if (v) {
             yread_join_path(f, sizeof f, path, layers ? "dcn_layers" : "dcn_rank");
             return yread_fail(c, v, f, "'%s' belongs to `interaction: dcn`",
@@ -309,7 +308,7 @@ static int resolve_interaction(yread_ctx *c, yaml_node_t *node, const char *path
     return 0;
 }
 
-int workload_dlrm_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+int workload_dlrm_read(yread_ctx *c, ynode *node, const char *path, workload_model *m)
 {
     if (yread_check_keys(c, node, path, dlrm_keys, D_COUNT))
         return c->err->code;
@@ -324,7 +323,7 @@ int workload_dlrm_read(yread_ctx *c, yaml_node_t *node, const char *path, worklo
         }
     workload_dlrm *d = &m->dlrm;
     int inter = 0;
-    yaml_node_t *v;
+    ynode *v;
 #define DLRM_FIELD(key) (yread_join_path(f, sizeof f, path, key), v = yread_map_get(c, node, key))
     if ((DLRM_FIELD("dense_features"), yread_int(c, v, f, 1, INT_MAX, &d->dense_features)) ||
         (DLRM_FIELD("bottom_mlp"),

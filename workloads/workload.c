@@ -186,7 +186,7 @@ static const char *const model_keys[F_COUNT] = {"name",
                                                 "capacity_factor",
                                                 "imbalance"};
 
-static int read_name(yread_ctx *c, yaml_node_t *v, const char *field, workload_model *m)
+static int read_name(yread_ctx *c, ynode *v, const char *field, workload_model *m)
 {
     const char *s = yread_scalar(v);
     if (!s || !s[0])
@@ -198,7 +198,7 @@ static int read_name(yread_ctx *c, yaml_node_t *v, const char *field, workload_m
 }
 
 /* The optional keys over the family's defaults in m; enums through ints. */
-static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_model *m)
 {
     int attention = m->flash_attention, activation = (int)m->activation;
     int positions = (int)m->positions, window_layers = (int)m->window_layers;
@@ -242,11 +242,11 @@ static int read_optional(yread_ctx *c, yaml_node_t *node, const char *path, work
 /* Sliding windows: what is modelled is a causal band computed by a fused kernel that skips the
  * tiles outside it (sim/cost/cost.c); an unfused core would compute and mask the whole square, and
  * an encoder's window would be two-sided: both refused rather than approximated. */
-static int resolve_window(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+static int resolve_window(yread_ctx *c, ynode *node, const char *path, workload_model *m)
 {
     char field[160];
-    yaml_node_t *window = yread_map_get(c, node, "sliding_window");
-    yaml_node_t *layers = yread_map_get(c, node, "sliding_window_layers");
+    ynode *window = yread_map_get(c, node, "sliding_window");
+    ynode *layers = yread_map_get(c, node, "sliding_window_layers");
     if (!window) {
         if (!layers)
             return 0;
@@ -266,13 +266,13 @@ static int resolve_window(yread_ctx *c, yaml_node_t *node, const char *path, wor
 }
 
 /* The mixture-of-experts rules, each error at the key to fix. */
-static int resolve_moe(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+static int resolve_moe(yread_ctx *c, ynode *node, const char *path, workload_model *m)
 {
     char field[160];
-    yaml_node_t *experts = yread_map_get(c, node, "experts");
+    ynode *experts = yread_map_get(c, node, "experts");
     if (!experts) {
         for (int f = F_EXPERTS + 1; f < F_COUNT; f++) {
-            yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
+            ynode *v = yread_map_get(c, node, model_keys[f]);
             if (!v)
                 continue;
             yread_join_path(field, sizeof field, path, model_keys[f]);
@@ -281,10 +281,10 @@ static int resolve_moe(yread_ctx *c, yaml_node_t *node, const char *path, worklo
         }
         return 0;
     }
-    yaml_node_t *topk = yread_map_get(c, node, "experts_topk");
-    yaml_node_t *imb = yread_map_get(c, node, "imbalance");
-    yaml_node_t *dense = yread_map_get(c, node, "dense_layers");
-    yaml_node_t *dense_ffn = yread_map_get(c, node, "dense_ffn_hidden");
+    ynode *topk = yread_map_get(c, node, "experts_topk");
+    ynode *imb = yread_map_get(c, node, "imbalance");
+    ynode *dense = yread_map_get(c, node, "dense_layers");
+    ynode *dense_ffn = yread_map_get(c, node, "dense_ffn_hidden");
     if (!topk) {
         yread_join_path(field, sizeof field, path, "experts_topk");
         return yread_fail(c, experts, field, "experts need experts_topk (experts per token)");
@@ -318,11 +318,11 @@ static int resolve_moe(yread_ctx *c, yaml_node_t *node, const char *path, worklo
 }
 
 /* Cross-key rules and the defaults that depend on other keys, each error at the key to fix. */
-static int resolve_model(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m)
+static int resolve_model(yread_ctx *c, ynode *node, const char *path, workload_model *m)
 {
     char field[160];
-    yaml_node_t *head_dim = yread_map_get(c, node, "head_dim");
-    yaml_node_t *kv = yread_map_get(c, node, "kv_heads");
+    ynode *head_dim = yread_map_get(c, node, "head_dim");
+    ynode *kv = yread_map_get(c, node, "kv_heads");
     if (!head_dim && m->hidden % m->heads != 0) {
         yread_join_path(field, sizeof field, path, "heads");
         return yread_fail(c, yread_map_get(c, node, "heads"), field,
@@ -343,12 +343,12 @@ static int resolve_model(yread_ctx *c, yaml_node_t *node, const char *path, work
     if (!yread_map_get(c, node, "ffn_hidden")) {
         if (m->activation == ACT_SWIGLU) {
             yread_join_path(field, sizeof field, path, "ffn_hidden");
-            yaml_node_t *at = yread_map_get(c, node, "activation");
+            ynode *at = yread_map_get(c, node, "activation");
             return yread_fail(c, at ? at : yread_map_get(c, node, "family"), field,
                               "a swiglu MLP needs ffn_hidden (its width has no standard "
                               "default)");
         }
-        yaml_node_t *hidden = yread_map_get(c, node, "hidden");
+        ynode *hidden = yread_map_get(c, node, "hidden");
         yread_join_path(field, sizeof field, path, "hidden");
         int64_t ffn;
         if (ps_mul_checked(4, m->hidden, INT_MAX, (ps_where){c->file, yread_loc(hidden), field},
@@ -360,12 +360,12 @@ static int resolve_model(yread_ctx *c, yaml_node_t *node, const char *path, work
 }
 
 /* family: dlrm has its own keys (workloads/dlrm.c) */
-static int read_dlrm(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out)
+static int read_dlrm(yread_ctx *c, ynode *node, const char *path, workload_model *out)
 {
     workload_model m;
     memset(&m, 0, sizeof m);
     m.family = FAMILY_DLRM;
-    yaml_node_t *name = yread_map_get(c, node, "name");
+    ynode *name = yread_map_get(c, node, "name");
     char field[160];
     yread_join_path(field, sizeof field, path, "name");
     if ((name && read_name(c, name, field, &m)) || workload_dlrm_read(c, node, path, &m))
@@ -374,16 +374,16 @@ static int read_dlrm(yread_ctx *c, yaml_node_t *node, const char *path, workload
     return 0;
 }
 
-int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out)
+int workload_model_read(yread_ctx *c, ynode *node, const char *path, workload_model *out)
 {
     assert(c && node && out);
-    if (node->type != YAML_MAPPING_NODE)
+    if (!yread_is_mapping(node))
         return yread_fail(c, node, path, "a model must be a mapping (family, layers, hidden, ...)");
 
     /* family first: it sets the keys and the defaults of the others */
     char field[160];
     int family = 0;
-    yaml_node_t *fam = yread_map_get(c, node, "family");
+    ynode *fam = yread_map_get(c, node, "family");
     yread_join_path(field, sizeof field, path, "family");
     if (fam && yread_enum(c, fam, field, model_family_names, &family))
         return c->err->code;
@@ -400,7 +400,7 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
                                              [F_VOCAB] = PS_MAX_VOCAB};
     for (int f = F_FAMILY; f <= F_VOCAB; f++) {
         yread_join_path(field, sizeof field, path, model_keys[f]);
-        yaml_node_t *v = yread_map_get(c, node, model_keys[f]);
+        ynode *v = yread_map_get(c, node, model_keys[f]);
         if (!v)
             return yread_fail(c, node, field, "missing required key '%s'", model_keys[f]);
         if (f == F_FAMILY ? yread_enum(c, v, field, model_family_names, &family)
@@ -410,7 +410,7 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
     workload_model m;
     workload_model_init(&m, (model_family)family, dims[F_LAYERS], dims[F_HIDDEN], dims[F_HEADS],
                         dims[F_SEQ], dims[F_VOCAB]);
-    yaml_node_t *name = yread_map_get(c, node, "name");
+    ynode *name = yread_map_get(c, node, "name");
     if (name) {
         yread_join_path(field, sizeof field, path, "name");
         if (read_name(c, name, field, &m))
@@ -423,8 +423,8 @@ int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workl
     return 0;
 }
 
-int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
-                             workload_model *out, ps_error *err)
+int workload_model_from_yaml(ydoc *doc, ynode *node, const char *file, workload_model *out,
+                             ps_error *err)
 {
     yread_ctx c = {doc, file, err};
     return workload_model_read(&c, node, "", out);
@@ -471,17 +471,17 @@ int workload_model_load(const char *name_or_path, const char *data_dir, workload
         return ps_error_set(err, PS_EINPUT, path, 0, 0, "workload",
                             "no such workload '%s' (cannot open %s: %s)", name_or_path, path,
                             strerror(errno));
-    yaml_document_t doc;
+    ydoc *doc;
     if (yread_load_file(path, "model file", &doc, err))
         return err->code;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    ynode *root = yread_root(doc);
     int rc;
     if (!root)
         rc = ps_error_set(err, PS_EINPUT, path, 1, 1, "", "empty model file");
     else
-        rc = workload_model_from_yaml(&doc, root, path, out, err);
+        rc = workload_model_from_yaml(doc, root, path, out, err);
     if (rc == 0 && out->name[0] == '\0')
         stem_of(path, out->name, sizeof out->name);
-    yaml_document_delete(&doc);
+    yread_doc_free(doc);
     return rc;
 }

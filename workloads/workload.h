@@ -3,8 +3,6 @@
 #ifndef PROTOSIM_WORKLOAD_H
 #define PROTOSIM_WORKLOAD_H
 
-#include <yaml.h>
-
 #include "../sim/base/error.h"
 #include "../sim/base/vocab.h"
 #include "../sim/base/yaml_read.h"
@@ -247,10 +245,10 @@ double workload_expert_other_rank_load(const workload_model *m, int ep);
  * dense_ffn_hidden (and the width without the layers); sliding_window_layers without
  * sliding_window, and a sliding window without `attention: flash` or on bert. The one model parser: files and
  * inline models both go through it. */
-int workload_model_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *out);
+int workload_model_read(yread_ctx *c, ynode *node, const char *path, workload_model *out);
 /* The same for a whole document's node, path "" (`file` names the document for messages). */
-int workload_model_from_yaml(yaml_document_t *doc, yaml_node_t *node, const char *file,
-                             workload_model *out, ps_error *err);
+int workload_model_from_yaml(ydoc *doc, ynode *node, const char *file, workload_model *out,
+                             ps_error *err);
 /* Load workloads/models/NAME.yaml (searched in data_dir/workloads/models) or a path. */
 int workload_model_load(const char *name_or_path, const char *data_dir, workload_model *out,
                         ps_error *err);
@@ -271,7 +269,7 @@ void workload_graph_free(workload_graph *g);
 /* The keys of a `family: dlrm` mapping (the family key already read): dense_features,
  * bottom_mlp, top_mlp, interaction (+ dcn_layers, dcn_rank for dcn), embedding_dim, tables,
  * pooling, ids, embedding_precision; all required (no defaults), each error located. */
-int workload_dlrm_read(yread_ctx *c, yaml_node_t *node, const char *path, workload_model *m);
+int workload_dlrm_read(yread_ctx *c, ynode *node, const char *path, workload_model *m);
 /* Expected distinct rows among n ids drawn independently from a table of r rows under the law
  * (uniform: r (1 - (1 - 1/r)^n); zipf: sum over ranks of 1 - (1 - p_k)^n, exact over the first
  * ranks and an integral over the tail; unique_ratio: ratio x n, at most r). */

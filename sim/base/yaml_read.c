@@ -1,7 +1,9 @@
-/* yaml_read.c: reading values out of a libyaml document with their locations: typed getters
- * and key checks that report file:line:column and the field path on any mismatch. */
+/* yaml_read.c: the one user of libyaml: loading a file into a document, walking its nodes, and
+ * reading values with their locations: typed getters and key checks that report
+ * file:line:column and the field path on any mismatch. */
 #include "yaml_read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -11,9 +13,25 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <yaml.h>
 
 #include "limits.h"
 #include "xalloc.h"
+
+/* A document is libyaml's; a ynode * is a yaml_node_t * of it, cast (raw: back to libyaml's). */
+struct ydoc {
+    yaml_document_t doc;
+};
+
+static yaml_node_t *raw(const ynode *n)
+{
+    return (yaml_node_t *)n;
+}
+
+static ynode *wrap(yaml_node_t *n)
+{
+    return (ynode *)n;
+}
 
 /* ---- loading a file ---- */
 
@@ -120,48 +138,77 @@ static int read_yaml_text(const char *path, const char *what, unsigned char **te
     return 0;
 }
 
-int yread_load_file(const char *path, const char *what, yaml_document_t *doc, ps_error *err)
+/* The single document of `len` bytes of `text` into *out (NULL after an error). */
+static int load_text(const unsigned char *text, size_t len, const char *path, const char *what,
+                     ydoc **out, ps_error *err)
 {
-    memset(doc, 0, sizeof *doc);
+    *out = NULL;
+    int rc = check_depth(text, len, path, what, err);
+    if (rc)
+        return rc;
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot start the YAML parser");
+    yaml_parser_set_input_string(&parser, text, len);
+    ydoc *d = xcalloc(1, sizeof *d);
+    if (!yaml_parser_load(&parser, &d->doc)) {
+        rc = parse_error(&parser, path, err);
+        free(d);
+    } else if (yaml_document_get_root_node(&d->doc) &&
+               (rc = expect_single_document(&parser, path, what, err))) {
+        yread_doc_free(d);
+    } else {
+        *out = d;
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int yread_load_text(const char *text, size_t len, const char *path, const char *what, ydoc **doc,
+                    ps_error *err)
+{
+    return load_text((const unsigned char *)text, len, path, what, doc, err);
+}
+
+int yread_load_file(const char *path, const char *what, ydoc **doc, ps_error *err)
+{
+    *doc = NULL;
     unsigned char *text;
     size_t len;
     int rc = read_yaml_text(path, what, &text, &len, err);
-    if (rc || (rc = check_depth(text, len, path, what, err))) {
-        free(text);
+    if (rc)
         return rc;
-    }
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        free(text);
-        return ps_error_set(err, PS_EINTERNAL, path, 0, 0, "", "cannot start the YAML parser");
-    }
-    yaml_parser_set_input_string(&parser, text, len);
-    if (!yaml_parser_load(&parser, doc)) {
-        rc = parse_error(&parser, path, err);
-        memset(doc, 0, sizeof *doc);
-    } else if (yaml_document_get_root_node(doc) &&
-               (rc = expect_single_document(&parser, path, what, err))) {
-        yaml_document_delete(doc);
-        memset(doc, 0, sizeof *doc);
-    }
-    yaml_parser_delete(&parser);
+    rc = load_text(text, len, path, what, doc, err);
     free(text);
     return rc;
 }
 
+void yread_doc_free(ydoc *doc)
+{
+    if (!doc)
+        return;
+    yaml_document_delete(&doc->doc);
+    free(doc);
+}
+
+ynode *yread_root(ydoc *doc)
+{
+    return wrap(yaml_document_get_root_node(&doc->doc));
+}
+
 /* ---- locations and errors ---- */
 
-src_loc yread_loc(const yaml_node_t *n)
+src_loc yread_loc(ynode *n)
 {
     src_loc l = {0, 0};
     if (n) {
-        l.line = (int)n->start_mark.line + 1; /* libyaml marks are 0-based */
-        l.column = (int)n->start_mark.column + 1;
+        l.line = (int)raw(n)->start_mark.line + 1; /* libyaml marks are 0-based */
+        l.column = (int)raw(n)->start_mark.column + 1;
     }
     return l;
 }
 
-int yread_fail(yread_ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
+int yread_fail(yread_ctx *c, ynode *n, const char *field, const char *fmt, ...)
 {
     char msg[640];
     va_list ap;
@@ -182,36 +229,46 @@ void yread_join_path(char *out, size_t size, const char *parent, const char *key
 
 /* ---- node kinds and scalars ---- */
 
-const char *yread_kind(const yaml_node_t *n)
+const char *yread_kind(ynode *n)
 {
-    switch (n->type) {
+    switch (raw(n)->type) {
     case YAML_MAPPING_NODE: return "a mapping";
     case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_SCALAR_NODE: return n->data.scalar.length ? "a scalar" : "an empty value";
+    case YAML_SCALAR_NODE: return raw(n)->data.scalar.length ? "a scalar" : "an empty value";
     default: return "nothing";
     }
 }
 
 /* The scalar's text, or NULL when the node is not a scalar or holds an embedded NUL. */
-const char *yread_scalar(const yaml_node_t *n)
+const char *yread_scalar(ynode *n)
 {
-    if (!n || n->type != YAML_SCALAR_NODE)
+    if (!n || raw(n)->type != YAML_SCALAR_NODE)
         return NULL;
-    const char *s = (const char *)n->data.scalar.value;
-    if (strlen(s) != n->data.scalar.length)
+    const char *s = (const char *)raw(n)->data.scalar.value;
+    if (strlen(s) != raw(n)->data.scalar.length)
         return NULL;
     return s;
 }
 
-/* Quoted scalars are strings in YAML: "2" is not the integer 2. */
-static int yread_is_plain(const yaml_node_t *n)
+int yread_is_mapping(ynode *n)
 {
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
-           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+    return raw(n)->type == YAML_MAPPING_NODE;
+}
+
+int yread_is_list(ynode *n)
+{
+    return raw(n)->type == YAML_SEQUENCE_NODE;
+}
+
+/* Quoted scalars are strings in YAML: "2" is not the integer 2. */
+static int yread_is_plain(ynode *n)
+{
+    return raw(n)->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+           raw(n)->data.scalar.style == YAML_ANY_SCALAR_STYLE;
 }
 
 /* How to name a value that has the wrong type, for messages: 'abc', a quoted string, a list. */
-static void yread_describe(const yaml_node_t *n, char *out, size_t size)
+static void yread_describe(ynode *n, char *out, size_t size)
 {
     const char *s = yread_scalar(n);
     if (!s || (!s[0] && yread_is_plain(n)))
@@ -222,15 +279,15 @@ static void yread_describe(const yaml_node_t *n, char *out, size_t size)
         snprintf(out, size, "'%s'", s);
 }
 
-int yread_expect_mapping(yread_ctx *c, const yaml_node_t *n, const char *field)
+int yread_expect_mapping(yread_ctx *c, ynode *n, const char *field)
 {
-    if (n->type == YAML_MAPPING_NODE)
+    if (yread_is_mapping(n))
         return 0;
     return yread_fail(c, n, field, "expected a mapping, got %s", yread_kind(n));
 }
 
 /* A plain decimal integer of int range into *v; else an error. */
-static int yread_integer(yread_ctx *c, const yaml_node_t *n, const char *field, long *v)
+static int yread_integer(yread_ctx *c, ynode *n, const char *field, long *v)
 {
     const char *s = yread_scalar(n);
     char what[160];
@@ -249,7 +306,7 @@ static int yread_integer(yread_ctx *c, const yaml_node_t *n, const char *field, 
     return 0;
 }
 
-int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int max, int *out)
+int yread_int(yread_ctx *c, ynode *n, const char *field, int min, int max, int *out)
 {
     long v;
     if (yread_integer(c, n, field, &v))
@@ -263,7 +320,7 @@ int yread_int(yread_ctx *c, const yaml_node_t *n, const char *field, int min, in
     return 0;
 }
 
-int yread_count(yread_ctx *c, const yaml_node_t *n, const char *field, int min, int limit, int *out)
+int yread_count(yread_ctx *c, ynode *n, const char *field, int min, int limit, int *out)
 {
     long v;
     if (yread_integer(c, n, field, &v))
@@ -277,8 +334,7 @@ int yread_count(yread_ctx *c, const yaml_node_t *n, const char *field, int min, 
 }
 
 /* The one reader of decimal numbers: a plain (unquoted) finite decimal, > 0 or >= 0. */
-static int yread_decimal(yread_ctx *c, const yaml_node_t *n, const char *field, int allow_zero,
-                         double *out)
+static int yread_decimal(yread_ctx *c, ynode *n, const char *field, int allow_zero, double *out)
 {
     const char *s = yread_scalar(n);
     char what[160];
@@ -299,17 +355,17 @@ static int yread_decimal(yread_ctx *c, const yaml_node_t *n, const char *field, 
 }
 
 /* A number that must be finite and > 0 (bucket sizes). */
-int yread_positive(yread_ctx *c, const yaml_node_t *n, const char *field, double *out)
+int yread_positive(yread_ctx *c, ynode *n, const char *field, double *out)
 {
     return yread_decimal(c, n, field, 0, out);
 }
 
-int yread_nonnegative(yread_ctx *c, const yaml_node_t *n, const char *field, double *out)
+int yread_nonnegative(yread_ctx *c, ynode *n, const char *field, double *out)
 {
     return yread_decimal(c, n, field, 1, out);
 }
 
-int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out)
+int yread_bool(yread_ctx *c, ynode *n, const char *field, int *out)
 {
     const char *s = yread_scalar(n);
     if (s && yread_is_plain(n)) {
@@ -328,7 +384,7 @@ int yread_bool(yread_ctx *c, const yaml_node_t *n, const char *field, int *out)
 }
 
 /* One of `names` (the YAML spelling); *out is its index. */
-int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names names, int *out)
+int yread_enum(yread_ctx *c, ynode *n, const char *field, enum_names names, int *out)
 {
     const char *s = yread_scalar(n);
     int v = enum_parse(names, s);
@@ -347,11 +403,11 @@ int yread_enum(yread_ctx *c, const yaml_node_t *n, const char *field, enum_names
 
 /* ---- mappings ---- */
 
-int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *fields, int n)
+int yread_fields(yread_ctx *c, ynode *m, const char *path, const yfield *fields, int n)
 {
     for (int i = 0; i < n; i++) {
         const yfield *f = &fields[i];
-        yaml_node_t *v = yread_map_get(c, m, f->key);
+        ynode *v = yread_map_get(c, m, f->key);
         if (!v)
             continue;
         char field[160];
@@ -371,30 +427,32 @@ int yread_fields(yread_ctx *c, yaml_node_t *m, const char *path, const yfield *f
 }
 
 /* Check that every key of mapping `m` is a scalar in `allowed` and appears once. */
-int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char *const *allowed,
+int yread_check_keys(yread_ctx *c, ynode *m, const char *path, const char *const *allowed,
                      int count)
 {
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-        const char *ks = yread_scalar(k);
+    int pairs = yread_map_len(m);
+    for (int i = 0; i < pairs; i++) {
+        ypair p = yread_map_pair(c, m, i);
+        ynode *k = p.key_node;
+        const char *ks = p.key;
         if (!ks)
             return yread_fail(c, k, path, "keys must be plain names, got %s", yread_kind(k));
         char field[128];
         yread_join_path(field, sizeof field, path, ks);
         int known = 0;
-        for (int i = 0; i < count && !known; i++)
-            known = !strcmp(ks, allowed[i]);
+        for (int a = 0; a < count && !known; a++)
+            known = !strcmp(ks, allowed[a]);
         if (!known) {
             char list[512] = "";
-            for (int i = 0; i < count; i++) {
+            for (int a = 0; a < count; a++) {
                 size_t used = strlen(list);
-                snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
+                snprintf(list + used, sizeof list - used, "%s%s", a ? ", " : "", allowed[a]);
             }
             return yread_fail(c, k, field, "unknown key '%s'%s%s (expected %s)", ks,
                               path[0] ? " in " : "", path, list);
         }
-        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
-            const char *qs = yread_scalar(yaml_document_get_node(c->doc, q->key));
+        for (int j = 0; j < i; j++) {
+            const char *qs = yread_map_pair(c, m, j).key;
             if (qs && !strcmp(qs, ks))
                 return yread_fail(c, k, field, "duplicate key '%s'", ks);
         }
@@ -403,19 +461,20 @@ int yread_check_keys(yread_ctx *c, yaml_node_t *m, const char *path, const char 
 }
 
 /* The value of `key` in mapping `m`, or NULL when absent. */
-yaml_node_t *yread_map_get(yread_ctx *c, yaml_node_t *m, const char *key)
+ynode *yread_map_get(yread_ctx *c, ynode *m, const char *key)
 {
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        const char *ks = yread_scalar(yaml_document_get_node(c->doc, p->key));
-        if (ks && !strcmp(ks, key))
-            return yaml_document_get_node(c->doc, p->value);
+    int pairs = yread_map_len(m);
+    for (int i = 0; i < pairs; i++) {
+        ypair p = yread_map_pair(c, m, i);
+        if (p.key && !strcmp(p.key, key))
+            return p.value;
     }
     return NULL;
 }
 
-yaml_node_t *yread_required(yread_ctx *c, yaml_node_t *m, const char *path, const char *key)
+ynode *yread_required(yread_ctx *c, ynode *m, const char *path, const char *key)
 {
-    yaml_node_t *v = yread_map_get(c, m, key);
+    ynode *v = yread_map_get(c, m, key);
     if (!v) {
         char field[160];
         yread_join_path(field, sizeof field, path, key);
@@ -424,14 +483,43 @@ yaml_node_t *yread_required(yread_ctx *c, yaml_node_t *m, const char *path, cons
     return v;
 }
 
-/* ---- lists ---- */
+/* ---- walking mappings and lists ---- */
 
-yaml_node_item_t *yread_list(yread_ctx *c, yaml_node_t *n, const char *field, int *count)
+int yread_map_len(ynode *m)
 {
-    if (n->type != YAML_SEQUENCE_NODE) {
-        yread_fail(c, n, field, "expected a list, got %s", yread_kind(n));
-        return NULL;
-    }
-    *count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
-    return n->data.sequence.items.start;
+    if (raw(m)->type != YAML_MAPPING_NODE)
+        return 0;
+    return (int)(raw(m)->data.mapping.pairs.top - raw(m)->data.mapping.pairs.start);
+}
+
+ypair yread_map_pair(yread_ctx *c, ynode *m, int i)
+{
+    assert(i >= 0 && i < yread_map_len(m));
+    const yaml_node_pair_t *p = &raw(m)->data.mapping.pairs.start[i];
+    ypair out;
+    out.key_node = wrap(yaml_document_get_node(&c->doc->doc, p->key));
+    out.key = yread_scalar(out.key_node);
+    out.value = wrap(yaml_document_get_node(&c->doc->doc, p->value));
+    return out;
+}
+
+int yread_list_len(ynode *n)
+{
+    if (raw(n)->type != YAML_SEQUENCE_NODE)
+        return 0;
+    return (int)(raw(n)->data.sequence.items.top - raw(n)->data.sequence.items.start);
+}
+
+ynode *yread_list_item(yread_ctx *c, ynode *n, int i)
+{
+    assert(i >= 0 && i < yread_list_len(n));
+    return wrap(yaml_document_get_node(&c->doc->doc, raw(n)->data.sequence.items.start[i]));
+}
+
+int yread_list(yread_ctx *c, ynode *n, const char *field, int *count)
+{
+    if (!yread_is_list(n))
+        return yread_fail(c, n, field, "expected a list, got %s", yread_kind(n));
+    *count = yread_list_len(n);
+    return 0;
 }
