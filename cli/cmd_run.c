@@ -177,9 +177,10 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
     report_critical_path_free(&an.path);
     if (rc)
         return rc;
-    if (a->strict && sum->peak_memory_bytes > sum->memory_capacity) {
+    if (a->strict && sum->fig.peak_memory_bytes > sum->fig.memory_capacity_bytes) {
         fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
-                sum->peak_memory_bytes / 1073741824.0, sum->memory_capacity / 1073741824.0);
+                sum->fig.peak_memory_bytes / 1073741824.0,
+                sum->fig.memory_capacity_bytes / 1073741824.0);
         return PS_ENOMEM_PLAN;
     }
     return 0;

@@ -56,21 +56,22 @@ static int outcome_from_json(const cJSON *o, const char *file, const char *where
     if (ok && !cJSON_IsObject(b))
         return ps_error_set(err, PS_EINPUT, file, 0, 0, bw, "missing (a simulated plan has one)");
     const char *kind = "", *reason = "";
-    if (figure(o, "iteration_time_s", !ok, file, where, &p->iteration_s, err) ||
-        figure(o, "tokens_per_s", !ok, file, where, &p->tokens_per_s, err) ||
-        figure(o, "samples_per_s", !ok, file, where, &p->samples_per_s, err) ||
-        figure(o, "mfu", !ok, file, where, &p->mfu, err) ||
+    if (figure(o, "iteration_time_s", !ok, file, where, &p->fig.iteration_s, err) ||
+        figure(o, "tokens_per_s", !ok, file, where, &p->fig.tokens_per_s, err) ||
+        figure(o, "samples_per_s", !ok, file, where, &p->fig.samples_per_s, err) ||
+        figure(o, "mfu", !ok, file, where, &p->fig.mfu, err) ||
         figure(o, "sim_wall_s", 1, file, where, &p->sim_wall_s, err) ||
-        (ok && (figure(b, "compute_s", 0, file, bw, &p->compute_s, err) ||
-                figure(b, "exposed_comm_s", 0, file, bw, &p->exposed_comm_s, err) ||
-                figure(b, "bubble_s", 0, file, bw, &p->bubble_s, err) ||
-                figure(b, "idle_s", 0, file, bw, &p->idle_s, err))) ||
-        figure(o, "peak_memory_bytes", !fits, file, where, &p->peak_memory_bytes, err) ||
-        figure(o, "memory_capacity_bytes", !fits, file, where, &p->memory_capacity_bytes, err) ||
+        (ok && (figure(b, "compute_s", 0, file, bw, &p->fig.compute_s, err) ||
+                figure(b, "exposed_comm_s", 0, file, bw, &p->fig.exposed_comm_s, err) ||
+                figure(b, "bubble_s", 0, file, bw, &p->fig.bubble_s, err) ||
+                figure(b, "idle_s", 0, file, bw, &p->fig.idle_s, err))) ||
+        figure(o, "peak_memory_bytes", !fits, file, where, &p->fig.peak_memory_bytes, err) ||
+        figure(o, "memory_capacity_bytes", !fits, file, where, &p->fig.memory_capacity_bytes,
+               err) ||
         out_json_str(o, "reason_kind", ok, file, where, &kind, err) ||
         out_json_str(o, "reason", ok, file, where, &reason, err))
         return err->code;
-    if (ok && !(p->iteration_s > 0)) {
+    if (ok && !(p->fig.iteration_s > 0)) {
         char path[192];
         snprintf(path, sizeof path, "%s.iteration_time_s", where);
         return ps_error_set(err, PS_EINPUT, file, 0, 0, path,

@@ -28,7 +28,7 @@ void out_plan_json(cJSON *obj, const plan_desc *p)
     cJSON_AddNumberToObject(obj, "expert_tensor", p->etp);
 }
 
-cJSON *out_figures_json(cJSON *obj, const out_figures *f)
+cJSON *out_figures_json(cJSON *obj, const plan_figures *f)
 {
     cJSON_AddNumberToObject(obj, "iteration_time_s", f->iteration_s);
     cJSON_AddNumberToObject(obj, "samples_per_s", f->samples_per_s);

@@ -68,7 +68,7 @@ static int pp_colour(const plot *g, int pp)
 /* What the bars show: samples/s for a dlrm sweep (no tokens), else tokens/s. */
 static double plot_rate(const sweep_table *t, const sweep_plan *p)
 {
-    return t->dlrm ? p->samples_per_s : p->tokens_per_s;
+    return t->dlrm ? p->fig.samples_per_s : p->fig.tokens_per_s;
 }
 
 static const char *plot_unit(const sweep_table *t)
@@ -84,11 +84,11 @@ static void plot_figures(FILE *f, const sweep_table *t, const sweep_plan *p)
         fprintf(f,
                 ": %.0f samples/s, %.3f ms, lookup max %.3f ms, all-to-all %.3f ms, imbalance "
                 "%.2f",
-                p->samples_per_s, 1e3 * p->iteration_s, 1e3 * p->lookup_max_s, 1e3 * p->alltoall_s,
-                p->lookup_imbalance);
+                p->fig.samples_per_s, 1e3 * p->fig.iteration_s, 1e3 * p->lookup_max_s,
+                1e3 * p->alltoall_s, p->lookup_imbalance);
     else
-        fprintf(f, ": %.0f tokens/s, %.3f s, MFU %.1f%%", p->tokens_per_s, p->iteration_s,
-                100 * p->mfu);
+        fprintf(f, ": %.0f tokens/s, %.3f s, MFU %.1f%%", p->fig.tokens_per_s, p->fig.iteration_s,
+                100 * p->fig.mfu);
 }
 
 /* The colour key of a plan: its pipeline degree, or a dlrm plan's sharding (emb_sharding; 5

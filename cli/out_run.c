@@ -245,26 +245,28 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
                     p->dp * p->cp / p->zero_shard);
         fputc('\n', out);
     }
-    fprintf(out, "  iteration    %s\n", human_time(sum->iteration_s, b1, sizeof b1));
+    fprintf(out, "  iteration    %s\n", human_time(sum->fig.iteration_s, b1, sizeof b1));
     if (p->tokens_per_iter > 0)
-        fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->samples_per_s,
-                sum->tokens_per_s);
+        fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->fig.samples_per_s,
+                sum->fig.tokens_per_s);
     else
-        fprintf(out, "  throughput   %.2f samples/s\n", sum->samples_per_s);
-    fprintf(out, "  MFU          %.1f%%\n", 100.0 * sum->mfu);
+        fprintf(out, "  throughput   %.2f samples/s\n", sum->fig.samples_per_s);
+    fprintf(out, "  MFU          %.1f%%\n", 100.0 * sum->fig.mfu);
     fprintf(out, "  memory       %.2f GiB peak (GPU %d) of %.2f GiB%s\n",
-            sum->peak_memory_bytes / GiB, sum->peak_memory_rank, sum->memory_capacity / GiB,
-            sum->peak_memory_bytes > sum->memory_capacity ? "  ** does not fit **" : "");
-    double T = sum->iteration_s;
+            sum->fig.peak_memory_bytes / GiB, sum->peak_memory_rank,
+            sum->fig.memory_capacity_bytes / GiB,
+            sum->fig.peak_memory_bytes > sum->fig.memory_capacity_bytes ? "  ** does not fit **"
+                                                                        : "");
+    double T = sum->fig.iteration_s;
     fprintf(out, "  breakdown    (GPU %d, the busiest)\n", sum->busiest_rank);
-    fprintf(out, "    compute         %12s  %5.1f%%\n", human_time(sum->compute_s, b1, sizeof b1),
-            pct(sum->compute_s, T));
+    fprintf(out, "    compute         %12s  %5.1f%%\n",
+            human_time(sum->fig.compute_s, b1, sizeof b1), pct(sum->fig.compute_s, T));
     fprintf(out, "    exposed comm    %12s  %5.1f%%\n",
-            human_time(sum->exposed_comm_s, b1, sizeof b1), pct(sum->exposed_comm_s, T));
-    fprintf(out, "    pipeline bubble %12s  %5.1f%%\n", human_time(sum->bubble_s, b1, sizeof b1),
-            pct(sum->bubble_s, T));
-    fprintf(out, "    idle            %12s  %5.1f%%\n", human_time(sum->idle_s, b1, sizeof b1),
-            pct(sum->idle_s, T));
+            human_time(sum->fig.exposed_comm_s, b1, sizeof b1), pct(sum->fig.exposed_comm_s, T));
+    fprintf(out, "    pipeline bubble %12s  %5.1f%%\n",
+            human_time(sum->fig.bubble_s, b1, sizeof b1), pct(sum->fig.bubble_s, T));
+    fprintf(out, "    idle            %12s  %5.1f%%\n", human_time(sum->fig.idle_s, b1, sizeof b1),
+            pct(sum->fig.idle_s, T));
     if (sum->n_top) {
         fprintf(out, "  top items    (GPU %d)\n", sum->busiest_rank);
         for (int i = 0; i < sum->n_top; i++)
@@ -312,13 +314,12 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddStringToObject(root, "strategy", p->strategy_file);
     cJSON_AddStringToObject(root, "cluster", c->file);
     cJSON_AddStringToObject(root, "workload", p->model.name);
-    out_figures fig = {sum->iteration_s, sum->samples_per_s,  sum->tokens_per_s, sum->mfu,
-                       sum->compute_s,   sum->exposed_comm_s, sum->bubble_s,     sum->idle_s};
-    cJSON *b = out_figures_json(root, &fig);
+    cJSON *b = out_figures_json(root, &sum->fig);
     cJSON_AddNumberToObject(b, "gpu", sum->busiest_rank);
-    cJSON_AddNumberToObject(root, "peak_memory_bytes", sum->peak_memory_bytes);
-    cJSON_AddNumberToObject(root, "memory_capacity_bytes", sum->memory_capacity);
-    cJSON_AddBoolToObject(root, "fits_in_memory", sum->peak_memory_bytes <= sum->memory_capacity);
+    cJSON_AddNumberToObject(root, "peak_memory_bytes", sum->fig.peak_memory_bytes);
+    cJSON_AddNumberToObject(root, "memory_capacity_bytes", sum->fig.memory_capacity_bytes);
+    cJSON_AddBoolToObject(root, "fits_in_memory",
+                          sum->fig.peak_memory_bytes <= sum->fig.memory_capacity_bytes);
     cJSON_AddNumberToObject(root, "gpus", p->gpus);
 
     cJSON *plan = cJSON_AddObjectToObject(root, "plan");
@@ -370,7 +371,7 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
         cJSON_AddStringToObject(it, "direction", l->direction);
         cJSON_AddNumberToObject(it, "bytes", l->bytes);
         cJSON_AddNumberToObject(it, "busy_fraction",
-                                sum->iteration_s > 0 ? l->busy_s / sum->iteration_s : 0.0);
+                                sum->fig.iteration_s > 0 ? l->busy_s / sum->fig.iteration_s : 0.0);
         cJSON_AddItemToArray(links, it);
     }
 

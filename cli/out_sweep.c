@@ -30,16 +30,16 @@ static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
     char label[128];
     sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
     char mem[32];
-    snprintf(mem, sizeof mem, "%.1f/%.1f", p->peak_memory_bytes / GIB,
-             p->memory_capacity_bytes / GIB);
+    snprintf(mem, sizeof mem, "%.1f/%.1f", p->fig.peak_memory_bytes / GIB,
+             p->fig.memory_capacity_bytes / GIB);
     if (t->dlrm) {
         dlrm_row(f, p, label, mem);
         return;
     }
     if (p->status == SWEEP_PLAN_OK)
         fprintf(f, "%4d  %-36s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n", p->rank,
-                label, p->iteration_s, p->tokens_per_s, 100 * p->mfu, mem, p->compute_s,
-                p->exposed_comm_s, p->bubble_s, p->idle_s);
+                label, p->fig.iteration_s, p->fig.tokens_per_s, 100 * p->fig.mfu, mem,
+                p->fig.compute_s, p->fig.exposed_comm_s, p->fig.bubble_s, p->fig.idle_s);
     else
         fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s: %s\n", "-", label, "-", "-",
                 "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-",
@@ -52,9 +52,9 @@ static void dlrm_row(FILE *f, const sweep_plan *p, const char *label, const char
 {
     if (p->status == SWEEP_PLAN_OK)
         fprintf(f, "%4d  %-40s %8.3f %11.0f %13s %9.3f %8.3f %6.2f %8.3f %9.3f %8.3f  ok\n",
-                p->rank, label, 1e3 * p->iteration_s, p->samples_per_s, mem, 1e3 * p->lookup_max_s,
-                1e3 * p->alltoall_s, p->lookup_imbalance, 1e3 * p->compute_s,
-                1e3 * p->exposed_comm_s, 1e3 * p->idle_s);
+                p->rank, label, 1e3 * p->fig.iteration_s, p->fig.samples_per_s, mem,
+                1e3 * p->lookup_max_s, 1e3 * p->alltoall_s, p->lookup_imbalance,
+                1e3 * p->fig.compute_s, 1e3 * p->fig.exposed_comm_s, 1e3 * p->fig.idle_s);
     else
         fprintf(f, "%4s  %-40s %8s %11s %13s %9s %8s %6s %8s %9s %8s  %s: %s\n", "-", label, "-",
                 "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-", "-", "-",
@@ -149,16 +149,17 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
             recompute_name((recompute_mode)d->recompute), d->bucket_mb,
             d->sequence_parallel ? "true" : "false", d->ep, d->etp);
     if (p->status == SWEEP_PLAN_OK)
-        fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->iteration_s, p->tokens_per_s, p->samples_per_s,
-                p->mfu);
+        fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->fig.iteration_s, p->fig.tokens_per_s,
+                p->fig.samples_per_s, p->fig.mfu);
     else
         fputs(",,,,", f);
     if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM)
-        fprintf(f, "%.0f,%.0f,", p->peak_memory_bytes, p->memory_capacity_bytes);
+        fprintf(f, "%.0f,%.0f,", p->fig.peak_memory_bytes, p->fig.memory_capacity_bytes);
     else
         fputs(",,", f);
     if (p->status == SWEEP_PLAN_OK)
-        fprintf(f, "%.9g,%.9g,%.9g,%.9g,", p->compute_s, p->exposed_comm_s, p->bubble_s, p->idle_s);
+        fprintf(f, "%.9g,%.9g,%.9g,%.9g,", p->fig.compute_s, p->fig.exposed_comm_s, p->fig.bubble_s,
+                p->fig.idle_s);
     else
         fputs(",,,,", f);
     char tables[4 * DLRM_MAX_TABLES + 1];
@@ -237,16 +238,14 @@ static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
     cJSON_AddStringToObject(o, "status", status_name(p->status));
     out_plan_json(o, &p->desc);
     if (p->status == SWEEP_PLAN_OK) {
-        out_figures fig = {p->iteration_s, p->samples_per_s,  p->tokens_per_s, p->mfu,
-                           p->compute_s,   p->exposed_comm_s, p->bubble_s,     p->idle_s};
-        out_figures_json(o, &fig);
+        out_figures_json(o, &p->fig);
         cJSON_AddNumberToObject(o, "sim_wall_s", p->sim_wall_s);
     }
     if (p->n_tables > 0)
         cJSON_AddItemToObject(o, "embedding", embedding_json(p));
     if (p->status == SWEEP_PLAN_OK || p->status == SWEEP_PLAN_OOM) {
-        cJSON_AddNumberToObject(o, "peak_memory_bytes", p->peak_memory_bytes);
-        cJSON_AddNumberToObject(o, "memory_capacity_bytes", p->memory_capacity_bytes);
+        cJSON_AddNumberToObject(o, "peak_memory_bytes", p->fig.peak_memory_bytes);
+        cJSON_AddNumberToObject(o, "memory_capacity_bytes", p->fig.memory_capacity_bytes);
     }
     if (p->status == SWEEP_PLAN_INVALID || p->status == SWEEP_PLAN_FAILED ||
         p->status == SWEEP_PLAN_OOM) {

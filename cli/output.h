@@ -46,16 +46,11 @@ int out_json_bool(const cJSON *obj, const char *key, int optional, const char *f
 int out_json_enum(const cJSON *obj, const char *key, enum_names names, const char *file,
                   const char *where, int *out, ps_error *err);
 
-/* A simulated plan's headline figures and its busiest GPU's breakdown, named alike in the run
- * report and the sweep outputs (out_figures_json). */
-typedef struct out_figures {
-    double iteration_s, samples_per_s, tokens_per_s, mfu;
-    double compute_s, exposed_comm_s, bubble_s, idle_s;
-} out_figures;
-
-/* Add iteration_time_s, samples_per_s, tokens_per_s, mfu and a "breakdown" object (compute_s,
- * exposed_comm_s, bubble_s, idle_s) to obj; returns the breakdown object for more keys. */
-cJSON *out_figures_json(cJSON *obj, const out_figures *f);
+/* A simulated plan's headline figures, named alike in the run report and the sweep outputs: add
+ * iteration_time_s, samples_per_s, tokens_per_s, mfu and a "breakdown" object (compute_s,
+ * exposed_comm_s, bubble_s, idle_s) to obj; returns the breakdown object for more keys (the
+ * memory is not written: the run and the sweep place it differently). */
+cJSON *out_figures_json(cJSON *obj, const plan_figures *f);
 
 /* ---- one run (out_run.c) ---- */
 

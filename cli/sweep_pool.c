@@ -164,8 +164,8 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
     if (!rc) {
         int m = compiled_plan_tightest_rank(&plan);
         double peak = plan.memory[m].total, capacity = plan.memory_capacity_of_rank[m];
-        p.peak_memory_bytes = peak;
-        p.memory_capacity_bytes = capacity;
+        p.fig.peak_memory_bytes = peak;
+        p.fig.memory_capacity_bytes = capacity;
         if (spec->memory_fit && peak > capacity) {
             p.status = SWEEP_PLAN_OOM;
             snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,

@@ -33,16 +33,7 @@ void sweep_default_options(sweep_options *o)
 void sweep_plan_record(sweep_plan *p, const report_summary *sum, const htae_result *res)
 {
     p->status = SWEEP_PLAN_OK;
-    p->iteration_s = sum->iteration_s;
-    p->samples_per_s = sum->samples_per_s;
-    p->tokens_per_s = sum->tokens_per_s;
-    p->mfu = sum->mfu;
-    p->peak_memory_bytes = sum->peak_memory_bytes;
-    p->memory_capacity_bytes = sum->memory_capacity;
-    p->compute_s = sum->compute_s;
-    p->exposed_comm_s = sum->exposed_comm_s;
-    p->bubble_s = sum->bubble_s;
-    p->idle_s = sum->idle_s;
+    p->fig = sum->fig;
     p->sim_wall_s = res->wall_s;
 }
 
@@ -57,16 +48,7 @@ void sweep_plan_record_dlrm(sweep_plan *p, const dlrm_plan_stats *st, const repo
 void sweep_plan_copy_outcome(sweep_plan *p, const sweep_plan *src)
 {
     p->status = src->status;
-    p->iteration_s = src->iteration_s;
-    p->samples_per_s = src->samples_per_s;
-    p->tokens_per_s = src->tokens_per_s;
-    p->mfu = src->mfu;
-    p->peak_memory_bytes = src->peak_memory_bytes;
-    p->memory_capacity_bytes = src->memory_capacity_bytes;
-    p->compute_s = src->compute_s;
-    p->exposed_comm_s = src->exposed_comm_s;
-    p->bubble_s = src->bubble_s;
-    p->idle_s = src->idle_s;
+    p->fig = src->fig;
     p->sim_wall_s = 0; /* not simulated */
     p->dlrm = src->dlrm;
     p->lookup_max_s = src->lookup_max_s;
@@ -81,8 +63,8 @@ static int rank_cmp(const void *a, const void *b)
     const sweep_plan *p = *(const sweep_plan *const *)a, *q = *(const sweep_plan *const *)b;
     if (p->status != q->status)
         return p->status - q->status; /* ok, oom, failed, invalid */
-    if (p->status == SWEEP_PLAN_OK && p->iteration_s != q->iteration_s)
-        return p->iteration_s < q->iteration_s ? -1 : 1;
+    if (p->status == SWEEP_PLAN_OK && p->fig.iteration_s != q->fig.iteration_s)
+        return p->fig.iteration_s < q->fig.iteration_s ? -1 : 1;
     return p->index - q->index;
 }
 

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "../sim/base/figures.h"
 #include "sweep_spec.h"
 
 typedef enum {
@@ -22,13 +23,11 @@ extern const enum_names sweep_plan_status_names;
 /* One combination of the axes and, once processed, its outcome. Plain data (no pointers):
  * workers send it back through a pipe as is. */
 typedef struct sweep_plan {
-    int index;      /* position in the cartesian product, 0-based */
-    plan_desc desc; /* the combination: tensor, pipeline, data, micro_batch, schedule, ... */
-    int status;     /* sweep_plan_status */
-    int rank;       /* 1-based among simulated plans after ranking; 0 else */
-    double iteration_s, samples_per_s, tokens_per_s, mfu;
-    double peak_memory_bytes, memory_capacity_bytes;
-    double compute_s, exposed_comm_s, bubble_s, idle_s;
+    int index;         /* position in the cartesian product, 0-based */
+    plan_desc desc;    /* the combination: tensor, pipeline, data, micro_batch, schedule, ... */
+    int status;        /* sweep_plan_status */
+    int rank;          /* 1-based among simulated plans after ranking; 0 else */
+    plan_figures fig;  /* ok: all; oom: the memory */
     double sim_wall_s; /* host seconds the worker spent simulating */
     /* dlrm: tables_sharding: auto's proposal (0-based, -1: none) and then each table's
      * sharding (emb_sharding, n_tables entries) */

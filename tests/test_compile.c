@@ -118,8 +118,8 @@ START_TEST(single_gpu_iteration_is_sum_of_op_times)
     ck_assert_int_eq(f.p.micro_batches, 4);
     double want = steps_by_hand(&f, 0, 4) + step_overhead(&f);
     ck_close(f.r.makespan, want, 1e-6);
-    ck_close(f.sum.compute_s, want, 1e-6);
-    ck_assert(f.sum.exposed_comm_s == 0 && f.sum.bubble_s == 0);
+    ck_close(f.sum.fig.compute_s, want, 1e-6);
+    ck_assert(f.sum.fig.exposed_comm_s == 0 && f.sum.fig.bubble_s == 0);
     teardown(&f);
 }
 END_TEST
@@ -197,7 +197,8 @@ START_TEST(dp_overlap_hides_small_allreduce)
     /* Five buckets (layer 3 with the final norm: the tied LM head has no weights of its own
      * on a single stage; layers 2, 1, 0; the embedding); all but the last run under later
      * backward work, so at most about a third of the all-reduce time shows. */
-    ck_assert_msg(f.sum.exposed_comm_s < 0.35 * dp, "exposed %g of %g", f.sum.exposed_comm_s, dp);
+    ck_assert_msg(f.sum.fig.exposed_comm_s < 0.35 * dp, "exposed %g of %g",
+                  f.sum.fig.exposed_comm_s, dp);
     int buckets = 0;
     for (uint32_t i = 0; i < f.p.graph->n_colls; i++)
         buckets +=
@@ -212,7 +213,7 @@ START_TEST(dp_without_overlap_exposes_allreduce)
 {
     fixture f;
     setup(&f, "tests/data/compile/dp2-no-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
-    ck_close(f.sum.exposed_comm_s, f.sum.comm_s[CAT_DP_COMM], 1e-6);
+    ck_close(f.sum.fig.exposed_comm_s, f.sum.comm_s[CAT_DP_COMM], 1e-6);
     teardown(&f);
 }
 END_TEST
@@ -222,8 +223,8 @@ START_TEST(dp_overlap_cannot_hide_a_slow_network)
     fixture f;
     setup(&f, "tests/data/compile/dp2-overlap.yaml", "tests/data/htae/two-1GBps.xml", 1);
     /* ~100 M fp32 gradients = 0.4 GB at 1 GB/s: far longer than the backward pass */
-    ck_assert_msg(f.sum.exposed_comm_s > 0.5 * f.r.makespan, "exposed %g of %g",
-                  f.sum.exposed_comm_s, f.r.makespan);
+    ck_assert_msg(f.sum.fig.exposed_comm_s > 0.5 * f.r.makespan, "exposed %g of %g",
+                  f.sum.fig.exposed_comm_s, f.r.makespan);
     double grads = f.p.params_total * 4.0; /* ring of 2: each edge carries S */
     ck_assert(f.sum.comm_s[CAT_DP_COMM] >= grads / 1e9);
     teardown(&f);
@@ -270,9 +271,9 @@ START_TEST(pipeline_plan_runs_with_a_bubble)
 {
     fixture f;
     setup(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", 1);
-    ck_assert(f.sum.bubble_s > 0);
-    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s, f.r.makespan,
-             1e-9);
+    ck_assert(f.sum.fig.bubble_s > 0);
+    ck_close(f.sum.fig.compute_s + f.sum.fig.exposed_comm_s + f.sum.fig.bubble_s + f.sum.fig.idle_s,
+             f.r.makespan, 1e-9);
     teardown(&f);
 }
 END_TEST
@@ -285,9 +286,9 @@ START_TEST(interleaved_plan_runs_with_a_bubble)
     fixture f;
     setup(&f, "tests/data/compile/pp2-interleaved.yaml", "tests/data/htae/two-300GBps.xml", 1);
     ck_assert_int_eq(f.p.chunks, 2);
-    ck_assert(f.sum.bubble_s > 0);
-    ck_close(f.sum.compute_s + f.sum.exposed_comm_s + f.sum.bubble_s + f.sum.idle_s, f.r.makespan,
-             1e-9);
+    ck_assert(f.sum.fig.bubble_s > 0);
+    ck_close(f.sum.fig.compute_s + f.sum.fig.exposed_comm_s + f.sum.fig.bubble_s + f.sum.fig.idle_s,
+             f.r.makespan, 1e-9);
     teardown(&f);
 }
 END_TEST

@@ -399,10 +399,10 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     report_summarize(&plan, &r, &sum);
     ck_assert_int_eq(sum.busiest_rank, busiest);
     ck_close(r.makespan, iteration * 1e-3, 1e-12);
-    ck_close(sum.bubble_s, bubble * 1e-3, 1e-12);
-    ck_close(sum.idle_s, idle * 1e-3, 1e-12);
-    ck_assert(sum.exposed_comm_s == 0);
-    ck_close(sum.compute_s + sum.bubble_s + sum.idle_s, r.makespan, 1e-12);
+    ck_close(sum.fig.bubble_s, bubble * 1e-3, 1e-12);
+    ck_close(sum.fig.idle_s, idle * 1e-3, 1e-12);
+    ck_assert(sum.fig.exposed_comm_s == 0);
+    ck_close(sum.fig.compute_s + sum.fig.bubble_s + sum.fig.idle_s, r.makespan, 1e-12);
     free(plan.memory);
     free(plan.memory_capacity_of_rank);
     htae_result_free(&r);
@@ -485,8 +485,8 @@ START_TEST(memory_is_checked_against_each_gpus_capacity)
     report_summary sum;
     report_summarize(&p, &r, &sum);
     ck_assert_int_eq(sum.peak_memory_rank, 1);
-    ck_assert(sum.memory_capacity == 40 * GiB);
-    ck_assert(sum.peak_memory_bytes == p.memory[1].total);
+    ck_assert(sum.fig.memory_capacity_bytes == 40 * GiB);
+    ck_assert(sum.fig.peak_memory_bytes == p.memory[1].total);
     htae_result_free(&r);
     compiled_plan_free(&p);
     cluster_free(&c);

@@ -46,9 +46,9 @@ static void expect_same(const compiled_plan *p, const htae_result *st, const hta
     report_summary a, b;
     report_summarize(p, st, &a);
     report_summarize(p, full, &b);
-    ck_close(a.compute_s, b.compute_s, 1e-9);
-    ck_close(a.exposed_comm_s + a.bubble_s + a.idle_s, b.exposed_comm_s + b.bubble_s + b.idle_s,
-             1e-9);
+    ck_close(a.fig.compute_s, b.fig.compute_s, 1e-9);
+    ck_close(a.fig.exposed_comm_s + a.fig.bubble_s + a.fig.idle_s,
+             b.fig.exposed_comm_s + b.fig.bubble_s + b.fig.idle_s, 1e-9);
     ck_assert_int_eq(a.busiest_rank, b.busiest_rank);
     ck_assert_int_eq(a.n_top, b.n_top);
     for (int i = 0; i < a.n_top; i++) {

@@ -399,9 +399,9 @@ START_TEST(uneven_iteration_by_hand)
     report_summarize(&f.p, &r, &sum);
     ck_close(r.makespan, T, 1e-7);
     ck_assert_int_eq(sum.busiest_rank, 1);
-    ck_close(sum.compute_s, M * (F1 + b1), 1e-7);
-    ck_close(sum.exposed_comm_s, M * x, 1e-6);
-    ck_close(sum.bubble_s, (M + 2) * u + F0 + x + B0, 1e-6);
+    ck_close(sum.fig.compute_s, M * (F1 + b1), 1e-7);
+    ck_close(sum.fig.exposed_comm_s, M * x, 1e-6);
+    ck_close(sum.fig.bubble_s, (M + 2) * u + F0 + x + B0, 1e-6);
     htae_result_free(&r);
     fixture_free(&f, 1);
 }

@@ -132,8 +132,8 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, do
     nc = merge(comp, nc);
     nm = merge(comm, nm);
     double T = r->makespan;
-    s->compute_s = total(comp, nc);
-    s->exposed_comm_s = total(comm, nm) - overlap(comm, nm, comp, nc);
+    s->fig.compute_s = total(comp, nc);
+    s->fig.exposed_comm_s = total(comm, nm) - overlap(comm, nm, comp, nc);
 
     interval *all = xmalloc((size_t)(nc + nm + 1) * sizeof *all);
     memcpy(all, comp, (size_t)nc * sizeof *all);
@@ -141,10 +141,10 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, do
     int na = merge(all, nc + nm);
     double idle_total = T - total(all, na);
     double idle_in_flush = flush - busy_before(all, na, flush);
-    s->bubble_s = p->pp > 1 ? idle_in_flush : 0.0;
-    s->idle_s = idle_total - s->bubble_s;
-    if (s->idle_s < 0) /* rounding only */
-        s->idle_s = 0;
+    s->fig.bubble_s = p->pp > 1 ? idle_in_flush : 0.0;
+    s->fig.idle_s = idle_total - s->fig.bubble_s;
+    if (s->fig.idle_s < 0) /* rounding only */
+        s->fig.idle_s = 0;
     free(all);
     free(comp);
     free(comm);
@@ -181,10 +181,10 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
     const exec_graph *g = p->graph;
     memset(out, 0, sizeof *out);
     double T = r->makespan;
-    out->iteration_s = T;
-    out->samples_per_s = T > 0 ? p->samples_per_iter / T : 0;
-    out->tokens_per_s = T > 0 ? p->tokens_per_iter / T : 0;
-    out->mfu = T > 0 ? p->model_flops_per_iter / (T * p->gpus * p->peak_flops_per_gpu) : 0;
+    out->fig.iteration_s = T;
+    out->fig.samples_per_s = T > 0 ? p->samples_per_iter / T : 0;
+    out->fig.tokens_per_s = T > 0 ? p->tokens_per_iter / T : 0;
+    out->fig.mfu = T > 0 ? p->model_flops_per_iter / (T * p->gpus * p->peak_flops_per_gpu) : 0;
 
     double *busy = xcalloc((size_t)g->n_ranks, sizeof *busy);
     for (uint32_t t = 0; t < g->n_tasks; t++)
@@ -197,8 +197,8 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
 
     int m = compiled_plan_tightest_rank(p);
     out->peak_memory_rank = m;
-    out->peak_memory_bytes = p->memory[m].total;
-    out->memory_capacity = p->memory_capacity_of_rank[m];
+    out->fig.peak_memory_bytes = p->memory[m].total;
+    out->fig.memory_capacity_bytes = p->memory_capacity_of_rank[m];
     breakdown(p, r, out->busiest_rank, flush_end(p, r), out);
     top_labels(p, r, out->busiest_rank, out);
 }
