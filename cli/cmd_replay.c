@@ -165,36 +165,26 @@ static int replay_report(const replay_args *a, const out_replay *x, ps_error *er
     return 0;
 }
 
-/* Build the execution graph of the job and run it: the graph, its tasks and result out. */
-static int replay_run(const trace_job *job, const cluster *c, exec_graph **g, uint32_t ***task_of,
-                      htae_result *res, ps_error *err)
+/* The job's graph through the run path: built, simulated, summarized (path: with the critical
+ * path). */
+static int replay_run(const trace_job *job, const cluster *c, int path, run_outcome *out,
+                      ps_error *err)
 {
     htae_options o;
     htae_default_options(&o);
     o.overlap_slowdown = 0.0; /* measured kernel times already include any interference */
-    memset(res, 0, sizeof *res);
-    int rc = trace_job_graph(job, c->n_gpus, g, task_of, err);
-    if (!rc)
-        rc = htae_run(*g, c, &o, res, err);
-    return rc;
+    run_request rq = {.c = c, .job = job, .hopt = &o, .path = path};
+    return run_execute(&rq, out, err);
 }
 
 /* The predicted step of the unchanged job, before the what-ifs change it. */
 static int unchanged_step(const trace_job *job, const cluster *c, double *out, ps_error *err)
 {
-    exec_graph *g = NULL;
-    uint32_t **task_of = NULL;
-    htae_result res;
-    int rc = replay_run(job, c, &g, &task_of, &res, err);
-    if (!rc) {
-        replay_summary sum;
-        report_replay_summarize(job, g, task_of, &res, &sum);
-        *out = sum.iteration_s;
-        report_replay_free(&sum);
-    }
-    htae_result_free(&res);
-    trace_tasks_free(job, task_of);
-    graph_free(g);
+    run_outcome run;
+    int rc = replay_run(job, c, 0, &run, err);
+    if (!rc)
+        *out = run.replay.iteration_s;
+    run_outcome_free(&run);
     return rc;
 }
 
@@ -251,27 +241,18 @@ static int replay_main(int argc, char **argv)
                     "nothing to reorder, the step is unchanged\n",
                     a.what_if.v[i].text, job.ranks[0].file);
     }
-    exec_graph *g = NULL;
-    uint32_t **task_of = NULL;
-    htae_result res;
-    memset(&res, 0, sizeof res);
+    run_outcome run;
+    memset(&run, 0, sizeof run);
     if (!rc)
-        rc = replay_run(&job, &c, &g, &task_of, &res, &err);
+        rc = replay_run(&job, &c, 1, &run, &err);
     if (!rc) {
-        replay_summary sum;
-        report_replay_summarize(&job, g, task_of, &res, &sum);
-        report_critical_path cp;
-        report_critical_path_create(g, &res, &cp);
-        out_replay x = {&job, &c, g, &res, &sum, &cp, a.what_if.v, effects, a.what_if.n, unchanged};
+        out_replay x = {&job,      &c,          run.graph, &run.res,    &run.replay,
+                        &run.path, a.what_if.v, effects,   a.what_if.n, unchanged};
         rc = replay_report(&a, &x, &err);
-        report_critical_path_free(&cp);
-        report_replay_free(&sum);
     }
     if (rc)
         cli_fail(&err);
-    htae_result_free(&res);
-    trace_tasks_free(&job, task_of);
-    graph_free(g);
+    run_outcome_free(&run);
     cluster_free(&c);
     trace_job_free(&job);
     free_what_ifs(&a);

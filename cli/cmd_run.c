@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../strategies/compile/compile.h"
 #include "../sim/base/xalloc.h"
 #include "cli.h"
 #include "output.h"
@@ -147,25 +146,23 @@ static int run_csv(const char *path, const compiled_plan *plan, const htae_resul
     return out_sweep_csv(path, &t, err);
 }
 
-/* Summary, report files and the memory verdict of a simulated plan. */
-static int run_report(const run_args *a, const cluster *c, const compiled_plan *plan,
-                      const htae_result *res, const double *steps, const steady_info *steady,
+/* Summary, report files and the memory verdict of a simulated plan; load_s: host seconds of
+ * loading the strategy and the cluster. */
+static int run_report(const run_args *a, const cluster *c, const run_outcome *run, double load_s,
                       ps_error *err)
 {
-    run_analysis an;
-    an.steady = *steady;
-    double t0 = cli_now_s();
-    report_summarize(plan, res, &an.sum);
+    const compiled_plan *plan = &run->plan;
+    const htae_result *res = &run->res;
+    run_analysis an; /* the run's summary and critical path, borrowed */
+    an.sum = run->sum;
+    an.path = run->path;
+    an.steady = run->steady;
+    an.load_s = load_s;
+    an.compile_s = run->compile_s;
+    an.simulate_s = run->simulate_s;
+    an.summarize_s = run->summarize_s;
     const report_summary *sum = &an.sum;
     int rc = 0;
-    if (a->quiet && !a->json)
-        memset(&an.path, 0, sizeof an.path); /* nothing shows the critical path */
-    else
-        report_critical_path_create(plan->graph, res, &an.path);
-    an.load_s = steps[0];
-    an.compile_s = steps[1];
-    an.simulate_s = steps[2];
-    an.summarize_s = cli_now_s() - t0;
     if (!a->quiet)
         out_run_text(stdout, c, plan, res, &an);
     if (a->json && out_run_json(a->json, c, plan, res, &an, err))
@@ -174,7 +171,6 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
         rc = err->code;
     else if (a->csv && run_csv(a->csv, plan, res, sum, err))
         rc = err->code;
-    report_critical_path_free(&an.path);
     if (rc)
         return rc;
     if (a->strict && sum->fig.peak_memory_bytes > sum->fig.memory_capacity_bytes) {
@@ -186,6 +182,29 @@ static int run_report(const run_args *a, const cluster *c, const compiled_plan *
     return 0;
 }
 
+/* The gate between compile and simulate: the traced GPUs, whose links are counted (their ranks
+ * against the plan's GPUs, known now). */
+typedef struct run_counted {
+    run_args *a;
+    unsigned char *counted;
+} run_counted;
+
+static int count_links(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    run_counted *rc = ctx;
+    run_args *a = rc->a;
+    if (!a->trace_filter.ranks && !(a->trace && !a->no_trace_links))
+        return RUN_SIMULATE;
+    rc->counted = xcalloc((size_t)plan->gpus, 1);
+    if (a->trace_filter.ranks &&
+        out_trace_ranks(a->trace_filter.ranks, plan->gpus, rc->counted, err))
+        return err->code;
+    if (!a->trace_filter.ranks)
+        memset(rc->counted, 1, (size_t)plan->gpus);
+    a->hopt.counter_ranks = a->trace && !a->no_trace_links ? rc->counted : NULL;
+    return RUN_SIMULATE;
+}
+
 static int run_main(int argc, char **argv)
 {
     run_args a;
@@ -194,7 +213,7 @@ static int run_main(int argc, char **argv)
         return cli_exit_code(prc);
     ps_error err;
     ps_error_clear(&err);
-    double steps[3], t0 = cli_now_s(); /* load, compile, simulate */
+    double t0 = cli_now_s();
     strategy s;
     if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
         return cli_fail(&err);
@@ -215,33 +234,25 @@ static int run_main(int argc, char **argv)
         a.copt.profile = &db;
         out_warn_profile_device(&db, &c);
     }
-    compiled_plan plan;
-    htae_result res;
-    memset(&res, 0, sizeof res);
-    unsigned char *counted = NULL; /* the traced GPUs, whose links are counted */
-    steps[0] = cli_now_s() - t0;
-    int rc = compile_plan(&s, &c, &a.copt, &plan, &err);
-    steps[1] = cli_now_s() - t0 - steps[0];
-    if (!rc && (a.trace_filter.ranks || (a.trace && !a.no_trace_links))) {
-        counted = xcalloc((size_t)plan.gpus, 1);
-        if (a.trace_filter.ranks) /* its ranks against the plan's GPUs, before simulating */
-            rc = out_trace_ranks(a.trace_filter.ranks, plan.gpus, counted, &err);
-        else
-            memset(counted, 1, (size_t)plan.gpus);
-    }
-    a.hopt.counter_ranks = a.trace && !a.no_trace_links ? counted : NULL;
-    steady_info steady;
-    double t_sim = cli_now_s();
-    if (!rc) /* a trace shows every task as simulated: the steady state is not skipped then */
-        rc = steady_run(&s, &c, &a.copt, &a.hopt, !a.trace, &plan, &res, &steady, &err);
-    steps[2] = cli_now_s() - t_sim;
+    double load_s = cli_now_s() - t0;
+    run_counted counted = {&a, NULL};
+    run_request rq = {.c = &c,
+                      .s = &s,
+                      .copt = &a.copt,
+                      .hopt = &a.hopt,
+                      /* a trace shows every task as simulated: the steady state is not skipped */
+                      .steady = !a.trace,
+                      .path = !a.quiet || a.json, /* nothing else shows the critical path */
+                      .gate = count_links,
+                      .gate_ctx = &counted};
+    run_outcome run;
+    int rc = run_execute(&rq, &run, &err);
     if (!rc)
-        rc = run_report(&a, &c, &plan, &res, steps, &steady, &err);
+        rc = run_report(&a, &c, &run, load_s, &err);
     if (rc && err.code)
         cli_fail(&err);
-    free(counted);
-    htae_result_free(&res);
-    compiled_plan_free(&plan);
+    free(counted.counted);
+    run_outcome_free(&run);
     profile_db_free(&db);
     cluster_free(&c);
     strategy_free(&s);

@@ -14,7 +14,7 @@
 #include "../sim/engine/htae.h"
 #include "../sim/report/report.h"
 #include "../sim/report/report_replay.h"
-#include "../sim/run/steady.h"
+#include "../sim/run/run.h"
 #include "../sim/whatif/whatif.h"
 
 /* ---- a plan's fields (out_plan.c) ---- */

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "../sim/base/xalloc.h"
-#include "../sim/engine/htae_clock.h"
 #include "cli.h"
 #include "sweep_run.h"
 
@@ -68,7 +67,7 @@ static int read_all(int fd, void *buf, size_t n)
 
 /* What a simulated plan's record is a function of: its graph (the simulation's only input
  * besides the cluster, the same for every plan) and the compiled plan's fields that
- * report_summarize, sweep_plan_record and sweep_plan_record_dlrm read. Plans with equal keys
+ * run_summarize (report_plan), sweep_plan_record and sweep_plan_record_dlrm read. Plans with equal keys
  * get equal records. */
 typedef graph_digest plan_key;
 
@@ -140,60 +139,70 @@ static int hook_names(const char *var, int index)
     return v && *v && atoi(v) == index;
 }
 
-/* One plan in a worker: compile, check memory, ask the driver whether a plan with the same key
- * is simulated (twins), simulate, summarize; the record (or MSG_TWIN) goes to fd. Returns 0, or
- * 1 when the worker must end after it: a failed plan (a stalled run may leave actors behind), or
- * a SimGrid whose clock cannot be put back to 0 (then each plan gets a worker of its own). */
+/* What a worker's gate needs of its plan (worker_gate). */
+typedef struct worker_gate_ctx {
+    const sweep_spec *spec;
+    sweep_plan *p;
+    int twins, fd, cmd_fd;
+    int kind; /* the message the plan's outcome goes in: MSG_RECORD, or MSG_TWIN */
+} worker_gate_ctx;
+
+/* Between compile and simulate: the memory check (a plan that does not fit is not simulated
+ * under memory: fit), then whether a plan with the same key is simulated (twins), then the
+ * test hooks. */
+static int worker_gate(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    worker_gate_ctx *w = ctx;
+    sweep_plan *p = w->p;
+    int m = compiled_plan_tightest_rank(plan);
+    double peak = plan->memory[m].total, capacity = plan->memory_capacity_of_rank[m];
+    p->fig.peak_memory_bytes = peak;
+    p->fig.memory_capacity_bytes = capacity;
+    if (w->spec->memory_fit && peak > capacity) {
+        p->status = SWEEP_PLAN_OOM;
+        snprintf(p->reason, sizeof p->reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,
+                 capacity / GIB);
+        return RUN_STOP;
+    }
+    if (w->twins && worker_ask(w->fd, w->cmd_fd, p, plan_key_of(plan))) {
+        w->kind = MSG_TWIN;
+        return RUN_STOP;
+    }
+    if (hook_names("PROTOSIM_SWEEP_CRASH_PLAN", p->index)) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
+    if (hook_names("PROTOSIM_SWEEP_FAIL_PLAN", p->index))
+        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
+                            "failed on request (PROTOSIM_SWEEP_FAIL_PLAN)");
+    return RUN_SIMULATE;
+}
+
+/* One plan in a worker, through the run path: compile, the gate (worker_gate), simulate,
+ * summarize; the record (or MSG_TWIN) goes to fd. Returns 0, or 1 when the worker must end
+ * after it: a failed plan (a stalled run may leave actors behind), or an engine whose clock
+ * cannot be put back to 0 (then each plan gets a worker of its own). */
 static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_db *db, sweep_plan p,
                        int twins, int fd, int cmd_fd)
 {
     ps_error err;
     ps_error_clear(&err);
     strategy s;
-    compiled_plan plan;
-    htae_result res;
-    steady_info steady;
-    memset(&plan, 0, sizeof plan);
-    memset(&res, 0, sizeof res);
     sweep_plan_strategy(spec, &p, &s);
     compile_options copt;
     compile_default_options(&copt);
     copt.profile = db;
-    int rc = compile_plan(&s, c, &copt, &plan, &err);
-    int kind = MSG_RECORD, ending = 0;
-    if (!rc) {
-        int m = compiled_plan_tightest_rank(&plan);
-        double peak = plan.memory[m].total, capacity = plan.memory_capacity_of_rank[m];
-        p.fig.peak_memory_bytes = peak;
-        p.fig.memory_capacity_bytes = capacity;
-        if (spec->memory_fit && peak > capacity) {
-            p.status = SWEEP_PLAN_OOM;
-            snprintf(p.reason, sizeof p.reason, "needs %.2f GiB per GPU, has %.2f GiB", peak / GIB,
-                     capacity / GIB);
-            goto send;
-        }
-        if (twins && worker_ask(fd, cmd_fd, &p, plan_key_of(&plan))) {
-            kind = MSG_TWIN;
-            goto send;
-        }
-        if (hook_names("PROTOSIM_SWEEP_CRASH_PLAN", p.index)) {
-            signal(SIGSEGV, SIG_DFL);
-            raise(SIGSEGV);
-        }
-        if (hook_names("PROTOSIM_SWEEP_FAIL_PLAN", p.index))
-            rc = ps_error_set(&err, PS_EINTERNAL, NULL, 0, 0, NULL,
-                              "failed on request (PROTOSIM_SWEEP_FAIL_PLAN)");
-        else
-            rc = steady_run(&s, c, &copt, NULL, 1, &plan, &res, &steady, &err);
-        ending = !rc && !htae_clock_restart();
-    }
-    if (!rc) {
-        report_summary sum;
-        report_summarize(&plan, &res, &sum);
-        sweep_plan_record(&p, &sum, &res);
-        if (plan.dlrm)
-            sweep_plan_record_dlrm(&p, plan.dlrm, &sum);
-    } else {
+    worker_gate_ctx gate = {spec, &p, twins, fd, cmd_fd, MSG_RECORD};
+    run_request rq = {.c = c,
+                      .s = &s,
+                      .copt = &copt,
+                      .steady = 1,
+                      .again = 1,
+                      .gate = worker_gate,
+                      .gate_ctx = &gate};
+    run_outcome run;
+    int rc = run_execute(&rq, &run, &err);
+    if (rc) {
         p.status = SWEEP_PLAN_FAILED;
         snprintf(p.reason_kind, sizeof p.reason_kind, "error");
         snprintf(p.reason, sizeof p.reason, "%.100s%s%.300s", err.field[0] ? err.field : "",
@@ -201,10 +210,15 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
         worker_put(fd, MSG_RECORD, NULL, &p, 1);
         return 1; /* what a failed compile or run left is not freed: the worker ends */
     }
-send:
-    worker_put(fd, kind, NULL, &p, ending);
-    htae_result_free(&res);
-    compiled_plan_free(&plan);
+    int ending = 0;
+    if (!run.stopped) {
+        ending = !run.clock_reset;
+        sweep_plan_record(&p, &run.sum, &run.res);
+        if (run.plan.dlrm)
+            sweep_plan_record_dlrm(&p, run.plan.dlrm, &run.sum);
+    }
+    worker_put(fd, gate.kind, NULL, &p, ending);
+    run_outcome_free(&run);
     strategy_free(&s);
     return ending;
 }

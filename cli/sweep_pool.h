@@ -1,10 +1,10 @@
 /* sweep_pool.h: the sweep's worker processes. The driver loads the platform once and forks
  * `jobs` workers, which inherit it; each worker simulates plan after plan as the driver hands
- * them out, the engine's clock put back to 0 before each run (htae_clock_restart), so that a plan
- * gets exactly the record it gets in a process of its own, whatever ran before it. A worker that
- * dies takes only its current plan with it (failed, with the signal); the driver forks another
- * for the plans left. A plan that fails in the simulator ends its worker too, since a stalled
- * run may leave the engine with actors. */
+ * them out, through the run path (sim/run/run.h), the engine's clock put back to 0 after each
+ * run, so that a plan gets exactly the record it gets in a process of its own, whatever ran
+ * before it. A worker that dies takes only its current plan with it (failed, with the signal);
+ * the driver forks another for the plans left. A plan that fails in the simulator ends its
+ * worker too, since a stalled run may leave the engine with actors. */
 #ifndef PROTOSIM_SWEEP_POOL_H
 #define PROTOSIM_SWEEP_POOL_H
 

@@ -8,7 +8,7 @@
 
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
-#include "../sim/report/report.h"
+#include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
 
@@ -46,7 +46,7 @@ static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel,
     if (!simulate)
         return;
     ck_assert_msg(htae_run(f->p.graph, &f->c, NULL, &f->r, &err) == 0, "%s", err.message);
-    report_summarize(&f->p, &f->r, &f->sum);
+    run_summarize(&f->p, &f->r, &f->sum);
 }
 
 static void teardown(fixture *f)

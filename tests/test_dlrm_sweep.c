@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "../sim/cost/cost.h"
-#include "../sim/report/report.h"
+#include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
@@ -362,7 +362,7 @@ START_TEST(ranked_columns_by_hand)
     htae_result r;
     ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
     report_summary sum;
-    report_summarize(&p, &r, &sum);
+    run_summarize(&p, &r, &sum);
     const device_spec *dev = c.device[0];
     double l0 = table_lookup(&st.model, 0, 512, dev), l1 = table_lookup(&st.model, 1, 512, dev);
     double max = fmax(l0, l1);

@@ -9,7 +9,7 @@
 
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
-#include "../sim/report/report.h"
+#include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
 
@@ -396,7 +396,7 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     plan.memory = calloc((size_t)p, sizeof *plan.memory);
     plan.memory_capacity_of_rank = calloc((size_t)p, sizeof *plan.memory_capacity_of_rank);
     report_summary sum;
-    report_summarize(&plan, &r, &sum);
+    run_summarize(&plan, &r, &sum);
     ck_assert_int_eq(sum.busiest_rank, busiest);
     ck_close(r.makespan, iteration * 1e-3, 1e-12);
     ck_close(sum.fig.bubble_s, bubble * 1e-3, 1e-12);
@@ -483,7 +483,7 @@ START_TEST(memory_is_checked_against_each_gpus_capacity)
     ck_assert(p.memory[0].total == p.memory[1].total);
     ck_assert_msg(htae_run(p.graph, &c, NULL, &r, &err) == 0, "%s", err.message);
     report_summary sum;
-    report_summarize(&p, &r, &sum);
+    run_summarize(&p, &r, &sum);
     ck_assert_int_eq(sum.peak_memory_rank, 1);
     ck_assert(sum.fig.memory_capacity_bytes == 40 * GiB);
     ck_assert(sum.fig.peak_memory_bytes == p.memory[1].total);

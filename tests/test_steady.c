@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/report/report.h"
+#include "../sim/run/run.h"
 #include "../sim/run/steady.h"
 #include "sim_util.h"
 
@@ -44,8 +44,8 @@ static void expect_same(const compiled_plan *p, const htae_result *st, const hta
         ck_assert(fabs(a->busy_s - full->links[j].busy_s) <= 1e-9);
     }
     report_summary a, b;
-    report_summarize(p, st, &a);
-    report_summarize(p, full, &b);
+    run_summarize(p, st, &a);
+    run_summarize(p, full, &b);
     ck_close(a.fig.compute_s, b.fig.compute_s, 1e-9);
     ck_close(a.fig.exposed_comm_s + a.fig.bubble_s + a.fig.idle_s,
              b.fig.exposed_comm_s + b.fig.bubble_s + b.fig.idle_s, 1e-9);

@@ -10,7 +10,7 @@
 
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
-#include "../sim/report/report.h"
+#include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 
 static const char *data_dir(void)
@@ -396,7 +396,7 @@ START_TEST(uneven_iteration_by_hand)
     ps_error_clear(&err);
     ck_assert_msg(htae_run(f.p.graph, &f.c, &o, &r, &err) == 0, "%s", err.message);
     report_summary sum;
-    report_summarize(&f.p, &r, &sum);
+    run_summarize(&f.p, &r, &sum);
     ck_close(r.makespan, T, 1e-7);
     ck_assert_int_eq(sum.busiest_rank, 1);
     ck_close(sum.fig.compute_s, M * (F1 + b1), 1e-7);

@@ -15,15 +15,7 @@ void htae_wait_until(double date);
  * acquired). A release at the very instant the date comes may stay on sem: callers re-check
  * their condition after every acquisition (as with sg_sem_acquire_timeout). */
 int htae_sem_acquire_until(sg_sem_t sem, double date);
-/* Put SimGrid's clock back to 0 between two runs in one process (no actor, timer or activity
- * left), so that a run gives exactly what it gives in a process of its own: a second run from
- * the first's end time does not (measured: a 64-GPU plan's iteration time moved 0.3% after
- * another plan's run; events close in time order differently at another origin). SimGrid 3.32
- * has no call for it: its clock is a static member of its engine's implementation class, which
- * libsimgrid exports without declaring it in an installed header; it is found by its symbol
- * name and written only if it holds simgrid_get_clock()'s value. Returns 1 when the clock is
- * 0, 0 when it could not be reset (then the run counts from its start, htae_run). */
-int htae_clock_restart(void);
+/* htae_clock_restart, the engine's public call that puts the clock back to 0: htae.h. */
 
 #ifdef __cplusplus
 }

@@ -72,7 +72,7 @@ static double busy_before(const interval *u, int n, double t)
 }
 
 /* End of the pipeline flush: when the last backward of any stage ends (0 without backward). */
-static double flush_end(const compiled_plan *p, const htae_result *r)
+static double flush_end(const report_plan *p, const htae_result *r)
 {
     const exec_graph *g = p->graph;
     double end = 0;
@@ -98,7 +98,7 @@ static double flush_end(const compiled_plan *p, const htae_result *r)
  * so its bubble is F - m (t_f + t_b) = (p - 1)(t_f + t_b), the same on every stage. With
  * unequal stages the slowest stage's bubble is one forward and one backward of every other
  * stage (tests/test_hetero.c works an example). */
-static void breakdown(const compiled_plan *p, const htae_result *r, int rank, double flush,
+static void breakdown(const report_plan *p, const htae_result *r, int rank, double flush,
                       report_summary *s)
 {
     const exec_graph *g = p->graph;
@@ -150,7 +150,7 @@ static void breakdown(const compiled_plan *p, const htae_result *r, int rank, do
     free(comm);
 }
 
-static void top_labels(const compiled_plan *p, const htae_result *r, int rank, report_summary *s)
+static void top_labels(const report_plan *p, const htae_result *r, int rank, report_summary *s)
 {
     const exec_graph *g = p->graph;
     double *by = xcalloc((size_t)g->n_labels + 1, sizeof *by);
@@ -176,7 +176,7 @@ static void top_labels(const compiled_plan *p, const htae_result *r, int rank, r
     free(by);
 }
 
-void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out)
+void report_summarize(const report_plan *p, const htae_result *r, report_summary *out)
 {
     const exec_graph *g = p->graph;
     memset(out, 0, sizeof *out);
@@ -195,10 +195,9 @@ void report_summarize(const compiled_plan *p, const htae_result *r, report_summa
             out->busiest_rank = k;
     free(busy);
 
-    int m = compiled_plan_tightest_rank(p);
-    out->peak_memory_rank = m;
-    out->fig.peak_memory_bytes = p->memory[m].total;
-    out->fig.memory_capacity_bytes = p->memory_capacity_of_rank[m];
+    out->peak_memory_rank = p->memory_rank;
+    out->fig.peak_memory_bytes = p->memory_bytes;
+    out->fig.memory_capacity_bytes = p->memory_capacity_bytes;
     breakdown(p, r, out->busiest_rank, flush_end(p, r), out);
     top_labels(p, r, out->busiest_rank, out);
 }

@@ -1,12 +1,11 @@
 /* report.h: what a run tells its user: the summary (iteration time, throughput, MFU, memory,
- * where the time went on the busiest GPU), computed from the compiled plan and the timeline. */
+ * where the time went on the busiest GPU), computed from what it needs of the compiled plan
+ * (report_plan: the report never reads the strategy) and the timeline. */
 #ifndef PROTOSIM_REPORT_H
 #define PROTOSIM_REPORT_H
 
 #include <stdio.h>
 
-#include "../../strategies/compile/compile.h"
-#include "../../topology/cluster.h"
 #include "../base/figures.h"
 #include "../engine/htae.h"
 
@@ -16,6 +15,17 @@ typedef struct report_item {
     int label;
     double seconds;
 } report_item;
+
+/* What the report reads of a compiled plan (sim/run/run.h's run_summarize fills it from one):
+ * its graph, the work of one iteration and the GPU with the least memory headroom
+ * (compiled_plan_tightest_rank). Borrowed, plain. */
+typedef struct report_plan {
+    const exec_graph *graph;
+    int gpus, pp;
+    double samples_per_iter, tokens_per_iter, model_flops_per_iter, peak_flops_per_gpu;
+    int memory_rank;
+    double memory_bytes, memory_capacity_bytes; /* that GPU's estimate and its own HBM */
+} report_plan;
 
 typedef struct report_summary {
     /* iteration time, throughput, MFU; the memory of the GPU with the least headroom (the most
@@ -36,7 +46,8 @@ typedef struct report_summary {
     int n_top;
 } report_summary;
 
-void report_summarize(const compiled_plan *p, const htae_result *r, report_summary *out);
+/* The summary of plan p simulated into r (the figures' formulas: here, once). */
+void report_summarize(const report_plan *p, const htae_result *r, report_summary *out);
 
 /* The critical path of the simulated iteration, walked backwards from the task that ends last.
  * A task's predecessors are its explicit edges' sources and the previous task of its stream;
