@@ -67,8 +67,8 @@ static int read_all(int fd, void *buf, size_t n)
 
 /* What a simulated plan's record is a function of: its graph (the simulation's only input
  * besides the cluster, the same for every plan) and the compiled plan's fields that
- * run_summarize (report_plan), sweep_plan_record and sweep_plan_record_dlrm read. Plans with equal keys
- * get equal records. */
+ * run_summarize (report_plan), sweep_plan_record and sweep_plan_record_dlrm read. Plans with
+ * equal keys get equal records. */
 typedef graph_digest plan_key;
 
 static plan_key plan_key_of(const compiled_plan *plan)
