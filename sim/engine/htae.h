@@ -79,6 +79,9 @@ typedef struct htae_link_stat {
     int index; /* the run's own index of the link (snapshots' order before sorting) */
 } htae_link_stat;
 
+/* qsort order of htae_link_stat: busiest first (busy time, then bytes, then name). */
+int htae_link_stat_cmp(const void *pa, const void *pb);
+
 typedef struct htae_result {
     double makespan;       /* simulated seconds until the last task ended */
     double *start, *end;   /* [n_tasks] simulated start and end of each task (all times of a

@@ -35,7 +35,5 @@ void htae_links_snapshot(htae_links *L, double now);
  * ended. */
 void htae_links_collect(const htae_links *L, htae_result *out);
 void htae_links_free(htae_links *L);
-/* qsort order of htae_link_stat: busiest first (busy time, then bytes, then name). */
-int htae_link_stat_cmp(const void *pa, const void *pb);
 
 #endif

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "../base/xalloc.h"
-#include "../engine/htae_links.h"
 
 /* Simulated seconds within which two times are the same instant: far below any task here, far
  * above the rounding of a time of a few hundred seconds. */
