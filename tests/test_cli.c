@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* ---------------------------------------------------------------- help */
 
@@ -930,10 +931,5 @@ static Suite *cli_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cli_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(cli_suite());
 }

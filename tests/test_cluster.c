@@ -12,6 +12,7 @@
 #include <simgrid/host.h>
 
 #include "../topology/cluster.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -587,9 +588,5 @@ static Suite *cluster_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cluster_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(cluster_suite());
 }

@@ -16,6 +16,7 @@
 #include "../topology/cluster.h"
 #include "../topology/cluster_desc.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* Two nodes of a 2-GPU PCIe machine: each GPU's PCIe link (16 GB/s, 1 us) to a switch holding
  * the node's one NIC (12.5 GB/s, 2 us), both GPUs on rail 0; one node per leaf, uplinks
@@ -340,9 +341,5 @@ static Suite *cluster_desc_suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(cluster_desc_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(cluster_desc_suite());
 }

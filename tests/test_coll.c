@@ -13,6 +13,7 @@
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* One group over ranks 0..n-1 running, one after another, a collective of each kind[i] with
  * bytes[i]; ids[i] is the first member's task of collective i. */
@@ -462,10 +463,5 @@ static Suite *coll_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(coll_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(coll_suite());
 }

@@ -11,6 +11,7 @@
 #include "../sim/report/report.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -514,9 +515,5 @@ static Suite *compile_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(compile_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(compile_suite());
 }

@@ -15,6 +15,7 @@
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* A 2-layer Llama with FlashAttention, seq 8192, one sample per iteration. */
 static void strategy_text(char *buf, size_t cap, int hidden, int heads, int kv_heads,
@@ -562,9 +563,5 @@ static Suite *context_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(context_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(context_suite());
 }

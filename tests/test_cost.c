@@ -9,6 +9,7 @@
 #include "../sim/cost/cost.h"
 #include "../topology/cluster.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 /* A100 SXM 80 GB datasheet figures (dense). */
 static device_spec a100(void)
@@ -655,9 +656,5 @@ static Suite *cost_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cost_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(cost_suite());
 }

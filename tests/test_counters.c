@@ -13,6 +13,7 @@
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static const htae_link_stat *find_link(const htae_result *r, const char *name)
 {
@@ -284,9 +285,5 @@ int main(void)
     tcase_add_test(tc, a_tasks_edges_start_after_its_worst_latency);
     tcase_add_test(tc, listed_gpus_count_the_links_near_them);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

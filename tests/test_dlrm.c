@@ -12,6 +12,7 @@
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -429,9 +430,5 @@ int main(void)
     tcase_add_test(tc, sparse_update_by_hand);
     tcase_add_test(tc, op_graph_shapes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -12,6 +12,7 @@
 #include "../sim/cost/cost.h"
 #include "../strategies/compile/compile.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* A tiny DLRM: 4 dense features, bottom MLP 4 -> 8 -> 4, two tables of 100 and 10 rows of
  * dim 4, dot interaction over 3 vectors (3 pairs + the bottom's 4 = 7 wide), top MLP 7 -> 8 -> 1.
@@ -1018,9 +1019,5 @@ int main(void)
     tcase_add_test(tc, devices_without_l2_are_refused);
     tcase_add_test(tc, sparse_update_plumbing);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

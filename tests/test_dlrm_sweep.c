@@ -18,6 +18,7 @@
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -657,9 +658,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite());
 }

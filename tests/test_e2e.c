@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -996,10 +997,5 @@ static Suite *e2e_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(e2e_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(e2e_suite());
 }

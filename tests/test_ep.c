@@ -14,6 +14,7 @@
 #include "../workloads/workload.h"
 #include "sim_util.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 /* Mixtral 8x7B by hand (tests/test_moe.c): one expert of a layer 3 x 4096 x 14336 =
  * 176,160,768 parameters; 32 layers. The rest (attention 41,943,040 + norms 8,192 + router
@@ -432,9 +433,5 @@ static Suite *ep_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ep_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(ep_suite());
 }

@@ -17,6 +17,7 @@
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static void expect_bw_lat(const char *a, const char *b, double bw, double lat)
 {
@@ -427,10 +428,5 @@ static Suite *fabric_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fabric_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(fabric_suite());
 }

@@ -10,6 +10,7 @@
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -234,9 +235,5 @@ static Suite *fp8_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fp8_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(fp8_suite());
 }

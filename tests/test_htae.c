@@ -15,6 +15,7 @@
 #include "../strategies/schedule.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* The receiving side of a transfer: an instant task on its peer that depends on it (every
  * transfer of a graph must be received). It ends when the transfer does. */
@@ -810,9 +811,5 @@ static Suite *htae_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(htae_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(htae_suite());
 }

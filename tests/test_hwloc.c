@@ -10,6 +10,7 @@
 
 #include "../topology/hwloc_import.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -426,9 +427,5 @@ static Suite *hwloc_suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(hwloc_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(hwloc_suite());
 }

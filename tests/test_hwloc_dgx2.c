@@ -12,6 +12,7 @@
 
 #include "../topology/hwloc_import.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 static char dgx2_path[1024];
 
@@ -127,9 +128,5 @@ int main(void)
     tcase_add_test(t, dgx2_node_model);
     tcase_add_test(t, dgx2_matches_template);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

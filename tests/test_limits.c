@@ -15,6 +15,7 @@
 #include "../sim/base/yaml_read.h"
 #include "../topology/cluster.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 static const char *dgx4 = "topology/clusters/dgx4.xml";
 
@@ -532,9 +533,5 @@ static Suite *limits_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(limits_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(limits_suite());
 }

@@ -11,6 +11,7 @@
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -487,9 +488,5 @@ static Suite *llama_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(llama_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(llama_suite());
 }

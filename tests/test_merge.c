@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 static run_result run_merge(const char *dir, const char *fixture, const char *plot)
 {
@@ -135,9 +136,5 @@ static Suite *merge_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(merge_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(merge_suite());
 }

@@ -11,6 +11,7 @@
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -297,9 +298,5 @@ static Suite *moe_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(moe_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(moe_suite());
 }

@@ -11,6 +11,7 @@
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -352,10 +353,5 @@ static Suite *platform_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(platform_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(platform_suite());
 }

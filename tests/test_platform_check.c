@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* `protosim collective` is the shortest path through cluster_load. */
 static run_result run_collective(const char *dir, const char *cluster, const char *gpus)
@@ -168,9 +169,5 @@ static Suite *platform_check_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(platform_check_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(platform_check_suite());
 }

@@ -13,6 +13,7 @@
 #include "../workloads/trace/trace_profile.h"
 #include "model_util.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static char path_buf[4][1024];
 
@@ -738,9 +739,5 @@ static Suite *profile_suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(profile_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(profile_suite());
 }

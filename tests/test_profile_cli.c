@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* profile ops.json -o DIR/ops.json, then run one-layer.yaml with it: fc1's forward (45 us), its
  * backward dX and fc2's forward (80 us each) are measured (tests/test_profile.c works them
@@ -167,9 +168,5 @@ int main(void)
     tcase_add_test(t, profile_usage_errors);
     tcase_add_test(t, sweep_with_profile_as_run);
     suite_add_tcase(s, t);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -8,6 +8,7 @@
 #include "../sim/report/report_replay.h"
 #include "../workloads/trace/trace.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static char path_buf[1024];
 
@@ -456,9 +457,5 @@ int main(void)
     tcase_add_test(tc, unmatched_collective);
     tcase_add_test(tc, step_median_rule);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -11,6 +11,7 @@
 #include "../sim/report/report.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* Every software overhead off: only the platform shapes the timings. */
 static void run(exec_graph *g, cluster *c, htae_result *r)
@@ -166,9 +167,5 @@ static Suite *report_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(report_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(report_suite());
 }

@@ -19,6 +19,7 @@
 #include "../topology/hwloc_import.h"
 #include "../topology/node_model.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 #define MAX_LINKS 8
 #define GEN5_X16  63.01538467 /* PCIe Gen5 x16: hwloc's float speed, written with 10 digits */
@@ -298,9 +299,5 @@ static Suite *routes_suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(routes_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(routes_suite());
 }

@@ -9,6 +9,7 @@
 #include "../sim/report/report.h"
 #include "../sim/run/steady.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* A small GPT (8 layers of hidden 1024) on the 4 A100s of dgx4, with this batch and strategy. */
 static void load_plan(const char *batch, const char *strategy_yaml, strategy *s, cluster **c,
@@ -234,9 +235,5 @@ static Suite *steady_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(steady_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(steady_suite());
 }

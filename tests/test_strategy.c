@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../strategies/strategy.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -440,9 +441,5 @@ static Suite *strategy_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(strategy_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(strategy_suite());
 }

@@ -21,6 +21,7 @@
 
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
 /* Whole file into a NUL-terminated buffer; NULL if it cannot be read. *len gets the size. */
@@ -759,10 +760,5 @@ static Suite *sweep_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sweep_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(sweep_suite());
 }

@@ -17,6 +17,7 @@
 
 #include "../sim/engine/htae.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 static const char *dp2_tp2 = "strategies/examples/gpt3-1.3b-dp2-tp2.yaml";
 static const char *pp2_dp2 = "strategies/examples/gpt3-1.3b-pp2-dp2.yaml";
@@ -518,9 +519,5 @@ int main(void)
     tcase_add_test(tc, link_counters_follow_trace_ranks);
     tcase_add_test(tc, bad_trace_options_name_the_option);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

@@ -12,6 +12,7 @@
 #include "../sim/engine/htae.h"
 #include "../sim/report/report.h"
 #include "../strategies/compile/compile.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -424,9 +425,5 @@ static Suite *uneven_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(uneven_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(uneven_suite());
 }

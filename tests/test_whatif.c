@@ -10,6 +10,7 @@
 #include "../sim/whatif/whatif.h"
 #include "../workloads/trace/trace.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* dgx4 (sim_dgx4); network:F changes it for the rest of that test only (each test runs in its
  * own process). */
@@ -627,9 +628,5 @@ int main(void)
     tcase_add_test(tc, priority_gradients_sliced_by_hand);
     tcase_add_test(tc, priority_gradients_refused_or_nothing);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(s);
 }

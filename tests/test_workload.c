@@ -10,6 +10,7 @@
 #include "../sim/base/yaml_read.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 static const char *data_dir(void)
 {
@@ -510,9 +511,5 @@ static Suite *workload_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(workload_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(workload_suite());
 }

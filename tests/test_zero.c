@@ -13,6 +13,7 @@
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 #define MAXL 8 /* unit tables: [layer + 1] for the embedding (-1), layers and head (L) */
 
@@ -513,9 +514,5 @@ static Suite *zero_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(zero_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(zero_suite());
 }
