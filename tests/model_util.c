@@ -1,4 +1,5 @@
 /* model_util.c: see model_util.h. */
+#include "../sim/base/vocab.h"
 #include "model_util.h"
 
 #include <check.h>
@@ -16,8 +17,7 @@ int model_load_text(const char *text, workload_model *m, ps_error *err)
     FILE *f = fdopen(fd, "w");
     fputs(text, f);
     fclose(f);
-    const char *dir = getenv("PROTOSIM_DATA_DIR");
-    int rc = workload_model_load(path, dir ? dir : PROTOSIM_SOURCE_DIR, m, err);
+    int rc = workload_model_load(path, ps_data_dir(), m, err);
     unlink(path);
     return rc;
 }

@@ -13,7 +13,7 @@ const workload_op *find_op(const workload_graph *g, const char *name);
 /* Whether the graph has an op named `name`. */
 int has_op(const workload_graph *g, const char *name);
 /* workload_model_load of a model file holding `text` (a temporary file, removed after), with
- * the bundled data directory (PROTOSIM_DATA_DIR or the source tree). */
+ * the bundled data directory (ps_data_dir). */
 int model_load_text(const char *text, workload_model *m, ps_error *err);
 
 #endif

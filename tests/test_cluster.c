@@ -11,23 +11,18 @@
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/cluster.h"
 #include "suite_util.h"
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 static void fixture_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/data/cluster/%s", data_dir(), name);
+    snprintf(out, n, "%s/tests/data/cluster/%s", ps_data_dir(), name);
 }
 
 static void bundled_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/topology/clusters/%s", data_dir(), name);
+    snprintf(out, n, "%s/topology/clusters/%s", ps_data_dir(), name);
 }
 
 static void load_ok(const char *path, cluster *c)
@@ -35,7 +30,7 @@ static void load_ok(const char *path, cluster *c)
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     if (rc)
         ps_error_print(&err, stderr);
     ck_assert_msg(rc == 0, "%s: %s:%d %s: %s", path, err.file, err.line, err.field, err.message);
@@ -50,7 +45,7 @@ static ps_error load_fails(const char *fixture)
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), &c, &err);
+    int rc = cluster_load(path, ps_data_dir(), &c, &err);
     ck_assert_msg(rc == PS_EINPUT, "%s: expected PS_EINPUT, got %d", fixture, rc);
     ck_assert_int_eq(err.code, PS_EINPUT);
     ck_assert_ptr_null(c.host_names);
@@ -92,7 +87,7 @@ static void load_two_nodes_of_8(const char *kind, const cluster_gen_opts *o, clu
 START_TEST(devices_bundled)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
     ps_error err;
     ps_error_clear(&err);
@@ -343,7 +338,7 @@ START_TEST(missing_file)
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    ck_assert_int_eq(cluster_load("/nonexistent/protosim.xml", data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load("/nonexistent/protosim.xml", ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, "/nonexistent/protosim.xml");
 }
@@ -357,13 +352,13 @@ START_TEST(load_needs_the_engine)
     ps_error err;
     ps_error_clear(&err);
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/clusters/dgx4.xml", data_dir());
-    ck_assert_int_eq(cluster_load(path, data_dir(), &c, &err), PS_EINTERNAL);
+    snprintf(path, sizeof path, "%s/topology/clusters/dgx4.xml", ps_data_dir());
+    ck_assert_int_eq(cluster_load(path, ps_data_dir(), &c, &err), PS_EINTERNAL);
     ck_assert_ptr_nonnull(strstr(err.message, "cluster_engine_start"));
     ck_assert_int_eq(c.n_gpus, 0);
     ps_error_clear(&err);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(path, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(path, ps_data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_int_eq(c.n_gpus, 4);
     cluster_free(&c);
 }

@@ -12,6 +12,7 @@
 #include <xbt/dynar.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "../topology/cluster_desc.h"
@@ -133,7 +134,7 @@ END_TEST
 START_TEST(mixed_cluster_layout_and_route)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/clusters/mixed-fat-tree.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/clusters/mixed-fat-tree.yaml", ps_data_dir());
     cluster_desc *d;
     ps_error err;
     ps_error_clear(&err);
@@ -279,7 +280,7 @@ START_TEST(malformed_descriptions_are_located)
         ps_error err;
         ps_error_clear(&err);
         cluster_engine_start();
-        int rc = cluster_load(path, sim_data_dir(), &c, &err);
+        int rc = cluster_load(path, ps_data_dir(), &c, &err);
         ck_assert_msg(rc == PS_EINPUT, "case %zu (%s): rc %d", k, b->to, rc);
         ck_assert_str_eq(err.file, path);
         ck_assert_msg(err.line == b->line && err.column == b->column,
@@ -307,13 +308,13 @@ START_TEST(format_sniffed_from_content)
     char *path = sim_temp_file(".yaml", "fabric: rail\n");
     ps_error_clear(&err);
     cluster_engine_start();
-    ck_assert_int_eq(cluster_load(path, sim_data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load(path, ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "missing key 'protosim_cluster'"), "%s", err.message);
     unlink(path);
     free(path);
     path = sim_temp_file(".xml", "fabric: rail\n");
     ps_error_clear(&err);
-    ck_assert_int_eq(cluster_load(path, sim_data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load(path, ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "not a valid XML file"), "%s", err.message);
     unlink(path);
     free(path);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
@@ -195,7 +196,7 @@ START_TEST(nvls_moves_k_plus_one_over_k)
     fclose(f);
     cluster_engine_start();
     cluster c;
-    int rc = cluster_load(path, sim_data_dir(), &c, &err);
+    int rc = cluster_load(path, ps_data_dir(), &c, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "%s", err.message);
     htae_options o = sim_bare_options();

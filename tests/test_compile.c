@@ -6,18 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/report/report.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
 #include "suite_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
 
 #define ck_close(got, want, rel)                                                                   \
     ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.9g, want %.9g", (double)(got),  \
@@ -35,14 +30,14 @@ typedef struct fixture {
 static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel, int simulate)
 {
     char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
-    snprintf(cp, sizeof cp, "%s/%s", data_dir(), cluster_rel);
+    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
+    snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
     ps_error err;
     ps_error_clear(&err);
     memset(f, 0, sizeof *f);
-    ck_assert_msg(strategy_load(sp, data_dir(), &f->s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f->s, &err) == 0, "%s", err.message);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), &f->c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
     if (!simulate)
         return;
@@ -297,10 +292,10 @@ START_TEST(rank_order_follows_strategy)
 {
     fixture f;
     char sp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/compile/order-dtp.yaml", data_dir());
+    snprintf(sp, sizeof sp, "%s/tests/data/compile/order-dtp.yaml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(strategy_load(sp, data_dir(), &f.s, &err), 0);
+    ck_assert_int_eq(strategy_load(sp, ps_data_dir(), &f.s, &err), 0);
     /* order [data, tensor, pipeline]: rank = d + 2 * (t + 2 * p) */
     ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 6);
     ck_assert_int_eq(compile_rank_of(&f.s, 0, 1, 0), 1);
@@ -440,11 +435,11 @@ static void korthikanti(const char *strategy_rel, int nodes, double act_gib)
     fclose(fp);
     fixture f;
     char sp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
+    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
     memset(&f, 0, sizeof f);
-    ck_assert_msg(strategy_load(sp, data_dir(), &f.s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f.s, &err) == 0, "%s", err.message);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(xml, data_dir(), &f.c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(xml, ps_data_dir(), &f.c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&f.s, &f.c, NULL, &f.p, &err) == 0, "%s", err.message);
     unlink(xml);
     const double GiB = 1073741824.0;

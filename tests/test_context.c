@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
@@ -516,7 +517,7 @@ START_TEST(sweep_context_axis)
     sweep_spec sp;
     ps_error err;
     ps_error_clear(&err);
-    int rc = sweep_spec_load(path, sim_data_dir(), &sp, &err);
+    int rc = sweep_spec_load(path, ps_data_dir(), &sp, &err);
     unlink(path);
     free(path);
     ck_assert_msg(rc == 0, "%s\n%s", err.message, text);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../topology/cluster.h"
 #include "model_util.h"
@@ -386,8 +387,7 @@ static int csv_fields(char *line, char **fld, int n)
 
 START_TEST(measured_kernels)
 {
-    const char *root = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
+    const char *root = ps_data_dir();
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/measured/kernels_sample.csv", root);
     FILE *f = fopen(path, "r");
@@ -445,8 +445,7 @@ static const struct measured_gpu {
 /* A devices.yaml GPU (its gemm_efficiency fitted on H100 training rows, never on these). */
 static device_spec yaml_device(const char *name)
 {
-    const char *root = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
+    const char *root = ps_data_dir();
     char path[1024];
     snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", root);
     device_table t;
@@ -461,8 +460,7 @@ static device_spec yaml_device(const char *name)
 
 static FILE *open_measured(const char *prefix, const char *what)
 {
-    const char *root = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
+    const char *root = ps_data_dir();
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/measured/%s_%s.csv", root, prefix, what);
     FILE *f = fopen(path, "r");

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/report/report.h"
 #include "../strategies/compile/compile.h"
@@ -60,7 +61,7 @@ static int load_sweep_opt(const char *tables, const char *opt, const char *axes,
     char path[64];
     write_sweep(tables, opt, axes, path, sizeof path);
     ps_error_clear(err);
-    int rc = sweep_spec_load(path, sim_data_dir(), s, err);
+    int rc = sweep_spec_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;
 }
@@ -159,7 +160,7 @@ START_TEST(dlrm_axes_need_a_dlrm_base)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_ne(sweep_spec_load(path, sim_data_dir(), &s, &err), 0);
+    ck_assert_int_ne(sweep_spec_load(path, ps_data_dir(), &s, &err), 0);
     unlink(path);
     ck_assert_int_eq(err.line, 6);
     ck_assert_int_eq(err.column, 14);

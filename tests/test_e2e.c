@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../sim/base/vocab.h"
 #include "cli_util.h"
 #include "suite_util.h"
 
@@ -517,7 +518,7 @@ static double nccl_measured(int gpus, double bytes)
 {
     char file[1024];
     snprintf(file, sizeof file, "%s/tests/data/measured/nccl_allreduce_a100_sample.csv",
-             data_dir());
+             ps_data_dir());
     FILE *f = fopen(file, "r");
     ck_assert_msg(f, "cannot open %s", file);
     char line[512];

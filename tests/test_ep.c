@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
@@ -28,7 +29,7 @@ START_TEST(expert_op_share_by_hand)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(workload_model_load("mixtral-8x7b", sim_data_dir(), &m, &err) == 0, "%s",
+    ck_assert_msg(workload_model_load("mixtral-8x7b", ps_data_dir(), &m, &err) == 0, "%s",
                   err.message);
     workload_graph g;
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g, &err) == 0, "%s", err.message);

@@ -7,16 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "model_util.h"
 #include "suite_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
 
 static double rel(double a, double b)
 {
@@ -87,7 +82,7 @@ END_TEST
 START_TEST(device_fp8_peaks)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
     ps_error err = {0};
     ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
@@ -153,7 +148,7 @@ static int load_strategy(const char *precision, strategy *s, ps_error *err)
     FILE *f = fdopen(fd, "w");
     fputs(text, f);
     fclose(f);
-    int rc = strategy_load(path, data_dir(), s, err);
+    int rc = strategy_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;
 }
@@ -206,7 +201,7 @@ START_TEST(fp8_covers_the_layer_gemms)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_load("llama3-8b", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("llama3-8b", ps_data_dir(), &m, &err), 0);
     workload_graph g;
     ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
     int fp8 = 0;

@@ -8,18 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/hwloc_import.h"
 #include "sim_util.h"
 #include "suite_util.h"
 
-static const char *data_dir(void)
-{
-    return sim_data_dir();
-}
-
 static void fixture(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/data/hwloc/%s", data_dir(), name);
+    snprintf(out, n, "%s/tests/data/hwloc/%s", ps_data_dir(), name);
 }
 
 static void import_ok(const char *name, hwloc_import_opts o, node_model *m)
@@ -28,7 +24,7 @@ static void import_ok(const char *name, hwloc_import_opts o, node_model *m)
     fixture(path, sizeof path, name);
     ps_error err;
     ps_error_clear(&err);
-    int rc = hwloc_import_node(path, data_dir(), &o, m, summary, sizeof summary, &err);
+    int rc = hwloc_import_node(path, ps_data_dir(), &o, m, summary, sizeof summary, &err);
     ck_assert_msg(rc == 0, "%s: %s: %s", name, err.field, err.message);
     ck_assert_ptr_nonnull(strstr(summary, name));
 }
@@ -43,7 +39,7 @@ static void import_fails(const char *name, hwloc_import_opts o, const char *fiel
     node_model m;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(hwloc_import_node(path, data_dir(), &o, &m, NULL, 0, &err), PS_EINPUT);
+    ck_assert_int_eq(hwloc_import_node(path, ps_data_dir(), &o, &m, NULL, 0, &err), PS_EINPUT);
     ck_assert_str_eq(err.file, path);
     ck_assert_str_eq(err.field, field);
     ck_assert_msg(strstr(err.message, needle), "%s: '%s' lacks '%s'", name, err.message, needle);
@@ -324,7 +320,7 @@ static void load_platform(const char *name, hwloc_import_opts o, int nodes, clus
     fclose(f);
     node_model_free(&m);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     ck_assert_msg(rc == 0, "%s: %s", path, err.message);
     remove(path);
 }

@@ -8,22 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
 #include "suite_util.h"
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 static workload_model load_ok(const char *name)
 {
     workload_model m;
     ps_error err = {0};
-    int rc = workload_model_load(name, data_dir(), &m, &err);
+    int rc = workload_model_load(name, ps_data_dir(), &m, &err);
     ck_assert_msg(rc == 0, "%s: %s", name, err.message);
     return m;
 }
@@ -385,7 +380,7 @@ START_TEST(inline_refusal_names_workload_path)
     write_tmp(path, sizeof path, text);
     strategy s;
     ps_error err = {0};
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, &err), PS_EINPUT);
     unlink(path);
     ck_assert_str_eq(err.field, "workload.imbalance");
     ck_assert_int_eq(err.line, 2);
@@ -405,7 +400,7 @@ static int load_strategy(const char *model, int tp, ps_error *err)
              model, tp);
     write_tmp(path, sizeof path, text);
     strategy s;
-    int rc = strategy_load(path, data_dir(), &s, err);
+    int rc = strategy_load(path, ps_data_dir(), &s, err);
     unlink(path);
     if (rc == 0)
         strategy_free(&s);

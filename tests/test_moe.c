@@ -8,22 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
 #include "suite_util.h"
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 static void build_named(const char *name, workload_graph *g)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(workload_model_load(name, data_dir(), &m, &err) == 0, "%s: %s", name,
+    ck_assert_msg(workload_model_load(name, ps_data_dir(), &m, &err) == 0, "%s: %s", name,
                   err.message);
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, g, &err) == 0, "%s", err.message);
 }
@@ -221,7 +216,7 @@ static void expect_strategy_error(const char *model, const char *body, const cha
     fclose(f);
     strategy s;
     ps_error err = {0};
-    int rc = strategy_load(path, data_dir(), &s, &err);
+    int rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_int_eq(rc, PS_EINPUT);
     ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
@@ -269,10 +264,10 @@ START_TEST(ep8_example_loads)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/strategies/examples/mixtral-8x7b-dgx-h100-ep8.yaml",
-             data_dir());
+             ps_data_dir());
     strategy s;
     ps_error err = {0};
-    ck_assert_msg(strategy_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     ck_assert_int_eq(s.ep, 8);
     ck_assert_int_eq(s.etp, 1);
     ck_assert_int_eq(s.dp, 8);

@@ -8,23 +8,18 @@
 #include <unistd.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
 #include "suite_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
 
 static void load_ok(const char *path, cluster *c)
 {
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     ck_assert_msg(rc == 0, "%s: %s", path, err.message);
 }
 

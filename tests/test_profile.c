@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/cost/cost_profile.h"
@@ -22,7 +23,7 @@ static const char *data(const char *name)
 {
     static int k;
     k = (k + 1) % 4;
-    snprintf(path_buf[k], sizeof path_buf[k], "%s/tests/data/profile/%s", sim_data_dir(), name);
+    snprintf(path_buf[k], sizeof path_buf[k], "%s/tests/data/profile/%s", ps_data_dir(), name);
     return path_buf[k];
 }
 
@@ -290,7 +291,7 @@ static void compile_plan_with(plan *x, const char *strategy_name, const cluster 
 {
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(strategy_load(data(strategy_name), sim_data_dir(), &x->s, &err) == 0, "%s",
+    ck_assert_msg(strategy_load(data(strategy_name), ps_data_dir(), &x->s, &err) == 0, "%s",
                   err.message);
     compile_options o;
     compile_default_options(&o);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/report/report_replay.h"
 #include "../workloads/trace/trace.h"
 #include "sim_util.h"
@@ -14,7 +15,7 @@ static char path_buf[1024];
 
 static const char *data(const char *name)
 {
-    snprintf(path_buf, sizeof path_buf, "%s/tests/data/replay/%s", sim_data_dir(), name);
+    snprintf(path_buf, sizeof path_buf, "%s/tests/data/replay/%s", ps_data_dir(), name);
     return path_buf;
 }
 

@@ -15,6 +15,7 @@
 #include <simgrid/link.h>
 #include <xbt/dynar.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/cluster.h"
 #include "../topology/hwloc_import.h"
 #include "../topology/node_model.h"
@@ -148,10 +149,10 @@ static void write_platform(const layout *y, cluster_gen_opts o, FILE *f)
         return;
     }
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/hwloc/nvswitch.xml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/hwloc/nvswitch.xml", ps_data_dir());
     node_model m;
     hwloc_import_opts h = {.nics = 2, .nic_gbps = y->nic_GBps * 8};
-    ck_assert_msg(hwloc_import_node(path, sim_data_dir(), &h, &m, NULL, 0, &err) == 0, "%s",
+    ck_assert_msg(hwloc_import_node(path, ps_data_dir(), &h, &m, NULL, 0, &err) == 0, "%s",
                   err.message);
     const node_model *models[1] = {&m};
     int rc = o.format == CLUSTER_FORMAT_DESCRIPTION

@@ -6,23 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/strategy.h"
 #include "suite_util.h"
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 static void example_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/strategies/examples/%s", data_dir(), name);
+    snprintf(out, n, "%s/strategies/examples/%s", ps_data_dir(), name);
 }
 
 static void fixture_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/data/strategy/%s", data_dir(), name);
+    snprintf(out, n, "%s/tests/data/strategy/%s", ps_data_dir(), name);
 }
 
 /* Load a file that must load; fails the test with the printed error otherwise. */
@@ -30,7 +25,7 @@ static void load_ok(const char *path, strategy *s)
 {
     ps_error err;
     ps_error_clear(&err);
-    int rc = strategy_load(path, data_dir(), s, &err);
+    int rc = strategy_load(path, ps_data_dir(), s, &err);
     if (rc)
         ps_error_print(&err, stderr);
     ck_assert_msg(rc == 0, "%s: %s:%d:%d %s: %s", path, err.file, err.line, err.column, err.field,
@@ -307,7 +302,7 @@ START_TEST(test_bad_input)
     strategy s;
     ps_error err;
     ps_error_clear(&err);
-    int rc = strategy_load(path, data_dir(), &s, &err);
+    int rc = strategy_load(path, ps_data_dir(), &s, &err);
     ck_assert_msg(rc == PS_EINPUT, "%s: expected PS_EINPUT, got %d", b->file, rc);
     ck_assert_int_eq(err.code, PS_EINPUT);
     ck_assert_msg(err.line == b->line && err.column == b->column,
@@ -328,10 +323,10 @@ START_TEST(test_missing_file)
     ps_error err;
     ps_error_clear(&err);
     const char *path = "/nonexistent/dir/strategy.yaml";
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, path);
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, NULL), PS_EINPUT); /* NULL err ok */
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, NULL), PS_EINPUT); /* NULL err ok */
 }
 END_TEST
 
@@ -342,8 +337,8 @@ START_TEST(test_directory_is_refused)
     ps_error err;
     ps_error_clear(&err);
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/strategy", data_dir());
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    snprintf(path, sizeof path, "%s/tests/data/strategy", ps_data_dir());
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, &err), PS_EINPUT);
     ck_assert_str_eq(err.message, "cannot read strategy file: is a directory");
     ck_assert_str_eq(err.file, path);
 }

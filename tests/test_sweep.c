@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
 #include "suite_util.h"
@@ -86,7 +87,7 @@ START_TEST(enumeration_counts_by_hand)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
@@ -142,7 +143,7 @@ START_TEST(enumeration_interleaved_rules)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
@@ -185,7 +186,7 @@ START_TEST(enumeration_expert_axis)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
@@ -576,7 +577,7 @@ START_TEST(enumeration_zero_rules)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);
@@ -655,7 +656,7 @@ START_TEST(enumeration_shard_degree_rules)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);

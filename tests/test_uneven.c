@@ -8,17 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/report/report.h"
 #include "../strategies/compile/compile.h"
 #include "suite_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
 
 #define ck_close(got, want, rel)                                                                   \
     ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.12g, want %.12g",               \
@@ -35,7 +30,7 @@ static int load_text(const char *text, strategy *s, ps_error *err, char *path, s
     fputs(text, f);
     fclose(f);
     ps_error_clear(err);
-    int rc = strategy_load(path, data_dir(), s, err);
+    int rc = strategy_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;
 }
@@ -197,9 +192,9 @@ static void compile_text(fixture *f, const char *yaml, const fixture *from)
     if (from)
         f->c = from->c;
     else {
-        snprintf(cp, sizeof cp, "%s/tests/data/htae/two-300GBps.xml", data_dir());
+        snprintf(cp, sizeof cp, "%s/tests/data/htae/two-300GBps.xml", ps_data_dir());
         cluster_engine_start();
-        ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
+        ck_assert_msg(cluster_load(cp, ps_data_dir(), &f->c, &err) == 0, "%s", err.message);
     }
     ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
 }

@@ -8,17 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
 #include "suite_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
 
 static double rel(double got, double want)
 {
@@ -40,7 +35,7 @@ static int load_text(const char *text, workload_model *m, ps_error *err)
 {
     char path[64];
     temp_file(text, path, sizeof path);
-    int rc = workload_model_load(path, data_dir(), m, err);
+    int rc = workload_model_load(path, ps_data_dir(), m, err);
     unlink(path);
     return rc;
 }
@@ -264,7 +259,7 @@ START_TEST(context_with_window_is_refused)
     temp_file(text, path, sizeof path);
     strategy s;
     ps_error err = {0};
-    int rc = strategy_load(path, data_dir(), &s, &err);
+    int rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_int_eq(rc, PS_EINPUT);
     ck_assert_str_eq(err.field, "strategy.context.degree");
@@ -274,7 +269,7 @@ START_TEST(context_with_window_is_refused)
     char ok[1024];
     snprintf(ok, sizeof ok, "%.*s", (int)(strstr(text, "strategy:") - text), text);
     temp_file(ok, path, sizeof path);
-    rc = strategy_load(path, data_dir(), &s, &err);
+    rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "%s", err.message);
     ck_assert_int_eq(s.model.sliding_window, 128);
@@ -294,7 +289,7 @@ START_TEST(gpt_oss_120b_parameters_by_hand)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(workload_model_load("gpt-oss-120b", data_dir(), &m, &err) == 0, "%s",
+    ck_assert_msg(workload_model_load("gpt-oss-120b", ps_data_dir(), &m, &err) == 0, "%s",
                   err.message);
     workload_graph g;
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g, &err) == 0, "%s", err.message);
@@ -314,10 +309,11 @@ END_TEST
 START_TEST(gpt_oss_example_loads)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/strategies/examples/gpt-oss-120b-64gpu-ep8.yaml", data_dir());
+    snprintf(path, sizeof path, "%s/strategies/examples/gpt-oss-120b-64gpu-ep8.yaml",
+             ps_data_dir());
     strategy s;
     ps_error err = {0};
-    ck_assert_msg(strategy_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     ck_assert(s.tp == 1 && s.pp == 4 && s.dp == 16 && s.ep == 8 && s.etp == 1);
     ck_assert_int_eq(s.model.sliding_window, 128);
     ck_assert(s.model.window_layers == WINDOW_ALTERNATE);

@@ -7,22 +7,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/base/yaml_read.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
 #include "suite_util.h"
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
 static workload_model load_ok(const char *name)
 {
     workload_model m;
     ps_error err = {0};
-    int rc = workload_model_load(name, data_dir(), &m, &err);
+    int rc = workload_model_load(name, ps_data_dir(), &m, &err);
     ck_assert_msg(rc == 0, "%s: %s", name, err.message);
     return m;
 }
@@ -42,7 +37,7 @@ static int load_text(const char *text, workload_model *m, ps_error *err)
 {
     char path[64];
     write_tmp(path, sizeof path, text);
-    int rc = workload_model_load(path, data_dir(), m, err);
+    int rc = workload_model_load(path, ps_data_dir(), m, err);
     unlink(path);
     return rc;
 }
@@ -225,7 +220,7 @@ START_TEST(missing_model_names_file)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_load("gpt-nonexistent", data_dir(), &m, &err), PS_EINPUT);
+    ck_assert_int_eq(workload_model_load("gpt-nonexistent", ps_data_dir(), &m, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.file, "workloads/models/gpt-nonexistent.yaml"));
     ck_assert_ptr_nonnull(strstr(err.message, "no such workload"));
     ck_assert_ptr_nonnull(strstr(err.message, "gpt-nonexistent"));
@@ -268,8 +263,8 @@ START_TEST(model_file_loader_errors)
 
     ps_error_clear(&err);
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/workloads/models/", data_dir());
-    ck_assert_int_eq(workload_model_load(dir, data_dir(), &m, &err), PS_EINPUT);
+    snprintf(dir, sizeof dir, "%s/workloads/models/", ps_data_dir());
+    ck_assert_int_eq(workload_model_load(dir, ps_data_dir(), &m, &err), PS_EINPUT);
     ck_assert_str_eq(err.message, "cannot read model file: is a directory");
 
     const char *text =

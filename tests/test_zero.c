@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
@@ -21,10 +22,10 @@
 static void load_strategy(const char *rel, int zero, strategy *s)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", sim_data_dir(), rel);
+    snprintf(path, sizeof path, "%s/%s", ps_data_dir(), rel);
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(strategy_load(path, sim_data_dir(), s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), s, &err) == 0, "%s", err.message);
     if (zero >= 0)
         s->zero = zero;
 }
@@ -45,7 +46,7 @@ static void load_dgx_a100(cluster *c)
     ck_assert_int_eq(cluster_generate("dgx-a100", &o, fp, &err), 0);
     fclose(fp);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(xml, sim_data_dir(), c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(xml, ps_data_dir(), c, &err) == 0, "%s", err.message);
     unlink(xml);
 }
 
@@ -68,8 +69,8 @@ static double simulate(const char *strategy_rel, int zero, const char *cluster_r
     ck_assert(pid >= 0);
     if (pid == 0) {
         char sp[1024], cp[1024];
-        snprintf(sp, sizeof sp, "%s/%s", sim_data_dir(), strategy_rel);
-        snprintf(cp, sizeof cp, "%s/%s", sim_data_dir(), cluster_rel);
+        snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
+        snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
         ps_error err;
         ps_error_clear(&err);
         strategy s;
@@ -78,9 +79,9 @@ static double simulate(const char *strategy_rel, int zero, const char *cluster_r
         htae_result r;
         htae_options o = sim_bare_options();
         cluster_engine_start();
-        if (strategy_load(sp, sim_data_dir(), &s, &err) == 0)
+        if (strategy_load(sp, ps_data_dir(), &s, &err) == 0)
             s.zero = zero;
-        if (err.code || cluster_load(cp, sim_data_dir(), &c, &err) ||
+        if (err.code || cluster_load(cp, ps_data_dir(), &c, &err) ||
             compile_plan(&s, &c, NULL, &p, &err) || htae_run(p.graph, &c, &o, &r, &err)) {
             fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
             _exit(1);
@@ -133,7 +134,7 @@ static void hand_load(hand *h, const char *strategy_rel)
     ck_assert_int_eq(workload_build(&h->s.model, h->s.micro_batch, h->s.precision, &h->wg, &err),
                      0);
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     ck_assert_int_eq(device_table_load(path, &h->devices, &err), 0);
     h->dev = device_table_find(&h->devices, "A100-SXM4-80GB"); /* the test platforms' GPU */
     ck_assert_ptr_nonnull(h->dev);
