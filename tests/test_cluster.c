@@ -543,41 +543,25 @@ END_TEST
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
-    TCase *t = tcase_create("devices");
-    tcase_add_test(t, devices_bundled);
-    tcase_add_test(t, devices_bad_key);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("load");
-    tcase_add_test(t, dgx4_loads);
-    tcase_add_test(t, rank_property_order);
-    tcase_add_test(t, natural_name_order);
-    tcase_add_test(t, malformed_xml);
-    tcase_add_test(t, missing_file);
-    tcase_add_test(t, unknown_gpu);
-    tcase_add_test(t, duplicate_rank);
+    const TTest *const devices_tests[] = {devices_bundled, devices_bad_key, NULL};
+    suite_add_tests(s, "devices", 0, devices_tests);
+    const TTest *const load_tests[] = {
+        dgx4_loads,   rank_property_order, natural_name_order, malformed_xml,
+        missing_file, unknown_gpu,         duplicate_rank,     no_gpu,
+        NULL};
+    TCase *t = suite_add_tests(s, "load", 0, load_tests);
     tcase_add_loop_test(t, bad_ranks, 0, 3);
-    tcase_add_test(t, no_gpu);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("generate");
-    tcase_add_test(t, generated_a100_two_nodes);
-    tcase_add_test(t, generated_v100_cube_mesh);
-    tcase_add_test(t, generated_h100_one_node);
-    tcase_add_test(t, generated_oversubscribed_fabric);
-    tcase_add_test(t, bundled_are_generated);
-    tcase_add_test(t, generate_rejects_bad_options);
-    tcase_add_test(t, generated_mixed_h100_a100);
-    tcase_add_test(t, generated_group_list_of_one_kind);
-    tcase_add_test(t, generate_rejects_bad_groups);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("timing");
-    tcase_add_test(t, timing_one_flow);
-    tcase_add_test(t, timing_two_flows_same_direction);
-    tcase_add_test(t, timing_two_flows_opposite_directions);
-    tcase_add_test(t, load_needs_the_engine);
-    suite_add_tcase(s, t);
+    const TTest *const generate_tests[] = {
+        generated_a100_two_nodes,    generated_v100_cube_mesh,
+        generated_h100_one_node,     generated_oversubscribed_fabric,
+        bundled_are_generated,       generate_rejects_bad_options,
+        generated_mixed_h100_a100,   generated_group_list_of_one_kind,
+        generate_rejects_bad_groups, NULL};
+    suite_add_tests(s, "generate", 0, generate_tests);
+    const TTest *const timing_tests[] = {timing_one_flow, timing_two_flows_same_direction,
+                                         timing_two_flows_opposite_directions,
+                                         load_needs_the_engine, NULL};
+    suite_add_tests(s, "timing", 0, timing_tests);
     return s;
 }
 

@@ -326,18 +326,16 @@ END_TEST
 
 static Suite *cluster_desc_suite(void)
 {
-    Suite *s = suite_create("cluster_desc");
-    TCase *t = tcase_create("descriptions");
-    tcase_add_test(t, hand_written_routes);
-    tcase_add_test(t, hand_written_transfer_times);
-    tcase_add_test(t, hand_written_slowdown);
-    tcase_add_test(t, mixed_cluster_layout_and_route);
-    tcase_add_test(t, more_nics_than_gpus);
-    tcase_add_test(t, too_many_links_refused);
-    tcase_add_test(t, malformed_descriptions_are_located);
-    tcase_add_test(t, format_sniffed_from_content);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {hand_written_routes,
+                                  hand_written_transfer_times,
+                                  hand_written_slowdown,
+                                  mixed_cluster_layout_and_route,
+                                  more_nics_than_gpus,
+                                  too_many_links_refused,
+                                  malformed_descriptions_are_located,
+                                  format_sniffed_from_content,
+                                  NULL};
+    return suite_of("cluster_desc", "descriptions", 0, tests);
 }
 
 int main(void)

@@ -444,22 +444,20 @@ END_TEST
 
 static Suite *coll_suite(void)
 {
-    Suite *s = suite_create("coll");
-    TCase *tc = tcase_create("algorithms");
-    tcase_add_test(tc, ring_across_nodes_one_channel_per_nic);
-    tcase_add_test(tc, tree_moves_less_on_two_nodes_but_nccl_picks_the_ring);
-    tcase_add_test(tc, ring_steps_pay_their_own_route_latency);
-    tcase_add_test(tc, unequal_nodes_get_one_ring);
-    tcase_add_test(tc, tree_wins_small_messages_ring_large_ones);
-    tcase_add_test(tc, nvls_moves_k_plus_one_over_k);
-    tcase_add_test(tc, all_to_all_sends_a_share_to_every_peer);
-    tcase_add_test(tc, all_to_all_v_moves_each_pairs_bytes);
-    tcase_add_test(tc, forced_algorithm_must_fit_the_group);
-    tcase_add_test(tc, lone_ring_allreduce_is_a_timed_wait);
-    tcase_add_test(tc, timed_waits_match_simgrid_tasks);
-    tcase_add_test(tc, a_transfer_still_running_keeps_a_simgrid_task);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {ring_across_nodes_one_channel_per_nic,
+                                  tree_moves_less_on_two_nodes_but_nccl_picks_the_ring,
+                                  ring_steps_pay_their_own_route_latency,
+                                  unequal_nodes_get_one_ring,
+                                  tree_wins_small_messages_ring_large_ones,
+                                  nvls_moves_k_plus_one_over_k,
+                                  all_to_all_sends_a_share_to_every_peer,
+                                  all_to_all_v_moves_each_pairs_bytes,
+                                  forced_algorithm_must_fit_the_group,
+                                  lone_ring_allreduce_is_a_timed_wait,
+                                  timed_waits_match_simgrid_tasks,
+                                  a_transfer_still_running_keeps_a_simgrid_task,
+                                  NULL};
+    return suite_of("coll", "algorithms", 0, tests);
 }
 
 int main(void)

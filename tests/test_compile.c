@@ -480,32 +480,29 @@ END_TEST
 
 static Suite *compile_suite(void)
 {
-    Suite *s = suite_create("compile");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, single_gpu_iteration_is_sum_of_op_times);
-    tcase_add_test(tc, full_recompute_adds_one_forward_of_the_layers);
-    tcase_add_test(tc, memory_of_single_gpu_states);
-    tcase_add_test(tc, tied_lm_head_copy_on_the_last_stage);
-    tcase_add_test(tc, fp8_single_gpu_is_sum_of_op_times);
-    tcase_add_test(tc, memory_22b_tp8_no_recompute);
-    tcase_add_test(tc, memory_22b_tp8_sp_selective);
-    tcase_add_test(tc, memory_175b_tp8_pp8_no_recompute);
-    tcase_add_test(tc, memory_175b_tp8_pp8_sp_selective);
-    tcase_add_test(tc, dp_overlap_hides_small_allreduce);
-    tcase_add_test(tc, dp_without_overlap_exposes_allreduce);
-    tcase_add_test(tc, dp_overlap_cannot_hide_a_slow_network);
-    tcase_add_test(tc, tp_collective_count_follows_megatron);
-    tcase_add_test(tc, pipeline_gpipe_holds_more_activations_than_1f1b);
-    tcase_add_test(tc, pipeline_plan_runs_with_a_bubble);
-    tcase_add_test(tc, rank_order_follows_strategy);
-    tcase_add_test(tc, tp_comm_overlap_runs_collectives_beside_their_segment);
-    tcase_add_test(tc, param_gather_overlaps_the_first_forward);
-    tcase_add_test(tc, one_f_one_b_order);
-    tcase_add_test(tc, interleaved_order_covers_every_unit_once);
-    tcase_add_test(tc, interleaved_plan_runs_with_a_bubble);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {single_gpu_iteration_is_sum_of_op_times,
+                                  full_recompute_adds_one_forward_of_the_layers,
+                                  memory_of_single_gpu_states,
+                                  tied_lm_head_copy_on_the_last_stage,
+                                  fp8_single_gpu_is_sum_of_op_times,
+                                  memory_22b_tp8_no_recompute,
+                                  memory_22b_tp8_sp_selective,
+                                  memory_175b_tp8_pp8_no_recompute,
+                                  memory_175b_tp8_pp8_sp_selective,
+                                  dp_overlap_hides_small_allreduce,
+                                  dp_without_overlap_exposes_allreduce,
+                                  dp_overlap_cannot_hide_a_slow_network,
+                                  tp_collective_count_follows_megatron,
+                                  pipeline_gpipe_holds_more_activations_than_1f1b,
+                                  pipeline_plan_runs_with_a_bubble,
+                                  rank_order_follows_strategy,
+                                  tp_comm_overlap_runs_collectives_beside_their_segment,
+                                  param_gather_overlaps_the_first_forward,
+                                  one_f_one_b_order,
+                                  interleaved_order_covers_every_unit_once,
+                                  interleaved_plan_runs_with_a_bubble,
+                                  NULL};
+    return suite_of("compile", "core", 120, tests);
 }
 
 int main(void)

@@ -631,24 +631,24 @@ END_TEST
 
 static Suite *cost_suite(void)
 {
+    const TTest *const tests[] = {big_gemm_is_compute_bound,
+                                  memory_bound_op,
+                                  tile_quantization,
+                                  wave_quantization,
+                                  launch_overhead,
+                                  transformer_ops_cost,
+                                  flash_attention_cost,
+                                  optimizer_memory_bound,
+                                  tiny_gemm_hits_floor,
+                                  python_model_agrees,
+                                  measured_kernels,
+                                  measured_fp8_gemms,
+                                  NULL};
     Suite *s = suite_create("cost");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, big_gemm_is_compute_bound);
-    tcase_add_test(tc, memory_bound_op);
-    tcase_add_test(tc, tile_quantization);
-    tcase_add_test(tc, wave_quantization);
-    tcase_add_test(tc, launch_overhead);
-    tcase_add_test(tc, transformer_ops_cost);
-    tcase_add_test(tc, flash_attention_cost);
-    tcase_add_test(tc, optimizer_memory_bound);
-    tcase_add_test(tc, tiny_gemm_hits_floor);
-    tcase_add_test(tc, python_model_agrees);
-    tcase_add_test(tc, measured_kernels);
+    TCase *tc = suite_add_tests(s, "core", 0, tests);
     enum { N_MEASURED = sizeof MEASURED_GPUS / sizeof MEASURED_GPUS[0] };
     tcase_add_loop_test(tc, measured_gemms, 0, N_MEASURED);
     tcase_add_loop_test(tc, measured_attention, 0, N_MEASURED);
-    tcase_add_test(tc, measured_fp8_gemms);
-    suite_add_tcase(s, tc);
     return s;
 }
 

@@ -413,17 +413,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dlrm");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, bundled_models_load);
-    tcase_add_test(tc, lists_and_laws);
-    tcase_add_test(tc, bad_values_are_located);
-    tcase_add_test(tc, transformer_check_refuses_dlrm);
-    tcase_add_test(tc, distinct_rows_by_hand);
-    tcase_add_test(tc, lookup_cost_by_hand);
-    tcase_add_test(tc, sparse_update_by_hand);
-    tcase_add_test(tc, op_graph_shapes);
-    suite_add_tcase(s, tc);
-    return suite_run(s);
+    const TTest *const tests[] = {bundled_models_load,
+                                  lists_and_laws,
+                                  bad_values_are_located,
+                                  transformer_check_refuses_dlrm,
+                                  distinct_rows_by_hand,
+                                  lookup_cost_by_hand,
+                                  sparse_update_by_hand,
+                                  op_graph_shapes,
+                                  NULL};
+    return suite_run(suite_of("dlrm", "core", 60, tests));
 }

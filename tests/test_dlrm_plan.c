@@ -999,25 +999,22 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dlrm_plan");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, one_gpu_is_the_sum_of_its_ops);
-    tcase_add_test(tc, two_gpus_all_reduce_by_hand);
-    tcase_add_test(tc, table_wise_alltoall_by_hand);
-    tcase_add_test(tc, table_wise_two_micro_batches);
-    tcase_add_test(tc, placements_by_hand);
-    tcase_add_test(tc, row_wise_by_hand);
-    tcase_add_test(tc, column_wise_by_hand);
-    tcase_add_test(tc, table_row_wise_by_hand);
-    tcase_add_test(tc, table_row_wise_needs_rank_ordered_nodes);
-    tcase_add_test(tc, children_mix_shardings);
-    tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
-    tcase_add_test(tc, tables_beyond_memory_do_not_fit);
-    tcase_add_test(tc, refusals_are_located);
-    tcase_add_test(tc, adagrad_and_embedding_only_for_dlrm);
-    tcase_add_test(tc, devices_without_l2_are_refused);
-    tcase_add_test(tc, sparse_update_plumbing);
-    suite_add_tcase(s, tc);
-    return suite_run(s);
+    const TTest *const tests[] = {one_gpu_is_the_sum_of_its_ops,
+                                  two_gpus_all_reduce_by_hand,
+                                  table_wise_alltoall_by_hand,
+                                  table_wise_two_micro_batches,
+                                  placements_by_hand,
+                                  row_wise_by_hand,
+                                  column_wise_by_hand,
+                                  table_row_wise_by_hand,
+                                  table_row_wise_needs_rank_ordered_nodes,
+                                  children_mix_shardings,
+                                  bottom_mlp_on_one_gpu_by_hand,
+                                  tables_beyond_memory_do_not_fit,
+                                  refusals_are_located,
+                                  adagrad_and_embedding_only_for_dlrm,
+                                  devices_without_l2_are_refused,
+                                  sparse_update_plumbing,
+                                  NULL};
+    return suite_run(suite_of("dlrm_plan", "core", 60, tests));
 }

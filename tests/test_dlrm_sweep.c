@@ -639,22 +639,19 @@ END_TEST
 
 static Suite *suite(void)
 {
-    Suite *s = suite_create("dlrm_sweep");
-    TCase *t = tcase_create("dlrm_sweep");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, axes_enumerate_by_hand);
-    tcase_add_test(t, bad_values_are_located);
-    tcase_add_test(t, dlrm_axes_need_a_dlrm_base);
-    tcase_add_test(t, tables_auto_proposals);
-    tcase_add_test(t, tables_auto_only_what_fits);
-    tcase_add_test(t, tables_auto_first_proposals_by_hand);
-    tcase_add_test(t, ranked_columns_by_hand);
-    tcase_add_test(t, columns_through_json_csv_and_merge);
-    tcase_add_test(t, tables_beyond_memory_are_pruned);
-    tcase_add_test(t, merge_validates_the_columns);
-    tcase_add_test(t, compiler_refusals_are_failed_plans);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {axes_enumerate_by_hand,
+                                  bad_values_are_located,
+                                  dlrm_axes_need_a_dlrm_base,
+                                  tables_auto_proposals,
+                                  tables_auto_only_what_fits,
+                                  tables_auto_first_proposals_by_hand,
+                                  ranked_columns_by_hand,
+                                  columns_through_json_csv_and_merge,
+                                  tables_beyond_memory_are_pruned,
+                                  merge_validates_the_columns,
+                                  compiler_refusals_are_failed_plans,
+                                  NULL};
+    return suite_of("dlrm_sweep", "dlrm_sweep", 120, tests);
 }
 
 int main(void)

@@ -416,20 +416,17 @@ END_TEST
 
 static Suite *ep_suite(void)
 {
-    Suite *s = suite_create("ep");
-    TCase *tc = tcase_create("compile");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, expert_op_share_by_hand);
-    tcase_add_test(tc, ep8_alltoall_bytes_and_time);
-    tcase_add_test(tc, imbalance_makes_an_alltoallv_and_a_busiest_rank);
-    tcase_add_test(tc, stand_in_alltoall_runs_over_every_member);
-    tcase_add_test(tc, stand_in_alltoall_runs_lean_when_alone);
-    tcase_add_test(tc, stand_in_alltoall_runs_in_full_beside_traffic);
-    tcase_add_test(tc, mixtral_ep8_memory_by_hand);
-    tcase_add_test(tc, expert_gradients_over_the_edp_group);
-    tcase_add_test(tc, unmodelled_combinations_are_refused);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {expert_op_share_by_hand,
+                                  ep8_alltoall_bytes_and_time,
+                                  imbalance_makes_an_alltoallv_and_a_busiest_rank,
+                                  stand_in_alltoall_runs_over_every_member,
+                                  stand_in_alltoall_runs_lean_when_alone,
+                                  stand_in_alltoall_runs_in_full_beside_traffic,
+                                  mixtral_ep8_memory_by_hand,
+                                  expert_gradients_over_the_edp_group,
+                                  unmodelled_combinations_are_refused,
+                                  NULL};
+    return suite_of("ep", "compile", 120, tests);
 }
 
 int main(void)

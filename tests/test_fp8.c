@@ -218,14 +218,9 @@ END_TEST
 
 static Suite *fp8_suite(void)
 {
-    Suite *s = suite_create("fp8");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, fp8_gemm_cost_by_hand);
-    tcase_add_test(tc, device_fp8_peaks);
-    tcase_add_test(tc, fp8_strategy_and_device_check);
-    tcase_add_test(tc, fp8_covers_the_layer_gemms);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {fp8_gemm_cost_by_hand, device_fp8_peaks,
+                                  fp8_strategy_and_device_check, fp8_covers_the_layer_gemms, NULL};
+    return suite_of("fp8", "core", 0, tests);
 }
 
 int main(void)

@@ -494,20 +494,19 @@ END_TEST
 static Suite *hetero_suite(void)
 {
     Suite *s = suite_create("hetero");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, mixed_h100_a100_runs_at_the_a100s_pace);
-    tcase_add_test(tc, straggler_slowdown_lengthens_the_iteration);
-    tcase_add_test(tc, folding_only_where_replicas_are_alike);
-    tcase_add_test(tc, route_bandwidth_and_latency_between_ranks);
-    tcase_add_test(tc, slowdown_is_read_per_gpu);
+    const TTest *const tests[] = {mixed_h100_a100_runs_at_the_a100s_pace,
+                                  straggler_slowdown_lengthens_the_iteration,
+                                  folding_only_where_replicas_are_alike,
+                                  route_bandwidth_and_latency_between_ranks,
+                                  slowdown_is_read_per_gpu,
+                                  bubble_is_textbook_for_equal_stages,
+                                  bubble_includes_the_cool_down_with_unequal_stages,
+                                  segment_labels_name_stage_and_layers,
+                                  memory_is_checked_against_each_gpus_capacity,
+                                  NULL};
+    TCase *tc = suite_add_tests(s, "core", 120, tests);
     tcase_add_loop_test(tc, bad_slowdown_is_an_input_error, 0,
                         (int)(sizeof bad_slowdowns / sizeof *bad_slowdowns));
-    tcase_add_test(tc, bubble_is_textbook_for_equal_stages);
-    tcase_add_test(tc, bubble_includes_the_cool_down_with_unequal_stages);
-    tcase_add_test(tc, segment_labels_name_stage_and_layers);
-    tcase_add_test(tc, memory_is_checked_against_each_gpus_capacity);
-    suite_add_tcase(s, tc);
     return s;
 }
 

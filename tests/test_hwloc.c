@@ -401,23 +401,20 @@ END_TEST
 static Suite *hwloc_suite(void)
 {
     Suite *s = suite_create("hwloc");
-    TCase *t = tcase_create("import");
-    tcase_add_test(t, two_switches_links);
-    tcase_add_test(t, two_switches_nvlink_routes);
-    tcase_add_test(t, two_switches_pcie_routes_share_uplinks);
-    tcase_add_test(t, two_switches_nearest_nic);
-    tcase_add_test(t, nvswitch_ports);
-    tcase_add_test(t, nvswitch_placed_nics);
-    tcase_add_test(t, two_sockets_nic_classes);
-    tcase_add_test(t, gpu_option_overrides_the_name);
-    tcase_add_test(t, errors_name_file_and_field);
-    suite_add_tcase(s, t);
-    t = tcase_create("platform");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, platform_routes);
-    tcase_add_test(t, allreduce_over_pcie_alone);
-    tcase_add_test(t, allreduce_over_pcie_shares_uplinks);
-    suite_add_tcase(s, t);
+    const TTest *const import_tests[] = {two_switches_links,
+                                         two_switches_nvlink_routes,
+                                         two_switches_pcie_routes_share_uplinks,
+                                         two_switches_nearest_nic,
+                                         nvswitch_ports,
+                                         nvswitch_placed_nics,
+                                         two_sockets_nic_classes,
+                                         gpu_option_overrides_the_name,
+                                         errors_name_file_and_field,
+                                         NULL};
+    suite_add_tests(s, "import", 0, import_tests);
+    const TTest *const platform_tests[] = {platform_routes, allreduce_over_pcie_alone,
+                                           allreduce_over_pcie_shares_uplinks, NULL};
+    suite_add_tests(s, "platform", 60, platform_tests);
     return s;
 }
 

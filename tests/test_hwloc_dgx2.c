@@ -123,11 +123,6 @@ int main(void)
         fprintf(stderr, "PROTOSIM_HWLOC_DGX2: cannot read %s\n", dgx2_path);
         return EXIT_FAILURE;
     }
-    Suite *s = suite_create("hwloc_dgx2");
-    TCase *t = tcase_create("dgx2");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, dgx2_node_model);
-    tcase_add_test(t, dgx2_matches_template);
-    suite_add_tcase(s, t);
-    return suite_run(s);
+    const TTest *const tests[] = {dgx2_node_model, dgx2_matches_template, NULL};
+    return suite_run(suite_of("hwloc_dgx2", "dgx2", 120, tests));
 }

@@ -462,23 +462,21 @@ END_TEST
 
 static Suite *llama_suite(void)
 {
-    Suite *s = suite_create("llama");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, llama2_7b_params_by_hand);
-    tcase_add_test(tc, llama3_8b_params_by_hand);
-    tcase_add_test(tc, bundled_llama_and_mpt_sizes);
-    tcase_add_test(tc, mpt_benchmark_config_matches_numparams);
-    tcase_add_test(tc, gqa_shrinks_kv_projection_exactly);
-    tcase_add_test(tc, swiglu_mlp_flops);
-    tcase_add_test(tc, llama_layer_activations_and_norms);
-    tcase_add_test(tc, tensor_parallel_split_of_llama_matrices);
-    tcase_add_test(tc, not_modelled_keys_are_located_errors);
-    tcase_add_test(tc, bad_llama_keys_are_located_errors);
-    tcase_add_test(tc, inline_refusal_names_workload_path);
-    tcase_add_test(tc, kv_heads_against_tensor_degree);
-    tcase_add_test(tc, mpt_alibi_no_bias_tied);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {llama2_7b_params_by_hand,
+                                  llama3_8b_params_by_hand,
+                                  bundled_llama_and_mpt_sizes,
+                                  mpt_benchmark_config_matches_numparams,
+                                  gqa_shrinks_kv_projection_exactly,
+                                  swiglu_mlp_flops,
+                                  llama_layer_activations_and_norms,
+                                  tensor_parallel_split_of_llama_matrices,
+                                  not_modelled_keys_are_located_errors,
+                                  bad_llama_keys_are_located_errors,
+                                  inline_refusal_names_workload_path,
+                                  kv_heads_against_tensor_degree,
+                                  mpt_alibi_no_bias_tied,
+                                  NULL};
+    return suite_of("llama", "core", 0, tests);
 }
 
 int main(void)

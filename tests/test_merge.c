@@ -123,14 +123,10 @@ END_TEST
 static Suite *merge_suite(void)
 {
     Suite *s = suite_create("merge");
-    TCase *t = tcase_create("merge");
-    tcase_set_timeout(t, 60);
+    const TTest *const tests[] = {not_json_is_located, huge_shard_count_allocates_nothing,
+                                  no_plans_is_an_empty_ranking, plot_bounds_its_axis, NULL};
+    TCase *t = suite_add_tests(s, "merge", 60, tests);
     tcase_add_loop_test(t, bad_record_names_its_json_path, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(t, not_json_is_located);
-    tcase_add_test(t, huge_shard_count_allocates_nothing);
-    tcase_add_test(t, no_plans_is_an_empty_ranking);
-    tcase_add_test(t, plot_bounds_its_axis);
-    suite_add_tcase(s, t);
     return s;
 }
 

@@ -278,17 +278,15 @@ END_TEST
 
 static Suite *moe_suite(void)
 {
-    Suite *s = suite_create("moe");
-    TCase *tc = tcase_create("model");
-    tcase_add_test(tc, mixtral_8x7b_parameters_by_hand);
-    tcase_add_test(tc, bundled_moe_models_match_published);
-    tcase_add_test(tc, moe_layer_ops);
-    tcase_add_test(tc, expert_rank_load_by_hand);
-    tcase_add_test(tc, moe_key_rules_are_located_errors);
-    tcase_add_test(tc, expert_strategy_rules_are_located_errors);
-    tcase_add_test(tc, ep8_example_loads);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {mixtral_8x7b_parameters_by_hand,
+                                  bundled_moe_models_match_published,
+                                  moe_layer_ops,
+                                  expert_rank_load_by_hand,
+                                  moe_key_rules_are_located_errors,
+                                  expert_strategy_rules_are_located_errors,
+                                  ep8_example_loads,
+                                  NULL};
+    return suite_of("moe", "model", 0, tests);
 }
 
 int main(void)

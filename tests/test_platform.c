@@ -329,21 +329,19 @@ END_TEST
 
 static Suite *platform_suite(void)
 {
-    Suite *s = suite_create("platform");
-    TCase *t = tcase_create("writer");
-    tcase_add_test(t, hand_model_routes);
-    tcase_add_test(t, dgx2_template);
-    tcase_add_test(t, dgx_h200_template);
-    tcase_add_test(t, dgx_b200_template);
-    tcase_add_test(t, gpu_option_replaces_the_kinds_gpu);
-    tcase_add_test(t, gpu_option_rejects_an_unknown_model);
-    tcase_add_test(t, oversubscribed_leaf_halves_cross_leaf_bandwidth);
-    tcase_add_test(t, non_blocking_fat_tree_never_binds);
-    tcase_add_test(t, rail_allreduce_uses_one_nic_per_rail);
-    tcase_add_test(t, platform_grows_linearly);
-    tcase_add_test(t, fabric_errors_name_the_option);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {hand_model_routes,
+                                  dgx2_template,
+                                  dgx_h200_template,
+                                  dgx_b200_template,
+                                  gpu_option_replaces_the_kinds_gpu,
+                                  gpu_option_rejects_an_unknown_model,
+                                  oversubscribed_leaf_halves_cross_leaf_bandwidth,
+                                  non_blocking_fat_tree_never_binds,
+                                  rail_allreduce_uses_one_nic_per_rail,
+                                  platform_grows_linearly,
+                                  fabric_errors_name_the_option,
+                                  NULL};
+    return suite_of("platform", "writer", 0, tests);
 }
 
 int main(void)

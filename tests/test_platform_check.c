@@ -156,14 +156,10 @@ END_TEST
 static Suite *platform_check_suite(void)
 {
     Suite *s = suite_create("platform_check");
-    TCase *t = tcase_create("cluster");
-    tcase_set_timeout(t, 120);
+    const TTest *const tests[] = {directory_as_cluster, missing_cluster_file,
+                                  generated_platforms_pass, what_if_network_stays_in_range, NULL};
+    TCase *t = suite_add_tests(s, "cluster", 120, tests);
     tcase_add_loop_test(t, bad_platform_is_a_located_error, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(t, directory_as_cluster);
-    tcase_add_test(t, missing_cluster_file);
-    tcase_add_test(t, generated_platforms_pass);
-    tcase_add_test(t, what_if_network_stays_in_range);
-    suite_add_tcase(s, t);
     return s;
 }
 

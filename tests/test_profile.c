@@ -717,25 +717,22 @@ END_TEST
 
 static Suite *profile_suite(void)
 {
-    Suite *s = suite_create("profile");
-    TCase *t = tcase_create("profile");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, profile_medians_and_counts);
-    tcase_add_test(t, profile_of_two_traces_adds_counts);
-    tcase_add_test(t, profile_device_and_shape_errors);
-    tcase_add_test(t, cuda_device_names);
-    tcase_add_test(t, bad_tables);
-    tcase_add_test(t, gemm_forms);
-    tcase_add_test(t, one_gemm_changes_that_op_only);
-    tcase_add_test(t, one_gemm_iteration_by_hand);
-    tcase_add_test(t, gpu_bound_iteration_moves_by_the_difference);
-    tcase_add_test(t, unmatched_table_changes_nothing);
-    tcase_add_test(t, device_mismatch_matches_nothing);
-    tcase_add_test(t, table_from_trace_changes_matched_ops_only);
-    tcase_add_test(t, attention_and_layernorm_match);
-    tcase_add_test(t, rmsnorm_and_gqa_not_matched);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {profile_medians_and_counts,
+                                  profile_of_two_traces_adds_counts,
+                                  profile_device_and_shape_errors,
+                                  cuda_device_names,
+                                  bad_tables,
+                                  gemm_forms,
+                                  one_gemm_changes_that_op_only,
+                                  one_gemm_iteration_by_hand,
+                                  gpu_bound_iteration_moves_by_the_difference,
+                                  unmatched_table_changes_nothing,
+                                  device_mismatch_matches_nothing,
+                                  table_from_trace_changes_matched_ops_only,
+                                  attention_and_layernorm_match,
+                                  rmsnorm_and_gqa_not_matched,
+                                  NULL};
+    return suite_of("profile", "profile", 60, tests);
 }
 
 int main(void)

@@ -160,13 +160,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("profile_cli");
-    TCase *t = tcase_create("profile_cli");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, profile_then_run);
-    tcase_add_test(t, run_with_bad_or_foreign_table);
-    tcase_add_test(t, profile_usage_errors);
-    tcase_add_test(t, sweep_with_profile_as_run);
-    suite_add_tcase(s, t);
-    return suite_run(s);
+    const TTest *const tests[] = {profile_then_run, run_with_bad_or_foreign_table,
+                                  profile_usage_errors, sweep_with_profile_as_run, NULL};
+    return suite_run(suite_of("profile_cli", "profile_cli", 120, tests));
 }

@@ -155,14 +155,10 @@ END_TEST
 
 static Suite *report_suite(void)
 {
-    Suite *s = suite_create("report");
-    TCase *tc = tcase_create("critical path");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, path_follows_compute_transfer_compute);
-    tcase_add_test(tc, host_issue_gap_is_a_wait_item);
-    tcase_add_test(tc, collective_follows_its_last_member);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {path_follows_compute_transfer_compute,
+                                  host_issue_gap_is_a_wait_item, collective_follows_its_last_member,
+                                  NULL};
+    return suite_of("report", "critical path", 60, tests);
 }
 
 int main(void)

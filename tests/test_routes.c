@@ -282,8 +282,7 @@ END_TEST
 static Suite *routes_suite(void)
 {
     Suite *s = suite_create("routes");
-    TCase *t = tcase_create("all pairs");
-    tcase_set_timeout(t, 120);
+    TCase *t = suite_add_tests(s, "all pairs", 120, NULL);
     tcase_add_loop_test(t, fat_tree_every_pair, CLUSTER_FORMAT_XML, CLUSTER_FORMAT_DESCRIPTION + 1);
     tcase_add_loop_test(t, fat_tree_one_leaf_every_pair, CLUSTER_FORMAT_XML,
                         CLUSTER_FORMAT_DESCRIPTION + 1);
@@ -294,7 +293,6 @@ static Suite *routes_suite(void)
                         CLUSTER_FORMAT_DESCRIPTION + 1);
     tcase_add_loop_test(t, hwloc_rail_every_pair, CLUSTER_FORMAT_XML,
                         CLUSTER_FORMAT_DESCRIPTION + 1);
-    suite_add_tcase(s, t);
     return s;
 }
 

@@ -222,15 +222,13 @@ END_TEST
 
 static Suite *steady_suite(void)
 {
-    Suite *s = suite_create("steady");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, pipeline_1f1b);
-    tcase_add_test(tc, pipeline_with_data_parallel);
-    tcase_add_test(tc, data_parallel_host_ahead);
-    tcase_add_test(tc, interleaved_rounds);
-    tcase_add_test(tc, not_used);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {pipeline_1f1b,
+                                  pipeline_with_data_parallel,
+                                  data_parallel_host_ahead,
+                                  interleaved_rounds,
+                                  not_used,
+                                  NULL};
+    return suite_of("steady", "core", 0, tests);
 }
 
 int main(void)

@@ -410,27 +410,22 @@ END_TEST
 static Suite *strategy_suite(void)
 {
     Suite *s = suite_create("strategy");
-    TCase *tc = tcase_create("examples");
+    const TTest *const examples_tests[] = {test_example_models, NULL};
+    TCase *tc = suite_add_tests(s, "examples", 0, examples_tests);
     tcase_add_loop_test(tc, test_example_loads, 0, (int)(sizeof examples / sizeof *examples));
-    tcase_add_test(tc, test_example_models);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("semantics");
-    tcase_add_test(tc, test_defaults);
-    tcase_add_test(tc, test_all_fields);
-    tcase_add_test(tc, test_recompute_overrides);
-    tcase_add_test(tc, test_check_gpus);
-    tcase_add_test(tc, test_names);
-    tcase_add_test(tc, test_workload_relative_path);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("errors");
+    const TTest *const semantics_tests[] = {test_defaults,
+                                            test_all_fields,
+                                            test_recompute_overrides,
+                                            test_check_gpus,
+                                            test_names,
+                                            test_workload_relative_path,
+                                            NULL};
+    suite_add_tests(s, "semantics", 0, semantics_tests);
+    const TTest *const errors_tests[] = {test_missing_file, test_directory_is_refused,
+                                         test_enum_tables_round_trip, test_validate_in_memory,
+                                         NULL};
+    tc = suite_add_tests(s, "errors", 0, errors_tests);
     tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(tc, test_missing_file);
-    tcase_add_test(tc, test_directory_is_refused);
-    tcase_add_test(tc, test_enum_tables_round_trip);
-    tcase_add_test(tc, test_validate_in_memory);
-    suite_add_tcase(s, tc);
     return s;
 }
 

@@ -736,27 +736,24 @@ END_TEST
 
 static Suite *sweep_suite(void)
 {
-    Suite *s = suite_create("sweep");
-    TCase *t = tcase_create("sweep");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, enumeration_counts_by_hand);
-    tcase_add_test(t, enumeration_interleaved_rules);
-    tcase_add_test(t, enumeration_zero_rules);
-    tcase_add_test(t, enumeration_expert_axis);
-    tcase_add_test(t, zero_stages_pruned_by_their_memory);
-    tcase_add_test(t, enumeration_shard_degree_rules);
-    tcase_add_test(t, shard_degree_axis_memory);
-    tcase_add_test(t, oom_plan_reported_not_simulated);
-    tcase_add_test(t, ranking_matches_single_runs);
-    tcase_add_test(t, shards_merge_to_whole_sweep);
-    tcase_add_test(t, bad_sweep_files);
-    tcase_add_test(t, crashing_worker_is_reported);
-    tcase_add_test(t, failed_plan_ends_its_worker);
-    tcase_add_test(t, twins_take_their_plans_record);
-    tcase_add_test(t, twin_of_a_crashed_plan_is_simulated);
-    tcase_add_test(t, bundled_sweep_outputs);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {enumeration_counts_by_hand,
+                                  enumeration_interleaved_rules,
+                                  enumeration_zero_rules,
+                                  enumeration_expert_axis,
+                                  zero_stages_pruned_by_their_memory,
+                                  enumeration_shard_degree_rules,
+                                  shard_degree_axis_memory,
+                                  oom_plan_reported_not_simulated,
+                                  ranking_matches_single_runs,
+                                  shards_merge_to_whole_sweep,
+                                  bad_sweep_files,
+                                  crashing_worker_is_reported,
+                                  failed_plan_ends_its_worker,
+                                  twins_take_their_plans_record,
+                                  twin_of_a_crashed_plan_is_simulated,
+                                  bundled_sweep_outputs,
+                                  NULL};
+    return suite_of("sweep", "sweep", 120, tests);
 }
 
 int main(void)

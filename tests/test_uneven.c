@@ -406,15 +406,12 @@ END_TEST
 static Suite *uneven_suite(void)
 {
     Suite *s = suite_create("uneven");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    const TTest *const tests[] = {uneven_stages_hold_their_layers, interleaved_accounted_chunks,
+                                  interleaved_activations_follow_the_schedule,
+                                  uneven_iteration_by_hand, NULL};
+    TCase *tc = suite_add_tests(s, "core", 120, tests);
     tcase_add_loop_test(tc, chunk_layers_by_hand, 0, (int)(sizeof splits / sizeof *splits));
     tcase_add_loop_test(tc, impossible_splits_are_located, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(tc, uneven_stages_hold_their_layers);
-    tcase_add_test(tc, interleaved_accounted_chunks);
-    tcase_add_test(tc, interleaved_activations_follow_the_schedule);
-    tcase_add_test(tc, uneven_iteration_by_hand);
-    suite_add_tcase(s, tc);
     return s;
 }
 

@@ -608,26 +608,24 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("whatif");
-    TCase *tc = tcase_create("whatif");
-    tcase_add_test(tc, network_halves_the_bandwidth_term);
-    tcase_add_test(tc, network_scales_measured_communication);
-    tcase_add_test(tc, scale_on_the_critical_path);
-    tcase_add_test(tc, remove_off_and_on_the_critical_path);
-    tcase_add_test(tc, amp_on_a_known_gemm);
-    tcase_add_test(tc, amp_reads_bmm_and_convolution_shapes);
-    tcase_add_test(tc, device_recosts_kernels);
-    tcase_add_test(tc, fuse_elementwise_removes_the_right_launches);
-    tcase_add_test(tc, fuse_elementwise_with_shapes);
-    tcase_add_test(tc, fuse_optimizer_makes_one_launch);
-    tcase_add_test(tc, a_faster_forward_starts_the_backward_earlier);
-    tcase_add_test(tc, a_second_run_counts_from_its_start);
-    tcase_add_test(tc, specs_apply_in_order);
-    tcase_add_test(tc, bad_specs);
-    tcase_add_test(tc, refused_specs);
-    tcase_add_test(tc, priority_gradients_by_hand);
-    tcase_add_test(tc, priority_gradients_sliced_by_hand);
-    tcase_add_test(tc, priority_gradients_refused_or_nothing);
-    suite_add_tcase(s, tc);
-    return suite_run(s);
+    const TTest *const tests[] = {network_halves_the_bandwidth_term,
+                                  network_scales_measured_communication,
+                                  scale_on_the_critical_path,
+                                  remove_off_and_on_the_critical_path,
+                                  amp_on_a_known_gemm,
+                                  amp_reads_bmm_and_convolution_shapes,
+                                  device_recosts_kernels,
+                                  fuse_elementwise_removes_the_right_launches,
+                                  fuse_elementwise_with_shapes,
+                                  fuse_optimizer_makes_one_launch,
+                                  a_faster_forward_starts_the_backward_earlier,
+                                  a_second_run_counts_from_its_start,
+                                  specs_apply_in_order,
+                                  bad_specs,
+                                  refused_specs,
+                                  priority_gradients_by_hand,
+                                  priority_gradients_sliced_by_hand,
+                                  priority_gradients_refused_or_nothing,
+                                  NULL};
+    return suite_run(suite_of("whatif", "whatif", 0, tests));
 }

@@ -323,17 +323,11 @@ END_TEST
 
 static Suite *window_suite(void)
 {
-    Suite *s = suite_create("window");
-    TCase *tc = tcase_create("window");
-    tcase_add_test(tc, window_tile_counts_by_hand);
-    tcase_add_test(tc, windowed_layer_flops_and_pattern);
-    tcase_add_test(tc, windowed_attention_cost);
-    tcase_add_test(tc, window_keys_are_located_errors);
-    tcase_add_test(tc, context_with_window_is_refused);
-    tcase_add_test(tc, gpt_oss_120b_parameters_by_hand);
-    tcase_add_test(tc, gpt_oss_example_loads);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {window_tile_counts_by_hand,     windowed_layer_flops_and_pattern,
+                                  windowed_attention_cost,        window_keys_are_located_errors,
+                                  context_with_window_is_refused, gpt_oss_120b_parameters_by_hand,
+                                  gpt_oss_example_loads,          NULL};
+    return suite_of("window", "window", 0, tests);
 }
 
 int main(void)

@@ -484,24 +484,22 @@ END_TEST
 
 static Suite *workload_suite(void)
 {
-    Suite *s = suite_create("workload");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, precision_names_and_sizes);
-    tcase_add_test(tc, gpt3_175b_params);
-    tcase_add_test(tc, gemm_flops_by_hand);
-    tcase_add_test(tc, activations_per_layer);
-    tcase_add_test(tc, shard_column_and_row);
-    tcase_add_test(tc, bundled_models_build);
-    tcase_add_test(tc, missing_model_names_file);
-    tcase_add_test(tc, unknown_key_has_line);
-    tcase_add_test(tc, model_file_loader_errors);
-    tcase_add_test(tc, bad_values_have_positions);
-    tcase_add_test(tc, inline_model_and_default_ffn);
-    tcase_add_test(tc, flash_attention_keeps_scores_on_chip);
-    tcase_add_test(tc, eager_kernels_add_unfused_passes);
-    tcase_add_test(tc, megatron_softmax_falls_back_for_odd_batches);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {precision_names_and_sizes,
+                                  gpt3_175b_params,
+                                  gemm_flops_by_hand,
+                                  activations_per_layer,
+                                  shard_column_and_row,
+                                  bundled_models_build,
+                                  missing_model_names_file,
+                                  unknown_key_has_line,
+                                  model_file_loader_errors,
+                                  bad_values_have_positions,
+                                  inline_model_and_default_ffn,
+                                  flash_attention_keeps_scores_on_chip,
+                                  eager_kernels_add_unfused_passes,
+                                  megatron_softmax_falls_back_for_odd_batches,
+                                  NULL};
+    return suite_of("workload", "core", 0, tests);
 }
 
 int main(void)

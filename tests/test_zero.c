@@ -500,17 +500,14 @@ END_TEST
 
 static Suite *zero_suite(void)
 {
-    Suite *s = suite_create("zero");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, fsdp_gathers_twice_per_unit_and_reduces_once);
-    tcase_add_test(tc, zero2_reduces_every_micro_batch_zero1_the_last);
-    tcase_add_test(tc, fsdp_fast_link_exposes_only_the_first_gathers);
-    tcase_add_test(tc, fsdp_slow_link_exposes_every_gather);
-    tcase_add_test(tc, hsdp_shards_in_groups_and_reduces_across_them);
-    tcase_add_test(tc, fsdp_memory_of_gpt3_6_7b_on_8_gpus);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {fsdp_gathers_twice_per_unit_and_reduces_once,
+                                  zero2_reduces_every_micro_batch_zero1_the_last,
+                                  fsdp_fast_link_exposes_only_the_first_gathers,
+                                  fsdp_slow_link_exposes_every_gather,
+                                  hsdp_shards_in_groups_and_reduces_across_them,
+                                  fsdp_memory_of_gpt3_6_7b_on_8_gpus,
+                                  NULL};
+    return suite_of("zero", "core", 120, tests);
 }
 
 int main(void)
