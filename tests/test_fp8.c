@@ -138,16 +138,12 @@ END_TEST
 
 static int load_strategy(const char *precision, strategy *s, ps_error *err)
 {
-    char text[512], path[] = "/tmp/protosim_test_fp8_XXXXXX";
+    char text[512], path[64];
     snprintf(text, sizeof text,
              "workload: llama2-7b\nbatch: {global: 8, micro: 1}\nprecision: %s\n"
              "strategy:\n  data: {degree: 2}\n",
              precision);
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
+    model_write_temp(path, sizeof path, "fp8", text);
     int rc = strategy_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;

@@ -208,12 +208,7 @@ static void expect_strategy_error(const char *model, const char *body, const cha
     char text[1024], path[64];
     snprintf(text, sizeof text, "workload: %s\nbatch: {global: 24, micro: 1}\nstrategy:\n%s", model,
              body);
-    snprintf(path, sizeof path, "/tmp/protosim_test_moe_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
+    model_write_temp(path, sizeof path, "moe", text);
     strategy s;
     ps_error err = {0};
     int rc = strategy_load(path, ps_data_dir(), &s, &err);

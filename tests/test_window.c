@@ -20,26 +20,6 @@ static double rel(double got, double want)
     return fabs(got - want) / fabs(want);
 }
 
-/* Writes text to a temporary file and returns its path (the caller unlinks it). */
-static void temp_file(const char *text, char *path, size_t cap)
-{
-    snprintf(path, cap, "/tmp/protosim_test_window_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-}
-
-static int load_text(const char *text, workload_model *m, ps_error *err)
-{
-    char path[64];
-    temp_file(text, path, sizeof path);
-    int rc = workload_model_load(path, ps_data_dir(), m, err);
-    unlink(path);
-    return rc;
-}
-
 /* 128 x 128 tiles (query tile i, key tile j). The band of query q is keys q - W + 1 .. q, so
  * the first query of tile i, 128 i, reaches back to 128 i - W + 1: with W = 128 that is key
  * 128 i - 127, in tile i - 1; every query of the tile stops at itself (tile i). s = 1024 (8 x 8
@@ -81,8 +61,10 @@ START_TEST(windowed_layer_flops_and_pattern)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(load_text(SMALL_HEAD "sliding_window: 128\nsliding_window_layers: alternate\n",
-                            &m, &err) == 0,
+    ck_assert_msg(model_load_text_as("window",
+                                     SMALL_HEAD
+                                     "sliding_window: 128\nsliding_window_layers: alternate\n",
+                                     &m, &err) == 0,
                   "%s", err.message);
     ck_assert_int_eq(m.sliding_window, 128);
     ck_assert(m.window_layers == WINDOW_ALTERNATE);
@@ -121,7 +103,7 @@ START_TEST(windowed_layer_flops_and_pattern)
     workload_graph_free(&full);
 
     /* sliding_window_layers defaults to all */
-    ck_assert(load_text(SMALL_HEAD "sliding_window: 128\n", &m, &err) == 0);
+    ck_assert(model_load_text_as("window", SMALL_HEAD "sliding_window: 128\n", &m, &err) == 0);
     ck_assert(m.window_layers == WINDOW_ALL);
     ck_assert(workload_build(&m, 2, PREC_BF16, &g, &err) == 0);
     for (int l = 0; l < 4; l++) {
@@ -133,7 +115,7 @@ START_TEST(windowed_layer_flops_and_pattern)
     workload_graph_free(&g);
 
     /* a window longer than the sequence restricts nothing: s^2 */
-    ck_assert(load_text(SMALL_HEAD "sliding_window: 1024\n", &m, &err) == 0);
+    ck_assert(model_load_text_as("window", SMALL_HEAD "sliding_window: 1024\n", &m, &err) == 0);
     ck_assert(workload_build(&m, 2, PREC_BF16, &g, &err) == 0);
     ck_assert_double_eq(find_op(&g, "layers.0.attn.core")->fwd_flops, whole);
     workload_graph_free(&g);
@@ -197,7 +179,7 @@ static void expect_error(const char *text, const char *field, int line, int colu
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text(text, &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("window", text, &m, &err), PS_EINPUT);
     ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
                   err.message);
     ck_assert_msg(err.line == line && err.column == column, "%s at %d:%d, want %d:%d", field,
@@ -256,7 +238,7 @@ START_TEST(context_with_window_is_refused)
                        "strategy:\n"
                        "  context: {degree: 2}\n";
     char path[64];
-    temp_file(text, path, sizeof path);
+    model_write_temp(path, sizeof path, "window", text);
     strategy s;
     ps_error err = {0};
     int rc = strategy_load(path, ps_data_dir(), &s, &err);
@@ -268,7 +250,7 @@ START_TEST(context_with_window_is_refused)
     /* the same model without context parallelism loads */
     char ok[1024];
     snprintf(ok, sizeof ok, "%.*s", (int)(strstr(text, "strategy:") - text), text);
-    temp_file(ok, path, sizeof path);
+    model_write_temp(path, sizeof path, "window", ok);
     rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "%s", err.message);
