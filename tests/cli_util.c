@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "cli_util.h"
 
 const char *protosim_bin(void)
@@ -24,19 +25,12 @@ const char *protosim_bin(void)
     return b;
 }
 
-const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(d && *d, "PROTOSIM_DATA_DIR is not set");
-    return d;
-}
-
 char *src_path(const char *rel)
 {
-    size_t n = strlen(data_dir()) + strlen(rel) + 2;
+    size_t n = strlen(ps_data_dir()) + strlen(rel) + 2;
     char *p = malloc(n);
     ck_assert_ptr_nonnull(p);
-    snprintf(p, n, "%s/%s", data_dir(), rel);
+    snprintf(p, n, "%s/%s", ps_data_dir(), rel);
     return p;
 }
 

@@ -16,7 +16,6 @@ typedef struct {
 } run_result;
 
 const char *protosim_bin(void);
-const char *data_dir(void);
 char *src_path(const char *rel);
 char *tmp_path(const char *dir, const char *name);
 char *make_tmpdir(void);

@@ -1,4 +1,5 @@
 /* model_util.c: see model_util.h. */
+#include "../sim/base/vocab.h"
 #include "model_util.h"
 
 #include <check.h>
@@ -7,17 +8,35 @@
 #include <string.h>
 #include <unistd.h>
 
-int model_load_text(const char *text, workload_model *m, ps_error *err)
+void model_write_temp(char *path, size_t cap, const char *stem, const char *text)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/protosim_test_model_XXXXXX");
+    snprintf(path, cap, "/tmp/protosim_test_%s_XXXXXX", stem);
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     FILE *f = fdopen(fd, "w");
     fputs(text, f);
     fclose(f);
-    const char *dir = getenv("PROTOSIM_DATA_DIR");
-    int rc = workload_model_load(path, dir ? dir : PROTOSIM_SOURCE_DIR, m, err);
+}
+
+workload_model model_load_named(const char *name)
+{
+    workload_model m;
+    ps_error err = {0};
+    int rc = workload_model_load(name, ps_data_dir(), &m, &err);
+    ck_assert_msg(rc == 0, "%s: %s", name, err.message);
+    return m;
+}
+
+int model_load_text(const char *text, workload_model *m, ps_error *err)
+{
+    return model_load_text_as("model", text, m, err);
+}
+
+int model_load_text_as(const char *stem, const char *text, workload_model *m, ps_error *err)
+{
+    char path[64];
+    model_write_temp(path, sizeof path, stem, text);
+    int rc = workload_model_load(path, ps_data_dir(), m, err);
     unlink(path);
     return rc;
 }

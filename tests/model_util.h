@@ -3,6 +3,8 @@
 #ifndef PROTOSIM_TEST_MODEL_UTIL_H
 #define PROTOSIM_TEST_MODEL_UTIL_H
 
+#include <stddef.h>
+
 #include "../workloads/workload.h"
 
 /* A bf16 GEMM op (m x k).(k x n), batch 1, one kernel: FLOPs 2mnk forward and twice that
@@ -12,8 +14,15 @@ workload_op gemm_op(double m, double n, double k);
 const workload_op *find_op(const workload_graph *g, const char *name);
 /* Whether the graph has an op named `name`. */
 int has_op(const workload_graph *g, const char *name);
+/* Write `text` to a new temporary file /tmp/protosim_test_STEM_XXXXXX (tests find their files'
+ * names in messages by the stem), its name into path (cap bytes); the caller unlinks it. */
+void model_write_temp(char *path, size_t cap, const char *stem, const char *text);
+/* The bundled model `name` (e.g. "llama2-7b"); fails the test if it does not load. */
+workload_model model_load_named(const char *name);
 /* workload_model_load of a model file holding `text` (a temporary file, removed after), with
- * the bundled data directory (PROTOSIM_DATA_DIR or the source tree). */
+ * the bundled data directory (ps_data_dir). */
 int model_load_text(const char *text, workload_model *m, ps_error *err);
+/* model_load_text, the file named as model_write_temp names it with `stem`. */
+int model_load_text_as(const char *stem, const char *text, workload_model *m, ps_error *err);
 
 #endif

@@ -12,20 +12,14 @@
 
 #include "../sim/base/xalloc.h"
 
-const char *sim_data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
-
 void sim_load(const char *rel, cluster *c)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", sim_data_dir(), rel);
+    snprintf(path, sizeof path, "%s/%s", ps_data_dir(), rel);
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     ck_assert_msg(rc == 0, "cluster_load(%s): %s", path, err.message);
 }
 
@@ -46,7 +40,7 @@ int sim_strategy_text(const char *text, strategy *s, ps_error *err)
 {
     char *path = sim_temp_file("", text);
     ps_error_clear(err);
-    int rc = strategy_load(path, sim_data_dir(), s, err);
+    int rc = strategy_load(path, ps_data_dir(), s, err);
     unlink(path);
     free(path);
     return rc;
@@ -57,7 +51,7 @@ int sim_cluster_text(const char *xml, cluster *c, ps_error *err)
     char *path = sim_temp_file(".xml", xml); /* SimGrid wants a .xml name */
     ps_error_clear(err);
     cluster_engine_start();
-    int rc = cluster_load(path, sim_data_dir(), c, err);
+    int rc = cluster_load(path, ps_data_dir(), c, err);
     unlink(path);
     free(path);
     return rc;

@@ -1,5 +1,5 @@
-/* sim_util.h: helpers the executor-level unit tests share (test_htae, test_report): the data
- * directory, loading a platform, running a graph with every software overhead off. */
+/* sim_util.h: helpers the executor-level unit tests share (test_htae, test_report): loading a
+ * platform, running a graph with every software overhead off. */
 #ifndef PROTOSIM_TEST_SIM_UTIL_H
 #define PROTOSIM_TEST_SIM_UTIL_H
 
@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../strategies/strategy.h"
 #include "../topology/cluster.h"
@@ -18,8 +19,6 @@
     ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.12g, want %.12g",               \
                   (double)(got), (double)(want))
 
-/* $PROTOSIM_DATA_DIR (the source tree under meson test), else ".". */
-const char *sim_data_dir(void);
 /* Start the engine and load the platform at data-dir-relative path `rel` (asserts success). */
 void sim_load(const char *rel, cluster *c);
 /* topology/clusters/dgx4.xml, loaded on the first call of the test process (SimGrid holds one

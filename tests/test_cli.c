@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* ---------------------------------------------------------------- help */
 
@@ -902,38 +903,30 @@ END_TEST
 
 static Suite *cli_suite(void)
 {
-    Suite *s = suite_create("cli");
-    TCase *t = tcase_create("cli");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, help_for_every_subcommand);
-    tcase_add_test(t, help_overview);
-    tcase_add_test(t, help_among_arguments_and_unknown_options);
-    tcase_add_test(t, option_usage_errors);
-    tcase_add_test(t, cluster_from_hwloc);
-    tcase_add_test(t, merge_hand_written_shard);
-    tcase_add_test(t, merge_empty_plans);
-    tcase_add_test(t, merge_rejects_bad_plan_fields);
-    tcase_add_test(t, merge_rejects_bad_shard);
-    tcase_add_test(t, sizes_reject_junk);
-    tcase_add_test(t, counts_reject_junk);
-    tcase_add_test(t, lookup_by_hand);
-    tcase_add_test(t, collective_size_suffixes);
-    tcase_add_test(t, collective_prints_the_nccl_tests_table);
-    tcase_add_test(t, run_nccl_algo_is_checked_against_the_groups);
-    tcase_add_test(t, run_csv_has_the_sweep_columns);
-    tcase_add_test(t, man_page_and_completion_cover_every_option);
-    tcase_add_test(t, sweep_progress_lines_off_a_terminal);
-    tcase_add_test(t, replay_priority_gradients_report);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {help_for_every_subcommand,
+                                  help_overview,
+                                  help_among_arguments_and_unknown_options,
+                                  option_usage_errors,
+                                  cluster_from_hwloc,
+                                  merge_hand_written_shard,
+                                  merge_empty_plans,
+                                  merge_rejects_bad_plan_fields,
+                                  merge_rejects_bad_shard,
+                                  sizes_reject_junk,
+                                  counts_reject_junk,
+                                  lookup_by_hand,
+                                  collective_size_suffixes,
+                                  collective_prints_the_nccl_tests_table,
+                                  run_nccl_algo_is_checked_against_the_groups,
+                                  run_csv_has_the_sweep_columns,
+                                  man_page_and_completion_cover_every_option,
+                                  sweep_progress_lines_off_a_terminal,
+                                  replay_priority_gradients_report,
+                                  NULL};
+    return suite_of("cli", "cli", 60, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cli_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(cli_suite());
 }

@@ -11,22 +11,18 @@
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/cluster.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
+#include "suite_util.h"
 
 static void fixture_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/data/cluster/%s", data_dir(), name);
+    snprintf(out, n, "%s/tests/data/cluster/%s", ps_data_dir(), name);
 }
 
 static void bundled_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/topology/clusters/%s", data_dir(), name);
+    snprintf(out, n, "%s/topology/clusters/%s", ps_data_dir(), name);
 }
 
 static void load_ok(const char *path, cluster *c)
@@ -34,7 +30,7 @@ static void load_ok(const char *path, cluster *c)
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     if (rc)
         ps_error_print(&err, stderr);
     ck_assert_msg(rc == 0, "%s: %s:%d %s: %s", path, err.file, err.line, err.field, err.message);
@@ -49,7 +45,7 @@ static ps_error load_fails(const char *fixture)
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), &c, &err);
+    int rc = cluster_load(path, ps_data_dir(), &c, &err);
     ck_assert_msg(rc == PS_EINPUT, "%s: expected PS_EINPUT, got %d", fixture, rc);
     ck_assert_int_eq(err.code, PS_EINPUT);
     ck_assert_ptr_null(c.host_names);
@@ -91,7 +87,7 @@ static void load_two_nodes_of_8(const char *kind, const cluster_gen_opts *o, clu
 START_TEST(devices_bundled)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
     ps_error err;
     ps_error_clear(&err);
@@ -342,7 +338,7 @@ START_TEST(missing_file)
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    ck_assert_int_eq(cluster_load("/nonexistent/protosim.xml", data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load("/nonexistent/protosim.xml", ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, "/nonexistent/protosim.xml");
 }
@@ -356,13 +352,13 @@ START_TEST(load_needs_the_engine)
     ps_error err;
     ps_error_clear(&err);
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/clusters/dgx4.xml", data_dir());
-    ck_assert_int_eq(cluster_load(path, data_dir(), &c, &err), PS_EINTERNAL);
+    snprintf(path, sizeof path, "%s/topology/clusters/dgx4.xml", ps_data_dir());
+    ck_assert_int_eq(cluster_load(path, ps_data_dir(), &c, &err), PS_EINTERNAL);
     ck_assert_ptr_nonnull(strstr(err.message, "cluster_engine_start"));
     ck_assert_int_eq(c.n_gpus, 0);
     ps_error_clear(&err);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(path, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(path, ps_data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_int_eq(c.n_gpus, 4);
     cluster_free(&c);
 }
@@ -547,49 +543,29 @@ END_TEST
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
-    TCase *t = tcase_create("devices");
-    tcase_add_test(t, devices_bundled);
-    tcase_add_test(t, devices_bad_key);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("load");
-    tcase_add_test(t, dgx4_loads);
-    tcase_add_test(t, rank_property_order);
-    tcase_add_test(t, natural_name_order);
-    tcase_add_test(t, malformed_xml);
-    tcase_add_test(t, missing_file);
-    tcase_add_test(t, unknown_gpu);
-    tcase_add_test(t, duplicate_rank);
+    const TTest *const devices_tests[] = {devices_bundled, devices_bad_key, NULL};
+    suite_add_tests(s, "devices", 0, devices_tests);
+    const TTest *const load_tests[] = {
+        dgx4_loads,   rank_property_order, natural_name_order, malformed_xml,
+        missing_file, unknown_gpu,         duplicate_rank,     no_gpu,
+        NULL};
+    TCase *t = suite_add_tests(s, "load", 0, load_tests);
     tcase_add_loop_test(t, bad_ranks, 0, 3);
-    tcase_add_test(t, no_gpu);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("generate");
-    tcase_add_test(t, generated_a100_two_nodes);
-    tcase_add_test(t, generated_v100_cube_mesh);
-    tcase_add_test(t, generated_h100_one_node);
-    tcase_add_test(t, generated_oversubscribed_fabric);
-    tcase_add_test(t, bundled_are_generated);
-    tcase_add_test(t, generate_rejects_bad_options);
-    tcase_add_test(t, generated_mixed_h100_a100);
-    tcase_add_test(t, generated_group_list_of_one_kind);
-    tcase_add_test(t, generate_rejects_bad_groups);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("timing");
-    tcase_add_test(t, timing_one_flow);
-    tcase_add_test(t, timing_two_flows_same_direction);
-    tcase_add_test(t, timing_two_flows_opposite_directions);
-    tcase_add_test(t, load_needs_the_engine);
-    suite_add_tcase(s, t);
+    const TTest *const generate_tests[] = {
+        generated_a100_two_nodes,    generated_v100_cube_mesh,
+        generated_h100_one_node,     generated_oversubscribed_fabric,
+        bundled_are_generated,       generate_rejects_bad_options,
+        generated_mixed_h100_a100,   generated_group_list_of_one_kind,
+        generate_rejects_bad_groups, NULL};
+    suite_add_tests(s, "generate", 0, generate_tests);
+    const TTest *const timing_tests[] = {timing_one_flow, timing_two_flows_same_direction,
+                                         timing_two_flows_opposite_directions,
+                                         load_needs_the_engine, NULL};
+    suite_add_tests(s, "timing", 0, timing_tests);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cluster_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(cluster_suite());
 }

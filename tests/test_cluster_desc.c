@@ -12,10 +12,12 @@
 #include <xbt/dynar.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "../topology/cluster_desc.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* Two nodes of a 2-GPU PCIe machine: each GPU's PCIe link (16 GB/s, 1 us) to a switch holding
  * the node's one NIC (12.5 GB/s, 2 us), both GPUs on rail 0; one node per leaf, uplinks
@@ -132,7 +134,7 @@ END_TEST
 START_TEST(mixed_cluster_layout_and_route)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/clusters/mixed-fat-tree.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/clusters/mixed-fat-tree.yaml", ps_data_dir());
     cluster_desc *d;
     ps_error err;
     ps_error_clear(&err);
@@ -278,7 +280,7 @@ START_TEST(malformed_descriptions_are_located)
         ps_error err;
         ps_error_clear(&err);
         cluster_engine_start();
-        int rc = cluster_load(path, sim_data_dir(), &c, &err);
+        int rc = cluster_load(path, ps_data_dir(), &c, &err);
         ck_assert_msg(rc == PS_EINPUT, "case %zu (%s): rc %d", k, b->to, rc);
         ck_assert_str_eq(err.file, path);
         ck_assert_msg(err.line == b->line && err.column == b->column,
@@ -306,13 +308,13 @@ START_TEST(format_sniffed_from_content)
     char *path = sim_temp_file(".yaml", "fabric: rail\n");
     ps_error_clear(&err);
     cluster_engine_start();
-    ck_assert_int_eq(cluster_load(path, sim_data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load(path, ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "missing key 'protosim_cluster'"), "%s", err.message);
     unlink(path);
     free(path);
     path = sim_temp_file(".xml", "fabric: rail\n");
     ps_error_clear(&err);
-    ck_assert_int_eq(cluster_load(path, sim_data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load(path, ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_msg(strstr(err.message, "not a valid XML file"), "%s", err.message);
     unlink(path);
     free(path);
@@ -324,25 +326,19 @@ END_TEST
 
 static Suite *cluster_desc_suite(void)
 {
-    Suite *s = suite_create("cluster_desc");
-    TCase *t = tcase_create("descriptions");
-    tcase_add_test(t, hand_written_routes);
-    tcase_add_test(t, hand_written_transfer_times);
-    tcase_add_test(t, hand_written_slowdown);
-    tcase_add_test(t, mixed_cluster_layout_and_route);
-    tcase_add_test(t, more_nics_than_gpus);
-    tcase_add_test(t, too_many_links_refused);
-    tcase_add_test(t, malformed_descriptions_are_located);
-    tcase_add_test(t, format_sniffed_from_content);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {hand_written_routes,
+                                  hand_written_transfer_times,
+                                  hand_written_slowdown,
+                                  mixed_cluster_layout_and_route,
+                                  more_nics_than_gpus,
+                                  too_many_links_refused,
+                                  malformed_descriptions_are_located,
+                                  format_sniffed_from_content,
+                                  NULL};
+    return suite_of("cluster_desc", "descriptions", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *r = srunner_create(cluster_desc_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(cluster_desc_suite());
 }

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* One group over ranks 0..n-1 running, one after another, a collective of each kind[i] with
  * bytes[i]; ids[i] is the first member's task of collective i. */
@@ -194,7 +196,7 @@ START_TEST(nvls_moves_k_plus_one_over_k)
     fclose(f);
     cluster_engine_start();
     cluster c;
-    int rc = cluster_load(path, sim_data_dir(), &c, &err);
+    int rc = cluster_load(path, ps_data_dir(), &c, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "%s", err.message);
     htae_options o = sim_bare_options();
@@ -442,30 +444,23 @@ END_TEST
 
 static Suite *coll_suite(void)
 {
-    Suite *s = suite_create("coll");
-    TCase *tc = tcase_create("algorithms");
-    tcase_add_test(tc, ring_across_nodes_one_channel_per_nic);
-    tcase_add_test(tc, tree_moves_less_on_two_nodes_but_nccl_picks_the_ring);
-    tcase_add_test(tc, ring_steps_pay_their_own_route_latency);
-    tcase_add_test(tc, unequal_nodes_get_one_ring);
-    tcase_add_test(tc, tree_wins_small_messages_ring_large_ones);
-    tcase_add_test(tc, nvls_moves_k_plus_one_over_k);
-    tcase_add_test(tc, all_to_all_sends_a_share_to_every_peer);
-    tcase_add_test(tc, all_to_all_v_moves_each_pairs_bytes);
-    tcase_add_test(tc, forced_algorithm_must_fit_the_group);
-    tcase_add_test(tc, lone_ring_allreduce_is_a_timed_wait);
-    tcase_add_test(tc, timed_waits_match_simgrid_tasks);
-    tcase_add_test(tc, a_transfer_still_running_keeps_a_simgrid_task);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {ring_across_nodes_one_channel_per_nic,
+                                  tree_moves_less_on_two_nodes_but_nccl_picks_the_ring,
+                                  ring_steps_pay_their_own_route_latency,
+                                  unequal_nodes_get_one_ring,
+                                  tree_wins_small_messages_ring_large_ones,
+                                  nvls_moves_k_plus_one_over_k,
+                                  all_to_all_sends_a_share_to_every_peer,
+                                  all_to_all_v_moves_each_pairs_bytes,
+                                  forced_algorithm_must_fit_the_group,
+                                  lone_ring_allreduce_is_a_timed_wait,
+                                  timed_waits_match_simgrid_tasks,
+                                  a_transfer_still_running_keeps_a_simgrid_task,
+                                  NULL};
+    return suite_of("coll", "algorithms", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(coll_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(coll_suite());
 }

@@ -6,17 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
+#include "suite_util.h"
 
 #define ck_close(got, want, rel)                                                                   \
     ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.9g, want %.9g", (double)(got),  \
@@ -34,14 +30,14 @@ typedef struct fixture {
 static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel, int simulate)
 {
     char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
-    snprintf(cp, sizeof cp, "%s/%s", data_dir(), cluster_rel);
+    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
+    snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
     ps_error err;
     ps_error_clear(&err);
     memset(f, 0, sizeof *f);
-    ck_assert_msg(strategy_load(sp, data_dir(), &f->s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f->s, &err) == 0, "%s", err.message);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), &f->c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
     if (!simulate)
         return;
@@ -297,10 +293,10 @@ START_TEST(rank_order_follows_strategy)
 {
     fixture f;
     char sp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/compile/order-dtp.yaml", data_dir());
+    snprintf(sp, sizeof sp, "%s/tests/data/compile/order-dtp.yaml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(strategy_load(sp, data_dir(), &f.s, &err), 0);
+    ck_assert_int_eq(strategy_load(sp, ps_data_dir(), &f.s, &err), 0);
     /* order [data, tensor, pipeline]: rank = d + 2 * (t + 2 * p) */
     ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 6);
     ck_assert_int_eq(compile_rank_of(&f.s, 0, 1, 0), 1);
@@ -440,11 +436,11 @@ static void korthikanti(const char *strategy_rel, int nodes, double act_gib)
     fclose(fp);
     fixture f;
     char sp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
+    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
     memset(&f, 0, sizeof f);
-    ck_assert_msg(strategy_load(sp, data_dir(), &f.s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f.s, &err) == 0, "%s", err.message);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(xml, data_dir(), &f.c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(xml, ps_data_dir(), &f.c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(&f.s, &f.c, NULL, &f.p, &err) == 0, "%s", err.message);
     unlink(xml);
     const double GiB = 1073741824.0;
@@ -485,39 +481,32 @@ END_TEST
 
 static Suite *compile_suite(void)
 {
-    Suite *s = suite_create("compile");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, single_gpu_iteration_is_sum_of_op_times);
-    tcase_add_test(tc, full_recompute_adds_one_forward_of_the_layers);
-    tcase_add_test(tc, memory_of_single_gpu_states);
-    tcase_add_test(tc, tied_lm_head_copy_on_the_last_stage);
-    tcase_add_test(tc, fp8_single_gpu_is_sum_of_op_times);
-    tcase_add_test(tc, memory_22b_tp8_no_recompute);
-    tcase_add_test(tc, memory_22b_tp8_sp_selective);
-    tcase_add_test(tc, memory_175b_tp8_pp8_no_recompute);
-    tcase_add_test(tc, memory_175b_tp8_pp8_sp_selective);
-    tcase_add_test(tc, dp_overlap_hides_small_allreduce);
-    tcase_add_test(tc, dp_without_overlap_exposes_allreduce);
-    tcase_add_test(tc, dp_overlap_cannot_hide_a_slow_network);
-    tcase_add_test(tc, tp_collective_count_follows_megatron);
-    tcase_add_test(tc, pipeline_gpipe_holds_more_activations_than_1f1b);
-    tcase_add_test(tc, pipeline_plan_runs_with_a_bubble);
-    tcase_add_test(tc, rank_order_follows_strategy);
-    tcase_add_test(tc, tp_comm_overlap_runs_collectives_beside_their_segment);
-    tcase_add_test(tc, param_gather_overlaps_the_first_forward);
-    tcase_add_test(tc, one_f_one_b_order);
-    tcase_add_test(tc, interleaved_order_covers_every_unit_once);
-    tcase_add_test(tc, interleaved_plan_runs_with_a_bubble);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {single_gpu_iteration_is_sum_of_op_times,
+                                  full_recompute_adds_one_forward_of_the_layers,
+                                  memory_of_single_gpu_states,
+                                  tied_lm_head_copy_on_the_last_stage,
+                                  fp8_single_gpu_is_sum_of_op_times,
+                                  memory_22b_tp8_no_recompute,
+                                  memory_22b_tp8_sp_selective,
+                                  memory_175b_tp8_pp8_no_recompute,
+                                  memory_175b_tp8_pp8_sp_selective,
+                                  dp_overlap_hides_small_allreduce,
+                                  dp_without_overlap_exposes_allreduce,
+                                  dp_overlap_cannot_hide_a_slow_network,
+                                  tp_collective_count_follows_megatron,
+                                  pipeline_gpipe_holds_more_activations_than_1f1b,
+                                  pipeline_plan_runs_with_a_bubble,
+                                  rank_order_follows_strategy,
+                                  tp_comm_overlap_runs_collectives_beside_their_segment,
+                                  param_gather_overlaps_the_first_forward,
+                                  one_f_one_b_order,
+                                  interleaved_order_covers_every_unit_once,
+                                  interleaved_plan_runs_with_a_bubble,
+                                  NULL};
+    return suite_of("compile", "core", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(compile_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(compile_suite());
 }

@@ -10,11 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* A 2-layer Llama with FlashAttention, seq 8192, one sample per iteration. */
 static void strategy_text(char *buf, size_t cap, int hidden, int heads, int kv_heads,
@@ -515,7 +517,7 @@ START_TEST(sweep_context_axis)
     sweep_spec sp;
     ps_error err;
     ps_error_clear(&err);
-    int rc = sweep_spec_load(path, sim_data_dir(), &sp, &err);
+    int rc = sweep_spec_load(path, ps_data_dir(), &sp, &err);
     unlink(path);
     free(path);
     ck_assert_msg(rc == 0, "%s\n%s", err.message, text);
@@ -540,31 +542,24 @@ END_TEST
 
 static Suite *context_suite(void)
 {
-    Suite *s = suite_create("context");
-    TCase *tc = tcase_create("context");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, context_key_and_order);
-    tcase_add_test(tc, context_errors_located);
-    tcase_add_test(tc, rank_layout_by_hand);
-    tcase_add_test(tc, gqa_shrinks_ring_transfers);
-    tcase_add_test(tc, mha_ring_transfers);
-    tcase_add_test(tc, tensor_parallel_ring_sends_its_heads);
-    tcase_add_test(tc, gqa_shrinks_kv_projection);
-    tcase_add_test(tc, attention_flops_halved);
-    tcase_add_test(tc, ring_step_waits_for_its_chunk);
-    tcase_add_test(tc, ring_step_waits_for_the_step_before);
-    tcase_add_test(tc, activations_divided_gradients_over_context);
-    tcase_add_test(tc, folded_replicas_keep_context_ranks);
-    tcase_add_test(tc, sweep_context_axis);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {context_key_and_order,
+                                  context_errors_located,
+                                  rank_layout_by_hand,
+                                  gqa_shrinks_ring_transfers,
+                                  mha_ring_transfers,
+                                  tensor_parallel_ring_sends_its_heads,
+                                  gqa_shrinks_kv_projection,
+                                  attention_flops_halved,
+                                  ring_step_waits_for_its_chunk,
+                                  ring_step_waits_for_the_step_before,
+                                  activations_divided_gradients_over_context,
+                                  folded_replicas_keep_context_ranks,
+                                  sweep_context_axis,
+                                  NULL};
+    return suite_of("context", "context", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(context_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(context_suite());
 }

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../topology/cluster.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 /* A100 SXM 80 GB datasheet figures (dense). */
 static device_spec a100(void)
@@ -385,8 +387,7 @@ static int csv_fields(char *line, char **fld, int n)
 
 START_TEST(measured_kernels)
 {
-    const char *root = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
+    const char *root = ps_data_dir();
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/measured/kernels_sample.csv", root);
     FILE *f = fopen(path, "r");
@@ -444,8 +445,7 @@ static const struct measured_gpu {
 /* A devices.yaml GPU (its gemm_efficiency fitted on H100 training rows, never on these). */
 static device_spec yaml_device(const char *name)
 {
-    const char *root = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
+    const char *root = ps_data_dir();
     char path[1024];
     snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", root);
     device_table t;
@@ -460,8 +460,7 @@ static device_spec yaml_device(const char *name)
 
 static FILE *open_measured(const char *prefix, const char *what)
 {
-    const char *root = getenv("PROTOSIM_DATA_DIR");
-    ck_assert_msg(root && *root, "PROTOSIM_DATA_DIR is not set");
+    const char *root = ps_data_dir();
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/measured/%s_%s.csv", root, prefix, what);
     FILE *f = fopen(path, "r");
@@ -632,32 +631,28 @@ END_TEST
 
 static Suite *cost_suite(void)
 {
+    const TTest *const tests[] = {big_gemm_is_compute_bound,
+                                  memory_bound_op,
+                                  tile_quantization,
+                                  wave_quantization,
+                                  launch_overhead,
+                                  transformer_ops_cost,
+                                  flash_attention_cost,
+                                  optimizer_memory_bound,
+                                  tiny_gemm_hits_floor,
+                                  python_model_agrees,
+                                  measured_kernels,
+                                  measured_fp8_gemms,
+                                  NULL};
     Suite *s = suite_create("cost");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, big_gemm_is_compute_bound);
-    tcase_add_test(tc, memory_bound_op);
-    tcase_add_test(tc, tile_quantization);
-    tcase_add_test(tc, wave_quantization);
-    tcase_add_test(tc, launch_overhead);
-    tcase_add_test(tc, transformer_ops_cost);
-    tcase_add_test(tc, flash_attention_cost);
-    tcase_add_test(tc, optimizer_memory_bound);
-    tcase_add_test(tc, tiny_gemm_hits_floor);
-    tcase_add_test(tc, python_model_agrees);
-    tcase_add_test(tc, measured_kernels);
+    TCase *tc = suite_add_tests(s, "core", 0, tests);
     enum { N_MEASURED = sizeof MEASURED_GPUS / sizeof MEASURED_GPUS[0] };
     tcase_add_loop_test(tc, measured_gemms, 0, N_MEASURED);
     tcase_add_loop_test(tc, measured_attention, 0, N_MEASURED);
-    tcase_add_test(tc, measured_fp8_gemms);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(cost_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(cost_suite());
 }

@@ -13,6 +13,7 @@
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static const htae_link_stat *find_link(const htae_result *r, const char *name)
 {
@@ -273,20 +274,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("counters");
-    TCase *tc = tcase_create("counters");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, counters_are_off_by_default);
-    tcase_add_test(tc, lone_transfer_reads_its_link_bandwidth);
-    tcase_add_test(tc, latency_delays_the_counter);
-    tcase_add_test(tc, counter_adds_each_flows_average_rate);
-    tcase_add_test(tc, ring_counts_wire_bytes_at_the_link_rate);
-    tcase_add_test(tc, a_tasks_edges_start_after_its_worst_latency);
-    tcase_add_test(tc, listed_gpus_count_the_links_near_them);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {counters_are_off_by_default,
+                                  lone_transfer_reads_its_link_bandwidth,
+                                  latency_delays_the_counter,
+                                  counter_adds_each_flows_average_rate,
+                                  ring_counts_wire_bytes_at_the_link_rate,
+                                  a_tasks_edges_start_after_its_worst_latency,
+                                  listed_gpus_count_the_links_near_them,
+                                  NULL};
+    return suite_run(suite_of("counters", "counters", 60, tests));
 }

@@ -9,15 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
+#include "suite_util.h"
 
 /* A small valid model; tests replace one line of it. */
 static const char *BASE = "family: dlrm\n"
@@ -69,7 +65,7 @@ START_TEST(bundled_models_load)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_load("dlrm-criteo-large", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dlrm-criteo-large", ps_data_dir(), &m, &err), 0);
     ck_assert_int_eq(m.family, FAMILY_DLRM);
     ck_assert_str_eq(m.name, "dlrm-criteo-large");
     ck_assert_int_eq(m.dlrm.n_tables, 26);
@@ -83,7 +79,7 @@ START_TEST(bundled_models_load)
     ck_assert_int_eq(m.dlrm.n_bottom, 3);
     ck_assert_int_eq(m.dlrm.top_mlp[4], 1);
 
-    ck_assert_int_eq(workload_model_load("dcnv2-mlperf", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dcnv2-mlperf", ps_data_dir(), &m, &err), 0);
     ck_assert_int_eq(m.dlrm.interaction, INTERACTION_DCN);
     ck_assert_int_eq(m.dlrm.dcn_layers, 3);
     ck_assert_int_eq(m.dlrm.dcn_rank, 512);
@@ -92,9 +88,9 @@ START_TEST(bundled_models_load)
         ids += m.dlrm.pooling[t];
     ck_assert_double_eq(ids, 214.0); /* multi-hot ids per sample */
 
-    ck_assert_int_eq(workload_model_load("dlrm-criteo-small", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dlrm-criteo-small", ps_data_dir(), &m, &err), 0);
     ck_assert_int_eq(m.dlrm.rows[0], 7912889);
-    ck_assert_int_eq(workload_model_load("dlrm-mlperf", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dlrm-mlperf", ps_data_dir(), &m, &err), 0);
     ck_assert_int_eq(m.dlrm.rows[0], 39884406);
     ck_assert_int_eq(m.dlrm.ids, IDS_ZIPF);
     ck_assert_double_eq(m.dlrm.alpha, 1.05);
@@ -154,7 +150,7 @@ START_TEST(transformer_check_refuses_dlrm)
     workload_model m;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(workload_model_load("dlrm-criteo-small", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dlrm-criteo-small", ps_data_dir(), &m, &err), 0);
     ck_assert_int_eq(workload_model_check(&m, 8, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "workload.family");
 }
@@ -351,7 +347,7 @@ START_TEST(op_graph_shapes)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_load("dlrm-criteo-large", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dlrm-criteo-large", ps_data_dir(), &m, &err), 0);
     workload_graph g;
     double b = 2048;
     ck_assert_int_eq(workload_build_dlrm(&m, (int)b, PREC_FP16, EMB_UPDATE_SGD, &g, &err), 0);
@@ -400,7 +396,7 @@ START_TEST(op_graph_shapes)
     ck_assert_double_eq_tol(g.ops[6 + 5].emb.unique, 4 * (1 - pow(0.75, 2048)), 1e-9);
     workload_graph_free(&g);
 
-    ck_assert_int_eq(workload_model_load("dcnv2-mlperf", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("dcnv2-mlperf", ps_data_dir(), &m, &err), 0);
     ck_assert_int_eq(workload_build_dlrm(&m, (int)b, PREC_BF16, EMB_UPDATE_ADAGRAD, &g, &err), 0);
     int cross = 0;
     for (int i = 0; i < g.n_ops; i++)
@@ -417,21 +413,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dlrm");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, bundled_models_load);
-    tcase_add_test(tc, lists_and_laws);
-    tcase_add_test(tc, bad_values_are_located);
-    tcase_add_test(tc, transformer_check_refuses_dlrm);
-    tcase_add_test(tc, distinct_rows_by_hand);
-    tcase_add_test(tc, lookup_cost_by_hand);
-    tcase_add_test(tc, sparse_update_by_hand);
-    tcase_add_test(tc, op_graph_shapes);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {bundled_models_load,
+                                  lists_and_laws,
+                                  bad_values_are_located,
+                                  transformer_check_refuses_dlrm,
+                                  distinct_rows_by_hand,
+                                  lookup_cost_by_hand,
+                                  sparse_update_by_hand,
+                                  op_graph_shapes,
+                                  NULL};
+    return suite_run(suite_of("dlrm", "core", 60, tests));
 }

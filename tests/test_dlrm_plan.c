@@ -11,7 +11,9 @@
 
 #include "../sim/cost/cost.h"
 #include "../strategies/compile/compile.h"
+#include "fixture.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* A tiny DLRM: 4 dense features, bottom MLP 4 -> 8 -> 4, two tables of 100 and 10 rows of
  * dim 4, dot interaction over 3 vectors (3 pairs + the bottom's 4 = 7 wide), top MLP 7 -> 8 -> 1.
@@ -39,6 +41,15 @@ static int load(const char *rest, strategy *s, ps_error *err)
     return sim_strategy_text(text, s, err);
 }
 
+/* The fixture of MODEL + `rest` compiled on the platform at cluster_rel (NULL: the one the test
+ * loaded into f->c). */
+static void plan(sim_fixture *f, const char *rest, const char *cluster_rel)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", MODEL, rest);
+    fixture_text(f, text, cluster_rel);
+}
+
 /* One pass of one micro-batch on `dev`: every op's kernel time, the tables as one TBE kernel
  * (their update replaced by `update` when not NULL). */
 static double pass_seconds(const workload_graph *g, op_pass pass, precision_t prec,
@@ -63,94 +74,76 @@ static double pass_seconds(const workload_graph *g, op_pass pass, precision_t pr
 
 START_TEST(one_gpu_is_the_sum_of_its_ops)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: bf16\noptimizer: adagrad\n"
+         "strategy:\n  data: {degree: 1}\n",
+         "tests/data/compile/one-h100.xml");
     ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: bf16\noptimizer: adagrad\n"
-                       "strategy:\n  data: {degree: 1}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/compile/one-h100.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    ck_assert_int_eq(p.gpus, 1);
-    ck_assert_int_eq(p.micro_batches, 2);
-    ck_assert_double_eq(p.params_total, MLP_PARAMS + TABLE_ELEMS);
-    ck_assert_int_eq(p.graph->n_colls, 0);
+    ck_assert_int_eq(f.p.gpus, 1);
+    ck_assert_int_eq(f.p.micro_batches, 2);
+    ck_assert_double_eq(f.p.params_total, MLP_PARAMS + TABLE_ELEMS);
+    ck_assert_int_eq(f.p.graph->n_colls, 0);
 
     /* the same op graph, with the tables' adagrad fused into the lookup's backward */
     workload_graph g;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_BF16, EMB_UPDATE_ADAGRAD, &g, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_BF16, EMB_UPDATE_ADAGRAD, &g, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     double micro = pass_seconds(&g, PASS_FWD, PREC_BF16, dev, NULL) +
                    pass_seconds(&g, PASS_BWD, PREC_BF16, dev, NULL);
     /* adagrad's MLP step: the bytes of sgd with momentum (one fp32 word read and written) */
     double want = 2 * micro + cost_optimizer_seconds(MLP_PARAMS, 0, PREC_BF16, dev) +
                   cost_iteration_overhead_seconds();
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    ck_close(r.makespan, want, 1e-9);
+    fixture_run(&f);
+    ck_close(f.r.makespan, want, 1e-9);
 
     /* memory: bf16 MLP (2 B) + fp32 tables (4 B); fp32 gradients of the MLP; master + the
      * accumulator for the MLP (8 B), the tables' fp32 accumulator (4 B) */
-    ck_close(p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4, 1e-12);
-    ck_close(p.memory[0].gradients, MLP_PARAMS * 4, 1e-12);
-    ck_close(p.memory[0].optimizer, MLP_PARAMS * 8 + TABLE_ELEMS * 4, 1e-12);
-    htae_result_free(&r);
+    ck_close(f.p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4, 1e-12);
+    ck_close(f.p.memory[0].gradients, MLP_PARAMS * 4, 1e-12);
+    ck_close(f.p.memory[0].optimizer, MLP_PARAMS * 8 + TABLE_ELEMS * 4, 1e-12);
     workload_graph_free(&g);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(two_gpus_all_reduce_by_hand)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n  embedding: {sharding: data-parallel}\n",
+         "tests/data/cluster/two_gpus.xml");
     ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 2}\n  embedding: {sharding: data-parallel}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    ck_assert_int_eq(p.dp, 2);
-    ck_assert_int_eq(p.micro_batches, 1);
+    ck_assert_int_eq(f.p.dp, 2);
+    ck_assert_int_eq(f.p.micro_batches, 1);
     /* the MLP gradients in fp16 (2 B), then the tables' dense fp32 gradients (4 B) */
-    ck_assert_int_eq(p.graph->n_colls, 2);
-    ck_assert_int_eq(p.graph->colls[0].kind, COLL_ALLREDUCE);
-    ck_assert_double_eq(p.graph->colls[0].bytes, MLP_PARAMS * 2);
-    ck_assert_int_eq(p.graph->colls[1].kind, COLL_ALLREDUCE);
-    ck_assert_double_eq(p.graph->colls[1].bytes, TABLE_ELEMS * 4);
+    ck_assert_int_eq(f.p.graph->n_colls, 2);
+    ck_assert_int_eq(f.p.graph->colls[0].kind, COLL_ALLREDUCE);
+    ck_assert_double_eq(f.p.graph->colls[0].bytes, MLP_PARAMS * 2);
+    ck_assert_int_eq(f.p.graph->colls[1].kind, COLL_ALLREDUCE);
+    ck_assert_double_eq(f.p.graph->colls[1].bytes, TABLE_ELEMS * 4);
     /* a data-parallel table's gradient is dense on every GPU */
-    ck_close(p.memory[1].gradients, MLP_PARAMS * 2 + TABLE_ELEMS * 4, 1e-12);
+    ck_close(f.p.memory[1].gradients, MLP_PARAMS * 2 + TABLE_ELEMS * 4, 1e-12);
 
     /* each GPU's compute: the passes (the lookup's backward only scatters: sgd's bytes),
      * then the dense step of the MLP and of the tables; the all-reduces in between */
     workload_graph g;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     emb_update scatter = EMB_UPDATE_SGD;
     double compute = pass_seconds(&g, PASS_FWD, PREC_FP16, dev, NULL) +
                      pass_seconds(&g, PASS_BWD, PREC_FP16, dev, &scatter) +
                      cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
                      cost_optimizer_seconds(TABLE_ELEMS, 0, PREC_FP32, dev) +
                      cost_iteration_overhead_seconds();
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    ck_assert(r.makespan > compute);
+    fixture_run(&f);
+    ck_assert(f.r.makespan > compute);
     /* the two all-reduces over one 100 GB/s link, no latency: a ring of two sends S/2 each
      * way in the reduce-scatter and S/2 in the all-gather, S in all */
-    ck_close(r.makespan, compute + (MLP_PARAMS * 2 + TABLE_ELEMS * 4) / 100e9, 1e-6);
-    htae_result_free(&r);
+    ck_close(f.r.makespan, compute + (MLP_PARAMS * 2 + TABLE_ELEMS * 4) / 100e9, 1e-6);
     workload_graph_free(&g);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -175,18 +168,14 @@ static double mlp_seconds(const workload_graph *g, op_pass pass, precision_t pre
  * the MLP all-reduce (149 x 2 B over the ring of two: 2.98 ns) + the MLP step. */
 START_TEST(table_wise_alltoall_by_hand)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n"
+         "  embedding: {sharding: table-wise, placement: [0, 0]}\n",
+         "tests/data/cluster/two_gpus.xml");
     ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 2}\n"
-                       "  embedding: {sharding: table-wise, placement: [0, 0]}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *hg = p.graph;
+    const exec_graph *hg = f.p.graph;
     /* ids, pooled, gradients, then the MLP all-reduce */
     ck_assert_int_eq(hg->n_colls, 4);
     const double *ids = hg->colls[0].matrix, *pooled = hg->colls[1].matrix,
@@ -199,40 +188,35 @@ START_TEST(table_wise_alltoall_by_hand)
     ck_assert_double_eq(grads[1 * 2 + 0], 256.0 * 2 * 4 * 4);
     ck_assert_double_eq(grads[0 * 2 + 1], 0);
     ck_assert_double_eq(hg->colls[3].bytes, MLP_PARAMS * 2);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 0);
-    ck_assert_double_eq(p.dlrm->lookup_s[1], 0);
-    ck_assert_double_eq(p.dlrm->lookup_imbalance, 2.0); /* max / mean = x / (x / 2) */
-    ck_assert_double_eq(p.dlrm->alltoall_bytes, 12288 + 2 * 8192);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[1], 0);
+    ck_assert_double_eq(f.p.dlrm->lookup_s[1], 0);
+    ck_assert_double_eq(f.p.dlrm->lookup_imbalance, 2.0); /* max / mean = x / (x / 2) */
+    ck_assert_double_eq(f.p.dlrm->alltoall_bytes, 12288 + 2 * 8192);
 
     /* GPU 0's compute: the MLPs at the micro-batch, the tables' TBE at the whole batch */
     workload_graph g, all;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
-    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&f.s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     double tbe = pass_seconds(&all, PASS_FWD, PREC_FP16, dev, NULL) -
                  mlp_seconds(&all, PASS_FWD, PREC_FP16, dev) +
                  pass_seconds(&all, PASS_BWD, PREC_FP16, dev, NULL) -
                  mlp_seconds(&all, PASS_BWD, PREC_FP16, dev);
-    ck_close(p.dlrm->lookup_s[0], tbe, 1e-12);
+    ck_close(f.p.dlrm->lookup_s[0], tbe, 1e-12);
     double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
                      mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
                      cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
                      cost_iteration_overhead_seconds();
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    fixture_run(&f);
     for (int k = 0; k < 2; k++) {
         uint32_t t = hg->coll_tasks[hg->colls[1].first_task + k];
-        ck_close(r.end[t] - r.start[t], 8192 / 100e9, 1e-6);
+        ck_close(f.r.end[t] - f.r.start[t], 8192 / 100e9, 1e-6);
     }
-    ck_close(r.makespan, compute + 8192 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
-    htae_result_free(&r);
+    ck_close(f.r.makespan, compute + 8192 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
     workload_graph_free(&g);
     workload_graph_free(&all);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -261,19 +245,14 @@ static double ops_seconds(const workload_graph *g, op_pass pass, precision_t pre
  * backward beside GPU 1's lookup backward; the all-reduce (1.46 ns); the optimizer steps. */
 START_TEST(bottom_mlp_on_one_gpu_by_hand)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n"
+         "  embedding: {sharding: table-wise, placement: [1, 1], bottom_mlp_gpu: 0}\n",
+         "tests/data/cluster/two_gpus.xml");
     ps_error err;
-    ck_assert_msg(
-        load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-             "strategy:\n  data: {degree: 2}\n"
-             "  embedding: {sharding: table-wise, placement: [1, 1], bottom_mlp_gpu: 0}\n",
-             &s, &err) == 0,
-        "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *hg = p.graph;
+    const exec_graph *hg = f.p.graph;
     ck_assert_int_eq(hg->n_colls, 4);
     const double *ids = hg->colls[0].matrix, *pooled = hg->colls[1].matrix,
                  *grads = hg->colls[2].matrix;
@@ -284,15 +263,15 @@ START_TEST(bottom_mlp_on_one_gpu_by_hand)
     ck_assert_double_eq(grads[0 * 2 + 1], 256.0 * 2 * 4 * 4);
     const double TOP = MLP_PARAMS - 76;
     ck_assert_double_eq(hg->colls[3].bytes, TOP * 2);
-    ck_assert_int_eq(p.dlrm->bottom_mlp_gpu, 0);
+    ck_assert_int_eq(f.p.dlrm->bottom_mlp_gpu, 0);
     /* memory: GPU 0 holds every MLP and no table, GPU 1 the top MLP and both tables */
-    ck_close(p.memory[0].weights, MLP_PARAMS * 2, 1e-12);
-    ck_close(p.memory[1].weights, TOP * 2 + TABLE_ELEMS * 4, 1e-12);
+    ck_close(f.p.memory[0].weights, MLP_PARAMS * 2, 1e-12);
+    ck_close(f.p.memory[1].weights, TOP * 2 + TABLE_ELEMS * 4, 1e-12);
 
     workload_graph g, all;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
-    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&f.s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     double tbe_f = pass_seconds(&all, PASS_FWD, PREC_FP16, dev, NULL) -
                    mlp_seconds(&all, PASS_FWD, PREC_FP16, dev);
     double tbe_b = pass_seconds(&all, PASS_BWD, PREC_FP16, dev, NULL) -
@@ -306,16 +285,11 @@ START_TEST(bottom_mlp_on_one_gpu_by_hand)
     double want = fmax(bottom_f, 12288 / 100e9 + tbe_f) + 8192 / 100e9 + rest + 8192 / 100e9 +
                   fmax(bottom_b, tbe_b) + TOP * 2 / 100e9 + step +
                   cost_iteration_overhead_seconds();
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    ck_close(r.makespan, want, 1e-9);
-    htae_result_free(&r);
+    fixture_run(&f);
+    ck_close(f.r.makespan, want, 1e-9);
     workload_graph_free(&g);
     workload_graph_free(&all);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -330,17 +304,13 @@ END_TEST
  * slices' TBE, 81.92 ns, the MLP all-reduce (2.98 ns), the step. */
 START_TEST(row_wise_by_hand)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n  embedding: {sharding: row-wise}\n",
+         "tests/data/cluster/two_gpus.xml");
     ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 2}\n  embedding: {sharding: row-wise}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *hg = p.graph;
+    const exec_graph *hg = f.p.graph;
     /* ids, reduce-scatter, all-gather, the MLP all-reduce */
     ck_assert_int_eq(hg->n_colls, 4);
     ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 2 * 8 * 2);
@@ -349,16 +319,16 @@ START_TEST(row_wise_by_hand)
     ck_assert_double_eq(hg->colls[1].bytes, 512.0 * 8 * 4);
     ck_assert_int_eq(hg->colls[2].kind, COLL_ALLGATHER);
     ck_assert_double_eq(hg->colls[2].bytes, 512.0 * 8 * 4);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
-    ck_assert_int_eq(p.dlrm->owner[0], -1);
-    ck_close(p.dlrm->lookup_imbalance, 1.0, 1e-12);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(f.p.dlrm->owner[0], -1);
+    ck_close(f.p.dlrm->lookup_imbalance, 1.0, 1e-12);
     /* memory: half of each table's rows, fp32 */
-    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+    ck_assert_double_eq(f.p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
 
     workload_graph g, all;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
-    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&f.s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     workload_emb half[2];
     int n = 0;
     for (int i = 0; i < all.n_ops; i++)
@@ -375,23 +345,18 @@ START_TEST(row_wise_by_hand)
         }
     double tbe = cost_embedding_seconds(half, 2, PASS_FWD, dev) +
                  cost_embedding_seconds(half, 2, PASS_BWD, dev);
-    ck_close(p.dlrm->lookup_s[0], tbe, 1e-12);
+    ck_close(f.p.dlrm->lookup_s[0], tbe, 1e-12);
     double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
                      mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
                      cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
                      cost_iteration_overhead_seconds();
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    fixture_run(&f);
     uint32_t rs = hg->coll_tasks[hg->colls[1].first_task];
-    ck_close(r.end[rs] - r.start[rs], 8192 / 100e9, 1e-6);
-    ck_close(r.makespan, compute + 8192 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
-    htae_result_free(&r);
+    ck_close(f.r.end[rs] - f.r.start[rs], 8192 / 100e9, 1e-6);
+    ck_close(f.r.makespan, compute + 8192 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
     workload_graph_free(&g);
     workload_graph_free(&all);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -402,31 +367,27 @@ END_TEST
  * iteration: the MLPs, the TBE over the two shards, 40.96 ns, the all-reduce, the step. */
 START_TEST(column_wise_by_hand)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n"
+         "  embedding: {sharding: column-wise, shards: 2, placement: round-robin}\n",
+         "tests/data/cluster/two_gpus.xml");
     ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 2}\n"
-                       "  embedding: {sharding: column-wise, shards: 2, placement: round-robin}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *hg = p.graph;
+    const exec_graph *hg = f.p.graph;
     ck_assert_int_eq(hg->n_colls, 4); /* ids, pooled, grads, MLP all-reduce */
     for (int i = 0; i < 2; i++) {
         ck_assert_double_eq(hg->colls[0].matrix[i * 2 + 1 - i], 256.0 * 3 * 8 * 2);
         ck_assert_double_eq(hg->colls[1].matrix[i * 2 + 1 - i], 256.0 * 4 * 4);
     }
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 2);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
-    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[0], 2);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(f.p.memory[0].weights, MLP_PARAMS * 2 + TABLE_ELEMS / 2 * 4);
 
     workload_graph g, all;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
-    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&f.s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     workload_emb cols[2];
     int n = 0;
     for (int i = 0; i < all.n_ops; i++)
@@ -436,21 +397,16 @@ START_TEST(column_wise_by_hand)
         }
     double tbe = cost_embedding_seconds(cols, 2, PASS_FWD, dev) +
                  cost_embedding_seconds(cols, 2, PASS_BWD, dev);
-    ck_close(p.dlrm->lookup_s[1], tbe, 1e-12);
+    ck_close(f.p.dlrm->lookup_s[1], tbe, 1e-12);
     double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
                      mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
                      cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
                      cost_iteration_overhead_seconds();
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    ck_close(r.makespan, compute + 4096 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
-    htae_result_free(&r);
+    fixture_run(&f);
+    ck_close(f.r.makespan, compute + 4096 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
     workload_graph_free(&g);
     workload_graph_free(&all);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -461,19 +417,14 @@ END_TEST
  * GPU 0 holds table 1, GPU 1 both (fp32); table 1's dense gradient on both. */
 START_TEST(children_mix_shardings)
 {
-    strategy s;
-    ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 2}\n"
-                       "  embedding: {sharding: data-parallel, placement: [1, 0]}\n"
-                       "  children: {\"tables.0\": {sharding: table-wise}}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *hg = p.graph;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 512, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n"
+         "  embedding: {sharding: data-parallel, placement: [1, 0]}\n"
+         "  children: {\"tables.0\": {sharding: table-wise}}\n",
+         "tests/data/cluster/two_gpus.xml");
+    const exec_graph *hg = f.p.graph;
     ck_assert_int_eq(hg->n_colls, 5); /* ids, pooled, grads, MLP and table all-reduces */
     ck_assert_double_eq(hg->colls[0].matrix[0 * 2 + 1], 256.0 * 3 * 8);
     ck_assert_double_eq(hg->colls[0].matrix[1 * 2 + 0], 0);
@@ -481,16 +432,14 @@ START_TEST(children_mix_shardings)
     ck_assert_double_eq(hg->colls[1].matrix[0 * 2 + 1], 0);
     ck_assert_double_eq(hg->colls[3].bytes, MLP_PARAMS * 2);
     ck_assert_double_eq(hg->colls[4].bytes, 10.0 * 4 * 4);
-    ck_assert_int_eq(p.dlrm->owner[0], 1);
-    ck_assert_int_eq(p.dlrm->owner[1], -1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[1], 2);
-    ck_assert_double_eq(p.memory[0].weights, MLP_PARAMS * 2 + 40 * 4);
-    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4);
-    ck_assert_double_eq(p.memory[0].gradients, MLP_PARAMS * 2 + 40 * 4);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    ck_assert_int_eq(f.p.dlrm->owner[0], 1);
+    ck_assert_int_eq(f.p.dlrm->owner[1], -1);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[1], 2);
+    ck_assert_double_eq(f.p.memory[0].weights, MLP_PARAMS * 2 + 40 * 4);
+    ck_assert_double_eq(f.p.memory[1].weights, MLP_PARAMS * 2 + TABLE_ELEMS * 4);
+    ck_assert_double_eq(f.p.memory[0].gradients, MLP_PARAMS * 2 + 40 * 4);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -504,19 +453,16 @@ END_TEST
  * (10 GB/s NICs: 204.8 ns). Backward: the transposed all-to-all, then the all-gathers. */
 START_TEST(table_row_wise_by_hand)
 {
-    strategy s;
-    ps_error err;
-    ck_assert_msg(load("batch: {global: 512, micro: 128}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 4}\n"
-                       "  embedding: {sharding: table-row-wise, placement: [0, 2]}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
+    sim_fixture f;
     const char *const zero[2] = {"0", "0"};
-    sim_load_nodes(2, 2, zero, zero, &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *hg = p.graph;
+    sim_load_nodes(2, 2, zero, zero, &f.c);
+    plan(&f,
+         "batch: {global: 512, micro: 128}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 4}\n"
+         "  embedding: {sharding: table-row-wise, placement: [0, 2]}\n",
+         NULL);
+    ps_error err;
+    const exec_graph *hg = f.p.graph;
     /* ids; reduce-scatter node 0, node 1; all-to-all local index 0, 1; their gradients' two
      * all-to-alls; all-gather node 0, node 1; the MLP all-reduce */
     ck_assert_int_eq(hg->n_colls, 10);
@@ -536,39 +482,34 @@ START_TEST(table_row_wise_by_hand)
         ck_assert_double_eq(x->matrix[0 * 2 + 1], 2048);
         ck_assert_double_eq(x->matrix[1 * 2 + 0], 2048);
     }
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[0], 1);
-    ck_assert_int_eq(p.dlrm->tables_of_gpu[3], 1);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[0], 1);
+    ck_assert_int_eq(f.p.dlrm->tables_of_gpu[3], 1);
     /* memory: half a table each, fp32 */
-    ck_assert_double_eq(p.memory[1].weights, MLP_PARAMS * 2 + 50 * 4 * 4);
-    ck_assert_double_eq(p.memory[2].weights, MLP_PARAMS * 2 + 5 * 4 * 4);
+    ck_assert_double_eq(f.p.memory[1].weights, MLP_PARAMS * 2 + 50 * 4 * 4);
+    ck_assert_double_eq(f.p.memory[2].weights, MLP_PARAMS * 2 + 5 * 4 * 4);
 
     /* GPU 0's lookup: half of table 0's ids over half its rows, for all 512 bags */
     workload_graph all;
-    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    ck_assert(workload_build_dlrm(&f.s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
     workload_emb half = all.ops[4].emb; /* bottom MLP: 2 GEMMs + 2 ReLUs, then table 0 */
     ck_assert_int_eq(all.ops[4].kind, OP_EMBEDDING_BAG);
     half.lookups /= 2;
     half.unique /= 2;
     half.row_shards = 2;
-    ck_close(p.dlrm->lookup_s[0],
-             cost_embedding_seconds(&half, 1, PASS_FWD, c.device[0]) +
-                 cost_embedding_seconds(&half, 1, PASS_BWD, c.device[0]),
+    ck_close(f.p.dlrm->lookup_s[0],
+             cost_embedding_seconds(&half, 1, PASS_FWD, f.c.device[0]) +
+                 cost_embedding_seconds(&half, 1, PASS_BWD, f.c.device[0]),
              1e-12);
 
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
+    fixture_run(&f);
     for (int n = 0; n < 2; n++) {
         uint32_t rs = hg->coll_tasks[hg->colls[1 + n].first_task];
         uint32_t x = hg->coll_tasks[hg->colls[3 + n].first_task];
-        ck_close(r.end[rs] - r.start[rs], 4096 / 100e9, 1e-6);
-        ck_close(r.end[x] - r.start[x], 2048 / 10e9, 1e-6);
+        ck_close(f.r.end[rs] - f.r.start[rs], 4096 / 100e9, 1e-6);
+        ck_close(f.r.end[x] - f.r.start[x], 2048 / 10e9, 1e-6);
     }
-    htae_result_free(&r);
     workload_graph_free(&all);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -607,44 +548,35 @@ END_TEST
  * exposes its pooled all-to-all only: 2 x (GPU 0's compute + 81.92 ns) + 2.98 ns + the step. */
 START_TEST(table_wise_two_micro_batches)
 {
-    strategy s;
+    sim_fixture f;
+    plan(&f,
+         "batch: {global: 1024, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
+         "strategy:\n  data: {degree: 2}\n"
+         "  embedding: {sharding: table-wise, placement: [0, 0]}\n",
+         "tests/data/cluster/two_gpus.xml");
     ps_error err;
-    ck_assert_msg(load("batch: {global: 1024, micro: 256}\nprecision: fp16\noptimizer: sgd\n"
-                       "strategy:\n  data: {degree: 2}\n"
-                       "  embedding: {sharding: table-wise, placement: [0, 0]}\n",
-                       &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    ck_assert_int_eq(p.micro_batches, 2);
-    ck_assert_int_eq(p.graph->n_colls, 7);
+    ck_assert_int_eq(f.p.micro_batches, 2);
+    ck_assert_int_eq(f.p.graph->n_colls, 7);
     workload_graph g, all;
-    ck_assert(workload_build_dlrm(&s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
-    ck_assert(workload_build_dlrm(&s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
-    const device_spec *dev = c.device[0];
+    ck_assert(workload_build_dlrm(&f.s.model, 256, PREC_FP16, EMB_UPDATE_SGD, &g, &err) == 0);
+    ck_assert(workload_build_dlrm(&f.s.model, 512, PREC_FP16, EMB_UPDATE_SGD, &all, &err) == 0);
+    const device_spec *dev = f.c.device[0];
     double tbe = pass_seconds(&all, PASS_FWD, PREC_FP16, dev, NULL) -
                  mlp_seconds(&all, PASS_FWD, PREC_FP16, dev) +
                  pass_seconds(&all, PASS_BWD, PREC_FP16, dev, NULL) -
                  mlp_seconds(&all, PASS_BWD, PREC_FP16, dev);
     double micro =
         mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) + mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe;
-    ck_close(p.dlrm->lookup_s[0], 2 * tbe, 1e-12);
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    ck_close(r.makespan,
+    ck_close(f.p.dlrm->lookup_s[0], 2 * tbe, 1e-12);
+    fixture_run(&f);
+    ck_close(f.r.makespan,
              2 * (micro + 8192 / 100e9) + MLP_PARAMS * 2 / 100e9 +
                  cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
                  cost_iteration_overhead_seconds(),
              1e-9);
-    htae_result_free(&r);
     workload_graph_free(&g);
     workload_graph_free(&all);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -998,29 +930,22 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dlrm_plan");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, one_gpu_is_the_sum_of_its_ops);
-    tcase_add_test(tc, two_gpus_all_reduce_by_hand);
-    tcase_add_test(tc, table_wise_alltoall_by_hand);
-    tcase_add_test(tc, table_wise_two_micro_batches);
-    tcase_add_test(tc, placements_by_hand);
-    tcase_add_test(tc, row_wise_by_hand);
-    tcase_add_test(tc, column_wise_by_hand);
-    tcase_add_test(tc, table_row_wise_by_hand);
-    tcase_add_test(tc, table_row_wise_needs_rank_ordered_nodes);
-    tcase_add_test(tc, children_mix_shardings);
-    tcase_add_test(tc, bottom_mlp_on_one_gpu_by_hand);
-    tcase_add_test(tc, tables_beyond_memory_do_not_fit);
-    tcase_add_test(tc, refusals_are_located);
-    tcase_add_test(tc, adagrad_and_embedding_only_for_dlrm);
-    tcase_add_test(tc, devices_without_l2_are_refused);
-    tcase_add_test(tc, sparse_update_plumbing);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {one_gpu_is_the_sum_of_its_ops,
+                                  two_gpus_all_reduce_by_hand,
+                                  table_wise_alltoall_by_hand,
+                                  table_wise_two_micro_batches,
+                                  placements_by_hand,
+                                  row_wise_by_hand,
+                                  column_wise_by_hand,
+                                  table_row_wise_by_hand,
+                                  table_row_wise_needs_rank_ordered_nodes,
+                                  children_mix_shardings,
+                                  bottom_mlp_on_one_gpu_by_hand,
+                                  tables_beyond_memory_do_not_fit,
+                                  refusals_are_located,
+                                  adagrad_and_embedding_only_for_dlrm,
+                                  devices_without_l2_are_refused,
+                                  sparse_update_plumbing,
+                                  NULL};
+    return suite_run(suite_of("dlrm_plan", "core", 60, tests));
 }

@@ -12,12 +12,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -59,7 +61,7 @@ static int load_sweep_opt(const char *tables, const char *opt, const char *axes,
     char path[64];
     write_sweep(tables, opt, axes, path, sizeof path);
     ps_error_clear(err);
-    int rc = sweep_spec_load(path, sim_data_dir(), s, err);
+    int rc = sweep_spec_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;
 }
@@ -158,7 +160,7 @@ START_TEST(dlrm_axes_need_a_dlrm_base)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_ne(sweep_spec_load(path, sim_data_dir(), &s, &err), 0);
+    ck_assert_int_ne(sweep_spec_load(path, ps_data_dir(), &s, &err), 0);
     unlink(path);
     ck_assert_int_eq(err.line, 6);
     ck_assert_int_eq(err.column, 14);
@@ -637,29 +639,22 @@ END_TEST
 
 static Suite *suite(void)
 {
-    Suite *s = suite_create("dlrm_sweep");
-    TCase *t = tcase_create("dlrm_sweep");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, axes_enumerate_by_hand);
-    tcase_add_test(t, bad_values_are_located);
-    tcase_add_test(t, dlrm_axes_need_a_dlrm_base);
-    tcase_add_test(t, tables_auto_proposals);
-    tcase_add_test(t, tables_auto_only_what_fits);
-    tcase_add_test(t, tables_auto_first_proposals_by_hand);
-    tcase_add_test(t, ranked_columns_by_hand);
-    tcase_add_test(t, columns_through_json_csv_and_merge);
-    tcase_add_test(t, tables_beyond_memory_are_pruned);
-    tcase_add_test(t, merge_validates_the_columns);
-    tcase_add_test(t, compiler_refusals_are_failed_plans);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {axes_enumerate_by_hand,
+                                  bad_values_are_located,
+                                  dlrm_axes_need_a_dlrm_base,
+                                  tables_auto_proposals,
+                                  tables_auto_only_what_fits,
+                                  tables_auto_first_proposals_by_hand,
+                                  ranked_columns_by_hand,
+                                  columns_through_json_csv_and_merge,
+                                  tables_beyond_memory_are_pruned,
+                                  merge_validates_the_columns,
+                                  compiler_refusals_are_failed_plans,
+                                  NULL};
+    return suite_of("dlrm_sweep", "dlrm_sweep", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite());
 }

@@ -19,7 +19,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "../sim/base/vocab.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -516,7 +518,7 @@ static double nccl_measured(int gpus, double bytes)
 {
     char file[1024];
     snprintf(file, sizeof file, "%s/tests/data/measured/nccl_allreduce_a100_sample.csv",
-             data_dir());
+             ps_data_dir());
     FILE *f = fopen(file, "r");
     ck_assert_msg(f, "cannot open %s", file);
     char line[512];
@@ -952,54 +954,34 @@ END_TEST
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
-    TCase *t = tcase_create("example");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, example_runs_and_reports);
-    tcase_add_test(t, same_plan_same_output);
-    tcase_add_test(t, critical_path_sums_to_the_iteration);
-    tcase_add_test(t, context_parallel_reports);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("bad_input");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, uneven_split_reported);
-    tcase_add_test(t, bad_unknown_key);
-    tcase_add_test(t, bad_tensor_heads);
-    tcase_add_test(t, bad_gpu_count);
-    tcase_add_test(t, bad_missing_strategy);
-    tcase_add_test(t, bad_missing_cluster);
-    tcase_add_test(t, bad_malformed_yaml);
-    tcase_add_test(t, bad_malformed_xml);
-    tcase_add_test(t, bad_unknown_option);
-    tcase_add_test(t, bad_cluster_kind);
-    tcase_add_test(t, bad_cluster_nodes);
-    suite_add_tcase(s, t);
-
-    t = tcase_create("cluster_and_memory");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, generated_cluster_16_gpus);
-    tcase_add_test(t, description_and_xml_give_the_same_report);
-    tcase_add_test(t, strict_memory_does_not_fit);
-    tcase_add_test(t, folded_replicas_match_full_simulation);
-    tcase_add_test(t, mixtral_ep8_example_runs);
-    tcase_add_test(t, dlrm_table_wise_example_reports_its_sharding);
-    tcase_add_test(t, dlrm_tables_beyond_memory_exit_2);
-    tcase_add_test(t, ep_folded_plans_match_full_simulation);
-    tcase_add_test(t, tp_folded_plans_match_full_simulation);
-    tcase_add_test(t, collectives_track_nccl_tests);
-    tcase_add_test(t, replay_writes_its_reports);
-    tcase_add_test(t, replay_bad_trace_and_family_warning);
-    tcase_add_test(t, replay_what_if);
-    suite_add_tcase(s, t);
+    const TTest *const example_tests[] = {example_runs_and_reports, same_plan_same_output,
+                                          critical_path_sums_to_the_iteration,
+                                          context_parallel_reports, NULL};
+    suite_add_tests(s, "example", 120, example_tests);
+    const TTest *const bad_input_tests[] = {
+        uneven_split_reported, bad_unknown_key,     bad_tensor_heads,   bad_gpu_count,
+        bad_missing_strategy,  bad_missing_cluster, bad_malformed_yaml, bad_malformed_xml,
+        bad_unknown_option,    bad_cluster_kind,    bad_cluster_nodes,  NULL};
+    suite_add_tests(s, "bad_input", 60, bad_input_tests);
+    const TTest *const cluster_and_memory_tests[] = {generated_cluster_16_gpus,
+                                                     description_and_xml_give_the_same_report,
+                                                     strict_memory_does_not_fit,
+                                                     folded_replicas_match_full_simulation,
+                                                     mixtral_ep8_example_runs,
+                                                     dlrm_table_wise_example_reports_its_sharding,
+                                                     dlrm_tables_beyond_memory_exit_2,
+                                                     ep_folded_plans_match_full_simulation,
+                                                     tp_folded_plans_match_full_simulation,
+                                                     collectives_track_nccl_tests,
+                                                     replay_writes_its_reports,
+                                                     replay_bad_trace_and_family_warning,
+                                                     replay_what_if,
+                                                     NULL};
+    suite_add_tests(s, "cluster_and_memory", 120, cluster_and_memory_tests);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(e2e_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(e2e_suite());
 }

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "sim_util.h"
 #include "model_util.h"
+#include "suite_util.h"
 
 /* Mixtral 8x7B by hand (tests/test_moe.c): one expert of a layer 3 x 4096 x 14336 =
  * 176,160,768 parameters; 32 layers. The rest (attention 41,943,040 + norms 8,192 + router
@@ -27,7 +29,7 @@ START_TEST(expert_op_share_by_hand)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(workload_model_load("mixtral-8x7b", sim_data_dir(), &m, &err) == 0, "%s",
+    ck_assert_msg(workload_model_load("mixtral-8x7b", ps_data_dir(), &m, &err) == 0, "%s",
                   err.message);
     workload_graph g;
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g, &err) == 0, "%s", err.message);
@@ -414,27 +416,20 @@ END_TEST
 
 static Suite *ep_suite(void)
 {
-    Suite *s = suite_create("ep");
-    TCase *tc = tcase_create("compile");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, expert_op_share_by_hand);
-    tcase_add_test(tc, ep8_alltoall_bytes_and_time);
-    tcase_add_test(tc, imbalance_makes_an_alltoallv_and_a_busiest_rank);
-    tcase_add_test(tc, stand_in_alltoall_runs_over_every_member);
-    tcase_add_test(tc, stand_in_alltoall_runs_lean_when_alone);
-    tcase_add_test(tc, stand_in_alltoall_runs_in_full_beside_traffic);
-    tcase_add_test(tc, mixtral_ep8_memory_by_hand);
-    tcase_add_test(tc, expert_gradients_over_the_edp_group);
-    tcase_add_test(tc, unmodelled_combinations_are_refused);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {expert_op_share_by_hand,
+                                  ep8_alltoall_bytes_and_time,
+                                  imbalance_makes_an_alltoallv_and_a_busiest_rank,
+                                  stand_in_alltoall_runs_over_every_member,
+                                  stand_in_alltoall_runs_lean_when_alone,
+                                  stand_in_alltoall_runs_in_full_beside_traffic,
+                                  mixtral_ep8_memory_by_hand,
+                                  expert_gradients_over_the_edp_group,
+                                  unmodelled_combinations_are_refused,
+                                  NULL};
+    return suite_of("ep", "compile", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ep_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(ep_suite());
 }

@@ -17,6 +17,7 @@
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static void expect_bw_lat(const char *a, const char *b, double bw, double lat)
 {
@@ -406,31 +407,23 @@ END_TEST
 
 static Suite *fabric_suite(void)
 {
-    Suite *s = suite_create("fabric");
-    TCase *t = tcase_create("fabric");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, rail_aligned_and_pxn_routes);
-    tcase_add_test(t, rail_across_units);
-    tcase_add_test(t, rail_dgx1_relays);
-    tcase_add_test(t, rail_allreduce_one_nic_per_rail);
-    tcase_add_test(t, oversubscribed_leaf_within);
-    tcase_add_test(t, oversubscribed_leaf_halves_cross_leaf_bandwidth);
-    tcase_add_test(t, fat_tree_default_is_non_blocking);
-    tcase_add_test(t, file_size_grows_linearly);
-    tcase_add_test(t, fabric_option_errors);
-    tcase_add_test(t, rail_refuses_ambiguous_routes);
-    tcase_add_test(t, nodes_by_property);
-    tcase_add_test(t, node_property_on_some_gpus_only);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {rail_aligned_and_pxn_routes,
+                                  rail_across_units,
+                                  rail_dgx1_relays,
+                                  rail_allreduce_one_nic_per_rail,
+                                  oversubscribed_leaf_within,
+                                  oversubscribed_leaf_halves_cross_leaf_bandwidth,
+                                  fat_tree_default_is_non_blocking,
+                                  file_size_grows_linearly,
+                                  fabric_option_errors,
+                                  rail_refuses_ambiguous_routes,
+                                  nodes_by_property,
+                                  node_property_on_some_gpus_only,
+                                  NULL};
+    return suite_of("fabric", "fabric", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fabric_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(fabric_suite());
 }

@@ -7,15 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "model_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
+#include "suite_util.h"
 
 static double rel(double a, double b)
 {
@@ -86,7 +82,7 @@ END_TEST
 START_TEST(device_fp8_peaks)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
     ps_error err = {0};
     ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
@@ -142,17 +138,13 @@ END_TEST
 
 static int load_strategy(const char *precision, strategy *s, ps_error *err)
 {
-    char text[512], path[] = "/tmp/protosim_test_fp8_XXXXXX";
+    char text[512], path[64];
     snprintf(text, sizeof text,
              "workload: llama2-7b\nbatch: {global: 8, micro: 1}\nprecision: %s\n"
              "strategy:\n  data: {degree: 2}\n",
              precision);
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-    int rc = strategy_load(path, data_dir(), s, err);
+    model_write_temp(path, sizeof path, "fp8", text);
+    int rc = strategy_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;
 }
@@ -205,7 +197,7 @@ START_TEST(fp8_covers_the_layer_gemms)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_load("llama3-8b", data_dir(), &m, &err), 0);
+    ck_assert_int_eq(workload_model_load("llama3-8b", ps_data_dir(), &m, &err), 0);
     workload_graph g;
     ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
     int fp8 = 0;
@@ -222,21 +214,12 @@ END_TEST
 
 static Suite *fp8_suite(void)
 {
-    Suite *s = suite_create("fp8");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, fp8_gemm_cost_by_hand);
-    tcase_add_test(tc, device_fp8_peaks);
-    tcase_add_test(tc, fp8_strategy_and_device_check);
-    tcase_add_test(tc, fp8_covers_the_layer_gemms);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {fp8_gemm_cost_by_hand, device_fp8_peaks,
+                                  fp8_strategy_and_device_check, fp8_covers_the_layer_gemms, NULL};
+    return suite_of("fp8", "core", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fp8_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(fp8_suite());
 }

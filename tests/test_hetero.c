@@ -7,17 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
+#include "suite_util.h"
 
 #define ck_close(got, want, tol)                                                                   \
     ck_assert_msg(fabs((got) - (want)) <= (tol), "got %.12g, want %.12g", (double)(got),           \
@@ -42,8 +38,8 @@ static outcome run_plan(const char *strategy_rel, const char *cluster_rel, int f
     ck_assert(pid >= 0);
     if (pid == 0) {
         char sp[1024], cp[1024];
-        snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
-        snprintf(cp, sizeof cp, "%s/%s", data_dir(), cluster_rel);
+        snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
+        snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
         ps_error err;
         ps_error_clear(&err);
         strategy s;
@@ -54,8 +50,9 @@ static outcome run_plan(const char *strategy_rel, const char *cluster_rel, int f
         compile_default_options(&o);
         o.fold_data_parallel = fold;
         cluster_engine_start();
-        if (strategy_load(sp, data_dir(), &s, &err) || cluster_load(cp, data_dir(), &c, &err) ||
-            compile_plan(&s, &c, &o, &p, &err) || htae_run(p.graph, &c, NULL, &r, &err)) {
+        if (strategy_load(sp, ps_data_dir(), &s, &err) ||
+            cluster_load(cp, ps_data_dir(), &c, &err) || compile_plan(&s, &c, &o, &p, &err) ||
+            htae_run(p.graph, &c, NULL, &r, &err)) {
             fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
             _exit(1);
         }
@@ -92,12 +89,12 @@ typedef struct hand {
 static void hand_load(hand *h)
 {
     char sp[1024], dp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/hetero/dp2.yaml", data_dir());
-    snprintf(dp, sizeof dp, "%s/topology/devices/devices.yaml", data_dir());
+    snprintf(sp, sizeof sp, "%s/tests/data/hetero/dp2.yaml", ps_data_dir());
+    snprintf(dp, sizeof dp, "%s/topology/devices/devices.yaml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
     strategy s;
-    ck_assert_msg(strategy_load(sp, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(sp, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     ck_assert_int_eq(workload_build(&s.model, s.micro_batch, s.precision, &h->wg, &err), 0);
     ck_assert_int_eq(device_table_load(dp, &h->devices, &err), 0);
     h->prec = s.precision;
@@ -267,12 +264,12 @@ END_TEST
 START_TEST(route_bandwidth_and_latency_between_ranks)
 {
     char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four-slow-pair.xml", data_dir());
+    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four-slow-pair.xml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
     cluster c;
     cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), &c, &err) == 0, "%s", err.message);
     double bw, lat;
     cluster_route(&c, 2, 3, &bw, &lat);
     ck_close(bw, 100e9, 1e-3);
@@ -292,12 +289,12 @@ END_TEST
 START_TEST(slowdown_is_read_per_gpu)
 {
     char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/a100-straggler.xml", data_dir());
+    snprintf(cp, sizeof cp, "%s/tests/data/hetero/a100-straggler.xml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
     cluster c;
     cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert(c.slowdown[0] == 1.0 && c.slowdown[1] == 1.2);
     cluster_free(&c);
 }
@@ -310,13 +307,13 @@ static const char *const bad_slowdowns[] = {"0", "-1", "abc", "inf", "nan", "1.2
 START_TEST(bad_slowdown_is_an_input_error)
 {
     char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/bad-slowdown-%s.xml", data_dir(),
+    snprintf(cp, sizeof cp, "%s/tests/data/hetero/bad-slowdown-%s.xml", ps_data_dir(),
              bad_slowdowns[_i]);
     ps_error err;
     ps_error_clear(&err);
     cluster c;
     cluster_engine_start();
-    ck_assert_int_eq(cluster_load(cp, data_dir(), &c, &err), PS_EINPUT);
+    ck_assert_int_eq(cluster_load(cp, ps_data_dir(), &c, &err), PS_EINPUT);
     ck_assert_str_eq(err.file, cp);
     ck_assert_int_eq(err.line, 7); /* <host id="g1" ...> */
     ck_assert_msg(strstr(err.message, "'g1'") && strstr(err.message, "slowdown"), "%s",
@@ -347,12 +344,12 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
                      int busiest, double bubble, double idle, double iteration)
 {
     char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", data_dir());
+    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
     cluster c;
     cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), &c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), &c, &err) == 0, "%s", err.message);
     ck_assert_int_eq(c.n_gpus, p);
     exec_graph *g = graph_create(p);
     int label = graph_label(g, "unit");
@@ -431,13 +428,13 @@ static void compile_fixture(const char *strategy_rel, const char *cluster_rel, s
                             cluster *c, compiled_plan *p)
 {
     char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", data_dir(), strategy_rel);
-    snprintf(cp, sizeof cp, "%s/%s", data_dir(), cluster_rel);
+    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
+    snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(strategy_load(sp, data_dir(), s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(sp, ps_data_dir(), s, &err) == 0, "%s", err.message);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, data_dir(), c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), c, &err) == 0, "%s", err.message);
     ck_assert_msg(compile_plan(s, c, NULL, p, &err) == 0, "%s", err.message);
 }
 
@@ -497,28 +494,23 @@ END_TEST
 static Suite *hetero_suite(void)
 {
     Suite *s = suite_create("hetero");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, mixed_h100_a100_runs_at_the_a100s_pace);
-    tcase_add_test(tc, straggler_slowdown_lengthens_the_iteration);
-    tcase_add_test(tc, folding_only_where_replicas_are_alike);
-    tcase_add_test(tc, route_bandwidth_and_latency_between_ranks);
-    tcase_add_test(tc, slowdown_is_read_per_gpu);
+    const TTest *const tests[] = {mixed_h100_a100_runs_at_the_a100s_pace,
+                                  straggler_slowdown_lengthens_the_iteration,
+                                  folding_only_where_replicas_are_alike,
+                                  route_bandwidth_and_latency_between_ranks,
+                                  slowdown_is_read_per_gpu,
+                                  bubble_is_textbook_for_equal_stages,
+                                  bubble_includes_the_cool_down_with_unequal_stages,
+                                  segment_labels_name_stage_and_layers,
+                                  memory_is_checked_against_each_gpus_capacity,
+                                  NULL};
+    TCase *tc = suite_add_tests(s, "core", 120, tests);
     tcase_add_loop_test(tc, bad_slowdown_is_an_input_error, 0,
                         (int)(sizeof bad_slowdowns / sizeof *bad_slowdowns));
-    tcase_add_test(tc, bubble_is_textbook_for_equal_stages);
-    tcase_add_test(tc, bubble_includes_the_cool_down_with_unequal_stages);
-    tcase_add_test(tc, segment_labels_name_stage_and_layers);
-    tcase_add_test(tc, memory_is_checked_against_each_gpus_capacity);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(hetero_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(hetero_suite());
 }

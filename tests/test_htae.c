@@ -15,6 +15,7 @@
 #include "../strategies/schedule.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* The receiving side of a transfer: an instant task on its peer that depends on it (every
  * transfer of a graph must be received). It ends when the transfer does. */
@@ -774,45 +775,38 @@ END_TEST
 
 static Suite *htae_suite(void)
 {
-    Suite *s = suite_create("htae");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, transfer_1gb_over_100gbps_takes_10ms);
-    tcase_add_test(tc, two_flows_share_a_link_and_take_20ms);
-    tcase_add_test(tc, opposite_directions_do_not_share);
-    tcase_add_test(tc, transfer_companions_on_their_own_links);
-    tcase_add_test(tc, transfer_companions_share_a_link_with_it);
-    tcase_add_test(tc, collective_companions_run_with_it);
-    tcase_add_test(tc, companion_groups_past_a_task_run_one_task_each);
-    tcase_add_test(tc, ring_allreduce_matches_formula);
-    tcase_add_test(tc, ring_reduce_scatter_and_allgather);
-    tcase_add_test(tc, multi_link_topology_uses_two_rings);
-    tcase_add_test(tc, gpipe_textbook_bubble);
-    tcase_add_test(tc, one_f_one_b_textbook_bubble);
-    tcase_add_test(tc, compute_overlapping_comm_is_slowed);
-    tcase_add_test(tc, second_run_in_a_process_starts_at_zero);
-    tcase_add_test(tc, p2p_launch_cost_is_added);
-    tcase_add_test(tc, cpu_thread_and_two_gpu_streams_with_a_lag);
-    tcase_add_test(tc, host_bound_compute_follows_the_issue_timeline);
-    tcase_add_test(tc, collective_hides_behind_a_host_bound_program);
-    tcase_add_test(tc, host_waits_at_a_blocking_receive_only);
-    tcase_add_test(tc, inconsistent_collective_order_is_a_cycle);
-    tcase_add_test(tc, graph_keeps_program_order_per_stream);
-    tcase_add_test(tc, host_waiting_on_its_own_later_issue_stalls);
-    tcase_add_test(tc, time_collectives_one_size_after_another);
-    tcase_add_test(tc, link_busy_half_of_transfer_then_compute);
-    tcase_add_test(tc, link_busy_flows_at_once);
-    tcase_add_test(tc, link_busy_flows_back_to_back);
-    tcase_add_test(tc, link_bytes_of_a_ring_allreduce);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {transfer_1gb_over_100gbps_takes_10ms,
+                                  two_flows_share_a_link_and_take_20ms,
+                                  opposite_directions_do_not_share,
+                                  transfer_companions_on_their_own_links,
+                                  transfer_companions_share_a_link_with_it,
+                                  collective_companions_run_with_it,
+                                  companion_groups_past_a_task_run_one_task_each,
+                                  ring_allreduce_matches_formula,
+                                  ring_reduce_scatter_and_allgather,
+                                  multi_link_topology_uses_two_rings,
+                                  gpipe_textbook_bubble,
+                                  one_f_one_b_textbook_bubble,
+                                  compute_overlapping_comm_is_slowed,
+                                  second_run_in_a_process_starts_at_zero,
+                                  p2p_launch_cost_is_added,
+                                  cpu_thread_and_two_gpu_streams_with_a_lag,
+                                  host_bound_compute_follows_the_issue_timeline,
+                                  collective_hides_behind_a_host_bound_program,
+                                  host_waits_at_a_blocking_receive_only,
+                                  inconsistent_collective_order_is_a_cycle,
+                                  graph_keeps_program_order_per_stream,
+                                  host_waiting_on_its_own_later_issue_stalls,
+                                  time_collectives_one_size_after_another,
+                                  link_busy_half_of_transfer_then_compute,
+                                  link_busy_flows_at_once,
+                                  link_busy_flows_back_to_back,
+                                  link_bytes_of_a_ring_allreduce,
+                                  NULL};
+    return suite_of("htae", "core", 60, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(htae_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(htae_suite());
 }

@@ -8,17 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/hwloc_import.h"
 #include "sim_util.h"
-
-static const char *data_dir(void)
-{
-    return sim_data_dir();
-}
+#include "suite_util.h"
 
 static void fixture(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/data/hwloc/%s", data_dir(), name);
+    snprintf(out, n, "%s/tests/data/hwloc/%s", ps_data_dir(), name);
 }
 
 static void import_ok(const char *name, hwloc_import_opts o, node_model *m)
@@ -27,7 +24,7 @@ static void import_ok(const char *name, hwloc_import_opts o, node_model *m)
     fixture(path, sizeof path, name);
     ps_error err;
     ps_error_clear(&err);
-    int rc = hwloc_import_node(path, data_dir(), &o, m, summary, sizeof summary, &err);
+    int rc = hwloc_import_node(path, ps_data_dir(), &o, m, summary, sizeof summary, &err);
     ck_assert_msg(rc == 0, "%s: %s: %s", name, err.field, err.message);
     ck_assert_ptr_nonnull(strstr(summary, name));
 }
@@ -42,7 +39,7 @@ static void import_fails(const char *name, hwloc_import_opts o, const char *fiel
     node_model m;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_int_eq(hwloc_import_node(path, data_dir(), &o, &m, NULL, 0, &err), PS_EINPUT);
+    ck_assert_int_eq(hwloc_import_node(path, ps_data_dir(), &o, &m, NULL, 0, &err), PS_EINPUT);
     ck_assert_str_eq(err.file, path);
     ck_assert_str_eq(err.field, field);
     ck_assert_msg(strstr(err.message, needle), "%s: '%s' lacks '%s'", name, err.message, needle);
@@ -323,7 +320,7 @@ static void load_platform(const char *name, hwloc_import_opts o, int nodes, clus
     fclose(f);
     node_model_free(&m);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     ck_assert_msg(rc == 0, "%s: %s", path, err.message);
     remove(path);
 }
@@ -404,31 +401,24 @@ END_TEST
 static Suite *hwloc_suite(void)
 {
     Suite *s = suite_create("hwloc");
-    TCase *t = tcase_create("import");
-    tcase_add_test(t, two_switches_links);
-    tcase_add_test(t, two_switches_nvlink_routes);
-    tcase_add_test(t, two_switches_pcie_routes_share_uplinks);
-    tcase_add_test(t, two_switches_nearest_nic);
-    tcase_add_test(t, nvswitch_ports);
-    tcase_add_test(t, nvswitch_placed_nics);
-    tcase_add_test(t, two_sockets_nic_classes);
-    tcase_add_test(t, gpu_option_overrides_the_name);
-    tcase_add_test(t, errors_name_file_and_field);
-    suite_add_tcase(s, t);
-    t = tcase_create("platform");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, platform_routes);
-    tcase_add_test(t, allreduce_over_pcie_alone);
-    tcase_add_test(t, allreduce_over_pcie_shares_uplinks);
-    suite_add_tcase(s, t);
+    const TTest *const import_tests[] = {two_switches_links,
+                                         two_switches_nvlink_routes,
+                                         two_switches_pcie_routes_share_uplinks,
+                                         two_switches_nearest_nic,
+                                         nvswitch_ports,
+                                         nvswitch_placed_nics,
+                                         two_sockets_nic_classes,
+                                         gpu_option_overrides_the_name,
+                                         errors_name_file_and_field,
+                                         NULL};
+    suite_add_tests(s, "import", 0, import_tests);
+    const TTest *const platform_tests[] = {platform_routes, allreduce_over_pcie_alone,
+                                           allreduce_over_pcie_shares_uplinks, NULL};
+    suite_add_tests(s, "platform", 60, platform_tests);
     return s;
 }
 
 int main(void)
 {
-    SRunner *r = srunner_create(hwloc_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(hwloc_suite());
 }

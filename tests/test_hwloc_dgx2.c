@@ -10,12 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/hwloc_import.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 static char dgx2_path[1024];
 
-/* Outside a test: no Check assertion (cli_util's data_dir() asserts). */
+/* Outside a test: no Check assertion (cli_util's ps_data_dir() asserts). */
 static void find_dgx2(void)
 {
     const char *env = getenv("PROTOSIM_HWLOC_DGX2");
@@ -30,7 +32,7 @@ START_TEST(dgx2_node_model)
     ps_error err;
     ps_error_clear(&err);
     hwloc_import_opts o = {.nics = 8, .nic_gbps = 100};
-    ck_assert_int_eq(hwloc_import_node(dgx2_path, data_dir(), &o, &m, NULL, 0, &err), 0);
+    ck_assert_int_eq(hwloc_import_node(dgx2_path, ps_data_dir(), &o, &m, NULL, 0, &err), 0);
     ck_assert_int_eq(m.gpus, 16);
     ck_assert_str_eq(m.gpu, "V100-SXM3-32GB");
     ck_assert_double_eq_tol(m.flops, 125e12, 1);
@@ -121,15 +123,6 @@ int main(void)
         fprintf(stderr, "PROTOSIM_HWLOC_DGX2: cannot read %s\n", dgx2_path);
         return EXIT_FAILURE;
     }
-    Suite *s = suite_create("hwloc_dgx2");
-    TCase *t = tcase_create("dgx2");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, dgx2_node_model);
-    tcase_add_test(t, dgx2_matches_template);
-    suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {dgx2_node_model, dgx2_matches_template, NULL};
+    return suite_run(suite_of("hwloc_dgx2", "dgx2", 120, tests));
 }

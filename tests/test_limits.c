@@ -15,6 +15,7 @@
 #include "../sim/base/yaml_read.h"
 #include "../topology/cluster.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 static const char *dgx4 = "topology/clusters/dgx4.xml";
 
@@ -504,37 +505,30 @@ END_TEST
 
 static Suite *limits_suite(void)
 {
-    Suite *s = suite_create("limits");
-    TCase *t = tcase_create("limits");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, checked_products);
-    tcase_add_test(t, pipeline_virtual_stages_overflow);
-    tcase_add_test(t, plan_gpus_overflow);
-    tcase_add_test(t, sweep_degree_product);
-    tcase_add_test(t, model_dimensions);
-    tcase_add_test(t, micro_batches_limit);
-    tcase_add_test(t, layers_limit);
-    tcase_add_test(t, yaml_depth_limit);
-    tcase_add_test(t, yaml_size_limit);
-    tcase_add_test(t, cluster_size_limits);
-    tcase_add_test(t, sweep_limits);
-    tcase_add_test(t, pipeline_units_limit);
-    tcase_add_test(t, rank_units_limit);
-    tcase_add_test(t, merge_input_limit);
-    tcase_add_test(t, duplicate_children);
-    tcase_add_test(t, vocab_parallel_on_layers);
-    tcase_add_test(t, device_numbers_are_plain);
-    tcase_add_test(t, strict_numbers);
-    tcase_add_test(t, collective_sizes);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {checked_products,
+                                  pipeline_virtual_stages_overflow,
+                                  plan_gpus_overflow,
+                                  sweep_degree_product,
+                                  model_dimensions,
+                                  micro_batches_limit,
+                                  layers_limit,
+                                  yaml_depth_limit,
+                                  yaml_size_limit,
+                                  cluster_size_limits,
+                                  sweep_limits,
+                                  pipeline_units_limit,
+                                  rank_units_limit,
+                                  merge_input_limit,
+                                  duplicate_children,
+                                  vocab_parallel_on_layers,
+                                  device_numbers_are_plain,
+                                  strict_numbers,
+                                  collective_sizes,
+                                  NULL};
+    return suite_of("limits", "limits", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(limits_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(limits_suite());
 }

@@ -8,40 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
-static workload_model load_ok(const char *name)
-{
-    workload_model m;
-    ps_error err = {0};
-    int rc = workload_model_load(name, data_dir(), &m, &err);
-    ck_assert_msg(rc == 0, "%s: %s", name, err.message);
-    return m;
-}
+#include "suite_util.h"
 
 static void build_ok(const workload_model *m, int micro_batch, workload_graph *g)
 {
     ps_error err = {0};
     ck_assert_msg(workload_build(m, micro_batch, PREC_BF16, g, &err) == 0, "%s", err.message);
-}
-
-/* Write text to a temporary .yaml file; the caller unlinks it. */
-static void write_tmp(char *path, size_t cap, const char *text)
-{
-    snprintf(path, cap, "/tmp/protosim_test_llama_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
 }
 
 /* Parameters of a Llama model by the architecture: per layer Q and O (h x a d each), K and V
@@ -56,7 +32,7 @@ static double llama_params(double L, double h, double a, double kv, double d, do
  * 6,738,415,616, within 1% of the published 6.74 B; no biases anywhere. */
 START_TEST(llama2_7b_params_by_hand)
 {
-    workload_model m = load_ok("llama2-7b");
+    workload_model m = model_load_named("llama2-7b");
     ck_assert_int_eq(m.family, FAMILY_LLAMA);
     ck_assert_int_eq(m.activation, ACT_SWIGLU);
     ck_assert_int_eq(m.positions, POS_ROTARY);
@@ -91,7 +67,7 @@ END_TEST
 /* Llama 3 8B: GQA with 8 K/V heads and a 128256-token vocabulary: 8,030,261,248 (8.03 B). */
 START_TEST(llama3_8b_params_by_hand)
 {
-    workload_model m = load_ok("llama3-8b");
+    workload_model m = model_load_named("llama3-8b");
     ck_assert_int_eq(m.kv_heads, 8);
     ck_assert_int_eq(m.vocab, 128256);
     workload_graph g;
@@ -140,7 +116,7 @@ START_TEST(bundled_llama_and_mpt_sizes)
     ck_assert_double_eq(hand[6], 6649286656.0);
     ck_assert_double_eq(hand[8], 64862437376.0); /* NumParams in llm_training_public.csv */
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        workload_model m = load_ok(rows[i].name);
+        workload_model m = model_load_named(rows[i].name);
         workload_graph g;
         build_ok(&m, 1, &g);
         ck_assert_msg(g.total_params == hand[i], "%s: %.0f, by hand %.0f", rows[i].name,
@@ -177,7 +153,7 @@ END_TEST
  * exactly, and leaves the attention core's FLOPs (per query head) unchanged. */
 START_TEST(gqa_shrinks_kv_projection_exactly)
 {
-    workload_model gqa = load_ok("llama3-8b");
+    workload_model gqa = model_load_named("llama3-8b");
     workload_model mha = gqa;
     mha.kv_heads = mha.heads;
     int b = 2;
@@ -215,7 +191,7 @@ END_TEST
  * silu(gate) * up reads both halves and writes one, and saves both. */
 START_TEST(swiglu_mlp_flops)
 {
-    workload_model m = load_ok("llama2-7b");
+    workload_model m = model_load_named("llama2-7b");
     workload_graph g;
     int b = 3;
     build_ok(&m, b, &g);
@@ -240,7 +216,7 @@ END_TEST
  * query row and head); RMSNorm reads its weight (h x 2) and writes its gradient. */
 START_TEST(llama_layer_activations_and_norms)
 {
-    workload_model m = load_ok("llama2-7b");
+    workload_model m = model_load_named("llama2-7b");
     workload_graph g;
     int b = 1;
     build_ok(&m, b, &g);
@@ -265,7 +241,7 @@ END_TEST
  * holds the one K/V head its query heads use. Llama 2 70B: 64 query heads, 8 K/V heads, d 128. */
 START_TEST(tensor_parallel_split_of_llama_matrices)
 {
-    workload_model m = load_ok("llama2-70b");
+    workload_model m = model_load_named("llama2-70b");
     workload_graph g;
     build_ok(&m, 1, &g);
     double t = 4096, h = 8192, d = 128, f = 28672;
@@ -381,10 +357,10 @@ START_TEST(inline_refusal_names_workload_path)
                        "           vocab: 100, ffn_hidden: 128, imbalance: 4}\n"
                        "batch: {global: 1, micro: 1}\n";
     char path[64];
-    write_tmp(path, sizeof path, text);
+    model_write_temp(path, sizeof path, "llama", text);
     strategy s;
     ps_error err = {0};
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, &err), PS_EINPUT);
     unlink(path);
     ck_assert_str_eq(err.field, "workload.imbalance");
     ck_assert_int_eq(err.line, 2);
@@ -402,9 +378,9 @@ static int load_strategy(const char *model, int tp, ps_error *err)
              "workload: {%s}\nbatch: {global: 8, micro: 1}\nstrategy:\n"
              "  tensor: {degree: %d}\n",
              model, tp);
-    write_tmp(path, sizeof path, text);
+    model_write_temp(path, sizeof path, "llama", text);
     strategy s;
-    int rc = strategy_load(path, data_dir(), &s, err);
+    int rc = strategy_load(path, ps_data_dir(), &s, err);
     unlink(path);
     if (rc == 0)
         strategy_free(&s);
@@ -438,7 +414,7 @@ END_TEST
  * pays the bias add on the scores. */
 START_TEST(mpt_alibi_no_bias_tied)
 {
-    workload_model m = load_ok("mpt-7b");
+    workload_model m = model_load_named("mpt-7b");
     ck_assert_int_eq(m.family, FAMILY_GPT);
     ck_assert_int_eq(m.positions, POS_ALIBI);
     ck_assert(!m.bias && !m.dropout && m.tied_embeddings);
@@ -466,30 +442,24 @@ END_TEST
 
 static Suite *llama_suite(void)
 {
-    Suite *s = suite_create("llama");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, llama2_7b_params_by_hand);
-    tcase_add_test(tc, llama3_8b_params_by_hand);
-    tcase_add_test(tc, bundled_llama_and_mpt_sizes);
-    tcase_add_test(tc, mpt_benchmark_config_matches_numparams);
-    tcase_add_test(tc, gqa_shrinks_kv_projection_exactly);
-    tcase_add_test(tc, swiglu_mlp_flops);
-    tcase_add_test(tc, llama_layer_activations_and_norms);
-    tcase_add_test(tc, tensor_parallel_split_of_llama_matrices);
-    tcase_add_test(tc, not_modelled_keys_are_located_errors);
-    tcase_add_test(tc, bad_llama_keys_are_located_errors);
-    tcase_add_test(tc, inline_refusal_names_workload_path);
-    tcase_add_test(tc, kv_heads_against_tensor_degree);
-    tcase_add_test(tc, mpt_alibi_no_bias_tied);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {llama2_7b_params_by_hand,
+                                  llama3_8b_params_by_hand,
+                                  bundled_llama_and_mpt_sizes,
+                                  mpt_benchmark_config_matches_numparams,
+                                  gqa_shrinks_kv_projection_exactly,
+                                  swiglu_mlp_flops,
+                                  llama_layer_activations_and_norms,
+                                  tensor_parallel_split_of_llama_matrices,
+                                  not_modelled_keys_are_located_errors,
+                                  bad_llama_keys_are_located_errors,
+                                  inline_refusal_names_workload_path,
+                                  kv_heads_against_tensor_degree,
+                                  mpt_alibi_no_bias_tied,
+                                  NULL};
+    return suite_of("llama", "core", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(llama_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(llama_suite());
 }

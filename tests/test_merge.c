@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 static run_result run_merge(const char *dir, const char *fixture, const char *plot)
 {
@@ -122,22 +123,14 @@ END_TEST
 static Suite *merge_suite(void)
 {
     Suite *s = suite_create("merge");
-    TCase *t = tcase_create("merge");
-    tcase_set_timeout(t, 60);
+    const TTest *const tests[] = {not_json_is_located, huge_shard_count_allocates_nothing,
+                                  no_plans_is_an_empty_ranking, plot_bounds_its_axis, NULL};
+    TCase *t = suite_add_tests(s, "merge", 60, tests);
     tcase_add_loop_test(t, bad_record_names_its_json_path, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(t, not_json_is_located);
-    tcase_add_test(t, huge_shard_count_allocates_nothing);
-    tcase_add_test(t, no_plans_is_an_empty_ranking);
-    tcase_add_test(t, plot_bounds_its_axis);
-    suite_add_tcase(s, t);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(merge_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(merge_suite());
 }

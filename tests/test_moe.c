@@ -8,21 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
+#include "suite_util.h"
 
 static void build_named(const char *name, workload_graph *g)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(workload_model_load(name, data_dir(), &m, &err) == 0, "%s: %s", name,
+    ck_assert_msg(workload_model_load(name, ps_data_dir(), &m, &err) == 0, "%s: %s", name,
                   err.message);
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, g, &err) == 0, "%s", err.message);
 }
@@ -212,15 +208,10 @@ static void expect_strategy_error(const char *model, const char *body, const cha
     char text[1024], path[64];
     snprintf(text, sizeof text, "workload: %s\nbatch: {global: 24, micro: 1}\nstrategy:\n%s", model,
              body);
-    snprintf(path, sizeof path, "/tmp/protosim_test_moe_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
+    model_write_temp(path, sizeof path, "moe", text);
     strategy s;
     ps_error err = {0};
-    int rc = strategy_load(path, data_dir(), &s, &err);
+    int rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_int_eq(rc, PS_EINPUT);
     ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
@@ -268,10 +259,10 @@ START_TEST(ep8_example_loads)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/strategies/examples/mixtral-8x7b-dgx-h100-ep8.yaml",
-             data_dir());
+             ps_data_dir());
     strategy s;
     ps_error err = {0};
-    ck_assert_msg(strategy_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     ck_assert_int_eq(s.ep, 8);
     ck_assert_int_eq(s.etp, 1);
     ck_assert_int_eq(s.dp, 8);
@@ -282,24 +273,18 @@ END_TEST
 
 static Suite *moe_suite(void)
 {
-    Suite *s = suite_create("moe");
-    TCase *tc = tcase_create("model");
-    tcase_add_test(tc, mixtral_8x7b_parameters_by_hand);
-    tcase_add_test(tc, bundled_moe_models_match_published);
-    tcase_add_test(tc, moe_layer_ops);
-    tcase_add_test(tc, expert_rank_load_by_hand);
-    tcase_add_test(tc, moe_key_rules_are_located_errors);
-    tcase_add_test(tc, expert_strategy_rules_are_located_errors);
-    tcase_add_test(tc, ep8_example_loads);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {mixtral_8x7b_parameters_by_hand,
+                                  bundled_moe_models_match_published,
+                                  moe_layer_ops,
+                                  expert_rank_load_by_hand,
+                                  moe_key_rules_are_located_errors,
+                                  expert_strategy_rules_are_located_errors,
+                                  ep8_example_loads,
+                                  NULL};
+    return suite_of("moe", "model", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(moe_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(moe_suite());
 }

@@ -8,22 +8,18 @@
 #include <unistd.h>
 
 #include "../sim/base/graph.h"
+#include "../sim/base/vocab.h"
 #include "../sim/engine/htae.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
+#include "suite_util.h"
 
 static void load_ok(const char *path, cluster *c)
 {
     ps_error err;
     ps_error_clear(&err);
     cluster_engine_start();
-    int rc = cluster_load(path, data_dir(), c, &err);
+    int rc = cluster_load(path, ps_data_dir(), c, &err);
     ck_assert_msg(rc == 0, "%s: %s", path, err.message);
 }
 
@@ -333,29 +329,22 @@ END_TEST
 
 static Suite *platform_suite(void)
 {
-    Suite *s = suite_create("platform");
-    TCase *t = tcase_create("writer");
-    tcase_add_test(t, hand_model_routes);
-    tcase_add_test(t, dgx2_template);
-    tcase_add_test(t, dgx_h200_template);
-    tcase_add_test(t, dgx_b200_template);
-    tcase_add_test(t, gpu_option_replaces_the_kinds_gpu);
-    tcase_add_test(t, gpu_option_rejects_an_unknown_model);
-    tcase_add_test(t, oversubscribed_leaf_halves_cross_leaf_bandwidth);
-    tcase_add_test(t, non_blocking_fat_tree_never_binds);
-    tcase_add_test(t, rail_allreduce_uses_one_nic_per_rail);
-    tcase_add_test(t, platform_grows_linearly);
-    tcase_add_test(t, fabric_errors_name_the_option);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {hand_model_routes,
+                                  dgx2_template,
+                                  dgx_h200_template,
+                                  dgx_b200_template,
+                                  gpu_option_replaces_the_kinds_gpu,
+                                  gpu_option_rejects_an_unknown_model,
+                                  oversubscribed_leaf_halves_cross_leaf_bandwidth,
+                                  non_blocking_fat_tree_never_binds,
+                                  rail_allreduce_uses_one_nic_per_rail,
+                                  platform_grows_linearly,
+                                  fabric_errors_name_the_option,
+                                  NULL};
+    return suite_of("platform", "writer", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(platform_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(platform_suite());
 }

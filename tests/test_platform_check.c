@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* `protosim collective` is the shortest path through cluster_load. */
 static run_result run_collective(const char *dir, const char *cluster, const char *gpus)
@@ -155,22 +156,14 @@ END_TEST
 static Suite *platform_check_suite(void)
 {
     Suite *s = suite_create("platform_check");
-    TCase *t = tcase_create("cluster");
-    tcase_set_timeout(t, 120);
+    const TTest *const tests[] = {directory_as_cluster, missing_cluster_file,
+                                  generated_platforms_pass, what_if_network_stays_in_range, NULL};
+    TCase *t = suite_add_tests(s, "cluster", 120, tests);
     tcase_add_loop_test(t, bad_platform_is_a_located_error, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(t, directory_as_cluster);
-    tcase_add_test(t, missing_cluster_file);
-    tcase_add_test(t, generated_platforms_pass);
-    tcase_add_test(t, what_if_network_stays_in_range);
-    suite_add_tcase(s, t);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(platform_check_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(platform_check_suite());
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/cost/cost_profile.h"
@@ -13,6 +14,7 @@
 #include "../workloads/trace/trace_profile.h"
 #include "model_util.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static char path_buf[4][1024];
 
@@ -21,7 +23,7 @@ static const char *data(const char *name)
 {
     static int k;
     k = (k + 1) % 4;
-    snprintf(path_buf[k], sizeof path_buf[k], "%s/tests/data/profile/%s", sim_data_dir(), name);
+    snprintf(path_buf[k], sizeof path_buf[k], "%s/tests/data/profile/%s", ps_data_dir(), name);
     return path_buf[k];
 }
 
@@ -289,7 +291,7 @@ static void compile_plan_with(plan *x, const char *strategy_name, const cluster 
 {
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(strategy_load(data(strategy_name), sim_data_dir(), &x->s, &err) == 0, "%s",
+    ck_assert_msg(strategy_load(data(strategy_name), ps_data_dir(), &x->s, &err) == 0, "%s",
                   err.message);
     compile_options o;
     compile_default_options(&o);
@@ -715,32 +717,25 @@ END_TEST
 
 static Suite *profile_suite(void)
 {
-    Suite *s = suite_create("profile");
-    TCase *t = tcase_create("profile");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, profile_medians_and_counts);
-    tcase_add_test(t, profile_of_two_traces_adds_counts);
-    tcase_add_test(t, profile_device_and_shape_errors);
-    tcase_add_test(t, cuda_device_names);
-    tcase_add_test(t, bad_tables);
-    tcase_add_test(t, gemm_forms);
-    tcase_add_test(t, one_gemm_changes_that_op_only);
-    tcase_add_test(t, one_gemm_iteration_by_hand);
-    tcase_add_test(t, gpu_bound_iteration_moves_by_the_difference);
-    tcase_add_test(t, unmatched_table_changes_nothing);
-    tcase_add_test(t, device_mismatch_matches_nothing);
-    tcase_add_test(t, table_from_trace_changes_matched_ops_only);
-    tcase_add_test(t, attention_and_layernorm_match);
-    tcase_add_test(t, rmsnorm_and_gqa_not_matched);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {profile_medians_and_counts,
+                                  profile_of_two_traces_adds_counts,
+                                  profile_device_and_shape_errors,
+                                  cuda_device_names,
+                                  bad_tables,
+                                  gemm_forms,
+                                  one_gemm_changes_that_op_only,
+                                  one_gemm_iteration_by_hand,
+                                  gpu_bound_iteration_moves_by_the_difference,
+                                  unmatched_table_changes_nothing,
+                                  device_mismatch_matches_nothing,
+                                  table_from_trace_changes_matched_ops_only,
+                                  attention_and_layernorm_match,
+                                  rmsnorm_and_gqa_not_matched,
+                                  NULL};
+    return suite_of("profile", "profile", 60, tests);
 }
 
 int main(void)
 {
-    SRunner *r = srunner_create(profile_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(profile_suite());
 }

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* profile ops.json -o DIR/ops.json, then run one-layer.yaml with it: fc1's forward (45 us), its
  * backward dX and fc2's forward (80 us each) are measured (tests/test_profile.c works them
@@ -159,17 +160,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("profile_cli");
-    TCase *t = tcase_create("profile_cli");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, profile_then_run);
-    tcase_add_test(t, run_with_bad_or_foreign_table);
-    tcase_add_test(t, profile_usage_errors);
-    tcase_add_test(t, sweep_with_profile_as_run);
-    suite_add_tcase(s, t);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {profile_then_run, run_with_bad_or_foreign_table,
+                                  profile_usage_errors, sweep_with_profile_as_run, NULL};
+    return suite_run(suite_of("profile_cli", "profile_cli", 120, tests));
 }

@@ -5,15 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/report/report_replay.h"
 #include "../workloads/trace/trace.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 static char path_buf[1024];
 
 static const char *data(const char *name)
 {
-    snprintf(path_buf, sizeof path_buf, "%s/tests/data/replay/%s", sim_data_dir(), name);
+    snprintf(path_buf, sizeof path_buf, "%s/tests/data/replay/%s", ps_data_dir(), name);
     return path_buf;
 }
 
@@ -431,34 +433,28 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("replay");
-    TCase *tc = tcase_create("replay");
-    tcase_add_test(tc, launch_stream_order_and_sync);
-    tcase_add_test(tc, gzip_trace);
-    tcase_add_test(tc, step_as_cpu_op);
-    tcase_add_test(tc, allreduce_on_the_cluster);
-    tcase_add_test(tc, recorded_stream_wait);
-    tcase_add_test(tc, inferred_stream_wait);
-    tcase_add_test(tc, one_trace_per_rank);
-    tcase_add_test(tc, steps_window);
-    tcase_add_test(tc, last_step_only);
-    tcase_add_test(tc, blocked_launch_waits_for_the_gpu);
-    tcase_add_test(tc, thread_waits_for_another);
-    tcase_add_test(tc, param_comms_and_measured_broadcast);
-    tcase_add_test(tc, launch_latency_is_kept);
-    tcase_add_test(tc, copy_begun_before_its_call_returned);
-    tcase_add_test(tc, bad_traces);
-    tcase_add_test(tc, backlog_before_the_trace);
-    tcase_add_test(tc, real_h200_trace);
-    tcase_add_test(tc, real_h100_gpu_bound_trace);
-    tcase_add_test(tc, not_json_is_located);
-    tcase_add_test(tc, world_larger_than_cluster);
-    tcase_add_test(tc, unmatched_collective);
-    tcase_add_test(tc, step_median_rule);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {launch_stream_order_and_sync,
+                                  gzip_trace,
+                                  step_as_cpu_op,
+                                  allreduce_on_the_cluster,
+                                  recorded_stream_wait,
+                                  inferred_stream_wait,
+                                  one_trace_per_rank,
+                                  steps_window,
+                                  last_step_only,
+                                  blocked_launch_waits_for_the_gpu,
+                                  thread_waits_for_another,
+                                  param_comms_and_measured_broadcast,
+                                  launch_latency_is_kept,
+                                  copy_begun_before_its_call_returned,
+                                  bad_traces,
+                                  backlog_before_the_trace,
+                                  real_h200_trace,
+                                  real_h100_gpu_bound_trace,
+                                  not_json_is_located,
+                                  world_larger_than_cluster,
+                                  unmatched_collective,
+                                  step_median_rule,
+                                  NULL};
+    return suite_run(suite_of("replay", "replay", 0, tests));
 }

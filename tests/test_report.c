@@ -11,6 +11,7 @@
 #include "../sim/report/report.h"
 #include "../topology/cluster.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* Every software overhead off: only the platform shapes the timings. */
 static void run(exec_graph *g, cluster *c, htae_result *r)
@@ -154,21 +155,13 @@ END_TEST
 
 static Suite *report_suite(void)
 {
-    Suite *s = suite_create("report");
-    TCase *tc = tcase_create("critical path");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, path_follows_compute_transfer_compute);
-    tcase_add_test(tc, host_issue_gap_is_a_wait_item);
-    tcase_add_test(tc, collective_follows_its_last_member);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {path_follows_compute_transfer_compute,
+                                  host_issue_gap_is_a_wait_item, collective_follows_its_last_member,
+                                  NULL};
+    return suite_of("report", "critical path", 60, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(report_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(report_suite());
 }

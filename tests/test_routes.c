@@ -15,10 +15,12 @@
 #include <simgrid/link.h>
 #include <xbt/dynar.h>
 
+#include "../sim/base/vocab.h"
 #include "../topology/cluster.h"
 #include "../topology/hwloc_import.h"
 #include "../topology/node_model.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 #define MAX_LINKS 8
 #define GEN5_X16  63.01538467 /* PCIe Gen5 x16: hwloc's float speed, written with 10 digits */
@@ -147,10 +149,10 @@ static void write_platform(const layout *y, cluster_gen_opts o, FILE *f)
         return;
     }
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/hwloc/nvswitch.xml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/hwloc/nvswitch.xml", ps_data_dir());
     node_model m;
     hwloc_import_opts h = {.nics = 2, .nic_gbps = y->nic_GBps * 8};
-    ck_assert_msg(hwloc_import_node(path, sim_data_dir(), &h, &m, NULL, 0, &err) == 0, "%s",
+    ck_assert_msg(hwloc_import_node(path, ps_data_dir(), &h, &m, NULL, 0, &err) == 0, "%s",
                   err.message);
     const node_model *models[1] = {&m};
     int rc = o.format == CLUSTER_FORMAT_DESCRIPTION
@@ -280,8 +282,7 @@ END_TEST
 static Suite *routes_suite(void)
 {
     Suite *s = suite_create("routes");
-    TCase *t = tcase_create("all pairs");
-    tcase_set_timeout(t, 120);
+    TCase *t = suite_add_tests(s, "all pairs", 120, NULL);
     tcase_add_loop_test(t, fat_tree_every_pair, CLUSTER_FORMAT_XML, CLUSTER_FORMAT_DESCRIPTION + 1);
     tcase_add_loop_test(t, fat_tree_one_leaf_every_pair, CLUSTER_FORMAT_XML,
                         CLUSTER_FORMAT_DESCRIPTION + 1);
@@ -292,15 +293,10 @@ static Suite *routes_suite(void)
                         CLUSTER_FORMAT_DESCRIPTION + 1);
     tcase_add_loop_test(t, hwloc_rail_every_pair, CLUSTER_FORMAT_XML,
                         CLUSTER_FORMAT_DESCRIPTION + 1);
-    suite_add_tcase(s, t);
     return s;
 }
 
 int main(void)
 {
-    SRunner *r = srunner_create(routes_suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(routes_suite());
 }

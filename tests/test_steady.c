@@ -9,6 +9,7 @@
 #include "../sim/run/run.h"
 #include "../sim/run/steady.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* A small GPT (8 layers of hidden 1024) on the 4 A100s of dgx4, with this batch and strategy. */
 static void load_plan(const char *batch, const char *strategy_yaml, strategy *s, cluster **c,
@@ -221,22 +222,16 @@ END_TEST
 
 static Suite *steady_suite(void)
 {
-    Suite *s = suite_create("steady");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, pipeline_1f1b);
-    tcase_add_test(tc, pipeline_with_data_parallel);
-    tcase_add_test(tc, data_parallel_host_ahead);
-    tcase_add_test(tc, interleaved_rounds);
-    tcase_add_test(tc, not_used);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {pipeline_1f1b,
+                                  pipeline_with_data_parallel,
+                                  data_parallel_host_ahead,
+                                  interleaved_rounds,
+                                  not_used,
+                                  NULL};
+    return suite_of("steady", "core", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(steady_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(steady_suite());
 }

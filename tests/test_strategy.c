@@ -6,22 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/strategy.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
+#include "suite_util.h"
 
 static void example_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/strategies/examples/%s", data_dir(), name);
+    snprintf(out, n, "%s/strategies/examples/%s", ps_data_dir(), name);
 }
 
 static void fixture_path(char *out, size_t n, const char *name)
 {
-    snprintf(out, n, "%s/tests/data/strategy/%s", data_dir(), name);
+    snprintf(out, n, "%s/tests/data/strategy/%s", ps_data_dir(), name);
 }
 
 /* Load a file that must load; fails the test with the printed error otherwise. */
@@ -29,7 +25,7 @@ static void load_ok(const char *path, strategy *s)
 {
     ps_error err;
     ps_error_clear(&err);
-    int rc = strategy_load(path, data_dir(), s, &err);
+    int rc = strategy_load(path, ps_data_dir(), s, &err);
     if (rc)
         ps_error_print(&err, stderr);
     ck_assert_msg(rc == 0, "%s: %s:%d:%d %s: %s", path, err.file, err.line, err.column, err.field,
@@ -306,7 +302,7 @@ START_TEST(test_bad_input)
     strategy s;
     ps_error err;
     ps_error_clear(&err);
-    int rc = strategy_load(path, data_dir(), &s, &err);
+    int rc = strategy_load(path, ps_data_dir(), &s, &err);
     ck_assert_msg(rc == PS_EINPUT, "%s: expected PS_EINPUT, got %d", b->file, rc);
     ck_assert_int_eq(err.code, PS_EINPUT);
     ck_assert_msg(err.line == b->line && err.column == b->column,
@@ -327,10 +323,10 @@ START_TEST(test_missing_file)
     ps_error err;
     ps_error_clear(&err);
     const char *path = "/nonexistent/dir/strategy.yaml";
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot open"));
     ck_assert_str_eq(err.file, path);
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, NULL), PS_EINPUT); /* NULL err ok */
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, NULL), PS_EINPUT); /* NULL err ok */
 }
 END_TEST
 
@@ -341,8 +337,8 @@ START_TEST(test_directory_is_refused)
     ps_error err;
     ps_error_clear(&err);
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/strategy", data_dir());
-    ck_assert_int_eq(strategy_load(path, data_dir(), &s, &err), PS_EINPUT);
+    snprintf(path, sizeof path, "%s/tests/data/strategy", ps_data_dir());
+    ck_assert_int_eq(strategy_load(path, ps_data_dir(), &s, &err), PS_EINPUT);
     ck_assert_str_eq(err.message, "cannot read strategy file: is a directory");
     ck_assert_str_eq(err.file, path);
 }
@@ -414,35 +410,26 @@ END_TEST
 static Suite *strategy_suite(void)
 {
     Suite *s = suite_create("strategy");
-    TCase *tc = tcase_create("examples");
+    const TTest *const examples_tests[] = {test_example_models, NULL};
+    TCase *tc = suite_add_tests(s, "examples", 0, examples_tests);
     tcase_add_loop_test(tc, test_example_loads, 0, (int)(sizeof examples / sizeof *examples));
-    tcase_add_test(tc, test_example_models);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("semantics");
-    tcase_add_test(tc, test_defaults);
-    tcase_add_test(tc, test_all_fields);
-    tcase_add_test(tc, test_recompute_overrides);
-    tcase_add_test(tc, test_check_gpus);
-    tcase_add_test(tc, test_names);
-    tcase_add_test(tc, test_workload_relative_path);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("errors");
+    const TTest *const semantics_tests[] = {test_defaults,
+                                            test_all_fields,
+                                            test_recompute_overrides,
+                                            test_check_gpus,
+                                            test_names,
+                                            test_workload_relative_path,
+                                            NULL};
+    suite_add_tests(s, "semantics", 0, semantics_tests);
+    const TTest *const errors_tests[] = {test_missing_file, test_directory_is_refused,
+                                         test_enum_tables_round_trip, test_validate_in_memory,
+                                         NULL};
+    tc = suite_add_tests(s, "errors", 0, errors_tests);
     tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(tc, test_missing_file);
-    tcase_add_test(tc, test_directory_is_refused);
-    tcase_add_test(tc, test_enum_tables_round_trip);
-    tcase_add_test(tc, test_validate_in_memory);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(strategy_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(strategy_suite());
 }

@@ -19,8 +19,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "../sim/base/vocab.h"
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 /* Removes a temporary directory made by make_tmpdir (flat: the tests write no subfolders). */
 /* Whole file into a NUL-terminated buffer; NULL if it cannot be read. *len gets the size. */
@@ -85,7 +87,7 @@ START_TEST(enumeration_counts_by_hand)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
@@ -141,7 +143,7 @@ START_TEST(enumeration_interleaved_rules)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
@@ -184,7 +186,7 @@ START_TEST(enumeration_expert_axis)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 8, &plans, &n, &err), 0);
@@ -575,7 +577,7 @@ START_TEST(enumeration_zero_rules)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);
@@ -654,7 +656,7 @@ START_TEST(enumeration_shard_degree_rules)
     sweep_spec s;
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(sweep_spec_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     sweep_plan *plans;
     int n;
     ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);
@@ -734,35 +736,27 @@ END_TEST
 
 static Suite *sweep_suite(void)
 {
-    Suite *s = suite_create("sweep");
-    TCase *t = tcase_create("sweep");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, enumeration_counts_by_hand);
-    tcase_add_test(t, enumeration_interleaved_rules);
-    tcase_add_test(t, enumeration_zero_rules);
-    tcase_add_test(t, enumeration_expert_axis);
-    tcase_add_test(t, zero_stages_pruned_by_their_memory);
-    tcase_add_test(t, enumeration_shard_degree_rules);
-    tcase_add_test(t, shard_degree_axis_memory);
-    tcase_add_test(t, oom_plan_reported_not_simulated);
-    tcase_add_test(t, ranking_matches_single_runs);
-    tcase_add_test(t, shards_merge_to_whole_sweep);
-    tcase_add_test(t, bad_sweep_files);
-    tcase_add_test(t, crashing_worker_is_reported);
-    tcase_add_test(t, failed_plan_ends_its_worker);
-    tcase_add_test(t, twins_take_their_plans_record);
-    tcase_add_test(t, twin_of_a_crashed_plan_is_simulated);
-    tcase_add_test(t, bundled_sweep_outputs);
-    suite_add_tcase(s, t);
-    return s;
+    const TTest *const tests[] = {enumeration_counts_by_hand,
+                                  enumeration_interleaved_rules,
+                                  enumeration_zero_rules,
+                                  enumeration_expert_axis,
+                                  zero_stages_pruned_by_their_memory,
+                                  enumeration_shard_degree_rules,
+                                  shard_degree_axis_memory,
+                                  oom_plan_reported_not_simulated,
+                                  ranking_matches_single_runs,
+                                  shards_merge_to_whole_sweep,
+                                  bad_sweep_files,
+                                  crashing_worker_is_reported,
+                                  failed_plan_ends_its_worker,
+                                  twins_take_their_plans_record,
+                                  twin_of_a_crashed_plan_is_simulated,
+                                  bundled_sweep_outputs,
+                                  NULL};
+    return suite_of("sweep", "sweep", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sweep_suite());
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(sweep_suite());
 }

@@ -17,6 +17,7 @@
 
 #include "../sim/engine/htae.h"
 #include "cli_util.h"
+#include "suite_util.h"
 
 static const char *dp2_tp2 = "strategies/examples/gpt3-1.3b-dp2-tp2.yaml";
 static const char *pp2_dp2 = "strategies/examples/gpt3-1.3b-pp2-dp2.yaml";
@@ -508,19 +509,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("trace");
-    TCase *tc = tcase_create("trace");
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, full_trace_is_valid_with_flows);
-    tcase_add_test(tc, trace_ranks_keeps_listed_gpus);
-    tcase_add_test(tc, trace_steps_keeps_first_micro_batches);
-    tcase_add_test(tc, lone_1gb_send_reads_the_link_bandwidth);
-    tcase_add_test(tc, link_counters_follow_trace_ranks);
-    tcase_add_test(tc, bad_trace_options_name_the_option);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {full_trace_is_valid_with_flows,
+                                  trace_ranks_keeps_listed_gpus,
+                                  trace_steps_keeps_first_micro_batches,
+                                  lone_1gb_send_reads_the_link_bandwidth,
+                                  link_counters_follow_trace_ranks,
+                                  bad_trace_options_name_the_option,
+                                  NULL};
+    return suite_run(suite_of("trace", "trace", 240, tests));
 }

@@ -8,16 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : ".";
-}
+#include "suite_util.h"
 
 #define ck_close(got, want, rel)                                                                   \
     ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.12g, want %.12g",               \
@@ -34,7 +30,7 @@ static int load_text(const char *text, strategy *s, ps_error *err, char *path, s
     fputs(text, f);
     fclose(f);
     ps_error_clear(err);
-    int rc = strategy_load(path, data_dir(), s, err);
+    int rc = strategy_load(path, ps_data_dir(), s, err);
     unlink(path);
     return rc;
 }
@@ -196,9 +192,9 @@ static void compile_text(fixture *f, const char *yaml, const fixture *from)
     if (from)
         f->c = from->c;
     else {
-        snprintf(cp, sizeof cp, "%s/tests/data/htae/two-300GBps.xml", data_dir());
+        snprintf(cp, sizeof cp, "%s/tests/data/htae/two-300GBps.xml", ps_data_dir());
         cluster_engine_start();
-        ck_assert_msg(cluster_load(cp, data_dir(), &f->c, &err) == 0, "%s", err.message);
+        ck_assert_msg(cluster_load(cp, ps_data_dir(), &f->c, &err) == 0, "%s", err.message);
     }
     ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
 }
@@ -410,23 +406,16 @@ END_TEST
 static Suite *uneven_suite(void)
 {
     Suite *s = suite_create("uneven");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    const TTest *const tests[] = {uneven_stages_hold_their_layers, interleaved_accounted_chunks,
+                                  interleaved_activations_follow_the_schedule,
+                                  uneven_iteration_by_hand, NULL};
+    TCase *tc = suite_add_tests(s, "core", 120, tests);
     tcase_add_loop_test(tc, chunk_layers_by_hand, 0, (int)(sizeof splits / sizeof *splits));
     tcase_add_loop_test(tc, impossible_splits_are_located, 0, (int)(sizeof bad / sizeof *bad));
-    tcase_add_test(tc, uneven_stages_hold_their_layers);
-    tcase_add_test(tc, interleaved_accounted_chunks);
-    tcase_add_test(tc, interleaved_activations_follow_the_schedule);
-    tcase_add_test(tc, uneven_iteration_by_hand);
-    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(uneven_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(uneven_suite());
 }

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/report/report_replay.h"
 #include "../sim/whatif/whatif.h"
 #include "../workloads/trace/trace.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 /* dgx4 (sim_dgx4); network:F changes it for the rest of that test only (each test runs in its
  * own process). */
@@ -23,7 +25,7 @@ static const cluster *dgx4(void)
 static double replay_whatif(const char *name, const char *const *specs, int n, whatif_effect *eff)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/%s", sim_data_dir(), name);
+    snprintf(path, sizeof path, "%s/tests/data/replay/%s", ps_data_dir(), name);
     const char *p = path;
     trace_job j;
     ps_error err;
@@ -147,7 +149,7 @@ START_TEST(amp_on_a_known_gemm)
     ps_error err;
     device_table t;
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
     const device_spec *v100 = device_table_find(&t, "V100-SXM2-32GB");
     double n = 4096, ratio = cost_gemm_kernel_seconds(1, n, n, n, PREC_FP16, v100) /
@@ -174,7 +176,7 @@ START_TEST(amp_reads_bmm_and_convolution_shapes)
     ps_error err;
     device_table t;
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
     const device_spec *v = device_table_find(&t, "V100-SXM2-32GB");
     double bmm = 2e-3 * cost_gemm_kernel_seconds(8, 512, 1024, 256, PREC_FP16, v) /
@@ -200,7 +202,7 @@ START_TEST(device_recosts_kernels)
     ps_error err;
     device_table t;
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
     const device_spec *v100 = device_table_find(&t, "V100-SXM2-32GB");
     const device_spec *a100 = device_table_find(&t, "A100-SXM4-80GB");
@@ -291,7 +293,7 @@ END_TEST
 START_TEST(a_second_run_counts_from_its_start)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/sync.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/sync.json", ps_data_dir());
     const char *p = path;
     trace_job j;
     ps_error err;
@@ -367,7 +369,7 @@ END_TEST
 START_TEST(refused_specs)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/gemm.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/gemm.json", ps_data_dir());
     const char *p = path;
     trace_job j;
     ps_error err;
@@ -470,7 +472,7 @@ START_TEST(priority_gradients_by_hand)
     ck_assert(p3 < fifo - 50e-6);
     /* the unchanged period the what-if is compared with (protosim replay runs it first) */
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", ps_data_dir());
     const char *p = path;
     trace_job j;
     ps_error err;
@@ -524,7 +526,7 @@ START_TEST(priority_gradients_sliced_by_hand)
      * stay as traced (three, neither sliced nor floating) */
     ck_close(replay_whatif("p3_2steps.json", spec, 1, e), p3, 1e-6);
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/p3_2steps.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_2steps.json", ps_data_dir());
     const char *p = path;
     trace_job j;
     ps_error err;
@@ -556,7 +558,7 @@ START_TEST(priority_gradients_refused_or_nothing)
     ck_close(replay_whatif("gemm.json", spec, 1, e), 11.020e-3, 1e-9);
     ck_assert_int_eq(e[0].kernels, 0);
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/p3_noseq.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_noseq.json", ps_data_dir());
     const char *p = path;
     trace_job j;
     ps_error err;
@@ -573,7 +575,7 @@ START_TEST(priority_gradients_refused_or_nothing)
     trace_job_free(&j);
     /* p3_badbucket.json: layer 3's gradient holds 1000 floats, its bucket 40 MB: DDP did not
      * fill it in accumulation order (or it holds other gradients): refused */
-    snprintf(path, sizeof path, "%s/tests/data/replay/p3_badbucket.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_badbucket.json", ps_data_dir());
     ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
     ps_error_clear(&err);
     ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
@@ -584,8 +586,8 @@ START_TEST(priority_gradients_refused_or_nothing)
     trace_job_free(&j);
     /* p3.json and p3_rank1.json, one trace per rank: each rank would pick its own order */
     char path1[1024];
-    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", sim_data_dir());
-    snprintf(path1, sizeof path1, "%s/tests/data/replay/p3_rank1.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3.json", ps_data_dir());
+    snprintf(path1, sizeof path1, "%s/tests/data/replay/p3_rank1.json", ps_data_dir());
     const char *two[] = {path, path1};
     ck_assert_int_eq(trace_job_load(two, 2, 0, &j, &err), 0);
     ps_error_clear(&err);
@@ -593,7 +595,7 @@ START_TEST(priority_gradients_refused_or_nothing)
     ck_assert_msg(strstr(err.message, "several traces"), "%s", err.message);
     trace_job_free(&j);
     /* p3_optcoll.json: the optimizer step also all-reduces (a distributed optimizer) */
-    snprintf(path, sizeof path, "%s/tests/data/replay/p3_optcoll.json", sim_data_dir());
+    snprintf(path, sizeof path, "%s/tests/data/replay/p3_optcoll.json", ps_data_dir());
     ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
     ps_error_clear(&err);
     ck_assert_int_eq(whatif_apply(&s, &j, dgx4(), &x, &err), PS_EINPUT);
@@ -606,30 +608,24 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("whatif");
-    TCase *tc = tcase_create("whatif");
-    tcase_add_test(tc, network_halves_the_bandwidth_term);
-    tcase_add_test(tc, network_scales_measured_communication);
-    tcase_add_test(tc, scale_on_the_critical_path);
-    tcase_add_test(tc, remove_off_and_on_the_critical_path);
-    tcase_add_test(tc, amp_on_a_known_gemm);
-    tcase_add_test(tc, amp_reads_bmm_and_convolution_shapes);
-    tcase_add_test(tc, device_recosts_kernels);
-    tcase_add_test(tc, fuse_elementwise_removes_the_right_launches);
-    tcase_add_test(tc, fuse_elementwise_with_shapes);
-    tcase_add_test(tc, fuse_optimizer_makes_one_launch);
-    tcase_add_test(tc, a_faster_forward_starts_the_backward_earlier);
-    tcase_add_test(tc, a_second_run_counts_from_its_start);
-    tcase_add_test(tc, specs_apply_in_order);
-    tcase_add_test(tc, bad_specs);
-    tcase_add_test(tc, refused_specs);
-    tcase_add_test(tc, priority_gradients_by_hand);
-    tcase_add_test(tc, priority_gradients_sliced_by_hand);
-    tcase_add_test(tc, priority_gradients_refused_or_nothing);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const TTest *const tests[] = {network_halves_the_bandwidth_term,
+                                  network_scales_measured_communication,
+                                  scale_on_the_critical_path,
+                                  remove_off_and_on_the_critical_path,
+                                  amp_on_a_known_gemm,
+                                  amp_reads_bmm_and_convolution_shapes,
+                                  device_recosts_kernels,
+                                  fuse_elementwise_removes_the_right_launches,
+                                  fuse_elementwise_with_shapes,
+                                  fuse_optimizer_makes_one_launch,
+                                  a_faster_forward_starts_the_backward_earlier,
+                                  a_second_run_counts_from_its_start,
+                                  specs_apply_in_order,
+                                  bad_specs,
+                                  refused_specs,
+                                  priority_gradients_by_hand,
+                                  priority_gradients_sliced_by_hand,
+                                  priority_gradients_refused_or_nothing,
+                                  NULL};
+    return suite_run(suite_of("whatif", "whatif", 0, tests));
 }

@@ -8,40 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
+#include "suite_util.h"
 
 static double rel(double got, double want)
 {
     return fabs(got - want) / fabs(want);
-}
-
-/* Writes text to a temporary file and returns its path (the caller unlinks it). */
-static void temp_file(const char *text, char *path, size_t cap)
-{
-    snprintf(path, cap, "/tmp/protosim_test_window_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-}
-
-static int load_text(const char *text, workload_model *m, ps_error *err)
-{
-    char path[64];
-    temp_file(text, path, sizeof path);
-    int rc = workload_model_load(path, data_dir(), m, err);
-    unlink(path);
-    return rc;
 }
 
 /* 128 x 128 tiles (query tile i, key tile j). The band of query q is keys q - W + 1 .. q, so
@@ -85,8 +61,10 @@ START_TEST(windowed_layer_flops_and_pattern)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(load_text(SMALL_HEAD "sliding_window: 128\nsliding_window_layers: alternate\n",
-                            &m, &err) == 0,
+    ck_assert_msg(model_load_text_as("window",
+                                     SMALL_HEAD
+                                     "sliding_window: 128\nsliding_window_layers: alternate\n",
+                                     &m, &err) == 0,
                   "%s", err.message);
     ck_assert_int_eq(m.sliding_window, 128);
     ck_assert(m.window_layers == WINDOW_ALTERNATE);
@@ -125,7 +103,7 @@ START_TEST(windowed_layer_flops_and_pattern)
     workload_graph_free(&full);
 
     /* sliding_window_layers defaults to all */
-    ck_assert(load_text(SMALL_HEAD "sliding_window: 128\n", &m, &err) == 0);
+    ck_assert(model_load_text_as("window", SMALL_HEAD "sliding_window: 128\n", &m, &err) == 0);
     ck_assert(m.window_layers == WINDOW_ALL);
     ck_assert(workload_build(&m, 2, PREC_BF16, &g, &err) == 0);
     for (int l = 0; l < 4; l++) {
@@ -137,7 +115,7 @@ START_TEST(windowed_layer_flops_and_pattern)
     workload_graph_free(&g);
 
     /* a window longer than the sequence restricts nothing: s^2 */
-    ck_assert(load_text(SMALL_HEAD "sliding_window: 1024\n", &m, &err) == 0);
+    ck_assert(model_load_text_as("window", SMALL_HEAD "sliding_window: 1024\n", &m, &err) == 0);
     ck_assert(workload_build(&m, 2, PREC_BF16, &g, &err) == 0);
     ck_assert_double_eq(find_op(&g, "layers.0.attn.core")->fwd_flops, whole);
     workload_graph_free(&g);
@@ -201,7 +179,7 @@ static void expect_error(const char *text, const char *field, int line, int colu
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text(text, &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("window", text, &m, &err), PS_EINPUT);
     ck_assert_msg(strcmp(err.field, field) == 0, "field %s, want %s (%s)", err.field, field,
                   err.message);
     ck_assert_msg(err.line == line && err.column == column, "%s at %d:%d, want %d:%d", field,
@@ -260,10 +238,10 @@ START_TEST(context_with_window_is_refused)
                        "strategy:\n"
                        "  context: {degree: 2}\n";
     char path[64];
-    temp_file(text, path, sizeof path);
+    model_write_temp(path, sizeof path, "window", text);
     strategy s;
     ps_error err = {0};
-    int rc = strategy_load(path, data_dir(), &s, &err);
+    int rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_int_eq(rc, PS_EINPUT);
     ck_assert_str_eq(err.field, "strategy.context.degree");
@@ -272,8 +250,8 @@ START_TEST(context_with_window_is_refused)
     /* the same model without context parallelism loads */
     char ok[1024];
     snprintf(ok, sizeof ok, "%.*s", (int)(strstr(text, "strategy:") - text), text);
-    temp_file(ok, path, sizeof path);
-    rc = strategy_load(path, data_dir(), &s, &err);
+    model_write_temp(path, sizeof path, "window", ok);
+    rc = strategy_load(path, ps_data_dir(), &s, &err);
     unlink(path);
     ck_assert_msg(rc == 0, "%s", err.message);
     ck_assert_int_eq(s.model.sliding_window, 128);
@@ -293,7 +271,7 @@ START_TEST(gpt_oss_120b_parameters_by_hand)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_msg(workload_model_load("gpt-oss-120b", data_dir(), &m, &err) == 0, "%s",
+    ck_assert_msg(workload_model_load("gpt-oss-120b", ps_data_dir(), &m, &err) == 0, "%s",
                   err.message);
     workload_graph g;
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g, &err) == 0, "%s", err.message);
@@ -313,10 +291,11 @@ END_TEST
 START_TEST(gpt_oss_example_loads)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/strategies/examples/gpt-oss-120b-64gpu-ep8.yaml", data_dir());
+    snprintf(path, sizeof path, "%s/strategies/examples/gpt-oss-120b-64gpu-ep8.yaml",
+             ps_data_dir());
     strategy s;
     ps_error err = {0};
-    ck_assert_msg(strategy_load(path, data_dir(), &s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
     ck_assert(s.tp == 1 && s.pp == 4 && s.dp == 16 && s.ep == 8 && s.etp == 1);
     ck_assert_int_eq(s.model.sliding_window, 128);
     ck_assert(s.model.window_layers == WINDOW_ALTERNATE);
@@ -326,24 +305,14 @@ END_TEST
 
 static Suite *window_suite(void)
 {
-    Suite *s = suite_create("window");
-    TCase *tc = tcase_create("window");
-    tcase_add_test(tc, window_tile_counts_by_hand);
-    tcase_add_test(tc, windowed_layer_flops_and_pattern);
-    tcase_add_test(tc, windowed_attention_cost);
-    tcase_add_test(tc, window_keys_are_located_errors);
-    tcase_add_test(tc, context_with_window_is_refused);
-    tcase_add_test(tc, gpt_oss_120b_parameters_by_hand);
-    tcase_add_test(tc, gpt_oss_example_loads);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {window_tile_counts_by_hand,     windowed_layer_flops_and_pattern,
+                                  windowed_attention_cost,        window_keys_are_located_errors,
+                                  context_with_window_is_refused, gpt_oss_120b_parameters_by_hand,
+                                  gpt_oss_example_loads,          NULL};
+    return suite_of("window", "window", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(window_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(window_suite());
 }

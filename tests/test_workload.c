@@ -7,44 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/base/yaml_read.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
-
-static const char *data_dir(void)
-{
-    const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d ? d : PROTOSIM_SOURCE_DIR;
-}
-
-static workload_model load_ok(const char *name)
-{
-    workload_model m;
-    ps_error err = {0};
-    int rc = workload_model_load(name, data_dir(), &m, &err);
-    ck_assert_msg(rc == 0, "%s: %s", name, err.message);
-    return m;
-}
-
-/* Write text to a temporary .yaml file; the caller unlinks it. */
-static void write_tmp(char *path, size_t cap, const char *text)
-{
-    snprintf(path, cap, "/tmp/protosim_test_wl_XXXXXX");
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-}
-
-static int load_text(const char *text, workload_model *m, ps_error *err)
-{
-    char path[64];
-    write_tmp(path, sizeof path, text);
-    int rc = workload_model_load(path, data_dir(), m, err);
-    unlink(path);
-    return rc;
-}
+#include "suite_util.h"
 
 START_TEST(precision_names_and_sizes)
 {
@@ -65,7 +32,7 @@ END_TEST
 
 START_TEST(gpt3_175b_params)
 {
-    workload_model m = load_ok("gpt3-175b");
+    workload_model m = model_load_named("gpt3-175b");
     ck_assert_str_eq(m.name, "gpt3-175b");
     ck_assert_int_eq(m.family, FAMILY_GPT);
     ck_assert_int_eq(m.ffn_hidden, 4 * 12288);
@@ -97,7 +64,7 @@ END_TEST
 
 START_TEST(gemm_flops_by_hand)
 {
-    workload_model m = load_ok("gpt3-1.3b");
+    workload_model m = model_load_named("gpt3-1.3b");
     workload_graph g;
     ps_error err = {0};
     ck_assert_int_eq(workload_build(&m, 4, PREC_FP16, &g, &err), 0);
@@ -130,7 +97,7 @@ END_TEST
  * s b h (10 + 24/t + 5 a s / (h t)) under TP and s b h (34 + 5 a s / h) / t with SP. */
 START_TEST(activations_per_layer)
 {
-    workload_model m = load_ok("gpt3-2.7b");
+    workload_model m = model_load_named("gpt3-2.7b");
     workload_graph g;
     ps_error err = {0};
     int b = 2;
@@ -160,7 +127,7 @@ END_TEST
 
 START_TEST(shard_column_and_row)
 {
-    workload_model m = load_ok("gpt2-large");
+    workload_model m = model_load_named("gpt2-large");
     workload_graph g;
     ps_error err = {0};
     ck_assert_int_eq(workload_build(&m, 1, PREC_FP16, &g, &err), 0);
@@ -207,7 +174,7 @@ START_TEST(bundled_models_build)
      * our GPT-3 files take Megatron's vocab 51200) */
     static const double published[] = {774e6, 1.3e9, 2.7e9, 6.7e9, 13e9, 175e9, 340e6};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        workload_model m = load_ok(names[i]);
+        workload_model m = model_load_named(names[i]);
         workload_graph g;
         ps_error err = {0};
         ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
@@ -215,7 +182,7 @@ START_TEST(bundled_models_build)
         ck_assert_msg(r > 0.97 && r < 1.03, "%s: %.4g params", names[i], g.total_params);
         workload_graph_free(&g);
     }
-    workload_model bert = load_ok("bert-large");
+    workload_model bert = model_load_named("bert-large");
     ck_assert_int_eq(bert.family, FAMILY_BERT);
 }
 END_TEST
@@ -224,7 +191,7 @@ START_TEST(missing_model_names_file)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(workload_model_load("gpt-nonexistent", data_dir(), &m, &err), PS_EINPUT);
+    ck_assert_int_eq(workload_model_load("gpt-nonexistent", ps_data_dir(), &m, &err), PS_EINPUT);
     ck_assert_ptr_nonnull(strstr(err.file, "workloads/models/gpt-nonexistent.yaml"));
     ck_assert_ptr_nonnull(strstr(err.message, "no such workload"));
     ck_assert_ptr_nonnull(strstr(err.message, "gpt-nonexistent"));
@@ -235,9 +202,10 @@ START_TEST(unknown_key_has_line)
 {
     workload_model m;
     ps_error err = {0};
-    int rc = load_text("family: gpt\nlayers: 2\nhidden: 64\n  \nheads: 4\nseq: 16\n"
-                       "vocab: 100\nhiden_size: 3\n",
-                       &m, &err);
+    int rc = model_load_text_as("wl",
+                                "family: gpt\nlayers: 2\nhidden: 64\n  \nheads: 4\nseq: 16\n"
+                                "vocab: 100\nhiden_size: 3\n",
+                                &m, &err);
     ck_assert_int_eq(rc, PS_EINPUT);
     ck_assert_int_eq(err.line, 8);
     ck_assert_int_eq(err.column, 1);
@@ -251,24 +219,26 @@ START_TEST(model_file_loader_errors)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nlayers: 3\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("wl", "family: gpt\nlayers: 2\nlayers: 3\n", &m, &err),
+                     PS_EINPUT);
     ck_assert_int_eq(err.line, 3);
     ck_assert_int_eq(err.column, 1);
     ck_assert_str_eq(err.field, "layers");
     ck_assert_ptr_nonnull(strstr(err.message, "duplicate key 'layers'"));
 
     ps_error_clear(&err);
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\n"
-                               "vocab: 100\n---\nfamily: bert\n",
-                               &m, &err),
+    ck_assert_int_eq(model_load_text_as("wl",
+                                        "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\n"
+                                        "vocab: 100\n---\nfamily: bert\n",
+                                        &m, &err),
                      PS_EINPUT);
     ck_assert_int_eq(err.line, 7);
     ck_assert_ptr_nonnull(strstr(err.message, "a second YAML document"));
 
     ps_error_clear(&err);
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/workloads/models/", data_dir());
-    ck_assert_int_eq(workload_model_load(dir, data_dir(), &m, &err), PS_EINPUT);
+    snprintf(dir, sizeof dir, "%s/workloads/models/", ps_data_dir());
+    ck_assert_int_eq(workload_model_load(dir, ps_data_dir(), &m, &err), PS_EINPUT);
     ck_assert_str_eq(err.message, "cannot read model file: is a directory");
 
     const char *text =
@@ -291,28 +261,32 @@ START_TEST(bad_values_have_positions)
 {
     workload_model m;
     ps_error err = {0};
-    ck_assert_int_eq(load_text("family: gpt\nlayers: [1, 2]\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("wl", "family: gpt\nlayers: [1, 2]\n", &m, &err),
+                     PS_EINPUT);
     ck_assert_int_eq(err.line, 2);
     ck_assert_int_eq(err.column, 9);
     ck_assert_str_eq(err.field, "layers");
 
     ps_error_clear(&err);
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: twelve\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("wl", "family: gpt\nlayers: 2\nhidden: twelve\n", &m, &err),
+                     PS_EINPUT);
     ck_assert_int_eq(err.line, 3);
     ck_assert_str_eq(err.field, "hidden");
 
     ps_error_clear(&err);
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 0\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("wl", "family: gpt\nlayers: 0\n", &m, &err), PS_EINPUT);
     ck_assert_str_eq(err.field, "layers");
 
     ps_error_clear(&err);
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n", &m, &err),
+    ck_assert_int_eq(model_load_text_as(
+                         "wl", "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n", &m, &err),
                      PS_EINPUT);
     ck_assert_str_eq(err.field, "vocab");
     ck_assert_ptr_nonnull(strstr(err.message, "missing"));
 
     ps_error_clear(&err);
-    ck_assert_int_eq(load_text("family: gpt\nlayers: [1, 2\nhidden: 3\n", &m, &err), PS_EINPUT);
+    ck_assert_int_eq(model_load_text_as("wl", "family: gpt\nlayers: [1, 2\nhidden: 3\n", &m, &err),
+                     PS_EINPUT);
     ck_assert_int_gt(err.line, 1);
     ck_assert_ptr_nonnull(strstr(err.message, "malformed YAML"));
 }
@@ -322,7 +296,7 @@ END_TEST
  * log-sum-exp per row), saves only the log-sum-exp, and its backward recomputes the scores. */
 START_TEST(flash_attention_keeps_scores_on_chip)
 {
-    workload_model m = load_ok("gpt3-2.7b");
+    workload_model m = model_load_named("gpt3-2.7b");
     m.flash_attention = 1;
     workload_graph g;
     ps_error err = {0};
@@ -477,9 +451,10 @@ START_TEST(inline_model_and_default_ffn)
     yread_doc_free(doc);
 
     ps_error_clear(&err);
-    ck_assert_int_eq(load_text("family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n"
-                               "vocab: 10\n",
-                               &m, &err),
+    ck_assert_int_eq(model_load_text_as("wl",
+                                        "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 8\n"
+                                        "vocab: 10\n",
+                                        &m, &err),
                      0);
     ck_assert_int_eq(m.ffn_hidden, 256);
     ck_assert_int_eq(strncmp(m.name, "protosim_test_wl_", 17), 0);
@@ -488,31 +463,25 @@ END_TEST
 
 static Suite *workload_suite(void)
 {
-    Suite *s = suite_create("workload");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, precision_names_and_sizes);
-    tcase_add_test(tc, gpt3_175b_params);
-    tcase_add_test(tc, gemm_flops_by_hand);
-    tcase_add_test(tc, activations_per_layer);
-    tcase_add_test(tc, shard_column_and_row);
-    tcase_add_test(tc, bundled_models_build);
-    tcase_add_test(tc, missing_model_names_file);
-    tcase_add_test(tc, unknown_key_has_line);
-    tcase_add_test(tc, model_file_loader_errors);
-    tcase_add_test(tc, bad_values_have_positions);
-    tcase_add_test(tc, inline_model_and_default_ffn);
-    tcase_add_test(tc, flash_attention_keeps_scores_on_chip);
-    tcase_add_test(tc, eager_kernels_add_unfused_passes);
-    tcase_add_test(tc, megatron_softmax_falls_back_for_odd_batches);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {precision_names_and_sizes,
+                                  gpt3_175b_params,
+                                  gemm_flops_by_hand,
+                                  activations_per_layer,
+                                  shard_column_and_row,
+                                  bundled_models_build,
+                                  missing_model_names_file,
+                                  unknown_key_has_line,
+                                  model_file_loader_errors,
+                                  bad_values_have_positions,
+                                  inline_model_and_default_ffn,
+                                  flash_attention_keeps_scores_on_chip,
+                                  eager_kernels_add_unfused_passes,
+                                  megatron_softmax_falls_back_for_odd_batches,
+                                  NULL};
+    return suite_of("workload", "core", 0, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(workload_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed != 0;
+    return suite_run(workload_suite());
 }

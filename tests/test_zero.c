@@ -9,10 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
 #include "sim_util.h"
+#include "suite_util.h"
 
 #define MAXL 8 /* unit tables: [layer + 1] for the embedding (-1), layers and head (L) */
 
@@ -20,10 +22,10 @@
 static void load_strategy(const char *rel, int zero, strategy *s)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", sim_data_dir(), rel);
+    snprintf(path, sizeof path, "%s/%s", ps_data_dir(), rel);
     ps_error err;
     ps_error_clear(&err);
-    ck_assert_msg(strategy_load(path, sim_data_dir(), s, &err) == 0, "%s", err.message);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), s, &err) == 0, "%s", err.message);
     if (zero >= 0)
         s->zero = zero;
 }
@@ -44,7 +46,7 @@ static void load_dgx_a100(cluster *c)
     ck_assert_int_eq(cluster_generate("dgx-a100", &o, fp, &err), 0);
     fclose(fp);
     cluster_engine_start();
-    ck_assert_msg(cluster_load(xml, sim_data_dir(), c, &err) == 0, "%s", err.message);
+    ck_assert_msg(cluster_load(xml, ps_data_dir(), c, &err) == 0, "%s", err.message);
     unlink(xml);
 }
 
@@ -67,8 +69,8 @@ static double simulate(const char *strategy_rel, int zero, const char *cluster_r
     ck_assert(pid >= 0);
     if (pid == 0) {
         char sp[1024], cp[1024];
-        snprintf(sp, sizeof sp, "%s/%s", sim_data_dir(), strategy_rel);
-        snprintf(cp, sizeof cp, "%s/%s", sim_data_dir(), cluster_rel);
+        snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
+        snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
         ps_error err;
         ps_error_clear(&err);
         strategy s;
@@ -77,9 +79,9 @@ static double simulate(const char *strategy_rel, int zero, const char *cluster_r
         htae_result r;
         htae_options o = sim_bare_options();
         cluster_engine_start();
-        if (strategy_load(sp, sim_data_dir(), &s, &err) == 0)
+        if (strategy_load(sp, ps_data_dir(), &s, &err) == 0)
             s.zero = zero;
-        if (err.code || cluster_load(cp, sim_data_dir(), &c, &err) ||
+        if (err.code || cluster_load(cp, ps_data_dir(), &c, &err) ||
             compile_plan(&s, &c, NULL, &p, &err) || htae_run(p.graph, &c, &o, &r, &err)) {
             fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
             _exit(1);
@@ -132,7 +134,7 @@ static void hand_load(hand *h, const char *strategy_rel)
     ck_assert_int_eq(workload_build(&h->s.model, h->s.micro_batch, h->s.precision, &h->wg, &err),
                      0);
     char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", sim_data_dir());
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     ck_assert_int_eq(device_table_load(path, &h->devices, &err), 0);
     h->dev = device_table_find(&h->devices, "A100-SXM4-80GB"); /* the test platforms' GPU */
     ck_assert_ptr_nonnull(h->dev);
@@ -498,24 +500,17 @@ END_TEST
 
 static Suite *zero_suite(void)
 {
-    Suite *s = suite_create("zero");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, fsdp_gathers_twice_per_unit_and_reduces_once);
-    tcase_add_test(tc, zero2_reduces_every_micro_batch_zero1_the_last);
-    tcase_add_test(tc, fsdp_fast_link_exposes_only_the_first_gathers);
-    tcase_add_test(tc, fsdp_slow_link_exposes_every_gather);
-    tcase_add_test(tc, hsdp_shards_in_groups_and_reduces_across_them);
-    tcase_add_test(tc, fsdp_memory_of_gpt3_6_7b_on_8_gpus);
-    suite_add_tcase(s, tc);
-    return s;
+    const TTest *const tests[] = {fsdp_gathers_twice_per_unit_and_reduces_once,
+                                  zero2_reduces_every_micro_batch_zero1_the_last,
+                                  fsdp_fast_link_exposes_only_the_first_gathers,
+                                  fsdp_slow_link_exposes_every_gather,
+                                  hsdp_shards_in_groups_and_reduces_across_them,
+                                  fsdp_memory_of_gpt3_6_7b_on_8_gpus,
+                                  NULL};
+    return suite_of("zero", "core", 120, tests);
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(zero_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(zero_suite());
 }
