@@ -1,6 +1,6 @@
 /* chunk.c: segment templates of one model chunk on one kind of GPU: forward, full-recompute
  * replay and backward cut at tensor-parallel collectives, gradient buckets, saved activations. */
-#include "chunk.h"
+#include "compile_ctx.h"
 
 #include <assert.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
+#include "compile_ctx.h"
 #include "../schedule.h"
 
 int compile_rank_of(const strategy *s, int t, int d, int p)

@@ -5,7 +5,7 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
+#include "compile_ctx.h"
 
 int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp)
 {

@@ -1,6 +1,6 @@
 /* memory.c: the per-GPU memory estimate of a compiled plan: weights, gradients, optimizer
  * state (sharded by ZeRO and HSDP), activations alive at the schedule's peak, runtime buffers. */
-#include "chunk.h"
+#include "compile_ctx.h"
 
 /* Runtime state held per GPU besides weights, gradients, optimizer and activations: CUDA
  * context, NCCL and cuBLAS workspaces, allocator fragmentation. Megatron users budget 2-4 GiB;

@@ -6,7 +6,7 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
+#include "compile_ctx.h"
 
 size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, int mc, int mb,
                      int seg)
