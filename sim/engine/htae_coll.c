@@ -53,7 +53,7 @@
 
 #include "../base/xalloc.h"
 #include "htae_clock.h"
-#include "htae_coll_internal.h"
+#include "htae_pattern.h"
 #include "htae_rings.h"
 
 /* The tree's algorithm bandwidth relative to the ring's bus bandwidth in NCCL's tuner: 92% of
