@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 static const char *const ovh_table[TRACE_OVH_COUNT] = {
     "before_first_launch", "between_launches", "after_last_launch", "between_ops", "launch"};

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 void tb_map_init(tb_map *m, size_t n)
 {

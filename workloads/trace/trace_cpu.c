@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 /* A piece shorter than this (us) is rounding, not time. */
 static const double PIECE_EPS_US = 1e-6;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 void tb_names_free(trace_job *j);
 
