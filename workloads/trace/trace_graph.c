@@ -8,8 +8,6 @@
 #include "../../sim/base/xalloc.h"
 #include "trace_build.h"
 
-void tb_names_free(trace_job *j);
-
 static int by_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
