@@ -7,7 +7,7 @@
 
 #include "../base/xalloc.h"
 #include "htae_alone.h"
-#include "htae_coll_internal.h"
+#include "htae_pattern.h"
 
 /* A link and one owner of flows that may cross it: group gi (< n_groups), or transfer task t
  * (n_groups + t); the list visit fills (htae_coll_visit_links' visit): each visited link with

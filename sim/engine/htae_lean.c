@@ -13,7 +13,7 @@
 
 #include "../base/xalloc.h"
 #include "htae_clock.h"
-#include "htae_coll_internal.h"
+#include "htae_pattern.h"
 
 /* The members' slots in the task of `p` as start_block numbers them (first appearance in edge
  * order) into slot[n]; returns how many take part. */
@@ -59,7 +59,7 @@ int htae_coll_lean(coll_group *gp, int (*shared)(sg_link_t link, void *arg), voi
     if (gp->n < 2 || gp->n > HTAE_PTASK_MAX_HOSTS)
         return 0;
     if (!gp->has_direct)
-        htae_coll_build_direct(gp);
+        htae_pattern_build_direct(gp);
     const pattern *p = &gp->direct;
     int ne = p->n_edges;
     if (ne < 2 || repeats_pair(p))
@@ -191,7 +191,7 @@ void htae_coll_visit_links(coll_group *gp, coll_kind kind, const double *matrix,
         ps[n_ps++] = &v;
     } else if (kind == COLL_ALLTOALL) {
         if (!gp->has_direct)
-            htae_coll_build_direct(gp);
+            htae_pattern_build_direct(gp);
         ps[n_ps++] = &gp->direct;
     } else {
         ps[n_ps++] = &gp->ring;

@@ -1,6 +1,7 @@
 /* chunk.c: segment templates of one model chunk on one kind of GPU: forward, full-recompute
- * replay and backward cut at tensor-parallel collectives, gradient buckets, saved activations. */
-#include "chunk.h"
+ * replay and backward cut at tensor-parallel collectives, gradient buckets, saved activations;
+ * and their cache, one template per (GPU profile, chunk), built when a rank first needs it. */
+#include "compile_ctx.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -354,8 +355,11 @@ static void build_buckets(const compile_ctx *cx, chunk_template *ct)
     }
 }
 
-void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                          double load, chunk_template *ct)
+/* Build chunk mc's segments with op costs on `dev`, GPU (kernel) times multiplied by
+ * `slowdown`, routed-expert ops at `load` (workload_op_shard_expert; 1 balanced), its gradient
+ * buckets and activation bytes. Labels are interned in cx->g. */
+static void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
+                                 double load, chunk_template *ct)
 {
     assert(mc >= 0 && mc < cx->mcs && slowdown > 0 && load > 0);
     memset(ct, 0, sizeof *ct);
@@ -371,7 +375,7 @@ void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, doubl
     build_buckets(cx, ct);
 }
 
-void chunk_template_free(chunk_template *ct)
+static void chunk_template_free(chunk_template *ct)
 {
     free(ct->fwd.seg);
     free(ct->bwd.seg);
@@ -383,6 +387,69 @@ void chunk_template_free(chunk_template *ct)
     free(ct->fwd_bucket);
     free(ct->unit_layer);
     free(ct->unit_params);
+}
+
+const chunk_template *chunk_template_of(compile_ctx *cx, int r, int mc)
+{
+    assert(r >= 0 && r < cx->c->n_gpus && mc >= 0 && mc < cx->mcs);
+    int k = cx->prof_of_rank[r];
+    assert(k >= 0 && k < cx->n_prof);
+    size_t i = (size_t)k * cx->mcs + (size_t)mc;
+    if (!cx->built[i]) {
+        chunk_template_build(cx, mc, cx->prof_dev[k], cx->prof_slowdown[k], cx->prof_load[k],
+                             &cx->tmpl[i]);
+        cx->built[i] = 1;
+    }
+    return &cx->tmpl[i];
+}
+
+const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc)
+{
+    return chunk_template_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);
+}
+
+void chunk_profiles_init(compile_ctx *cx)
+{
+    const cluster *c = cx->c;
+    double *load = xmalloc((size_t)c->n_gpus * sizeof *load);
+    for (int p = 0; p < cx->pp; p++)
+        for (int i = 0; i < cx->tp * cx->dp; i++)
+            load[compile_stage_rank(cx, i, p)] = compile_expert_load(cx, i);
+    cx->prof_of_rank = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_of_rank);
+    cx->prof_dev = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_dev);
+    cx->prof_slowdown = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_slowdown);
+    cx->prof_load = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_load);
+    cx->n_prof = 0;
+    for (int r = 0; r < c->n_gpus; r++) {
+        double slow = c->slowdown ? c->slowdown[r] : 1.0;
+        int k = 0;
+        while (k < cx->n_prof && !(cx->prof_dev[k] == c->device[r] &&
+                                   cx->prof_slowdown[k] == slow && cx->prof_load[k] == load[r]))
+            k++;
+        if (k == cx->n_prof) {
+            cx->prof_dev[k] = c->device[r];
+            cx->prof_slowdown[k] = slow;
+            cx->prof_load[k] = load[r];
+            cx->n_prof++;
+        }
+        cx->prof_of_rank[r] = k;
+    }
+    free(load);
+    cx->tmpl = xcalloc((size_t)cx->n_prof * cx->mcs, sizeof *cx->tmpl);
+    cx->built = xcalloc((size_t)cx->n_prof * cx->mcs, 1);
+}
+
+void chunk_profiles_free(compile_ctx *cx)
+{
+    for (size_t i = 0; i < (size_t)cx->n_prof * cx->mcs; i++)
+        if (cx->built[i])
+            chunk_template_free(&cx->tmpl[i]);
+    free(cx->tmpl);
+    free(cx->built);
+    free(cx->prof_of_rank);
+    free(cx->prof_dev);
+    free(cx->prof_slowdown);
+    free(cx->prof_load);
 }
 
 static int same_segments(const segment_list *a, const segment_list *b)

@@ -10,104 +10,8 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
+#include "compile_ctx.h"
 #include "../schedule.h"
-
-int compile_rank_of(const strategy *s, int t, int d, int p)
-{
-    assert(t >= 0 && t < s->tp && d >= 0 && d < s->dp * s->cp && p >= 0 && p < s->pp);
-    int coord[4] = {0, 0, 0, 0}, size[4] = {1, 1, 1, 1};
-    for (int i = 0; i < 4; i++) {
-        switch (s->order[i]) {
-        case AXIS_TENSOR:
-            coord[i] = t;
-            size[i] = s->tp;
-            break;
-        case AXIS_CONTEXT:
-            coord[i] = d % s->cp;
-            size[i] = s->cp;
-            break;
-        case AXIS_DATA:
-            coord[i] = d / s->cp;
-            size[i] = s->dp;
-            break;
-        case AXIS_PIPELINE:
-            coord[i] = p;
-            size[i] = s->pp;
-            break;
-        }
-    }
-    int r = coord[0] + size[0] * (coord[1] + size[1] * (coord[2] + size[2] * coord[3]));
-    assert(r >= 0 && r < s->tp * s->cp * s->dp * s->pp);
-    return r;
-}
-
-/* Chunk mc's template on rank r's GPU, built the first time a rank of that GPU profile needs
- * it. Every profile cuts a chunk into the same segments; only their times differ. */
-static const chunk_template *tmpl_of(compile_ctx *cx, int r, int mc)
-{
-    assert(r >= 0 && r < cx->c->n_gpus && mc >= 0 && mc < cx->mcs);
-    int k = cx->prof_of_rank[r];
-    assert(k >= 0 && k < cx->n_prof);
-    size_t i = (size_t)k * cx->mcs + (size_t)mc;
-    if (!cx->built[i]) {
-        chunk_template_build(cx, mc, cx->prof_dev[k], cx->prof_slowdown[k], cx->prof_load[k],
-                             &cx->tmpl[i]);
-        cx->built[i] = 1;
-    }
-    return &cx->tmpl[i];
-}
-
-const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc)
-{
-    return tmpl_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);
-}
-
-/* GPU profiles: rank r's (device, slowdown, expert load) triple, numbered in order of first
- * appearance. */
-static void find_profiles(compile_ctx *cx)
-{
-    const cluster *c = cx->c;
-    double *load = xmalloc((size_t)c->n_gpus * sizeof *load);
-    for (int p = 0; p < cx->pp; p++)
-        for (int i = 0; i < cx->tp * cx->dp; i++)
-            load[compile_stage_rank(cx, i, p)] = compile_expert_load(cx, i);
-    cx->prof_of_rank = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_of_rank);
-    cx->prof_dev = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_dev);
-    cx->prof_slowdown = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_slowdown);
-    cx->prof_load = xmalloc((size_t)c->n_gpus * sizeof *cx->prof_load);
-    cx->n_prof = 0;
-    for (int r = 0; r < c->n_gpus; r++) {
-        double slow = c->slowdown ? c->slowdown[r] : 1.0;
-        int k = 0;
-        while (k < cx->n_prof && !(cx->prof_dev[k] == c->device[r] &&
-                                   cx->prof_slowdown[k] == slow && cx->prof_load[k] == load[r]))
-            k++;
-        if (k == cx->n_prof) {
-            cx->prof_dev[k] = c->device[r];
-            cx->prof_slowdown[k] = slow;
-            cx->prof_load[k] = load[r];
-            cx->n_prof++;
-        }
-        cx->prof_of_rank[r] = k;
-    }
-    free(load);
-    cx->tmpl = xcalloc((size_t)cx->n_prof * cx->mcs, sizeof *cx->tmpl);
-    cx->built = xcalloc((size_t)cx->n_prof * cx->mcs, 1);
-}
-
-static void free_profiles(compile_ctx *cx)
-{
-    for (size_t i = 0; i < (size_t)cx->n_prof * cx->mcs; i++)
-        if (cx->built[i])
-            chunk_template_free(&cx->tmpl[i]);
-    free(cx->tmpl);
-    free(cx->built);
-    free(cx->prof_of_rank);
-    free(cx->prof_dev);
-    free(cx->prof_slowdown);
-    free(cx->prof_load);
-}
 
 /* The TP collectives after a cut, one per simulated replica of stage p: an all-reduce, or a
  * reduce-scatter and an all-gather under sequence parallelism. before[j]: member j's compute
@@ -406,7 +310,7 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
     uint32_t *first = xmalloc((size_t)3 * n * sizeof *first), *last = first + n,
              *before = first + 2 * n;
     for (int j = 0; j < n; j++) {
-        ct[j] = tmpl_of(cx, ranks[j], mc);
+        ct[j] = chunk_template_of(cx, ranks[j], mc);
         first[j] = last[j] = NONE;
         before[j] = cx->last_compute[ranks[j]];
         if (cx->pp > 1) {
@@ -706,7 +610,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
 
     /* Templates per GPU profile (device, slowdown), built when a rank first needs one; the
      * first rank's of every chunk now, in chunk order. */
-    find_profiles(&cx);
+    chunk_profiles_init(&cx);
     cx.profile = opt->profile;
     if (cx.profile) /* the reference templates record their op passes (the report's profile) */
         cx.stats = out->profile = profile_stats_create(cx.profile, c);
@@ -725,7 +629,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     int rc = graph_finalize(cx.g, err);
     out->graph = cx.g;
 
-    free_profiles(&cx);
+    chunk_profiles_free(&cx);
     compile_free_stage_groups(&cx);
     context_rings_free(&cx);
     free(cx.sharded);

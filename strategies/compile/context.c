@@ -6,7 +6,7 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
+#include "compile_ctx.h"
 
 /* Every ring a rank runs, in its program order: the k-th ring of a rank meets the k-th ring of
  * its context neighbours (they run the same schedule on the same chunks). A ring record is

@@ -5,39 +5,7 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
-
-int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp)
-{
-    assert(et >= 0 && et < cx->etp && e >= 0 && e < cx->ep && edp >= 0 && edp < cx->edp);
-    return et + cx->etp * (e + cx->ep * edp);
-}
-
-void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp)
-{
-    assert(i >= 0 && i < cx->tp * cx->dp);
-    *et = i % cx->etp;
-    *e = (i / cx->etp) % cx->ep;
-    *edp = i / (cx->etp * cx->ep);
-}
-
-int compile_stage_rank(const compile_ctx *cx, int i, int p)
-{
-    assert(i >= 0 && i < cx->tp * cx->dp);
-    return compile_rank_of(cx->s, i % cx->tp, i / cx->tp, p);
-}
-
-/* The routed-expert load of the ranks at stage index i: the busiest rank's for the first EP
- * index (it holds the busiest expert), the others' otherwise; 1 without an expert layout. */
-double compile_expert_load(const compile_ctx *cx, int i)
-{
-    if (!cx->expert_layout)
-        return 1.0;
-    int et, e, edp;
-    compile_expert_coords(cx, i, &et, &e, &edp);
-    return e == 0 ? workload_expert_rank_load(&cx->s->model, cx->ep)
-                  : workload_expert_other_rank_load(&cx->s->model, cx->ep);
-}
+#include "compile_ctx.h"
 
 /* A group of `n` ranks in ring order, the first `tasked` simulated, the others stand-ins. */
 static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)

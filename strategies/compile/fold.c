@@ -1,6 +1,6 @@
 /* fold.c: the folding rule (compile.h compile_options): which data-parallel replicas the
  * compiler simulates, and the checks that the others provably behave like them. */
-#include "chunk.h"
+#include "compile_ctx.h"
 
 #include <assert.h>
 #include <math.h>

@@ -1,11 +1,38 @@
 /* memory.c: the per-GPU memory estimate of a compiled plan: weights, gradients, optimizer
  * state (sharded by ZeRO and HSDP), activations alive at the schedule's peak, runtime buffers. */
-#include "chunk.h"
+#include <stdlib.h>
+
+#include "../../sim/base/xalloc.h"
+#include "compile_ctx.h"
 
 /* Runtime state held per GPU besides weights, gradients, optimizer and activations: CUDA
  * context, NCCL and cuBLAS workspaces, allocator fragmentation. Megatron users budget 2-4 GiB;
  * first guess, refined with the memory model (issue 4). */
 static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
+
+/* ZeRO-3: the most full (gathered) parameters a rank of stage p holds at once: the largest sum
+ * of two consecutive units of its FSDP program (the one computing, the one prefetched). */
+static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
+                                   int p)
+{
+    if (!cx->fsdp)
+        return 0.0;
+    pipeline_unit *units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *units);
+    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, units);
+    double prev = -1.0, most = 0.0;
+    for (int i = 0; i < nu; i++) {
+        const chunk_template *ct = stage_chunks[units[i].chunk];
+        for (int j = 0; j < ct->n_units; j++) {
+            double x = ct->unit_params[units[i].backward ? ct->n_units - 1 - j : j];
+            double held = prev >= 0.0 ? prev + x : x;
+            if (held > most)
+                most = held;
+            prev = x;
+        }
+    }
+    free(units);
+    return most;
+}
 
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                              int p, memory_estimate *me)
@@ -35,8 +62,8 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
         for (int u = 0; u < stage_chunks[c]->n_units; u++)
             if (stage_chunks[c]->unit_params[u] > unit_max)
                 unit_max = stage_chunks[c]->unit_params[u];
-    me->weights = params * w / (s->zero >= 3 ? cx->shard : 1) +
-                  zero_fsdp_inflight_params(cx, stage_chunks, p) * w;
+    me->weights =
+        params * w / (s->zero >= 3 ? cx->shard : 1) + fsdp_inflight_params(cx, stage_chunks, p) * w;
     me->gradients = (s->zero >= 2 ? sharded : params) * g + (cx->fsdp ? unit_max * g : 0);
     me->optimizer = (s->zero >= 1 ? sharded : params) * opt;
 

@@ -6,7 +6,7 @@
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "chunk.h"
+#include "compile_ctx.h"
 
 size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, int mc, int mb,
                      int seg)
@@ -426,26 +426,4 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
                       0, 0, EDP_AFTER_STEP, NULL);
     }
     free(task);
-}
-
-double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
-                                 int p)
-{
-    if (!cx->fsdp)
-        return 0.0;
-    pipeline_unit *units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *units);
-    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, units);
-    double prev = -1.0, most = 0.0;
-    for (int i = 0; i < nu; i++) {
-        const chunk_template *ct = stage_chunks[units[i].chunk];
-        for (int j = 0; j < ct->n_units; j++) {
-            double x = ct->unit_params[units[i].backward ? ct->n_units - 1 - j : j];
-            double held = prev >= 0.0 ? prev + x : x;
-            if (held > most)
-                most = held;
-            prev = x;
-        }
-    }
-    free(units);
-    return most;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 static const char *const ovh_table[TRACE_OVH_COUNT] = {
     "before_first_launch", "between_launches", "after_last_launch", "between_ops", "launch"};
@@ -30,65 +30,6 @@ static const double DISPATCH_GAP_US = 10.0;
  * ended was blocked by it: the launch queue was full, or the call synchronizes implicitly. */
 static const double BLOCKED_CALL_US = 50.0;
 
-uint32_t tb_add_op(build *b, trace_op op)
-{
-    trace_rank *r = b->r;
-    xgrow(&r->ops, sizeof *r->ops, (size_t)r->n_ops + 1, &r->cap_ops);
-    xgrow(&b->end_s, sizeof *b->end_s, (size_t)r->n_ops + 1, &b->cap_end);
-    r->ops[r->n_ops] = op;
-    b->end_s[r->n_ops] = op.start + op.seconds; /* still the measured length */
-    return r->n_ops++;
-}
-
-void tb_add_edge(build *b, uint32_t from, uint32_t to)
-{
-    trace_rank *r = b->r;
-    if (from == to)
-        return;
-    xgrow(&r->edges, sizeof *r->edges, 2 * ((size_t)r->n_edges + 1), &r->cap_edges);
-    r->edges[2 * r->n_edges] = from;
-    r->edges[2 * r->n_edges + 1] = to;
-    r->n_edges++;
-}
-
-/* The shapes of cpu_op event e (NULL: none) as a call of the rank; its index (0: none). */
-int32_t tb_call(build *b, const trace_ev *e)
-{
-    if (!e)
-        return 0;
-    trace_rank *r = b->r;
-    trace_call c;
-    memset(&c, 0, sizeof c);
-    c.name = tb_name(b, e->name);
-    const cJSON *dims = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input Dims") : NULL;
-    const cJSON *types = e->args ? cJSON_GetObjectItemCaseSensitive(e->args, "Input type") : NULL;
-    for (int i = 0; i < TRACE_CALL_INPUTS; i++) {
-        c.type[i] = -1;
-        const cJSON *d = cJSON_IsArray(dims) ? cJSON_GetArrayItem(dims, i) : NULL;
-        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, i) : NULL;
-        if (!cJSON_IsArray(d))
-            break;
-        c.n_in = i + 1;
-        int k = 0;
-        for (const cJSON *x = d->child; x && k < TRACE_CALL_DIMS; x = x->next)
-            c.dims[i][k++] = cJSON_IsNumber(x) ? x->valuedouble : 0.0;
-        c.rank[i] = cJSON_GetArraySize(d);
-        if (cJSON_IsString(t))
-            c.type[i] = tb_name(b, t->valuestring);
-    }
-    xgrow(&r->calls, sizeof *r->calls, (size_t)r->n_calls + 1, &r->cap_calls);
-    r->calls[r->n_calls] = c;
-    return r->n_calls++;
-}
-
-int tb_step_of(const build *b, double ts)
-{
-    int s = 0;
-    while (s + 1 < b->n_steps && b->step_start[s + 1] <= ts)
-        s++;
-    return s;
-}
-
 static int add_lane(build *b, int is_cpu, const char *name)
 {
     trace_rank *r = b->r;
@@ -96,21 +37,6 @@ static int add_lane(build *b, int is_cpu, const char *name)
     r->lanes[r->n_lanes].is_cpu = is_cpu;
     snprintf(r->lanes[r->n_lanes].name, sizeof r->lanes[r->n_lanes].name, "%s", name);
     return r->n_lanes++;
-}
-
-static int by_ts(const void *x, const void *y)
-{
-    const trace_ev *p = *(trace_ev *const *)x, *q = *(trace_ev *const *)y;
-    if (p->ts != q->ts)
-        return p->ts < q->ts ? -1 : 1;
-    if (p->dur != q->dur) /* the enclosing one first */
-        return p->dur > q->dur ? -1 : 1;
-    return p->idx - q->idx;
-}
-
-void tb_sort_events(trace_ev **v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_ts);
 }
 
 /* ProfilerStep spans (the last `want`, 0: all) and the window [w0, w1) they cover; without

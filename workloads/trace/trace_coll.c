@@ -1,116 +1,13 @@
 /* trace_coll.c: NCCL kernels as collectives (kind, bytes and communicator size from the
- * annotations PyTorch puts around the launch), cross-stream waits inferred from the timing,
- * and the small tables the reader shares (names, correlation ids). */
+ * annotations PyTorch puts around the launch), and cross-stream waits inferred from the
+ * timing. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
-
-void tb_map_init(tb_map *m, size_t n)
-{
-    m->cap = 16;
-    while (m->cap < 2 * n)
-        m->cap *= 2;
-    m->keys = xmalloc(m->cap * sizeof *m->keys);
-    m->vals = xmalloc(m->cap * sizeof *m->vals);
-    for (size_t i = 0; i < m->cap; i++)
-        m->vals[i] = -1;
-}
-
-static size_t slot_of(const tb_map *m, long long key)
-{
-    unsigned long long h = (unsigned long long)key * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 20) & (m->cap - 1);
-    while (m->vals[i] >= 0 && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
-void tb_map_put(tb_map *m, long long key, int val)
-{
-    size_t i = slot_of(m, key);
-    if (m->vals[i] < 0) { /* the first call with an id wins */
-        m->keys[i] = key;
-        m->vals[i] = val;
-    }
-}
-
-int tb_map_get(const tb_map *m, long long key)
-{
-    return m->vals[slot_of(m, key)];
-}
-
-void tb_map_free(tb_map *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-/* Names: a string hash table over the job's name list. */
-typedef struct trace_names {
-    int *slot; /* name index or -1 */
-    size_t cap;
-} trace_names;
-
-static unsigned long name_hash(const char *s)
-{
-    unsigned long h = 5381;
-    for (; *s; s++)
-        h = h * 33 + (unsigned char)*s;
-    return h;
-}
-
-int tb_name(build *b, const char *name)
-{
-    return trace_job_name(b->j, name);
-}
-
-int trace_job_name(trace_job *j, const char *name)
-{
-    if (!j->index) {
-        j->index = xcalloc(1, sizeof *j->index);
-        j->index->cap = 1024;
-        j->index->slot = xmalloc(j->index->cap * sizeof *j->index->slot);
-        memset(j->index->slot, 0xff, j->index->cap * sizeof *j->index->slot);
-    }
-    trace_names *t = j->index;
-    if ((size_t)j->n_names * 2 >= t->cap) { /* grow and rehash */
-        free(t->slot);
-        t->cap *= 2;
-        t->slot = xmalloc(t->cap * sizeof *t->slot);
-        memset(t->slot, 0xff, t->cap * sizeof *t->slot);
-        for (int k = 0; k < j->n_names; k++) {
-            size_t i = name_hash(j->names[k]) & (t->cap - 1);
-            while (t->slot[i] >= 0)
-                i = (i + 1) & (t->cap - 1);
-            t->slot[i] = k;
-        }
-    }
-    size_t i = name_hash(name) & (t->cap - 1);
-    while (t->slot[i] >= 0) {
-        if (strcmp(j->names[t->slot[i]], name) == 0)
-            return t->slot[i];
-        i = (i + 1) & (t->cap - 1);
-    }
-    xgrow(&j->names, sizeof *j->names, (size_t)j->n_names + 1, &j->cap_names);
-    j->names[j->n_names] = xstrdup(name);
-    t->slot[i] = j->n_names;
-    return j->n_names++;
-}
-
-void tb_names_free(trace_job *j)
-{
-    for (int i = 0; i < j->n_names; i++)
-        free(j->names[i]);
-    free(j->names);
-    if (j->index)
-        free(j->index->slot);
-    free(j->index);
-}
+#include "trace_build.h"
 
 /* Bytes per element of a PyTorch scalar type as the profiler names it; 0 if unknown. */
 static double dtype_bytes(const char *t)

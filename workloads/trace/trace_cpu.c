@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 /* A piece shorter than this (us) is rounding, not time. */
 static const double PIECE_EPS_US = 1e-6;
@@ -134,15 +134,6 @@ static void emit_runtime(lane_ctx *L, int rt, double end)
         b->launch_op[rt] = (int)id;
     if (kind != SYNC_NONE)
         b->wait_op[rt] = (int)id;
-}
-
-/* TorchScript module calls that the profiler records as cpu_ops ("forward", "<forward op>",
- * "<backward op>") wrap many operators: the operators inside are the ops. So does a step span
- * that older profilers recorded as a cpu_op ("ProfilerStep#3"). */
-int tb_is_module_call(const char *name)
-{
-    return strcmp(name, "forward") == 0 || name[0] == '<' ||
-           strncmp(name, "ProfilerStep#", 13) == 0;
 }
 
 /* Outermost cpu_ops of thread t in the window, and the span of their launches. */

@@ -6,9 +6,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
-
-void tb_names_free(trace_job *j);
+#include "trace_build.h"
 
 static int by_double(const void *x, const void *y)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 static const char ACCUMULATE_GRAD[] =
     "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../../sim/base/xalloc.h"
-#include "trace_internal.h"
+#include "trace_build.h"
 
 #define PROFILE_FORMAT 1
 

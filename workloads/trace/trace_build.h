@@ -1,7 +1,8 @@
-/* trace_internal.h: what the files of the trace reader share (workloads/trace/trace*.c only): the
- * per-trace build state and its small helpers. */
-#ifndef PROTOSIM_TRACE_INTERNAL_H
-#define PROTOSIM_TRACE_INTERNAL_H
+/* trace_build.h: what the files of the trace reader share (workloads/trace/trace*.c only): the
+ * per-trace build state, its tools (trace_build.c, which calls none of the others) and the
+ * passes over it (trace_cpu.c, trace_coll.c, trace_params.c, called by trace.c). */
+#ifndef PROTOSIM_TRACE_BUILD_H
+#define PROTOSIM_TRACE_BUILD_H
 
 #include "trace.h"
 #include "trace_read.h"
@@ -13,6 +14,7 @@ typedef struct tb_map {
     size_t cap; /* a power of two, or 0 */
 } tb_map;
 
+/* The tools (trace_build.c). */
 void tb_map_init(tb_map *m, size_t n);
 void tb_map_put(tb_map *m, long long key, int val);
 int tb_map_get(const tb_map *m, long long key); /* -1 if absent */
@@ -53,9 +55,17 @@ enum { LAUNCH_BEFORE_TRACE = -2 };
 uint32_t tb_add_op(build *b, trace_op op);
 void tb_add_edge(build *b, uint32_t from, uint32_t to);
 int tb_step_of(const build *b, double ts);
+/* The shapes of cpu_op event e (NULL: none) as a call of the rank; its index (0: none). */
 int32_t tb_call(build *b, const trace_ev *e);
 int tb_name(build *b, const char *name);
+/* The job's name table freed (trace_job_name fills it). */
+void tb_names_free(trace_job *j);
+/* In time order, the enclosing event first at equal starts. */
 void tb_sort_events(trace_ev **v, int n);
+/* TorchScript module calls that the profiler records as cpu_ops ("forward", "<forward op>",
+ * "<backward op>") wrap many operators: the operators inside are the ops. So does a step span
+ * that older profilers recorded as a cpu_op ("ProfilerStep#3"). */
+int tb_is_module_call(const char *name);
 
 /* trace_cpu.c: the CPU threads' lanes. */
 void tb_build_cpu_lanes(build *b);
@@ -65,7 +75,7 @@ void tb_infer_waits(build *b, double gap_us);
 /* trace_params.c: the gradient collectives and the forward ops whose parameters they carry
  * (trace_rank.needs, n_grad_colls, params_why; docs/design-notes.md, "Gradient priority"). */
 void tb_infer_params(build *b);
-int tb_is_module_call(const char *name);
+/* trace.c: one trace into job rank r (for trace_graph.c). */
 int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path, int steps,
                   ps_error *err);
 

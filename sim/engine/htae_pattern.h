@@ -1,8 +1,9 @@
-/* htae_coll_internal.h: the flows of a group's collectives, shared by htae_coll.c (building
- * and running them), htae_lean.c (the all-to-all's lean task), htae_timed.c (timed waits) and
- * htae_dyn.c (which groups may run timed); nothing else includes it. */
-#ifndef PROTOSIM_HTAE_COLL_INTERNAL_H
-#define PROTOSIM_HTAE_COLL_INTERNAL_H
+/* htae_pattern.h: the flows of a group's collectives (patterns, htae_pattern.c) and the group
+ * that holds them, shared by htae_coll.c (choosing and running them), htae_lean.c (the
+ * all-to-all's lean task), htae_timed.c (timed waits) and htae_dyn.c (which groups may run
+ * timed); nothing else includes it. htae_pattern.c calls none of them. */
+#ifndef PROTOSIM_HTAE_PATTERN_H
+#define PROTOSIM_HTAE_PATTERN_H
 
 #include "htae_coll.h"
 
@@ -49,15 +50,26 @@ struct coll_group {
     int *lean_slot, lean_n;
 };
 
+/* Patterns (htae_pattern.c). */
 void htae_pattern_add_edge(pattern *p, int src, int dst, double w);
 void htae_pattern_free(pattern *p);
 /* Route latency between two hosts (0 for a host and itself). */
 double htae_route_latency(sg_host_t a, sg_host_t b);
-/* Build gp->direct, the all-to-all's flows (htae_coll.c explains the choice). */
-void htae_coll_build_direct(coll_group *gp);
+/* Build gp->ring, gp->tree, gp->nvls: each algorithm's flows on the group, with their route
+ * latencies (htae_pattern.c explains each). */
+void htae_pattern_build_ring(coll_group *gp);
+void htae_pattern_build_tree(coll_group *gp);
+void htae_pattern_build_nvls(coll_group *gp);
+/* Build gp->direct, the all-to-all's flows (htae_pattern.c explains the choice). */
+void htae_pattern_build_direct(coll_group *gp);
+/* Into p, the flows of an uneven all-to-all: member i sends m[i * n + j] bytes to member j. */
+void htae_pattern_build_alltoallv(coll_group *gp, const double *m, pattern *p);
 /* The pattern's unit time: its busiest link's load per byte of S over its bandwidth (cached
  * in p->unit_s). */
 double htae_pattern_unit(const coll_group *gp, pattern *p);
+
+/* Running a pattern otherwise than as one SimGrid task of all its flows (htae_timed.c,
+ * htae_lean.c, above htae_pattern.c), for htae_coll.c. */
 /* The pattern's SimGrid task replaced by a timed wait of the time it would take alone on its
  * links (htae_timed.c): its worst route latency, then scale x its unit time; the flows count in
  * the link statistics. */

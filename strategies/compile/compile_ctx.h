@@ -1,7 +1,10 @@
-/* chunk.h: the compiler's internal contract (strategies/ only): the compile context, and the
- * per-chunk segment templates (chunk.c) and memory estimate (memory.c) built from it. */
-#ifndef PROTOSIM_CHUNK_H
-#define PROTOSIM_CHUNK_H
+/* compile_ctx.h: the compiler's internal contract (strategies/compile/ only): the compile
+ * context every step reads and fills, the per-chunk segment templates, the emit state, and the
+ * functions each file of the compiler gives the others. From the bottom up: ranks.c (where
+ * ranks sit), context.c, chunk.c (templates), expert.c, fold.c, zero.c, memory.c; compile.c
+ * calls them all and nobody calls it. */
+#ifndef PROTOSIM_COMPILE_CTX_H
+#define PROTOSIM_COMPILE_CTX_H
 
 #include <stdint.h>
 
@@ -126,16 +129,31 @@ static inline int stage_of_chunk(const compile_ctx *cx, int mc)
     return mc % cx->pp;
 }
 
+/* Where ranks sit (ranks.c; compile_rank_of in compile.h). Expert parallelism's rank groups
+ * (Megatron-Core's folding), the one place they are derived: a stage's ranks numbered
+ * i = t + tp x d (tensor index fastest) are regrouped as i = et + etp x (e + ep x edp): et the
+ * expert-tensor index, e the expert-parallel index (which experts), edp the
+ * expert-data-parallel index. Returns i; compile_stage_rank maps i to a rank. */
+int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp);
+/* The inverse: stage index i's expert-tensor, expert-parallel and expert-data-parallel
+ * indices. */
+void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp);
+int compile_stage_rank(const compile_ctx *cx, int i, int p);
+/* The routed-expert load of the ranks at stage index i: the busiest rank's for EP index 0 (it
+ * holds the busiest expert), the others' otherwise; 1 without an expert layout. */
+double compile_expert_load(const compile_ctx *cx, int i);
+
+/* Chunk templates (chunk.c), per GPU profile: the distinct (device, slowdown, expert load)
+ * triples of the ranks, found by chunk_profiles_init (cx->prof_*, tmpl, built) and released
+ * with the templates by chunk_profiles_free. */
+void chunk_profiles_init(compile_ctx *cx);
+void chunk_profiles_free(compile_ctx *cx);
+/* Chunk mc's template on rank r's GPU, built the first time a rank of that GPU profile needs
+ * it. Every profile cuts a chunk into the same segments; only their times differ. */
+const chunk_template *chunk_template_of(compile_ctx *cx, int r, int mc);
 /* The template of chunk mc on its first rank (replica 0, tensor index 0): what is the same on
  * every GPU (segments, buckets, units, parameters, activations) is read from it. */
 const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc);
-
-/* Build chunk mc's segments with op costs on `dev`, GPU (kernel) times multiplied by
- * `slowdown`, routed-expert ops at `load` (workload_op_shard_expert; 1 balanced), its gradient
- * buckets and activation bytes. Labels are interned in cx->g. */
-void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
-                          double load, chunk_template *ct);
-void chunk_template_free(chunk_template *ct);
 /* Whether a and b have the same segments (count, cuts, labels, parameters) and buckets. */
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
 
@@ -196,29 +214,14 @@ void zero_emit_fsdp(compile_ctx *cx, emit_state *es);
 void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es);
 void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es);
 void zero_emit_param_allgather(compile_ctx *cx, emit_state *es);
-/* ZeRO-3: the most full (gathered) parameters a rank of stage p holds at once: the largest sum
- * of two consecutive units of its FSDP program (the one computing, the one prefetched). */
-double zero_fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
-                                 int p);
 /* Sharded parameters a rank of stage p holds (all its chunks). */
 double zero_stage_params(compile_ctx *cx, int p);
 /* The part of it reduced and sharded over the expert-data-parallel groups. */
 double zero_stage_expert_params(compile_ctx *cx, int p);
 
-/* Expert parallelism's rank groups (Megatron-Core's folding), the one place they are derived:
- * a stage's ranks numbered i = t + tp x d (tensor index fastest) are regrouped as i = et + etp
- * x (e + ep x edp): et the expert-tensor index, e the expert-parallel index (which experts),
- * edp the expert-data-parallel index. Returns i; compile_stage_rank maps i to a rank. */
-int compile_expert_stage_index(const compile_ctx *cx, int et, int e, int edp);
-/* The inverse: stage index i's expert-tensor, expert-parallel and expert-data-parallel
- * indices. */
-void compile_expert_coords(const compile_ctx *cx, int i, int *et, int *e, int *edp);
-int compile_stage_rank(const compile_ctx *cx, int i, int p);
-/* The routed-expert load of the ranks at stage index i: the busiest rank's for EP index 0 (it
- * holds the busiest expert), the others' otherwise; 1 without an expert layout. */
-double compile_expert_load(const compile_ctx *cx, int i);
-/* The simulated ranks of each stage and their TP, EP, ETP and EDP groups (cx->sim_rank,
- * tp_group, ep_group, etp_group, edp_group); free with compile_free_stage_groups. */
+/* Expert parallelism in the graph (expert.c). The simulated ranks of each stage and their TP,
+ * EP, ETP and EDP groups (cx->sim_rank, tp_group, ep_group, etp_group, edp_group); free with
+ * compile_free_stage_groups. */
 void compile_make_stage_groups(compile_ctx *cx);
 void compile_free_stage_groups(compile_ctx *cx);
 /* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:
