@@ -19,7 +19,7 @@
  * times only: the host's launch flow shop and the overlap of the gradient all-reduce with the
  * backward are not modelled yet (STATUS.md). The tables' shards and their placement:
  * dlrm_shard.c. */
-#include "dlrm_internal.h"
+#include "dlrm_shard.h"
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
 

@@ -3,7 +3,7 @@
  * what it looks up (its TBE kernel) and the plan's lookup statistics (compiled_plan.dlrm). */
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
-#include "dlrm_internal.h"
+#include "dlrm_shard.h"
 
 #include <stdlib.h>
 #include <string.h>
