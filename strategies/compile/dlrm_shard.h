@@ -1,7 +1,7 @@
-/* dlrm_internal.h: the dlrm compiler's internal contract (strategies/ only): where the tables'
+/* dlrm_shard.h: a dlrm plan's tables as shards, what dlrm_shard.c gives dlrm_plan.c: where the
  * shards are (dlrm_shard.c builds and places them) and what each GPU looks up. */
-#ifndef PROTOSIM_DLRM_INTERNAL_H
-#define PROTOSIM_DLRM_INTERNAL_H
+#ifndef PROTOSIM_DLRM_SHARD_H
+#define PROTOSIM_DLRM_SHARD_H
 
 #include "compile.h"
 
