@@ -26,7 +26,7 @@
 
 #include "../base/xalloc.h"
 #include "htae_clock.h"
-#include "htae_pattern.h"
+#include "htae_fast.h"
 
 /* The tree's algorithm bandwidth relative to the ring's bus bandwidth in NCCL's tuner: 92% of
  * the channels' bandwidth, halved (every byte goes up and down the tree). For choosing only. */

@@ -13,7 +13,7 @@
 
 #include "../base/xalloc.h"
 #include "htae_clock.h"
-#include "htae_pattern.h"
+#include "htae_fast.h"
 
 /* The members' slots in the task of `p` as start_block numbers them (first appearance in edge
  * order) into slot[n]; returns how many take part. */

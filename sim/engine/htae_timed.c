@@ -9,7 +9,7 @@
 
 #include "../base/xalloc.h"
 #include "htae_clock.h"
-#include "htae_pattern.h"
+#include "htae_fast.h"
 
 /* p's host pairs, each once, as start_block starts their flows (pattern.pair_*): in order of
  * first edge, through a dense table up to HTAE_PTASK_MAX_HOSTS members, sorted by pair above
