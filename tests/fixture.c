@@ -22,11 +22,7 @@ void fixture_compile(sim_fixture *f, const compile_options *o)
 
 void fixture_load(sim_fixture *f, const char *strategy_rel, const char *cluster_rel)
 {
-    char sp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f->s, &err) == 0, "%s", err.message);
+    sim_strategy_load(strategy_rel, &f->s);
     if (cluster_rel)
         sim_load(cluster_rel, &f->c);
 }
