@@ -76,3 +76,15 @@ workload_op gemm_op(double m, double n, double k)
     op.kernels = 1;
     return op;
 }
+
+void flow_op(kernel_flow *f, const workload_op *op, op_pass pass, double kernel)
+{
+    double launch = cost_op_launch_seconds(op, pass);
+    int k = cost_op_kernels(op, pass);
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        f->host += launch / k;
+        f->gpu = (f->gpu > f->host ? f->gpu : f->host) + kernel / k;
+    }
+}

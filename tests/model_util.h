@@ -1,10 +1,12 @@
 /* model_util.h: op-graph helpers the workload-level unit tests share (test_workload,
- * test_llama, test_moe, test_ep, test_window): finding an op of a built graph by its module path. */
+ * test_llama, test_moe, test_ep, test_window): finding an op of a built graph by its module path;
+ * the flow shop of a segment's kernels the plan-level tests time by hand. */
 #ifndef PROTOSIM_TEST_MODEL_UTIL_H
 #define PROTOSIM_TEST_MODEL_UTIL_H
 
 #include <stddef.h>
 
+#include "../sim/cost/cost.h"
 #include "../workloads/workload.h"
 
 /* A bf16 GEMM op (m x k).(k x n), batch 1, one kernel: FLOPs 2mnk forward and twice that
@@ -24,5 +26,15 @@ workload_model model_load_named(const char *name);
 int model_load_text(const char *text, workload_model *m, ps_error *err);
 /* model_load_text, the file named as model_write_temp names it with `stem`. */
 int model_load_text_as(const char *stem, const char *text, workload_model *m, ps_error *err);
+
+/* A segment's kernels as the compiler runs them (strategies/compile/chunk.c's flow shop): the
+ * host issues each kernel in turn (its launch cost), the GPU runs it once issued and the
+ * previous one is done. host: the host's clock; gpu: when the GPU is free. */
+typedef struct kernel_flow {
+    double host, gpu;
+} kernel_flow;
+/* Issue op's `pass` kernels (cost_op_kernels, at least one), `kernel` seconds of GPU time in
+ * all, each after its share of the op's launch cost. */
+void flow_op(kernel_flow *f, const workload_op *op, op_pass pass, double kernel);
 
 #endif

@@ -36,6 +36,15 @@ char *sim_temp_file(const char *suffix, const char *text)
     return path;
 }
 
+void sim_strategy_load(const char *rel, strategy *s)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", ps_data_dir(), rel);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(strategy_load(path, ps_data_dir(), s, &err) == 0, "%s", err.message);
+}
+
 int sim_strategy_text(const char *text, strategy *s, ps_error *err)
 {
     char *path = sim_temp_file("", text);

@@ -27,6 +27,8 @@ cluster *sim_dgx4(void);
 /* A temporary file (name ending in `suffix`, "" for none) holding `text`; the caller unlinks
  * and frees the path. */
 char *sim_temp_file(const char *suffix, const char *text);
+/* strategy_load of the data-dir-relative file `rel` with the data directory (asserts success). */
+void sim_strategy_load(const char *rel, strategy *s);
 /* strategy_load of a file holding `text` (removed after) with the data directory, err cleared
  * first; returns strategy_load's code. */
 int sim_strategy_text(const char *text, strategy *s, ps_error *err);

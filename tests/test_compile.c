@@ -9,76 +9,39 @@
 #include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
-#include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
+#include "fixture.h"
+#include "model_util.h"
+#include "sim_util.h"
 #include "suite_util.h"
 
-#define ck_close(got, want, rel)                                                                   \
-    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.9g, want %.9g", (double)(got),  \
-                  (double)(want))
-
-typedef struct fixture {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-    htae_result r;
-    report_summary sum;
-} fixture;
-
-/* Load, compile and (when simulate) run one plan: one SimGrid engine per test process. */
-static void setup(fixture *f, const char *strategy_rel, const char *cluster_rel, int simulate)
+/* Load and compile one plan (one SimGrid engine per test process) and, when simulate, run it
+ * with the executor's default options. */
+static void setup(sim_fixture *f, const char *strategy_rel, const char *cluster_rel, int simulate)
 {
-    char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
-    snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
-    ps_error err;
-    ps_error_clear(&err);
-    memset(f, 0, sizeof *f);
-    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f->s, &err) == 0, "%s", err.message);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, ps_data_dir(), &f->c, &err) == 0, "%s", err.message);
-    ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
+    fixture_files(f, strategy_rel, cluster_rel);
     if (!simulate)
         return;
-    ck_assert_msg(htae_run(f->p.graph, &f->c, NULL, &f->r, &err) == 0, "%s", err.message);
-    run_summarize(&f->p, &f->r, &f->sum);
-}
-
-static void teardown(fixture *f)
-{
-    htae_result_free(&f->r);
-    compiled_plan_free(&f->p);
-    cluster_free(&f->c);
-    strategy_free(&f->s);
+    htae_default_options(&f->o);
+    fixture_run(f);
 }
 
 /* One GPU, one segment per pass (no TP cuts), computed here from the op costs: the host
  * issues every kernel in turn (launch cost each), the GPU runs a kernel once it is launched
- * and the previous one is done. Passes of one micro-batch: forward, the full-recompute replay
- * of the transformer-layer ops when `recompute_layers`, backward (launching 2x the kernels);
- * micro-batches one after another. Returns the time the GPU finishes the last backward. */
-typedef struct flow {
-    double host, gpu; /* the host's clock and when the GPU is free */
-} flow;
-
-static void flow_op(flow *f, const workload_op *op, op_pass pass, const strategy *s,
-                    const device_spec *dev)
+ * and the previous one is done (flow_op). Passes of one micro-batch: forward, the full-recompute
+ * replay of the transformer-layer ops when `recompute_layers`, backward (launching 2x the
+ * kernels); micro-batches one after another. Returns the time the GPU finishes the last
+ * backward. */
+static void issue(kernel_flow *fl, const workload_op *op, op_pass pass, const strategy *s,
+                  const device_spec *dev)
 {
     /* under precision: fp8 the layers' GEMMs are FP8 GEMMs, everything else bf16 */
     precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
-    double launch = cost_op_launch_seconds(op, pass);
-    double kernel = cost_op_kernel_seconds(op, pass, prec, dev);
-    int k = cost_op_kernels(op, pass);
-    if (k < 1)
-        k = 1;
-    for (int j = 0; j < k; j++) {
-        f->host += launch / k;
-        f->gpu = (f->gpu > f->host ? f->gpu : f->host) + kernel / k;
-    }
+    flow_op(fl, op, pass, cost_op_kernel_seconds(op, pass, prec, dev));
 }
 
-static double steps_by_hand(const fixture *f, int recompute_layers, int micro_batches)
+static double steps_by_hand(const sim_fixture *f, int recompute_layers, int micro_batches)
 {
     workload_graph wg;
     ps_error err;
@@ -86,22 +49,22 @@ static double steps_by_hand(const fixture *f, int recompute_layers, int micro_ba
     ck_assert_int_eq(workload_build(&f->s.model, f->s.micro_batch, f->s.precision, &wg, &err), 0);
     const device_spec *dev = f->c.device[0];
     const strategy *st = &f->s;
-    flow fl = {0.0, 0.0};
+    kernel_flow fl = {0.0, 0.0};
     for (int m = 0; m < micro_batches; m++) {
         for (int i = 0; i < wg.n_ops; i++)
-            flow_op(&fl, &wg.ops[i], PASS_FWD, st, dev);
+            issue(&fl, &wg.ops[i], PASS_FWD, st, dev);
         for (int i = 0; recompute_layers && i < wg.n_ops; i++)
             if (wg.ops[i].layer >= 0 && wg.ops[i].layer < wg.model.layers)
-                flow_op(&fl, &wg.ops[i], PASS_FWD, st, dev);
+                issue(&fl, &wg.ops[i], PASS_FWD, st, dev);
         for (int i = wg.n_ops - 1; i >= 0; i--)
-            flow_op(&fl, &wg.ops[i], PASS_BWD, st, dev);
+            issue(&fl, &wg.ops[i], PASS_BWD, st, dev);
     }
     workload_graph_free(&wg);
     ck_assert(fl.host > 0 && fl.gpu > 0);
     return fl.gpu;
 }
 
-static double step_overhead(const fixture *f)
+static double step_overhead(const sim_fixture *f)
 {
     return cost_optimizer_seconds(f->p.params_total, 1, PREC_BF16, f->c.device[0]) +
            cost_iteration_overhead_seconds();
@@ -109,29 +72,29 @@ static double step_overhead(const fixture *f)
 
 START_TEST(single_gpu_iteration_is_sum_of_op_times)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/single.yaml", "tests/data/htae/one.xml", 1);
     ck_assert_int_eq(f.p.micro_batches, 4);
     double want = steps_by_hand(&f, 0, 4) + step_overhead(&f);
     ck_close(f.r.makespan, want, 1e-6);
     ck_close(f.sum.fig.compute_s, want, 1e-6);
     ck_assert(f.sum.fig.exposed_comm_s == 0 && f.sum.fig.bubble_s == 0);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(full_recompute_adds_one_forward_of_the_layers)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/single-full.yaml", "tests/data/htae/one.xml", 1);
     ck_close(f.r.makespan, steps_by_hand(&f, 1, 4) + step_overhead(&f), 1e-6);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(memory_of_single_gpu_states)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/single.yaml", "tests/data/htae/one.xml", 0);
     const memory_estimate *m = &f.p.memory[0];
     double P = f.p.params_total;
@@ -141,7 +104,7 @@ START_TEST(memory_of_single_gpu_states)
     ck_assert(m->activations > 0);
     ck_close(m->total, m->weights + m->gradients + m->optimizer + m->activations + m->buffers,
              1e-12);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -150,14 +113,14 @@ END_TEST
  * V x h table, as Megatron's word_embeddings_for_head. Layers of 12h^2 + 13h parameters. */
 START_TEST(tied_lm_head_copy_on_the_last_stage)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", 0);
     double h = 1024, V = 8192, s = 512, layer = 12 * h * h + 13 * h;
     double first = V * h + s * h + 2 * layer, last = 2 * layer + 2 * h + V * h;
     ck_close(f.p.params_total, first + last - V * h, 1e-12);
     for (int r = 0; r < f.p.gpus; r++)
         ck_close(f.p.memory[r].weights, 2 * (f.p.stage_of_rank[r] == 0 ? first : last), 1e-12);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -165,7 +128,7 @@ END_TEST
  * GEMMs (and their casts), the optimizer and memory as bf16 mixed precision. */
 START_TEST(fp8_single_gpu_is_sum_of_op_times)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/single-fp8.yaml", "tests/data/compile/one-h100.xml", 1);
     ck_assert(f.s.fp8 && f.s.precision == PREC_BF16 && f.p.plan.precision == PREC_FP8);
     ck_close(f.r.makespan, steps_by_hand(&f, 0, 4) + step_overhead(&f), 1e-6);
@@ -180,13 +143,13 @@ START_TEST(fp8_single_gpu_is_sum_of_op_times)
     ck_assert(!f.s.fp8);
     double bf16 = steps_by_hand(&f, 0, 4);
     ck_assert_msg(bf16 > fp8 - step_overhead(&f), "bf16 %g, fp8 %g", bf16, fp8);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(dp_overlap_hides_small_allreduce)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/dp2-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
     double dp = f.sum.comm_s[CAT_DP_COMM];
     ck_assert(dp > 0);
@@ -201,29 +164,29 @@ START_TEST(dp_overlap_hides_small_allreduce)
             f.p.graph->tasks[f.p.graph->coll_tasks[f.p.graph->colls[i].first_task]].category ==
             CAT_DP_COMM;
     ck_assert_int_eq(buckets, 5);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(dp_without_overlap_exposes_allreduce)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/dp2-no-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
     ck_close(f.sum.fig.exposed_comm_s, f.sum.comm_s[CAT_DP_COMM], 1e-6);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(dp_overlap_cannot_hide_a_slow_network)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/dp2-overlap.yaml", "tests/data/htae/two-1GBps.xml", 1);
     /* ~100 M fp32 gradients = 0.4 GB at 1 GB/s: far longer than the backward pass */
     ck_assert_msg(f.sum.fig.exposed_comm_s > 0.5 * f.r.makespan, "exposed %g of %g",
                   f.sum.fig.exposed_comm_s, f.r.makespan);
     double grads = f.p.params_total * 4.0; /* ring of 2: each edge carries S */
     ck_assert(f.sum.comm_s[CAT_DP_COMM] >= grads / 1e9);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -231,7 +194,7 @@ END_TEST
  * one after the LM head (backward), per micro-batch. */
 START_TEST(tp_collective_count_follows_megatron)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/tp2.yaml", "tests/data/htae/two-300GBps.xml", 0);
     const exec_graph *g = f.p.graph;
     int tp_colls = 0;
@@ -242,35 +205,41 @@ START_TEST(tp_collective_count_follows_megatron)
             ck_close(g->colls[i].bytes, 1.0 * 512 * 1024 * 2, 1e-12); /* b s h, bf16 */
         }
     ck_assert_int_eq(tp_colls, 2 * (2 * 2 + 1 + 2 * 2 + 1));
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(pipeline_gpipe_holds_more_activations_than_1f1b)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/pp2-gpipe.yaml", "tests/data/htae/two-300GBps.xml", 0);
     double gpipe0 = f.p.memory[0].activations, gpipe1 = f.p.memory[1].activations;
     compiled_plan_free(&f.p);
     f.s.schedule = SCHED_1F1B; /* same plan, same cluster: compile again, no simulation */
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(compile_plan(&f.s, &f.c, NULL, &f.p, &err), 0);
+    fixture_compile(&f, NULL);
     /* of 8 micro-batches, GPipe keeps all 8 alive; 1F1B keeps 2 on stage 0 and 1 on stage 1 */
     ck_close(gpipe0 / f.p.memory[0].activations, 8.0 / 2.0, 1e-12);
     ck_close(gpipe1 / f.p.memory[1].activations, 8.0 / 1.0, 1e-12);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
+/* A pipelined plan's run: a bubble, and compute, exposed communication, bubble and idle time
+ * add up to the iteration. */
+static void expect_bubble_in_breakdown(const sim_fixture *f)
+{
+    const plan_figures *fig = &f->sum.fig;
+    ck_assert(fig->bubble_s > 0);
+    ck_close(fig->compute_s + fig->exposed_comm_s + fig->bubble_s + fig->idle_s, f->r.makespan,
+             1e-9);
+}
+
 START_TEST(pipeline_plan_runs_with_a_bubble)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", 1);
-    ck_assert(f.sum.fig.bubble_s > 0);
-    ck_close(f.sum.fig.compute_s + f.sum.fig.exposed_comm_s + f.sum.fig.bubble_s + f.sum.fig.idle_s,
-             f.r.makespan, 1e-9);
-    teardown(&f);
+    expect_bubble_in_breakdown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -279,24 +248,18 @@ END_TEST
  * consumes it) once deadlocked this plan. It runs, and its breakdown adds up. */
 START_TEST(interleaved_plan_runs_with_a_bubble)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/pp2-interleaved.yaml", "tests/data/htae/two-300GBps.xml", 1);
     ck_assert_int_eq(f.p.chunks, 2);
-    ck_assert(f.sum.fig.bubble_s > 0);
-    ck_close(f.sum.fig.compute_s + f.sum.fig.exposed_comm_s + f.sum.fig.bubble_s + f.sum.fig.idle_s,
-             f.r.makespan, 1e-9);
-    teardown(&f);
+    expect_bubble_in_breakdown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
 START_TEST(rank_order_follows_strategy)
 {
-    fixture f;
-    char sp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/compile/order-dtp.yaml", ps_data_dir());
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(strategy_load(sp, ps_data_dir(), &f.s, &err), 0);
+    sim_fixture f;
+    fixture_load(&f, "tests/data/compile/order-dtp.yaml", NULL);
     /* order [data, tensor, pipeline]: rank = d + 2 * (t + 2 * p) */
     ck_assert_int_eq(compile_rank_of(&f.s, 1, 0, 1), 6);
     ck_assert_int_eq(compile_rank_of(&f.s, 0, 1, 0), 1);
@@ -355,7 +318,7 @@ END_TEST
  * (the previous compute task's end) instead of after it, and the next segment waits for it. */
 START_TEST(tp_comm_overlap_runs_collectives_beside_their_segment)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/tp2-overlap.yaml", "tests/data/htae/two-300GBps.xml", 1);
     const exec_graph *g = f.p.graph;
     uint32_t s0 = 0 * STREAM_COUNT + STREAM_COMPUTE;
@@ -378,7 +341,7 @@ START_TEST(tp_comm_overlap_runs_collectives_beside_their_segment)
         checked++;
     }
     ck_assert_int_eq(checked, 20);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -386,7 +349,7 @@ END_TEST
  * and the first forward waits for the bucket holding its layers. */
 START_TEST(param_gather_overlaps_the_first_forward)
 {
-    fixture f;
+    sim_fixture f;
     setup(&f, "tests/data/compile/zero1-gather.yaml", "tests/data/htae/two-300GBps.xml", 1);
     const exec_graph *g = f.p.graph;
     double opt_end = 0, first_fwd = 1e30, first_gather_end = 1e30, last_gather_start = 0;
@@ -411,7 +374,7 @@ START_TEST(param_gather_overlaps_the_first_forward)
     ck_assert(first_fwd >= first_gather_end - 1e-12); /* embedding waits for its bucket */
     ck_assert(last_gather_start < opt_end);           /* none after the optimizer */
     ck_close(f.r.makespan, opt_end, 1e-12);
-    teardown(&f);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -423,26 +386,10 @@ END_TEST
  * op and add the embedding and loss activations (under 3% here). */
 static void korthikanti(const char *strategy_rel, int nodes, double act_gib)
 {
-    char xml[] = "/tmp/protosim-memXXXXXX";
-    int fd = mkstemp(xml);
-    ck_assert(fd >= 0);
-    FILE *fp = fdopen(fd, "w");
-    cluster_gen_opts o;
-    memset(&o, 0, sizeof o);
-    o.nodes = nodes;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(cluster_generate("dgx-a100", &o, fp, &err), 0);
-    fclose(fp);
-    fixture f;
-    char sp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
-    memset(&f, 0, sizeof f);
-    ck_assert_msg(strategy_load(sp, ps_data_dir(), &f.s, &err) == 0, "%s", err.message);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(xml, ps_data_dir(), &f.c, &err) == 0, "%s", err.message);
-    ck_assert_msg(compile_plan(&f.s, &f.c, NULL, &f.p, &err) == 0, "%s", err.message);
-    unlink(xml);
+    sim_fixture f;
+    fixture_load(&f, strategy_rel, NULL);
+    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = nodes}, &f.c);
+    fixture_compile(&f, NULL);
     const double GiB = 1073741824.0;
     const memory_estimate *m = &f.p.memory[0]; /* first stage: the most activations */
     double states = (m->weights + m->gradients + m->optimizer) / GiB;
@@ -450,9 +397,7 @@ static void korthikanti(const char *strategy_rel, int nodes, double act_gib)
     double act = m->activations / GiB;
     ck_assert_msg(act >= act_gib && act <= act_gib * 1.03, "activations %.2f GiB, paper %.2f", act,
                   act_gib);
-    compiled_plan_free(&f.p);
-    cluster_free(&f.c);
-    strategy_free(&f.s);
+    fixture_free(&f);
 }
 
 START_TEST(memory_22b_tp8_no_recompute)

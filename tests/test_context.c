@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../sim/base/vocab.h"
@@ -15,6 +14,7 @@
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
+#include "fixture.h"
 #include "sim_util.h"
 #include "suite_util.h"
 
@@ -68,14 +68,16 @@ static void load_nodes(int k, cluster *c)
     sim_load_two_nodes(k, nvl, nic, c);
 }
 
-static void compile_ok(const strategy *s, const cluster *c, int fold, compiled_plan *p)
+/* The plan of load_ok's strategy on load_nodes(k) compiled with fold_data_parallel `fold`. */
+static void cp_plan(sim_fixture *f, int k, int hidden, int heads, int kv_heads, const char *strat,
+                    int fold)
 {
+    load_ok(hidden, heads, kv_heads, strat, &f->s);
+    load_nodes(k, &f->c);
     compile_options o;
     compile_default_options(&o);
     o.fold_data_parallel = fold;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(compile_plan(s, c, &o, p, &err) == 0, "%s", err.message);
+    fixture_compile(f, &o);
 }
 
 static int has_label(const exec_graph *g, uint32_t t, const char *name)
@@ -189,15 +191,11 @@ END_TEST
  * with 32 (MHA): GQA shrinks them by heads / kv_heads, as it does the QKV GEMM's K/V part. */
 static void ring_bytes(int kv_heads, int tp, double *fwd, double *bwd, int *n_fwd, int *n_bwd)
 {
-    strategy s;
     char strat[256];
     snprintf(strat, sizeof strat, "  tensor: {degree: %d}\n  context: {degree: 2}\n", tp);
-    load_ok(4096, 32, kv_heads, strat, &s);
-    cluster c;
-    load_nodes(tp, &c);
-    compiled_plan p;
-    compile_ok(&s, &c, 1, &p);
-    const exec_graph *g = p.graph;
+    sim_fixture f;
+    cp_plan(&f, tp, 4096, 32, kv_heads, strat, 1);
+    const exec_graph *g = f.p.graph;
     *fwd = *bwd = 0;
     *n_fwd = *n_bwd = 0;
     for (uint32_t t = 0; t < g->n_tasks; t++) {
@@ -218,9 +216,7 @@ static void ring_bytes(int kv_heads, int tp, double *fwd, double *bwd, int *n_fw
             (*n_bwd)++;
         }
     }
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 
 START_TEST(gqa_shrinks_ring_transfers)
@@ -290,13 +286,9 @@ END_TEST
  * half of the whole causal core's 64 x 65 / 2 = 2080. */
 START_TEST(attention_flops_halved)
 {
-    strategy s;
-    load_ok(4096, 32, 8, "  context: {degree: 2}\n", &s);
-    cluster c;
-    load_nodes(1, &c);
-    compiled_plan p;
-    compile_ok(&s, &c, 1, &p);
-    workload_model half = s.model;
+    sim_fixture f;
+    cp_plan(&f, 1, 4096, 32, 8, "  context: {degree: 2}\n", 1);
+    workload_model half = f.s.model;
     half.seq = 4096;
     workload_graph g;
     ps_error err;
@@ -317,13 +309,13 @@ START_TEST(attention_flops_halved)
     later.batch = 32.0 / 2;
     later.fwd_flops /= 2;
     later.bwd_flops /= 2;
-    const device_spec *dev = c.device[0];
+    const device_spec *dev = f.c.device[0];
     double f0 = cost_op_kernel_seconds(step, PASS_FWD, PREC_BF16, dev);
     double b0 = cost_op_kernel_seconds(step, PASS_BWD, PREC_BF16, dev);
     double f1 = cost_op_kernel_seconds(&later, PASS_FWD, PREC_BF16, dev);
     double b1 = cost_op_kernel_seconds(&later, PASS_BWD, PREC_BF16, dev);
     /* rank 0: its first forward transfer is followed by the two steps of layer 0 */
-    const exec_graph *pg = p.graph;
+    const exec_graph *pg = f.p.graph;
     uint32_t x = nth_task(pg, 0, FWD, 0, 0);
     ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, x, 0)].seconds, f0, 1e-15);
     ck_assert_double_eq_tol(pg->tasks[nth_task(pg, 0, NULL, x, 1)].seconds, f1, 1e-15);
@@ -334,9 +326,7 @@ START_TEST(attention_flops_halved)
     ck_assert(nth_task(pg, 0, NULL, y, 1) > nth_task(pg, 0, BWD, 0, 1)); /* posted before */
     ck_assert_double_eq(pg->tasks[nth_task(pg, 0, NULL, y, 2)].seconds, 0.0);
     workload_graph_free(&g);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -349,26 +339,16 @@ typedef struct ring_times {
 
 static void ring_run(int hidden, int heads, int kv_heads, ring_times *rt)
 {
-    strategy s;
-    load_ok(hidden, heads, kv_heads, "  context: {degree: 2}\n", &s);
-    cluster c;
-    load_nodes(1, &c);
-    compiled_plan p;
-    compile_ok(&s, &c, 1, &p);
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    const exec_graph *g = p.graph;
+    sim_fixture f;
+    cp_plan(&f, 1, hidden, heads, kv_heads, "  context: {degree: 2}\n", 1);
+    fixture_run(&f);
+    const exec_graph *g = f.p.graph;
+    const htae_result *r = &f.r;
     uint32_t x = nth_task(g, 0, FWD, 0, 0), px = nth_task(g, 1, FWD, 0, 0);
     uint32_t a0 = nth_task(g, 0, NULL, x, 0), a1 = nth_task(g, 0, NULL, x, 1);
-    *rt = (ring_times){r.start[x], r.end[x],    r.end[px], r.start[a0],
-                       r.end[a0],  r.start[a1], r.end[a1]};
-    htae_result_free(&r);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    *rt = (ring_times){r->start[x], r->end[x],    r->end[px], r->start[a0],
+                       r->end[a0],  r->start[a1], r->end[a1]};
+    fixture_free(&f);
 }
 
 /* One GPU per node: the K/V chunk crosses two 10 GB/s NICs. hidden 1024, 8 K/V heads of 128:
@@ -408,14 +388,12 @@ END_TEST
  * optimizer state are the same; the gradients reduce over the 2 context ranks. */
 START_TEST(activations_divided_gradients_over_context)
 {
-    strategy cp, dp;
-    load_ok(1024, 8, 8, "  context: {degree: 2}\n  data: {zero: 1}\n", &cp);
-    load_ok(1024, 8, 8, "  data: {degree: 2, zero: 1}\n", &dp);
-    cluster c;
-    load_nodes(1, &c);
-    compiled_plan pc, pd;
-    compile_ok(&cp, &c, 1, &pc);
-    compile_ok(&dp, &c, 1, &pd);
+    sim_fixture fc, fd;
+    cp_plan(&fc, 1, 1024, 8, 8, "  context: {degree: 2}\n  data: {zero: 1}\n", 1);
+    fd.c = fc.c; /* the same 2 GPUs */
+    load_ok(1024, 8, 8, "  data: {degree: 2, zero: 1}\n", &fd.s);
+    fixture_compile(&fd, NULL);
+    const compiled_plan pc = fc.p, pd = fd.p;
     for (int r = 0; r < 2; r++) {
         ck_assert_double_eq_tol(pc.memory[r].activations * 2, pd.memory[r].activations,
                                 1e-9 * pd.memory[r].activations);
@@ -442,45 +420,33 @@ START_TEST(activations_divided_gradients_over_context)
     /* a global batch of 2 is 2 micro-batches on the one data replica, 1 on each of 2 */
     ck_assert_int_eq(pc.micro_batches, 2);
     ck_assert_int_eq(pd.micro_batches, 1);
-    compiled_plan_free(&pc);
-    compiled_plan_free(&pd);
-    cluster_free(&c);
-    strategy_free(&cp);
-    strategy_free(&dp);
+    fixture_free_plan(&fd);
+    fixture_free(&fc);
 }
 END_TEST
 
-/* Simulate in a child (SimGrid runs once per process); the iteration time. */
+typedef struct cp_run {
+    const char *strat;
+    int fold;
+} cp_run;
+
+static void cp_makespan(const void *arg, void *out)
+{
+    const cp_run *x = arg;
+    sim_fixture f;
+    cp_plan(&f, 2, 1024, 8, 8, x->strat, x->fold);
+    ck_assert_int_eq(f.p.simulated_replicas, x->fold ? 1 : 2);
+    htae_default_options(&f.o);
+    fixture_run(&f);
+    *(double *)out = f.r.makespan;
+}
+
+/* Simulate in a child (fixture_forked: SimGrid runs once per process); the iteration time. */
 static double simulate(const char *strat, int fold)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        strategy s;
-        load_ok(1024, 8, 8, strat, &s);
-        cluster c;
-        load_nodes(2, &c);
-        compiled_plan p;
-        compile_ok(&s, &c, fold, &p);
-        ck_assert_int_eq(p.simulated_replicas, fold ? 1 : 2);
-        htae_options o;
-        htae_default_options(&o);
-        htae_result r;
-        ps_error err;
-        ps_error_clear(&err);
-        if (htae_run(p.graph, &c, &o, &r, &err))
-            _exit(1);
-        _exit(write(fd[1], &r.makespan, sizeof r.makespan) == (ssize_t)sizeof r.makespan ? 0 : 2);
-    }
-    close(fd[1]);
-    double makespan = 0;
-    ck_assert_int_eq(read(fd[0], &makespan, sizeof makespan), (ssize_t)sizeof makespan);
-    close(fd[0]);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cp_run x = {strat, fold};
+    double makespan;
+    fixture_forked(cp_makespan, &x, &makespan, sizeof makespan);
     return makespan;
 }
 

@@ -18,6 +18,7 @@
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "cli_util.h"
+#include "fixture.h"
 #include "sim_util.h"
 #include "suite_util.h"
 
@@ -69,6 +70,18 @@ static int load_sweep_opt(const char *tables, const char *opt, const char *axes,
 static int load_sweep(const char *tables, const char *axes, sweep_spec *s, ps_error *err)
 {
     return load_sweep_opt(tables, "sgd", axes, s, err);
+}
+
+/* The two-GPU cluster (tests/data/cluster/two_gpus.xml) and the sweep of TINY with `tables`,
+ * `opt` and `axes` on it, its tables_sharding: auto proposals made when `propose`; asserts. */
+static void sweep_on_two_gpus(const char *tables, const char *opt, const char *axes, int propose,
+                              cluster *c, sweep_spec *s)
+{
+    sim_load("tests/data/cluster/two_gpus.xml", c);
+    ps_error err;
+    ck_assert_msg(load_sweep_opt(tables, opt, axes, s, &err) == 0, "%s", err.message);
+    if (propose)
+        ck_assert_msg(sweep_tables_propose(s, c, &err) == 0, "%s", err.message);
 }
 
 /* 4 shardings x 2 placements x 2 shards = 16 combinations, enumerated with the last axis
@@ -189,12 +202,8 @@ static int has_uniform(const sweep_spec *s, int n_tables, int k)
 START_TEST(tables_auto_proposals)
 {
     cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
     sweep_spec s;
-    ps_error err;
-    ck_assert_msg(load_sweep("100, 10", "  tables_sharding: auto\n", &s, &err) == 0, "%s",
-                  err.message);
-    ck_assert_msg(sweep_tables_propose(&s, &c, &err) == 0, "%s", err.message);
+    sweep_on_two_gpus("100, 10", "sgd", "  tables_sharding: auto\n", 1, &c, &s);
     ck_assert_int_ge(s.n_proposals, 3);
     ck_assert_int_le(s.n_proposals, 13);
     for (int i = 0; i < s.n_proposals; i++)
@@ -206,6 +215,7 @@ START_TEST(tables_auto_proposals)
     /* one plan per proposal; the placement axis applies where a table is table-wise */
     sweep_plan *plans;
     int n;
+    ps_error err;
     ck_assert_int_eq(sweep_enumerate(&s, 2, &plans, &n, &err), 0);
     ck_assert_int_eq(n, s.n_proposals);
     for (int i = 0; i < n; i++) {
@@ -226,13 +236,8 @@ END_TEST
 START_TEST(tables_auto_only_what_fits)
 {
     cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
     sweep_spec s;
-    ps_error err;
-    ck_assert_msg(load_sweep_opt("2000000000, 10", "adam", "  tables_sharding: auto\n", &s, &err) ==
-                      0,
-                  "%s", err.message);
-    ck_assert_msg(sweep_tables_propose(&s, &c, &err) == 0, "%s", err.message);
+    sweep_on_two_gpus("2000000000, 10", "adam", "  tables_sharding: auto\n", 1, &c, &s);
     ck_assert_int_ge(s.n_proposals, 1);
     for (int i = 0; i < s.n_proposals; i++)
         ck_assert_int_eq(s.proposals[i][0], EMB_SHARD_ROW_WISE);
@@ -275,12 +280,8 @@ static double fwd_bwd(const workload_emb *e, const device_spec *dev)
 START_TEST(tables_auto_first_proposals_by_hand)
 {
     cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
     sweep_spec s;
-    ps_error err;
-    ck_assert_msg(load_sweep("100, 10", "  tables_sharding: auto\n", &s, &err) == 0, "%s",
-                  err.message);
-    ck_assert_msg(sweep_tables_propose(&s, &c, &err) == 0, "%s", err.message);
+    sweep_on_two_gpus("100, 10", "sgd", "  tables_sharding: auto\n", 1, &c, &s);
     const device_spec *dev = c.device[0];
     const double comm = (6144 + 2 * 4096) / 100e9;
     int depth_pick[2], sum_pick[2];
@@ -346,39 +347,29 @@ static double table_lookup(const workload_model *m, int t, int batch, const devi
  * (40.96 ns) and their gradients (40.96 ns): 143.36 ns of emb-comm on every GPU. */
 START_TEST(ranked_columns_by_hand)
 {
-    cluster c;
-    sim_load("tests/data/cluster/two_gpus.xml", &c);
+    sim_fixture f;
     sweep_spec s;
-    ps_error err;
-    ck_assert_msg(load_sweep("100, 10", "  placement: [round-robin]\n", &s, &err) == 0, "%s",
-                  err.message);
+    sweep_on_two_gpus("100, 10", "sgd", "  placement: [round-robin]\n", 0, &f.c, &s);
     sweep_plan *plans;
     int n;
+    ps_error err;
     ck_assert_int_eq(sweep_enumerate(&s, 2, &plans, &n, &err), 0);
     ck_assert_int_eq(n, 1);
-    strategy st;
-    sweep_plan_strategy(&s, &plans[0], &st);
-    compiled_plan p;
-    ck_assert_msg(compile_plan(&st, &c, NULL, &p, &err) == 0, "%s", err.message);
-    htae_options o = sim_bare_options();
-    htae_result r;
-    ck_assert_msg(htae_run(p.graph, &c, &o, &r, &err) == 0, "%s", err.message);
-    report_summary sum;
-    run_summarize(&p, &r, &sum);
-    const device_spec *dev = c.device[0];
-    double l0 = table_lookup(&st.model, 0, 512, dev), l1 = table_lookup(&st.model, 1, 512, dev);
+    sweep_plan_strategy(&s, &plans[0], &f.s);
+    fixture_compile(&f, NULL);
+    fixture_run(&f);
+    const compiled_plan *p = &f.p;
+    const device_spec *dev = f.c.device[0];
+    double l0 = table_lookup(&f.s.model, 0, 512, dev), l1 = table_lookup(&f.s.model, 1, 512, dev);
     double max = fmax(l0, l1);
-    ck_assert_int_eq(p.dlrm->owner[0], 0);
-    ck_assert_int_eq(p.dlrm->owner[1], 1);
-    ck_close(p.dlrm->lookup_max_s, max, 1e-12);
-    ck_close(p.dlrm->lookup_imbalance, max / ((l0 + l1) / 2), 1e-12);
-    ck_close(sum.comm_s[CAT_EMB_COMM], (6144 + 4096 + 4096) / 100e9, 1e-6);
-    htae_result_free(&r);
-    compiled_plan_free(&p);
-    strategy_free(&st);
+    ck_assert_int_eq(p->dlrm->owner[0], 0);
+    ck_assert_int_eq(p->dlrm->owner[1], 1);
+    ck_close(p->dlrm->lookup_max_s, max, 1e-12);
+    ck_close(p->dlrm->lookup_imbalance, max / ((l0 + l1) / 2), 1e-12);
+    ck_close(f.sum.comm_s[CAT_EMB_COMM], (6144 + 4096 + 4096) / 100e9, 1e-6);
+    fixture_free(&f);
     free(plans);
     sweep_spec_free(&s);
-    cluster_free(&c);
 }
 END_TEST
 

@@ -13,8 +13,9 @@
 #include "../strategies/compile/compile.h"
 #include "../strategies/strategy.h"
 #include "../workloads/workload.h"
-#include "sim_util.h"
+#include "fixture.h"
 #include "model_util.h"
+#include "sim_util.h"
 #include "suite_util.h"
 
 /* Mixtral 8x7B by hand (tests/test_moe.c): one expert of a layer 3 x 4096 x 14336 =
@@ -27,10 +28,8 @@ static const double MIXTRAL_DENSE = 32.0 * (41943040 + 8192 + 32768) + 2.0 * 320
  * batch 1, seq 4096, top-2), n = 2 x 14336 (gate and up), k = 4096. */
 START_TEST(expert_op_share_by_hand)
 {
-    workload_model m;
+    workload_model m = model_load_named("mixtral-8x7b");
     ps_error err = {0};
-    ck_assert_msg(workload_model_load("mixtral-8x7b", ps_data_dir(), &m, &err) == 0, "%s",
-                  err.message);
     workload_graph g;
     ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g, &err) == 0, "%s", err.message);
     const workload_op *fc1 = find_op(&g, "layers.0.mlp.experts.fc1");
@@ -99,6 +98,17 @@ static void load_strategy(const char *body, strategy *s)
 static const char *const EP8_DP8 = "  data: {degree: 8, zero: 1}\n"
                                    "  expert: {degree: 8}\n";
 
+/* The plan of load_strategy(body) with the router's imbalance (0: the model's) on `nodes`
+ * generated dgx-h100 nodes. */
+static void ep_plan(sim_fixture *f, int nodes, const char *body, double imbalance)
+{
+    load_h100(nodes, &f->c);
+    load_strategy(body, &f->s);
+    if (imbalance > 0)
+        f->s.model.imbalance = imbalance;
+    fixture_compile(f, NULL);
+}
+
 static int label_is(const exec_graph *g, uint32_t task, const char *name)
 {
     return strcmp(g->labels[g->tasks[task].label], name) == 0;
@@ -124,14 +134,9 @@ static int find_colls(const exec_graph *g, const char *name, int *first)
  * 8 micro-batches x 32 layers x 3 = 768 of each direction. */
 START_TEST(ep8_alltoall_bytes_and_time)
 {
-    cluster c;
-    load_h100(1, &c);
-    strategy s;
-    load_strategy(EP8_DP8, &s);
-    compiled_plan p;
-    ps_error err = {0};
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    const exec_graph *g = p.graph;
+    sim_fixture f;
+    ep_plan(&f, 1, EP8_DP8, 0);
+    const exec_graph *g = f.p.graph;
     int first, n = find_colls(g, "ep all-to-all to experts", &first);
     ck_assert_int_eq(n, 768);
     int first_out, n_out = find_colls(g, "ep all-to-all from experts", &first_out);
@@ -143,17 +148,15 @@ START_TEST(ep8_alltoall_bytes_and_time)
     ck_assert_uint_eq(g->groups[a2a->group].n, 8);
     ck_close(a2a->bytes, S, 1e-12);
     /* folded: replica 0 alone is simulated, the EP group's 7 other members are stand-ins */
-    ck_assert_int_eq(p.simulated_replicas, 1);
+    ck_assert_int_eq(f.p.simulated_replicas, 1);
     ck_assert_uint_eq(g->groups[a2a->group].tasked, 1);
 
-    htae_options o = sim_bare_options();
     double times[1];
+    ps_error err = {0};
     ck_assert_int_eq(
-        htae_time_collectives(&c, COLL_ALLTOALL, 8, &a2a->bytes, 1, &o, times, NULL, &err), 0);
+        htae_time_collectives(&f.c, COLL_ALLTOALL, 8, &a2a->bytes, 1, &f.o, times, NULL, &err), 0);
     ck_close(times[0], 7.0 / 8 * S / 450e9 + 1.4e-6, 1e-9);
-    compiled_plan_free(&p);
-    strategy_free(&s);
-    cluster_free(&c);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -164,15 +167,9 @@ END_TEST
  * The busiest rank's expert GEMMs take longer than another's. */
 START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
 {
-    cluster c;
-    load_h100(1, &c);
-    strategy s;
-    load_strategy(EP8_DP8, &s);
-    s.model.imbalance = 2.0;
-    compiled_plan p;
-    ps_error err = {0};
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
-    exec_graph *g = p.graph;
+    sim_fixture f;
+    ep_plan(&f, 1, EP8_DP8, 2.0);
+    exec_graph *g = f.p.graph;
     double S = 4096.0 * 2 * 4096 * 2;
     int in, out;
     ck_assert_int_eq(find_colls(g, "ep all-to-all to experts", &in), 768);
@@ -200,16 +197,13 @@ START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
     int grp = graph_add_group(one, ranks, 8);
     uint32_t ids[8];
     graph_add_alltoallv(one, grp, STREAM_TP, m, CAT_EP_COMM, graph_label(one, "a2av"), 0, ids);
-    compiled_plan_free(&p);
-    strategy_free(&s);
-    htae_options o = sim_bare_options();
     htae_result r;
-    sim_run(one, &c, &o, &r);
+    sim_run(one, &f.c, &f.o, &r);
     for (int i = 0; i < 8; i++)
         ck_close(r.end[ids[i]], 1.75 * S / 450e9 + 1.4e-6, 1e-9);
     htae_result_free(&r);
     graph_free(one);
-    cluster_free(&c);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -317,26 +311,19 @@ END_TEST
  * experts: 12 x (1,605,636,096 / 8 + 5,637,144,576) = 70,054,281,216 bytes. */
 START_TEST(mixtral_ep8_memory_by_hand)
 {
-    cluster c;
-    load_h100(1, &c);
-    strategy s;
-    load_strategy(EP8_DP8, &s);
-    compiled_plan p;
-    ps_error err = {0};
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    sim_fixture f;
+    ep_plan(&f, 1, EP8_DP8, 0);
     double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE;
     ck_close(expert, 5637144576.0, 1e-15);
     ck_close(dense, 1605636096.0, 1e-15);
     for (int r = 0; r < 8; r++) {
-        const memory_estimate *me = &p.memory[r];
+        const memory_estimate *me = &f.p.memory[r];
         ck_close(me->weights, 2 * 7242780672.0, 1e-12);
         ck_close(me->gradients, 4 * 7242780672.0, 1e-12);
         ck_close(me->optimizer, 70054189056.0, 1e-12);
         ck_close(me->optimizer, 12 * (dense / 8 + expert), 1e-12);
     }
-    compiled_plan_free(&p);
-    strategy_free(&s);
-    cluster_free(&c);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -362,30 +349,22 @@ static double rank0_bytes(const exec_graph *g, const char *name, uint32_t *size)
  * other members of its EP group standing in: 1 of 16 simulated. Adam's state: dense / 16 + experts / 2. */
 START_TEST(expert_gradients_over_the_edp_group)
 {
-    cluster c;
-    load_h100(2, &c);
-    strategy s;
-    load_strategy("  data: {degree: 16, zero: 1}\n"
-                  "  expert: {degree: 8}\n",
-                  &s);
-    compiled_plan p;
-    ps_error err = {0};
-    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    sim_fixture f;
+    ep_plan(&f, 2, "  data: {degree: 16, zero: 1}\n  expert: {degree: 8}\n", 0);
+    const compiled_plan *p = &f.p;
     double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE;
     uint32_t n;
-    ck_close(rank0_bytes(p.graph, "edp expert grad reduce-scatter", &n), 4 * expert, 1e-12);
+    ck_close(rank0_bytes(p->graph, "edp expert grad reduce-scatter", &n), 4 * expert, 1e-12);
     ck_assert_uint_eq(n, 2);
-    ck_close(rank0_bytes(p.graph, "dp grad reduce-scatter", &n), 4 * dense, 1e-12);
+    ck_close(rank0_bytes(p->graph, "dp grad reduce-scatter", &n), 4 * dense, 1e-12);
     ck_assert_uint_eq(n, 16);
-    ck_close(rank0_bytes(p.graph, "edp expert param all-gather", &n), 2 * expert, 1e-12);
+    ck_close(rank0_bytes(p->graph, "edp expert param all-gather", &n), 2 * expert, 1e-12);
     ck_assert_uint_eq(n, 2);
-    ck_close(rank0_bytes(p.graph, "dp param all-gather", &n), 2 * dense, 1e-12);
+    ck_close(rank0_bytes(p->graph, "dp param all-gather", &n), 2 * dense, 1e-12);
     ck_assert_uint_eq(n, 16);
-    ck_assert_int_eq(p.simulated_replicas, 1);
-    ck_close(p.memory[0].optimizer, 12 * (dense / 16 + expert / 2), 1e-12);
-    compiled_plan_free(&p);
-    strategy_free(&s);
-    cluster_free(&c);
+    ck_assert_int_eq(p->simulated_replicas, 1);
+    ck_close(p->memory[0].optimizer, 12 * (dense / 16 + expert / 2), 1e-12);
+    fixture_free(&f);
 }
 END_TEST
 

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../sim/base/vocab.h"
@@ -13,9 +12,12 @@
 #include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
 #include "../strategies/schedule.h"
+#include "fixture.h"
+#include "sim_util.h"
 #include "suite_util.h"
 
-#define ck_close(got, want, tol)                                                                   \
+/* |got - want| <= tol: an absolute tolerance (sim_util.h's ck_close is relative). */
+#define ck_near(got, want, tol)                                                                    \
     ck_assert_msg(fabs((got) - (want)) <= (tol), "got %.12g, want %.12g", (double)(got),           \
                   (double)(want))
 
@@ -28,48 +30,38 @@ typedef struct outcome {
     double peak_flops_per_gpu;
 } outcome;
 
-/* Compile and simulate one plan in a child process (SimGrid runs once per process, and a test
- * compares several clusters) and hand back its outcome. */
+typedef struct plan_run {
+    const char *strategy_rel, *cluster_rel;
+    int fold;
+} plan_run;
+
+static void plan_outcome(const void *arg, void *out)
+{
+    const plan_run *x = arg;
+    sim_fixture f;
+    fixture_load(&f, x->strategy_rel, x->cluster_rel);
+    compile_options o;
+    compile_default_options(&o);
+    o.fold_data_parallel = x->fold;
+    fixture_compile(&f, &o);
+    htae_default_options(&f.o);
+    fixture_run(&f);
+    const compiled_plan *p = &f.p;
+    outcome *res = out;
+    *res =
+        (outcome){f.r.makespan, p->simulated_replicas, p->simulated_tp, 0.0, p->peak_flops_per_gpu};
+    for (uint32_t t = 0; t < p->graph->n_tasks; t++)
+        if (p->graph->tasks[t].rank == 0 && p->graph->tasks[t].category == CAT_DP_COMM)
+            res->dp_coll_s = f.r.end[t] - f.r.start[t];
+}
+
+/* Compile and simulate one plan in a child process (fixture_forked: a test compares several
+ * clusters) and hand back its outcome. */
 static outcome run_plan(const char *strategy_rel, const char *cluster_rel, int fold)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        char sp[1024], cp[1024];
-        snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
-        snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
-        ps_error err;
-        ps_error_clear(&err);
-        strategy s;
-        cluster c;
-        compiled_plan p;
-        htae_result r;
-        compile_options o;
-        compile_default_options(&o);
-        o.fold_data_parallel = fold;
-        cluster_engine_start();
-        if (strategy_load(sp, ps_data_dir(), &s, &err) ||
-            cluster_load(cp, ps_data_dir(), &c, &err) || compile_plan(&s, &c, &o, &p, &err) ||
-            htae_run(p.graph, &c, NULL, &r, &err)) {
-            fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
-            _exit(1);
-        }
-        outcome out = {r.makespan, p.simulated_replicas, p.simulated_tp, 0.0, p.peak_flops_per_gpu};
-        for (uint32_t t = 0; t < p.graph->n_tasks; t++)
-            if (p.graph->tasks[t].rank == 0 && p.graph->tasks[t].category == CAT_DP_COMM)
-                out.dp_coll_s = r.end[t] - r.start[t];
-        _exit(write(fd[1], &out, sizeof out) == (ssize_t)sizeof out ? 0 : 2);
-    }
-    close(fd[1]);
+    plan_run x = {strategy_rel, cluster_rel, fold};
     outcome out;
-    memset(&out, 0, sizeof out);
-    ck_assert_int_eq(read(fd[0], &out, sizeof out), (ssize_t)sizeof out);
-    close(fd[0]);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fixture_forked(plan_outcome, &x, &out, sizeof out);
     return out;
 }
 
@@ -88,13 +80,12 @@ typedef struct hand {
 
 static void hand_load(hand *h)
 {
-    char sp[1024], dp[1024];
-    snprintf(sp, sizeof sp, "%s/tests/data/hetero/dp2.yaml", ps_data_dir());
+    char dp[1024];
     snprintf(dp, sizeof dp, "%s/topology/devices/devices.yaml", ps_data_dir());
     ps_error err;
     ps_error_clear(&err);
     strategy s;
-    ck_assert_msg(strategy_load(sp, ps_data_dir(), &s, &err) == 0, "%s", err.message);
+    sim_strategy_load("tests/data/hetero/dp2.yaml", &s);
     ck_assert_int_eq(workload_build(&s.model, s.micro_batch, s.precision, &h->wg, &err), 0);
     ck_assert_int_eq(device_table_load(dp, &h->devices, &err), 0);
     h->prec = s.precision;
@@ -174,15 +165,15 @@ START_TEST(mixed_h100_a100_runs_at_the_a100s_pace)
     ck_assert_int_eq(all_h.simulated_replicas, 1); /* alike: folded */
     ck_assert_int_eq(mixed.simulated_replicas, 2); /* different GPUs: every replica simulated */
     ck_assert(mixed.dp_coll_s > all_h.dp_coll_s);
-    ck_close(all_h.makespan, c_h + all_h.dp_coll_s + o_h, 1e-9);
-    ck_close(mixed.makespan, c_a + mixed.dp_coll_s + o_a, 1e-9);
-    ck_close(mixed.makespan - all_h.makespan,
-             (c_a - c_h) + (o_a - o_h) + (mixed.dp_coll_s - all_h.dp_coll_s), 1e-9);
+    ck_near(all_h.makespan, c_h + all_h.dp_coll_s + o_h, 1e-9);
+    ck_near(mixed.makespan, c_a + mixed.dp_coll_s + o_a, 1e-9);
+    ck_near(mixed.makespan - all_h.makespan,
+            (c_a - c_h) + (o_a - o_h) + (mixed.dp_coll_s - all_h.dp_coll_s), 1e-9);
     /* MFU against the sum of the GPUs' peaks: the mean per GPU, (989.4 + 312) / 2 TFLOP/s */
     ck_assert(all_h.peak_flops_per_gpu == h100->peak_flops[PREC_BF16]);
-    ck_close(mixed.peak_flops_per_gpu,
-             (h100->peak_flops[PREC_BF16] + a100->peak_flops[PREC_BF16]) / 2, 1.0);
-    ck_close(mixed.peak_flops_per_gpu, 650.7e12, 1.0);
+    ck_near(mixed.peak_flops_per_gpu,
+            (h100->peak_flops[PREC_BF16] + a100->peak_flops[PREC_BF16]) / 2, 1.0);
+    ck_near(mixed.peak_flops_per_gpu, 650.7e12, 1.0);
     hand_free(&h);
 }
 END_TEST
@@ -206,15 +197,15 @@ START_TEST(straggler_slowdown_lengthens_the_iteration)
                    cost_op_kernel_seconds(&h.wg.ops[i], PASS_BWD, h.prec, a100);
     kernels *= h.micro_batches;
     ck_assert(c12 > c1 && c12 - c1 <= 0.2 * kernels + 1e-12);
-    ck_close(o12 - o1, 0.2 * cost_optimizer_seconds(h.wg.total_params, 1, h.prec, a100), 1e-15);
+    ck_near(o12 - o1, 0.2 * cost_optimizer_seconds(h.wg.total_params, 1, h.prec, a100), 1e-15);
 
     outcome plain = run_plan("tests/data/hetero/dp2.yaml", "tests/data/htae/two-300GBps.xml", 1);
     outcome slow =
         run_plan("tests/data/hetero/dp2.yaml", "tests/data/hetero/a100-straggler.xml", 1);
     ck_assert_int_eq(plain.simulated_replicas, 1);
     ck_assert_int_eq(slow.simulated_replicas, 2);
-    ck_close(plain.makespan, c1 + plain.dp_coll_s + o1, 1e-9);
-    ck_close(slow.makespan - plain.makespan, (c12 - c1) + (o12 - o1), 1e-9);
+    ck_near(plain.makespan, c1 + plain.dp_coll_s + o1, 1e-9);
+    ck_near(slow.makespan - plain.makespan, (c12 - c1) + (o12 - o1), 1e-9);
 
     /* an explicit slowdown of 1 is the default: same time, still folded */
     outcome one =
@@ -236,7 +227,7 @@ START_TEST(folding_only_where_replicas_are_alike)
     ck_assert_int_eq(unfolded.simulated_replicas, 2);
     ck_assert_int_eq(folded.simulated_tp, 1); /* the TP peers fold too */
     ck_assert_int_eq(unfolded.simulated_tp, 2);
-    ck_close(folded.makespan, unfolded.makespan, 1e-12 * unfolded.makespan);
+    ck_near(folded.makespan, unfolded.makespan, 1e-12 * unfolded.makespan);
     /* TP 2 on two A100, rank 1 (tensor index 1) with slowdown 1.2: the peers are not alike,
      * both compute (and the result is --no-fold's) */
     outcome sf = run_plan("tests/data/hetero/tp2.yaml", "tests/data/hetero/a100-straggler.xml", 1);
@@ -257,7 +248,7 @@ START_TEST(folding_only_where_replicas_are_alike)
     outcome pf = run_plan(pp, "tests/data/hetero/four-slow-pair.xml", 1);
     outcome pu = run_plan(pp, "tests/data/hetero/four-slow-pair.xml", 0);
     ck_assert_int_eq(pf.simulated_replicas, 1);
-    ck_close(pf.makespan, pu.makespan, 1e-12 * pu.makespan);
+    ck_near(pf.makespan, pu.makespan, 1e-12 * pu.makespan);
 }
 END_TEST
 
@@ -272,12 +263,12 @@ START_TEST(route_bandwidth_and_latency_between_ranks)
     ck_assert_msg(cluster_load(cp, ps_data_dir(), &c, &err) == 0, "%s", err.message);
     double bw, lat;
     cluster_route(&c, 2, 3, &bw, &lat);
-    ck_close(bw, 100e9, 1e-3);
-    ck_close(lat, 1e-6, 1e-15);
+    ck_near(bw, 100e9, 1e-3);
+    ck_near(lat, 1e-6, 1e-15);
     cluster_route(&c, 3, 2, &bw, &lat); /* the way back, same link */
-    ck_close(bw, 100e9, 1e-3);
+    ck_near(bw, 100e9, 1e-3);
     cluster_route(&c, 0, 1, &bw, &lat);
-    ck_close(bw, 300e9, 1e-3);
+    ck_near(bw, 300e9, 1e-3);
     cluster_route(&c, 1, 1, &bw, &lat);
     ck_assert(isinf(bw) && lat == 0);
     for (int r = 0; r < c.n_gpus; r++)
@@ -395,11 +386,11 @@ static void textbook(const double *tf, const double *tb, const double *opt, int 
     report_summary sum;
     run_summarize(&plan, &r, &sum);
     ck_assert_int_eq(sum.busiest_rank, busiest);
-    ck_close(r.makespan, iteration * 1e-3, 1e-12);
-    ck_close(sum.fig.bubble_s, bubble * 1e-3, 1e-12);
-    ck_close(sum.fig.idle_s, idle * 1e-3, 1e-12);
+    ck_near(r.makespan, iteration * 1e-3, 1e-12);
+    ck_near(sum.fig.bubble_s, bubble * 1e-3, 1e-12);
+    ck_near(sum.fig.idle_s, idle * 1e-3, 1e-12);
     ck_assert(sum.fig.exposed_comm_s == 0);
-    ck_close(sum.fig.compute_s + sum.fig.bubble_s + sum.fig.idle_s, r.makespan, 1e-12);
+    ck_near(sum.fig.compute_s + sum.fig.bubble_s + sum.fig.idle_s, r.makespan, 1e-12);
     free(plan.memory);
     free(plan.memory_capacity_of_rank);
     htae_result_free(&r);
@@ -422,44 +413,24 @@ START_TEST(bubble_includes_the_cool_down_with_unequal_stages)
 }
 END_TEST
 
-/* Load a strategy and a cluster (paths relative to the data directory) and compile the plan
- * with default options, asserting each step. */
-static void compile_fixture(const char *strategy_rel, const char *cluster_rel, strategy *s,
-                            cluster *c, compiled_plan *p)
-{
-    char sp[1024], cp[1024];
-    snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
-    snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(strategy_load(sp, ps_data_dir(), s, &err) == 0, "%s", err.message);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, ps_data_dir(), c, &err) == 0, "%s", err.message);
-    ck_assert_msg(compile_plan(s, c, NULL, p, &err) == 0, "%s", err.message);
-}
-
 /* Top items name a stage's pass by its layers: GPT with 4 layers on PP 2 (stage 0: embedding
  * and layers 0-1, stage 1: layers 2-3 and the LM head). */
 START_TEST(segment_labels_name_stage_and_layers)
 {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-    compile_fixture("tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml", &s, &c,
-                    &p);
+    sim_fixture f;
+    fixture_files(&f, "tests/data/compile/pp2-1f1b.yaml", "tests/data/htae/two-300GBps.xml");
+    const compiled_plan *p = &f.p;
     const char *want[] = {"fwd stage 0, embedding + layers 0-1",
                           "bwd stage 0, embedding + layers 0-1",
                           "fwd stage 1, layers 2-3 + LM head", "bwd stage 1, layers 2-3 + LM head"};
     for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
         int found = 0;
-        for (uint32_t t = 0; t < p.graph->n_tasks; t++)
-            found += p.graph->tasks[t].kind == TASK_COMPUTE &&
-                     !strcmp(p.graph->labels[p.graph->tasks[t].label], want[w]);
+        for (uint32_t t = 0; t < p->graph->n_tasks; t++)
+            found += p->graph->tasks[t].kind == TASK_COMPUTE &&
+                     !strcmp(p->graph->labels[p->graph->tasks[t].label], want[w]);
         ck_assert_msg(found == 8, "%s: %d tasks", want[w], found); /* one per micro-batch */
     }
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -468,26 +439,19 @@ END_TEST
  * 80 GiB one 80 GiB - m, so the report names rank 1 and 40 GiB. */
 START_TEST(memory_is_checked_against_each_gpus_capacity)
 {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-    htae_result r;
-    ps_error err;
-    ps_error_clear(&err);
-    compile_fixture("tests/data/hetero/dp2.yaml", "tests/data/hetero/a100-80-40.xml", &s, &c, &p);
+    sim_fixture f;
+    fixture_files(&f, "tests/data/hetero/dp2.yaml", "tests/data/hetero/a100-80-40.xml");
+    const compiled_plan *p = &f.p;
     const double GiB = 1073741824.0;
-    ck_assert(p.memory_capacity_of_rank[0] == 80 * GiB && p.memory_capacity_of_rank[1] == 40 * GiB);
-    ck_assert(p.memory[0].total == p.memory[1].total);
-    ck_assert_msg(htae_run(p.graph, &c, NULL, &r, &err) == 0, "%s", err.message);
-    report_summary sum;
-    run_summarize(&p, &r, &sum);
-    ck_assert_int_eq(sum.peak_memory_rank, 1);
-    ck_assert(sum.fig.memory_capacity_bytes == 40 * GiB);
-    ck_assert(sum.fig.peak_memory_bytes == p.memory[1].total);
-    htae_result_free(&r);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    ck_assert(p->memory_capacity_of_rank[0] == 80 * GiB &&
+              p->memory_capacity_of_rank[1] == 40 * GiB);
+    ck_assert(p->memory[0].total == p->memory[1].total);
+    htae_default_options(&f.o);
+    fixture_run(&f);
+    ck_assert_int_eq(f.sum.peak_memory_rank, 1);
+    ck_assert(f.sum.fig.memory_capacity_bytes == 40 * GiB);
+    ck_assert(f.sum.fig.peak_memory_bytes == p->memory[1].total);
+    fixture_free(&f);
 }
 END_TEST
 

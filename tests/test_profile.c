@@ -420,31 +420,15 @@ START_TEST(one_gemm_changes_that_op_only)
 END_TEST
 
 /* The host issues every kernel in turn (its launch cost each), the GPU runs a kernel once
- * launched and free (chunk.c's flow shop, as tests/test_compile.c works it out), fc1's
+ * launched and free (flow_op: chunk.c's flow shop, as tests/test_compile.c works it out), fc1's
  * forward kernel at `fc1_fwd` seconds: the two micro-batches, then the optimizer step. */
-typedef struct flow {
-    double host, gpu;
-} flow;
-
-static void flow_op(flow *f, const workload_op *op, op_pass pass, double kernel)
-{
-    double launch = cost_op_launch_seconds(op, pass);
-    int k = cost_op_kernels(op, pass);
-    if (k < 1)
-        k = 1;
-    for (int j = 0; j < k; j++) {
-        f->host += launch / k;
-        f->gpu = (f->gpu > f->host ? f->gpu : f->host) + kernel / k;
-    }
-}
-
 static double iteration_by_hand(const plan *x, const device_spec *dev, double fc1_fwd)
 {
     workload_graph wg;
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(workload_build(&x->s.model, x->s.micro_batch, PREC_BF16, &wg, &err), 0);
-    flow f = {0, 0};
+    kernel_flow f = {0, 0};
     for (int mb = 0; mb < x->p.micro_batches; mb++) {
         for (int i = 0; i < wg.n_ops; i++) {
             const workload_op *op = &wg.ops[i];

@@ -10,14 +10,11 @@
 
 #include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
-#include "../sim/engine/htae.h"
-#include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
+#include "fixture.h"
+#include "model_util.h"
+#include "sim_util.h"
 #include "suite_util.h"
-
-#define ck_close(got, want, rel)                                                                   \
-    ck_assert_msg(fabs((got) - (want)) <= (rel)*fabs(want), "got %.12g, want %.12g",               \
-                  (double)(got), (double)(want))
 
 /* Write `text` to a temporary strategy file and load it; returns strategy_load's code. */
 static int load_text(const char *text, strategy *s, ps_error *err, char *path, size_t n)
@@ -175,36 +172,13 @@ END_TEST
 
 /* ---- a compiled uneven plan ---- */
 
-typedef struct fixture {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-} fixture;
-
-/* Compile `yaml` on two A100s joined by 300 GB/s (loaded once per test process: pass
- * `from` to reuse its cluster). */
-static void compile_text(fixture *f, const char *yaml, const fixture *from)
+/* Compile `yaml` on two A100s joined by 300 GB/s (loaded once per test process: pass `from` to
+ * compile on its cluster, and free f with fixture_free_plan). */
+static void compile_text(sim_fixture *f, const char *yaml, const sim_fixture *from)
 {
-    ps_error err;
-    char path[64], cp[1024];
-    memset(f, 0, sizeof *f);
-    ck_assert_msg(load_text(yaml, &f->s, &err, path, sizeof path) == 0, "%s", err.message);
     if (from)
         f->c = from->c;
-    else {
-        snprintf(cp, sizeof cp, "%s/tests/data/htae/two-300GBps.xml", ps_data_dir());
-        cluster_engine_start();
-        ck_assert_msg(cluster_load(cp, ps_data_dir(), &f->c, &err) == 0, "%s", err.message);
-    }
-    ck_assert_msg(compile_plan(&f->s, &f->c, NULL, &f->p, &err) == 0, "%s", err.message);
-}
-
-static void fixture_free(fixture *f, int owns_cluster)
-{
-    compiled_plan_free(&f->p);
-    if (owns_cluster)
-        cluster_free(&f->c);
-    strategy_free(&f->s);
+    fixture_text(f, yaml, from ? NULL : "tests/data/htae/two-300GBps.xml");
 }
 
 static int count_label(const compiled_plan *p, const char *name)
@@ -226,7 +200,7 @@ static int count_label(const compiled_plan *p, const char *name)
  * 1F1B keeps 2 micro-batches alive on stage 0 and 1 on stage 1, each of its own chunk's. */
 START_TEST(uneven_stages_hold_their_layers)
 {
-    fixture f, even;
+    sim_fixture f, even;
     compile_text(&f, GPT4 "strategy: {pipeline: {degree: 2, layers: [1, 3]}}\n", NULL);
     double h = 1024, V = 8192, s = 512, layer = 12 * h * h + 13 * h;
     double first = (V + s) * h + layer, last = 3 * layer + 2 * h + V * h;
@@ -246,8 +220,8 @@ START_TEST(uneven_stages_hold_their_layers)
     double per_layer = a1 - f.p.memory[1].activations; /* negative: one layer more */
     ck_close(f.p.memory[0].activations, a0 + 2 * per_layer, 1e-12);
     ck_assert(per_layer < 0);
-    fixture_free(&even, 0);
-    fixture_free(&f, 1);
+    fixture_free_plan(&even);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -256,7 +230,7 @@ END_TEST
  * head; stage 0 runs chunks 0 and 2, stage 1 chunks 1 and 3. */
 START_TEST(interleaved_accounted_chunks)
 {
-    fixture f;
+    sim_fixture f;
     compile_text(&f,
                  "workload: {family: gpt, layers: 6, hidden: 1024, heads: 16, seq: 512, "
                  "vocab: 8192}\nbatch: {global: 8, micro: 1}\nprecision: bf16\n"
@@ -275,7 +249,7 @@ START_TEST(interleaved_accounted_chunks)
     double st0 = (V + s) * h + 3 * layer, st1 = 3 * layer + 2 * h + V * h;
     for (int r = 0; r < 2; r++)
         ck_close(f.p.memory[r].weights, 2 * (f.p.stage_of_rank[r] == 0 ? st0 : st1), 1e-12);
-    fixture_free(&f, 1);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -288,7 +262,7 @@ END_TEST
  * stage 1 one): layers [1, 5] give 2 (E + A) and 5 A + H, layers [2, 4] 2 (E + 2 A). */
 START_TEST(interleaved_activations_follow_the_schedule)
 {
-    fixture il, a, b;
+    sim_fixture il, a, b;
     const char *model = "workload: {family: gpt, layers: 6, hidden: 1024, heads: 16, seq: 512, "
                         "vocab: 8192}\nbatch: {global: 8, micro: 1}\nprecision: bf16\n";
     char text[512];
@@ -308,9 +282,9 @@ START_TEST(interleaved_activations_follow_the_schedule)
     ck_assert(A > 0 && E > 0 && H > 0);
     ck_close(il.p.memory[s0].activations, 3 * (E + A) + 2 * (2 * A), 1e-12);
     ck_close(il.p.memory[1 - s0].activations, 2 * (2 * A) + (A + H), 1e-12);
-    fixture_free(&b, 0);
-    fixture_free(&a, 0);
-    fixture_free(&il, 1);
+    fixture_free_plan(&b);
+    fixture_free_plan(&a);
+    fixture_free(&il);
 }
 END_TEST
 
@@ -345,31 +319,24 @@ static void pass_by_hand(const strategy *s, const device_spec *dev, int first_st
     memset(out, 0, sizeof *out);
     for (int st = 0; st < 2; st++)
         for (int b = 0; b < 2; b++) {
-            double host = 0, gpu = 0;
+            kernel_flow fl = {0, 0};
             op_pass pass = b ? PASS_BWD : PASS_FWD;
             for (int j = 0; j < wg.n_ops; j++) {
                 const workload_op *op = &wg.ops[b ? wg.n_ops - 1 - j : j];
                 if ((op->layer >= first_stage1_layer) != st)
                     continue;
-                double launch = cost_op_launch_seconds(op, pass);
                 double kernel = cost_op_kernel_seconds(op, pass, s->precision, dev);
-                int k = cost_op_kernels(op, pass);
-                if (k < 1)
-                    k = 1;
-                for (int q = 0; q < k; q++) {
-                    host += launch / k;
-                    gpu = (gpu > host ? gpu : host) + kernel / k;
-                }
+                flow_op(&fl, op, pass, kernel);
                 out->kernels[st][b] += kernel;
             }
-            out->span[st][b] = gpu;
+            out->span[st][b] = fl.gpu;
         }
     workload_graph_free(&wg);
 }
 
 START_TEST(uneven_iteration_by_hand)
 {
-    fixture f;
+    sim_fixture f;
     compile_text(&f,
                  "workload: {family: gpt, layers: 4, hidden: 4096, heads: 32, seq: 2048, "
                  "vocab: 8192, tied_embeddings: false}\nbatch: {global: 4, micro: 1}\n"
@@ -384,22 +351,13 @@ START_TEST(uneven_iteration_by_hand)
     double F0 = h.span[0][0], B0 = h.span[0][1], F1 = h.span[1][0], b1 = h.kernels[1][1];
     double T = u + F0 + M * (x + u + F1 + b1) + x + u + B0;
 
-    htae_options o;
-    memset(&o, 0, sizeof o); /* every executor overhead off */
-    o.protocol_efficiency = o.net_efficiency = o.nvls_efficiency = 1.0;
-    htae_result r;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(htae_run(f.p.graph, &f.c, &o, &r, &err) == 0, "%s", err.message);
-    report_summary sum;
-    run_summarize(&f.p, &r, &sum);
-    ck_close(r.makespan, T, 1e-7);
-    ck_assert_int_eq(sum.busiest_rank, 1);
-    ck_close(sum.fig.compute_s, M * (F1 + b1), 1e-7);
-    ck_close(sum.fig.exposed_comm_s, M * x, 1e-6);
-    ck_close(sum.fig.bubble_s, (M + 2) * u + F0 + x + B0, 1e-6);
-    htae_result_free(&r);
-    fixture_free(&f, 1);
+    fixture_run(&f); /* every executor overhead off */
+    ck_close(f.r.makespan, T, 1e-7);
+    ck_assert_int_eq(f.sum.busiest_rank, 1);
+    ck_close(f.sum.fig.compute_s, M * (F1 + b1), 1e-7);
+    ck_close(f.sum.fig.exposed_comm_s, M * x, 1e-6);
+    ck_close(f.sum.fig.bubble_s, (M + 2) * u + F0 + x + B0, 1e-6);
+    fixture_free(&f);
 }
 END_TEST
 

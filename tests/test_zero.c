@@ -6,95 +6,54 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
 #include "../sim/engine/htae.h"
 #include "../strategies/compile/compile.h"
+#include "fixture.h"
+#include "model_util.h"
 #include "sim_util.h"
 #include "suite_util.h"
 
 #define MAXL 8 /* unit tables: [layer + 1] for the embedding (-1), layers and head (L) */
 
-/* Load a data-dir-relative strategy with its ZeRO stage replaced by `zero` (-1: as written). */
-static void load_strategy(const char *rel, int zero, strategy *s)
+/* The plan of data-dir-relative strategy_rel with its ZeRO stage replaced by `zero` (-1: as
+ * written) on cluster_rel, or on a generated dgx-a100 node of 8 GPUs when cluster_rel is NULL. */
+static void zero_plan(sim_fixture *f, const char *strategy_rel, int zero, const char *cluster_rel)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", ps_data_dir(), rel);
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(strategy_load(path, ps_data_dir(), s, &err) == 0, "%s", err.message);
+    fixture_load(f, strategy_rel, cluster_rel);
+    if (!cluster_rel)
+        sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 1}, &f->c);
     if (zero >= 0)
-        s->zero = zero;
+        f->s.zero = zero;
+    fixture_compile(f, NULL);
 }
 
-/* A dgx-a100 node of 8 GPUs written by the generator to a temporary file (removed here once
- * loaded), loaded into this process's engine. */
-static void load_dgx_a100(cluster *c)
-{
-    char xml[] = "/tmp/protosim-zeroXXXXXX";
-    int fd = mkstemp(xml);
-    ck_assert(fd >= 0);
-    FILE *fp = fdopen(fd, "w");
-    cluster_gen_opts o;
-    memset(&o, 0, sizeof o);
-    o.nodes = 1;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(cluster_generate("dgx-a100", &o, fp, &err), 0);
-    fclose(fp);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(xml, ps_data_dir(), c, &err) == 0, "%s", err.message);
-    unlink(xml);
-}
+typedef struct zero_run {
+    const char *strategy_rel, *cluster_rel;
+    int zero;
+} zero_run;
 
-static void compile_ok(const strategy *s, const cluster *c, compiled_plan *p)
+static void zero_makespan(const void *arg, void *out)
 {
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_msg(compile_plan(s, c, NULL, p, &err) == 0, "%s", err.message);
+    const zero_run *z = arg;
+    sim_fixture f;
+    zero_plan(&f, z->strategy_rel, z->zero, z->cluster_rel);
+    fixture_run(&f);
+    *(double *)out = f.r.makespan;
 }
 
 /* Simulate strategy_rel with ZeRO stage `zero` on cluster_rel with every software overhead off
  * (sim_bare_options: no launch or step latency, full link efficiency, no compute slowdown
- * under communication), in a child process (SimGrid runs once per process, and these tests
- * compare stages). Returns the iteration time. */
+ * under communication), in a child process (fixture_forked: these tests compare stages).
+ * Returns the iteration time. */
 static double simulate(const char *strategy_rel, int zero, const char *cluster_rel)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        char sp[1024], cp[1024];
-        snprintf(sp, sizeof sp, "%s/%s", ps_data_dir(), strategy_rel);
-        snprintf(cp, sizeof cp, "%s/%s", ps_data_dir(), cluster_rel);
-        ps_error err;
-        ps_error_clear(&err);
-        strategy s;
-        cluster c;
-        compiled_plan p;
-        htae_result r;
-        htae_options o = sim_bare_options();
-        cluster_engine_start();
-        if (strategy_load(sp, ps_data_dir(), &s, &err) == 0)
-            s.zero = zero;
-        if (err.code || cluster_load(cp, ps_data_dir(), &c, &err) ||
-            compile_plan(&s, &c, NULL, &p, &err) || htae_run(p.graph, &c, &o, &r, &err)) {
-            fprintf(stderr, "%s on %s: %s\n", strategy_rel, cluster_rel, err.message);
-            _exit(1);
-        }
-        _exit(write(fd[1], &r.makespan, sizeof r.makespan) == (ssize_t)sizeof r.makespan ? 0 : 2);
-    }
-    close(fd[1]);
-    double makespan = 0;
-    ck_assert_int_eq(read(fd[0], &makespan, sizeof makespan), (ssize_t)sizeof makespan);
-    close(fd[0]);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    zero_run z = {strategy_rel, cluster_rel, zero};
+    double makespan;
+    fixture_forked(zero_makespan, &z, &makespan, sizeof makespan);
     return makespan;
 }
 
@@ -128,7 +87,7 @@ typedef struct hand {
 static void hand_load(hand *h, const char *strategy_rel)
 {
     memset(h, 0, sizeof *h);
-    load_strategy(strategy_rel, -1, &h->s);
+    sim_strategy_load(strategy_rel, &h->s);
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(workload_build(&h->s.model, h->s.micro_batch, h->s.precision, &h->wg, &err),
@@ -151,18 +110,10 @@ static void hand_free(hand *h)
     strategy_free(&h->s);
 }
 
-/* One op's kernels: the host issues each (launch / k), the GPU runs it once issued and free. */
-static void flow_op(const hand *h, double *host, double *gpu, const workload_op *op, op_pass pass)
+/* One op's kernels in the flow shop (flow_op), at their cost on the hand model's GPU. */
+static void issue(const hand *h, kernel_flow *fl, const workload_op *op, op_pass pass)
 {
-    double launch = cost_op_launch_seconds(op, pass);
-    double kernel = cost_op_kernel_seconds(op, pass, h->s.precision, h->dev);
-    int k = cost_op_kernels(op, pass);
-    if (k < 1)
-        k = 1;
-    for (int j = 0; j < k; j++) {
-        *host += launch / k;
-        *gpu = (*gpu > *host ? *gpu : *host) + kernel / k;
-    }
+    flow_op(fl, op, pass, cost_op_kernel_seconds(op, pass, h->s.precision, h->dev));
 }
 
 /* A ring of two GPUs on one split-duplex link of `bw` bytes/s per direction, no overheads:
@@ -189,7 +140,8 @@ static double reduce_s(const hand *h, int u, double bw)
  * T + r_l0 + a_emb; then the embedding's reduce-scatter, then layer 0's gather. */
 static void hand_chain(const hand *h, double fsdp_bw, double end[][2][MAXL])
 {
-    double host = 0, gpu = 0, gate[2] = {0, 0};
+    kernel_flow fl = {0, 0};
+    double gate[2] = {0, 0};
     if (fsdp_bw > 0) {
         gate[0] = gather_s(h, 0, fsdp_bw);
         gate[1] = gate[0] + gather_s(h, 1, fsdp_bw);
@@ -203,14 +155,14 @@ static void hand_chain(const hand *h, double fsdp_bw, double end[][2][MAXL])
         for (int i = 0; i < h->wg.n_ops; i++) {
             const workload_op *op = &h->wg.ops[i];
             if (op->layer != prev && op->layer <= 0) /* the embedding's or layer 0's first op */
-                gpu = fmax(gpu, gate[op->layer + 1]);
+                fl.gpu = fmax(fl.gpu, gate[op->layer + 1]);
             prev = op->layer;
-            flow_op(h, &host, &gpu, op, PASS_FWD);
-            end[mb][0][op->layer + 1] = gpu;
+            issue(h, &fl, op, PASS_FWD);
+            end[mb][0][op->layer + 1] = fl.gpu;
         }
         for (int i = h->wg.n_ops - 1; i >= 0; i--) {
-            flow_op(h, &host, &gpu, &h->wg.ops[i], PASS_BWD);
-            end[mb][1][h->wg.ops[i].layer + 1] = gpu;
+            issue(h, &fl, &h->wg.ops[i], PASS_BWD);
+            end[mb][1][h->wg.ops[i].layer + 1] = fl.gpu;
         }
     }
 }
@@ -261,15 +213,11 @@ static int dp_colls(const exec_graph *g)
  * parameters, its fp32 gradients. Each gather gates exactly one compute task of rank 0. */
 START_TEST(fsdp_gathers_twice_per_unit_and_reduces_once)
 {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-    load_strategy("tests/data/zero/fsdp-small.yaml", -1, &s);
-    sim_load("tests/data/htae/two-300GBps.xml", &c);
-    compile_ok(&s, &c, &p);
-    const exec_graph *g = p.graph;
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-small.yaml", -1, "tests/data/htae/two-300GBps.xml");
+    const exec_graph *g = f.p.graph;
     double unit[MAXL], fwd[16], bwd[16], rs[16];
-    gpt_units(&s.model, unit);
+    gpt_units(&f.s.model, unit);
     ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, fwd, 16), 12);
     ck_assert_int_eq(count_colls(g, "fsdp param all-gather bwd", COLL_ALLGATHER, bwd, 16), 12);
     ck_assert_int_eq(count_colls(g, "fsdp grad reduce-scatter", COLL_REDUCE_SCATTER, rs, 16), 12);
@@ -293,9 +241,7 @@ START_TEST(fsdp_gathers_twice_per_unit_and_reduces_once)
         }
         ck_assert_int_eq(gated, 1);
     }
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -306,21 +252,20 @@ END_TEST
  * (12.6 M: 50.4 MB) one, the embedding (8.9 M) the last: 6 per micro-batch. */
 START_TEST(zero2_reduces_every_micro_batch_zero1_the_last)
 {
-    cluster c;
-    sim_load("tests/data/htae/two-300GBps.xml", &c);
+    sim_fixture f;
+    sim_load("tests/data/htae/two-300GBps.xml", &f.c);
     for (int zero = 1; zero <= 2; zero++) {
-        strategy s;
-        compiled_plan p;
-        load_strategy("tests/data/zero/fsdp-small.yaml", zero, &s);
-        compile_ok(&s, &c, &p);
-        int rs = count_colls(p.graph, "dp grad reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0);
+        fixture_load(&f, "tests/data/zero/fsdp-small.yaml", NULL);
+        f.s.zero = zero;
+        fixture_compile(&f, NULL);
+        const exec_graph *g = f.p.graph;
+        int rs = count_colls(g, "dp grad reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0);
         ck_assert_int_eq(rs, zero == 1 ? 6 : 2 * 6);
-        ck_assert_int_eq(count_colls(p.graph, "dp param all-gather", COLL_ALLGATHER, NULL, 0), 1);
-        ck_assert_int_eq(dp_colls(p.graph), rs + 1);
-        compiled_plan_free(&p);
-        strategy_free(&s);
+        ck_assert_int_eq(count_colls(g, "dp param all-gather", COLL_ALLGATHER, NULL, 0), 1);
+        ck_assert_int_eq(dp_colls(g), rs + 1);
+        fixture_free_plan(&f);
     }
-    cluster_free(&c);
+    cluster_free(&f.c);
 }
 END_TEST
 
@@ -408,15 +353,11 @@ END_TEST
  * in each of the 4 replica groups. Memory: states sharded 4 ways, not 8. */
 START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
 {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-    load_strategy("tests/data/zero/hsdp.yaml", -1, &s);
-    load_dgx_a100(&c);
-    compile_ok(&s, &c, &p);
-    const exec_graph *g = p.graph;
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/hsdp.yaml", -1, NULL);
+    const exec_graph *g = f.p.graph;
     double unit[MAXL], ar[64];
-    double P = gpt_units(&s.model, unit);
+    double P = gpt_units(&f.s.model, unit);
     ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, NULL, 0), 24);
     ck_assert_int_eq(count_colls(g, "fsdp param all-gather bwd", COLL_ALLGATHER, NULL, 0), 24);
     ck_assert_int_eq(count_colls(g, "fsdp grad reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0), 24);
@@ -438,12 +379,11 @@ START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
             ck_assert(r[0] % 4 == 0 && r[1] == r[0] + 1 && r[2] == r[0] + 2 && r[3] == r[0] + 3);
         }
     }
-    ck_close(p.memory[0].optimizer, P * 12 / 4, 1e-12);
+    ck_close(f.p.memory[0].optimizer, P * 12 / 4, 1e-12);
     /* it runs: every rank reduces its shard across the groups after reducing in its group */
-    ps_error err;
-    ps_error_clear(&err);
-    htae_result res;
-    ck_assert_msg(htae_run(g, &c, NULL, &res, &err) == 0, "%s", err.message);
+    htae_default_options(&f.o);
+    fixture_run(&f);
+    const htae_result *res = &f.r;
     for (uint32_t t = 0, last_rs = UINT32_MAX; t < g->n_tasks; t++) {
         const graph_task *k = &g->tasks[t];
         if (k->rank != 5 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
@@ -451,12 +391,9 @@ START_TEST(hsdp_shards_in_groups_and_reduces_across_them)
         if (g->colls[k->coll].kind == COLL_REDUCE_SCATTER)
             last_rs = t;
         if (g->colls[k->coll].kind == COLL_ALLREDUCE)
-            ck_assert(last_rs != UINT32_MAX && res.start[t] >= res.end[last_rs] - 1e-12);
+            ck_assert(last_rs != UINT32_MAX && res->start[t] >= res->end[last_rs] - 1e-12);
     }
-    htae_result_free(&res);
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -470,31 +407,25 @@ END_TEST
  * Adam: fp32 master + 2 moments, 12 B / 8. Buffers: the 2 GiB runtime reserve, no buckets. */
 START_TEST(fsdp_memory_of_gpt3_6_7b_on_8_gpus)
 {
-    strategy s;
-    cluster c;
-    compiled_plan p;
-    load_strategy("strategies/examples/gpt3-6.7b-zero3-8gpu.yaml", -1, &s);
-    load_dgx_a100(&c);
-    compile_ok(&s, &c, &p);
+    sim_fixture f;
+    zero_plan(&f, "strategies/examples/gpt3-6.7b-zero3-8gpu.yaml", -1, NULL);
     double h = 4096, sq = 2048, v = 51200;
     double emb = (v + sq) * h, layer = 12 * h * h + 13 * h, head = 2 * h;
     double P = emb + 32 * layer + head;
     ck_close(P, 6662266880.0, 1e-15);
-    ck_close(p.params_total, P, 1e-12);
+    ck_close(f.p.params_total, P, 1e-12);
     double pairs[] = {emb + layer, 2 * layer, layer + head, 2 * head, 2 * emb}, pair = 0;
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
         pair = fmax(pair, pairs[i]);
     ck_close(pair, 436207616.0, 1e-15);
     for (int r = 0; r < 8; r++) {
-        const memory_estimate *m = &p.memory[r];
+        const memory_estimate *m = &f.p.memory[r];
         ck_close(m->weights, P * 2 / 8 + pair * 2, 1e-12);
         ck_close(m->gradients, P * 4 / 8 + emb * 4, 1e-12);
         ck_close(m->optimizer, P * 12 / 8, 1e-12);
         ck_close(m->buffers, 2.0 * 1073741824.0, 1e-12);
     }
-    compiled_plan_free(&p);
-    cluster_free(&c);
-    strategy_free(&s);
+    fixture_free(&f);
 }
 END_TEST
 
