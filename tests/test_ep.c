@@ -211,7 +211,7 @@ END_TEST
  * it runs over every member's links, as the full all-to-all. Each GPU sends S/16 to each of its
  * 15 peers, 8 of them on the other node: S/2 through its 50 GB/s NIC (7 S/16 through its 450
  * GB/s NVLink port is less), after the worst route's latency (between the nodes). The
- * executor runs it as 16 x 2 flows with the same per-link loads (htae_coll.c, build_direct). */
+ * executor runs it as 16 x 2 flows with the same per-link loads (htae_pattern_build_direct). */
 START_TEST(stand_in_alltoall_runs_over_every_member)
 {
     cluster c;
