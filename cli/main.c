@@ -7,9 +7,9 @@
 
 #define PROTOSIM_VERSION "0.1.0"
 
-static const cli_command *const commands[] = {&cli_run,     &cli_replay,     &cli_profile,
-                                              &cli_cluster, &cli_collective, &cli_sweep,
-                                              &cli_merge,   &cli_lookup};
+static const cli_command *const commands[] = {&cli_run,     &cli_replay,  &cli_compare,
+                                              &cli_profile, &cli_cluster, &cli_collective,
+                                              &cli_sweep,   &cli_merge,   &cli_lookup};
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static void overview(FILE *f)
@@ -19,7 +19,8 @@ static void overview(FILE *f)
         fputs(commands[i]->synopsis, f);
     fputs("  protosim --version\n"
           "  protosim SUBCOMMAND --help   the subcommand's options\n"
-          "subcommands: run (simulate one plan), replay (a profiler trace), profile (measured op\n"
+          "subcommands: run (simulate one plan), replay (a profiler trace), compare (a trace\n"
+          "  beside the plan's prediction), profile (measured op\n"
           "  times from traces), cluster (write a platform), collective (time collectives), sweep\n"
           "  (simulate and rank many plans), merge (join sweep shards), lookup (time an\n"
           "  embedding-table kernel alone)\n"
