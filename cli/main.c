@@ -7,9 +7,9 @@
 
 #define PROTOSIM_VERSION "0.1.0"
 
-static const cli_command *const commands[] = {&cli_run,     &cli_replay,     &cli_profile,
-                                              &cli_cluster, &cli_collective, &cli_sweep,
-                                              &cli_merge,   &cli_lookup};
+static const cli_command *const commands[] = {&cli_run,     &cli_replay,  &cli_compare,
+                                              &cli_profile, &cli_cluster, &cli_collective,
+                                              &cli_sweep,   &cli_merge,   &cli_lookup};
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static void overview(FILE *f)
@@ -17,15 +17,16 @@ static void overview(FILE *f)
     fputs("usage:\n", f);
     for (int i = 0; i < N_COMMANDS; i++)
         fputs(commands[i]->synopsis, f);
-    fputs("  protosim --version\n"
-          "  protosim SUBCOMMAND --help   the subcommand's options\n"
-          "subcommands: run (simulate one plan), replay (a profiler trace), profile (measured op\n"
-          "  times from traces), cluster (write a platform), collective (time collectives), sweep\n"
-          "  (simulate and rank many plans), merge (join sweep shards), lookup (time an\n"
-          "  embedding-table kernel alone)\n"
-          "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
-          "            3 internal error\n",
-          f);
+    fputs(
+        "  protosim --version\n"
+        "  protosim SUBCOMMAND --help   the subcommand's options\n"
+        "subcommands: run (simulate one plan), replay (a profiler trace), compare (a trace beside\n"
+        "  the plan's prediction), profile (measured op times from traces), cluster (write a\n"
+        "  platform), collective (time collectives), sweep (simulate and rank many plans),\n"
+        "  merge (join sweep shards), lookup (time an embedding-table kernel alone)\n"
+        "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
+        "            3 internal error\n",
+        f);
 }
 
 int main(int argc, char **argv)

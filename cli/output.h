@@ -11,6 +11,7 @@
 #include "../strategies/compile/compile.h"
 #include "../strategies/sweep_plan.h"
 #include "../topology/cluster.h"
+#include "../sim/compare/compare.h"
 #include "../sim/engine/htae.h"
 #include "../sim/report/report.h"
 #include "../sim/report/report_replay.h"
@@ -162,5 +163,21 @@ double out_collective_bus_factor(coll_kind kind, int gpus);
 /* csv_path NULL: the nccl-tests table on stdout; else CSV rows "bytes,time_s,algbw_GBps,
  * busbw_GBps,algo" to csv_path ("-": stdout). */
 int out_collective_write(const char *csv_path, const out_collective *t, ps_error *err);
+
+/* ---- a trace against the plan (out_compare.c) ---- */
+
+/* What `protosim compare` tells: its tables, one per traced rank, and what they came from. */
+typedef struct out_compare {
+    const compare_table *t;
+    int n;
+    const char *strategy, *cluster;
+} out_compare;
+
+/* The tables: kind, measured, predicted, difference (ms and % of measured), largest first,
+ * then the whole step, and the reconciliation of the predicted compute. */
+void out_compare_text(FILE *f, const out_compare *x);
+/* The same rows as JSON and CSV; 0, or PS_EINPUT naming the file that could not be written. */
+int out_compare_json(const char *path, const out_compare *x, ps_error *err);
+int out_compare_csv(const char *path, const out_compare *x, ps_error *err);
 
 #endif

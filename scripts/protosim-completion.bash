@@ -3,9 +3,10 @@
 # share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
-_protosim_commands="run replay profile cluster collective sweep merge lookup help"
+_protosim_commands="run replay compare profile cluster collective sweep merge lookup help"
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
+_protosim_opts_compare="--cluster --json --csv --quiet -q --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --help -h"
 _protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
@@ -65,8 +66,9 @@ _protosim()
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
     replay | profile) _protosim_files "$cur" "json|gz" ;;
+    compare) _protosim_files "$cur" "json|gz|yaml|yml" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "run replay profile cluster collective sweep merge lookup" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "run replay compare profile cluster collective sweep merge lookup" -- "$cur")) ;;
     esac
 }
 

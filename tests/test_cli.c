@@ -39,6 +39,8 @@ static const command_help commands[] = {
     {"replay",
      {"TRACE.json", "--cluster", "--json", "--trace", "--overheads", "--steps", "--quiet", "--help",
       NULL}},
+    {"compare",
+     {"TRACE.json", "STRATEGY.yaml", "--cluster", "--json", "--csv", "--quiet", "--help", NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

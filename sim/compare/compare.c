@@ -1,0 +1,264 @@
+/* compare.c: a trace's step beside the plan's prediction on the same GPU (compare.h): the
+ * measured split from the trace, the predicted one from the cost model over the op graph and
+ * the simulated timeline, the rows sorted by difference. */
+#include "compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sim/base/xalloc.h"
+#include "../../sim/cost/cost.h"
+
+const char *const compare_row_names[ROW_COUNT] = {
+    "GEMM",
+    "attention",
+    "norms and elementwise",
+    "embedding and loss",
+    "optimizer",
+    "other kernels",
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "send/recv",
+    "other collectives",
+    "host/overhead in segments",
+    "exposed communication",
+    "host-bound gaps",
+    "idle",
+    "whole step",
+};
+
+/* The kind of the cost model's op. */
+static int kind_of_op(const workload_op *op)
+{
+    switch (op->kind) {
+    case OP_GEMM: return KIND_GEMM;
+    case OP_ATTENTION: return KIND_ATTENTION;
+    case OP_EMBEDDING:
+    case OP_LOSS:
+    case OP_EMBEDDING_BAG: return KIND_EMB_LOSS;
+    default: return KIND_NORM_ELEM;
+    }
+}
+
+/* Whether model chunk mc (model order, of p->pp x chunks) holds op. */
+static int chunk_holds(const compiled_plan *p, int mc, const workload_op *op)
+{
+    int mcs = p->pp * p->chunks, first = 0;
+    for (int i = 0; i < mc; i++)
+        first += p->chunk_layers[i];
+    if (op->layer < 0)
+        return mc == 0;
+    if (op->layer >= p->model.layers)
+        return mc == mcs - 1;
+    return op->layer >= first && op->layer < first + p->chunk_layers[mc];
+}
+
+static int rank_holds(const compiled_plan *p, int rank, const workload_op *op)
+{
+    for (int mc = p->stage_of_rank[rank]; mc < p->pp * p->chunks; mc += p->pp)
+        if (chunk_holds(p, mc, op))
+            return 1;
+    return 0;
+}
+
+/* The cost model's compute per kind on GPU `rank` of the plan, as the compiler costs each op
+ * (sharded for the rank, at the plan's precision, x the GPU's slowdown): forward, backward
+ * and the recompute's forward, x micro-batches. Context-parallel ring steps and uneven
+ * expert loads are not re-derived here: what they change is in the residual. */
+static int predicted_ops(const strategy *s, const compiled_plan *p, const cluster *c, int rank,
+                         double *kind_s, ps_error *err)
+{
+    workload_graph wg;
+    if (workload_build(&p->model, s->micro_batch, s->precision, &wg, err))
+        return err->code;
+    const device_spec *dev = c->device[rank];
+    int expert_layout = p->model.experts > 0 && (s->ep > 1 || s->etp != p->tp);
+    for (int i = 0; i < wg.n_ops; i++) {
+        const workload_op *full = &wg.ops[i];
+        if (!rank_holds(p, rank, full))
+            continue;
+        workload_op op;
+        if (full->expert && expert_layout)
+            workload_op_shard_expert(full, p->tp, s->ep, s->etp, 1.0, &op);
+        else
+            workload_op_shard(full, p->tp, s->sequence_parallel,
+                              strategy_vocab_parallel_for_layer(s, full->layer), &op);
+        precision_t prec = s->fp8 && op.fp8_gemm ? PREC_FP8 : s->precision;
+        double fwd = cost_op_kernel_seconds(&op, PASS_FWD, prec, dev);
+        double bwd = cost_op_kernel_seconds(&op, PASS_BWD, prec, dev);
+        recompute_mode rm = strategy_recompute_for_layer(s, op.layer);
+        int layer_op = op.layer >= 0 && op.layer < p->model.layers;
+        int again =
+            (layer_op && rm == RECOMPUTE_FULL) || (op.selective && rm == RECOMPUTE_SELECTIVE);
+        kind_s[kind_of_op(&op)] += (fwd * (1 + again) + bwd) * c->slowdown[rank] * p->micro_batches;
+    }
+    workload_graph_free(&wg);
+    return 0;
+}
+
+/* The simulated GPU `rank`'s tasks as spans (v: [g->n_tasks]); the optimizer's and each
+ * collective kind's time into kind_s; the compute of forward, backward and recompute tasks
+ * into *compute. Returns the spans' count. */
+static int predicted_spans(const exec_graph *g, const htae_result *r, int rank, step_span *v,
+                           double *kind_s, double *compute)
+{
+    static const int coll_kinds[] = {[COLL_ALLREDUCE] = KIND_ALLREDUCE,
+                                     [COLL_REDUCE_SCATTER] = KIND_REDUCE_SCATTER,
+                                     [COLL_ALLGATHER] = KIND_ALLGATHER,
+                                     [COLL_ALLTOALL] = KIND_ALLTOALL};
+    int n = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (k->rank != rank || g->stream_kinds[k->stream] != STREAM_KIND_GPU)
+            continue;
+        double d = r->end[t] - r->start[t];
+        int kind = KIND_OTHER;
+        if (k->kind == TASK_COLLECTIVE)
+            kind = coll_kinds[g->colls[k->coll].kind];
+        else if (k->kind == TASK_TRANSFER)
+            kind = KIND_SENDRECV;
+        else if (k->category == CAT_OPTIMIZER)
+            kind = KIND_OPTIMIZER;
+        else
+            *compute += d;
+        if (kind != KIND_OTHER)
+            kind_s[kind] += d;
+        double issued = (k->host & HOST_ISSUE) && r->ready ? r->ready[t] : -INFINITY;
+        v[n++] = (step_span){r->start[t], r->end[t], kind, issued};
+    }
+    return n;
+}
+
+/* The gate: the host's issue times kept (htae_result.ready), no snapshot taken. */
+typedef struct keep_ready {
+    htae_options *o;
+    unsigned char *none;
+} keep_ready;
+
+static int keep_ready_gate(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    (void)err;
+    keep_ready *k = ctx;
+    k->none = xcalloc((size_t)plan->graph->n_tasks + 1, 1);
+    k->o->snapshot_tasks = k->none;
+    return RUN_SIMULATE;
+}
+
+static int by_difference(const void *a, const void *b)
+{
+    const compare_row *x = a, *y = b;
+    double dx = fabs(x->predicted_s - x->measured_s), dy = fabs(y->predicted_s - y->measured_s);
+    if (dx != dy)
+        return (dx < dy) - (dx > dy);
+    return (x->row > y->row) - (x->row < y->row); /* ties in the rows' order */
+}
+
+/* The rows: kinds with time on either side, the residual, the step's parts, sorted by
+ * |difference|; the whole step last. */
+static void table_rows(compare_table *t)
+{
+    const step_split *m = &t->measured, *p = &t->predicted;
+    int n = 0;
+    for (int k = 0; k < KIND_COUNT; k++)
+        t->rows[n++] = (compare_row){k, m->kind_s[k], p->kind_s[k]};
+    t->rows[n++] = (compare_row){ROW_RESIDUAL, 0.0, t->residual_s};
+    t->rows[n++] = (compare_row){ROW_EXPOSED, m->exposed_comm_s, p->exposed_comm_s};
+    t->rows[n++] = (compare_row){ROW_HOST_BOUND, m->host_bound_s, p->host_bound_s};
+    t->rows[n++] = (compare_row){ROW_IDLE, m->idle_s, p->idle_s};
+    qsort(t->rows, (size_t)n, sizeof t->rows[0], by_difference);
+    t->rows[n++] = (compare_row){ROW_STEP, m->step_s, p->step_s};
+}
+
+/* The predicted split of GPU `rank` from the run. */
+static int predict_rank(const strategy *s, const cluster *c, const run_outcome *run, int rank,
+                        compare_table *t, ps_error *err)
+{
+    const exec_graph *g = run->graph;
+    memset(&t->predicted, 0, sizeof t->predicted);
+    if (predicted_ops(s, &run->plan, c, rank, t->predicted.kind_s, err))
+        return err->code;
+    step_span *v = xmalloc(((size_t)g->n_tasks + 1) * sizeof *v);
+    double kinds[KIND_COUNT] = {0}, compute = 0;
+    int n = predicted_spans(g, &run->res, rank, v, kinds, &compute);
+    if (n == 0) {
+        free(v);
+        return ps_error_set(err, PS_EINPUT, t->trace, 0, 0, NULL,
+                            "GPU %d of the plan is not simulated (a folded data-parallel or "
+                            "tensor-parallel twin): compare rank 0's trace",
+                            rank);
+    }
+    step_split spans;
+    memset(&spans, 0, sizeof spans);
+    step_split_add(v, n, run->sum.fig.iteration_s, &spans);
+    free(v);
+    double ops = 0;
+    for (int k = 0; k < KIND_COUNT; k++) {
+        if (step_kind_is_comm(k) || k == KIND_OPTIMIZER)
+            t->predicted.kind_s[k] = kinds[k];
+        else
+            ops += t->predicted.kind_s[k];
+    }
+    t->predicted.busy_s = spans.busy_s;
+    t->predicted.exposed_comm_s = spans.exposed_comm_s;
+    t->predicted.host_bound_s = spans.host_bound_s;
+    t->predicted.idle_s = spans.idle_s;
+    t->predicted.step_s = spans.step_s;
+    t->simulated_compute_s = compute;
+    t->residual_s = compute - ops;
+    return 0;
+}
+
+/* Simulate the plan once, every task (the timeline is read task by task). */
+static int simulate(const strategy *s, const cluster *c, run_outcome *run, ps_error *err)
+{
+    htae_options o;
+    htae_default_options(&o);
+    keep_ready k = {&o, NULL};
+    run_request rq = {.c = c, .s = s, .hopt = &o, .gate = keep_ready_gate, .gate_ctx = &k};
+    int rc = run_execute(&rq, run, err);
+    free(k.none);
+    return rc;
+}
+
+int compare_job(const trace_job *job, const strategy *s, const cluster *c, compare_table **tables,
+                int *n, ps_error *err)
+{
+    *tables = NULL;
+    *n = 0;
+    if (s->model.family == FAMILY_DLRM)
+        return ps_error_set(err, PS_EINPUT, NULL, 0, 0, NULL,
+                            "compare: the plan is a recommendation model (family dlrm): only "
+                            "transformer plans are compared");
+    compare_table *t = xcalloc((size_t)job->n_ranks, sizeof *t);
+    run_outcome run;
+    memset(&run, 0, sizeof run);
+    int rc = simulate(s, c, &run, err);
+    for (int i = 0; i < job->n_ranks && !rc; i++) {
+        const trace_rank *tr = &job->ranks[i];
+        t[i].trace = tr->file;
+        t[i].rank = tr->rank;
+        t[i].steps = tr->n_steps - tr->first_reported;
+        if (tr->rank >= run.plan.gpus)
+            rc = ps_error_set(err, PS_EINPUT, tr->file, 0, 0, NULL,
+                              "traced rank %d is outside the plan's %d GPU%s", tr->rank,
+                              run.plan.gpus, run.plan.gpus == 1 ? "" : "s");
+        else if (trace_step_split(job, i, &t[i].measured) == 0)
+            rc = ps_error_set(err, PS_EINPUT, tr->file, 0, 0, NULL,
+                              "no GPU event in the reported steps: nothing to compare");
+        else
+            rc = predict_rank(s, c, &run, tr->rank, &t[i], err);
+        if (!rc)
+            table_rows(&t[i]);
+    }
+    run_outcome_free(&run);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    *tables = t;
+    *n = job->n_ranks;
+    return 0;
+}
