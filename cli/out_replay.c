@@ -7,23 +7,6 @@
 #include "../sim/base/xalloc.h"
 #include "output.h"
 
-static int write_json(const char *path, cJSON *root, ps_error *err)
-{
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        free(text);
-        return out_write_error(path, err);
-    }
-    fputs(text, f);
-    fputc('\n', f);
-    free(text);
-    if (fclose(f) != 0)
-        return out_write_error(path, err);
-    return 0;
-}
-
 void out_replay_text(FILE *out, const out_replay *x)
 {
     const replay_summary *s = x->sum;
@@ -140,7 +123,7 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     cJSON_AddNumberToObject(sim, "backlog_events", x->job->ranks[s->rank].n_backlog);
     cJSON_AddNumberToObject(sim, "thread_waits", x->job->ranks[s->rank].n_thread_waits);
     cJSON_AddNumberToObject(sim, "thread_wakes", x->job->ranks[s->rank].n_thread_wakes);
-    return write_json(path, root, err);
+    return out_json_file(path, root, err);
 }
 
 int out_replay_overheads(const char *path, const out_replay *x, ps_error *err)
@@ -175,7 +158,7 @@ int out_replay_overheads(const char *path, const out_replay *x, ps_error *err)
         cJSON_AddItemToArray(ops, o);
     }
     free(v);
-    return write_json(path, root, err);
+    return out_json_file(path, root, err);
 }
 
 static void put_string(FILE *f, const char *s)

@@ -305,6 +305,20 @@ int out_write_error(const char *path, ps_error *err)
     return ps_error_set(err, PS_EINPUT, path, 0, 0, NULL, "cannot write: %s", strerror(errno));
 }
 
+int out_json_file(const char *path, cJSON *root, ps_error *err)
+{
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    FILE *f = fopen(path, "w");
+    int rc = 0;
+    if (!text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0)
+        rc = out_write_error(path, err);
+    if (f && fclose(f) && !rc)
+        rc = out_write_error(path, err);
+    free(text);
+    return rc;
+}
+
 int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
                  const run_analysis *an, ps_error *err)
 {
@@ -398,17 +412,5 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddNumberToObject(ph, "simulate", an->simulate_s);
     cJSON_AddNumberToObject(ph, "summarize", an->summarize_s);
 
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        free(text);
-        return out_write_error(path, err);
-    }
-    fputs(text, f);
-    fputc('\n', f);
-    free(text);
-    if (fclose(f) != 0)
-        return out_write_error(path, err);
-    return 0;
+    return out_json_file(path, root, err);
 }

@@ -311,14 +311,5 @@ int out_sweep_json(const char *path, const sweep_table *t, ps_error *err)
     cJSON *arr = cJSON_AddArrayToObject(root, "plans");
     for (int i = 0; i < t->n; i++)
         cJSON_AddItemToArray(arr, plan_json(t, &t->plans[t->order[i]]));
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    FILE *f = fopen(path, "w");
-    int rc = 0;
-    if (!text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0)
-        rc = out_write_error(path, err);
-    if (f && fclose(f) && !rc)
-        rc = out_write_error(path, err);
-    free(text);
-    return rc;
+    return out_json_file(path, root, err);
 }

@@ -119,6 +119,9 @@ int out_replay_trace(const char *path, const out_replay *x, ps_error *err);
 
 /* PS_EINPUT "cannot write: <strerror>" naming path. */
 int out_write_error(const char *path, ps_error *err);
+/* Write root as indented JSON to path and free it: 0, or a located error when the file cannot
+ * be written whole (a full disk included). */
+int out_json_file(const char *path, cJSON *root, ps_error *err);
 
 /* ---- a sweep (out_sweep.c, out_plot.c) ---- */
 
