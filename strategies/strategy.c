@@ -646,6 +646,15 @@ int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
                                 "precision fp8 needs FP8 tensor cores, which GPU %d (%s) lacks "
                                 "(no fp8_tflops in topology/devices/devices.yaml)",
                                 r, c->device[r]->name);
+    /* FlashAttention-2's rate is the device's measured warp-MMA share, never a silent 1 */
+    for (int r = 0; s->model.attention_kernel == ATTN_KERNEL_WARP_MMA && r < c->n_gpus; r++)
+        if (!(c->device[r]->warp_mma_fraction > 0))
+            return ps_error_set(err, PS_EINPUT, s->file, s->workload_loc.line,
+                                s->workload_loc.column, "workload.attention_kernel",
+                                "attention_kernel warp-mma needs the GPUs' warp-level MMA rate, "
+                                "which GPU %d (%s) lacks (no warp_mma_fraction in "
+                                "topology/devices/devices.yaml)",
+                                r, c->device[r]->name);
     return 0;
 }
 

@@ -207,7 +207,8 @@ void strategy_clone(const strategy *src, strategy *dst);
 /* Check the plan against the number of GPUs: tp * cp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
 /* Check the plan against the cluster's GPUs: an fp8 plan needs FP8 tensor cores on every GPU
- * (an error at the strategy's `precision`, naming the GPU and its model). */
+ * (an error at the strategy's `precision`, naming the GPU and its model), a dlrm plan the L2
+ * size, and `attention_kernel: warp-mma` the GPUs' warp_mma_fraction (errors at `workload`). */
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err);
 
 /* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer

@@ -29,6 +29,12 @@ typedef struct device_spec {
     /* The same for fp32 GEMMs on the SIMT cores (no tensor cores; devices.yaml
      * `sgemm_efficiency`, fitted per GPU on its kernel data); 0: the cost model's default. */
     double sgemm_efficiency;
+    /* The share of the native tensor-core rate that Ampere's warp-level MMA (mma.sync, the
+     * FlashAttention-2 kernels) reaches on this GPU, in (0, 1] (devices.yaml
+     * `warp_mma_fraction`): 1 where warp MMA is the native path (Volta to Ada), below it on
+     * Hopper (warp-group MMA); 0: not given, and a warp-mma attention kernel on the GPU is
+     * refused (strategy_check_devices). */
+    double warp_mma_fraction;
     /* L2 cache capacity in bytes (devices.yaml `l2_mib`, architecture whitepapers); 0: not
      * given, and what needs it (the embedding lookup's cache rule, sim/cost/cost_embedding.c)
      * refuses the device. */
@@ -43,7 +49,7 @@ typedef struct device_table {
 /* Load a device table (YAML list of mappings with keys name, fp32_tflops, tf32_tflops,
  * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional fp8_tflops,
  * nccl_launch_us, nccl_step_us, nvlink_efficiency, nvls_efficiency, gemm_efficiency,
- * sgemm_efficiency, l2_mib). */
+ * sgemm_efficiency, warp_mma_fraction, l2_mib). */
 int device_table_load(const char *path, device_table *out, ps_error *err);
 const device_spec *device_table_find(const device_table *t, const char *name);
 void device_table_free(device_table *t);

@@ -1,7 +1,8 @@
 /* devices.c: the GPU device table (datasheet peaks, HBM, SMs) read from devices.yaml.
  * Every entry must give every figure: a silently missing peak would cost ops at zero speed.
  * fp8_tflops alone is optional: a GPU without it has no FP8 tensor cores, and an fp8 plan on it
- * is refused (strategy_check_devices). */
+ * is refused (strategy_check_devices); so is warp_mma_fraction, without which a warp-mma
+ * attention kernel on the GPU is refused. */
 #include "cluster.h"
 
 #include <errno.h>
@@ -27,9 +28,10 @@ enum {
     KEY_NCCL_STEP_US,
     KEY_NVLINK_EFFICIENCY,
     KEY_NVLS_EFFICIENCY,
-    KEY_GEMM_EFFICIENCY,  /* optional: the tensor-core GEMM base efficiency (sim/cost/cost.c) */
-    KEY_SGEMM_EFFICIENCY, /* optional: the fp32 SIMT GEMM base efficiency (sim/cost/cost.c) */
-    KEY_L2_MIB,           /* optional: L2 cache capacity (the embedding lookup's cache rule) */
+    KEY_GEMM_EFFICIENCY,   /* optional: the tensor-core GEMM base efficiency (sim/cost/cost.c) */
+    KEY_SGEMM_EFFICIENCY,  /* optional: the fp32 SIMT GEMM base efficiency (sim/cost/cost.c) */
+    KEY_WARP_MMA_FRACTION, /* optional: warp-level MMA's share of the native tensor-core rate */
+    KEY_L2_MIB,            /* optional: L2 cache capacity (the embedding lookup's cache rule) */
     N_KEYS
 };
 
@@ -50,6 +52,7 @@ static const char *const device_keys[N_KEYS] = {
     "nvls_efficiency",
     "gemm_efficiency",
     "sgemm_efficiency",
+    "warp_mma_fraction",
     "l2_mib",
 };
 
@@ -105,7 +108,7 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
                           "device '%s': sms must be an integer", spec->name);
     }
 
-    for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_SGEMM_EFFICIENCY; i++)
+    for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_WARP_MMA_FRACTION; i++)
         if (value[i] > 1.0 || value[i] == 0.0) {
             yread_join_path(field, sizeof field, path, device_keys[i]);
             return yread_fail(c, yread_map_get(c, entry, device_keys[i]), field,
@@ -118,6 +121,7 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
     spec->nvls_efficiency = value[KEY_NVLS_EFFICIENCY];
     spec->gemm_efficiency = value[KEY_GEMM_EFFICIENCY] < 0 ? 0.0 : value[KEY_GEMM_EFFICIENCY];
     spec->sgemm_efficiency = value[KEY_SGEMM_EFFICIENCY] < 0 ? 0.0 : value[KEY_SGEMM_EFFICIENCY];
+    spec->warp_mma_fraction = value[KEY_WARP_MMA_FRACTION] < 0 ? 0.0 : value[KEY_WARP_MMA_FRACTION];
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->peak_flops[PREC_FP8] = value[KEY_FP8] * 1e12; /* 0 when absent */

@@ -286,6 +286,7 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     op->kernels = 1;
     op->selective = 0;
     op->fused = 1;
+    op->warp_mma = bd->m->attention_kernel == ATTN_KERNEL_WARP_MMA;
 }
 
 /* Rotary embedding applied to Q and K (one kernel each, Megatron's fused RoPE): forward reads

@@ -26,6 +26,8 @@ const enum_names model_window_layers_names = ENUM_NAMES(window_layers_table);
 enum { ATTN_UNFUSED, ATTN_FLASH, ATTN_MLA };
 static const char *const attention_table[] = {"unfused", "flash", "mla"};
 static const char *const kernels_table[] = {"fused", "eager"};
+static const char *const attention_kernel_table[] = {"native", "warp-mma"};
+const enum_names model_attention_kernel_names = ENUM_NAMES(attention_kernel_table);
 
 void workload_model_init(workload_model *m, model_family family, int layers, int hidden, int heads,
                          int seq, int vocab)
@@ -123,6 +125,10 @@ int workload_model_check(const workload_model *m, int micro_batch, ps_error *err
                             "model '%s': a sliding window needs a causal (gpt, llama) model with "
                             "`attention: flash`",
                             m->name);
+    if (m->attention_kernel == ATTN_KERNEL_WARP_MMA && !m->flash_attention)
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.attention_kernel",
+                            "model '%s': a warp-mma attention kernel needs `attention: flash`",
+                            m->name);
     if (micro_batch <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
                             "micro-batch must be positive, got %d", micro_batch);
@@ -140,6 +146,7 @@ enum {
     F_VOCAB,
     F_FFN,
     F_ATTENTION,
+    F_ATTENTION_KERNEL,
     F_KERNELS,
     F_ACTIVATION,
     F_KV_HEADS,
@@ -168,6 +175,7 @@ static const char *const model_keys[F_COUNT] = {"name",
                                                 "vocab",
                                                 "ffn_hidden",
                                                 "attention",
+                                                "attention_kernel",
                                                 "kernels",
                                                 "activation",
                                                 "kv_heads",
@@ -202,9 +210,11 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
 {
     int attention = m->flash_attention, activation = (int)m->activation;
     int positions = (int)m->positions, window_layers = (int)m->window_layers;
+    int attention_kernel = (int)m->attention_kernel;
     const yfield fields[] = {
         {"ffn_hidden", YFIELD_COUNT, &m->ffn_hidden, 1, PS_MAX_DIM, {0}},
         {"attention", YFIELD_ENUM, &attention, 0, 0, ENUM_NAMES(attention_table)},
+        {"attention_kernel", YFIELD_ENUM, &attention_kernel, 0, 0, model_attention_kernel_names},
         {"kernels", YFIELD_ENUM, &m->eager_kernels, 0, 0, ENUM_NAMES(kernels_table)},
         {"activation", YFIELD_ENUM, &activation, 0, 0, model_activation_names},
         {"kv_heads", YFIELD_COUNT, &m->kv_heads, 1, PS_MAX_HEADS, {0}},
@@ -233,6 +243,14 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
                           "expected unfused or flash");
     }
     m->flash_attention = attention == ATTN_FLASH;
+    ynode *kernel = yread_map_get(c, node, "attention_kernel");
+    if (kernel && !m->flash_attention) {
+        yread_join_path(field, sizeof field, path, "attention_kernel");
+        return yread_fail(c, kernel, field,
+                          "attention_kernel describes the fused attention kernel: it needs "
+                          "`attention: flash`");
+    }
+    m->attention_kernel = (model_attention_kernel)attention_kernel;
     m->activation = (model_activation)activation;
     m->positions = (model_positions)positions;
     m->window_layers = (model_window_layers)window_layers;

@@ -34,6 +34,14 @@ extern const enum_names model_positions_names;
 typedef enum { WINDOW_ALL, WINDOW_ALTERNATE } model_window_layers;
 extern const enum_names model_window_layers_names;
 
+/* What the fused attention kernel issues (`attention_kernel`, with `attention: flash` only):
+ * the GPU's native tensor-core path (cuDNN, FlashAttention-3, Transformer Engine on Hopper; any
+ * fused kernel before it), or Ampere's warp-level MMA (mma.sync, FlashAttention-2: PyTorch's
+ * SDPA flash backend and the flash-attn 2 package), which on Hopper reaches only part of the
+ * peak the warp-group MMA (wgmma) reaches: devices.yaml `warp_mma_fraction`. */
+typedef enum { ATTN_KERNEL_NATIVE, ATTN_KERNEL_WARP_MMA } model_attention_kernel;
+extern const enum_names model_attention_kernel_names;
+
 /* DLRM (workloads/dlrm.c). The id law of every table: `{distribution: uniform}` over its rows,
  * `{distribution: zipf, alpha: a}` (rank k drawn with probability k^-a / H(R, a)), or
  * `{unique_ratio: r}` (a measured share of unique ids in a batch, no rank information). */
@@ -69,8 +77,10 @@ typedef struct workload_model {
     char name[64];
     model_family family;
     int layers, hidden, heads, seq, vocab;
-    int ffn_hidden;              /* default 4 * hidden; required with swiglu */
-    int flash_attention;         /* `attention: flash`: fused attention, scores kept on chip */
+    int ffn_hidden;      /* default 4 * hidden; required with swiglu */
+    int flash_attention; /* `attention: flash`: fused attention, scores kept on chip */
+    model_attention_kernel attention_kernel; /* `attention_kernel:` native (default) or
+                                              * warp-mma; flash attention only */
     int eager_kernels;           /* `kernels: eager`: unfused PyTorch eager ops (HuggingFace
                                   * models): separate scale and mask passes on the attention
                                   * scores, dropout and residual add apart, activation as
@@ -170,6 +180,8 @@ typedef struct workload_op {
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
     int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
+    int warp_mma;     /* fused OP_ATTENTION whose GEMMs issue warp-level MMA (FlashAttention-2,
+                         `attention_kernel: warp-mma`): at the device's warp_mma_fraction */
     int gram;         /* OP_GEMM of one operand with itself, Z = X X^T per batch entry (DLRM's dot
                          interaction): X is read once, and the backward is ONE GEMM,
                          dX = (dZ + dZ^T) X, of the forward's FLOPs */
@@ -243,8 +255,8 @@ double workload_expert_other_rank_load(const workload_model *m, int ep);
  * mixture-of-experts rules: a MoE key without `experts`, experts without experts_topk, topk
  * above experts, imbalance outside [1, experts], dense_layers not below layers or without
  * dense_ffn_hidden (and the width without the layers); sliding_window_layers without
- * sliding_window, and a sliding window without `attention: flash` or on bert. The one model parser: files and
- * inline models both go through it. */
+ * sliding_window, a sliding window without `attention: flash` or on bert, and attention_kernel
+ * without `attention: flash`. The one model parser: files and inline models both go through it. */
 int workload_model_read(yread_ctx *c, ynode *node, const char *path, workload_model *out);
 /* The same for a whole document's node, path "" (`file` names the document for messages). */
 int workload_model_from_yaml(ydoc *doc, ynode *node, const char *file, workload_model *out,
@@ -256,7 +268,7 @@ int workload_model_load(const char *name_or_path, const char *data_dir, workload
 /* The rules workload_build relies on, for models however made (files and inline models have
  * passed them with located errors already): positive dimensions, kv_heads dividing heads,
  * consistent mixture-of-experts keys, a sliding window only with flash attention on a causal
- * model, a positive micro-batch. Errors name the field, without a location. */
+ * model, a warp-mma attention kernel only with flash attention, a positive micro-batch. Errors name the field, without a location. */
 int workload_model_check(const workload_model *m, int micro_batch, ps_error *err);
 
 /* Expand a model into the op graph of one micro-batch. Caller frees with workload_graph_free. */

@@ -315,6 +315,12 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
             gemm_time *= cost_window_tile_fraction(s, op->window);
         else if (op->causal)
             gemm_time *= cost_causal_tile_fraction(s);
+        /* FlashAttention-2's warp-level MMA: the GPU's share of the native rate (1 before
+         * Hopper); a GPU without the figure never gets such an op (strategy_check_devices) */
+        if (op->warp_mma) {
+            assert(dev->warp_mma_fraction > 0 && dev->warp_mma_fraction <= 1);
+            gemm_time /= dev->warp_mma_fraction;
+        }
         bytes = pass == PASS_FWD ? op->fwd_bytes : op->bwd_bytes;
         return fmax(gemm_time, memory_seconds(bytes, dev));
     }
