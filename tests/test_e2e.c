@@ -951,6 +951,59 @@ START_TEST(replay_what_if)
 }
 END_TEST
 
+/* The predicted attention row of `protosim compare` on the H100 GPT-3 1.3B trace with `plan`. */
+static double compare_attention_ms(const char *plan_rel, double *measured_ms)
+{
+    char *dir = make_tmpdir();
+    char *json = tmp_path(dir, "c.json");
+    char *trace = src_path("tests/data/measured/h100_gpt3_1.3b_trace.json.gz");
+    char *plan = src_path(plan_rel), *cl = src_path("tests/data/compare/h100-1gpu.xml");
+    const char *args[] = {"compare", trace, plan, "--cluster", cl, "--json", json, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    cJSON *root = parse_json_file(json);
+    const cJSON *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "tables"), 0);
+    const cJSON *row, *rows = cJSON_GetObjectItem(t0, "rows");
+    double predicted = -1;
+    cJSON_ArrayForEach(row, rows)
+    {
+        if (strcmp(cJSON_GetObjectItem(row, "kind")->valuestring, "attention") != 0)
+            continue;
+        predicted = num_field(row, "predicted_ms");
+        *measured_ms = num_field(row, "measured_ms");
+    }
+    ck_assert(predicted > 0);
+    cJSON_Delete(root);
+    run_free(&r);
+    free(trace);
+    free(plan);
+    free(cl);
+    free(json);
+    remove_tmpdir(dir);
+    return predicted;
+}
+
+/* `attention_kernel: warp-mma` end to end: the H100 trace ran FlashAttention-2 (28.44 ms of
+ * attention a step). The native plan predicts 14.2271 ms: 24 layers x (forward + backward),
+ * 24 x 51 us = 1.224 ms of it per-kernel GPU overhead (one forward kernel, two backward, 17 us
+ * each) and 13.0031 ms the kernels' GEMM math (compute-bound: the forward's Q, K, V, O traffic
+ * is 134 MB, 65 us at 0.62 of 3.35 TB/s, against 0.27 ms of math). Under warp-mma the math is
+ * / 0.52: 13.0031 / 0.52 + 1.224 = 26.230 ms, within 8% of the measured 28.44 ms. */
+START_TEST(compare_warp_mma_attention)
+{
+    double measured, m2;
+    double native = compare_attention_ms("tests/data/compare/gpt3-1.3b-h100.yaml", &measured);
+    double warp = compare_attention_ms("tests/data/compare/gpt3-1.3b-h100-fa2.yaml", &m2);
+    ck_assert_double_eq(measured, m2);
+    double overhead = 24 * 3 * 17e-3;
+    assert_rel_close((warp - overhead) * 0.52, native - overhead, 1e-12, "warp-mma math x 0.52");
+    assert_rel_close(native, 14.2271, 1e-5, "native attention ms");
+    assert_rel_close(warp, 26.2300, 1e-5, "warp-mma attention ms");
+    ck_assert_msg(fabs(warp / measured - 1) < 0.08, "warp-mma %.3f ms, measured %.3f", warp,
+                  measured);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
     Suite *s = suite_create("e2e");
@@ -976,6 +1029,7 @@ static Suite *e2e_suite(void)
                                                      replay_writes_its_reports,
                                                      replay_bad_trace_and_family_warning,
                                                      replay_what_if,
+                                                     compare_warp_mma_attention,
                                                      NULL};
     suite_add_tests(s, "cluster_and_memory", 120, cluster_and_memory_tests);
     return s;

@@ -9,6 +9,8 @@
 
 #include "../sim/base/vocab.h"
 #include "../sim/base/yaml_read.h"
+#include "../strategies/strategy.h"
+#include "../topology/cluster.h"
 #include "../workloads/workload.h"
 #include "model_util.h"
 #include "suite_util.h"
@@ -429,6 +431,128 @@ START_TEST(megatron_softmax_falls_back_for_odd_batches)
 }
 END_TEST
 
+/* `attention_kernel: warp-mma` (FlashAttention-2) marks the fused attention ops and no other;
+ * `native` is the default. Errors at the key: a value not in the list, the key without
+ * `attention: flash` (unfused, or the default), and a model built in code the same way. */
+START_TEST(attention_kernel_key)
+{
+    const char *dims = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n";
+    char text[512];
+    workload_model m;
+    ps_error err = {0};
+    snprintf(text, sizeof text, "%sattention: flash\nattention_kernel: warp-mma\n", dims);
+    ck_assert_msg(model_load_text_as("wl", text, &m, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(m.attention_kernel, ATTN_KERNEL_WARP_MMA);
+    workload_graph g;
+    ck_assert_int_eq(workload_build(&m, 2, PREC_BF16, &g, &err), 0);
+    int marked = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        ck_assert_int_eq(g.ops[i].warp_mma, g.ops[i].kind == OP_ATTENTION);
+        marked += g.ops[i].warp_mma;
+    }
+    ck_assert_int_eq(marked, 2); /* one per layer */
+    workload_graph_free(&g);
+    /* the default, and `native` written out: no op marked */
+    snprintf(text, sizeof text, "%sattention: flash\nattention_kernel: native\n", dims);
+    ck_assert_int_eq(model_load_text_as("wl", text, &m, &err), 0);
+    ck_assert_int_eq(m.attention_kernel, ATTN_KERNEL_NATIVE);
+    snprintf(text, sizeof text, "%sattention: flash\n", dims);
+    ck_assert_int_eq(model_load_text_as("wl", text, &m, &err), 0);
+    ck_assert_int_eq(m.attention_kernel, ATTN_KERNEL_NATIVE);
+    ck_assert_int_eq(workload_build(&m, 2, PREC_BF16, &g, &err), 0);
+    for (int i = 0; i < g.n_ops; i++)
+        ck_assert(!g.ops[i].warp_mma);
+    workload_graph_free(&g);
+
+    /* a bad value, at the value (line 8, column 19) */
+    ps_error_clear(&err);
+    snprintf(text, sizeof text, "%sattention: flash\nattention_kernel: fa2\n", dims);
+    ck_assert_int_eq(model_load_text_as("wl", text, &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "attention_kernel");
+    ck_assert_int_eq(err.line, 8);
+    ck_assert_int_eq(err.column, 19);
+    ck_assert_ptr_nonnull(strstr(err.message, "warp-mma"));
+    /* with unfused attention, written or by default */
+    ps_error_clear(&err);
+    snprintf(text, sizeof text, "%sattention: unfused\nattention_kernel: warp-mma\n", dims);
+    ck_assert_int_eq(model_load_text_as("wl", text, &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "attention_kernel");
+    ck_assert_int_eq(err.line, 8);
+    ck_assert_int_eq(err.column, 19);
+    ck_assert_ptr_nonnull(strstr(err.message, "needs `attention: flash`"));
+    ps_error_clear(&err);
+    snprintf(text, sizeof text, "%sattention_kernel: native\n", dims);
+    ck_assert_int_eq(model_load_text_as("wl", text, &m, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "attention_kernel");
+    ck_assert_int_eq(err.line, 7);
+    /* built in code: workload_model_check */
+    workload_model_init(&m, FAMILY_GPT, 2, 64, 4, 16, 100);
+    m.attention_kernel = ATTN_KERNEL_WARP_MMA;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "workload.attention_kernel");
+}
+END_TEST
+
+/* A warp-mma plan needs every GPU's warp_mma_fraction: devices.yaml gives it for the H100 (the
+ * fit) and the A100 (1, its native path), not for the B200, which is refused at the strategy's
+ * `workload`, naming the GPU and the figure. A fraction outside (0, 1] is refused in the device
+ * file. */
+START_TEST(warp_mma_needs_the_device_figure)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    device_table t;
+    ps_error err = {0};
+    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    const device_spec *h = device_table_find(&t, "H100-SXM5-80GB");
+    const device_spec *a = device_table_find(&t, "A100-SXM4-80GB");
+    const device_spec *b = device_table_find(&t, "B200-SXM-180GB");
+    ck_assert(h && a && b);
+    ck_assert_double_eq(h->warp_mma_fraction, 0.52);
+    ck_assert_double_eq(a->warp_mma_fraction, 1.0);
+    ck_assert_double_eq(b->warp_mma_fraction, 0.0);
+
+    char spath[64];
+    model_write_temp(spath, sizeof spath, "warp",
+                     "workload: {family: gpt, layers: 2, hidden: 64, heads: 4, seq: 16, "
+                     "vocab: 100, attention: flash, attention_kernel: warp-mma}\n"
+                     "batch: {global: 4, micro: 1}\nprecision: bf16\n"
+                     "strategy:\n  data: {degree: 2}\n");
+    strategy s;
+    ck_assert_msg(strategy_load(spath, ps_data_dir(), &s, &err) == 0, "%s", err.message);
+    unlink(spath);
+    const device_spec *devs[2] = {h, a};
+    cluster c;
+    memset(&c, 0, sizeof c);
+    c.n_gpus = 2;
+    c.device = devs;
+    ck_assert_int_eq(strategy_check_devices(&s, &c, &err), 0);
+    devs[1] = b;
+    ck_assert_int_eq(strategy_check_devices(&s, &c, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "workload.attention_kernel");
+    ck_assert_int_eq(err.line, 1);
+    ck_assert_int_eq(err.column, 11);
+    ck_assert_ptr_nonnull(strstr(err.message, "GPU 1 (B200-SXM-180GB) lacks"));
+    ck_assert_ptr_nonnull(strstr(err.message, "warp_mma_fraction"));
+    strategy_free(&s);
+    device_table_free(&t);
+
+    char dpath[64];
+    model_write_temp(dpath, sizeof dpath, "dev",
+                     "- name: X\n  fp32_tflops: 1\n  tf32_tflops: 1\n  fp16_tflops: 1\n"
+                     "  bf16_tflops: 1\n  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n"
+                     "  warp_mma_fraction: 1.2\n");
+    ps_error_clear(&err);
+    ck_assert_int_eq(device_table_load(dpath, &t, &err), PS_EINPUT);
+    unlink(dpath);
+    ck_assert_str_eq(err.field, "warp_mma_fraction");
+    ck_assert_int_eq(err.line, 9);
+    ck_assert_int_eq(err.column, 22);
+    ck_assert_ptr_nonnull(strstr(err.message, "a fraction in (0, 1]"));
+}
+END_TEST
+
 START_TEST(inline_model_and_default_ffn)
 {
     const char *text = "workload:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n"
@@ -475,6 +599,8 @@ static Suite *workload_suite(void)
                                   bad_values_have_positions,
                                   inline_model_and_default_ffn,
                                   flash_attention_keeps_scores_on_chip,
+                                  attention_kernel_key,
+                                  warp_mma_needs_the_device_figure,
                                   eager_kernels_add_unfused_passes,
                                   megatron_softmax_falls_back_for_odd_batches,
                                   NULL};
