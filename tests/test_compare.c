@@ -1,6 +1,7 @@
 /* test_compare.c: `protosim compare`: a small hand-written trace (tests/data/compare/small.json)
  * whose every measured row is worked out by hand, its predicted rows against the plan's run and
- * the cost model, the real H100 trace end to end, and the located errors. */
+ * the cost model, GEMMs by layer role (small_shapes.json by hand, the real H100 trace), the real
+ * H100 trace end to end, and the located errors. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,19 +13,20 @@
 #include "sim_util.h"
 #include "suite_util.h"
 
-/* compare_job on small.json (rank 0 of a world of 2) and tiny-dp2.yaml on two-h100.xml; *t
- * freed by the caller; the strategy and cluster into *s and *c. */
-static compare_table *small_table(strategy *s, cluster *c)
+/* compare_job on one trace (source-relative path) and a plan on a cluster; *t freed by the
+ * caller; the strategy and cluster into *s and *c. */
+static compare_table *table_of(const char *trace_rel, const char *plan_rel, const char *cl_rel,
+                               strategy *s, cluster *c)
 {
-    char *trace = src_path("tests/data/compare/small.json");
-    char *plan = src_path("tests/data/compare/tiny-dp2.yaml");
+    char *trace = src_path(trace_rel);
+    char *plan = src_path(plan_rel);
     const char *p[1] = {trace};
     ps_error err;
     ps_error_clear(&err);
     trace_job j;
     ck_assert_msg(trace_job_load(p, 1, 0, &j, &err) == 0, "%s", err.message);
     ck_assert_msg(strategy_load(plan, ps_data_dir(), s, &err) == 0, "%s", err.message);
-    sim_load("tests/data/compare/two-h100.xml", c);
+    sim_load(cl_rel, c);
     compare_table *t;
     int n;
     ck_assert_msg(compare_job(&j, s, c, &t, &n, &err) == 0, "%s", err.message);
@@ -36,13 +38,43 @@ static compare_table *small_table(strategy *s, cluster *c)
     return t;
 }
 
+/* small.json (rank 0 of a world of 2, no shapes recorded) and tiny-dp2.yaml on two-h100.xml. */
+static compare_table *small_table(strategy *s, cluster *c)
+{
+    return table_of("tests/data/compare/small.json", "tests/data/compare/tiny-dp2.yaml",
+                    "tests/data/compare/two-h100.xml", s, c);
+}
+
+/* The row of `which` (a kind or ROW_*; KIND_GEMM: the only GEMM row, or the first). */
 static const compare_row *row(const compare_table *t, int which)
 {
-    for (int i = 0; i < ROW_COUNT; i++)
+    for (int i = 0; i < t->n_rows; i++)
         if (t->rows[i].row == which)
             return &t->rows[i];
     ck_abort_msg("row %s missing", compare_row_names[which]);
     return NULL;
+}
+
+/* The row named `name`, NULL if none. */
+static const compare_row *named(const compare_table *t, const char *name)
+{
+    for (int i = 0; i < t->n_rows; i++)
+        if (strcmp(t->rows[i].name, name) == 0)
+            return &t->rows[i];
+    return NULL;
+}
+
+/* The GEMM rows' sums, measured and predicted; their count into *n. */
+static void gemm_rows(const compare_table *t, double *measured, double *predicted, int *n)
+{
+    *measured = *predicted = 0;
+    *n = 0;
+    for (int i = 0; i < t->n_rows; i++)
+        if (t->rows[i].row == KIND_GEMM) {
+            *measured += t->rows[i].measured_s;
+            *predicted += t->rows[i].predicted_s;
+            ++*n;
+        }
 }
 
 /* small.json, one step of 1000 us on stream 7 (compute) and 20 (NCCL):
@@ -71,9 +103,16 @@ START_TEST(measured_rows_by_hand)
     ck_close(row(t, ROW_STEP)->measured_s, 1000e-6, 1e-9);
     ck_assert(row(t, KIND_EMB_LOSS)->measured_s == 0 && row(t, KIND_OTHER)->measured_s == 0);
     ck_assert(row(t, ROW_RESIDUAL)->measured_s == 0);
+    /* no shapes recorded: GEMM is one row, both sides */
+    double gm, gp;
+    int n;
+    gemm_rows(t, &gm, &gp, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(row(t, KIND_GEMM)->name, "GEMM (no shapes in the trace)");
+    ck_assert(gp == t->predicted.kind_s[KIND_GEMM] && gm == t->measured.kind_s[KIND_GEMM]);
     /* largest |difference| first, the whole step last */
-    ck_assert_int_eq(t->rows[ROW_COUNT - 1].row, ROW_STEP);
-    for (int i = 1; i < ROW_COUNT - 1; i++)
+    ck_assert_int_eq(t->rows[t->n_rows - 1].row, ROW_STEP);
+    for (int i = 1; i < t->n_rows - 1; i++)
         ck_assert(fabs(t->rows[i - 1].predicted_s - t->rows[i - 1].measured_s) >=
                   fabs(t->rows[i].predicted_s - t->rows[i].measured_s));
     free(t);
@@ -134,6 +173,105 @@ START_TEST(predicted_rows)
              t->predicted.step_s, 1e-9);
     workload_graph_free(&wg);
     run_outcome_free(&run);
+    free(t);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* The cost model's time of the plan's GEMM ops whose names contain one of `parts` (NULL-ended),
+ * forward and backward, one micro-batch, bf16 on c's GPU 0 (tiny-dp2: nothing sharded). */
+static double gemm_ops(const strategy *s, const cluster *c, const char *const *parts)
+{
+    workload_graph wg;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&s->model, 2, PREC_BF16, &wg, &err), 0);
+    double sum = 0;
+    for (int i = 0; i < wg.n_ops; i++)
+        for (const char *const *p = parts; *p; p++)
+            if (wg.ops[i].kind == OP_GEMM && strstr(wg.ops[i].name, *p)) {
+                sum += cost_op_kernel_seconds(&wg.ops[i], PASS_FWD, PREC_BF16, c->device[0]) +
+                       cost_op_kernel_seconds(&wg.ops[i], PASS_BWD, PREC_BF16, c->device[0]);
+                break;
+            }
+    workload_graph_free(&wg);
+    return sum;
+}
+
+/* small_shapes.json: one step of GEMM kernels on stream 7, each launched by an op with shapes,
+ * against tiny-dp2's one layer over T = 2 x 128 = 256 tokens, hidden 256, ffn 1024, vocab 1024:
+ * the plan's multisets are QKV {256, 256, 768}, attention output {256, 256, 256}, and MLP in,
+ * MLP out and the LM head all {256, 256, 1024}: one row, "GEMM MLP + LM head".
+ *   addmm [768] [256 256] [256 768]     100-150  QKV                        50 us
+ *   mm [256 256] [256 256]              150-180  attention output           30 us
+ *   addmm [1024] [256 256] [256 1024]   180-240  MLP + LM head              60 us
+ *   mm [256 1024] [1024 256]            240-280  MLP + LM head              40 us
+ *   bmm [8 128 32] [8 32 128]           280-300  other (batched)            20 us
+ *   mm [100 256] [256 256]              300-310  other (no plan multiset)   10 us
+ *   a launch outside any op             310-315  other (no shapes)           5 us
+ * Rows: QKV 50, attention output 30, MLP + LM head 100, other 35 us: 215 us, the GEMM kind. */
+START_TEST(gemm_roles_by_hand)
+{
+    strategy s;
+    cluster c;
+    compare_table *t =
+        table_of("tests/data/compare/small_shapes.json", "tests/data/compare/tiny-dp2.yaml",
+                 "tests/data/compare/two-h100.xml", &s, &c);
+    const compare_row *qkv = named(t, "GEMM attention QKV");
+    const compare_row *out = named(t, "GEMM attention output");
+    const compare_row *mlp = named(t, "GEMM MLP + LM head");
+    const compare_row *other = named(t, "GEMM other");
+    ck_assert(qkv && out && mlp && other);
+    ck_close(qkv->measured_s, 50e-6, 1e-9);
+    ck_close(out->measured_s, 30e-6, 1e-9);
+    ck_close(mlp->measured_s, 100e-6, 1e-9);
+    ck_close(other->measured_s, 35e-6, 1e-9);
+    ck_close(t->measured.kind_s[KIND_GEMM], 215e-6, 1e-9);
+    ck_assert(!named(t, "GEMM MLP in") && !named(t, "GEMM LM head") && !named(t, "GEMM MLP"));
+    /* the predicted side: the same roles from the op graph, the cost model's time */
+    const char *const p_qkv[] = {".attn.qkv", NULL}, *const p_out[] = {".attn.proj", NULL};
+    const char *const p_mlp[] = {".mlp.fc1", ".mlp.fc2", "lm_head", NULL};
+    ck_close(qkv->predicted_s, gemm_ops(&s, &c, p_qkv), 1e-9);
+    ck_close(out->predicted_s, gemm_ops(&s, &c, p_out), 1e-9);
+    ck_close(mlp->predicted_s, gemm_ops(&s, &c, p_mlp), 1e-9);
+    ck_assert(other->predicted_s == 0);
+    /* the role rows add up to the GEMM kind, both sides */
+    double gm, gp;
+    int n;
+    gemm_rows(t, &gm, &gp, &n);
+    ck_close(gm, t->measured.kind_s[KIND_GEMM], 1e-12);
+    ck_close(gp, t->predicted.kind_s[KIND_GEMM], 1e-12);
+    free(t);
+    cluster_free(&c);
+    strategy_free(&s);
+}
+END_TEST
+
+/* The real H100 trace records its GEMMs' shapes: GPT-3 1.3B's roles (MLP in and out share
+ * {8192, 2048, 8192}: one row), nothing left unmatched, and the role rows add up to the GEMM
+ * kind the trace's split gives (86.155644 ms measured, before roles). */
+START_TEST(gemm_roles_h100)
+{
+    strategy s;
+    cluster c;
+    compare_table *t = table_of("tests/data/measured/h100_gpt3_1.3b_trace.json.gz",
+                                "tests/data/compare/gpt3-1.3b-h100.yaml",
+                                "tests/data/compare/h100-1gpu.xml", &s, &c);
+    const char *const roles[] = {"GEMM attention QKV", "GEMM attention output", "GEMM MLP",
+                                 "GEMM LM head"};
+    for (int i = 0; i < 4; i++) {
+        const compare_row *r = named(t, roles[i]);
+        ck_assert_msg(r && r->measured_s > 0 && r->predicted_s > 0, "%s", roles[i]);
+    }
+    const compare_row *other = named(t, "GEMM other");
+    ck_assert(other && other->measured_s == 0 && other->predicted_s == 0);
+    double gm, gp;
+    int n;
+    gemm_rows(t, &gm, &gp, &n);
+    ck_close(gm, 86.155644e-3, 1e-8);
+    ck_close(gm, t->measured.kind_s[KIND_GEMM], 1e-12);
+    ck_close(gp, t->predicted.kind_s[KIND_GEMM], 1e-12);
     free(t);
     cluster_free(&c);
     strategy_free(&s);
@@ -218,7 +356,12 @@ END_TEST
 
 int main(void)
 {
-    const TTest *tests[] = {measured_rows_by_hand, predicted_rows, real_h100_trace,
-                            errors_are_located, NULL};
+    const TTest *tests[] = {measured_rows_by_hand,
+                            predicted_rows,
+                            gemm_roles_by_hand,
+                            gemm_roles_h100,
+                            real_h100_trace,
+                            errors_are_located,
+                            NULL};
     return suite_run(suite_of("compare", "compare", 0, tests));
 }

@@ -4,6 +4,7 @@
 #include "compare.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,10 +67,11 @@ static int rank_holds(const compiled_plan *p, int rank, const workload_op *op)
 
 /* The cost model's compute per kind on GPU `rank` of the plan, as the compiler costs each op
  * (sharded for the rank, at the plan's precision, x the GPU's slowdown): forward, backward
- * and the recompute's forward, x micro-batches. Context-parallel ring steps and uneven
- * expert loads are not re-derived here: what they change is in the residual. */
+ * and the recompute's forward, x micro-batches; each GEMM's also to its role in *roles.
+ * Context-parallel ring steps and uneven expert loads are not re-derived here: what they
+ * change is in the residual. */
 static int predicted_ops(const strategy *s, const compiled_plan *p, const cluster *c, int rank,
-                         double *kind_s, ps_error *err)
+                         double *kind_s, gemm_roles *roles, ps_error *err)
 {
     workload_graph wg;
     if (workload_build(&p->model, s->micro_batch, s->precision, &wg, err))
@@ -93,7 +95,10 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         int layer_op = op.layer >= 0 && op.layer < p->model.layers;
         int again =
             (layer_op && rm == RECOMPUTE_FULL) || (op.selective && rm == RECOMPUTE_SELECTIVE);
-        kind_s[kind_of_op(&op)] += (fwd * (1 + again) + bwd) * c->slowdown[rank] * p->micro_batches;
+        double op_s = (fwd * (1 + again) + bwd) * c->slowdown[rank] * p->micro_batches;
+        kind_s[kind_of_op(&op)] += op_s;
+        if (op.kind == OP_GEMM)
+            gemm_roles_add_op(roles, &op, op_s);
     }
     workload_graph_free(&wg);
     return 0;
@@ -153,23 +158,48 @@ static int by_difference(const void *a, const void *b)
     double dx = fabs(x->predicted_s - x->measured_s), dy = fabs(y->predicted_s - y->measured_s);
     if (dx != dy)
         return (dx < dy) - (dx > dy);
-    return (x->row > y->row) - (x->row < y->row); /* ties in the rows' order */
+    if (x->row != y->row)
+        return (x->row > y->row) - (x->row < y->row); /* ties in the rows' order */
+    return (x->role > y->role) - (x->role < y->role);
 }
 
-/* The rows: kinds with time on either side, the residual, the step's parts, sorted by
+static void add_row(compare_table *t, int row, double measured_s, double predicted_s)
+{
+    compare_row *r = &t->rows[t->n_rows++];
+    *r =
+        (compare_row){.row = row, .role = -1, .measured_s = measured_s, .predicted_s = predicted_s};
+    snprintf(r->name, sizeof r->name, "%s", compare_row_names[row]);
+}
+
+/* The rows: the kinds, GEMM as its roles' rows, the residual, the step's parts, sorted by
  * |difference|; the whole step last. */
 static void table_rows(compare_table *t)
 {
     const step_split *m = &t->measured, *p = &t->predicted;
-    int n = 0;
-    for (int k = 0; k < KIND_COUNT; k++)
-        t->rows[n++] = (compare_row){k, m->kind_s[k], p->kind_s[k]};
-    t->rows[n++] = (compare_row){ROW_RESIDUAL, 0.0, t->residual_s};
-    t->rows[n++] = (compare_row){ROW_EXPOSED, m->exposed_comm_s, p->exposed_comm_s};
-    t->rows[n++] = (compare_row){ROW_HOST_BOUND, m->host_bound_s, p->host_bound_s};
-    t->rows[n++] = (compare_row){ROW_IDLE, m->idle_s, p->idle_s};
-    qsort(t->rows, (size_t)n, sizeof t->rows[0], by_difference);
-    t->rows[n++] = (compare_row){ROW_STEP, m->step_s, p->step_s};
+    const gemm_roles *g = &t->roles;
+    t->n_rows = 0;
+    for (int k = 0; k < KIND_COUNT; k++) {
+        if (k != KIND_GEMM) {
+            add_row(t, k, m->kind_s[k], p->kind_s[k]);
+            continue;
+        }
+        for (int q = 0; q < ROLE_COUNT; q++) {
+            if (g->row[q] != q || (q == ROLE_NO_SHAPES) != g->no_shapes)
+                continue; /* in another role's row, or not this trace's kind of row */
+            compare_row *r = &t->rows[t->n_rows++];
+            *r = (compare_row){.row = KIND_GEMM,
+                               .role = q,
+                               .measured_s = g->measured_s[q],
+                               .predicted_s = g->predicted_s[q]};
+            gemm_roles_name(g, q, r->name, sizeof r->name);
+        }
+    }
+    add_row(t, ROW_RESIDUAL, 0.0, t->residual_s);
+    add_row(t, ROW_EXPOSED, m->exposed_comm_s, p->exposed_comm_s);
+    add_row(t, ROW_HOST_BOUND, m->host_bound_s, p->host_bound_s);
+    add_row(t, ROW_IDLE, m->idle_s, p->idle_s);
+    qsort(t->rows, (size_t)t->n_rows, sizeof t->rows[0], by_difference);
+    add_row(t, ROW_STEP, m->step_s, p->step_s);
 }
 
 /* The predicted split of GPU `rank` from the run. */
@@ -178,7 +208,7 @@ static int predict_rank(const strategy *s, const cluster *c, const run_outcome *
 {
     const exec_graph *g = run->graph;
     memset(&t->predicted, 0, sizeof t->predicted);
-    if (predicted_ops(s, &run->plan, c, rank, t->predicted.kind_s, err))
+    if (predicted_ops(s, &run->plan, c, rank, t->predicted.kind_s, &t->roles, err))
         return err->code;
     step_span *v = xmalloc(((size_t)g->n_tasks + 1) * sizeof *v);
     double kinds[KIND_COUNT] = {0}, compute = 0;
@@ -233,6 +263,8 @@ int compare_job(const trace_job *job, const strategy *s, const cluster *c, compa
                             "compare: the plan is a recommendation model (family dlrm): only "
                             "transformer plans are compared");
     compare_table *t = xcalloc((size_t)job->n_ranks, sizeof *t);
+    for (int i = 0; i < job->n_ranks; i++)
+        gemm_roles_init(&t[i].roles);
     run_outcome run;
     memset(&run, 0, sizeof run);
     int rc = simulate(s, c, &run, err);
@@ -250,8 +282,11 @@ int compare_job(const trace_job *job, const strategy *s, const cluster *c, compa
                               "no GPU event in the reported steps: nothing to compare");
         else
             rc = predict_rank(s, c, &run, tr->rank, &t[i], err);
-        if (!rc)
+        if (!rc) {
+            gemm_roles_measure(&t[i].roles, job, i);
             table_rows(&t[i]);
+        }
+        gemm_roles_free(&t[i].roles);
     }
     run_outcome_free(&run);
     if (rc) {

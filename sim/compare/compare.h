@@ -6,8 +6,10 @@
 
 #include "../../workloads/trace/trace_kinds.h"
 #include "../run/run.h"
+#include "gemm_roles.h"
 
-/* The rows of a comparison: the kinds, then these. */
+/* The rows of a comparison: the kinds, then these. The GEMM kind is shown as rows of its
+ * layer roles (gemm_roles.h), which add up to it. */
 enum {
     ROW_RESIDUAL = KIND_COUNT, /* predicted compute outside the per-kind op sums */
     ROW_EXPOSED,               /* exposed communication */
@@ -18,8 +20,13 @@ enum {
 };
 extern const char *const compare_row_names[ROW_COUNT];
 
+/* The most rows a table has: the kinds and the step's parts, GEMM as up to ROLE_COUNT roles. */
+#define COMPARE_MAX_ROWS (ROW_COUNT - 1 + ROLE_COUNT)
+
 typedef struct compare_row {
-    int row; /* into compare_row_names */
+    int row;       /* into compare_row_names; KIND_GEMM: a row of GEMM roles */
+    int role;      /* KIND_GEMM: the row's first role (gemm_roles.h); -1 otherwise */
+    char name[96]; /* what the outputs call it: compare_row_names[row], or the roles' name */
     double measured_s, predicted_s;
 } compare_row;
 
@@ -35,7 +42,11 @@ typedef struct compare_table {
      * simulated compute tasks' time on the GPU, residual_s = simulated_compute_s - the
      * per-kind compute sums (host-bound stretching of segments, overlap slowdown). */
     double simulated_compute_s, residual_s;
-    compare_row rows[ROW_COUNT]; /* largest |difference| first, the whole step last */
+    /* GEMM by layer role: measured.kind_s[KIND_GEMM] and predicted.kind_s[KIND_GEMM] split,
+     * one row per role (or roles sharing a GEMM shape) */
+    gemm_roles roles;                   /* its shapes freed */
+    compare_row rows[COMPARE_MAX_ROWS]; /* largest |difference| first, the whole step last */
+    int n_rows;
 } compare_table;
 
 /* Compare every rank of job with the plan of s on cluster c: tables[i] for job->ranks[i]

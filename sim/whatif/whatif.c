@@ -166,48 +166,19 @@ static int is_copy(const char *name)
     return strncmp(name, "Memcpy", 6) == 0 || strncmp(name, "Memset", 6) == 0;
 }
 
-static int call_is(const trace_job *j, const trace_call *c, const char *name)
-{
-    return c->name >= 0 && strcmp(j->names[c->name], name) == 0;
-}
-
 static int input_is_float(const trace_job *j, const trace_call *c, int i)
 {
     return c->type[i] >= 0 && strcmp(j->names[c->type[i]], "float") == 0;
 }
 
-/* The [batch x] (m x k).(k x n) GEMM of a launching op with fp32 shapes: mm, addmm, bmm,
- * baddbmm, and convolutions as implicit GEMMs (m = N H W, n = K, k = C/groups R S: the output
- * size is not recorded, the input's H W stands for it). 0 if the op is none of these, its
- * shapes are missing or its inputs are not fp32. */
+/* The GEMM of a launching op with fp32 shapes (trace_call_gemm); 0 if it has none or its
+ * operands are not fp32. */
 static int call_gemm_shape(const trace_job *j, const trace_call *c, double *b, double *m, double *n,
                            double *k)
 {
-    int a = -1, w = -1, conv = 0;
-    if (call_is(j, c, "aten::mm") || call_is(j, c, "aten::bmm"))
-        a = 0, w = 1;
-    else if (call_is(j, c, "aten::addmm") || call_is(j, c, "aten::baddbmm"))
-        a = 1, w = 2;
-    else if (call_is(j, c, "aten::cudnn_convolution") || call_is(j, c, "aten::convolution") ||
-             call_is(j, c, "aten::_convolution") || call_is(j, c, "aten::conv2d"))
-        a = 0, w = 1, conv = 1;
-    else if (call_is(j, c, "aten::convolution_backward"))
-        a = 1, w = 2, conv = 1;
-    if (a < 0 || w >= c->n_in || !input_is_float(j, c, a) || !input_is_float(j, c, w))
-        return 0;
-    const double *x = c->dims[a], *y = c->dims[w];
-    if (conv) {
-        if (c->rank[a] != 4 || c->rank[w] != 4)
-            return 0;
-        *b = 1, *m = x[0] * x[2] * x[3], *n = y[0], *k = y[1] * y[2] * y[3];
-    } else if (c->rank[a] == 2 && c->rank[w] == 2) {
-        *b = 1, *m = x[0], *k = x[1], *n = y[1];
-    } else if (c->rank[a] == 3 && c->rank[w] == 3) {
-        *b = x[0], *m = x[1], *k = x[2], *n = y[2];
-    } else {
-        return 0;
-    }
-    return *b > 0 && *m > 0 && *n > 0 && *k > 0;
+    int a, w;
+    return trace_call_gemm(j, c, &a, &w, b, m, n, k) && input_is_float(j, c, a) &&
+           input_is_float(j, c, w);
 }
 
 /* The traced GPU of rank r (see whatif.h). */

@@ -150,6 +150,14 @@ void trace_job_free(trace_job *j);
 /* The index of `name` in j->names, interned if new. */
 int trace_job_name(trace_job *j, const char *name);
 
+/* The [batch x] (m x k).(k x n) GEMM a call computes, from its recorded shapes: mm, addmm, bmm,
+ * baddbmm, and convolutions as implicit GEMMs (m = N H W, n = K, k = C/groups R S: the output
+ * size is not recorded, the input's H W stands for it); *a and *w: the inputs of its two
+ * operands (their `Input type` is c->type[*a], c->type[*w]). 0 if the call is none of these or
+ * its shapes are missing (the outputs then hold nothing to read). */
+int trace_call_gemm(const trace_job *j, const trace_call *c, int *a, int *w, double *b, double *m,
+                    double *n, double *k);
+
 /* Median of v[0..n) with the rule of measured steps: the first one left out when there are
  * more than two. */
 double trace_step_median(const double *v, int n);

@@ -1,7 +1,8 @@
 /* trace_build.c: the tools every pass of the trace reader shares on its build state: ops, edges
  * and calls added to the rank, the step of a time, events in time order, the correlation-id
  * map and the job's name table. It calls none of the passes (trace.c, trace_cpu.c,
- * trace_coll.c, trace_params.c); they call it. */
+ * trace_coll.c, trace_params.c); they call it. And the GEMM a call's recorded shapes describe
+ * (trace_call_gemm), which the what-ifs and compare read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,42 @@ int32_t tb_call(build *b, const trace_ev *e)
     xgrow(&r->calls, sizeof *r->calls, (size_t)r->n_calls + 1, &r->cap_calls);
     r->calls[r->n_calls] = c;
     return r->n_calls++;
+}
+
+static int call_is(const trace_job *j, const trace_call *c, const char *name)
+{
+    return c->name >= 0 && strcmp(j->names[c->name], name) == 0;
+}
+
+int trace_call_gemm(const trace_job *j, const trace_call *c, int *a, int *w, double *b, double *m,
+                    double *n, double *k)
+{
+    int conv = 0;
+    *a = *w = -1;
+    if (call_is(j, c, "aten::mm") || call_is(j, c, "aten::bmm"))
+        *a = 0, *w = 1;
+    else if (call_is(j, c, "aten::addmm") || call_is(j, c, "aten::baddbmm"))
+        *a = 1, *w = 2;
+    else if (call_is(j, c, "aten::cudnn_convolution") || call_is(j, c, "aten::convolution") ||
+             call_is(j, c, "aten::_convolution") || call_is(j, c, "aten::conv2d"))
+        *a = 0, *w = 1, conv = 1;
+    else if (call_is(j, c, "aten::convolution_backward"))
+        *a = 1, *w = 2, conv = 1;
+    if (*a < 0 || *w >= c->n_in)
+        return 0;
+    const double *x = c->dims[*a], *y = c->dims[*w];
+    if (conv) {
+        if (c->rank[*a] != 4 || c->rank[*w] != 4)
+            return 0;
+        *b = 1, *m = x[0] * x[2] * x[3], *n = y[0], *k = y[1] * y[2] * y[3];
+    } else if (c->rank[*a] == 2 && c->rank[*w] == 2) {
+        *b = 1, *m = x[0], *k = x[1], *n = y[1];
+    } else if (c->rank[*a] == 3 && c->rank[*w] == 3) {
+        *b = x[0], *m = x[1], *k = x[2], *n = y[2];
+    } else {
+        return 0;
+    }
+    return *b > 0 && *m > 0 && *n > 0 && *k > 0;
 }
 
 int tb_step_of(const build *b, double ts)

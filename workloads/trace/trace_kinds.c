@@ -192,6 +192,21 @@ static double *issue_times(const trace_rank *r)
     return t;
 }
 
+/* The kind of op i of tr if a step's split counts it (GPU work its host issued in the window),
+ * -1 if not. */
+static int counted_kind(const trace_job *j, const trace_rank *tr, uint32_t i, const double *issued)
+{
+    const trace_op *o = &tr->ops[i];
+    if (issued[i] == -INFINITY ||
+        (o->kind != TRACE_GPU && o->kind != TRACE_COLL && o->kind != TRACE_COMM_MEASURED))
+        return -1; /* not GPU work, or queued before the trace: another step's */
+    const char *call = o->call > 0 ? name_of(j, tr->calls[o->call].name) : NULL;
+    int kind = trace_kind_of(name_of(j, o->name), call, name_of(j, o->op), o->optimizer);
+    if (o->kind != TRACE_GPU && !step_kind_is_comm(kind))
+        kind = KIND_OTHER_COMM; /* an NCCL kernel by the importer, whatever its name */
+    return kind;
+}
+
 int trace_step_split(const trace_job *j, int r, step_split *out)
 {
     const trace_rank *tr = &j->ranks[r];
@@ -203,14 +218,9 @@ int trace_step_split(const trace_job *j, int r, step_split *out)
         int n = 0;
         for (uint32_t i = 0; i < tr->n_ops; i++) {
             const trace_op *o = &tr->ops[i];
-            if (o->step != s || issued[i] == -INFINITY ||
-                (o->kind != TRACE_GPU && o->kind != TRACE_COLL && o->kind != TRACE_COMM_MEASURED))
-                continue; /* not GPU work, or queued before the trace: another step's */
-            const char *call = o->call > 0 ? name_of(j, tr->calls[o->call].name) : NULL;
-            int kind = trace_kind_of(name_of(j, o->name), call, name_of(j, o->op), o->optimizer);
-            if (o->kind != TRACE_GPU && !step_kind_is_comm(kind))
-                kind = KIND_OTHER_COMM; /* an NCCL kernel by the importer, whatever its name */
-            v[n++] = (step_span){o->start, o->start + o->seconds, kind, issued[i]};
+            int kind = o->step == s ? counted_kind(j, tr, i, issued) : -1;
+            if (kind >= 0)
+                v[n++] = (step_span){o->start, o->start + o->seconds, kind, issued[i]};
         }
         counted += n;
         step_split_add(v, n, tr->measured_step[s], out);
@@ -219,4 +229,18 @@ int trace_step_split(const trace_job *j, int r, step_split *out)
     free(v);
     free(issued);
     return counted;
+}
+
+void trace_step_events(const trace_job *j, int r, void (*fn)(void *ctx, uint32_t op, int kind),
+                       void *ctx)
+{
+    const trace_rank *tr = &j->ranks[r];
+    double *issued = issue_times(tr);
+    for (uint32_t i = 0; i < tr->n_ops; i++) {
+        int s = tr->ops[i].step;
+        int kind = s >= tr->first_reported && s < tr->n_steps ? counted_kind(j, tr, i, issued) : -1;
+        if (kind >= 0)
+            fn(ctx, i, kind);
+    }
+    free(issued);
 }

@@ -62,5 +62,10 @@ void step_split_scale(step_split *s, double f);
  * step of its span's length made of the GPU events launched in it, averaged. Returns the
  * number of GPU events counted (0: none). */
 int trace_step_split(const trace_job *j, int r, step_split *out);
+/* Each GPU event that trace_step_split counts for rank r of j, over its reported steps (their
+ * sum, not their mean): fn(ctx, the event's index in j->ranks[r].ops, its kind), in the ops'
+ * order. What compare refines a kind by (the GEMMs' layer roles). */
+void trace_step_events(const trace_job *j, int r, void (*fn)(void *ctx, uint32_t op, int kind),
+                       void *ctx);
 
 #endif
