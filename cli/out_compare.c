@@ -81,16 +81,7 @@ int out_compare_json(const char *path, const out_compare *x, ps_error *err)
         }
         cJSON_AddItemToArray(tables, o);
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        free(text);
-        return out_write_error(path, err);
-    }
-    fprintf(f, "%s\n", text);
-    free(text);
-    return fclose(f) != 0 ? out_write_error(path, err) : 0;
+    return out_json_file(path, root, err);
 }
 
 int out_compare_csv(const char *path, const out_compare *x, ps_error *err)
