@@ -51,7 +51,7 @@ static const compare_row *row(const compare_table *t, int which)
     for (int i = 0; i < t->n_rows; i++)
         if (t->rows[i].row == which)
             return &t->rows[i];
-    ck_abort_msg("row %s missing", compare_row_names[which]);
+    ck_abort_msg("row %s missing", compare_row_name(which));
     return NULL;
 }
 

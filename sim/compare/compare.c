@@ -11,25 +11,15 @@
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
 
-const char *const compare_row_names[ROW_COUNT] = {
-    "GEMM",
-    "attention",
-    "norms and elementwise",
-    "embedding and loss",
-    "optimizer",
-    "other kernels",
-    "all-reduce",
-    "all-gather",
-    "reduce-scatter",
-    "all-to-all",
-    "send/recv",
-    "other collectives",
-    "host/overhead in segments",
-    "exposed communication",
-    "host-bound gaps",
-    "idle",
-    "whole step",
+/* The rows after the kinds, in enum order. */
+static const char *const step_part_names[ROW_COUNT - KIND_COUNT] = {
+    "host/overhead in segments", "exposed communication", "host-bound gaps", "idle", "whole step",
 };
+
+const char *compare_row_name(int row)
+{
+    return row < KIND_COUNT ? step_kind_names[row] : step_part_names[row - KIND_COUNT];
+}
 
 /* The kind of the cost model's op. */
 static int kind_of_op(const workload_op *op)
@@ -168,7 +158,7 @@ static void add_row(compare_table *t, int row, double measured_s, double predict
     compare_row *r = &t->rows[t->n_rows++];
     *r =
         (compare_row){.row = row, .role = -1, .measured_s = measured_s, .predicted_s = predicted_s};
-    snprintf(r->name, sizeof r->name, "%s", compare_row_names[row]);
+    snprintf(r->name, sizeof r->name, "%s", compare_row_name(row));
 }
 
 /* The rows: the kinds, GEMM as its roles' rows, the residual, the step's parts, sorted by

@@ -18,15 +18,16 @@ enum {
     ROW_STEP,                  /* the whole step */
     ROW_COUNT
 };
-extern const char *const compare_row_names[ROW_COUNT];
+/* A row's name: the kind's (step_kind_names), or the step part's. */
+const char *compare_row_name(int row);
 
 /* The most rows a table has: the kinds and the step's parts, GEMM as up to ROLE_COUNT roles. */
 #define COMPARE_MAX_ROWS (ROW_COUNT - 1 + ROLE_COUNT)
 
 typedef struct compare_row {
-    int row;       /* into compare_row_names; KIND_GEMM: a row of GEMM roles */
+    int row;       /* a kind or a step part (compare_row_name); KIND_GEMM: a row of GEMM roles */
     int role;      /* KIND_GEMM: the row's first role (gemm_roles.h); -1 otherwise */
-    char name[96]; /* what the outputs call it: compare_row_names[row], or the roles' name */
+    char name[96]; /* what the outputs call it: compare_row_name(row), or the roles' name */
     double measured_s, predicted_s;
 } compare_row;
 
