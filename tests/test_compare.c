@@ -333,6 +333,49 @@ static void expect_compare_error(const char *trace_rel, const char *plan_rel, co
     remove_tmpdir(dir);
 }
 
+/* Both ranks of the data-parallel plan traced (small.json as rank 0, small_rank1.json the same
+ * step as rank 1): a table each, and since the plan's two replicas run the same work, rank 1's
+ * rows equal rank 0's, measured and predicted; nothing is folded (a folded twin would show
+ * only its all-reduce: no compute, no optimizer). */
+START_TEST(every_traced_rank)
+{
+    char *paths[2] = {src_path("tests/data/compare/small.json"),
+                      src_path("tests/data/compare/small_rank1.json")};
+    char *plan = src_path("tests/data/compare/tiny-dp2.yaml");
+    const char *p[2] = {paths[0], paths[1]};
+    ps_error err;
+    ps_error_clear(&err);
+    trace_job j;
+    ck_assert_msg(trace_job_load(p, 2, 0, &j, &err) == 0, "%s", err.message);
+    strategy s;
+    ck_assert_msg(strategy_load(plan, ps_data_dir(), &s, &err) == 0, "%s", err.message);
+    cluster c;
+    sim_load("tests/data/compare/two-h100.xml", &c);
+    compare_table *t;
+    int n;
+    ck_assert_msg(compare_job(&j, &s, &c, &t, &n, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(t[0].rank, 0);
+    ck_assert_int_eq(t[1].rank, 1);
+    ck_assert_int_eq(t[0].n_rows, t[1].n_rows);
+    ck_assert(row(&t[1], KIND_OPTIMIZER)->predicted_s > 0);
+    ck_assert(t[1].simulated_compute_s > 0);
+    for (int i = 0; i < t[0].n_rows; i++) {
+        const compare_row *a = &t[0].rows[i], *b = named(&t[1], a->name);
+        ck_assert_msg(b, "rank 1 has no row %s", a->name);
+        ck_close(b->measured_s, a->measured_s, 1e-12);
+        ck_close(b->predicted_s, a->predicted_s, 1e-12);
+    }
+    free(t);
+    trace_job_free(&j);
+    strategy_free(&s);
+    cluster_free(&c);
+    free(plan);
+    free(paths[0]);
+    free(paths[1]);
+}
+END_TEST
+
 START_TEST(errors_are_located)
 {
     expect_compare_error("tests/data/replay/not_json.json", "tests/data/compare/tiny-dp2.yaml",
@@ -356,12 +399,8 @@ END_TEST
 
 int main(void)
 {
-    const TTest *tests[] = {measured_rows_by_hand,
-                            predicted_rows,
-                            gemm_roles_by_hand,
-                            gemm_roles_h100,
-                            real_h100_trace,
-                            errors_are_located,
-                            NULL};
+    const TTest *tests[] = {
+        measured_rows_by_hand, predicted_rows,    gemm_roles_by_hand, gemm_roles_h100,
+        real_h100_trace,       every_traced_rank, errors_are_located, NULL};
     return suite_run(suite_of("compare", "compare", 0, tests));
 }

@@ -206,8 +206,7 @@ static int predict_rank(const strategy *s, const cluster *c, const run_outcome *
     if (n == 0) {
         free(v);
         return ps_error_set(err, PS_EINPUT, t->trace, 0, 0, NULL,
-                            "GPU %d of the plan is not simulated (a folded data-parallel or "
-                            "tensor-parallel twin): compare rank 0's trace",
+                            "GPU %d of the plan runs no task: nothing to compare its trace with",
                             rank);
     }
     step_split spans;
@@ -231,13 +230,19 @@ static int predict_rank(const strategy *s, const cluster *c, const run_outcome *
     return 0;
 }
 
-/* Simulate the plan once, every task (the timeline is read task by task). */
+/* Simulate the plan once, every task of every GPU (the timeline is read task by task, and any
+ * rank may be traced: nothing is folded, as with run --no-fold; a folded twin's streams would
+ * hold only its collectives). */
 static int simulate(const strategy *s, const cluster *c, run_outcome *run, ps_error *err)
 {
     htae_options o;
     htae_default_options(&o);
+    compile_options copt;
+    compile_default_options(&copt);
+    copt.fold_data_parallel = 0;
     keep_ready k = {&o, NULL};
-    run_request rq = {.c = c, .s = s, .hopt = &o, .gate = keep_ready_gate, .gate_ctx = &k};
+    run_request rq = {
+        .c = c, .s = s, .copt = &copt, .hopt = &o, .gate = keep_ready_gate, .gate_ctx = &k};
     int rc = run_execute(&rq, run, err);
     free(k.none);
     return rc;
