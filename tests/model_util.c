@@ -88,3 +88,12 @@ void flow_op(kernel_flow *f, const workload_op *op, op_pass pass, double kernel)
         f->gpu = (f->gpu > f->host ? f->gpu : f->host) + kernel / k;
     }
 }
+
+void model_devices(device_table *t)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(device_table_load(path, t, &err) == 0, "%s", err.message);
+}

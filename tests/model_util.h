@@ -37,4 +37,7 @@ typedef struct kernel_flow {
  * all, each after its share of the op's launch cost. */
 void flow_op(kernel_flow *f, const workload_op *op, op_pass pass, double kernel);
 
+/* The bundled device table (topology/devices/devices.yaml), loaded or the test fails. */
+void model_devices(device_table *t);
+
 #endif

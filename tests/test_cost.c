@@ -445,12 +445,8 @@ static const struct measured_gpu {
 /* A devices.yaml GPU (its gemm_efficiency fitted on H100 training rows, never on these). */
 static device_spec yaml_device(const char *name)
 {
-    const char *root = ps_data_dir();
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", root);
     device_table t;
-    ps_error err = {0};
-    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    model_devices(&t);
     const device_spec *d = device_table_find(&t, name);
     ck_assert(d);
     device_spec out = *d;

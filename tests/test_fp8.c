@@ -81,11 +81,9 @@ END_TEST
  * entry (HGX B200 datasheet, sparse figures halved), and no FP8 on the A100. */
 START_TEST(device_fp8_peaks)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
+    model_devices(&t);
     ps_error err = {0};
-    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
     const device_spec *h = device_table_find(&t, "H100-SXM5-80GB");
     const device_spec *h2 = device_table_find(&t, "H200-SXM-141GB");
     const device_spec *b = device_table_find(&t, "B200-SXM-180GB");

@@ -10,6 +10,7 @@
 #include "../sim/report/report_replay.h"
 #include "../sim/whatif/whatif.h"
 #include "../workloads/trace/trace.h"
+#include "model_util.h"
 #include "sim_util.h"
 #include "suite_util.h"
 
@@ -146,11 +147,8 @@ START_TEST(amp_on_a_known_gemm)
 {
     whatif_effect e;
     double step = replay_one("gemm.json", "amp", &e);
-    ps_error err;
     device_table t;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
-    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    model_devices(&t);
     const device_spec *v100 = device_table_find(&t, "V100-SXM2-32GB");
     double n = 4096, ratio = cost_gemm_kernel_seconds(1, n, n, n, PREC_FP16, v100) /
                              cost_gemm_kernel_seconds(1, n, n, n, PREC_FP32, v100);
@@ -173,11 +171,8 @@ START_TEST(amp_reads_bmm_and_convolution_shapes)
 {
     whatif_effect e;
     double step = replay_one("amp_shapes.json", "amp", &e);
-    ps_error err;
     device_table t;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
-    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    model_devices(&t);
     const device_spec *v = device_table_find(&t, "V100-SXM2-32GB");
     double bmm = 2e-3 * cost_gemm_kernel_seconds(8, 512, 1024, 256, PREC_FP16, v) /
                  cost_gemm_kernel_seconds(8, 512, 1024, 256, PREC_FP32, v);
@@ -199,11 +194,8 @@ START_TEST(device_recosts_kernels)
 {
     whatif_effect e;
     double step = replay_one("gemm.json", "device:A100-SXM4-80GB", &e);
-    ps_error err;
     device_table t;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
-    ck_assert_msg(device_table_load(path, &t, &err) == 0, "%s", err.message);
+    model_devices(&t);
     const device_spec *v100 = device_table_find(&t, "V100-SXM2-32GB");
     const device_spec *a100 = device_table_find(&t, "A100-SXM4-80GB");
     double n = 4096, gemm = 10e-3 * cost_gemm_kernel_seconds(1, n, n, n, PREC_FP32, a100) /
