@@ -157,10 +157,3 @@ int cli_exit_code(int parse_result)
 {
     return parse_result == CLI_HELP_SHOWN ? 0 : parse_result;
 }
-
-double cli_now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}

@@ -80,8 +80,6 @@ int cli_parse_size(const char *s, double *out);
 
 /* An NCCL algorithm name (auto, ring, tree, nvls) into *out: 0, or PS_EINPUT after a usage
  * error naming opt. */
-/* Monotonic host seconds, for the commands' own timings. */
-double cli_now_s(void);
 int cli_parse_algo(const cli_command *c, const char *opt, const char *v, coll_algo *out);
 
 /* The usage error "OPT: bad WHAT 'V' (expected EXPECTED)"; returns PS_EINPUT. */

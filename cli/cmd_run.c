@@ -213,7 +213,7 @@ static int run_main(int argc, char **argv)
         return cli_exit_code(prc);
     ps_error err;
     ps_error_clear(&err);
-    double t0 = cli_now_s();
+    double t0 = ps_now_s();
     strategy s;
     if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
         return cli_fail(&err);
@@ -234,7 +234,7 @@ static int run_main(int argc, char **argv)
         a.copt.profile = &db;
         out_warn_profile_device(&db, &c);
     }
-    double load_s = cli_now_s() - t0;
+    double load_s = ps_now_s() - t0;
     run_counted counted = {&a, NULL};
     run_request rq = {.c = &c,
                       .s = &s,

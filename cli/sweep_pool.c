@@ -453,7 +453,7 @@ static int pool_poll(pool *pl, int timeout_ms, ps_error *err)
 
 static void progress_draw(int done, int total, double t0, int final)
 {
-    double el = cli_now_s() - t0;
+    double el = ps_now_s() - t0;
     double rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     int width = 30, fill = total ? done * width / total : width;
@@ -473,7 +473,7 @@ static void progress_draw(int done, int total, double t0, int final)
 /* "sweep: 120/564 plans, 21.3 plans/s, eta 20 s" */
 static void progress_line(int done, int total, double t0)
 {
-    double el = cli_now_s() - t0;
+    double el = ps_now_s() - t0;
     double rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     fprintf(stderr, "sweep: %d/%d plans, %.1f plans/s, eta %.0f s\n", done, total, rate, eta);
@@ -484,7 +484,7 @@ static void progress_line(int done, int total, double t0)
  * Lines come every PROGRESS_LINE_S seconds. */
 static void progress_report(int mode, int done, int total, double t0, double *last, int final)
 {
-    double t = cli_now_s();
+    double t = ps_now_s();
     if (mode == PROGRESS_BAR && (final || t - *last > 0.2 || done == total)) {
         progress_draw(done, total, t0, final);
         *last = t;
@@ -560,7 +560,7 @@ int sweep_pool_run(const sweep_spec *spec, const cluster *c, const profile_db *d
         for (int i = 0; i < n_plans; i++)
             pl.twin_of[i] = -1;
     }
-    double t0 = cli_now_s(), last = t0;
+    double t0 = ps_now_s(), last = t0;
     int next = 0, done = 0, rc = 0;
     if (progress == PROGRESS_BAR)
         progress_draw(0, n_todo, t0, 0);

@@ -231,15 +231,15 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
     int progress = o->progress == 0        ? PROGRESS_OFF
                    : isatty(STDERR_FILENO) ? PROGRESS_BAR
                                            : PROGRESS_LINES;
-    double ts = cli_now_s();
+    double ts = ps_now_s();
     int n_twins = 0;
     int rc = sweep_pool_run(spec, c, db, t->plans, t->n, todo, n_todo, jobs, o->twins, progress,
                             &n_twins, err);
     free(todo);
     if (rc)
         return rc;
-    double sim_s = cli_now_s() - ts;
-    t->wall_s = cli_now_s() - t0;
+    double sim_s = ps_now_s() - ts;
+    t->wall_s = ps_now_s() - t0;
     sweep_rank(t);
     int cnt[SWEEP_PLAN_STATUS_COUNT];
     sweep_plans_count(t->plans, t->n, cnt);
@@ -257,7 +257,7 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
 int sweep_run(const char *sweep_path, const char *cluster_path, const char *data_dir,
               const sweep_options *o, ps_error *err)
 {
-    double t0 = cli_now_s();
+    double t0 = ps_now_s();
     sweep_spec spec;
     if (sweep_spec_load(sweep_path, data_dir, &spec, err))
         return err->code;

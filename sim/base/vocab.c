@@ -1,10 +1,11 @@
-/* vocab.c: precisions and the enum name-table lookups of vocab.h.
+/* vocab.c: precisions, the enum name-table lookups of vocab.h, the data directory, the clock.
  * Each enum's table lives beside the module that owns the enum; this file only looks up. */
 #include "vocab.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 const enum_names precision_names = ENUM_NAMES(precision_table);
@@ -48,4 +49,11 @@ const char *ps_data_dir(void)
 {
     const char *d = getenv("PROTOSIM_DATA_DIR");
     return d && *d ? d : PROTOSIM_SOURCE_DIR;
+}
+
+double ps_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }

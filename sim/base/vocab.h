@@ -34,4 +34,7 @@ extern const enum_names precision_names;
  * $PROTOSIM_DATA_DIR when set, else the source tree the binary was built from. */
 const char *ps_data_dir(void);
 
+/* Monotonic host seconds, for the wall-clock timings reports give of their own steps. */
+double ps_now_s(void);
+
 #endif

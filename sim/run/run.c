@@ -4,14 +4,6 @@
 
 #include <assert.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 void run_summarize(const compiled_plan *p, const htae_result *r, report_summary *out)
 {
@@ -32,7 +24,7 @@ void run_summarize(const compiled_plan *p, const htae_result *r, report_summary 
 /* Step 1: the graph to simulate: the strategy compiled, or the job's graph built. */
 static int run_build(const run_request *rq, run_outcome *out, ps_error *err)
 {
-    double t0 = now_s();
+    double t0 = ps_now_s();
     int rc;
     if (rq->job) {
         rc = trace_job_graph(rq->job, rq->c->n_gpus, &out->traced, &out->task_of, err);
@@ -41,14 +33,14 @@ static int run_build(const run_request *rq, run_outcome *out, ps_error *err)
         rc = compile_plan(rq->s, rq->c, rq->copt, &out->plan, err);
         out->graph = out->plan.graph;
     }
-    out->compile_s = now_s() - t0;
+    out->compile_s = ps_now_s() - t0;
     return rc;
 }
 
 /* Step 3: the graph simulated; the clock put back to 0 when another run follows. */
 static int run_simulate(const run_request *rq, run_outcome *out, ps_error *err)
 {
-    double t0 = now_s();
+    double t0 = ps_now_s();
     int rc;
     if (rq->job) {
         rc = htae_run(out->traced, rq->c, rq->hopt, &out->res, err);
@@ -62,7 +54,7 @@ static int run_simulate(const run_request *rq, run_outcome *out, ps_error *err)
         rc = steady_run(rq->s, rq->c, copt, rq->hopt, rq->steady, &out->plan, &out->res,
                         &out->steady, err);
     }
-    out->simulate_s = now_s() - t0;
+    out->simulate_s = ps_now_s() - t0;
     if (!rc && rq->again)
         out->clock_reset = htae_clock_restart();
     return rc;
@@ -71,14 +63,14 @@ static int run_simulate(const run_request *rq, run_outcome *out, ps_error *err)
 /* Step 4: the summary (a strategy's or a job's) and, when asked, the critical path. */
 static void run_summary(const run_request *rq, run_outcome *out)
 {
-    double t0 = now_s();
+    double t0 = ps_now_s();
     if (rq->job)
         report_replay_summarize(rq->job, out->traced, out->task_of, &out->res, &out->replay);
     else
         run_summarize(&out->plan, &out->res, &out->sum);
     if (rq->path)
         report_critical_path_create(out->graph, &out->res, &out->path);
-    out->summarize_s = now_s() - t0;
+    out->summarize_s = ps_now_s() - t0;
 }
 
 int run_execute(const run_request *rq, run_outcome *out, ps_error *err)
