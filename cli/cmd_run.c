@@ -153,19 +153,11 @@ static int run_report(const run_args *a, const cluster *c, const run_outcome *ru
 {
     const compiled_plan *plan = &run->plan;
     const htae_result *res = &run->res;
-    run_analysis an; /* the run's summary and critical path, borrowed */
-    an.sum = run->sum;
-    an.path = run->path;
-    an.steady = run->steady;
-    an.load_s = load_s;
-    an.compile_s = run->compile_s;
-    an.simulate_s = run->simulate_s;
-    an.summarize_s = run->summarize_s;
-    const report_summary *sum = &an.sum;
+    const report_summary *sum = &run->sum;
     int rc = 0;
     if (!a->quiet)
-        out_run_text(stdout, c, plan, res, &an);
-    if (a->json && out_run_json(a->json, c, plan, res, &an, err))
+        out_run_text(stdout, c, run);
+    if (a->json && out_run_json(a->json, c, run, load_s, err))
         rc = err->code;
     else if (a->trace && out_run_trace(a->trace, c, plan, res, &a->trace_filter, err))
         rc = err->code;

@@ -211,11 +211,12 @@ static void profile_json(cJSON *root, const compiled_plan *p)
     profile_summary_free(&ps);
 }
 
-void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
-                  const run_analysis *an)
+void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
 {
-    const report_summary *sum = &an->sum;
-    const report_critical_path *cp = &an->path;
+    const compiled_plan *p = &run->plan;
+    const htae_result *r = &run->res;
+    const report_summary *sum = &run->sum;
+    const report_critical_path *cp = &run->path;
     char b1[32];
     const double GiB = 1073741824.0;
     const workload_model *m = &p->model;
@@ -293,10 +294,10 @@ void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const hta
                 p->dp);
     if (p->simulated_tp < p->tp)
         fprintf(out, "; tensor index 0 of %d computes (TP peers folded)", p->tp);
-    if (an->steady.used)
+    if (run->steady.used)
         fprintf(out, "; %d of %d micro-batches simulated (steady state, period %s)",
-                an->steady.simulated, an->steady.micro_batches,
-                human_time(an->steady.period_s, b1, sizeof b1));
+                run->steady.simulated, run->steady.micro_batches,
+                human_time(run->steady.period_s, b1, sizeof b1));
     fputc('\n', out);
 }
 
@@ -319,11 +320,13 @@ int out_json_file(const char *path, cJSON *root, ps_error *err)
     return rc;
 }
 
-int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
-                 const run_analysis *an, ps_error *err)
+int out_run_json(const char *path, const cluster *c, const run_outcome *run, double load_s,
+                 ps_error *err)
 {
-    const report_summary *sum = &an->sum;
-    const report_critical_path *cp = &an->path;
+    const compiled_plan *p = &run->plan;
+    const htae_result *r = &run->res;
+    const report_summary *sum = &run->sum;
+    const report_critical_path *cp = &run->path;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "strategy", p->strategy_file);
     cJSON_AddStringToObject(root, "cluster", c->file);
@@ -400,17 +403,17 @@ int out_run_json(const char *path, const cluster *c, const compiled_plan *p, con
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
     cJSON *st = cJSON_AddObjectToObject(sim, "steady_state");
-    cJSON_AddNumberToObject(st, "micro_batches", an->steady.micro_batches);
-    cJSON_AddNumberToObject(st, "simulated_micro_batches", an->steady.simulated);
-    if (an->steady.used)
-        cJSON_AddNumberToObject(st, "period_s", an->steady.period_s);
+    cJSON_AddNumberToObject(st, "micro_batches", run->steady.micro_batches);
+    cJSON_AddNumberToObject(st, "simulated_micro_batches", run->steady.simulated);
+    if (run->steady.used)
+        cJSON_AddNumberToObject(st, "period_s", run->steady.period_s);
     else
-        cJSON_AddStringToObject(st, "not_used", an->steady.why);
+        cJSON_AddStringToObject(st, "not_used", run->steady.why);
     cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */
-    cJSON_AddNumberToObject(ph, "load", an->load_s);
-    cJSON_AddNumberToObject(ph, "compile", an->compile_s);
-    cJSON_AddNumberToObject(ph, "simulate", an->simulate_s);
-    cJSON_AddNumberToObject(ph, "summarize", an->summarize_s);
+    cJSON_AddNumberToObject(ph, "load", load_s);
+    cJSON_AddNumberToObject(ph, "compile", run->compile_s);
+    cJSON_AddNumberToObject(ph, "simulate", run->simulate_s);
+    cJSON_AddNumberToObject(ph, "summarize", run->summarize_s);
 
     return out_json_file(path, root, err);
 }

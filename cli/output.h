@@ -55,26 +55,18 @@ cJSON *out_figures_json(cJSON *obj, const plan_figures *f);
 
 /* ---- one run (out_run.c) ---- */
 
-/* A run's analysis, computed once and handed to every writer. */
-typedef struct run_analysis {
-    report_summary sum;
-    report_critical_path path;
-    /* Host seconds of `run`'s steps before the report (0: not measured): loading the strategy
-     * and the cluster, compiling, simulating (htae_run, htae_result.wall_s), summarizing. */
-    double load_s, compile_s, simulate_s, summarize_s;
-    steady_info steady; /* whether the steady state was simulated once (sim/run/steady.h) */
-} run_analysis;
-
 /* run/sweep --profile with a table of a GPU the cluster does not have: a warning on stderr (it
  * matches nothing; not an error). */
 void out_warn_profile_device(const profile_db *db, const cluster *c);
 
-void out_run_text(FILE *out, const cluster *c, const compiled_plan *p, const htae_result *r,
-                  const run_analysis *an);
+/* The run's text summary and JSON report, from its outcome (sim/run/run.h: the compiled plan,
+ * timeline, summary, critical path, steady state, steps' host seconds); load_s: the host
+ * seconds of loading the strategy and the cluster before it. */
+void out_run_text(FILE *out, const cluster *c, const run_outcome *run);
 /* out_run_json and out_run_trace return 0, or PS_EINPUT with err naming the file that could
  * not be written. */
-int out_run_json(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
-                 const run_analysis *an, ps_error *err);
+int out_run_json(const char *path, const cluster *c, const run_outcome *run, double load_s,
+                 ps_error *err);
 
 /* What a trace keeps (run --trace-ranks, --trace-steps; out_trace.c). */
 typedef struct out_trace_filter {
