@@ -128,20 +128,6 @@ static int predicted_spans(const exec_graph *g, const htae_result *r, int rank, 
 }
 
 /* The gate: the host's issue times kept (htae_result.ready), no snapshot taken. */
-typedef struct keep_ready {
-    htae_options *o;
-    unsigned char *none;
-} keep_ready;
-
-static int keep_ready_gate(void *ctx, const compiled_plan *plan, ps_error *err)
-{
-    (void)err;
-    keep_ready *k = ctx;
-    k->none = xcalloc((size_t)plan->graph->n_tasks + 1, 1);
-    k->o->snapshot_tasks = k->none;
-    return RUN_SIMULATE;
-}
-
 static int by_difference(const void *a, const void *b)
 {
     const compare_row *x = a, *y = b;
@@ -237,15 +223,12 @@ static int simulate(const strategy *s, const cluster *c, run_outcome *run, ps_er
 {
     htae_options o;
     htae_default_options(&o);
+    o.keep_ready = 1; /* the host's issue times: which gaps are host-bound */
     compile_options copt;
     compile_default_options(&copt);
     copt.fold_data_parallel = 0;
-    keep_ready k = {&o, NULL};
-    run_request rq = {
-        .c = c, .s = s, .copt = &copt, .hopt = &o, .gate = keep_ready_gate, .gate_ctx = &k};
-    int rc = run_execute(&rq, run, err);
-    free(k.none);
-    return rc;
+    run_request rq = {.c = c, .s = s, .copt = &copt, .hopt = &o};
+    return run_execute(&rq, run, err);
 }
 
 int compare_job(const trace_job *job, const strategy *s, const cluster *c, compare_table **tables,

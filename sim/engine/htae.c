@@ -78,6 +78,7 @@ void htae_default_options(htae_options *o)
     o->timed_alone = 1;
     o->counter_ranks = NULL;
     o->snapshot_tasks = NULL;
+    o->keep_ready = 0;
 }
 
 struct exec_state;
@@ -691,7 +692,7 @@ int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, hta
     }
     if (!rc) {
         htae_links_collect(x.links, out);
-        if (x.opt.snapshot_tasks) {
+        if (x.opt.snapshot_tasks || x.opt.keep_ready) {
             out->ready = xmalloc(((size_t)g->n_tasks + 1) * sizeof *out->ready);
             memcpy(out->ready, x.ready, (size_t)g->n_tasks * sizeof *out->ready);
         }

@@ -51,6 +51,7 @@ typedef struct htae_options {
      * the tasks at whose start every link's bytes and busy time so far are recorded
      * (htae_result.snap_*); the host's issue times are then kept too (htae_result.ready). */
     const unsigned char *snapshot_tasks;
+    int keep_ready; /* 1: keep the host's issue times (htae_result.ready) without snapshots */
 } htae_options;
 
 void htae_default_options(htae_options *o);
@@ -94,7 +95,7 @@ typedef struct htae_result {
     double wall_s;         /* host seconds spent in the simulation */
     htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
     int n_links;
-    /* With htae_options.snapshot_tasks, else NULL and 0: */
+    /* With htae_options.snapshot_tasks (ready: or keep_ready), else NULL and 0: */
     double *ready;  /* [n_tasks] when the host had issued each HOST_ISSUE task (others 0) */
     int n_snaps;    /* snapshots, in the order taken */
     double *snap_t; /* [n_snaps] their simulated times */
