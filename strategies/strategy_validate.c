@@ -58,12 +58,13 @@ static int validate_zero(const strategy *s, ps_error *err)
             "shard degree %d does not divide the data-parallel degree %d%s", s->shard_degree,
             s->dp * s->cp,
             s->cp > 1 ? " (data x context: the ranks holding the same weights)" : "");
-    if (s->zero >= 2 && s->pp > 1)
+    /* zero 3 with a pipeline runs as PyTorch's pipelining runs FSDP (zero.c, fsdp_keep) */
+    if (s->zero == 2 && s->pp > 1)
         return ps_error_set(err, PS_EINPUT, s->file, z.line, z.column, "strategy.data.zero",
-                            "zero %d with a pipeline (degree %d) is not modelled: DeepSpeed's "
-                            "pipeline engine takes ZeRO 1 only, and PyTorch's pipelining keeps "
-                            "FSDP parameters and gradients unsharded across micro-batches",
-                            s->zero, s->pp);
+                            "zero 2 with a pipeline (degree %d) is not modelled: DeepSpeed's "
+                            "pipeline engine takes ZeRO 1 only (zero 3 with a pipeline runs as "
+                            "PyTorch's pipelining runs FSDP)",
+                            s->pp);
     if (s->overlap_param_gather && s->zero != 1 && s->zero != 2)
         return ps_error_set(err, PS_EINPUT, s->file, g.line, g.column,
                             "strategy.data.overlap_param_gather",

@@ -282,7 +282,7 @@ static const bad_case bad[] = {
     {"bad_shard_divide.yaml", 5, 44, "strategy.data.shard_degree",
      "shard degree 3 does not divide the data-parallel degree 4"},
     {"bad_shard_zero0.yaml", 5, 35, "strategy.data.shard_degree", "needs zero 1, 2 or 3"},
-    {"bad_zero_pipeline.yaml", 6, 27, "strategy.data.zero", "with a pipeline (degree 2)"},
+    {"bad_zero_pipeline.yaml", 6, 27, "strategy.data.zero", "zero 2 with a pipeline (degree 2)"},
     {"bad_zero3_gather.yaml", 5, 52, "strategy.data.overlap_param_gather", "with zero 3"},
     {"bad_zero3_no_overlap.yaml", 5, 39, "strategy.data.overlap", "zero 3 without overlap"},
     {"bad_gather_zero0.yaml", 5, 43, "strategy.data.overlap_param_gather", "with zero 0"},

@@ -429,6 +429,180 @@ START_TEST(fsdp_memory_of_gpt3_6_7b_on_8_gpus)
 }
 END_TEST
 
+/* ---- FSDP under a pipeline (tests/data/zero/fsdp-pipeline.yaml) ---- */
+
+/* The stage of a DP collective: its group's first rank / dp (ranks d + 2 p: data varies
+ * fastest, pipeline slowest, as the default order puts them). */
+static int coll_stage(const exec_graph *g, uint32_t c)
+{
+    return g->group_ranks[g->groups[g->colls[c].group].first] / 2;
+}
+
+/* Collectives labelled `label` of stage p: count, bytes and micro-batch in graph order. */
+static int stage_colls(const exec_graph *g, const char *label, int p, double *bytes, int *mb,
+                       int cap)
+{
+    int n = 0;
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        if (strcmp(coll_label(g, c), label) || coll_stage(g, c) != p)
+            continue;
+        if (n < cap) {
+            bytes[n] = g->colls[c].bytes;
+            mb[n] = g->tasks[g->coll_tasks[g->colls[c].first_task]].micro;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* 2 stages (stage 0: embedding, layers 0-1; stage 1: layers 2-3, head), DP 2, 4 micro-batches,
+ * 1F1B. PyTorch's pipelining keeps each stage's FSDP units gathered and their gradients
+ * unsynced across micro-batches: per stage, each of its 3 units is all-gathered once (before
+ * micro-batch 0's forward, in forward order: bf16 parameters) and reduce-scattered once (after
+ * micro-batch 3's backward, in forward order: fp32 gradients). 6 gathers and 6 reduce-scatters
+ * in all, against 2 x 4 x 6 = 48 gathers and 4 x 6 = 24 reduce-scatters if every micro-batch
+ * gathered and reduced as FULL_SHARD does without a pipeline. Every collective spans the 2
+ * ranks of its stage's DP group. */
+START_TEST(fsdp_under_a_pipeline_gathers_and_reduces_once_per_unit)
+{
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-pipeline.yaml", -1, "tests/data/zero/four-dp1GBps.xml");
+    const exec_graph *g = f.p.graph;
+    double unit[MAXL], bytes[8];
+    int mb[8];
+    gpt_units(&f.s.model, unit);
+    ck_assert_int_eq(f.p.pp, 2);
+    ck_assert_int_eq(count_colls(g, "fsdp param all-gather fwd", COLL_ALLGATHER, NULL, 0), 6);
+    ck_assert_int_eq(count_colls(g, "fsdp param all-gather bwd", COLL_ALLGATHER, NULL, 0), 0);
+    ck_assert_int_eq(count_colls(g, "fsdp grad reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0), 6);
+    ck_assert_int_eq(dp_colls(g), 12);
+    for (int p = 0; p < 2; p++) {
+        ck_assert_int_eq(stage_colls(g, "fsdp param all-gather fwd", p, bytes, mb, 8), 3);
+        for (int i = 0; i < 3; i++) { /* stage p's units are unit[3p .. 3p + 2] */
+            ck_close(bytes[i], unit[3 * p + i] * 2, 1e-12);
+            ck_assert_int_eq(mb[i], 0);
+        }
+        ck_assert_int_eq(stage_colls(g, "fsdp grad reduce-scatter", p, bytes, mb, 8), 3);
+        for (int i = 0; i < 3; i++) {
+            ck_close(bytes[i], unit[3 * p + i] * 4, 1e-12);
+            ck_assert_int_eq(mb[i], 3);
+        }
+    }
+    for (uint32_t k = 0; k < g->n_colls; k++) {
+        const graph_group *gr = &g->groups[g->colls[k].group];
+        ck_assert_int_eq(gr->n, 2);
+        ck_assert_int_eq(g->group_ranks[gr->first + 1], g->group_ranks[gr->first] + 1);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
+/* The same plan with the DP pairs on 1 GB/s links (pipeline pairs on 300 GB/s ones), no
+ * overheads. A 2-member ring moves half the buffer each way: unit u gathers in
+ * a_u = 2 unit_u / 2 / 1e9 s and reduce-scatters in r_u = 4 unit_u / 2 / 1e9 s (the embedding
+ * 8.9 M parameters: 8.9 ms and 17.8 ms; a layer 12.6 M: 12.6 ms and 25.2 ms). On rank 0
+ * (stage 0) by hand:
+ * - the gathers run back to back from 0: [0, a_e], [a_e, a_e + a_0], [a_e + a_0, a_e + a_0 + a_1]
+ *   (each is issued when the unit before starts computing, well before the link is free: a
+ *   unit's forward is about 0.1 ms), and micro-batch 0's forward of each unit starts exactly
+ *   when its gather ends; no other gather follows (every later pass finds its unit gathered);
+ * - the reduce-scatters wait for the stage's last backward (micro-batch 3's embedding, ending
+ *   at E) and run back to back in forward order, then Adam on half of the stage's parameters:
+ *   the rank's step ends at E + r_e + r_0 + r_1 + opt; on rank 2 (stage 1) likewise with its
+ *   units, and rank 0 ends last (stage 0's backward of micro-batch 3 comes after stage 1's):
+ *   the iteration. */
+START_TEST(fsdp_under_a_pipeline_step_time_by_hand)
+{
+    hand h;
+    hand_load(&h, "tests/data/zero/fsdp-pipeline.yaml");
+    const double bw = 1e9;
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-pipeline.yaml", -1, "tests/data/zero/four-dp1GBps.xml");
+    fixture_run(&f);
+    const exec_graph *g = f.p.graph;
+    const htae_result *res = &f.r;
+    double rank_end[4] = {0, 0, 0, 0};
+    for (int p = 0; p < 2; p++) {
+        int r = 2 * p, ng = 0, nr = 0;
+        double at = 0, last_bwd = 0, stage_params = 0;
+        for (int i = 0; i < 3; i++)
+            stage_params += h.unit[3 * p + i];
+        for (uint32_t t = 0; t < g->n_tasks; t++) {
+            const graph_task *k = &g->tasks[t];
+            if (k->rank == r && k->kind == TASK_COMPUTE && k->category == CAT_BACKWARD)
+                last_bwd = fmax(last_bwd, res->end[t]);
+        }
+        for (uint32_t t = 0; t < g->n_tasks; t++) {
+            const graph_task *k = &g->tasks[t];
+            if (k->rank != r || k->kind != TASK_COLLECTIVE)
+                continue;
+            int u = 3 * p + (g->colls[k->coll].kind == COLL_ALLGATHER ? ng : nr);
+            if (g->colls[k->coll].kind == COLL_ALLGATHER) {
+                ck_assert_int_lt(ng, 3);
+                if (p == 0) { /* stage 0: nothing else holds its gathers back */
+                    ck_close(res->start[t], at, 1e-9);
+                    ck_close(res->end[t], at + gather_s(&h, u, bw), 1e-9);
+                    for (uint32_t i = 0; i < k->n_succ; i++) {
+                        uint32_t n = g->succ[k->succ_first + i];
+                        if (g->tasks[n].rank == r && g->tasks[n].kind == TASK_COMPUTE)
+                            ck_close(res->start[n], res->end[t], 1e-12);
+                    }
+                    at = res->end[t];
+                } else {
+                    ck_close(res->end[t] - res->start[t], gather_s(&h, u, bw), 1e-9);
+                }
+                ng++;
+                continue;
+            }
+            ck_assert_int_eq(g->colls[k->coll].kind, COLL_REDUCE_SCATTER);
+            ck_assert_int_eq(ng, 3); /* every gather before any reduce-scatter */
+            if (nr == 0)
+                at = last_bwd;
+            ck_close(res->start[t], at, 1e-12);
+            ck_close(res->end[t], at + reduce_s(&h, u, bw), 1e-9);
+            at = res->end[t];
+            nr++;
+        }
+        ck_assert_int_eq(nr, 3);
+        double opt = cost_optimizer_seconds(stage_params / 2, 1, PREC_BF16, h.dev) +
+                     cost_iteration_overhead_seconds();
+        for (uint32_t t = 0; t < g->n_tasks; t++)
+            if (g->tasks[t].rank == r && g->tasks[t].category == CAT_OPTIMIZER)
+                rank_end[r] = res->end[t];
+        ck_close(rank_end[r], at + opt, 1e-9);
+    }
+    ck_assert(rank_end[0] > rank_end[2]);
+    ck_close(res->makespan, rank_end[0], 1e-12);
+    fixture_free(&f);
+    hand_free(&h);
+}
+END_TEST
+
+/* Memory of the same plan, by hand. Stage 0 holds P0 = (v + s) h + 2 (12 h^2 + 13 h) parameters,
+ * stage 1 P1 = 2 (12 h^2 + 13 h) + v h + 2 h. Under a pipeline FSDP keeps the stage's units
+ * gathered and its gradients whole for the step: weights P x 2 B / 2 (the shard) + P x 2 B (all
+ * units gathered), gradients P x 4 B (whole, accumulated in fp32), Adam 12 B x P / 2 (sharded),
+ * the 2 GiB runtime reserve and no buckets. */
+START_TEST(fsdp_under_a_pipeline_memory)
+{
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-pipeline.yaml", -1, "tests/data/zero/four-dp1GBps.xml");
+    double h = 1024, sq = 512, v = 8192, layer = 12 * h * h + 13 * h;
+    double P[2] = {(v + sq) * h + 2 * layer, 2 * layer + v * h + 2 * h};
+    ck_close(P[0], 34105344.0, 1e-15);
+    ck_close(P[1], 33583104.0, 1e-15);
+    for (int r = 0; r < 4; r++) {
+        const memory_estimate *m = &f.p.memory[r];
+        double p = P[r / 2];
+        ck_close(m->weights, p * 2 / 2 + p * 2, 1e-12);
+        ck_close(m->gradients, p * 4, 1e-12);
+        ck_close(m->optimizer, p * 12 / 2, 1e-12);
+        ck_close(m->buffers, 2.0 * 1073741824.0, 1e-12);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
 static Suite *zero_suite(void)
 {
     const TTest *const tests[] = {fsdp_gathers_twice_per_unit_and_reduces_once,
@@ -437,6 +611,9 @@ static Suite *zero_suite(void)
                                   fsdp_slow_link_exposes_every_gather,
                                   hsdp_shards_in_groups_and_reduces_across_them,
                                   fsdp_memory_of_gpt3_6_7b_on_8_gpus,
+                                  fsdp_under_a_pipeline_gathers_and_reduces_once_per_unit,
+                                  fsdp_under_a_pipeline_step_time_by_hand,
+                                  fsdp_under_a_pipeline_memory,
                                   NULL};
     return suite_of("zero", "core", 120, tests);
 }

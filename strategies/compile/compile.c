@@ -230,11 +230,11 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
             emit_piece(cx, ct, p, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast, after);
         emit_piece(cx, ct, p, which, i, k2, unit.micro, ufirst, ulast, after);
         for (int j = 0; j < n; j++) {
-            int k = es->fsdp_next[j]++; /* j = d * tp + t */
+            int k = es->fsdp_next[p * n + j]++; /* j = d * tp + t */
             fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
             assert(k < es->fsdp_n[p] && st.backward == unit.backward && st.mb == unit.micro);
             assert(ct[0]->unit_layer[st.unit] == layer);
-            uint32_t *rec_k = &es->fsdp_task[((size_t)j * es->fsdp_cap + k) * 3];
+            uint32_t *rec_k = &es->fsdp_task[(((size_t)p * n + j) * es->fsdp_cap + k) * 3];
             rec_k[FSDP_FIRST] = ufirst[j];
             rec_k[FSDP_BEFORE] = ubefore[j];
             rec_k[FSDP_LAST] = ulast[j];
@@ -568,6 +568,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.pp_bytes = cx.tp_bytes / (s->sequence_parallel ? cx.tp : 1);
     cx.grad_elem = s->precision == PREC_FP16 ? 2.0 : 4.0; /* Megatron: bf16 reduces fp32 grads */
     cx.fsdp = s->zero == 3 && cx.dp > 1;
+    cx.fsdp_keep = cx.fsdp && cx.pp > 1;
     cx.layer_cuts = cx.dp > 1 && (cx.fsdp || s->overlap_param_gather);
 
     /* a rank's tokens (tokens / cp of its context share, / tp under sequence parallelism),

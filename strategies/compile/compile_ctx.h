@@ -117,7 +117,11 @@ typedef struct compile_ctx {
     int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
     int label_edp[3];              /* expert gradient collectives, by coll_kind */
     int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
-    int fsdp;       /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
+    int fsdp; /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
+    /* FSDP under a pipeline (PyTorch's pipelining, torchtitan's reshard_after_forward False):
+     * each unit gathered once per step, before its chunk's first forward, kept gathered, its
+     * gradients accumulated whole and reduce-scattered once after the chunk's last backward */
+    int fsdp_keep;
     int layer_cuts; /* forward segments end at layer boundaries (parameters gated per unit) */
     int shard, n_shard_groups; /* ranks ZeRO shards over, and dp / shard */
     const profile_db *profile; /* measured op times (compile_options.profile), or NULL */
@@ -181,13 +185,13 @@ typedef struct emit_state {
     uint32_t *opt_task; /* per rank */
     pipeline_unit *units;
     /* ZeRO-3: each stage's FSDP units in program order (fsdp_seq[p * fsdp_cap + k]), and for
-     * every simulated (replica, tensor index) the tasks of the k-th: fsdp_task[(((d * tp + t) *
-     * fsdp_cap) + k) * 3 + FSDP_FIRST / FSDP_BEFORE / FSDP_LAST] */
+     * every simulated member j = d * tp_sim + t of stage p the tasks of the k-th:
+     * fsdp_task[((p * n_sim + j) * fsdp_cap + k) * 3 + FSDP_FIRST / FSDP_BEFORE / FSDP_LAST] */
     struct fsdp_step *fsdp_seq;
     int *fsdp_n; /* [pp]: steps per stage */
     int fsdp_cap;
     uint32_t *fsdp_task;
-    int *fsdp_next; /* [dp_sim * tp]: next step to record */
+    int *fsdp_next; /* [pp * n_sim]: next step to record, per (stage, member) */
 } emit_state;
 
 /* One step of a stage's FSDP program: unit `unit` of chunk mc, forward or backward, for

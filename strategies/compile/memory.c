@@ -11,12 +11,19 @@
 static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
 /* ZeRO-3: the most full (gathered) parameters a rank of stage p holds at once: the largest sum
- * of two consecutive units of its FSDP program (the one computing, the one prefetched). */
+ * of two consecutive units of its FSDP program (the one computing, the one prefetched); under a
+ * pipeline (fsdp_keep) every unit of the stage, gathered for the whole step. */
 static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                                    int p)
 {
     if (!cx->fsdp)
         return 0.0;
+    if (cx->fsdp_keep) {
+        double all = 0.0;
+        for (int c = 0; c < cx->v; c++)
+            all += stage_chunks[c]->params;
+        return all;
+    }
     pipeline_unit *units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *units);
     int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, units);
     double prev = -1.0, most = 0.0;
@@ -56,7 +63,10 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree): optimizer
      * states from stage 1, gradients from 2, parameters from 3. ZeRO-3 also holds the full
      * parameters of the two units in flight (the one computing and the one prefetched) and the
-     * full gradients of the unit being reduce-scattered; ZeRO 0-2 two gradient buckets. */
+     * full gradients of the unit being reduce-scattered; ZeRO 0-2 two gradient buckets. Under
+     * a pipeline (fsdp_keep) ZeRO-3 holds the stage's full parameters and its full gradients
+     * (accumulated in the reduce dtype) through the step; the reduced shards are written only
+     * after the last backward, once the activations are gone, and are not added. */
     double g = mixed ? 4.0 : w, unit_max = 0;
     for (int c = 0; c < cx->v; c++)
         for (int u = 0; u < stage_chunks[c]->n_units; u++)
@@ -64,7 +74,9 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
                 unit_max = stage_chunks[c]->unit_params[u];
     me->weights =
         params * w / (s->zero >= 3 ? cx->shard : 1) + fsdp_inflight_params(cx, stage_chunks, p) * w;
-    me->gradients = (s->zero >= 2 ? sharded : params) * g + (cx->fsdp ? unit_max * g : 0);
+    me->gradients = cx->fsdp_keep
+                        ? params * g
+                        : (s->zero >= 2 ? sharded : params) * g + (cx->fsdp ? unit_max * g : 0);
     me->optimizer = (s->zero >= 1 ? sharded : params) * opt;
 
     /* Forward passes of one model chunk whose activations are alive at once on stage p, at

@@ -55,8 +55,8 @@ static void fsdp_program(compile_ctx *cx, emit_state *es)
         assert(k <= es->fsdp_cap);
         es->fsdp_n[p] = k;
     }
-    es->fsdp_task = none_table((size_t)cx->n_sim * es->fsdp_cap * 3);
-    es->fsdp_next = xcalloc((size_t)cx->n_sim, sizeof *es->fsdp_next);
+    es->fsdp_task = none_table((size_t)cx->pp * cx->n_sim * es->fsdp_cap * 3);
+    es->fsdp_next = xcalloc((size_t)cx->pp * cx->n_sim, sizeof *es->fsdp_next);
 }
 
 void zero_state_init(compile_ctx *cx, emit_state *es)
@@ -294,12 +294,13 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
     free(task);
 }
 
-/* Recorded task `which` of FSDP step k of simulated replica d, tensor index t. */
-static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int d, int t, int k,
+/* Recorded task `which` of stage p's FSDP step k on simulated replica d, tensor index t. */
+static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int p, int d, int t, int k,
                           int which)
 {
-    assert(d < cx->dp_sim && t < cx->tp_sim && k < es->fsdp_cap);
-    return es->fsdp_task[(((size_t)d * cx->tp_sim + (size_t)t) * es->fsdp_cap + k) * 3 + which];
+    assert(p < cx->pp && d < cx->dp_sim && t < cx->tp_sim && k < es->fsdp_cap);
+    size_t j = (size_t)p * cx->n_sim + (size_t)d * cx->tp_sim + (size_t)t;
+    return es->fsdp_task[(j * es->fsdp_cap + k) * 3 + which];
 }
 
 /* The all-gather of FSDP step k's unit parameters (forward or backward copy). */
@@ -311,47 +312,95 @@ static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int t, int k, ui
              cx->label_fsdp_gather[st.backward], st.mb, task);
 }
 
-/* ZeRO-3 (FSDP, FULL_SHARD): every unit's parameters are all-gathered before its forward and
- * again before its backward; its gradients are reduce-scattered (HSDP: then all-reduced across
- * the replicas) as soon as its backward ends, every micro-batch. Prefetch one unit ahead, like
- * FSDP's backward prefetch and limit_all_gathers: the gather of step k + 1 is issued when step k
- * starts computing (once step k - 1 is done) and step k waits for its own; on the DP stream it
- * comes before step k's reduce-scatter. The first gather of the iteration waits for nothing. */
+/* Whether FSDP step st all-gathers its unit: every step (FULL_SHARD frees the parameters after
+ * each forward and backward), or under a pipeline (fsdp_keep) only the chunk's first forward,
+ * micro-batch 0's: the parameters then stay gathered until the step's end. */
+static int fsdp_gathers(const compile_ctx *cx, fsdp_step st)
+{
+    return !cx->fsdp_keep || (!st.backward && st.mb == 0);
+}
+
+/* The first step from k on of stage p's program that gathers, or K (none). */
+static int fsdp_next_gather(const compile_ctx *cx, const emit_state *es, int p, int k)
+{
+    int K = es->fsdp_n[p];
+    while (k < K && !fsdp_gathers(cx, es->fsdp_seq[(size_t)p * es->fsdp_cap + k]))
+        k++;
+    return k;
+}
+
+/* The reduce-scatter of unit `unit` of chunk mc's gradients (HSDP: then the all-reduce of its
+ * shard across the replicas), once FSDP step k (a backward) has ended on every member. */
+static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int t, int mc, int unit, int mb,
+                        int k, uint32_t *task, uint32_t *dep)
+{
+    double bytes = compile_chunk_ref(cx, mc)->unit_params[unit] * cx->grad_elem;
+    dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
+    for (int d = 0; d < cx->dp_sim; d++)
+        dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_LAST);
+    dp_deps(cx, task, dep);
+    if (cx->n_shard_groups > 1)
+        dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard, cx->label_hsdp_ar, mb, task);
+}
+
+/* The reduce-scatters FSDP step k ends with: without a pipeline its unit's, as soon as its
+ * backward ends, every micro-batch. Under a pipeline (PyTorch's REDUCE_GRAD action after a
+ * stage's last backward: post_backward on every FSDP state, in module order) none until the
+ * chunk's last micro-batch's backward is over (its last step, unit 0), then every unit's, in
+ * forward order. */
+static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int t, int k, uint32_t *task,
+                         uint32_t *dep)
+{
+    fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
+    if (!st.backward)
+        return;
+    if (!cx->fsdp_keep) {
+        fsdp_reduce(cx, es, p, t, st.mc, st.unit, st.mb, k, task, dep);
+        return;
+    }
+    if (st.mb != cx->M - 1 || st.unit != 0)
+        return;
+    for (int u = 0; u < compile_chunk_ref(cx, st.mc)->n_units; u++)
+        fsdp_reduce(cx, es, p, t, st.mc, u, st.mb, k, task, dep);
+}
+
+/* ZeRO-3 (FSDP). Without a pipeline (FULL_SHARD): every unit's parameters are all-gathered
+ * before its forward and again before its backward; its gradients are reduce-scattered (HSDP:
+ * then all-reduced across the replicas) as soon as its backward ends, every micro-batch. Under
+ * a pipeline the gathering steps are the chunks' first forwards only (fsdp_gathers), the
+ * reduce-scatters follow each chunk's last backward (fsdp_reduces). Prefetch one gathering step
+ * ahead, like FSDP's backward prefetch and limit_all_gathers: the next gather is issued when
+ * the current gathering step starts computing (once the step before it is done) and each
+ * gathering step waits for its own; on the DP stream it comes before the current step's
+ * reduce-scatters. The first gather of the iteration waits for nothing. */
 void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
 {
     if (!cx->fsdp)
         return;
-    uint32_t *cur = xmalloc(((size_t)2 * cx->dp + cx->dp_sim) * sizeof *cur);
-    uint32_t *next = cur + cx->dp, *dep = cur + 2 * cx->dp;
-    double grad_elem = cx->grad_elem;
+    uint32_t *cur = xmalloc(((size_t)3 * cx->dp + cx->dp_sim) * sizeof *cur);
+    uint32_t *next = cur + cx->dp, *scratch = cur + 2 * cx->dp, *dep = cur + 3 * cx->dp;
     for (int p = 0; p < cx->pp; p++)
         for (int t = 0; t < cx->tp_sim; t++) {
-            int K = es->fsdp_n[p];
+            int K = es->fsdp_n[p], g = fsdp_next_gather(cx, es, p, 0);
             for (int d = 0; d < cx->dp_sim; d++)
-                assert(es->fsdp_next[d * cx->tp_sim + t] == K); /* every step recorded */
-            fsdp_gather(cx, es, p, t, 0, cur);
+                assert(es->fsdp_next[p * cx->n_sim + d * cx->tp_sim + t] ==
+                       K); /* every step recorded */
+            if (g < K)
+                fsdp_gather(cx, es, p, t, g, cur);
             for (int k = 0; k < K; k++) {
-                fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
-                if (k + 1 < K) {
-                    fsdp_gather(cx, es, p, t, k + 1, next);
+                if (k == g) {
+                    g = fsdp_next_gather(cx, es, p, k + 1);
+                    if (g < K) {
+                        fsdp_gather(cx, es, p, t, g, next);
+                        for (int d = 0; d < cx->dp_sim; d++)
+                            dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE);
+                        dp_deps(cx, next, dep);
+                    }
                     for (int d = 0; d < cx->dp_sim; d++)
-                        dep[d] = fsdp_task(cx, es, d, t, k, FSDP_BEFORE);
-                    dp_deps(cx, next, dep);
+                        graph_add_edge(cx->g, cur[d], fsdp_task(cx, es, p, d, t, k, FSDP_FIRST));
+                    memcpy(cur, next, (size_t)cx->dp * sizeof *cur);
                 }
-                for (int d = 0; d < cx->dp_sim; d++)
-                    graph_add_edge(cx->g, cur[d], fsdp_task(cx, es, d, t, k, FSDP_FIRST));
-                if (st.backward) {
-                    double bytes = compile_chunk_ref(cx, st.mc)->unit_params[st.unit] * grad_elem;
-                    dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, st.mb,
-                             cur);
-                    for (int d = 0; d < cx->dp_sim; d++)
-                        dep[d] = fsdp_task(cx, es, d, t, k, FSDP_LAST);
-                    dp_deps(cx, cur, dep);
-                    if (cx->n_shard_groups > 1)
-                        dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard,
-                                 cx->label_hsdp_ar, st.mb, cur);
-                }
-                memcpy(cur, next, (size_t)cx->dp * sizeof *cur);
+                fsdp_reduces(cx, es, p, t, k, scratch, dep);
             }
         }
     free(cur);
