@@ -146,7 +146,8 @@ typedef struct strategy {
      * dispatch and combine all-to-alls run on a communication stream beside the other's
      * compute; one more warm-up forward). expert.delay_wgrad: --delay-wgrad-compute (the
      * backward's weight-gradient GEMMs run after the all-to-all their input gradients feed,
-     * which then waits for the input gradients only). 0 when not written. */
+     * which then waits for the input gradients only; refused: not modelled yet). 0 when not
+     * written. */
     int overlap_a2a, delay_wgrad;
     src_loc overlap_a2a_loc, delay_wgrad_loc; /* the values; line 0: not written */
 

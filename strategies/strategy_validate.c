@@ -156,7 +156,7 @@ static int validate_expert(const strategy *s, ps_error *err)
 /* expert.overlap_a2a and expert.delay_wgrad: the conditions Megatron-Core's
  * TransformerConfig asserts for --overlap-moe-expert-parallel-comm (expert parallelism, a
  * virtual pipeline when pipelined, no full recompute, bf16 or fp16 training) and for
- * --delay-wgrad-compute (the overlap on). protosim's schedule for the combined 1F1B is built
+ * --delay-wgrad-compute (the overlap on; then refused as not modelled). protosim's schedule for the combined 1F1B is built
  * on its 1F1B or interleaved order, so GPipe is refused too. */
 static int validate_expert_overlap(const strategy *s, ps_error *err)
 {
@@ -168,6 +168,12 @@ static int validate_expert_overlap(const strategy *s, ps_error *err)
                             "strategy.expert.delay_wgrad",
                             "delay_wgrad needs overlap_a2a: true (Megatron-Core's "
                             "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm)");
+    if (s->delay_wgrad)
+        return ps_error_set(err, PS_EINPUT, s->file, w.line, w.column,
+                            "strategy.expert.delay_wgrad",
+                            "delay_wgrad is not modelled yet: protosim's backward segments do not "
+                            "split the weight-gradient GEMMs from the input-gradient ones (the "
+                            "all-to-alls wait for both)");
     if (!s->overlap_a2a)
         return 0;
     if (s->ep < 2)
