@@ -6,7 +6,7 @@
 
 static pipeline_unit unit(int backward, int micro, int chunk)
 {
-    pipeline_unit u = {backward, micro, chunk};
+    pipeline_unit u = {backward, micro, chunk, 0};
     return u;
 }
 
@@ -21,21 +21,29 @@ void pipeline_gpipe_order(int stages, int stage, int micro, pipeline_unit *out)
         out[n++] = unit(1, m, 0);
 }
 
-void pipeline_1f1b_order(int stages, int stage, int micro, pipeline_unit *out)
+/* 1F1B; extra (0 or 1): the combined 1F1B, one more warm-up forward and the steady state's
+ * forwards merged. */
+static void order_1f1b(int stages, int stage, int micro, int extra, pipeline_unit *out)
 {
     assert(stage >= 0 && stage < stages);
-    int warmup = stages - stage - 1;
+    int warmup = stages - stage - 1 + extra;
     if (warmup > micro)
         warmup = micro;
     int n = 0, f = 0, b = 0;
     while (f < warmup)
         out[n++] = unit(0, f++, 0);
     while (f < micro) { /* steady state: one forward, one backward */
-        out[n++] = unit(0, f++, 0);
+        out[n] = unit(0, f++, 0);
+        out[n++].merged = extra;
         out[n++] = unit(1, b++, 0);
     }
     while (b < micro) /* cool-down */
         out[n++] = unit(1, b++, 0);
+}
+
+void pipeline_1f1b_order(int stages, int stage, int micro, pipeline_unit *out)
+{
+    order_1f1b(stages, stage, micro, 0, out);
 }
 
 /* Forward unit k of the interleaved schedule runs chunk (k / stages) % chunks on micro-batch
@@ -50,27 +58,49 @@ static pipeline_unit interleaved_unit(int k, int backward, int stages, int chunk
     return unit(backward, micro, chunk);
 }
 
-void pipeline_interleaved_order(int stages, int stage, int micro, int chunks, pipeline_unit *out)
+static void order_interleaved(int stages, int stage, int micro, int chunks, int extra,
+                              pipeline_unit *out)
 {
     assert(micro % stages == 0);
     int total = micro * chunks;
-    int warmup = (stages - stage - 1) * 2 + (chunks - 1) * stages;
+    int warmup =
+        (stages - stage - 1) * 2 + (chunks - 1) * stages + extra; /* extra: as order_1f1b */
     if (warmup > total)
         warmup = total;
     int n = 0, f = 0, b = 0;
     while (f < warmup)
         out[n++] = interleaved_unit(f++, 0, stages, chunks);
     while (f < total) {
-        out[n++] = interleaved_unit(f++, 0, stages, chunks);
+        out[n] = interleaved_unit(f++, 0, stages, chunks);
+        out[n++].merged = extra;
         out[n++] = interleaved_unit(b++, 1, stages, chunks);
     }
     while (b < total)
         out[n++] = interleaved_unit(b++, 1, stages, chunks);
 }
 
-int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int chunks,
+void pipeline_interleaved_order(int stages, int stage, int micro, int chunks, pipeline_unit *out)
+{
+    order_interleaved(stages, stage, micro, chunks, 0, out);
+}
+
+void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,
+                           pipeline_unit *out)
+{
+    assert(s != SCHED_GPIPE);
+    if (s == SCHED_INTERLEAVED)
+        order_interleaved(stages, stage, micro, chunks, 1, out);
+    else
+        order_1f1b(stages, stage, micro, 1, out);
+}
+
+int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int chunks, int combined,
                    pipeline_unit *out)
 {
+    if (combined) {
+        pipeline_combine_1f1b(s, stages, stage, micro, chunks, out);
+        return s == SCHED_INTERLEAVED ? 2 * micro * chunks : 2 * micro;
+    }
     switch (s) {
     case SCHED_GPIPE: pipeline_gpipe_order(stages, stage, micro, out); return 2 * micro;
     case SCHED_1F1B: pipeline_1f1b_order(stages, stage, micro, out); return 2 * micro;

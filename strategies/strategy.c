@@ -211,11 +211,18 @@ static int load_expert(yread_ctx *c, ynode *n, strategy *s)
     const yfield fields[] = {
         {"degree", YFIELD_COUNT, &s->ep, 1, PS_MAX_GPUS, {0}},
         {"tensor", YFIELD_COUNT, &s->etp, 1, PS_MAX_GPUS, {0}},
+        {"overlap_a2a", YFIELD_BOOL, &s->overlap_a2a, 0, 0, {0}},
+        {"delay_wgrad", YFIELD_BOOL, &s->delay_wgrad, 0, 0, {0}},
     };
     if (load_section(c, n, "strategy.expert", fields, COUNT(fields), &s->ep_loc))
         return c->err->code;
     ynode *t = yread_map_get(c, n, "tensor");
     s->etp_loc = t ? yread_loc(t) : s->ep_loc;
+    ynode *o = yread_map_get(c, n, "overlap_a2a"), *w = yread_map_get(c, n, "delay_wgrad");
+    if (o)
+        s->overlap_a2a_loc = yread_loc(o);
+    if (w)
+        s->delay_wgrad_loc = yread_loc(w);
     return 0;
 }
 

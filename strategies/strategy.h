@@ -141,6 +141,15 @@ typedef struct strategy {
      * group reducing expert gradients. Both 1 by default. */
     int ep, etp;
     src_loc ep_loc, etp_loc; /* the values, else the section; line 0: not written */
+    /* expert.overlap_a2a: Megatron-Core's --overlap-moe-expert-parallel-comm (combined 1F1B:
+     * a micro-batch's forward merged with another's backward, layer by layer, so each one's
+     * dispatch and combine all-to-alls run on a communication stream beside the other's
+     * compute; one more warm-up forward). expert.delay_wgrad: --delay-wgrad-compute (the
+     * backward's weight-gradient GEMMs run after the all-to-all their input gradients feed,
+     * which then waits for the input gradients only; refused: not modelled yet). 0 when not
+     * written. */
+    int overlap_a2a, delay_wgrad;
+    src_loc overlap_a2a_loc, delay_wgrad_loc; /* the values; line 0: not written */
 
     recompute_mode recompute;
     src_loc recompute_loc, bucket_loc; /* the values; line 0: not written */

@@ -154,6 +154,63 @@ static int validate_expert(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* expert.overlap_a2a and expert.delay_wgrad: the conditions Megatron-Core's
+ * TransformerConfig asserts for --overlap-moe-expert-parallel-comm (expert parallelism, a
+ * virtual pipeline when pipelined, no full recompute, bf16 or fp16 training) and for
+ * --delay-wgrad-compute (the overlap on; then refused as not modelled). protosim's schedule for the combined 1F1B is built
+ * on its 1F1B or interleaved order, so GPipe is refused too. */
+static int validate_expert_overlap(const strategy *s, ps_error *err)
+{
+    src_loc o = s->overlap_a2a_loc.line ? s->overlap_a2a_loc : s->ep_loc;
+    src_loc w = s->delay_wgrad_loc.line ? s->delay_wgrad_loc : s->ep_loc;
+    const char *f = "strategy.expert.overlap_a2a";
+    if (s->delay_wgrad && !s->overlap_a2a)
+        return ps_error_set(err, PS_EINPUT, s->file, w.line, w.column,
+                            "strategy.expert.delay_wgrad",
+                            "delay_wgrad needs overlap_a2a: true (Megatron-Core's "
+                            "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm)");
+    if (s->delay_wgrad)
+        return ps_error_set(err, PS_EINPUT, s->file, w.line, w.column,
+                            "strategy.expert.delay_wgrad",
+                            "delay_wgrad is not modelled yet: protosim's backward segments do not "
+                            "split the weight-gradient GEMMs from the input-gradient ones (the "
+                            "all-to-alls wait for both)");
+    if (!s->overlap_a2a)
+        return 0;
+    if (s->ep < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
+                            "overlap_a2a overlaps expert parallelism's all-to-alls: it needs "
+                            "expert.degree >= 2, got %d",
+                            s->ep);
+    if (s->pp > 1 && s->schedule != SCHED_INTERLEAVED)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
+                            "overlap_a2a with a pipeline (degree %d) needs the interleaved "
+                            "schedule: Megatron-Core merges forward and backward only in its "
+                            "virtual-pipeline schedule (schedule is %s)",
+                            s->pp, schedule_name(s->schedule));
+    if (s->schedule == SCHED_GPIPE)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
+                            "overlap_a2a merges a forward with the backward of 1F1B's steady "
+                            "state; the gpipe schedule has none (use 1f1b)");
+    if (s->precision != PREC_BF16 && s->precision != PREC_FP16)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
+                            "overlap_a2a needs bf16, fp16 or fp8 training (Megatron-Core "
+                            "asserts it), got %s",
+                            precision_name(s->precision));
+    src_loc full = {0, 0};
+    if (s->recompute == RECOMPUTE_FULL)
+        full = s->recompute_loc.line ? s->recompute_loc : o;
+    for (int i = 0; i < s->n_overrides && !full.line; i++)
+        if (s->overrides[i].has_recompute && s->overrides[i].recompute == RECOMPUTE_FULL)
+            full = s->overrides[i].loc;
+    if (full.line)
+        return ps_error_set(err, PS_EINPUT, s->file, full.line, full.column, "strategy.recompute",
+                            "full recompute with expert.overlap_a2a is refused, as "
+                            "Megatron-Core refuses it (the merged forward and backward replay "
+                            "no layer)");
+    return 0;
+}
+
 /* Context parallelism (strategies/compile/context.c): the load-balanced causal split cuts the sequence
  * into 2 x cp chunks (Megatron-Core and torchtitan require it divisible), and the ring steps
  * are fused attention kernels (Transformer Engine's, PyTorch's SDPA flash), so the model must
@@ -357,7 +414,8 @@ static int validate_dlrm(const strategy *s, ps_error *err)
         {s->tp > 1, s->tp_loc, "strategy.tensor.degree", "tensor parallelism"},
         {s->pp > 1, s->pp_loc, "strategy.pipeline.degree", "pipeline parallelism"},
         {s->cp > 1, s->cp_loc, "strategy.context.degree", "context parallelism"},
-        {s->ep > 1 || s->etp > 1, s->ep_loc, "strategy.expert", "expert parallelism"},
+        {s->ep > 1 || s->etp > 1 || s->overlap_a2a || s->delay_wgrad, s->ep_loc, "strategy.expert",
+         "expert parallelism"},
         {s->zero > 0, data_loc(s, s->zero_loc), "strategy.data.zero", "ZeRO"},
         /* knobs of those (or of the transformer compiler) a dlrm plan would ignore */
         {s->schedule_loc.line > 0, s->schedule_loc, "strategy.pipeline.schedule",
@@ -433,7 +491,8 @@ int strategy_validate(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
                             s->bucket_mb);
-    if (validate_model_split(s, err) || validate_expert(s, err) || validate_context(s, err))
+    if (validate_model_split(s, err) || validate_expert(s, err) ||
+        validate_expert_overlap(s, err) || validate_context(s, err))
         return err->code;
     return validate_batch(s, err);
 }

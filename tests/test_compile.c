@@ -286,12 +286,37 @@ START_TEST(one_f_one_b_order)
 }
 END_TEST
 
+/* Megatron-Core's combined 1F1B (expert.overlap_a2a; combined_1f1b.py): without a pipeline,
+ * 3 micro-batches run F0 alone, F1 merged with B0, F2 with B1, B2 alone. Interleaved (2
+ * stages, 2 chunks, 4 micro-batches), stage 0 warms up with one forward more than its 4, so
+ * the fifth is chunk 0's micro-batch 2 and the sixth, merged, chunk 0's micro-batch 3. */
+START_TEST(combined_1f1b_order)
+{
+    pipeline_unit u[16];
+    ck_assert_int_eq(pipeline_order(SCHED_1F1B, 1, 0, 3, 1, 1, u), 6);
+    int want[][3] = {{0, 0, 0}, {0, 1, 1}, {1, 0, 0}, {0, 2, 1}, {1, 1, 0}, {1, 2, 0}};
+    for (int i = 0; i < 6; i++) { /* backward, micro, merged */
+        ck_assert_int_eq(u[i].backward, want[i][0]);
+        ck_assert_int_eq(u[i].micro, want[i][1]);
+        ck_assert_int_eq(u[i].merged, want[i][2]);
+    }
+    pipeline_order(SCHED_1F1B, 1, 0, 1, 1, 1, u); /* one micro-batch: nothing to merge */
+    ck_assert(!u[0].merged && u[1].backward);
+    ck_assert_int_eq(pipeline_order(SCHED_INTERLEAVED, 2, 0, 4, 2, 1, u), 16);
+    for (int i = 0; i < 5; i++)
+        ck_assert(!u[i].backward && !u[i].merged);
+    ck_assert(u[4].micro == 2 && u[4].chunk == 0);
+    ck_assert(u[5].merged && u[5].micro == 3 && u[5].chunk == 0);
+    ck_assert(u[6].backward && u[6].micro == 0 && u[6].chunk == 1);
+}
+END_TEST
+
 START_TEST(interleaved_order_covers_every_unit_once)
 {
     const int p = 2, m = 4, v = 2;
     pipeline_unit u[16];
     for (int stage = 0; stage < p; stage++) {
-        ck_assert_int_eq(pipeline_order(SCHED_INTERLEAVED, p, stage, m, v, u), 2 * m * v);
+        ck_assert_int_eq(pipeline_order(SCHED_INTERLEAVED, p, stage, m, v, 0, u), 2 * m * v);
         int seen[2][4][2] = {{{0}}};
         for (int i = 0; i < 2 * m * v; i++) {
             seen[u[i].backward][u[i].micro][u[i].chunk]++;
@@ -303,7 +328,7 @@ START_TEST(interleaved_order_covers_every_unit_once)
                 for (int c = 0; c < v; c++)
                     ck_assert_int_eq(seen[b][mb][c], 1);
     }
-    pipeline_order(SCHED_INTERLEAVED, p, 0, m, v, u);
+    pipeline_order(SCHED_INTERLEAVED, p, 0, m, v, 0, u);
     /* Megatron: stage 0 warms up with (p-1)*2 + (v-1)*p = 4 forwards: mb 0,1 of chunk 0, then chunk 1 */
     int want[][3] = {{0, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}, {0, 2, 0}, {1, 0, 1}};
     for (int i = 0; i < 6; i++) {
@@ -446,6 +471,7 @@ static Suite *compile_suite(void)
                                   param_gather_overlaps_the_first_forward,
                                   one_f_one_b_order,
                                   interleaved_order_covers_every_unit_once,
+                                  combined_1f1b_order,
                                   interleaved_plan_runs_with_a_bubble,
                                   NULL};
     return suite_of("compile", "core", 120, tests);

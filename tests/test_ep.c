@@ -393,6 +393,139 @@ START_TEST(unmodelled_combinations_are_refused)
 }
 END_TEST
 
+/* ---- expert.overlap_a2a: Megatron-Core's combined 1F1B ---- */
+
+/* A one-layer MoE (hidden 1024, 2 experts of width 2048, top-1, seq 4096, vocab 8192) on two
+ * GPUs of one DGX H100, data 2 x expert 2, two micro-batches of 1 (global 4), pp 1; `expert`
+ * the expert section's extra keys. */
+#define TINY_MOE                                                                                   \
+    "workload: {family: llama, layers: 1, hidden: 1024, heads: 8, kv_heads: 8, "                   \
+    "ffn_hidden: 2048, seq: 4096, vocab: 8192, attention: flash, experts: 2, experts_topk: 1}\n"   \
+    "batch: {global: 4, micro: 1}\nprecision: bf16\noptimizer: adam\nstrategy:\n"                  \
+    "  data: {degree: 2}\n"
+
+/* Compile and run TINY_MOE with the expert section `expert`, the host's issue times off (only
+ * the GPU's times and the links' shape the step); returns the end of the last forward or
+ * backward compute task (the pipeline's end, before the gradient all-reduce), and in *compute
+ * the sum of those tasks' durations, in *shortest the shortest, in *a2a the longest
+ * all-to-all (each alone on its links). */
+static double tiny_moe_run(sim_fixture *f, const char *expert, double *compute, double *shortest,
+                           double *a2a)
+{
+    char text[1024];
+    snprintf(text, sizeof text, TINY_MOE "  expert: %s\n", expert);
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 1, .gpus_per_node = 2}, &f->c);
+    ps_error err;
+    ck_assert_int_eq(sim_strategy_text(text, &f->s, &err), 0);
+    fixture_compile(f, NULL);
+    exec_graph *g = f->p.graph;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        g->tasks[i].host = 0;
+        g->tasks[i].host_s = g->tasks[i].span = 0.0;
+    }
+    fixture_run(f);
+    double end = 0.0;
+    *compute = *a2a = 0.0;
+    *shortest = INFINITY;
+    for (uint32_t i = 0; i < g->n_tasks; i++) {
+        const graph_task *k = &g->tasks[i];
+        if (k->kind == TASK_COMPUTE && k->rank == 0 &&
+            (k->category == CAT_FORWARD || k->category == CAT_BACKWARD)) {
+            *compute += k->seconds;
+            *shortest = fmin(*shortest, k->seconds);
+            end = fmax(end, f->r.end[i]);
+        }
+        if (k->kind == TASK_COLLECTIVE && k->category == CAT_EP_COMM)
+            *a2a = fmax(*a2a, f->r.end[i] - f->r.start[i]);
+    }
+    return end;
+}
+
+/* Each all-to-all: a rank's 4096 tokens x top-1 x 1024 x 2 bytes = S = 8,388,608 bytes, half
+ * of it to the other GPU through a 450 GB/s NVLink port: S / 2 / 450 GB/s = 9.32 us, plus the
+ * route's 1.4 us. */
+static const double TINY_A2A = 8388608.0 / 2 / 450e9 + 1.4e-6;
+
+/* Without the key every all-to-all blocks its pass: each micro-batch's forward crosses two
+ * (dispatch, combine) and its backward two, so the two micro-batches' pipeline ends at the
+ * sum of the compute C plus 8 all-to-alls. */
+START_TEST(a2a_blocking_adds_every_alltoall)
+{
+    sim_fixture f;
+    double compute, shortest, a2a;
+    double end = tiny_moe_run(&f, "{degree: 2}", &compute, &shortest, &a2a);
+    ck_close(a2a, TINY_A2A, 1e-9);
+    ck_close(end, compute + 8 * TINY_A2A, 1e-9);
+    fixture_free(&f);
+}
+END_TEST
+
+/* With overlap_a2a the schedule is F0, (F1 + B0) merged, B1. F0 and B1 run alone: their 2 + 2
+ * all-to-alls stay exposed. In the merged step, compute b0 f0 b1 f1 b2 f2 and all-to-alls
+ * c0 a0 c1 a1 (B0's combine backward beside F1's attention, F1's dispatch beside B0's expert
+ * backward, B0's dispatch backward beside F1's experts, F1's combine beside B0's attention
+ * backward): each all-to-all (10.7 us) is shorter than the compute it runs beside (asserted:
+ * every compute task is longer), so all four hide. The pipeline ends at C + 4 all-to-alls,
+ * 4 x 10.72 us = 42.9 us sooner than without the key. */
+START_TEST(a2a_overlap_hides_the_merged_steps_alltoalls)
+{
+    sim_fixture f;
+    double compute, shortest, a2a;
+    double end = tiny_moe_run(&f, "{degree: 2, overlap_a2a: true}", &compute, &shortest, &a2a);
+    ck_close(a2a, TINY_A2A, 1e-9);
+    ck_assert_msg(shortest > TINY_A2A, "compute task of %g s", shortest);
+    ck_close(end, compute + 4 * TINY_A2A, 1e-9);
+    /* the all-to-alls on their own stream; one more forward alive (2 instead of 1) */
+    const exec_graph *g = f.p.graph;
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+        if (g->tasks[i].category == CAT_EP_COMM)
+            ck_assert_int_eq(g->tasks[i].stream, STREAM_EP);
+    fixture_free(&f);
+}
+END_TEST
+
+/* Megatron-Core's conditions (TransformerConfig), refused at the key's line and column: an
+ * expert degree >= 2, the interleaved schedule when pipelined, no gpipe, bf16/fp16, no full
+ * recompute (at the recompute key); delay_wgrad only with overlap_a2a, and then refused as not
+ * modelled yet (the weight gradients are not split from the input gradients). */
+START_TEST(a2a_overlap_conditions_are_refused)
+{
+    static const struct {
+        const char *body, *field, *what;
+        int line, column;
+    } cases[] = {
+        {"  data: {degree: 8}\n  expert: {degree: 1, overlap_a2a: true}\n",
+         "strategy.expert.overlap_a2a", "expert.degree >= 2", 7, 36},
+        {"  data: {degree: 8}\n  pipeline: {degree: 2}\n"
+         "  expert: {degree: 8, overlap_a2a: true}\n",
+         "strategy.expert.overlap_a2a", "interleaved", 8, 36},
+        {"  data: {degree: 8}\n  pipeline: {schedule: gpipe}\n"
+         "  expert: {degree: 8, overlap_a2a: true}\n",
+         "strategy.expert.overlap_a2a", "gpipe", 8, 36},
+        {"  data: {degree: 8}\n  expert: {degree: 8, overlap_a2a: true}\n  recompute: full\n",
+         "strategy.recompute", "full recompute", 8, 14},
+        {"  data: {degree: 8}\n  expert: {degree: 8, delay_wgrad: true}\n",
+         "strategy.expert.delay_wgrad", "needs overlap_a2a", 7, 36},
+        {"  data: {degree: 8}\n  expert: {degree: 8, overlap_a2a: true, delay_wgrad: true}\n",
+         "strategy.expert.delay_wgrad", "not modelled", 7, 55},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\nprecision: bf16\n"
+                 "optimizer: adam\nstrategy:\n%s",
+                 cases[k].body);
+        strategy s;
+        ps_error err;
+        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
+        ck_assert_str_eq(err.field, cases[k].field);
+        ck_assert_msg(strstr(err.message, cases[k].what), "%s", err.message);
+        ck_assert_int_eq(err.line, cases[k].line);
+        ck_assert_int_eq(err.column, cases[k].column);
+    }
+}
+END_TEST
+
 static Suite *ep_suite(void)
 {
     const TTest *const tests[] = {expert_op_share_by_hand,
@@ -404,6 +537,9 @@ static Suite *ep_suite(void)
                                   mixtral_ep8_memory_by_hand,
                                   expert_gradients_over_the_edp_group,
                                   unmodelled_combinations_are_refused,
+                                  a2a_blocking_adds_every_alltoall,
+                                  a2a_overlap_hides_the_merged_steps_alltoalls,
+                                  a2a_overlap_conditions_are_refused,
                                   NULL};
     return suite_of("ep", "compile", 120, tests);
 }

@@ -185,7 +185,7 @@ static void pipeline_case(pipeline_schedule sched)
     pipeline_unit units[16];
     int lf = graph_label(g, "fwd"), lb = graph_label(g, "bwd");
     for (int s = 0; s < p; s++) {
-        int n = pipeline_order(sched, p, s, m, 1, units);
+        int n = pipeline_order(sched, p, s, m, 1, 0, units);
         ck_assert_int_eq(n, 2 * m);
         for (int u = 0; u < n; u++) {
             int mb = units[u].micro;

@@ -527,8 +527,8 @@ int graph_finalize(exec_graph *g, ps_error *err)
 static const char *const category_table[CAT_COUNT] = {
     "forward", "backward", "recompute", "optimizer", "tp-comm", "pp-comm", "dp-comm",
     "cp-comm", "ep-comm",  "emb-comm",  "host",      "kernel",  "comm"};
-static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm", "dp-comm",
-                                                       "cp-comm"};
+static const char *const stream_table[STREAM_COUNT] = {"compute", "tp-comm", "pp-comm",
+                                                       "dp-comm", "cp-comm", "ep-comm"};
 static const char *const coll_table[] = {"all-reduce", "reduce-scatter", "all-gather",
                                          "all-to-all"};
 const enum_names task_category_names = ENUM_NAMES(category_table);

@@ -13,7 +13,17 @@ typedef enum { TASK_COMPUTE, TASK_TRANSFER, TASK_COLLECTIVE } task_kind;
 
 /* Streams of one GPU, like CUDA streams: compute, tensor-parallel collectives, pipeline
  * point-to-point, data-parallel collectives, context-parallel ring transfers. */
-typedef enum { STREAM_COMPUTE, STREAM_TP, STREAM_PP, STREAM_DP, STREAM_CP, STREAM_COUNT } stream_id;
+/* STREAM_EP: expert parallelism's all-to-alls when they overlap the other micro-batch's
+ * compute (strategy expert.overlap_a2a); otherwise they run on STREAM_TP */
+typedef enum {
+    STREAM_COMPUTE,
+    STREAM_TP,
+    STREAM_PP,
+    STREAM_DP,
+    STREAM_CP,
+    STREAM_EP,
+    STREAM_COUNT
+} stream_id;
 
 /* A graph's streams need not be these five: a replayed trace has as many as its rank used
  * (CUDA streams, and the framework's CPU threads as streams of their own, graph_create_streams).

@@ -184,9 +184,11 @@ static int unit_run_end(const segment_list *l, int i)
     return j;
 }
 
-/* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd) as one piece. */
+/* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd) as one piece;
+ * seg_ids (when not NULL) as emit_segments', from segment i on. */
 static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, int which, int i,
-                       int j, int mb, uint32_t *first, uint32_t *last, uint32_t *after)
+                       int j, int mb, uint32_t *first, uint32_t *last, uint32_t *seg_ids,
+                       uint32_t *after)
 {
     static const task_category cat[3] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD};
     int n = cx->n_sim;
@@ -198,7 +200,7 @@ static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, 
         views[t] = (segment_list){l->seg + i, j - i, 0};
         lists[t] = &views[t];
     }
-    emit_segments(cx, lists, p, cat[which], mb, first, last, NULL, NULL, after);
+    emit_segments(cx, lists, p, cat[which], mb, first, last, seg_ids, NULL, after);
     free(views);
     free(lists);
 }
@@ -227,8 +229,9 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
         while (unit.backward && r < rec->n && rec->seg[r].lo != layer)
             r++;
         if (unit.backward && r < rec->n)
-            emit_piece(cx, ct, p, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast, after);
-        emit_piece(cx, ct, p, which, i, k2, unit.micro, ufirst, ulast, after);
+            emit_piece(cx, ct, p, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast, NULL,
+                       after);
+        emit_piece(cx, ct, p, which, i, k2, unit.micro, ufirst, ulast, NULL, after);
         for (int j = 0; j < n; j++) {
             int k = es->fsdp_next[p * n + j]++; /* j = d * tp + t */
             fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
@@ -247,13 +250,27 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
     free(after);
 }
 
+/* A backward unit's segment tasks (es->segids) kept as the gradient-ready points of the DP
+ * buckets, when they are of a micro-batch the buckets wait for. */
+static void keep_bwd_segments(compile_ctx *cx, emit_state *es, const chunk_template *ct, int mc,
+                              int mb)
+{
+    int n = cx->n_sim, tp = cx->tp_sim;
+    if (es->seg_mbs == 1 && mb != cx->M - 1)
+        return;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < ct->bwd.n; i++)
+            es->bwd_seg[bwd_seg_index(cx, es, j / tp, j % tp, mc, mb, i)] =
+                es->segids[(size_t)i * n + j];
+}
+
 /* The compute of a pipeline unit without FSDP: forward (ZeRO 1/2 with overlapped gathers:
  * micro-batch 0's segments wait for the bucket holding their layer), or the full-recompute
  * replay and backward, whose segments are kept as gradient-ready points for the DP buckets. */
 static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
                         pipeline_unit unit, uint32_t *first, uint32_t *last)
 {
-    int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    int n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
     const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
     uint32_t *after = xmalloc((size_t)n * sizeof *after);
     for (int j = 0; j < n; j++)
@@ -287,32 +304,35 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
     emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
     free(lists);
     free(after);
-    if (es->seg_mbs == 1 && mb != cx->M - 1)
-        return;
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < ct[0]->bwd.n; i++)
-            es->bwd_seg[bwd_seg_index(cx, es, j / tp, j % tp, mc, mb, i)] =
-                es->segids[(size_t)i * n + j];
+    keep_bwd_segments(cx, es, ct[0], mc, mb);
 }
 
-/* One unit of the pipeline schedule (a forward or backward of one chunk and micro-batch) on the
- * simulated ranks of stage p (every simulated replica's TP group): the pipeline runtime's step,
- * the segments, then the send of its output to the next (forward) or previous (backward)
- * chunk's stage. */
-static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
+/* A unit being emitted on the simulated ranks of stage p: its templates per member, and per
+ * member its first and last task and the task before it. */
+typedef struct unit_emit {
+    pipeline_unit unit;
+    int mc;
+    const chunk_template **ct;
+    uint32_t *first, *last, *before;
+} unit_emit;
+
+/* A unit's start on stage p: the templates, and (pipelined) the pipeline runtime's step. */
+static void unit_begin(compile_ctx *cx, int p, pipeline_unit unit, unit_emit *ue)
 {
-    const strategy *s = cx->s;
     exec_graph *g = cx->g;
-    int tp = cx->tp_sim, n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    int n = cx->n_sim, mb = unit.micro;
     const int *ranks = cx->sim_rank + (size_t)p * n;
-    assert(mc >= 0 && mc < cx->mcs && mb >= 0 && mb < cx->M);
-    const chunk_template **ct = xmalloc((size_t)n * sizeof *ct);
-    uint32_t *first = xmalloc((size_t)3 * n * sizeof *first), *last = first + n,
-             *before = first + 2 * n;
+    ue->unit = unit;
+    ue->mc = unit.chunk * cx->pp + p;
+    assert(ue->mc >= 0 && ue->mc < cx->mcs && mb >= 0 && mb < cx->M);
+    ue->ct = xmalloc((size_t)n * sizeof *ue->ct);
+    ue->first = xmalloc((size_t)3 * n * sizeof *ue->first);
+    ue->last = ue->first + n;
+    ue->before = ue->first + 2 * n;
     for (int j = 0; j < n; j++) {
-        ct[j] = chunk_template_of(cx, ranks[j], mc);
-        first[j] = last[j] = NONE;
-        before[j] = cx->last_compute[ranks[j]];
+        ue->ct[j] = chunk_template_of(cx, ranks[j], ue->mc);
+        ue->first[j] = ue->last[j] = NONE;
+        ue->before[j] = cx->last_compute[ranks[j]];
         if (cx->pp > 1) {
             /* The pipeline runtime's step before the unit: the host receives the unit's input
              * (blocking, then synchronize: Megatron's p2p), then does the schedule's own work.
@@ -321,49 +341,125 @@ static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit
                                             0.0, cx->label_pipe, mb);
             graph_set_host(g, id, HOST_ISSUE | HOST_WAIT, cost_pipeline_unit_overhead_seconds(),
                            0.0);
-            first[j] = id;
+            ue->first[j] = id;
             cx->last_compute[ranks[j]] = id;
         }
     }
-    if (cx->fsdp)
-        emit_fsdp_units(cx, es, p, ct, unit, first, last);
-    else
-        emit_passes(cx, es, p, ct, unit, first, last);
+}
+
+/* A unit's end: its pipeline tables, the send of its output to the next (forward) or previous
+ * (backward) chunk's stage; frees what unit_begin allocated. */
+static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
+{
+    const strategy *s = cx->s;
+    int tp = cx->tp_sim, n = cx->n_sim, mc = ue->mc, mb = ue->unit.micro;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
     for (int j = 0; j < n; j++) {
         int t = j % tp, d = j / tp;
         size_t xi = xidx(cx, d, t, mc, mb);
-        if (!unit.backward) {
-            es->fwd_first[xi] = first[j];
-            es->fwd_prev[xi] = before[j];
+        if (!ue->unit.backward) {
+            es->fwd_first[xi] = ue->first[j];
+            es->fwd_prev[xi] = ue->before[j];
             if (mc + 1 < cx->mcs) {
                 int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
-                uint32_t x = emit_send(cx, ranks[j], dst, last[j], cx->label_send_act, mb);
+                uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_act, mb);
                 send_companions(cx, x, d, p, q, 1);
                 es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
             }
         } else {
-            es->bwd_first[xi] = first[j];
-            es->bwd_prev[xi] = before[j];
+            es->bwd_first[xi] = ue->first[j];
+            es->bwd_prev[xi] = ue->before[j];
             if (mc > 0) {
                 int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
-                uint32_t x = emit_send(cx, ranks[j], dst, last[j], cx->label_send_grad, mb);
+                uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_grad, mb);
                 send_companions(cx, x, d, p, q, 0);
                 es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
             }
         }
     }
-    free(ct);
-    free(first);
+    free(ue->ct);
+    free(ue->first);
 }
 
-/* Every stage's units in its schedule's order, each on all the stage's simulated ranks. */
+/* One unit of the pipeline schedule (a forward or backward of one chunk and micro-batch) on the
+ * simulated ranks of stage p (every simulated replica's TP group): the pipeline runtime's step,
+ * the segments, then the send of its output. */
+static void emit_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
+{
+    unit_emit ue;
+    unit_begin(cx, p, unit, &ue);
+    if (cx->fsdp)
+        emit_fsdp_units(cx, es, p, ue.ct, unit, ue.first, ue.last);
+    else
+        emit_passes(cx, es, p, ue.ct, unit, ue.first, ue.last);
+    unit_finish(cx, es, p, &ue);
+}
+
+/* The end of the piece of list l starting at segment i: through its next expert cut (an
+ * all-to-all follows it), else the list's end. */
+static int piece_end(const segment_list *l, int i)
+{
+    while (i < l->n && l->seg[i].cut != CUT_EP_IN && l->seg[i].cut != CUT_EP_OUT)
+        i++;
+    return i < l->n ? i + 1 : l->n;
+}
+
+/* Megatron-Core's combined 1F1B (expert.overlap_a2a; combined_1f1b.py and
+ * TransformerLayerSchedulePlan.run): forward unit f and backward unit b as one step, their
+ * passes cut at the expert cuts into pieces issued in turn, b's first: compute b0 f0 b1 f1 ...,
+ * each piece's all-to-all on the EP stream (c0 a0 c1 a1 ...), so b's combine backward runs
+ * beside f's attention, f's dispatch beside b's expert backward, b's dispatch backward beside
+ * f's experts and f's combine beside b's attention backward. The members' passes keep their
+ * own dependencies (after_f, after_b); a pass left when the other ends runs alone. */
+static void emit_merged(compile_ctx *cx, emit_state *es, int p, pipeline_unit f, pipeline_unit b)
+{
+    int n = cx->n_sim;
+    unit_emit uf, ub;
+    unit_begin(cx, p, f, &uf);
+    unit_begin(cx, p, b, &ub);
+    /* merged forwards follow the warm-up, which holds every chunk's micro-batch 0 (what the
+     * overlapped parameter gathers gate); FSDP and full recompute are refused with it */
+    assert(!cx->fsdp && f.micro > 0 && ub.ct[0]->rec.n == 0);
+    uint32_t *after = xmalloc((size_t)2 * n * sizeof *after), *after_b = after + n;
+    for (int j = 0; j < 2 * n; j++)
+        after[j] = NONE;
+    const segment_list *fl = &uf.ct[0]->fwd, *bl = &ub.ct[0]->bwd;
+    for (int i = 0, k = 0; i < fl->n || k < bl->n;) {
+        if (k < bl->n) {
+            int e = piece_end(bl, k);
+            emit_piece(cx, ub.ct, p, 2, k, e, b.micro, ub.first, ub.last,
+                       es->segids + (size_t)k * n, after_b);
+            k = e;
+        }
+        if (i < fl->n) {
+            int e = piece_end(fl, i);
+            emit_piece(cx, uf.ct, p, 0, i, e, f.micro, uf.first, uf.last, NULL, after);
+            i = e;
+        }
+    }
+    free(after);
+    keep_bwd_segments(cx, es, ub.ct[0], ub.mc, b.micro);
+    unit_finish(cx, es, p, &uf);
+    unit_finish(cx, es, p, &ub);
+}
+
+/* Every stage's units in its schedule's order, each on all the stage's simulated ranks; a
+ * merged forward (expert.overlap_a2a) with the backward after it. */
 static void emit_pipeline(compile_ctx *cx, emit_state *es)
 {
     for (int p = 0; p < cx->pp; p++) {
-        int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, es->units);
+        int nu =
+            pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, es->units);
         assert(nu == 2 * cx->M * cx->v);
-        for (int u = 0; u < nu; u++)
-            emit_unit(cx, es, p, es->units[u]);
+        for (int u = 0; u < nu; u++) {
+            if (es->units[u].merged) {
+                assert(u + 1 < nu && es->units[u + 1].backward);
+                emit_merged(cx, es, p, es->units[u], es->units[u + 1]);
+                u++;
+            } else {
+                emit_unit(cx, es, p, es->units[u]);
+            }
+        }
     }
 }
 

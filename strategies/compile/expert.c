@@ -120,7 +120,8 @@ static void join_expert_coll(compile_ctx *cx, const int *members, int n, const u
  * tokens the all-to-all brought (into the experts) or the reduce-scatter of the experts'
  * partial outputs (out of them), over the group's gathered buffer: etp x a member's tokens at
  * its load. */
-static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uint32_t *after)
+static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, stream_id stream,
+                          uint32_t *after)
 {
     int etp = cx->etp, *members = xmalloc((size_t)etp * sizeof *members); /* heap: up to GPUs */
     uint32_t *coll = xmalloc((size_t)etp * sizeof *coll);
@@ -132,7 +133,7 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uin
             for (int et = 0; et < etp; et++)
                 members[et] = compile_expert_stage_index(cx, et, e, x);
             double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
-            graph_add_collective(cx->g, kind, grp, STREAM_TP, bytes, CAT_EP_COMM,
+            graph_add_collective(cx->g, kind, grp, stream, bytes, CAT_EP_COMM,
                                  cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
             join_expert_coll(cx, members, etp, coll, after);
         }
@@ -143,7 +144,8 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, uin
 /* The all-to-all of every emitted EP group of stage p. Member k sends its tokens' copies
  * (ep_bytes, balanced) to the ranks holding their experts: into the experts the receiver's
  * load sets its share, out of them the sender's (the busiest rank, EP index 0, holds more). */
-static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *after)
+static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, stream_id stream,
+                        uint32_t *after)
 {
     int ep = cx->ep, etp = cx->etp, *members = xmalloc((size_t)ep * sizeof *members);
     uint32_t *coll = xmalloc((size_t)ep * sizeof *coll);
@@ -167,10 +169,10 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *af
             for (int e = 0; e < ep; e++)
                 members[e] = compile_expert_stage_index(cx, et, e, x);
             if (even)
-                graph_add_collective(cx->g, COLL_ALLTOALL, grp, STREAM_TP, cx->ep_bytes,
-                                     CAT_EP_COMM, cx->label_ep[out], micro, coll);
+                graph_add_collective(cx->g, COLL_ALLTOALL, grp, stream, cx->ep_bytes, CAT_EP_COMM,
+                                     cx->label_ep[out], micro, coll);
             else
-                graph_add_alltoallv(cx->g, grp, STREAM_TP, matrix, CAT_EP_COMM, cx->label_ep[out],
+                graph_add_alltoallv(cx->g, grp, stream, matrix, CAT_EP_COMM, cx->label_ep[out],
                                     micro, coll);
             join_expert_coll(cx, members, ep, coll, after);
         }
@@ -181,14 +183,17 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, uint32_t *af
 }
 
 /* Expert parallelism's collectives at a cut: into the experts the all-to-all then the
- * expert-tensor all-gather; out of them the reduce-scatter then the all-to-all. */
+ * expert-tensor all-gather; out of them the reduce-scatter then the all-to-all. On the TP
+ * stream, or with expert.overlap_a2a on the EP stream (Megatron-Core's communication stream
+ * of the combined 1F1B, where they run beside the other micro-batch's compute). */
 void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after)
 {
     int out = cut == CUT_EP_OUT;
+    stream_id stream = cx->s->overlap_a2a ? STREAM_EP : STREAM_TP;
     if (out && cx->etp > 1)
-        emit_etp_coll(cx, p, COLL_REDUCE_SCATTER, micro, after);
+        emit_etp_coll(cx, p, COLL_REDUCE_SCATTER, micro, stream, after);
     if (cx->ep > 1)
-        emit_ep_a2a(cx, p, out, micro, after);
+        emit_ep_a2a(cx, p, out, micro, stream, after);
     if (!out && cx->etp > 1)
-        emit_etp_coll(cx, p, COLL_ALLGATHER, micro, after);
+        emit_etp_coll(cx, p, COLL_ALLGATHER, micro, stream, after);
 }

@@ -25,7 +25,7 @@ static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *
         return all;
     }
     pipeline_unit *units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *units);
-    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, units);
+    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, units);
     double prev = -1.0, most = 0.0;
     for (int i = 0; i < nu; i++) {
         const chunk_template *ct = stage_chunks[units[i].chunk];
@@ -82,13 +82,15 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     /* Forward passes of one model chunk whose activations are alive at once on stage p, at
      * the end of warm-up: GPipe all of them, 1F1B p - stage, interleaved its warm-up plus one
      * (Korthikanti et al. 2022: the first stage holds L (1 + (p-1)/(p v)) layers' worth). */
+    /* expert.overlap_a2a (the combined 1F1B) runs one more warm-up forward */
     double inflight;
     double total = (double)cx->M * cx->v;
+    int extra = s->overlap_a2a;
     switch (s->schedule) {
     case SCHED_GPIPE: inflight = cx->M; break;
-    case SCHED_1F1B: inflight = cx->pp - p < cx->M ? cx->pp - p : cx->M; break;
+    case SCHED_1F1B: inflight = cx->pp - p + extra < cx->M ? cx->pp - p + extra : cx->M; break;
     default: {
-        double units = (cx->pp - p - 1) * 2 + (cx->v - 1) * cx->pp + 1;
+        double units = (cx->pp - p - 1) * 2 + (cx->v - 1) * cx->pp + 1 + extra;
         inflight = units < total ? units : total;
     }
     }
