@@ -86,10 +86,14 @@ static int task_kept(const trace_ctx *x, uint32_t t)
     return x->keep_rank[k->rank] && (x->steps <= 0 || k->micro < x->steps);
 }
 
-/* process_name, process_sort_index and the stream's thread_name events of each kept rank. */
+/* process_name, process_sort_index and the thread_name events of each kept rank: one per
+ * stream some task of the plan runs on (a plan without experts has no expert stream). */
 static void put_metadata(const trace_ctx *x, const cluster *c, const compiled_plan *p)
 {
     int first = 1;
+    unsigned char *used = xcalloc((size_t)x->g->n_streams, 1);
+    for (uint32_t t = 0; t < x->g->n_tasks; t++)
+        used[x->g->tasks[t].stream] = 1;
     for (int k = 0; k < x->g->n_ranks; k++) {
         if (!x->keep_rank[k])
             continue;
@@ -106,11 +110,13 @@ static void put_metadata(const trace_ctx *x, const cluster *c, const compiled_pl
                 "\"args\":{\"sort_index\":%d}}",
                 k, k);
         for (int s = 0; s < x->g->n_streams; s++)
-            fprintf(x->f,
-                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
-                    "\"args\":{\"name\":\"%s\"}}",
-                    k, s, graph_stream_name(x->g, s));
+            if (used[s])
+                fprintf(x->f,
+                        ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                        "\"args\":{\"name\":\"%s\"}}",
+                        k, s, graph_stream_name(x->g, s));
     }
+    free(used);
     if (first) /* no rank kept cannot happen (a rank list names one), but stay valid JSON */
         fputs("{\"ph\":\"M\",\"name\":\"trace_empty\",\"pid\":0,\"args\":{}}", x->f);
 }
