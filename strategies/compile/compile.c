@@ -487,6 +487,9 @@ static void intern_labels(compile_ctx *cx)
     cx->label_fsdp_gather[1] = graph_label(g, "fsdp param all-gather bwd");
     cx->label_fsdp_rs = graph_label(g, "fsdp grad reduce-scatter");
     cx->label_hsdp_ar = graph_label(g, "hsdp grad all-reduce");
+    cx->label_fsdp_egather[0] = graph_label(g, "fsdp expert all-gather fwd");
+    cx->label_fsdp_egather[1] = graph_label(g, "fsdp expert all-gather bwd");
+    cx->label_fsdp_ers = graph_label(g, "fsdp expert reduce-scatter");
     cx->label_cp[0] = graph_label(g, "cp ring send K/V");
     cx->label_cp[1] = graph_label(g, "cp ring send K/V + grads");
     cx->label_ep[0] = graph_label(g, "ep all-to-all to experts");

@@ -61,7 +61,8 @@ typedef struct chunk_template {
      * in forward order; a unit is named by its layer index (-1 embedding, L head). */
     int n_units;
     int *unit_layer;
-    double *unit_params; /* sharded by TP */
+    double *unit_params; /* sharded by TP (the routed experts by the expert layout) */
+    double *unit_expert; /* the part of unit_params sharded over the EDP groups (FSDP) */
 } chunk_template;
 
 typedef struct compile_ctx {
@@ -91,7 +92,8 @@ typedef struct compile_ctx {
     uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
     int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
-    int label_cp[2];                                        /* ring transfers: [0] fwd, [1] bwd */
+    int label_fsdp_egather[2], label_fsdp_ers; /* the same over the expert-data-parallel groups */
+    int label_cp[2];                           /* ring transfers: [0] fwd, [1] bwd */
     /* Expert parallelism (Megatron-Core's folding, compile_expert_stage_index): ep x etp ranks
      * hold the experts, edp = tp x dp / (ep x etp) reduce their gradients. expert_layout: the
      * experts are laid out otherwise than the dense MLP (ep > 1 or etp != tp), so they have

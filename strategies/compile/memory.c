@@ -60,8 +60,9 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     double opt = s->optimizer == OPT_ADAM  ? (mixed ? 12.0 : 8.0)
                  : s->optimizer == OPT_SGD ? (mixed ? 8.0 : 4.0)
                                            : 0.0;
-    /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree): optimizer
-     * states from stage 1, gradients from 2, parameters from 3. ZeRO-3 also holds the full
+    /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree; the routed
+     * experts of an expert layout over edp): optimizer states from stage 1, gradients from 2,
+     * parameters from 3. ZeRO-3 also holds the full
      * parameters of the two units in flight (the one computing and the one prefetched) and the
      * full gradients of the unit being reduce-scattered; ZeRO 0-2 two gradient buckets. Under
      * a pipeline (fsdp_keep) ZeRO-3 holds the stage's full parameters and its full gradients
@@ -73,7 +74,7 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
             if (stage_chunks[c]->unit_params[u] > unit_max)
                 unit_max = stage_chunks[c]->unit_params[u];
     me->weights =
-        params * w / (s->zero >= 3 ? cx->shard : 1) + fsdp_inflight_params(cx, stage_chunks, p) * w;
+        (s->zero >= 3 ? sharded : params) * w + fsdp_inflight_params(cx, stage_chunks, p) * w;
     me->gradients = cx->fsdp_keep
                         ? params * g
                         : (s->zero >= 2 ? sharded : params) * g + (cx->fsdp ? unit_max * g : 0);

@@ -303,13 +303,69 @@ static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int p, in
     return es->fsdp_task[(j * es->fsdp_cap + k) * 3 + which];
 }
 
-/* The all-gather of FSDP step k's unit parameters (forward or backward copy). */
-static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int t, int k, uint32_t *task)
+/* The parameters of unit `unit` of chunk mc sharded over the data-parallel groups (dense) and
+ * over the expert-data-parallel ones (expert: an expert layout's routed experts, torchtitan's
+ * efsdp mesh; 0 otherwise). */
+static void fsdp_unit_params(compile_ctx *cx, int mc, int unit, double *dense, double *expert)
 {
-    fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
-    double params = compile_chunk_ref(cx, st.mc)->unit_params[st.unit];
-    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, params * precision_bytes(cx->s->precision),
-             cx->label_fsdp_gather[st.backward], st.mb, task);
+    const chunk_template *ct = compile_chunk_ref(cx, mc);
+    *expert = ct->unit_expert[unit];
+    *dense = *expert > 0 ? ct->unit_params[unit] - *expert : ct->unit_params[unit];
+}
+
+/* One FSDP collective over every expert-data-parallel group of stage p (the routed experts'
+ * parameters or gradients of a unit). Member at stage index i records its task in own[i] when
+ * simulated (own may be NULL) and, with step k >= 0, waits for task `which` of step k on its
+ * twin (itself when simulated, compile_fold_twin when folded), as edp_colls' members do. */
+static void fsdp_edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
+                           int label, int mb, int k, int which, uint32_t *own)
+{
+    int edp = cx->edp, tp = cx->tp;
+    assert(cx->tp_sim == tp); /* expert layouts keep every tensor index (fold.c) */
+    uint32_t *coll = xmalloc((size_t)edp * sizeof *coll);
+    for (int e = 0; e < cx->ep; e++)
+        for (int et = 0; et < cx->etp; et++) {
+            int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
+            graph_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+            for (int x = 0; x < edp; x++) {
+                int i = compile_expert_stage_index(cx, et, e, x), w = compile_fold_twin(cx, i);
+                es->last_dp[compile_stage_rank(cx, i, p)] = coll[x];
+                if (own && i < cx->n_sim)
+                    own[i] = coll[x];
+                uint32_t dep = k >= 0 ? fsdp_task(cx, es, p, w / tp, w % tp, k, which) : NONE;
+                if (dep != NONE)
+                    graph_add_edge(cx->g, dep, coll[x]);
+            }
+        }
+    free(coll);
+}
+
+/* The all-gathers of FSDP step g's unit (forward or backward copy): over each tensor index's
+ * data-parallel groups its dense parameters, then (an expert layout, edp > 1) over the
+ * expert-data-parallel groups its routed experts' (PyTorch's per-parameter mesh: one FSDP
+ * unit, two all-gathers, the block's then the experts'). Every member waits for the start of
+ * step k (FSDP_BEFORE; none when k < 0). Simulated member j = d x tp_sim + t gets its tasks in
+ * dense[j] and expert[j] (NONE: no expert gather). */
+static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int g, int k, uint32_t *dense,
+                        uint32_t *expert, uint32_t *task, uint32_t *dep)
+{
+    fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + g];
+    double elem = precision_bytes(cx->s->precision), dn, ex;
+    fsdp_unit_params(cx, st.mc, st.unit, &dn, &ex);
+    for (int t = 0; t < cx->tp_sim; t++) {
+        dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, dn * elem, cx->label_fsdp_gather[st.backward],
+                 st.mb, task);
+        for (int d = 0; d < cx->dp_sim; d++) {
+            dense[d * cx->tp_sim + t] = task[d];
+            dep[d] = k >= 0 ? fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE) : NONE;
+        }
+        dp_deps(cx, task, dep);
+    }
+    for (int j = 0; j < cx->n_sim; j++)
+        expert[j] = NONE;
+    if (ex > 0 && cx->edp > 1)
+        fsdp_edp_colls(cx, es, p, COLL_ALLGATHER, ex * elem, cx->label_fsdp_egather[st.backward],
+                       st.mb, k, FSDP_BEFORE, expert);
 }
 
 /* Whether FSDP step st all-gathers its unit: every step (FULL_SHARD frees the parameters after
@@ -329,18 +385,28 @@ static int fsdp_next_gather(const compile_ctx *cx, const emit_state *es, int p, 
     return k;
 }
 
-/* The reduce-scatter of unit `unit` of chunk mc's gradients (HSDP: then the all-reduce of its
- * shard across the replicas), once FSDP step k (a backward) has ended on every member. */
-static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int t, int mc, int unit, int mb,
-                        int k, uint32_t *task, uint32_t *dep)
+/* The reduce-scatter of unit `unit` of chunk mc's gradients, once FSDP step k (a backward) has
+ * ended on every member: per tensor index over the data-parallel groups the dense gradients
+ * (HSDP: then the all-reduce of their shard across the replicas), then (an expert layout) over
+ * the expert-data-parallel groups the routed experts'. */
+static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int mc, int unit, int mb, int k,
+                        uint32_t *task, uint32_t *dep)
 {
-    double bytes = compile_chunk_ref(cx, mc)->unit_params[unit] * cx->grad_elem;
-    dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
-    for (int d = 0; d < cx->dp_sim; d++)
-        dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_LAST);
-    dp_deps(cx, task, dep);
-    if (cx->n_shard_groups > 1)
-        dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard, cx->label_hsdp_ar, mb, task);
+    double dn, ex;
+    fsdp_unit_params(cx, mc, unit, &dn, &ex);
+    for (int t = 0; t < cx->tp_sim; t++) {
+        double bytes = dn * cx->grad_elem;
+        dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
+        for (int d = 0; d < cx->dp_sim; d++)
+            dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_LAST);
+        dp_deps(cx, task, dep);
+        if (cx->n_shard_groups > 1)
+            dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard, cx->label_hsdp_ar, mb,
+                     task);
+    }
+    if (ex > 0 && cx->edp > 1)
+        fsdp_edp_colls(cx, es, p, COLL_REDUCE_SCATTER, ex * cx->grad_elem, cx->label_fsdp_ers, mb,
+                       k, FSDP_LAST, NULL);
 }
 
 /* The reduce-scatters FSDP step k ends with: without a pipeline its unit's, as soon as its
@@ -348,20 +414,20 @@ static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int t, int mc, i
  * stage's last backward: post_backward on every FSDP state, in module order) none until the
  * chunk's last micro-batch's backward is over (its last step, unit 0), then every unit's, in
  * forward order. */
-static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int t, int k, uint32_t *task,
+static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int k, uint32_t *task,
                          uint32_t *dep)
 {
     fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
     if (!st.backward)
         return;
     if (!cx->fsdp_keep) {
-        fsdp_reduce(cx, es, p, t, st.mc, st.unit, st.mb, k, task, dep);
+        fsdp_reduce(cx, es, p, st.mc, st.unit, st.mb, k, task, dep);
         return;
     }
     if (st.mb != cx->M - 1 || st.unit != 0)
         return;
     for (int u = 0; u < compile_chunk_ref(cx, st.mc)->n_units; u++)
-        fsdp_reduce(cx, es, p, t, st.mc, u, st.mb, k, task, dep);
+        fsdp_reduce(cx, es, p, st.mc, u, st.mb, k, task, dep);
 }
 
 /* ZeRO-3 (FSDP). Without a pipeline (FULL_SHARD): every unit's parameters are all-gathered
@@ -372,37 +438,42 @@ static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int t, int k, u
  * ahead, like FSDP's backward prefetch and limit_all_gathers: the next gather is issued when
  * the current gathering step starts computing (once the step before it is done) and each
  * gathering step waits for its own; on the DP stream it comes before the current step's
- * reduce-scatters. The first gather of the iteration waits for nothing. */
+ * reduce-scatters. The first gather of the iteration waits for nothing. With an expert layout
+ * a unit's routed experts are gathered and reduced over the expert-data-parallel groups, right
+ * after its dense parameters. The program is emitted step by step over every tensor index:
+ * an expert-data-parallel group mixes tensor indices, and each rank's DP stream runs its
+ * collectives in emission order, so every rank must meet them in one order. */
 void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
 {
     if (!cx->fsdp)
         return;
-    uint32_t *cur = xmalloc(((size_t)3 * cx->dp + cx->dp_sim) * sizeof *cur);
-    uint32_t *next = cur + cx->dp, *scratch = cur + 2 * cx->dp, *dep = cur + 3 * cx->dp;
-    for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp_sim; t++) {
-            int K = es->fsdp_n[p], g = fsdp_next_gather(cx, es, p, 0);
-            for (int d = 0; d < cx->dp_sim; d++)
-                assert(es->fsdp_next[p * cx->n_sim + d * cx->tp_sim + t] ==
-                       K); /* every step recorded */
-            if (g < K)
-                fsdp_gather(cx, es, p, t, g, cur);
-            for (int k = 0; k < K; k++) {
-                if (k == g) {
-                    g = fsdp_next_gather(cx, es, p, k + 1);
-                    if (g < K) {
-                        fsdp_gather(cx, es, p, t, g, next);
-                        for (int d = 0; d < cx->dp_sim; d++)
-                            dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE);
-                        dp_deps(cx, next, dep);
-                    }
-                    for (int d = 0; d < cx->dp_sim; d++)
-                        graph_add_edge(cx->g, cur[d], fsdp_task(cx, es, p, d, t, k, FSDP_FIRST));
-                    memcpy(cur, next, (size_t)cx->dp * sizeof *cur);
+    size_t n = (size_t)cx->n_sim;
+    uint32_t *cur = xmalloc((4 * n + (size_t)cx->dp + cx->dp_sim) * sizeof *cur);
+    uint32_t *cur_ex = cur + n, *next = cur + 2 * n, *next_ex = cur + 3 * n;
+    uint32_t *task = cur + 4 * n, *dep = task + cx->dp;
+    for (int p = 0; p < cx->pp; p++) {
+        int K = es->fsdp_n[p], g = fsdp_next_gather(cx, es, p, 0);
+        for (size_t j = 0; j < n; j++)
+            assert(es->fsdp_next[p * n + j] == K); /* every step recorded */
+        if (g < K)
+            fsdp_gather(cx, es, p, g, -1, cur, cur_ex, task, dep);
+        for (int k = 0; k < K; k++) {
+            if (k == g) {
+                g = fsdp_next_gather(cx, es, p, k + 1);
+                if (g < K)
+                    fsdp_gather(cx, es, p, g, k, next, next_ex, task, dep);
+                for (size_t j = 0; j < n; j++) {
+                    int d = (int)j / cx->tp_sim, t = (int)j % cx->tp_sim;
+                    uint32_t first = fsdp_task(cx, es, p, d, t, k, FSDP_FIRST);
+                    graph_add_edge(cx->g, cur[j], first);
+                    if (cur_ex[j] != NONE)
+                        graph_add_edge(cx->g, cur_ex[j], first);
                 }
-                fsdp_reduces(cx, es, p, t, k, scratch, dep);
+                memcpy(cur, next, 2 * n * sizeof *cur); /* cur and cur_ex */
             }
+            fsdp_reduces(cx, es, p, k, task, dep);
         }
+    }
     free(cur);
 }
 
