@@ -143,17 +143,18 @@ static int validate_expert(const strategy *s, ps_error *err)
      * groups: ZeRO 0-2 reduce and shard the expert state over them, ZeRO 3 shards the routed
      * experts over them as torchtitan's efsdp mesh does (expert tensor degree 1 only: torchtitan
      * has no expert tensor parallelism; data x context > 1: protosim's FSDP units exist only
-     * then); HSDP's shard groups have no expert counterpart in protosim */
+     * then). With HSDP they are split as the data-parallel groups are: the expert groups must
+     * lie inside one replica (torchtitan: ep divides dp_shard x cp x tp) */
     int layout = s->ep > 1 || s->etp != s->tp;
     if (!layout)
         return 0;
-    if (strategy_shard_degree(s) != s->dp * s->cp)
-        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
-                            "expert parallelism (degree %d, expert tensor %d) with "
-                            "data.shard_degree (HSDP) is not modelled: the expert shard groups "
-                            "inside each replica and their all-reduce across replicas are not "
-                            "emitted",
-                            s->ep, s->etp);
+    long replica = (long)strategy_shard_degree(s) * s->tp;
+    if (replica % need)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
+                            "expert degree %d x expert tensor %d = %ld does not divide a "
+                            "replica's tensor %d x shard_degree %d = %ld ranks: with HSDP the "
+                            "expert groups must lie inside one replica",
+                            s->ep, s->etp, need, s->tp, strategy_shard_degree(s), replica);
     if (s->zero == 3 && s->etp != 1)
         return ps_error_set(err, PS_EINPUT, s->file, tl.line, tl.column, "strategy.expert.tensor",
                             "zero 3 (FSDP) with expert tensor degree %d is not modelled: the "

@@ -415,23 +415,58 @@ START_TEST(fsdp_shards_experts_over_the_edp_group)
 }
 END_TEST
 
+/* EP8 over DP16 with ZeRO 1 as HSDP, one replica a node (shard degree 8): the EP group is the
+ * replica's 8 ranks, so each expert is held by one rank of each replica (efsdp 8 / 8 = 1):
+ * nothing to reduce-scatter or gather inside a replica, the expert gradients (4 B x 32 x
+ * 176,160,768 on rank 0, in buckets) all-reduced whole across the replica pair {r, r + 8}, and
+ * Adam keeps every expert parameter of the rank. The dense gradients are reduce-scattered over
+ * the replica's 8 ranks, their eighth all-reduced across {r, r + 8}. */
+START_TEST(hsdp_reduces_experts_across_replicas)
+{
+    sim_fixture f;
+    ep_plan(&f, 2, "  data: {degree: 16, zero: 1, shard_degree: 8}\n  expert: {degree: 8}\n", 0);
+    const compiled_plan *p = &f.p;
+    double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE;
+    uint32_t n;
+    ck_close(rank0_bytes(p->graph, "edp expert grad reduce-scatter", &n), 0.0, 1e-12);
+    ck_close(rank0_bytes(p->graph, "edp expert param all-gather", &n), 0.0, 1e-12);
+    ck_close(rank0_bytes(p->graph, "hsdp expert grad all-reduce", &n), 4 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(p->graph, "dp grad reduce-scatter", &n), 4 * dense, 1e-12);
+    ck_assert_uint_eq(n, 8);
+    ck_close(rank0_bytes(p->graph, "hsdp grad all-reduce", &n), 4 * dense / 8, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(p->graph, "dp param all-gather", &n), 2 * dense, 1e-12);
+    ck_assert_uint_eq(n, 8);
+    for (uint32_t i = 0; i < p->graph->n_colls; i++) {
+        const graph_collective *k = &p->graph->colls[i];
+        const graph_group *gr = &p->graph->groups[k->group];
+        if (label_is(p->graph, p->graph->coll_tasks[k->first_task], "hsdp expert grad all-reduce"))
+            ck_assert_int_eq(p->graph->group_ranks[gr->first + 1],
+                             p->graph->group_ranks[gr->first] + 8);
+    }
+    ck_close(p->memory[0].optimizer, 12 * (dense / 8 + expert), 1e-12);
+    fixture_free(&f);
+}
+END_TEST
+
 /* What is not modelled with an expert layout is refused when the strategy loads
- * (strategy_validate), at the key: HSDP (expert shard groups inside each replica are not
- * emitted), ZeRO 3 with expert tensor parallelism (torchtitan has none) and ZeRO 3 over one
+ * (strategy_validate), at the key: HSDP whose replicas (shard degree 2 x tensor 1 ranks) do not
+ * hold whole EP groups (4), ZeRO 3 with expert tensor parallelism (torchtitan has none) and ZeRO 3 over one
  * data-context rank with expert-data-parallel groups of more than one rank (tensor 4, expert
  * 2: edp 2). */
 START_TEST(unmodelled_combinations_are_refused)
 {
-    const char *bodies[3] = {"  data: {degree: 8, zero: 1, shard_degree: 4}\n"
-                             "  expert: {degree: 2}\n",
+    const char *bodies[3] = {"  data: {degree: 8, zero: 1, shard_degree: 2}\n"
+                             "  expert: {degree: 4}\n",
                              "  data: {degree: 4, zero: 3, overlap: true}\n"
                              "  tensor: {degree: 2, sequence_parallel: true}\n"
                              "  expert: {degree: 4, tensor: 2}\n",
                              "  data: {degree: 1, zero: 3, overlap: true}\n"
                              "  tensor: {degree: 4, sequence_parallel: true}\n"
                              "  expert: {degree: 2}\n"};
-    const char *what[3] = {"shard_degree", "expert tensor degree 2", "data x context = 1"};
-    const char *field[3] = {"strategy.expert", "strategy.expert.tensor", "strategy.expert"};
+    const char *what[3] = {"inside one replica", "expert tensor degree 2", "data x context = 1"};
+    const char *field[3] = {"strategy.expert.degree", "strategy.expert.tensor", "strategy.expert"};
     int line[3] = {5, 6, 6}, column[3] = {20, 31, 20}; /* the degree's (tensor's) value */
     for (int k = 0; k < 3; k++) {
         char text[1024];
@@ -460,6 +495,7 @@ static Suite *ep_suite(void)
                                   mixtral_ep8_memory_by_hand,
                                   expert_gradients_over_the_edp_group,
                                   fsdp_shards_experts_over_the_edp_group,
+                                  hsdp_reduces_experts_across_replicas,
                                   unmodelled_combinations_are_refused,
                                   NULL};
     return suite_of("ep", "compile", 120, tests);

@@ -754,6 +754,89 @@ START_TEST(fsdp_with_experts_memory)
 }
 END_TEST
 
+/* HSDP with expert parallelism (tests/data/zero/fsdp-ep-hsdp.yaml, 8 GPUs of a generated DGX
+ * A100): rank 0's DP stream, as EP_STREAM with each reduce-scatter followed by the all-reduce
+ * of its shard across the 2 replicas: the dense units' over {0, 4} (1/4 of the unit's fp32
+ * gradients), the experts' over {0, 4} (1/2 of theirs: the expert shard group {0, 2} holds
+ * halves). Members: the replica's shard group 0-3, the expert shard group {0, 2} (stage indices
+ * of EP index 0 inside replica 0), the replica groups {0, 4}. */
+static const struct {
+    const char *label;
+    double bytes;
+    int members[4], n;
+} HSDP_STREAM[] = {
+    {"fsdp param all-gather fwd", EP_EMB * 2, {0, 1, 2, 3}, 4},
+    {"fsdp param all-gather fwd", EP_DENSE * 2, {0, 1, 2, 3}, 4},
+    {"fsdp expert all-gather fwd", EP_EXPERT * 2, {0, 2}, 2},
+    {"fsdp param all-gather fwd", EP_HEAD * 2, {0, 1, 2, 3}, 4},
+    {"fsdp param all-gather bwd", EP_HEAD * 2, {0, 1, 2, 3}, 4},
+    {"fsdp param all-gather bwd", EP_DENSE * 2, {0, 1, 2, 3}, 4},
+    {"fsdp expert all-gather bwd", EP_EXPERT * 2, {0, 2}, 2},
+    {"fsdp grad reduce-scatter", EP_HEAD * 4, {0, 1, 2, 3}, 4},
+    {"hsdp grad all-reduce", EP_HEAD * 4 / 4, {0, 4}, 2},
+    {"fsdp param all-gather bwd", EP_EMB * 2, {0, 1, 2, 3}, 4},
+    {"fsdp grad reduce-scatter", EP_DENSE * 4, {0, 1, 2, 3}, 4},
+    {"hsdp grad all-reduce", EP_DENSE * 4 / 4, {0, 4}, 2},
+    {"fsdp expert reduce-scatter", EP_EXPERT * 4, {0, 2}, 2},
+    {"hsdp expert grad all-reduce", EP_EXPERT * 4 / 2, {0, 4}, 2},
+    {"fsdp grad reduce-scatter", EP_EMB * 4, {0, 1, 2, 3}, 4},
+    {"hsdp grad all-reduce", EP_EMB * 4 / 4, {0, 4}, 2},
+};
+#define HSDP_STREAM_N 16
+
+/* The collectives above in order on rank 0, every expert collective's group (shard pairs
+ * {r, r + 2} inside a replica, replica pairs {r, r + 4}), and memory: the shards are
+ * dense / 4 + experts / 2 as on 4 GPUs without HSDP (the replica is that plan's 4 ranks). */
+START_TEST(hsdp_with_experts_shards_inside_a_replica_and_reduces_across)
+{
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-ep-hsdp.yaml", -1, NULL);
+    const exec_graph *g = f.p.graph;
+    int n = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (k->rank != 0 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
+            continue;
+        ck_assert_int_lt(n, HSDP_STREAM_N);
+        const graph_collective *c = &g->colls[k->coll];
+        const graph_group *gr = &g->groups[c->group];
+        ck_assert_str_eq(coll_label(g, k->coll), HSDP_STREAM[n].label);
+        ck_close(c->bytes, HSDP_STREAM[n].bytes, 1e-12);
+        ck_assert_int_eq(gr->n, HSDP_STREAM[n].n);
+        for (uint32_t m = 0; m < gr->n; m++)
+            ck_assert_int_eq(g->group_ranks[gr->first + m], HSDP_STREAM[n].members[m]);
+        n++;
+    }
+    ck_assert_int_eq(n, HSDP_STREAM_N);
+    /* 4 expert shard pairs x 3 collectives and 4 replica pairs x 1 all-reduce */
+    ck_assert_int_eq(count_colls(g, "fsdp expert reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0), 4);
+    ck_assert_int_eq(count_colls(g, "hsdp expert grad all-reduce", COLL_ALLREDUCE, NULL, 0), 4);
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        const char *l = coll_label(g, c);
+        const graph_group *gr = &g->groups[g->colls[c].group];
+        int r0 = g->group_ranks[gr->first], step = !strncmp(l, "fsdp expert", 11)              ? 2
+                                                   : !strcmp(l, "hsdp expert grad all-reduce") ? 4
+                                                                                               : 0;
+        if (!step)
+            continue;
+        ck_assert_int_eq(gr->n, 2);
+        ck_assert_int_eq(g->group_ranks[gr->first + 1], r0 + step);
+        if (step == 2) /* inside one replica */
+            ck_assert_int_eq(r0 / 4, (r0 + 2) / 4);
+        else /* replica 0's rank and its counterpart in replica 1 */
+            ck_assert_int_lt(r0, 4);
+    }
+    double shards = (EP_EMB + EP_DENSE + EP_HEAD) / 4 + EP_EXPERT / 2, layer = EP_DENSE + EP_EXPERT;
+    for (int r = 0; r < 8; r++) {
+        const memory_estimate *m = &f.p.memory[r];
+        ck_close(m->weights, shards * 2 + (layer + EP_HEAD) * 2, 1e-12);
+        ck_close(m->gradients, shards * 4 + layer * 4, 1e-12);
+        ck_close(m->optimizer, shards * 12, 1e-12);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
 static Suite *zero_suite(void)
 {
     const TTest *const tests[] = {fsdp_gathers_twice_per_unit_and_reduces_once,
@@ -768,6 +851,7 @@ static Suite *zero_suite(void)
                                   fsdp_with_experts_shards_them_over_the_edp_pairs,
                                   fsdp_with_experts_step_time_by_hand,
                                   fsdp_with_experts_memory,
+                                  hsdp_with_experts_shards_inside_a_replica_and_reduces_across,
                                   NULL};
     return suite_of("zero", "core", 120, tests);
 }

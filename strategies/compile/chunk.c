@@ -352,9 +352,9 @@ static void build_buckets(const compile_ctx *cx, chunk_template *ct)
     ct->fwd_bucket = xmalloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
     for (int i = 0; i < ct->fwd.n; i++) {
         int b = 0;
-        /* expert buckets without an expert-data-parallel peer are never gathered */
-        while (b < ct->n_buckets - 1 &&
-               (ct->bucket_lo[b] > ct->fwd.seg[i].hi || (ct->bucket_expert[b] && cx->edp == 1)))
+        /* expert buckets without an expert shard peer are never gathered */
+        while (b < ct->n_buckets - 1 && (ct->bucket_lo[b] > ct->fwd.seg[i].hi ||
+                                         (ct->bucket_expert[b] && cx->edp_shard == 1)))
             b++;
         ct->fwd_bucket[i] = b;
     }

@@ -499,6 +499,7 @@ static void intern_labels(compile_ctx *cx)
     cx->label_edp[COLL_ALLREDUCE] = graph_label(g, "edp expert grad all-reduce");
     cx->label_edp[COLL_REDUCE_SCATTER] = graph_label(g, "edp expert grad reduce-scatter");
     cx->label_edp[COLL_ALLGATHER] = graph_label(g, "edp expert param all-gather");
+    cx->label_hsdp_ear = graph_label(g, "hsdp expert grad all-reduce");
 }
 
 /* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */

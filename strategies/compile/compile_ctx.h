@@ -115,9 +115,18 @@ typedef struct compile_ctx {
     int *ep_group;  /* [pp * tp * dp / ep]: EP group (et, edp) of each stage, -1 when it holds no
                        simulated rank (not emitted) */
     int *etp_group; /* [pp * tp * dp / etp] (e, edp), -1 likewise; NULL when etp == 1 */
-    int *edp_group; /* [pp * ep * etp], or NULL when edp == 1 */
+    /* Expert-data-parallel groups, split as the data-parallel ones are under HSDP (Megatron's
+     * intra- and inter-partial expert DP groups, torchtitan's efsdp inside each replica): shard
+     * groups of edp_shard = edp / n_shard_groups consecutive EDP indices (the experts inside
+     * one replica), [(p * ep + e) * etp + et) * n_shard_groups + r], NULL when edp_shard == 1;
+     * replica groups of the n_shard_groups ranks holding the same expert shard,
+     * [((p * ep + e) * etp + et) * edp_shard + j], NULL without HSDP. */
+    int edp_shard;
+    int *edp_group;
+    int *edp_rep_group;
     int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
     int label_edp[3];              /* expert gradient collectives, by coll_kind */
+    int label_hsdp_ear;            /* HSDP: expert gradient shards across the replicas */
     int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
     int fsdp; /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     /* FSDP under a pipeline (PyTorch's pipelining, torchtitan's reshard_after_forward False):
@@ -226,8 +235,8 @@ double zero_stage_params(compile_ctx *cx, int p);
 double zero_stage_expert_params(compile_ctx *cx, int p);
 
 /* Expert parallelism in the graph (expert.c). The simulated ranks of each stage and their TP,
- * EP, ETP and EDP groups (cx->sim_rank, tp_group, ep_group, etp_group, edp_group); free with
- * compile_free_stage_groups. */
+ * EP, ETP and EDP groups (cx->sim_rank, tp_group, ep_group, etp_group, edp_shard, edp_group,
+ * edp_rep_group); free with compile_free_stage_groups. */
 void compile_make_stage_groups(compile_ctx *cx);
 void compile_free_stage_groups(compile_ctx *cx);
 /* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:

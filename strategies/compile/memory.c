@@ -50,9 +50,9 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
         params += stage_chunks[c]->params;
         expert += stage_chunks[c]->expert_params;
     }
-    /* ZeRO shards expert state over the expert-data-parallel group (edp ranks), the rest
+    /* ZeRO shards expert state over the expert shard group (edp ranks, HSDP: a replica's), the rest
      * over cx->shard; `sharded` is what a rank keeps of a sharded state */
-    double dense = params - expert, sharded = dense / cx->shard + expert / cx->edp;
+    double dense = params - expert, sharded = dense / cx->shard + expert / cx->edp_shard;
     int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
     double w = precision_bytes(s->precision);
     /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
