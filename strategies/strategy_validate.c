@@ -140,17 +140,33 @@ static int validate_expert(const strategy *s, ps_error *err)
                             "tensor %d x context %d x data %d = %ld ranks",
                             s->ep, s->etp, need, s->tp, s->cp, s->dp, ranks);
     /* an expert layout (experts not laid out as the dense MLP) has expert-data-parallel
-     * groups for ZeRO 0-2; FSDP units and HSDP shard groups have none in protosim */
+     * groups: ZeRO 0-2 reduce and shard the expert state over them, ZeRO 3 shards the routed
+     * experts over them as torchtitan's efsdp mesh does (expert tensor degree 1 only: torchtitan
+     * has no expert tensor parallelism; data x context > 1: protosim's FSDP units exist only
+     * then). With HSDP they are split as the data-parallel groups are: the expert groups must
+     * lie inside one replica (torchtitan: ep divides dp_shard x cp x tp) */
     int layout = s->ep > 1 || s->etp != s->tp;
-    const char *what = !layout                                     ? NULL
-                       : s->zero == 3                              ? "zero 3 (FSDP)"
-                       : strategy_shard_degree(s) != s->dp * s->cp ? "data.shard_degree (HSDP)"
-                                                                   : NULL;
-    if (what)
+    if (!layout)
+        return 0;
+    long replica = (long)strategy_shard_degree(s) * s->tp;
+    if (replica % need)
+        return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert.degree",
+                            "expert degree %d x expert tensor %d = %ld does not divide a "
+                            "replica's tensor %d x shard_degree %d = %ld ranks: with HSDP the "
+                            "expert groups must lie inside one replica",
+                            s->ep, s->etp, need, s->tp, strategy_shard_degree(s), replica);
+    if (s->zero == 3 && s->etp != 1)
+        return ps_error_set(err, PS_EINPUT, s->file, tl.line, tl.column, "strategy.expert.tensor",
+                            "zero 3 (FSDP) with expert tensor degree %d is not modelled: the "
+                            "routed experts are sharded over their expert-data-parallel groups "
+                            "with expert tensor degree 1 only (as torchtitan)",
+                            s->etp);
+    if (s->zero == 3 && s->dp * s->cp == 1 && ranks / need > 1)
         return ps_error_set(err, PS_EINPUT, s->file, el.line, el.column, "strategy.expert",
-                            "expert parallelism (degree %d, expert tensor %d) with %s is not "
-                            "modelled: its expert-data-parallel groups are not emitted there",
-                            s->ep, s->etp, what);
+                            "zero 3 (FSDP) with expert degree %d over data x context = 1 is not "
+                            "modelled: the routed experts would be sharded over %ld "
+                            "expert-data-parallel ranks with no data-parallel FSDP around them",
+                            s->ep, ranks / need);
     return 0;
 }
 

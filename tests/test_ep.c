@@ -368,16 +368,107 @@ START_TEST(expert_gradients_over_the_edp_group)
 }
 END_TEST
 
-/* What is not modelled with an expert layout is refused at the expert key when the strategy
- * loads (strategy_validate): ZeRO 3 and HSDP. */
+/* EP8 over DP16 with ZeRO 3 (FSDP, as torchtitan): the routed experts (one a rank, 32 layers)
+ * are gathered and reduced over the expert-data-parallel pairs {r, r + 8} (efsdp = 16 / 8), the
+ * rest over the 16 data-parallel ranks; 4 micro-batches, each unit gathered before its forward
+ * and its backward and reduced after its backward: on rank 0's groups, per micro-batch, 32
+ * expert gathers of 2 B x 176,160,768 each way and 32 reduce-scatters of 4 B x it, and the
+ * dense parameters (MIXTRAL_DENSE, every unit) gathered twice and reduced once. Memory: the
+ * shards, dense / 16 + experts / 2, as weights (2 B, plus two layers gathered: 2 x (41,984,000 +
+ * 176,160,768), the largest consecutive units), gradients (4 B, plus one whole layer) and Adam
+ * (12 B). Folded to one simulated replica, the pairs' other members standing in. */
+START_TEST(fsdp_shards_experts_over_the_edp_group)
+{
+    sim_fixture f;
+    ep_plan(&f, 2, "  data: {degree: 16, zero: 3, overlap: true}\n  expert: {degree: 8}\n", 0);
+    const compiled_plan *p = &f.p;
+    const exec_graph *g = p->graph;
+    double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE, M = 4;
+    uint32_t n;
+    ck_close(rank0_bytes(g, "fsdp expert all-gather fwd", &n), M * 2 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(g, "fsdp expert all-gather bwd", &n), M * 2 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(g, "fsdp expert reduce-scatter", &n), M * 4 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(g, "fsdp param all-gather fwd", &n), M * 2 * dense, 1e-12);
+    ck_assert_uint_eq(n, 16);
+    ck_close(rank0_bytes(g, "fsdp param all-gather bwd", &n), M * 2 * dense, 1e-12);
+    ck_close(rank0_bytes(g, "fsdp grad reduce-scatter", &n), M * 4 * dense, 1e-12);
+    ck_assert_uint_eq(n, 16);
+    int first, k = find_colls(g, "fsdp expert reduce-scatter", &first);
+    ck_assert_int_eq(k, 8 * 32 * 4); /* 8 pairs, 32 layers, 4 micro-batches */
+    for (uint32_t i = 0; i < g->n_colls; i++) {
+        const graph_group *gr = &g->groups[g->colls[i].group];
+        if (strncmp(g->labels[g->tasks[g->coll_tasks[g->colls[i].first_task]].label], "fsdp expert",
+                    11))
+            continue;
+        ck_assert_uint_eq(gr->n, 2);
+        ck_assert_int_eq(g->group_ranks[gr->first + 1], g->group_ranks[gr->first] + 8);
+    }
+    ck_assert_int_eq(p->simulated_replicas, 1);
+    double shards = dense / 16 + expert / 2, layer = 41984000 + MIXTRAL_EXPERT;
+    ck_close(p->memory[0].weights, shards * 2 + 2 * layer * 2, 1e-12);
+    ck_close(p->memory[0].gradients, shards * 4 + layer * 4, 1e-12);
+    ck_close(p->memory[0].optimizer, shards * 12, 1e-12);
+    fixture_free(&f);
+}
+END_TEST
+
+/* EP8 over DP16 with ZeRO 1 as HSDP, one replica a node (shard degree 8): the EP group is the
+ * replica's 8 ranks, so each expert is held by one rank of each replica (efsdp 8 / 8 = 1):
+ * nothing to reduce-scatter or gather inside a replica, the expert gradients (4 B x 32 x
+ * 176,160,768 on rank 0, in buckets) all-reduced whole across the replica pair {r, r + 8}, and
+ * Adam keeps every expert parameter of the rank. The dense gradients are reduce-scattered over
+ * the replica's 8 ranks, their eighth all-reduced across {r, r + 8}. */
+START_TEST(hsdp_reduces_experts_across_replicas)
+{
+    sim_fixture f;
+    ep_plan(&f, 2, "  data: {degree: 16, zero: 1, shard_degree: 8}\n  expert: {degree: 8}\n", 0);
+    const compiled_plan *p = &f.p;
+    double expert = 32 * MIXTRAL_EXPERT, dense = MIXTRAL_DENSE;
+    uint32_t n;
+    ck_close(rank0_bytes(p->graph, "edp expert grad reduce-scatter", &n), 0.0, 1e-12);
+    ck_close(rank0_bytes(p->graph, "edp expert param all-gather", &n), 0.0, 1e-12);
+    ck_close(rank0_bytes(p->graph, "hsdp expert grad all-reduce", &n), 4 * expert, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(p->graph, "dp grad reduce-scatter", &n), 4 * dense, 1e-12);
+    ck_assert_uint_eq(n, 8);
+    ck_close(rank0_bytes(p->graph, "hsdp grad all-reduce", &n), 4 * dense / 8, 1e-12);
+    ck_assert_uint_eq(n, 2);
+    ck_close(rank0_bytes(p->graph, "dp param all-gather", &n), 2 * dense, 1e-12);
+    ck_assert_uint_eq(n, 8);
+    for (uint32_t i = 0; i < p->graph->n_colls; i++) {
+        const graph_collective *k = &p->graph->colls[i];
+        const graph_group *gr = &p->graph->groups[k->group];
+        if (label_is(p->graph, p->graph->coll_tasks[k->first_task], "hsdp expert grad all-reduce"))
+            ck_assert_int_eq(p->graph->group_ranks[gr->first + 1],
+                             p->graph->group_ranks[gr->first] + 8);
+    }
+    ck_close(p->memory[0].optimizer, 12 * (dense / 8 + expert), 1e-12);
+    fixture_free(&f);
+}
+END_TEST
+
+/* What is not modelled with an expert layout is refused when the strategy loads
+ * (strategy_validate), at the key: HSDP whose replicas (shard degree 2 x tensor 1 ranks) do not
+ * hold whole EP groups (4), ZeRO 3 with expert tensor parallelism (torchtitan has none) and ZeRO 3 over one
+ * data-context rank with expert-data-parallel groups of more than one rank (tensor 4, expert
+ * 2: edp 2). */
 START_TEST(unmodelled_combinations_are_refused)
 {
-    const char *bodies[2] = {"  data: {degree: 8, zero: 3, overlap: true}\n"
-                             "  expert: {degree: 8}\n",
-                             "  data: {degree: 8, zero: 1, shard_degree: 4}\n"
+    const char *bodies[3] = {"  data: {degree: 8, zero: 1, shard_degree: 2}\n"
+                             "  expert: {degree: 4}\n",
+                             "  data: {degree: 4, zero: 3, overlap: true}\n"
+                             "  tensor: {degree: 2, sequence_parallel: true}\n"
+                             "  expert: {degree: 4, tensor: 2}\n",
+                             "  data: {degree: 1, zero: 3, overlap: true}\n"
+                             "  tensor: {degree: 4, sequence_parallel: true}\n"
                              "  expert: {degree: 2}\n"};
-    const char *what[2] = {"zero 3", "shard_degree"};
-    for (int k = 0; k < 2; k++) {
+    const char *what[3] = {"inside one replica", "expert tensor degree 2", "data x context = 1"};
+    const char *field[3] = {"strategy.expert.degree", "strategy.expert.tensor", "strategy.expert"};
+    int line[3] = {5, 6, 6}, column[3] = {20, 31, 20}; /* the degree's (tensor's) value */
+    for (int k = 0; k < 3; k++) {
         char text[1024];
         snprintf(text, sizeof text,
                  "workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\nstrategy:\n%s", bodies[k]);
@@ -385,9 +476,9 @@ START_TEST(unmodelled_combinations_are_refused)
         ps_error err;
         int rc = sim_strategy_text(text, &s, &err);
         ck_assert_int_eq(rc, PS_EINPUT);
-        ck_assert_str_eq(err.field, "strategy.expert");
-        ck_assert_int_eq(err.line, 5);
-        ck_assert_int_eq(err.column, 20); /* the degree's value */
+        ck_assert_str_eq(err.field, field[k]);
+        ck_assert_int_eq(err.line, line[k]);
+        ck_assert_int_eq(err.column, column[k]);
         ck_assert_msg(strstr(err.message, what[k]), "%s", err.message);
     }
 }
@@ -536,6 +627,8 @@ static Suite *ep_suite(void)
                                   stand_in_alltoall_runs_in_full_beside_traffic,
                                   mixtral_ep8_memory_by_hand,
                                   expert_gradients_over_the_edp_group,
+                                  fsdp_shards_experts_over_the_edp_group,
+                                  hsdp_reduces_experts_across_replicas,
                                   unmodelled_combinations_are_refused,
                                   a2a_blocking_adds_every_alltoall,
                                   a2a_overlap_hides_the_merged_steps_alltoalls,

@@ -103,6 +103,19 @@ static void hand_load(hand *h, const char *strategy_rel)
     ck_close(h->params, h->wg.total_params, 1e-12); /* the workload counts the same */
 }
 
+/* The test platforms' GPU alone (h->devices, h->dev), for plans gpt_units does not describe. */
+static void hand_load_dev(hand *h)
+{
+    memset(h, 0, sizeof *h);
+    ps_error err;
+    ps_error_clear(&err);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    ck_assert_int_eq(device_table_load(path, &h->devices, &err), 0);
+    h->dev = device_table_find(&h->devices, "A100-SXM4-80GB");
+    ck_assert_ptr_nonnull(h->dev);
+}
+
 static void hand_free(hand *h)
 {
     workload_graph_free(&h->wg);
@@ -603,6 +616,227 @@ START_TEST(fsdp_under_a_pipeline_memory)
 }
 END_TEST
 
+/* ---- FSDP with expert parallelism (tests/data/zero/fsdp-ep.yaml, four-ep-mesh.xml) ---- */
+
+/* The one-layer MoE's FSDP units by hand (llama: no biases, no position table; h 512, 8 heads
+ * of 64 and 8 KV heads, vocab 4096, 4 experts of width 1024, EP 2): the embedding v h =
+ * 2,097,152; the layer's dense part, attention 4 h^2 + its two RMSNorms 2 h + the router E h =
+ * 1,051,648; its routed experts on a rank, E / ep x 3 h ffn (SwiGLU) = 3,145,728; the head,
+ * final norm h + LM head v h = 2,097,664. */
+#define EP_EMB    2097152.0
+#define EP_DENSE  1051648.0
+#define EP_EXPERT 3145728.0
+#define EP_HEAD   2097664.0
+
+/* Rank 0's DP-stream collectives of the plan, in its stream's order (graph order): DP 4 with
+ * one micro-batch, program embedding, layer, head forward then head, layer, embedding backward,
+ * each gather one step ahead and before the step's reduce-scatters. A MoE unit gathers its
+ * dense parameters over the 4 data-parallel ranks and then its experts over the
+ * expert-data-parallel pair {0, 2}, and reduces its gradients in the same order. */
+static const struct {
+    const char *label;
+    double params, elem; /* bytes = params x elem (bf16 gathers, fp32 reductions) */
+    int members;
+} EP_STREAM[] = {
+    {"fsdp param all-gather fwd", EP_EMB, 2, 4},     {"fsdp param all-gather fwd", EP_DENSE, 2, 4},
+    {"fsdp expert all-gather fwd", EP_EXPERT, 2, 2}, {"fsdp param all-gather fwd", EP_HEAD, 2, 4},
+    {"fsdp param all-gather bwd", EP_HEAD, 2, 4},    {"fsdp param all-gather bwd", EP_DENSE, 2, 4},
+    {"fsdp expert all-gather bwd", EP_EXPERT, 2, 2}, {"fsdp grad reduce-scatter", EP_HEAD, 4, 4},
+    {"fsdp param all-gather bwd", EP_EMB, 2, 4},     {"fsdp grad reduce-scatter", EP_DENSE, 4, 4},
+    {"fsdp expert reduce-scatter", EP_EXPERT, 4, 2}, {"fsdp grad reduce-scatter", EP_EMB, 4, 4},
+};
+#define EP_STREAM_N 12
+
+/* Every collective's bytes and group. The dense ones span DP ranks 0-3 (in ring order); the
+ * expert ones the expert-data-parallel pairs {0, 2} and {1, 3} (efsdp = 4 / ep: stage indices
+ * of one EP index, ep apart), 6 of them (2 gathers and 1 reduce-scatter per pair) against 18
+ * dense. */
+START_TEST(fsdp_with_experts_shards_them_over_the_edp_pairs)
+{
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-ep.yaml", -1, "tests/data/zero/four-ep-mesh.xml");
+    const exec_graph *g = f.p.graph;
+    int n = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (k->rank != 0 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
+            continue;
+        ck_assert_int_lt(n, EP_STREAM_N);
+        const graph_collective *c = &g->colls[k->coll];
+        const graph_group *gr = &g->groups[c->group];
+        ck_assert_str_eq(coll_label(g, k->coll), EP_STREAM[n].label);
+        ck_close(c->bytes, EP_STREAM[n].params * EP_STREAM[n].elem, 1e-12);
+        ck_assert_int_eq(gr->n, EP_STREAM[n].members);
+        for (uint32_t m = 0; m < gr->n; m++) /* ranks 0, 1, 2, 3 or 0, 2 */
+            ck_assert_int_eq(g->group_ranks[gr->first + m], (int)m * (4 / EP_STREAM[n].members));
+        n++;
+    }
+    ck_assert_int_eq(n, EP_STREAM_N);
+    ck_assert_int_eq(count_colls(g, "fsdp expert all-gather fwd", COLL_ALLGATHER, NULL, 0), 2);
+    ck_assert_int_eq(count_colls(g, "fsdp expert all-gather bwd", COLL_ALLGATHER, NULL, 0), 2);
+    ck_assert_int_eq(count_colls(g, "fsdp expert reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0), 2);
+    ck_assert_int_eq(dp_colls(g), 3 * 3 + 6);
+    for (uint32_t c = 0; c < g->n_colls; c++)
+        if (!strncmp(coll_label(g, c), "fsdp expert", 11)) {
+            const graph_group *gr = &g->groups[g->colls[c].group];
+            int r0 = g->group_ranks[gr->first];
+            ck_assert(r0 == 0 || r0 == 1);
+            ck_assert_int_eq(g->group_ranks[gr->first + 1], r0 + 2);
+        }
+    fixture_free(&f);
+}
+END_TEST
+
+/* Timings by hand, every overhead off. The 4 GPUs are a full mesh of split-duplex links, the
+ * EP pairs' 0-1 and 2-3 at 300 GB/s, the four others at 1 GB/s each way. A 2-member ring (the
+ * expert pairs 0-2, 1-3, each on its own link) moves S/2 each way: S/2 / 1e9 s. The 4-member
+ * ring: protosim's ring search (htae_rings_build: the ring whose tightest link is widest, its
+ * capacity taken, repeated) finds 0-1-2-3, 0-3-2-1, 0-1-3-2 and 0-2-3-1, each taking one
+ * 1 GB/s direction of two slow links, then none (every other ring crosses a spent one), and
+ * splits the volume equally: each slow direction carries 1/4 of a ring edge's 3/4 S, so the
+ * collective takes 3/16 S / 1e9 s. The model computes in far less than its collectives take, so
+ * rank 0's DP stream runs its 12 collectives back to back from 0, each issued before the one
+ * ahead of it ends (the gathers one step ahead; each reduce-scatter's backward done under the
+ * gathers queued before it). Then Adam on the rank's shards, dense / 4 + experts / 2
+ * parameters: the iteration ends at (3/16 (2 + 2 + 4)(emb + dense + head) + 1/2 (2 + 2 + 4)
+ * experts) / 1e9 + Adam = (1.5 x 5,246,464 + 4 x 3,145,728) / 1e9 = 20.452608 ms + Adam. */
+START_TEST(fsdp_with_experts_step_time_by_hand)
+{
+    hand h;
+    hand_load_dev(&h);
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-ep.yaml", -1, "tests/data/zero/four-ep-mesh.xml");
+    fixture_run(&f);
+    const exec_graph *g = f.p.graph;
+    const htae_result *res = &f.r;
+    double at = 0;
+    int n = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (k->rank != 0 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
+            continue;
+        double bytes = EP_STREAM[n].params * EP_STREAM[n].elem;
+        double secs = (EP_STREAM[n].members == 4 ? 3.0 / 16 : 1.0 / 2) * bytes / 1e9;
+        ck_close(res->start[t], at, 1e-9);
+        ck_close(res->end[t], at + secs, 1e-9);
+        at = res->end[t];
+        n++;
+    }
+    ck_assert_int_eq(n, EP_STREAM_N);
+    ck_close(at, (1.5 * (EP_EMB + EP_DENSE + EP_HEAD) + 4 * EP_EXPERT) / 1e9, 1e-9);
+    ck_close(at, 20.452608e-3, 1e-9);
+    double opt = cost_optimizer_seconds((EP_EMB + EP_DENSE + EP_HEAD) / 4 + EP_EXPERT / 2, 1,
+                                        PREC_BF16, h.dev) +
+                 cost_iteration_overhead_seconds();
+    ck_close(res->makespan, at + opt, 1e-9);
+    fixture_free(&f);
+    device_table_free(&h.devices);
+}
+END_TEST
+
+/* Memory of the plan by hand: weights the shards (dense / 4 + experts / 2) x 2 B plus the two
+ * largest consecutive units gathered (the layer, 4,197,376 with its experts, and the head); the
+ * gradients the shards x 4 B plus the largest unit's whole (the layer); Adam 12 B x the
+ * shards. */
+START_TEST(fsdp_with_experts_memory)
+{
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-ep.yaml", -1, "tests/data/zero/four-ep-mesh.xml");
+    double layer = EP_DENSE + EP_EXPERT, shards = (EP_EMB + EP_DENSE + EP_HEAD) / 4 + EP_EXPERT / 2;
+    ck_close(layer, 4197376.0, 1e-15);
+    for (int r = 0; r < 4; r++) {
+        const memory_estimate *m = &f.p.memory[r];
+        ck_close(m->weights, shards * 2 + (layer + EP_HEAD) * 2, 1e-12);
+        ck_close(m->gradients, shards * 4 + layer * 4, 1e-12);
+        ck_close(m->optimizer, shards * 12, 1e-12);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
+/* HSDP with expert parallelism (tests/data/zero/fsdp-ep-hsdp.yaml, 8 GPUs of a generated DGX
+ * A100): rank 0's DP stream, as EP_STREAM with each reduce-scatter followed by the all-reduce
+ * of its shard across the 2 replicas: the dense units' over {0, 4} (1/4 of the unit's fp32
+ * gradients), the experts' over {0, 4} (1/2 of theirs: the expert shard group {0, 2} holds
+ * halves). Members: the replica's shard group 0-3, the expert shard group {0, 2} (stage indices
+ * of EP index 0 inside replica 0), the replica groups {0, 4}. */
+static const struct {
+    const char *label;
+    double bytes;
+    int members[4], n;
+} HSDP_STREAM[] = {
+    {"fsdp param all-gather fwd", EP_EMB * 2, {0, 1, 2, 3}, 4},
+    {"fsdp param all-gather fwd", EP_DENSE * 2, {0, 1, 2, 3}, 4},
+    {"fsdp expert all-gather fwd", EP_EXPERT * 2, {0, 2}, 2},
+    {"fsdp param all-gather fwd", EP_HEAD * 2, {0, 1, 2, 3}, 4},
+    {"fsdp param all-gather bwd", EP_HEAD * 2, {0, 1, 2, 3}, 4},
+    {"fsdp param all-gather bwd", EP_DENSE * 2, {0, 1, 2, 3}, 4},
+    {"fsdp expert all-gather bwd", EP_EXPERT * 2, {0, 2}, 2},
+    {"fsdp grad reduce-scatter", EP_HEAD * 4, {0, 1, 2, 3}, 4},
+    {"hsdp grad all-reduce", EP_HEAD * 4 / 4, {0, 4}, 2},
+    {"fsdp param all-gather bwd", EP_EMB * 2, {0, 1, 2, 3}, 4},
+    {"fsdp grad reduce-scatter", EP_DENSE * 4, {0, 1, 2, 3}, 4},
+    {"hsdp grad all-reduce", EP_DENSE * 4 / 4, {0, 4}, 2},
+    {"fsdp expert reduce-scatter", EP_EXPERT * 4, {0, 2}, 2},
+    {"hsdp expert grad all-reduce", EP_EXPERT * 4 / 2, {0, 4}, 2},
+    {"fsdp grad reduce-scatter", EP_EMB * 4, {0, 1, 2, 3}, 4},
+    {"hsdp grad all-reduce", EP_EMB * 4 / 4, {0, 4}, 2},
+};
+#define HSDP_STREAM_N 16
+
+/* The collectives above in order on rank 0, every expert collective's group (shard pairs
+ * {r, r + 2} inside a replica, replica pairs {r, r + 4}), and memory: the shards are
+ * dense / 4 + experts / 2 as on 4 GPUs without HSDP (the replica is that plan's 4 ranks). */
+START_TEST(hsdp_with_experts_shards_inside_a_replica_and_reduces_across)
+{
+    sim_fixture f;
+    zero_plan(&f, "tests/data/zero/fsdp-ep-hsdp.yaml", -1, NULL);
+    const exec_graph *g = f.p.graph;
+    int n = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (k->rank != 0 || k->kind != TASK_COLLECTIVE || k->category != CAT_DP_COMM)
+            continue;
+        ck_assert_int_lt(n, HSDP_STREAM_N);
+        const graph_collective *c = &g->colls[k->coll];
+        const graph_group *gr = &g->groups[c->group];
+        ck_assert_str_eq(coll_label(g, k->coll), HSDP_STREAM[n].label);
+        ck_close(c->bytes, HSDP_STREAM[n].bytes, 1e-12);
+        ck_assert_int_eq(gr->n, HSDP_STREAM[n].n);
+        for (uint32_t m = 0; m < gr->n; m++)
+            ck_assert_int_eq(g->group_ranks[gr->first + m], HSDP_STREAM[n].members[m]);
+        n++;
+    }
+    ck_assert_int_eq(n, HSDP_STREAM_N);
+    /* 4 expert shard pairs x 3 collectives and 4 replica pairs x 1 all-reduce */
+    ck_assert_int_eq(count_colls(g, "fsdp expert reduce-scatter", COLL_REDUCE_SCATTER, NULL, 0), 4);
+    ck_assert_int_eq(count_colls(g, "hsdp expert grad all-reduce", COLL_ALLREDUCE, NULL, 0), 4);
+    for (uint32_t c = 0; c < g->n_colls; c++) {
+        const char *l = coll_label(g, c);
+        const graph_group *gr = &g->groups[g->colls[c].group];
+        int r0 = g->group_ranks[gr->first], step = !strncmp(l, "fsdp expert", 11)              ? 2
+                                                   : !strcmp(l, "hsdp expert grad all-reduce") ? 4
+                                                                                               : 0;
+        if (!step)
+            continue;
+        ck_assert_int_eq(gr->n, 2);
+        ck_assert_int_eq(g->group_ranks[gr->first + 1], r0 + step);
+        if (step == 2) /* inside one replica */
+            ck_assert_int_eq(r0 / 4, (r0 + 2) / 4);
+        else /* replica 0's rank and its counterpart in replica 1 */
+            ck_assert_int_lt(r0, 4);
+    }
+    double shards = (EP_EMB + EP_DENSE + EP_HEAD) / 4 + EP_EXPERT / 2, layer = EP_DENSE + EP_EXPERT;
+    for (int r = 0; r < 8; r++) {
+        const memory_estimate *m = &f.p.memory[r];
+        ck_close(m->weights, shards * 2 + (layer + EP_HEAD) * 2, 1e-12);
+        ck_close(m->gradients, shards * 4 + layer * 4, 1e-12);
+        ck_close(m->optimizer, shards * 12, 1e-12);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
 static Suite *zero_suite(void)
 {
     const TTest *const tests[] = {fsdp_gathers_twice_per_unit_and_reduces_once,
@@ -614,6 +848,10 @@ static Suite *zero_suite(void)
                                   fsdp_under_a_pipeline_gathers_and_reduces_once_per_unit,
                                   fsdp_under_a_pipeline_step_time_by_hand,
                                   fsdp_under_a_pipeline_memory,
+                                  fsdp_with_experts_shards_them_over_the_edp_pairs,
+                                  fsdp_with_experts_step_time_by_hand,
+                                  fsdp_with_experts_memory,
+                                  hsdp_with_experts_shards_inside_a_replica_and_reduces_across,
                                   NULL};
     return suite_of("zero", "core", 120, tests);
 }

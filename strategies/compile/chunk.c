@@ -197,18 +197,22 @@ static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
 }
 
 /* The chunk's FSDP units: one per layer index among its ops (embedding, layers, head), in
- * forward order, with their (TP-sharded) parameters. */
-static void add_unit_params(chunk_template *ct, int layer, double params)
+ * forward order, with their (TP-sharded) parameters and the part of them sharded over the
+ * expert-data-parallel groups (`expert`: an expert layout's routed-expert op). */
+static void add_unit_params(chunk_template *ct, int layer, double params, int expert)
 {
     if (ct->n_units == 0 || ct->unit_layer[ct->n_units - 1] != layer) {
-        ct->unit_layer =
-            xreallocarray(ct->unit_layer, (size_t)ct->n_units + 1, sizeof *ct->unit_layer);
-        ct->unit_params =
-            xreallocarray(ct->unit_params, (size_t)ct->n_units + 1, sizeof *ct->unit_params);
+        size_t n = (size_t)ct->n_units + 1;
+        ct->unit_layer = xreallocarray(ct->unit_layer, n, sizeof *ct->unit_layer);
+        ct->unit_params = xreallocarray(ct->unit_params, n, sizeof *ct->unit_params);
+        ct->unit_expert = xreallocarray(ct->unit_expert, n, sizeof *ct->unit_expert);
         ct->unit_layer[ct->n_units] = layer;
+        ct->unit_expert[ct->n_units] = 0.0;
         ct->unit_params[ct->n_units++] = 0.0;
     }
     ct->unit_params[ct->n_units - 1] += params;
+    if (expert)
+        ct->unit_expert[ct->n_units - 1] += params;
 }
 
 /* Forward, or (replay) the full-recompute replay of the chunk's fully recomputed layers. With
@@ -246,10 +250,11 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         any = 1;
         if (!replay) {
             ct->params += chunk_op_params(cx, op);
-            if (op->expert && cx->expert_layout)
+            int expert = op->expert && cx->expert_layout;
+            if (expert)
                 ct->expert_params += op->params;
             ct->act_bytes += saved_act_bytes(cx, op);
-            add_unit_params(ct, op->layer, op->params);
+            add_unit_params(ct, op->layer, op->params, expert);
         }
         int cut =
             fwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i + 1 < wg->n_ops ? i + 1 : -1);
@@ -347,9 +352,9 @@ static void build_buckets(const compile_ctx *cx, chunk_template *ct)
     ct->fwd_bucket = xmalloc((size_t)(ct->fwd.n + 1) * sizeof *ct->fwd_bucket);
     for (int i = 0; i < ct->fwd.n; i++) {
         int b = 0;
-        /* expert buckets without an expert-data-parallel peer are never gathered */
-        while (b < ct->n_buckets - 1 &&
-               (ct->bucket_lo[b] > ct->fwd.seg[i].hi || (ct->bucket_expert[b] && cx->edp == 1)))
+        /* expert buckets without an expert shard peer are never gathered */
+        while (b < ct->n_buckets - 1 && (ct->bucket_lo[b] > ct->fwd.seg[i].hi ||
+                                         (ct->bucket_expert[b] && cx->edp_shard == 1)))
             b++;
         ct->fwd_bucket[i] = b;
     }
@@ -387,6 +392,7 @@ static void chunk_template_free(chunk_template *ct)
     free(ct->fwd_bucket);
     free(ct->unit_layer);
     free(ct->unit_params);
+    free(ct->unit_expert);
 }
 
 const chunk_template *chunk_template_of(compile_ctx *cx, int r, int mc)
@@ -474,7 +480,8 @@ int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
         a->act_bytes != b->act_bytes || a->n_units != b->n_units)
         return 0;
     for (int i = 0; i < a->n_units; i++)
-        if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i])
+        if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i] ||
+            a->unit_expert[i] != b->unit_expert[i])
             return 0;
     for (int i = 0; i < a->n_buckets; i++)
         if (a->bucket_end[i] != b->bucket_end[i] || a->bucket_bytes[i] != b->bucket_bytes[i] ||

@@ -583,6 +583,9 @@ static void intern_labels(compile_ctx *cx)
     cx->label_fsdp_gather[1] = graph_label(g, "fsdp param all-gather bwd");
     cx->label_fsdp_rs = graph_label(g, "fsdp grad reduce-scatter");
     cx->label_hsdp_ar = graph_label(g, "hsdp grad all-reduce");
+    cx->label_fsdp_egather[0] = graph_label(g, "fsdp expert all-gather fwd");
+    cx->label_fsdp_egather[1] = graph_label(g, "fsdp expert all-gather bwd");
+    cx->label_fsdp_ers = graph_label(g, "fsdp expert reduce-scatter");
     cx->label_cp[0] = graph_label(g, "cp ring send K/V");
     cx->label_cp[1] = graph_label(g, "cp ring send K/V + grads");
     cx->label_ep[0] = graph_label(g, "ep all-to-all to experts");
@@ -592,6 +595,7 @@ static void intern_labels(compile_ctx *cx)
     cx->label_edp[COLL_ALLREDUCE] = graph_label(g, "edp expert grad all-reduce");
     cx->label_edp[COLL_REDUCE_SCATTER] = graph_label(g, "edp expert grad reduce-scatter");
     cx->label_edp[COLL_ALLGATHER] = graph_label(g, "edp expert param all-gather");
+    cx->label_hsdp_ear = graph_label(g, "hsdp expert grad all-reduce");
 }
 
 /* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */

@@ -61,7 +61,8 @@ typedef struct chunk_template {
      * in forward order; a unit is named by its layer index (-1 embedding, L head). */
     int n_units;
     int *unit_layer;
-    double *unit_params; /* sharded by TP */
+    double *unit_params; /* sharded by TP (the routed experts by the expert layout) */
+    double *unit_expert; /* the part of unit_params sharded over the EDP groups (FSDP) */
 } chunk_template;
 
 typedef struct compile_ctx {
@@ -91,7 +92,8 @@ typedef struct compile_ctx {
     uint32_t *last_compute; /* per rank: latest compute task emitted, NONE at first */
     int label_tp[3], label_dp[3], label_send_act, label_send_grad, label_opt, label_pipe;
     int label_fsdp_gather[2], label_fsdp_rs, label_hsdp_ar; /* gather: [0] fwd, [1] bwd */
-    int label_cp[2];                                        /* ring transfers: [0] fwd, [1] bwd */
+    int label_fsdp_egather[2], label_fsdp_ers; /* the same over the expert-data-parallel groups */
+    int label_cp[2];                           /* ring transfers: [0] fwd, [1] bwd */
     /* Expert parallelism (Megatron-Core's folding, compile_expert_stage_index): ep x etp ranks
      * hold the experts, edp = tp x dp / (ep x etp) reduce their gradients. expert_layout: the
      * experts are laid out otherwise than the dense MLP (ep > 1 or etp != tp), so they have
@@ -113,9 +115,18 @@ typedef struct compile_ctx {
     int *ep_group;  /* [pp * tp * dp / ep]: EP group (et, edp) of each stage, -1 when it holds no
                        simulated rank (not emitted) */
     int *etp_group; /* [pp * tp * dp / etp] (e, edp), -1 likewise; NULL when etp == 1 */
-    int *edp_group; /* [pp * ep * etp], or NULL when edp == 1 */
+    /* Expert-data-parallel groups, split as the data-parallel ones are under HSDP (Megatron's
+     * intra- and inter-partial expert DP groups, torchtitan's efsdp inside each replica): shard
+     * groups of edp_shard = edp / n_shard_groups consecutive EDP indices (the experts inside
+     * one replica), [(p * ep + e) * etp + et) * n_shard_groups + r], NULL when edp_shard == 1;
+     * replica groups of the n_shard_groups ranks holding the same expert shard,
+     * [((p * ep + e) * etp + et) * edp_shard + j], NULL without HSDP. */
+    int edp_shard;
+    int *edp_group;
+    int *edp_rep_group;
     int label_ep[2], label_etp[2]; /* [0] into the experts, [1] out of them */
     int label_edp[3];              /* expert gradient collectives, by coll_kind */
+    int label_hsdp_ear;            /* HSDP: expert gradient shards across the replicas */
     int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
     int fsdp; /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     /* FSDP under a pipeline (PyTorch's pipelining, torchtitan's reshard_after_forward False):
@@ -224,8 +235,8 @@ double zero_stage_params(compile_ctx *cx, int p);
 double zero_stage_expert_params(compile_ctx *cx, int p);
 
 /* Expert parallelism in the graph (expert.c). The simulated ranks of each stage and their TP,
- * EP, ETP and EDP groups (cx->sim_rank, tp_group, ep_group, etp_group, edp_group); free with
- * compile_free_stage_groups. */
+ * EP, ETP and EDP groups (cx->sim_rank, tp_group, ep_group, etp_group, edp_shard, edp_group,
+ * edp_rep_group); free with compile_free_stage_groups. */
 void compile_make_stage_groups(compile_ctx *cx);
 void compile_free_stage_groups(compile_ctx *cx);
 /* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:

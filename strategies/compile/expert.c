@@ -21,9 +21,12 @@ static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
  * they compute in: TP groups per simulated replica, and with an expert layout the EP and ETP
  * groups holding a simulated rank (all their members: with blocks every one is simulated, with
  * stand-ins the others lend their links to the collectives but take no task) and every EDP group of the stage (expert
- * gradients; members outside the simulated replicas are folded as DP members are). */
+ * gradients; members outside the simulated replicas are folded as DP members are): with HSDP
+ * its shard groups inside each replica and its replica groups across them. */
 void compile_make_stage_groups(compile_ctx *cx)
 {
+    /* HSDP splits the EDP groups by replica (strategy_validate: an EP x ETP group fits in one) */
+    cx->edp_shard = cx->edp / cx->n_shard_groups;
     int tp = cx->tp, n = cx->n_sim, pp = cx->pp, ep = cx->ep, etp = cx->etp, edp = cx->edp;
     int most = tp > ep ? tp : ep;
     most = most > etp ? most : etp;
@@ -54,7 +57,10 @@ void compile_make_stage_groups(compile_ctx *cx)
     int n_epg = edp * etp, n_etpg = edp * ep;
     cx->ep_group = xmalloc((size_t)pp * n_epg * sizeof *cx->ep_group);
     cx->etp_group = etp > 1 ? xmalloc((size_t)pp * n_etpg * sizeof *cx->etp_group) : NULL;
-    cx->edp_group = edp > 1 ? xmalloc((size_t)pp * ep * etp * sizeof *cx->edp_group) : NULL;
+    int xs = cx->edp_shard, R = cx->n_shard_groups;
+    cx->edp_group = xs > 1 ? xmalloc((size_t)pp * ep * etp * R * sizeof *cx->edp_group) : NULL;
+    cx->edp_rep_group =
+        R > 1 ? xmalloc((size_t)pp * ep * etp * xs * sizeof *cx->edp_rep_group) : NULL;
     for (int p = 0; p < pp; p++) {
         for (int x = 0; x < edp; x++)
             for (int et = 0; et < etp; et++) {
@@ -81,11 +87,21 @@ void compile_make_stage_groups(compile_ctx *cx)
                     ranks[et] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
                 *grp = add_group(cx, ranks, etp, etp);
             }
-        for (int e = 0; e < ep && edp > 1; e++)
+        for (int e = 0; e < ep; e++)
             for (int et = 0; et < etp; et++) {
-                for (int x = 0; x < edp; x++)
-                    ranks[x] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
-                cx->edp_group[((size_t)p * ep + e) * etp + et] = add_group(cx, ranks, edp, edp);
+                size_t pe = ((size_t)p * ep + e) * etp + et;
+                for (int r = 0; r < R && xs > 1; r++) { /* EDP indices r xs .. r xs + xs - 1 */
+                    for (int m = 0; m < xs; m++)
+                        ranks[m] = compile_stage_rank(
+                            cx, compile_expert_stage_index(cx, et, e, r * xs + m), p);
+                    cx->edp_group[pe * R + r] = add_group(cx, ranks, xs, xs);
+                }
+                for (int j = 0; j < xs && R > 1; j++) { /* EDP indices j + m xs */
+                    for (int m = 0; m < R; m++)
+                        ranks[m] = compile_stage_rank(
+                            cx, compile_expert_stage_index(cx, et, e, j + m * xs), p);
+                    cx->edp_rep_group[pe * xs + j] = add_group(cx, ranks, R, R);
+                }
             }
     }
     free(ranks);
@@ -99,6 +115,7 @@ void compile_free_stage_groups(compile_ctx *cx)
     free(cx->ep_group);
     free(cx->etp_group);
     free(cx->edp_group);
+    free(cx->edp_rep_group);
 }
 
 /* The simulated members (stage indices, the group's first n) of an expert collective `coll`

@@ -50,9 +50,9 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
         params += stage_chunks[c]->params;
         expert += stage_chunks[c]->expert_params;
     }
-    /* ZeRO shards expert state over the expert-data-parallel group (edp ranks), the rest
+    /* ZeRO shards expert state over the expert shard group (edp ranks, HSDP: a replica's), the rest
      * over cx->shard; `sharded` is what a rank keeps of a sharded state */
-    double dense = params - expert, sharded = dense / cx->shard + expert / cx->edp;
+    double dense = params - expert, sharded = dense / cx->shard + expert / cx->edp_shard;
     int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
     double w = precision_bytes(s->precision);
     /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
@@ -60,8 +60,9 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     double opt = s->optimizer == OPT_ADAM  ? (mixed ? 12.0 : 8.0)
                  : s->optimizer == OPT_SGD ? (mixed ? 8.0 : 4.0)
                                            : 0.0;
-    /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree): optimizer
-     * states from stage 1, gradients from 2, parameters from 3. ZeRO-3 also holds the full
+    /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree; the routed
+     * experts of an expert layout over edp): optimizer states from stage 1, gradients from 2,
+     * parameters from 3. ZeRO-3 also holds the full
      * parameters of the two units in flight (the one computing and the one prefetched) and the
      * full gradients of the unit being reduce-scattered; ZeRO 0-2 two gradient buckets. Under
      * a pipeline (fsdp_keep) ZeRO-3 holds the stage's full parameters and its full gradients
@@ -73,7 +74,7 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
             if (stage_chunks[c]->unit_params[u] > unit_max)
                 unit_max = stage_chunks[c]->unit_params[u];
     me->weights =
-        params * w / (s->zero >= 3 ? cx->shard : 1) + fsdp_inflight_params(cx, stage_chunks, p) * w;
+        (s->zero >= 3 ? sharded : params) * w + fsdp_inflight_params(cx, stage_chunks, p) * w;
     me->gradients = cx->fsdp_keep
                         ? params * g
                         : (s->zero >= 2 ? sharded : params) * g + (cx->fsdp ? unit_max * g : 0);

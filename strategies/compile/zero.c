@@ -181,44 +181,94 @@ static uint32_t bucket_ready(compile_ctx *cx, const emit_state *es, int d, int t
     return ready;
 }
 
-/* What an expert-data-parallel collective's members wait for: nothing (the overlapped
- * parameter gathers that open the iteration), bucket b's gradients, or the optimizer step. */
-typedef enum { EDP_FREE, EDP_AFTER_BUCKET, EDP_AFTER_STEP } edp_dep;
-
-/* One collective over every expert-data-parallel group of stage p (expert bucket b of chunk mc,
- * micro-batch mb, or all of the stage's expert parameters): members at stage index i, folded
- * ones (i >= n_sim) waiting for their twin (compile_fold_twin), as DP members do. With
- * `gather`, each member's task is recorded as the gate of bucket b of chunk mc on its rank. */
-static void edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
-                      int label, int mb, int mc, int b, edp_dep wait, uint32_t *gather)
+/* Recorded task `which` of stage p's FSDP step k on simulated replica d, tensor index t. */
+static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int p, int d, int t, int k,
+                          int which)
 {
-    int edp = cx->edp, tp = cx->tp;
-    uint32_t *coll = xmalloc((size_t)edp * sizeof *coll);
-    for (int e = 0; e < cx->ep; e++)
-        for (int et = 0; et < cx->etp; et++) {
-            int grp = cx->edp_group[((size_t)p * cx->ep + e) * cx->etp + et];
-            graph_add_collective(cx->g, kind, grp, STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
-            for (int x = 0; x < edp; x++) {
-                int i = compile_expert_stage_index(cx, et, e, x), k = compile_fold_twin(cx, i);
-                size_t r = (size_t)compile_stage_rank(cx, i, p);
-                es->last_dp[r] = coll[x];
-                if (gather)
-                    gather[(r * cx->mcs + mc) * es->maxbuckets + b] = coll[x];
-                uint32_t dep = NONE;
-                if (wait == EDP_AFTER_STEP)
-                    dep = es->opt_task[compile_stage_rank(cx, k, p)];
-                else if (wait == EDP_AFTER_BUCKET)
-                    dep = bucket_ready(cx, es, k / tp, k % tp, p, mc, mb, b);
-                if (dep != NONE)
-                    graph_add_edge(cx->g, dep, coll[x]);
-            }
+    assert(p < cx->pp && d < cx->dp_sim && t < cx->tp_sim && k < es->fsdp_cap);
+    size_t j = (size_t)p * cx->n_sim + (size_t)d * cx->tp_sim + (size_t)t;
+    return es->fsdp_task[(j * es->fsdp_cap + k) * 3 + which];
+}
+
+/* What an expert-data-parallel collective's members wait for: nothing (the overlapped
+ * parameter gathers that open the iteration; an HSDP all-reduce, behind its reduce-scatter on
+ * the stream), bucket b of chunk mc's gradients, the optimizer step, or task `which` of FSDP
+ * step k. */
+typedef enum { EDP_FREE, EDP_AFTER_BUCKET, EDP_AFTER_STEP, EDP_AFTER_FSDP } edp_dep;
+
+typedef struct edp_wait {
+    edp_dep dep;
+    int mc, b;    /* EDP_AFTER_BUCKET, and the bucket a gather gates */
+    int k, which; /* EDP_AFTER_FSDP */
+} edp_wait;
+
+/* Stage index of member m of stage p's k-th expert shard group (replicas 0: EDP indices
+ * r edp_shard + m) or HSDP replica group (replicas 1: EDP indices j + m edp_shard), groups
+ * numbered ((e x etp) + et) x (groups per (e, et)) + r (or j), as in cx->edp_group and
+ * edp_rep_group. */
+static int edp_member(const compile_ctx *cx, int replicas, int k, int m)
+{
+    int xs = cx->edp_shard, per = replicas ? xs : cx->n_shard_groups;
+    int q = k % per, e = k / per / cx->etp, et = k / per % cx->etp;
+    return compile_expert_stage_index(cx, et, e, replicas ? q + m * xs : q * xs + m);
+}
+
+/* One collective over every expert shard group of stage p (replicas 0) or every HSDP replica
+ * group (1): an expert bucket, all of the stage's expert parameters or an FSDP unit's experts.
+ * Members at stage index i, folded ones (i >= n_sim) waiting for their twin
+ * (compile_fold_twin), as DP members do. With `gather`, each member's task is recorded as the
+ * gate of bucket w.b of chunk w.mc on its rank; with `own`, a simulated member's in own[i]. */
+static void edp_colls(compile_ctx *cx, emit_state *es, int p, int replicas, coll_kind kind,
+                      double bytes, int label, int mb, edp_wait w, uint32_t *gather, uint32_t *own)
+{
+    int tp = cx->tp, n = replicas ? cx->n_shard_groups : cx->edp_shard;
+    int groups = cx->ep * cx->etp * (replicas ? cx->edp_shard : cx->n_shard_groups);
+    const int *ids = (replicas ? cx->edp_rep_group : cx->edp_group) + (size_t)p * groups;
+    assert(n > 1 && (w.dep != EDP_AFTER_FSDP || cx->tp_sim == tp)); /* expert layouts keep TP */
+    uint32_t *coll = xmalloc((size_t)n * sizeof *coll);
+    for (int k = 0; k < groups; k++) {
+        graph_add_collective(cx->g, kind, ids[k], STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
+        for (int m = 0; m < n; m++) {
+            int i = edp_member(cx, replicas, k, m), t = compile_fold_twin(cx, i);
+            size_t r = (size_t)compile_stage_rank(cx, i, p);
+            es->last_dp[r] = coll[m];
+            if (gather)
+                gather[(r * cx->mcs + w.mc) * es->maxbuckets + w.b] = coll[m];
+            if (own && i < cx->n_sim)
+                own[i] = coll[m];
+            uint32_t dep = NONE;
+            if (w.dep == EDP_AFTER_STEP)
+                dep = es->opt_task[compile_stage_rank(cx, t, p)];
+            else if (w.dep == EDP_AFTER_BUCKET)
+                dep = bucket_ready(cx, es, t / tp, t % tp, p, w.mc, mb, w.b);
+            else if (w.dep == EDP_AFTER_FSDP)
+                dep = fsdp_task(cx, es, p, t / tp, t % tp, w.k, w.which);
+            if (dep != NONE)
+                graph_add_edge(cx->g, dep, coll[m]);
         }
+    }
     free(coll);
+}
+
+/* An expert gradient reduction of `bytes`: over the expert shard groups, then under HSDP the
+ * all-reduce of each shard (bytes / edp_shard) across the replica groups, on the same DP
+ * streams (Megatron's intra- and inter-partial expert DP groups; torchtitan's HSDP). The
+ * all-reduce waits for what the reduce-scatter would when there is none (edp_shard 1). */
+static void edp_reduce(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
+                       int label, int mb, edp_wait w)
+{
+    if (cx->edp_shard > 1) {
+        edp_colls(cx, es, p, 0, kind, bytes, label, mb, w, NULL, NULL);
+        w.dep = EDP_FREE;
+    }
+    if (cx->n_shard_groups > 1)
+        edp_colls(cx, es, p, 1, COLL_ALLREDUCE, bytes / cx->edp_shard, cx->label_hsdp_ear, mb, w,
+                  NULL, NULL);
 }
 
 /* ZeRO 1/2 with overlapped parameter gathering: the previous step's all-gathers run under this
  * step's first forward, bucket by bucket in forward order; in steady state one iteration holds
- * them at its start. Expert buckets gather over the expert-data-parallel groups, in the same
+ * them at its start. Expert buckets gather over the expert shard groups, in the same
  * order on each rank's DP stream, so a forward segment waiting for the first bucket reaching
  * its layer (fwd_bucket) finds every earlier one, dense or expert, gathered. */
 void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
@@ -236,9 +286,10 @@ void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
             for (int b = ct->n_buckets - 1; b >= 0; b--) {
                 double bytes = ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
                 if (ct->bucket_expert[b]) {
-                    if (cx->edp > 1)
-                        edp_colls(cx, es, p, COLL_ALLGATHER, bytes, cx->label_edp[COLL_ALLGATHER],
-                                  -1, mc, b, EDP_FREE, es->gather);
+                    edp_wait w = {EDP_FREE, mc, b, 0, 0};
+                    if (cx->edp_shard > 1)
+                        edp_colls(cx, es, p, 0, COLL_ALLGATHER, bytes,
+                                  cx->label_edp[COLL_ALLGATHER], -1, w, es->gather, NULL);
                     continue;
                 }
                 for (int t = 0; t < cx->tp_sim; t++) {
@@ -257,7 +308,8 @@ void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
 /* ZeRO 0-2: per DP group, gradient buckets in the order their gradients complete: all-reduced
  * (ZeRO 0) or reduce-scattered (1, 2; with HSDP then all-reduced across the replicas of the
  * shard), the last micro-batch's (0, 1: the others accumulate locally) or every one's (2).
- * Expert buckets (an expert layout) go over the expert-data-parallel groups instead. */
+ * Expert buckets (an expert layout) go over the expert shard groups instead (HSDP: then
+ * all-reduced across the replicas, edp_reduce). */
 void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
 {
     const strategy *s = cx->s;
@@ -276,9 +328,9 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
             const chunk_template *ct = compile_chunk_ref(cx, mc);
             for (int b = 0; b < ct->n_buckets; b++) {
                 if (ct->bucket_expert[b]) {
-                    if (cx->edp > 1)
-                        edp_colls(cx, es, p, kind, ct->bucket_bytes[b], cx->label_edp[kind],
-                                  un.micro, mc, b, EDP_AFTER_BUCKET, NULL);
+                    edp_wait w = {EDP_AFTER_BUCKET, mc, b, 0, 0};
+                    edp_reduce(cx, es, p, kind, ct->bucket_bytes[b], cx->label_edp[kind], un.micro,
+                               w);
                     continue;
                 }
                 for (int t = 0; t < cx->tp_sim; t++) {
@@ -297,22 +349,43 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
     free(task);
 }
 
-/* Recorded task `which` of stage p's FSDP step k on simulated replica d, tensor index t. */
-static uint32_t fsdp_task(const compile_ctx *cx, const emit_state *es, int p, int d, int t, int k,
-                          int which)
+/* The parameters of unit `unit` of chunk mc sharded over the data-parallel groups (dense) and
+ * over the expert-data-parallel ones (expert: an expert layout's routed experts, torchtitan's
+ * efsdp mesh; 0 otherwise). */
+static void fsdp_unit_params(compile_ctx *cx, int mc, int unit, double *dense, double *expert)
 {
-    assert(p < cx->pp && d < cx->dp_sim && t < cx->tp_sim && k < es->fsdp_cap);
-    size_t j = (size_t)p * cx->n_sim + (size_t)d * cx->tp_sim + (size_t)t;
-    return es->fsdp_task[(j * es->fsdp_cap + k) * 3 + which];
+    const chunk_template *ct = compile_chunk_ref(cx, mc);
+    *expert = ct->unit_expert[unit];
+    *dense = *expert > 0 ? ct->unit_params[unit] - *expert : ct->unit_params[unit];
 }
 
-/* The all-gather of FSDP step k's unit parameters (forward or backward copy). */
-static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int t, int k, uint32_t *task)
+/* The all-gathers of FSDP step g's unit (forward or backward copy): over each tensor index's
+ * data-parallel groups its dense parameters, then (an expert layout, edp_shard > 1) over the
+ * expert shard groups its routed experts' (PyTorch's per-parameter mesh: one FSDP
+ * unit, two all-gathers, the block's then the experts'). Every member waits for the start of
+ * step k (FSDP_BEFORE; none when k < 0). Simulated member j = d x tp_sim + t gets its tasks in
+ * dense[j] and expert[j] (NONE: no expert gather). */
+static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int g, int k, uint32_t *dense,
+                        uint32_t *expert, uint32_t *task, uint32_t *dep)
 {
-    fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
-    double params = compile_chunk_ref(cx, st.mc)->unit_params[st.unit];
-    dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, params * precision_bytes(cx->s->precision),
-             cx->label_fsdp_gather[st.backward], st.mb, task);
+    fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + g];
+    double elem = precision_bytes(cx->s->precision), dn, ex;
+    fsdp_unit_params(cx, st.mc, st.unit, &dn, &ex);
+    for (int t = 0; t < cx->tp_sim; t++) {
+        dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, dn * elem, cx->label_fsdp_gather[st.backward],
+                 st.mb, task);
+        for (int d = 0; d < cx->dp_sim; d++) {
+            dense[d * cx->tp_sim + t] = task[d];
+            dep[d] = k >= 0 ? fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE) : NONE;
+        }
+        dp_deps(cx, task, dep);
+    }
+    for (int j = 0; j < cx->n_sim; j++)
+        expert[j] = NONE;
+    edp_wait w = {k >= 0 ? EDP_AFTER_FSDP : EDP_FREE, 0, 0, k, FSDP_BEFORE};
+    if (ex > 0 && cx->edp_shard > 1)
+        edp_colls(cx, es, p, 0, COLL_ALLGATHER, ex * elem, cx->label_fsdp_egather[st.backward],
+                  st.mb, w, NULL, expert);
 }
 
 /* Whether FSDP step st all-gathers its unit: every step (FULL_SHARD frees the parameters after
@@ -332,18 +405,29 @@ static int fsdp_next_gather(const compile_ctx *cx, const emit_state *es, int p, 
     return k;
 }
 
-/* The reduce-scatter of unit `unit` of chunk mc's gradients (HSDP: then the all-reduce of its
- * shard across the replicas), once FSDP step k (a backward) has ended on every member. */
-static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int t, int mc, int unit, int mb,
-                        int k, uint32_t *task, uint32_t *dep)
+/* The reduce-scatter of unit `unit` of chunk mc's gradients, once FSDP step k (a backward) has
+ * ended on every member: per tensor index over the data-parallel groups the dense gradients
+ * (HSDP: then the all-reduce of their shard across the replicas), then (an expert layout) over
+ * the expert shard groups the routed experts' (HSDP: then their shards' all-reduce across the
+ * replicas, edp_reduce). */
+static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int mc, int unit, int mb, int k,
+                        uint32_t *task, uint32_t *dep)
 {
-    double bytes = compile_chunk_ref(cx, mc)->unit_params[unit] * cx->grad_elem;
-    dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
-    for (int d = 0; d < cx->dp_sim; d++)
-        dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_LAST);
-    dp_deps(cx, task, dep);
-    if (cx->n_shard_groups > 1)
-        dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard, cx->label_hsdp_ar, mb, task);
+    double dn, ex;
+    fsdp_unit_params(cx, mc, unit, &dn, &ex);
+    for (int t = 0; t < cx->tp_sim; t++) {
+        double bytes = dn * cx->grad_elem;
+        dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
+        for (int d = 0; d < cx->dp_sim; d++)
+            dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_LAST);
+        dp_deps(cx, task, dep);
+        if (cx->n_shard_groups > 1)
+            dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard, cx->label_hsdp_ar, mb,
+                     task);
+    }
+    edp_wait w = {EDP_AFTER_FSDP, 0, 0, k, FSDP_LAST};
+    if (ex > 0)
+        edp_reduce(cx, es, p, COLL_REDUCE_SCATTER, ex * cx->grad_elem, cx->label_fsdp_ers, mb, w);
 }
 
 /* The reduce-scatters FSDP step k ends with: without a pipeline its unit's, as soon as its
@@ -351,20 +435,20 @@ static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int t, int mc, i
  * stage's last backward: post_backward on every FSDP state, in module order) none until the
  * chunk's last micro-batch's backward is over (its last step, unit 0), then every unit's, in
  * forward order. */
-static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int t, int k, uint32_t *task,
+static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int k, uint32_t *task,
                          uint32_t *dep)
 {
     fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];
     if (!st.backward)
         return;
     if (!cx->fsdp_keep) {
-        fsdp_reduce(cx, es, p, t, st.mc, st.unit, st.mb, k, task, dep);
+        fsdp_reduce(cx, es, p, st.mc, st.unit, st.mb, k, task, dep);
         return;
     }
     if (st.mb != cx->M - 1 || st.unit != 0)
         return;
     for (int u = 0; u < compile_chunk_ref(cx, st.mc)->n_units; u++)
-        fsdp_reduce(cx, es, p, t, st.mc, u, st.mb, k, task, dep);
+        fsdp_reduce(cx, es, p, st.mc, u, st.mb, k, task, dep);
 }
 
 /* ZeRO-3 (FSDP). Without a pipeline (FULL_SHARD): every unit's parameters are all-gathered
@@ -375,37 +459,42 @@ static void fsdp_reduces(compile_ctx *cx, emit_state *es, int p, int t, int k, u
  * ahead, like FSDP's backward prefetch and limit_all_gathers: the next gather is issued when
  * the current gathering step starts computing (once the step before it is done) and each
  * gathering step waits for its own; on the DP stream it comes before the current step's
- * reduce-scatters. The first gather of the iteration waits for nothing. */
+ * reduce-scatters. The first gather of the iteration waits for nothing. With an expert layout
+ * a unit's routed experts are gathered and reduced over the expert-data-parallel groups, right
+ * after its dense parameters. The program is emitted step by step over every tensor index:
+ * an expert-data-parallel group mixes tensor indices, and each rank's DP stream runs its
+ * collectives in emission order, so every rank must meet them in one order. */
 void zero_emit_fsdp(compile_ctx *cx, emit_state *es)
 {
     if (!cx->fsdp)
         return;
-    uint32_t *cur = xmalloc(((size_t)3 * cx->dp + cx->dp_sim) * sizeof *cur);
-    uint32_t *next = cur + cx->dp, *scratch = cur + 2 * cx->dp, *dep = cur + 3 * cx->dp;
-    for (int p = 0; p < cx->pp; p++)
-        for (int t = 0; t < cx->tp_sim; t++) {
-            int K = es->fsdp_n[p], g = fsdp_next_gather(cx, es, p, 0);
-            for (int d = 0; d < cx->dp_sim; d++)
-                assert(es->fsdp_next[p * cx->n_sim + d * cx->tp_sim + t] ==
-                       K); /* every step recorded */
-            if (g < K)
-                fsdp_gather(cx, es, p, t, g, cur);
-            for (int k = 0; k < K; k++) {
-                if (k == g) {
-                    g = fsdp_next_gather(cx, es, p, k + 1);
-                    if (g < K) {
-                        fsdp_gather(cx, es, p, t, g, next);
-                        for (int d = 0; d < cx->dp_sim; d++)
-                            dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE);
-                        dp_deps(cx, next, dep);
-                    }
-                    for (int d = 0; d < cx->dp_sim; d++)
-                        graph_add_edge(cx->g, cur[d], fsdp_task(cx, es, p, d, t, k, FSDP_FIRST));
-                    memcpy(cur, next, (size_t)cx->dp * sizeof *cur);
+    size_t n = (size_t)cx->n_sim;
+    uint32_t *cur = xmalloc((4 * n + (size_t)cx->dp + cx->dp_sim) * sizeof *cur);
+    uint32_t *cur_ex = cur + n, *next = cur + 2 * n, *next_ex = cur + 3 * n;
+    uint32_t *task = cur + 4 * n, *dep = task + cx->dp;
+    for (int p = 0; p < cx->pp; p++) {
+        int K = es->fsdp_n[p], g = fsdp_next_gather(cx, es, p, 0);
+        for (size_t j = 0; j < n; j++)
+            assert(es->fsdp_next[p * n + j] == K); /* every step recorded */
+        if (g < K)
+            fsdp_gather(cx, es, p, g, -1, cur, cur_ex, task, dep);
+        for (int k = 0; k < K; k++) {
+            if (k == g) {
+                g = fsdp_next_gather(cx, es, p, k + 1);
+                if (g < K)
+                    fsdp_gather(cx, es, p, g, k, next, next_ex, task, dep);
+                for (size_t j = 0; j < n; j++) {
+                    int d = (int)j / cx->tp_sim, t = (int)j % cx->tp_sim;
+                    uint32_t first = fsdp_task(cx, es, p, d, t, k, FSDP_FIRST);
+                    graph_add_edge(cx->g, cur[j], first);
+                    if (cur_ex[j] != NONE)
+                        graph_add_edge(cx->g, cur_ex[j], first);
                 }
-                fsdp_reduces(cx, es, p, t, k, scratch, dep);
+                memcpy(cur, next, 2 * n * sizeof *cur); /* cur and cur_ex */
             }
+            fsdp_reduces(cx, es, p, k, task, dep);
         }
+    }
     free(cur);
 }
 
@@ -437,7 +526,7 @@ void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *
         double expert = zero_stage_expert_params(cx, out->stage_of_rank[r]);
         double params = zero_stage_params(cx, out->stage_of_rank[r]) - expert;
         if (s->zero >= 1) /* dense state sharded over DP, expert state over EDP */
-            params = params / cx->shard + expert / cx->edp;
+            params = params / cx->shard + expert / cx->edp_shard;
         else
             params += expert;
         double slow = cx->prof_slowdown[cx->prof_of_rank[r]];
@@ -473,9 +562,10 @@ void zero_emit_param_allgather(compile_ctx *cx, emit_state *es)
                 dep[d] = es->opt_task[compile_rank_of(s, t, d, p)];
             dp_deps(cx, task, dep);
         }
-        if (expert > 0 && cx->edp > 1)
-            edp_colls(cx, es, p, COLL_ALLGATHER, expert * elem, cx->label_edp[COLL_ALLGATHER], -1,
-                      0, 0, EDP_AFTER_STEP, NULL);
+        edp_wait w = {EDP_AFTER_STEP, 0, 0, 0, 0};
+        if (expert > 0 && cx->edp_shard > 1)
+            edp_colls(cx, es, p, 0, COLL_ALLGATHER, expert * elem, cx->label_edp[COLL_ALLGATHER],
+                      -1, w, NULL, NULL);
     }
     free(task);
 }
