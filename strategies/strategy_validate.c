@@ -208,11 +208,17 @@ static int validate_expert_overlap(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
                             "overlap_a2a merges a forward with the backward of 1F1B's steady "
                             "state; the gpipe schedule has none (use 1f1b)");
-    if (s->precision != PREC_BF16 && s->precision != PREC_FP16)
+    if (s->precision != PREC_BF16 && s->precision != PREC_FP16 && s->precision != PREC_FP8)
         return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
                             "overlap_a2a needs bf16, fp16 or fp8 training (Megatron-Core "
                             "asserts it), got %s",
                             precision_name(s->precision));
+    if (s->zero == 3)
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
+                            "overlap_a2a with zero 3 (FSDP) is not modelled: the combined 1F1B "
+                            "is Megatron-Core's schedule, modelled with its distributed "
+                            "optimizer (zero 0-2), not with FSDP's per-unit gathers inside the "
+                            "merged steps");
     src_loc full = {0, 0};
     if (s->recompute == RECOMPUTE_FULL)
         full = s->recompute_loc.line ? s->recompute_loc : o;

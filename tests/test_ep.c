@@ -595,6 +595,8 @@ START_TEST(a2a_overlap_conditions_are_refused)
          "strategy.expert.overlap_a2a", "gpipe", 8, 36},
         {"  data: {degree: 8}\n  expert: {degree: 8, overlap_a2a: true}\n  recompute: full\n",
          "strategy.recompute", "full recompute", 8, 14},
+        {"  data: {degree: 8, zero: 3, overlap: true}\n  expert: {degree: 8, overlap_a2a: true}\n",
+         "strategy.expert.overlap_a2a", "zero 3 (FSDP) is not modelled", 7, 36},
         {"  data: {degree: 8}\n  expert: {degree: 8, delay_wgrad: true}\n",
          "strategy.expert.delay_wgrad", "needs overlap_a2a", 7, 36},
         {"  data: {degree: 8}\n  expert: {degree: 8, overlap_a2a: true, delay_wgrad: true}\n",
