@@ -142,7 +142,7 @@ END_TEST
  * after: 10 us + 10 ms + 1 ms + 10 us = 11.020 ms. amp: the sgemm takes 10 ms x the cost model's fp16 / fp32 time of that GEMM. Both
  * are compute bound with the same tiling (4096 = 32 tiles of 128; 1024 tiles in 13 waves of
  * 80 SMs; k 4096 / (4096 + 64)), so the ratio is the rates' (15.7 TFLOP/s x 0.90, the V100's
- * devices.yaml sgemm_efficiency) / (125 TFLOP/s x 0.85 tensor cores). */
+ * devices.yaml sgemm_efficiency) / (125 TFLOP/s x 0.73 tensor cores). */
 START_TEST(amp_on_a_known_gemm)
 {
     whatif_effect e;
@@ -152,7 +152,7 @@ START_TEST(amp_on_a_known_gemm)
     const device_spec *v100 = device_table_find(&t, "V100-SXM2-32GB");
     double n = 4096, ratio = cost_gemm_kernel_seconds(1, n, n, n, PREC_FP16, v100) /
                              cost_gemm_kernel_seconds(1, n, n, n, PREC_FP32, v100);
-    ck_close(ratio, (15.7 * 0.90) / (125 * 0.85), 1e-9);
+    ck_close(ratio, (15.7 * 0.90) / (125 * 0.73), 1e-9);
     ck_assert_int_eq(e.kernels, 1);
     ck_close(e.kernel_s_after, 10e-3 * ratio, 1e-9);
     ck_close(step, 11.020e-3 - 10e-3 * (1 - ratio), 1e-9);
@@ -182,7 +182,7 @@ START_TEST(amp_reads_bmm_and_convolution_shapes)
     ck_close(e.kernel_s_before, 3e-3, 1e-9);
     ck_close(e.kernel_s_after, bmm + conv, 1e-9);
     /* the shapes matter: the large square GEMM's ratio would give 3 ms x 0.133 */
-    ck_assert(fabs(e.kernel_s_after - 3e-3 * (15.7 * 0.90) / (125 * 0.85)) > 1e-4);
+    ck_assert(fabs(e.kernel_s_after - 3e-3 * (15.7 * 0.90) / (125 * 0.73)) > 1e-4);
     ck_close(step, 10e-6 + bmm + conv + 0.52e-3 + 10e-6, 1e-9);
     device_table_free(&t);
 }

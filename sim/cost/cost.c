@@ -21,12 +21,15 @@ static const int COST_GEMM_SPLITS[] = {1, 2, 4, 8, 16};
 /* Split-K only for unbatched GEMMs, and never below this k per split. */
 static const double COST_GEMM_SPLIT_MIN_K = 128.0;
 /* Fraction of the tensor-core peak a large, well-shaped GEMM reaches (fp16/bf16/tf32), before
- * tile, wave and K-depth losses. Fitted by scripts/fit_vtrain on vTrain's A100 fp16 iteration
- * times (every 4th row) with the previous host model: 0.85, consistent with the 270-290 of 312
- * TFLOP/s that large A100 GEMMs measure publicly. Now held fixed (`fit_vtrain --fix`): with the
- * per-kernel GPU overhead free, vTrain's small GEMMs push it to 1.0, which large GEMMs never
- * reach (docs/accuracy.md). */
-static const double COST_GEMM_EFF_TENSOR = 0.85;
+ * tile, wave and K-depth losses. Fitted by scripts/fit_tensor on vidur's 28,852 per-op fp16 GEMM
+ * timings of an A100-SXM4-80GB (../shared/groundtruth/vidur: the four GEMMs of eight models'
+ * layers, 512-32k tokens, TP 1-8), with a fixed per-kernel GPU cost beside it (6 us a CUDA
+ * kernel, as COST_KERNEL_GPU_OVERHEAD_SECONDS charges): 0.73 (geomean 5-7% per model file, each
+ * file held out 5-7%; the H100's own fit, 0.715, on the A100 files 6-8%). The default for GPUs
+ * without their own figure (devices.yaml `gemm_efficiency`). It was 0.85, fitted end to end on
+ * vTrain, where per-kernel costs and small GEMMs share the blame: every large-GEMM PyTorch run
+ * off vTrain came out 10-20% fast (docs/accuracy.md). */
+static const double COST_GEMM_EFF_TENSOR = 0.73;
 /* Fraction of the fp32 SIMT peak a large SGEMM reaches (no tensor cores). Fitted: 0.68 over all
  * five devices (grid 0.40-1.00 step 0.02). Full-power cards reach more (A100 0.78, V100 0.86,
  * P100 0.76 of peak for the largest shapes), the 70-75 W T4 and P4 much less (0.38, 0.17-0.5:
