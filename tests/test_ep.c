@@ -165,6 +165,43 @@ END_TEST
  * S/8 x 2 and the others S/8 x 6/7 (rows sum to S); its combine is the transpose. Rank 0's port
  * takes 7 x S/4 = 1.75 S in: 1.75 S / 450 GB/s + 1.4 us, as the plan's collective runs alone.
  * The busiest rank's expert GEMMs take longer than another's. */
+/* With tensor parallelism two ranks of the folded replica are simulated, here of different
+ * expert loads (rank 0 holds the busiest expert, rank 1 another): their chunk templates differ
+ * in time and in the activations they save (selective recompute keeps the experts' inputs, and
+ * the busiest keeps more routed tokens), and the plan compiles (it aborted: the templates' shape
+ * check compared the activations too). The memory estimate counts the busiest rank's, more than
+ * the same plan's without imbalance. */
+START_TEST(imbalance_with_tensor_parallelism_compiles)
+{
+    sim_fixture f;
+    load_h100(2, &f.c);
+    ps_error err;
+    ck_assert_int_eq(sim_strategy_text("workload: mixtral-8x7b\nbatch: {global: 64, micro: 1}\n"
+                                       "precision: bf16\noptimizer: adam\nstrategy:\n"
+                                       "  tensor: {degree: 2, sequence_parallel: true}\n"
+                                       "  data: {degree: 8}\n  expert: {degree: 8, tensor: 1}\n"
+                                       "  recompute: selective\n",
+                                       &f.s, &err),
+                     0);
+    f.s.model.imbalance = 2.0;
+    fixture_compile(&f, NULL);
+    double fwd[2] = {0, 0};
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) {
+        const graph_task *k = &f.p.graph->tasks[t];
+        if (k->kind == TASK_COMPUTE && k->category == CAT_FORWARD && k->rank < 2)
+            fwd[k->rank] += k->seconds;
+    }
+    ck_assert_msg(fwd[0] > fwd[1], "busiest %g s, other %g s", fwd[0], fwd[1]);
+    double busiest = f.p.memory[0].activations;
+    fixture_free_plan(&f);
+    f.s.model.imbalance = 1.0;
+    fixture_compile(&f, NULL);
+    ck_assert_msg(busiest > f.p.memory[0].activations, "%g vs %g", busiest,
+                  f.p.memory[0].activations);
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(imbalance_makes_an_alltoallv_and_a_busiest_rank)
 {
     sim_fixture f;
@@ -624,6 +661,7 @@ static Suite *ep_suite(void)
     const TTest *const tests[] = {expert_op_share_by_hand,
                                   ep8_alltoall_bytes_and_time,
                                   imbalance_makes_an_alltoallv_and_a_busiest_rank,
+                                  imbalance_with_tensor_parallelism_compiles,
                                   stand_in_alltoall_runs_over_every_member,
                                   stand_in_alltoall_runs_lean_when_alone,
                                   stand_in_alltoall_runs_in_full_beside_traffic,

@@ -476,8 +476,7 @@ int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
 {
     if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
         !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
-        a->params != b->params || a->expert_params != b->expert_params ||
-        a->act_bytes != b->act_bytes || a->n_units != b->n_units)
+        a->params != b->params || a->expert_params != b->expert_params || a->n_units != b->n_units)
         return 0;
     for (int i = 0; i < a->n_units; i++)
         if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i] ||

@@ -43,8 +43,9 @@ typedef struct segment_list {
 } segment_list;
 
 /* Everything one model chunk needs on one kind of GPU, the same for every micro-batch. Only the
- * times (gpu, span) depend on the GPU: the segments, cuts, labels, buckets, parameters and
- * activations are the same on every GPU (chunk_template_same_shape). */
+ * times (gpu, span) and, under expert imbalance, the saved activations (a busier expert rank
+ * keeps more routed tokens) depend on the GPU profile: the segments, cuts, labels, buckets and
+ * parameters are the same on every GPU (chunk_template_same_shape). */
 typedef struct chunk_template {
     segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
     double params;              /* sharded */
@@ -167,7 +168,8 @@ void chunk_profiles_free(compile_ctx *cx);
  * it. Every profile cuts a chunk into the same segments; only their times differ. */
 const chunk_template *chunk_template_of(compile_ctx *cx, int r, int mc);
 /* The template of chunk mc on its first rank (replica 0, tensor index 0): what is the same on
- * every GPU (segments, buckets, units, parameters, activations) is read from it. */
+ * every GPU (segments, buckets, units, parameters) is read from it, and the activations the
+ * memory estimate counts (the first rank holds the busiest expert: the most of them). */
 const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc);
 /* Whether a and b have the same segments (count, cuts, labels, parameters) and buckets. */
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b);
