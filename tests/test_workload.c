@@ -375,8 +375,29 @@ START_TEST(eager_kernels_add_unfused_passes)
             ck_assert_int_eq(x->kernels, y->kernels);
         }
     }
+    /* the loss is PyTorch's F.cross_entropy: in fp32 log_softmax (read 4, write 4) and its
+     * backward (the dense nll gradient, write 4; read 4 twice, write 4): 8 and 16 bytes an
+     * element over the 2 x 16 tokens x 100 logits, one kernel (two backward); Megatron's pass,
+     * the fused graph's, moves 4 + 36 and 12 + 4 over 8 */
+    const workload_op *el = &eg.ops[eg.n_ops - 1], *fl = &fg.ops[fg.n_ops - 1];
+    ck_assert(el->kind == OP_LOSS && fl->kind == OP_LOSS);
+    double logits = b * s * 100;
+    ck_assert_double_eq_tol(el->fwd_bytes, 8 * logits, 1e-9);
+    ck_assert_double_eq_tol(el->bwd_bytes, 16 * logits, 1e-9);
+    ck_assert_int_eq(el->kernels, 1);
+    ck_assert_double_eq_tol(fl->fwd_bytes, 40 * logits, 1e-9);
+    ck_assert_double_eq_tol(fl->bwd_bytes, 16 * logits, 1e-9);
+    ck_assert_int_eq(fl->kernels, 8);
     workload_graph_free(&eg);
     workload_graph_free(&fg);
+    /* in bf16 autocast casts the logits to fp32 and back: 2 + 4 + 8 = 14 forward, 16 + 4 + 2 =
+     * 22 backward, two kernels */
+    ck_assert_int_eq(workload_build(&m, 2, PREC_BF16, &eg, &err), 0);
+    el = &eg.ops[eg.n_ops - 1];
+    ck_assert_double_eq_tol(el->fwd_bytes, 14 * logits, 1e-9);
+    ck_assert_double_eq_tol(el->bwd_bytes, 22 * logits, 1e-9);
+    ck_assert_int_eq(el->kernels, 2);
+    workload_graph_free(&eg);
 
     const char *bad = "family: gpt\nlayers: 2\nhidden: 64\nheads: 4\nseq: 16\nvocab: 100\n"
                       "activation: swish\n";

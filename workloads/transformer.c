@@ -472,6 +472,18 @@ static void add_loss(builder *bd, int L, double tokens, double v)
                       e + 9 * LOSS_FP32_BYTES, 3 * LOSS_FP32_BYTES + e);
     op->act_bytes = tokens * v * LOSS_FP32_BYTES; /* the fp32 softmax kept for backward */
     op->kernels = 8;
+    if (bd->eager) {
+        /* PyTorch's F.cross_entropy (autocast runs it in fp32): cast to fp32 (read e, write 4;
+         * none in fp32 training), log_softmax (read 4, write 4), nll_loss (one element a row);
+         * backward: nll_loss's dense gradient (write 4), log_softmax's (read 4 twice, write 4),
+         * the cast back (read 4, write e). 36 bytes an element in bf16 where Megatron's pass
+         * moves 52: tests/data/measured/{h100,h200}_memops.csv time it (docs/cost-model.md). */
+        int cast = e != LOSS_FP32_BYTES;
+        double elems = tokens * v, f32 = LOSS_FP32_BYTES;
+        op->fwd_bytes = ((cast ? e + f32 : 0) + 2 * f32) * elems;
+        op->bwd_bytes = (f32 + 3 * f32 + (cast ? f32 + e : 0)) * elems;
+        op->kernels = cast ? 2 : 1; /* forward (the row-wise nll aside); backward counts twice */
+    }
 }
 
 /* After the layers: final norm and LM head (GPT, Llama) or BERT's MLM head, then the loss.
