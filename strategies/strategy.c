@@ -384,6 +384,7 @@ static void set_defaults(strategy *s)
     s->micro_batch = 1;
     s->precision = PREC_BF16;
     s->optimizer = OPT_ADAM;
+    s->master_weights = 1;
     s->tp = s->pp = s->dp = s->cp = 1;
     s->ep = s->etp = 1;
     s->vocab_parallel = 1;
@@ -403,7 +404,8 @@ static void set_defaults(strategy *s)
 /* Everything after the YAML parsed: the root mapping, section by section. */
 static int load_root(yread_ctx *c, ynode *root, strategy *s)
 {
-    static const char *const keys[] = {"workload", "batch", "precision", "optimizer", "strategy"};
+    static const char *const keys[] = {"workload",  "batch",          "precision",
+                                       "optimizer", "master_weights", "strategy"};
     if (yread_expect_mapping(c, root, "") || yread_check_keys(c, root, "", keys, COUNT(keys)))
         return c->err->code;
 
@@ -428,6 +430,11 @@ static int load_root(yread_ctx *c, ynode *root, strategy *s)
             return c->err->code;
         s->optimizer = (optimizer_kind)i;
         s->optimizer_loc = yread_loc(v);
+    }
+    if ((v = yread_map_get(c, root, "master_weights"))) {
+        if (yread_bool(c, v, "master_weights", &s->master_weights))
+            return c->err->code;
+        s->master_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
         return c->err->code;

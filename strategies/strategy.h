@@ -61,6 +61,10 @@ typedef struct strategy {
     src_loc precision_loc;
     optimizer_kind optimizer;
     src_loc optimizer_loc; /* the value; line 0: not written */
+    /* `master_weights: false`: no fp32 master copy; weights, gradients and optimizer states all
+     * in the plan's (bf16/fp16) precision, as a "pure bf16" script keeps them. Default 1. */
+    int master_weights;
+    src_loc master_loc;
 
     /* strategy.embedding (dlrm only): has_embedding 0 when the block is absent (then the
      * tables sit on the one GPU, their update fused into the lookup's backward) */

@@ -499,6 +499,15 @@ int strategy_validate(const strategy *s, ps_error *err)
                             "degrees, micro batch and virtual stages must be >= 1");
     if (validate_sizes(s, err))
         return err->code;
+    if (!s->master_weights && (s->model.family == FAMILY_DLRM || s->fp8 ||
+                               (s->precision != PREC_BF16 && s->precision != PREC_FP16)))
+        return ps_error_set(
+            err, PS_EINPUT, s->file, s->master_loc.line, s->master_loc.column, "master_weights",
+            "master_weights: false keeps weights, gradients and optimizer states in the plan's "
+            "precision: %s",
+            s->model.family == FAMILY_DLRM ? "not modelled for recommendation models"
+            : s->fp8 ? "not modelled with fp8 (its bf16 weights keep an fp32 master here)"
+                     : "it needs precision bf16 or fp16 (fp32 has no master copy)");
     if (s->model.family == FAMILY_DLRM)
         return validate_dlrm(s, err);
     if (s->optimizer == OPT_ADAGRAD)

@@ -116,7 +116,7 @@ static int table_options(const plan_env *env, const workload_emb *local, const w
     double dp_s = cost_embedding_seconds(local, 1, PASS_FWD, env->dev) +
                   cost_embedding_seconds(&dp, 1, PASS_BWD, env->dev) +
                   (2.0 * share * R * d * eb / env->bw +
-                   cost_optimizer_seconds(R * d, env->adam, env->emb_prec, env->dev)) /
+                   cost_optimizer_seconds(R * d, env->adam, env->emb_prec, 1, env->dev)) /
                       env->M;
     double dp_bytes = R * d * (2 * eb + state);
     all[n++] = (table_option){EMB_SHARD_DATA_PARALLEL, dp_s, dp_bytes, dp_bytes * G, 0, 0};

@@ -66,7 +66,7 @@ static double steps_by_hand(const sim_fixture *f, int recompute_layers, int micr
 
 static double step_overhead(const sim_fixture *f)
 {
-    return cost_optimizer_seconds(f->p.params_total, 1, PREC_BF16, f->c.device[0]) +
+    return cost_optimizer_seconds(f->p.params_total, 1, PREC_BF16, 1, f->c.device[0]) +
            cost_iteration_overhead_seconds();
 }
 
@@ -104,6 +104,27 @@ START_TEST(memory_of_single_gpu_states)
     ck_assert(m->activations > 0);
     ck_close(m->total, m->weights + m->gradients + m->optimizer + m->activations + m->buffers,
              1e-12);
+    /* master_weights: false (pure bf16): gradients in bf16 (2 P), Adam's two moments in bf16
+     * (4 P), no fp32 copy; the weights unchanged; the optimizer step on GPU 0 moves 14 bytes a
+     * parameter, not 34 */
+    double weights = m->weights;
+    fixture_free_plan(&f);
+    f.s.master_weights = 0;
+    fixture_compile(&f, NULL);
+    m = &f.p.memory[0];
+    ck_close(m->weights, weights, 1e-12);
+    ck_close(m->gradients, 2 * P, 1e-12);
+    ck_close(m->optimizer, 4 * P, 1e-12);
+    int found = 0;
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
+        if (f.p.graph->tasks[t].category == CAT_OPTIMIZER) {
+            ck_close(f.p.graph->tasks[t].seconds,
+                     cost_optimizer_seconds(P, 1, PREC_BF16, 0, f.c.device[0]) +
+                         cost_iteration_overhead_seconds(),
+                     1e-12);
+            found++;
+        }
+    ck_assert_int_eq(found, 1);
     fixture_free(&f);
 }
 END_TEST

@@ -92,7 +92,7 @@ START_TEST(one_gpu_is_the_sum_of_its_ops)
     double micro = pass_seconds(&g, PASS_FWD, PREC_BF16, dev, NULL) +
                    pass_seconds(&g, PASS_BWD, PREC_BF16, dev, NULL);
     /* adagrad's MLP step: the bytes of sgd with momentum (one fp32 word read and written) */
-    double want = 2 * micro + cost_optimizer_seconds(MLP_PARAMS, 0, PREC_BF16, dev) +
+    double want = 2 * micro + cost_optimizer_seconds(MLP_PARAMS, 0, PREC_BF16, 1, dev) +
                   cost_iteration_overhead_seconds();
     fixture_run(&f);
     ck_close(f.r.makespan, want, 1e-9);
@@ -134,8 +134,8 @@ START_TEST(two_gpus_all_reduce_by_hand)
     emb_update scatter = EMB_UPDATE_SGD;
     double compute = pass_seconds(&g, PASS_FWD, PREC_FP16, dev, NULL) +
                      pass_seconds(&g, PASS_BWD, PREC_FP16, dev, &scatter) +
-                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
-                     cost_optimizer_seconds(TABLE_ELEMS, 0, PREC_FP32, dev) +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, 1, dev) +
+                     cost_optimizer_seconds(TABLE_ELEMS, 0, PREC_FP32, 1, dev) +
                      cost_iteration_overhead_seconds();
     fixture_run(&f);
     ck_assert(f.r.makespan > compute);
@@ -206,7 +206,7 @@ START_TEST(table_wise_alltoall_by_hand)
     ck_close(f.p.dlrm->lookup_s[0], tbe, 1e-12);
     double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
                      mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
-                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, 1, dev) +
                      cost_iteration_overhead_seconds();
     fixture_run(&f);
     for (int k = 0; k < 2; k++) {
@@ -280,8 +280,8 @@ START_TEST(bottom_mlp_on_one_gpu_by_hand)
     double bottom_b = ops_seconds(&all, PASS_BWD, PREC_FP16, dev, "bottom_mlp.", 0);
     double rest = ops_seconds(&g, PASS_FWD, PREC_FP16, dev, "bottom_mlp.", 1) +
                   ops_seconds(&g, PASS_BWD, PREC_FP16, dev, "bottom_mlp.", 1);
-    double step = fmax(cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev),
-                       cost_optimizer_seconds(TOP, 0, PREC_FP16, dev));
+    double step = fmax(cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, 1, dev),
+                       cost_optimizer_seconds(TOP, 0, PREC_FP16, 1, dev));
     double want = fmax(bottom_f, 12288 / 100e9 + tbe_f) + 8192 / 100e9 + rest + 8192 / 100e9 +
                   fmax(bottom_b, tbe_b) + TOP * 2 / 100e9 + step +
                   cost_iteration_overhead_seconds();
@@ -348,7 +348,7 @@ START_TEST(row_wise_by_hand)
     ck_close(f.p.dlrm->lookup_s[0], tbe, 1e-12);
     double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
                      mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
-                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, 1, dev) +
                      cost_iteration_overhead_seconds();
     fixture_run(&f);
     uint32_t rs = hg->coll_tasks[hg->colls[1].first_task];
@@ -400,7 +400,7 @@ START_TEST(column_wise_by_hand)
     ck_close(f.p.dlrm->lookup_s[1], tbe, 1e-12);
     double compute = mlp_seconds(&g, PASS_FWD, PREC_FP16, dev) +
                      mlp_seconds(&g, PASS_BWD, PREC_FP16, dev) + tbe +
-                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                     cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, 1, dev) +
                      cost_iteration_overhead_seconds();
     fixture_run(&f);
     ck_close(f.r.makespan, compute + 4096 / 100e9 + MLP_PARAMS * 2 / 100e9, 1e-9);
@@ -571,7 +571,7 @@ START_TEST(table_wise_two_micro_batches)
     fixture_run(&f);
     ck_close(f.r.makespan,
              2 * (micro + 8192 / 100e9) + MLP_PARAMS * 2 / 100e9 +
-                 cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, dev) +
+                 cost_optimizer_seconds(MLP_PARAMS, 0, PREC_FP16, 1, dev) +
                  cost_iteration_overhead_seconds(),
              1e-9);
     workload_graph_free(&g);

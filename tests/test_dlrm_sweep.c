@@ -300,7 +300,7 @@ START_TEST(tables_auto_first_proposals_by_hand)
         double dp = cost_embedding_seconds(&local, 1, PASS_FWD, dev) +
                     cost_embedding_seconds(&scatter, 1, PASS_BWD, dev) +
                     2 * 0.5 * rows * 4 * 4 / 100e9 +
-                    cost_optimizer_seconds(rows * 4, 0, PREC_FP32, dev);
+                    cost_optimizer_seconds(rows * 4, 0, PREC_FP32, 1, dev);
         /* ties go to the sharding's order: table-wise, row-wise, ..., data-parallel */
         double depth[3] = {tw, rw, dp}, sum[3] = {tw, 2 * rw, 2 * dp};
         int kind[3] = {EMB_SHARD_TABLE_WISE, EMB_SHARD_ROW_WISE, EMB_SHARD_DATA_PARALLEL};

@@ -136,7 +136,7 @@ static double hand_compute(const hand *h, const device_spec *d, double slowdown)
 /* Adam over the whole model (one replica holds it all): GPU time x slowdown + host overhead. */
 static double hand_optimizer(const hand *h, const device_spec *d, double slowdown)
 {
-    return cost_optimizer_seconds(h->wg.total_params, 1, h->prec, d) * slowdown +
+    return cost_optimizer_seconds(h->wg.total_params, 1, h->prec, 1, d) * slowdown +
            cost_iteration_overhead_seconds();
 }
 
@@ -197,7 +197,7 @@ START_TEST(straggler_slowdown_lengthens_the_iteration)
                    cost_op_kernel_seconds(&h.wg.ops[i], PASS_BWD, h.prec, a100);
     kernels *= h.micro_batches;
     ck_assert(c12 > c1 && c12 - c1 <= 0.2 * kernels + 1e-12);
-    ck_near(o12 - o1, 0.2 * cost_optimizer_seconds(h.wg.total_params, 1, h.prec, a100), 1e-15);
+    ck_near(o12 - o1, 0.2 * cost_optimizer_seconds(h.wg.total_params, 1, h.prec, 1, a100), 1e-15);
 
     outcome plain = run_plan("tests/data/hetero/dp2.yaml", "tests/data/htae/two-300GBps.xml", 1);
     outcome slow =

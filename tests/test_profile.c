@@ -442,7 +442,7 @@ static double iteration_by_hand(const plan *x, const device_spec *dev, double fc
                     cost_op_kernel_seconds(&wg.ops[i], PASS_BWD, PREC_BF16, dev));
     }
     workload_graph_free(&wg);
-    return f.gpu + cost_optimizer_seconds(x->p.params_total, 1, PREC_BF16, dev) +
+    return f.gpu + cost_optimizer_seconds(x->p.params_total, 1, PREC_BF16, 1, dev) +
            cost_iteration_overhead_seconds();
 }
 
@@ -485,7 +485,7 @@ START_TEST(gpu_bound_iteration_moves_by_the_difference)
         cost_op_launch_seconds(first, PASS_FWD) /
         (cost_op_kernels(first, PASS_FWD) > 0 ? cost_op_kernels(first, PASS_FWD) : 1);
     workload_graph_free(&wg);
-    double opt = cost_optimizer_seconds(x.p.params_total, 1, PREC_BF16, dev) +
+    double opt = cost_optimizer_seconds(x.p.params_total, 1, PREC_BF16, 1, dev) +
                  cost_iteration_overhead_seconds();
     double without = first_launch + 2 * sum + opt;
     ck_close(iteration_by_hand(&x, dev, model), without, 1e-12);

@@ -292,6 +292,8 @@ static const bad_case bad[] = {
     {"interleaved_micro.yaml", 6, 35, "strategy.pipeline.schedule",
      "micro-batches per data-parallel rank (3) to be a multiple of the pipeline degree (2)"},
     {"two_documents.yaml", 4, 1, "", "a second YAML document"},
+    {"bad_master_fp32.yaml", 4, 17, "master_weights", "needs precision bf16 or fp16"},
+    {"bad_master_bool.yaml", 3, 17, "master_weights", "true"},
 };
 
 START_TEST(test_bad_input)

@@ -183,7 +183,7 @@ static void hand_chain(const hand *h, double fsdp_bw, double end[][2][MAXL])
 /* Adam on half of the parameters (ZeRO 1-3 over two GPUs) and the step's overhead. */
 static double optimizer_s(const hand *h)
 {
-    return cost_optimizer_seconds(h->params / 2, 1, PREC_BF16, h->dev) +
+    return cost_optimizer_seconds(h->params / 2, 1, PREC_BF16, 1, h->dev) +
            cost_iteration_overhead_seconds();
 }
 
@@ -577,7 +577,7 @@ START_TEST(fsdp_under_a_pipeline_step_time_by_hand)
             nr++;
         }
         ck_assert_int_eq(nr, 3);
-        double opt = cost_optimizer_seconds(stage_params / 2, 1, PREC_BF16, h.dev) +
+        double opt = cost_optimizer_seconds(stage_params / 2, 1, PREC_BF16, 1, h.dev) +
                      cost_iteration_overhead_seconds();
         for (uint32_t t = 0; t < g->n_tasks; t++)
             if (g->tasks[t].rank == r && g->tasks[t].category == CAT_OPTIMIZER)
@@ -726,7 +726,7 @@ START_TEST(fsdp_with_experts_step_time_by_hand)
     ck_close(at, (1.5 * (EP_EMB + EP_DENSE + EP_HEAD) + 4 * EP_EXPERT) / 1e9, 1e-9);
     ck_close(at, 20.452608e-3, 1e-9);
     double opt = cost_optimizer_seconds((EP_EMB + EP_DENSE + EP_HEAD) / 4 + EP_EXPERT / 2, 1,
-                                        PREC_BF16, h.dev) +
+                                        PREC_BF16, 1, h.dev) +
                  cost_iteration_overhead_seconds();
     ck_close(res->makespan, at + opt, 1e-9);
     fixture_free(&f);

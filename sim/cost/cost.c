@@ -394,15 +394,22 @@ double cost_pipeline_unit_overhead_seconds(void)
     return COST_PIPELINE_UNIT_OVERHEAD_SECONDS;
 }
 
-double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev)
+double cost_optimizer_seconds(double params, int adam, precision_t prec, int master,
+                              const device_spec *dev)
 {
     check_device(dev);
     assert(params >= 0);
     assert(prec != PREC_FP8); /* fp8 plans keep bf16 weights and fp32 state: pass bf16 */
     int mixed = prec == PREC_FP16 || prec == PREC_BF16;
+    assert(master || mixed);
     double per_param = COST_GRAD_BYTES + COST_MASTER_BYTES +
                        (adam ? COST_ADAM_STATE_BYTES : COST_SGD_STATE_BYTES) +
                        (mixed ? precision_bytes(prec) : 0.0); /* low-precision copy written */
+    if (!master) { /* everything in prec: the gradient read, the weights and states read and
+                    * written (Adam two moments, SGD one) */
+        double e = precision_bytes(prec);
+        per_param = e + 2 * e + (adam ? 4 * e : 2 * e);
+    }
     return memory_seconds(params * per_param, dev) +
            COST_OPTIMIZER_KERNELS * COST_KERNEL_LAUNCH_SECONDS;
 }

@@ -26,7 +26,8 @@ double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
 
 /* Adam (or SGD when adam == 0) step over `params` local parameters, mixed precision when
  * prec is fp16/bf16 (fp32 master weights). Memory bound. */
-double cost_optimizer_seconds(double params, int adam, precision_t prec, const device_spec *dev);
+double cost_optimizer_seconds(double params, int adam, precision_t prec, int master,
+                              const device_spec *dev);
 
 /* Host-side cost of one training step outside forward and backward; charged with the
  * optimizer step (and not at all when there is no optimizer step). */

@@ -579,9 +579,9 @@ static void emit_optimizer_steps(exec_graph *g, const strategy *s, const cluster
         double params = dlrm_runs_bottom(L, r)
                             ? dp_params + (L->bottom_gpu >= 0 ? bottom_params : 0)
                             : dp_params;
-        double secs = cost_optimizer_seconds(params, adam, s->precision, dev);
+        double secs = cost_optimizer_seconds(params, adam, s->precision, 1, dev);
         if (L->dense_elems > 0)
-            secs += cost_optimizer_seconds(L->dense_elems, adam, d->embedding_precision, dev);
+            secs += cost_optimizer_seconds(L->dense_elems, adam, d->embedding_precision, 1, dev);
         uint32_t t = graph_add_compute(
             g, r, CAT_OPTIMIZER, secs * slow + cost_iteration_overhead_seconds(), label_opt, -1);
         graph_add_edge(g, dp_last ? dp_last[r] : last[r], t);

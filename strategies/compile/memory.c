@@ -56,10 +56,12 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     int mixed = s->precision == PREC_FP16 || s->precision == PREC_BF16;
     double w = precision_bytes(s->precision);
     /* optimizer state per parameter: fp32 master copy when mixed, Adam's two moments, or
-     * SGD's momentum */
+     * SGD's momentum; without master weights no copy, the moments in the plan's precision */
     double opt = s->optimizer == OPT_ADAM  ? (mixed ? 12.0 : 8.0)
                  : s->optimizer == OPT_SGD ? (mixed ? 8.0 : 4.0)
                                            : 0.0;
+    if (!s->master_weights)
+        opt = s->optimizer == OPT_ADAM ? 2 * w : s->optimizer == OPT_SGD ? w : 0.0;
     /* ZeRO shards over cx->shard ranks (the DP degree, or HSDP's shard degree; the routed
      * experts of an expert layout over edp): optimizer states from stage 1, gradients from 2,
      * parameters from 3. ZeRO-3 also holds the full
@@ -68,7 +70,7 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
      * a pipeline (fsdp_keep) ZeRO-3 holds the stage's full parameters and its full gradients
      * (accumulated in the reduce dtype) through the step; the reduced shards are written only
      * after the last backward, once the activations are gone, and are not added. */
-    double g = mixed ? 4.0 : w, unit_max = 0;
+    double g = mixed && s->master_weights ? 4.0 : w, unit_max = 0;
     for (int c = 0; c < cx->v; c++)
         for (int u = 0; u < stage_chunks[c]->n_units; u++)
             if (stage_chunks[c]->unit_params[u] > unit_max)

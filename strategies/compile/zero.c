@@ -533,7 +533,7 @@ void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *
         double secs = s->optimizer == OPT_NONE
                           ? 0.0
                           : cost_optimizer_seconds(params, s->optimizer == OPT_ADAM, s->precision,
-                                                   cx->c->device[r]) *
+                                                   s->master_weights, cx->c->device[r]) *
                                     slow +
                                 cost_iteration_overhead_seconds();
         assert(secs >= 0);
