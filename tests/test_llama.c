@@ -350,6 +350,42 @@ START_TEST(bad_llama_keys_are_located_errors)
 }
 END_TEST
 
+/* `rmsnorm_kernel: fused` under `kernels: eager`: PyTorch's nn.RMSNorm is one kernel (read x,
+ * write y, 2e an element forward; dy and x read, dx written, 3e backward; plus the weight),
+ * where the composite eager RMSNorm moves 28 + 4e and 52 + 7e over 8 kernels. In bf16 (e = 2)
+ * over 1 x 16 tokens x 64: 4 x 1024 + 128 and 6 x 1024 + 128 bytes against 36 x 1024 + 128 and
+ * 66 x 1024 + 128. The key needs an RMSNorm model with eager kernels. */
+START_TEST(rmsnorm_kernel_fused_under_eager)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(model_load_text(LLAMA_HEAD "ffn_hidden: 128\nkernels: eager\n"
+                                                "rmsnorm_kernel: fused\n",
+                                     &m, &err),
+                     0);
+    workload_model composite = m;
+    composite.rmsnorm_fused = 0;
+    workload_graph g, c;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+    ck_assert_int_eq(workload_build(&composite, 1, PREC_BF16, &c, &err), 0);
+    const workload_op *f = find_op(&g, "layers.0.ln1"), *e = find_op(&c, "layers.0.ln1");
+    double elems = 16.0 * 64, weight = 64 * 2.0;
+    ck_assert_double_eq_tol(f->fwd_bytes, 4 * elems + weight, 1e-9);
+    ck_assert_double_eq_tol(f->bwd_bytes, 6 * elems + weight, 1e-9);
+    ck_assert_int_eq(f->kernels, 1);
+    ck_assert_double_eq_tol(e->fwd_bytes, 36 * elems + weight, 1e-9);
+    ck_assert_double_eq_tol(e->bwd_bytes, 66 * elems + weight, 1e-9);
+    ck_assert_int_eq(e->kernels, 8);
+    workload_graph_free(&g);
+    workload_graph_free(&c);
+    expect_error(LLAMA_HEAD "ffn_hidden: 128\nrmsnorm_kernel: fused\n", "rmsnorm_kernel", 8, 17,
+                 "needs an RMSNorm model");
+    expect_error("family: gpt\nlayers: 2\nhidden: 64\nheads: 8\nseq: 16\nvocab: 100\n"
+                 "kernels: eager\nrmsnorm_kernel: composite\n",
+                 "rmsnorm_kernel", 8, 17, "needs an RMSNorm model");
+}
+END_TEST
+
 /* Inline in a strategy, a model error is reported under `workload.` at its own position. */
 START_TEST(inline_refusal_names_workload_path)
 {
@@ -452,6 +488,7 @@ static Suite *llama_suite(void)
                                   tensor_parallel_split_of_llama_matrices,
                                   not_modelled_keys_are_located_errors,
                                   bad_llama_keys_are_located_errors,
+                                  rmsnorm_kernel_fused_under_eager,
                                   inline_refusal_names_workload_path,
                                   kv_heads_against_tensor_degree,
                                   mpt_alibi_no_bias_tied,

@@ -58,6 +58,7 @@ typedef struct builder {
     model_family family;
     model_activation act;
     int bias, dropout, rms; /* biases; dropout layers; RMSNorm instead of LayerNorm */
+    int rms_fused;          /* eager plans: the RMSNorm one kernel (rmsnorm_kernel: fused) */
     model_positions pos;
     double a, kv, d; /* query heads, K/V heads, head dimension */
     const workload_model *m;
@@ -131,7 +132,7 @@ static void add_layernorm(builder *bd, const char *name, int layer, double token
         add_pointwise(bd, name, layer, OP_LAYERNORM, SPLIT_SEQUENCE, tokens, h,
                       bd->rms ? RMSNORM_FLOPS_PER_ELEM : LAYERNORM_FLOPS_PER_ELEM, 2 * e, 3 * e);
     op->params = bd->bias && !bd->rms ? 2 * h : h;
-    if (bd->eager && bd->rms) {
+    if (bd->eager && bd->rms && !bd->rms_fused) {
         op->fwd_bytes = (EAGER_RMSNORM_FWD_FP32 + EAGER_RMSNORM_FWD_E * e) * tokens * h;
         op->bwd_bytes = (EAGER_RMSNORM_BWD_FP32 + EAGER_RMSNORM_BWD_E * e) * tokens * h;
         op->kernels = EAGER_RMSNORM_KERNELS;
@@ -538,6 +539,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
                   m->bias,
                   m->dropout,
                   m->family == FAMILY_LLAMA,
+                  m->rmsnorm_fused,
                   m->positions,
                   m->heads,
                   m->kv_heads,

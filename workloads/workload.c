@@ -26,6 +26,7 @@ const enum_names model_window_layers_names = ENUM_NAMES(window_layers_table);
 enum { ATTN_UNFUSED, ATTN_FLASH, ATTN_MLA };
 static const char *const attention_table[] = {"unfused", "flash", "mla"};
 static const char *const kernels_table[] = {"fused", "eager"};
+static const char *const rmsnorm_kernel_table[] = {"composite", "fused"};
 static const char *const attention_kernel_table[] = {"native", "warp-mma"};
 const enum_names model_attention_kernel_names = ENUM_NAMES(attention_kernel_table);
 
@@ -148,6 +149,7 @@ enum {
     F_ATTENTION,
     F_ATTENTION_KERNEL,
     F_KERNELS,
+    F_RMSNORM_KERNEL,
     F_ACTIVATION,
     F_KV_HEADS,
     F_HEAD_DIM,
@@ -177,6 +179,7 @@ static const char *const model_keys[F_COUNT] = {"name",
                                                 "attention",
                                                 "attention_kernel",
                                                 "kernels",
+                                                "rmsnorm_kernel",
                                                 "activation",
                                                 "kv_heads",
                                                 "head_dim",
@@ -216,6 +219,7 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
         {"attention", YFIELD_ENUM, &attention, 0, 0, ENUM_NAMES(attention_table)},
         {"attention_kernel", YFIELD_ENUM, &attention_kernel, 0, 0, model_attention_kernel_names},
         {"kernels", YFIELD_ENUM, &m->eager_kernels, 0, 0, ENUM_NAMES(kernels_table)},
+        {"rmsnorm_kernel", YFIELD_ENUM, &m->rmsnorm_fused, 0, 0, ENUM_NAMES(rmsnorm_kernel_table)},
         {"activation", YFIELD_ENUM, &activation, 0, 0, model_activation_names},
         {"kv_heads", YFIELD_COUNT, &m->kv_heads, 1, PS_MAX_HEADS, {0}},
         {"head_dim", YFIELD_COUNT, &m->head_dim, 1, PS_MAX_DIM, {0}},
@@ -251,6 +255,14 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
                           "`attention: flash`");
     }
     m->attention_kernel = (model_attention_kernel)attention_kernel;
+    ynode *rms = yread_map_get(c, node, "rmsnorm_kernel");
+    if (rms && (m->family != FAMILY_LLAMA || !m->eager_kernels)) {
+        yread_join_path(field, sizeof field, path, "rmsnorm_kernel");
+        return yread_fail(c, rms, field,
+                          "rmsnorm_kernel chooses between the RMSNorm written as PyTorch ops and "
+                          "one fused kernel under `kernels: eager`: it needs an RMSNorm model "
+                          "(family llama) with `kernels: eager` (fused kernels fuse it anyway)");
+    }
     m->activation = (model_activation)activation;
     m->positions = (model_positions)positions;
     m->window_layers = (model_window_layers)window_layers;

@@ -85,6 +85,10 @@ typedef struct workload_model {
                                   * models): separate scale and mask passes on the attention
                                   * scores, dropout and residual add apart, activation as
                                   * written; default `kernels: fused` (Megatron's kernels) */
+    int rmsnorm_fused;           /* `rmsnorm_kernel: fused` (RMSNorm models): one kernel even
+                                  * under `kernels: eager` (PyTorch's nn.RMSNorm / F.rms_norm,
+                                  * Apex, TE); `composite`, the eager default, is the RMSNorm
+                                  * written as Python ops (torchtitan's, HuggingFace's) */
     model_activation activation; /* `activation:` gelu (gpt, bert), swiglu (llama), ... */
     int kv_heads;                /* K/V heads (grouped-query attention); default heads */
     int head_dim;                /* per head; default hidden / heads. Q and O project to
