@@ -1075,6 +1075,62 @@ def load_traces(gt_dir, **_):
     return rows, jobs
 
 
-LOADERS = {"vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
+# ---------------------------------------------------------------- steps measured here (issue 27)
+STEPS_FILES = {"h100": "H100-SXM5-80GB", "h200": "H200-SXM-141GB"}
+
+
+def load_steps(gt_dir, repo=None, **_):
+    """The single-GPU eager training steps scripts/gpu_measure.py timed on an H100 and an H200
+    (tests/data/measured/{h100,h200}_steps.csv, in the repository: no fit reads them), each run as
+    the script builds it: `kernels: eager` (PyTorch modules: nn.LayerNorm or nn.RMSNorm, which
+    is one kernel: `rmsnorm_kernel: fused`), exact GELU with biases and learned positions (gpt) or
+    SwiGLU and rotary without biases (llama), tied head, no dropout, SDPA flash attention
+    (FlashAttention-2: `attention_kernel: warp-mma`; the `sdpa-default` row let PyTorch pick
+    cuDNN's, a native kernel), bf16 weights and AdamW states (`master_weights: false`), one
+    micro-batch of `batch`. Measured: step_ms (median of 8 synchronised steps, no profiler). AMP
+    rows (fp32 weights cast per op under autocast) are skipped: those casts are not modelled.
+    Group = GPU."""
+    rows, jobs = [], []
+    for gpu, device in sorted(STEPS_FILES.items()):
+        name = "%s_steps.csv" % gpu
+        recs = _read_dicts(os.path.join(repo, "tests", "data", "measured", name))
+        for i, rec in enumerate(recs):
+            row = Row("steps", name, i + 1, group=gpu)
+            rows.append(row)
+            try:
+                model = _get(rec, "model", str)
+                row.desc = "%s %s" % (gpu, model)
+                row.measured = _get(rec, "step_ms", float) / 1e3
+                if rec.get("error", "").strip():
+                    row.skip("not measured: %s" % rec["error"].strip())
+                    continue
+                if _get(rec, "mode", str) != "bf16":
+                    row.skip("autocast's per-op casts of fp32 weights are not modelled")
+                    continue
+                fam = _get(rec, "family", str)
+                llama = fam == "llama"
+                w = ("{family: %s, layers: %d, hidden: %d, heads: %d, kv_heads: %d, "
+                     "ffn_hidden: %d, seq: %d, vocab: %d, attention: flash, "
+                     "attention_kernel: %s, kernels: eager, dropout: false, "
+                     "tied_embeddings: true%s}" % (
+                         fam, _get(rec, "layers", _pos_int), _get(rec, "hidden", _pos_int),
+                         _get(rec, "heads", _pos_int), _get(rec, "kv_heads", _pos_int),
+                         _get(rec, "ffn", _pos_int), _get(rec, "seq", _pos_int),
+                         _get(rec, "vocab", _pos_int),
+                         "native" if "sdpa-default" in model else "warp-mma",
+                         ", rmsnorm_kernel: fused" if llama else
+                         ", positions: learned, bias: true"))
+                b = _get(rec, "batch", _pos_int)
+                text = ("workload: %s\nbatch: {global: %d, micro: %d}\nprecision: bf16\n"
+                        "optimizer: adam\nmaster_weights: false\nstrategy:\n"
+                        "  recompute: none\n" % (w, b, b))
+            except BadRow as e:
+                row.fail(str(e))
+                continue
+            jobs.append(Job("run", ("one", device), [row], strategy=text))
+    return rows, jobs
+
+
+LOADERS = {"steps": load_steps, "vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
            "neusight": load_neusight, "llm": load_llm, "traces": load_traces,
            "dlrm_kernels": load_dlrm_kernels, "dlrm": load_dlrm}
