@@ -536,9 +536,13 @@ def llm_fsdp(src, rec):
     prec = rec.get("precision", "")
     if src.startswith("mosaicml/llm-foundry"):
         # Composer wraps the model in FullyShardedDataParallel (FSDP1), FULL_SHARD;
-        # mixed_precision PURE reduces in bf16, DEFAULT in fp32 (params bf16 in both)
-        reduce = "bf16" if "PURE" in prec else "fp32"
-        return "{version: 1, reshard_after_forward: true, reduce_dtype: %s}" % reduce
+        # mixed_precision PURE: parameters, reduction and buffers in bf16 in every Composer.
+        # DEFAULT changed meaning (torch 1.13 era: fp32 parameters gathered, bf16 reduction;
+        # torch 2.0: bf16 and bf16; 2024: bf16 and fp32) and the rows do not say which
+        # Composer ran: fp32 gathers are not modelled, so those rows stay the bare model
+        if "PURE" not in prec:
+            return None
+        return "{version: 1, reshard_after_forward: true, reduce_dtype: bf16}"
     if src.startswith("pytorch/torchtitan"):
         # fully_shard (FSDP2); the rows say "reshard after fwd" (the blocks' policy without a
         # pipeline); mixed_precision_reduce float32 is torchtitan's default
