@@ -30,6 +30,8 @@ const enum_names schedule_names = ENUM_NAMES(schedule_table);
 const enum_names recompute_names = ENUM_NAMES(recompute_table);
 const enum_names optimizer_names = ENUM_NAMES(optimizer_table);
 const enum_names parallel_axis_names = ENUM_NAMES(axis_table);
+static const char *const reduce_dtype_table[] = {"fp32", "bf16"};
+static const enum_names reduce_dtype_names = ENUM_NAMES(reduce_dtype_table);
 const enum_names emb_sharding_names = ENUM_NAMES(emb_sharding_table);
 const enum_names emb_placement_names = ENUM_NAMES(emb_placement_table);
 
@@ -174,8 +176,37 @@ static int load_pipeline(yread_ctx *c, ynode *n, strategy *s)
     return layers ? pipeline_split_load_layers(c, layers, s) : 0;
 }
 
+/* data.fsdp: which PyTorch FSDP implementation ran (strategy.h); the rules are
+ * strategy_validate's. */
+static int load_fsdp(yread_ctx *c, ynode *n, strategy *s)
+{
+    static const char *const keys[] = {"version", "reshard_after_forward", "reduce_dtype",
+                                       "float8_all_gather"};
+    const yfield fields[] = {
+        {"version", YFIELD_INT, &s->fsdp_version, 1, 2, {0}},
+        {"reshard_after_forward", YFIELD_BOOL, &s->fsdp_reshard, 0, 0, {0}},
+        {"reduce_dtype", YFIELD_ENUM, &s->fsdp_reduce_bf16, 0, 0, reduce_dtype_names},
+        {"float8_all_gather", YFIELD_BOOL, &s->fsdp_float8_gather, 0, 0, {0}},
+    };
+    if (yread_expect_mapping(c, n, "strategy.data.fsdp") ||
+        yread_check_keys(c, n, "strategy.data.fsdp", keys, COUNT(keys)) ||
+        yread_fields(c, n, "strategy.data.fsdp", fields, COUNT(fields)))
+        return c->err->code;
+    s->fsdp_loc = yread_loc(n);
+    src_loc *locs[] = {&s->fsdp_version_loc, &s->fsdp_reshard_loc, &s->fsdp_reduce_loc,
+                       &s->fsdp_float8_loc};
+    for (int i = 0; i < COUNT(keys); i++) {
+        ynode *v = yread_map_get(c, n, keys[i]);
+        if (v)
+            *locs[i] = yread_loc(v);
+    }
+    return 0;
+}
+
 static int load_data(yread_ctx *c, ynode *n, strategy *s)
 {
+    static const char *const all[] = {
+        "degree", "zero", "shard_degree", "bucket_mb", "overlap_param_gather", "overlap", "fsdp"};
     const yfield fields[] = {
         {"degree", YFIELD_COUNT, &s->dp, 1, PS_MAX_GPUS, {0}},
         {"zero", YFIELD_INT, &s->zero, 0, 3, {0}},
@@ -184,7 +215,13 @@ static int load_data(yread_ctx *c, ynode *n, strategy *s)
         {"overlap_param_gather", YFIELD_BOOL, &s->overlap_param_gather, 0, 0, {0}},
         {"overlap", YFIELD_BOOL, &s->dp_overlap, 0, 0, {0}},
     };
-    if (load_section(c, n, "strategy.data", fields, COUNT(fields), &s->dp_loc))
+    if (yread_expect_mapping(c, n, "strategy.data") ||
+        yread_check_keys(c, n, "strategy.data", all, COUNT(all)) ||
+        yread_fields(c, n, "strategy.data", fields, COUNT(fields)))
+        return c->err->code;
+    ynode *degree = yread_map_get(c, n, "degree"), *fsdp = yread_map_get(c, n, "fsdp");
+    s->dp_loc = yread_loc(degree ? degree : n);
+    if (fsdp && load_fsdp(c, fsdp, s))
         return c->err->code;
     /* where the ZeRO rules of strategy_validate point */
     const char *keys[] = {"zero", "shard_degree", "overlap", "overlap_param_gather", "bucket_mb"};
@@ -394,6 +431,7 @@ static void set_defaults(strategy *s)
     s->zero = 0;
     s->bucket_mb = 25.0;
     s->dp_overlap = 1;
+    s->fsdp_reshard = 1;
     s->recompute = RECOMPUTE_NONE;
     s->order[0] = AXIS_TENSOR;
     s->order[1] = AXIS_CONTEXT;

@@ -138,6 +138,13 @@ typedef struct strategy {
     src_loc dp_loc;
     /* where the ZeRO rules point (the key's value; line 0 when the key was not written) */
     src_loc zero_loc, shard_loc, dp_overlap_loc, gather_loc;
+    /* data.fsdp (ZeRO 3; docs/design-notes.md, "FSDP as implemented"): which PyTorch FSDP ran.
+     * version 0 (the section not written): the bare model, per-unit collectives and nothing
+     * else; 1: FullyShardedDataParallel (flat parameters); 2: fully_shard. reshard_after_forward
+     * (default 1): gathered again for the backward; reduce_bf16: reduce_dtype bf16 (default
+     * fp32); float8_all_gather: refused (not modelled). */
+    int fsdp_version, fsdp_reshard, fsdp_reduce_bf16, fsdp_float8_gather;
+    src_loc fsdp_loc, fsdp_version_loc, fsdp_reshard_loc, fsdp_reduce_loc, fsdp_float8_loc;
 
     /* expert.degree / expert.tensor (MoE models): experts spread over ep ranks, each expert's
      * matrices split over etp, the ep x etp ranks taken from a stage's tensor x data ranks

@@ -486,6 +486,41 @@ static int validate_dlrm(const strategy *s, ps_error *err)
     return validate_batch(s, err);
 }
 
+/* data.fsdp: the FSDP implementation (docs/design-notes.md, "FSDP as implemented"), for ZeRO 3
+ * only; what its mechanisms are not modelled with is refused at the key that asks for it. */
+static int validate_fsdp(const strategy *s, ps_error *err)
+{
+    src_loc f = s->fsdp_loc, v = s->fsdp_version_loc.line ? s->fsdp_version_loc : f;
+    const char *why = NULL;
+    if (!f.line)
+        return 0;
+    if (s->zero != 3)
+        return ps_error_set(err, PS_EINPUT, s->file, f.line, f.column, "strategy.data.fsdp",
+                            "fsdp names the PyTorch FSDP that runs ZeRO 3: it needs zero 3 "
+                            "(zero is %d)",
+                            s->zero);
+    if (!s->fsdp_version)
+        return ps_error_set(err, PS_EINPUT, s->file, f.line, f.column, "strategy.data.fsdp",
+                            "missing required key 'version' in fsdp (1: FullyShardedDataParallel, "
+                            "2: fully_shard)");
+    if (s->fsdp_float8_gather)
+        return ps_error_set(err, PS_EINPUT, s->file, s->fsdp_float8_loc.line,
+                            s->fsdp_float8_loc.column, "strategy.data.fsdp.float8_all_gather",
+                            "float8 all-gathers (fp8 bytes, a scale, the cast of the shard, the "
+                            "weights' fp8 casts skipped in the GEMMs) are not modelled");
+    if (s->pp > 1)
+        why = "with a pipeline (unsharded gradients accumulated across micro-batches)";
+    else if (s->ep > 1 || s->etp > 1)
+        why = "with an expert layout (two meshes per unit)";
+    else if (s->precision != PREC_BF16 || !s->master_weights)
+        why = "except in bf16 mixed precision with fp32 master weights (fp32 shards cast to bf16 "
+              "parameters)";
+    if (why)
+        return ps_error_set(err, PS_EINPUT, s->file, v.line, v.column, "strategy.data.fsdp.version",
+                            "FSDP's copies and casts are not modelled %s", why);
+    return 0;
+}
+
 int strategy_validate(const strategy *s, ps_error *err)
 {
     ps_error scratch;
@@ -508,6 +543,8 @@ int strategy_validate(const strategy *s, ps_error *err)
             s->model.family == FAMILY_DLRM ? "not modelled for recommendation models"
             : s->fp8 ? "not modelled with fp8 (its bf16 weights keep an fp32 master here)"
                      : "it needs precision bf16 or fp16 (fp32 has no master copy)");
+    if (validate_fsdp(s, err))
+        return err->code;
     if (s->model.family == FAMILY_DLRM)
         return validate_dlrm(s, err);
     if (s->optimizer == OPT_ADAGRAD)

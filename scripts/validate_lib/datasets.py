@@ -531,6 +531,25 @@ def _llm_framework(src):
     return "fsdp"
 
 
+def llm_fsdp(src, rec):
+    """data.fsdp of a ZeRO-3 row: the PyTorch FSDP its source ran, or None (the bare model)."""
+    prec = rec.get("precision", "")
+    if src.startswith("mosaicml/llm-foundry"):
+        # Composer wraps the model in FullyShardedDataParallel (FSDP1), FULL_SHARD;
+        # mixed_precision PURE: parameters, reduction and buffers in bf16 in every Composer.
+        # DEFAULT changed meaning (torch 1.13 era: fp32 parameters gathered, bf16 reduction;
+        # torch 2.0: bf16 and bf16; 2024: bf16 and fp32) and the rows do not say which
+        # Composer ran: fp32 gathers are not modelled, so those rows stay the bare model
+        if "PURE" not in prec:
+            return None
+        return "{version: 1, reshard_after_forward: true, reduce_dtype: bf16}"
+    if src.startswith("pytorch/torchtitan"):
+        # fully_shard (FSDP2); the rows say "reshard after fwd" (the blocks' policy without a
+        # pipeline); mixed_precision_reduce float32 is torchtitan's default
+        return "{version: 2, reshard_after_forward: true, reduce_dtype: fp32}"
+    return None
+
+
 def llm_workload(rec, family_text, framework):
     """The row's model as an inline protosim workload (dict, '_llm' marks the key set)."""
     f = family_text.strip()
@@ -722,6 +741,8 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             # torchtitan's async TP: the TP all-gathers / reduce-scatters decomposed and
             # overlapped with the matmuls they feed (symmetric memory), protosim's comm_overlap
             tensor_extra["comm_overlap"] = "true"
+        if zero == 3 and llm_fsdp(src, rec):
+            data_extra["fsdp"] = llm_fsdp(src, rec)
         if fw == "mcore":
             # Megatron-Core as the megatron file's H100 rows: TP communication overlap, the
             # distributed optimizer's parameter all-gather overlapped with the next forward

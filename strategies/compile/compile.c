@@ -228,10 +228,12 @@ static void emit_fsdp_units(compile_ctx *cx, emit_state *es, int p, const chunk_
         }
         while (unit.backward && r < rec->n && rec->seg[r].lo != layer)
             r++;
+        fsdp_copy_unit_open(cx, es, p, ufirst, after);
         if (unit.backward && r < rec->n)
             emit_piece(cx, ct, p, 1, r, unit_run_end(rec, r), unit.micro, ufirst, ulast, NULL,
                        after);
         emit_piece(cx, ct, p, which, i, k2, unit.micro, ufirst, ulast, NULL, after);
+        fsdp_copy_unit_close(cx, es, p, ulast, after);
         for (int j = 0; j < n; j++) {
             int k = es->fsdp_next[p * n + j]++; /* j = d * tp + t */
             fsdp_step st = es->fsdp_seq[(size_t)p * es->fsdp_cap + k];

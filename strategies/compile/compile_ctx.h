@@ -282,6 +282,28 @@ int compile_fold_twin(const compile_ctx *cx, int i);
  * dp_sim and n_sim. Needs cp, tp, dp, ep, etp, expert_layout. */
 void compile_choose_simulated(compile_ctx *cx, const compile_options *opt);
 
+/* PyTorch FSDP's copies around its collectives (fsdp_copy.c; ZeRO 3 with data.fsdp.version,
+ * nothing otherwise). Bytes per element of the reduce-scatter: fsdp.reduce_dtype's, else
+ * cx->grad_elem. */
+double fsdp_reduce_elem(const compile_ctx *cx);
+/* Around the FSDP step of stage p about to be recorded (emit_fsdp_units), on each simulated
+ * member's compute stream: before its first task FSDP2's all-gather copy-out when the step
+ * gathers (it becomes first[j], the task the gather gates); after its last, for a backward,
+ * FSDP2's reduce-scatter copy-in (it becomes last[j], what the reduce-scatter waits for). */
+void fsdp_copy_unit_open(compile_ctx *cx, const emit_state *es, int p, uint32_t *first,
+                         uint32_t *after);
+void fsdp_copy_unit_close(compile_ctx *cx, const emit_state *es, int p, uint32_t *last,
+                          uint32_t *after);
+/* On the DP stream of each simulated replica d of (p, t), for a unit of P parameters: right
+ * before its all-gather the copy-in (waiting for dep[d]); before its reduce-scatter FSDP1's
+ * cast and pre-divide (waiting for dep[d]); after the reduce-scatter (and HSDP's all-reduce)
+ * the cast and accumulation of the shard. */
+void fsdp_copy_gather_in(compile_ctx *cx, int p, int t, double P, int mb, const uint32_t *dep);
+void fsdp_copy_reduce_pre(compile_ctx *cx, int p, int t, double P, int mb, const uint32_t *dep);
+void fsdp_copy_reduce_post(compile_ctx *cx, int p, int t, double P, int mb);
+/* Whether FSDP step st all-gathers its unit (zero.c). */
+int zero_fsdp_gathers(const compile_ctx *cx, fsdp_step st);
+
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                              int p, memory_estimate *me);

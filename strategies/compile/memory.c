@@ -12,13 +12,14 @@ static const double COMPILE_RUNTIME_RESERVE_BYTES = 2.0 * 1073741824.0;
 
 /* ZeRO-3: the most full (gathered) parameters a rank of stage p holds at once: the largest sum
  * of two consecutive units of its FSDP program (the one computing, the one prefetched); under a
- * pipeline (fsdp_keep) every unit of the stage, gathered for the whole step. */
+ * pipeline (fsdp_keep) every unit of the stage, gathered for the whole step; with
+ * fsdp.reshard_after_forward false every unit too, gathered from its forward to its backward. */
 static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                                    int p)
 {
     if (!cx->fsdp)
         return 0.0;
-    if (cx->fsdp_keep) {
+    if (cx->fsdp_keep || (cx->s->fsdp_version && !cx->s->fsdp_reshard)) {
         double all = 0.0;
         for (int c = 0; c < cx->v; c++)
             all += stage_chunks[c]->params;

@@ -372,12 +372,13 @@ static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int g, int k, ui
     double elem = precision_bytes(cx->s->precision), dn, ex;
     fsdp_unit_params(cx, st.mc, st.unit, &dn, &ex);
     for (int t = 0; t < cx->tp_sim; t++) {
+        for (int d = 0; d < cx->dp_sim; d++)
+            dep[d] = k >= 0 ? fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE) : NONE;
+        fsdp_copy_gather_in(cx, p, t, dn, st.mb, dep);
         dp_colls(cx, es, p, t, 0, COLL_ALLGATHER, dn * elem, cx->label_fsdp_gather[st.backward],
                  st.mb, task);
-        for (int d = 0; d < cx->dp_sim; d++) {
+        for (int d = 0; d < cx->dp_sim; d++)
             dense[d * cx->tp_sim + t] = task[d];
-            dep[d] = k >= 0 ? fsdp_task(cx, es, p, d, t, k, FSDP_BEFORE) : NONE;
-        }
         dp_deps(cx, task, dep);
     }
     for (int j = 0; j < cx->n_sim; j++)
@@ -389,10 +390,13 @@ static void fsdp_gather(compile_ctx *cx, emit_state *es, int p, int g, int k, ui
 }
 
 /* Whether FSDP step st all-gathers its unit: every step (FULL_SHARD frees the parameters after
- * each forward and backward), or under a pipeline (fsdp_keep) only the chunk's first forward,
- * micro-batch 0's: the parameters then stay gathered until the step's end. */
-static int fsdp_gathers(const compile_ctx *cx, fsdp_step st)
+ * each forward and backward), every forward with fsdp.reshard_after_forward false (kept from
+ * the forward to the backward), or under a pipeline (fsdp_keep) only the chunk's first
+ * forward, micro-batch 0's: the parameters then stay gathered until the step's end. */
+int zero_fsdp_gathers(const compile_ctx *cx, fsdp_step st)
 {
+    if (cx->s->fsdp_version && !cx->s->fsdp_reshard)
+        return !st.backward;
     return !cx->fsdp_keep || (!st.backward && st.mb == 0);
 }
 
@@ -400,7 +404,7 @@ static int fsdp_gathers(const compile_ctx *cx, fsdp_step st)
 static int fsdp_next_gather(const compile_ctx *cx, const emit_state *es, int p, int k)
 {
     int K = es->fsdp_n[p];
-    while (k < K && !fsdp_gathers(cx, es->fsdp_seq[(size_t)p * es->fsdp_cap + k]))
+    while (k < K && !zero_fsdp_gathers(cx, es->fsdp_seq[(size_t)p * es->fsdp_cap + k]))
         k++;
     return k;
 }
@@ -416,14 +420,16 @@ static void fsdp_reduce(compile_ctx *cx, emit_state *es, int p, int mc, int unit
     double dn, ex;
     fsdp_unit_params(cx, mc, unit, &dn, &ex);
     for (int t = 0; t < cx->tp_sim; t++) {
-        double bytes = dn * cx->grad_elem;
-        dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
+        double bytes = dn * fsdp_reduce_elem(cx);
         for (int d = 0; d < cx->dp_sim; d++)
             dep[d] = fsdp_task(cx, es, p, d, t, k, FSDP_LAST);
+        fsdp_copy_reduce_pre(cx, p, t, dn, mb, dep);
+        dp_colls(cx, es, p, t, 0, COLL_REDUCE_SCATTER, bytes, cx->label_fsdp_rs, mb, task);
         dp_deps(cx, task, dep);
         if (cx->n_shard_groups > 1)
             dp_colls(cx, es, p, t, 1, COLL_ALLREDUCE, bytes / cx->shard, cx->label_hsdp_ar, mb,
                      task);
+        fsdp_copy_reduce_post(cx, p, t, dn, mb);
     }
     edp_wait w = {EDP_AFTER_FSDP, 0, 0, k, FSDP_LAST};
     if (ex > 0)
