@@ -193,7 +193,7 @@ def end_to_end_lines(geomeans):
     for name, desc in END_TO_END:
         g = geomeans.get(name)
         tail = ": geomean |error| %s in this run" % _pct(g) if g is not None else ""
-        out.append("  %-8s (%s) held out from every fitted constant by construction: no fit "
+        out.append("  %-8s %s: held out from every fitted constant by construction, no fit "
                    "reads it%s" % (name, desc, tail))
     return out
 
