@@ -257,6 +257,56 @@ START_TEST(compute_overlapping_comm_is_slowed)
 }
 END_TEST
 
+/* By default compute beside communication runs on the SMs the communication kernels leave:
+ * each stream with a kernel in flight holds comm_sms of the GPU's S SMs (A100: 108), and
+ * compute runs at (S - held) / S. Rank 0 sends 1 GB to rank 1 on the DP stream from 1 ms; at
+ * 100 GB/s alone that takes 10 ms. Its 5 ms of compute from 1 ms runs beside one kernel:
+ * 5 ms x 108 / 84 = 6.4286 ms. A second 1 GB send on the PP stream from 1 ms shares the wire
+ * (both end at 21 ms) and, in a second run, rank 0's compute runs beside two kernels:
+ * 5 ms x 108 / 60 = 9 ms. A kernel holding more than the GPU has leaves it one SM: with
+ * comm_sms 100, held = min(200, 107): 0.1 ms of compute takes 10.8 ms. */
+START_TEST(compute_beside_comm_runs_on_the_sms_left)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
+    ck_assert_int_eq(c.device[0]->sms, 108);
+    for (int twice = 0; twice < 3; twice++) {
+        exec_graph *g = graph_create(2);
+        int l = graph_label(g, "x");
+        uint32_t c1 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+        uint32_t c2 = graph_add_compute(g, 0, CAT_FORWARD, twice == 2 ? 1e-4 : 5e-3, l, 0);
+        uint32_t x = graph_add_transfer(g, 0, 1, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0);
+        graph_add_edge(g, c1, x);
+        graph_add_edge(g, x, graph_add_compute(g, 1, CAT_FORWARD, 1e-3, l, 0));
+        uint32_t y = 0;
+        if (twice) {
+            y = graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+            graph_add_edge(g, c1, y);
+            graph_add_edge(g, y, graph_add_compute(g, 1, CAT_FORWARD, 1e-3, l, 0));
+        }
+        htae_options o = sim_bare_options();
+        o.overlap_slowdown = -1.0;
+        o.comm_sms = twice == 2 ? 100.0 : 24.0;
+        htae_result r;
+        sim_run(g, &c, &o, &r);
+        ck_close(r.end[c1], 1e-3, 1e-9);
+        if (twice == 0) {
+            ck_close(r.end[x], 0.011, 1e-6);
+            ck_close(r.end[c2], 1e-3 + 5e-3 * 108.0 / 84.0, 1e-9);
+        } else if (twice == 1) {
+            ck_close(r.end[x], 0.021, 1e-6);
+            ck_close(r.end[y], 0.021, 1e-6);
+            ck_close(r.end[c2], 1e-3 + 5e-3 * 108.0 / 60.0, 1e-9);
+        } else {
+            ck_close(r.end[c2], 1e-3 + 1e-4 * 108.0, 1e-9);
+        }
+        htae_result_free(&r);
+        graph_free(g);
+    }
+    cluster_free(&c);
+}
+END_TEST
+
 /* A run after another in the same process gives the same times to the last bit as the first
  * (SimGrid's clock is put back to 0 between them: htae_clock_restart), and counts from 0: a
  * 1 GB transfer over 100 GB/s after 1 ms of compute ends at 11 ms both times, the clock too. */
@@ -788,6 +838,7 @@ static Suite *htae_suite(void)
                                   gpipe_textbook_bubble,
                                   one_f_one_b_textbook_bubble,
                                   compute_overlapping_comm_is_slowed,
+                                  compute_beside_comm_runs_on_the_sms_left,
                                   second_run_in_a_process_starts_at_zero,
                                   p2p_launch_cost_is_added,
                                   cpu_thread_and_two_gpu_streams_with_a_lag,

@@ -53,10 +53,18 @@ static const double HTAE_NVLS_EFFICIENCY = 0.69;
 static const double HTAE_NVLS_LATENCY_S = 25e-6;
 /* NCCL send/recv launch: not fitted (no point-to-point measurements in groundtruth). */
 static const double HTAE_P2P_LAUNCH_S = 10e-6;
-/* Compute slowdown while NCCL kernels share the SMs: Proteus measured 10-30%. Not identifiable
- * from vTrain (scripts/fit_vtrain: mean |log error| moves < 1% between 0.15 and 0.5, and
- * Kendall tau not at all), so it stays at a value inside the published range. */
-static const double HTAE_OVERLAP_SLOWDOWN = 0.15;
+/* Compute beside communication (docs/cost-model.md, "Compute beside communication"): an NCCL
+ * kernel holds one SM per channel for as long as it runs, and the GPU's compute runs on the
+ * rest: at (S - held) / S of full speed, S the device's SMs, held = comm_sms x the GPU's
+ * communication streams with a kernel running (at most S - 1). Measured on an H200
+ * (tests/data/measured/h200_overlap.csv): a training step's kernel mix beside a kernel holding
+ * N SMs slows as S / (S - N) within 12% at N = 24 (GEMMs lose more, memory-bound kernels less).
+ * comm_sms = 24: NCCL's collective channel count on NVSwitch nodes (its logs print
+ * "24 coll channels" and up on A100 and H100 nodes); checked, not fitted, on the end-to-end
+ * files (docs/accuracy.md, "Fitted constants, held out"). A fixed slowdown (>= 0) replaces the
+ * rule where a test or the replay (0: measured times include it) asks for one. */
+static const double HTAE_OVERLAP_SLOWDOWN = -1.0;
+static const double HTAE_COMM_SMS = 24.0;
 
 /* Actor stacks, in KiB (3.32's sg_actor_set_stacksize counts KiB, not bytes: measured with
  * strace). The actor code is shallow; the 8 MiB default wastes memory at thousands of actors. */
@@ -65,6 +73,7 @@ static const unsigned HTAE_ACTOR_STACK_KIB = 256;
 void htae_default_options(htae_options *o)
 {
     o->overlap_slowdown = HTAE_OVERLAP_SLOWDOWN;
+    o->comm_sms = HTAE_COMM_SMS;
     o->coll_launch_s = HTAE_COLL_LAUNCH_S;
     o->coll_step_s = HTAE_COLL_STEP_S;
     o->coll_net_step_s = HTAE_COLL_NET_STEP_S;
@@ -111,7 +120,9 @@ typedef struct exec_state {
     uint32_t *pending;      /* per task: predecessors not yet done */
     uint32_t *coll_arrived; /* per collective */
     uint8_t *coll_done;
-    int *comm_active;      /* per rank: communications in flight touching that GPU */
+    int *comm_active;      /* per rank: communication streams with a kernel in flight */
+    int *comm_on_stream;   /* [n_ranks * g->n_streams]: communications in flight per stream */
+    double *sms;           /* per rank: the GPU's SMs */
     int *computing;        /* per rank: GPU streams with a compute task mid-run */
     stream_state *streams; /* [n_ranks * g->n_streams] */
     host_state *host;      /* per rank */
@@ -226,10 +237,24 @@ static void host_actor(int argc, char **argv)
 /* Compute is a timed wait, kept out of ptask_L07's sharing system (which re-solves every active
  * action at each event): a compiled plan computes on one stream per GPU; a replayed trace's
  * kernels on several streams keep their measured times, which already include any sharing.
- * While any communication touches the GPU, GPU compute progresses at 1 / (1 + slowdown) of full
- * speed: communication starting or ending wakes the computing actors (comm_changed), which
+ * While communication kernels run on the GPU, its compute progresses at comm_rate's share of
+ * full speed: communication starting or ending wakes the computing actors (comm_changed), which
  * re-read the rate, so the result does not depend on which actor runs first. A CPU thread's
  * work is a plain sleep. */
+/* The share of full speed at which rank r's GPU computes now (see run_compute). */
+static double comm_rate(const exec_state *x, int r)
+{
+    int k = x->comm_active[r];
+    if (k == 0)
+        return 1.0;
+    if (x->opt.overlap_slowdown >= 0.0)
+        return 1.0 / (1.0 + x->opt.overlap_slowdown);
+    double s = x->sms[r];
+    assert(s >= 1.0);
+    double held = fmin(x->opt.comm_sms * k, s - 1.0);
+    return (s - held) / s;
+}
+
 static void run_compute(exec_state *x, stream_state *st, const graph_task *k)
 {
     assert(k->kind == TASK_COMPUTE && is_amount(k->seconds));
@@ -244,7 +269,7 @@ static void run_compute(exec_state *x, stream_state *st, const graph_task *k)
     st->computing = 1;
     x->computing[k->rank]++;
     while (remaining > 1e-12) {
-        double rate = x->comm_active[k->rank] > 0 ? 1.0 / (1.0 + x->opt.overlap_slowdown) : 1.0;
+        double rate = comm_rate(x, k->rank);
         double t0 = simgrid_get_clock();
         int timed_out = htae_sem_acquire_until(st->sem, t0 + remaining / rate);
         double done = (simgrid_get_clock() - t0) * rate;
@@ -254,11 +279,17 @@ static void run_compute(exec_state *x, stream_state *st, const graph_task *k)
     x->computing[k->rank]--;
 }
 
-/* Communication on `rank` started or ended: computing actors there re-read their rate. */
-static void comm_changed(exec_state *x, int rank, int delta)
+/* Communication on `rank`'s stream started or ended: where that changes how many of its
+ * streams communicate, computing actors there re-read their rate. */
+static void comm_changed(exec_state *x, int rank, int stream, int delta)
 {
-    x->comm_active[rank] += delta;
-    assert(x->comm_active[rank] >= 0);
+    int *on = &x->comm_on_stream[(size_t)rank * (size_t)x->g->n_streams + (size_t)stream];
+    int was = *on > 0;
+    *on += delta;
+    assert(*on >= 0);
+    if ((*on > 0) == was)
+        return;
+    x->comm_active[rank] += was ? -1 : 1;
     if (x->computing[rank] == 0)
         return;
     stream_state *st = &x->streams[(size_t)rank * (size_t)x->g->n_streams];
@@ -296,7 +327,7 @@ static void run_transfer(exec_state *x, uint32_t t)
         bytes[(size_t)i * 2 * n + (size_t)(n + i)] = k->bytes;
     }
     for (int i = 0; i < 2 * n; i++)
-        comm_changed(x, ends[i], 1);
+        comm_changed(x, ends[i], k->stream, 1);
     sleep_for(x->opt.p2p_launch_s);
     double now = simgrid_get_clock();
     for (int i = 0; i < n; i++)
@@ -310,7 +341,7 @@ static void run_transfer(exec_state *x, uint32_t t)
     for (int i = 0; i < n; i++)
         htae_links_end(x->links, hosts[i], hosts[n + i], now);
     for (int i = 0; i < 2 * n; i++)
-        comm_changed(x, ends[i], -1);
+        comm_changed(x, ends[i], k->stream, -1);
     if (heap) {
         free(bytes);
         free(hosts);
@@ -339,7 +370,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     double t0 = simgrid_get_clock();
     for (uint32_t i = 0; i < gr->tasked; i++) {
         x->res->start[members[i]] = t0;
-        comm_changed(x, g->tasks[members[i]].rank, 1);
+        comm_changed(x, g->tasks[members[i]].rank, g->tasks[members[i]].stream, 1);
     }
     coll_run_ctx cx = {&x->opt,
                        x->links,
@@ -360,7 +391,7 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     x->coll_done[k->coll] = 1;
     for (uint32_t i = 0; i < gr->tasked; i++) {
         const graph_task *m = &g->tasks[members[i]];
-        comm_changed(x, m->rank, -1);
+        comm_changed(x, m->rank, m->stream, -1);
         task_done(x, members[i], t1);
         stream_state *other = &x->streams[(size_t)m->rank * (size_t)g->n_streams + m->stream];
         if (other->waiting_coll == (int64_t)k->coll)
@@ -510,7 +541,9 @@ static void state_init(exec_state *x, const exec_graph *g, const htae_options *o
         x->opt = *opt;
     else
         htae_default_options(&x->opt);
-    assert(is_amount(x->opt.overlap_slowdown) && is_amount(x->opt.coll_launch_s));
+    assert((x->opt.overlap_slowdown < 0.0 || is_amount(x->opt.overlap_slowdown)) &&
+           is_amount(x->opt.coll_launch_s));
+    assert(x->opt.comm_sms >= 0.0);
     assert(is_amount(x->opt.coll_step_s) && is_amount(x->opt.p2p_launch_s));
     assert(is_amount(x->opt.coll_net_step_s) && is_amount(x->opt.nvls_latency_s));
     assert(x->opt.protocol_efficiency > 0.0 && x->opt.protocol_efficiency <= 1.0);
@@ -522,6 +555,9 @@ static void state_init(exec_state *x, const exec_graph *g, const htae_options *o
     out->end = xcalloc(g->n_tasks, sizeof *out->end);
     x->hosts = hosts;
     x->comm_active = xcalloc((size_t)g->n_ranks, sizeof *x->comm_active);
+    x->comm_on_stream =
+        xcalloc((size_t)g->n_ranks * (size_t)g->n_streams, sizeof *x->comm_on_stream);
+    x->sms = xcalloc((size_t)g->n_ranks, sizeof *x->sms);
     x->computing = xcalloc((size_t)g->n_ranks, sizeof *x->computing);
     x->pending = xmalloc((size_t)g->n_tasks * sizeof *x->pending);
     x->ready = xcalloc(g->n_tasks, sizeof *x->ready);
@@ -659,6 +695,8 @@ static void state_free(exec_state *x)
     free(x->coll_arrived);
     free(x->coll_done);
     free(x->comm_active);
+    free(x->comm_on_stream);
+    free(x->sms);
     free(x->computing);
     free(x->hosts);
 }
@@ -680,6 +718,8 @@ int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, hta
 
     exec_state x;
     state_init(&x, g, opt, hosts, out);
+    for (int r = 0; r < g->n_ranks; r++)
+        x.sms[r] = c->device[r] ? c->device[r]->sms : 0;
     x.links = htae_links_create();
     htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
     rc = plan_groups(&x, c, err);
@@ -728,59 +768,4 @@ void htae_result_free(htae_result *r)
     free(r->snap_busy);
     r->ready = r->snap_t = r->snap_bytes = r->snap_busy = NULL;
     r->n_snaps = 0;
-}
-
-int htae_time_collectives(const cluster *c, coll_kind kind, int gpus, const double *sizes,
-                          int n_sizes, const htae_options *opt, double *times, coll_algo *algos,
-                          ps_error *err)
-{
-    if (gpus < 1 || gpus > c->n_gpus)
-        return ps_error_set(err, PS_EINPUT, c->file, 0, 0, "gpus",
-                            "%d GPUs asked, the cluster has %d", gpus, c->n_gpus);
-    assert(n_sizes >= 0);
-    for (int i = 0; i < n_sizes; i++) /* the graph builders assert it: check input first */
-        if (!is_amount(sizes[i]))
-            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, "sizes",
-                                "collective size %g is not a finite number of bytes >= 0",
-                                sizes[i]);
-    exec_graph *g = graph_create(c->n_gpus);
-    int *ranks = xmalloc((size_t)gpus * sizeof *ranks); /* heap: up to 131,072 GPUs */
-    for (int i = 0; i < gpus; i++)
-        ranks[i] = i;
-    int grp = graph_add_group(g, ranks, gpus);
-    free(ranks);
-    int label = graph_label(g, coll_kind_name(kind));
-    uint32_t *first = xmalloc((size_t)n_sizes * sizeof *first);
-    uint32_t *members = xmalloc((size_t)gpus * sizeof *members);
-    for (int i = 0; i < n_sizes; i++) {
-        graph_add_collective(g, kind, grp, STREAM_TP, sizes[i], CAT_TP_COMM, label, i, members);
-        first[i] = members[0];
-    }
-    free(members);
-    int rc = graph_finalize(g, err);
-    htae_result r;
-    memset(&r, 0, sizeof r);
-    if (!rc)
-        rc = htae_run(g, c, opt, &r, err);
-    for (int i = 0; !rc && i < n_sizes; i++)
-        times[i] = r.end[first[i]] - r.start[first[i]];
-    if (!rc && algos) { /* the choice the run made, from the same plan */
-        htae_options o;
-        if (opt)
-            o = *opt;
-        else
-            htae_default_options(&o);
-        sg_host_t *hosts = xmalloc((size_t)gpus * sizeof *hosts);
-        for (int i = 0; i < gpus; i++)
-            hosts[i] = c->sg_hosts[i];
-        coll_group *gp = htae_coll_group_create(c, hosts, &g->group_ranks[0], gpus, &o);
-        for (int i = 0; i < n_sizes; i++)
-            algos[i] = gpus < 2 ? COLL_ALGO_AUTO : htae_coll_choose(gp, kind, sizes[i], &o);
-        htae_coll_group_free(gp);
-        free(hosts);
-    }
-    htae_result_free(&r);
-    free(first);
-    graph_free(g);
-    return rc;
 }

@@ -23,7 +23,11 @@ extern const enum_names coll_algo_names;
 
 /* Executor constants that are not properties of the platform. */
 typedef struct htae_options {
-    double overlap_slowdown;    /* compute slows by this fraction while its GPU communicates */
+    double overlap_slowdown;    /* >= 0: compute slows by this fixed fraction while its GPU
+                                   communicates; < 0 (the default): by the SMs the running
+                                   communication kernels hold (comm_sms each) */
+    double comm_sms;            /* SMs one running communication kernel holds on its GPU
+                                   (NCCL's channels, one thread block each) */
     double coll_launch_s;       /* fixed cost of starting one collective (NCCL kernel launch) */
     double coll_step_s;         /* per algorithm step (ring hop) software/protocol latency */
     double coll_net_step_s;     /* more per step that crosses nodes (NCCL's proxy thread, RDMA
