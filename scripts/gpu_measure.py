@@ -20,8 +20,13 @@ need it. Writes to OUTDIR (default $OUT):
 
   fp8_gemm.csv   FP8 GEMMs (torch._scaled_mm, e4m3, per-tensor scales) for the forward model
                  shapes, with and without fast accumulation; bf16 -> fp8 cast, amax
+  overlap.csv    a kernel's time beside a kernel that holds N SMs as NCCL's channels do (CuPy
+                 RawKernel: copying HBM or spinning), baseline interleaved (needs cupy)
+  fsdp2_steps.csv  one-GPU FSDP2 steps (world size 1), eager and compiled, with op-level
+                 selective and full activation checkpointing; env FSDP_ROWS=a,b picks rows
 
-Usage: python3 scripts/gpu_measure.py [OUTDIR] [--quick] [--only=gemms,attention,memops,steps,fp8_gemms]
+Usage: python3 scripts/gpu_measure.py [OUTDIR] [--quick]
+       [--only=gemms,attention,memops,steps,fp8_gemms,overlap,fsdp2]
 """
 import csv
 import gzip
