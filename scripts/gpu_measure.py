@@ -345,9 +345,19 @@ class Block(nn.Module):
         llama = c["family"] == "llama"
         self.n1 = nn.RMSNorm(h, eps=1e-5) if llama else nn.LayerNorm(h)
         self.n2 = nn.RMSNorm(h, eps=1e-5) if llama else nn.LayerNorm(h)
-        self.qkv = nn.Linear(h, (c["heads"] + 2 * c["kv_heads"]) * d, bias=not llama)
+        self.split = c.get("split_proj", False)  # torchtitan's block: wq, wk, wv; w1, w3 apart
+        if self.split:
+            self.wq = nn.Linear(h, c["heads"] * d, bias=False)
+            self.wk = nn.Linear(h, c["kv_heads"] * d, bias=False)
+            self.wv = nn.Linear(h, c["kv_heads"] * d, bias=False)
+            self.w1 = nn.Linear(h, c["ffn"], bias=False)
+            self.w3 = nn.Linear(h, c["ffn"], bias=False)
+        else:
+            self.qkv = nn.Linear(h, (c["heads"] + 2 * c["kv_heads"]) * d, bias=not llama)
         self.o = nn.Linear(c["heads"] * d, h, bias=not llama)
-        if llama:
+        if self.split:
+            pass
+        elif llama:
             self.up = nn.Linear(h, 2 * c["ffn"], bias=False)
         else:
             self.up = nn.Linear(h, c["ffn"])
@@ -356,8 +366,12 @@ class Block(nn.Module):
     def forward(self, x, rope):
         b, s, _ = x.shape
         c, d = self.c, self.d
-        q, k, v = self.qkv(self.n1(x)).split(
-            [c["heads"] * d, c["kv_heads"] * d, c["kv_heads"] * d], -1)
+        if self.split:
+            y = self.n1(x)
+            q, k, v = self.wq(y), self.wk(y), self.wv(y)
+        else:
+            q, k, v = self.qkv(self.n1(x)).split(
+                [c["heads"] * d, c["kv_heads"] * d, c["kv_heads"] * d], -1)
         q = q.view(b, s, c["heads"], d).transpose(1, 2)
         k = k.view(b, s, c["kv_heads"], d).transpose(1, 2)
         v = v.view(b, s, c["kv_heads"], d).transpose(1, 2)
@@ -374,7 +388,9 @@ class Block(nn.Module):
                                            enable_gqa=c["heads"] != c["kv_heads"])
         x = x + self.o(a.transpose(1, 2).reshape(b, s, c["heads"] * d))
         y = self.n2(x)
-        if c["family"] == "llama":
+        if self.split:
+            y = F.silu(self.w1(y)) * self.w3(y)
+        elif c["family"] == "llama":
             gate, up = self.up(y).chunk(2, -1)
             y = F.silu(gate) * up
         else:
@@ -832,6 +848,7 @@ GPT13 = dict(name="gpt3-1.3b", family="gpt", layers=24, hidden=2048, heads=16, k
              ffn=8192, vocab=50304, seq=2048, batch=4)
 LLAMA3B = dict(name="llama3.2-3b", family="llama", layers=28, hidden=3072, heads=24, kv_heads=8,
                ffn=8192, vocab=128256, seq=8192, batch=1)
+LLAMA3B_TITAN = dict(LLAMA3B, name="llama3.2-3b-titan", split_proj=True)
 FSDP_ROWS = [
     # row, model, fsdp, compile, reshard_after_forward, activation checkpointing
     ("plain-bf16", GPT13, False, False, True, "none"),
@@ -845,6 +862,12 @@ FSDP_ROWS = [
     ("llama3b-fsdp2-eager-full-ac", LLAMA3B, True, False, True, "full"),
     ("llama3b-fsdp2-compiled", LLAMA3B, True, True, True, "none"),
     ("llama3b-fsdp2-compiled-sac-op", LLAMA3B, True, True, True, "op"),
+    # torchtitan's block layout (separate wq, wk, wv and w1, w3): what `recompute: op` models
+    ("titan3b-plain-bf16", LLAMA3B_TITAN, False, False, True, "none"),
+    ("titan3b-plain-bf16-sac-op", LLAMA3B_TITAN, False, False, True, "op"),
+    ("titan3b-plain-bf16-full-ac", LLAMA3B_TITAN, False, False, True, "full"),
+    ("titan3b-fsdp2-eager", LLAMA3B_TITAN, True, False, True, "none"),
+    ("titan3b-fsdp2-eager-sac-op", LLAMA3B_TITAN, True, False, True, "op"),
 ]
 
 
@@ -968,7 +991,7 @@ def fsdp2():
                                "%.1f" % compile_s, ""])
                 log("fsdp2:", name, "fwd/bwd/opt/step ms", ["%.2f" % x for x in med],
                     "peak GiB %.2f" % (peak / 2 ** 30), "build+warm-up %.0f s" % compile_s)
-                if name in ("fsdp2-eager", "fsdp2-compiled", "llama3b-fsdp2-eager-sac-op"):
+                if name in ("fsdp2-eager", "fsdp2-compiled", "titan3b-plain-bf16-sac-op"):
                     from torch.profiler import ProfilerActivity, profile, schedule
                     path = os.path.join(OUT, "trace_%s.json" % name)
                     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
