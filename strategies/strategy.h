@@ -11,7 +11,9 @@ typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
 /* Each enum's one name table (the YAML spelling), indexed by value: vocab.h's enum_name and
  * enum_parse look them up. */
 extern const enum_names schedule_names, recompute_names, optimizer_names, parallel_axis_names;
-typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_mode;
+/* none; selective: Megatron's (the attention core); full: every layer op replayed; op:
+ * op-level selective checkpointing, torchtitan's (workload_op sac_redo / sac_keep) */
+typedef enum { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_OP } recompute_mode;
 typedef enum { AXIS_TENSOR, AXIS_DATA, AXIS_PIPELINE, AXIS_CONTEXT } parallel_axis;
 /* OPT_NONE: no optimizer step or state (to compare with measurements that exclude it).
  * OPT_ADAGRAD: dlrm plans only (one fp32 accumulator per parameter; strategy_validate). */

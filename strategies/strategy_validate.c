@@ -521,6 +521,46 @@ static int validate_fsdp(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* Op-level selective checkpointing (`recompute: op`) is torchtitan's policy on its Llama block:
+ * it saves the outputs of the SDPA kernels and of the odd-numbered `mm` calls of the block (wq,
+ * wv, w1, w2 of seven) and recomputes the rest, so the model must run those ops as the policy
+ * sees them. */
+static int validate_op_recompute(const strategy *s, ps_error *err)
+{
+    src_loc at = {0, 0};
+    if (s->recompute == RECOMPUTE_OP)
+        at = s->recompute_loc;
+    for (int i = 0; i < s->n_overrides && !at.line; i++)
+        if (s->overrides[i].has_recompute && s->overrides[i].recompute == RECOMPUTE_OP)
+            at = s->overrides[i].loc;
+    if (!at.line && s->recompute != RECOMPUTE_OP)
+        return 0;
+    const workload_model *m = &s->model;
+    const char *why = m->family != FAMILY_LLAMA
+                          ? "for this family: it numbers the matmuls of torchtitan's Llama block "
+                            "(family llama)"
+                      : m->experts > 0 ? "for mixture-of-experts layers (their grouped GEMMs are "
+                                         "not the mm calls the policy numbers)"
+                      : !m->flash_attention ? "without attention: flash (the policy saves the fused "
+                                              "SDPA kernels' outputs)"
+                      : m->activation != ACT_SWIGLU ? "without activation: swiglu (it numbers "
+                                                      "w1, w3, w2 of torchtitan's FeedForward)"
+                      : m->bias ? "with biases (a biased linear layer runs addmm, which the "
+                                  "policy neither saves nor numbers)"
+                      : s->fp8 ? "with fp8 (the policy also saves the amax reductions of "
+                                 "Float8 training)"
+                      : s->tp > 1 ? "with tensor parallelism (the policy keeps the "
+                                    "reduce-scatters' outputs and recomputes the all-gathers)"
+                      : s->cp > 1 ? "with context parallelism (the ring's attention steps are "
+                                    "not the SDPA calls the policy saves)"
+                                  : NULL;
+    if (!why)
+        return 0;
+    return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, "strategy.recompute",
+                        "op-level selective checkpointing (recompute: op) is not modelled %s",
+                        why);
+}
+
 int strategy_validate(const strategy *s, ps_error *err)
 {
     ps_error scratch;
@@ -544,6 +584,8 @@ int strategy_validate(const strategy *s, ps_error *err)
             : s->fp8 ? "not modelled with fp8 (its bf16 weights keep an fp32 master here)"
                      : "it needs precision bf16 or fp16 (fp32 has no master copy)");
     if (validate_fsdp(s, err))
+        return err->code;
+    if (validate_op_recompute(s, err))
         return err->code;
     if (s->model.family == FAMILY_DLRM)
         return validate_dlrm(s, err);

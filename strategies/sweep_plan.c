@@ -24,7 +24,10 @@ void sweep_plans_count(const sweep_plan *plans, int n, int counts[SWEEP_PLAN_STA
 
 static const char *short_recompute(int r)
 {
-    return r == RECOMPUTE_SELECTIVE ? "sel" : r == RECOMPUTE_FULL ? "full" : "none";
+    return r == RECOMPUTE_SELECTIVE ? "sel"
+           : r == RECOMPUTE_FULL    ? "full"
+           : r == RECOMPUTE_OP      ? "op"
+                                    : "none";
 }
 
 const char *sweep_sharding_short(int sharding)

@@ -41,6 +41,21 @@ static void issue(kernel_flow *fl, const workload_op *op, op_pass pass, const st
     flow_op(fl, op, pass, cost_op_kernel_seconds(op, pass, prec, dev));
 }
 
+/* Op-level selective checkpointing's replay of a layer op: its forward again (sac_redo 1), the
+ * N slice it recomputes of a fused projection, or nothing. */
+static void issue_op_replay(kernel_flow *fl, const workload_op *op, const strategy *s,
+                            const device_spec *dev)
+{
+    if (op->sac_redo >= 1.0) {
+        issue(fl, op, PASS_FWD, s, dev);
+    } else if (op->sac_redo > 0.0) {
+        workload_op part;
+        workload_op_gemm_slice(op, op->sac_redo, &part);
+        issue(fl, &part, PASS_FWD, s, dev);
+    }
+}
+
+/* recompute_layers: 0 none, 1 full (every layer op's forward again), 2 op-level selective. */
 static double steps_by_hand(const sim_fixture *f, int recompute_layers, int micro_batches)
 {
     workload_graph wg;
@@ -54,8 +69,12 @@ static double steps_by_hand(const sim_fixture *f, int recompute_layers, int micr
         for (int i = 0; i < wg.n_ops; i++)
             issue(&fl, &wg.ops[i], PASS_FWD, st, dev);
         for (int i = 0; recompute_layers && i < wg.n_ops; i++)
-            if (wg.ops[i].layer >= 0 && wg.ops[i].layer < wg.model.layers)
-                issue(&fl, &wg.ops[i], PASS_FWD, st, dev);
+            if (wg.ops[i].layer >= 0 && wg.ops[i].layer < wg.model.layers) {
+                if (recompute_layers == 2)
+                    issue_op_replay(&fl, &wg.ops[i], st, dev);
+                else
+                    issue(&fl, &wg.ops[i], PASS_FWD, st, dev);
+            }
         for (int i = wg.n_ops - 1; i >= 0; i--)
             issue(&fl, &wg.ops[i], PASS_BWD, st, dev);
     }
@@ -89,6 +108,93 @@ START_TEST(full_recompute_adds_one_forward_of_the_layers)
     setup(&f, "tests/data/compile/single-full.yaml", "tests/data/htae/one.xml", 1);
     ck_close(f.r.makespan, steps_by_hand(&f, 1, 4) + step_overhead(&f), 1e-6);
     fixture_free(&f);
+}
+END_TEST
+
+/* Op-level selective checkpointing (`recompute: op`, torchtitan's policy) on a GQA Llama, one
+ * GPU: in backward each layer runs again the forward of every op but the fused attention core,
+ * the down projection (matmul 7 of the block, kept) and of the fused projections the slices
+ * the policy numbers even: K of QKV (kd / (qd + 2 kd) = 256 / 1536 of its columns) and the up
+ * half of gate-and-up. What a layer keeps: its input, Q and V, the attention output and its
+ * log-sum-exp, the gate's output and the down projection's output:
+ * 2 B x t x (h + qd + kd + qd + f + h) + 4 B x b x heads x s. */
+START_TEST(op_level_checkpointing_by_the_policy)
+{
+    const char *text = "workload: {family: llama, layers: 2, hidden: 1024, heads: 8, kv_heads: 2, "
+                       "ffn_hidden: 2816, seq: 1024, vocab: 32000, attention: flash}\n"
+                       "batch: {global: 4, micro: 2}\nprecision: bf16\noptimizer: adam\n"
+                       "strategy:\n  recompute: op\n";
+    sim_fixture f;
+    fixture_text(&f, text, "tests/data/htae/one.xml");
+    htae_default_options(&f.o);
+    fixture_run(&f);
+    ck_assert_int_eq(f.p.micro_batches, 2);
+    ck_close(f.r.makespan, steps_by_hand(&f, 2, 2) + step_overhead(&f), 1e-6);
+
+    workload_graph wg;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(workload_build(&f.s.model, 2, PREC_BF16, &wg, &err), 0);
+    double t = 2.0 * 1024, h = 1024, qd = 1024, kd = 256, ff = 2816, e = 2;
+    ck_close(find_op(&wg, "layers.0.attn.qkv")->sac_redo, kd / (qd + 2 * kd), 1e-15);
+    ck_close(find_op(&wg, "layers.0.mlp.fc1")->sac_redo, 0.5, 1e-15);
+    ck_assert(find_op(&wg, "layers.0.mlp.fc2")->sac_redo == 0.0);
+    ck_assert(find_op(&wg, "layers.0.attn.core")->sac_redo == 0.0);
+    ck_assert(find_op(&wg, "layers.0.attn.proj")->sac_redo == 1.0);
+    ck_assert(find_op(&wg, "layers.0.attn.rope")->sac_redo == 1.0);
+    double kept = 0, all = 0;
+    for (int i = 0; i < wg.n_ops; i++)
+        if (wg.ops[i].layer == 0) {
+            kept += wg.ops[i].act_bytes * wg.ops[i].sac_keep;
+            all += wg.ops[i].act_bytes;
+        }
+    ck_close(kept, e * t * (h + qd + kd + qd + ff + h) + 4.0 * 2 * 8 * 1024, 1e-9);
+    workload_graph_free(&wg);
+    /* the activations held: each of the 2 layers keeps `kept` instead of `all` */
+    double act_op = f.p.memory[0].activations;
+    fixture_free_plan(&f);
+    f.s.recompute = RECOMPUTE_NONE;
+    fixture_compile(&f, NULL);
+    ck_close(f.p.memory[0].activations - act_op, 2 * (all - kept), 1e-9);
+    fixture_free(&f);
+}
+END_TEST
+
+/* Where the policy's numbering is not what the model runs, `recompute: op` is refused, with the
+ * key's position: another family, biases (addmm), tensor parallelism (which collectives it
+ * keeps), fp8. */
+START_TEST(op_level_checkpointing_refused_where_not_modelled)
+{
+    static const struct {
+        const char *workload, *extra, *why;
+    } cases[] = {
+        {"{family: gpt, layers: 2, hidden: 1024, heads: 8, seq: 1024, vocab: 32000, attention: "
+         "flash}",
+         "", "for this family"},
+        {"{family: llama, layers: 2, hidden: 1024, heads: 8, seq: 1024, vocab: 32000, ffn_hidden: "
+         "2816, attention: flash, bias: true}",
+         "", "with biases"},
+        {"{family: llama, layers: 2, hidden: 1024, heads: 8, seq: 1024, vocab: 32000, ffn_hidden: "
+         "2816, attention: flash}",
+         "  tensor: {degree: 2}\n", "with tensor parallelism"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "workload: %s\nbatch: {global: 4, micro: 2}\nprecision: bf16\n"
+                 "strategy:\n%s  recompute: op\n",
+                 cases[i].workload, cases[i].extra);
+        strategy s;
+        ps_error err;
+        ps_error_clear(&err);
+        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
+        ck_assert_str_eq(err.field, "strategy.recompute");
+        ck_assert_int_eq(err.line, strlen(cases[i].extra) ? 6 : 5);
+        ck_assert_msg(strstr(err.message, "op-level selective checkpointing (recompute: op) is "
+                                          "not modelled ") &&
+                          strstr(err.message, cases[i].why),
+                      "%s", err.message);
+    }
 }
 END_TEST
 
@@ -474,6 +580,8 @@ static Suite *compile_suite(void)
 {
     const TTest *const tests[] = {single_gpu_iteration_is_sum_of_op_times,
                                   full_recompute_adds_one_forward_of_the_layers,
+                                  op_level_checkpointing_by_the_policy,
+                                  op_level_checkpointing_refused_where_not_modelled,
                                   memory_of_single_gpu_states,
                                   tied_lm_head_copy_on_the_last_stage,
                                   fp8_single_gpu_is_sum_of_op_times,

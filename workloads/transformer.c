@@ -87,6 +87,7 @@ static workload_op *add_op(builder *bd, const char *name, int layer, op_kind kin
     op->split = split;
     op->batch = 1;
     op->kernels = 1;
+    op->sac_redo = 1.0; /* op-level SAC: recomputed, nothing kept, unless the builder says */
     return op;
 }
 
@@ -284,6 +285,9 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     op->kv.fwd_bytes = 2 * e * kv;
     op->kv.bwd_bytes = 4 * e * kv;
     op->act_bytes = lse;
+    /* op-level SAC saves the SDPA op's outputs: O and the log-sum-exp */
+    op->sac_redo = 0.0;
+    op->sac_keep = (e * q + lse) / lse;
     op->kernels = 1;
     op->selective = 0;
     op->fused = 1;
@@ -321,14 +325,20 @@ static void add_dense_mlp(builder *bd, int l, const char *prefix, double t, doub
     /* fc1: the up projection, or gate and up together when gated (column-parallel: each rank
      * holds its slice of both) */
     snprintf(suffix, sizeof suffix, "%s.fc1", prefix);
-    add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t,
-             bd->act == ACT_SWIGLU ? 2 * f : f, h, 1);
+    workload_op *op = add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t,
+                               bd->act == ACT_SWIGLU ? 2 * f : f, h, 1);
+    /* op-level SAC (torchtitan's w1, w3, w2: matmuls 5, 6, 7 of the block): the gate's output
+     * saved, the up projection recomputed */
+    op->sac_redo = 0.5;
     /* fused bias-activation on the sharded fc1 output: saves its input */
     snprintf(suffix, sizeof suffix, "%s.%s", prefix, bd->act == ACT_SWIGLU ? "swiglu" : "gelu");
-    add_activation(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t, f);
+    op = add_activation(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t, f);
+    op->sac_keep = t * f * bd->e / op->act_bytes; /* of what it saves, the gate's output */
     snprintf(suffix, sizeof suffix, "%s.fc2", prefix);
-    workload_op *op = add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_ROW, t, h, f, 1);
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_ROW, t, h, f, 1);
     op->act_bytes = t * f * bd->e;
+    op->sac_redo = 0.0;
+    op->sac_keep = (double)h / f; /* its output, t x h, in place of its input */
 }
 
 /* One GEMM of every expert at once (a grouped GEMM): `experts` GEMMs of rows x n x k, rows the
@@ -409,16 +419,22 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     int first = bd->g->n_ops;
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
+    /* op-level SAC keeps the block's input (half of what the first norm saves) */
+    bd->g->ops[first].sac_keep = 0.5;
     /* Q, K and V in one column-parallel GEMM (Megatron's linear_qkv) */
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.qkv"), l, SPLIT_COLUMN, t, qd + 2 * kd, h, 1);
     op->act_bytes = t * (qd + 2 * kd) * e; /* Q, K, V: kept even under selective recompute */
     op->kv_heads = (int)bd->kv;
     op->kv.n = 2 * kd;
+    /* op-level SAC (torchtitan's wq, wk, wv: matmuls 1-3 of the block): K recomputed, Q and V
+     * kept; the output projection (matmul 4) recomputed whole */
+    op->sac_redo = kd / (qd + 2 * kd);
+    op->sac_keep = (qd + kd) / (qd + 2 * kd);
     if (bd->pos == POS_ROTARY)
         add_rope(bd, l, t);
     add_attention_core(bd, l, b, s);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, qd, 1);
-    op->act_bytes = t * qd * e;
+    op->act_bytes = t * qd * e; /* the attention output: op-level SAC keeps it with the core */
     add_dropout_add(bd, l, "attn", t, h);
 
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
@@ -687,6 +703,18 @@ static void check_softmax_fusion(workload_op *op)
     op->bwd_bytes += UNFUSED_SOFTMAX_BWD_BYTES * scores;
     op->kernels += UNFUSED_SOFTMAX_KERNELS;
     op->megatron_softmax = 0;
+}
+
+void workload_op_gemm_slice(const workload_op *op, double share, workload_op *out)
+{
+    assert(op->kind == OP_GEMM && share > 0 && share <= 1);
+    *out = *op;
+    gemm_reshape(out, op->m, op->n * share, op->k);
+    out->fwd_flops *= share;
+    out->bwd_flops *= share;
+    out->params *= share;
+    out->tied_params *= share;
+    out->act_bytes *= share;
 }
 
 /* Divide `out` (a copy of op) as op's split says, over tp > 1 ranks. */

@@ -183,6 +183,11 @@ typedef struct workload_op {
     double act_bytes; /* activation bytes saved for backward (no recompute) */
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
+    /* Op-level selective checkpointing (`recompute: op`, torchtitan's `selective_ac_option =
+     * "op"`; layer ops of dense llama models): the share of the op's forward run again in
+     * backward (GEMMs: the share of N whose matmul PyTorch numbers even in the block; every
+     * other op 1; fused attention 0), and the share of act_bytes kept. */
+    double sac_redo, sac_keep;
     int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
     int warp_mma;     /* fused OP_ATTENTION whose GEMMs issue warp-level MMA (FlashAttention-2,
                          `attention_kernel: warp-mma`): at the device's warp_mma_fraction */
@@ -298,6 +303,10 @@ double workload_dlrm_hot_share(dlrm_id_law law, double alpha, double r, double h
 int workload_build_dlrm(const workload_model *m, int micro_batch, precision_t prec,
                         emb_update update, workload_graph *out, ps_error *err);
 
+/* The columns [0, share x N) of GEMM `op` as a GEMM of their own (FLOPs, bytes, parameters and
+ * activations follow N), share in (0, 1]: what op-level selective checkpointing recomputes of a
+ * fused projection (the K of a QKV GEMM, the up half of gate-and-up). */
+void workload_op_gemm_slice(const workload_op *op, double share, workload_op *out);
 /* The part of `op` one tensor-parallel rank runs: shape, FLOPs, bytes, params and activations
  * divided as its split says (SPLIT_SEQUENCE only when sequence_parallel; SPLIT_VOCAB only when
  * vocab_parallel), its K/V part replicated first when tp > kv_heads (tp must then be a

@@ -491,8 +491,8 @@ def llm_recompute(text, layers):
     default: no recompute), reported as assumed; torchtitan's layer-level selective AC (option
     '2': torchtitan counts blocks from 1 and wraps every 2nd, i.e. 0-based layers 1, 3, 5, ...)
     -> full recompute on those layers through `children`, none elsewhere: exactly what it does;
-    torchtitan's op-level SAC -> `selective` (NOT the same: op SAC recomputes every second
-    matmul's output and the cheap ops, protosim's selective only the attention core)."""
+    torchtitan's op-level SAC -> `op` (protosim's model of that policy: every second matmul of
+    the block and the cheap ops recomputed); other selective -> Megatron's `selective`."""
     t = text.strip().lower()
     if t.startswith("full"):
         return "full", None, None
@@ -502,6 +502,8 @@ def llm_recompute(text, layers):
         kids = [("layers.%d" % i, {"recompute": "full"})
                 for i in range(layers) if (i + 1) % every == 0]
         return "none", kids, None
+    if t.startswith("selective") and "op-level" in t:
+        return "op", None, None
     if t.startswith("selective"):
         return "selective", None, None
     if t.startswith("none stated") or "not stated" in t:

@@ -83,8 +83,16 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         double bwd = cost_op_kernel_seconds(&op, PASS_BWD, prec, dev);
         recompute_mode rm = strategy_recompute_for_layer(s, op.layer);
         int layer_op = op.layer >= 0 && op.layer < p->model.layers;
-        int again =
+        double again =
             (layer_op && rm == RECOMPUTE_FULL) || (op.selective && rm == RECOMPUTE_SELECTIVE);
+        if (layer_op && rm == RECOMPUTE_OP) {
+            workload_op part;
+            again = op.sac_redo >= 1.0 ? 1.0 : 0.0;
+            if (op.sac_redo > 0.0 && op.sac_redo < 1.0) {
+                workload_op_gemm_slice(&op, op.sac_redo, &part);
+                again = cost_op_kernel_seconds(&part, PASS_FWD, prec, dev) / fwd;
+            }
+        }
         double op_s = (fwd * (1 + again) + bwd) * c->slowdown[rank] * p->micro_batches;
         kind_s[kind_of_op(&op)] += op_s;
         if (op.kind == OP_GEMM)

@@ -193,6 +193,8 @@ static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
         return 0; /* only the layer input is kept: counted once per layer */
     if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
         return 0;
+    if (layer_op && rm == RECOMPUTE_OP)
+        return op->act_bytes * op->sac_keep;
     return op->act_bytes;
 }
 
@@ -234,9 +236,25 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         int layer = wg->ops[i].layer;
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
-        if (replay && (layer < 0 || layer >= wg->model.layers ||
-                       strategy_recompute_for_layer(cx->s, layer) != RECOMPUTE_FULL))
+        recompute_mode rm = replay && layer >= 0 && layer < wg->model.layers
+                                ? strategy_recompute_for_layer(cx->s, layer)
+                                : RECOMPUTE_NONE;
+        if (replay && (rm != RECOMPUTE_FULL && rm != RECOMPUTE_OP))
             continue;
+        if (rm == RECOMPUTE_OP && op->sac_redo < 1.0) { /* op-level SAC: part or none again */
+            if (op->sac_redo <= 0.0)
+                continue;
+            workload_op part;
+            workload_op_gemm_slice(op, op->sac_redo, &part);
+            if (cut_layers && cur.n_ops > 0 && cur.lo != op->layer) {
+                seg_push(l, cur);
+                memset(&cur, 0, sizeof cur);
+            }
+            add_op(cx, &cur, NULL, &part, PASS_FWD, replay, dev, slowdown);
+            extent_add(&e, op->layer, wg->model.layers);
+            any = 1;
+            continue;
+        }
         if ((cut_layers && cur.n_ops > 0 && cur.lo != op->layer) ||
             (context_ring_op(cx, &wg->ops[i]) && cur.n_ops > 0)) {
             seg_push(l, cur);
