@@ -541,14 +541,15 @@ static int validate_op_recompute(const strategy *s, ps_error *err)
                             "(family llama)"
                       : m->experts > 0 ? "for mixture-of-experts layers (their grouped GEMMs are "
                                          "not the mm calls the policy numbers)"
-                      : !m->flash_attention ? "without attention: flash (the policy saves the fused "
-                                              "SDPA kernels' outputs)"
+                      : !m->flash_attention
+                          ? "without attention: flash (the policy saves the fused "
+                            "SDPA kernels' outputs)"
                       : m->activation != ACT_SWIGLU ? "without activation: swiglu (it numbers "
                                                       "w1, w3, w2 of torchtitan's FeedForward)"
-                      : m->bias ? "with biases (a biased linear layer runs addmm, which the "
-                                  "policy neither saves nor numbers)"
-                      : s->fp8 ? "with fp8 (the policy also saves the amax reductions of "
-                                 "Float8 training)"
+                      : m->bias   ? "with biases (a biased linear layer runs addmm, which the "
+                                    "policy neither saves nor numbers)"
+                      : s->fp8    ? "with fp8 (the policy also saves the amax reductions of "
+                                    "Float8 training)"
                       : s->tp > 1 ? "with tensor parallelism (the policy keeps the "
                                     "reduce-scatters' outputs and recomputes the all-gathers)"
                       : s->cp > 1 ? "with context parallelism (the ring's attention steps are "
@@ -557,8 +558,7 @@ static int validate_op_recompute(const strategy *s, ps_error *err)
     if (!why)
         return 0;
     return ps_error_set(err, PS_EINPUT, s->file, at.line, at.column, "strategy.recompute",
-                        "op-level selective checkpointing (recompute: op) is not modelled %s",
-                        why);
+                        "op-level selective checkpointing (recompute: op) is not modelled %s", why);
 }
 
 int strategy_validate(const strategy *s, ps_error *err)

@@ -188,15 +188,15 @@ typedef struct workload_op {
      * backward (GEMMs: the share of N whose matmul PyTorch numbers even in the block; every
      * other op 1; fused attention 0), and the share of act_bytes kept. */
     double sac_redo, sac_keep;
-    int fused;        /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
-    int warp_mma;     /* fused OP_ATTENTION whose GEMMs issue warp-level MMA (FlashAttention-2,
+    int fused;    /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
+    int warp_mma; /* fused OP_ATTENTION whose GEMMs issue warp-level MMA (FlashAttention-2,
                          `attention_kernel: warp-mma`): at the device's warp_mma_fraction */
-    int gram;         /* OP_GEMM of one operand with itself, Z = X X^T per batch entry (DLRM's dot
+    int gram;     /* OP_GEMM of one operand with itself, Z = X X^T per batch entry (DLRM's dot
                          interaction): X is read once, and the backward is ONE GEMM,
                          dX = (dZ + dZ^T) X, of the forward's FLOPs */
-    int causal;       /* OP_ATTENTION: each query attends to itself and earlier positions only
+    int causal;   /* OP_ATTENTION: each query attends to itself and earlier positions only
                          (decoders; BERT's encoder attends everywhere) */
-    int window;       /* OP_ATTENTION (causal, fused): each query attends to the `window`
+    int window;   /* OP_ATTENTION (causal, fused): each query attends to the `window`
                          positions ending at itself only; 0: no window */
     int megatron_softmax; /* OP_ATTENTION: Megatron's fused scale-mask-softmax, which falls back
                                to PyTorch ops for shapes its kernel refuses (checked when
