@@ -237,6 +237,59 @@ START_TEST(all_to_all_sends_a_share_to_every_peer)
 }
 END_TEST
 
+/* NCCL's P2P through an intermediate GPU (NVB): GPUs 0 and 2 have no NVLink (their route is
+ * PCIe, 10 GB/s each end) but both have one to GPU 1 (50 GB/s each way). An all-to-all of
+ * S = 3 GB sends 1 GB from each GPU to each other one; 0 -> 2 and 2 -> 0 go through GPU 1,
+ * so each NVLink direction carries 2 GB: 40 ms, where PCIe alone would take 100 ms. An
+ * all-reduce of 1 GB still runs its rings over PCIe: two rings, one each way round (each on its
+ * own link directions), each S/2, whose 0 <-> 2 hop moves 2 (n-1)/n x 0.5 GB = 0.667 GB at
+ * 10 GB/s: 66.7 ms; nvl01's UP direction carried the all-to-all's 2 GB and one ring's 0.667. */
+START_TEST(all_to_all_goes_through_an_nvlink_neighbour)
+{
+    char *path = sim_temp_file(
+        ".xml",
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\">\n<zone id=\"node0\" routing=\"Full\">\n"
+        "<host id=\"g0\" speed=\"1Tf\"><prop id=\"gpu\" value=\"A100-SXM4-80GB\"/>"
+        "<prop id=\"rank\" value=\"0\"/></host>\n"
+        "<host id=\"g1\" speed=\"1Tf\"><prop id=\"gpu\" value=\"A100-SXM4-80GB\"/>"
+        "<prop id=\"rank\" value=\"1\"/></host>\n"
+        "<host id=\"g2\" speed=\"1Tf\"><prop id=\"gpu\" value=\"A100-SXM4-80GB\"/>"
+        "<prop id=\"rank\" value=\"2\"/></host>\n"
+        "<link id=\"nvl01\" bandwidth=\"50GBps\" latency=\"0\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+        "<link id=\"nvl12\" bandwidth=\"50GBps\" latency=\"0\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+        "<link id=\"pcie0\" bandwidth=\"10GBps\" latency=\"0\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+        "<link id=\"pcie2\" bandwidth=\"10GBps\" latency=\"0\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+        "<route src=\"g0\" dst=\"g1\"><link_ctn id=\"nvl01\" direction=\"UP\"/></route>\n"
+        "<route src=\"g1\" dst=\"g2\"><link_ctn id=\"nvl12\" direction=\"UP\"/></route>\n"
+        "<route src=\"g0\" dst=\"g2\"><link_ctn id=\"pcie0\" direction=\"UP\"/>"
+        "<link_ctn id=\"pcie2\" direction=\"DOWN\"/></route>\n"
+        "</zone>\n</platform>\n");
+    cluster_engine_start();
+    cluster c;
+    ps_error err;
+    ps_error_clear(&err);
+    int rc = cluster_load(path, ps_data_dir(), &c, &err);
+    unlink(path);
+    free(path);
+    ck_assert_msg(rc == 0, "%s", err.message);
+    coll_kind kind[2] = {COLL_ALLTOALL, COLL_ALLREDUCE};
+    double bytes[2] = {3 * GB, 1 * GB};
+    uint32_t ids[2];
+    exec_graph *g = sequence(3, 3, kind, bytes, 2, ids);
+    htae_options o = sim_bare_options();
+    o.algo = COLL_ALGO_RING;
+    htae_result r;
+    sim_run(g, &c, &o, &r);
+    ck_close(r.end[ids[0]] - r.start[ids[0]], 40e-3, 1e-9);
+    ck_close(r.end[ids[1]] - r.start[ids[1]], 2.0 / 3 / 10, 1e-9);
+    ck_close(sim_find_link(&r, "nvl01_UP")->bytes, 2e9 + 1e9 * 2 / 3, 1e-9);
+    htae_result_free(&r);
+    graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* An uneven all-to-all (all-to-all-v) over 2 x 2 GPUs: rank 0 sends 1 GB to rank 2 (over
  * its 10 GB/s NIC: 100 ms) and 0.5 GB to rank 1 (NVLink: 5 ms); rank 3 sends 0.2 GB to rank 1
  * (20 ms over local GPU 1's NICs, 1 ms of route latency, the worst of the flows). 101 ms. The
@@ -451,6 +504,7 @@ static Suite *coll_suite(void)
                                   tree_wins_small_messages_ring_large_ones,
                                   nvls_moves_k_plus_one_over_k,
                                   all_to_all_sends_a_share_to_every_peer,
+                                  all_to_all_goes_through_an_nvlink_neighbour,
                                   all_to_all_v_moves_each_pairs_bytes,
                                   forced_algorithm_must_fit_the_group,
                                   lone_ring_allreduce_is_a_timed_wait,

@@ -115,6 +115,7 @@ void htae_coll_group_free(coll_group *gp)
     htae_pattern_free(&gp->lean);
     free(gp->lean_hosts);
     free(gp->lean_slot);
+    free(gp->relay);
     free(gp->hosts);
     free(gp->node);
     free(gp);

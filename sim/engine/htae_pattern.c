@@ -267,6 +267,90 @@ static int same_link_loads(const coll_group *gp, const pattern *a, const pattern
     return same;
 }
 
+/* A route's links and its narrowest bandwidth (0 for a host and itself). */
+static int route_of(sg_host_t a, sg_host_t b, xbt_dynar_t d, double *narrowest)
+{
+    xbt_dynar_reset(d);
+    *narrowest = 0.0;
+    if (a == b)
+        return 0;
+    sg_host_get_route(a, b, d);
+    int len = (int)xbt_dynar_length(d);
+    for (int i = 0; i < len; i++) {
+        double bw = sg_link_get_bandwidth(xbt_dynar_get_as(d, i, sg_link_t));
+        if (i == 0 || bw < *narrowest)
+            *narrowest = bw;
+    }
+    return len;
+}
+
+/* NCCL's P2P transport (point-to-point and all-to-all, not the rings) sends between two GPUs of
+ * a node without an NVLink path through a third GPU linked to both (its topology's NVB path,
+ * ranked above PCIe: "via P2P/indirect", the sender writing into a buffer on the intermediate
+ * GPU, which forwards it). Here: a member pair of one node whose route is not one direct link
+ * goes through the member k of that node whose two routes are single links and whose narrower
+ * one is widest, if wider than the pair's own route (the first such k in group order on ties).
+ * A node whose GPUs reach each other through switch ports (NVSwitch) has no single-link routes
+ * and never relays. */
+static void build_relays(coll_group *gp)
+{
+    if (gp->relay_built)
+        return;
+    gp->relay_built = 1;
+    int n = gp->n;
+    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    double *direct = NULL; /* [n * n]: a pair's single-link bandwidth, 0: not one link */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double bw;
+            if (i == j || gp->node[i] != gp->node[j] ||
+                route_of(gp->hosts[i], gp->hosts[j], d, &bw) != 1)
+                continue;
+            if (!direct)
+                direct = xcalloc((size_t)n * n, sizeof *direct);
+            direct[(size_t)i * n + j] = bw;
+        }
+    for (int i = 0; direct && i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double own;
+            if (i == j || gp->node[i] != gp->node[j] || direct[(size_t)i * n + j] > 0.0)
+                continue;
+            route_of(gp->hosts[i], gp->hosts[j], d, &own);
+            int best = -1;
+            double wide = own;
+            for (int k = 0; k < n; k++) {
+                double a = direct[(size_t)i * n + k], b = direct[(size_t)k * n + j];
+                double w = a < b ? a : b;
+                if (w > wide) {
+                    wide = w;
+                    best = k;
+                }
+            }
+            if (best < 0)
+                continue;
+            if (!gp->relay) {
+                gp->relay = xmalloc((size_t)n * n * sizeof *gp->relay);
+                for (size_t x = 0; x < (size_t)n * n; x++)
+                    gp->relay[x] = -1;
+            }
+            gp->relay[(size_t)i * n + j] = best;
+        }
+    free(direct);
+    xbt_dynar_free(&d);
+}
+
+/* An all-to-all's bytes from i to j: one flow, or two through the pair's relay. */
+static void add_p2p_flow(coll_group *gp, pattern *p, int i, int j, double share)
+{
+    int k = gp->relay ? gp->relay[(size_t)i * gp->n + j] : -1;
+    if (k < 0) {
+        add_flow(gp, p, i, j, share);
+        return;
+    }
+    add_flow(gp, p, i, k, share);
+    add_flow(gp, p, k, j, share);
+}
+
 /* The all-to-all: every member sends S/n to every other. Run as n (n - 1) flows, or as fewer
  * that SimGrid cannot tell from them: ptask_L07 loads each link of a parallel task with the
  * sum of the bytes of the host pairs routed over it and charges the task its worst route
@@ -284,13 +368,14 @@ void htae_pattern_build_direct(coll_group *gp)
 {
     pattern *p = &gp->direct;
     int n = gp->n, k = gp->k, m = gp->m;
+    build_relays(gp);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             if (i != j)
-                add_flow(gp, p, i, j, 1.0 / n);
+                add_p2p_flow(gp, p, i, j, 1.0 / n);
     pattern_close(gp, p);
     gp->has_direct = 1;
-    if (k == 0 || n - 1 <= (k > 1) + m - 1)
+    if (k == 0 || n - 1 <= (k > 1) + m - 1 || gp->relay)
         return;
     int *pos = xmalloc((size_t)n * sizeof *pos), *at = xmalloc((size_t)m * k * sizeof *at);
     for (int a = 0; a < m; a++) { /* at[a * k + q]: member at position q of node a */
@@ -329,9 +414,10 @@ void htae_pattern_build_direct(coll_group *gp)
 void htae_pattern_build_alltoallv(coll_group *gp, const double *m, pattern *p)
 {
     int n = gp->n;
+    build_relays(gp);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             if (i != j && m[(size_t)i * n + j] > 0.0)
-                add_flow(gp, p, i, j, m[(size_t)i * n + j]);
+                add_p2p_flow(gp, p, i, j, m[(size_t)i * n + j]);
     pattern_close(gp, p);
 }

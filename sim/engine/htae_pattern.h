@@ -48,6 +48,10 @@ struct coll_group {
     pattern lean;
     sg_host_t *lean_hosts;
     int *lean_slot, lean_n;
+    /* NCCL's P2P through an intermediate GPU (NVB) for the all-to-alls: relay[i * n + j], the
+     * member of i's node through whose two direct links i's bytes for j go, or -1 (built with
+     * direct; NULL when no pair needs one) */
+    int *relay, relay_built;
 };
 
 /* Patterns (htae_pattern.c). */
