@@ -294,6 +294,12 @@ START_TEST(bad_traces)
     /* identifiers become integers: 1e300 or 7.5 is none (fuzzing found 1e129 cast to long long) */
     expect_error("huge_tid.json", "traceEvents[0].tid", "integer of at most 2^53 (got 1e+300)");
     expect_error("fraction_stream.json", "traceEvents[1].args.stream", "(got 7.5)");
+    /* distributedInfo: a world of at least one rank, a rank inside it, both whole numbers
+     * (fuzzing found a rank of 5.5e57, read as INT_MAX, reach the graph builder) */
+    expect_error("world_zero.json", "distributedInfo.world_size", "from 1 to 131072");
+    expect_error("rank_past_world.json", "distributedInfo.rank", "from 0 to world_size - 1 (1)");
+    expect_error("rank_2p31.json", "distributedInfo.rank", "whole number");
+    expect_error("rank_fraction.json", "distributedInfo.rank", "whole number");
 }
 END_TEST
 

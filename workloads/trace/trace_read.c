@@ -7,6 +7,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../../sim/base/limits.h"
 #include "../../sim/base/xalloc.h"
 
 const char *trace_event_field(char *buf, size_t cap, int idx)
@@ -153,18 +154,33 @@ static int index_of(long long **v, int *n, long long id)
     return (*n)++;
 }
 
-/* distributedInfo (world size, rank) and deviceProperties (the GPU's name). */
-static void read_header(const cJSON *root, trace_events *t)
+/* A whole number in [lo, hi], read from its double (cJSON's valueint saturates at INT_MAX). */
+static int whole_in(const cJSON *v, double lo, double hi)
+{
+    return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= lo &&
+           v->valuedouble <= hi;
+}
+
+/* distributedInfo (world size, rank) and deviceProperties (the GPU's name). A world size or
+ * rank that is there must be a whole number: 1..PS_MAX_GPUS, and 0..world size - 1. */
+static int read_header(const cJSON *root, trace_events *t, const char *path, ps_error *err)
 {
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "distributedInfo");
     t->world_size = 1;
     if (cJSON_IsObject(d)) {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(d, "world_size");
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(d, "rank");
-        if (cJSON_IsNumber(w) && w->valueint >= 1)
-            t->world_size = w->valueint;
-        if (cJSON_IsNumber(r) && r->valueint >= 0)
-            t->rank = r->valueint;
+        if (w && !whole_in(w, 1, PS_MAX_GPUS))
+            return ps_error_set(err, PS_EINPUT, path, 0, 0, "distributedInfo.world_size",
+                                "must be a whole number from 1 to %d", PS_MAX_GPUS);
+        if (w)
+            t->world_size = (int)w->valuedouble;
+        if (r && !whole_in(r, 0, t->world_size - 1))
+            return ps_error_set(err, PS_EINPUT, path, 0, 0, "distributedInfo.rank",
+                                "must be a whole number from 0 to world_size - 1 (%d)",
+                                t->world_size - 1);
+        if (r)
+            t->rank = (int)r->valuedouble;
         t->has_distributed = 1;
     }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "deviceProperties");
@@ -172,6 +188,7 @@ static void read_header(const cJSON *root, trace_events *t)
     const cJSON *name = first ? cJSON_GetObjectItemCaseSensitive(first, "name") : NULL;
     if (cJSON_IsString(name))
         snprintf(t->device, sizeof t->device, "%s", name->valuestring);
+    return 0;
 }
 
 /* A GPU event on a device deviceProperties does not list (when it lists devices). */
@@ -309,7 +326,11 @@ int trace_events_read(const char *path, trace_events *out, ps_error *err)
         return ps_error_set(err, PS_EINPUT, path, 0, 0, "traceEvents",
                             "not a Kineto trace: no traceEvents array");
     }
-    read_header(out->root, out);
+    rc = read_header(out->root, out, path, err);
+    if (rc) {
+        trace_events_free(out);
+        return rc;
+    }
     out->ev = xmalloc(((size_t)cJSON_GetArraySize(evs) + 1) * sizeof *out->ev);
     int idx = 0;
     const cJSON *e;
