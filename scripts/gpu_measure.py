@@ -444,6 +444,24 @@ STEP_MODELS = [
 ]
 
 
+def profile_steps(step, name):
+    """OUT/trace_NAME.json.gz: a PyTorch profiler trace of 2 steps (after one skipped and one
+    warm-up step)."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+    path = os.path.join(OUT, "trace_%s.json" % name)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=2)) as prof:
+        for _ in range(4):
+            step()
+            prof.step()
+    torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+    with open(path, "rb") as fi, gzip.open(path + ".gz", "wb", 6) as fo:
+        shutil.copyfileobj(fi, fo)
+    os.remove(path)
+    log("trace", path + ".gz", os.path.getsize(path + ".gz"))
+
+
 def steps():
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = []
@@ -502,20 +520,7 @@ def steps():
                 log("step", c["name"], "params", nparam, "fwd/bwd/opt/step ms",
                     ["%.2f" % x for x in med], "peak GiB %.2f" % (peak / 2 ** 30))
                 if c["trace"]:
-                    from torch.profiler import ProfilerActivity, profile, schedule
-                    path = os.path.join(OUT, "trace_%s.json" % c["name"])
-                    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                                 record_shapes=True,
-                                 schedule=schedule(wait=1, warmup=1, active=2)) as prof:
-                        for _ in range(4):
-                            step()
-                            prof.step()
-                    torch.cuda.synchronize()
-                    prof.export_chrome_trace(path)
-                    with open(path, "rb") as fi, gzip.open(path + ".gz", "wb", 6) as fo:
-                        shutil.copyfileobj(fi, fo)
-                    os.remove(path)
-                    log("trace", path + ".gz", os.path.getsize(path + ".gz"))
+                    profile_steps(step, c["name"])
             del model, opt
         except Exception as e:  # noqa: BLE001
             model = opt = None
@@ -992,20 +997,7 @@ def fsdp2():
                 log("fsdp2:", name, "fwd/bwd/opt/step ms", ["%.2f" % x for x in med],
                     "peak GiB %.2f" % (peak / 2 ** 30), "build+warm-up %.0f s" % compile_s)
                 if name in ("fsdp2-eager", "fsdp2-compiled", "titan3b-plain-bf16-sac-op"):
-                    from torch.profiler import ProfilerActivity, profile, schedule
-                    path = os.path.join(OUT, "trace_%s.json" % name)
-                    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                                 record_shapes=True,
-                                 schedule=schedule(wait=1, warmup=1, active=2)) as prof:
-                        for _ in range(4):
-                            step()
-                            prof.step()
-                    torch.cuda.synchronize()
-                    prof.export_chrome_trace(path)
-                    with open(path, "rb") as fi, gzip.open(path + ".gz", "wb", 6) as fo:
-                        shutil.copyfileobj(fi, fo)
-                    os.remove(path)
-                    log("trace", path + ".gz", os.path.getsize(path + ".gz"))
+                    profile_steps(step, name)
         except Exception as e:  # noqa: BLE001
             rows.append([name, c["name"], c["seq"], c["batch"], ac, int(use_fsdp),
                          int(use_compile), int(reshard), "", "", "", "",
