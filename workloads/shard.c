@@ -129,6 +129,16 @@ void workload_op_gemm_slice(const workload_op *op, double share, workload_op *ou
     out->act_bytes *= share;
 }
 
+const workload_op *workload_op_sac_part(const workload_op *op, workload_op *tmp)
+{
+    if (op->sac_redo >= 1.0)
+        return op;
+    if (op->sac_redo <= 0.0)
+        return NULL;
+    workload_op_gemm_slice(op, op->sac_redo, tmp);
+    return tmp;
+}
+
 /* Divide `out` (a copy of op) as op's split says, over tp > 1 ranks. */
 static void shard_by_split(const workload_op *op, int tp, int sequence_parallel, int vocab_parallel,
                            workload_op *out)

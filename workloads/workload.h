@@ -307,6 +307,9 @@ int workload_build_dlrm(const workload_model *m, int micro_batch, precision_t pr
  * activations follow N), share in (0, 1]: what op-level selective checkpointing recomputes of a
  * fused projection (the K of a QKV GEMM, the up half of gate-and-up). */
 void workload_op_gemm_slice(const workload_op *op, double share, workload_op *out);
+/* What op-level selective checkpointing runs again of layer op `op` in backward: op itself
+ * (sac_redo 1), its N slice written into *tmp (0 < sac_redo < 1, GEMMs only), or NULL. */
+const workload_op *workload_op_sac_part(const workload_op *op, workload_op *tmp);
 /* The part of `op` one tensor-parallel rank runs: shape, FLOPs, bytes, params and activations
  * divided as its split says (SPLIT_SEQUENCE only when sequence_parallel; SPLIT_VOCAB only when
  * vocab_parallel), its K/V part replicated first when tp > kv_heads (tp must then be a

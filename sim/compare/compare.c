@@ -86,12 +86,9 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         double again =
             (layer_op && rm == RECOMPUTE_FULL) || (op.selective && rm == RECOMPUTE_SELECTIVE);
         if (layer_op && rm == RECOMPUTE_OP) {
-            workload_op part;
-            again = op.sac_redo >= 1.0 ? 1.0 : 0.0;
-            if (op.sac_redo > 0.0 && op.sac_redo < 1.0) {
-                workload_op_gemm_slice(&op, op.sac_redo, &part);
-                again = cost_op_kernel_seconds(&part, PASS_FWD, prec, dev) / fwd;
-            }
+            workload_op tmp;
+            const workload_op *part = workload_op_sac_part(&op, &tmp);
+            again = part ? cost_op_kernel_seconds(part, PASS_FWD, prec, dev) / fwd : 0.0;
         }
         double op_s = (fwd * (1 + again) + bwd) * c->slowdown[rank] * p->micro_batches;
         kind_s[kind_of_op(&op)] += op_s;

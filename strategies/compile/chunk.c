@@ -241,19 +241,15 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
                                 : RECOMPUTE_NONE;
         if (replay && (rm != RECOMPUTE_FULL && rm != RECOMPUTE_OP))
             continue;
-        if (rm == RECOMPUTE_OP && op->sac_redo < 1.0) { /* op-level SAC: part or none again */
-            if (op->sac_redo <= 0.0)
+        const workload_op *full = &wg->ops[i];
+        workload_op part;
+        if (rm == RECOMPUTE_OP) { /* op-level SAC: the op, a slice of it, or nothing again */
+            const workload_op *again = workload_op_sac_part(op, &part);
+            if (!again)
                 continue;
-            workload_op part;
-            workload_op_gemm_slice(op, op->sac_redo, &part);
-            if (cut_layers && cur.n_ops > 0 && cur.lo != op->layer) {
-                seg_push(l, cur);
-                memset(&cur, 0, sizeof cur);
-            }
-            add_op(cx, &cur, NULL, &part, PASS_FWD, replay, dev, slowdown);
-            extent_add(&e, op->layer, wg->model.layers);
-            any = 1;
-            continue;
+            if (again != op)
+                full = NULL; /* no measured op matches a slice */
+            op = again;
         }
         if ((cut_layers && cur.n_ops > 0 && cur.lo != op->layer) ||
             (context_ring_op(cx, &wg->ops[i]) && cur.n_ops > 0)) {
@@ -263,7 +259,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         if (context_ring_op(cx, &wg->ops[i]))
             add_ring(&cur, cx, op, PASS_FWD, dev, slowdown);
         else
-            add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, replay, dev, slowdown);
+            add_op(cx, &cur, full, op, PASS_FWD, replay, dev, slowdown);
         extent_add(&e, op->layer, wg->model.layers);
         any = 1;
         if (!replay) {
