@@ -57,12 +57,12 @@ static const double HTAE_P2P_LAUNCH_S = 10e-6;
  * kernel holds one SM per channel for as long as it runs, and the GPU's compute runs on the
  * rest: at (S - held) / S of full speed, S the device's SMs, held = comm_sms x the GPU's
  * communication streams with a kernel running (at most S - 1). Measured on an H200
- * (tests/data/measured/h200_overlap.csv): a training step's kernel mix beside a kernel holding
- * N SMs slows as S / (S - N) within 12% at N = 24 (GEMMs lose more, memory-bound kernels less).
- * comm_sms = 24: NCCL's collective channel count on NVSwitch nodes (its logs print
- * "24 coll channels" and up on A100 and H100 nodes); checked, not fitted, on the end-to-end
- * files (docs/accuracy.md, "Fitted constants, held out"). A fixed slowdown (>= 0) replaces the
- * rule where a test or the replay (0: measured times include it) asks for one. */
+ * (tests/data/measured/h200_overlap.csv): 86 kernels beside a kernel holding 8-32 SMs are
+ * within 13.2% geomean of S / (S - N) (GEMMs lose more, memory-bound kernels less).
+ * comm_sms = 24: chosen among NCCL's collective channel counts 16, 24 and 32 on the end-to-end
+ * files, each source group held out in turn (docs/accuracy.md, "Fitted constants, held out").
+ * A fixed slowdown (>= 0) replaces the rule where a test or the replay (0: measured times
+ * include it) asks for one. */
 static const double HTAE_OVERLAP_SLOWDOWN = -1.0;
 static const double HTAE_COMM_SMS = 24.0;
 
@@ -234,13 +234,6 @@ static void host_actor(int argc, char **argv)
     }
 }
 
-/* Compute is a timed wait, kept out of ptask_L07's sharing system (which re-solves every active
- * action at each event): a compiled plan computes on one stream per GPU; a replayed trace's
- * kernels on several streams keep their measured times, which already include any sharing.
- * While communication kernels run on the GPU, its compute progresses at comm_rate's share of
- * full speed: communication starting or ending wakes the computing actors (comm_changed), which
- * re-read the rate, so the result does not depend on which actor runs first. A CPU thread's
- * work is a plain sleep. */
 /* The share of full speed at which rank r's GPU computes now (see run_compute). */
 static double comm_rate(const exec_state *x, int r)
 {
@@ -255,6 +248,13 @@ static double comm_rate(const exec_state *x, int r)
     return (s - held) / s;
 }
 
+/* Compute is a timed wait, kept out of ptask_L07's sharing system (which re-solves every active
+ * action at each event): a compiled plan computes on one stream per GPU; a replayed trace's
+ * kernels on several streams keep their measured times, which already include any sharing.
+ * While communication kernels run on the GPU, its compute progresses at comm_rate's share of
+ * full speed: communication starting or ending wakes the computing actors (comm_changed), which
+ * re-read the rate, so the result does not depend on which actor runs first. A CPU thread's
+ * work is a plain sleep. */
 static void run_compute(exec_state *x, stream_state *st, const graph_task *k)
 {
     assert(k->kind == TASK_COMPUTE && is_amount(k->seconds));
