@@ -362,6 +362,7 @@ static workload_op *dlrm_op(dlrm_builder *bd, const char *name, op_kind kind)
     op->split = SPLIT_REPLICATED;
     op->batch = 1;
     op->kernels = 1;
+    op->cuda_kernels = 1; /* written kernel by kernel: no op stands for several */
     return op;
 }
 
@@ -399,9 +400,10 @@ static workload_op *dlrm_pointwise(dlrm_builder *bd, const char *name, double el
     return op;
 }
 
-/* Linear layers with a ReLU after each (the fused bias-ReLU epilogue is an elementwise pass:
- * read and write forward, read the gradient and the mask, write backward); the top MLP's last
- * layer (the logit) has none. Returns the output width. */
+/* Linear layers with a ReLU after each (the bias-ReLU is its own elementwise kernel, as in apex's
+ * fused MLP that DLE runs: read and write forward; backward one kernel reading the gradient and
+ * the output, writing the GEMMs' input and the bias gradient); the top MLP's last layer (the
+ * logit) has none. Returns the output width. */
 static int add_mlp(dlrm_builder *bd, const char *prefix, double b, int in, const int *widths, int n,
                    int last_relu)
 {

@@ -182,6 +182,9 @@ typedef struct workload_op {
     double params;    /* parameter count held by this op */
     double act_bytes; /* activation bytes saved for backward (no recompute) */
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
+    int cuda_kernels; /* 1: `kernels` counts CUDA kernels (ops written kernel by kernel, as
+                         DLRM's); 0: modelled kernels of Megatron's fused graph, about 2.5 CUDA
+                         kernels each (sim/cost/cost.c) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
     /* Op-level selective checkpointing (`recompute: op`, torchtitan's `selective_ac_option =
      * "op"`; layer ops of dense llama models): the share of the op's forward run again in

@@ -57,6 +57,11 @@ static const double COST_KERNEL_MIN_SECONDS = 2.0e-6;
  * the tail of its last wave, paid once per modelled kernel (about 2.5 CUDA kernels). Fitted by
  * scripts/fit_vtrain (step 1 us): 17 us, about 7 us per CUDA kernel. */
 static const double COST_KERNEL_GPU_OVERHEAD_SECONDS = 17e-6;
+/* CUDA kernels per modelled kernel of the transformer graph: Megatron issues about 2.5
+ * PyTorch ops, each one CUDA kernel, where the op graph has one fused kernel (the launch cost
+ * below says the same). Ops whose `kernels` are CUDA kernels (workload_op.cuda_kernels: DLRM's
+ * MLP GEMMs, apex's bias-ReLU kernels, the interaction) pay the per-CUDA-kernel share. */
+static const double COST_CUDA_KERNELS_PER_MODELLED = 2.5;
 /* Host time to issue one kernel of this op model: PyTorch eager dispatch, autograd, framework
  * hooks and cudaLaunchKernel. The op graph fuses what Megatron issues as about 2.5 PyTorch ops
  * into one kernel, so this is per modelled kernel, not per CUDA kernel (about 20 us per real
@@ -361,7 +366,9 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
                              : roofline_seconds(op->bwd_flops, op->bwd_bytes,
                                                 dev->peak_flops[PREC_FP32], COST_VECTOR_EFF, dev);
     double kernels = cost_op_kernels(op, pass);
-    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * COST_KERNEL_GPU_OVERHEAD_SECONDS;
+    double overhead = op->cuda_kernels ? cost_cuda_kernel_gpu_overhead_seconds()
+                                       : COST_KERNEL_GPU_OVERHEAD_SECONDS;
+    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * overhead;
     assert(t >= 0 && isfinite(t));
     return t;
 }
@@ -417,6 +424,11 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, int mas
 double cost_kernel_gpu_overhead_seconds(void)
 {
     return COST_KERNEL_GPU_OVERHEAD_SECONDS;
+}
+
+double cost_cuda_kernel_gpu_overhead_seconds(void)
+{
+    return COST_KERNEL_GPU_OVERHEAD_SECONDS / COST_CUDA_KERNELS_PER_MODELLED;
 }
 
 double cost_comm_call_seconds(void)

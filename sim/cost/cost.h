@@ -41,6 +41,10 @@ double cost_pipeline_unit_overhead_seconds(void);
  * adds it per kernel; the single-kernel functions above do not). */
 double cost_kernel_gpu_overhead_seconds(void);
 
+/* The same for one CUDA kernel, where an op's kernels are counted one by one (DLRM's ops,
+ * FBGEMM's TBE, FSDP's copies): the modelled kernel's share, 17 us / 2.5 = 6.8 us. */
+double cost_cuda_kernel_gpu_overhead_seconds(void);
+
 /* Host seconds to issue one collective or point-to-point call. */
 double cost_comm_call_seconds(void);
 

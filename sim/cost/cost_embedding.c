@@ -93,7 +93,7 @@ double cost_embedding_seconds(const workload_emb *tables, int n, op_pass pass,
     /* the sparse update's plain streaming passes run at the memory-bound kernels' efficiency */
     double t = fmax(bytes / (dev->hbm_bw * eff) + stream / (dev->hbm_bw * cost_memory_efficiency()),
                     kernels * cost_kernel_min_seconds()) +
-               kernels * cost_kernel_gpu_overhead_seconds();
+               kernels * cost_cuda_kernel_gpu_overhead_seconds();
     assert(t >= 0 && isfinite(t));
     return t;
 }

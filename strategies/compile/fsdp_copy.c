@@ -15,7 +15,7 @@ static double kernel_s(const compile_ctx *cx, int r, double bytes)
     if (bytes <= 0)
         return 0.0;
     return (cost_memory_kernel_seconds(bytes, cx->c->device[r]) +
-            cost_kernel_gpu_overhead_seconds()) *
+            cost_cuda_kernel_gpu_overhead_seconds()) *
            cx->prof_slowdown[cx->prof_of_rank[r]];
 }
 
