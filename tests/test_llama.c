@@ -386,6 +386,53 @@ START_TEST(rmsnorm_kernel_fused_under_eager)
 }
 END_TEST
 
+/* `cross_entropy: logits` under `kernels: eager`: F.cross_entropy on a bf16 model's own logits
+ * (no autocast, no .float()): log_softmax reads and writes bf16 (2e an element forward, e = 2),
+ * backward the dense nll gradient written and log_softmax's read twice and written (4e), the
+ * bf16 output kept (e); one kernel forward (nll aside). The default upcasts: cast (e + 4),
+ * log_softmax (8) forward, 4 + 12 + (4 + e) backward, 4 kept, two kernels. Over 16 tokens x 100
+ * logits: 4 x 1600, 8 x 1600, 2 x 1600 bytes against 14, 22 and 4 x 1600. The key needs eager
+ * kernels (Megatron's fused cross-entropy is always fp32). */
+START_TEST(cross_entropy_in_the_logits_precision)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(model_load_text(LLAMA_HEAD
+                                     "ffn_hidden: 128\nkernels: eager\ncross_entropy: logits\n",
+                                     &m, &err),
+                     0);
+    ck_assert(m.loss_logits);
+    workload_model up = m;
+    up.loss_logits = 0;
+    workload_graph g, u;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+    ck_assert_int_eq(workload_build(&up, 1, PREC_BF16, &u, &err), 0);
+    const workload_op *l = find_op(&g, "loss"), *f = find_op(&u, "loss");
+    double elems = 16.0 * 100;
+    ck_assert_double_eq_tol(l->fwd_bytes, 4 * elems, 1e-9);
+    ck_assert_double_eq_tol(l->bwd_bytes, 8 * elems, 1e-9);
+    ck_assert_double_eq_tol(l->act_bytes, 2 * elems, 1e-9);
+    ck_assert_int_eq(l->kernels, 1);
+    ck_assert_double_eq_tol(f->fwd_bytes, 14 * elems, 1e-9);
+    ck_assert_double_eq_tol(f->bwd_bytes, 22 * elems, 1e-9);
+    ck_assert_double_eq_tol(f->act_bytes, 4 * elems, 1e-9);
+    ck_assert_int_eq(f->kernels, 2);
+    workload_graph_free(&g);
+    workload_graph_free(&u);
+    /* in fp32 training both are the same passes: nothing to cast */
+    ck_assert_int_eq(workload_build(&m, 1, PREC_FP32, &g, &err), 0);
+    ck_assert_int_eq(workload_build(&up, 1, PREC_FP32, &u, &err), 0);
+    ck_assert_double_eq_tol(find_op(&g, "loss")->fwd_bytes, find_op(&u, "loss")->fwd_bytes, 1e-9);
+    ck_assert_double_eq_tol(find_op(&g, "loss")->bwd_bytes, find_op(&u, "loss")->bwd_bytes, 1e-9);
+    workload_graph_free(&g);
+    workload_graph_free(&u);
+    expect_error(LLAMA_HEAD "ffn_hidden: 128\ncross_entropy: logits\n", "cross_entropy", 8, 16,
+                 "needs `kernels: eager`");
+    expect_error(LLAMA_HEAD "ffn_hidden: 128\nkernels: eager\ncross_entropy: bf16\n",
+                 "cross_entropy", 9, 16, "");
+}
+END_TEST
+
 /* Inline in a strategy, a model error is reported under `workload.` at its own position. */
 START_TEST(inline_refusal_names_workload_path)
 {
@@ -489,6 +536,7 @@ static Suite *llama_suite(void)
                                   not_modelled_keys_are_located_errors,
                                   bad_llama_keys_are_located_errors,
                                   rmsnorm_kernel_fused_under_eager,
+                                  cross_entropy_in_the_logits_precision,
                                   inline_refusal_names_workload_path,
                                   kv_heads_against_tensor_degree,
                                   mpt_alibi_no_bias_tied,

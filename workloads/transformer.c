@@ -494,9 +494,13 @@ static void add_loss(builder *bd, int L, double tokens, double v)
          * none in fp32 training), log_softmax (read 4, write 4), nll_loss (one element a row);
          * backward: nll_loss's dense gradient (write 4), log_softmax's (read 4 twice, write 4),
          * the cast back (read 4, write e). 36 bytes an element in bf16 where Megatron's pass
-         * moves 52: tests/data/measured/{h100,h200}_memops.csv time it (docs/cost-model.md). */
-        int cast = e != LOSS_FP32_BYTES;
-        double elems = tokens * v, f32 = LOSS_FP32_BYTES;
+         * moves 52: tests/data/measured/{h100,h200}_memops.csv time it (docs/cost-model.md).
+         * `cross_entropy: logits`: the same passes in the logits' precision, no cast (the bf16
+         * steps' traces run cunn_SoftMaxForward / Backward on bf16): 6 e an element. */
+        double f32 = bd->m->loss_logits ? e : LOSS_FP32_BYTES;
+        int cast = e != f32;
+        double elems = tokens * v;
+        op->act_bytes = elems * f32; /* the log_softmax output kept for backward */
         op->fwd_bytes = ((cast ? e + f32 : 0) + 2 * f32) * elems;
         op->bwd_bytes = (f32 + 3 * f32 + (cast ? f32 + e : 0)) * elems;
         op->kernels = cast ? 2 : 1; /* forward (the row-wise nll aside); backward counts twice */

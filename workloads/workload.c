@@ -27,6 +27,7 @@ enum { ATTN_UNFUSED, ATTN_FLASH, ATTN_MLA };
 static const char *const attention_table[] = {"unfused", "flash", "mla"};
 static const char *const kernels_table[] = {"fused", "eager"};
 static const char *const rmsnorm_kernel_table[] = {"composite", "fused"};
+static const char *const cross_entropy_table[] = {"fp32", "logits"};
 static const char *const attention_kernel_table[] = {"native", "warp-mma"};
 const enum_names model_attention_kernel_names = ENUM_NAMES(attention_kernel_table);
 
@@ -150,6 +151,7 @@ enum {
     F_ATTENTION_KERNEL,
     F_KERNELS,
     F_RMSNORM_KERNEL,
+    F_CROSS_ENTROPY,
     F_ACTIVATION,
     F_KV_HEADS,
     F_HEAD_DIM,
@@ -180,6 +182,7 @@ static const char *const model_keys[F_COUNT] = {"name",
                                                 "attention_kernel",
                                                 "kernels",
                                                 "rmsnorm_kernel",
+                                                "cross_entropy",
                                                 "activation",
                                                 "kv_heads",
                                                 "head_dim",
@@ -220,6 +223,7 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
         {"attention_kernel", YFIELD_ENUM, &attention_kernel, 0, 0, model_attention_kernel_names},
         {"kernels", YFIELD_ENUM, &m->eager_kernels, 0, 0, ENUM_NAMES(kernels_table)},
         {"rmsnorm_kernel", YFIELD_ENUM, &m->rmsnorm_fused, 0, 0, ENUM_NAMES(rmsnorm_kernel_table)},
+        {"cross_entropy", YFIELD_ENUM, &m->loss_logits, 0, 0, ENUM_NAMES(cross_entropy_table)},
         {"activation", YFIELD_ENUM, &activation, 0, 0, model_activation_names},
         {"kv_heads", YFIELD_COUNT, &m->kv_heads, 1, PS_MAX_HEADS, {0}},
         {"head_dim", YFIELD_COUNT, &m->head_dim, 1, PS_MAX_DIM, {0}},
@@ -262,6 +266,14 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
                           "rmsnorm_kernel chooses between the RMSNorm written as PyTorch ops and "
                           "one fused kernel under `kernels: eager`: it needs an RMSNorm model "
                           "(family llama) with `kernels: eager` (fused kernels fuse it anyway)");
+    }
+    ynode *ce = yread_map_get(c, node, "cross_entropy");
+    if (ce && m->loss_logits && !m->eager_kernels) {
+        yread_join_path(field, sizeof field, path, "cross_entropy");
+        return yread_fail(c, ce, field,
+                          "`cross_entropy: logits` is PyTorch's cross-entropy on the model's "
+                          "own logits: it needs `kernels: eager` (Megatron's fused "
+                          "cross-entropy always works in fp32)");
     }
     m->activation = (model_activation)activation;
     m->positions = (model_positions)positions;

@@ -89,6 +89,11 @@ typedef struct workload_model {
                                   * under `kernels: eager` (PyTorch's nn.RMSNorm / F.rms_norm,
                                   * Apex, TE); `composite`, the eager default, is the RMSNorm
                                   * written as Python ops (torchtitan's, HuggingFace's) */
+    int loss_logits;             /* `cross_entropy: logits` (under `kernels: eager`): the loss in
+                                  * the logits' own precision (a model cast to bf16 called
+                                  * without autocast: log_softmax reads and writes bf16,
+                                  * accumulating in fp32); `fp32`, the default, upcasts (autocast,
+                                  * an explicit .float(), Megatron's fused cross-entropy) */
     model_activation activation; /* `activation:` gelu (gpt, bert), swiglu (llama), ... */
     int kv_heads;                /* K/V heads (grouped-query attention); default heads */
     int head_dim;                /* per head; default hidden / heads. Q and O project to

@@ -1109,8 +1109,9 @@ def load_steps(gt_dir, repo=None, **_):
     is one kernel: `rmsnorm_kernel: fused`), exact GELU with biases and learned positions (gpt) or
     SwiGLU and rotary without biases (llama), tied head, no dropout, SDPA flash attention
     (FlashAttention-2: `attention_kernel: warp-mma`; the `sdpa-default` row let PyTorch pick
-    cuDNN's, a native kernel), bf16 weights and AdamW states (`master_weights: false`), one
-    micro-batch of `batch`. Measured: step_ms (median of 8 synchronised steps, no profiler). AMP
+    cuDNN's, a native kernel), bf16 weights and AdamW states (`master_weights: false`), the loss
+    on the bf16 logits as the script calls it (F.cross_entropy without autocast or .float():
+    `cross_entropy: logits`), one micro-batch of `batch`. Measured: step_ms (median of 8 synchronised steps, no profiler). AMP
     rows (fp32 weights cast per op under autocast) are skipped: those casts are not modelled.
     Group = GPU."""
     rows, jobs = [], []
@@ -1134,8 +1135,8 @@ def load_steps(gt_dir, repo=None, **_):
                 llama = fam == "llama"
                 w = ("{family: %s, layers: %d, hidden: %d, heads: %d, kv_heads: %d, "
                      "ffn_hidden: %d, seq: %d, vocab: %d, attention: flash, "
-                     "attention_kernel: %s, kernels: eager, dropout: false, "
-                     "tied_embeddings: true%s}" % (
+                     "attention_kernel: %s, kernels: eager, cross_entropy: logits, "
+                     "dropout: false, tied_embeddings: true%s}" % (
                          fam, _get(rec, "layers", _pos_int), _get(rec, "hidden", _pos_int),
                          _get(rec, "heads", _pos_int), _get(rec, "kv_heads", _pos_int),
                          _get(rec, "ffn", _pos_int), _get(rec, "seq", _pos_int),
