@@ -17,7 +17,7 @@ typedef struct cli_command {
 } cli_command;
 
 extern const cli_command cli_run, cli_replay, cli_profile, cli_cluster, cli_collective, cli_sweep,
-    cli_merge, cli_lookup, cli_compare;
+    cli_merge, cli_lookup, cli_compare, cli_kernel;
 
 /* `protosim NAME --help`: the subcommand's usage on stdout; returns 0. */
 int cli_help(const cli_command *c);

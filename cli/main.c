@@ -7,9 +7,9 @@
 
 #define PROTOSIM_VERSION "0.1.0"
 
-static const cli_command *const commands[] = {&cli_run,     &cli_replay,  &cli_compare,
-                                              &cli_profile, &cli_cluster, &cli_collective,
-                                              &cli_sweep,   &cli_merge,   &cli_lookup};
+static const cli_command *const commands[] = {
+    &cli_run,        &cli_replay, &cli_compare, &cli_profile, &cli_cluster,
+    &cli_collective, &cli_sweep,  &cli_merge,   &cli_lookup,  &cli_kernel};
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static void overview(FILE *f)
@@ -23,7 +23,8 @@ static void overview(FILE *f)
         "subcommands: run (simulate one plan), replay (a profiler trace), compare (a trace beside\n"
         "  the plan's prediction), profile (measured op times from traces), cluster (write a\n"
         "  platform), collective (time collectives), sweep (simulate and rank many plans),\n"
-        "  merge (join sweep shards), lookup (time an embedding-table kernel alone)\n"
+        "  merge (join sweep shards), lookup (time an embedding-table kernel alone), kernel\n"
+        "  (time a GEMM, attention, norm or elementwise kernel alone)\n"
         "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
         "            3 internal error\n",
         f);

@@ -3,7 +3,7 @@
 # share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
-_protosim_commands="run replay compare profile cluster collective sweep merge lookup help"
+_protosim_commands="run replay compare profile cluster collective sweep merge lookup kernel help"
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
 _protosim_opts_compare="--cluster --json --csv --quiet -q --help -h"
@@ -13,6 +13,7 @@ _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --help -h"
+_protosim_opts_kernel="--gpu --dtype --causal --backward --csv --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()
@@ -53,6 +54,7 @@ _protosim()
     --algo | --nccl-algo) COMPREPLY=($(compgen -W "auto ring tree nvls" -- "$cur")); return ;;
     --update) COMPREPLY=($(compgen -W "sgd adagrad adam" -- "$cur")); return ;;
     --precision) COMPREPLY=($(compgen -W "fp32 fp16 bf16" -- "$cur")); return ;;
+    --dtype) COMPREPLY=($(compgen -W "fp16 bf16 fp8 fp32 tf32" -- "$cur")); return ;;
     --tables | --rows | --dim | --batch | --pooling | --ids) return ;;
     --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
@@ -68,7 +70,8 @@ _protosim()
     replay | profile) _protosim_files "$cur" "json|gz" ;;
     compare) _protosim_files "$cur" "json|gz|yaml|yml" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
-    help) COMPREPLY=($(compgen -W "run replay compare profile cluster collective sweep merge lookup" -- "$cur")) ;;
+    kernel) if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "gemm bmm attention norm elementwise" -- "$cur")); fi ;;
+    help) COMPREPLY=($(compgen -W "run replay compare profile cluster collective sweep merge lookup kernel" -- "$cur")) ;;
     esac
 }
 

@@ -41,6 +41,9 @@ static const command_help commands[] = {
       NULL}},
     {"compare",
      {"TRACE.json", "STRATEGY.yaml", "--cluster", "--json", "--csv", "--quiet", "--help", NULL}},
+    {"kernel",
+     {"gemm M N K", "bmm B M N K", "attention B H S D", "norm N", "elementwise BYTES", "--gpu",
+      "--dtype", "--causal", "--backward", "--csv", NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

@@ -127,7 +127,7 @@ static double tensor_efficiency(const device_spec *dev)
     return dev->gemm_efficiency > 0 ? dev->gemm_efficiency : COST_GEMM_EFF_TENSOR;
 }
 
-static double gemm_peak(precision_t prec, const device_spec *dev)
+double cost_gemm_peak_flops(precision_t prec, const device_spec *dev)
 {
     return tensor_path(prec, dev) ? dev->peak_flops[prec] : dev->peak_flops[PREC_FP32];
 }
@@ -150,19 +150,29 @@ double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, i
     return eff;
 }
 
+gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
+                             const device_spec *dev)
+{
+    gemm_tiling best = {0, 0, 0, 0, 0, 0};
+    for (size_t t = 0; t < sizeof COST_GEMM_TILES / sizeof COST_GEMM_TILES[0]; t++)
+        for (size_t s = 0; s < sizeof COST_GEMM_SPLITS / sizeof COST_GEMM_SPLITS[0]; s++) {
+            int split = COST_GEMM_SPLITS[s], tm = COST_GEMM_TILES[t][0], tn = COST_GEMM_TILES[t][1];
+            if (split > 1 && (k / split < COST_GEMM_SPLIT_MIN_K || ceil(batch) > 1))
+                continue;
+            double eff = cost_gemm_tiling_efficiency(batch, m, n, k, tm, tn, split, prec, dev);
+            if (eff <= best.efficiency) /* the first of equals: the tile set's order */
+                continue;
+            double tiles = ceil(batch) * ceil(m / tm) * ceil(n / tn) * split;
+            best = (gemm_tiling){tm, tn, split, tiles, ceil(tiles / dev->sms), eff};
+        }
+    assert(best.efficiency > 0);
+    return best;
+}
+
 double cost_gemm_efficiency(double batch, double m, double n, double k, precision_t prec,
                             const device_spec *dev)
 {
-    double best = 0;
-    for (size_t t = 0; t < sizeof COST_GEMM_TILES / sizeof COST_GEMM_TILES[0]; t++)
-        for (size_t s = 0; s < sizeof COST_GEMM_SPLITS / sizeof COST_GEMM_SPLITS[0]; s++) {
-            int split = COST_GEMM_SPLITS[s];
-            if (split > 1 && (k / split < COST_GEMM_SPLIT_MIN_K || ceil(batch) > 1))
-                continue;
-            best = fmax(best, cost_gemm_tiling_efficiency(batch, m, n, k, COST_GEMM_TILES[t][0],
-                                                          COST_GEMM_TILES[t][1], split, prec, dev));
-        }
-    return best;
+    return cost_gemm_tiling(batch, m, n, k, prec, dev).efficiency;
 }
 
 double cost_memory_efficiency(void)
@@ -177,7 +187,7 @@ static double memory_seconds(double bytes, const device_spec *dev)
 
 /* A GEMM's HBM traffic: its inputs (m x k, k x n) and its output (m x n); FP8 GEMMs read fp8
  * inputs and write a bf16 output. */
-static double gemm_bytes(double batch, double m, double n, double k, precision_t prec)
+double cost_gemm_bytes(double batch, double m, double n, double k, precision_t prec)
 {
     if (prec == PREC_FP8)
         return batch *
@@ -190,7 +200,7 @@ static double gemm_compute_seconds(double batch, double m, double n, double k, p
                                    const device_spec *dev)
 {
     return 2.0 * batch * m * n * k /
-           (gemm_peak(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
+           (cost_gemm_peak_flops(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
 }
 
 /* One [batch x] (m x k).(k x n) kernel: max of compute and memory time. */
@@ -198,7 +208,7 @@ static double gemm_seconds(double batch, double m, double n, double k, precision
                            const device_spec *dev)
 {
     return fmax(gemm_compute_seconds(batch, m, n, k, prec, dev),
-                memory_seconds(gemm_bytes(batch, m, n, k, prec), dev));
+                memory_seconds(cost_gemm_bytes(batch, m, n, k, prec), dev));
 }
 
 double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,
@@ -235,10 +245,10 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
     assert(prec != PREC_FP8 || dev->peak_flops[PREC_FP8] > 0);
     if (!(b > 0 && m > 0 && n > 0 && k > 0)) {
         double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : simt_efficiency(dev);
-        return pass == PASS_FWD
-                   ? roofline_seconds(op->fwd_flops, op->fwd_bytes, gemm_peak(prec, dev), base, dev)
-                   : roofline_seconds(op->bwd_flops, op->bwd_bytes, gemm_peak(prec, dev), base,
-                                      dev);
+        return pass == PASS_FWD ? roofline_seconds(op->fwd_flops, op->fwd_bytes,
+                                                   cost_gemm_peak_flops(prec, dev), base, dev)
+                                : roofline_seconds(op->bwd_flops, op->bwd_bytes,
+                                                   cost_gemm_peak_flops(prec, dev), base, dev);
     }
     if (op->gram) {
         /* Z = X X^T (m = n, X is m x k): X read once, Z written; backward dX = (dZ + dZ^T) X,
@@ -333,8 +343,8 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
         return fmax(gemm_time, memory_seconds(bytes, dev));
     }
     assert(!op->window); /* a window needs the fused kernel (workload_model_read) */
-    double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = gemm_bytes(b, s, s, d, prec);
-    double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = gemm_bytes(b, s, d, s, prec);
+    double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = cost_gemm_bytes(b, s, s, d, prec);
+    double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = cost_gemm_bytes(b, s, d, s, prec);
     if (pass == PASS_FWD) {
         gemm_time = qk + av;
         gemm_traffic = qk_bytes + av_bytes;

@@ -64,6 +64,22 @@ double cost_memory_efficiency(void);
  * split's partial tile counts as a tile for the waves). */
 double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, int tile_m,
                                    int tile_n, int split, precision_t prec, const device_spec *dev);
+/* The tiling cost_gemm_efficiency picks for a shape (the best of the tile set and split-K
+ * factors): the output tile, the split, the tiles (split parts included) and the waves they take
+ * over the GPU's SMs (tiles / SMs, rounded up), and its efficiency. */
+typedef struct gemm_tiling {
+    int tile_m, tile_n, split;
+    double tiles, waves, efficiency;
+} gemm_tiling;
+gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
+                             const device_spec *dev);
+/* The peak a GEMM of this precision runs against: the tensor-core peak, or the fp32 SIMT one
+ * where the GPU has no units for it. */
+double cost_gemm_peak_flops(precision_t prec, const device_spec *dev);
+/* A [batch x] (m x k).(k x n) GEMM's HBM bytes: both inputs read, the output written (FP8: fp8
+ * inputs, a bf16 output). */
+double cost_gemm_bytes(double batch, double m, double n, double k, precision_t prec);
+
 /* GPU time of one [batch x] (m x k).(k x n) GEMM kernel: max(compute at cost_gemm_efficiency,
  * memory, minimum kernel time). What scripts/fit_kernels replicates. */
 double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,

@@ -1,0 +1,276 @@
+/* cmd_kernel.c: `protosim kernel`: one kernel alone through the cost model (sim/cost/cost.c) on
+ * one GPU of the device table: a GEMM, a batched GEMM, fused attention, a norm or an elementwise
+ * pass. Prints its time, what it achieves of the GPU's peaks, the GEMM's tiling and what bounds
+ * it. The time is the kernel's work (compute or memory, at least the shortest kernel) plus what
+ * one CUDA kernel costs besides its work (cost_cuda_kernel_gpu_overhead_seconds), as a profiler
+ * times a kernel. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/base/vocab.h"
+#include "../sim/cost/cost.h"
+#include "../topology/cluster.h"
+#include "cli.h"
+
+static int kernel_main(int argc, char **argv);
+
+const cli_command cli_kernel = {
+    "kernel",
+    "  protosim kernel gemm M N K | bmm B M N K | attention B H S D | norm N |\n"
+    "                  elementwise BYTES --gpu GPU [--dtype fp16|bf16|fp8|fp32|tf32]\n"
+    "                  [--causal] [--backward] [--csv OUT]\n",
+    "times one kernel alone with the cost model on one GPU: what it takes, what it achieves\n"
+    "of the GPU's peaks, the GEMM's tile and waves over the SMs, and what bounds it (compute,\n"
+    "memory, or launch: the per-kernel cost and the shortest kernel outweigh the work). The\n"
+    "time is the kernel's work plus what one CUDA kernel costs besides it (docs/cost-model.md).\n"
+    "kernels:\n"
+    "  gemm M N K          (M x K).(K x N)\n"
+    "  bmm B M N K         B of them in one kernel\n"
+    "  attention B H S D   fused (flash) attention: B sequences of S tokens, H heads of D\n"
+    "  norm N              a fused LayerNorm / RMSNorm over N elements\n"
+    "  elementwise BYTES   a memory-bound pass moving BYTES (read + written; K, M, G, Ki...)\n"
+    "options:\n"
+    "  --gpu GPU           a GPU of topology/devices/devices.yaml (required)\n"
+    "  --dtype T           element type (default bf16; attention fp16 or bf16)\n"
+    "  --causal            attention: each query sees itself and earlier keys\n"
+    "  --backward          attention and norm: the backward kernel instead of the forward\n"
+    "  --csv OUT           a header and one row (op,shape,dtype,gpu,time_us,tflops,gbps,tile,\n"
+    "                      waves,bound) to OUT ('-': stdout) instead of the text\n"
+    "  --help, -h          this help\n",
+    kernel_main,
+};
+
+typedef struct kernel_args {
+    const char *gpu, *dtype, *csv;
+    int causal, backward;
+} kernel_args;
+
+static const cli_option kernel_options[] = {
+    {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(kernel_args, gpu)},
+    {.name = "--dtype", .kind = CLI_STRING, .offset = offsetof(kernel_args, dtype)},
+    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(kernel_args, csv)},
+    {.name = "--causal", .kind = CLI_FLAG, .offset = offsetof(kernel_args, causal), .set = 1},
+    {.name = "--backward", .kind = CLI_FLAG, .offset = offsetof(kernel_args, backward), .set = 1},
+    {0},
+};
+
+/* The kernels: their names and how many numbers follow. */
+enum { K_GEMM, K_BMM, K_ATTENTION, K_NORM, K_ELEMENTWISE, N_KINDS };
+static const char *const kind_names[N_KINDS] = {"gemm", "bmm", "attention", "norm", "elementwise"};
+static const int kind_dims[N_KINDS] = {3, 4, 4, 1, 1};
+static const char *const kind_shapes[N_KINDS] = {"M N K", "B M N K", "B H S D", "N", "BYTES"};
+
+/* What one kernel is and what the model says of it. */
+typedef struct kernel_result {
+    double work, compute, memory, flops, bytes, seconds;
+    gemm_tiling tiling; /* GEMMs only (tiles 0 otherwise) */
+} kernel_result;
+
+/* The positional numbers: whole, at least 1 (counts up to 1e9, BYTES up to PS_MAX_BYTES). */
+static int parse_dims(int kind, const char *const *pos, double *dim)
+{
+    for (int i = 0; i < kind_dims[kind]; i++) {
+        double v = 0;
+        int bad = cli_parse_size(pos[i], &v) || v < 1 || v != floor(v) ||
+                  (kind != K_ELEMENTWISE && v > 1e9);
+        if (bad)
+            return cli_usage_error(
+                &cli_kernel, "%s %s: bad %s '%s' (expected a whole number %s)", kind_names[kind],
+                kind_shapes[kind], i ? "size" : "first size", pos[i],
+                kind == K_ELEMENTWISE ? "of bytes >= 1, K, M, G... allowed" : "from 1 to 1e9");
+        dim[i] = v;
+    }
+    return 0;
+}
+
+/* A GEMM (batch b): its compute at the shape's tiling, its inputs and output through HBM. */
+static void time_gemm(double b, double m, double n, double k, precision_t p, const device_spec *d,
+                      kernel_result *r)
+{
+    r->tiling = cost_gemm_tiling(b, m, n, k, p, d);
+    r->flops = 2.0 * b * m * n * k;
+    r->compute = r->flops / (cost_gemm_peak_flops(p, d) * r->tiling.efficiency);
+    r->bytes = cost_gemm_bytes(b, m, n, k, p);
+    r->memory = r->bytes / (d->hbm_bw * cost_memory_efficiency());
+    r->work = cost_gemm_kernel_seconds(b, m, n, k, p, d);
+}
+
+/* Fused attention as the transformer builder states it (workloads/transformer.c): Q, K, V read
+ * and O written forward with the row log-sum-exp, backward Q, K, V, O, dO read and dQ, dK, dV
+ * written; 4 b h s^2 d FLOPs forward (half the tiles causal), 2.5 times that backward. */
+static void time_attention(const double *x, int causal, op_pass pass, precision_t p,
+                           const device_spec *d, kernel_result *r)
+{
+    double b = x[0], h = x[1], s = x[2], dh = x[3], e = precision_bytes(p);
+    double q = b * s * h * dh, lse = b * h * s * 4.0;
+    workload_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = OP_ATTENTION;
+    op.batch = b * h;
+    op.m = op.n = s;
+    op.k = dh;
+    op.fused = 1;
+    op.causal = causal;
+    op.kernels = 1;
+    op.fwd_bytes = e * 4 * q + lse;
+    op.bwd_bytes = e * 8 * q + lse;
+    double f = 4.0 * b * h * s * s * dh * (causal ? cost_causal_tile_fraction(s) : 1.0);
+    r->flops = pass == PASS_FWD ? f : 2.5 * f;
+    r->bytes = pass == PASS_FWD ? op.fwd_bytes : op.bwd_bytes;
+    r->memory = r->bytes / (d->hbm_bw * cost_memory_efficiency());
+    r->work = cost_op_kernel_seconds(&op, pass, p, d) - cost_kernel_gpu_overhead_seconds();
+    r->compute = r->work > r->memory ? r->work : 0.0; /* the kernel's math outlasts its traffic */
+}
+
+/* A memory-bound kernel moving `bytes`. */
+static void time_memory(double bytes, const device_spec *d, kernel_result *r)
+{
+    r->bytes = bytes;
+    r->memory = bytes / (d->hbm_bw * cost_memory_efficiency());
+    r->work = cost_memory_kernel_seconds(bytes, d);
+}
+
+/* What bounds it: the fixed cost (one CUDA kernel's, and the shortest kernel's floor above the
+ * work) when it outweighs the work, else the larger of compute and memory. */
+static const char *bound_of(const kernel_result *r)
+{
+    double work = fmax(r->compute, r->memory);
+    double fixed = r->seconds - work;
+    return fixed > work ? "launch" : r->compute >= r->memory ? "compute" : "memory";
+}
+
+static void print_result(FILE *f, const kernel_args *a, int kind, const char *shape,
+                         const device_spec *d, precision_t p, const kernel_result *r)
+{
+    char tile[48] = "-", waves[32] = "-";
+    const gemm_tiling *t = &r->tiling;
+    if (t->tiles > 0) {
+        if (t->split > 1)
+            snprintf(tile, sizeof tile, "%dx%d/k%d", t->tile_m, t->tile_n, t->split);
+        else
+            snprintf(tile, sizeof tile, "%dx%d", t->tile_m, t->tile_n);
+        snprintf(waves, sizeof waves, "%.0f", t->waves);
+    }
+    const char *op = kind == K_ATTENTION && a->causal ? "attention-causal" : kind_names[kind];
+    const char *pass = a->backward ? "-bwd" : "";
+    double tflops = r->flops / r->seconds / 1e12, gbps = r->bytes / r->seconds / 1e9;
+    if (a->csv) {
+        fprintf(f, "op,shape,dtype,gpu,time_us,tflops,gbps,tile,waves,bound\n");
+        fprintf(f, "%s%s,%s,%s,%s,%.6g,%.6g,%.6g,%s,%s,%s\n", op, pass, shape, precision_name(p),
+                d->name, r->seconds * 1e6, tflops, gbps, tile, waves, bound_of(r));
+        return;
+    }
+    fprintf(f, "%s%s %s %s on %s\n", op, pass, shape, precision_name(p), d->name);
+    fprintf(f, "  time      %10.3f us  (work %.3f us + %.1f us a CUDA kernel costs besides it)\n",
+            r->seconds * 1e6, r->work * 1e6, cost_cuda_kernel_gpu_overhead_seconds() * 1e6);
+    if (r->flops > 0)
+        fprintf(f, "  compute   %10.2f TFLOP/s  (%.1f%% of the %s peak, %.0f TFLOP/s)\n", tflops,
+                100 * r->flops / r->seconds / cost_gemm_peak_flops(p, d), precision_name(p),
+                cost_gemm_peak_flops(p, d) / 1e12);
+    fprintf(f, "  memory    %10.1f GB/s     (%.1f%% of %.0f GB/s)\n", gbps,
+            100 * r->bytes / r->seconds / d->hbm_bw, d->hbm_bw / 1e9);
+    if (t->tiles > 0)
+        fprintf(f,
+                "  tiling    %s tiles, split-K %d: %.0f tiles in %s waves over %d SMs "
+                "(efficiency %.3f)\n",
+                tile, t->split, t->tiles, waves, d->sms, t->efficiency);
+    fprintf(f, "  bound     %s (compute %.3f us, memory %.3f us)\n", bound_of(r), r->compute * 1e6,
+            r->memory * 1e6);
+}
+
+/* The kernel's precision on this GPU: 0, or a usage error. */
+static int check_dtype(int kind, const kernel_args *a, const device_spec *d, precision_t *p)
+{
+    if (precision_parse(a->dtype, p))
+        return cli_bad_value(&cli_kernel, "--dtype", "type", a->dtype,
+                             "fp16, bf16, fp8, fp32 or tf32");
+    if (*p == PREC_FP8 && d->peak_flops[PREC_FP8] <= 0)
+        return cli_usage_error(&cli_kernel, "--dtype fp8: %s has no FP8 tensor cores", d->name);
+    if (kind == K_ATTENTION && *p != PREC_FP16 && *p != PREC_BF16)
+        return cli_usage_error(&cli_kernel, "--dtype %s: fused attention runs fp16 or bf16",
+                               a->dtype);
+    if (kind != K_GEMM && kind != K_BMM && *p == PREC_FP8)
+        return cli_usage_error(&cli_kernel, "--dtype fp8: only GEMMs are modelled in fp8");
+    if (a->causal && kind != K_ATTENTION)
+        return cli_usage_error(&cli_kernel, "--causal: only attention is causal");
+    if (a->backward && kind != K_ATTENTION && kind != K_NORM)
+        return cli_usage_error(&cli_kernel, "--backward: only attention and norm have one "
+                                            "backward kernel here");
+    return 0;
+}
+
+static int run_kernel(const kernel_args *a, int kind, const double *x, const device_spec *d)
+{
+    precision_t p = PREC_BF16;
+    if (check_dtype(kind, a, d, &p))
+        return PS_EINPUT;
+    kernel_result r;
+    memset(&r, 0, sizeof r);
+    op_pass pass = a->backward ? PASS_BWD : PASS_FWD;
+    double e = precision_bytes(p);
+    if (kind == K_GEMM || kind == K_BMM) {
+        const double *s = kind == K_BMM ? x + 1 : x;
+        time_gemm(kind == K_BMM ? x[0] : 1.0, s[0], s[1], s[2], p, d, &r);
+    } else if (kind == K_ATTENTION) {
+        time_attention(x, a->causal, pass, p, d, &r);
+    } else {
+        /* a fused norm reads x and writes y (2e), its backward reads dy and x, writes dx (3e) */
+        time_memory(kind == K_NORM ? x[0] * e * (a->backward ? 3 : 2) : x[0], d, &r);
+    }
+    r.seconds = r.work + cost_cuda_kernel_gpu_overhead_seconds();
+    char shape[96];
+    int n = 0;
+    for (int i = 0; i < kind_dims[kind]; i++)
+        n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%.0f", i ? "x" : "", x[i]);
+    FILE *f = stdout;
+    if (a->csv && strcmp(a->csv, "-") && !(f = fopen(a->csv, "w")))
+        return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv);
+    print_result(f, a, kind, shape, d, p, &r);
+    if (f != stdout)
+        fclose(f);
+    return 0;
+}
+
+static int kernel_main(int argc, char **argv)
+{
+    kernel_args a = {NULL, "bf16", NULL, 0, 0};
+    const char *pos[6] = {0};
+    int n_pos = 0;
+    int prc = cli_parse_options(&cli_kernel, kernel_options, argc, argv, &a, pos, 6, &n_pos);
+    if (prc)
+        return cli_exit_code(prc);
+    if (n_pos < 1)
+        return cli_usage_error(&cli_kernel, "kernel needs a kernel: gemm, bmm, attention, norm "
+                                            "or elementwise");
+    int kind = 0;
+    while (kind < N_KINDS && strcmp(pos[0], kind_names[kind]))
+        kind++;
+    if (kind == N_KINDS)
+        return cli_usage_error(&cli_kernel,
+                               "unknown kernel '%s' (expected gemm, bmm, attention, "
+                               "norm or elementwise)",
+                               pos[0]);
+    if (n_pos - 1 != kind_dims[kind])
+        return cli_usage_error(&cli_kernel, "%s needs %s (%d numbers), got %d", kind_names[kind],
+                               kind_shapes[kind], kind_dims[kind], n_pos - 1);
+    double x[4];
+    if (parse_dims(kind, pos + 1, x))
+        return PS_EINPUT;
+    if (!a.gpu)
+        return cli_usage_error(&cli_kernel, "kernel needs --gpu");
+    ps_error err;
+    ps_error_clear(&err);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    device_table t;
+    if (device_table_load(path, &t, &err))
+        return cli_fail(&err);
+    const device_spec *d = device_table_find(&t, a.gpu);
+    int rc = d ? run_kernel(&a, kind, x, d)
+               : cli_usage_error(&cli_kernel, "--gpu: no device '%s' in %s", a.gpu, path);
+    device_table_free(&t);
+    return rc;
+}

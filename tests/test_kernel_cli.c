@@ -1,0 +1,180 @@
+/* test_kernel_cli.c: `protosim kernel` through the binary: each kernel's time, rates, tiling and
+ * bound computed by hand from the H100's devices.yaml figures (989.4 TFLOP/s bf16, 3350 GB/s, 132
+ * SMs, tensor-core base 0.715), the cost model's memory-bound efficiency (0.62), shortest kernel
+ * (2 us) and one CUDA kernel's cost besides its work (17 / 2.5 = 6.8 us); and its usage errors. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "suite_util.h"
+
+/* One CSV row of `protosim kernel ... --csv -` after its header. */
+typedef struct {
+    char op[32], shape[64], dtype[8], gpu[40], tile[24], waves[16], bound[16];
+    double time_us, tflops, gbps;
+} csv_row;
+
+static csv_row kernel_csv(const char *const *args)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    const char *head = "op,shape,dtype,gpu,time_us,tflops,gbps,tile,waves,bound\n";
+    ck_assert_msg(!strncmp(r.out, head, strlen(head)), "no header:\n%s", r.out);
+    csv_row c;
+    memset(&c, 0, sizeof c);
+    int n = sscanf(r.out + strlen(head),
+                   "%31[^,],%63[^,],%7[^,],%39[^,],%lf,%lf,%lf,%23[^,],%15[^,],%15s", c.op, c.shape,
+                   c.dtype, c.gpu, &c.time_us, &c.tflops, &c.gbps, c.tile, c.waves, c.bound);
+    ck_assert_msg(n == 10, "row of %d fields:\n%s", n, r.out);
+    run_free(&r);
+    remove_tmpdir(dir);
+    return c;
+}
+
+static const double BW = 3350e9 * 0.62; /* the H100's HBM at the memory-bound efficiency */
+
+/* 1 MiB moved: 0.505 us of traffic, under the 2 us shortest kernel: 2 + 6.8 = 8.8 us, launch
+ * bound, 1048576 B / 8.8 us = 119.16 GB/s. */
+START_TEST(elementwise_pays_the_launch_floor)
+{
+    const char *args[] = {"kernel",         "elementwise", "1Mi", "--gpu",
+                          "H100-SXM5-80GB", "--csv",       "-",   NULL};
+    csv_row c = kernel_csv(args);
+    ck_assert_str_eq(c.op, "elementwise");
+    ck_assert_str_eq(c.shape, "1048576");
+    ck_assert_double_eq_tol(c.time_us, 8.8, 1e-4);
+    ck_assert_double_eq_tol(c.gbps, 1048576 / 8.8e-6 / 1e9, 1e-3);
+    ck_assert_str_eq(c.bound, "launch");
+    ck_assert_str_eq(c.tile, "-");
+}
+END_TEST
+
+/* A fused norm over 16,777,216 bf16 elements reads x and writes y: 67,108,864 B, 32.31 us at
+ * 2077 GB/s, + 6.8 us; its backward reads dy and x and writes dx: 100,663,296 B. */
+START_TEST(norm_is_memory_bound)
+{
+    const char *fwd[] = {"kernel",         "norm",  "16777216", "--gpu",
+                         "H100-SXM5-80GB", "--csv", "-",        NULL};
+    csv_row c = kernel_csv(fwd);
+    ck_assert_double_eq_tol(c.time_us, 67108864 / BW * 1e6 + 6.8, 1e-3);
+    ck_assert_str_eq(c.bound, "memory");
+    const char *bwd[] = {"kernel",  "norm", "16777216",   "--gpu", "H100-SXM5-80GB", "--csv", "-",
+                         "--dtype", "bf16", "--backward", NULL};
+    c = kernel_csv(bwd);
+    ck_assert_str_eq(c.op, "norm-bwd");
+    ck_assert_double_eq_tol(c.time_us, 100663296 / BW * 1e6 + 6.8, 1e-3);
+}
+END_TEST
+
+/* A skinny GEMM, (16896 x 8192).(8192 x 128) in bf16: 141,623,296 elements read and written
+ * (283,246,592 B: 136.37 us at 2077 GB/s) against 35.4 GFLOP (50.5 us at 0.709 of 989.4 TFLOP/s):
+ * memory bound, 143.17 us. Its 128 x 128 tiles are exactly one wave over the 132 SMs (16896 /
+ * 128 = 132 tiles): every tiling of one full wave ties at 0.715 x 8192 / (8192 + 64), and the
+ * first of the tile set (128 x 128) is taken. */
+START_TEST(skinny_gemm_is_memory_bound)
+{
+    const char *args[] = {"kernel", "gemm",           "16896", "128", "8192",
+                          "--gpu",  "H100-SXM5-80GB", "--csv", "-",   NULL};
+    csv_row c = kernel_csv(args);
+    double bytes = 2.0 * (16896.0 * 8192 + 8192.0 * 128 + 16896.0 * 128);
+    ck_assert_double_eq(bytes, 283246592.0);
+    double t = bytes / BW + 6.8e-6;
+    ck_assert_double_eq_tol(c.time_us, t * 1e6, 1e-3);
+    ck_assert_double_eq_tol(c.tflops, 2.0 * 16896 * 128 * 8192 / t / 1e12, 1e-3);
+    ck_assert_str_eq(c.tile, "128x128");
+    ck_assert_str_eq(c.waves, "1");
+    ck_assert_str_eq(c.bound, "memory");
+    ck_assert_str_eq(c.dtype, "bf16");
+    ck_assert_str_eq(c.gpu, "H100-SXM5-80GB");
+}
+END_TEST
+
+/* The same GEMM 132 times wider in N is compute bound: 16896 x 16896 x 8192, 4.677 TFLOP at
+ * 0.715 x 8192 / 8256 of 989.4 TFLOP/s: 6.663 ms + 6.8 us (17,424 tiles of 128 x 128: 132 full
+ * waves, every tiling ties, the first taken). */
+START_TEST(square_gemm_is_compute_bound)
+{
+    const char *args[] = {"kernel", "gemm",           "16896", "16896", "8192",
+                          "--gpu",  "H100-SXM5-80GB", "--csv", "-",     NULL};
+    csv_row c = kernel_csv(args);
+    double flops = 2.0 * 16896 * 16896 * 8192;
+    double t = flops / (989.4e12 * 0.715 * 8192 / 8256) + 6.8e-6;
+    ck_assert_double_eq_tol(c.time_us, t * 1e6, 1e-2);
+    ck_assert_str_eq(c.tile, "128x128");
+    ck_assert_str_eq(c.waves, "132");
+    ck_assert_str_eq(c.bound, "compute");
+}
+END_TEST
+
+/* Usage errors exit 1 naming what is wrong. */
+START_TEST(kernel_usage_errors)
+{
+    struct {
+        const char *args[12];
+        const char *needle;
+    } bad[] = {
+        {{"kernel", "conv", "1", "--gpu", "H100-SXM5-80GB", NULL}, "unknown kernel 'conv'"},
+        {{"kernel", "gemm", "1", "2", "--gpu", "H100-SXM5-80GB", NULL}, "gemm needs M N K"},
+        {{"kernel", "gemm", "1", "0", "3", "--gpu", "H100-SXM5-80GB", NULL}, "bad size '0'"},
+        {{"kernel", "gemm", "1", "2", "3", NULL}, "kernel needs --gpu"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "NOPE", NULL}, "no device 'NOPE'"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "A100-SXM4-80GB", "--dtype", "fp8", NULL},
+         "no FP8 tensor cores"},
+        {{"kernel", "attention", "1", "2", "64", "64", "--gpu", "H100-SXM5-80GB", "--dtype", "fp32",
+          NULL},
+         "fused attention runs fp16 or bf16"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "H100-SXM5-80GB", "--causal", NULL},
+         "only attention is causal"},
+        {{"kernel", "elementwise", "8", "--gpu", "H100-SXM5-80GB", "--backward", NULL},
+         "only attention and norm"},
+        {{"kernel", NULL}, "kernel needs a kernel"},
+    };
+    char *dir = make_tmpdir();
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        run_result r = run_protosim(dir, bad[i].args);
+        const char *needles[] = {bad[i].needle, NULL};
+        expect_bad_input(&r, needles);
+        run_free(&r);
+    }
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* The text form names the kernel, its tiling and its bound; causal attention on an H100 is
+ * compute bound and achieves under the bf16 peak. */
+START_TEST(text_output)
+{
+    char *dir = make_tmpdir();
+    const char *args[] = {"kernel", "attention",      "2", "32", "4096", "128", "--causal",
+                          "--gpu",  "H100-SXM5-80GB", NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "attention-causal 2x32x4096x128 bf16 on H100-SXM5-80GB"), "%s",
+                  r.out);
+    ck_assert_msg(strstr(r.out, "bound     compute"), "%s", r.out);
+    run_free(&r);
+    const char *gemm[] = {"kernel",         "bmm", "4", "1024", "1024", "1024", "--gpu",
+                          "A100-SXM4-80GB", NULL};
+    r = run_protosim(dir, gemm);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "bmm 4x1024x1024x1024 bf16 on A100-SXM4-80GB"), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "tiling    "), "%s", r.out);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {elementwise_pays_the_launch_floor,
+                                  norm_is_memory_bound,
+                                  skinny_gemm_is_memory_bound,
+                                  square_gemm_is_compute_bound,
+                                  kernel_usage_errors,
+                                  text_output,
+                                  NULL};
+    return suite_run(suite_of("kernel_cli", "kernel_cli", 120, tests));
+}
