@@ -21,7 +21,7 @@ const cli_command cli_kernel = {
     "kernel",
     "  protosim kernel gemm M N K | bmm B M N K | attention B H S D | norm N |\n"
     "                  elementwise BYTES --gpu GPU [--dtype fp16|bf16|fp8|fp32|tf32]\n"
-    "                  [--causal] [--backward] [--csv OUT]\n",
+    "                  [--causal] [--warp-mma] [--backward] [--csv OUT]\n",
     "times one kernel alone with the cost model on one GPU: what it takes, what it achieves\n"
     "of the GPU's peaks, the GEMM's tile and waves over the SMs, and what bounds it (compute,\n"
     "memory, or launch: the per-kernel cost and the shortest kernel outweigh the work). The\n"
@@ -36,6 +36,9 @@ const cli_command cli_kernel = {
     "  --gpu GPU           a GPU of topology/devices/devices.yaml (required)\n"
     "  --dtype T           element type (default bf16; attention fp16 or bf16)\n"
     "  --causal            attention: each query sees itself and earlier keys\n"
+    "  --warp-mma          attention: FlashAttention-2's warp-level MMA (the GPU's\n"
+    "                      warp_mma_fraction of the native tensor-core rate; default the\n"
+    "                      native kernel, as cuDNN's and FlashAttention-3's)\n"
     "  --backward          attention and norm: the backward kernel instead of the forward\n"
     "  --csv OUT           a header and one row (op,shape,dtype,gpu,time_us,tflops,gbps,tile,\n"
     "                      waves,bound) to OUT ('-': stdout) instead of the text\n"
@@ -45,7 +48,7 @@ const cli_command cli_kernel = {
 
 typedef struct kernel_args {
     const char *gpu, *dtype, *csv;
-    int causal, backward;
+    int causal, backward, warp_mma;
 } kernel_args;
 
 static const cli_option kernel_options[] = {
@@ -54,6 +57,7 @@ static const cli_option kernel_options[] = {
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(kernel_args, csv)},
     {.name = "--causal", .kind = CLI_FLAG, .offset = offsetof(kernel_args, causal), .set = 1},
     {.name = "--backward", .kind = CLI_FLAG, .offset = offsetof(kernel_args, backward), .set = 1},
+    {.name = "--warp-mma", .kind = CLI_FLAG, .offset = offsetof(kernel_args, warp_mma), .set = 1},
     {0},
 };
 
@@ -62,6 +66,9 @@ enum { K_GEMM, K_BMM, K_ATTENTION, K_NORM, K_ELEMENTWISE, N_KINDS };
 static const char *const kind_names[N_KINDS] = {"gemm", "bmm", "attention", "norm", "elementwise"};
 static const int kind_dims[N_KINDS] = {3, 4, 4, 1, 1};
 static const char *const kind_shapes[N_KINDS] = {"M N K", "B M N K", "B H S D", "N", "BYTES"};
+/* The name of each number, in order. */
+static const char *const kind_names_of[N_KINDS][4] = {
+    {"M", "N", "K"}, {"B", "M", "N", "K"}, {"B", "H", "S", "D"}, {"N"}, {"BYTES"}};
 
 /* What one kernel is and what the model says of it. */
 typedef struct kernel_result {
@@ -69,18 +76,25 @@ typedef struct kernel_result {
     gemm_tiling tiling; /* GEMMs only (tiles 0 otherwise) */
 } kernel_result;
 
-/* The positional numbers: whole, at least 1 (counts up to 1e9, BYTES up to PS_MAX_BYTES). */
+/* The positional numbers: sizes are plain integers from 1 to 1e9 (cli_parse_int); BYTES a byte
+ * count from 1 with an optional K, M, G, Ki... suffix (cli_parse_size). */
 static int parse_dims(int kind, const char *const *pos, double *dim)
 {
     for (int i = 0; i < kind_dims[kind]; i++) {
         double v = 0;
-        int bad = cli_parse_size(pos[i], &v) || v < 1 || v != floor(v) ||
-                  (kind != K_ELEMENTWISE && v > 1e9);
+        int iv = 0, bad;
+        if (kind == K_ELEMENTWISE) {
+            bad = cli_parse_size(pos[i], &v) || v < 1;
+        } else {
+            bad = cli_parse_int(pos[i], &iv) || iv < 1;
+            v = iv;
+        }
         if (bad)
-            return cli_usage_error(
-                &cli_kernel, "%s %s: bad %s '%s' (expected a whole number %s)", kind_names[kind],
-                kind_shapes[kind], i ? "size" : "first size", pos[i],
-                kind == K_ELEMENTWISE ? "of bytes >= 1, K, M, G... allowed" : "from 1 to 1e9");
+            return cli_usage_error(&cli_kernel, "%s %s: bad %s '%s' (expected %s)",
+                                   kind_names[kind], kind_shapes[kind], kind_names_of[kind][i],
+                                   pos[i],
+                                   kind == K_ELEMENTWISE ? CLI_SIZE_EXPECTED ", at least 1"
+                                                         : "a whole number from 1 to 1000000000");
         dim[i] = v;
     }
     return 0;
@@ -100,8 +114,10 @@ static void time_gemm(double b, double m, double n, double k, precision_t p, con
 
 /* Fused attention as the transformer builder states it (workloads/transformer.c): Q, K, V read
  * and O written forward with the row log-sum-exp, backward Q, K, V, O, dO read and dQ, dK, dV
- * written; 4 b h s^2 d FLOPs forward (half the tiles causal), 2.5 times that backward. */
-static void time_attention(const double *x, int causal, op_pass pass, precision_t p,
+ * written; 4 b h s^2 d FLOPs forward (the causal tiles' share), 2.5 times that backward. Its
+ * compute is the kernel's GEMM math alone (the same op with no traffic), its work the longer of
+ * that and its traffic, at least the shortest kernel. */
+static void time_attention(const double *x, const kernel_args *a, op_pass pass, precision_t p,
                            const device_spec *d, kernel_result *r)
 {
     double b = x[0], h = x[1], s = x[2], dh = x[3], e = precision_bytes(p);
@@ -113,16 +129,17 @@ static void time_attention(const double *x, int causal, op_pass pass, precision_
     op.m = op.n = s;
     op.k = dh;
     op.fused = 1;
-    op.causal = causal;
+    op.causal = a->causal;
+    op.warp_mma = a->warp_mma;
     op.kernels = 1;
+    double f = 4.0 * b * h * s * s * dh * (a->causal ? cost_causal_tile_fraction(s) : 1.0);
+    r->flops = pass == PASS_FWD ? f : 2.5 * f;
+    r->compute = cost_attention_kernel_seconds(&op, pass, p, d); /* no traffic: the math */
     op.fwd_bytes = e * 4 * q + lse;
     op.bwd_bytes = e * 8 * q + lse;
-    double f = 4.0 * b * h * s * s * dh * (causal ? cost_causal_tile_fraction(s) : 1.0);
-    r->flops = pass == PASS_FWD ? f : 2.5 * f;
     r->bytes = pass == PASS_FWD ? op.fwd_bytes : op.bwd_bytes;
     r->memory = r->bytes / (d->hbm_bw * cost_memory_efficiency());
-    r->work = cost_op_kernel_seconds(&op, pass, p, d) - cost_kernel_gpu_overhead_seconds();
-    r->compute = r->work > r->memory ? r->work : 0.0; /* the kernel's math outlasts its traffic */
+    r->work = fmax(cost_attention_kernel_seconds(&op, pass, p, d), cost_kernel_min_seconds());
 }
 
 /* A memory-bound kernel moving `bytes`. */
@@ -154,7 +171,11 @@ static void print_result(FILE *f, const kernel_args *a, int kind, const char *sh
             snprintf(tile, sizeof tile, "%dx%d", t->tile_m, t->tile_n);
         snprintf(waves, sizeof waves, "%.0f", t->waves);
     }
-    const char *op = kind == K_ATTENTION && a->causal ? "attention-causal" : kind_names[kind];
+    const char *op = kind_names[kind];
+    if (kind == K_ATTENTION && (a->causal || a->warp_mma))
+        op = a->causal && a->warp_mma ? "attention-causal-warp-mma"
+             : a->causal              ? "attention-causal"
+                                      : "attention-warp-mma";
     const char *pass = a->backward ? "-bwd" : "";
     double tflops = r->flops / r->seconds / 1e12, gbps = r->bytes / r->seconds / 1e9;
     if (a->csv) {
@@ -196,6 +217,14 @@ static int check_dtype(int kind, const kernel_args *a, const device_spec *d, pre
         return cli_usage_error(&cli_kernel, "--dtype fp8: only GEMMs are modelled in fp8");
     if (a->causal && kind != K_ATTENTION)
         return cli_usage_error(&cli_kernel, "--causal: only attention is causal");
+    if (a->warp_mma && kind != K_ATTENTION)
+        return cli_usage_error(&cli_kernel, "--warp-mma: an attention kernel's option");
+    if (a->warp_mma && d->warp_mma_fraction <= 0)
+        return cli_usage_error(
+            &cli_kernel,
+            "--warp-mma: %s has no warp_mma_fraction in devices.yaml (warp-level "
+            "MMA is not modelled on it)",
+            d->name);
     if (a->backward && kind != K_ATTENTION && kind != K_NORM)
         return cli_usage_error(&cli_kernel, "--backward: only attention and norm have one "
                                             "backward kernel here");
@@ -215,7 +244,7 @@ static int run_kernel(const kernel_args *a, int kind, const double *x, const dev
         const double *s = kind == K_BMM ? x + 1 : x;
         time_gemm(kind == K_BMM ? x[0] : 1.0, s[0], s[1], s[2], p, d, &r);
     } else if (kind == K_ATTENTION) {
-        time_attention(x, a->causal, pass, p, d, &r);
+        time_attention(x, a, pass, p, d, &r);
     } else {
         /* a fused norm reads x and writes y (2e), its backward reads dy and x, writes dx (3e) */
         time_memory(kind == K_NORM ? x[0] * e * (a->backward ? 3 : 2) : x[0], d, &r);
@@ -229,14 +258,19 @@ static int run_kernel(const kernel_args *a, int kind, const double *x, const dev
     if (a->csv && strcmp(a->csv, "-") && !(f = fopen(a->csv, "w")))
         return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv);
     print_result(f, a, kind, shape, d, p, &r);
+    int bad = ferror(f);
     if (f != stdout)
-        fclose(f);
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(f) != 0;
+    if (bad)
+        return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv ? a->csv : "stdout");
     return 0;
 }
 
 static int kernel_main(int argc, char **argv)
 {
-    kernel_args a = {NULL, "bf16", NULL, 0, 0};
+    kernel_args a = {NULL, "bf16", NULL, 0, 0, 0};
     const char *pos[6] = {0};
     int n_pos = 0;
     int prc = cli_parse_options(&cli_kernel, kernel_options, argc, argv, &a, pos, 6, &n_pos);

@@ -13,7 +13,7 @@ _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
 _protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
 _protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --help -h"
-_protosim_opts_kernel="--gpu --dtype --causal --backward --csv --help -h"
+_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --csv --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()

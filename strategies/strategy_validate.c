@@ -508,9 +508,10 @@ static int validate_fsdp(const strategy *s, ps_error *err)
                             s->fsdp_float8_loc.column, "strategy.data.fsdp.float8_all_gather",
                             "float8 all-gathers (fp8 bytes, a scale, the cast of the shard, the "
                             "weights' fp8 casts skipped in the GEMMs) are not modelled");
-    if (s->dp == 1)
-        why = "at data degree 1 (nothing is sharded, yet the casts, copies and one-rank "
-              "collectives run: +15% on one H200, tests/data/measured/h200_fsdp2_steps.csv)";
+    if (s->dp * s->cp == 1) /* FSDP shards over the data x context ranks */
+        why = "on one rank (data x context degree 1: nothing is sharded, yet the casts, copies "
+              "and one-rank collectives run: +15% on one H200, "
+              "tests/data/measured/h200_fsdp2_steps.csv)";
     else if (s->pp > 1)
         why = "with a pipeline (unsharded gradients accumulated across micro-batches)";
     else if (s->ep > 1 || s->etp > 1)

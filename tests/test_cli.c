@@ -43,7 +43,7 @@ static const command_help commands[] = {
      {"TRACE.json", "STRATEGY.yaml", "--cluster", "--json", "--csv", "--quiet", "--help", NULL}},
     {"kernel",
      {"gemm M N K", "bmm B M N K", "attention B H S D", "norm N", "elementwise BYTES", "--gpu",
-      "--dtype", "--causal", "--backward", "--csv", NULL}},
+      "--dtype", "--causal", "--warp-mma", "--backward", "--csv", NULL}},
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

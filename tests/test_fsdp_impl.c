@@ -334,7 +334,7 @@ START_TEST(fsdp_keys_and_refusals)
          "strategy.data.fsdp.float8_all_gather", "not modelled"},
         {"bf16", "{version: 1}", 2, 2, 3, 9, 21, "strategy.data.fsdp.version", "pipeline"},
         {"fp16", "{version: 2}", 1, 2, 3, 9, 21, "strategy.data.fsdp.version", "bf16"},
-        {"bf16", "{version: 2}", 1, 1, 3, 9, 21, "strategy.data.fsdp.version", "data degree 1"},
+        {"bf16", "{version: 2}", 1, 1, 3, 9, 21, "strategy.data.fsdp.version", "on one rank"},
         {"bf16", "{version: 3}", 1, 2, 3, 9, 21, "strategy.data.fsdp.version", ""},
         {"bf16", "{version: 2, reduce_dtype: fp16}", 1, 2, 3, 9, 38,
          "strategy.data.fsdp.reduce_dtype", ""},
@@ -363,6 +363,15 @@ START_TEST(fsdp_keys_and_refusals)
     ck_assert_int_eq(s.fsdp_version, 1);
     ck_assert_int_eq(s.fsdp_reshard, 0);
     ck_assert_int_eq(s.fsdp_reduce_bf16, 1);
+    strategy_free(&s);
+    /* FSDP shards over the data x context ranks: data degree 1 under context 2 is two shards */
+    const char *cp = "workload: {family: gpt, layers: 4, hidden: 1024, heads: 16, seq: 512, "
+                     "vocab: 8192, attention: flash}\nbatch: {global: 8, micro: 2}\n"
+                     "precision: bf16\nstrategy:\n  context: {degree: 2}\n  data:\n"
+                     "    degree: 1\n    zero: 3\n    fsdp: {version: 2}\n";
+    ck_assert_msg(sim_strategy_text(cp, &s, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(s.cp, 2);
+    ck_assert_int_eq(s.fsdp_version, 2);
     strategy_free(&s);
 }
 END_TEST

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_util.h"
@@ -109,6 +110,57 @@ START_TEST(square_gemm_is_compute_bound)
 }
 END_TEST
 
+/* Fused attention, 1 x 132 heads x 1024 tokens x 128 on the H100, bf16. Its two GEMMs per head:
+ * QK^T (1024 x 1024 over 128: 64 tiles of 128 x 128 a head, 8448 in all, 64 full waves, k_eff
+ * 128 / 192) at 0.715 x 2/3 of 989.4 TFLOP/s, 35.43 GFLOP: 75.13 us; PV (1024 x 128 over 1024:
+ * 1056 tiles, 8 full waves, k_eff 1024 / 1088): 53.21 us. Forward 128.34 us of math against
+ * 138.9 MB of traffic (Q, K, V, O in bf16, the fp32 log-sum-exp: 66.9 us), so compute bound:
+ * 135.14 us. The backward runs 2.5 times the math at 0.79 of the forward's rate (406.1 us)
+ * against 277.3 MB (133.5 us). */
+START_TEST(attention_by_hand)
+{
+    double peak = 989.4e12 * 0.715, f = 2.0 * 132 * 1024 * 1024 * 128;
+    double qk = f / (peak * 128 / 192), pv = f / (peak * 1024 / 1088), math = qk + pv;
+    double q = 1024.0 * 132 * 128, lse = 132 * 1024 * 4.0;
+    ck_assert(2 * 4 * q + lse < math * BW);
+    const char *fwd[] = {"kernel", "attention",      "1",     "132", "1024", "128",
+                         "--gpu",  "H100-SXM5-80GB", "--csv", "-",   NULL};
+    csv_row c = kernel_csv(fwd);
+    ck_assert_str_eq(c.op, "attention");
+    ck_assert_double_eq_tol(c.time_us, (math + 6.8e-6) * 1e6, 1e-3);
+    ck_assert_double_eq_tol(c.tflops, 2 * f / (math + 6.8e-6) / 1e12, 1e-3);
+    ck_assert_str_eq(c.bound, "compute");
+    const char *bwd[] = {"kernel", "attention",      "1",     "132", "1024",       "128",
+                         "--gpu",  "H100-SXM5-80GB", "--csv", "-",   "--backward", NULL};
+    c = kernel_csv(bwd);
+    ck_assert_str_eq(c.op, "attention-bwd");
+    ck_assert(2 * 8 * q + lse < math * 2.5 / 0.79 * BW);
+    ck_assert_double_eq_tol(c.time_us, (math * 2.5 / 0.79 + 6.8e-6) * 1e6, 1e-3);
+    ck_assert_str_eq(c.bound, "compute");
+}
+END_TEST
+
+/* --csv FILE writes the same header and row as --csv - (nothing on stdout). */
+START_TEST(csv_to_a_file)
+{
+    char *dir = make_tmpdir();
+    char *out = tmp_path(dir, "k.csv");
+    const char *args[] = {"kernel",         "elementwise", "1Mi", "--gpu",
+                          "H100-SXM5-80GB", "--csv",       out,   NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_str_eq(r.out, "");
+    char *text = slurp(out, NULL);
+    ck_assert_str_eq(text, "op,shape,dtype,gpu,time_us,tflops,gbps,tile,waves,bound\n"
+                           "elementwise,1048576,bf16,H100-SXM5-80GB,8.8,0,119.156,-,-,"
+                           "launch\n");
+    free(text);
+    free(out);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* Usage errors exit 1 naming what is wrong. */
 START_TEST(kernel_usage_errors)
 {
@@ -118,7 +170,15 @@ START_TEST(kernel_usage_errors)
     } bad[] = {
         {{"kernel", "conv", "1", "--gpu", "H100-SXM5-80GB", NULL}, "unknown kernel 'conv'"},
         {{"kernel", "gemm", "1", "2", "--gpu", "H100-SXM5-80GB", NULL}, "gemm needs M N K"},
-        {{"kernel", "gemm", "1", "0", "3", "--gpu", "H100-SXM5-80GB", NULL}, "bad size '0'"},
+        {{"kernel", "gemm", "1", "0", "3", "--gpu", "H100-SXM5-80GB", NULL}, "bad N '0'"},
+        {{"kernel", "gemm", "1e3", "2", "3", "--gpu", "H100-SXM5-80GB", NULL}, "bad M '1e3'"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "H100-SXM5-80GB", "--warp-mma", NULL},
+         "an attention kernel's option"},
+        {{"kernel", "attention", "1", "2", "64", "64", "--gpu", "B200-SXM-180GB", "--warp-mma",
+          NULL},
+         "has no warp_mma_fraction"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "H100-SXM5-80GB", "--csv", "/dev/full", NULL},
+         "--csv: cannot write /dev/full"},
         {{"kernel", "gemm", "1", "2", "3", NULL}, "kernel needs --gpu"},
         {{"kernel", "gemm", "1", "2", "3", "--gpu", "NOPE", NULL}, "no device 'NOPE'"},
         {{"kernel", "gemm", "1", "2", "3", "--gpu", "A100-SXM4-80GB", "--dtype", "fp8", NULL},
@@ -173,6 +233,8 @@ int main(void)
                                   norm_is_memory_bound,
                                   skinny_gemm_is_memory_bound,
                                   square_gemm_is_compute_bound,
+                                  attention_by_hand,
+                                  csv_to_a_file,
                                   kernel_usage_errors,
                                   text_output,
                                   NULL};

@@ -189,7 +189,11 @@ typedef struct workload_op {
     int kernels;      /* kernel launches in forward (backward assumed 2x) */
     int cuda_kernels; /* 1: `kernels` counts CUDA kernels (ops written kernel by kernel, as
                          DLRM's); 0: modelled kernels of Megatron's fused graph, about 2.5 CUDA
-                         kernels each (sim/cost/cost.c) */
+                         kernels each (sim/cost/cost.c). The transformer graph's ops stay 0 under
+                         `kernels: eager` too: their counts leave out the small ops such models
+                         also run (views made contiguous, casts, masks), which the 2.5 stands
+                         for; counted as CUDA kernels, NeuSight's eager rows go from 6.0% to
+                         8.3% (session 38, docs/accuracy.md) */
     int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
     /* Op-level selective checkpointing (`recompute: op`, torchtitan's `selective_ac_option =
      * "op"`; layer ops of dense llama models): the share of the op's forward run again in

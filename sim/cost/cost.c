@@ -358,6 +358,14 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
     return gemm_time + memory_seconds(fmax(bytes - gemm_traffic, 0.0), dev);
 }
 
+double cost_attention_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                                     const device_spec *dev)
+{
+    check_device(dev);
+    assert(op && op->kind == OP_ATTENTION && op->batch > 0 && op->m > 0 && op->k > 0);
+    return attention_seconds(op, pass, prec, dev);
+}
+
 double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
                               const device_spec *dev)
 {

@@ -73,6 +73,11 @@ typedef struct gemm_tiling {
 } gemm_tiling;
 gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
                              const device_spec *dev);
+/* One attention op's work in one pass (batch, m = n = sequence, k = head dim; fused or not):
+ * its GEMMs' math and, fused, its own traffic, whichever is longer; unfused, the scores' traffic
+ * added. Without the shortest-kernel floor and the per-kernel costs cost_op_kernel_seconds adds. */
+double cost_attention_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
+                                     const device_spec *dev);
 /* The peak a GEMM of this precision runs against: the tensor-core peak, or the fp32 SIMT one
  * where the GPU has no units for it. */
 double cost_gemm_peak_flops(precision_t prec, const device_spec *dev);
