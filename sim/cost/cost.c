@@ -458,3 +458,8 @@ double cost_kernel_launch_seconds(void)
 {
     return COST_KERNEL_LAUNCH_SECONDS;
 }
+
+double cost_cuda_kernel_launch_seconds(void)
+{
+    return COST_KERNEL_LAUNCH_SECONDS / COST_CUDA_KERNELS_PER_MODELLED;
+}

@@ -48,8 +48,11 @@ double cost_cuda_kernel_gpu_overhead_seconds(void);
 /* Host seconds to issue one collective or point-to-point call. */
 double cost_comm_call_seconds(void);
 
-/* Seconds per kernel launch (CPU side, exposed when kernels are short). */
+/* Seconds per kernel launch (CPU side, exposed when kernels are short): per modelled kernel of
+ * the transformer graph (about 2.5 PyTorch ops). */
 double cost_kernel_launch_seconds(void);
+/* The same for one PyTorch op issuing one CUDA kernel (FSDP's copies): 60 us / 2.5 = 24 us. */
+double cost_cuda_kernel_launch_seconds(void);
 
 /* Fraction of the GEMM peak (tensor-core peak of prec, or fp32 SIMT where the device has no
  * unit for prec) one [batch x] (m x k).(k x n) kernel reaches: base x tile quantization x

@@ -50,7 +50,7 @@ static void compute_copies(compile_ctx *cx, int p, task_category cat, const char
                            double bytes, int mb, uint32_t *after)
 {
     int lab = graph_label(cx->g, label);
-    double launch = cost_kernel_launch_seconds();
+    double launch = cost_cuda_kernel_launch_seconds(); /* one PyTorch op, one kernel */
     for (int j = 0; j < cx->n_sim; j++) {
         int r = cx->sim_rank[(size_t)p * cx->n_sim + j];
         double gpu = kernel_s(cx, r, bytes);
