@@ -38,6 +38,23 @@ int cli_fail(const ps_error *e)
     return e->code ? e->code : PS_EINTERNAL;
 }
 
+int cli_find_device(const cli_command *c, const char *opt, const char *name, device_table *t,
+                    const device_spec **dev)
+{
+    ps_error err;
+    ps_error_clear(&err);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
+    *dev = NULL;
+    if (device_table_load(path, t, &err))
+        return cli_fail(&err);
+    *dev = device_table_find(t, name);
+    if (*dev)
+        return 0;
+    device_table_free(t);
+    return cli_usage_error(c, "%s: no device '%s' in %s", opt, name, path);
+}
+
 int cli_parse_int(const char *s, int *out)
 {
     return ps_parse_count(s, out);

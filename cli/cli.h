@@ -82,6 +82,12 @@ int cli_parse_size(const char *s, double *out);
  * error naming opt. */
 int cli_parse_algo(const cli_command *c, const char *opt, const char *v, coll_algo *out);
 
+/* The GPU `name` given with option `opt` of c, from topology/devices/devices.yaml: loads the
+ * table into *t and points *dev at the entry; 0. Else the table's error, or the usage error
+ * "OPT: no device 'NAME' in PATH", is printed and returned (*t is then freed). */
+int cli_find_device(const cli_command *c, const char *opt, const char *name, device_table *t,
+                    const device_spec **dev);
+
 /* The usage error "OPT: bad WHAT 'V' (expected EXPECTED)"; returns PS_EINPUT. */
 int cli_bad_value(const cli_command *c, const char *opt, const char *what, const char *v,
                   const char *expected);

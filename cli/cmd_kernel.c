@@ -295,16 +295,11 @@ static int kernel_main(int argc, char **argv)
         return PS_EINPUT;
     if (!a.gpu)
         return cli_usage_error(&cli_kernel, "kernel needs --gpu");
-    ps_error err;
-    ps_error_clear(&err);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
-    if (device_table_load(path, &t, &err))
-        return cli_fail(&err);
-    const device_spec *d = device_table_find(&t, a.gpu);
-    int rc = d ? run_kernel(&a, kind, x, d)
-               : cli_usage_error(&cli_kernel, "--gpu: no device '%s' in %s", a.gpu, path);
+    const device_spec *d;
+    if (cli_find_device(&cli_kernel, "--gpu", a.gpu, &t, &d))
+        return PS_EINPUT;
+    int rc = run_kernel(&a, kind, x, d);
     device_table_free(&t);
     return rc;
 }

@@ -141,21 +141,16 @@ static int lookup_main(int argc, char **argv)
         prc = lookup_table(&a, &e);
     if (prc)
         return cli_exit_code(prc);
-    ps_error err;
-    ps_error_clear(&err);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     device_table t;
-    if (device_table_load(path, &t, &err))
-        return cli_fail(&err);
-    const device_spec *dev = device_table_find(&t, a.device);
+    const device_spec *dev;
+    if (cli_find_device(&cli_lookup, "--device", a.device, &t, &dev))
+        return PS_EINPUT;
     int rc = 0;
-    if (!dev)
-        rc = cli_usage_error(&cli_lookup, "--device: no device '%s' in %s", a.device, path);
-    else if (dev->l2_bytes <= 0)
+    if (dev->l2_bytes <= 0)
         rc = cli_usage_error(&cli_lookup,
-                             "--device: %s has no l2_mib in %s (the lookup's cache rule needs it)",
-                             a.device, path);
+                             "--device: %s has no l2_mib in topology/devices/devices.yaml (the "
+                             "lookup's cache rule needs it)",
+                             a.device);
     if (rc) {
         device_table_free(&t);
         return rc;

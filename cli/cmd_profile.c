@@ -51,21 +51,6 @@ static const cli_option profile_options[] = {
     {0},
 };
 
-/* --device against the device table: 0, or PS_EINPUT after a usage error. */
-static int check_device(const char *name, ps_error *err)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
-    device_table t;
-    if (device_table_load(path, &t, err))
-        return err->code;
-    int known = device_table_find(&t, name) != NULL;
-    device_table_free(&t);
-    if (!known)
-        return cli_usage_error(&cli_profile, "--device: no GPU named '%s' in %s", name, path);
-    return 0;
-}
-
 static int profile_main(int argc, char **argv)
 {
     profile_args a;
@@ -78,10 +63,15 @@ static int profile_main(int argc, char **argv)
         prc = cli_usage_error(&cli_profile, "profile needs -o OPS.json");
     if (prc)
         return cli_exit_code(prc);
+    if (a.device) { /* a GPU of the device table */
+        device_table t;
+        const device_spec *d;
+        if (cli_find_device(&cli_profile, "--device", a.device, &t, &d))
+            return PS_EINPUT;
+        device_table_free(&t);
+    }
     ps_error err;
     ps_error_clear(&err);
-    if (a.device && check_device(a.device, &err))
-        return err.code ? cli_fail(&err) : PS_EINPUT;
     profile_db db;
     trace_profile_info info;
     if (trace_profile_build(a.traces, a.n_traces, a.device, &db, &info, &err))

@@ -93,7 +93,7 @@ START_TEST(profile_usage_errors)
     run_free(&r);
     const char *b[] = {"profile", trace, "-o", ops, "--device", "H100", NULL};
     r = run_protosim(dir, b);
-    const char *n2[] = {"--device: no GPU named 'H100'", NULL};
+    const char *n2[] = {"--device: no device 'H100'", NULL};
     expect_bad_input(&r, n2);
     run_free(&r);
     ck_assert_ptr_null(slurp(ops, NULL));
