@@ -121,12 +121,7 @@ void workload_op_gemm_slice(const workload_op *op, double share, workload_op *ou
 {
     assert(op->kind == OP_GEMM && share > 0 && share <= 1);
     *out = *op;
-    gemm_reshape(out, op->m, op->n * share, op->k);
-    out->fwd_flops *= share;
-    out->bwd_flops *= share;
-    out->params *= share;
-    out->tied_params *= share;
-    out->act_bytes *= share;
+    shard_gemm(out, 1.0 / share, 1); /* a column split over 1 / share ranks, rank 0's part */
 }
 
 const workload_op *workload_op_sac_part(const workload_op *op, workload_op *tmp)

@@ -37,15 +37,16 @@
     1048576 /* micro-batches x model chunks (pipeline x virtual
                                           stages): the pipeline schedule's units of work */
 #define PS_MAX_RANK_UNITS                                                                          \
-    16777216                          /* GPUs x micro-batches x virtual stages: the compiler's
+    16777216                           /* GPUs x micro-batches x virtual stages: the compiler's
                                           per-rank tables (24 bytes each) */
-#define PS_MAX_SWEEP_PLANS 1000000    /* combinations of a sweep (constraints.max_plans) */
-#define PS_MAX_AXIS_VALUES 1024       /* values of one sweep axis */
-#define PS_MAX_YAML_DEPTH  64         /* nested mappings and lists in a YAML file */
-#define PS_MAX_YAML_BYTES  16777216   /* size of a YAML file (16 MiB) */
-#define PS_MAX_JOBS        1024       /* sweep -j */
-#define PS_MAX_MERGE_BYTES 1073741824 /* size of one merge input file (1 GiB) */
-#define PS_MAX_BYTES       1e18       /* a byte count on the command line (--sizes): 1 EB */
+#define PS_MAX_SWEEP_PLANS  1000000    /* combinations of a sweep (constraints.max_plans) */
+#define PS_MAX_AXIS_VALUES  1024       /* values of one sweep axis */
+#define PS_MAX_YAML_DEPTH   64         /* nested mappings and lists in a YAML file */
+#define PS_MAX_YAML_BYTES   16777216   /* size of a YAML file (16 MiB) */
+#define PS_MAX_JOBS         1024       /* sweep -j */
+#define PS_MAX_MERGE_BYTES  1073741824 /* size of one merge input file (1 GiB) */
+#define PS_MAX_BYTES        1e18       /* a byte count on the command line (--sizes): 1 EB */
+#define PS_MAX_TRACE_DUR_US 1e12       /* a profiler event's dur (us): 11.6 days */
 
 /* Where an operand came from, for the error: the file, the value's location and its field. */
 typedef struct ps_where {

@@ -384,9 +384,7 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
                              : roofline_seconds(op->bwd_flops, op->bwd_bytes,
                                                 dev->peak_flops[PREC_FP32], COST_VECTOR_EFF, dev);
     double kernels = cost_op_kernels(op, pass);
-    double overhead = op->cuda_kernels ? cost_cuda_kernel_gpu_overhead_seconds()
-                                       : COST_KERNEL_GPU_OVERHEAD_SECONDS;
-    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * overhead;
+    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * cost_op_gpu_overhead_seconds(op);
     assert(t >= 0 && isfinite(t));
     return t;
 }
@@ -447,6 +445,12 @@ double cost_kernel_gpu_overhead_seconds(void)
 double cost_cuda_kernel_gpu_overhead_seconds(void)
 {
     return COST_KERNEL_GPU_OVERHEAD_SECONDS / COST_CUDA_KERNELS_PER_MODELLED;
+}
+
+double cost_op_gpu_overhead_seconds(const workload_op *op)
+{
+    return op->cuda_kernels ? cost_cuda_kernel_gpu_overhead_seconds()
+                            : COST_KERNEL_GPU_OVERHEAD_SECONDS;
 }
 
 double cost_comm_call_seconds(void)

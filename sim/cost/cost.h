@@ -44,6 +44,8 @@ double cost_kernel_gpu_overhead_seconds(void);
 /* The same for one CUDA kernel, where an op's kernels are counted one by one (DLRM's ops,
  * FBGEMM's TBE, FSDP's copies): the modelled kernel's share, 17 us / 2.5 = 6.8 us. */
 double cost_cuda_kernel_gpu_overhead_seconds(void);
+/* The one of the two an op's kernels pay (workload_op.cuda_kernels). */
+double cost_op_gpu_overhead_seconds(const workload_op *op);
 
 /* Host seconds to issue one collective or point-to-point call. */
 double cost_comm_call_seconds(void);

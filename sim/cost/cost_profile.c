@@ -245,9 +245,7 @@ int profile_match_op(const profile_db *db, const workload_model *model, const wo
         double m = op->m, n = op->n, k = op->k;
         double other = measured == 0 ? cost_gemm_kernel_seconds(1, k, n, m, prec, dev)
                                      : cost_gemm_kernel_seconds(1, m, k, n, prec, dev);
-        hit->seconds = hit->entry[measured]->seconds + other +
-                       (op->cuda_kernels ? cost_cuda_kernel_gpu_overhead_seconds()
-                                         : cost_kernel_gpu_overhead_seconds());
+        hit->seconds = hit->entry[measured]->seconds + other + cost_op_gpu_overhead_seconds(op);
     }
     return hit->matched;
 }

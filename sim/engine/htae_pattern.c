@@ -315,6 +315,8 @@ static void build_relays(coll_group *gp)
             double own;
             if (i == j || gp->node[i] != gp->node[j] || direct[(size_t)i * n + j] > 0.0)
                 continue;
+            /* queried again rather than kept for every pair: nothing n x n is held for the
+             * groups that never relay (NVSwitch nodes, nodes of one GPU) */
             route_of(gp->hosts[i], gp->hosts[j], d, &own);
             int best = -1;
             double wide = own;

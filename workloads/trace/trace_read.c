@@ -264,13 +264,13 @@ static int take_event(trace_events *t, const cJSON *e, int idx, const char *path
     const cJSON *dur = cJSON_GetObjectItemCaseSensitive(e, "dur");
     const cJSON *tid = cJSON_GetObjectItemCaseSensitive(e, "tid");
     char f[48];
-    /* a dur is at most 1e12 us (11.6 days): 1e400 parses as inf (fuzzing found it reach the
-     * graph builder) */
+    /* a dur is bounded: 1e400 parses as inf (fuzzing found it reach the graph builder) */
     if (!cJSON_IsString(name) || !cJSON_IsNumber(ts) || !cJSON_IsNumber(dur) ||
-        !(dur->valuedouble >= 0 && dur->valuedouble <= 1e12) || !isfinite(ts->valuedouble))
+        !(dur->valuedouble >= 0 && dur->valuedouble <= PS_MAX_TRACE_DUR_US) ||
+        !isfinite(ts->valuedouble))
         return ps_error_set(err, PS_EINPUT, path, 0, 0, trace_event_field(f, sizeof f, idx),
-                            "a '%s' event needs a name, a ts and a dur from 0 to 1e12 us",
-                            cat->valuestring);
+                            "a '%s' event needs a name, a ts and a dur from 0 to %g us",
+                            cat->valuestring, PS_MAX_TRACE_DUR_US);
     if (check_ids(e, path, idx, err))
         return err->code;
     trace_ev ev = {kind,
