@@ -13,6 +13,11 @@
 int cli_help(const cli_command *c)
 {
     printf("usage:\n%s\n%s", c->synopsis, c->details);
+    fputs("options of every subcommand:\n"
+          "  --devices FILE      GPUs from FILE, a YAML list in devices.yaml's schema, over the\n"
+          "                      bundled table: an entry replaces the GPU of its name or adds one\n"
+          "                      (repeatable; also PROTOSIM_DEVICES=FILE[:FILE...])\n",
+          stdout);
     return 0;
 }
 
@@ -43,16 +48,16 @@ int cli_find_device(const cli_command *c, const char *opt, const char *name, dev
 {
     ps_error err;
     ps_error_clear(&err);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
     *dev = NULL;
-    if (device_table_load(path, t, &err))
+    if (device_table_load_all(NULL, t, &err))
         return cli_fail(&err);
     *dev = device_table_find(t, name);
     if (*dev)
         return 0;
     device_table_free(t);
-    return cli_usage_error(c, "%s: no device '%s' in %s", opt, name, path);
+    char sources[1200];
+    device_table_sources(sources, sizeof sources);
+    return cli_usage_error(c, "%s: no device '%s' in %s", opt, name, sources);
 }
 
 int cli_parse_int(const char *s, int *out)

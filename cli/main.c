@@ -1,6 +1,7 @@
 /* main.c: the protosim command: picks the subcommand (cmd_*.c parse their own arguments and
  * answer --help), prints the overview, the version, and returns the exit code. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -30,8 +31,65 @@ static void overview(FILE *f)
         f);
 }
 
+/* `--devices FILE` (or --devices=FILE), an option of every subcommand: taken out of argv, the
+ * file is appended to PROTOSIM_DEVICES, where every device-table load reads it
+ * (device_table_load_all) and sweep's workers inherit it. Arguments after "--" are left alone.
+ * 0, or PS_EINPUT after a usage error. */
+static int take_devices_option(int *argc, char **argv)
+{
+    int out = 2;
+    for (int i = 2; i < *argc; i++) {
+        const char *a = argv[i], *file = NULL;
+        if (!strcmp(a, "--")) {
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (!strcmp(a, "--devices")) {
+            if (i + 1 >= *argc || !argv[i + 1][0]) {
+                fprintf(stderr, "protosim: error: --devices needs a file\n");
+                return PS_EINPUT;
+            }
+            file = argv[++i];
+        } else if (!strncmp(a, "--devices=", 10)) {
+            file = a + 10;
+            if (!file[0]) {
+                fprintf(stderr, "protosim: error: --devices needs a file\n");
+                return PS_EINPUT;
+            }
+        }
+        if (!file) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (strchr(file, ':')) {
+            fprintf(stderr,
+                    "protosim: error: --devices %s: a device file's name may not hold ':' "
+                    "(PROTOSIM_DEVICES separates files with it)\n",
+                    file);
+            return PS_EINPUT;
+        }
+        const char *old = getenv("PROTOSIM_DEVICES");
+        size_t len = (old ? strlen(old) : 0) + strlen(file) + 2;
+        char *list = malloc(len);
+        if (!list)
+            return PS_EINTERNAL;
+        snprintf(list, len, "%s%s%s", old && *old ? old : "", old && *old ? ":" : "", file);
+        int rc = setenv("PROTOSIM_DEVICES", list, 1);
+        free(list);
+        if (rc)
+            return PS_EINTERNAL;
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    int rc = take_devices_option(&argc, argv);
+    if (rc)
+        return rc;
     if (argc < 2) {
         overview(stderr);
         return PS_EINPUT;

@@ -4,16 +4,16 @@
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
 _protosim_commands="run replay compare profile cluster collective sweep merge lookup kernel help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --help -h"
-_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --help -h"
-_protosim_opts_compare="--cluster --json --csv --quiet -q --help -h"
-_protosim_opts_profile="-o --output --device --quiet -q --help -h"
-_protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --help -h"
-_protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --help -h"
-_protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --help -h"
-_protosim_opts_merge="--top --csv --json --plot --progress --no-progress --help -h"
-_protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --help -h"
-_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --csv --help -h"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --devices --help -h"
+_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --devices --help -h"
+_protosim_opts_compare="--cluster --json --csv --quiet -q --devices --help -h"
+_protosim_opts_profile="-o --output --device --quiet -q --devices --help -h"
+_protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --devices --help -h"
+_protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --devices --help -h"
+_protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --devices --help -h"
+_protosim_opts_merge="--top --csv --json --plot --progress --no-progress --devices --help -h"
+_protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --devices --help -h"
+_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --csv --devices --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()
@@ -40,6 +40,7 @@ _protosim()
     shopt -s extglob
     case $prev in
     --cluster) _protosim_files "$cur" "xml|yaml|yml"; return ;;
+    --devices) _protosim_files "$cur" "yaml|yml"; return ;;
     --from-hwloc) _protosim_files "$cur" xml; return ;;
     --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
     --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;

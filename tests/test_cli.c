@@ -792,6 +792,9 @@ static int help_options(const char *dir, const char *cmd, char names[][32], int 
     run_result r = run_protosim(dir, args);
     expect_exit(&r, 0);
     int n = 0, depth = 0; /* in parentheses: prose, e.g. merge's "(written by sweep --shard K/N)" */
+    char *common = strstr(r.out, "options of every subcommand:\n");
+    ck_assert_msg(common != NULL, "%s --help lists no options of every subcommand", cmd);
+    *common = '\0'; /* those are checked once, in their own man page section */
     for (const char *p = r.out; *p; p++) {
         depth += (*p == '(') - (*p == ')');
         if (*p != '-' || depth > 0 || (p > r.out && !strchr(" [|,", p[-1])) || !word_char(p[1]))
@@ -827,6 +830,10 @@ START_TEST(man_page_and_completion_cover_every_option)
         ck_assert_ptr_nonnull(strstr(man, env));
     }
     ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_DATA_DIR"));
+    ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_DEVICES"));
+    const char *every = strstr(man, ".SH OPTIONS OF EVERY SUBCOMMAND\n");
+    ck_assert_ptr_nonnull(every);
+    ck_assert(has_word(every, (size_t)(strstr(every + 1, "\n.SH") - every), "--devices"));
     ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_SIMGRID_LOG"));
     const char *cmds = strstr(comp, "_protosim_commands=\"");
     ck_assert_ptr_nonnull(cmds);
@@ -847,6 +854,7 @@ START_TEST(man_page_and_completion_cover_every_option)
         size_t comp_n = (size_t)(strchr(c, '"') - c);
         char names[64][32];
         int n = help_options(dir, name, names, 64);
+        ck_assert_msg(has_word(c, comp_n, "--devices"), "completion for %s lacks --devices", name);
         ck_assert_msg(n >= 3, "%s --help: only %d options found", name, n);
         for (int i = 0; i < n; i++) {
             ck_assert_msg(has_word(s, man_n, names[i]), "man page section %s lacks %s", name,

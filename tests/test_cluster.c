@@ -126,7 +126,7 @@ START_TEST(devices_bad_key)
     ps_error err;
     ps_error_clear(&err);
     ck_assert_int_eq(device_table_load(path, &t, &err), PS_EINPUT);
-    ck_assert_int_eq(err.line, 11);
+    ck_assert_int_eq(err.line, 12);
     ck_assert_int_eq(err.column, 3);
     ck_assert_str_eq(err.field, "fp32_tflop");
     ck_assert_ptr_null(t.specs);
@@ -540,10 +540,81 @@ START_TEST(generate_rejects_bad_groups)
 }
 END_TEST
 
+/* text written to a new temporary file; its name into path. */
+static void temp_file(char *path, size_t cap, const char *text)
+{
+    snprintf(path, cap, "/tmp/protosim_test_dev_XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* PROTOSIM_DEVICES: its files go over the bundled table in order, empty pieces skipped. One
+ * replaces the H100's HBM figure, the other adds a Hopper GPU that gives no fitted figure: it
+ * takes its architecture's (Hopper's GEMM base 0.715, warp-MMA share 0.52, NCCL launch 22 us,
+ * step 0, NVLink 0.795, NVLS 0.69). */
+START_TEST(devices_user_files)
+{
+    char a[64], b[64], list[200];
+    temp_file(a, sizeof a,
+              "- name: H100-SXM5-80GB\n  architecture: hopper\n  fp32_tflops: 66.9\n"
+              "  tf32_tflops: 494.7\n  fp16_tflops: 989.4\n  bf16_tflops: 989.4\n"
+              "  hbm_gbps: 4000\n  hbm_gib: 80\n  sms: 132\n");
+    temp_file(b, sizeof b,
+              "- name: MY-HOPPER\n  architecture: hopper\n  fp32_tflops: 50\n"
+              "  tf32_tflops: 400\n  fp16_tflops: 800\n  bf16_tflops: 800\n"
+              "  hbm_gbps: 2000\n  hbm_gib: 64\n  sms: 114\n");
+    snprintf(list, sizeof list, "%s::%s", a, b);
+    device_table bundled, t;
+    ps_error err;
+    ps_error_clear(&err);
+    unsetenv("PROTOSIM_DEVICES");
+    ck_assert_int_eq(device_table_load_all(NULL, &bundled, &err), 0);
+    setenv("PROTOSIM_DEVICES", list, 1);
+    ck_assert_int_eq(device_table_load_all(NULL, &t, &err), 0);
+    ck_assert_int_eq(t.n, bundled.n + 1);
+    ck_assert_double_eq_tol(device_table_find(&t, "H100-SXM5-80GB")->hbm_bw, 4000e9, 1);
+    ck_assert_double_eq_tol(device_table_find(&bundled, "H100-SXM5-80GB")->hbm_bw, 3350e9, 1);
+    const device_spec *h = device_table_find(&t, "MY-HOPPER");
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(h->arch, ARCH_HOPPER);
+    ck_assert_int_eq(h->sms, 114);
+    ck_assert_double_eq(h->gemm_efficiency, 0.715);
+    ck_assert_double_eq(h->warp_mma_fraction, 0.52);
+    ck_assert_double_eq_tol(h->coll_launch_s, 22e-6, 1e-12);
+    ck_assert_double_eq(h->coll_step_s, 0.0);
+    ck_assert_double_eq(h->coll_efficiency, 0.795);
+    ck_assert_double_eq(h->nvls_efficiency, 0.69);
+    const device_spec *l = device_table_find(&t, "L40S"); /* Ada: no fitted GEMM base */
+    ck_assert_int_eq(l->arch, ARCH_ADA);
+    ck_assert_double_eq(l->gemm_efficiency, 0.0);
+    ck_assert_double_eq(l->warp_mma_fraction, 1.0);
+    ck_assert_double_eq(l->coll_launch_s, -1.0);
+    char sources[400], want[400];
+    device_table_sources(sources, sizeof sources);
+    snprintf(want, sizeof want, "topology/devices/devices.yaml, %s, %s", a, b);
+    ck_assert_str_eq(sources, want);
+    device_table_free(&t);
+    device_table_free(&bundled);
+
+    setenv("PROTOSIM_DEVICES", "/nonexistent/devices.yaml", 1);
+    ck_assert_int_eq(device_table_load_all(NULL, &t, &err), PS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.file, "/nonexistent/devices.yaml"));
+    ck_assert_ptr_null(t.specs);
+    unsetenv("PROTOSIM_DEVICES");
+    unlink(a);
+    unlink(b);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
-    const TTest *const devices_tests[] = {devices_bundled, devices_bad_key, NULL};
+    const TTest *const devices_tests[] = {devices_bundled, devices_bad_key, devices_user_files,
+                                          NULL};
     suite_add_tests(s, "devices", 0, devices_tests);
     const TTest *const load_tests[] = {
         dgx4_loads,   rank_property_order, natural_name_order, malformed_xml,

@@ -107,7 +107,7 @@ START_TEST(device_fp8_peaks)
     ck_assert_int_ge(fd, 0);
     FILE *f = fdopen(fd, "w");
     fputs("- name: X\n  fp32_tflops: 1\n  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
-          "  fp8_tflops: -2\n  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n",
+          "  fp8_tflops: -2\n  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n  architecture: hopper\n",
           f);
     fclose(f);
     ck_assert_int_eq(device_table_load(tmp, &t, &err), PS_EINPUT);
@@ -122,7 +122,7 @@ START_TEST(device_fp8_peaks)
     ck_assert_int_ge(fd, 0);
     f = fdopen(fd, "w");
     fputs("- name: X\n  fp32_tflops: 1\n  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
-          "  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n  gemm_efficiency: 1.5\n",
+          "  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n  gemm_efficiency: 1.5\n  architecture: hopper\n",
           f);
     fclose(f);
     ps_error_clear(&err);

@@ -227,6 +227,91 @@ START_TEST(text_output)
 }
 END_TEST
 
+/* A device file in tmpdir dir: its path (the caller frees it). */
+static char *device_file(const char *dir, const char *name, const char *text)
+{
+    char *path = tmp_path(dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* An Ada card nobody bundled, 4 SMs, 10 TFLOP/s fp16/bf16 and 1000 GB/s, given only by its
+ * datasheet figures. A (256 x 4096).(4096 x 256) bf16 GEMM: 128 x 128 tiles, 4 tiles on the 4 SMs,
+ * one full wave; the tensor-core base is the cost model's default 0.73 (Ada has no fitted figure
+ * of its own), times the K depth 4096 / (4096 + 64): 536,870,912 FLOP at 10e12 x 0.71877 =
+ * 74.69 us, over the memory time (4,325,376 B at 620 GB/s = 6.98 us), + 6.8 us. A second file
+ * naming the same GPU with twice the peak replaces it (later files win): 37.35 + 6.8 us. */
+#define TINY_ADA                                                                                   \
+    "- name: TINY-ADA\n  architecture: ada\n  fp32_tflops: 1\n  tf32_tflops: 5\n"                  \
+    "  hbm_gbps: 1000\n  hbm_gib: 8\n  sms: 4\n"
+START_TEST(a_gpu_given_only_by_its_datasheet)
+{
+    char *dir = make_tmpdir();
+    char *one = device_file(dir, "one.yaml", TINY_ADA "  fp16_tflops: 10\n  bf16_tflops: 10\n");
+    char *two = device_file(dir, "two.yaml", TINY_ADA "  fp16_tflops: 20\n  bf16_tflops: 20\n");
+    const double flop = 2.0 * 256 * 256 * 4096, eff = 0.73 * 4096 / (4096 + 64);
+    const char *args[] = {"kernel",   "gemm",  "256", "256",       "4096", "--gpu",
+                          "TINY-ADA", "--csv", "-",   "--devices", one,    NULL};
+    csv_row c = kernel_csv(args);
+    ck_assert_str_eq(c.gpu, "TINY-ADA");
+    ck_assert_str_eq(c.tile, "128x128");
+    ck_assert_str_eq(c.waves, "1");
+    ck_assert_str_eq(c.bound, "compute");
+    ck_assert_double_eq_tol(c.time_us, flop / (10e12 * eff) * 1e6 + 6.8, 1e-3);
+    char eq[600];
+    snprintf(eq, sizeof eq, "--devices=%s", two);
+    const char *both[] = {"kernel", "gemm", "256",       "256", "4096", "--gpu", "TINY-ADA",
+                          "--csv",  "-",    "--devices", one,   eq,     NULL};
+    c = kernel_csv(both);
+    ck_assert_double_eq_tol(c.time_us, flop / (20e12 * eff) * 1e6 + 6.8, 1e-3);
+    free(one);
+    free(two);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* A device file's mistakes are input errors naming the file, the line and the key; so are
+ * --devices without a file and an unknown architecture. */
+START_TEST(device_file_errors)
+{
+    char *dir = make_tmpdir();
+    char *no_sms = device_file(dir, "no_sms.yaml",
+                               "- name: X\n  architecture: ada\n  fp32_tflops: 1\n"
+                               "  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
+                               "  hbm_gbps: 1\n  hbm_gib: 1\n");
+    char *bad_arch =
+        device_file(dir, "arch.yaml", "- name: X\n  architecture: kepler\n  fp32_tflops: 1\n");
+    char *no_arch = device_file(dir, "noarch.yaml", "- name: X\n  fp32_tflops: 1\n");
+    struct {
+        const char *args[12];
+        const char *needle[3];
+    } bad[] = {
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", no_sms, NULL},
+         {"no_sms.yaml:1", "lacks sms", NULL}},
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", bad_arch, NULL},
+         {"arch.yaml:2", "architecture", NULL}},
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", no_arch, NULL},
+         {"noarch.yaml:1", "lacks architecture", NULL}},
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", NULL},
+         {"--devices needs a file", NULL}},
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", "nowhere.yaml", NULL},
+         {"nowhere.yaml", NULL}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        run_result r = run_protosim(dir, bad[i].args);
+        expect_bad_input(&r, bad[i].needle);
+        run_free(&r);
+    }
+    free(no_sms);
+    free(bad_arch);
+    free(no_arch);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {elementwise_pays_the_launch_floor,
@@ -237,6 +322,8 @@ int main(void)
                                   csv_to_a_file,
                                   kernel_usage_errors,
                                   text_output,
+                                  a_gpu_given_only_by_its_datasheet,
+                                  device_file_errors,
                                   NULL};
     return suite_run(suite_of("kernel_cli", "kernel_cli", 120, tests));
 }

@@ -429,7 +429,8 @@ START_TEST(device_numbers_are_plain)
         char text[512];
         snprintf(text, sizeof text,
                  "- {name: G, fp32_tflops: 1, tf32_tflops: 1, fp16_tflops: 1, bf16_tflops: 1,\n"
-                 "   hbm_gbps: 1, hbm_gib: 1, sms: 1, nccl_launch_us: %s}\n",
+                 "   hbm_gbps: 1, hbm_gib: 1, sms: 1, nccl_launch_us: %s,\n"
+                 "   architecture: volta}\n",
                  values[i]);
         char *path = write_file(dir, "devices.yaml", text);
         device_table t;

@@ -370,7 +370,7 @@ START_TEST(refused_specs)
     const cluster *c = dgx4();
     whatif_effect e;
     const char *specs[] = {"device:V200"};
-    const char *says[] = {"not a GPU of topology/devices/devices.yaml"};
+    const char *says[] = {"not a GPU of the device table"};
     for (int i = 0; i < 1; i++) {
         whatif_spec s;
         ps_error_clear(&err);

@@ -561,7 +561,7 @@ START_TEST(warp_mma_needs_the_device_figure)
     model_write_temp(dpath, sizeof dpath, "dev",
                      "- name: X\n  fp32_tflops: 1\n  tf32_tflops: 1\n  fp16_tflops: 1\n"
                      "  bf16_tflops: 1\n  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n"
-                     "  warp_mma_fraction: 1.2\n");
+                     "  warp_mma_fraction: 1.2\n  architecture: ampere\n");
     ps_error_clear(&err);
     ck_assert_int_eq(device_table_load(dpath, &t, &err), PS_EINPUT);
     unlink(dpath);

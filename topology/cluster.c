@@ -365,14 +365,11 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
 {
     memset(out, 0, sizeof *out);
     snprintf(out->file, sizeof out->file, "%s", platform_path);
-    char devices_path[1024];
-    snprintf(devices_path, sizeof devices_path, "%s/topology/devices/devices.yaml",
-             data_dir && *data_dir ? data_dir : ps_data_dir());
 
     if (cluster_desc_sniff(platform_path)) {
         cluster_desc *d;
         int rc = cluster_desc_load(platform_path, &d, err);
-        if (!rc && (rc = device_table_load(devices_path, &out->devices, err)))
+        if (!rc && (rc = device_table_load_all(data_dir, &out->devices, err)))
             cluster_desc_free(d);
         if (!rc)
             rc = load_description(d, out, err);
@@ -388,7 +385,7 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
     if (rc)
         return rc;
     load_ctx lc = {platform_path, scan};
-    rc = device_table_load(devices_path, &out->devices, err);
+    rc = device_table_load_all(data_dir, &out->devices, err);
     if (!rc)
         rc = load_platform(&lc, err);
     if (!rc)

@@ -10,9 +10,29 @@
 #include "../sim/base/vocab.h"
 #include "node_model.h"
 
+/* A GPU's architecture (devices.yaml `architecture`): the generation whose fitted figures a
+ * device entry takes where it gives none of its own (devices.c's table) and whose per-generation
+ * kernel-model parameters the cost model uses. */
+typedef enum gpu_arch {
+    ARCH_PASCAL,
+    ARCH_VOLTA,
+    ARCH_TURING,
+    ARCH_AMPERE,
+    ARCH_ADA,
+    ARCH_HOPPER,
+    ARCH_BLACKWELL,
+    ARCH_CDNA1,
+    ARCH_CDNA2,
+    ARCH_CDNA3,
+    ARCH_COUNT
+} gpu_arch;
+
+extern const enum_names gpu_arch_names; /* "pascal", "volta", ... as devices.yaml spells them */
+
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {
     char name[48];
+    gpu_arch arch;
     double peak_flops[PREC_COUNT]; /* FLOP/s indexed by precision_t: FP32, TF32, FP16, BF16,
                                       FP8 (0: no FP8 tensor cores) */
     double hbm_bw;                 /* bytes/s */
@@ -46,11 +66,20 @@ typedef struct device_table {
     int n;
 } device_table;
 
-/* Load a device table (YAML list of mappings with keys name, fp32_tflops, tf32_tflops,
- * fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional fp8_tflops,
+/* Load a device table (YAML list of mappings with keys name, architecture, fp32_tflops,
+ * tf32_tflops, fp16_tflops, bf16_tflops, hbm_gbps, hbm_gib or hbm_gb, sms; optional fp8_tflops,
  * nccl_launch_us, nccl_step_us, nvlink_efficiency, nvls_efficiency, gemm_efficiency,
- * sgemm_efficiency, warp_mma_fraction, l2_mib). */
+ * sgemm_efficiency, warp_mma_fraction, l2_mib). An optional figure the entry does not give is
+ * its architecture's (devices.c), where the architecture has one. */
 int device_table_load(const char *path, device_table *out, ps_error *err);
+/* The table every command uses: data_dir's topology/devices/devices.yaml (ps_data_dir() when
+ * data_dir is NULL or empty), then each file PROTOSIM_DEVICES names (colon-separated, in order;
+ * `protosim ... --devices FILE` appends to it): an entry of such a file replaces the entry of
+ * its name or adds one. Errors name the file, line and key. */
+int device_table_load_all(const char *data_dir, device_table *out, ps_error *err);
+/* Where device_table_load_all reads ("topology/devices/devices.yaml and F1, F2"), for messages
+ * that say a GPU is not known. */
+void device_table_sources(char *buf, size_t size);
 const device_spec *device_table_find(const device_table *t, const char *name);
 void device_table_free(device_table *t);
 

@@ -1,8 +1,10 @@
-/* devices.c: the GPU device table (datasheet peaks, HBM, SMs) read from devices.yaml.
- * Every entry must give every figure: a silently missing peak would cost ops at zero speed.
- * fp8_tflops alone is optional: a GPU without it has no FP8 tensor cores, and an fp8 plan on it
- * is refused (strategy_check_devices); so is warp_mma_fraction, without which a warp-mma
- * attention kernel on the GPU is refused. */
+/* devices.c: the GPU device table (datasheet peaks, HBM, SMs, architecture) read from
+ * devices.yaml and the user's files over it. Every entry must give every datasheet figure: a
+ * silently missing peak would cost ops at zero speed. fp8_tflops alone is optional: a GPU without
+ * it has no FP8 tensor cores, and an fp8 plan on it is refused (strategy_check_devices). The
+ * fitted figures (NCCL's, the GEMM efficiencies, warp_mma_fraction) are optional: absent, the
+ * architecture's apply (arch_figures below), and where the architecture has none either, the
+ * cost model's defaults, or a refusal (a warp-mma attention kernel without warp_mma_fraction). */
 #include "cluster.h"
 
 #include <errno.h>
@@ -23,6 +25,7 @@ enum {
     KEY_HBM_GB,
     KEY_SMS,
     KEY_NAME,
+    KEY_ARCH,
     KEY_FP8,            /* optional: FP8 tensor cores */
     KEY_NCCL_LAUNCH_US, /* the optional NCCL figures from here on */
     KEY_NCCL_STEP_US,
@@ -45,6 +48,7 @@ static const char *const device_keys[N_KEYS] = {
     "hbm_gb",
     "sms",
     "name",
+    "architecture",
     "fp8_tflops",
     "nccl_launch_us",
     "nccl_step_us",
@@ -55,6 +59,41 @@ static const char *const device_keys[N_KEYS] = {
     "warp_mma_fraction",
     "l2_mib",
 };
+
+static const char *const arch_name_table[ARCH_COUNT] = {
+    "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna1", "cdna2", "cdna3"};
+const enum_names gpu_arch_names = ENUM_NAMES(arch_name_table);
+
+/* The fitted figures a GPU takes from its architecture when its entry gives none of its own
+ * (-1 or 0: the architecture has none either). Each was fitted on one GPU of the generation and
+ * is carried to the others of it (same SM, same libraries), as the entries did by hand before:
+ * Volta's SGEMM efficiency on the V100-PCIE-32GB's kernels, Ampere's on the A100-PCIE-40GB's
+ * (scripts/fit_kernels); Hopper's tensor-core GEMM efficiency on vidur's H100 timings
+ * (scripts/fit_tensor), its warp-MMA share on h100_attention.csv (scripts/fit_attention) and
+ * NCCL's figures on the 8 x H100 nccl-tests curve (scripts/fit_nccl). Warp-level MMA is the
+ * native tensor-core path from Volta to Ada (1); Blackwell's has not been measured. */
+typedef struct arch_fit {
+    double nccl_launch_us, nccl_step_us, nvlink_eff, nvls_eff;
+    double gemm_eff, sgemm_eff, warp_mma;
+} arch_fit;
+static const arch_fit arch_figures[ARCH_COUNT] = {
+    [ARCH_PASCAL] = {-1, -1, 0, 0, 0, 0, 0},
+    [ARCH_VOLTA] = {-1, -1, 0, 0, 0, 0.90, 1},
+    [ARCH_TURING] = {-1, -1, 0, 0, 0, 0, 1},
+    [ARCH_AMPERE] = {-1, -1, 0, 0, 0, 0.82, 1},
+    [ARCH_ADA] = {-1, -1, 0, 0, 0, 0, 1},
+    [ARCH_HOPPER] = {22, 0, 0.795, 0.69, 0.715, 0, 0.52},
+    [ARCH_BLACKWELL] = {-1, -1, 0, 0, 0, 0, 0},
+    [ARCH_CDNA1] = {-1, -1, 0, 0, 0, 0, 0},
+    [ARCH_CDNA2] = {-1, -1, 0, 0, 0, 0, 0},
+    [ARCH_CDNA3] = {-1, -1, 0, 0, 0, 0, 0},
+};
+
+/* An optional figure: the entry's (>= 0), else the architecture's. */
+static double own_or_arch(double own, double arch)
+{
+    return own >= 0 ? own : arch;
+}
 
 /* The peak_flops slot of each *_tflops key (precision_t order). */
 static const int key_precision[4] = {PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16};
@@ -79,9 +118,21 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
         return yread_fail(c, name, field, "name must be a string of 1 to 47 characters");
     snprintf(spec->name, sizeof spec->name, "%s", s);
 
+    yread_join_path(field, sizeof field, path, "architecture");
+    ynode *arch = yread_map_get(c, entry, "architecture");
+    int a = 0;
+    if (!arch)
+        return yread_fail(c, entry, field, "device '%s' lacks architecture (one of %s)", spec->name,
+                          "pascal, volta, turing, ampere, ada, hopper, blackwell, cdna1, cdna2, "
+                          "cdna3");
+    if (yread_enum(c, arch, field, gpu_arch_names, &a))
+        return c->err->code;
+    spec->arch = (gpu_arch)a;
+    const arch_fit *af = &arch_figures[a];
+
     double value[N_KEYS] = {0};
     for (int i = 0; i < N_KEYS; i++) {
-        if (i == KEY_NAME)
+        if (i == KEY_NAME || i == KEY_ARCH)
             continue;
         yread_join_path(field, sizeof field, path, device_keys[i]);
         ynode *v = yread_map_get(c, entry, device_keys[i]);
@@ -115,13 +166,15 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
                               "device '%s': %s is a fraction in (0, 1], not %g", spec->name,
                               device_keys[i], value[i]);
         }
-    spec->coll_launch_s = value[KEY_NCCL_LAUNCH_US] < 0 ? -1.0 : value[KEY_NCCL_LAUNCH_US] * 1e-6;
-    spec->coll_step_s = value[KEY_NCCL_STEP_US] < 0 ? -1.0 : value[KEY_NCCL_STEP_US] * 1e-6;
-    spec->coll_efficiency = value[KEY_NVLINK_EFFICIENCY];
-    spec->nvls_efficiency = value[KEY_NVLS_EFFICIENCY];
-    spec->gemm_efficiency = value[KEY_GEMM_EFFICIENCY] < 0 ? 0.0 : value[KEY_GEMM_EFFICIENCY];
-    spec->sgemm_efficiency = value[KEY_SGEMM_EFFICIENCY] < 0 ? 0.0 : value[KEY_SGEMM_EFFICIENCY];
-    spec->warp_mma_fraction = value[KEY_WARP_MMA_FRACTION] < 0 ? 0.0 : value[KEY_WARP_MMA_FRACTION];
+    double launch_us = own_or_arch(value[KEY_NCCL_LAUNCH_US], af->nccl_launch_us);
+    double step_us = own_or_arch(value[KEY_NCCL_STEP_US], af->nccl_step_us);
+    spec->coll_launch_s = launch_us < 0 ? -1.0 : launch_us * 1e-6;
+    spec->coll_step_s = step_us < 0 ? -1.0 : step_us * 1e-6;
+    spec->coll_efficiency = own_or_arch(value[KEY_NVLINK_EFFICIENCY], af->nvlink_eff);
+    spec->nvls_efficiency = own_or_arch(value[KEY_NVLS_EFFICIENCY], af->nvls_eff);
+    spec->gemm_efficiency = own_or_arch(value[KEY_GEMM_EFFICIENCY], af->gemm_eff);
+    spec->sgemm_efficiency = own_or_arch(value[KEY_SGEMM_EFFICIENCY], af->sgemm_eff);
+    spec->warp_mma_fraction = own_or_arch(value[KEY_WARP_MMA_FRACTION], af->warp_mma);
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->peak_flops[PREC_FP8] = value[KEY_FP8] * 1e12; /* 0 when absent */
@@ -170,6 +223,76 @@ done:
     if (rc)
         device_table_free(out);
     return rc;
+}
+
+/* The longest file name a device table may come from. */
+enum { DEVICE_PATH_MAX = 1024 };
+
+/* An entry of a user's file: replaces the table's entry of its name, or is added after them. */
+static void table_put(device_table *t, const device_spec *spec)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->specs[i].name, spec->name)) {
+            t->specs[i] = *spec;
+            return;
+        }
+    t->specs = xreallocarray(t->specs, (size_t)t->n + 1, sizeof *t->specs);
+    t->specs[t->n++] = *spec;
+}
+
+/* The next file of a PROTOSIM_DEVICES list from *p on (empty pieces skipped, as in PATH), into
+ * out; 0 at the end of the list, -1 for a path longer than out. */
+static int next_user_file(const char **p, char *out, size_t size)
+{
+    while (**p == ':')
+        (*p)++;
+    if (!**p)
+        return 0;
+    size_t len = strcspn(*p, ":");
+    if (len >= size)
+        return -1;
+    memcpy(out, *p, len);
+    out[len] = 0;
+    *p += len;
+    return 1;
+}
+
+int device_table_load_all(const char *data_dir, device_table *out, ps_error *err)
+{
+    char path[DEVICE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml",
+             data_dir && *data_dir ? data_dir : ps_data_dir());
+    int rc = device_table_load(path, out, err);
+    const char *list = getenv("PROTOSIM_DEVICES");
+    for (const char *p = list ? list : ""; !rc;) {
+        int more = next_user_file(&p, path, sizeof path);
+        if (more < 0)
+            rc = ps_error_set(err, PS_EINPUT, "PROTOSIM_DEVICES", 0, 0, "",
+                              "a file name longer than %d characters", DEVICE_PATH_MAX - 1);
+        if (more <= 0)
+            break;
+        device_table user;
+        rc = device_table_load(path, &user, err);
+        for (int i = 0; !rc && i < user.n; i++)
+            table_put(out, &user.specs[i]);
+        if (!rc)
+            device_table_free(&user);
+    }
+    if (rc)
+        device_table_free(out);
+    return rc;
+}
+
+void device_table_sources(char *buf, size_t size)
+{
+    const char *list = getenv("PROTOSIM_DEVICES");
+    size_t len = (size_t)snprintf(buf, size, "topology/devices/devices.yaml");
+    char path[DEVICE_PATH_MAX];
+    for (const char *p = list ? list : ""; len < size;) {
+        if (next_user_file(&p, path, sizeof path) <= 0)
+            break;
+        len += (size_t)snprintf(buf + len, size - len, ", %s", path);
+    }
 }
 
 const device_spec *device_table_find(const device_table *t, const char *name)

@@ -331,9 +331,7 @@ static int request_groups(const char *kind, const cluster_gen_opts *opts, gen_pa
  * naming the flag. */
 static int find_gpu(const char *name, device_table *table, const device_spec **spec, ps_error *err)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", ps_data_dir());
-    int rc = device_table_load(path, table, err);
+    int rc = device_table_load_all(NULL, table, err);
     if (rc)
         return rc;
     if ((*spec = device_table_find(table, name)))

@@ -728,14 +728,12 @@ int hwloc_import_node(const char *path, const char *data_dir, const hwloc_import
     import_ctx c = {.path = path, .m = out, .err = err};
     device_table table = {0};
     const device_spec *spec = NULL;
-    char devices[1024], how[400] = "";
+    char how[400] = "";
     nvlink_stats st = {0};
     int nics_in_file = 0;
     if (!opts)
         opts = &none;
     memset(out, 0, sizeof *out);
-    snprintf(devices, sizeof devices, "%s/topology/devices/devices.yaml",
-             data_dir && *data_dir ? data_dir : ps_data_dir());
 
     int rc = load_topology(&c);
     if (!rc)
@@ -743,7 +741,7 @@ int hwloc_import_node(const char *path, const char *data_dir, const hwloc_import
     if (!rc)
         rc = check_nic_options(&c, opts);
     if (!rc)
-        rc = device_table_load(devices, &table, err);
+        rc = device_table_load_all(data_dir, &table, err);
     if (!rc)
         rc = gpu_device(&c, &table, opts->gpu, &spec, how, sizeof how);
     if (!rc) {

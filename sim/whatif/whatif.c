@@ -193,8 +193,8 @@ static const device_spec *traced_device(const whatif_spec *s, const trace_rank *
     if (!d) {
         char why[600];
         snprintf(why, sizeof why,
-                 "%.300s was traced on '%.60s', which topology/devices/devices.yaml does not "
-                 "have: its kernels cannot be re-costed",
+                 "%.300s was traced on '%.60s', which the device table (devices.yaml and "
+                 "--devices files) does not have: its kernels cannot be re-costed",
                  r->file, r->device);
         spec_error(err, s->text, why);
     }
@@ -294,7 +294,8 @@ static int apply_device(const whatif_spec *s, trace_job *j, const cluster *c, wh
 {
     const device_spec *to = device_table_find(&c->devices, s->device);
     if (!to)
-        return spec_error(err, s->text, "not a GPU of topology/devices/devices.yaml");
+        return spec_error(err, s->text,
+                          "not a GPU of the device table (devices.yaml and --devices files)");
     for (int i = 0; i < j->n_ranks; i++) {
         trace_rank *r = &j->ranks[i];
         const device_spec *from = traced_device(s, r, c, err);
