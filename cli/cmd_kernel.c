@@ -12,6 +12,7 @@
 
 #include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
+#include "../sim/cost/cost_tile.h"
 #include "../topology/cluster.h"
 #include "cli.h"
 
@@ -21,7 +22,8 @@ const cli_command cli_kernel = {
     "kernel",
     "  protosim kernel gemm M N K | bmm B M N K | attention B H S D | norm N |\n"
     "                  elementwise BYTES --gpu GPU [--dtype fp16|bf16|fp8|fp32|tf32]\n"
-    "                  [--causal] [--warp-mma] [--backward] [--csv OUT]\n",
+    "                  [--causal] [--warp-mma] [--backward] [--gemm-model roofline|tile]\n"
+    "                  [--csv OUT]\n",
     "times one kernel alone with the cost model on one GPU: what it takes, what it achieves\n"
     "of the GPU's peaks, the GEMM's tile and waves over the SMs, and what bounds it (compute,\n"
     "memory, or launch: the per-kernel cost and the shortest kernel outweigh the work). The\n"
@@ -33,13 +35,16 @@ const cli_command cli_kernel = {
     "  norm N              a fused LayerNorm / RMSNorm over N elements\n"
     "  elementwise BYTES   a memory-bound pass moving BYTES (read + written; K, M, G, Ki...)\n"
     "options:\n"
-    "  --gpu GPU           a GPU of topology/devices/devices.yaml (required)\n"
+    "  --gpu GPU           a GPU of the device table (devices.yaml, --devices files; required)\n"
     "  --dtype T           element type (default bf16; attention fp16 or bf16)\n"
     "  --causal            attention: each query sees itself and earlier keys\n"
     "  --warp-mma          attention: FlashAttention-2's warp-level MMA (the GPU's\n"
     "                      warp_mma_fraction of the native tensor-core rate; default the\n"
     "                      native kernel, as cuDNN's and FlashAttention-3's)\n"
     "  --backward          attention and norm: the backward kernel instead of the forward\n"
+    "  --gemm-model M      gemm, bmm: roofline (the shape's tile, wave and K-depth efficiency)\n"
+    "                      or tile (tiles in waves over the SMs, Ampere and Hopper); default\n"
+    "                      the GPU's devices.yaml gemm_model, else roofline\n"
     "  --csv OUT           a header and one row (op,shape,dtype,gpu,time_us,tflops,gbps,tile,\n"
     "                      waves,bound) to OUT ('-': stdout) instead of the text\n"
     "  --help, -h          this help\n",
@@ -47,7 +52,7 @@ const cli_command cli_kernel = {
 };
 
 typedef struct kernel_args {
-    const char *gpu, *dtype, *csv;
+    const char *gpu, *dtype, *csv, *gemm_model;
     int causal, backward, warp_mma;
 } kernel_args;
 
@@ -55,6 +60,7 @@ static const cli_option kernel_options[] = {
     {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(kernel_args, gpu)},
     {.name = "--dtype", .kind = CLI_STRING, .offset = offsetof(kernel_args, dtype)},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(kernel_args, csv)},
+    {.name = "--gemm-model", .kind = CLI_STRING, .offset = offsetof(kernel_args, gemm_model)},
     {.name = "--causal", .kind = CLI_FLAG, .offset = offsetof(kernel_args, causal), .set = 1},
     {.name = "--backward", .kind = CLI_FLAG, .offset = offsetof(kernel_args, backward), .set = 1},
     {.name = "--warp-mma", .kind = CLI_FLAG, .offset = offsetof(kernel_args, warp_mma), .set = 1},
@@ -100,15 +106,16 @@ static int parse_dims(int kind, const char *const *pos, double *dim)
     return 0;
 }
 
-/* A GEMM (batch b): its compute at the shape's tiling, its inputs and output through HBM. */
+/* A GEMM (batch b): its compute at the tiling its model picks (tiles and waves on Ampere and
+ * Hopper tensor cores, else the roofline efficiency), its inputs and output through HBM. */
 static void time_gemm(double b, double m, double n, double k, precision_t p, const device_spec *d,
                       kernel_result *r)
 {
-    r->tiling = cost_gemm_tiling(b, m, n, k, p, d);
+    r->tiling = cost_gemm_model(b, m, n, k, p, d);
     r->flops = 2.0 * b * m * n * k;
-    r->compute = r->flops / (cost_gemm_peak_flops(p, d) * r->tiling.efficiency);
+    r->compute = r->tiling.compute_s;
     r->bytes = cost_gemm_bytes(b, m, n, k, p);
-    r->memory = r->bytes / (d->hbm_bw * cost_memory_efficiency());
+    r->memory = r->tiling.memory_s;
     r->work = cost_gemm_kernel_seconds(b, m, n, k, p, d);
 }
 
@@ -270,7 +277,7 @@ static int run_kernel(const kernel_args *a, int kind, const double *x, const dev
 
 static int kernel_main(int argc, char **argv)
 {
-    kernel_args a = {NULL, "bf16", NULL, 0, 0, 0};
+    kernel_args a = {NULL, "bf16", NULL, NULL, 0, 0, 0};
     const char *pos[6] = {0};
     int n_pos = 0;
     int prc = cli_parse_options(&cli_kernel, kernel_options, argc, argv, &a, pos, 6, &n_pos);
@@ -299,7 +306,21 @@ static int kernel_main(int argc, char **argv)
     const device_spec *d;
     if (cli_find_device(&cli_kernel, "--gpu", a.gpu, &t, &d))
         return PS_EINPUT;
-    int rc = run_kernel(&a, kind, x, d);
+    device_spec spec = *d; /* --gemm-model: this GPU costed by the model named */
+    int rc = 0;
+    if (a.gemm_model && strcmp(a.gemm_model, "roofline") && strcmp(a.gemm_model, "tile"))
+        rc = cli_bad_value(&cli_kernel, "--gemm-model", "model", a.gemm_model, "roofline or tile");
+    else if (a.gemm_model && kind != K_GEMM && kind != K_BMM)
+        rc = cli_usage_error(&cli_kernel, "--gemm-model: only gemm and bmm have one");
+    else if (a.gemm_model && !strcmp(a.gemm_model, "tile") && !cost_tile_fitted(d))
+        rc = cli_usage_error(&cli_kernel,
+                             "--gemm-model tile: %s's architecture (%s) has no fitted tile "
+                             "parameters (only ampere and hopper)",
+                             d->name, enum_name(gpu_arch_names, d->arch));
+    if (a.gemm_model)
+        spec.gemm_tiles = !strcmp(a.gemm_model, "tile");
+    if (!rc)
+        rc = run_kernel(&a, kind, x, &spec);
     device_table_free(&t);
     return rc;
 }

@@ -13,7 +13,7 @@ _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --devices 
 _protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --devices --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --devices --help -h"
 _protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --devices --help -h"
-_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --csv --devices --help -h"
+_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --gemm-model --csv --devices --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()
@@ -56,6 +56,7 @@ _protosim()
     --update) COMPREPLY=($(compgen -W "sgd adagrad adam" -- "$cur")); return ;;
     --precision) COMPREPLY=($(compgen -W "fp32 fp16 bf16" -- "$cur")); return ;;
     --dtype) COMPREPLY=($(compgen -W "fp16 bf16 fp8 fp32 tf32" -- "$cur")); return ;;
+    --gemm-model) COMPREPLY=($(compgen -W "roofline tile" -- "$cur")); return ;;
     --tables | --rows | --dim | --batch | --pooling | --ids) return ;;
     --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;

@@ -8,6 +8,7 @@
 
 #include "../sim/base/vocab.h"
 #include "../sim/cost/cost.h"
+#include "../sim/cost/cost_tile.h"
 #include "../topology/cluster.h"
 #include "model_util.h"
 #include "suite_util.h"
@@ -545,6 +546,57 @@ START_TEST(measured_gemms)
 }
 END_TEST
 
+/* The tile-and-wave model (devices.yaml gemm_model: tile) on the H100: 132 SMs, each 989.4 / 132
+ * TFLOP/s of bf16; Hopper's fitted tile parameters: tensor efficiency 0.7349 in a tile, an L2
+ * feed of 42.76 / 4096 bytes per FLOP of the SM's fp16 peak, no fixed tile cost. 132 output
+ * tiles of 256 x 128 over k = 8192 are one wave; one more tile is a second wave, twice the time.
+ * A tile's math: 2 x 256 x 128 x 8192 FLOP at 7.4955 TFLOP/s x 0.7349 = 97.47 us; its operands,
+ * 2 B x (256 + 128) x 8192 = 6,291,456 B at 78.25 GB/s = 80.40 us: math-bound. */
+START_TEST(tile_model_waves)
+{
+    device_spec d = yaml_device("H100-SXM5-80GB");
+    ck_assert_int_eq(d.gemm_tiles, 0); /* the roofline unless asked for */
+    ck_assert(cost_tile_fitted(&d) && !cost_tile_applies(PREC_BF16, &d));
+    d.gemm_tiles = 1;
+    ck_assert(cost_tile_applies(PREC_BF16, &d) && !cost_tile_applies(PREC_FP32, &d));
+    double p_sm = 989.4e12 / 132, k = 8192;
+    double math = 2 * 256 * 128 * k / (p_sm * 0.7349);
+    double feed = 2.0 * (256 + 128) * k / (42.76 / 4096 * p_sm);
+    ck_assert(math > feed);
+    gemm_tiling one =
+        cost_tile_tiling(1, 256 * 132, 128, k, cost_gemm_bytes(1, 256 * 132, 128, k, PREC_BF16),
+                         256, 128, 1, PREC_BF16, &d);
+    ck_assert_double_eq(one.tiles, 132);
+    ck_assert_double_eq(one.waves, 1);
+    ck_assert(rel(one.compute_s, math) < 1e-12);
+    gemm_tiling two =
+        cost_tile_tiling(1, 256 * 133, 128, k, cost_gemm_bytes(1, 256 * 133, 128, k, PREC_BF16),
+                         256, 128, 1, PREC_BF16, &d);
+    ck_assert_double_eq(two.tiles, 133);
+    ck_assert_double_eq(two.waves, 2);
+    ck_assert(rel(two.compute_s, 2 * math) < 1e-12);
+    /* HBM: the inputs and output once at the fitted 0.9132 of 3350 GB/s */
+    double bytes = 2.0 * (256 * 132 * k + k * 128 + 256 * 132 * 128);
+    ck_assert(rel(one.memory_s, bytes / (3350e9 * 0.9132)) < 1e-12);
+    /* the kernel takes the fastest tiling: no tiling of the set is faster */
+    gemm_tiling best = cost_gemm_model(1, 256 * 133, 128, k, PREC_BF16, &d);
+    ck_assert(fmax(best.compute_s, best.memory_s) <= fmax(two.compute_s, two.memory_s));
+    const int tiles[][2] = {{256, 128}, {128, 256}, {192, 192}, {128, 128}, {64, 64}};
+    for (int t = 0; t < 5; t++)
+        for (int s = 1; s <= 16; s *= 2) {
+            gemm_tiling g = cost_tile_tiling(1, 256 * 133, 128, k,
+                                             cost_gemm_bytes(1, 256 * 133, 128, k, PREC_BF16),
+                                             tiles[t][0], tiles[t][1], s, PREC_BF16, &d);
+            ck_assert(fmax(best.compute_s, best.memory_s) <= fmax(g.compute_s, g.memory_s));
+        }
+    ck_assert(rel(cost_gemm_kernel_seconds(1, 256 * 133, 128, k, PREC_BF16, &d),
+                  fmax(best.compute_s, best.memory_s)) < 1e-12);
+    /* an Ada GPU has no tile parameters: the roofline, whatever its entry asks */
+    device_spec l = yaml_device("L40S");
+    ck_assert(!cost_tile_fitted(&l));
+}
+END_TEST
+
 /* The fused attention op of a one-layer model of these dimensions. */
 static workload_graph attention_layer(int b, int hq, int hkv, int s, int dh, int causal,
                                       const workload_op **att)
@@ -724,6 +776,7 @@ END_TEST
 static Suite *cost_suite(void)
 {
     const TTest *const tests[] = {kernel_overhead_per_cuda_kernel,
+                                  tile_model_waves,
                                   big_gemm_is_compute_bound,
                                   memory_bound_op,
                                   tile_quantization,

@@ -191,6 +191,12 @@ START_TEST(kernel_usage_errors)
         {{"kernel", "elementwise", "8", "--gpu", "H100-SXM5-80GB", "--backward", NULL},
          "only attention and norm"},
         {{"kernel", NULL}, "kernel needs a kernel"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "L40S", "--gemm-model", "tile", NULL},
+         "has no fitted tile parameters"},
+        {{"kernel", "gemm", "1", "2", "3", "--gpu", "L40S", "--gemm-model", "waves", NULL},
+         "roofline or tile"},
+        {{"kernel", "norm", "8", "--gpu", "H100-SXM5-80GB", "--gemm-model", "tile", NULL},
+         "only gemm and bmm"},
     };
     char *dir = make_tmpdir();
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -224,6 +230,32 @@ START_TEST(text_output)
     ck_assert_msg(strstr(r.out, "tiling    "), "%s", r.out);
     run_free(&r);
     remove_tmpdir(dir);
+}
+END_TEST
+
+/* --gemm-model tile on the H100 (Hopper's fitted tile parameters, tests/test_cost.c). A tiny
+ * (64 x 64).(64 x 64) fp16 GEMM: one 128 x 64 tile (or 64 x 64: the same operand bytes) streams
+ * 2 B x (64 + 64) x 64 = 16,384 B into its SM at 42.76 / 4096 B per FLOP of the SM's 7.4955
+ * TFLOP/s (78.25 GB/s): 0.2094 us, over its math (0.095 us); the kernel pays the launch floor,
+ * 0.2094 + 6.8 us. A skinny (1 x 8192).(8192 x 8192) one streams its 134,250,496 B of HBM at
+ * 0.9132 of 3350 GB/s: memory bound, 43.88 + 6.8 us. */
+START_TEST(tile_model_by_hand)
+{
+    const double p16_sm = 989.4e12 / 132, feed = 42.76 / 4096 * p16_sm;
+    const char *tiny[] = {"kernel", "gemm",           "64",      "64",   "64",
+                          "--gpu",  "H100-SXM5-80GB", "--dtype", "fp16", "--gemm-model",
+                          "tile",   "--csv",          "-",       NULL};
+    csv_row c = kernel_csv(tiny);
+    ck_assert_double_eq_tol(c.time_us, 2.0 * 128 * 64 / feed * 1e6 + 6.8, 1e-4);
+    ck_assert_str_eq(c.bound, "launch");
+    const char *skinny[] = {"kernel", "gemm",           "1",       "8192", "8192",
+                            "--gpu",  "H100-SXM5-80GB", "--dtype", "fp16", "--gemm-model",
+                            "tile",   "--csv",          "-",       NULL};
+    c = kernel_csv(skinny);
+    double bytes = 2.0 * (8192 + 8192.0 * 8192 + 8192);
+    ck_assert_double_eq_tol(c.time_us, bytes / (3350e9 * 0.9132) * 1e6 + 6.8, 1e-3);
+    ck_assert_str_eq(c.bound, "memory");
+    ck_assert_str_eq(c.waves, "1");
 }
 END_TEST
 
@@ -285,6 +317,8 @@ START_TEST(device_file_errors)
     char *bad_arch =
         device_file(dir, "arch.yaml", "- name: X\n  architecture: kepler\n  fp32_tflops: 1\n");
     char *no_arch = device_file(dir, "noarch.yaml", "- name: X\n  fp32_tflops: 1\n");
+    char *ada_tiles =
+        device_file(dir, "tiles.yaml", "- name: X\n  architecture: ada\n  gemm_model: tile\n");
     struct {
         const char *args[12];
         const char *needle[3];
@@ -308,6 +342,7 @@ START_TEST(device_file_errors)
     free(no_sms);
     free(bad_arch);
     free(no_arch);
+    free(ada_tiles);
     remove_tmpdir(dir);
 }
 END_TEST
@@ -323,6 +358,7 @@ int main(void)
                                   kernel_usage_errors,
                                   text_output,
                                   a_gpu_given_only_by_its_datasheet,
+                                  tile_model_by_hand,
                                   device_file_errors,
                                   NULL};
     return suite_run(suite_of("kernel_cli", "kernel_cli", 120, tests));

@@ -59,6 +59,10 @@ typedef struct device_spec {
      * given, and what needs it (the embedding lookup's cache rule, sim/cost/cost_embedding.c)
      * refuses the device. */
     double l2_bytes;
+    /* How its tensor-core GEMMs are costed (devices.yaml `gemm_model`): 0, the roofline with the
+     * shape's tile, wave and K-depth efficiency (the default); 1, tiles in waves over the SMs
+     * (sim/cost/cost_tile.c), for the architectures with fitted tile parameters (Ampere, Hopper). */
+    int gemm_tiles;
 } device_spec;
 
 typedef struct device_table {

@@ -35,6 +35,7 @@ enum {
     KEY_SGEMM_EFFICIENCY,  /* optional: the fp32 SIMT GEMM base efficiency (sim/cost/cost.c) */
     KEY_WARP_MMA_FRACTION, /* optional: warp-level MMA's share of the native tensor-core rate */
     KEY_L2_MIB,            /* optional: L2 cache capacity (the embedding lookup's cache rule) */
+    KEY_GEMM_MODEL,        /* optional: roofline | tile (read apart: not a number) */
     N_KEYS
 };
 
@@ -58,6 +59,7 @@ static const char *const device_keys[N_KEYS] = {
     "sgemm_efficiency",
     "warp_mma_fraction",
     "l2_mib",
+    "gemm_model",
 };
 
 static const char *const arch_name_table[ARCH_COUNT] = {
@@ -75,19 +77,22 @@ const enum_names gpu_arch_names = ENUM_NAMES(arch_name_table);
 typedef struct arch_fit {
     double nccl_launch_us, nccl_step_us, nvlink_eff, nvls_eff;
     double gemm_eff, sgemm_eff, warp_mma;
+    int tiles; /* 1: the tile-and-wave GEMM model has fitted parameters (sim/cost/cost_tile.c) */
 } arch_fit;
 static const arch_fit arch_figures[ARCH_COUNT] = {
-    [ARCH_PASCAL] = {-1, -1, 0, 0, 0, 0, 0},
-    [ARCH_VOLTA] = {-1, -1, 0, 0, 0, 0.90, 1},
-    [ARCH_TURING] = {-1, -1, 0, 0, 0, 0, 1},
-    [ARCH_AMPERE] = {-1, -1, 0, 0, 0, 0.82, 1},
-    [ARCH_ADA] = {-1, -1, 0, 0, 0, 0, 1},
-    [ARCH_HOPPER] = {22, 0, 0.795, 0.69, 0.715, 0, 0.52},
-    [ARCH_BLACKWELL] = {-1, -1, 0, 0, 0, 0, 0},
-    [ARCH_CDNA1] = {-1, -1, 0, 0, 0, 0, 0},
-    [ARCH_CDNA2] = {-1, -1, 0, 0, 0, 0, 0},
-    [ARCH_CDNA3] = {-1, -1, 0, 0, 0, 0, 0},
+    [ARCH_PASCAL] = {-1, -1, 0, 0, 0, 0, 0, 0},
+    [ARCH_VOLTA] = {-1, -1, 0, 0, 0, 0.90, 1, 0},
+    [ARCH_TURING] = {-1, -1, 0, 0, 0, 0, 1, 0},
+    [ARCH_AMPERE] = {-1, -1, 0, 0, 0, 0.82, 1, 1},
+    [ARCH_ADA] = {-1, -1, 0, 0, 0, 0, 1, 0},
+    [ARCH_HOPPER] = {22, 0, 0.795, 0.69, 0.715, 0, 0.52, 1},
+    [ARCH_BLACKWELL] = {-1, -1, 0, 0, 0, 0, 0, 0},
+    [ARCH_CDNA1] = {-1, -1, 0, 0, 0, 0, 0, 0},
+    [ARCH_CDNA2] = {-1, -1, 0, 0, 0, 0, 0, 0},
+    [ARCH_CDNA3] = {-1, -1, 0, 0, 0, 0, 0, 0},
 };
+
+static const char *const gemm_model_table[] = {"roofline", "tile"};
 
 /* An optional figure: the entry's (>= 0), else the architecture's. */
 static double own_or_arch(double own, double arch)
@@ -129,10 +134,19 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
         return c->err->code;
     spec->arch = (gpu_arch)a;
     const arch_fit *af = &arch_figures[a];
+    ynode *gm = yread_map_get(c, entry, "gemm_model");
+    yread_join_path(field, sizeof field, path, "gemm_model");
+    if (gm && yread_enum(c, gm, field, ENUM_NAMES(gemm_model_table), &spec->gemm_tiles))
+        return c->err->code;
+    if (spec->gemm_tiles && !af->tiles)
+        return yread_fail(c, gm, field,
+                          "device '%s': the tile GEMM model has no fitted parameters for %s "
+                          "(only ampere and hopper)",
+                          spec->name, arch_name_table[a]);
 
     double value[N_KEYS] = {0};
     for (int i = 0; i < N_KEYS; i++) {
-        if (i == KEY_NAME || i == KEY_ARCH)
+        if (i == KEY_NAME || i == KEY_ARCH || i == KEY_GEMM_MODEL)
             continue;
         yread_join_path(field, sizeof field, path, device_keys[i]);
         ynode *v = yread_map_get(c, entry, device_keys[i]);

@@ -1,6 +1,7 @@
 /* cost.c: op time on a device without a GPU: a roofline on the datasheet peaks with
  * shape-aware GEMM efficiency (tiles, waves, K depth), bandwidth efficiency and launch costs. */
 #include "cost.h"
+#include "cost_tile.h"
 
 #include <assert.h>
 #include <math.h>
@@ -153,7 +154,7 @@ double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, i
 gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
                              const device_spec *dev)
 {
-    gemm_tiling best = {0, 0, 0, 0, 0, 0};
+    gemm_tiling best = {0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t t = 0; t < sizeof COST_GEMM_TILES / sizeof COST_GEMM_TILES[0]; t++)
         for (size_t s = 0; s < sizeof COST_GEMM_SPLITS / sizeof COST_GEMM_SPLITS[0]; s++) {
             int split = COST_GEMM_SPLITS[s], tm = COST_GEMM_TILES[t][0], tn = COST_GEMM_TILES[t][1];
@@ -163,10 +164,21 @@ gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precisi
             if (eff <= best.efficiency) /* the first of equals: the tile set's order */
                 continue;
             double tiles = ceil(batch) * ceil(m / tm) * ceil(n / tn) * split;
-            best = (gemm_tiling){tm, tn, split, tiles, ceil(tiles / dev->sms), eff};
+            best = (gemm_tiling){tm, tn, split, tiles, ceil(tiles / dev->sms), eff, 0, 0};
         }
     assert(best.efficiency > 0);
+    best.compute_s = 2.0 * batch * m * n * k / (cost_gemm_peak_flops(prec, dev) * best.efficiency);
+    best.memory_s = cost_gemm_bytes(batch, m, n, k, prec) / (dev->hbm_bw * COST_MEM_EFF);
     return best;
+}
+
+gemm_tiling cost_gemm_model(double batch, double m, double n, double k, precision_t prec,
+                            const device_spec *dev)
+{
+    check_device(dev);
+    return cost_tile_applies(prec, dev)
+               ? cost_tile_gemm(batch, m, n, k, cost_gemm_bytes(batch, m, n, k, prec), prec, dev)
+               : cost_gemm_tiling(batch, m, n, k, prec, dev);
 }
 
 double cost_gemm_efficiency(double batch, double m, double n, double k, precision_t prec,
@@ -203,19 +215,21 @@ static double gemm_compute_seconds(double batch, double m, double n, double k, p
            (cost_gemm_peak_flops(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
 }
 
-/* One [batch x] (m x k).(k x n) kernel: max of compute and memory time. */
+/* One [batch x] (m x k).(k x n) kernel: max of compute and memory time, by the GEMM's model. */
 static double gemm_seconds(double batch, double m, double n, double k, precision_t prec,
                            const device_spec *dev)
 {
-    return fmax(gemm_compute_seconds(batch, m, n, k, prec, dev),
-                memory_seconds(cost_gemm_bytes(batch, m, n, k, prec), dev));
+    gemm_tiling g = cost_gemm_model(batch, m, n, k, prec, dev);
+    return fmax(g.compute_s, g.memory_s);
 }
 
 double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,
                                 const device_spec *dev)
 {
     check_device(dev);
-    return fmax(gemm_seconds(batch, m, n, k, prec, dev), COST_KERNEL_MIN_SECONDS);
+    double t = gemm_seconds(batch, m, n, k, prec, dev);
+    /* the tile model has its own fixed costs (per tile); the roofline model its floor */
+    return cost_tile_applies(prec, dev) ? t : fmax(t, COST_KERNEL_MIN_SECONDS);
 }
 
 double cost_memory_kernel_seconds(double bytes, const device_spec *dev)

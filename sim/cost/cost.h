@@ -1,5 +1,7 @@
-/* cost.h: how long an op takes on a device, without a GPU: roofline on the device's peaks
- * with shape-aware efficiency, plus kernel-launch overheads. Constants are named in cost.c. */
+/* cost.h: how long an op takes on a device, without a GPU: tensor-core GEMMs as tiles in waves
+ * over the SMs (cost_tile.c) where the GPU's architecture has tile parameters, else a roofline on
+ * the device's peaks with shape-aware efficiency; plus kernel-launch overheads. Constants are
+ * named in cost.c and cost_tile.c. */
 #ifndef PROTOSIM_COST_H
 #define PROTOSIM_COST_H
 
@@ -71,13 +73,22 @@ double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, i
                                    int tile_n, int split, precision_t prec, const device_spec *dev);
 /* The tiling cost_gemm_efficiency picks for a shape (the best of the tile set and split-K
  * factors): the output tile, the split, the tiles (split parts included) and the waves they take
- * over the GPU's SMs (tiles / SMs, rounded up), and its efficiency. */
+ * over the GPU's SMs (tiles / SMs, rounded up), and its efficiency; compute_s and memory_s are
+ * the GEMM's math at that efficiency and its HBM traffic at the memory-bound efficiency. */
 typedef struct gemm_tiling {
     int tile_m, tile_n, split;
     double tiles, waves, efficiency;
+    double compute_s, memory_s;
 } gemm_tiling;
 gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
                              const device_spec *dev);
+/* The model a GEMM kernel is costed with (cost_gemm_kernel_seconds, every GEMM op): on a
+ * tensor-core precision of a GPU whose entry asks for it (devices.yaml gemm_model: tile) and whose
+ * architecture has tile parameters (Ampere, Hopper), the tile-and-wave model's fastest tiling (sim/cost/cost_tile.c: compute_s its waves of tiles,
+ * memory_s its HBM traffic at the fitted GEMM streaming efficiency, efficiency the share of the
+ * peak its math reaches); elsewhere cost_gemm_tiling. The work is max(compute_s, memory_s). */
+gemm_tiling cost_gemm_model(double batch, double m, double n, double k, precision_t prec,
+                            const device_spec *dev);
 /* One attention op's work in one pass (batch, m = n = sequence, k = head dim; fused or not):
  * its GEMMs' math and, fused, its own traffic, whichever is longer; unfused, the scores' traffic
  * added. Without the shortest-kernel floor and the per-kernel costs cost_op_kernel_seconds adds. */
@@ -90,8 +101,9 @@ double cost_gemm_peak_flops(precision_t prec, const device_spec *dev);
  * inputs, a bf16 output). */
 double cost_gemm_bytes(double batch, double m, double n, double k, precision_t prec);
 
-/* GPU time of one [batch x] (m x k).(k x n) GEMM kernel: max(compute at cost_gemm_efficiency,
- * memory, minimum kernel time). What scripts/fit_kernels replicates. */
+/* GPU time of one [batch x] (m x k).(k x n) GEMM kernel: cost_gemm_model's work; on the roofline
+ * model, at least the minimum kernel time. What scripts/fit_kernels and scripts/fit_tiles
+ * replicate. */
 double cost_gemm_kernel_seconds(double batch, double m, double n, double k, precision_t prec,
                                 const device_spec *dev);
 /* GPU time of one memory-bound kernel moving `bytes` to and from HBM (at least the minimum). */
