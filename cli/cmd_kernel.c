@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../sim/base/vocab.h"
+#include "../sim/base/xalloc.h"
 #include "../sim/cost/cost.h"
 #include "../sim/cost/cost_tile.h"
 #include "../topology/cluster.h"
@@ -23,7 +24,8 @@ const cli_command cli_kernel = {
     "  protosim kernel gemm M N K | bmm B M N K | attention B H S D | norm N |\n"
     "                  elementwise BYTES --gpu GPU [--dtype fp16|bf16|fp8|fp32|tf32]\n"
     "                  [--causal] [--warp-mma] [--backward] [--gemm-model roofline|tile]\n"
-    "                  [--csv OUT]\n",
+    "                  [--csv OUT]\n"
+    "  protosim kernel KERNEL --shapes FILE --gpu GPU [options as above]\n",
     "times one kernel alone with the cost model on one GPU: what it takes, what it achieves\n"
     "of the GPU's peaks, the GEMM's tile and waves over the SMs, and what bounds it (compute,\n"
     "memory, or launch: the per-kernel cost and the shortest kernel outweigh the work). The\n"
@@ -47,12 +49,14 @@ const cli_command cli_kernel = {
     "                      the GPU's devices.yaml gemm_model, else roofline\n"
     "  --csv OUT           a header and one row (op,shape,dtype,gpu,time_us,tflops,gbps,tile,\n"
     "                      waves,bound) to OUT ('-': stdout) instead of the text\n"
+    "  --shapes FILE       many kernels of one kind in one call: a shape a line (its numbers\n"
+    "                      separated by blanks, '#' comments), a row or block each, in order\n"
     "  --help, -h          this help\n",
     kernel_main,
 };
 
 typedef struct kernel_args {
-    const char *gpu, *dtype, *csv, *gemm_model;
+    const char *gpu, *dtype, *csv, *gemm_model, *shapes;
     int causal, backward, warp_mma;
 } kernel_args;
 
@@ -61,6 +65,7 @@ static const cli_option kernel_options[] = {
     {.name = "--dtype", .kind = CLI_STRING, .offset = offsetof(kernel_args, dtype)},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(kernel_args, csv)},
     {.name = "--gemm-model", .kind = CLI_STRING, .offset = offsetof(kernel_args, gemm_model)},
+    {.name = "--shapes", .kind = CLI_STRING, .offset = offsetof(kernel_args, shapes)},
     {.name = "--causal", .kind = CLI_FLAG, .offset = offsetof(kernel_args, causal), .set = 1},
     {.name = "--backward", .kind = CLI_FLAG, .offset = offsetof(kernel_args, backward), .set = 1},
     {.name = "--warp-mma", .kind = CLI_FLAG, .offset = offsetof(kernel_args, warp_mma), .set = 1},
@@ -167,7 +172,7 @@ static const char *bound_of(const kernel_result *r)
 }
 
 static void print_result(FILE *f, const kernel_args *a, int kind, const char *shape,
-                         const device_spec *d, precision_t p, const kernel_result *r)
+                         const device_spec *d, precision_t p, const kernel_result *r, int header)
 {
     char tile[48] = "-", waves[32] = "-";
     const gemm_tiling *t = &r->tiling;
@@ -186,7 +191,8 @@ static void print_result(FILE *f, const kernel_args *a, int kind, const char *sh
     const char *pass = a->backward ? "-bwd" : "";
     double tflops = r->flops / r->seconds / 1e12, gbps = r->bytes / r->seconds / 1e9;
     if (a->csv) {
-        fprintf(f, "op,shape,dtype,gpu,time_us,tflops,gbps,tile,waves,bound\n");
+        if (header)
+            fprintf(f, "op,shape,dtype,gpu,time_us,tflops,gbps,tile,waves,bound\n");
         fprintf(f, "%s%s,%s,%s,%s,%.6g,%.6g,%.6g,%s,%s,%s\n", op, pass, shape, precision_name(p),
                 d->name, r->seconds * 1e6, tflops, gbps, tile, waves, bound_of(r));
         return;
@@ -238,11 +244,10 @@ static int check_dtype(int kind, const kernel_args *a, const device_spec *d, pre
     return 0;
 }
 
-static int run_kernel(const kernel_args *a, int kind, const double *x, const device_spec *d)
+/* One kernel of shape x, printed to f (the CSV header first when header). */
+static void run_kernel(const kernel_args *a, int kind, const double *x, const device_spec *d,
+                       precision_t p, FILE *f, int header)
 {
-    precision_t p = PREC_BF16;
-    if (check_dtype(kind, a, d, &p))
-        return PS_EINPUT;
     kernel_result r;
     memset(&r, 0, sizeof r);
     op_pass pass = a->backward ? PASS_BWD : PASS_FWD;
@@ -261,23 +266,118 @@ static int run_kernel(const kernel_args *a, int kind, const double *x, const dev
     int n = 0;
     for (int i = 0; i < kind_dims[kind]; i++)
         n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%.0f", i ? "x" : "", x[i]);
+    print_result(f, a, kind, shape, d, p, &r, header);
+}
+
+/* One line of a --shapes file into x (its numbers, up to '#'): how many it holds (0: a blank or
+ * comment line), or -1 after an error naming the file, line and column. */
+static int shape_line(const kernel_args *a, int kind, int ln, char *line, double *x)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = '\0';
+    int n = 0;
+    for (char *t = line;;) {
+        t += strspn(t, " \t\r\n");
+        if (!*t)
+            break;
+        size_t w = strcspn(t, " \t\r\n");
+        int last = t[w] == '\0';
+        t[w] = '\0';
+        double v = 0;
+        int iv = 0, bad = n >= kind_dims[kind];
+        if (!bad && kind == K_ELEMENTWISE)
+            bad = cli_parse_size(t, &v) || v < 1;
+        else if (!bad)
+            bad = cli_parse_int(t, &iv) || iv < 1;
+        if (bad) {
+            fprintf(stderr, "protosim: error: %s:%d:%d: %s: bad %s '%s' (a line holds %s: %s)\n",
+                    a->shapes, ln, (int)(t - line) + 1, kind_names[kind],
+                    n < kind_dims[kind] ? kind_names_of[kind][n] : "number", t, kind_shapes[kind],
+                    kind == K_ELEMENTWISE ? CLI_SIZE_EXPECTED ", at least 1"
+                                          : "whole numbers from 1 to 1000000000");
+            return -1;
+        }
+        x[n++] = kind == K_ELEMENTWISE ? v : iv;
+        if (last)
+            break;
+        t += w + 1;
+    }
+    if (n > 0 && n < kind_dims[kind]) {
+        fprintf(stderr, "protosim: error: %s:%d:1: %s needs %s (%d numbers), got %d\n", a->shapes,
+                ln, kind_names[kind], kind_shapes[kind], kind_dims[kind], n);
+        return -1;
+    }
+    return n;
+}
+
+/* --shapes FILE: one shape a line (the kernel's numbers separated by blanks; '#' starts a
+ * comment; blank lines skipped), all read first (a bad line prints nothing), then each timed
+ * into f as a CSV row or a text block, in order. */
+static int run_shapes(const kernel_args *a, int kind, const device_spec *d, precision_t p, FILE *f)
+{
+    FILE *in = fopen(a->shapes, "r");
+    if (!in)
+        return cli_usage_error(&cli_kernel, "--shapes: cannot read %s", a->shapes);
+    char line[1024];
+    double(*shapes)[4] = NULL;
+    int rc = 0, rows = 0, cap = 0;
+    for (int ln = 1; !rc && fgets(line, sizeof line, in); ln++) {
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(in)) {
+            fprintf(stderr, "protosim: error: %s:%d:1: line longer than %d characters\n", a->shapes,
+                    ln, (int)sizeof line - 2);
+            rc = PS_EINPUT;
+            break;
+        }
+        double x[4] = {0};
+        int n = shape_line(a, kind, ln, line, x);
+        if (n < 0)
+            rc = PS_EINPUT;
+        if (n <= 0)
+            continue;
+        if (rows == cap) {
+            cap = cap ? 2 * cap : 64;
+            shapes = xreallocarray(shapes, (size_t)cap, sizeof *shapes);
+        }
+        memcpy(shapes[rows++], x, sizeof x);
+    }
+    fclose(in);
+    if (!rc && rows == 0) {
+        fprintf(stderr, "protosim: error: %s:1:1: no shape in the file\n", a->shapes);
+        rc = PS_EINPUT;
+    }
+    for (int i = 0; !rc && i < rows; i++)
+        run_kernel(a, kind, shapes[i], d, p, f, i == 0);
+    free(shapes);
+    return rc;
+}
+
+/* The kernel (or each of --shapes) to --csv OUT or stdout. */
+static int run_all(const kernel_args *a, int kind, const double *x, const device_spec *d)
+{
+    precision_t p = PREC_BF16;
+    if (check_dtype(kind, a, d, &p))
+        return PS_EINPUT;
     FILE *f = stdout;
     if (a->csv && strcmp(a->csv, "-") && !(f = fopen(a->csv, "w")))
         return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv);
-    print_result(f, a, kind, shape, d, p, &r);
+    int rc = a->shapes ? run_shapes(a, kind, d, p, f) : 0;
+    if (!a->shapes)
+        run_kernel(a, kind, x, d, p, f, 1);
     int bad = ferror(f);
     if (f != stdout)
         bad |= fclose(f) != 0;
     else
         bad |= fflush(f) != 0;
-    if (bad)
+    if (bad && !rc)
         return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv ? a->csv : "stdout");
-    return 0;
+    return rc;
 }
 
 static int kernel_main(int argc, char **argv)
 {
-    kernel_args a = {NULL, "bf16", NULL, NULL, 0, 0, 0};
+    kernel_args a = {NULL, "bf16", NULL, NULL, NULL, 0, 0, 0};
     const char *pos[6] = {0};
     int n_pos = 0;
     int prc = cli_parse_options(&cli_kernel, kernel_options, argc, argv, &a, pos, 6, &n_pos);
@@ -294,11 +394,14 @@ static int kernel_main(int argc, char **argv)
                                "unknown kernel '%s' (expected gemm, bmm, attention, "
                                "norm or elementwise)",
                                pos[0]);
-    if (n_pos - 1 != kind_dims[kind])
+    double x[4] = {0};
+    if (a.shapes && n_pos > 1)
+        return cli_usage_error(&cli_kernel, "--shapes: give the shapes in the file, not after %s",
+                               kind_names[kind]);
+    if (!a.shapes && n_pos - 1 != kind_dims[kind])
         return cli_usage_error(&cli_kernel, "%s needs %s (%d numbers), got %d", kind_names[kind],
                                kind_shapes[kind], kind_dims[kind], n_pos - 1);
-    double x[4];
-    if (parse_dims(kind, pos + 1, x))
+    if (!a.shapes && parse_dims(kind, pos + 1, x))
         return PS_EINPUT;
     if (!a.gpu)
         return cli_usage_error(&cli_kernel, "kernel needs --gpu");
@@ -320,7 +423,7 @@ static int kernel_main(int argc, char **argv)
     if (a.gemm_model)
         spec.gemm_tiles = !strcmp(a.gemm_model, "tile");
     if (!rc)
-        rc = run_kernel(&a, kind, x, &spec);
+        rc = run_all(&a, kind, x, &spec);
     device_table_free(&t);
     return rc;
 }

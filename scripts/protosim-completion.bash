@@ -13,7 +13,7 @@ _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --devices 
 _protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --devices --help -h"
 _protosim_opts_merge="--top --csv --json --plot --progress --no-progress --devices --help -h"
 _protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --devices --help -h"
-_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --gemm-model --csv --devices --help -h"
+_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --gemm-model --shapes --csv --devices --help -h"
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()
@@ -41,6 +41,7 @@ _protosim()
     case $prev in
     --cluster) _protosim_files "$cur" "xml|yaml|yml"; return ;;
     --devices) _protosim_files "$cur" "yaml|yml"; return ;;
+    --shapes) _protosim_files "$cur" "txt"; return ;;
     --from-hwloc) _protosim_files "$cur" xml; return ;;
     --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
     --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;

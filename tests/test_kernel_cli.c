@@ -259,8 +259,68 @@ START_TEST(tile_model_by_hand)
 }
 END_TEST
 
+/* A text file in tmpdir dir: its path (the caller frees it). */
+static char *text_file(const char *dir, const char *name, const char *text);
+
+/* --shapes: one row a shape, in order, each the row of the single call (the 1 MiB elementwise
+ * pass: 8.8 us as above; 1Gi: 1073741824 B at 2077 GB/s + 6.8 us), a header once; comments and
+ * blank lines skipped. A bad line is an error naming the file, line and column. */
+START_TEST(many_shapes_in_one_call)
+{
+    char *dir = make_tmpdir();
+    char *ok = text_file(dir, "ok.txt", "# bytes\n1Mi\n\n  1Gi   # a gibibyte\n");
+    const char *args[] = {"kernel",         "elementwise", "--shapes", ok,  "--gpu",
+                          "H100-SXM5-80GB", "--csv",       "-",        NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    const char *head = "op,shape,dtype,gpu,time_us,tflops,gbps,tile,waves,bound\n";
+    ck_assert_msg(!strncmp(r.out, head, strlen(head)) && !strstr(r.out + 1, "op,shape"), "%s",
+                  r.out);
+    double t1 = 0, t2 = 0;
+    char s1[32], s2[32];
+    ck_assert_int_eq(sscanf(r.out + strlen(head),
+                            "elementwise,%31[^,],bf16,H100-SXM5-80GB,%lf,%*s\n"
+                            "elementwise,%31[^,],bf16,H100-SXM5-80GB,%lf",
+                            s1, &t1, s2, &t2),
+                     4);
+    ck_assert_str_eq(s1, "1048576");
+    ck_assert_str_eq(s2, "1073741824");
+    ck_assert_double_eq_tol(t1, 8.8, 1e-4);
+    ck_assert_double_eq_tol(t2, 1073741824 / BW * 1e6 + 6.8, 1e-2);
+    run_free(&r);
+    char *bad = text_file(dir, "bad.txt", "128 128 128\n# two\n64 x 64\n");
+    char *short_line = text_file(dir, "short.txt", "128 128\n");
+    char *empty = text_file(dir, "empty.txt", "# nothing\n\n");
+    struct {
+        const char *args[12];
+        const char *needle[3];
+    } errs[] = {
+        {{"kernel", "gemm", "--shapes", bad, "--gpu", "H100-SXM5-80GB", NULL},
+         {"bad.txt:3:4", "bad N 'x'", NULL}},
+        {{"kernel", "gemm", "--shapes", short_line, "--gpu", "H100-SXM5-80GB", NULL},
+         {"short.txt:1:1", "got 2", NULL}},
+        {{"kernel", "gemm", "--shapes", empty, "--gpu", "H100-SXM5-80GB", NULL},
+         {"empty.txt:1:1", "no shape", NULL}},
+        {{"kernel", "gemm", "1", "2", "3", "--shapes", empty, "--gpu", "H100-SXM5-80GB", NULL},
+         {"not after gemm", NULL}},
+        {{"kernel", "gemm", "--shapes", "nowhere.txt", "--gpu", "H100-SXM5-80GB", NULL},
+         {"cannot read nowhere.txt", NULL}},
+    };
+    for (size_t i = 0; i < sizeof errs / sizeof *errs; i++) {
+        r = run_protosim(dir, errs[i].args);
+        expect_bad_input(&r, errs[i].needle);
+        run_free(&r);
+    }
+    free(ok);
+    free(bad);
+    free(short_line);
+    free(empty);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* A device file in tmpdir dir: its path (the caller frees it). */
-static char *device_file(const char *dir, const char *name, const char *text)
+static char *text_file(const char *dir, const char *name, const char *text)
 {
     char *path = tmp_path(dir, name);
     FILE *f = fopen(path, "w");
@@ -268,6 +328,11 @@ static char *device_file(const char *dir, const char *name, const char *text)
     fputs(text, f);
     fclose(f);
     return path;
+}
+
+static char *device_file(const char *dir, const char *name, const char *text)
+{
+    return text_file(dir, name, text);
 }
 
 /* An Ada card nobody bundled, 4 SMs, 10 TFLOP/s fp16/bf16 and 1000 GB/s, given only by its
@@ -359,6 +424,7 @@ int main(void)
                                   text_output,
                                   a_gpu_given_only_by_its_datasheet,
                                   tile_model_by_hand,
+                                  many_shapes_in_one_call,
                                   device_file_errors,
                                   NULL};
     return suite_run(suite_of("kernel_cli", "kernel_cli", 120, tests));
