@@ -6,6 +6,7 @@ file). Rows that cannot be turned into a job (missing or bad columns, unsupporte
 device) come back already failed; rows outside --max-gpus come back skipped.
 """
 import csv
+import glob
 import os
 import re
 
@@ -1155,6 +1156,103 @@ def load_steps(gt_dir, repo=None, **_):
     return rows, jobs
 
 
+# ---------------------------------------------------------------- per-op GEMM kernels (issue 28)
+KERNEL_VIDUR_GPUS = {"a100": ("A100", "A100-SXM4-80GB"), "h100": ("H100", "H100-SXM5-80GB")}
+KERNEL_MEASURED = {"h100": ("H100", "H100-SXM5-80GB"), "h200": ("H200", "H200-SXM-141GB")}
+KERNEL_ROLES = (("attn_pre_proj", "QKV"), ("attn_post_proj", "O"), ("mlp_up_proj", "gate/up"),
+                ("mlp_down_proj", "down"))
+KERNEL_MODELS = ("roofline", "tile")
+
+
+def vidur_gemm_shape(role, rec):
+    """(k, n) of one layer GEMM's per-GPU shard [tokens x k].[k x n], as scripts/fit_tensor and
+    scripts/fit_tiles derive it."""
+    h, heads = _get(rec, "n_embd", _pos_int), _get(rec, "n_head", _pos_int)
+    kv, ff = _get(rec, "n_kv_head", _pos_int), _get(rec, "n_expanded_embd", _pos_int)
+    tp, hd = _get(rec, "num_tensor_parallel_workers", _pos_int), h // heads
+    if role == "attn_pre_proj":
+        return h, (heads + 2 * kv) * hd // tp
+    if role == "attn_post_proj":
+        return heads * hd // tp, h
+    if role == "mlp_up_proj":
+        return h, ff * (2 if rec.get("use_gated_mlp") == "True" else 1) // tp
+    return ff // tp, h
+
+
+def _kernel_rows(name, label, role, shapes, model, jobs_by_key, rows, gpu, dtype, quick):
+    """One Row per (shape, measured seconds, rid, desc) of shapes under one GEMM model: the
+    roofline's rows count in the summary (the simulator's default), the tile model's are
+    reported beside them."""
+    key = (gpu, dtype, model)
+    job = jobs_by_key.get(key)
+    if job is None:
+        job = jobs_by_key[key] = Job("kernels", None, [])
+        job.gpu, job.dtype, job.model, job.shapes = gpu, dtype, model, []
+    for i, (shape, t, rid, desc) in enumerate(shapes):
+        if quick and i % 20:
+            continue
+        row = Row("kernels", name, rid, desc=desc, group="%s %s [%s]" % (label, role, model),
+                  measured=t)
+        row.counted = model == "roofline"
+        rows.append(row)
+        job.rows.append(row)
+        job.shapes.append(shape)
+
+
+def load_kernels(gt_dir, repo=None, quick=False, **_):
+    """Per-op GEMM kernel times beside `protosim kernel gemm --shapes` on the GPU that measured
+    them, under both GEMM models (--gemm-model roofline, the default the summary counts, and
+    tile, reported beside it): vidur's fp16 layer GEMMs on the A100 and H100 (the four roles of
+    eight models at 1-32k tokens and TP 1-8; profiler kernel times) and the bf16 training GEMMs
+    measured here on the H100 and H200 (tests/data/measured/*_gemm.csv; the square and skinny
+    sweeps time Python's launch rate and are skipped, as tests/test_cost.c does). Predicted:
+    the kernel's time as `protosim kernel` prints it (its work plus the 6.8 us a CUDA kernel
+    costs besides it). Group = GPU, source, role and model. --quick: every 20th row."""
+    rows, by_key = [], {}
+    for gpu, (label, device) in sorted(KERNEL_VIDUR_GPUS.items()):
+        for path in sorted(glob.glob(os.path.join(gt_dir, "vidur", "compute_%s_*_mlp.csv" % gpu))):
+            name = os.path.basename(path)
+            per_role = {r: [] for r, _ in KERNEL_ROLES}
+            for i, rec in enumerate(_read_dicts(path)):
+                for role, short in KERNEL_ROLES:
+                    try:
+                        m = _get(rec, "num_tokens", _pos_int)
+                        k, n = vidur_gemm_shape(role, rec)
+                        t = _get(rec, "time_stats.%s.median" % role, _pos_float) * 1e-3
+                    except BadRow as e:
+                        rows.append(Row("kernels", name, i + 1, group="%s vidur %s" % (label, short)).fail(str(e)))
+                        continue
+                    per_role[role].append(((m, n, k), t, i + 1, "%s %s %dx%dx%d" % (
+                        name[len("compute_"):-len("_mlp.csv")], short, m, n, k)))
+            for role, short in KERNEL_ROLES:
+                for model in KERNEL_MODELS:
+                    _kernel_rows(name, label + " vidur fp16", short, per_role[role], model, by_key,
+                                 rows, device, "fp16", quick)
+    for gpu, (label, device) in sorted(KERNEL_MEASURED.items()):
+        name = "%s_gemm.csv" % gpu
+        shapes = []
+        for i, rec in enumerate(_read_dicts(os.path.join(repo, "tests", "data", "measured", name))):
+            case = rec.get("case", "")
+            if rec.get("dtype") != "bf16":
+                continue
+            if case.startswith(("square", "skinny")):
+                for model in KERNEL_MODELS:
+                    rows.append(Row("kernels", name, i + 1, group="%s measured bf16 [%s]" % (label, model)).skip(
+                        "shape sweep: times Python's launch rate"))
+                continue
+            try:
+                m, n, k = (_get(rec, c, _pos_int) for c in ("M", "N", "K"))
+                t = _get(rec, "ms", _pos_float) * 1e-3
+            except BadRow as e:
+                rows.append(Row("kernels", name, i + 1, group="%s measured bf16" % label).fail(str(e)))
+                continue
+            shapes.append(((m, n, k), t, i + 1, "%s %s %s %dx%dx%d" % (label, case, rec.get("layout", ""), m, n, k)))
+        for model in KERNEL_MODELS:
+            _kernel_rows(name, label + " measured", "bf16", shapes, model, by_key, rows, device,
+                         "bf16", quick)
+    return rows, list(by_key.values())
+
+
 LOADERS = {"steps": load_steps, "vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
            "neusight": load_neusight, "llm": load_llm, "traces": load_traces,
-           "dlrm_kernels": load_dlrm_kernels, "dlrm": load_dlrm}
+           "dlrm_kernels": load_dlrm_kernels, "dlrm": load_dlrm, "kernels": load_kernels}

@@ -33,11 +33,15 @@ ROW_KEYS = ["script", "constant", "value", "fitted_on", "group", "rows", "in_sam
 # (script, runs in --holdout by default, arguments given the ground-truth directory)
 FITS = [
     ("fit_tensor", True, lambda gt: ["--groundtruth", gt]),
+    ("fit_tiles", True, lambda gt: ["--groundtruth", gt]),
     ("fit_attention", True, lambda gt: []),
     ("fit_nccl", True, lambda gt: ["--groundtruth", gt]),
     ("fit_kernels", True, lambda gt: ["--data", os.path.join(gt, "kernels")]),
     ("fit_vtrain", False, lambda gt: ["--groundtruth", gt, "--rounds", "1", "-j", "1"]),
 ]
+# Scripts that need Debian's python3-numpy and python3-scipy run under the system interpreter
+# (the one apt installs them for), the others under the one running validate.
+SYSTEM_PYTHON = {"fit_tiles": "/usr/bin/python3"}
 
 # End-to-end files: no constant is fitted on their rows, so each is held out from every one.
 END_TO_END = [
@@ -120,8 +124,8 @@ def run_fits(repo, groundtruth, slow, jobs=1):
 
     def one(fit):
         name, fast, args = fit
-        cmd = [sys.executable, os.path.join(repo, "scripts", name), "--holdout-json"] + \
-            args(groundtruth)
+        cmd = [SYSTEM_PYTHON.get(name, sys.executable), os.path.join(repo, "scripts", name),
+               "--holdout-json"] + args(groundtruth)
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             last = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
