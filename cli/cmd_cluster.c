@@ -37,7 +37,7 @@ const cli_command cli_cluster = {
     "                          numbered in the order given (no KIND)\n"
     "  --from-hwloc FILE       the node from an hwloc XML export of one machine (lstopo --of\n"
     "                          xml, hwloc 2.x; no KIND); a summary of the import goes to stderr\n"
-    "  --gpu NAME              the device-table GPU (topology/devices/devices.yaml) of every\n"
+    "  --gpu NAME              the device-table GPU (devices.yaml, --devices) of every\n"
     "                          GPU, instead of the KIND's (e.g. dgx-a100 --gpu A100-SXM4-40GB)\n"
     "                          or the name hwloc reports\n"
     "  -o FILE                 write to FILE (default: stdout)\n"

@@ -312,16 +312,17 @@ static int shape_line(const kernel_args *a, int kind, int ln, char *line, double
 }
 
 /* --shapes FILE: one shape a line (the kernel's numbers separated by blanks; '#' starts a
- * comment; blank lines skipped), all read first (a bad line prints nothing), then each timed
- * into f as a CSV row or a text block, in order. */
-static int run_shapes(const kernel_args *a, int kind, const device_spec *d, precision_t p, FILE *f)
+ * comment; blank lines skipped), every line read and checked into *shapes (*rows of them; the
+ * caller frees it) before anything is timed or written. */
+static int read_shapes(const kernel_args *a, int kind, double (**shapes)[4], int *rows)
 {
+    *shapes = NULL;
+    *rows = 0;
     FILE *in = fopen(a->shapes, "r");
     if (!in)
         return cli_usage_error(&cli_kernel, "--shapes: cannot read %s", a->shapes);
     char line[1024];
-    double(*shapes)[4] = NULL;
-    int rc = 0, rows = 0, cap = 0;
+    int rc = 0, cap = 0;
     for (int ln = 1; !rc && fgets(line, sizeof line, in); ln++) {
         size_t len = strlen(line);
         if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(in)) {
@@ -336,43 +337,53 @@ static int run_shapes(const kernel_args *a, int kind, const device_spec *d, prec
             rc = PS_EINPUT;
         if (n <= 0)
             continue;
-        if (rows == cap) {
+        if (*rows == cap) {
             cap = cap ? 2 * cap : 64;
-            shapes = xreallocarray(shapes, (size_t)cap, sizeof *shapes);
+            *shapes = xreallocarray(*shapes, (size_t)cap, sizeof **shapes);
         }
-        memcpy(shapes[rows++], x, sizeof x);
+        memcpy((*shapes)[(*rows)++], x, sizeof x);
+    }
+    if (!rc && ferror(in)) {
+        fprintf(stderr, "protosim: error: --shapes: cannot read %s (%s)\n", a->shapes,
+                "not a readable text file");
+        rc = PS_EINPUT;
     }
     fclose(in);
-    if (!rc && rows == 0) {
+    if (!rc && *rows == 0) {
         fprintf(stderr, "protosim: error: %s:1:1: no shape in the file\n", a->shapes);
         rc = PS_EINPUT;
     }
-    for (int i = 0; !rc && i < rows; i++)
-        run_kernel(a, kind, shapes[i], d, p, f, i == 0);
-    free(shapes);
     return rc;
 }
 
-/* The kernel (or each of --shapes) to --csv OUT or stdout. */
+/* The kernel (or each of --shapes, all read first) to --csv OUT or stdout. */
 static int run_all(const kernel_args *a, int kind, const double *x, const device_spec *d)
 {
     precision_t p = PREC_BF16;
     if (check_dtype(kind, a, d, &p))
         return PS_EINPUT;
+    double(*shapes)[4] = NULL;
+    int rows = 1;
+    if (a->shapes && read_shapes(a, kind, &shapes, &rows)) {
+        free(shapes);
+        return PS_EINPUT;
+    }
     FILE *f = stdout;
-    if (a->csv && strcmp(a->csv, "-") && !(f = fopen(a->csv, "w")))
+    if (a->csv && strcmp(a->csv, "-") && !(f = fopen(a->csv, "w"))) {
+        free(shapes);
         return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv);
-    int rc = a->shapes ? run_shapes(a, kind, d, p, f) : 0;
-    if (!a->shapes)
-        run_kernel(a, kind, x, d, p, f, 1);
+    }
+    for (int i = 0; i < rows; i++)
+        run_kernel(a, kind, shapes ? shapes[i] : x, d, p, f, i == 0);
+    free(shapes);
     int bad = ferror(f);
     if (f != stdout)
         bad |= fclose(f) != 0;
     else
         bad |= fflush(f) != 0;
-    if (bad && !rc)
+    if (bad)
         return cli_usage_error(&cli_kernel, "--csv: cannot write %s", a->csv ? a->csv : "stdout");
-    return rc;
+    return 0;
 }
 
 static int kernel_main(int argc, char **argv)
@@ -420,6 +431,9 @@ static int kernel_main(int argc, char **argv)
                              "--gemm-model tile: %s's architecture (%s) has no fitted tile "
                              "parameters (only ampere and hopper)",
                              d->name, enum_name(gpu_arch_names, d->arch));
+    else if (a.gemm_model && !strcmp(a.gemm_model, "tile") && strcmp(a.dtype, "fp32") == 0)
+        rc = cli_usage_error(&cli_kernel, "--gemm-model tile: the tile model is of tensor-core "
+                                          "GEMMs; fp32 runs on the SIMT cores (the roofline)");
     if (a.gemm_model)
         spec.gemm_tiles = !strcmp(a.gemm_model, "tile");
     if (!rc)

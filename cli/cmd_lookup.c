@@ -21,7 +21,8 @@ const cli_command cli_lookup = {
     "the id law (docs/cost-model.md, \"DLRM\"). Prints the distinct rows per table, HBM bytes\n"
     "and times.\n"
     "options:\n"
-    "  --device NAME       a GPU of topology/devices/devices.yaml with l2_mib (required)\n"
+    "  --device NAME       a GPU of the device table (devices.yaml, --devices) with l2_mib\n"
+    "                      (required)\n"
     "  --tables N          tables in the kernel (required)\n"
     "  --rows R            rows per table (required)\n"
     "  --dim D             embedding dimension (required)\n"
@@ -148,7 +149,7 @@ static int lookup_main(int argc, char **argv)
     int rc = 0;
     if (dev->l2_bytes <= 0)
         rc = cli_usage_error(&cli_lookup,
-                             "--device: %s has no l2_mib in topology/devices/devices.yaml (the "
+                             "--device: %s has no l2_mib in its device entry (the "
                              "lookup's cache rule needs it)",
                              a.device);
     if (rc) {

@@ -26,35 +26,34 @@ static void overview(FILE *f)
         "  platform), collective (time collectives), sweep (simulate and rank many plans),\n"
         "  merge (join sweep shards), lookup (time an embedding-table kernel alone), kernel\n"
         "  (time a GEMM, attention, norm or elementwise kernel alone)\n"
+        "every subcommand also takes --devices FILE: GPUs from a YAML list in devices.yaml's\n"
+        "  schema over the bundled table (also PROTOSIM_DEVICES=FILE[:FILE...])\n"
         "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
         "            3 internal error\n",
         f);
 }
 
-/* `--devices FILE` (or --devices=FILE), an option of every subcommand: taken out of argv, the
- * file is appended to PROTOSIM_DEVICES, where every device-table load reads it
- * (device_table_load_all) and sweep's workers inherit it. Arguments after "--" are left alone.
- * 0, or PS_EINPUT after a usage error. */
+/* `--devices FILE` (or --devices=FILE), an option of every subcommand, before or after its name:
+ * taken out of argv, the file is appended to PROTOSIM_DEVICES, where every device-table load reads
+ * it (device_table_load_all) and sweep's workers inherit it. 0, or PS_EINPUT after a usage
+ * error. */
 static int take_devices_option(int *argc, char **argv)
 {
-    int out = 2;
-    for (int i = 2; i < *argc; i++) {
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
         const char *a = argv[i], *file = NULL;
-        if (!strcmp(a, "--")) {
-            while (i < *argc)
-                argv[out++] = argv[i++];
-            break;
-        }
         if (!strcmp(a, "--devices")) {
             if (i + 1 >= *argc || !argv[i + 1][0]) {
-                fprintf(stderr, "protosim: error: --devices needs a file\n");
+                fprintf(stderr, "protosim: error: --devices needs a file (a YAML list of GPUs in "
+                                "devices.yaml's schema)\n");
                 return PS_EINPUT;
             }
             file = argv[++i];
         } else if (!strncmp(a, "--devices=", 10)) {
             file = a + 10;
             if (!file[0]) {
-                fprintf(stderr, "protosim: error: --devices needs a file\n");
+                fprintf(stderr, "protosim: error: --devices needs a file (a YAML list of GPUs in "
+                                "devices.yaml's schema)\n");
                 return PS_EINPUT;
             }
         }
@@ -80,8 +79,10 @@ static int take_devices_option(int *argc, char **argv)
         if (rc)
             return PS_EINTERNAL;
     }
-    argv[out] = NULL;
-    *argc = out;
+    if (*argc > 0) {
+        argv[out] = NULL;
+        *argc = out;
+    }
     return 0;
 }
 

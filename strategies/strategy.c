@@ -688,15 +688,15 @@ int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
             return ps_error_set(err, PS_EINPUT, s->file, s->workload_loc.line,
                                 s->workload_loc.column, "workload",
                                 "dlrm plans need the GPUs' L2 size for the embedding lookup "
-                                "cost, which GPU %d (%s) lacks (no l2_mib in "
-                                "topology/devices/devices.yaml)",
+                                "cost, which GPU %d (%s) lacks (no l2_mib in its device entry, "
+                                "devices.yaml or a --devices file)",
                                 r, c->device[r]->name);
     for (int r = 0; s->fp8 && r < c->n_gpus; r++)
         if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
             return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,
                                 s->precision_loc.column, "precision",
                                 "precision fp8 needs FP8 tensor cores, which GPU %d (%s) lacks "
-                                "(no fp8_tflops in topology/devices/devices.yaml)",
+                                "(no fp8_tflops in its device entry)",
                                 r, c->device[r]->name);
     /* FlashAttention-2's rate is the device's measured warp-MMA share, never a silent 1 */
     for (int r = 0; s->model.attention_kernel == ATTN_KERNEL_WARP_MMA && r < c->n_gpus; r++)
@@ -704,8 +704,8 @@ int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
             return ps_error_set(err, PS_EINPUT, s->file, s->workload_loc.line,
                                 s->workload_loc.column, "workload.attention_kernel",
                                 "attention_kernel warp-mma needs the GPUs' warp-level MMA rate, "
-                                "which GPU %d (%s) lacks (no warp_mma_fraction in "
-                                "topology/devices/devices.yaml)",
+                                "which GPU %d (%s) lacks (no warp_mma_fraction in its device "
+                                "entry or its architecture)",
                                 r, c->device[r]->name);
     return 0;
 }

@@ -215,6 +215,12 @@ int sweep_tables_propose(sweep_spec *s, const cluster *c, ps_error *err)
                             "sharding plans need at least 2 GPUs; the cluster has %d", c->n_gpus);
     plan_env env;
     plan_env_init(s, c, &env);
+    if (!(env.dev->l2_bytes > 0)) /* the lookup's cache rule needs it (cost_embedding.c) */
+        return ps_error_set(err, PS_EINPUT, s->file, a->loc.line, a->loc.column,
+                            "axes.tables_sharding",
+                            "the sharding planner costs the embedding lookups on %s, which has "
+                            "no l2_mib in the device table (the lookup's cache rule needs it)",
+                            env.dev->name);
     const workload_dlrm *d = &s->base.model.dlrm;
     int n = d->n_tables;
     static workload_emb local[DLRM_MAX_TABLES], global[DLRM_MAX_TABLES];

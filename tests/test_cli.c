@@ -96,6 +96,16 @@ START_TEST(help_overview)
             ck_assert_msg(strstr(r.out, want) != NULL, "overview lacks '%s':\n%s", want, r.out);
         }
         ck_assert_ptr_nonnull(strstr(r.out, "protosim SUBCOMMAND --help"));
+        ck_assert_ptr_nonnull(strstr(r.out, "--devices FILE"));
+        run_free(&r);
+    }
+    /* no subcommand at all, or only --devices: the overview on stderr, exit 1 */
+    const char *none[] = {NULL}, *only[] = {"--devices", "x.yaml", NULL};
+    const char *const *bare[] = {none, only};
+    for (int b = 0; b < 2; b++) {
+        run_result r = run_protosim(dir, bare[b]);
+        expect_exit(&r, 1);
+        ck_assert_msg(strstr(r.err, "usage:") != NULL, "no overview:\n%s", r.err);
         run_free(&r);
     }
     remove_tmpdir(dir);

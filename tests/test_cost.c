@@ -591,6 +591,13 @@ START_TEST(tile_model_waves)
         }
     ck_assert(rel(cost_gemm_kernel_seconds(1, 256 * 133, 128, k, PREC_BF16, &d),
                   fmax(best.compute_s, best.memory_s)) < 1e-12);
+    /* a simulated GEMM op costs what the kernel model says, plus the per-kernel GPU cost: no
+     * shortest-kernel floor under the tile model (a 64^3 GEMM's work is 0.21 us) */
+    workload_op tiny = gemm(64, 64, 64);
+    ck_assert(rel(cost_op_kernel_seconds(&tiny, PASS_FWD, PREC_BF16, &d),
+                  cost_gemm_kernel_seconds(1, 64, 64, 64, PREC_BF16, &d) +
+                      cost_kernel_gpu_overhead_seconds()) < 1e-12);
+    ck_assert(cost_gemm_kernel_seconds(1, 64, 64, 64, PREC_BF16, &d) < cost_kernel_min_seconds());
     /* an Ada GPU has no tile parameters: the roofline, whatever its entry asks */
     device_spec l = yaml_device("L40S");
     ck_assert(!cost_tile_fitted(&l));

@@ -228,6 +228,30 @@ START_TEST(tables_auto_proposals)
 }
 END_TEST
 
+/* The planner costs lookups with the L2 cache rule: on a GPU without an L2 figure (an entry
+ * without l2_mib, as a user's --devices file may give) it refuses, located at the axis, before
+ * costing anything. */
+START_TEST(tables_auto_needs_the_l2_figure)
+{
+    cluster c;
+    sweep_spec s;
+    sweep_on_two_gpus("100, 10", "sgd", "  tables_sharding: auto\n", 0, &c, &s);
+    device_spec no_l2 = *c.device[0];
+    no_l2.l2_bytes = 0;
+    const device_spec *keep[2] = {c.device[0], c.device[1]};
+    c.device[0] = c.device[1] = &no_l2;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(sweep_tables_propose(&s, &c, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "axes.tables_sharding");
+    ck_assert_msg(strstr(err.message, "no l2_mib") != NULL, "%s", err.message);
+    c.device[0] = keep[0];
+    c.device[1] = keep[1];
+    sweep_spec_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
 /* Only the shardings that fit a GPU: table 0 has 2e9 rows of dim 4 in fp32 under adam (two
  * fp32 moments): 2e9 x 4 x (4 + 8) B = 96 GB whole, more than an 80 GiB A100 less the 2 GiB
  * reserve (83.75 GB): not table-wise; data-parallel 2e9 x 4 x (4 + 4 + 8) = 128 GB: not either;
@@ -635,6 +659,7 @@ static Suite *suite(void)
                                   dlrm_axes_need_a_dlrm_base,
                                   tables_auto_proposals,
                                   tables_auto_only_what_fits,
+                                  tables_auto_needs_the_l2_figure,
                                   tables_auto_first_proposals_by_hand,
                                   ranked_columns_by_hand,
                                   columns_through_json_csv_and_merge,

@@ -236,8 +236,8 @@ END_TEST
 /* --gemm-model tile on the H100 (Hopper's fitted tile parameters, tests/test_cost.c). A tiny
  * (64 x 64).(64 x 64) fp16 GEMM: one 128 x 64 tile (or 64 x 64: the same operand bytes) streams
  * 2 B x (64 + 64) x 64 = 16,384 B into its SM at 42.76 / 4096 B per FLOP of the SM's 7.4955
- * TFLOP/s (78.25 GB/s): 0.2094 us, over its math (0.095 us); the kernel pays the launch floor,
- * 0.2094 + 6.8 us. A skinny (1 x 8192).(8192 x 8192) one streams its 134,250,496 B of HBM at
+ * TFLOP/s (78.25 GB/s): 0.2094 us, over its math (0.095 us), and no shortest-kernel floor (the
+ * roofline's): 0.2094 + 6.8 us, bound by the per-kernel cost ("launch"). A skinny (1 x 8192).(8192 x 8192) one streams its 134,250,496 B of HBM at
  * 0.9132 of 3350 GB/s: memory bound, 43.88 + 6.8 us. */
 START_TEST(tile_model_by_hand)
 {
@@ -384,6 +384,10 @@ START_TEST(device_file_errors)
     char *no_arch = device_file(dir, "noarch.yaml", "- name: X\n  fp32_tflops: 1\n");
     char *ada_tiles =
         device_file(dir, "tiles.yaml", "- name: X\n  architecture: ada\n  gemm_model: tile\n");
+    char *huge = device_file(dir, "huge.yaml",
+                             "- name: X\n  architecture: hopper\n  fp32_tflops: 1\n"
+                             "  tf32_tflops: 1\n  fp16_tflops: 1e300\n  bf16_tflops: 1\n"
+                             "  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n");
     struct {
         const char *args[12];
         const char *needle[3];
@@ -394,6 +398,10 @@ START_TEST(device_file_errors)
          {"arch.yaml:2", "architecture", NULL}},
         {{"kernel", "norm", "8", "--gpu", "X", "--devices", no_arch, NULL},
          {"noarch.yaml:1", "lacks architecture", NULL}},
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", ada_tiles, NULL},
+         {"tiles.yaml:3", "no fitted parameters for ada", NULL}},
+        {{"kernel", "norm", "8", "--gpu", "X", "--devices", huge, NULL},
+         {"huge.yaml:5", "fp16_tflops 1e+300 is beyond any GPU", NULL}},
         {{"kernel", "norm", "8", "--gpu", "X", "--devices", NULL},
          {"--devices needs a file", NULL}},
         {{"kernel", "norm", "8", "--gpu", "X", "--devices", "nowhere.yaml", NULL},
@@ -408,6 +416,7 @@ START_TEST(device_file_errors)
     free(bad_arch);
     free(no_arch);
     free(ada_tiles);
+    free(huge);
     remove_tmpdir(dir);
 }
 END_TEST

@@ -167,6 +167,23 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
         return yread_fail(c, entry, field, "device '%s' needs exactly one of hbm_gib and hbm_gb",
                           spec->name);
     }
+    /* Upper bounds far above any GPU (100 PFLOP/s, 100 TB/s, 100 TB, 100,000 SMs, 100 GiB of
+     * L2, a 10 s NCCL launch): a figure past them is a typo or a unit mistake, and would overflow
+     * the cost model's arithmetic. */
+    static const struct {
+        int key;
+        double max;
+    } bounds[] = {
+        {KEY_FP32, 1e5}, {KEY_TF32, 1e5},     {KEY_FP16, 1e5},           {KEY_BF16, 1e5},
+        {KEY_FP8, 1e5},  {KEY_HBM_GBPS, 1e5}, {KEY_HBM_GIB, 1e5},        {KEY_HBM_GB, 1e5},
+        {KEY_SMS, 1e5},  {KEY_L2_MIB, 1e5},   {KEY_NCCL_LAUNCH_US, 1e7}, {KEY_NCCL_STEP_US, 1e7}};
+    for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++)
+        if (value[bounds[b].key] > bounds[b].max) {
+            yread_join_path(field, sizeof field, path, device_keys[bounds[b].key]);
+            return yread_fail(c, yread_map_get(c, entry, device_keys[bounds[b].key]), field,
+                              "device '%s': %s %g is beyond any GPU (at most %g)", spec->name,
+                              device_keys[bounds[b].key], value[bounds[b].key], bounds[b].max);
+        }
     if (value[KEY_SMS] != floor(value[KEY_SMS])) {
         yread_join_path(field, sizeof field, path, "sms");
         return yread_fail(c, yread_map_get(c, entry, "sms"), field,

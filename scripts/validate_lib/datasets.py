@@ -1220,7 +1220,8 @@ def load_kernels(gt_dir, repo=None, quick=False, **_):
                         k, n = vidur_gemm_shape(role, rec)
                         t = _get(rec, "time_stats.%s.median" % role, _pos_float) * 1e-3
                     except BadRow as e:
-                        rows.append(Row("kernels", name, i + 1, group="%s vidur %s" % (label, short)).fail(str(e)))
+                        rows.append(Row("kernels", name, i + 1, group="%s vidur fp16 %s [roofline]" % (
+                            label, short)).fail(str(e)))
                         continue
                     per_role[role].append(((m, n, k), t, i + 1, "%s %s %dx%dx%d" % (
                         name[len("compute_"):-len("_mlp.csv")], short, m, n, k)))
@@ -1244,7 +1245,8 @@ def load_kernels(gt_dir, repo=None, quick=False, **_):
                 m, n, k = (_get(rec, c, _pos_int) for c in ("M", "N", "K"))
                 t = _get(rec, "ms", _pos_float) * 1e-3
             except BadRow as e:
-                rows.append(Row("kernels", name, i + 1, group="%s measured bf16" % label).fail(str(e)))
+                rows.append(Row("kernels", name, i + 1, group="%s measured bf16 [roofline]" % label).fail(
+                    str(e)))
                 continue
             shapes.append(((m, n, k), t, i + 1, "%s %s %s %dx%dx%d" % (label, case, rec.get("layout", ""), m, n, k)))
         for model in KERNEL_MODELS:

@@ -54,8 +54,8 @@ END_TO_END = [
 
 # Fitted constants no script refits, so --holdout cannot hold their data out (yet).
 NOT_REFITTED = [
-    "HTAE_NET_EFFICIENCY 0.89 and devices.yaml nccl_launch_us, nccl_step_us, nvlink_efficiency, "
-    "nvls_efficiency (H100/H200): fitted against nccl_more.md's figures (scripts/nccl_more "
+    "HTAE_NET_EFFICIENCY 0.89 and Hopper's nccl_launch_us, nccl_step_us, nvlink_efficiency, "
+    "nvls_efficiency (topology/devices.c, per architecture): fitted against nccl_more.md's figures (scripts/nccl_more "
     "compares, fits nothing)",
     "EMB_BWD_EFF 0.50 (sim/cost/cost_embedding.c): the two H100 TBE backward rows of "
     "dlrm_public.csv (dlrm_kernels)",
@@ -126,7 +126,10 @@ def run_fits(repo, groundtruth, slow, jobs=1):
         name, fast, args = fit
         cmd = [SYSTEM_PYTHON.get(name, sys.executable), os.path.join(repo, "scripts", name),
                "--holdout-json"] + args(groundtruth)
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as e:
+            return [], "%s: cannot run %s: %s" % (name, cmd[0], e.strerror)
         if p.returncode != 0:
             last = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
             return [], "%s: %s" % (name, last)

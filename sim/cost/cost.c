@@ -398,7 +398,11 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
                              : roofline_seconds(op->bwd_flops, op->bwd_bytes,
                                                 dev->peak_flops[PREC_FP32], COST_VECTOR_EFF, dev);
     double kernels = cost_op_kernels(op, pass);
-    t = fmax(t, kernels * COST_KERNEL_MIN_SECONDS) + kernels * cost_op_gpu_overhead_seconds(op);
+    /* the shortest-kernel floor belongs to the roofline: the tile model's GEMMs have their own
+     * fixed costs (per tile), fitted without it (cost_gemm_kernel_seconds says the same) */
+    int tiles = op->kind == OP_GEMM && cost_tile_applies(prec, dev);
+    t = fmax(t, tiles ? 0.0 : kernels * COST_KERNEL_MIN_SECONDS) +
+        kernels * cost_op_gpu_overhead_seconds(op);
     assert(t >= 0 && isfinite(t));
     return t;
 }
