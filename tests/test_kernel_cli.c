@@ -370,6 +370,45 @@ START_TEST(a_gpu_given_only_by_its_datasheet)
 }
 END_TEST
 
+/* The same GPU end to end: `cluster --gpu` builds a node of it and `run` simulates the bundled
+ * BERT plan on it, both given the file; the report's memory capacity is the file's 48 GiB. Without
+ * the file, the cluster's GPU is unknown (exit 1, with the hint). */
+START_TEST(a_users_gpu_end_to_end)
+{
+    char *dir = make_tmpdir();
+    char *devs = device_file(dir, "gpus.yaml",
+                             "- name: MY-ADA\n  architecture: ada\n  fp32_tflops: 91.6\n"
+                             "  tf32_tflops: 183\n  fp16_tflops: 362.05\n  bf16_tflops: 362.05\n"
+                             "  hbm_gbps: 864\n  hbm_gib: 48\n  sms: 142\n");
+    char *cl = tmp_path(dir, "ada.yaml"), *out = tmp_path(dir, "r.json");
+    char *plan = src_path("strategies/examples/bert-large-dp8.yaml");
+    const char *gen[] = {"cluster",   "dgx-a100", "--nodes", "1", "--gpu", "MY-ADA",
+                         "--devices", devs,       "-o",      cl,  NULL};
+    run_result r = run_protosim(dir, gen);
+    expect_exit(&r, 0);
+    run_free(&r);
+    const char *run[] = {"run", plan,     "--cluster", cl,        "--devices",
+                         devs,  "--json", out,         "--quiet", NULL};
+    r = run_protosim(dir, run);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *j = parse_json_file(out);
+    ck_assert_double_eq(num_field(j, "memory_capacity_bytes"), 48.0 * 1073741824.0);
+    ck_assert(num_field(j, "iteration_time_s") > 0);
+    cJSON_Delete(j);
+    const char *without[] = {"run", plan, "--cluster", cl, "--quiet", NULL};
+    r = run_protosim(dir, without);
+    const char *needles[] = {"unknown device 'MY-ADA'", "--devices FILE", NULL};
+    expect_bad_input(&r, needles);
+    run_free(&r);
+    free(devs);
+    free(cl);
+    free(out);
+    free(plan);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* A device file's mistakes are input errors naming the file, the line and the key; so are
  * --devices without a file and an unknown architecture. */
 START_TEST(device_file_errors)
@@ -433,6 +472,7 @@ int main(void)
                                   text_output,
                                   a_gpu_given_only_by_its_datasheet,
                                   tile_model_by_hand,
+                                  a_users_gpu_end_to_end,
                                   many_shapes_in_one_call,
                                   device_file_errors,
                                   NULL};

@@ -139,7 +139,9 @@ static int unknown_device(const load_ctx *lc, const char *host, const char *gpu,
     char known[600];
     known_devices(t, known, sizeof known);
     return ps_error_set(err, PS_EINPUT, lc->path, host_line(lc, host), 0, "gpu",
-                        "GPU host '%s': unknown device '%s' (known: %s)", host, gpu, known);
+                        "GPU host '%s': unknown device '%s' (known: %s; a GPU of your own comes "
+                        "with --devices FILE)",
+                        host, gpu, known);
 }
 
 /* The node name of rank r's GPU into *out: its `node` property when with_node (the number of
@@ -335,7 +337,9 @@ static int load_description(cluster_desc *d, cluster *out, ps_error *err)
             char known[600];
             known_devices(&out->devices, known, sizeof known);
             ps_error_set(err, PS_EINPUT, d->file, d->gpu_loc[i].line, d->gpu_loc[i].column,
-                         "node_models.gpu", "node model '%s': unknown device '%s' (known: %s)",
+                         "node_models.gpu",
+                         "node model '%s': unknown device '%s' (known: %s; a GPU of your own "
+                         "comes with --devices FILE)",
                          d->models[i].kind, d->models[i].gpu, known);
             cluster_desc_free(d);
             return err->code;

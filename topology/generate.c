@@ -342,7 +342,9 @@ static int find_gpu(const char *name, device_table *table, const device_spec **s
     for (int i = 0; i < table->n && len < sizeof known; i++)
         len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
                                 table->specs[i].name);
-    return ps_error_set(err, PS_EINPUT, "", 0, 0, "gpu", "--gpu: unknown device '%s' (known: %s)",
+    return ps_error_set(err, PS_EINPUT, "", 0, 0, "gpu",
+                        "--gpu: unknown device '%s' (known: %s; a GPU of your own comes with "
+                        "--devices FILE)",
                         name, known);
 }
 
