@@ -555,7 +555,7 @@ static void temp_file(char *path, size_t cap, const char *text)
 /* PROTOSIM_DEVICES: its files go over the bundled table in order, empty pieces skipped. One
  * replaces the H100's HBM figure, the other adds a Hopper GPU that gives no fitted figure: it
  * takes its architecture's (Hopper's GEMM base 0.715, warp-MMA share 0.52, NCCL launch 22 us,
- * step 0, NVLink 0.795, NVLS 0.69). */
+ * step 0, NVLink 0.795, NVLS 0.69), and one that turns NVLS and warp MMA off with 0. */
 START_TEST(devices_user_files)
 {
     char a[64], b[64], list[200];
@@ -566,7 +566,11 @@ START_TEST(devices_user_files)
     temp_file(b, sizeof b,
               "- name: MY-HOPPER\n  architecture: hopper\n  fp32_tflops: 50\n"
               "  tf32_tflops: 400\n  fp16_tflops: 800\n  bf16_tflops: 800\n"
-              "  hbm_gbps: 2000\n  hbm_gib: 64\n  sms: 114\n");
+              "  hbm_gbps: 2000\n  hbm_gib: 64\n  sms: 114\n"
+              "- name: MY-HOPPER-PCIE\n  architecture: hopper\n  fp32_tflops: 50\n"
+              "  tf32_tflops: 400\n  fp16_tflops: 800\n  bf16_tflops: 800\n"
+              "  hbm_gbps: 2000\n  hbm_gib: 64\n  sms: 114\n  nvls_efficiency: 0\n"
+              "  warp_mma_fraction: 0\n");
     snprintf(list, sizeof list, "%s::%s", a, b);
     device_table bundled, t;
     ps_error err;
@@ -575,7 +579,12 @@ START_TEST(devices_user_files)
     ck_assert_int_eq(device_table_load_all(NULL, &bundled, &err), 0);
     setenv("PROTOSIM_DEVICES", list, 1);
     ck_assert_int_eq(device_table_load_all(NULL, &t, &err), 0);
-    ck_assert_int_eq(t.n, bundled.n + 1);
+    ck_assert_int_eq(t.n, bundled.n + 2);
+    /* 0 turns off what the architecture gives: no NVLS (no NVSwitch), no warp-level MMA rate */
+    const device_spec *pcie = device_table_find(&t, "MY-HOPPER-PCIE");
+    ck_assert_double_eq(pcie->nvls_efficiency, 0.0);
+    ck_assert_double_eq(pcie->warp_mma_fraction, 0.0);
+    ck_assert_double_eq(pcie->gemm_efficiency, 0.715);
     ck_assert_double_eq_tol(device_table_find(&t, "H100-SXM5-80GB")->hbm_bw, 4000e9, 1);
     ck_assert_double_eq_tol(device_table_find(&bundled, "H100-SXM5-80GB")->hbm_bw, 3350e9, 1);
     const device_spec *h = device_table_find(&t, "MY-HOPPER");

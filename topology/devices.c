@@ -190,8 +190,11 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
                           "device '%s': sms must be an integer", spec->name);
     }
 
+    /* 0 turns off what the architecture would give: NVLS (a Hopper card without NVSwitch) and
+     * warp-level MMA; the other fractions are rates a GPU has */
     for (int i = KEY_NVLINK_EFFICIENCY; i <= KEY_WARP_MMA_FRACTION; i++)
-        if (value[i] > 1.0 || value[i] == 0.0) {
+        if (value[i] > 1.0 ||
+            (value[i] == 0.0 && i != KEY_NVLS_EFFICIENCY && i != KEY_WARP_MMA_FRACTION)) {
             yread_join_path(field, sizeof field, path, device_keys[i]);
             return yread_fail(c, yread_map_get(c, entry, device_keys[i]), field,
                               "device '%s': %s is a fraction in (0, 1], not %g", spec->name,

@@ -305,6 +305,7 @@ int profile_device_of_cuda_name(const char *cuda_name, char *out, size_t cap)
                                          "A100-SXM4-80GB",
                                          "A100-PCIE-40GB",
                                          "L4",
+                                         "L40S",
                                          "P4"};
     const char *s = cuda_name;
     if (!strncmp(s, "NVIDIA ", 7))
