@@ -43,6 +43,16 @@ char *tmp_path(const char *dir, const char *name)
     return p;
 }
 
+char *write_tmp_file(const char *dir, const char *name, const char *text)
+{
+    char *path = tmp_path(dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
 char *make_tmpdir(void)
 {
     char *t = strdup("/tmp/protosim-test-XXXXXX");

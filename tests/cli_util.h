@@ -18,6 +18,8 @@ typedef struct {
 const char *protosim_bin(void);
 char *src_path(const char *rel);
 char *tmp_path(const char *dir, const char *name);
+/* text written to dir/name; its path (the caller frees it). */
+char *write_tmp_file(const char *dir, const char *name, const char *text);
 char *make_tmpdir(void);
 void remove_tmpdir(char *dir);
 char *slurp(const char *path, size_t *len);

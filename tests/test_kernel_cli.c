@@ -259,16 +259,13 @@ START_TEST(tile_model_by_hand)
 }
 END_TEST
 
-/* A text file in tmpdir dir: its path (the caller frees it). */
-static char *text_file(const char *dir, const char *name, const char *text);
-
 /* --shapes: one row a shape, in order, each the row of the single call (the 1 MiB elementwise
  * pass: 8.8 us as above; 1Gi: 1073741824 B at 2077 GB/s + 6.8 us), a header once; comments and
  * blank lines skipped. A bad line is an error naming the file, line and column. */
 START_TEST(many_shapes_in_one_call)
 {
     char *dir = make_tmpdir();
-    char *ok = text_file(dir, "ok.txt", "# bytes\n1Mi\n\n  1Gi   # a gibibyte\n");
+    char *ok = write_tmp_file(dir, "ok.txt", "# bytes\n1Mi\n\n  1Gi   # a gibibyte\n");
     const char *args[] = {"kernel",         "elementwise", "--shapes", ok,  "--gpu",
                           "H100-SXM5-80GB", "--csv",       "-",        NULL};
     run_result r = run_protosim(dir, args);
@@ -288,9 +285,9 @@ START_TEST(many_shapes_in_one_call)
     ck_assert_double_eq_tol(t1, 8.8, 1e-4);
     ck_assert_double_eq_tol(t2, 1073741824 / BW * 1e6 + 6.8, 1e-2);
     run_free(&r);
-    char *bad = text_file(dir, "bad.txt", "128 128 128\n# two\n64 x 64\n");
-    char *short_line = text_file(dir, "short.txt", "128 128\n");
-    char *empty = text_file(dir, "empty.txt", "# nothing\n\n");
+    char *bad = write_tmp_file(dir, "bad.txt", "128 128 128\n# two\n64 x 64\n");
+    char *short_line = write_tmp_file(dir, "short.txt", "128 128\n");
+    char *empty = write_tmp_file(dir, "empty.txt", "# nothing\n\n");
     struct {
         const char *args[12];
         const char *needle[3];
@@ -319,22 +316,6 @@ START_TEST(many_shapes_in_one_call)
 }
 END_TEST
 
-/* A device file in tmpdir dir: its path (the caller frees it). */
-static char *text_file(const char *dir, const char *name, const char *text)
-{
-    char *path = tmp_path(dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static char *device_file(const char *dir, const char *name, const char *text)
-{
-    return text_file(dir, name, text);
-}
-
 /* An Ada card nobody bundled, 4 SMs, 10 TFLOP/s fp16/bf16 and 1000 GB/s, given only by its
  * datasheet figures. A (256 x 4096).(4096 x 256) bf16 GEMM: 128 x 128 tiles, 4 tiles on the 4 SMs,
  * one full wave; the tensor-core base is the cost model's default 0.73 (Ada has no fitted figure
@@ -347,8 +328,8 @@ static char *device_file(const char *dir, const char *name, const char *text)
 START_TEST(a_gpu_given_only_by_its_datasheet)
 {
     char *dir = make_tmpdir();
-    char *one = device_file(dir, "one.yaml", TINY_ADA "  fp16_tflops: 10\n  bf16_tflops: 10\n");
-    char *two = device_file(dir, "two.yaml", TINY_ADA "  fp16_tflops: 20\n  bf16_tflops: 20\n");
+    char *one = write_tmp_file(dir, "one.yaml", TINY_ADA "  fp16_tflops: 10\n  bf16_tflops: 10\n");
+    char *two = write_tmp_file(dir, "two.yaml", TINY_ADA "  fp16_tflops: 20\n  bf16_tflops: 20\n");
     const double flop = 2.0 * 256 * 256 * 4096, eff = 0.73 * 4096 / (4096 + 64);
     const char *args[] = {"kernel",   "gemm",  "256", "256",       "4096", "--gpu",
                           "TINY-ADA", "--csv", "-",   "--devices", one,    NULL};
@@ -376,10 +357,10 @@ END_TEST
 START_TEST(a_users_gpu_end_to_end)
 {
     char *dir = make_tmpdir();
-    char *devs = device_file(dir, "gpus.yaml",
-                             "- name: MY-ADA\n  architecture: ada\n  fp32_tflops: 91.6\n"
-                             "  tf32_tflops: 183\n  fp16_tflops: 362.05\n  bf16_tflops: 362.05\n"
-                             "  hbm_gbps: 864\n  hbm_gib: 48\n  sms: 142\n");
+    char *devs = write_tmp_file(dir, "gpus.yaml",
+                                "- name: MY-ADA\n  architecture: ada\n  fp32_tflops: 91.6\n"
+                                "  tf32_tflops: 183\n  fp16_tflops: 362.05\n  bf16_tflops: 362.05\n"
+                                "  hbm_gbps: 864\n  hbm_gib: 48\n  sms: 142\n");
     char *cl = tmp_path(dir, "ada.yaml"), *out = tmp_path(dir, "r.json");
     char *plan = src_path("strategies/examples/bert-large-dp8.yaml");
     const char *gen[] = {"cluster",   "dgx-a100", "--nodes", "1", "--gpu", "MY-ADA",
@@ -414,19 +395,19 @@ END_TEST
 START_TEST(device_file_errors)
 {
     char *dir = make_tmpdir();
-    char *no_sms = device_file(dir, "no_sms.yaml",
-                               "- name: X\n  architecture: ada\n  fp32_tflops: 1\n"
-                               "  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
-                               "  hbm_gbps: 1\n  hbm_gib: 1\n");
+    char *no_sms = write_tmp_file(dir, "no_sms.yaml",
+                                  "- name: X\n  architecture: ada\n  fp32_tflops: 1\n"
+                                  "  tf32_tflops: 1\n  fp16_tflops: 1\n  bf16_tflops: 1\n"
+                                  "  hbm_gbps: 1\n  hbm_gib: 1\n");
     char *bad_arch =
-        device_file(dir, "arch.yaml", "- name: X\n  architecture: kepler\n  fp32_tflops: 1\n");
-    char *no_arch = device_file(dir, "noarch.yaml", "- name: X\n  fp32_tflops: 1\n");
+        write_tmp_file(dir, "arch.yaml", "- name: X\n  architecture: kepler\n  fp32_tflops: 1\n");
+    char *no_arch = write_tmp_file(dir, "noarch.yaml", "- name: X\n  fp32_tflops: 1\n");
     char *ada_tiles =
-        device_file(dir, "tiles.yaml", "- name: X\n  architecture: ada\n  gemm_model: tile\n");
-    char *huge = device_file(dir, "huge.yaml",
-                             "- name: X\n  architecture: hopper\n  fp32_tflops: 1\n"
-                             "  tf32_tflops: 1\n  fp16_tflops: 1e300\n  bf16_tflops: 1\n"
-                             "  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n");
+        write_tmp_file(dir, "tiles.yaml", "- name: X\n  architecture: ada\n  gemm_model: tile\n");
+    char *huge = write_tmp_file(dir, "huge.yaml",
+                                "- name: X\n  architecture: hopper\n  fp32_tflops: 1\n"
+                                "  tf32_tflops: 1\n  fp16_tflops: 1e300\n  bf16_tflops: 1\n"
+                                "  hbm_gbps: 1\n  hbm_gib: 1\n  sms: 1\n");
     struct {
         const char *args[12];
         const char *needle[3];

@@ -24,12 +24,7 @@ static const char *dgx4 = "topology/clusters/dgx4.xml";
 /* Write text to dir/name; returns the path (caller frees). */
 static char *write_file(const char *dir, const char *name, const char *text)
 {
-    char *path = tmp_path(dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
+    return write_tmp_file(dir, name, text);
 }
 
 /* `protosim run FILE --cluster dgx4` on a strategy written from text: exits 1 with every needle
