@@ -604,6 +604,39 @@ START_TEST(tile_model_waves)
 }
 END_TEST
 
+/* Ampere's tile parameters by hand, where Hopper's test above cannot reach them: a per-tile fixed
+ * cost of 526.7 cycles of 2048 fp16 FLOPs (1,078,682 FLOPs of the SM's 2.889 TFLOP/s: 0.3734 us),
+ * the L2 feed 27.46 / 2048 B per FLOP, tensor efficiency 0.7571, HBM at 0.7927 of 2039 GB/s. A
+ * (128 x 8192).(8192 x 128) fp16 GEMM in one 128 x 128 tile split 4 ways: 4 tiles of ks = 2048 in
+ * one wave; each tile's math 2 x 128 x 128 x 2048 / (2.889e12 x 0.7571) = 30.70 us against its
+ * operands 2 B x 256 x 2048 / (0.013408 x 2.889e12) = 27.07 us, plus the fixed cost; HBM: the
+ * inputs and output once and the four fp32 partials written and read, 8 x 4 x 128 x 128 B. A
+ * batch of 3 such GEMMs is never split: 3 tiles of ks = 8192, one wave. */
+START_TEST(tile_model_ampere_by_hand)
+{
+    device_spec d = yaml_device("A100-SXM4-80GB");
+    d.gemm_tiles = 1;
+    double p_sm = 312e12 / 108, m = 128, n = 128, k = 8192;
+    double fixed = 526.7 * 2048 / p_sm;
+    double bytes = cost_gemm_bytes(1, m, n, k, PREC_FP16);
+    ck_assert(rel(bytes, 2.0 * (m * k + k * n + m * n)) < 1e-12);
+    gemm_tiling g = cost_tile_tiling(1, m, n, k, bytes, 128, 128, 4, PREC_FP16, &d);
+    double math = 2 * 128 * 128 * 2048 / (p_sm * 0.7571);
+    double feed = 2.0 * (128 + 128) * 2048 / (27.46 / 2048 * p_sm);
+    ck_assert(math > feed);
+    ck_assert_double_eq(g.tiles, 4);
+    ck_assert_double_eq(g.waves, 1);
+    ck_assert(rel(g.compute_s, math + fixed) < 1e-12);
+    ck_assert(rel(g.memory_s, (bytes + 8.0 * 4 * m * n) / (2039e9 * 0.7927)) < 1e-12);
+    gemm_tiling b = cost_tile_tiling(3, m, n, k, cost_gemm_bytes(3, m, n, k, PREC_FP16), 128, 128,
+                                     1, PREC_FP16, &d);
+    ck_assert_double_eq(b.tiles, 3);
+    ck_assert(rel(b.compute_s, 4 * math + fixed) < 1e-12);
+    /* the kernel never splits a batch: its best tiling has split 1 */
+    ck_assert_int_eq(cost_gemm_model(3, m, n, k, PREC_FP16, &d).split, 1);
+}
+END_TEST
+
 /* The fused attention op of a one-layer model of these dimensions. */
 static workload_graph attention_layer(int b, int hq, int hkv, int s, int dh, int causal,
                                       const workload_op **att)
@@ -784,6 +817,7 @@ static Suite *cost_suite(void)
 {
     const TTest *const tests[] = {kernel_overhead_per_cuda_kernel,
                                   tile_model_waves,
+                                  tile_model_ampere_by_hand,
                                   big_gemm_is_compute_bound,
                                   memory_bound_op,
                                   tile_quantization,
