@@ -87,27 +87,34 @@ typedef struct kernel_result {
     gemm_tiling tiling; /* GEMMs only (tiles 0 otherwise) */
 } kernel_result;
 
-/* The positional numbers: sizes are plain integers from 1 to 1e9 (cli_parse_int); BYTES a byte
- * count from 1 with an optional K, M, G, Ki... suffix (cli_parse_size). */
+/* One number of a shape into *v: sizes are plain integers from 1 to 1e9 (cli_parse_int); BYTES a
+ * byte count from 1 with an optional K, M, G, Ki... suffix (cli_parse_size). 0, or -1. */
+static int parse_dim(int kind, const char *text, double *v)
+{
+    int iv = 0;
+    if (kind == K_ELEMENTWISE)
+        return cli_parse_size(text, v) || *v < 1 ? -1 : 0;
+    if (cli_parse_int(text, &iv) || iv < 1)
+        return -1;
+    *v = iv;
+    return 0;
+}
+
+/* What a shape's numbers may be, for messages. */
+static const char *dim_expected(int kind)
+{
+    return kind == K_ELEMENTWISE ? CLI_SIZE_EXPECTED ", at least 1"
+                                 : "whole numbers from 1 to 1000000000";
+}
+
+/* The positional numbers of the shape. */
 static int parse_dims(int kind, const char *const *pos, double *dim)
 {
-    for (int i = 0; i < kind_dims[kind]; i++) {
-        double v = 0;
-        int iv = 0, bad;
-        if (kind == K_ELEMENTWISE) {
-            bad = cli_parse_size(pos[i], &v) || v < 1;
-        } else {
-            bad = cli_parse_int(pos[i], &iv) || iv < 1;
-            v = iv;
-        }
-        if (bad)
+    for (int i = 0; i < kind_dims[kind]; i++)
+        if (parse_dim(kind, pos[i], &dim[i]))
             return cli_usage_error(&cli_kernel, "%s %s: bad %s '%s' (expected %s)",
                                    kind_names[kind], kind_shapes[kind], kind_names_of[kind][i],
-                                   pos[i],
-                                   kind == K_ELEMENTWISE ? CLI_SIZE_EXPECTED ", at least 1"
-                                                         : "a whole number from 1 to 1000000000");
-        dim[i] = v;
-    }
+                                   pos[i], dim_expected(kind));
     return 0;
 }
 
@@ -284,21 +291,14 @@ static int shape_line(const kernel_args *a, int kind, int ln, char *line, double
         size_t w = strcspn(t, " \t\r\n");
         int last = t[w] == '\0';
         t[w] = '\0';
-        double v = 0;
-        int iv = 0, bad = n >= kind_dims[kind];
-        if (!bad && kind == K_ELEMENTWISE)
-            bad = cli_parse_size(t, &v) || v < 1;
-        else if (!bad)
-            bad = cli_parse_int(t, &iv) || iv < 1;
-        if (bad) {
+        if (n >= kind_dims[kind] || parse_dim(kind, t, &x[n])) {
             fprintf(stderr, "protosim: error: %s:%d:%d: %s: bad %s '%s' (a line holds %s: %s)\n",
                     a->shapes, ln, (int)(t - line) + 1, kind_names[kind],
                     n < kind_dims[kind] ? kind_names_of[kind][n] : "number", t, kind_shapes[kind],
-                    kind == K_ELEMENTWISE ? CLI_SIZE_EXPECTED ", at least 1"
-                                          : "whole numbers from 1 to 1000000000");
+                    dim_expected(kind));
             return -1;
         }
-        x[n++] = kind == K_ELEMENTWISE ? v : iv;
+        n++;
         if (last)
             break;
         t += w + 1;
@@ -421,21 +421,20 @@ static int kernel_main(int argc, char **argv)
     if (cli_find_device(&cli_kernel, "--gpu", a.gpu, &t, &d))
         return PS_EINPUT;
     device_spec spec = *d; /* --gemm-model: this GPU costed by the model named */
-    int rc = 0;
-    if (a.gemm_model && strcmp(a.gemm_model, "roofline") && strcmp(a.gemm_model, "tile"))
+    int rc = 0, model = a.gemm_model ? enum_parse(gemm_model_names, a.gemm_model) : d->gemm_tiles;
+    if (model < 0)
         rc = cli_bad_value(&cli_kernel, "--gemm-model", "model", a.gemm_model, "roofline or tile");
     else if (a.gemm_model && kind != K_GEMM && kind != K_BMM)
         rc = cli_usage_error(&cli_kernel, "--gemm-model: only gemm and bmm have one");
-    else if (a.gemm_model && !strcmp(a.gemm_model, "tile") && !cost_tile_fitted(d))
+    else if (a.gemm_model && model == 1 && !cost_tile_fitted(d))
         rc = cli_usage_error(&cli_kernel,
                              "--gemm-model tile: %s's architecture (%s) has no fitted tile "
                              "parameters (only ampere and hopper)",
                              d->name, enum_name(gpu_arch_names, d->arch));
-    else if (a.gemm_model && !strcmp(a.gemm_model, "tile") && strcmp(a.dtype, "fp32") == 0)
+    else if (a.gemm_model && model == 1 && strcmp(a.dtype, "fp32") == 0)
         rc = cli_usage_error(&cli_kernel, "--gemm-model tile: the tile model is of tensor-core "
                                           "GEMMs; fp32 runs on the SIMT cores (the roofline)");
-    if (a.gemm_model)
-        spec.gemm_tiles = !strcmp(a.gemm_model, "tile");
+    spec.gemm_tiles = model;
     if (!rc)
         rc = run_all(&a, kind, x, &spec);
     device_table_free(&t);

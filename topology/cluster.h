@@ -28,6 +28,8 @@ typedef enum gpu_arch {
 } gpu_arch;
 
 extern const enum_names gpu_arch_names; /* "pascal", "volta", ... as devices.yaml spells them */
+/* devices.yaml `gemm_model`: "roofline" (0), "tile" (1), device_spec.gemm_tiles's values */
+extern const enum_names gemm_model_names;
 
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {

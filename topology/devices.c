@@ -93,6 +93,7 @@ static const arch_fit arch_figures[ARCH_COUNT] = {
 };
 
 static const char *const gemm_model_table[] = {"roofline", "tile"};
+const enum_names gemm_model_names = ENUM_NAMES(gemm_model_table);
 
 /* An optional figure: the entry's (>= 0), else the architecture's. */
 static double own_or_arch(double own, double arch)
@@ -136,7 +137,7 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
     const arch_fit *af = &arch_figures[a];
     ynode *gm = yread_map_get(c, entry, "gemm_model");
     yread_join_path(field, sizeof field, path, "gemm_model");
-    if (gm && yread_enum(c, gm, field, ENUM_NAMES(gemm_model_table), &spec->gemm_tiles))
+    if (gm && yread_enum(c, gm, field, gemm_model_names, &spec->gemm_tiles))
         return c->err->code;
     if (spec->gemm_tiles && !af->tiles)
         return yread_fail(c, gm, field,

@@ -151,6 +151,12 @@ double cost_gemm_tiling_efficiency(double batch, double m, double n, double k, i
     return eff;
 }
 
+/* Bytes through HBM at the memory-bound efficiency. */
+static double memory_seconds(double bytes, const device_spec *dev)
+{
+    return bytes / (dev->hbm_bw * COST_MEM_EFF);
+}
+
 gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
                              const device_spec *dev)
 {
@@ -168,7 +174,7 @@ gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precisi
         }
     assert(best.efficiency > 0);
     best.compute_s = 2.0 * batch * m * n * k / (cost_gemm_peak_flops(prec, dev) * best.efficiency);
-    best.memory_s = cost_gemm_bytes(batch, m, n, k, prec) / (dev->hbm_bw * COST_MEM_EFF);
+    best.memory_s = memory_seconds(cost_gemm_bytes(batch, m, n, k, prec), dev);
     return best;
 }
 
@@ -192,11 +198,6 @@ double cost_memory_efficiency(void)
     return COST_MEM_EFF;
 }
 
-static double memory_seconds(double bytes, const device_spec *dev)
-{
-    return bytes / (dev->hbm_bw * COST_MEM_EFF);
-}
-
 /* A GEMM's HBM traffic: its inputs (m x k, k x n) and its output (m x n); FP8 GEMMs read fp8
  * inputs and write a bf16 output. */
 double cost_gemm_bytes(double batch, double m, double n, double k, precision_t prec)
@@ -207,12 +208,18 @@ double cost_gemm_bytes(double batch, double m, double n, double k, precision_t p
     return batch * (m * k + k * n + m * n) * precision_bytes(prec);
 }
 
-/* The math of a [batch x] (m x k).(k x n) GEMM at the shape's efficiency. */
+/* The math of a [batch x] (m x k).(k x n) GEMM at the shape's roofline efficiency. */
 static double gemm_compute_seconds(double batch, double m, double n, double k, precision_t prec,
                                    const device_spec *dev)
 {
-    return 2.0 * batch * m * n * k /
-           (cost_gemm_peak_flops(prec, dev) * cost_gemm_efficiency(batch, m, n, k, prec, dev));
+    return cost_gemm_tiling(batch, m, n, k, prec, dev).compute_s;
+}
+
+/* Whether the shortest-kernel floor applies to a GEMM: the roofline's; the tile model has its own
+ * fixed costs (per tile), fitted without it. */
+static int gemm_has_floor(precision_t prec, const device_spec *dev)
+{
+    return !cost_tile_applies(prec, dev);
 }
 
 /* One [batch x] (m x k).(k x n) kernel: max of compute and memory time, by the GEMM's model. */
@@ -228,8 +235,7 @@ double cost_gemm_kernel_seconds(double batch, double m, double n, double k, prec
 {
     check_device(dev);
     double t = gemm_seconds(batch, m, n, k, prec, dev);
-    /* the tile model has its own fixed costs (per tile); the roofline model its floor */
-    return cost_tile_applies(prec, dev) ? t : fmax(t, COST_KERNEL_MIN_SECONDS);
+    return gemm_has_floor(prec, dev) ? fmax(t, COST_KERNEL_MIN_SECONDS) : t;
 }
 
 double cost_memory_kernel_seconds(double bytes, const device_spec *dev)
@@ -398,10 +404,8 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
                              : roofline_seconds(op->bwd_flops, op->bwd_bytes,
                                                 dev->peak_flops[PREC_FP32], COST_VECTOR_EFF, dev);
     double kernels = cost_op_kernels(op, pass);
-    /* the shortest-kernel floor belongs to the roofline: the tile model's GEMMs have their own
-     * fixed costs (per tile), fitted without it (cost_gemm_kernel_seconds says the same) */
-    int tiles = op->kind == OP_GEMM && cost_tile_applies(prec, dev);
-    t = fmax(t, tiles ? 0.0 : kernels * COST_KERNEL_MIN_SECONDS) +
+    int floor = op->kind != OP_GEMM || gemm_has_floor(prec, dev);
+    t = fmax(t, floor ? kernels * COST_KERNEL_MIN_SECONDS : 0.0) +
         kernels * cost_op_gpu_overhead_seconds(op);
     assert(t >= 0 && isfinite(t));
     return t;

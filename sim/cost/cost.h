@@ -83,10 +83,11 @@ typedef struct gemm_tiling {
 gemm_tiling cost_gemm_tiling(double batch, double m, double n, double k, precision_t prec,
                              const device_spec *dev);
 /* The model a GEMM kernel is costed with (cost_gemm_kernel_seconds, every GEMM op): on a
- * tensor-core precision of a GPU whose entry asks for it (devices.yaml gemm_model: tile) and whose
- * architecture has tile parameters (Ampere, Hopper), the tile-and-wave model's fastest tiling (sim/cost/cost_tile.c: compute_s its waves of tiles,
- * memory_s its HBM traffic at the fitted GEMM streaming efficiency, efficiency the share of the
- * peak its math reaches); elsewhere cost_gemm_tiling. The work is max(compute_s, memory_s). */
+ * tensor-core precision of a GPU whose entry asks for it (devices.yaml gemm_model: tile) and
+ * whose architecture has tile parameters (Ampere, Hopper), the tile-and-wave model's fastest
+ * tiling (sim/cost/cost_tile.c: compute_s its waves of tiles, memory_s its HBM traffic at the
+ * fitted GEMM streaming efficiency, efficiency the share of the peak its math reaches);
+ * elsewhere cost_gemm_tiling. The work is max(compute_s, memory_s). */
 gemm_tiling cost_gemm_model(double batch, double m, double n, double k, precision_t prec,
                             const device_spec *dev);
 /* One attention op's work in one pass (batch, m = n = sequence, k = head dim; fused or not):
