@@ -31,6 +31,21 @@ extern const enum_names gpu_arch_names; /* "pascal", "volta", ... as devices.yam
 /* devices.yaml `gemm_model`: "roofline" (0), "tile" (1), device_spec.gemm_tiles's values */
 extern const enum_names gemm_model_names;
 
+/* A GPU architecture's tile-and-wave GEMM parameters (the model: sim/cost/cost_tile.c; fitted by
+ * scripts/fit_tiles on vidur's per-op fp16 GEMM timings of the generation's GPU): the output tiles
+ * its tensor-core GEMM library chooses among (tm x tn), e the tensor pipe's efficiency inside a
+ * tile, feed the operand bytes the L2 delivers to an SM per FLOP of its fp16 peak, bh the share of
+ * HBM bandwidth a GEMM streams at, fixed a tile's prologue and epilogue in FLOPs of the SM's fp16
+ * peak. */
+typedef struct gemm_tile_params {
+    const int (*tiles)[2];
+    int n_tiles;
+    double e, feed, bh, fixed;
+} gemm_tile_params;
+
+/* The architecture's tile parameters; NULL where none were fitted (all but Ampere and Hopper). */
+const gemm_tile_params *gpu_arch_tile_params(gpu_arch a);
+
 /* One GPU model's datasheet figures (dense peaks). Loaded from topology/devices/devices.yaml. */
 typedef struct device_spec {
     char name[48];

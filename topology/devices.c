@@ -77,20 +77,45 @@ const enum_names gpu_arch_names = ENUM_NAMES(arch_name_table);
 typedef struct arch_fit {
     double nccl_launch_us, nccl_step_us, nvlink_eff, nvls_eff;
     double gemm_eff, sgemm_eff, warp_mma;
-    int tiles; /* 1: the tile-and-wave GEMM model has fitted parameters (sim/cost/cost_tile.c) */
+    const gemm_tile_params *tiles; /* the tile-and-wave GEMM model's (NULL: none fitted) */
 } arch_fit;
+
+/* Tile sets: the CUTLASS/cuBLAS sm80 tensor-core CTA tiles on Ampere; Hopper adds the sm90 tiles
+ * the measured kernels name (192x192, 320x128; tests/data/measured/h200_overlap.csv). Fitted
+ * (scripts/fit_tiles): Ampere on vidur's 36,516 A100-SXM4-80GB timings, Hopper on its 21,924
+ * H100-SXM timings, with the 6.8 us per-kernel cost held. feed and fixed were fitted per clock
+ * (27.46 and 42.76 bytes per clock per SM; 527 and 0 cycles) and are stated here against the
+ * fp16 FLOPs an SM does per clock (2048 on the A100, 4096 on the H100), so that no clock figure
+ * is needed: an SM's L2 feed and its fixed cycles scale with the clock as its tensor rate does.
+ * docs/cost-model.md has the held-out errors. */
+static const int ampere_tiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {256, 64},
+                                      {64, 256},  {128, 64},  {64, 128},  {64, 64}};
+static const int hopper_tiles[][2] = {{256, 128}, {128, 256}, {192, 192}, {320, 128},
+                                      {128, 320}, {128, 128}, {64, 256},  {256, 64},
+                                      {128, 64},  {64, 128},  {64, 64}};
+static const gemm_tile_params ampere_tile_params = {
+    ampere_tiles, sizeof ampere_tiles / sizeof *ampere_tiles, 0.7571, 27.46 / 2048, 0.7927,
+    526.7 * 2048};
+static const gemm_tile_params hopper_tile_params = {
+    hopper_tiles, sizeof hopper_tiles / sizeof *hopper_tiles, 0.7349, 42.76 / 4096, 0.9132, 0.0};
+
 static const arch_fit arch_figures[ARCH_COUNT] = {
-    [ARCH_PASCAL] = {-1, -1, 0, 0, 0, 0, 0, 0},
-    [ARCH_VOLTA] = {-1, -1, 0, 0, 0, 0.90, 1, 0},
-    [ARCH_TURING] = {-1, -1, 0, 0, 0, 0, 1, 0},
-    [ARCH_AMPERE] = {-1, -1, 0, 0, 0, 0.82, 1, 1},
-    [ARCH_ADA] = {-1, -1, 0, 0, 0, 0, 1, 0},
-    [ARCH_HOPPER] = {22, 0, 0.795, 0.69, 0.715, 0, 0.52, 1},
-    [ARCH_BLACKWELL] = {-1, -1, 0, 0, 0, 0, 0, 0},
-    [ARCH_CDNA1] = {-1, -1, 0, 0, 0, 0, 0, 0},
-    [ARCH_CDNA2] = {-1, -1, 0, 0, 0, 0, 0, 0},
-    [ARCH_CDNA3] = {-1, -1, 0, 0, 0, 0, 0, 0},
+    [ARCH_PASCAL] = {-1, -1, 0, 0, 0, 0, 0, NULL},
+    [ARCH_VOLTA] = {-1, -1, 0, 0, 0, 0.90, 1, NULL},
+    [ARCH_TURING] = {-1, -1, 0, 0, 0, 0, 1, NULL},
+    [ARCH_AMPERE] = {-1, -1, 0, 0, 0, 0.82, 1, &ampere_tile_params},
+    [ARCH_ADA] = {-1, -1, 0, 0, 0, 0, 1, NULL},
+    [ARCH_HOPPER] = {22, 0, 0.795, 0.69, 0.715, 0, 0.52, &hopper_tile_params},
+    [ARCH_BLACKWELL] = {-1, -1, 0, 0, 0, 0, 0, NULL},
+    [ARCH_CDNA1] = {-1, -1, 0, 0, 0, 0, 0, NULL},
+    [ARCH_CDNA2] = {-1, -1, 0, 0, 0, 0, 0, NULL},
+    [ARCH_CDNA3] = {-1, -1, 0, 0, 0, 0, 0, NULL},
 };
+
+const gemm_tile_params *gpu_arch_tile_params(gpu_arch a)
+{
+    return a >= 0 && a < ARCH_COUNT ? arch_figures[a].tiles : NULL;
+}
 
 static const char *const gemm_model_table[] = {"roofline", "tile"};
 const enum_names gemm_model_names = ENUM_NAMES(gemm_model_table);

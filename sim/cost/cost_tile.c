@@ -1,5 +1,7 @@
 /* cost_tile.c: a tensor-core GEMM as the tiles its library runs in waves over the SMs (NeuSight's
- * tiles and waves, on tensor cores), for the GPU architectures whose parameters were fitted.
+ * tiles and waves, on tensor cores), for the GPU architectures whose parameters were fitted
+ * (topology/devices.c holds each architecture's tile set and parameters beside its other fitted
+ * figures: gpu_arch_tile_params).
  *
  * For each output tile tm x tn of the generation's tile set and each split-K factor s:
  *   ks = ceil(k / s); tiles T = batch ceil(m / tm) ceil(n / tn) s; waves W = ceil(T / SMs)
@@ -16,44 +18,18 @@
  *
  * Parameters per architecture (4, fitted by scripts/fit_tiles across every shape of vidur's
  * per-op fp16 GEMM timings of that generation's GPU, with the 6.8 us per-kernel cost held;
- * docs/cost-model.md has the held-out errors): e, the tensor pipe's efficiency inside a tile;
- * feed, the operand bytes the L2 delivers to an SM per FLOP of its fp16 peak; bh, the share of
- * HBM bandwidth a GEMM streams at; fixed, a tile's prologue and epilogue in FLOPs of the SM's fp16
- * peak. Tile sets: CUTLASS/cuBLAS sm80 tensor-core CTA tiles on Ampere; Hopper adds the sm90
- * tiles the measured kernels name (192x192, 320x128; tests/data/measured/h200_overlap.csv). */
+ * docs/cost-model.md has the held-out errors; topology/cluster.h says what each is). */
 #include "cost_tile.h"
 
 #include <assert.h>
 #include <math.h>
 
-static const int AMPERE_TILES[][2] = {{256, 128}, {128, 256}, {128, 128}, {256, 64},
-                                      {64, 256},  {128, 64},  {64, 128},  {64, 64}};
-static const int HOPPER_TILES[][2] = {{256, 128}, {128, 256}, {192, 192}, {320, 128},
-                                      {128, 320}, {128, 128}, {64, 256},  {256, 64},
-                                      {128, 64},  {64, 128},  {64, 64}};
 static const int COST_TILE_SPLITS[] = {1, 2, 4, 8, 16};
 static const double COST_TILE_SPLIT_MIN_K = 128.0;
 
-typedef struct tile_params {
-    const int (*tiles)[2];
-    int n_tiles;
-    double e, feed, bh, fixed;
-} tile_params;
-
-/* Fitted (scripts/fit_tiles): Ampere on vidur's 36,516 A100-SXM4-80GB timings, Hopper on its
- * 21,924 H100-SXM timings. feed and fixed were fitted per clock (27.46 and 42.76 bytes per clock
- * per SM; 527 and 0 cycles) and are stated here against the fp16 FLOPs an SM does per clock (2048
- * on the A100, 4096 on the H100). */
-static const tile_params AMPERE = {AMPERE_TILES, 8, 0.7571, 27.46 / 2048, 0.7927, 526.7 * 2048};
-static const tile_params HOPPER = {HOPPER_TILES, 11, 0.7349, 42.76 / 4096, 0.9132, 0.0};
-
-static const tile_params *params_of(const device_spec *dev)
+static const gemm_tile_params *params_of(const device_spec *dev)
 {
-    switch (dev->arch) {
-    case ARCH_AMPERE: return &AMPERE;
-    case ARCH_HOPPER: return &HOPPER;
-    default: return NULL;
-    }
+    return gpu_arch_tile_params(dev->arch);
 }
 
 int cost_tile_fitted(const device_spec *dev)
@@ -70,7 +46,7 @@ int cost_tile_applies(precision_t prec, const device_spec *dev)
 gemm_tiling cost_tile_tiling(double batch, double m, double n, double k, double bytes, int tile_m,
                              int tile_n, int split, precision_t prec, const device_spec *dev)
 {
-    const tile_params *p = params_of(dev);
+    const gemm_tile_params *p = params_of(dev);
     assert(p && dev->peak_flops[prec] > 0 && dev->peak_flops[PREC_FP16] > 0);
     assert(batch > 0 && m > 0 && n > 0 && k > 0 && tile_m > 0 && tile_n > 0 && split >= 1);
     double sms = dev->sms, tm = tile_m, tn = tile_n, s = split, ks = ceil(k / s);
@@ -89,7 +65,7 @@ gemm_tiling cost_tile_tiling(double batch, double m, double n, double k, double 
 gemm_tiling cost_tile_gemm(double batch, double m, double n, double k, double bytes,
                            precision_t prec, const device_spec *dev)
 {
-    const tile_params *p = params_of(dev);
+    const gemm_tile_params *p = params_of(dev);
     assert(p && cost_tile_applies(prec, dev));
     gemm_tiling best = {0, 0, 0, 0, 0, 0, INFINITY, 0};
     for (int t = 0; t < p->n_tiles; t++)
