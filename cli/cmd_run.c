@@ -18,7 +18,7 @@ const cli_command cli_run = {
     "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
     "                [--no-trace-links]]\n"
     "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
-    "               [--profile OPS.json] [--quiet]\n",
+    "               [--profile OPS.json] [--chakra DIR] [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
@@ -48,6 +48,10 @@ const cli_command cli_run = {
     "                          peer (default: fold those that provably behave alike)\n"
     "  --profile OPS.json      measured op times (`protosim profile`): op passes of the plan\n"
     "                          that match an entry on a GPU of its device take its time\n"
+    "  --chakra DIR            write the execution graph of every GPU as Chakra execution\n"
+    "                          traces (DIR/protosim.RANK.et, DIR/comm_group.json) for\n"
+    "                          ASTRA-sim and other Chakra tools; simulates every GPU\n"
+    "                          (as --no-fold) and every micro-batch\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
@@ -56,7 +60,7 @@ const cli_command cli_run = {
 };
 
 typedef struct run_args {
-    const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile;
+    const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile, *chakra;
     htae_options hopt;
     out_trace_filter trace_filter;
     int no_trace_links, strict, quiet;
@@ -96,6 +100,7 @@ static const cli_option run_options[] = {
     {.name = "--nccl-algo", .kind = CLI_STRING, .offset = offsetof(run_args, algo)},
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
     {.name = "--profile", .kind = CLI_STRING, .offset = offsetof(run_args, profile)},
+    {.name = "--chakra", .kind = CLI_STRING, .offset = offsetof(run_args, chakra)},
     {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
     {.name = "--quiet",
      .alias = "-q",
@@ -118,6 +123,8 @@ static int parse_run(int argc, char **argv, run_args *a)
     if (!a->cluster)
         return cli_usage_error(&cli_run, "run needs --cluster CLUSTER");
     htae_default_options(&a->hopt);
+    if (a->chakra) /* every GPU's graph: none folded into another's */
+        a->copt.fold_data_parallel = 0;
     if (a->algo && cli_parse_algo(&cli_run, "--nccl-algo", a->algo, &a->hopt.algo))
         return PS_EINPUT;
     if (!a->trace && (a->trace_filter.ranks || a->trace_filter.steps || a->no_trace_links))
@@ -162,6 +169,8 @@ static int run_report(const run_args *a, const cluster *c, const run_outcome *ru
     else if (a->trace && out_run_trace(a->trace, c, plan, res, &a->trace_filter, err))
         rc = err->code;
     else if (a->csv && run_csv(a->csv, plan, res, sum, err))
+        rc = err->code;
+    else if (a->chakra && out_run_chakra(a->chakra, plan, err))
         rc = err->code;
     if (rc)
         return rc;
@@ -232,8 +241,9 @@ static int run_main(int argc, char **argv)
                       .s = &s,
                       .copt = &a.copt,
                       .hopt = &a.hopt,
-                      /* a trace shows every task as simulated: the steady state is not skipped */
-                      .steady = !a.trace,
+                      /* a trace shows every task as simulated, Chakra writes every task: the
+                       * steady state is not skipped */
+                      .steady = !a.trace && !a.chakra,
                       .path = !a.quiet || a.json, /* nothing else shows the critical path */
                       .gate = count_links,
                       .gate_ctx = &counted};

@@ -83,6 +83,14 @@ int out_trace_ranks(const char *spec, int n_ranks, unsigned char *keep, ps_error
 int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, const htae_result *r,
                   const out_trace_filter *filter, ps_error *err);
 
+/* ---- Chakra execution traces (out_chakra.c) ---- */
+
+/* The plan's execution graph as Chakra ETs: DIR/protosim.<rank>.et for every rank and
+ * DIR/comm_group.json (DIR created when missing). The graph must be unfolded (every rank
+ * simulated: compile without fold_data_parallel). 0, or PS_EINPUT naming what could not be
+ * written. */
+int out_run_chakra(const char *dir, const compiled_plan *p, ps_error *err);
+
 /* ---- a replayed trace (out_replay.c) ---- */
 
 typedef struct out_replay {

@@ -4,7 +4,7 @@
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
 _protosim_commands="run replay compare profile cluster collective sweep merge lookup kernel help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --quiet -q --devices --help -h"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --chakra --quiet -q --devices --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --devices --help -h"
 _protosim_opts_compare="--cluster --json --csv --quiet -q --devices --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --devices --help -h"
@@ -48,6 +48,7 @@ _protosim()
     --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
+    --chakra) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --profile | --output) _protosim_files "$cur" json; return ;;
     -o) if [[ $cmd == profile ]]; then _protosim_files "$cur" json; else _protosim_files "$cur" "yaml|yml|xml"; fi; return ;;
     --fabric) COMPREPLY=($(compgen -W "fat-tree rail" -- "$cur")); return ;;

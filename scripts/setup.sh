@@ -2,15 +2,17 @@
 # Install protosim's Debian packages (needs root or sudo) and build it into build/.
 # Packages: SimGrid 3.32 (network/compute engine), cJSON (reports, traces), zlib (gzip traces),
 # libyaml (strategy files), hwloc (topology import), libxml2 (platform files checked before
-# SimGrid reads them), Check (unit tests), meson + ninja (build), a C/C++ compiler, and
-# clang with libclang-rt-dev (libFuzzer and the sanitizer runtimes: scripts/fuzz.sh), and
-# python3 for the validation and calibration scripts (scripts/validate, scripts/fit_*).
+# SimGrid reads them), protobuf-c and its compiler (Chakra execution traces), Check (unit
+# tests), meson + ninja (build), a C/C++ compiler, and clang with libclang-rt-dev (libFuzzer
+# and the sanitizer runtimes: scripts/fuzz.sh), and python3 for the validation and calibration
+# scripts (scripts/validate, scripts/fit_*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 packages="build-essential g++ pkg-config meson ninja-build libsimgrid-dev libcjson-dev libyaml-dev zlib1g-dev
-          libhwloc-dev libxml2-dev check clang libclang-rt-dev python3"
+          libhwloc-dev libxml2-dev libprotobuf-c-dev protobuf-c-compiler check clang libclang-rt-dev
+          python3"
 if [ "${1:-}" = "--packages" ]; then     # the list alone, for .ci/run
     echo $packages
     exit 0
