@@ -114,6 +114,29 @@ START_TEST(devices_bundled)
     ck_assert_double_eq_tol(h->hbm_bytes, 141e9, 1);
     ck_assert_ptr_nonnull(device_table_find(&t, "H100-SXM5-80GB"));
     ck_assert_ptr_null(device_table_find(&t, "A100"));
+
+    /* AMD's datasheets: an MI250X GCD is half the package (110 of 220 CUs, 383 / 2 TFLOP/s of
+     * fp16, 3276.8 / 2 GB/s, 64 GiB); the MI300X's 192 GB are decimal, its fp8 twice its fp16 (2614.9),
+     * and CDNA3 has TF32 (653.7) where CDNA2 gives its fp32 figure */
+    const device_spec *x = device_table_find(&t, "MI250X-GCD");
+    ck_assert_ptr_nonnull(x);
+    ck_assert_int_eq(x->arch, ARCH_CDNA2);
+    ck_assert_int_eq(x->sms, 220 / 2);
+    ck_assert_double_eq_tol(x->peak_flops[PREC_FP16], 383e12 / 2, 1);
+    ck_assert_double_eq_tol(x->peak_flops[PREC_TF32], x->peak_flops[PREC_FP32], 1);
+    ck_assert_double_eq_tol(x->hbm_bw, 3276.8e9 / 2, 1);
+    ck_assert_double_eq_tol(x->hbm_bytes, 64.0 * 1073741824.0, 1);
+    ck_assert_double_eq(x->peak_flops[PREC_FP8], 0.0);
+    const device_spec *m3 = device_table_find(&t, "MI300X");
+    ck_assert_ptr_nonnull(m3);
+    ck_assert_int_eq(m3->arch, ARCH_CDNA3);
+    ck_assert_int_eq(m3->sms, 304);
+    ck_assert_double_eq_tol(m3->peak_flops[PREC_BF16], 1307.4e12, 1);
+    ck_assert_double_eq_tol(m3->peak_flops[PREC_FP8], 2614.9e12, 1); /* 2 x 1307.45 */
+    ck_assert_double_eq_tol(m3->peak_flops[PREC_TF32], 653.7e12, 1);
+    ck_assert_double_eq_tol(m3->hbm_bw, 5300e9, 1);
+    ck_assert_double_eq_tol(m3->hbm_bytes, 192e9, 1);
+    ck_assert_double_eq(m3->l2_bytes, 0.0);
     device_table_free(&t);
 }
 END_TEST
