@@ -584,6 +584,20 @@ START_TEST(inconsistent_collective_order_is_a_cycle)
     ps_error_clear(&err);
     ck_assert_int_eq(graph_finalize(g, &err), PS_EINTERNAL);
     ck_assert_ptr_nonnull(strstr(err.message, "cycle"));
+    /* the cycle, each task before the next: x on GPU 0 (its edge) before y on GPU 0, which
+     * waits for y on GPU 1 to arrive, which (its edge) waits for x on GPU 1, which waits for
+     * x on GPU 0: four tasks, starting where the walk from task 0 (x[0]) closes it */
+    uint32_t cyc[8];
+    ck_assert_uint_eq(graph_find_cycle(g, cyc, 8), 4);
+    uint32_t want[4] = {x[0], y[0], y[1], x[1]};
+    int at = -1;
+    for (int i = 0; i < 4; i++)
+        if (cyc[i] == x[0])
+            at = i;
+    ck_assert_int_ge(at, 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(cyc[(at + i) % 4], want[i]);
+    ck_assert_uint_eq(graph_find_cycle(g, cyc, 2), 4); /* the length, two of them written */
     graph_free(g);
 }
 END_TEST

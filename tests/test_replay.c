@@ -402,6 +402,20 @@ static void expect_graph_error(const char *const *names, int n, const char *word
     trace_job_free(&j);
 }
 
+/* wait_cycle.json: stream 7 waits on an event recorded on stream 20 after b2 before running a2,
+ * stream 20 on one recorded on 7 after a2 before running b2 (a record named by a wait that comes
+ * later: only a corrupt trace says so). The graph would have the cycle a2 -> b2 -> a2: an input
+ * error naming both kernels, never the internal error it was (exit 3). */
+START_TEST(dependency_cycle_is_located)
+{
+    const char *names[] = {"wait_cycle.json"};
+    expect_graph_error(names, 1,
+                       "'b2' (gpu stream 20, rank 0) must end before traceEvents[13] 'a2' (gpu "
+                       "stream 7, rank 0) starts, which must end before it starts, through a "
+                       "cycle of 2 ops");
+}
+END_TEST
+
 START_TEST(world_larger_than_cluster)
 {
     const char *names[] = {"world16.json"};
@@ -453,6 +467,7 @@ int main(void)
                                   blocked_launch_waits_for_the_gpu,
                                   thread_waits_for_another,
                                   param_comms_and_measured_broadcast,
+                                  dependency_cycle_is_located,
                                   launch_latency_is_kept,
                                   copy_begun_before_its_call_returned,
                                   bad_traces,

@@ -359,17 +359,18 @@ static void kahn_release(const exec_graph *g, uint32_t t, const uint32_t *pos, u
 }
 
 /* Kahn's algorithm over explicit edges plus each stream's program order, where a collective's
- * member tasks complete only once all of them are ready (as the executor runs them): this
- * also catches members reaching collectives in inconsistent orders. */
-static int check_acyclic(const exec_graph *g, const uint32_t *pos)
+ * member tasks complete only once all of them are ready (as the executor runs them): this also
+ * catches members reaching collectives in inconsistent orders. What it leaves: done[t] 1 for a
+ * released task, indeg[t] the dependencies still open for the others (pos: each task's place
+ * on its stream). */
+static void kahn_leftover(const exec_graph *g, const uint32_t *pos, uint8_t *done, uint32_t *indeg)
 {
     uint32_t n = g->n_tasks;
-    uint32_t *indeg = xmalloc((size_t)n * sizeof *indeg);
-    uint32_t *queue = xmalloc((size_t)n * sizeof *queue);
-    uint32_t *ready = xcalloc((size_t)g->n_colls, sizeof *ready);
+    uint32_t *queue = xmalloc(((size_t)n + 1) * sizeof *queue);
+    uint32_t *ready = xcalloc((size_t)g->n_colls + 1, sizeof *ready);
     for (uint32_t i = 0; i < n; i++)
         indeg[i] = g->tasks[i].n_pred + (pos[i] > 0);
-    uint32_t head = 0, tail = 0, seen = 0;
+    uint32_t head = 0, tail = 0;
     for (uint32_t i = 0; i < n; i++)
         if (indeg[i] == 0)
             queue[tail++] = i;
@@ -377,7 +378,7 @@ static int check_acyclic(const exec_graph *g, const uint32_t *pos)
         uint32_t t = queue[head++];
         const graph_task *k = &g->tasks[t];
         if (k->kind != TASK_COLLECTIVE) {
-            seen++;
+            done[t] = 1;
             kahn_release(g, t, pos, indeg, queue, &tail);
             continue;
         }
@@ -385,14 +386,26 @@ static int check_acyclic(const exec_graph *g, const uint32_t *pos)
         if (++ready[k->coll] < g->groups[c->group].tasked)
             continue;
         for (uint32_t m = 0; m < g->groups[c->group].tasked; m++) {
-            seen++;
+            done[g->coll_tasks[c->first_task + m]] = 1;
             kahn_release(g, g->coll_tasks[c->first_task + m], pos, indeg, queue, &tail);
         }
     }
-    free(indeg);
     free(queue);
     free(ready);
-    return seen == n ? 0 : -1;
+}
+
+/* 0 when Kahn's pass releases every task, -1 on a cycle. */
+static int check_acyclic(const exec_graph *g, const uint32_t *pos)
+{
+    uint8_t *done = xcalloc((size_t)g->n_tasks + 1, 1);
+    uint32_t *indeg = xmalloc(((size_t)g->n_tasks + 1) * sizeof *indeg);
+    kahn_leftover(g, pos, done, indeg);
+    uint32_t seen = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        seen += done[t];
+    free(done);
+    free(indeg);
+    return seen == g->n_tasks ? 0 : -1;
 }
 
 /* Successor lists (CSR) by counting sort on the edges' sources; the edge pairs are freed. */
@@ -522,6 +535,79 @@ int graph_finalize(exec_graph *g, ps_error *err)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "execution graph has a cycle (a schedule or dependency bug)");
     return 0;
+}
+
+/* A dependency of leftover task t that is itself left over: its stream predecessor or an edge's
+ * source with a dependency open, or (a collective member with none open) a member of its
+ * collective not yet ready. Every leftover task has one, so walking them finds a cycle. */
+static uint32_t leftover_dependency(const exec_graph *g, uint32_t t, const uint32_t *pred_first,
+                                    const uint32_t *preds, const uint32_t *prev,
+                                    const uint8_t *done, const uint32_t *indeg)
+{
+    if (prev[t] != UINT32_MAX && !done[prev[t]])
+        return prev[t];
+    for (uint32_t i = pred_first[t]; i < pred_first[t + 1]; i++)
+        if (!done[preds[i]])
+            return preds[i];
+    const graph_task *k = &g->tasks[t];
+    assert(k->kind == TASK_COLLECTIVE);
+    const graph_collective *c = &g->colls[k->coll];
+    for (uint32_t m = 0; m < g->groups[c->group].tasked; m++) {
+        uint32_t u = g->coll_tasks[c->first_task + m];
+        if (u != t && indeg[u] > 0)
+            return u;
+    }
+    assert(!"a leftover task without a leftover dependency");
+    return t;
+}
+
+uint32_t graph_find_cycle(const exec_graph *g, uint32_t *out, uint32_t max)
+{
+    assert(g->finalized);
+    uint32_t n = g->n_tasks;
+    uint32_t *pos = xmalloc(((size_t)n + 1) * sizeof *pos),
+             *prev = xmalloc(((size_t)n + 1) * sizeof *prev);
+    for (size_t s = 0; s < (size_t)g->n_ranks * (size_t)g->n_streams; s++)
+        for (uint32_t j = g->stream_first[s]; j < g->stream_first[s + 1]; j++) {
+            uint32_t t = g->stream_tasks[j];
+            pos[t] = j - g->stream_first[s];
+            prev[t] = j > g->stream_first[s] ? g->stream_tasks[j - 1] : UINT32_MAX;
+        }
+    uint32_t *pred_first = xcalloc((size_t)n + 2, sizeof *pred_first);
+    for (uint32_t t = 0; t < n; t++)
+        pred_first[t + 1] = pred_first[t] + g->tasks[t].n_pred;
+    uint32_t *preds = xmalloc(((size_t)pred_first[n] + 1) * sizeof *preds);
+    uint32_t *fill = xcalloc((size_t)n + 1, sizeof *fill);
+    for (uint32_t t = 0; t < n; t++)
+        for (uint32_t i = 0; i < g->tasks[t].n_succ; i++) {
+            uint32_t s = g->succ[g->tasks[t].succ_first + i];
+            preds[pred_first[s] + fill[s]++] = t;
+        }
+    uint8_t *done = xcalloc((size_t)n + 1, 1);
+    uint32_t *indeg = xmalloc(((size_t)n + 1) * sizeof *indeg);
+    kahn_leftover(g, pos, done, indeg);
+    uint32_t len = 0, start = UINT32_MAX;
+    for (uint32_t t = 0; t < n && start == UINT32_MAX; t++)
+        if (!done[t])
+            start = t;
+    if (start != UINT32_MAX) {
+        /* walk back along leftover dependencies until a task repeats: fill[t] its step + 1 */
+        memset(fill, 0, ((size_t)n + 1) * sizeof *fill);
+        uint32_t *path = xmalloc(((size_t)n + 1) * sizeof *path), steps = 0, t = start;
+        while (!fill[t]) {
+            path[steps] = t;
+            fill[t] = ++steps;
+            t = leftover_dependency(g, t, pred_first, preds, prev, done, indeg);
+        }
+        /* path[fill[t] - 1 .. steps) is the cycle, each task waiting for the next: reversed,
+         * each finishes before the next */
+        len = steps - (fill[t] - 1);
+        for (uint32_t i = 0; i < len && i < max; i++)
+            out[i] = path[steps - 1 - i];
+        free(path);
+    }
+    free(pos), free(prev), free(pred_first), free(preds), free(fill), free(done), free(indeg);
+    return len;
 }
 
 static const char *const category_table[CAT_COUNT] = {

@@ -239,6 +239,11 @@ void graph_set_host(exec_graph *g, uint32_t t, unsigned flags, double host_s, do
  * task's fields in range, every transfer received (a successor on its peer rank), every
  * collective one task per tasked group member on that member's rank. */
 int graph_finalize(exec_graph *g, ps_error *err);
+/* After graph_finalize failed on a cycle: one cycle, as tasks each of which must finish before
+ * the next can (and the last before the first): an edge, a stream's program order, or two
+ * members of one collective (each waits for the other to arrive). Writes at most max of them
+ * to out and returns the cycle's length (0 if the graph has none). */
+uint32_t graph_find_cycle(const exec_graph *g, uint32_t *out, uint32_t max);
 
 /* A 128-bit digest (two 64-bit lanes of a splitmix64 chain): equal inputs give equal digests;
  * different ones collide with odds of about 2^-128 per pair (no adversary here). */

@@ -1,6 +1,7 @@
 /* trace_graph.c: a job of traces loaded (one trace: SPMD; several: one per rank), and its
  * execution graph: lanes as streams, ops as tasks, NCCL kernels as collectives of the executor
  * over the ranks of their communicator, untraced ranks standing in. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,6 +422,53 @@ static void gb_free(gb *x)
     free(x->group_id);
 }
 
+/* The op of job rank *i that task t stands for (the first, when several share it); 0 if none. */
+static int op_of_task(const gb *x, uint32_t t, int *i, uint32_t *o)
+{
+    for (*i = 0; *i < x->j->n_ranks; (*i)++)
+        for (*o = 0; *o < x->j->ranks[*i].n_ops; (*o)++)
+            if (x->task_of[*i][*o] == t)
+                return 1;
+    return 0;
+}
+
+/* The traced graph has a cycle (graph_finalize): the input is at fault, not the simulator. Names
+ * the two events of the cycle's first step across lanes or ranks (a launch, a wait read from the
+ * trace or inferred, or collectives matched in the order each rank reached them), both files'
+ * events where they differ. */
+static int cycle_error(const gb *x, ps_error *err)
+{
+    enum { SHOWN = 64 };
+    uint32_t cyc[SHOWN];
+    uint32_t len = graph_find_cycle(x->g, cyc, SHOWN), n = len < SHOWN ? len : SHOWN;
+    assert(len >= 1);
+    int ia = 0, ib = 0;
+    uint32_t oa = 0, ob = 0;
+    int found = 0;
+    for (uint32_t k = 0; k < n && !found; k++) {
+        uint32_t a = cyc[k], b = cyc[(k + 1) % n];
+        found = op_of_task(x, a, &ia, &oa) && op_of_task(x, b, &ib, &ob) &&
+                (ia != ib || x->j->ranks[ia].ops[oa].lane != x->j->ranks[ib].ops[ob].lane);
+    }
+    if (!found && !(op_of_task(x, cyc[0], &ia, &oa) && op_of_task(x, cyc[1 % n], &ib, &ob)))
+        ia = ib = 0, oa = ob = 0;
+    const trace_rank *ra = &x->j->ranks[ia], *rb = &x->j->ranks[ib];
+    const trace_op *a = &ra->ops[oa], *b = &rb->ops[ob];
+    char field[48];
+    snprintf(field, sizeof field, "traceEvents[%d]", a->event);
+    ps_error_clear(err);
+    return ps_error_set(err, PS_EINPUT, ra->file, 0, 0, field,
+                        "'%.60s' (%s, rank %d) must end before traceEvents[%d] '%.60s' (%s, "
+                        "rank %d%s%s) starts, which must end before it starts, through a cycle "
+                        "of %u ops: the dependencies read from the trace (each lane's order, "
+                        "launches, event waits, synchronizations, collectives matched across "
+                        "ranks) contradict each other, as a stream waiting on an event recorded "
+                        "after it does",
+                        x->j->names[a->name], ra->lanes[a->lane].name, ra->rank, b->event,
+                        x->j->names[b->name], rb->lanes[b->lane].name, rb->rank,
+                        ia != ib ? ", " : "", ia != ib ? rb->file : "", len);
+}
+
 int trace_job_graph(const trace_job *j, int n_gpus, exec_graph **out, uint32_t ***task_of,
                     ps_error *err)
 {
@@ -451,8 +499,8 @@ int trace_job_graph(const trace_job *j, int n_gpus, exec_graph **out, uint32_t *
                 graph_add_edge(x.g, from, to);
         }
     }
-    if (!rc)
-        rc = graph_finalize(x.g, err);
+    if (!rc && graph_finalize(x.g, err))
+        rc = cycle_error(&x, err); /* finalize fails on a cycle alone */
     gb_free(&x);
     if (rc) {
         graph_free(x.g);
