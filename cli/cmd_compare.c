@@ -107,6 +107,13 @@ static int compare_main(int argc, char **argv)
     trace_job job;
     if (trace_job_load(a.inputs, a.n_inputs - 1, 0, &job, &err))
         return cli_fail(&err);
+    if (job.ranks[0].chakra) { /* nothing measured to compare with */
+        ps_error_set(&err, PS_EINPUT, job.ranks[0].file, 0, 0, NULL,
+                     "compare needs a measured trace (Kineto); a Chakra execution trace carries "
+                     "no measured times (replay it instead)");
+        trace_job_free(&job);
+        return cli_fail(&err);
+    }
     int rc = compare_with_plan(&a, &job, &err);
     if (rc)
         cli_fail(&err);

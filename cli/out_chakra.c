@@ -135,14 +135,15 @@ static int put_recv(chakra_ctx *x, uint32_t t, uint64_t *deps)
     for (uint32_t i = x->pred_first[t]; i < x->pred_first[t + 1]; i++)
         if (x->g->tasks[x->preds[i]].rank == x->rank)
             deps[n++] = x->node_id[x->preds[i]];
-    ChakraProtoMsg__AttributeProto a[5];
+    ChakraProtoMsg__AttributeProto a[6];
     attr_bool(&a[0], "is_cpu_op", 0);
-    attr_int32(&a[1], "comm_src", k->rank);
-    attr_int32(&a[2], "comm_dst", k->peer);
-    attr_int32(&a[3], "comm_tag", x->tag[t]);
-    attr_int64(&a[4], "comm_size", size_of(k->bytes));
+    attr_int32(&a[1], "stream", k->stream); /* the sender's stream: the pair's kind of traffic */
+    attr_int32(&a[2], "comm_src", k->rank);
+    attr_int32(&a[3], "comm_dst", k->peer);
+    attr_int32(&a[4], "comm_tag", x->tag[t]);
+    attr_int64(&a[5], "comm_size", size_of(k->bytes));
     return put_node(x, x->recv_id[t], x->g->labels[k->label],
-                    CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE, deps, n, 0, a, 5);
+                    CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE, deps, n, 0, a, 6);
 }
 
 /* Task t of this rank, after its receive nodes. */
@@ -165,27 +166,28 @@ static int put_task(chakra_ctx *x, uint32_t t, uint64_t *deps, char *pg)
         else
             return -2; /* not expressible: out_run_chakra reports it */
     }
-    ChakraProtoMsg__AttributeProto a[5];
+    ChakraProtoMsg__AttributeProto a[6];
     attr_bool(&a[0], "is_cpu_op", 0);
+    attr_int32(&a[1], "stream", k->stream); /* protosim's: its replay keeps each stream's order */
     const char *name = g->labels[k->label];
     if (k->kind == TASK_COMPUTE)
         return put_node(x, x->node_id[t], name, CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE, deps, n,
-                        (uint64_t)llround(k->seconds * 1e6), a, 1);
+                        (uint64_t)llround(k->seconds * 1e6), a, 2);
     if (k->kind == TASK_TRANSFER) {
-        attr_int32(&a[1], "comm_src", k->rank);
-        attr_int32(&a[2], "comm_dst", k->peer);
-        attr_int32(&a[3], "comm_tag", x->tag[t]);
-        attr_int64(&a[4], "comm_size", size_of(k->bytes));
+        attr_int32(&a[2], "comm_src", k->rank);
+        attr_int32(&a[3], "comm_dst", k->peer);
+        attr_int32(&a[4], "comm_tag", x->tag[t]);
+        attr_int64(&a[5], "comm_size", size_of(k->bytes));
         return put_node(x, x->node_id[t], name, CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE, deps,
-                        n, 0, a, 5);
+                        n, 0, a, 6);
     }
     const graph_collective *c = &g->colls[k->coll];
     snprintf(pg, 16, "%d", c->group);
-    attr_int64(&a[1], "comm_type", comm_type(c->kind));
-    attr_int64(&a[2], "comm_size", size_of(c->bytes));
-    attr_string(&a[3], "pg_name", pg);
+    attr_int64(&a[2], "comm_type", comm_type(c->kind));
+    attr_int64(&a[3], "comm_size", size_of(c->bytes));
+    attr_string(&a[4], "pg_name", pg);
     return put_node(x, x->node_id[t], name, CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE, deps, n, 0,
-                    a, 4);
+                    a, 5);
 }
 
 /* Predecessor lists, each task's stream predecessor, the transfers' tags and receive points. */

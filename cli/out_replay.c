@@ -13,9 +13,15 @@ void out_replay_text(FILE *out, const out_replay *x)
     const trace_rank *r = &x->job->ranks[s->rank];
     fprintf(out, "replay of %s (rank %d of %d, %d step%s%s) on %s (%d GPUs)\n", r->file, r->rank,
             x->job->world_size, s->steps, s->steps == 1 ? "" : "s",
-            r->has_steps ? "" : ", no ProfilerStep: the whole window", x->c->file, x->c->n_gpus);
+            r->chakra      ? ", a Chakra execution trace"
+            : r->has_steps ? ""
+                           : ", no ProfilerStep: the whole window",
+            x->c->file, x->c->n_gpus);
     double err = s->measured_step_s > 0 ? s->iteration_s / s->measured_step_s - 1 : 0;
-    fprintf(out, "  measured step   %10.3f ms\n", s->measured_step_s * 1e3);
+    if (r->chakra) /* nothing measured: the prediction alone */
+        fprintf(out, "  measured step        none (Chakra traces carry no measured times)\n");
+    else
+        fprintf(out, "  measured step   %10.3f ms\n", s->measured_step_s * 1e3);
     if (x->n_what_if > 0) {
         fprintf(out, "  predicted step  %10.3f ms unchanged (%+.1f%%)\n", x->unchanged_s * 1e3,
                 100 * (s->measured_step_s > 0 ? x->unchanged_s / s->measured_step_s - 1 : 0));
@@ -36,7 +42,11 @@ void out_replay_text(FILE *out, const out_replay *x)
         fprintf(out, "  predicted step  %10.3f ms with the what-ifs (%+.1f%%)\n",
                 s->iteration_s * 1e3, 100 * (s->iteration_s / x->unchanged_s - 1));
     } else {
-        fprintf(out, "  predicted step  %10.3f ms (%+.1f%%)\n", s->iteration_s * 1e3, 100 * err);
+        if (r->chakra)
+            fprintf(out, "  predicted step  %10.3f ms\n", s->iteration_s * 1e3);
+        else
+            fprintf(out, "  predicted step  %10.3f ms (%+.1f%%)\n", s->iteration_s * 1e3,
+                    100 * err);
     }
     if (r->n_backlog > 0)
         fprintf(out,
@@ -76,16 +86,19 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     cJSON_AddNumberToObject(root, "world_size", x->job->world_size);
     cJSON_AddNumberToObject(root, "rank", x->job->ranks[s->rank].rank);
     cJSON_AddNumberToObject(root, "iteration_time_s", s->iteration_s);
-    cJSON_AddNumberToObject(root, "measured_step_s", s->measured_step_s);
+    const trace_rank *tr = &x->job->ranks[s->rank];
+    if (tr->chakra) /* a Chakra trace measures nothing */
+        cJSON_AddNullToObject(root, "measured_step_s");
+    else
+        cJSON_AddNumberToObject(root, "measured_step_s", s->measured_step_s);
     cJSON_AddNumberToObject(root, "steps", s->steps);
     cJSON *pred = cJSON_AddArrayToObject(root, "predicted_steps_s");
     cJSON *meas = cJSON_AddArrayToObject(root, "measured_steps_s");
     for (int k = 0; k < s->steps; k++) {
         cJSON_AddItemToArray(pred, cJSON_CreateNumber(s->predicted[k]));
         cJSON_AddItemToArray(
-            meas,
-            cJSON_CreateNumber(
-                x->job->ranks[s->rank].measured_step[k + x->job->ranks[s->rank].first_reported]));
+            meas, tr->chakra ? cJSON_CreateNull()
+                             : cJSON_CreateNumber(tr->measured_step[k + tr->first_reported]));
     }
     cJSON *b = cJSON_AddObjectToObject(root, "breakdown");
     cJSON_AddNumberToObject(b, "gpu_active_s", s->gpu_active_s);

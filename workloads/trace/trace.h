@@ -26,13 +26,17 @@ typedef enum {
 extern const enum_names trace_overhead_names; /* before_first_launch, ..., launch */
 
 typedef enum {
-    TRACE_CPU,          /* a piece of a CPU thread's time between runtime calls (measured) */
-    TRACE_RUNTIME,      /* a CUDA runtime call (its own time; a synchronizing call's wait is not in
+    TRACE_CPU,           /* a piece of a CPU thread's time between runtime calls (measured) */
+    TRACE_RUNTIME,       /* a CUDA runtime call (its own time; a synchronizing call's wait is not in
                       it: its edges make it wait for the GPU work it covers) */
-    TRACE_GPU,          /* a kernel, copy or memset on a CUDA stream (measured) */
-    TRACE_COLL,         /* an NCCL kernel: a collective of the executor */
-    TRACE_COMM_MEASURED /* an NCCL kernel the executor does not model (broadcast, send/recv,
+    TRACE_GPU,           /* a kernel, copy or memset on a CUDA stream (measured) */
+    TRACE_COLL,          /* an NCCL kernel: a collective of the executor */
+    TRACE_COMM_MEASURED, /* an NCCL kernel the executor does not model (broadcast, send/recv,
                            reduce; or of unknown size): its measured time, like a kernel's */
+    TRACE_SEND,          /* a point-to-point send of `bytes` to rank `peer` (a Chakra send
+                            node): a transfer of the executor */
+    TRACE_RECV           /* its arrival on the receiver (a Chakra receive node): no time of its
+                            own, done when the matching send's bytes have arrived */
 } trace_op_kind;
 
 typedef struct trace_op {
@@ -59,6 +63,8 @@ typedef struct trace_op {
     int32_t call;      /* runtime, GPU: the launching op's shapes, into trace_rank.calls; 0:
                          none known (calls[0] is the empty call) */
     int32_t optimizer; /* runtime, GPU: 1 if launched inside an `Optimizer.step#` span */
+    int32_t peer;      /* TRACE_SEND: the receiving rank; TRACE_RECV: the sending rank */
+    int32_t tag;       /* TRACE_SEND, TRACE_RECV: what pairs a send with its receive */
     uint8_t grad;      /* TRACE_COLL: 1 if a gradient collective (trace_params.c) */
     uint8_t floating;  /* 1: may overtake other floating ops of its lane (graph_set_floating) */
 } trace_op;
@@ -125,6 +131,9 @@ typedef struct trace_rank {
                                     inferred, "" if they were (or there are none) */
     int steady;           /* 1: its last step is a copy of the one before (what-if
                                     priority:gradients): the predicted step is the period */
+    int chakra; /* 1: read from a Chakra execution trace (trace_chakra.c): its ops are nodes,
+                   `event` a node's position in the file, and nothing was measured (the
+                   measured step is 0) */
 } trace_rank;
 
 typedef struct trace_job {
@@ -138,7 +147,9 @@ typedef struct trace_job {
 } trace_job;
 
 /* Read traces (JSON, or gzip-compressed JSON) into a job: one trace is the whole job taken as
- * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). Every
+ * SPMD, several are one rank each (distinct distributedInfo ranks, one world size). Chakra
+ * execution traces (protobuf, told apart by content; trace_chakra.c) are one rank each, the
+ * rank from the file's name (NAME.RANK.et), the world every file given. Every
  * ProfilerStep span is replayed; steps: report the last `steps` of them, 0: all. Every input
  * error (not JSON, not a Kineto trace, no GPU events, an unknown device, a GPU event without a
  * launch that runs after work launched in the window, an NCCL kernel without a communication

@@ -75,6 +75,10 @@ void tb_infer_waits(build *b, double gap_us);
 /* trace_params.c: the gradient collectives and the forward ops whose parameters they carry
  * (trace_rank.needs, n_grad_colls, params_why; docs/design-notes.md, "Gradient priority"). */
 void tb_infer_params(build *b);
+/* trace_chakra.c: whether a file's first bytes (gzip or not) are not JSON: a Chakra trace is
+ * protobuf; and Chakra execution traces into the job's ranks (j->ranks allocated for n_paths). */
+int tb_is_chakra_file(const char *path);
+int tb_chakra_job(trace_job *j, const char *const *paths, int n_paths, ps_error *err);
 /* trace.c: one trace into job rank r (for trace_graph.c). */
 int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path, int steps,
                   ps_error *err);

@@ -32,8 +32,20 @@ int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *
 {
     memset(out, 0, sizeof *out);
     out->ranks = xcalloc((size_t)n_paths, sizeof *out->ranks);
-    int rc = 0;
-    for (int i = 0; i < n_paths && !rc; i++) {
+    int rc = 0, chakra = 0;
+    for (int i = 0; i < n_paths; i++)
+        chakra += tb_is_chakra_file(paths[i]);
+    if (chakra && chakra < n_paths)
+        rc = ps_error_set(err, PS_EINPUT, paths[0], 0, 0, NULL,
+                          "%d of the %d traces are Chakra execution traces, the others Kineto "
+                          "(JSON): replay one kind at a time",
+                          chakra, n_paths);
+    else if (chakra && steps > 0)
+        rc = ps_error_set(err, PS_EINPUT, paths[0], 0, 0, "--steps",
+                          "a Chakra execution trace has no steps to choose from");
+    else if (chakra)
+        rc = tb_chakra_job(out, paths, n_paths, err);
+    for (int i = 0; i < n_paths && !rc && !chakra; i++) {
         trace_events te;
         rc = trace_events_read(paths[i], &te, err);
         if (rc)
@@ -325,9 +337,14 @@ static uint32_t make_task(gb *x, int i, uint32_t a)
 {
     const trace_rank *r = &x->j->ranks[i];
     const trace_op *op = &r->ops[a];
-    task_category cat = r->lanes[op->lane].is_cpu         ? CAT_HOST
-                        : op->kind == TRACE_COMM_MEASURED ? CAT_COMM
-                                                          : CAT_KERNEL;
+    task_category cat =
+        r->lanes[op->lane].is_cpu ? CAT_HOST
+        : op->kind == TRACE_COMM_MEASURED || op->kind == TRACE_SEND || op->kind == TRACE_RECV
+            ? CAT_COMM
+            : CAT_KERNEL;
+    if (op->kind == TRACE_SEND) /* received by the peer's TRACE_RECV (pair_transfers) */
+        return graph_add_transfer(x->g, r->rank, op->peer, (stream_id)x->stream_of[i][op->lane],
+                                  op->bytes, cat, label_of(x, op->name), op->step);
     uint32_t t = graph_add_compute_on(x->g, r->rank, x->stream_of[i][op->lane], cat, op->seconds,
                                       label_of(x, op->name), op->step);
     if (op->lag > 0)
@@ -422,6 +439,72 @@ static void gb_free(gb *x)
     free(x->group_id);
 }
 
+/* A send or receive op of the job, for pairing: its sender, receiver, tag, job rank and op. */
+typedef struct p2p_end {
+    int src, dst, tag, i;
+    uint32_t op;
+} p2p_end;
+
+static int by_pair(const void *x, const void *y)
+{
+    const p2p_end *a = x, *b = y;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    if (a->tag != b->tag)
+        return a->tag < b->tag ? -1 : 1;
+    if (a->i != b->i)
+        return a->i < b->i ? -1 : 1;
+    return a->op < b->op ? -1 : a->op > b->op;
+}
+
+/* Each send's transfer on to its receive: the k-th send of (sender, receiver, tag) with the
+ * k-th receive of it, in each file's order; one left over is an input error. */
+static int pair_transfers(gb *x, ps_error *err)
+{
+    const trace_job *j = x->j;
+    p2p_end *v[2] = {NULL, NULL};
+    size_t n[2] = {0, 0}, cap[2] = {0, 0};
+    for (int i = 0; i < j->n_ranks; i++)
+        for (uint32_t a = 0; a < j->ranks[i].n_ops; a++) {
+            const trace_op *op = &j->ranks[i].ops[a];
+            if (op->kind != TRACE_SEND && op->kind != TRACE_RECV)
+                continue;
+            int s = op->kind == TRACE_RECV, me = j->ranks[i].rank;
+            xgrow(&v[s], sizeof *v[s], n[s] + 1, &cap[s]);
+            v[s][n[s]++] = (p2p_end){s ? op->peer : me, s ? me : op->peer, op->tag, i, a};
+        }
+    for (int s = 0; s < 2; s++)
+        if (n[s])
+            qsort(v[s], n[s], sizeof *v[s], by_pair);
+    int rc = 0;
+    size_t k = 0;
+    for (size_t q = 0; q < n[0] || k < n[1]; q++) {
+        const p2p_end *snd = q < n[0] ? &v[0][q] : NULL, *rcv = k < n[1] ? &v[1][k] : NULL;
+        int c = !snd   ? 1
+                : !rcv ? -1
+                       : by_pair(&(p2p_end){snd->src, snd->dst, snd->tag, 0, 0},
+                                 &(p2p_end){rcv->src, rcv->dst, rcv->tag, 0, 0});
+        if (c != 0) {
+            const p2p_end *e = c < 0 ? snd : rcv;
+            const trace_rank *r = &j->ranks[e->i];
+            char field[32];
+            snprintf(field, sizeof field, "nodes[%d]", r->ops[e->op].event);
+            rc = ps_error_set(err, PS_EINPUT, r->file, 0, 0, field,
+                              "a %s of rank %d to rank %d, tag %d, has no matching %s",
+                              c < 0 ? "send" : "receive", e->src, e->dst, e->tag,
+                              c < 0 ? "receive" : "send");
+            break;
+        }
+        graph_add_edge(x->g, x->task_of[snd->i][snd->op], x->task_of[rcv->i][rcv->op]);
+        k++;
+    }
+    free(v[0]);
+    free(v[1]);
+    return rc;
+}
+
 /* The op of job rank *i that task t stands for (the first, when several share it); 0 if none. */
 static int op_of_task(const gb *x, uint32_t t, int *i, uint32_t *o)
 {
@@ -455,16 +538,17 @@ static int cycle_error(const gb *x, ps_error *err)
     const trace_rank *ra = &x->j->ranks[ia], *rb = &x->j->ranks[ib];
     const trace_op *a = &ra->ops[oa], *b = &rb->ops[ob];
     char field[48];
-    snprintf(field, sizeof field, "traceEvents[%d]", a->event);
+    const char *ev = ra->chakra ? "nodes" : "traceEvents"; /* what `event` indexes */
+    snprintf(field, sizeof field, "%s[%d]", ev, a->event);
     ps_error_clear(err);
     return ps_error_set(err, PS_EINPUT, ra->file, 0, 0, field,
-                        "'%.60s' (%s, rank %d) must end before traceEvents[%d] '%.60s' (%s, "
+                        "'%.60s' (%s, rank %d) must end before %s[%d] '%.60s' (%s, "
                         "rank %d%s%s) starts, which must end before it starts, through a cycle "
                         "of %u ops: the dependencies read from the trace (each lane's order, "
                         "launches, event waits, synchronizations, collectives matched across "
                         "ranks) contradict each other, as a stream waiting on an event recorded "
                         "after it does",
-                        x->j->names[a->name], ra->lanes[a->lane].name, ra->rank, b->event,
+                        x->j->names[a->name], ra->lanes[a->lane].name, ra->rank, ev, b->event,
                         x->j->names[b->name], rb->lanes[b->lane].name, rb->rank,
                         ia != ib ? ", " : "", ia != ib ? rb->file : "", len);
 }
@@ -499,6 +583,8 @@ int trace_job_graph(const trace_job *j, int n_gpus, exec_graph **out, uint32_t *
                 graph_add_edge(x.g, from, to);
         }
     }
+    if (!rc)
+        rc = pair_transfers(&x, err);
     if (!rc && graph_finalize(x.g, err))
         rc = cycle_error(&x, err); /* finalize fails on a cycle alone */
     gb_free(&x);

@@ -75,8 +75,7 @@ static cJSON *parse_in_arena(const char *text, size_t len, void **blocks)
     return root;
 }
 
-/* The whole file, decompressed when it is gzip (gzread passes other files through). */
-static int read_all(const char *path, char **out, size_t *len, ps_error *err)
+int trace_file_read(const char *path, char **out, size_t *len, ps_error *err)
 {
     gzFile f = gzopen(path, "rb");
     if (!f)
@@ -308,7 +307,7 @@ int trace_events_read(const char *path, trace_events *out, ps_error *err)
     memset(out, 0, sizeof *out);
     char *text = NULL;
     size_t len = 0;
-    int rc = read_all(path, &text, &len, err);
+    int rc = trace_file_read(path, &text, &len, err);
     if (rc)
         return rc;
     out->root = parse_in_arena(text, len, &out->arena);

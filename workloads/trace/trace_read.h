@@ -39,6 +39,10 @@ typedef struct trace_events {
     char device[64];
 } trace_events;
 
+/* The whole file, decompressed when it is gzip (gzread passes other files through), with a
+ * terminating NUL beyond *len; *out is the caller's. */
+int trace_file_read(const char *path, char **out, size_t *len, ps_error *err);
+
 /* Read and parse `path` and classify its events; *out owns the cJSON tree. */
 int trace_events_read(const char *path, trace_events *out, ps_error *err);
 void trace_events_free(trace_events *t);
