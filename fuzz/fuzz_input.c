@@ -2,6 +2,9 @@
  * loaders take paths; a file is how the command hands them their input too). */
 #include "fuzz_input.h"
 
+#include "../sim/base/graph.h"
+#include "../workloads/trace/trace.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,4 +38,21 @@ const char *fuzz_input_file(const char *suffix, const uint8_t *data, size_t size
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f))
         abort();
     return input_path;
+}
+
+void fuzz_trace_job(const char *suffix, const uint8_t *data, size_t size)
+{
+    const char *path = fuzz_input_file(suffix, data, size);
+    ps_error err;
+    ps_error_clear(&err);
+    trace_job job;
+    if (trace_job_load(&path, 1, 0, &job, &err))
+        return;
+    exec_graph *g = NULL;
+    uint32_t **task_of = NULL;
+    if (!trace_job_graph(&job, 64, &g, &task_of, &err)) {
+        trace_tasks_free(&job, task_of);
+        graph_free(g);
+    }
+    trace_job_free(&job);
 }

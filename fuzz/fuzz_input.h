@@ -9,6 +9,11 @@
 /* The path of this process's input file (suffix: ".yaml", ".json"), holding data[0..size). */
 const char *fuzz_input_file(const char *suffix, const uint8_t *data, size_t size);
 
+/* A trace written to this process's input file (suffix ".json": Kineto, ".et": Chakra; the
+ * reader tells them apart by content), loaded as `replay` loads one, and its execution graph on
+ * 64 GPUs built and finalized. Errors are expected; crashes and leaks are what is looked for. */
+void fuzz_trace_job(const char *suffix, const uint8_t *data, size_t size);
+
 /* libFuzzer's entry point, defined by each harness. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,24 +1,10 @@
 /* fuzz_trace.c: libFuzzer harness for the trace reader of `protosim replay`: one Kineto trace
  * (JSON; gzip too, zlib reads both), every step, then its execution graph on 64 GPUs as replay
- * builds it (lanes, launches, stream waits, NCCL collectives), finalized. */
+ * builds it (lanes, launches, stream waits, NCCL collectives), finalized (fuzz_trace_job). */
 #include "fuzz_input.h"
-#include "../sim/base/graph.h"
-#include "../workloads/trace/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *path = fuzz_input_file(".json", data, size);
-    ps_error err;
-    ps_error_clear(&err);
-    trace_job job;
-    if (trace_job_load(&path, 1, 0, &job, &err))
-        return 0;
-    exec_graph *g = NULL;
-    uint32_t **task_of = NULL;
-    if (!trace_job_graph(&job, 64, &g, &task_of, &err)) {
-        trace_tasks_free(&job, task_of);
-        graph_free(g);
-    }
-    trace_job_free(&job);
+    fuzz_trace_job(".json", data, size);
     return 0;
 }
