@@ -17,7 +17,7 @@ const cli_command cli_replay = {
     "replay",
     "  protosim replay TRACE.json[.gz]... --cluster CLUSTER [--json OUT.json]\n"
     "               [--trace OUT.trace.json] [--overheads OUT.json] [--what-if SPEC]...\n"
-    "               [--steps all|N] [--quiet]\n",
+    "               [--steps all|N] [--et ET.json]... [--quiet]\n",
     "replays PyTorch profiler (Kineto) traces on the cluster with the executor of `run`:\n"
     "CPU threads and CUDA streams keep their measured times, launches precede their\n"
     "kernels, synchronizing calls wait for the GPU work they cover, NCCL kernels become\n"
@@ -43,6 +43,10 @@ const cli_command cli_replay = {
     "                          the step is then the period of two steps)\n"
     "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
     "                          step is replayed, for the GPU work it leaves in flight)\n"
+    "  --et ET.json            the PyTorch execution trace (ExecutionTraceObserver) of the\n"
+    "                          run a Kineto trace recorded, one per trace in their order:\n"
+    "                          a tensor one thread writes and another reads makes the\n"
+    "                          reader wait for the writer\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 3 internal error\n",
@@ -51,6 +55,11 @@ const cli_command cli_replay = {
 
 #define MAX_TRACES   1024
 #define MAX_WHAT_IFS 32
+
+typedef struct path_list {
+    const char *v[MAX_TRACES];
+    int n;
+} path_list;
 
 typedef struct what_if_list {
     whatif_spec v[MAX_WHAT_IFS];
@@ -63,6 +72,7 @@ typedef struct replay_args {
     const char *cluster, *json, *trace, *overheads;
     int steps, quiet;
     what_if_list what_if;
+    path_list ets;
 } replay_args;
 
 static int parse_what_if(const cli_command *c, const char *v, void *field)
@@ -75,6 +85,15 @@ static int parse_what_if(const cli_command *c, const char *v, void *field)
     if (whatif_parse(v, &l->v[l->n], &err))
         return cli_usage_error(c, "%s", err.message);
     l->n++;
+    return 0;
+}
+
+static int parse_et(const cli_command *c, const char *v, void *field)
+{
+    path_list *l = field;
+    if (l->n == MAX_TRACES)
+        return cli_usage_error(c, "--et: at most %d execution traces", MAX_TRACES);
+    l->v[l->n++] = v;
     return 0;
 }
 
@@ -104,6 +123,7 @@ static const cli_option replay_options[] = {
      .kind = CLI_CUSTOM,
      .offset = offsetof(replay_args, steps),
      .parse = parse_steps},
+    {.name = "--et", .kind = CLI_CUSTOM, .offset = offsetof(replay_args, ets), .parse = parse_et},
     {.name = "--quiet",
      .alias = "-q",
      .kind = CLI_FLAG,
@@ -208,6 +228,9 @@ static int replay_main(int argc, char **argv)
         prc = cli_usage_error(&cli_replay, "replay needs a TRACE.json");
     if (!prc && !a.cluster)
         prc = cli_usage_error(&cli_replay, "replay needs --cluster CLUSTER");
+    if (!prc && a.ets.n && a.ets.n != a.n_traces)
+        prc = cli_usage_error(&cli_replay, "--et: %d execution traces for %d traces (one each)",
+                              a.ets.n, a.n_traces);
     if (prc) {
         free_what_ifs(&a);
         return cli_exit_code(prc);
@@ -215,7 +238,7 @@ static int replay_main(int argc, char **argv)
     ps_error err;
     ps_error_clear(&err);
     trace_job job;
-    if (trace_job_load(a.traces, a.n_traces, a.steps, &job, &err)) {
+    if (trace_job_load_et(a.traces, a.ets.n ? a.ets.v : NULL, a.n_traces, a.steps, &job, &err)) {
         free_what_ifs(&a);
         return cli_fail(&err);
     }

@@ -48,6 +48,11 @@ void out_replay_text(FILE *out, const out_replay *x)
             fprintf(out, "  predicted step  %10.3f ms (%+.1f%%)\n", s->iteration_s * 1e3,
                     100 * err);
     }
+    if (r->et_nodes > 0)
+        fprintf(out,
+                "  execution trace %d of %d ops linked, %d dependencies across threads from "
+                "their tensors\n",
+                r->et_linked, r->et_nodes, r->et_edges);
     if (r->n_backlog > 0)
         fprintf(out,
                 "  backlog         %d GPU events queued before the trace began (no launch "
@@ -92,6 +97,12 @@ int out_replay_json(const char *path, const out_replay *x, ps_error *err)
     else
         cJSON_AddNumberToObject(root, "measured_step_s", s->measured_step_s);
     cJSON_AddNumberToObject(root, "steps", s->steps);
+    if (tr->et_nodes > 0) {
+        cJSON *et = cJSON_AddObjectToObject(root, "execution_trace");
+        cJSON_AddNumberToObject(et, "nodes", tr->et_nodes);
+        cJSON_AddNumberToObject(et, "linked", tr->et_linked);
+        cJSON_AddNumberToObject(et, "edges", tr->et_edges);
+    }
     cJSON *pred = cJSON_AddArrayToObject(root, "predicted_steps_s");
     cJSON *meas = cJSON_AddArrayToObject(root, "measured_steps_s");
     for (int k = 0; k < s->steps; k++) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one libFuzzer harness of fuzz/ (issue 14) for SECONDS under ASan+UBSan:
 #   scripts/fuzz.sh NAME SECONDS      NAME: strategy sweep merge workload trace cluster devices
-#                                     chakra
+#                                     chakra et
 # Builds build-fuzz/ (clang, -Dfuzz=true) when needed. The seed corpus is the bundled examples
 # and tests/data (fuzz/seeds.txt), read in place; what the fuzzer adds lives in
 # build-fuzz/corpus/NAME. A crash, hang (10 s) or leak exits non-zero and leaves its input in

@@ -5,7 +5,7 @@
 
 _protosim_commands="run replay compare profile cluster collective sweep merge lookup kernel help"
 _protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --chakra --quiet -q --devices --help -h"
-_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --quiet -q --devices --help -h"
+_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --et --quiet -q --devices --help -h"
 _protosim_opts_compare="--cluster --json --csv --quiet -q --devices --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --devices --help -h"
 _protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --devices --help -h"
@@ -43,7 +43,7 @@ _protosim()
     --devices) _protosim_files "$cur" "yaml|yml"; return ;;
     --shapes) _protosim_files "$cur" "txt"; return ;;
     --from-hwloc) _protosim_files "$cur" xml; return ;;
-    --json | --trace | --overheads) _protosim_files "$cur" json; return ;;
+    --json | --trace | --overheads | --et) _protosim_files "$cur" json; return ;;
     --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
     --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;

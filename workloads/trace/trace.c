@@ -596,6 +596,7 @@ void tb_free(build *b)
     free(b->sync_kind);
     free(b->sync_stream);
     free(b->lane_of_stream);
+    free(b->lane_of_thread);
     free(b->ev_of_op);
     free(b->end_s);
     free(b->comm_ev);
@@ -623,11 +624,14 @@ static void build_init(build *b, trace_job *j, trace_rank *r, trace_events *te, 
     b->lane_of_stream = xmalloc(((size_t)te->n_streams + 1) * sizeof *b->lane_of_stream);
     for (int s = 0; s <= te->n_streams; s++)
         b->lane_of_stream[s] = -1;
+    b->lane_of_thread = xmalloc(((size_t)te->n_tids + 1) * sizeof *b->lane_of_thread);
+    for (int t = 0; t <= te->n_tids; t++)
+        b->lane_of_thread[t] = -1;
 }
 
 /* One trace into job rank r. */
-int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path, int steps,
-                  ps_error *err)
+int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path,
+                  const char *et_path, int steps, ps_error *err)
 {
     build b;
     build_init(&b, j, r, te, path);
@@ -654,6 +658,8 @@ int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *pat
                 b.ev_of_op[b.gpu_op[i]] = i;
         add_edges(&b);
         tb_infer_params(&b);
+        if (et_path)
+            rc = tb_et_link(&b, et_path, err);
     }
     r->main_lane = 0;
     tb_free(&b);

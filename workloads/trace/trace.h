@@ -131,6 +131,8 @@ typedef struct trace_rank {
                                     inferred, "" if they were (or there are none) */
     int steady;           /* 1: its last step is a copy of the one before (what-if
                                     priority:gradients): the predicted step is the period */
+    int et_nodes, et_linked, et_edges; /* its execution trace's op nodes, those linked to the
+                                          Kineto trace, and the edges across threads they gave */
     int chakra; /* 1: read from a Chakra execution trace (trace_chakra.c): its ops are nodes,
                    `event` a node's position in the file, and nothing was measured (the
                    measured step is 0) */
@@ -156,6 +158,13 @@ typedef struct trace_job {
  * annotation or of a kind not modelled) is a PS_EINPUT error naming the file and the event
  * (field "traceEvents[i]"). */
 int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *out, ps_error *err);
+/* The same with each Kineto trace's PyTorch execution trace (ExecutionTraceObserver's JSON):
+ * ets[i] for paths[i] (ets NULL, or an entry NULL: none). An ET node links to the Kineto op
+ * whose "Record function id" (PyTorch 2.2 on), else "External id", is its rf_id; a tensor an op
+ * writes and an op on another thread later reads is an edge between them (trace_et.c). Its
+ * errors name the ET file and node (field "nodes[i]..."). */
+int trace_job_load_et(const char *const *paths, const char *const *ets, int n_paths, int steps,
+                      trace_job *out, ps_error *err);
 void trace_job_free(trace_job *j);
 
 /* The index of `name` in j->names, interned if new. */

@@ -43,6 +43,7 @@ typedef struct build {
     uint8_t *sync_kind;  /* runtime call -> SYNC_* */
     int *sync_stream;    /* runtime call -> the stream a GPU-side sync event names, -1 */
     int *lane_of_stream; /* [te->n_streams] */
+    int *lane_of_thread; /* [te->n_tids]: a CPU thread's lane, -1 when it has none */
     int *ev_of_op;       /* GPU op -> its event position, -1 for CPU ops */
     double *end_s;       /* op -> its measured end (s from the window's start) */
     int *comm_ev;        /* positions of the communication annotations (trace_coll.c) */
@@ -79,8 +80,12 @@ void tb_infer_params(build *b);
  * protobuf; and Chakra execution traces into the job's ranks (j->ranks allocated for n_paths). */
 int tb_is_chakra_file(const char *path);
 int tb_chakra_job(trace_job *j, const char *const *paths, int n_paths, ps_error *err);
-/* trace.c: one trace into job rank r (for trace_graph.c). */
-int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path, int steps,
-                  ps_error *err);
+/* trace_et.c: a PyTorch execution trace (ExecutionTraceObserver's JSON) linked to the rank's
+ * CPU ops: its tensors' producers before their consumers on other threads, as edges. */
+int tb_et_link(build *b, const char *et_path, ps_error *err);
+/* trace.c: one trace into job rank r (for trace_graph.c); et_path: its execution trace, or
+ * NULL. */
+int tb_build_rank(trace_job *j, trace_rank *r, trace_events *te, const char *path,
+                  const char *et_path, int steps, ps_error *err);
 
 #endif

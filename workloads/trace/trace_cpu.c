@@ -182,6 +182,7 @@ static void build_lane(build *b, int t, trace_ev **v, int n)
         snprintf(name, sizeof name, "cpu thread %d", r->n_lanes);
     r->lanes = xreallocarray(r->lanes, (size_t)r->n_lanes + 1, sizeof *r->lanes);
     r->lanes[r->n_lanes].is_cpu = 1;
+    b->lane_of_thread[t] = r->n_lanes;
     snprintf(r->lanes[r->n_lanes].name, sizeof r->lanes[r->n_lanes].name, "%s", name);
     lane_ctx L = {b,
                   r->n_lanes++,

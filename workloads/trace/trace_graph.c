@@ -30,6 +30,12 @@ double trace_step_median(const double *v, int n)
 
 int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *out, ps_error *err)
 {
+    return trace_job_load_et(paths, NULL, n_paths, steps, out, err);
+}
+
+int trace_job_load_et(const char *const *paths, const char *const *ets, int n_paths, int steps,
+                      trace_job *out, ps_error *err)
+{
     memset(out, 0, sizeof *out);
     out->ranks = xcalloc((size_t)n_paths, sizeof *out->ranks);
     int rc = 0, chakra = 0;
@@ -40,6 +46,9 @@ int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *
                           "%d of the %d traces are Chakra execution traces, the others Kineto "
                           "(JSON): replay one kind at a time",
                           chakra, n_paths);
+    else if (chakra && ets)
+        rc = ps_error_set(err, PS_EINPUT, paths[0], 0, 0, "--et",
+                          "an execution trace links to a Kineto trace, not a Chakra one");
     else if (chakra && steps > 0)
         rc = ps_error_set(err, PS_EINPUT, paths[0], 0, 0, "--steps",
                           "a Chakra execution trace has no steps to choose from");
@@ -64,7 +73,7 @@ int trace_job_load(const char *const *paths, int n_paths, int steps, trace_job *
                 rc = ps_error_set(err, PS_EINPUT, paths[i], 0, 0, "distributedInfo.rank",
                                   "rank %d is also the rank of %s", te.rank, paths[k]);
         if (!rc) {
-            rc = tb_build_rank(out, &out->ranks[i], &te, paths[i], steps, err);
+            rc = tb_build_rank(out, &out->ranks[i], &te, paths[i], ets ? ets[i] : NULL, steps, err);
             out->n_ranks = i + 1;
         }
         trace_events_free(&te);
