@@ -91,6 +91,33 @@ START_TEST(step_as_cpu_op)
 }
 END_TEST
 
+/* rocm_sync.json: sync.json as ROCm's Kineto writes it (hipLaunchKernel, hipDeviceSynchronize
+ * under cuda_runtime, an AMD device): the synchronization waits for the GPU as CUDA's does, so
+ * the step is the same 2.065 ms (read as a plain call, it kept its measured 2.425 ms and the
+ * step its measured 2.545 ms, whatever the kernels did). */
+START_TEST(rocm_names_synchronize)
+{
+    replay_summary s;
+    replay("rocm_sync.json", &s);
+    ck_close(s.iteration_s, 2.065e-3, 1e-9);
+    ck_close(s.gpu_active_s, 2e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
+/* torch18_sync.json: sync.json in PyTorch 1.8's schema (categories Operator, Runtime, Kernel;
+ * the step an Operator; "external id" in lower case; no schemaVersion, distributedInfo or
+ * deviceProperties; a stream's tid a string): the same 2.065 ms. */
+START_TEST(pytorch_1_8_schema)
+{
+    replay_summary s;
+    replay("torch18_sync.json", &s);
+    ck_close(s.iteration_s, 2.065e-3, 1e-9);
+    ck_close(s.measured_step_s, 2.545e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* The same trace gzip-compressed reads the same. */
 START_TEST(gzip_trace)
 {
@@ -468,6 +495,8 @@ int main(void)
                                   thread_waits_for_another,
                                   param_comms_and_measured_broadcast,
                                   dependency_cycle_is_located,
+                                  rocm_names_synchronize,
+                                  pytorch_1_8_schema,
                                   launch_latency_is_kept,
                                   copy_begun_before_its_call_returned,
                                   bad_traces,

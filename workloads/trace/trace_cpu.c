@@ -24,12 +24,17 @@ typedef struct lane_ctx {
     int optimizer;        /* that call is inside an `Optimizer.step#` span */
 } lane_ctx;
 
+/* Synchronizing calls by name: the CUDA runtime's, the driver's, and HIP's on ROCm (whose
+ * Kineto traces keep the cuda_runtime category with hip names). */
 static int sync_kind_of(const trace_ev *rt, const trace_ev *gpu)
 {
-    static const char *const device[] = {"cudaDeviceSynchronize", "cuCtxSynchronize"};
-    static const char *const stream[] = {"cudaStreamSynchronize", "cuStreamSynchronize"};
-    static const char *const event[] = {"cudaEventSynchronize", "cuEventSynchronize"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const device[] = {"cudaDeviceSynchronize", "cuCtxSynchronize",
+                                         "hipDeviceSynchronize"};
+    static const char *const stream[] = {"cudaStreamSynchronize", "cuStreamSynchronize",
+                                         "hipStreamSynchronize"};
+    static const char *const event[] = {"cudaEventSynchronize", "cuEventSynchronize",
+                                        "hipEventSynchronize"};
+    for (int i = 0; i < 3; i++) {
         if (strcmp(rt->name, device[i]) == 0)
             return SYNC_DEVICE;
         if (strcmp(rt->name, stream[i]) == 0)
