@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../sim/base/vocab.h"
 #include "../sim/report/report_replay.h"
@@ -443,6 +444,41 @@ START_TEST(dependency_cycle_is_located)
 }
 END_TEST
 
+/* 256 CPU threads, each with one op, and a kernel: more lanes than the executor's 255 streams,
+ * an input error (it was an assertion). */
+START_TEST(too_many_threads_is_an_input_error)
+{
+    char path[] = "/tmp/protosim-threads-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("{\"traceEvents\": [\n", f);
+    for (int t = 0; t < 256; t++)
+        fprintf(f,
+                "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, \"tid\": %d, "
+                "\"ts\": %d, \"dur\": 5},\n",
+                t + 1, t * 10);
+    fputs(
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 1, \"dur\": 1, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 2, "
+        "\"dur\": 5, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1}}\n]}\n",
+        f);
+    ck_assert_int_eq(fclose(f), 0);
+    const char *p = path;
+    trace_job j;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(trace_job_load(&p, 1, 0, &j, &err), 0);
+    exec_graph *g;
+    uint32_t **task_of;
+    ck_assert_int_eq(trace_job_graph(&j, 4, &g, &task_of, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.message, "257 CPU threads and GPU streams"), "%s", err.message);
+    trace_job_free(&j);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(world_larger_than_cluster)
 {
     const char *names[] = {"world16.json"};
@@ -497,6 +533,7 @@ int main(void)
                                   dependency_cycle_is_located,
                                   rocm_names_synchronize,
                                   pytorch_1_8_schema,
+                                  too_many_threads_is_an_input_error,
                                   launch_latency_is_kept,
                                   copy_begun_before_its_call_returned,
                                   bad_traces,

@@ -172,6 +172,10 @@ static int lane_named(chakra_rd *c, const char *name, int is_cpu)
     return r->n_lanes++;
 }
 
+/* Stream attributes taken (0 to this - 1; others fall back to the kind's lane): with the four
+ * kinds' lanes, well inside the executor's 255 streams. */
+enum { CHAKRA_MAX_STREAMS = 64 };
+
 /* The node's lane: its `stream` attribute's, else its kind's (0 compute, 1 communication, 2
  * point-to-point, 3 host). */
 static int lane_of(chakra_rd *c, const ChakraProtoMsg__Node *n, int kind)
@@ -179,7 +183,7 @@ static int lane_of(chakra_rd *c, const ChakraProtoMsg__Node *n, int kind)
     static const char *const names[4] = {"gpu compute", "gpu communication", "gpu p2p", "cpu"};
     int ok;
     int64_t s = int_attr(n, "stream", &ok);
-    if (ok && kind != 3 && s >= 0 && s < 256) {
+    if (ok && kind != 3 && s >= 0 && s < CHAKRA_MAX_STREAMS) {
         if (s >= c->n_stream_lanes) {
             c->stream_lane = xreallocarray(c->stream_lane, (size_t)s + 1, sizeof *c->stream_lane);
             for (int i = c->n_stream_lanes; i <= s; i++)

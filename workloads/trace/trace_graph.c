@@ -575,6 +575,14 @@ int trace_job_graph(const trace_job *j, int n_gpus, exec_graph **out, uint32_t *
     memset(&x, 0, sizeof x);
     x.j = j;
     streams_union(&x);
+    if (x.n_streams > 255) {
+        int n = x.n_streams;
+        gb_free(&x);
+        return ps_error_set(err, PS_EINPUT, j->ranks[0].file, 0, 0, "traceEvents",
+                            "the traces use %d CPU threads and GPU streams (by name, over all "
+                            "ranks); the executor takes at most 255",
+                            n);
+    }
     x.g = graph_create_streams(n_gpus, x.n_streams, x.stream_kind,
                                (const char *const *)x.stream_name);
     x.label_of = xmalloc(((size_t)j->n_names + 1) * sizeof *x.label_of);
