@@ -444,6 +444,20 @@ START_TEST(dependency_cycle_is_located)
 }
 END_TEST
 
+/* cuda_graph.json: one cudaGraphLaunch (10-30 us) whose three 1 ms kernels share its correlation
+ * id, then a device synchronization: the kernels run back to back from 40 us (the launch's 10 us
+ * lag kept), the synchronization returns 50 us after the last (3.09 ms), the step ends 10 us
+ * later: 3.1 ms, all three kernels replayed. */
+START_TEST(cuda_graph_launch_runs_its_kernels)
+{
+    replay_summary s;
+    replay("cuda_graph.json", &s);
+    ck_close(s.iteration_s, 3.1e-3, 1e-9);
+    ck_close(s.gpu_active_s, 3e-3, 1e-9);
+    report_replay_free(&s);
+}
+END_TEST
+
 /* 256 CPU threads, each with one op, and a kernel: more lanes than the executor's 255 streams,
  * an input error (it was an assertion). */
 START_TEST(too_many_threads_is_an_input_error)
@@ -534,6 +548,7 @@ int main(void)
                                   rocm_names_synchronize,
                                   pytorch_1_8_schema,
                                   too_many_threads_is_an_input_error,
+                                  cuda_graph_launch_runs_its_kernels,
                                   launch_latency_is_kept,
                                   copy_begun_before_its_call_returned,
                                   bad_traces,
