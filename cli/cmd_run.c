@@ -144,6 +144,8 @@ static int run_csv(const char *path, const compiled_plan *plan, const htae_resul
     p.desc = plan->plan;
     p.rank = 1;
     sweep_plan_record(&p, sum, res);
+    if (sum->fig.peak_memory_bytes > sum->fig.memory_capacity_bytes)
+        p.status = SWEEP_PLAN_OOM; /* simulated all the same: its figures stay in the row */
     int order = 0;
     sweep_table t;
     memset(&t, 0, sizeof t);
@@ -151,6 +153,38 @@ static int run_csv(const char *path, const compiled_plan *plan, const htae_resul
     t.n = 1;
     t.order = &order;
     return out_sweep_csv(path, &t, err);
+}
+
+/* A plan that does not fit in GPU memory says so first, on stderr (with --quiet too): the
+ * tightest GPU, by how much, what most of it is, how many GPUs are over; the figures that follow
+ * are as if memory were unlimited. 1 if it does not fit. */
+static int memory_verdict(const run_outcome *run)
+{
+    const compiled_plan *p = &run->plan;
+    const report_summary *sum = &run->sum;
+    if (sum->fig.peak_memory_bytes <= sum->fig.memory_capacity_bytes)
+        return 0;
+    int r = sum->peak_memory_rank, over = 0;
+    for (int g = 0; g < p->gpus; g++)
+        over += p->memory[g].total > p->memory_capacity_of_rank[g];
+    const memory_estimate *m = &p->memory[r];
+    const char *names[5] = {"weights", "gradients", "optimizer state", "activations", "buffers"};
+    double parts[5] = {m->weights, m->gradients, m->optimizer, m->activations, m->buffers};
+    int big = 0;
+    for (int k = 1; k < 5; k++)
+        if (parts[k] > parts[big])
+            big = k;
+    const double GiB = 1073741824.0;
+    fprintf(stderr,
+            "protosim: the plan does not fit in GPU memory: GPU %d needs %.2f GiB of its %.2f "
+            "GiB (%.2f GiB over; %d of %d GPUs over), most of it %s (%.2f GiB; weights %.2f, "
+            "gradients %.2f, optimizer state %.2f, activations %.2f, buffers %.2f GiB). The "
+            "report's figures are as if memory were unlimited.\n",
+            r, sum->fig.peak_memory_bytes / GiB, sum->fig.memory_capacity_bytes / GiB,
+            (sum->fig.peak_memory_bytes - sum->fig.memory_capacity_bytes) / GiB, over, p->gpus,
+            names[big], parts[big] / GiB, m->weights / GiB, m->gradients / GiB, m->optimizer / GiB,
+            m->activations / GiB, m->buffers / GiB);
+    return 1;
 }
 
 /* Summary, report files and the memory verdict of a simulated plan; load_s: host seconds of
@@ -162,6 +196,7 @@ static int run_report(const run_args *a, const cluster *c, const run_outcome *ru
     const htae_result *res = &run->res;
     const report_summary *sum = &run->sum;
     int rc = 0;
+    int oom = memory_verdict(run);
     if (!a->quiet)
         out_run_text(stdout, c, run);
     if (a->json && out_run_json(a->json, c, run, load_s, err))
@@ -174,13 +209,7 @@ static int run_report(const run_args *a, const cluster *c, const run_outcome *ru
         rc = err->code;
     if (rc)
         return rc;
-    if (a->strict && sum->fig.peak_memory_bytes > sum->fig.memory_capacity_bytes) {
-        fprintf(stderr, "protosim: plan needs %.2f GiB per GPU, more than the %.2f GiB it has\n",
-                sum->fig.peak_memory_bytes / 1073741824.0,
-                sum->fig.memory_capacity_bytes / 1073741824.0);
-        return PS_ENOMEM_PLAN;
-    }
-    return 0;
+    return a->strict && oom ? PS_ENOMEM_PLAN : 0; /* the verdict above said why */
 }
 
 /* The gate between compile and simulate: the traced GPUs, whose links are counted (their ranks

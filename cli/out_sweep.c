@@ -148,7 +148,10 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
             schedule_name((pipeline_schedule)d->schedule), d->virtual_stages, d->zero,
             recompute_name((recompute_mode)d->recompute), d->bucket_mb,
             d->sequence_parallel ? "true" : "false", d->ep, d->etp);
-    if (p->status == SWEEP_PLAN_OK)
+    /* an OOM plan has figures only when it was simulated (run --csv); sweeps prune them */
+    int figures =
+        p->status == SWEEP_PLAN_OK || (p->status == SWEEP_PLAN_OOM && p->fig.iteration_s > 0);
+    if (figures)
         fprintf(f, "%.9g,%.9g,%.9g,%.6g,", p->fig.iteration_s, p->fig.tokens_per_s,
                 p->fig.samples_per_s, p->fig.mfu);
     else
@@ -157,7 +160,7 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
         fprintf(f, "%.0f,%.0f,", p->fig.peak_memory_bytes, p->fig.memory_capacity_bytes);
     else
         fputs(",,", f);
-    if (p->status == SWEEP_PLAN_OK)
+    if (figures)
         fprintf(f, "%.9g,%.9g,%.9g,%.9g,", p->fig.compute_s, p->fig.exposed_comm_s, p->fig.bubble_s,
                 p->fig.idle_s);
     else

@@ -503,8 +503,49 @@ START_TEST(strict_memory_does_not_fit)
     if (fits)
         ck_assert_msg(cJSON_IsFalse(fits), "fits_in_memory is not false for a %.0f GiB plan",
                       peak / GIB);
-    ck_assert_msg(num_field(j, "iteration_time_s") > 0, "iteration_time_s <= 0");
+    double iteration = num_field(j, "iteration_time_s");
+    ck_assert_msg(iteration > 0, "iteration_time_s <= 0");
+    /* issue 30: every GPU over (four replicas alike), the excess the peak less the capacity */
+    ck_assert_int_eq((int)num_field(j, "gpus_over_memory"), 4);
+    ck_assert_double_eq_tol(num_field(j, "memory_excess_bytes"),
+                            peak - num_field(j, "memory_capacity_bytes"), 1);
+    /* the tightest GPU's parts by hand: bf16 weights 2 bytes a parameter, fp32 gradients 4,
+     * Adam's fp32 master and two moments 12 (no ZeRO): gradients twice the weights, the
+     * optimizer state six times, the largest part */
+    const cJSON *mem = obj_field(j, "memory");
+    double w = num_field(mem, "weights_bytes");
+    ck_assert_double_eq_tol(num_field(mem, "gradients_bytes"), 2 * w, 1e-6 * w);
+    ck_assert_double_eq_tol(num_field(mem, "optimizer_bytes"), 6 * w, 1e-6 * w);
     cJSON_Delete(j);
+
+    /* it says so first, on stderr, with --quiet too: which GPU, by how much, what most of it is */
+    const char *quiet[] = {"run", strat, "--cluster", cl, "--quiet", NULL};
+    r = run_protosim(dir, quiet);
+    expect_exit(&r, 0);
+    ck_assert_str_eq(r.out, "");
+    char want[256];
+    snprintf(want, sizeof want, "GPU 0 needs %.2f GiB of its 80.00 GiB (%.2f GiB over; 4 of 4",
+             peak / GIB, peak / GIB - 80.0);
+    ck_assert_msg(strstr(r.err, "the plan does not fit in GPU memory") && strstr(r.err, want) &&
+                      strstr(r.err, "most of it optimizer state") &&
+                      strstr(r.err, "as if memory were unlimited"),
+                  "stderr: %s (wanted '%s')", r.err, want);
+    run_free(&r);
+    /* run --csv: the row says oom and keeps its figures */
+    char *csv = tmp_path(dir, "out.csv");
+    const char *with_csv[] = {"run", strat, "--cluster", cl, "--csv", csv, "--quiet", NULL};
+    r = run_protosim(dir, with_csv);
+    expect_exit(&r, 0);
+    run_free(&r);
+    size_t len;
+    char *text = slurp(csv, &len);
+    ck_assert_ptr_nonnull(strstr(text, ",oom,"));
+    /* the row's iteration_time_s (the 18th column) holds the simulated time */
+    const char *row = strchr(text, '\n') + 1, *c = row;
+    for (int col = 0; col < 17; col++)
+        c = strchr(c, ',') + 1;
+    ck_assert_double_eq_tol(strtod(c, NULL), iteration, 1e-6 * iteration);
+    free(text), free(csv);
     free(strat), free(cl), free(json);
     remove_tmpdir(dir);
 }
