@@ -22,5 +22,17 @@ if [ -n "$missing" ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
-[ -d build ] || meson setup build >/dev/null
+# Configure once. A build/ without build.ninja is what a configure that failed leaves: start it
+# again. meson's own output is shown when configuring fails, kept out of the way when it works.
+if [ ! -f build/build.ninja ]; then
+    rm -rf build
+    log=$(mktemp)
+    if ! meson setup build >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "setup.sh: meson setup failed (its output above); fix it and run setup.sh again" >&2
+        exit 1
+    fi
+    rm -f "$log"
+fi
 ninja -C build
