@@ -20,7 +20,7 @@ static void overview(FILE *f)
         fputs(commands[i]->synopsis, f);
     fputs(
         "  protosim --version\n"
-        "  protosim SUBCOMMAND --help   the subcommand's options\n"
+        "  protosim SUBCOMMAND --help   the subcommand's options (also: protosim help SUBCOMMAND)\n"
         "subcommands: run (simulate one plan), replay (a profiler trace), compare (a trace beside\n"
         "  the plan's prediction), profile (measured op times from traces), cluster (write a\n"
         "  platform), collective (time collectives), sweep (simulate and rank many plans),\n"
@@ -107,6 +107,11 @@ int main(int argc, char **argv)
         for (int i = 0; argc > 2 && i < N_COMMANDS; i++) /* protosim help SUBCOMMAND */
             if (!strcmp(argv[2], commands[i]->name))
                 return cli_help(commands[i]);
+        if (argc > 2) { /* a subcommand that is none */
+            fprintf(stderr, "protosim: error: help: unknown subcommand '%s'\n", argv[2]);
+            overview(stderr);
+            return PS_EINPUT;
+        }
         overview(stdout);
         return 0;
     }

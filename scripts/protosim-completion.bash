@@ -45,7 +45,7 @@ _protosim()
     --from-hwloc) _protosim_files "$cur" xml; return ;;
     --json | --trace | --overheads | --et) _protosim_files "$cur" json; return ;;
     --steps) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
-    --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device:" -- "$cur")); return ;;
+    --what-if) COMPREPLY=($(compgen -W "network: scale: remove: amp fuse-elementwise fuse-optimizer device: priority:gradients" -- "$cur")); return ;;
     --csv) _protosim_files "$cur" csv; return ;;
     --plot) _protosim_files "$cur" svg; return ;;
     --chakra) COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -71,7 +71,8 @@ _protosim()
     case $cmd in
     run | sweep) _protosim_files "$cur" "yaml|yml" ;;
     merge) _protosim_files "$cur" json ;;
-    replay | profile) _protosim_files "$cur" "json|gz" ;;
+    replay) _protosim_files "$cur" "json|gz|et" ;;
+    profile) _protosim_files "$cur" "json|gz" ;;
     compare) _protosim_files "$cur" "json|gz|yaml|yml" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
     kernel) if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "gemm bmm attention norm elementwise" -- "$cur")); fi ;;

@@ -99,6 +99,24 @@ START_TEST(help_overview)
         ck_assert_ptr_nonnull(strstr(r.out, "--devices FILE"));
         run_free(&r);
     }
+    /* `protosim help`: the overview; `help SUBCOMMAND`: its help, as --help gives it; `help`
+     * of no subcommand: an error naming it, exit 1 (it printed the overview and exited 0) */
+    const char *help[] = {"help", NULL}, *help_run[] = {"help", "run", NULL};
+    const char *run_help[] = {"run", "--help", NULL}, *bogus[] = {"help", "bogus", NULL};
+    run_result h = run_protosim(dir, help);
+    expect_exit(&h, 0);
+    ck_assert_ptr_nonnull(strstr(h.out, "protosim help SUBCOMMAND"));
+    run_free(&h);
+    h = run_protosim(dir, help_run);
+    run_result rh = run_protosim(dir, run_help);
+    expect_exit(&h, 0);
+    ck_assert_str_eq(h.out, rh.out);
+    run_free(&h);
+    run_free(&rh);
+    h = run_protosim(dir, bogus);
+    expect_exit(&h, 1);
+    ck_assert_ptr_nonnull(strstr(h.err, "help: unknown subcommand 'bogus'"));
+    run_free(&h);
     /* no subcommand at all, or only --devices: the overview on stderr, exit 1 */
     const char *none[] = {NULL}, *only[] = {"--devices", "x.yaml", NULL};
     const char *const *bare[] = {none, only};
