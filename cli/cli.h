@@ -29,6 +29,30 @@ int cli_usage_error(const cli_command *c, const char *fmt, ...)
 /* Print e once (main's one place for errors); returns its exit code. */
 int cli_fail(const ps_error *e);
 
+/* What an input file is, from its first bytes (cli/file_kind.c). */
+typedef enum file_kind {
+    FILE_UNKNOWN,
+    FILE_EMPTY,
+    FILE_STRATEGY,
+    FILE_SWEEP,
+    FILE_MODEL,
+    FILE_DEVICES,
+    FILE_CLUSTER, /* a protosim cluster description; as expected: --cluster's either kind */
+    FILE_PLATFORM,
+    FILE_HWLOC,
+    FILE_KINETO,
+    FILE_ET,
+    FILE_CHAKRA,
+    FILE_PROFILE,
+    FILE_SWEEP_JSON,
+    FILE_COUNT
+} file_kind;
+file_kind cli_file_kind(const char *path);
+/* After a loader failed on `path` (err set) where a file of kind `expected` belongs: when the
+ * file is recognisably another kind (or empty), err becomes that, naming the subcommand or
+ * option that takes it; otherwise err stays the loader's. Returns err's code. */
+int cli_file_kind_hint(const char *path, file_kind expected, ps_error *err);
+
 /* One option of a subcommand, in a table ended by {0}. The value goes at `offset` (offsetof)
  * in the args struct given to cli_parse_options. */
 typedef enum cli_kind {

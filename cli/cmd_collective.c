@@ -145,6 +145,7 @@ static int collective_main(int argc, char **argv)
     cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
     if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
         free(sizes);
+        cli_file_kind_hint(a.cluster, FILE_CLUSTER, &err);
         return cli_fail(&err);
     }
     double *times = xcalloc((size_t)n, sizeof *times);

@@ -70,12 +70,12 @@ static int compare_with_plan(const compare_args *a, const trace_job *job, ps_err
     const char *strategy_file = a->inputs[a->n_inputs - 1];
     strategy s;
     if (strategy_load(strategy_file, ps_data_dir(), &s, err))
-        return err->code;
+        return cli_file_kind_hint(strategy_file, FILE_STRATEGY, err);
     cluster c;
     cluster_engine_start();
     if (cluster_load(a->cluster, ps_data_dir(), &c, err)) {
         strategy_free(&s);
-        return err->code;
+        return cli_file_kind_hint(a->cluster, FILE_CLUSTER, err);
     }
     compare_table *t;
     int n;
@@ -105,8 +105,10 @@ static int compare_main(int argc, char **argv)
     ps_error err;
     ps_error_clear(&err);
     trace_job job;
-    if (trace_job_load(a.inputs, a.n_inputs - 1, 0, &job, &err))
+    if (trace_job_load(a.inputs, a.n_inputs - 1, 0, &job, &err)) {
+        cli_file_kind_hint(err.file, FILE_KINETO, &err);
         return cli_fail(&err);
+    }
     if (job.ranks[0].chakra) { /* nothing measured to compare with */
         ps_error_set(&err, PS_EINPUT, job.ranks[0].file, 0, 0, NULL,
                      "compare needs a measured trace (Kineto); a Chakra execution trace carries "

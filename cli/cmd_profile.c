@@ -75,8 +75,10 @@ static int profile_main(int argc, char **argv)
     ps_error_clear(&err);
     profile_db db;
     trace_profile_info info;
-    if (trace_profile_build(a.traces, a.n_traces, a.device, &db, &info, &err))
+    if (trace_profile_build(a.traces, a.n_traces, a.device, &db, &info, &err)) {
+        cli_file_kind_hint(err.file, FILE_KINETO, &err);
         return cli_fail(&err);
+    }
     int rc = profile_db_write(a.output, &db, &err);
     if (!rc && !a.quiet)
         printf("profile of %d trace%s on %s: %d entries from %d op occurrences; %d of %d ops "

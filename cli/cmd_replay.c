@@ -239,6 +239,10 @@ static int replay_main(int argc, char **argv)
     ps_error_clear(&err);
     trace_job job;
     if (trace_job_load_et(a.traces, a.ets.n ? a.ets.v : NULL, a.n_traces, a.steps, &job, &err)) {
+        int et = 0; /* was it one of the --et files? */
+        for (int i = 0; i < a.ets.n; i++)
+            et |= !strcmp(err.file, a.ets.v[i]);
+        cli_file_kind_hint(err.file, et ? FILE_ET : FILE_KINETO, &err);
         free_what_ifs(&a);
         return cli_fail(&err);
     }
@@ -247,6 +251,7 @@ static int replay_main(int argc, char **argv)
     if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
         trace_job_free(&job);
         free_what_ifs(&a);
+        cli_file_kind_hint(a.cluster, FILE_CLUSTER, &err);
         return cli_fail(&err);
     }
     warn_family(&job, &c);

@@ -245,18 +245,22 @@ static int run_main(int argc, char **argv)
     ps_error_clear(&err);
     double t0 = ps_now_s();
     strategy s;
-    if (strategy_load(a.strategy, ps_data_dir(), &s, &err))
+    if (strategy_load(a.strategy, ps_data_dir(), &s, &err)) {
+        cli_file_kind_hint(a.strategy, FILE_STRATEGY, &err);
         return cli_fail(&err);
+    }
     cluster c;
     cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
     if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
         strategy_free(&s);
+        cli_file_kind_hint(a.cluster, FILE_CLUSTER, &err);
         return cli_fail(&err);
     }
     profile_db db;
     memset(&db, 0, sizeof db);
     if (a.profile) {
         if (profile_db_load(a.profile, &db, &err)) {
+            cli_file_kind_hint(a.profile, FILE_PROFILE, &err);
             cluster_free(&c);
             strategy_free(&s);
             return cli_fail(&err);

@@ -260,16 +260,17 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
     double t0 = ps_now_s();
     sweep_spec spec;
     if (sweep_spec_load(sweep_path, data_dir, &spec, err))
-        return err->code;
+        return cli_file_kind_hint(sweep_path, FILE_SWEEP, err);
     cluster c;
     cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
     if (cluster_load(cluster_path, data_dir, &c, err)) {
         sweep_spec_free(&spec);
-        return err->code;
+        return cli_file_kind_hint(cluster_path, FILE_CLUSTER, err);
     }
     profile_db db;
     memset(&db, 0, sizeof db);
     if (o->profile && profile_db_load(o->profile, &db, err)) {
+        cli_file_kind_hint(o->profile, FILE_PROFILE, err);
         cluster_free(&c);
         sweep_spec_free(&spec);
         return err->code;

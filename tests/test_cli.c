@@ -840,6 +840,47 @@ static int help_options(const char *dir, const char *cmd, char names[][32], int 
 
 /* Every option each subcommand's --help names is in its section of docs/protosim.1 (".SS NAME"
  * up to the next section, roff's \- read as -) and in its list in the bash completion. */
+/* A file given to the wrong subcommand or option is named for what it is, with what takes it
+ * (issue 30): before, an empty cluster was "not a valid XML file", a sweep given to run "unknown
+ * key 'base'", swapped arguments a YAML parser's message. */
+START_TEST(files_are_named_for_what_they_are)
+{
+    char *dir = make_tmpdir();
+    char *strat = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    char *sweep = src_path("strategies/examples/sweep-gpt3-1.3b-dgx4.yaml");
+    char *xml = src_path("topology/clusters/dgx4.xml"),
+         *model = src_path("workloads/models/gpt3-1.3b.yaml");
+    char *kineto = src_path("tests/data/replay/sync.json"),
+         *empty = write_tmp_file(dir, "empty.yaml", "");
+    const struct {
+        const char *args[8];
+        const char *needle;
+    } cases[] = {
+        {{"run", strat, "--cluster", empty}, "empty.yaml: an empty file, where a cluster"},
+        {{"run", sweep, "--cluster", xml},
+         "this is a sweep (base and axes), not a strategy (a plan): protosim sweep SWEEP.yaml "
+         "takes it"},
+        {{"run", xml, "--cluster", strat},
+         "dgx4.xml: this is a SimGrid platform (XML), not a strategy (a plan): --cluster takes it"},
+        {{"run", model, "--cluster", xml}, "this is a model, not a strategy"},
+        {{"run", strat, "--cluster", kineto},
+         "this is a PyTorch profiler (Kineto) trace, not a cluster"},
+        {{"sweep", strat, "--cluster", xml},
+         "this is a strategy (a plan), not a sweep (base and axes): protosim run STRATEGY.yaml"},
+        {{"replay", strat, "--cluster", xml},
+         "gpt3-1.3b-dp2-tp2.yaml: this is a strategy (a plan), not a PyTorch profiler"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_result r = run_protosim(dir, cases[i].args);
+        const char *needles[] = {cases[i].needle, NULL};
+        expect_bad_input(&r, needles);
+        run_free(&r);
+    }
+    free(strat), free(sweep), free(xml), free(model), free(kineto), free(empty);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(man_page_and_completion_cover_every_option)
 {
     char *dir = make_tmpdir();
@@ -946,6 +987,7 @@ static Suite *cli_suite(void)
 {
     const TTest *const tests[] = {help_for_every_subcommand,
                                   help_overview,
+                                  files_are_named_for_what_they_are,
                                   help_among_arguments_and_unknown_options,
                                   option_usage_errors,
                                   cluster_from_hwloc,

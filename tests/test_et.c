@@ -68,7 +68,9 @@ START_TEST(et_errors_name_the_file)
     /* not an execution trace: the Kineto trace itself */
     const char *a1[] = {"replay", trace, "--et", trace, "--cluster", cl, NULL};
     run_result r = run_protosim(dir, a1);
-    const char *n1[] = {"threads.json", "nodes", "not a PyTorch execution trace", NULL};
+    const char *n1[] = {"threads.json",
+                        "this is a PyTorch profiler (Kineto) trace, not a PyTorch execution trace",
+                        NULL};
     expect_bad_input(&r, n1);
     run_free(&r);
     /* a bad rf_id names its node */
