@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <zlib.h>
-
+#include "../workloads/trace/trace.h"
 #include "cli.h"
 
 static const struct {
@@ -46,15 +45,10 @@ static int has_top_key(const char *text, const char *key)
 
 file_kind cli_file_kind(const char *path)
 {
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return FILE_UNKNOWN;
     static char head[65536];
-    int n = gzread(f, head, sizeof head - 1);
-    gzclose(f);
+    int n = trace_file_head(path, head, (int)sizeof head);
     if (n < 0)
         return FILE_UNKNOWN;
-    head[n] = '\0';
     size_t skip = strspn(head, " \t\r\n");
     if ((int)skip == n)
         return FILE_EMPTY;

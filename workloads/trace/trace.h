@@ -167,6 +167,10 @@ int trace_job_load_et(const char *const *paths, const char *const *ets, int n_pa
                       trace_job *out, ps_error *err);
 void trace_job_free(trace_job *j);
 
+/* The first cap - 1 bytes of a file, decompressed when it is gzip, NUL-terminated into buf: the
+ * count read, or -1 when it cannot be read (for telling files apart, cli/file_kind.c). */
+int trace_file_head(const char *path, char *buf, int cap);
+
 /* The index of `name` in j->names, interned if new. */
 int trace_job_name(trace_job *j, const char *name);
 

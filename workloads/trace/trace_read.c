@@ -75,6 +75,21 @@ static cJSON *parse_in_arena(const char *text, size_t len, void **blocks)
     return root;
 }
 
+int trace_file_head(const char *path, char *buf, int cap)
+{
+    if (cap < 1)
+        return -1;
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        return -1;
+    int n = gzread(f, buf, (unsigned)cap - 1);
+    gzclose(f);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
 int trace_file_read(const char *path, char **out, size_t *len, ps_error *err)
 {
     gzFile f = gzopen(path, "rb");
