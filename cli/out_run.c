@@ -84,11 +84,15 @@ static void out_run_dlrm_plan(FILE *out, const compiled_plan *p)
         for (int r = 0; r < st->gpus && k < (int)sizeof tables - 16; r++)
             k += snprintf(tables + k, sizeof tables - (size_t)k, " %d", st->tables_of_gpu[r]);
         if (st->gpus > 0 && k >= (int)sizeof tables - 16)
-            snprintf(tables + k, sizeof tables - (size_t)k, " ...");
+            k += snprintf(tables + k, sizeof tables - (size_t)k, " ...");
+        if (st->sparse_update && k < (int)sizeof tables - 16)
+            snprintf(tables + k, sizeof tables - (size_t)k, "; sparse update");
     } else {
         snprintf(tables, sizeof tables, "%s",
                  p->plan.dense_tables ? "data-parallel (replicated, dense gradients all-reduced)"
-                                      : "on the one GPU (update fused into the lookup)");
+                 : st && st->sparse_update
+                     ? "on the one GPU (sparse update: a gradient row per lookup, then SGD)"
+                     : "on the one GPU (update fused into the lookup)");
     }
     char bottom[48] = "";
     if (st && st->bottom_mlp_gpu >= 0)

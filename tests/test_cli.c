@@ -881,6 +881,43 @@ START_TEST(files_are_named_for_what_they_are)
 }
 END_TEST
 
+/* embedding.update: sparse is what the plan line says (it said "update fused into the lookup"
+ * on one GPU): the bundled one-GPU DLE example, tables on GPU 0, and its 8-GPU table-wise
+ * sibling. */
+START_TEST(dlrm_sparse_update_is_reported)
+{
+    char *dir = make_tmpdir();
+    char *one = tmp_path(dir, "a100x1.yaml"), *eight = tmp_path(dir, "a100x8.yaml");
+    const char *c1[] = {"cluster", "dgx-a100", "--nodes", "1", "--gpus-per-node",
+                        "1",       "-o",       one,       NULL};
+    const char *c8[] = {"cluster", "dgx-a100", "--nodes", "1", "-o", eight, NULL};
+    run_result r = run_protosim(dir, c1);
+    expect_exit(&r, 0);
+    run_free(&r);
+    r = run_protosim(dir, c8);
+    expect_exit(&r, 0);
+    run_free(&r);
+    char *p1 = src_path("strategies/examples/dlrm-criteo-small-a100-dle1.yaml");
+    const char *a1[] = {"run", p1, "--cluster", one, NULL};
+    r = run_protosim(dir, a1);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "on the one GPU (sparse update: a gradient row per lookup"), "%s",
+                  r.out);
+    run_free(&r);
+    char *p8 = src_path("strategies/examples/dlrm-criteo-large-dgx-a100-dle8.yaml");
+    char *text = slurp(p8, NULL);
+    int sparse = strstr(text, "update: sparse") != NULL;
+    free(text);
+    const char *a8[] = {"run", p8, "--cluster", eight, NULL};
+    r = run_protosim(dir, a8);
+    expect_exit(&r, 0);
+    ck_assert_msg((strstr(r.out, "; sparse update") != NULL) == sparse, "%s", r.out);
+    run_free(&r);
+    free(one), free(eight), free(p1), free(p8);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(man_page_and_completion_cover_every_option)
 {
     char *dir = make_tmpdir();
@@ -988,6 +1025,7 @@ static Suite *cli_suite(void)
     const TTest *const tests[] = {help_for_every_subcommand,
                                   help_overview,
                                   files_are_named_for_what_they_are,
+                                  dlrm_sparse_update_is_reported,
                                   help_among_arguments_and_unknown_options,
                                   option_usage_errors,
                                   cluster_from_hwloc,

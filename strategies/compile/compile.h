@@ -24,6 +24,8 @@ typedef struct dlrm_plan_stats {
     int bottom_mlp_gpu; /* -1: the bottom MLP data-parallel */
     int per_table;      /* children "tables.N" set some tables' sharding */
     int comm;           /* sharded over GPUs: the lookups' all-to-alls and collectives run */
+    int sparse_update;  /* embedding.update: sparse (a gradient row per lookup, then SGD), not
+                           the update fused into the lookup's backward */
     int n_tables, gpus;
     int *owner;         /* [n_tables] the GPU holding each table (a column-wise table: its first
                    shard's), -1 when on several (data-parallel, row-wise, table-row-wise) */

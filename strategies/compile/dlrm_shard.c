@@ -326,6 +326,7 @@ dlrm_plan_stats *dlrm_plan_stats_create(const strategy *s, const cluster *c, con
     st->bottom_mlp_gpu = L->bottom_gpu;
     st->per_table = s->has_table_children;
     st->comm = L->comm;
+    st->sparse_update = s->embedding_sparse_update;
     st->n_tables = L->n_tables;
     st->gpus = G;
     st->owner = xmalloc((size_t)L->n_tables * sizeof *st->owner);
