@@ -78,6 +78,10 @@ typedef struct trace_ctx {
     const htae_result *r;
     unsigned char *keep_rank; /* [n_ranks], owned */
     int steps;                /* 0: every micro-batch */
+    /* Folded GPUs drawn as copies: the kept ranks whose stream s has no task of its own take
+     * those of the lowest rank of their stage that has them. copies[r * n_streams + s]: the list
+     * of ranks copying rank r's stream s, at copy_first[..] .. copy_first[.. + 1] in copy_to. */
+    int *copy_first, *copy_to;
 } trace_ctx;
 
 static int task_kept(const trace_ctx *x, uint32_t t)
@@ -121,21 +125,76 @@ static void put_metadata(const trace_ctx *x, const cluster *c, const compiled_pl
         fputs("{\"ph\":\"M\",\"name\":\"trace_empty\",\"pid\":0,\"args\":{}}", x->f);
 }
 
-static void put_task(const trace_ctx *x, uint32_t t)
+/* Task t on process `pid`: its own rank's, or (pid another rank) a folded GPU's copy of it,
+ * marked args.copy_of. */
+static void put_task_as(const trace_ctx *x, uint32_t t, int pid)
 {
     const graph_task *k = &x->g->tasks[t];
     fputs(",\n{\"ph\":\"X\",\"name\":", x->f);
     put_json_string(x->f, x->g->labels[k->label]);
     fprintf(x->f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
-            task_category_name(k->category), k->rank, k->stream, x->r->start[t] * 1e6,
+            task_category_name(k->category), pid, k->stream, x->r->start[t] * 1e6,
             (x->r->end[t] - x->r->start[t]) * 1e6);
     fputs(",\"args\":{", x->f);
     fprintf(x->f, "\"micro_batch\":%d", k->micro);
+    if (pid != k->rank) /* folded: simulated once, on the GPU it copies */
+        fprintf(x->f, ",\"copy_of\":%d", k->rank);
     if (k->kind != TASK_COMPUTE)
         fprintf(x->f, ",\"bytes\":%.0f", k->bytes);
     if (k->kind == TASK_TRANSFER)
         fprintf(x->f, ",\"to\":%d", k->peer);
     fputs("}}", x->f);
+}
+
+static void put_task(const trace_ctx *x, uint32_t t)
+{
+    put_task_as(x, t, x->g->tasks[t].rank);
+}
+
+/* Which kept ranks draw copies of which rank's streams (trace_ctx.copy_first, copy_to). */
+static void plan_copies(trace_ctx *x, const compiled_plan *p)
+{
+    const exec_graph *g = x->g;
+    size_t ns = (size_t)g->n_streams, cells = (size_t)g->n_ranks * ns;
+    unsigned char *has = xcalloc(cells + 1, 1);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        has[(size_t)g->tasks[t].rank * ns + g->tasks[t].stream] = 1;
+    int stages = 1;
+    for (int k = 0; k < g->n_ranks; k++)
+        if (p->stage_of_rank[k] + 1 > stages)
+            stages = p->stage_of_rank[k] + 1;
+    int *lowest = xmalloc(((size_t)stages * ns + 1) * sizeof *lowest); /* per (stage, stream) */
+    for (size_t i = 0; i < (size_t)stages * ns; i++)
+        lowest[i] = -1;
+    for (int r = g->n_ranks - 1; r >= 0; r--)
+        for (size_t s = 0; s < ns; s++)
+            if (has[r * ns + s])
+                lowest[(size_t)p->stage_of_rank[r] * ns + s] = r;
+    int *src = xmalloc((cells + 1) * sizeof *src); /* each (kept rank, stream): its source */
+    x->copy_first = xcalloc(cells + 2, sizeof *x->copy_first);
+    for (int k = 0; k < g->n_ranks; k++)
+        for (size_t s = 0; s < ns; s++) {
+            int from = x->keep_rank[k] && !has[k * ns + s]
+                           ? lowest[(size_t)p->stage_of_rank[k] * ns + s]
+                           : -1;
+            src[k * ns + s] = from;
+            if (from >= 0)
+                x->copy_first[from * ns + s + 1]++;
+        }
+    for (size_t i = 0; i < cells; i++)
+        x->copy_first[i + 1] += x->copy_first[i];
+    x->copy_to = xmalloc(((size_t)x->copy_first[cells] + 1) * sizeof *x->copy_to);
+    int *fill = xcalloc(cells + 1, sizeof *fill);
+    for (int k = 0; k < g->n_ranks; k++)
+        for (size_t s = 0; s < ns; s++) {
+            int from = src[k * ns + s];
+            if (from >= 0)
+                x->copy_to[x->copy_first[from * ns + s] + fill[from * ns + s]++] = k;
+        }
+    free(fill);
+    free(src);
+    free(lowest);
+    free(has);
 }
 
 /* The first task on the transfer's peer that depends on it (earliest start, then lowest id),
@@ -328,7 +387,8 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
                   const out_trace_filter *filter, ps_error *err)
 {
     const exec_graph *g = p->graph;
-    trace_ctx x = {NULL, g, r, xcalloc((size_t)g->n_ranks, 1), filter ? filter->steps : 0};
+    trace_ctx x = {NULL, g,   r, xcalloc((size_t)g->n_ranks, 1), filter ? filter->steps : 0,
+                   NULL, NULL};
     if (filter && filter->ranks) {
         if (out_trace_ranks(filter->ranks, g->n_ranks, x.keep_rank, err)) {
             free(x.keep_rank);
@@ -347,13 +407,22 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
     link_tracks_build(r, &lt);
     put_metadata(&x, c, p);
     put_link_counters(&x, &lt);
+    plan_copies(&x, p);
     for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (x.steps <= 0 || k->micro < x.steps) { /* the folded GPUs' copies of it */
+            size_t cell = (size_t)k->rank * (size_t)g->n_streams + k->stream;
+            for (int i = x.copy_first[cell]; i < x.copy_first[cell + 1]; i++)
+                put_task_as(&x, t, x.copy_to[i]);
+        }
         if (!task_kept(&x, t))
             continue;
         put_task(&x, t);
-        if (g->tasks[t].kind == TASK_TRANSFER && x.keep_rank[g->tasks[t].peer])
+        if (k->kind == TASK_TRANSFER && x.keep_rank[k->peer])
             put_flow(&x, t);
     }
+    free(x.copy_first);
+    free(x.copy_to);
     fputs("\n]", x.f);
     put_link_members(&x, &lt);
     fputs("}\n", x.f);

@@ -76,7 +76,7 @@ START_TEST(example_runs_and_reports)
     cJSON *t = parse_json_file(trace);
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(t, "traceEvents");
     ck_assert_msg(cJSON_IsArray(ev), "trace lacks a traceEvents array");
-    int x_count = 0, x_pids[4] = {0}, tn_pids[4] = {0};
+    int x_count = 0, x_pids[4] = {0}, tn_pids[4] = {0}, copies[4] = {0};
     const cJSON *e;
     cJSON_ArrayForEach(e, ev)
     {
@@ -88,6 +88,8 @@ START_TEST(example_runs_and_reports)
             ck_assert_msg(pid->valueint >= 0 && pid->valueint <= 3, "X event pid %d outside 0..3",
                           pid->valueint);
             x_pids[pid->valueint]++;
+            copies[pid->valueint] +=
+                cJSON_GetObjectItemCaseSensitive(obj_field(e, "args"), "copy_of") != NULL;
             ck_assert_msg(num_field(e, "ts") >= 0, "X event with ts < 0");
             ck_assert_msg(num_field(e, "dur") >= 0, "X event with dur < 0");
             x_count++;
@@ -106,9 +108,12 @@ START_TEST(example_runs_and_reports)
     }
     ck_assert_msg(x_count > 0, "trace has no X events");
     /* folded: GPU 0 computes, GPU 2 (replica 1's tensor index 0) runs the DP collectives; GPUs
-     * 1 and 3, folded TP peers, only lend links (their flows ride on 0's and 2's tasks) */
+     * 1 and 3, folded TP peers, only lend links (their flows ride on 0's and 2's tasks) and are
+     * drawn as copies: every GPU has its events, 1's and 3's all copies */
     for (int g = 0; g < 4; g++) {
-        ck_assert_msg((x_pids[g] > 0) == (g % 2 == 0), "pid %d: %d X events", g, x_pids[g]);
+        ck_assert_msg(x_pids[g] > 0, "pid %d: no X event", g);
+        ck_assert_msg((copies[g] == x_pids[g]) == (g % 2 == 1), "pid %d: %d of %d X events copies",
+                      g, copies[g], x_pids[g]);
         ck_assert_msg(tn_pids[g] > 0, "trace has no thread_name metadata for pid %d", g);
     }
     cJSON_Delete(t);

@@ -41,6 +41,7 @@ typedef struct counter_track {
 typedef struct trace_facts {
     int x_count, flows, pp_sends, c_count, n_tracks, links;
     int x_pids[MAX_PID]; /* complete events per pid */
+    int copies[MAX_PID]; /* those marked args.copy_of (a folded GPU's copy) */
     int max_micro;       /* largest args.micro_batch of a complete event */
     int links_pid;       /* pid of the process "links", -1: none */
     long size;           /* bytes */
@@ -110,6 +111,13 @@ static void check_complete(const cJSON *e, const int *named_pid, int (*named_tid
                   "X event on an unnamed process %d or thread %d", pid->valueint, tid->valueint);
     out->x_count++;
     out->x_pids[pid->valueint]++;
+    const cJSON *copy = field(args, "copy_of");
+    if (copy) {
+        ck_assert_msg(is_index(copy, MAX_PID) && copy->valueint != pid->valueint,
+                      "copy_of %d on pid %d", copy->valueint, pid->valueint);
+        out->copies[pid->valueint]++;
+        return; /* the checks below count the simulated tasks */
+    }
     const cJSON *micro = field(args, "micro_batch");
     ck_assert_msg(cJSON_IsNumber(micro), "X event without args.micro_batch");
     if (micro->valueint > out->max_micro)
@@ -330,13 +338,20 @@ START_TEST(full_trace_is_valid_with_flows)
     ck_assert_int_eq(f.pp_sends, 16);
     ck_assert_int_eq(f.flows, 16);
     ck_assert_int_eq(f.max_micro, 7);
+    /* with DP folded, replica 1's stages (GPUs 1 and 3) draw replica 0's compute and pipeline
+     * tasks as copies: as many copies as replica 0 has tasks on those streams */
+    ck_assert_int_gt(f.copies[1] + f.copies[3], 0);
+    ck_assert_int_eq(f.copies[0] + f.copies[2], 0);
     traced_run(dir, dp2_tp2, "dp.json", NULL, NULL, &f);
     ck_assert_int_eq(f.flows, 0); /* no pipeline: no point-to-point transfers */
     /* folded: GPU 0 computes, GPU 2 (replica 1, tensor index 0) runs the DP collectives; the
-     * folded TP peers 1 and 3 have no task (their flows ride on 0's and 2's) */
-    for (int p = 0; p < 4; p++)
-        ck_assert_msg((f.x_pids[p] > 0) == (p % 2 == 0), "pid %d: %d complete events", p,
-                      f.x_pids[p]);
+     * folded TP peers 1 and 3 have no task of their own (their flows ride on 0's and 2's): they
+     * are drawn as copies of their stage's GPU 0, every GPU with a track (issue 30) */
+    for (int p = 0; p < 4; p++) {
+        ck_assert_msg(f.x_pids[p] > 0, "pid %d: no complete event", p);
+        ck_assert_msg((f.copies[p] == f.x_pids[p]) == (p % 2 == 1), "pid %d: %d of %d copies", p,
+                      f.copies[p], f.x_pids[p]);
+    }
     remove_tmpdir(dir);
 }
 END_TEST
@@ -355,6 +370,11 @@ START_TEST(trace_ranks_keeps_listed_gpus)
     ck_assert_int_eq(some.x_pids[2], all.x_pids[2]);
     ck_assert_int_eq(some.x_count, all.x_pids[0] + all.x_pids[2]);
     ck_assert_int_lt(some.size, all.size);
+    /* a folded TP peer alone (it wrote a trace without a task): its copies of GPU 0 */
+    traced_run(dir, dp2_tp2, "r1.json", "--trace-ranks", "1", &some);
+    ck_assert_int_gt(some.x_pids[1], 0);
+    ck_assert_int_eq(some.copies[1], some.x_pids[1]);
+    ck_assert_int_eq(some.x_pids[0] + some.x_pids[2] + some.x_pids[3], 0);
     /* a list and a range: ranks 0 and 2 are the two stages of replica 0, arrows kept */
     traced_run(dir, pp2_dp2, "r02.json", "--trace-ranks", "2,0-0", &some);
     ck_assert_int_eq(some.flows, 16);
