@@ -165,9 +165,7 @@ static int memory_verdict(const run_outcome *run)
     const report_summary *sum = &run->sum;
     if (sum->fig.peak_memory_bytes <= sum->fig.memory_capacity_bytes)
         return 0;
-    int r = sum->peak_memory_rank, over = 0;
-    for (int g = 0; g < p->gpus; g++)
-        over += p->memory[g].total > p->memory_capacity_of_rank[g];
+    int r = sum->peak_memory_rank, over = compiled_plan_gpus_over_memory(p);
     const memory_estimate *m = &p->memory[r];
     const char *names[5] = {"weights", "gradients", "optimizer state", "activations", "buffers"};
     double parts[5] = {m->weights, m->gradients, m->optimizer, m->activations, m->buffers};

@@ -30,7 +30,7 @@ static const char *const CHAKRA_VERSION = "0.0.4";
 typedef struct chakra_ctx {
     const exec_graph *g;
     uint32_t *pred_first, *preds; /* CSR of each task's predecessors */
-    int64_t *stream_prev;         /* the task before it on its stream, -1: first */
+    uint32_t *stream_prev;        /* the task before it on its stream, UINT32_MAX: first */
     uint32_t *recv_head;          /* transfers received just before task t: a list per task */
     uint32_t *recv_next;          /* [n_tasks] the list's links, UINT32_MAX ends */
     uint64_t *node_id;            /* [n_tasks] the task's node on its rank */
@@ -152,7 +152,7 @@ static int put_task(chakra_ctx *x, uint32_t t, uint64_t *deps, char *pg)
     const exec_graph *g = x->g;
     const graph_task *k = &g->tasks[t];
     size_t n = 0;
-    if (x->stream_prev[t] >= 0)
+    if (x->stream_prev[t] != UINT32_MAX)
         deps[n++] = x->node_id[x->stream_prev[t]];
     for (uint32_t i = x->pred_first[t]; i < x->pred_first[t + 1]; i++) {
         uint32_t p = x->preds[i];
@@ -195,23 +195,7 @@ static void chakra_index(chakra_ctx *x)
 {
     const exec_graph *g = x->g;
     uint32_t n = g->n_tasks;
-    x->pred_first = xcalloc((size_t)n + 1, sizeof *x->pred_first);
-    for (uint32_t t = 0; t < n; t++)
-        x->pred_first[t + 1] = x->pred_first[t] + g->tasks[t].n_pred;
-    x->preds = xcalloc((size_t)x->pred_first[n] + 1, sizeof *x->preds);
-    uint32_t *fill = xcalloc((size_t)n + 1, sizeof *fill);
-    for (uint32_t t = 0; t < n; t++)
-        for (uint32_t i = 0; i < g->tasks[t].n_succ; i++) {
-            uint32_t s = g->succ[g->tasks[t].succ_first + i];
-            x->preds[x->pred_first[s] + fill[s]++] = t;
-        }
-    free(fill);
-    x->stream_prev = xcalloc((size_t)n + 1, sizeof *x->stream_prev);
-    for (uint32_t t = 0; t < n; t++)
-        x->stream_prev[t] = -1;
-    for (size_t i = 0; i < (size_t)g->n_ranks * (size_t)g->n_streams; i++)
-        for (uint32_t j = g->stream_first[i] + 1; j < g->stream_first[i + 1]; j++)
-            x->stream_prev[g->stream_tasks[j]] = g->stream_tasks[j - 1];
+    graph_predecessors(g, &x->pred_first, &x->preds, &x->stream_prev);
     x->recv_head = xcalloc((size_t)n + 1, sizeof *x->recv_head);
     x->recv_next = xcalloc((size_t)n + 1, sizeof *x->recv_next);
     x->tag = xcalloc((size_t)n + 1, sizeof *x->tag);

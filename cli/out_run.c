@@ -342,10 +342,7 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(root, "memory_capacity_bytes", sum->fig.memory_capacity_bytes);
     cJSON_AddBoolToObject(root, "fits_in_memory",
                           sum->fig.peak_memory_bytes <= sum->fig.memory_capacity_bytes);
-    int over = 0; /* GPUs whose estimate exceeds their own capacity */
-    for (int g = 0; g < p->gpus; g++)
-        over += p->memory[g].total > p->memory_capacity_of_rank[g];
-    cJSON_AddNumberToObject(root, "gpus_over_memory", over);
+    cJSON_AddNumberToObject(root, "gpus_over_memory", compiled_plan_gpus_over_memory(p));
     cJSON_AddNumberToObject(root, "memory_excess_bytes",
                             fmax(0.0, sum->fig.peak_memory_bytes - sum->fig.memory_capacity_bytes));
     cJSON_AddNumberToObject(root, "gpus", p->gpus);

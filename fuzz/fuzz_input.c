@@ -42,11 +42,15 @@ const char *fuzz_input_file(const char *suffix, const uint8_t *data, size_t size
 
 void fuzz_trace_job(const char *suffix, const uint8_t *data, size_t size)
 {
-    const char *path = fuzz_input_file(suffix, data, size);
+    fuzz_replay_job(fuzz_input_file(suffix, data, size), NULL);
+}
+
+void fuzz_replay_job(const char *trace, const char *et)
+{
     ps_error err;
     ps_error_clear(&err);
     trace_job job;
-    if (trace_job_load(&path, 1, 0, &job, &err))
+    if (trace_job_load_et(&trace, et ? &et : NULL, 1, 0, &job, &err))
         return;
     exec_graph *g = NULL;
     uint32_t **task_of = NULL;

@@ -13,6 +13,8 @@ const char *fuzz_input_file(const char *suffix, const uint8_t *data, size_t size
  * reader tells them apart by content), loaded as `replay` loads one, and its execution graph on
  * 64 GPUs built and finalized. Errors are expected; crashes and leaks are what is looked for. */
 void fuzz_trace_job(const char *suffix, const uint8_t *data, size_t size);
+/* The same for a trace and (et, or NULL) its execution trace already on disk. */
+void fuzz_replay_job(const char *trace, const char *et);
 
 /* libFuzzer's entry point, defined by each harness. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -561,28 +561,39 @@ static uint32_t leftover_dependency(const exec_graph *g, uint32_t t, const uint3
     return t;
 }
 
-uint32_t graph_find_cycle(const exec_graph *g, uint32_t *out, uint32_t max)
+void graph_predecessors(const exec_graph *g, uint32_t **first, uint32_t **preds, uint32_t **prev)
 {
     assert(g->finalized);
     uint32_t n = g->n_tasks;
-    uint32_t *pos = xmalloc(((size_t)n + 1) * sizeof *pos),
-             *prev = xmalloc(((size_t)n + 1) * sizeof *prev);
-    for (size_t s = 0; s < (size_t)g->n_ranks * (size_t)g->n_streams; s++)
-        for (uint32_t j = g->stream_first[s]; j < g->stream_first[s + 1]; j++) {
-            uint32_t t = g->stream_tasks[j];
-            pos[t] = j - g->stream_first[s];
-            prev[t] = j > g->stream_first[s] ? g->stream_tasks[j - 1] : UINT32_MAX;
-        }
-    uint32_t *pred_first = xcalloc((size_t)n + 2, sizeof *pred_first);
+    uint32_t *f = xcalloc((size_t)n + 2, sizeof *f), *v, *p = xmalloc(((size_t)n + 1) * sizeof *p);
     for (uint32_t t = 0; t < n; t++)
-        pred_first[t + 1] = pred_first[t] + g->tasks[t].n_pred;
-    uint32_t *preds = xmalloc(((size_t)pred_first[n] + 1) * sizeof *preds);
+        f[t + 1] = f[t] + g->tasks[t].n_pred;
+    v = xmalloc(((size_t)f[n] + 1) * sizeof *v);
     uint32_t *fill = xcalloc((size_t)n + 1, sizeof *fill);
     for (uint32_t t = 0; t < n; t++)
         for (uint32_t i = 0; i < g->tasks[t].n_succ; i++) {
             uint32_t s = g->succ[g->tasks[t].succ_first + i];
-            preds[pred_first[s] + fill[s]++] = t;
+            v[f[s] + fill[s]++] = t;
         }
+    free(fill);
+    for (size_t s = 0; s < (size_t)g->n_ranks * (size_t)g->n_streams; s++)
+        for (uint32_t j = g->stream_first[s]; j < g->stream_first[s + 1]; j++)
+            p[g->stream_tasks[j]] = j > g->stream_first[s] ? g->stream_tasks[j - 1] : UINT32_MAX;
+    *first = f;
+    *preds = v;
+    *prev = p;
+}
+
+uint32_t graph_find_cycle(const exec_graph *g, uint32_t *out, uint32_t max)
+{
+    assert(g->finalized);
+    uint32_t n = g->n_tasks;
+    uint32_t *pred_first, *preds, *prev;
+    graph_predecessors(g, &pred_first, &preds, &prev);
+    uint32_t *pos = xmalloc(((size_t)n + 1) * sizeof *pos);
+    for (uint32_t t = 0; t < n; t++) /* its place on its stream */
+        pos[t] = prev[t] == UINT32_MAX ? 0 : pos[prev[t]] + 1;
+    uint32_t *step = xcalloc((size_t)n + 1, sizeof *step); /* a walked task's step + 1 */
     uint8_t *done = xcalloc((size_t)n + 1, 1);
     uint32_t *indeg = xmalloc(((size_t)n + 1) * sizeof *indeg);
     kahn_leftover(g, pos, done, indeg);
@@ -591,22 +602,21 @@ uint32_t graph_find_cycle(const exec_graph *g, uint32_t *out, uint32_t max)
         if (!done[t])
             start = t;
     if (start != UINT32_MAX) {
-        /* walk back along leftover dependencies until a task repeats: fill[t] its step + 1 */
-        memset(fill, 0, ((size_t)n + 1) * sizeof *fill);
+        /* walk back along leftover dependencies until a task repeats */
         uint32_t *path = xmalloc(((size_t)n + 1) * sizeof *path), steps = 0, t = start;
-        while (!fill[t]) {
+        while (!step[t]) {
             path[steps] = t;
-            fill[t] = ++steps;
+            step[t] = ++steps;
             t = leftover_dependency(g, t, pred_first, preds, prev, done, indeg);
         }
-        /* path[fill[t] - 1 .. steps) is the cycle, each task waiting for the next: reversed,
+        /* path[step[t] - 1 .. steps) is the cycle, each task waiting for the next: reversed,
          * each finishes before the next */
-        len = steps - (fill[t] - 1);
+        len = steps - (step[t] - 1);
         for (uint32_t i = 0; i < len && i < max; i++)
             out[i] = path[steps - 1 - i];
         free(path);
     }
-    free(pos), free(prev), free(pred_first), free(preds), free(fill), free(done), free(indeg);
+    free(pos), free(prev), free(pred_first), free(preds), free(step), free(done), free(indeg);
     return len;
 }
 

@@ -244,6 +244,10 @@ int graph_finalize(exec_graph *g, ps_error *err);
  * members of one collective (each waits for the other to arrive). Writes at most max of them
  * to out and returns the cycle's length (0 if the graph has none). */
 uint32_t graph_find_cycle(const exec_graph *g, uint32_t *out, uint32_t max);
+/* After graph_finalize: each task's edge predecessors as CSR (*first: [n_tasks + 1] into
+ * *preds) and the task before it on its stream (*prev: [n_tasks], UINT32_MAX for a stream's
+ * first). The caller frees the three. */
+void graph_predecessors(const exec_graph *g, uint32_t **first, uint32_t **preds, uint32_t **prev);
 
 /* A 128-bit digest (two 64-bit lanes of a splitmix64 chain): equal inputs give equal digests;
  * different ones collide with odds of about 2^-128 per pair (no adversary here). */

@@ -781,3 +781,11 @@ int compiled_plan_tightest_rank(const compiled_plan *p)
             m = k;
     return m;
 }
+
+int compiled_plan_gpus_over_memory(const compiled_plan *p)
+{
+    int over = 0;
+    for (int k = 0; k < p->gpus; k++)
+        over += p->memory[k].total > p->memory_capacity_of_rank[k];
+    return over;
+}

@@ -105,5 +105,7 @@ double dlrm_plan_grad_elem_bytes(precision_t p);
  * the plan fits exactly when that GPU's memory[].total <= memory_capacity_of_rank[] of it. The
  * one fit rule of `run --strict-memory`, the report and sweep pruning. */
 int compiled_plan_tightest_rank(const compiled_plan *p);
+/* The GPUs whose memory estimate exceeds their own capacity (0 when the plan fits). */
+int compiled_plan_gpus_over_memory(const compiled_plan *p);
 
 #endif

@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <zlib.h>
 
 #include "chakra.pb-c.h"
 
@@ -27,12 +26,8 @@
 
 int tb_is_chakra_file(const char *path)
 {
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return 0; /* the Kineto reader reports it */
     char buf[64];
-    int got = gzread(f, buf, sizeof buf);
-    gzclose(f);
+    int got = trace_file_head(path, buf, (int)sizeof buf); /* -1: the Kineto reader reports it */
     for (int i = 0; i < got; i++)
         if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r')
             return buf[i] != '{' && buf[i] != '[';

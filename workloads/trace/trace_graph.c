@@ -454,15 +454,23 @@ typedef struct p2p_end {
     uint32_t op;
 } p2p_end;
 
-static int by_pair(const void *x, const void *y)
+/* The pair's key: sender, receiver, tag. */
+static int by_key(const p2p_end *a, const p2p_end *b)
 {
-    const p2p_end *a = x, *b = y;
     if (a->src != b->src)
         return a->src < b->src ? -1 : 1;
     if (a->dst != b->dst)
         return a->dst < b->dst ? -1 : 1;
-    if (a->tag != b->tag)
-        return a->tag < b->tag ? -1 : 1;
+    return a->tag < b->tag ? -1 : a->tag > b->tag;
+}
+
+/* The key, then each file's order. */
+static int by_pair(const void *x, const void *y)
+{
+    const p2p_end *a = x, *b = y;
+    int c = by_key(a, b);
+    if (c)
+        return c;
     if (a->i != b->i)
         return a->i < b->i ? -1 : 1;
     return a->op < b->op ? -1 : a->op > b->op;
@@ -491,10 +499,7 @@ static int pair_transfers(gb *x, ps_error *err)
     size_t k = 0;
     for (size_t q = 0; q < n[0] || k < n[1]; q++) {
         const p2p_end *snd = q < n[0] ? &v[0][q] : NULL, *rcv = k < n[1] ? &v[1][k] : NULL;
-        int c = !snd   ? 1
-                : !rcv ? -1
-                       : by_pair(&(p2p_end){snd->src, snd->dst, snd->tag, 0, 0},
-                                 &(p2p_end){rcv->src, rcv->dst, rcv->tag, 0, 0});
+        int c = !snd ? 1 : !rcv ? -1 : by_key(snd, rcv);
         if (c != 0) {
             const p2p_end *e = c < 0 ? snd : rcv;
             const trace_rank *r = &j->ranks[e->i];
