@@ -112,6 +112,20 @@ int cli_parse_algo(const cli_command *c, const char *opt, const char *v, coll_al
 int cli_find_device(const cli_command *c, const char *opt, const char *name, device_table *t,
                     const device_spec **dev);
 
+/* A rank list given with `option` ("0-7", "0,3,8-11"; ranks and inclusive ranges, in the
+ * order written) into *ranks (caller frees) and *n: 0, or PS_EINPUT naming option (bad syntax,
+ * more than PS_MAX_GPUS GPUs). Ranks are not checked against a cluster. */
+int cli_rank_list(const char *option, const char *spec, int **ranks, int *n, ps_error *err);
+
+/* The GPUs of c a plan of `need` GPUs runs on (cli/gpu_select.c), in *use: c itself when the
+ * plan takes them all (or more: the compiler's error) and spec is NULL; else a view of c
+ * (cluster_view, in *view) of spec's GPUs (--gpus LIST, which must list `need` GPUs), or of
+ * the first `need` when spec is NULL. 0, or PS_EINPUT naming --gpus. */
+int cli_plan_cluster(const cluster *c, int64_t need, const char *spec, cluster *view,
+                     const cluster **use, ps_error *err);
+/* Free what cli_plan_cluster made (nothing when *use was c). */
+void cli_plan_cluster_free(const cluster *c, cluster *view, const cluster *use);
+
 /* The usage error "OPT: bad WHAT 'V' (expected EXPECTED)"; returns PS_EINPUT. */
 int cli_bad_value(const cli_command *c, const char *opt, const char *what, const char *v,
                   const char *expected);

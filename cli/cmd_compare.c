@@ -13,7 +13,7 @@ static int compare_main(int argc, char **argv);
 const cli_command cli_compare = {
     "compare",
     "  protosim compare TRACE.json[.gz]... STRATEGY.yaml --cluster CLUSTER [--json OUT.json]\n"
-    "               [--csv OUT.csv] [--quiet]\n",
+    "               [--csv OUT.csv] [--gpus LIST] [--quiet]\n",
     "sets a measured training step (PyTorch profiler traces of the plan) beside protosim's\n"
     "prediction of the same plan, kind by kind: GEMMs by layer role (from their recorded\n"
     "shapes), attention, norms and elementwise, embedding and loss, optimizer, each collective\n"
@@ -26,6 +26,8 @@ const cli_command cli_compare = {
     "                          platform (required)\n"
     "  --json OUT.json         write the tables as JSON\n"
     "  --csv OUT.csv           write the rows as CSV\n"
+    "  --gpus LIST             the cluster's GPUs the plan runs on, as run --gpus (default:\n"
+    "                          all of them, or the first N when the plan takes N of more)\n"
     "  --quiet, -q             no table on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 3 internal error\n",
@@ -37,7 +39,7 @@ const cli_command cli_compare = {
 typedef struct compare_args {
     const char *inputs[MAX_INPUTS];
     int n_inputs;
-    const char *cluster, *json, *csv;
+    const char *cluster, *json, *csv, *gpus;
     int quiet;
 } compare_args;
 
@@ -45,6 +47,7 @@ static const cli_option compare_options[] = {
     {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(compare_args, cluster)},
     {.name = "--json", .kind = CLI_STRING, .offset = offsetof(compare_args, json)},
     {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(compare_args, csv)},
+    {.name = "--gpus", .kind = CLI_STRING, .offset = offsetof(compare_args, gpus)},
     {.name = "--quiet",
      .alias = "-q",
      .kind = CLI_FLAG,
@@ -71,21 +74,25 @@ static int compare_with_plan(const compare_args *a, const trace_job *job, ps_err
     strategy s;
     if (strategy_load(strategy_file, ps_data_dir(), &s, err))
         return cli_file_kind_hint(strategy_file, FILE_STRATEGY, err);
-    cluster c;
+    cluster file, view;
+    const cluster *c = NULL;
     cluster_engine_start();
-    if (cluster_load(a->cluster, ps_data_dir(), &c, err)) {
+    if (cluster_load(a->cluster, ps_data_dir(), &file, err)) {
         strategy_free(&s);
         return cli_file_kind_hint(a->cluster, FILE_CLUSTER, err);
     }
     compare_table *t;
     int n;
-    int rc = compare_job(job, &s, &c, &t, &n, err);
+    int rc = cli_plan_cluster(&file, strategy_gpus(&s), a->gpus, &view, &c, err);
+    if (!rc)
+        rc = compare_job(job, &s, c, &t, &n, err);
     if (!rc) {
-        out_compare x = {t, n, strategy_file, c.file};
+        out_compare x = {t, n, strategy_file, file.file};
         rc = compare_report(a, &x, err);
         free(t);
     }
-    cluster_free(&c);
+    cli_plan_cluster_free(&file, &view, c);
+    cluster_free(&file);
     strategy_free(&s);
     return rc;
 }

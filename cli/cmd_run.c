@@ -18,7 +18,7 @@ const cli_command cli_run = {
     "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
     "                [--no-trace-links]]\n"
     "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
-    "               [--profile OPS.json] [--chakra DIR] [--quiet]\n",
+    "               [--profile OPS.json] [--chakra DIR] [--gpus LIST] [--quiet]\n",
     "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
     "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
     "options:\n"
@@ -53,6 +53,9 @@ const cli_command cli_run = {
     "                          traces (DIR/protosim.RANK.et, DIR/comm_group.json) for\n"
     "                          ASTRA-sim and other Chakra tools; simulates every GPU\n"
     "                          (as --no-fold) and every micro-batch\n"
+    "  --gpus LIST             the cluster's GPUs the plan runs on, in rank order: ranks and\n"
+    "                          inclusive ranges, e.g. 0-7 or 8-15,0-7 (default: all of\n"
+    "                          them, or the first N when the plan takes N of more)\n"
     "  --quiet, -q             no summary on stdout\n"
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
@@ -61,7 +64,7 @@ const cli_command cli_run = {
 };
 
 typedef struct run_args {
-    const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile, *chakra;
+    const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile, *chakra, *gpus;
     htae_options hopt;
     out_trace_filter trace_filter;
     int no_trace_links, strict, quiet;
@@ -102,6 +105,7 @@ static const cli_option run_options[] = {
     {.name = "--no-fold", .kind = CLI_FLAG, .offset = offsetof(run_args, copt.fold_data_parallel)},
     {.name = "--profile", .kind = CLI_STRING, .offset = offsetof(run_args, profile)},
     {.name = "--chakra", .kind = CLI_STRING, .offset = offsetof(run_args, chakra)},
+    {.name = "--gpus", .kind = CLI_STRING, .offset = offsetof(run_args, gpus)},
     {.name = "--strict-memory", .kind = CLI_FLAG, .offset = offsetof(run_args, strict), .set = 1},
     {.name = "--quiet",
      .alias = "-q",
@@ -143,6 +147,7 @@ static int run_csv(const char *path, const compiled_plan *plan, const htae_resul
     sweep_plan p;
     memset(&p, 0, sizeof p);
     p.desc = plan->plan;
+    p.gpus = plan->gpus;
     p.rank = 1;
     sweep_plan_record(&p, sum, res);
     if (sum->fig.peak_memory_bytes > sum->fig.memory_capacity_bytes)
@@ -248,28 +253,36 @@ static int run_main(int argc, char **argv)
         cli_file_kind_hint(a.strategy, FILE_STRATEGY, &err);
         return cli_fail(&err);
     }
-    cluster c;
+    cluster file, view;
+    const cluster *cp = NULL;
     cluster_engine_start(); /* the engine first, then the platform, the actors, the run */
-    if (cluster_load(a.cluster, ps_data_dir(), &c, &err)) {
+    if (cluster_load(a.cluster, ps_data_dir(), &file, &err)) {
         strategy_free(&s);
         cli_file_kind_hint(a.cluster, FILE_CLUSTER, &err);
         return cli_fail(&err);
     }
+    if (cli_plan_cluster(&file, strategy_gpus(&s), a.gpus, &view, &cp, &err)) {
+        cluster_free(&file);
+        strategy_free(&s);
+        return cli_fail(&err);
+    }
+    const cluster *c = cp;
     profile_db db;
     memset(&db, 0, sizeof db);
     if (a.profile) {
         if (profile_db_load(a.profile, &db, &err)) {
             cli_file_kind_hint(a.profile, FILE_PROFILE, &err);
-            cluster_free(&c);
+            cli_plan_cluster_free(&file, &view, c);
+            cluster_free(&file);
             strategy_free(&s);
             return cli_fail(&err);
         }
         a.copt.profile = &db;
-        out_warn_profile_device(&db, &c);
+        out_warn_profile_device(&db, c);
     }
     double load_s = ps_now_s() - t0;
     run_counted counted = {&a, NULL};
-    run_request rq = {.c = &c,
+    run_request rq = {.c = c,
                       .s = &s,
                       .copt = &a.copt,
                       .hopt = &a.hopt,
@@ -282,13 +295,14 @@ static int run_main(int argc, char **argv)
     run_outcome run;
     int rc = run_execute(&rq, &run, &err);
     if (!rc)
-        rc = run_report(&a, &c, &run, load_s, &err);
+        rc = run_report(&a, c, &run, load_s, &err);
     if (rc && err.code)
         cli_fail(&err);
     free(counted.counted);
     run_outcome_free(&run);
     profile_db_free(&db);
-    cluster_free(&c);
+    cli_plan_cluster_free(&file, &view, c);
+    cluster_free(&file);
     strategy_free(&s);
     return rc;
 }

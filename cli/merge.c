@@ -82,7 +82,7 @@ static int outcome_from_json(const cJSON *o, const char *file, const char *where
     return 0;
 }
 
-/* A plan that was compiled (any status but invalid) spans the sweep's GPUs exactly. */
+/* A plan that was compiled (any status but invalid) spans its GPUs exactly. */
 static int plan_spans_gpus(const plan_desc *d, int gpus, const char *file, const char *where,
                            ps_error *err)
 {
@@ -92,7 +92,7 @@ static int plan_spans_gpus(const plan_desc *d, int gpus, const char *file, const
     if (product == gpus)
         return 0;
     return ps_error_set(err, PS_EINPUT, file, 0, 0, where,
-                        "tensor %d x context %d x pipeline %d x data %d is not the sweep's %d "
+                        "tensor %d x context %d x pipeline %d x data %d is not the plan's %d "
                         "GPUs",
                         d->tp, d->cp, d->pp, d->dp, gpus);
 }
@@ -193,9 +193,11 @@ static int plan_from_json(const cJSON *o, int j, const sweep_table *t, const cha
                             "failed or invalid)",
                             status);
     }
-    if (out_plan_from_json(o, file, where, &p->desc, err) ||
+    p->gpus = t->gpus; /* written when the sweep varies it */
+    if (out_json_int(o, "gpus", 1, 1, t->gpus, file, where, &p->gpus, err) ||
+        out_plan_from_json(o, file, where, &p->desc, err) ||
         embedding_from_json(o, t->dlrm, file, where, p, err) ||
-        (p->status != SWEEP_PLAN_INVALID && plan_spans_gpus(&p->desc, t->gpus, file, where, err)))
+        (p->status != SWEEP_PLAN_INVALID && plan_spans_gpus(&p->desc, p->gpus, file, where, err)))
         return err->code;
     return outcome_from_json(o, file, where, p, err);
 }
@@ -250,6 +252,7 @@ static int header_from_json(const cJSON *m, const char *file, sweep_table *t, ps
     t->axes = cJSON_IsObject(axes) ? cJSON_Duplicate(axes, 1) : cJSON_CreateObject();
     t->show_bucket = cJSON_HasObjectItem(t->axes, "bucket_mb");
     t->show_sp = cJSON_HasObjectItem(t->axes, "sequence_parallel");
+    t->show_gpus = cJSON_HasObjectItem(t->axes, "gpus");
     return 0;
 }
 

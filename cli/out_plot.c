@@ -166,7 +166,7 @@ static void plot_title(FILE *f, const sweep_table *t, const plot *g)
     if (g->n_ok) {
         const sweep_plan *best = &t->plans[t->order[0]];
         char label[128];
-        sweep_plan_label(best, t->show_bucket, t->show_sp, label, sizeof label);
+        sweep_plan_label(best, t->show_gpus, t->show_bucket, t->show_sp, label, sizeof label);
         fprintf(f, "; best: ");
         xml_text(f, label);
         fprintf(f, " (");
@@ -257,7 +257,7 @@ static void plot_marks(FILE *f, const sweep_table *t, const plot *g)
         const sweep_plan *p = &t->plans[t->order[i]];
         double cx = g->L + (i + 0.5) * g->slot;
         char label[128];
-        sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+        sweep_plan_label(p, t->show_gpus, t->show_bucket, t->show_sp, label, sizeof label);
         plot_mark(f, t, g, p, cx, label);
         /* plan names under the axis when there is room, else the best three above their bars */
         if (g->slots <= 40) {

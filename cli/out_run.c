@@ -251,6 +251,15 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
                     p->dp * p->cp / p->zero_shard);
         fputc('\n', out);
     }
+    if (c->file_rank) {
+        char ranks[96];
+        cluster_selected_text(c, ranks, sizeof ranks);
+        fprintf(out, "  gpus         %d of the cluster's %d: %s (hosts %s", c->n_gpus, c->file_gpus,
+                ranks, c->host_names[0]);
+        if (c->n_gpus > 1)
+            fprintf(out, " .. %s", c->host_names[c->n_gpus - 1]);
+        fputs(")\n", out);
+    }
     fprintf(out, "  iteration    %s\n", human_time(sum->fig.iteration_s, b1, sizeof b1));
     if (p->tokens_per_iter > 0)
         fprintf(out, "  throughput   %.2f samples/s, %.0f tokens/s\n", sum->fig.samples_per_s,
@@ -346,6 +355,13 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(root, "memory_excess_bytes",
                             fmax(0.0, sum->fig.peak_memory_bytes - sum->fig.memory_capacity_bytes));
     cJSON_AddNumberToObject(root, "gpus", p->gpus);
+    /* the cluster's GPUs the plan ran on, by their rank in the cluster file */
+    cJSON_AddNumberToObject(root, "cluster_gpus", c->file_rank ? c->file_gpus : c->n_gpus);
+    if (c->file_rank) { /* else every GPU, in the file's order */
+        cJSON *taken = cJSON_AddArrayToObject(root, "cluster_ranks");
+        for (int g = 0; g < c->n_gpus; g++)
+            cJSON_AddItemToArray(taken, cJSON_CreateNumber(c->file_rank[g]));
+    }
 
     cJSON *plan = cJSON_AddObjectToObject(root, "plan");
     out_plan_json(plan, &p->plan);

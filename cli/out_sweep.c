@@ -28,7 +28,7 @@ static void dlrm_row(FILE *f, const sweep_plan *p, const char *label, const char
 static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
 {
     char label[128];
-    sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+    sweep_plan_label(p, t->show_gpus, t->show_bucket, t->show_sp, label, sizeof label);
     char mem[32];
     snprintf(mem, sizeof mem, "%.1f/%.1f", p->fig.peak_memory_bytes / GIB,
              p->fig.memory_capacity_bytes / GIB);
@@ -93,10 +93,22 @@ void out_sweep_table(FILE *f, const sweep_table *t, int top)
     int c[SWEEP_PLAN_STATUS_COUNT];
     sweep_plans_count(t->plans, t->n, c);
     const char *cl = strrchr(t->cluster_file, '/');
+    int lo = t->gpus, hi = 0;
+    for (int i = 0; i < t->n; i++) {
+        lo = t->plans[i].gpus < lo ? t->plans[i].gpus : lo;
+        hi = t->plans[i].gpus > hi ? t->plans[i].gpus : hi;
+    }
+    char gpus[96];
+    if (t->n == 0 || (lo == t->gpus && hi == t->gpus))
+        snprintf(gpus, sizeof gpus, "%d GPUs", t->gpus);
+    else if (lo == hi)
+        snprintf(gpus, sizeof gpus, "the first %d of its %d GPUs", lo, t->gpus);
+    else
+        snprintf(gpus, sizeof gpus, "%d GPUs; plans take the first %d to %d", t->gpus, lo, hi);
     fprintf(f,
-            "sweep %s on %s (%d GPUs): %d plans: %d simulated, %d do not fit in memory, "
+            "sweep %s on %s (%s): %d plans: %d simulated, %d do not fit in memory, "
             "%d failed, %d invalid combinations\n",
-            t->sweep_file, cl ? cl + 1 : t->cluster_file, t->gpus, t->n, c[SWEEP_PLAN_OK],
+            t->sweep_file, cl ? cl + 1 : t->cluster_file, gpus, t->n, c[SWEEP_PLAN_OK],
             c[SWEEP_PLAN_OOM], c[SWEEP_PLAN_FAILED], c[SWEEP_PLAN_INVALID]);
     if (t->shard_n)
         fprintf(f, "shard %d/%d of %d combinations (merge the shards with protosim merge)\n",
@@ -133,7 +145,7 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
 {
     const plan_desc *d = &p->desc;
     char label[128];
-    sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+    sweep_plan_label(p, t->show_gpus, t->show_bucket, t->show_sp, label, sizeof label);
     char reason[sizeof p->reason];
     snprintf(reason, sizeof reason, "%s", p->reason);
     for (char *q = reason; *q; q++)
@@ -143,8 +155,8 @@ static void csv_row(FILE *f, const sweep_table *t, const sweep_plan *p)
         fprintf(f, "%d,", p->rank);
     else
         fputs(",", f);
-    fprintf(f, "%d,%s,%s,%d,%d,%d,%d,%d,%s,%d,%d,%s,%g,%s,%d,%d,", p->index, label,
-            status_name(p->status), d->tp, d->pp, d->dp, d->cp, d->micro_batch,
+    fprintf(f, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%s,%d,%d,%s,%g,%s,%d,%d,", p->index, label,
+            status_name(p->status), p->gpus, d->tp, d->pp, d->dp, d->cp, d->micro_batch,
             schedule_name((pipeline_schedule)d->schedule), d->virtual_stages, d->zero,
             recompute_name((recompute_mode)d->recompute), d->bucket_mb,
             d->sequence_parallel ? "true" : "false", d->ep, d->etp);
@@ -183,7 +195,8 @@ int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err)
     FILE *f = fopen(path, "w");
     if (!f)
         return out_write_error(path, err);
-    fputs("rank,index,plan,status,tensor,pipeline,data,context,micro_batch,schedule,virtual_stages,"
+    fputs("rank,index,plan,status,gpus,tensor,pipeline,data,context,micro_batch,schedule,virtual_"
+          "stages,"
           "zero,recompute,bucket_mb,sequence_parallel,expert,expert_tensor,iteration_time_s,"
           "tokens_per_s,samples_per_s,"
           "mfu,peak_memory_bytes,memory_capacity_bytes,compute_s,exposed_comm_s,bubble_s,"
@@ -231,7 +244,7 @@ static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
 {
     cJSON *o = cJSON_CreateObject();
     char label[128];
-    sweep_plan_label(p, t->show_bucket, t->show_sp, label, sizeof label);
+    sweep_plan_label(p, t->show_gpus, t->show_bucket, t->show_sp, label, sizeof label);
     cJSON_AddNumberToObject(o, "index", p->index);
     if (p->rank)
         cJSON_AddNumberToObject(o, "rank", p->rank);
@@ -239,6 +252,7 @@ static cJSON *plan_json(const sweep_table *t, const sweep_plan *p)
         cJSON_AddNullToObject(o, "rank");
     cJSON_AddStringToObject(o, "plan", label);
     cJSON_AddStringToObject(o, "status", status_name(p->status));
+    cJSON_AddNumberToObject(o, "gpus", p->gpus);
     out_plan_json(o, &p->desc);
     if (p->status == SWEEP_PLAN_OK) {
         out_figures_json(o, &p->fig);

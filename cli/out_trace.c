@@ -12,49 +12,21 @@
 #include "../sim/base/xalloc.h"
 #include "cli.h"
 
-#define RANKS_EXPECTED "ranks and inclusive ranges separated by commas, e.g. 0-7 or 0,3,8-11"
-
-/* One entry of a rank list, "R" or "LO-HI": 0 with *lo <= *hi, or -1. */
-static int parse_range(const char *tok, int *lo, int *hi)
-{
-    char buf[32];
-    size_t n = strlen(tok);
-    if (n == 0 || n >= sizeof buf)
-        return -1;
-    memcpy(buf, tok, n + 1);
-    char *dash = strchr(buf, '-');
-    if (dash)
-        *dash = '\0';
-    if (cli_parse_int(buf, lo))
-        return -1;
-    *hi = *lo;
-    if (dash && cli_parse_int(dash + 1, hi))
-        return -1;
-    return *lo <= *hi ? 0 : -1;
-}
-
 int out_trace_ranks(const char *spec, int n_ranks, unsigned char *keep, ps_error *err)
 {
-    char *copy = xstrdup(spec);
+    int *ranks, n;
+    if (cli_rank_list("--trace-ranks", spec, &ranks, &n, err))
+        return err->code;
     int rc = 0;
-    for (char *tok = copy, *next; tok && !rc; tok = next) {
-        next = strchr(tok, ',');
-        if (next)
-            *next++ = '\0';
-        int lo, hi;
-        if (parse_range(tok, &lo, &hi))
-            rc = ps_error_set(err, PS_EINPUT, "", 0, 0, "",
-                              "--trace-ranks: bad rank list '%s' (expected " RANKS_EXPECTED ")",
-                              spec);
-        else if (n_ranks >= 0 && hi >= n_ranks)
+    for (int i = 0; i < n && !rc; i++)
+        if (n_ranks >= 0 && ranks[i] >= n_ranks)
             rc = ps_error_set(err, PS_EINPUT, "", 0, 0, "",
                               "--trace-ranks: rank %d is not in the plan (it has %d GPUs, ranks "
                               "0-%d)",
-                              hi, n_ranks, n_ranks - 1);
+                              ranks[i], n_ranks, n_ranks - 1);
         else if (keep)
-            memset(keep + lo, 1, (size_t)(hi - lo + 1));
-    }
-    free(copy);
+            keep[ranks[i]] = 1;
+    free(ranks);
     return rc;
 }
 

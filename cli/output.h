@@ -131,7 +131,7 @@ typedef struct sweep_table {
     int gpus, memory_fit, combinations, shard_k, shard_n;
     char hash[17];
     cJSON *axes; /* {"tensor": [4, 8], "data": "auto", ...}, owned */
-    int show_bucket, show_sp;
+    int show_gpus, show_bucket, show_sp;
     int dlrm;          /* a dlrm model's sweep: samples/s and the embedding columns, no tp/pp/MFU */
     sweep_plan *plans; /* owned */
     int n;

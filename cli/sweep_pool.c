@@ -193,7 +193,11 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
     compile_default_options(&copt);
     copt.profile = db;
     worker_gate_ctx gate = {spec, &p, twins, fd, cmd_fd, MSG_RECORD};
-    run_request rq = {.c = c,
+    cluster view;
+    const cluster *use = c;
+    if (p.gpus < c->n_gpus && cli_plan_cluster(c, p.gpus, NULL, &view, &use, &err))
+        use = NULL; /* cannot happen: the first p.gpus of c */
+    run_request rq = {.c = use,
                       .s = &s,
                       .copt = &copt,
                       .steady = 1,
@@ -201,7 +205,7 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
                       .gate = worker_gate,
                       .gate_ctx = &gate};
     run_outcome run;
-    int rc = run_execute(&rq, &run, &err);
+    int rc = use ? run_execute(&rq, &run, &err) : err.code;
     if (rc) {
         p.status = SWEEP_PLAN_FAILED;
         snprintf(p.reason_kind, sizeof p.reason_kind, "error");
@@ -219,6 +223,7 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
     }
     worker_put(fd, gate.kind, NULL, &p, ending);
     run_outcome_free(&run);
+    cli_plan_cluster_free(c, &view, use);
     strategy_free(&s);
     return ending;
 }

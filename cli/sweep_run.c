@@ -170,6 +170,7 @@ static void table_identity(sweep_table *t, const sweep_spec *spec, const char *s
     t->axes = axes_json(spec);
     t->show_bucket = spec->axes[SWEEP_BUCKET_MB].present;
     t->show_sp = spec->axes[SWEEP_SEQUENCE_PARALLEL].present;
+    t->show_gpus = spec->axes[SWEEP_GPUS].present;
     t->dlrm = spec->base.model.family == FAMILY_DLRM;
     t->shard_k = o->shard_k;
     t->shard_n = o->shard_n;
@@ -179,11 +180,17 @@ static void table_identity(sweep_table *t, const sweep_spec *spec, const char *s
 static int table_enumerate(sweep_table *t, sweep_spec *spec, const cluster *c,
                            const char *cluster_path, ps_error *err)
 {
-    if (spec->gpus && spec->gpus != c->n_gpus)
+    if (spec->gpus > c->n_gpus)
         return ps_error_set(err, PS_EINPUT, spec->file, spec->gpus_loc.line, spec->gpus_loc.column,
                             "constraints.gpus",
                             "impossible constraint: %d GPUs, but the cluster %s has %d GPUs",
                             spec->gpus, cluster_path, c->n_gpus);
+    const sweep_axis *ga = &spec->axes[SWEEP_GPUS];
+    for (int i = 0; ga->present && i < ga->n; i++)
+        if (ga->values[i] > c->n_gpus)
+            return ps_error_set(err, PS_EINPUT, spec->file, ga->loc.line, ga->loc.column,
+                                "axes.gpus", "%g GPUs, but the cluster %s has %d GPUs",
+                                ga->values[i], cluster_path, c->n_gpus);
     t->gpus = c->n_gpus;
     if (sweep_tables_propose(spec, c, err))
         return err->code;

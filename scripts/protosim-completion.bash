@@ -4,9 +4,9 @@
 # subcommand's --help names is in its _protosim_opts_NAME list below.
 
 _protosim_commands="run replay compare profile cluster collective sweep merge lookup kernel help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --chakra --quiet -q --devices --help -h"
+_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --chakra --gpus --quiet -q --devices --help -h"
 _protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --et --quiet -q --devices --help -h"
-_protosim_opts_compare="--cluster --json --csv --quiet -q --devices --help -h"
+_protosim_opts_compare="--cluster --json --csv --gpus --quiet -q --devices --help -h"
 _protosim_opts_profile="-o --output --device --quiet -q --devices --help -h"
 _protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --devices --help -h"
 _protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --devices --help -h"

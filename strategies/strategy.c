@@ -562,7 +562,7 @@ void strategy_free(strategy *s)
     s->n_chunk_layers = 0;
 }
 
-int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
+int64_t strategy_gpus(const strategy *s)
 {
     /* checked: four degrees of up to 2^17 each would overflow 64 bits */
     int64_t product = 1;
@@ -571,6 +571,12 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
         product = degree[i] < 0 || ps_mul_exceeds(product, degree[i], INT64_MAX / 2)
                       ? INT64_MAX / 2
                       : product * degree[i];
+    return product;
+}
+
+int strategy_check_gpus(const strategy *s, int gpus, ps_error *err)
+{
+    int64_t product = strategy_gpus(s);
     if (product == gpus)
         return 0;
     /* Point at the data degree when it was written (it is what users usually derive from the

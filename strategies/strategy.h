@@ -3,6 +3,8 @@
 #ifndef PROTOSIM_STRATEGY_H
 #define PROTOSIM_STRATEGY_H
 
+#include <stdint.h>
+
 #include "../sim/base/error.h"
 #include "../topology/cluster.h"
 #include "../workloads/workload.h"
@@ -226,6 +228,9 @@ int strategy_validate(const strategy *s, ps_error *err);
 /* Deep copy (overrides and chunk_layers are heap-owned); free dst with strategy_free. */
 void strategy_clone(const strategy *src, strategy *dst);
 
+/* The GPUs the plan takes: tp * cp * pp * dp (INT64_MAX / 2 when that overflows or a degree is
+ * negative). */
+int64_t strategy_gpus(const strategy *s);
 /* Check the plan against the number of GPUs: tp * cp * pp * dp must equal it. */
 int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
 /* Check the plan against the cluster's GPUs: an fp8 plan needs FP8 tensor cores on every GPU

@@ -72,9 +72,17 @@ static void dlrm_label(const sweep_plan *p, char *out, size_t n)
         snprintf(out + k, n - (size_t)k, " %s", enum_name(emb_placement_names, d->emb_placement));
 }
 
-void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *out, size_t n)
+void sweep_plan_label(const sweep_plan *p, int show_gpus, int show_bucket, int show_sp, char *out,
+                      size_t n)
 {
     const plan_desc *d = &p->desc;
+    if (show_gpus) {
+        int k = snprintf(out, n, "gpus%d ", p->gpus);
+        if (k > 0 && (size_t)k < n) {
+            out += k;
+            n -= (size_t)k;
+        }
+    }
     if (p->n_tables > 0) {
         dlrm_label(p, out, n);
         return;
@@ -309,7 +317,8 @@ static void combination(const sweep_spec *s, const int digit[SWEEP_AXIS_COUNT], 
 {
     strategy_plan_desc(&s->base, d);
     d->virtual_stages = s->base.virtual_stages;
-    double v[SWEEP_AXIS_COUNT] = {d->tp,
+    double v[SWEEP_AXIS_COUNT] = {0,
+                                  d->tp,
                                   d->pp,
                                   d->dp,
                                   d->micro_batch,
@@ -364,7 +373,7 @@ static void combination_tables(const sweep_spec *s, const int digit[SWEEP_AXIS_C
     p->desc.dense_tables = 0;
 }
 
-int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err)
+int sweep_enumerate(const sweep_spec *s, int cluster_gpus, sweep_plan **out, int *n, ps_error *err)
 {
     long total = 0;
     if (count_combinations(s, &total, err))
@@ -378,8 +387,11 @@ int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_
         p->status = SWEEP_PLAN_PENDING;
         combination(s, digit, &p->desc);
         combination_tables(s, digit, p);
+        p->gpus = s->axes[SWEEP_GPUS].present ? (int)s->axes[SWEEP_GPUS].values[digit[SWEEP_GPUS]]
+                  : s->gpus                   ? s->gpus
+                                              : cluster_gpus;
         if (!drop_placement(s, p, digit))
-            check_plan(&s->base, gpus, data_auto, p);
+            check_plan(&s->base, p->gpus, data_auto, p);
         /* next combination: the last axis varies fastest */
         for (int k = SWEEP_AXIS_COUNT - 1; k >= 0; k--) {
             if (++digit[k] < sweep_axis_count(s, (sweep_axis_kind)k))

@@ -24,6 +24,7 @@ extern const enum_names sweep_plan_status_names;
  * workers send it back through a pipe as is. */
 typedef struct sweep_plan {
     int index;         /* position in the cartesian product, 0-based */
+    int gpus;          /* the GPUs it takes: the first this many of the cluster */
     plan_desc desc;    /* the combination: tensor, pipeline, data, micro_batch, schedule, ... */
     int status;        /* sweep_plan_status */
     int rank;          /* 1-based among simulated plans after ranking; 0 else */
@@ -42,10 +43,12 @@ typedef struct sweep_plan {
     char reason[448];
 } sweep_plan;
 
-/* Every combination of s's axes for `gpus` GPUs, in enumeration order (first axis slowest),
- * each marked SWEEP_PLAN_INVALID with its reason or SWEEP_PLAN_PENDING. Errors: more
- * combinations than constraints.max_plans. Caller frees *out (free()). */
-int sweep_enumerate(const sweep_spec *s, int gpus, sweep_plan **out, int *n, ps_error *err);
+/* Every combination of s's axes on a cluster of cluster_gpus GPUs, in enumeration order (first
+ * axis slowest), each marked SWEEP_PLAN_INVALID with its reason or SWEEP_PLAN_PENDING; a plan
+ * takes the gpus axis's value, else constraints.gpus, else cluster_gpus (values above
+ * cluster_gpus are the caller's to refuse). Errors: more combinations than
+ * constraints.max_plans. Caller frees *out (free()). */
+int sweep_enumerate(const sweep_spec *s, int cluster_gpus, sweep_plan **out, int *n, ps_error *err);
 
 /* Put d's fields (degrees, batches, schedule, virtual stages, zero, shard degree, recompute,
  * bucket, sequence parallelism, precision) into s; the rest of s (workload, overrides,
@@ -65,10 +68,11 @@ const char *sweep_sharding_short(int sharding);
 /* The base strategy with p's combination applied (deep copy; free with strategy_free). */
 void sweep_plan_strategy(const sweep_spec *s, const sweep_plan *p, strategy *out);
 
-/* "tp8 pp16 dp8 mb1 1f1b zero1 sel" (+ bucket and sequence parallelism when swept, and
+/* "tp8 pp16 dp8 mb1 1f1b zero1 sel" ("gpus16 " first when the GPU count is swept; + bucket and sequence parallelism when swept, and
  * "shard4" when ZeRO shards over groups of 4 ranks, HSDP); a dlrm plan: "dp8 mb8192
  * table-wise greedy", or with a proposal "dp8 mb8192 auto3 tw20 rw6 greedy". */
-void sweep_plan_label(const sweep_plan *p, int show_bucket, int show_sp, char *out, size_t n);
+void sweep_plan_label(const sweep_plan *p, int show_gpus, int show_bucket, int show_sp, char *out,
+                      size_t n);
 
 /* tables_sharding: auto (strategies/sweep_tables.c): s->proposals, each table's sharding, costed
  * on c's first GPU and its narrowest GPU-to-GPU route (nothing when the axis is absent). Errors:

@@ -12,9 +12,9 @@
 #include <string.h>
 
 static const char *const axis_names[SWEEP_AXIS_COUNT] = {
-    "tensor", "pipeline",     "data",      "micro_batch", "schedule",          "virtual_stages",
-    "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel", "context",
-    "expert", "sharding",     "placement", "shards",      "tables_sharding"};
+    "gpus",           "tensor", "pipeline",     "data",      "micro_batch", "schedule",
+    "virtual_stages", "zero",   "shard_degree", "recompute", "bucket_mb",   "sequence_parallel",
+    "context",        "expert", "sharding",     "placement", "shards",      "tables_sharding"};
 const enum_names sweep_axis_names = ENUM_NAMES(axis_names);
 
 /* The placements a sweep axis may name (an explicit list stays the base strategy's). */
@@ -251,6 +251,10 @@ static int load_sweep_root(yread_ctx *c, ynode *root, const char *data_dir, swee
         return c->err->code;
     if (load_base(c, base, data_dir, s))
         return c->err->code;
+    if (s->gpus && s->axes[SWEEP_GPUS].present)
+        return ps_error_set(c->err, PS_EINPUT, c->file, s->gpus_loc.line, s->gpus_loc.column,
+                            "constraints.gpus",
+                            "the gpus axis varies the GPU count: drop constraints.gpus");
     return check_dlrm_axes(c, s);
 }
 

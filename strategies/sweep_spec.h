@@ -7,6 +7,7 @@
 
 /* The axes a sweep may vary, in enumeration order (the first varies slowest). */
 typedef enum {
+    SWEEP_GPUS, /* the plan's GPUs: the first N of the cluster */
     SWEEP_TENSOR,
     SWEEP_PIPELINE,
     SWEEP_DATA,
@@ -48,7 +49,7 @@ typedef struct sweep_spec {
     char base_file[1024]; /* the base strategy's path; "" when inline */
     strategy base;
     sweep_axis axes[SWEEP_AXIS_COUNT];
-    int gpus; /* constraints.gpus; 0: the cluster's */
+    int gpus; /* constraints.gpus, the first N of the cluster; 0: all of them */
     src_loc gpus_loc;
     int memory_fit;
     /* index in sweep_memory_names */ /* constraints.memory: 1 fit (default), 0 ignore */

@@ -748,7 +748,7 @@ START_TEST(run_nccl_algo_is_checked_against_the_groups)
 END_TEST
 
 /* run --csv: the header of sweep's CSV (here through merge, the same writer), then one row whose
- * iteration_time_s (column 18, after context, expert and expert_tensor) is the JSON report's,
+ * iteration_time_s (column 19, after gpus, context, expert and expert_tensor) is the JSON report's,
  * to the 9 digits the CSV keeps. */
 START_TEST(run_csv_has_the_sweep_columns)
 {
@@ -772,10 +772,10 @@ START_TEST(run_csv_has_the_sweep_columns)
     char *text = slurp(csv, NULL);
     const char *row = strchr(text, '\n') + 1;
     ck_assert_ptr_null(strchr(strchr(row, '\n') + 1, '\n')); /* one row */
-    ck_assert_msg(!strncmp(row, "1,0,tp2 pp1 dp2 mb2 1f1b zero0 sel,ok,2,1,2,1,2,1f1b,1,0,", 57),
+    ck_assert_msg(!strncmp(row, "1,0,tp2 pp1 dp2 mb2 1f1b zero0 sel,ok,4,2,1,2,1,2,1f1b,1,0,", 59),
                   "row: %s", row);
     const char *f = row;
-    for (int col = 1; col < 18; col++)
+    for (int col = 1; col < 19; col++)
         f = strchr(f, ',') + 1;
     cJSON *j = parse_json_file(json);
     char iter[64];
@@ -918,6 +918,63 @@ START_TEST(dlrm_sparse_update_is_reported)
 }
 END_TEST
 
+/* A plan on part of a cluster (issue 30): GPT-3 1.3B TP2 x DP2 (4 GPUs) on 2 generated DGX A100
+ * nodes (16 GPUs) takes GPUs 0-3 and says so; --gpus 0-3 is the same run to the bit, and so is
+ * --gpus 8-11 (the other node, built alike); --gpus 0,8,1,9 puts each TP pair across the nodes,
+ * whose NIC (25 GB/s) is 12x slower than NVLink (300 GB/s): slower. A list of the wrong length,
+ * a GPU outside the cluster, a GPU twice and a bad list exit 1 naming --gpus. */
+START_TEST(run_on_part_of_a_cluster)
+{
+    char *dir = make_tmpdir();
+    char *two = tmp_path(dir, "two.yaml");
+    const char *gen[] = {"cluster", "dgx-a100", "--nodes", "2", "-o", two, NULL};
+    run_result r = run_protosim(dir, gen);
+    expect_exit(&r, 0);
+    run_free(&r);
+    char *strat = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    const char *lists[4] = {NULL, "0-3", "8-11", "0,8,1,9"};
+    double t[4];
+    for (int k = 0; k < 4; k++) {
+        char *json = tmp_path(dir, "run.json");
+        const char *with[] = {"run", strat,    "--cluster", two, "--json",
+                              json,  "--gpus", lists[k],    NULL};
+        const char *without[] = {"run", strat, "--cluster", two, "--json", json, NULL};
+        r = run_protosim(dir, k ? with : without);
+        expect_exit(&r, 0);
+        const char *want[4] = {"gpus         4 of the cluster's 16: 0-3 (hosts n0g0 .. n0g3)",
+                               "gpus         4 of the cluster's 16: 0-3",
+                               "gpus         4 of the cluster's 16: 8-11 (hosts n1g0 .. n1g3)",
+                               "gpus         4 of the cluster's 16: 0,8,1,9"};
+        ck_assert_msg(strstr(r.out, want[k]), "--gpus %s: %s", lists[k] ? lists[k] : "-", r.out);
+        run_free(&r);
+        cJSON *j = parse_json_file(json);
+        t[k] = cJSON_GetObjectItemCaseSensitive(j, "iteration_time_s")->valuedouble;
+        ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(j, "cluster_gpus")->valueint, 16);
+        const cJSON *taken = cJSON_GetObjectItemCaseSensitive(j, "cluster_ranks");
+        ck_assert_int_eq(cJSON_GetArraySize(taken), 4);
+        ck_assert_int_eq(cJSON_GetArrayItem(taken, 1)->valueint, k == 2 ? 9 : k == 3 ? 8 : 1);
+        cJSON_Delete(j);
+        free(json);
+    }
+    ck_assert(t[1] == t[0]);
+    ck_assert(t[2] == t[0]);
+    ck_assert_msg(t[3] > 1.1 * t[0], "TP across nodes %.6f s, in one node %.6f s", t[3], t[0]);
+    const char *bad[4][2] = {{"0-2", "--gpus 0-2 lists 3 GPUs; the plan takes 4"},
+                             {"0-2,16", "--gpus: GPU 16 is not in the cluster"},
+                             {"0,1,1,2", "--gpus: GPU 1 is listed twice"},
+                             {"0-x", "--gpus: bad rank list '0-x'"}};
+    for (int k = 0; k < 4; k++) {
+        const char *args[] = {"run", strat, "--cluster", two, "--gpus", bad[k][0], NULL};
+        r = run_protosim(dir, args);
+        expect_exit(&r, 1);
+        ck_assert_msg(strstr(r.err, bad[k][1]), "--gpus %s: %s", bad[k][0], r.err);
+        run_free(&r);
+    }
+    free(strat), free(two);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(man_page_and_completion_cover_every_option)
 {
     char *dir = make_tmpdir();
@@ -1043,6 +1100,7 @@ static Suite *cli_suite(void)
                                   man_page_and_completion_cover_every_option,
                                   sweep_progress_lines_off_a_terminal,
                                   replay_priority_gradients_report,
+                                  run_on_part_of_a_cluster,
                                   NULL};
     return suite_of("cli", "cli", 60, tests);
 }

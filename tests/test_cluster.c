@@ -509,6 +509,64 @@ START_TEST(generated_mixed_h100_a100)
 }
 END_TEST
 
+/* Part of a cluster (issue 30): the view of GPUs 8, 0, 9 of dgx-h100:1,dgx-a100:1 (file ranks
+ * r, node r / 8) takes them as ranks 0, 1, 2, in that order: devices A100, H100, A100, nodes
+ * numbered in order of first use (file node 1 is node 0, file node 0 node 1), and each pair's
+ * route is the file pair's: ranks 0 and 2 over the A100 node's NVLink (300 GB/s), ranks 0 and 1
+ * over the A100's HDR NIC (25 GB/s). */
+START_TEST(view_takes_part_of_a_cluster)
+{
+    cluster_gen_opts o = {.node_groups = "dgx-h100:1,dgx-a100:1"};
+    cluster c, v;
+    load_two_nodes_of_8(NULL, &o, &c);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_view(&c, (const int[]){8, 0, 9}, 3, "--gpus", &v, &err), 0);
+    ck_assert_int_eq(v.n_gpus, 3);
+    ck_assert_int_eq(v.file_gpus, 16);
+    ck_assert_int_eq(v.n_nodes, 2);
+    const int want_rank[3] = {8, 0, 9}, want_node[3] = {0, 1, 0};
+    const char *want_host[3] = {"n1g0", "n0g0", "n1g1"};
+    for (int r = 0; r < 3; r++) {
+        ck_assert_int_eq(v.file_rank[r], want_rank[r]);
+        ck_assert_int_eq(v.node_of_rank[r], want_node[r]);
+        ck_assert_str_eq(v.host_names[r], want_host[r]);
+        ck_assert_str_eq(v.device[r]->name, r == 1 ? "H100-SXM5-80GB" : "A100-SXM4-80GB");
+    }
+    double bw, lat;
+    cluster_route(&v, 0, 2, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 300e9, 1);
+    cluster_route(&v, 0, 1, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 25e9, 1);
+    char text[64];
+    cluster_selected_text(&v, text, sizeof text);
+    ck_assert_str_eq(text, "8,0,9");
+    /* a view of a view keeps the file's ranks: its GPUs 2, 0 are the file's 9, 8 */
+    cluster w;
+    ck_assert_int_eq(cluster_view(&v, (const int[]){2, 0}, 2, "--gpus", &w, &err), 0);
+    ck_assert_int_eq(w.file_rank[0], 9);
+    ck_assert_int_eq(w.file_rank[1], 8);
+    ck_assert_int_eq(w.n_nodes, 1);
+    cluster_selected_text(&w, text, sizeof text);
+    ck_assert_str_eq(text, "9,8");
+    cluster_view_free(&w);
+    cluster_view_free(&v);
+    /* the first 8 are a range; a GPU outside the cluster or listed twice is refused */
+    ck_assert_int_eq(cluster_view(&c, (const int[]){0, 1, 2, 3, 4, 5, 6, 7}, 8, "--gpus", &v, &err),
+                     0);
+    cluster_selected_text(&v, text, sizeof text);
+    ck_assert_str_eq(text, "0-7");
+    ck_assert_int_eq(v.n_nodes, 1);
+    cluster_view_free(&v);
+    ck_assert_int_eq(cluster_view(&c, (const int[]){3, 16}, 2, "--gpus", &v, &err), PS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.message, "--gpus: GPU 16 is not in the cluster"));
+    ps_error_clear(&err);
+    ck_assert_int_eq(cluster_view(&c, (const int[]){3, 3}, 2, "--gpus", &v, &err), PS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.message, "--gpus: GPU 3 is listed twice"));
+    cluster_free(&c);
+}
+END_TEST
+
 /* A single-kind group list writes the same platform as KIND --nodes N. */
 START_TEST(generated_group_list_of_one_kind)
 {
@@ -654,12 +712,17 @@ static Suite *cluster_suite(void)
         NULL};
     TCase *t = suite_add_tests(s, "load", 0, load_tests);
     tcase_add_loop_test(t, bad_ranks, 0, 3);
-    const TTest *const generate_tests[] = {
-        generated_a100_two_nodes,    generated_v100_cube_mesh,
-        generated_h100_one_node,     generated_oversubscribed_fabric,
-        bundled_are_generated,       generate_rejects_bad_options,
-        generated_mixed_h100_a100,   generated_group_list_of_one_kind,
-        generate_rejects_bad_groups, NULL};
+    const TTest *const generate_tests[] = {generated_a100_two_nodes,
+                                           generated_v100_cube_mesh,
+                                           generated_h100_one_node,
+                                           generated_oversubscribed_fabric,
+                                           bundled_are_generated,
+                                           generate_rejects_bad_options,
+                                           generated_mixed_h100_a100,
+                                           generated_group_list_of_one_kind,
+                                           generate_rejects_bad_groups,
+                                           view_takes_part_of_a_cluster,
+                                           NULL};
     suite_add_tests(s, "generate", 0, generate_tests);
     const TTest *const timing_tests[] = {timing_one_flow, timing_two_flows_same_direction,
                                          timing_two_flows_opposite_directions,

@@ -499,7 +499,7 @@ START_TEST(sweep_context_axis)
         ck_assert_int_eq(plans[i].desc.dp, dp[i]);
     }
     char label[128];
-    sweep_plan_label(&plans[4], 0, 0, label, sizeof label);
+    sweep_plan_label(&plans[4], 0, 0, 0, label, sizeof label);
     ck_assert_str_eq(label, "tp2 pp1 dp2 mb1 1f1b zero0 none cp2");
     free(plans);
     sweep_spec_free(&sp);

@@ -124,9 +124,9 @@ START_TEST(axes_enumerate_by_hand)
     ck_assert_int_eq(plans[11].desc.emb_shards, 4);
     ck_assert_int_eq(plans[12].desc.dense_tables, 1);
     char label[128];
-    sweep_plan_label(&plans[11], 0, 0, label, sizeof label);
+    sweep_plan_label(&plans[11], 0, 0, 0, label, sizeof label);
     ck_assert_str_eq(label, "dp2 mb256 column-wise x4 greedy");
-    sweep_plan_label(&plans[4], 0, 0, label, sizeof label);
+    sweep_plan_label(&plans[4], 0, 0, 0, label, sizeof label);
     ck_assert_str_eq(label, "dp2 mb256 row-wise");
     free(plans);
     sweep_spec_free(&s);

@@ -545,9 +545,9 @@ START_TEST(strict_memory_does_not_fit)
     size_t len;
     char *text = slurp(csv, &len);
     ck_assert_ptr_nonnull(strstr(text, ",oom,"));
-    /* the row's iteration_time_s (the 18th column) holds the simulated time */
+    /* the row's iteration_time_s (the 19th column) holds the simulated time */
     const char *row = strchr(text, '\n') + 1, *c = row;
-    for (int col = 0; col < 17; col++)
+    for (int col = 0; col < 18; col++)
         c = strchr(c, ',') + 1;
     ck_assert_double_eq_tol(strtod(c, NULL), iteration, 1e-6 * iteration);
     free(text), free(csv);

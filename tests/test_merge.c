@@ -38,7 +38,7 @@ static const bad_shard bad[] = {
     {"tensor-string", "plans[0].tensor", "integer"},     /* "x" became tp0 */
     {"unknown-schedule", "plans[0].schedule", "zigzag"}, /* became gpipe */
     {"negative-rate", "plans[0].tokens_per_s", ">= 0"},
-    {"tensor-product", "plans[0]", "not the sweep's 4 GPUs"},
+    {"tensor-product", "plans[0]", "not the plan's 4 GPUs"},
 };
 
 START_TEST(bad_record_names_its_json_path)

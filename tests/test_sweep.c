@@ -199,7 +199,7 @@ START_TEST(enumeration_expert_axis)
     }
     ck_assert_str_eq(plans[2].reason_kind, "strategy.expert.degree");
     char label[128];
-    sweep_plan_label(&plans[4], 0, 0, label, sizeof label);
+    sweep_plan_label(&plans[4], 0, 0, 0, label, sizeof label);
     ck_assert_str_eq(label, "tp1 pp1 dp8 mb1 1f1b zero0 none ep8");
     free(plans);
     sweep_spec_free(&s);
@@ -380,6 +380,8 @@ START_TEST(bad_sweep_files)
     expect_bad_sweep("empty_axis", 4, "empty list");
     expect_bad_sweep("bad_gpus", 6, "impossible constraint");
     expect_bad_sweep("no_valid", 3, "none of the 2 combinations");
+    expect_bad_sweep("gpus_beyond", 3, "8 GPUs, but the cluster");
+    expect_bad_sweep("gpus_twice", 6, "drop constraints.gpus");
 }
 END_TEST
 
@@ -683,7 +685,7 @@ START_TEST(enumeration_shard_degree_rules)
     }
     ck_assert_int_eq(pending, 3);
     char label[128];
-    sweep_plan_label(&plans[5], 0, 0, label, sizeof label);
+    sweep_plan_label(&plans[5], 0, 0, 0, label, sizeof label);
     ck_assert_str_eq(label, "tp1 pp1 dp4 mb1 1f1b zero3 none shard2");
     free(plans);
     sweep_spec_free(&s);
@@ -735,6 +737,78 @@ START_TEST(shard_degree_axis_memory)
 }
 END_TEST
 
+/* The gpus axis (issue 30): gpus {2, 4} x tensor {1, 2} with data: auto on 4 GPUs, first axis
+ * slowest: 2 GPUs tp1 dp2, 2 GPUs tp2 dp1, 4 GPUs tp1 dp4, 4 GPUs tp2 dp2, all valid (global
+ * batch 16 over micro-batches of 2 divides by dp 1, 2 and 4). */
+START_TEST(enumeration_gpus_axis)
+{
+    char *path = src_path("tests/data/sweep/gpus.yaml");
+    sweep_spec s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sweep_spec_load(path, ps_data_dir(), &s, &err) == 0, "%s", err.message);
+    sweep_plan *plans;
+    int n;
+    ck_assert_int_eq(sweep_enumerate(&s, 4, &plans, &n, &err), 0);
+    ck_assert_int_eq(n, 4);
+    const int gpus[4] = {2, 2, 4, 4}, tp[4] = {1, 2, 1, 2}, dp[4] = {2, 1, 4, 2};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(plans[i].status, SWEEP_PLAN_PENDING);
+        ck_assert_int_eq(plans[i].gpus, gpus[i]);
+        ck_assert_int_eq(plans[i].desc.tp, tp[i]);
+        ck_assert_int_eq(plans[i].desc.dp, dp[i]);
+    }
+    char label[128];
+    sweep_plan_label(&plans[1], 1, 0, 0, label, sizeof label);
+    ck_assert_str_eq(label, "gpus2 tp2 pp1 dp1 mb2 1f1b zero0 sel");
+    free(plans);
+    sweep_spec_free(&s);
+    free(path);
+}
+END_TEST
+
+/* Each plan of the gpus sweep takes the first N GPUs of dgx4: its record says so, and the
+ * 2-GPU tp2 plan's iteration time is `protosim run`'s of the same strategy on dgx4 (which takes
+ * GPUs 0-1, as its JSON says) to the last bit. */
+START_TEST(gpus_axis_plans_match_single_runs)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "gpus", "all.json", "-j", "1");
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, "(4 GPUs; plans take the first 2 to 4)"), "stdout: %s", r.out);
+    char *j = tmp_path(dir, "all.json");
+    cJSON *root = parse_json_file(j);
+    ck_assert_int_eq(count_status(root, "ok"), 4);
+    const cJSON *p, *two = NULL;
+    cJSON_ArrayForEach(p, plans_of(root))
+    {
+        ck_assert_int_eq((int)numf(p, "gpus"), (int)(numf(p, "tensor") * numf(p, "data")));
+        if (!strcmp(strf(p, "plan"), "gpus2 tp2 pp1 dp1 mb2 1f1b zero0 sel"))
+            two = p;
+    }
+    ck_assert_ptr_nonnull(two);
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    char *yaml = tmp_path(dir, "plan.yaml"), *out = tmp_path(dir, "plan.json");
+    write_plan_strategy(yaml, two);
+    const char *args[] = {"run", yaml, "--cluster", cl, "--json", out, "--quiet", NULL};
+    run_result rr = run_protosim(dir, args);
+    expect_exit(&rr, 0);
+    cJSON *single = parse_json_file(out);
+    ck_assert(numf(single, "iteration_time_s") == numf(two, "iteration_time_s"));
+    ck_assert_int_eq((int)numf(single, "cluster_gpus"), 4);
+    const cJSON *taken = cJSON_GetObjectItemCaseSensitive(single, "cluster_ranks");
+    ck_assert_int_eq(cJSON_GetArraySize(taken), 2);
+    ck_assert_int_eq(cJSON_GetArrayItem(taken, 0)->valueint, 0);
+    ck_assert_int_eq(cJSON_GetArrayItem(taken, 1)->valueint, 1);
+    cJSON_Delete(single);
+    run_free(&rr);
+    cJSON_Delete(root);
+    free(yaml), free(out), free(cl), free(j);
+    run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *sweep_suite(void)
 {
     const TTest *const tests[] = {enumeration_counts_by_hand,
@@ -753,6 +827,8 @@ static Suite *sweep_suite(void)
                                   twins_take_their_plans_record,
                                   twin_of_a_crashed_plan_is_simulated,
                                   bundled_sweep_outputs,
+                                  enumeration_gpus_axis,
+                                  gpus_axis_plans_match_single_runs,
                                   NULL};
     return suite_of("sweep", "sweep", 120, tests);
 }

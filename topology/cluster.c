@@ -412,13 +412,90 @@ void cluster_free(cluster *c)
     free(c->node_of_rank);
     free(c->device);
     free(c->slowdown);
+    free(c->file_rank);
     device_table_free(&c->devices);
     c->host_names = NULL;
     c->sg_hosts = NULL;
     c->node_of_rank = NULL;
     c->device = NULL;
     c->slowdown = NULL;
-    c->n_gpus = c->n_nodes = 0;
+    c->file_rank = NULL;
+    c->n_gpus = c->n_nodes = c->file_gpus = 0;
+}
+
+int cluster_view(const cluster *c, const int *ranks, int n, const char *option, cluster *view,
+                 ps_error *err)
+{
+    int total = c->n_gpus;
+    unsigned char *taken = xcalloc((size_t)total, 1);
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= total) {
+            free(taken);
+            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, NULL,
+                                "%s: GPU %d is not in the cluster (%s has GPUs 0-%d)", option,
+                                ranks[i], c->file, total - 1);
+        }
+        if (taken[ranks[i]]++) {
+            free(taken);
+            return ps_error_set(err, PS_EINPUT, NULL, 0, 0, NULL, "%s: GPU %d is listed twice",
+                                option, ranks[i]);
+        }
+    }
+    free(taken);
+    *view = *c; /* the file's name, the device table (shared) */
+    view->n_gpus = n;
+    view->host_names = xcalloc((size_t)n, sizeof *view->host_names);
+    view->sg_hosts = xcalloc((size_t)n, sizeof *view->sg_hosts);
+    view->node_of_rank = xcalloc((size_t)n, sizeof *view->node_of_rank);
+    view->device = xcalloc((size_t)n, sizeof *view->device);
+    view->slowdown = xcalloc((size_t)n, sizeof *view->slowdown);
+    view->file_rank = xcalloc((size_t)n, sizeof *view->file_rank);
+    view->file_gpus = c->file_gpus ? c->file_gpus : total;
+    int *node_new = xmalloc((size_t)(c->n_nodes > 0 ? c->n_nodes : 1) * sizeof *node_new);
+    for (int k = 0; k < c->n_nodes; k++)
+        node_new[k] = -1;
+    view->n_nodes = 0;
+    for (int i = 0; i < n; i++) {
+        int r = ranks[i], old = c->node_of_rank[r];
+        view->file_rank[i] = c->file_rank ? c->file_rank[r] : r;
+        view->host_names[i] = xstrdup(c->host_names[r]);
+        view->sg_hosts[i] = c->sg_hosts[r];
+        view->device[i] = c->device[r];
+        view->slowdown[i] = c->slowdown[r];
+        if (node_new[old] < 0)
+            node_new[old] = view->n_nodes++;
+        view->node_of_rank[i] = node_new[old];
+    }
+    free(node_new);
+    return 0;
+}
+
+void cluster_view_free(cluster *view)
+{
+    memset(&view->devices, 0, sizeof view->devices); /* the cluster's */
+    cluster_free(view);
+}
+
+void cluster_selected_text(const cluster *c, char *buf, size_t size)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->n_gpus && k + 1 < size;) {
+        int a = c->file_rank ? c->file_rank[i] : i, j = i;
+        while (j + 1 < c->n_gpus && (c->file_rank ? c->file_rank[j + 1] : j + 1) == a + (j + 1 - i))
+            j++;
+        int b = a + (j - i);
+        char part[32];
+        int m = a == b ? snprintf(part, sizeof part, "%s%d", i ? "," : "", a)
+                       : snprintf(part, sizeof part, "%s%d-%d", i ? "," : "", a, b);
+        if (k + (size_t)m + 4 >= size) {
+            snprintf(buf + k, size - k, "...");
+            return;
+        }
+        memcpy(buf + k, part, (size_t)m + 1);
+        k += (size_t)m;
+        i = j + 1;
+    }
 }
 
 int cluster_scale_bandwidth(const cluster *c, double factor)

@@ -124,6 +124,10 @@ typedef struct cluster {
      * error naming the file and host. */
     double *slowdown;
     device_table devices;
+    /* What the plan takes of the file's GPUs (cluster_select): the file's GPU count, and each
+     * rank's rank in the file ([n_gpus]; NULL while the plan takes every GPU in file order). */
+    int file_gpus;
+    int *file_rank;
 } cluster;
 
 /* Load the platform into the engine cluster_engine_start started (below; loading before is a
@@ -144,6 +148,20 @@ int cluster_load(const char *platform_path, const char *data_dir, cluster *out, 
 #define CLUSTER_LINK_BW_MAX      1e16
 #define CLUSTER_LINK_LATENCY_MAX 1.0
 void cluster_free(cluster *c);
+
+/* *view: the GPUs ranks[0..n) of c (distinct ranks of c, each below c->n_gpus) as ranks
+ * 0..n-1 in that order: a plan on part of a cluster. Nodes are numbered again densely in order
+ * of first use; the platform keeps every host and link (the others sit idle), and the view
+ * shares c's device table and platform: free it with cluster_view_free, before c.
+ * view->file_gpus and view->file_rank say what it took of the file. A bad list is a PS_EINPUT
+ * error whose message starts with `option`: a rank outside the cluster, one listed twice. */
+int cluster_view(const cluster *c, const int *ranks, int n, const char *option, cluster *view,
+                 ps_error *err);
+void cluster_view_free(cluster *view);
+
+/* "0-7", "0-3,8-11": the file ranks c's GPUs are (a contiguous run is written as a range);
+ * at most size - 1 characters, cut with "..." when longer. */
+void cluster_selected_text(const cluster *c, char *buf, size_t size);
 
 /* The platform route from rank a's GPU to rank b's: its bottleneck bandwidth (bytes/s, the
  * smallest over its links; INFINITY for a == b or a route without links) and its total latency
