@@ -19,7 +19,7 @@ static void overview(FILE *f)
     for (int i = 0; i < N_COMMANDS; i++)
         fputs(commands[i]->synopsis, f);
     fputs(
-        "  protosim --version\n"
+        "  protosim --version           the version and the data directory it reads\n"
         "  protosim SUBCOMMAND --help   the subcommand's options (also: protosim help SUBCOMMAND)\n"
         "subcommands: run (simulate one plan), replay (a profiler trace), compare (a trace beside\n"
         "  the plan's prediction), profile (measured op times from traces), cluster (write a\n"
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
         if (!strcmp(cmd, commands[i]->name))
             return commands[i]->main(argc - 2, argv + 2);
     if (!strcmp(cmd, "--version")) {
-        printf("protosim %s\n", PROTOSIM_VERSION);
+        printf("protosim %s\ndata: %s\n", PROTOSIM_VERSION, ps_data_dir());
         return 0;
     }
     if (cli_is_help(cmd) || !strcmp(cmd, "help")) {

@@ -3,9 +3,12 @@
 #include "vocab.h"
 
 #include <assert.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 const enum_names precision_names = ENUM_NAMES(precision_table);
@@ -45,10 +48,41 @@ int precision_parse(const char *s, precision_t *out)
     return 0;
 }
 
+/* Whether dir holds the bundled device table (the one file every command reads). */
+static int has_data(const char *dir)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/topology/devices/devices.yaml", dir);
+    return access(path, R_OK) == 0;
+}
+
 const char *ps_data_dir(void)
 {
     const char *d = getenv("PROTOSIM_DATA_DIR");
-    return d && *d ? d : PROTOSIM_SOURCE_DIR;
+    if (d && *d)
+        return d;
+    static char found[PATH_MAX + 32];
+    if (found[0])
+        return found;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0'; /* BIN */
+            slash = strrchr(exe, '/');
+            if (slash) {
+                *slash = '\0'; /* BIN/.. */
+                snprintf(found, sizeof found, "%s/share/protosim", exe[0] ? exe : "");
+                if (has_data(found))
+                    return found;
+            }
+        }
+    }
+    snprintf(found, sizeof found, "%s",
+             has_data(PROTOSIM_INSTALL_DATA_DIR) ? PROTOSIM_INSTALL_DATA_DIR : PROTOSIM_SOURCE_DIR);
+    return found;
 }
 
 double ps_now_s(void)

@@ -30,8 +30,11 @@ int enum_parse(enum_names t, const char *s);
 
 extern const enum_names precision_names;
 
-/* Where bundled data (workloads/models, topology/devices, topology/clusters) lives:
- * $PROTOSIM_DATA_DIR when set, else the source tree the binary was built from. */
+/* Where bundled data (workloads/models, topology/devices, topology/clusters, strategies/examples)
+ * lives: $PROTOSIM_DATA_DIR when set; else an installed tree beside the binary, BIN/../share/
+ * protosim (meson install, --destdir or a moved prefix included), when it holds
+ * topology/devices/devices.yaml; else the install prefix's share/protosim when it does; else the
+ * source tree the binary was built from. Found once per process. */
 const char *ps_data_dir(void);
 
 /* Monotonic host seconds, for the wall-clock timings reports give of their own steps. */
