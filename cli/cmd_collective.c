@@ -31,8 +31,9 @@ const cli_command cli_collective = {
     "  --op OP                 allreduce (default), reduce-scatter, all-gather or all-to-all\n"
     "                          (sizes are per-rank buffers; all-gather: the gathered output)\n"
     "  --algo ALGO             all-reduce algorithm, as NCCL_ALGO: auto (default: the least\n"
-    "                          predicted time, as NCCL's tuner picks), ring, tree (across\n"
-    "                          nodes) or nvls (NVLink SHARP, one H100/H200 NVSwitch node)\n"
+    "                          predicted time, as NCCL's tuner picks), ring, tree (double\n"
+    "                          binary tree across nodes, a chain inside one) or nvls\n"
+    "                          (NVLink SHARP, one H100/H200 NVSwitch node)\n"
     "  --csv OUT               write CSV rows bytes,time_s,algbw_GBps,busbw_GBps,algo to OUT\n"
     "                          ('-': stdout) instead of the table\n"
     "  --help, -h              this help\n",

@@ -223,10 +223,34 @@ typedef struct run_counted {
     unsigned char *counted;
 } run_counted;
 
+/* --nccl-algo picks the all-reduce algorithm: on a plan without an all-reduce over two GPUs or
+ * more it changes nothing, and says so. */
+static void warn_algo_unused(const run_args *a, const exec_graph *g)
+{
+    if (!a->algo || a->hopt.algo == COLL_ALGO_AUTO)
+        return;
+    unsigned kinds = 0;
+    for (uint32_t k = 0; k < g->n_colls; k++)
+        if (g->groups[g->colls[k].group].n >= 2)
+            kinds |= 1u << g->colls[k].kind;
+    if (kinds & 1u << COLL_ALLREDUCE)
+        return;
+    char list[96] = "";
+    for (int k = 0; k <= COLL_ALLTOALL; k++)
+        if (kinds & 1u << k)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                     coll_kind_name((coll_kind)k));
+    fprintf(stderr,
+            "protosim: warning: --nccl-algo %s changes nothing: the plan has no all-reduce over "
+            "two GPUs or more (%s%s), and NCCL's other collectives have one algorithm each\n",
+            a->algo, list[0] ? "its collectives: " : "no collectives", list);
+}
+
 static int count_links(void *ctx, const compiled_plan *plan, ps_error *err)
 {
     run_counted *rc = ctx;
     run_args *a = rc->a;
+    warn_algo_unused(a, plan->graph);
     if (!a->trace_filter.ranks && !(a->trace && !a->no_trace_links))
         return RUN_SIMULATE;
     rc->counted = xcalloc((size_t)plan->gpus, 1);

@@ -731,11 +731,31 @@ START_TEST(run_nccl_algo_is_checked_against_the_groups)
     run_result r = run_protosim(dir, ring);
     expect_exit(&r, 0);
     run_free(&r);
+    /* NCCL runs the tree inside one node too (a chain): dgx4's groups take it (issue 30) */
     const char *tree[] = {"run", st, "--cluster", cl, "--nccl-algo", "tree", "-q", NULL};
     r = run_protosim(dir, tree);
-    expect_exit(&r, 1);
-    ck_assert_msg(strstr(r.err, "tree algorithm needs a group on two nodes"), "%s", r.err);
+    expect_exit(&r, 0);
     run_free(&r);
+    /* 12 GPUs of two 8-GPU nodes: 8 on one, 4 on the other, no tree */
+    char *two = src_path("topology/clusters/dgx-a100-2node.xml");
+    const char *uneven[] = {"collective", "--cluster", two,      "--gpus", "12",
+                            "--sizes",    "1G",        "--algo", "tree",   NULL};
+    r = run_protosim(dir, uneven);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "this 12-GPU group has unequal nodes"), "%s", r.err);
+    run_free(&r);
+    /* a plan without an all-reduce (ZeRO-3: reduce-scatter and all-gather) runs, and says that
+     * --nccl-algo changes nothing */
+    char *z3 = src_path("strategies/examples/gpt3-6.7b-zero3-8gpu.yaml");
+    const char *none[] = {"run", z3, "--cluster", two, "--nccl-algo", "ring", "-q", NULL};
+    r = run_protosim(dir, none);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.err, "warning: --nccl-algo ring changes nothing: the plan has no "
+                                "all-reduce over two GPUs or more (its collectives: "
+                                "reduce-scatter, all-gather)"),
+                  "%s", r.err);
+    run_free(&r);
+    free(two), free(z3);
     const char *bad[] = {"run", st, "--cluster", cl, "--nccl-algo", "rings", NULL};
     r = run_protosim(dir, bad);
     expect_exit(&r, 1);
@@ -975,6 +995,60 @@ START_TEST(run_on_part_of_a_cluster)
 }
 END_TEST
 
+/* The tree inside one node (issue 30) on two GPUs joined by one 100 GB/s split-duplex link: two
+ * channels, each a chain a-b both ways carrying half of S, so S = 1 GB each way at the protocol
+ * efficiency 0.71, after the launch (40 us) and 2 (k - 1) = 2 steps of 0.5 us: 40e-6 + 1e-6 +
+ * 1e9 / (0.71 x 100e9) = 14.1255 ms, what the ring takes too (one ring a-b-a, S each way, 2 steps). */
+START_TEST(tree_inside_one_node_by_hand)
+{
+    char *dir = make_tmpdir();
+    char *cl = src_path("tests/data/cluster/two_gpus.xml");
+    const double want = 40e-6 + 2 * 0.5e-6 + 1e9 / (0.71 * 100e9);
+    const char *algos[2] = {"tree", "ring"};
+    for (int k = 0; k < 2; k++) {
+        const char *args[] = {"collective", "--cluster", cl,       "--gpus", "2", "--sizes",
+                              "1G",         "--algo",    algos[k], "--csv",  "-", NULL};
+        run_result r = run_protosim(dir, args);
+        expect_exit(&r, 0);
+        const char *row = strchr(r.out, '\n');
+        ck_assert_ptr_nonnull(row);
+        double t = strtod(strchr(row + 1, ',') + 1, NULL);
+        ck_assert_msg(fabs(t - want) < 1e-9, "%s: %.9g s, by hand %.9g s", algos[k], t, want);
+        ck_assert_ptr_nonnull(strstr(row, algos[k]));
+        run_free(&r);
+    }
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* The summary's simulator line gives the host's whole time, not the engine's alone (issue 30:
+ * 32,768 micro-batches took seconds to build and sum while it said 0.017 s): host = compile +
+ * simulate + summarize, each printed to the millisecond, and simulate holds the engine's time. */
+START_TEST(run_reports_its_host_time)
+{
+    char *dir = make_tmpdir();
+    char *st = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    const char *args[] = {"run", st, "--cluster", cl, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    const char *line = strstr(r.out, "  simulator ");
+    ck_assert_ptr_nonnull(line);
+    const char *in = strstr(line, " activities in "), *host = strstr(line, "; host ");
+    ck_assert_msg(in && host, "%s", line);
+    double engine = strtod(in + strlen(" activities in "), NULL), total, c, sim, sum;
+    ck_assert_int_eq(sscanf(host, "; host %lf s: compile %lf, simulate %lf, summarize %lf", &total,
+                            &c, &sim, &sum),
+                     4);
+    ck_assert_msg(fabs(total - (c + sim + sum)) <= 0.0015, "%s", line);
+    ck_assert_msg(sim + 0.0005 >= engine, "simulate %.3f s < the engine's %.3f s", sim, engine);
+    run_free(&r);
+    free(st), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 START_TEST(man_page_and_completion_cover_every_option)
 {
     char *dir = make_tmpdir();
@@ -1101,6 +1175,8 @@ static Suite *cli_suite(void)
                                   sweep_progress_lines_off_a_terminal,
                                   replay_priority_gradients_report,
                                   run_on_part_of_a_cluster,
+                                  tree_inside_one_node_by_hand,
+                                  run_reports_its_host_time,
                                   NULL};
     return suite_of("cli", "cli", 60, tests);
 }

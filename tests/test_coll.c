@@ -324,20 +324,29 @@ START_TEST(all_to_all_v_moves_each_pairs_bytes)
 END_TEST
 
 /* Forcing an algorithm a group cannot run is an input error before anything runs: the tree on
- * one node, NVLS on A100s. */
+ * nodes of unequal members (12 GPUs of two 8-GPU nodes), NVLS on A100s. The tree inside one
+ * node runs (NCCL's chain): on dgx4's NVSwitch each GPU's port carries 2(k-1)/k S each way, as
+ * in the ring, in as many steps, so the two take the same time. */
 START_TEST(forced_algorithm_must_fit_the_group)
 {
     cluster c;
-    sim_load("topology/clusters/dgx4.xml", &c);
+    sim_load("topology/clusters/dgx-a100-2node.xml", &c);
     htae_options o = sim_bare_options();
-    double sizes[1] = {1 * GB}, times[1];
+    double sizes[1] = {1 * GB}, times[1], ring[1];
     ps_error err;
     ps_error_clear(&err);
     o.algo = COLL_ALGO_TREE;
-    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, NULL, &err),
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 12, sizes, 1, &o, times, NULL, &err),
                      PS_EINPUT);
     ck_assert_str_eq(err.field, "algo");
-    ck_assert_ptr_nonnull(strstr(err.message, "one node"));
+    ck_assert_ptr_nonnull(strstr(err.message, "unequal nodes"));
+    ps_error_clear(&err);
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, NULL, &err),
+                     0);
+    o.algo = COLL_ALGO_RING;
+    ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, ring, NULL, &err),
+                     0);
+    ck_assert_double_eq_tol(times[0], ring[0], 1e-9);
     o.algo = COLL_ALGO_NVLS;
     ps_error_clear(&err);
     ck_assert_int_eq(htae_time_collectives(&c, COLL_ALLREDUCE, 4, sizes, 1, &o, times, NULL, &err),

@@ -93,7 +93,9 @@ coll_group *htae_coll_group_create(const cluster *c, const sg_host_t *hosts_by_r
     if (n < 2)
         return gp;
     htae_pattern_build_ring(gp);
-    if (gp->m >= 2 && gp->k >= 1) {
+    /* the tree inside one node (NCCL runs it there too: a chain) only when asked for: NCCL's
+     * tuner never prefers it there, and auto leaves it out (see the header comment) */
+    if (gp->k >= 1 && (gp->m >= 2 || opt->algo == COLL_ALGO_TREE)) {
         htae_pattern_build_tree(gp);
         gp->has_tree = 1;
     }
@@ -130,9 +132,9 @@ int htae_coll_check(const coll_group *gp, coll_kind kind, coll_algo algo, ps_err
         return 0; /* forcing applies to all-reduce; the others have one algorithm each */
     if (algo == COLL_ALGO_TREE && !gp->has_tree)
         return ps_error_set(err, PS_EINPUT, NULL, 0, 0, "algo",
-                            "the tree algorithm needs a group on two nodes or more with as many "
-                            "members on each; this %d-GPU group %s",
-                            gp->n, gp->m < 2 ? "is on one node" : "has unequal nodes");
+                            "the tree algorithm needs as many members on each node of the "
+                            "group; this %d-GPU group has unequal nodes",
+                            gp->n);
     if (algo == COLL_ALGO_NVLS && !gp->has_nvls)
         return ps_error_set(
             err, PS_EINPUT, NULL, 0, 0, "algo",

@@ -14,13 +14,15 @@
  *   ring in group order. All-reduce moves 2(n-1)/n S per edge in 2(n-1) steps, reduce-scatter
  *   and all-gather (n-1)/n S in n-1; of the steps, 2(m-1) (or m-1) cross nodes, as NCCL's tuner
  *   counts them. Each step costs coll_step_s plus its route's latency.
- * - tree (all-reduce across m >= 2 nodes of k members each): NCCL's double binary tree: two
+ * - tree (all-reduce over m nodes of k members each): NCCL's double binary tree: two
  *   binary trees over the nodes, the second the mirror image of the first (node i -> m-1-i), so
  *   a node that is inner in one is mostly a leaf in the other; each carries half the buffer,
  *   reduced up and broadcast down at once (pipelined). Inside each node a chain from the tree's
  *   head. k channels: channel c's chain starts at local index c and its tree edges join the
  *   local-c GPUs (one NIC per channel). Weights: chain edges 1/k each way, tree edges 1/(2k)
- *   each way per tree. Latency: 2((k-1) intra steps + floor(log2 m) inter steps).
+ * *   each way per tree. Latency: 2((k-1) intra steps + floor(log2 m) inter steps). On one
+ *   node (m = 1; built when --nccl-algo tree forces it) only the chains remain: k chains, each
+ *   edge 1/k each way, 2(k-1) steps.
  * - NVLS (all-reduce inside one NVSwitch node of NVLS-capable GPUs, k members): the switch
  *   reduces. Member i owns S/k: the switch pulls every member's copy of each share (S out of
  *   each GPU), hands i the reduced share (S/k in), i multicasts it back (S/k out, S in each).

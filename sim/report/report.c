@@ -18,12 +18,17 @@ static int by_start(const void *x, const void *y)
     return (p->a > q->a) - (p->a < q->a);
 }
 
-/* Sort and merge overlapping intervals in place; returns the new count. */
+/* Sort and merge overlapping intervals in place; returns the new count. A stream's tasks come
+ * in start order already: the sort is skipped when nothing is out of order. */
 static int merge(interval *v, int n)
 {
     if (n == 0)
         return 0;
-    qsort(v, (size_t)n, sizeof *v, by_start);
+    int sorted = 1;
+    for (int i = 1; i < n && sorted; i++)
+        sorted = v[i - 1].a <= v[i].a;
+    if (!sorted)
+        qsort(v, (size_t)n, sizeof *v, by_start);
     int m = 0;
     for (int i = 1; i < n; i++) {
         if (v[i].a <= v[m].b) {
@@ -42,6 +47,22 @@ static double total(const interval *v, int n)
     for (int i = 0; i < n; i++)
         s += v[i].b - v[i].a;
     return s;
+}
+
+/* The union of two merged unions into out (room for na + nb), merged; returns its count. */
+static int union_of(const interval *a, int na, const interval *b, int nb, interval *out)
+{
+    int i = 0, j = 0, m = 0;
+    while (i < na || j < nb) {
+        interval x = j >= nb || (i < na && a[i].a <= b[j].a) ? a[i++] : b[j++];
+        if (m > 0 && x.a <= out[m - 1].b) {
+            if (x.b > out[m - 1].b)
+                out[m - 1].b = x.b;
+        } else {
+            out[m++] = x;
+        }
+    }
+    return m;
 }
 
 /* Length of the part of union `u` that lies inside union `w` (both merged). */
@@ -113,10 +134,15 @@ static void breakdown(const report_plan *p, const htae_result *r, int rank, doub
     }
     interval *comp = xmalloc((size_t)(nc + 1) * sizeof *comp);
     interval *comm = xmalloc((size_t)(nm + 1) * sizeof *comm);
+    interval *run = xmalloc((size_t)(nm + 1) * sizeof *run);
+    interval *both = xmalloc((size_t)(nm + 1) * sizeof *both);
     nc = nm = 0;
     memset(s->comm_s, 0, sizeof s->comm_s);
+    /* each stream's union (in start order: linear), the communication streams' joined two at
+     * a time (linear each) */
     for (int st = 0; st < g->n_streams; st++) {
         uint32_t i = (uint32_t)rank * (uint32_t)g->n_streams + (uint32_t)st;
+        int nr = 0;
         for (uint32_t k = g->stream_first[i]; k < g->stream_first[i + 1]; k++) {
             uint32_t t = g->stream_tasks[k];
             interval iv = {r->start[t], r->end[t]};
@@ -124,21 +150,27 @@ static void breakdown(const report_plan *p, const htae_result *r, int rank, doub
             if (st == STREAM_COMPUTE) {
                 comp[nc++] = iv;
             } else {
-                comm[nm++] = iv;
+                run[nr++] = iv;
                 s->comm_s[g->tasks[t].category] += iv.b - iv.a;
             }
         }
+        if (st == STREAM_COMPUTE || nr == 0)
+            continue;
+        nr = merge(run, nr);
+        nm = union_of(comm, nm, run, nr, both);
+        interval *swap = comm;
+        comm = both;
+        both = swap;
     }
+    free(run);
+    free(both);
     nc = merge(comp, nc);
-    nm = merge(comm, nm);
     double T = r->makespan;
     s->fig.compute_s = total(comp, nc);
     s->fig.exposed_comm_s = total(comm, nm) - overlap(comm, nm, comp, nc);
 
     interval *all = xmalloc((size_t)(nc + nm + 1) * sizeof *all);
-    memcpy(all, comp, (size_t)nc * sizeof *all);
-    memcpy(all + nc, comm, (size_t)nm * sizeof *all);
-    int na = merge(all, nc + nm);
+    int na = union_of(comp, nc, comm, nm, all);
     double idle_total = T - total(all, na);
     double idle_in_flush = flush - busy_before(all, na, flush);
     s->fig.bubble_s = p->pp > 1 ? idle_in_flush : 0.0;
