@@ -9,11 +9,16 @@
 #include "../sim/base/error.h"
 #include "../sim/engine/htae.h"
 
+struct cli_option;
 typedef struct cli_command {
     const char *name;     /* "run" */
     const char *synopsis; /* "protosim run STRATEGY.yaml --cluster CLUSTER.xml [...]" lines */
     const char *details;  /* what it does and each option, for `protosim NAME --help` */
     int (*main)(int argc, char **argv); /* argv: the arguments after the subcommand's name */
+    /* its options, the one table: its parser reads it, `protosim help --options NAME` lists it
+     * (the bash completion asks), tests/test_cli.c holds --help, the manual page and the
+     * guides in docs/ to it */
+    const struct cli_option *options;
 } cli_command;
 
 extern const cli_command cli_run, cli_replay, cli_profile, cli_cluster, cli_collective, cli_sweep,

@@ -13,52 +13,6 @@
 
 static int cluster_main(int argc, char **argv);
 
-const cli_command cli_cluster = {
-    "cluster",
-    "  protosim cluster KIND --nodes N [-o FILE] [--format yaml|xml] [--gpu MODEL] [--nics N]\n"
-    "               [--nic-gbps GBPS] [--gpus-per-node N] [--fabric fat-tree|rail]\n"
-    "               [--nodes-per-leaf K] [--oversubscription X]\n"
-    "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
-    "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE] [--format F]\n"
-    "               [--nics N] [--nic-gbps GBPS] [--fabric F] [--nodes-per-leaf K]\n"
-    "               [--oversubscription X]\n",
-    "writes a cluster of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node, NICs on\n"
-    "a fat-tree or rail-optimized fabric), of node groups of different kinds, or of N copies of\n"
-    "the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs), for run and sweep.\n"
-    "By default it is a cluster description (YAML: each node model once, a few kilobytes at any\n"
-    "size, loaded in a fraction of a second); --format xml, or -o FILE.xml, writes the same\n"
-    "cluster as a SimGrid XML platform with every route listed (megabytes for thousands of "
-    "nodes).\n"
-    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100, dgx-h200 or\n"
-    "                          dgx-b200\n"
-    "options:\n"
-    "  --nodes N               number of nodes (required with KIND, N >= 1; default 1 with\n"
-    "                          --from-hwloc); or KIND:N[,KIND:N...]: groups of N nodes of KIND,\n"
-    "                          numbered in the order given (no KIND)\n"
-    "  --from-hwloc FILE       the node from an hwloc XML export of one machine (lstopo --of\n"
-    "                          xml, hwloc 2.x; no KIND); a summary of the import goes to stderr\n"
-    "  --gpu NAME              the device-table GPU (devices.yaml, --devices) of every\n"
-    "                          GPU, instead of the KIND's (e.g. dgx-a100 --gpu A100-SXM4-40GB)\n"
-    "                          or the name hwloc reports\n"
-    "  -o FILE                 write to FILE (default: stdout)\n"
-    "  --format F              yaml (a cluster description) or xml (a SimGrid platform); default:\n"
-    "                          xml when FILE ends in .xml, else yaml\n"
-    "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
-    "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
-    "  --gpus-per-node N       GPUs per node (at most 72; a cluster has at most 131072 GPUs)\n"
-    "  --fabric F              fat-tree (default: each node's NICs on one leaf switch, leaves\n"
-    "                          joined by spines) or rail (rail-optimized, as DGX SuperPOD: NIC i\n"
-    "                          of every node of a scalable unit on leaf i; cross-rail traffic\n"
-    "                          moves over NVLink to the destination's rail first, as NCCL's PXN)\n"
-    "  --nodes-per-leaf K      nodes per leaf switch (fat-tree; default 32 / NICs per node) or "
-    "per\n"
-    "                          scalable unit (rail; default 32)\n"
-    "  --oversubscription X    leaf uplinks carry 1/X of their nodes' NIC bandwidth (X >= 1;\n"
-    "                          default 1: non-blocking)\n"
-    "  --help, -h              this help\n",
-    cluster_main,
-};
-
 typedef struct cluster_args {
     const char *kind, *out_path, *hwloc, *gpu;
     int format_given;
@@ -146,6 +100,53 @@ static const cli_option cluster_options[] = {
      .parse = parse_fabric},
     CLUSTER_COUNT("--nodes-per-leaf", nodes_per_leaf, PS_MAX_GPUS),
     {0},
+};
+
+const cli_command cli_cluster = {
+    "cluster",
+    "  protosim cluster KIND --nodes N [-o FILE] [--format yaml|xml] [--gpu MODEL] [--nics N]\n"
+    "               [--nic-gbps GBPS] [--gpus-per-node N] [--fabric fat-tree|rail]\n"
+    "               [--nodes-per-leaf K] [--oversubscription X]\n"
+    "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
+    "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE] [--format F]\n"
+    "               [--nics N] [--nic-gbps GBPS] [--fabric F] [--nodes-per-leaf K]\n"
+    "               [--oversubscription X]\n",
+    "writes a cluster of N DGX nodes (NVSwitch or DGX-1 hybrid cube-mesh inside a node, NICs on\n"
+    "a fat-tree or rail-optimized fabric), of node groups of different kinds, or of N copies of\n"
+    "the node an hwloc export describes (GPUs, NVLink, PCIe switches, NICs), for run and sweep.\n"
+    "By default it is a cluster description (YAML: each node model once, a few kilobytes at any\n"
+    "size, loaded in a fraction of a second); --format xml, or -o FILE.xml, writes the same\n"
+    "cluster as a SimGrid XML platform with every route listed (megabytes for thousands of "
+    "nodes).\n"
+    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100, dgx-h200 or\n"
+    "                          dgx-b200\n"
+    "options:\n"
+    "  --nodes N               number of nodes (required with KIND, N >= 1; default 1 with\n"
+    "                          --from-hwloc); or KIND:N[,KIND:N...]: groups of N nodes of KIND,\n"
+    "                          numbered in the order given (no KIND)\n"
+    "  --from-hwloc FILE       the node from an hwloc XML export of one machine (lstopo --of\n"
+    "                          xml, hwloc 2.x; no KIND); a summary of the import goes to stderr\n"
+    "  --gpu NAME              the device-table GPU (devices.yaml, --devices) of every\n"
+    "                          GPU, instead of the KIND's (e.g. dgx-a100 --gpu A100-SXM4-40GB)\n"
+    "                          or the name hwloc reports\n"
+    "  -o FILE                 write to FILE (default: stdout)\n"
+    "  --format F              yaml (a cluster description) or xml (a SimGrid platform); default:\n"
+    "                          xml when FILE ends in .xml, else yaml\n"
+    "  --nics N                NICs per node (with --from-hwloc: only for a file without NICs)\n"
+    "  --nic-gbps GBPS         bandwidth of each NIC, Gb/s (required with --from-hwloc)\n"
+    "  --gpus-per-node N       GPUs per node (at most 72; a cluster has at most 131072 GPUs)\n"
+    "  --fabric F              fat-tree (default: each node's NICs on one leaf switch, leaves\n"
+    "                          joined by spines) or rail (rail-optimized, as DGX SuperPOD: NIC i\n"
+    "                          of every node of a scalable unit on leaf i; cross-rail traffic\n"
+    "                          moves over NVLink to the destination's rail first, as NCCL's PXN)\n"
+    "  --nodes-per-leaf K      nodes per leaf switch (fat-tree; default 32 / NICs per node) or "
+    "per\n"
+    "                          scalable unit (rail; default 32)\n"
+    "  --oversubscription X    leaf uplinks carry 1/X of their nodes' NIC bandwidth (X >= 1;\n"
+    "                          default 1: non-blocking)\n"
+    "  --help, -h              this help\n",
+    cluster_main,
+    cluster_options,
 };
 
 /* --from-hwloc: the node of the export, `nodes` copies of it on the fabric of a->o. */

@@ -15,31 +15,6 @@
 
 static int collective_main(int argc, char **argv);
 
-const cli_command cli_collective = {
-    "collective",
-    "  protosim collective --cluster CLUSTER --gpus N --sizes BYTES[,BYTES...]\n"
-    "               [--op allreduce|reduce-scatter|all-gather|all-to-all]\n"
-    "               [--algo auto|ring|tree|nvls] [--csv OUT]\n",
-    "simulates the collectives one after another on the first N GPUs (like nccl-tests) and\n"
-    "prints nccl-tests' table: size, count, type, redop, algorithm, time, algbw, busbw.\n"
-    "options:\n"
-    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
-    "                          platform (required)\n"
-    "  --gpus N                GPUs taking part (required, N >= 1)\n"
-    "  --sizes BYTES,...       message sizes in bytes (required); each an integer with an\n"
-    "                          optional K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (1024)\n"
-    "  --op OP                 allreduce (default), reduce-scatter, all-gather or all-to-all\n"
-    "                          (sizes are per-rank buffers; all-gather: the gathered output)\n"
-    "  --algo ALGO             all-reduce algorithm, as NCCL_ALGO: auto (default: the least\n"
-    "                          predicted time, as NCCL's tuner picks), ring, tree (double\n"
-    "                          binary tree across nodes, a chain inside one) or nvls\n"
-    "                          (NVLink SHARP, one H100/H200 NVSwitch node)\n"
-    "  --csv OUT               write CSV rows bytes,time_s,algbw_GBps,busbw_GBps,algo to OUT\n"
-    "                          ('-': stdout) instead of the table\n"
-    "  --help, -h              this help\n",
-    collective_main,
-};
-
 typedef struct size_list {
     double *v; /* owned */
     int n;
@@ -71,6 +46,32 @@ static const cli_option collective_options[] = {
      .max = PS_MAX_GPUS,
      .bad = "GPU count"},
     {0},
+};
+
+const cli_command cli_collective = {
+    "collective",
+    "  protosim collective --cluster CLUSTER --gpus N --sizes BYTES[,BYTES...]\n"
+    "               [--op allreduce|reduce-scatter|all-gather|all-to-all]\n"
+    "               [--algo auto|ring|tree|nvls] [--csv OUT]\n",
+    "simulates the collectives one after another on the first N GPUs (like nccl-tests) and\n"
+    "prints nccl-tests' table: size, count, type, redop, algorithm, time, algbw, busbw.\n"
+    "options:\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
+    "  --gpus N                GPUs taking part (required, N >= 1)\n"
+    "  --sizes BYTES,...       message sizes in bytes (required); each an integer with an\n"
+    "                          optional K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (1024)\n"
+    "  --op OP                 allreduce (default), reduce-scatter, all-gather or all-to-all\n"
+    "                          (sizes are per-rank buffers; all-gather: the gathered output)\n"
+    "  --algo ALGO             all-reduce algorithm, as NCCL_ALGO: auto (default: the least\n"
+    "                          predicted time, as NCCL's tuner picks), ring, tree (double\n"
+    "                          binary tree across nodes, a chain inside one) or nvls\n"
+    "                          (NVLink SHARP, one H100/H200 NVSwitch node)\n"
+    "  --csv OUT               write CSV rows bytes,time_s,algbw_GBps,busbw_GBps,algo to OUT\n"
+    "                          ('-': stdout) instead of the table\n"
+    "  --help, -h              this help\n",
+    collective_main,
+    collective_options,
 };
 
 /* 0 parsed, CLI_HELP_SHOWN, or PS_EINPUT after a usage error. */

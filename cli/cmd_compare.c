@@ -10,6 +10,28 @@
 
 static int compare_main(int argc, char **argv);
 
+#define MAX_INPUTS 1025 /* traces, then the strategy */
+
+typedef struct compare_args {
+    const char *inputs[MAX_INPUTS];
+    int n_inputs;
+    const char *cluster, *json, *csv, *gpus;
+    int quiet;
+} compare_args;
+
+static const cli_option compare_options[] = {
+    {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(compare_args, cluster)},
+    {.name = "--json", .kind = CLI_STRING, .offset = offsetof(compare_args, json)},
+    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(compare_args, csv)},
+    {.name = "--gpus", .kind = CLI_STRING, .offset = offsetof(compare_args, gpus)},
+    {.name = "--quiet",
+     .alias = "-q",
+     .kind = CLI_FLAG,
+     .offset = offsetof(compare_args, quiet),
+     .set = 1},
+    {0},
+};
+
 const cli_command cli_compare = {
     "compare",
     "  protosim compare TRACE.json[.gz]... STRATEGY.yaml --cluster CLUSTER [--json OUT.json]\n"
@@ -32,28 +54,7 @@ const cli_command cli_compare = {
     "  --help, -h              this help\n"
     "exit codes: 0 ok, 1 bad input, 3 internal error\n",
     compare_main,
-};
-
-#define MAX_INPUTS 1025 /* traces, then the strategy */
-
-typedef struct compare_args {
-    const char *inputs[MAX_INPUTS];
-    int n_inputs;
-    const char *cluster, *json, *csv, *gpus;
-    int quiet;
-} compare_args;
-
-static const cli_option compare_options[] = {
-    {.name = "--cluster", .kind = CLI_STRING, .offset = offsetof(compare_args, cluster)},
-    {.name = "--json", .kind = CLI_STRING, .offset = offsetof(compare_args, json)},
-    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(compare_args, csv)},
-    {.name = "--gpus", .kind = CLI_STRING, .offset = offsetof(compare_args, gpus)},
-    {.name = "--quiet",
-     .alias = "-q",
-     .kind = CLI_FLAG,
-     .offset = offsetof(compare_args, quiet),
-     .set = 1},
-    {0},
+    compare_options,
 };
 
 static int compare_report(const compare_args *a, const out_compare *x, ps_error *err)

@@ -19,6 +19,23 @@
 
 static int kernel_main(int argc, char **argv);
 
+typedef struct kernel_args {
+    const char *gpu, *dtype, *csv, *gemm_model, *shapes;
+    int causal, backward, warp_mma;
+} kernel_args;
+
+static const cli_option kernel_options[] = {
+    {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(kernel_args, gpu)},
+    {.name = "--dtype", .kind = CLI_STRING, .offset = offsetof(kernel_args, dtype)},
+    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(kernel_args, csv)},
+    {.name = "--gemm-model", .kind = CLI_STRING, .offset = offsetof(kernel_args, gemm_model)},
+    {.name = "--shapes", .kind = CLI_STRING, .offset = offsetof(kernel_args, shapes)},
+    {.name = "--causal", .kind = CLI_FLAG, .offset = offsetof(kernel_args, causal), .set = 1},
+    {.name = "--backward", .kind = CLI_FLAG, .offset = offsetof(kernel_args, backward), .set = 1},
+    {.name = "--warp-mma", .kind = CLI_FLAG, .offset = offsetof(kernel_args, warp_mma), .set = 1},
+    {0},
+};
+
 const cli_command cli_kernel = {
     "kernel",
     "  protosim kernel gemm M N K | bmm B M N K | attention B H S D | norm N |\n"
@@ -53,23 +70,7 @@ const cli_command cli_kernel = {
     "                      separated by blanks, '#' comments), a row or block each, in order\n"
     "  --help, -h          this help\n",
     kernel_main,
-};
-
-typedef struct kernel_args {
-    const char *gpu, *dtype, *csv, *gemm_model, *shapes;
-    int causal, backward, warp_mma;
-} kernel_args;
-
-static const cli_option kernel_options[] = {
-    {.name = "--gpu", .kind = CLI_STRING, .offset = offsetof(kernel_args, gpu)},
-    {.name = "--dtype", .kind = CLI_STRING, .offset = offsetof(kernel_args, dtype)},
-    {.name = "--csv", .kind = CLI_STRING, .offset = offsetof(kernel_args, csv)},
-    {.name = "--gemm-model", .kind = CLI_STRING, .offset = offsetof(kernel_args, gemm_model)},
-    {.name = "--shapes", .kind = CLI_STRING, .offset = offsetof(kernel_args, shapes)},
-    {.name = "--causal", .kind = CLI_FLAG, .offset = offsetof(kernel_args, causal), .set = 1},
-    {.name = "--backward", .kind = CLI_FLAG, .offset = offsetof(kernel_args, backward), .set = 1},
-    {.name = "--warp-mma", .kind = CLI_FLAG, .offset = offsetof(kernel_args, warp_mma), .set = 1},
-    {0},
+    kernel_options,
 };
 
 /* The kernels: their names and how many numbers follow. */

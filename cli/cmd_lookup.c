@@ -11,32 +11,6 @@
 
 static int lookup_main(int argc, char **argv);
 
-const cli_command cli_lookup = {
-    "lookup",
-    "  protosim lookup --device NAME --tables N --rows R --dim D --batch B --ids LAW\n"
-    "               --update sgd|adagrad|adam [--pooling P] [--precision fp32|fp16|bf16]\n"
-    "               [--csv OUT]\n",
-    "times one FBGEMM-style table-batched embedding kernel of N identical tables on one GPU:\n"
-    "the forward (gather and sum-pool) and the backward with the fused optimizer update, from\n"
-    "the id law (docs/cost-model.md, \"DLRM\"). Prints the distinct rows per table, HBM bytes\n"
-    "and times.\n"
-    "options:\n"
-    "  --device NAME       a GPU of the device table (devices.yaml, --devices) with l2_mib\n"
-    "                      (required)\n"
-    "  --tables N          tables in the kernel (required)\n"
-    "  --rows R            rows per table (required)\n"
-    "  --dim D             embedding dimension (required)\n"
-    "  --batch B           samples (bags per table) (required)\n"
-    "  --pooling P         ids per sample per table (default 1: one lookup per bag)\n"
-    "  --ids LAW           uniform, zipf:ALPHA or unique:RATIO (required)\n"
-    "  --update OPT        the optimizer fused into the backward (required)\n"
-    "  --precision P       table precision (default fp32, as FBGEMM's default)\n"
-    "  --csv OUT           one CSV row fwd_s,bwd_s,unique_rows,fwd_bytes,bwd_bytes to OUT\n"
-    "                      ('-': stdout) instead of the text\n"
-    "  --help, -h          this help\n",
-    lookup_main,
-};
-
 typedef struct lookup_args {
     const char *device, *ids, *update, *precision, *csv;
     int tables, rows, dim, batch;
@@ -78,6 +52,33 @@ static const cli_option lookup_options[] = {
      .offset = offsetof(lookup_args, pooling),
      .bad = "pooling"},
     {0},
+};
+
+const cli_command cli_lookup = {
+    "lookup",
+    "  protosim lookup --device NAME --tables N --rows R --dim D --batch B --ids LAW\n"
+    "               --update sgd|adagrad|adam [--pooling P] [--precision fp32|fp16|bf16]\n"
+    "               [--csv OUT]\n",
+    "times one FBGEMM-style table-batched embedding kernel of N identical tables on one GPU:\n"
+    "the forward (gather and sum-pool) and the backward with the fused optimizer update, from\n"
+    "the id law (docs/cost-model.md, \"DLRM\"). Prints the distinct rows per table, HBM bytes\n"
+    "and times.\n"
+    "options:\n"
+    "  --device NAME       a GPU of the device table (devices.yaml, --devices) with l2_mib\n"
+    "                      (required)\n"
+    "  --tables N          tables in the kernel (required)\n"
+    "  --rows R            rows per table (required)\n"
+    "  --dim D             embedding dimension (required)\n"
+    "  --batch B           samples (bags per table) (required)\n"
+    "  --pooling P         ids per sample per table (default 1: one lookup per bag)\n"
+    "  --ids LAW           uniform, zipf:ALPHA or unique:RATIO (required)\n"
+    "  --update OPT        the optimizer fused into the backward (required)\n"
+    "  --precision P       table precision (default fp32, as FBGEMM's default)\n"
+    "  --csv OUT           one CSV row fwd_s,bwd_s,unique_rows,fwd_bytes,bwd_bytes to OUT\n"
+    "                      ('-': stdout) instead of the text\n"
+    "  --help, -h          this help\n",
+    lookup_main,
+    lookup_options,
 };
 
 /* --ids: uniform | zipf:ALPHA | unique:RATIO into the table's law. */

@@ -9,26 +9,6 @@
 
 static int profile_main(int argc, char **argv);
 
-const cli_command cli_profile = {
-    "profile",
-    "  protosim profile TRACE.json[.gz]... -o OPS.json [--device GPU] [--quiet]\n",
-    "records the measured GPU time of every PyTorch op (aten::mm, aten::addmm, attention,\n"
-    "layer norm, ...) that PyTorch profiler (Kineto) traces recorded with their input shapes\n"
-    "(record_shapes=True): the kernels each op launched, added, by (op, input shapes, dtype),\n"
-    "as the median of its occurrences and their count (read by run's --profile, which uses\n"
-    "them where an op of the plan matches: docs/design-notes.md, \"Profile database\").\n"
-    "options:\n"
-    "  -o, --output OPS.json   the table to write (required)\n"
-    "  --device GPU            the traces' GPU as the device table (devices.yaml, --devices)\n"
-    "                          names it\n"
-    "                          (default: from the traces' deviceProperties; required when\n"
-    "                          they have none)\n"
-    "  --quiet, -q             no summary on stdout\n"
-    "  --help, -h              this help\n"
-    "exit codes: 0 ok, 1 bad input, 3 internal error\n",
-    profile_main,
-};
-
 #define MAX_TRACES 1024
 
 typedef struct profile_args {
@@ -50,6 +30,27 @@ static const cli_option profile_options[] = {
      .offset = offsetof(profile_args, quiet),
      .set = 1},
     {0},
+};
+
+const cli_command cli_profile = {
+    "profile",
+    "  protosim profile TRACE.json[.gz]... -o OPS.json [--device GPU] [--quiet]\n",
+    "records the measured GPU time of every PyTorch op (aten::mm, aten::addmm, attention,\n"
+    "layer norm, ...) that PyTorch profiler (Kineto) traces recorded with their input shapes\n"
+    "(record_shapes=True): the kernels each op launched, added, by (op, input shapes, dtype),\n"
+    "as the median of its occurrences and their count (read by run's --profile, which uses\n"
+    "them where an op of the plan matches: docs/design-notes.md, \"Profile database\").\n"
+    "options:\n"
+    "  -o, --output OPS.json   the table to write (required)\n"
+    "  --device GPU            the traces' GPU as the device table (devices.yaml, --devices)\n"
+    "                          names it\n"
+    "                          (default: from the traces' deviceProperties; required when\n"
+    "                          they have none)\n"
+    "  --quiet, -q             no summary on stdout\n"
+    "  --help, -h              this help\n"
+    "exit codes: 0 ok, 1 bad input, 3 internal error\n",
+    profile_main,
+    profile_options,
 };
 
 static int profile_main(int argc, char **argv)

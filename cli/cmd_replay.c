@@ -13,46 +13,6 @@
 
 static int replay_main(int argc, char **argv);
 
-const cli_command cli_replay = {
-    "replay",
-    "  protosim replay TRACE.json[.gz]... --cluster CLUSTER [--json OUT.json]\n"
-    "               [--trace OUT.trace.json] [--overheads OUT.json] [--what-if SPEC]...\n"
-    "               [--steps all|N] [--et ET.json]... [--quiet]\n",
-    "replays PyTorch profiler (Kineto) traces on the cluster with the executor of `run`:\n"
-    "CPU threads and CUDA streams keep their measured times, launches precede their\n"
-    "kernels, synchronizing calls wait for the GPU work they cover, NCCL kernels become\n"
-    "collectives simulated on the cluster's links. One trace: every rank of its world\n"
-    "(distributedInfo) behaves alike; several: one per rank. Prints measured against\n"
-    "predicted step, the time breakdown and the critical path. Also replays Chakra\n"
-    "execution traces (protobuf, one NAME.RANK.et per rank, comm_group.json beside them,\n"
-    "as `run --chakra` writes): compute nodes keep their durations, collectives and\n"
-    "sends run on the cluster; nothing in them is measured, so the step is predicted only.\n"
-    "options:\n"
-    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
-    "                          platform (required; ranks in order)\n"
-    "  --json OUT.json         write the report as JSON\n"
-    "  --trace OUT.trace.json  write the replayed timeline (open it at ui.perfetto.dev)\n"
-    "  --overheads OUT.json    write Lin et al.'s host overheads per op type and step\n"
-    "  --what-if SPEC          transform the replay first (repeatable, in order):\n"
-    "                          network:F (every link's bandwidth x F), scale:REGEX:F\n"
-    "                          (kernels matching the POSIX extended REGEX x F), remove:REGEX,\n"
-    "                          amp (fp32 GEMM/conv kernels at fp16 tensor-core speed),\n"
-    "                          fuse-elementwise, fuse-optimizer, device:GPU (kernels re-costed\n"
-    "                          for a devices.yaml GPU), priority:gradients[:BYTES] (P3:\n"
-    "                          gradient all-reduces first-needed first, optionally sliced;\n"
-    "                          the step is then the period of two steps)\n"
-    "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
-    "                          step is replayed, for the GPU work it leaves in flight)\n"
-    "  --et ET.json            the PyTorch execution trace (ExecutionTraceObserver) of the\n"
-    "                          run a Kineto trace recorded, one per trace in their order:\n"
-    "                          a tensor one thread writes and another reads makes the\n"
-    "                          reader wait for the writer\n"
-    "  --quiet, -q             no summary on stdout\n"
-    "  --help, -h              this help\n"
-    "exit codes: 0 ok, 1 bad input, 3 internal error\n",
-    replay_main,
-};
-
 #define MAX_TRACES   1024
 #define MAX_WHAT_IFS 32
 
@@ -130,6 +90,47 @@ static const cli_option replay_options[] = {
      .offset = offsetof(replay_args, quiet),
      .set = 1},
     {0},
+};
+
+const cli_command cli_replay = {
+    "replay",
+    "  protosim replay TRACE.json[.gz]... --cluster CLUSTER [--json OUT.json]\n"
+    "               [--trace OUT.trace.json] [--overheads OUT.json] [--what-if SPEC]...\n"
+    "               [--steps all|N] [--et ET.json]... [--quiet]\n",
+    "replays PyTorch profiler (Kineto) traces on the cluster with the executor of `run`:\n"
+    "CPU threads and CUDA streams keep their measured times, launches precede their\n"
+    "kernels, synchronizing calls wait for the GPU work they cover, NCCL kernels become\n"
+    "collectives simulated on the cluster's links. One trace: every rank of its world\n"
+    "(distributedInfo) behaves alike; several: one per rank. Prints measured against\n"
+    "predicted step, the time breakdown and the critical path. Also replays Chakra\n"
+    "execution traces (protobuf, one NAME.RANK.et per rank, comm_group.json beside them,\n"
+    "as `run --chakra` writes): compute nodes keep their durations, collectives and\n"
+    "sends run on the cluster; nothing in them is measured, so the step is predicted only.\n"
+    "options:\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required; ranks in order)\n"
+    "  --json OUT.json         write the report as JSON\n"
+    "  --trace OUT.trace.json  write the replayed timeline (open it at ui.perfetto.dev)\n"
+    "  --overheads OUT.json    write Lin et al.'s host overheads per op type and step\n"
+    "  --what-if SPEC          transform the replay first (repeatable, in order):\n"
+    "                          network:F (every link's bandwidth x F), scale:REGEX:F\n"
+    "                          (kernels matching the POSIX extended REGEX x F), remove:REGEX,\n"
+    "                          amp (fp32 GEMM/conv kernels at fp16 tensor-core speed),\n"
+    "                          fuse-elementwise, fuse-optimizer, device:GPU (kernels re-costed\n"
+    "                          for a devices.yaml GPU), priority:gradients[:BYTES] (P3:\n"
+    "                          gradient all-reduces first-needed first, optionally sliced;\n"
+    "                          the step is then the period of two steps)\n"
+    "  --steps all|N           report the last N ProfilerStep spans (default: all; every\n"
+    "                          step is replayed, for the GPU work it leaves in flight)\n"
+    "  --et ET.json            the PyTorch execution trace (ExecutionTraceObserver) of the\n"
+    "                          run a Kineto trace recorded, one per trace in their order:\n"
+    "                          a tensor one thread writes and another reads makes the\n"
+    "                          reader wait for the writer\n"
+    "  --quiet, -q             no summary on stdout\n"
+    "  --help, -h              this help\n"
+    "exit codes: 0 ok, 1 bad input, 3 internal error\n",
+    replay_main,
+    replay_options,
 };
 
 /* The GPU family in a device name: "V100", "A100", "H100" (letter and three digits), or "". */

@@ -12,57 +12,6 @@
 
 static int run_main(int argc, char **argv);
 
-const cli_command cli_run = {
-    "run",
-    "  protosim run STRATEGY.yaml --cluster CLUSTER [--json OUT.json]\n"
-    "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
-    "                [--no-trace-links]]\n"
-    "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
-    "               [--profile OPS.json] [--chakra DIR] [--gpus LIST] [--quiet]\n",
-    "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
-    "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
-    "options:\n"
-    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
-    "                          platform (required)\n"
-    "  --json OUT.json         write the report as JSON\n"
-    "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev), with flow\n"
-    "                          arrows from each pipeline send to the task that consumes it\n"
-    "                          and a counter track of GB/s per link that carried traffic\n"
-    "                          (links alike share a track); a GPU folding simulated once\n"
-    "                          draws its stage's tasks, marked copy_of\n"
-    "  --trace-ranks SPEC      trace only these GPUs: ranks and inclusive ranges separated by\n"
-    "                          commas, e.g. 0-7 or 0,3,8-11 (default: every GPU); link\n"
-    "                          counters: every link with every GPU traced, else the links\n"
-    "                          between a traced GPU and the GPUs it shares a collective or\n"
-    "                          a transfer with\n"
-    "  --trace-steps N         trace only the tasks of the first N micro-batches, and those of\n"
-    "                          none (optimizer, gradient collectives) (default: all); link\n"
-    "                          counters cover the whole iteration\n"
-    "  --no-trace-links        no link counters in the trace (they take memory while\n"
-    "                          simulating: 24 bytes per flow and counted link)\n"
-    "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
-    "  --nccl-algo ALGO        all-reduce algorithm, as NCCL_ALGO: auto (default: chosen per\n"
-    "                          all-reduce as NCCL's tuner does), ring, tree or nvls; an error\n"
-    "                          if one of the plan's groups cannot run it\n"
-    "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
-    "  --no-fold               simulate every data-parallel replica and tensor-parallel\n"
-    "                          peer (default: fold those that provably behave alike)\n"
-    "  --profile OPS.json      measured op times (`protosim profile`): op passes of the plan\n"
-    "                          that match an entry on a GPU of its device take its time\n"
-    "  --chakra DIR            write the execution graph of every GPU as Chakra execution\n"
-    "                          traces (DIR/protosim.RANK.et, DIR/comm_group.json) for\n"
-    "                          ASTRA-sim and other Chakra tools; simulates every GPU\n"
-    "                          (as --no-fold) and every micro-batch\n"
-    "  --gpus LIST             the cluster's GPUs the plan runs on, in rank order: ranks and\n"
-    "                          inclusive ranges, e.g. 0-7 or 8-15,0-7 (default: all of\n"
-    "                          them, or the first N when the plan takes N of more)\n"
-    "  --quiet, -q             no summary on stdout\n"
-    "  --help, -h              this help\n"
-    "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
-    "            3 internal error\n",
-    run_main,
-};
-
 typedef struct run_args {
     const char *strategy, *cluster, *json, *trace, *csv, *algo, *profile, *chakra, *gpus;
     htae_options hopt;
@@ -113,6 +62,58 @@ static const cli_option run_options[] = {
      .offset = offsetof(run_args, quiet),
      .set = 1},
     {0},
+};
+
+const cli_command cli_run = {
+    "run",
+    "  protosim run STRATEGY.yaml --cluster CLUSTER [--json OUT.json]\n"
+    "               [--trace OUT.trace.json [--trace-ranks SPEC] [--trace-steps N]\n"
+    "                [--no-trace-links]]\n"
+    "               [--csv OUT.csv] [--nccl-algo ALGO] [--strict-memory] [--no-fold]\n"
+    "               [--profile OPS.json] [--chakra DIR] [--gpus LIST] [--quiet]\n",
+    "simulates one training iteration of the plan STRATEGY.yaml on the cluster and prints a\n"
+    "summary (iteration time, throughput, MFU, memory, time breakdown, top items).\n"
+    "options:\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
+    "  --json OUT.json         write the report as JSON\n"
+    "  --trace OUT.trace.json  write a Chrome trace (open it at ui.perfetto.dev), with flow\n"
+    "                          arrows from each pipeline send to the task that consumes it\n"
+    "                          and a counter track of GB/s per link that carried traffic\n"
+    "                          (links alike share a track); a GPU folding simulated once\n"
+    "                          draws its stage's tasks, marked copy_of\n"
+    "  --trace-ranks SPEC      trace only these GPUs: ranks and inclusive ranges separated by\n"
+    "                          commas, e.g. 0-7 or 0,3,8-11 (default: every GPU); link\n"
+    "                          counters: every link with every GPU traced, else the links\n"
+    "                          between a traced GPU and the GPUs it shares a collective or\n"
+    "                          a transfer with\n"
+    "  --trace-steps N         trace only the tasks of the first N micro-batches, and those of\n"
+    "                          none (optimizer, gradient collectives) (default: all); link\n"
+    "                          counters cover the whole iteration\n"
+    "  --no-trace-links        no link counters in the trace (they take memory while\n"
+    "                          simulating: 24 bytes per flow and counted link)\n"
+    "  --csv OUT.csv           write the plan as one CSV row (the columns of sweep --csv)\n"
+    "  --nccl-algo ALGO        all-reduce algorithm, as NCCL_ALGO: auto (default: chosen per\n"
+    "                          all-reduce as NCCL's tuner does), ring, tree or nvls; an error\n"
+    "                          if one of the plan's groups cannot run it\n"
+    "  --strict-memory         exit 2 when the plan does not fit in GPU memory\n"
+    "  --no-fold               simulate every data-parallel replica and tensor-parallel\n"
+    "                          peer (default: fold those that provably behave alike)\n"
+    "  --profile OPS.json      measured op times (`protosim profile`): op passes of the plan\n"
+    "                          that match an entry on a GPU of its device take its time\n"
+    "  --chakra DIR            write the execution graph of every GPU as Chakra execution\n"
+    "                          traces (DIR/protosim.RANK.et, DIR/comm_group.json) for\n"
+    "                          ASTRA-sim and other Chakra tools; simulates every GPU\n"
+    "                          (as --no-fold) and every micro-batch\n"
+    "  --gpus LIST             the cluster's GPUs the plan runs on, in rank order: ranks and\n"
+    "                          inclusive ranges, e.g. 0-7 or 8-15,0-7 (default: all of\n"
+    "                          them, or the first N when the plan takes N of more)\n"
+    "  --quiet, -q             no summary on stdout\n"
+    "  --help, -h              this help\n"
+    "exit codes: 0 ok, 1 bad input, 2 plan does not fit (with --strict-memory),\n"
+    "            3 internal error\n",
+    run_main,
+    run_options,
 };
 
 /* 0 parsed, CLI_HELP_SHOWN, or PS_EINPUT after a usage error. */

@@ -22,36 +22,6 @@ static int merge_main(int argc, char **argv);
     "                          else a line every 5 s and at the end\n"                             \
     "  --help, -h              this help\n"
 
-const cli_command cli_sweep = {
-    "sweep",
-    "  protosim sweep SWEEP.yaml --cluster CLUSTER [-j N] [--shard K/N] [--top N]\n"
-    "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
-    "               [--profile OPS.json] [--simulate-all]\n",
-    "enumerates the plans of a sweep file, simulates the valid ones in N worker processes and\n"
-    "ranks them by iteration time.\n"
-    "options:\n"
-    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
-    "                          platform (required)\n"
-    "  -j N, --jobs N          worker processes (default: the CPU count; at most 1024)\n"
-    "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
-    "merge)\n"
-    "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
-    "                          --profile\n"
-    "  --simulate-all          simulate every plan (default: a plan whose compiled plan equals\n"
-    "                          an already simulated one's, a twin, takes its "
-    "result)\n" OUTPUT_OPTIONS,
-    sweep_main,
-};
-
-const cli_command cli_merge = {
-    "merge",
-    "  protosim merge SHARD.json... [--top N] [--csv OUT] [--json OUT] [--plot OUT.svg]\n",
-    "re-ranks the --json outputs of the shards of one sweep (written by sweep --shard K/N).\n"
-    "Every field is checked: an error names the file and the JSON path (plans[3].schedule).\n"
-    "options:\n" OUTPUT_OPTIONS,
-    merge_main,
-};
-
 typedef struct sweep_args {
     const char *sweep, *cluster;
     sweep_options o;
@@ -101,6 +71,38 @@ static const cli_option sweep_option_table[] = {
     {.name = "--progress", .kind = CLI_FLAG, .offset = SWEEP_OPT(progress), .set = 1},
     {.name = "--no-progress", .kind = CLI_FLAG, .offset = SWEEP_OPT(progress), .set = 0},
     {0},
+};
+
+const cli_command cli_sweep = {
+    "sweep",
+    "  protosim sweep SWEEP.yaml --cluster CLUSTER [-j N] [--shard K/N] [--top N]\n"
+    "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
+    "               [--profile OPS.json] [--simulate-all]\n",
+    "enumerates the plans of a sweep file, simulates the valid ones in N worker processes and\n"
+    "ranks them by iteration time.\n"
+    "options:\n"
+    "  --cluster CLUSTER       the cluster: protosim cluster's description or a SimGrid XML\n"
+    "                          platform (required)\n"
+    "  -j N, --jobs N          worker processes (default: the CPU count; at most 1024)\n"
+    "  --shard K/N             simulate only the K-th of N slices (merge them with protosim "
+    "merge)\n"
+    "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
+    "                          --profile\n"
+    "  --simulate-all          simulate every plan (default: a plan whose compiled plan equals\n"
+    "                          an already simulated one's, a twin, takes its "
+    "result)\n" OUTPUT_OPTIONS,
+    sweep_main,
+    sweep_option_table,
+};
+
+const cli_command cli_merge = {
+    "merge",
+    "  protosim merge SHARD.json... [--top N] [--csv OUT] [--json OUT] [--plot OUT.svg]\n",
+    "re-ranks the --json outputs of the shards of one sweep (written by sweep --shard K/N).\n"
+    "Every field is checked: an error names the file and the JSON path (plans[3].schedule).\n"
+    "options:\n" OUTPUT_OPTIONS,
+    merge_main,
+    sweep_option_table + MERGE_FIRST,
 };
 
 static int sweep_main(int argc, char **argv)

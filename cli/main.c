@@ -20,7 +20,8 @@ static void overview(FILE *f)
         fputs(commands[i]->synopsis, f);
     fputs(
         "  protosim --version           the version and the data directory it reads\n"
-        "  protosim SUBCOMMAND --help   the subcommand's options (also: protosim help SUBCOMMAND)\n"
+        "  protosim SUBCOMMAND --help   the subcommand's options (also: protosim help SUBCOMMAND;\n"
+        "                               protosim help --options SUBCOMMAND: their names alone)\n"
         "subcommands: run (simulate one plan), replay (a profiler trace), compare (a trace beside\n"
         "  the plan's prediction), profile (measured op times from traces), cluster (write a\n"
         "  platform), collective (time collectives), sweep (simulate and rank many plans),\n"
@@ -86,6 +87,27 @@ static int take_devices_option(int *argc, char **argv)
     return 0;
 }
 
+/* `protosim help --options NAME`: NAME's options from its table, one a line (aliases too), then
+ * those of every subcommand; what the bash completion offers. */
+static int list_options(const char *name)
+{
+    for (int i = 0; name && i < N_COMMANDS; i++) {
+        if (strcmp(name, commands[i]->name))
+            continue;
+        for (const cli_option *o = commands[i]->options; o->name; o++) {
+            printf("%s\n", o->name);
+            if (o->alias)
+                printf("%s\n", o->alias);
+        }
+        fputs("--devices\n--help\n-h\n", stdout);
+        return 0;
+    }
+    fprintf(stderr, "protosim: error: help --options needs a subcommand (%s)\n",
+            name ? "unknown" : "none given");
+    overview(stderr);
+    return PS_EINPUT;
+}
+
 int main(int argc, char **argv)
 {
     int rc = take_devices_option(&argc, argv);
@@ -103,6 +125,13 @@ int main(int argc, char **argv)
         printf("protosim %s\ndata: %s\n", PROTOSIM_VERSION, ps_data_dir());
         return 0;
     }
+    if (!strcmp(cmd, "help") && argc > 2 && !strcmp(argv[2], "--commands")) {
+        for (int i = 0; i < N_COMMANDS; i++) /* the bash completion's list */
+            printf("%s\n", commands[i]->name);
+        return 0;
+    }
+    if (!strcmp(cmd, "help") && argc > 2 && !strcmp(argv[2], "--options"))
+        return list_options(argc > 3 ? argv[3] : NULL);
     if (cli_is_help(cmd) || !strcmp(cmd, "help")) {
         for (int i = 0; argc > 2 && i < N_COMMANDS; i++) /* protosim help SUBCOMMAND */
             if (!strcmp(argv[2], commands[i]->name))

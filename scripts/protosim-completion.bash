@@ -1,19 +1,9 @@
 # bash completion for protosim: subcommands, each subcommand's options, and files by kind
 # (.yaml strategies and sweeps, .xml clusters, .json shards, .json[.gz] traces). Installed as
-# share/bash-completion/completions/protosim. tests/test_cli.c checks that every option a
-# subcommand's --help names is in its _protosim_opts_NAME list below.
-
-_protosim_commands="run replay compare profile cluster collective sweep merge lookup kernel help"
-_protosim_opts_run="--cluster --json --trace --trace-ranks --trace-steps --no-trace-links --csv --nccl-algo --strict-memory --no-fold --profile --chakra --gpus --quiet -q --devices --help -h"
-_protosim_opts_replay="--cluster --json --trace --overheads --what-if --steps --et --quiet -q --devices --help -h"
-_protosim_opts_compare="--cluster --json --csv --gpus --quiet -q --devices --help -h"
-_protosim_opts_profile="-o --output --device --quiet -q --devices --help -h"
-_protosim_opts_cluster="--nodes -o --format --from-hwloc --gpu --nics --nic-gbps --gpus-per-node --fabric --nodes-per-leaf --oversubscription --devices --help -h"
-_protosim_opts_collective="--cluster --gpus --sizes --op --algo --csv --devices --help -h"
-_protosim_opts_sweep="--cluster -j --jobs --shard --profile --simulate-all --top --csv --json --plot --progress --no-progress --devices --help -h"
-_protosim_opts_merge="--top --csv --json --plot --progress --no-progress --devices --help -h"
-_protosim_opts_lookup="--device --tables --rows --dim --batch --pooling --ids --update --precision --csv --devices --help -h"
-_protosim_opts_kernel="--gpu --dtype --causal --warp-mma --backward --gemm-model --shapes --csv --devices --help -h"
+# share/bash-completion/completions/protosim. The subcommands and their options come from the
+# protosim being completed (`protosim help --commands`, `protosim help --options NAME`: the
+# option tables its parser reads), so they cannot drift from it; the values of options below
+# are listed here.
 
 # Files ending in one of the extensions (e.g. "yaml|yml"), and directories.
 _protosim_files()
@@ -32,8 +22,9 @@ _protosim()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
+    local bin=${COMP_WORDS[0]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "$_protosim_commands --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "$("$bin" help --commands 2>/dev/null) help --help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
@@ -63,9 +54,8 @@ _protosim()
     --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
-    local opts_var=_protosim_opts_${cmd}
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "${!opts_var}" -- "$cur"))
+        COMPREPLY=($(compgen -W "$("$bin" help --options "$cmd" 2>/dev/null)" -- "$cur"))
         return
     fi
     case $cmd in
@@ -76,7 +66,7 @@ _protosim()
     compare) _protosim_files "$cur" "json|gz|yaml|yml" ;;
     cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
     kernel) if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "gemm bmm attention norm elementwise" -- "$cur")); fi ;;
-    help) COMPREPLY=($(compgen -W "run replay compare profile cluster collective sweep merge lookup kernel" -- "$cur")) ;;
+    help) COMPREPLY=($(compgen -W "$("$bin" help --commands 2>/dev/null) --options --commands" -- "$cur")) ;;
     esac
 }
 

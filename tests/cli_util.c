@@ -114,11 +114,13 @@ void run_free(run_result *r)
 
 /* Runs PROTOSIM_BIN with args (NULL-terminated, without argv[0]) capturing stdout/stderr in
  * files under tmpdir. Fails the test if the process cannot be started. */
-run_result run_protosim(const char *tmpdir, const char *const *args)
+/* Runs bin (execvp: a path, or a name found on PATH) with args in tmpdir's files; name labels
+ * the command line in messages. */
+static run_result run_program(const char *tmpdir, const char *bin, const char *name,
+                              const char *const *args)
 {
     run_result r;
     memset(&r, 0, sizeof r);
-    const char *bin = protosim_bin();
 
     size_t nargs = 0;
     while (args[nargs])
@@ -126,7 +128,7 @@ run_result run_protosim(const char *tmpdir, const char *const *args)
     const char **argv = calloc(nargs + 2, sizeof *argv);
     ck_assert_ptr_nonnull(argv);
     argv[0] = bin;
-    size_t off = (size_t)snprintf(r.cmd, sizeof r.cmd, "protosim");
+    size_t off = (size_t)snprintf(r.cmd, sizeof r.cmd, "%s", name);
     for (size_t i = 0; i < nargs; i++) {
         argv[i + 1] = args[i];
         if (off < sizeof r.cmd)
@@ -149,8 +151,8 @@ run_result run_protosim(const char *tmpdir, const char *const *args)
             dup2(devnull, STDIN_FILENO);
         dup2(out_fd, STDOUT_FILENO);
         dup2(err_fd, STDERR_FILENO);
-        execv(bin, (char *const *)argv);
-        fprintf(stderr, "execv %s: %s\n", bin, strerror(errno));
+        execvp(bin, (char *const *)argv);
+        fprintf(stderr, "execvp %s: %s\n", bin, strerror(errno));
         _exit(127);
     }
     close(out_fd);
@@ -169,6 +171,16 @@ run_result run_protosim(const char *tmpdir, const char *const *args)
     free(err_path);
     free(argv);
     return r;
+}
+
+run_result run_protosim(const char *tmpdir, const char *const *args)
+{
+    return run_program(tmpdir, protosim_bin(), "protosim", args);
+}
+
+run_result run_command(const char *tmpdir, const char *const *argv)
+{
+    return run_program(tmpdir, argv[0], argv[0], argv + 1);
 }
 
 /* Asserts the process exited normally (no signal) with the expected code. */

@@ -25,6 +25,8 @@ void remove_tmpdir(char *dir);
 char *slurp(const char *path, size_t *len);
 void run_free(run_result *r);
 run_result run_protosim(const char *tmpdir, const char *const *args);
+/* Another program: argv[0] (a path or a name on PATH), then its arguments, NULL-ended. */
+run_result run_command(const char *tmpdir, const char *const *argv);
 void expect_exit(const run_result *r, int code);
 long location_line(const char *text, const char *name);
 void expect_bad_input(const run_result *r, const char *const *needles);

@@ -832,34 +832,6 @@ static int has_word(const char *text, size_t n, const char *word)
     return 0;
 }
 
-/* The options `protosim cmd --help` names: words starting with '-' after a space, '[', '|' or
- * ',', outside parentheses. Returns how many went to names[]. */
-static int help_options(const char *dir, const char *cmd, char names[][32], int max)
-{
-    const char *args[] = {cmd, "--help", NULL};
-    run_result r = run_protosim(dir, args);
-    expect_exit(&r, 0);
-    int n = 0, depth = 0; /* in parentheses: prose, e.g. merge's "(written by sweep --shard K/N)" */
-    char *common = strstr(r.out, "options of every subcommand:\n");
-    ck_assert_msg(common != NULL, "%s --help lists no options of every subcommand", cmd);
-    *common = '\0'; /* those are checked once, in their own man page section */
-    for (const char *p = r.out; *p; p++) {
-        depth += (*p == '(') - (*p == ')');
-        if (*p != '-' || depth > 0 || (p > r.out && !strchr(" [|,", p[-1])) || !word_char(p[1]))
-            continue;
-        size_t len = 1;
-        while (word_char(p[len]))
-            len++;
-        ck_assert(len < 32 && n < max);
-        snprintf(names[n++], 32, "%.*s", (int)len, p);
-        p += len - 1;
-    }
-    run_free(&r);
-    return n;
-}
-
-/* Every option each subcommand's --help names is in its section of docs/protosim.1 (".SS NAME"
- * up to the next section, roff's \- read as -) and in its list in the bash completion. */
 /* A file given to the wrong subcommand or option is named for what it is, with what takes it
  * (issue 30): before, an empty cluster was "not a valid XML file", a sweep given to run "unknown
  * key 'base'", swapped arguments a YAML parser's message. */
@@ -1049,7 +1021,76 @@ START_TEST(run_reports_its_host_time)
 }
 END_TEST
 
-START_TEST(man_page_and_completion_cover_every_option)
+/* The options NAME's table holds (`protosim help --options NAME`: what its parser reads). */
+static int table_options(const char *dir, const char *cmd, char names[][32], int max)
+{
+    const char *args[] = {"help", "--options", cmd, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    int n = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        ck_assert(strlen(line) < 32 && n < max);
+        snprintf(names[n++], 32, "%s", line);
+    }
+    run_free(&r);
+    return n;
+}
+
+/* The options a list of definitions defines: in NAME --help, each line of the options part that
+ * starts "  -" (its head up to two spaces: "-j N, --jobs N"); in a man page section, each line
+ * after .TP whose first word is an option (".BR \-j \", \" \-\-jobs"). Every word of the head
+ * that starts with '-' is one. */
+static int defined_options(const char *text, int man, char names[][32], int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", (int)(len < 255 ? len : 255), p);
+        int def = man ? (p - text >= 4 && !strncmp(p - 4, ".TP\n", 4) && line[0] == '.' &&
+                         (strstr(line, " -") == strchr(line, ' ')))
+                      : !strncmp(line, "  -", 3);
+        if (def) {
+            char *head = man ? strchr(line, ' ') : line;
+            char *gap = man ? NULL : strstr(line + 2, "  ");
+            if (gap)
+                *gap = '\0';
+            for (char *w = strtok(head, " \","); w; w = strtok(NULL, " \","))
+                if (w[0] == '-' && word_char(w[1])) {
+                    ck_assert(strlen(w) < 32 && n < max);
+                    snprintf(names[n++], 32, "%s", w);
+                }
+        }
+        p += len + (eol != NULL);
+    }
+    return n;
+}
+
+static int in_list(char names[][32], int n, const char *w)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], w))
+            return 1;
+    return 0;
+}
+
+/* Two lists hold the same options (each once is enough), naming what differs. */
+static void same_options(const char *what, char a[][32], int na, const char *other, char b[][32],
+                         int nb)
+{
+    for (int i = 0; i < na; i++)
+        ck_assert_msg(in_list(b, nb, a[i]), "%s has %s, %s lacks it", what, a[i], other);
+    for (int i = 0; i < nb; i++)
+        ck_assert_msg(in_list(a, na, b[i]), "%s has %s, %s lacks it", other, b[i], what);
+}
+
+/* One option table per subcommand (issue 30): the options its parser reads (help --options)
+ * are exactly those its --help defines and those its section of docs/protosim.1 defines (.SS
+ * NAME up to the next section, roff's \- read as -); the bash completion has no list of its own
+ * (it asks the binary) and, run in bash, offers exactly the table. */
+START_TEST(help_man_page_and_completion_follow_the_option_table)
 {
     char *dir = make_tmpdir();
     char *man_path = src_path("docs/protosim.1");
@@ -1062,43 +1103,57 @@ START_TEST(man_page_and_completion_cover_every_option)
         if (!(r[0] == '\\' && r[1] == '-'))
             *w++ = *r;
     *w = '\0';
-    for (const char *sec = ".SH EXIT STATUS\n", *env = ".SH ENVIRONMENT\n"; sec; sec = NULL) {
-        ck_assert_ptr_nonnull(strstr(man, sec));
-        ck_assert_ptr_nonnull(strstr(man, env));
-    }
+    ck_assert_ptr_nonnull(strstr(man, ".SH EXIT STATUS\n"));
+    ck_assert_ptr_nonnull(strstr(man, ".SH ENVIRONMENT\n"));
     ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_DATA_DIR"));
     ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_DEVICES"));
     const char *every = strstr(man, ".SH OPTIONS OF EVERY SUBCOMMAND\n");
     ck_assert_ptr_nonnull(every);
     ck_assert(has_word(every, (size_t)(strstr(every + 1, "\n.SH") - every), "--devices"));
     ck_assert_ptr_nonnull(strstr(man, "PROTOSIM_SIMGRID_LOG"));
-    const char *cmds = strstr(comp, "_protosim_commands=\"");
-    ck_assert_ptr_nonnull(cmds);
+    ck_assert_ptr_null(strstr(comp, "_protosim_opts_"));
+    ck_assert_ptr_nonnull(strstr(comp, "help --options \"$cmd\""));
+    ck_assert_ptr_nonnull(strstr(comp, "help --commands"));
+    const char *bin = getenv("PROTOSIM_BIN");
     for (int k = 0; k < N_COMMANDS; k++) {
         const char *name = commands[k].name;
-        ck_assert_msg(has_word(cmds, (size_t)(strchr(cmds + 20, '"') - cmds), name),
-                      "completion lacks subcommand %s", name);
+        char table[64][32], help[64][32], sec[64][32], offered[64][32];
+        int nt = table_options(dir, name, table, 64);
+        ck_assert_msg(nt >= 4, "%s: %d options in its table", name, nt);
+        /* --help: the options part, before those of every subcommand */
+        const char *args[] = {name, "--help", NULL};
+        run_result r = run_protosim(dir, args);
+        expect_exit(&r, 0);
+        char *opts = strstr(r.out, "\noptions:\n");
+        ck_assert_msg(opts != NULL, "%s --help has no options part", name);
+        int nh = defined_options(opts, 0, help, 64);
+        run_free(&r);
+        snprintf(help[nh++], 32, "--devices"); /* "options of every subcommand" */
+        same_options("the table", table, nt, "--help", help, nh);
         char head[64];
         snprintf(head, sizeof head, ".SS %s\n", name);
         const char *s = strstr(man, head);
         ck_assert_msg(s != NULL, "%s has no '%s'", man_path, head);
         const char *end = strstr(s + 1, "\n.S");
-        size_t man_n = end ? (size_t)(end - s) : strlen(s);
-        snprintf(head, sizeof head, "_protosim_opts_%s=\"", name);
-        const char *c = strstr(comp, head);
-        ck_assert_msg(c != NULL, "%s has no %s", comp_path, head);
-        c += strlen(head);
-        size_t comp_n = (size_t)(strchr(c, '"') - c);
-        char names[64][32];
-        int n = help_options(dir, name, names, 64);
-        ck_assert_msg(has_word(c, comp_n, "--devices"), "completion for %s lacks --devices", name);
-        ck_assert_msg(n >= 3, "%s --help: only %d options found", name, n);
-        for (int i = 0; i < n; i++) {
-            ck_assert_msg(has_word(s, man_n, names[i]), "man page section %s lacks %s", name,
-                          names[i]);
-            ck_assert_msg(has_word(c, comp_n, names[i]), "completion for %s lacks %s", name,
-                          names[i]);
-        }
+        char *section = strndup(s, end ? (size_t)(end - s) : strlen(s));
+        int ns = defined_options(section, 1, sec, 64);
+        free(section);
+        snprintf(sec[ns++], 32, "--devices");
+        same_options("the table", table, nt, "the man page", sec, ns);
+        /* bash, completing `protosim NAME -` with this file */
+        char script[1024];
+        snprintf(script, sizeof script,
+                 "source '%s'; COMP_WORDS=('%s' %s -); COMP_CWORD=2; _protosim; "
+                 "printf '%%s\\n' \"${COMPREPLY[@]}\"",
+                 comp_path, bin, name);
+        const char *bash[] = {"bash", "-c", script, NULL};
+        run_result b = run_command(dir, bash);
+        expect_exit(&b, 0);
+        int no = 0;
+        for (char *line = strtok(b.out, "\n"); line; line = strtok(NULL, "\n"))
+            snprintf(offered[no++], 32, "%s", line);
+        run_free(&b);
+        same_options("the table", table, nt, "the completion", offered, no);
     }
     free(man);
     free(comp);
@@ -1171,7 +1226,7 @@ static Suite *cli_suite(void)
                                   collective_prints_the_nccl_tests_table,
                                   run_nccl_algo_is_checked_against_the_groups,
                                   run_csv_has_the_sweep_columns,
-                                  man_page_and_completion_cover_every_option,
+                                  help_man_page_and_completion_follow_the_option_table,
                                   sweep_progress_lines_off_a_terminal,
                                   replay_priority_gradients_report,
                                   run_on_part_of_a_cluster,
