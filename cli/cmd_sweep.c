@@ -63,7 +63,8 @@ static const cli_option sweep_option_table[] = {
      .parse = parse_shard},
     {.name = "--profile", .kind = CLI_STRING, .offset = SWEEP_OPT(profile)},
     {.name = "--simulate-all", .kind = CLI_FLAG, .offset = SWEEP_OPT(twins), .set = 0},
-#define MERGE_FIRST 5
+    {.name = "--dry-run", .kind = CLI_FLAG, .offset = SWEEP_OPT(dry_run), .set = 1},
+#define MERGE_FIRST 6
     {.name = "--top", .kind = CLI_INT, .offset = SWEEP_OPT(top), .has_min = 1, .bad = "--top"},
     {.name = "--csv", .kind = CLI_STRING, .offset = SWEEP_OPT(csv)},
     {.name = "--json", .kind = CLI_STRING, .offset = SWEEP_OPT(json)},
@@ -77,7 +78,7 @@ const cli_command cli_sweep = {
     "sweep",
     "  protosim sweep SWEEP.yaml --cluster CLUSTER [-j N] [--shard K/N] [--top N]\n"
     "               [--csv OUT] [--json OUT] [--plot OUT.svg] [--progress|--no-progress]\n"
-    "               [--profile OPS.json] [--simulate-all]\n",
+    "               [--profile OPS.json] [--simulate-all] [--dry-run]\n",
     "enumerates the plans of a sweep file, simulates the valid ones in N worker processes and\n"
     "ranks them by iteration time.\n"
     "options:\n"
@@ -88,6 +89,9 @@ const cli_command cli_sweep = {
     "merge)\n"
     "  --profile OPS.json      measured op times (protosim profile) for every plan, as run's\n"
     "                          --profile\n"
+    "  --dry-run               enumerate only: the combinations, the valid plans (this\n"
+    "                          shard's with --shard) and the invalid ones by reason; nothing\n"
+    "                          is simulated (memory is checked when a plan is)\n"
     "  --simulate-all          simulate every plan (default: a plan whose compiled plan equals\n"
     "                          an already simulated one's, a twin, takes its "
     "result)\n" OUTPUT_OPTIONS,

@@ -25,6 +25,9 @@ void sweep_table_free(sweep_table *t)
 
 static void dlrm_row(FILE *f, const sweep_plan *p, const char *label, const char *mem);
 
+/* The plan column: 36 characters, 7 more with the GPU count ("gpus16 ") in front. */
+#define LABEL_WIDTH(t) ((t)->show_gpus ? 43 : 36)
+
 static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
 {
     char label[128];
@@ -37,12 +40,12 @@ static void table_row(FILE *f, const sweep_table *t, const sweep_plan *p)
         return;
     }
     if (p->status == SWEEP_PLAN_OK)
-        fprintf(f, "%4d  %-36s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n", p->rank,
-                label, p->fig.iteration_s, p->fig.tokens_per_s, 100 * p->fig.mfu, mem,
-                p->fig.compute_s, p->fig.exposed_comm_s, p->fig.bubble_s, p->fig.idle_s);
+        fprintf(f, "%4d  %-*s %9.4f %11.1f %6.1f %15s %8.3f %9.3f %8.3f %8.3f  ok\n", p->rank,
+                LABEL_WIDTH(t), label, p->fig.iteration_s, p->fig.tokens_per_s, 100 * p->fig.mfu,
+                mem, p->fig.compute_s, p->fig.exposed_comm_s, p->fig.bubble_s, p->fig.idle_s);
     else
-        fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s: %s\n", "-", label, "-", "-",
-                "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-",
+        fprintf(f, "%4s  %-*s %9s %11s %6s %15s %8s %9s %8s %8s  %s: %s\n", "-", LABEL_WIDTH(t),
+                label, "-", "-", "-", p->status == SWEEP_PLAN_OOM ? mem : "-", "-", "-", "-", "-",
                 status_name(p->status), p->reason);
 }
 
@@ -69,7 +72,7 @@ static void dlrm_header(FILE *f)
 }
 
 /* Invalid combinations, counted by reason kind, each with its first reason as an example. */
-static void table_invalid(FILE *f, const sweep_table *t)
+void out_sweep_invalid(FILE *f, const sweep_table *t)
 {
     for (int i = 0; i < t->n; i++) {
         const sweep_plan *p = &t->plans[i];
@@ -116,9 +119,9 @@ void out_sweep_table(FILE *f, const sweep_table *t, int top)
     if (t->dlrm)
         dlrm_header(f);
     else
-        fprintf(f, "%4s  %-36s %9s %11s %6s %15s %8s %9s %8s %8s  %s\n", "rank", "plan", "iter s",
-                "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm", "bubble", "idle",
-                "status");
+        fprintf(f, "%4s  %-*s %9s %11s %6s %15s %8s %9s %8s %8s  %s\n", "rank", LABEL_WIDTH(t),
+                "plan", "iter s", "tokens/s", "MFU %", "peak/cap GiB", "compute", "exp.comm",
+                "bubble", "idle", "status");
     int shown[SWEEP_PLAN_STATUS_COUNT] = {0}, hidden[SWEEP_PLAN_STATUS_COUNT] = {0};
     for (int i = 0; i < t->n; i++) {
         const sweep_plan *p = &t->plans[t->order[i]];
@@ -136,7 +139,7 @@ void out_sweep_table(FILE *f, const sweep_table *t, int top)
                 "... and %d more simulated, %d more oom, %d more failed plans (all in "
                 "--csv/--json; --top 0 shows all)\n",
                 hidden[SWEEP_PLAN_OK], hidden[SWEEP_PLAN_OOM], hidden[SWEEP_PLAN_FAILED]);
-    table_invalid(f, t);
+    out_sweep_invalid(f, t);
 }
 
 /* ---- CSV ---- */

@@ -143,6 +143,8 @@ void sweep_table_free(sweep_table *t);
 
 /* The ranked table: the best `top` plans of each status (0: all), invalid ones by reason. */
 void out_sweep_table(FILE *f, const sweep_table *t, int top);
+/* "invalid: N x REASON (e.g. ...)", a line per reason kind of t's invalid plans. */
+void out_sweep_invalid(FILE *f, const sweep_table *t);
 /* Each returns 0, or PS_EINPUT naming the file that could not be written. */
 int out_sweep_csv(const char *path, const sweep_table *t, ps_error *err);
 int out_sweep_json(const char *path, const sweep_table *t, ps_error *err);

@@ -261,6 +261,22 @@ static int simulate(sweep_table *t, const sweep_spec *spec, const cluster *c, co
     return 0;
 }
 
+/* --dry-run: what the sweep would simulate, from its enumeration alone. */
+static void dry_run(sweep_table *t, const char *sweep_path, const char *cluster_path,
+                    const sweep_options *o)
+{
+    int *todo;
+    int combinations = t->n, valid = table_shard(t, o, &todo);
+    free(todo);
+    fprintf(stdout, "sweep %s on %s (%d GPUs): %d combinations, %d valid", sweep_path, cluster_path,
+            t->gpus, combinations, valid);
+    if (o->shard_n)
+        fprintf(stdout, " in shard %d/%d", o->shard_k, o->shard_n);
+    fprintf(stdout, " (to simulate, memory checked first), %d invalid; nothing simulated\n",
+            t->n - valid);
+    out_sweep_invalid(stdout, t);
+}
+
 int sweep_run(const char *sweep_path, const char *cluster_path, const char *data_dir,
               const sweep_options *o, ps_error *err)
 {
@@ -287,6 +303,14 @@ int sweep_run(const char *sweep_path, const char *cluster_path, const char *data
     sweep_table t;
     memset(&t, 0, sizeof t);
     int rc = table_enumerate(&t, &spec, &c, cluster_path, err);
+    if (!rc && o->dry_run) {
+        dry_run(&t, sweep_path, cluster_path, o);
+        sweep_table_free(&t);
+        profile_db_free(&db);
+        cluster_free(&c);
+        sweep_spec_free(&spec);
+        return 0;
+    }
     if (!rc) {
         table_identity(&t, &spec, sweep_path, cluster_path, o);
         rc = simulate(&t, &spec, &c, o->profile ? &db : NULL, o, t0, err);

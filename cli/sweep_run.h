@@ -12,8 +12,9 @@ typedef struct sweep_options {
     int progress; /* 0 off; else (-1 auto, 1 on) a bar on a terminal, lines every 5 s elsewhere */
     const char *csv, *json, *plot; /* outputs, NULL when not asked for */
     const char *profile;           /* a profile database every plan is costed with, or NULL */
-    int twins; /* 1 (default): a plan whose compiled plan equals a simulated one's takes its
+    int twins;   /* 1 (default): a plan whose compiled plan equals a simulated one's takes its
                   outcome instead of being simulated (--simulate-all: 0) */
+    int dry_run; /* --dry-run: enumerate, print the counts, simulate nothing */
 } sweep_options;
 
 void sweep_default_options(sweep_options *o);

@@ -1,5 +1,5 @@
 /* sweep_spec.h: a sweep file: a base strategy, the axes to vary and the constraints a plan must
- * meet (README "Sweeps"). Parsed with locations so bad sweeps are errors at file:line:column. */
+ * meet (docs/guide/sweep.md). Parsed with locations so bad sweeps are errors at file:line:column. */
 #ifndef PROTOSIM_SWEEP_SPEC_H
 #define PROTOSIM_SWEEP_SPEC_H
 

@@ -809,6 +809,36 @@ START_TEST(gpus_axis_plans_match_single_runs)
 }
 END_TEST
 
+/* --dry-run (issue 30: how big a sweep is, before it runs): small.yaml's 3 tensor x 2 pipeline x
+ * 2 recompute = 12 combinations on 4 GPUs, tp4 x pp2 (8 GPUs) invalid under both recomputes:
+ * 10 valid, 2 invalid "gpus"; nothing simulated, no --json written; with --shard 1/2 the plans
+ * of even index: tp4 pp2 are indices 10 and 11 (tensor slowest), so 5 valid of the shard. */
+START_TEST(dry_run_counts_without_simulating)
+{
+    char *dir = make_tmpdir();
+    run_result r = run_sweep(dir, "small", "dry.json", "--dry-run", NULL);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, ": 12 combinations, 10 valid (to simulate, memory checked first), "
+                                "2 invalid; nothing simulated\n"),
+                  "%s", r.out);
+    ck_assert_msg(strstr(r.out, "invalid: 2 x gpus (e.g. "), "%s", r.out);
+    ck_assert_ptr_null(strstr(r.err, "plans processed"));
+    char *j = tmp_path(dir, "dry.json");
+    ck_assert_int_ne(access(j, F_OK), 0);
+    free(j);
+    run_free(&r);
+    char *sweep = src_path("tests/data/sweep/small.yaml"),
+         *cl = src_path("topology/clusters/dgx4.xml");
+    const char *args[] = {"sweep", sweep, "--cluster", cl, "--dry-run", "--shard", "1/2", NULL};
+    r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    ck_assert_msg(strstr(r.out, ": 12 combinations, 5 valid in shard 1/2"), "%s", r.out);
+    run_free(&r);
+    free(sweep), free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *sweep_suite(void)
 {
     const TTest *const tests[] = {enumeration_counts_by_hand,
@@ -829,6 +859,7 @@ static Suite *sweep_suite(void)
                                   bundled_sweep_outputs,
                                   enumeration_gpus_axis,
                                   gpus_axis_plans_match_single_runs,
+                                  dry_run_counts_without_simulating,
                                   NULL};
     return suite_of("sweep", "sweep", 120, tests);
 }
