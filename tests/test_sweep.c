@@ -248,6 +248,29 @@ static void write_plan_strategy(const char *path, const cJSON *p)
     fclose(f);
 }
 
+/* `protosim run` of sweep plan p (small.yaml's base with p's fields) on cluster cl: its JSON
+ * report, whose iteration time, throughput and peak memory equal p's to the last bit. */
+static cJSON *single_run_equals(const char *dir, const cJSON *p, const char *cl)
+{
+    char *yaml = tmp_path(dir, "plan.yaml"), *out = tmp_path(dir, "plan.json");
+    write_plan_strategy(yaml, p);
+    const char *args[] = {"run", yaml, "--cluster", cl, "--json", out, "--quiet", NULL};
+    run_result rr = run_protosim(dir, args);
+    expect_exit(&rr, 0);
+    cJSON *single = parse_json_file(out);
+    ck_assert_msg(numf(single, "iteration_time_s") == numf(p, "iteration_time_s"),
+                  "plan %s: sweep %.17g, run %.17g", strf(p, "plan"), numf(p, "iteration_time_s"),
+                  numf(single, "iteration_time_s"));
+    ck_assert(numf(single, "tokens_per_s") == numf(p, "tokens_per_s"));
+    ck_assert(numf(single, "peak_memory_bytes") == numf(p, "peak_memory_bytes"));
+    run_free(&rr);
+    unlink(yaml);
+    unlink(out);
+    free(yaml);
+    free(out);
+    return single;
+}
+
 START_TEST(ranking_matches_single_runs)
 {
     char *dir = make_tmpdir();
@@ -272,26 +295,8 @@ START_TEST(ranking_matches_single_runs)
      * last bit, whatever the worker simulated before them */
     int pick[3] = {0, ok / 2, ok - 1};
     char *cl = src_path("topology/clusters/dgx4.xml");
-    for (int k = 0; k < 3; k++) {
-        const cJSON *p = cJSON_GetArrayItem(plans, pick[k]);
-        char *yaml = tmp_path(dir, "plan.yaml"), *out = tmp_path(dir, "plan.json");
-        write_plan_strategy(yaml, p);
-        const char *args[] = {"run", yaml, "--cluster", cl, "--json", out, "--quiet", NULL};
-        run_result rr = run_protosim(dir, args);
-        expect_exit(&rr, 0);
-        cJSON *single = parse_json_file(out);
-        ck_assert_msg(numf(single, "iteration_time_s") == numf(p, "iteration_time_s"),
-                      "plan %s: sweep %.17g, run %.17g", strf(p, "plan"),
-                      numf(p, "iteration_time_s"), numf(single, "iteration_time_s"));
-        ck_assert(numf(single, "tokens_per_s") == numf(p, "tokens_per_s"));
-        ck_assert(numf(single, "peak_memory_bytes") == numf(p, "peak_memory_bytes"));
-        cJSON_Delete(single);
-        run_free(&rr);
-        unlink(yaml);
-        unlink(out);
-        free(yaml);
-        free(out);
-    }
+    for (int k = 0; k < 3; k++)
+        cJSON_Delete(single_run_equals(dir, cJSON_GetArrayItem(plans, pick[k]), cl));
     free(cl);
     cJSON_Delete(root);
     free(j);
@@ -788,22 +793,15 @@ START_TEST(gpus_axis_plans_match_single_runs)
     }
     ck_assert_ptr_nonnull(two);
     char *cl = src_path("topology/clusters/dgx4.xml");
-    char *yaml = tmp_path(dir, "plan.yaml"), *out = tmp_path(dir, "plan.json");
-    write_plan_strategy(yaml, two);
-    const char *args[] = {"run", yaml, "--cluster", cl, "--json", out, "--quiet", NULL};
-    run_result rr = run_protosim(dir, args);
-    expect_exit(&rr, 0);
-    cJSON *single = parse_json_file(out);
-    ck_assert(numf(single, "iteration_time_s") == numf(two, "iteration_time_s"));
+    cJSON *single = single_run_equals(dir, two, cl);
     ck_assert_int_eq((int)numf(single, "cluster_gpus"), 4);
     const cJSON *taken = cJSON_GetObjectItemCaseSensitive(single, "cluster_ranks");
     ck_assert_int_eq(cJSON_GetArraySize(taken), 2);
     ck_assert_int_eq(cJSON_GetArrayItem(taken, 0)->valueint, 0);
     ck_assert_int_eq(cJSON_GetArrayItem(taken, 1)->valueint, 1);
     cJSON_Delete(single);
-    run_free(&rr);
     cJSON_Delete(root);
-    free(yaml), free(out), free(cl), free(j);
+    free(cl), free(j);
     run_free(&r);
     remove_tmpdir(dir);
 }

@@ -443,12 +443,7 @@ int cluster_view(const cluster *c, const int *ranks, int n, const char *option, 
     }
     free(taken);
     *view = *c; /* the file's name, the device table (shared) */
-    view->n_gpus = n;
-    view->host_names = xcalloc((size_t)n, sizeof *view->host_names);
-    view->sg_hosts = xcalloc((size_t)n, sizeof *view->sg_hosts);
-    view->node_of_rank = xcalloc((size_t)n, sizeof *view->node_of_rank);
-    view->device = xcalloc((size_t)n, sizeof *view->device);
-    view->slowdown = xcalloc((size_t)n, sizeof *view->slowdown);
+    alloc_ranks(view, n);
     view->file_rank = xcalloc((size_t)n, sizeof *view->file_rank);
     view->file_gpus = c->file_gpus ? c->file_gpus : total;
     int *node_new = xmalloc((size_t)(c->n_nodes > 0 ? c->n_nodes : 1) * sizeof *node_new);
