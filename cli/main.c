@@ -1,5 +1,6 @@
 /* main.c: the protosim command: picks the subcommand (cmd_*.c parse their own arguments and
  * answer --help), prints the overview, the version, and returns the exit code. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +109,26 @@ static int list_options(const char *name)
     return PS_EINPUT;
 }
 
+/* What went to stdout reached it: a report that could not be written (a full disk, a closed
+ * descriptor) is an error, never exit 0. */
+static int stdout_written(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    fprintf(stderr, "protosim: error: standard output: cannot write%s%s\n", errno ? ": " : "",
+            errno ? strerror(errno) : "");
+    return rc ? rc : PS_EINPUT;
+}
+
+static int run_main(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    return stdout_written(run_main(argc, argv));
+}
+
+static int run_main(int argc, char **argv)
 {
     int rc = take_devices_option(&argc, argv);
     if (rc)

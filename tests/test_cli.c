@@ -1021,6 +1021,36 @@ START_TEST(run_reports_its_host_time)
 }
 END_TEST
 
+/* A report that cannot be written is an error (issue 34's class "write errors"): stdout on a
+ * full disk (/dev/full) or closed exits 1 naming standard output, for run, sweep and --version
+ * alike (one check in main). */
+START_TEST(unwritable_stdout_exits_1)
+{
+    char *dir = make_tmpdir();
+    char *st = src_path("strategies/examples/gpt3-1.3b-dp2-tp2.yaml");
+    char *cl = src_path("topology/clusters/dgx4.xml");
+    char *sw = src_path("strategies/examples/sweep-gpt3-1.3b-dgx4.yaml");
+    const char *bin = getenv("PROTOSIM_BIN");
+    char cmds[4][2048];
+    snprintf(cmds[0], sizeof cmds[0], "'%s' run '%s' --cluster '%s' >/dev/full", bin, st, cl);
+    snprintf(cmds[1], sizeof cmds[1], "'%s' sweep '%s' --cluster '%s' --no-progress >/dev/full",
+             bin, sw, cl);
+    snprintf(cmds[2], sizeof cmds[2], "'%s' --version >&-", bin);
+    snprintf(cmds[3], sizeof cmds[3], "'%s' run '%s' --cluster '%s' >/dev/null", bin, st, cl);
+    for (int k = 0; k < 4; k++) {
+        const char *bash[] = {"bash", "-c", cmds[k], NULL};
+        run_result r = run_command(dir, bash);
+        expect_exit(&r, k < 3 ? 1 : 0);
+        ck_assert_msg((strstr(r.err, "protosim: error: standard output: cannot write") != NULL) ==
+                          (k < 3),
+                      "%s: %s", cmds[k], r.err);
+        run_free(&r);
+    }
+    free(st), free(cl), free(sw);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* The options NAME's table holds (`protosim help --options NAME`: what its parser reads). */
 static int table_options(const char *dir, const char *cmd, char names[][32], int max)
 {
@@ -1232,6 +1262,7 @@ static Suite *cli_suite(void)
                                   run_on_part_of_a_cluster,
                                   tree_inside_one_node_by_hand,
                                   run_reports_its_host_time,
+                                  unwritable_stdout_exits_1,
                                   NULL};
     return suite_of("cli", "cli", 60, tests);
 }
