@@ -309,9 +309,16 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
     if (p->simulated_tp < p->tp)
         fprintf(out, "; tensor index 0 of %d computes (TP peers folded)", p->tp);
     if (run->steady.used)
-        fprintf(out, "; %d of %d micro-batches simulated (steady state, period %s)",
+        fprintf(out, "; %d of %d micro-batches simulated (steady state, period %s",
                 run->steady.simulated, run->steady.micro_batches,
                 human_time(run->steady.period_s, b1, sizeof b1));
+    if (run->steady.used && run->steady.approx_s > 0) /* no exact period: one to a tolerance */
+        fprintf(out,
+                ", approximate: it repeats to within %s, so each inserted period may be "
+                "off by as much",
+                human_time(run->steady.approx_s, b1, sizeof b1));
+    if (run->steady.used)
+        fputc(')', out);
     /* the host's whole time, not the engine's alone: building and summing a graph of millions
      * of tasks takes longer than simulating its steady state (issue 30) */
     fprintf(out, "; host %.3f s: compile %.3f, simulate %.3f, summarize %.3f\n",
@@ -435,6 +442,8 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(st, "simulated_micro_batches", run->steady.simulated);
     if (run->steady.used)
         cJSON_AddNumberToObject(st, "period_s", run->steady.period_s);
+    if (run->steady.used && run->steady.approx_s > 0)
+        cJSON_AddNumberToObject(st, "approx_s", run->steady.approx_s);
     else
         cJSON_AddStringToObject(st, "not_used", run->steady.why);
     cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */

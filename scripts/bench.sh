@@ -11,7 +11,7 @@
 # the figures measured before its work (GPT-3 175B on 1,024 and 16,384 GPUs, and on 65,536 GPUs
 # that it runs at all, a 2,048-node cluster as a description and as XML, the 1,000-plan sweep
 # strategies/examples/sweep-gpt3-6.7b-64gpu-1000.yaml). Not a test: figures vary by machine.
-#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plans, 1/8 of each sweep, no
+#   bash scripts/bench.sh [--quick]      (--quick: the 64-GPU plans, 1/8 of each sweep, no issue 31 targets,
 #                                         1,024-, 16,384- or 65,536-GPU plan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -208,3 +208,49 @@ target "1,000-plan 64-GPU sweep, -j 2: wall s" "<= 30" 120.6 "$swall$part"
 target "  CPU s (user + sys)" "" 140.5 \
     "$(awk -v u="$suser" -v s="$ssys" 'BEGIN { print u + s }')$part"
 
+
+# Issue 31's targets: today's plans (a long-context MoE plan with context, expert and interleaved
+# pipeline parallelism over uneven stages) beside the same plan without expert and context
+# parallelism, and the dense GPT-3 175B plans' new goals, 131,072 GPUs among them. Wall clock
+# of the whole process; --quick leaves them out (the long-context plan takes minutes today).
+if [ "${1:-}" != "--quick" ]; then
+    echo
+    echo "issue 31 targets"
+    printf '%-50s %10s %12s %10s\n' figure goal now_wall_s now_MB
+    goal() { printf '%-50s %10s %12s %10s\n' "$1" "$2" "$3" "$4"; }
+    timed() { # label goal cluster plan: the run's wall and peak RSS
+        /usr/bin/time -f '%e %M' -o "$tmp/rss" build/protosim run "$4" --cluster "$3" --quiet \
+            2>/dev/null || true
+        read -r pwall rss <"$tmp/rss"
+        goal "$1" "$2" "$pwall" "$((rss / 1024))"
+    }
+    # Qwen3-235B-A22B at 131,072 tokens on 32 DGX H100: TP4 SP, PP8 interleaved x 4 virtual
+    # stages with the embedding and the loss counted as layers, CP8, EP8, 256 micro-batches of 1,
+    # ZeRO 1, selective recompute (issue 31's plan)
+    {
+        echo "workload:"
+        grep -v '^#' workloads/models/qwen3-235b-a22b.yaml | sed 's/^seq: 4096/seq: 131072/; s/^/  /'
+        printf 'batch: {global: 256, micro: 1}\nprecision: bf16\noptimizer: adam\nstrategy:\n'
+        printf '  tensor: {degree: 4, sequence_parallel: true}\n  context: {degree: 8}\n'
+        printf '  pipeline: {degree: 8, schedule: interleaved, virtual_stages: 4, '
+        printf 'account_for_embedding: true, account_for_loss: true}\n'
+        printf '  data: {degree: 1, zero: 1}\n  expert: {degree: 8, tensor: 1}\n'
+        printf '  recompute: selective\n'
+    } >"$tmp/qwen-128k.yaml"
+    # the same without expert and context parallelism: the experts split by TP 4, data 8
+    sed 's/context: {degree: 8}/context: {degree: 1}/; s/expert: {degree: 8, tensor: 1}/expert: {degree: 1, tensor: 4}/; s/data: {degree: 1, zero: 1}/data: {degree: 8, zero: 1}/; s/global: 256/global: 2048/' \
+        "$tmp/qwen-128k.yaml" >"$tmp/qwen-128k-dense.yaml"
+    timed "Qwen3-235B 128k, CP8 EP8 PP8x4 on 256 H100" "<= 5 s, 1 GB" "$tmp/h100x256.yaml" \
+        "$tmp/qwen-128k.yaml"
+    timed "  the same without EP and CP (TP4 PP8x4 DP8)" "" "$tmp/h100x256.yaml" \
+        "$tmp/qwen-128k-dense.yaml"
+    timed "GPT-3 175B, 1,024 GPUs" "<= 0.1 s" "$tmp/a100x1024.yaml" \
+        strategies/examples/gpt3-175b-1024gpu.yaml
+    timed "GPT-3 175B, 16,384 GPUs" "<= 0.5 s" "$tmp/a100x16384.yaml" \
+        strategies/examples/gpt3-175b-16384gpu.yaml
+    build/protosim cluster dgx-a100 --nodes 16384 -o "$tmp/a100x131072.yaml"
+    sed 's/global: 24576/global: 196608/; s/degree: 128,/degree: 1024,/' \
+        strategies/examples/gpt3-175b-16384gpu.yaml >"$tmp/gpt3-175b-131072gpu.yaml"
+    timed "GPT-3 175B, 131,072 GPUs (TP8 PP16 DP1024)" "<= 20 s, 4 GB" "$tmp/a100x131072.yaml" \
+        "$tmp/gpt3-175b-131072gpu.yaml"
+fi

@@ -12,6 +12,9 @@
 /* Simulated seconds within which two times are the same instant: far below any task here, far
  * above the rounding of a time of a few hundred seconds. */
 #define STEADY_EPS 1e-9
+/* When no run proves an exact period: a window whose every task, host pace and link repeats to
+ * within this share of the period is taken as approximately periodic (steady.h). */
+#define STEADY_APPROX 1e-3
 
 int steady_short_micro_batches(int pp, int interleaved, int attempt)
 {
@@ -96,10 +99,9 @@ static int same_task(const exec_graph *ga, uint32_t a, const exec_graph *gb, uin
 }
 
 /* Task a of r ran as task b did, d seconds later. */
-static int shifted(const htae_result *r, uint32_t a, uint32_t b, double d)
+static int shifted(const htae_result *r, uint32_t a, uint32_t b, double d, double e)
 {
-    return fabs(r->start[a] - r->start[b] - d) <= STEADY_EPS &&
-           fabs(r->end[a] - r->end[b] - d) <= STEADY_EPS;
+    return fabs(r->start[a] - r->start[b] - d) <= e && fabs(r->end[a] - r->end[b] - d) <= e;
 }
 
 /* The host issued t1, t2, t3 (one period apart) at a steady pace: every period P later (in
@@ -107,12 +109,12 @@ static int shifted(const htae_result *r, uint32_t a, uint32_t b, double d)
  * growing by P - h a period: the lead is no state that repeats, so steady_prove then checks
  * that the host bounds nothing from the window on). */
 static int host_period(const htae_result *r, uint32_t t1, uint32_t t2, uint32_t t3, double P,
-                       int *gains)
+                       double e, int *gains)
 {
     double h1 = r->ready[t1] - r->ready[t2], h2 = r->ready[t2] - r->ready[t3];
-    if (fabs(h1 - h2) > STEADY_EPS || h1 > P + STEADY_EPS)
+    if (fabs(h1 - h2) > e || h1 > P + e)
         return 0;
-    if (h1 < P - STEADY_EPS)
+    if (h1 < P - e)
         *gains = 1;
     return 1;
 }
@@ -158,11 +160,11 @@ static int host_bounds_nothing(const exec_graph *g, const htae_result *r, const 
 
 /* Which of five spans around tau a start time falls in, in time order: 0 before tau - 3P,
  * 1, 2, 3 the three periods before tau, 4 from tau on. */
-static int span_of(double start, double tau, double P)
+static int span_of(double start, double tau, double P, double e)
 {
     int s = 0;
     for (int k = 3; k >= 0; k--)
-        s += start >= tau - k * P - STEADY_EPS;
+        s += start >= tau - k * P - e;
     return s;
 }
 
@@ -170,7 +172,7 @@ static int span_of(double start, double tau, double P)
  * later each period) at the same times plus P, issued by the host at a steady pace
  * (host_period); nothing begun before them still running after the first. */
 static int streams_periodic(const exec_graph *g, const htae_result *r, double tau, double P, int d,
-                            int *host_gains)
+                            double e, int *host_gains)
 {
     uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
     for (uint32_t i = 0; i < n_streams; i++) {
@@ -178,7 +180,7 @@ static int streams_periodic(const exec_graph *g, const htae_result *r, double ta
         stream_span(g, i, &first, &last);
         int prev = 0;
         for (uint32_t k = first; k < last; k++) {
-            int b = span_of(r->start[g->stream_tasks[k]], tau, P);
+            int b = span_of(r->start[g->stream_tasks[k]], tau, P, e);
             if (b < prev)
                 return 0; /* a stream runs its tasks in order */
             prev = b;
@@ -187,15 +189,16 @@ static int streams_periodic(const exec_graph *g, const htae_result *r, double ta
         }
         if (n[1] != n[2] || n[2] != n[3])
             return 0;
-        if (n[0] > 0 && r->end[g->stream_tasks[at[0] + n[0] - 1]] > tau - 2 * P + STEADY_EPS)
+        if (n[0] > 0 && r->end[g->stream_tasks[at[0] + n[0] - 1]] > tau - 2 * P + e)
             return 0;
         for (uint32_t q = 0; q < n[3]; q++) { /* t1 in the last period, t3 in the first */
             uint32_t t1 = g->stream_tasks[at[3] + q], t2 = g->stream_tasks[at[2] + q],
                      t3 = g->stream_tasks[at[1] + q];
             if (g->tasks[t1].micro < 0 || !same_task(g, t1, g, t2, d) ||
-                !same_task(g, t2, g, t3, d) || !shifted(r, t1, t2, P) || !shifted(r, t2, t3, P))
+                !same_task(g, t2, g, t3, d) || !shifted(r, t1, t2, P, e) ||
+                !shifted(r, t2, t3, P, e))
                 return 0;
-            if (g->tasks[t1].host && !host_period(r, t1, t2, t3, P, host_gains))
+            if (g->tasks[t1].host && !host_period(r, t1, t2, t3, P, e, host_gains))
                 return 0;
         }
     }
@@ -230,10 +233,11 @@ static int links_periodic(const htae_result *r, int k, int d)
 typedef struct window {
     int c, d;
     double tau, P;
+    double e; /* how exactly it repeats: STEADY_EPS, or STEADY_APPROX x P */
 } window;
 
 static int find_window(const exec_graph *g, const htae_result *r, const uint32_t *flagged, int n,
-                       int pp, int d, window *w)
+                       int pp, int d, double approx, window *w)
 {
     if (r->n_snaps != n)
         return 0;
@@ -249,16 +253,20 @@ static int find_window(const exec_graph *g, const htae_result *r, const uint32_t
         double tau = r->snap_t[c], P = tau - r->snap_t[c - d];
         if (!(P > 100 * STEADY_EPS) || tau - 3 * P < STEADY_EPS)
             continue;
-        if (fabs(r->snap_t[c - d] - r->snap_t[c - 2 * d] - P) > STEADY_EPS ||
-            fabs(r->snap_t[c - 2 * d] - r->snap_t[c - 3 * d] - P) > STEADY_EPS)
+        double e = fmax(STEADY_EPS, approx * P);
+        if (fabs(r->snap_t[c - d] - r->snap_t[c - 2 * d] - P) > e ||
+            fabs(r->snap_t[c - 2 * d] - r->snap_t[c - 3 * d] - P) > e)
             continue;
         int gains = 0;
-        if (!streams_periodic(g, r, tau, P, d, &gains) || !links_periodic(r, c, d))
+        /* approximately: a flow ending near a period's edge moves its bytes between periods, so
+         * links are not compared (expand_links takes the three periods' mean) */
+        if (!streams_periodic(g, r, tau, P, d, e, &gains) ||
+            (e <= STEADY_EPS && !links_periodic(r, c, d)))
             continue;
         if (gains && !bound)
             bound = predecessor_ends(g, r);
         if (!gains || host_bounds_nothing(g, r, bound, tau - 3 * P)) {
-            *w = (window){c, d, tau, P};
+            *w = (window){c, d, tau, P, e};
             found = 1;
         }
     }
@@ -278,9 +286,9 @@ static int expand_stream(const exec_graph *g, const exec_graph *g1, const htae_r
     uint32_t nb = 0, n1 = 0; /* tasks before tau; of those, in its last period */
     for (uint32_t k = s0; k < s1; k++) {
         double st = r1->start[g1->stream_tasks[k]];
-        if (st < w->tau - STEADY_EPS) {
+        if (st < w->tau - w->e) {
             nb++;
-            n1 += st >= w->tau - w->P - STEADY_EPS;
+            n1 += st >= w->tau - w->P - w->e;
         }
     }
     if ((uint64_t)(f1 - f0) != (uint64_t)(s1 - s0) + (uint64_t)K * n1)
@@ -306,12 +314,12 @@ static int expand_stream(const exec_graph *g, const exec_graph *g1, const htae_r
     return 1;
 }
 
-/* Every edge's source ends before its destination starts in the expanded timeline. */
-static int edges_hold(const exec_graph *g, const htae_result *r)
+/* Every edge's source ends before its destination starts in the expanded timeline (to e). */
+static int edges_hold(const exec_graph *g, const htae_result *r, double e)
 {
     for (uint32_t t = 0; t < g->n_tasks; t++)
         for (uint32_t k = 0; k < g->tasks[t].n_succ; k++)
-            if (r->end[t] > r->start[g->succ[g->tasks[t].succ_first + k]] + STEADY_EPS)
+            if (r->end[t] > r->start[g->succ[g->tasks[t].succ_first + k]] + e)
                 return 0;
     return 1;
 }
@@ -329,8 +337,11 @@ static void expand_links(const htae_result *r1, const window *w, int K, htae_res
         s->name = xstrdup(r1->links[j].name);
         s->rate = NULL;
         s->n_rate = 0;
-        s->bytes += K * (r1->snap_bytes[a] - r1->snap_bytes[b]);
-        s->busy_s += K * (r1->snap_busy[a] - r1->snap_busy[b]);
+        if (w->e > STEADY_EPS) /* approximately periodic: the three periods' mean */
+            b = (size_t)(w->c - 3 * w->d) * (size_t)r1->n_links + (size_t)j;
+        double n = w->e > STEADY_EPS ? 3.0 : 1.0;
+        s->bytes += K * (r1->snap_bytes[a] - r1->snap_bytes[b]) / n;
+        s->busy_s += K * (r1->snap_busy[a] - r1->snap_busy[b]) / n;
     }
     qsort(out->links, (size_t)out->n_links, sizeof *out->links, htae_link_stat_cmp);
 }
@@ -353,7 +364,7 @@ static int expand(const exec_graph *g, const exec_graph *g1, const htae_result *
         if (ok && out->end[t] > out->makespan)
             out->makespan = out->end[t];
     }
-    ok = ok && fabs(out->makespan - (r1->makespan + K * w->P)) <= STEADY_EPS && edges_hold(g, out);
+    ok = ok && fabs(out->makespan - (r1->makespan + K * w->P)) <= w->e && edges_hold(g, out, w->e);
     if (!ok) {
         htae_result_free(out);
         return 0;
@@ -368,8 +379,8 @@ static int expand(const exec_graph *g, const exec_graph *g1, const htae_result *
 
 /* The shorter run and its expansion; 0 with info->why when it cannot be used. */
 static int try_short(const strategy *s, const cluster *c, const compile_options *copt,
-                     const htae_options *hopt, const compiled_plan *plan, int m1, htae_result *out,
-                     steady_info *info)
+                     const htae_options *hopt, const compiled_plan *plan, int m1, int last,
+                     htae_result *out, steady_info *info)
 {
     strategy s1 = *s;
     s1.global_batch = m1 * s->micro_batch * s->dp;
@@ -394,13 +405,17 @@ static int try_short(const strategy *s, const cluster *c, const compile_options 
     window w;
     if (htae_run(p1.graph, c, &o, &r1, &e))
         snprintf(info->why, sizeof info->why, "the shorter run: %.72s", e.message);
-    else if (!find_window(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), &w))
+    else if (!find_window(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), 0.0,
+                          &w) &&
+             (!last || !find_window(p1.graph, &r1, flagged, n_flagged, s->pp,
+                                    period_micro_batches(s), STEADY_APPROX, &w)))
         snprintf(info->why, sizeof info->why, "no period found");
     else if (!expand(plan->graph, p1.graph, &r1, &w, (plan->micro_batches - m1) / w.d, out))
         snprintf(info->why, sizeof info->why, "the plans' graphs differ");
     else {
         used = 1;
         info->period_s = w.P;
+        info->approx_s = w.e > STEADY_EPS ? w.e : 0.0;
     }
     info->short_wall_s = r1.wall_s;
     htae_result_free(&r1);
@@ -425,7 +440,10 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
             break;
         }
         double wall = info->short_wall_s;
-        int used = try_short(s, c, copt, hopt, plan, m1, out, info);
+        /* the last attempt may take a period that repeats to STEADY_APPROX (the exact ones first) */
+        int next = steady_short_micro_batches(s->pp, s->schedule == SCHED_INTERLEAVED, attempt + 1);
+        int last = !next || ineligible(s, copt, hopt, allow, plan->micro_batches, next);
+        int used = try_short(s, c, copt, hopt, plan, m1, last, out, info);
         info->short_wall_s += wall;
         if (used) {
             info->used = 1;

@@ -7,8 +7,12 @@
  * under the interleaved schedule), the full plan's timeline is that run's with K = (M - m1) / d
  * more periods inserted: the tasks before the proven window keep their times, K copies of its
  * last period follow, and the rest moves by K x P. The full plan's graph must be the short
- * plan's with those micro-batches inserted, stream by stream (checked task by task). Otherwise
- * every task is simulated. docs/design-notes.md, "Steady-state skipping". */
+ * plan's with those micro-batches inserted, stream by stream (checked task by task). When no
+ * run proves an exact period, the last one's window may still repeat to within STEADY_APPROX
+ * (1e-3) of the period, every task, host pace and link: dynamics that converge to a period
+ * geometrically (bandwidth shared by flows whose overlap shifts, under uneven stages) and never
+ * repeat to 1e-9; that window is used and its tolerance reported (approx_s). Otherwise every
+ * task is simulated. docs/design-notes.md, "Steady-state skipping". */
 #ifndef PROTOSIM_STEADY_H
 #define PROTOSIM_STEADY_H
 
@@ -16,10 +20,15 @@
 #include "../engine/htae.h"
 
 typedef struct steady_info {
-    int used;            /* 1: the result was extended from the shorter run */
-    int micro_batches;   /* the plan's, per replica */
-    int simulated;       /* micro-batches simulated */
-    double period_s;     /* used: the proven period */
+    int used;          /* 1: the result was extended from the shorter run */
+    int micro_batches; /* the plan's, per replica */
+    int simulated;     /* micro-batches simulated */
+    double period_s;   /* used: the proven period */
+    /* used, 0: the period is exact (every task repeats to 1e-9 s); > 0: no run proved one, and
+     * the last run's window repeats to within this many seconds (STEADY_APPROX of the period:
+     * a contraction, such as flows sharing links, that converges to its period without ever
+     * reaching it exactly); the iteration is then right to about this much */
+    double approx_s;
     double short_wall_s; /* host seconds of the shorter runs (also when not used) */
     char why[96];        /* not used: why ("--no-fold", "no period found", ...) */
 } steady_info;
