@@ -18,8 +18,10 @@
 
 int steady_short_micro_batches(int pp, int interleaved, int attempt)
 {
-    if (interleaved) /* whole rounds of pp micro-batches: 3 to warm up and cool down */
-        return attempt < 2 ? (6 + 2 * attempt) * pp : 0;
+    if (interleaved) { /* whole rounds of pp micro-batches: 3 to warm up and cool down */
+        static const int rounds[3] = {6, 8, 12};
+        return attempt < 3 ? rounds[attempt] * pp : 0;
+    }
     if (attempt == 0)
         return pp > 1 ? pp + 8 : 6;
     return attempt == 1 && pp > 4 ? 2 * pp + 4 : 0;
@@ -440,10 +442,11 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
             break;
         }
         double wall = info->short_wall_s;
-        /* the last attempt may take a period that repeats to STEADY_APPROX (the exact ones first) */
+        /* from the second attempt on, and on the last, a window that repeats to STEADY_APPROX
+         * when none repeats exactly */
         int next = steady_short_micro_batches(s->pp, s->schedule == SCHED_INTERLEAVED, attempt + 1);
         int last = !next || ineligible(s, copt, hopt, allow, plan->micro_batches, next);
-        int used = try_short(s, c, copt, hopt, plan, m1, last, out, info);
+        int used = try_short(s, c, copt, hopt, plan, m1, last || attempt > 0, out, info);
         info->short_wall_s += wall;
         if (used) {
             info->used = 1;

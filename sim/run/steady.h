@@ -7,8 +7,8 @@
  * under the interleaved schedule), the full plan's timeline is that run's with K = (M - m1) / d
  * more periods inserted: the tasks before the proven window keep their times, K copies of its
  * last period follow, and the rest moves by K x P. The full plan's graph must be the short
- * plan's with those micro-batches inserted, stream by stream (checked task by task). When no
- * run proves an exact period, the last one's window may still repeat to within STEADY_APPROX
+ * plan's with those micro-batches inserted, stream by stream (checked task by task). When a
+ * run (the second attempt on) proves no exact period, its window may still repeat to within STEADY_APPROX
  * (1e-3) of the period, every task, host pace and link: dynamics that converge to a period
  * geometrically (bandwidth shared by flows whose overlap shifts, under uneven stages) and never
  * repeat to 1e-9; that window is used and its tolerance reported (approx_s). Otherwise every
@@ -44,8 +44,10 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
  * first pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the
  * first stage, after the warm-up, before the cool-down), then, if that run holds no period,
  * 2 pp + 4 when that is more (uneven stages settle later); without a pipeline 6, once; under the
- * interleaved schedule, whose period is a round of pp micro-batches, 6 rounds, then 8 (5 never
- * held one in the plans tried). 0: no more attempts. */
+ * interleaved schedule, whose period is a round of pp micro-batches, 6 rounds, then 8, then 12
+ * (5 never held one in the plans tried; 12 for periods that converge slowly, taken to a
+ * tolerance). From the second attempt on, and on the last, a run whose window repeats only to
+ * STEADY_APPROX is used. 0: no more attempts. */
 int steady_short_micro_batches(int pp, int interleaved, int attempt);
 
 #endif
