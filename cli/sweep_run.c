@@ -192,7 +192,21 @@ static int table_enumerate(sweep_table *t, sweep_spec *spec, const cluster *c,
                                 "axes.gpus", "%g GPUs, but the cluster %s has %d GPUs",
                                 ga->values[i], cluster_path, c->n_gpus);
     t->gpus = c->n_gpus;
-    if (sweep_tables_propose(spec, c, err))
+    /* tables_sharding: auto proposes for the GPUs the plans take: one count (constraints.gpus,
+     * else the cluster's), on those GPUs */
+    const sweep_axis *ta = &spec->axes[SWEEP_TABLES_SHARDING];
+    if (ta->present && ga->present)
+        return ps_error_set(err, PS_EINPUT, spec->file, ga->loc.line, ga->loc.column, "axes.gpus",
+                            "tables_sharding: auto proposes each table's sharding for one GPU "
+                            "count; the gpus axis varies it (sweep one count at a time, with "
+                            "constraints.gpus)");
+    cluster view;
+    const cluster *on = c;
+    if (ta->present && spec->gpus && cli_plan_cluster(c, spec->gpus, NULL, &view, &on, err))
+        return err->code;
+    int rc = sweep_tables_propose(spec, on, err);
+    cli_plan_cluster_free(c, &view, on);
+    if (rc)
         return err->code;
     if (sweep_enumerate(spec, c->n_gpus, &t->plans, &t->n, err))
         return err->code;

@@ -652,6 +652,60 @@ START_TEST(compiler_refusals_are_failed_plans)
 }
 END_TEST
 
+/* tables_sharding: auto on part of a cluster (issue 30): the proposals are made for the GPUs the
+ * plans take. With constraints.gpus 2 on one 8-GPU DGX A100 the table is row for row the one
+ * the same sweep gives on a 2-GPU node of the same kind (the same NVSwitch ports); with a gpus
+ * axis, which would need proposals per count, it is an error at the axis. */
+START_TEST(tables_auto_on_part_of_a_cluster)
+{
+    char *dir = make_tmpdir();
+    char *tiny = src_path("tests/data/sweep/dlrm-tiny.yaml");
+    char *text = slurp(tiny, NULL);
+    *strstr(text, "axes:") = '\0';
+    char body[4096];
+    snprintf(body, sizeof body,
+             "%saxes:\n  tables_sharding: auto\n  placement: [round-robin, greedy]\n"
+             "constraints:\n  gpus: 2\n",
+             text);
+    char *part = write_tmp_file(dir, "part.yaml", body);
+    snprintf(body, sizeof body,
+             "%saxes:\n  tables_sharding: auto\n  placement: [round-robin, greedy]\n", text);
+    char *whole = write_tmp_file(dir, "whole.yaml", body);
+    snprintf(body, sizeof body, "%saxes:\n  gpus: [2]\n  tables_sharding: auto\n", text);
+    char *axis = write_tmp_file(dir, "axis.yaml", body);
+    char *a8 = tmp_path(dir, "a8.yaml"), *a2 = tmp_path(dir, "a2.yaml");
+    const char *g8[] = {"cluster", "dgx-a100", "--nodes", "1", "-o", a8, NULL};
+    const char *g2[] = {"cluster", "dgx-a100", "--nodes", "1", "--gpus-per-node",
+                        "2",       "-o",       a2,        NULL};
+    run_result r = run_protosim(dir, g8);
+    expect_exit(&r, 0);
+    run_free(&r);
+    r = run_protosim(dir, g2);
+    expect_exit(&r, 0);
+    run_free(&r);
+    const char *on8[] = {"sweep", part, "--cluster", a8, "--no-progress", "--top", "0", NULL};
+    const char *on2[] = {"sweep", whole, "--cluster", a2, "--no-progress", "--top", "0", NULL};
+    run_result p8 = run_protosim(dir, on8), p2 = run_protosim(dir, on2);
+    expect_exit(&p8, 0);
+    expect_exit(&p2, 0);
+    ck_assert_msg(strstr(p8.out, "(the first 2 of its 8 GPUs)"), "%s", p8.out);
+    const char *rows8 = strchr(p8.out, '\n'), *rows2 = strchr(p2.out, '\n');
+    ck_assert_ptr_nonnull(rows8);
+    ck_assert_str_eq(rows8, rows2); /* everything after the header line */
+    run_free(&p8);
+    run_free(&p2);
+    const char *bad[] = {"sweep", axis, "--cluster", a8, "--dry-run", NULL};
+    r = run_protosim(dir, bad);
+    expect_exit(&r, 1);
+    ck_assert_msg(strstr(r.err, "field 'axes.gpus': tables_sharding: auto proposes each table's "
+                                "sharding for one GPU count"),
+                  "%s", r.err);
+    run_free(&r);
+    free(text), free(tiny), free(part), free(whole), free(axis), free(a8), free(a2);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     const TTest *const tests[] = {axes_enumerate_by_hand,
@@ -666,6 +720,7 @@ static Suite *suite(void)
                                   tables_beyond_memory_are_pruned,
                                   merge_validates_the_columns,
                                   compiler_refusals_are_failed_plans,
+                                  tables_auto_on_part_of_a_cluster,
                                   NULL};
     return suite_of("dlrm_sweep", "dlrm_sweep", 120, tests);
 }
