@@ -194,9 +194,8 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
     copt.profile = db;
     worker_gate_ctx gate = {spec, &p, twins, fd, cmd_fd, MSG_RECORD};
     cluster view;
-    const cluster *use = c;
-    if (p.gpus < c->n_gpus && cli_plan_cluster(c, p.gpus, NULL, &view, &use, &err))
-        use = NULL; /* cannot happen: the first p.gpus of c */
+    const cluster *use = NULL; /* c, or a view of its first p.gpus */
+    int rc = cli_plan_cluster(c, p.gpus, NULL, &view, &use, &err);
     run_request rq = {.c = use,
                       .s = &s,
                       .copt = &copt,
@@ -205,7 +204,8 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
                       .gate = worker_gate,
                       .gate_ctx = &gate};
     run_outcome run;
-    int rc = use ? run_execute(&rq, &run, &err) : err.code;
+    if (!rc)
+        rc = run_execute(&rq, &run, &err);
     if (rc) {
         p.status = SWEEP_PLAN_FAILED;
         snprintf(p.reason_kind, sizeof p.reason_kind, "error");

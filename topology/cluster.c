@@ -423,6 +423,12 @@ void cluster_free(cluster *c)
     c->n_gpus = c->n_nodes = c->file_gpus = 0;
 }
 
+/* The file's rank of c's rank i (c itself when it is no view). */
+static int file_rank_of(const cluster *c, int i)
+{
+    return c->file_rank ? c->file_rank[i] : i;
+}
+
 int cluster_view(const cluster *c, const int *ranks, int n, const char *option, cluster *view,
                  ps_error *err)
 {
@@ -452,7 +458,7 @@ int cluster_view(const cluster *c, const int *ranks, int n, const char *option, 
     view->n_nodes = 0;
     for (int i = 0; i < n; i++) {
         int r = ranks[i], old = c->node_of_rank[r];
-        view->file_rank[i] = c->file_rank ? c->file_rank[r] : r;
+        view->file_rank[i] = file_rank_of(c, r);
         view->host_names[i] = xstrdup(c->host_names[r]);
         view->sg_hosts[i] = c->sg_hosts[r];
         view->device[i] = c->device[r];
@@ -476,8 +482,8 @@ void cluster_selected_text(const cluster *c, char *buf, size_t size)
     size_t k = 0;
     buf[0] = 0;
     for (int i = 0; i < c->n_gpus && k + 1 < size;) {
-        int a = c->file_rank ? c->file_rank[i] : i, j = i;
-        while (j + 1 < c->n_gpus && (c->file_rank ? c->file_rank[j + 1] : j + 1) == a + (j + 1 - i))
+        int a = file_rank_of(c, i), j = i;
+        while (j + 1 < c->n_gpus && file_rank_of(c, j + 1) == a + (j + 1 - i))
             j++;
         int b = a + (j - i);
         char part[32];
