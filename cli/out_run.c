@@ -32,9 +32,11 @@ static void links_text(FILE *out, const compiled_plan *p, const htae_result *r, 
         return;
     fprintf(out, "  links        (busiest 3 of %d that carried traffic%s)\n", r->n_links,
             p->simulated_replicas < p->dp ? "; replica 0 and the DP collectives: folded" : "");
-    if (p->simulated_tp < p->tp)
-        fprintf(out, "    (TP peers folded: their pipeline sends, TP and DP collectives are "
-                     "simulated; --no-fold for all)\n");
+    if (p->simulated_tp < p->tp || p->simulated_context < p->cp)
+        fprintf(out,
+                "    (%s folded: their pipeline sends and collectives are "
+                "simulated; --no-fold for all)\n",
+                p->simulated_tp < p->tp ? "TP peers" : "context ranks");
     for (int i = 0; i < r->n_links && i < 3; i++)
         fprintf(out, "    %-32s %-4s busy %5.1f%%  %10.3f GB\n", r->links[i].name,
                 r->links[i].direction, pct(r->links[i].busy_s, T), r->links[i].bytes / 1e9);
@@ -308,6 +310,9 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
                 p->dp);
     if (p->simulated_tp < p->tp)
         fprintf(out, "; tensor index 0 of %d computes (TP peers folded)", p->tp);
+    if (p->simulated_context < p->cp)
+        fprintf(out, "; context indices 0-%d of %d compute (context ranks folded)",
+                p->simulated_context - 1, p->cp);
     if (run->steady.used)
         fprintf(out, "; %d of %d micro-batches simulated (steady state, period %s",
                 run->steady.simulated, run->steady.micro_batches,
@@ -436,6 +441,7 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(sim, "timed_collectives", r->timed_colls);
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
+    cJSON_AddNumberToObject(sim, "simulated_context_indices", p->simulated_context);
     cJSON_AddNumberToObject(sim, "activities_per_s", r->wall_s > 0 ? r->activities / r->wall_s : 0);
     cJSON *st = cJSON_AddObjectToObject(sim, "steady_state");
     cJSON_AddNumberToObject(st, "micro_batches", run->steady.micro_batches);

@@ -194,7 +194,7 @@ static void ring_bytes(int kv_heads, int tp, double *fwd, double *bwd, int *n_fw
     char strat[256];
     snprintf(strat, sizeof strat, "  tensor: {degree: %d}\n  context: {degree: 2}\n", tp);
     sim_fixture f;
-    cp_plan(&f, tp, 4096, 32, kv_heads, strat, 1);
+    cp_plan(&f, tp, 4096, 32, kv_heads, strat, 0);
     const exec_graph *g = f.p.graph;
     *fwd = *bwd = 0;
     *n_fwd = *n_bwd = 0;
@@ -340,7 +340,7 @@ typedef struct ring_times {
 static void ring_run(int hidden, int heads, int kv_heads, ring_times *rt)
 {
     sim_fixture f;
-    cp_plan(&f, 1, hidden, heads, kv_heads, "  context: {degree: 2}\n", 1);
+    cp_plan(&f, 1, hidden, heads, kv_heads, "  context: {degree: 2}\n", 0);
     fixture_run(&f);
     const exec_graph *g = f.p.graph;
     const htae_result *r = &f.r;
@@ -451,12 +451,54 @@ static double simulate(const char *strat, int fold)
 }
 
 /* Context 2 x data 2 on two nodes of 2 GPUs (the context ring inside a node): folding simulates
- * data replica 0's two context ranks and gives the unfolded time (within the executor's 0.5%). */
+ * data replica 0, where context index 1 is a shifted copy of index 0 (inner folding: one rank
+ * computes), and gives the unfolded time (within the executor's 0.5%). */
 START_TEST(folded_replicas_keep_context_ranks)
 {
     const char *strat = "  context: {degree: 2}\n  data: {degree: 2, zero: 1}\n";
     double folded = simulate(strat, 1), full = simulate(strat, 0);
     ck_assert_msg(fabs(folded / full - 1) < 0.005, "folded %.9g, unfolded %.9g", folded, full);
+}
+END_TEST
+
+/* Inner folding (strategies/compile/fold.c): tensor 2 x context 2 on two nodes of 2 GPUs, rank
+ * t + 2 c, so each TP pair shares a node and each ring crosses between the nodes both ways.
+ * Shifting the tensor or the context index maps the plan onto itself, so rank 0 alone computes;
+ * its ring sends to rank 2 carry the other ranks' as companion pairs: 1 -> 3, 2 -> 0, 3 -> 1;
+ * its TP collectives run over the pair {0, 1} with 1 a stand-in. */
+START_TEST(inner_folding_one_rank_computes)
+{
+    sim_fixture f;
+    cp_plan(&f, 2, 1024, 8, 8, "  tensor: {degree: 2}\n  context: {degree: 2}\n", 1);
+    ck_assert_int_eq(f.p.simulated_tp, 1);
+    ck_assert_int_eq(f.p.simulated_context, 1);
+    const exec_graph *g = f.p.graph;
+    int rings = 0, tp = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        const graph_task *k = &g->tasks[t];
+        if (k->kind == TASK_COMPUTE)
+            ck_assert_int_eq(k->rank, 0);
+        if (k->category == CAT_CP_COMM) {
+            const int32_t *pr;
+            ck_assert_int_eq(k->rank, 0);
+            ck_assert_int_eq(k->peer, 2);
+            ck_assert_int_eq(graph_companions(g, t, &pr), 3);
+            int want[6] = {1, 3, 2, 0, 3, 1};
+            for (int i = 0; i < 6; i++)
+                ck_assert_int_eq(pr[i], want[i]);
+            rings++;
+        }
+        if (k->category == CAT_TP_COMM) {
+            const graph_group *gr = &g->groups[g->colls[k->coll].group];
+            ck_assert_int_eq(gr->n, 2);
+            ck_assert_int_eq(gr->tasked, 1);
+            ck_assert_int_eq(g->group_ranks[gr->first + 1], 1);
+            tp++;
+        }
+    }
+    ck_assert_int_gt(rings, 0);
+    ck_assert_int_gt(tp, 0);
+    fixture_free(&f);
 }
 END_TEST
 
@@ -520,6 +562,7 @@ static Suite *context_suite(void)
                                   ring_step_waits_for_the_step_before,
                                   activations_divided_gradients_over_context,
                                   folded_replicas_keep_context_ranks,
+                                  inner_folding_one_rank_computes,
                                   sweep_context_axis,
                                   NULL};
     return suite_of("context", "context", 120, tests);

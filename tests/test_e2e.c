@@ -758,10 +758,11 @@ START_TEST(dlrm_tables_beyond_memory_exit_2)
 END_TEST
 
 /* Runs plan `yaml` on `nodes` DGX H100 folded and with --no-fold: the same iteration time (to
- * 1e-9), `folded` and `full` replicas simulated, `tp_folded` tensor indices computing folded
- * (every one with --no-fold). */
-static void check_fold_matches_full(const char *yaml, const char *nodes, double folded, double full,
-                                    double tp_folded, double tp)
+ * 1e-9), `folded` and `full` replicas simulated, `tp_folded` tensor indices and `cp_folded`
+ * context indices computing folded (every one with --no-fold). */
+static void check_fold_matches_full_cp(const char *yaml, const char *nodes, double folded,
+                                       double full, double tp_folded, double tp, double cp_folded,
+                                       double cp)
 {
     char *dir = make_tmpdir();
     char *cl = generate_h100(dir, nodes);
@@ -784,10 +785,20 @@ static void check_fold_matches_full(const char *yaml, const char *nodes, double 
                   "tensor indices folded");
     ck_assert_msg(num_field(obj_field(u, "simulator"), "simulated_tensor_indices") == tp,
                   "tensor indices with --no-fold");
+    ck_assert_msg(num_field(obj_field(f, "simulator"), "simulated_context_indices") == cp_folded,
+                  "context indices folded");
+    ck_assert_msg(num_field(obj_field(u, "simulator"), "simulated_context_indices") == cp,
+                  "context indices with --no-fold");
     cJSON_Delete(f);
     cJSON_Delete(u);
     free(strat), free(cl), free(jf), free(ju);
     remove_tmpdir(dir);
+}
+
+static void check_fold_matches_full(const char *yaml, const char *nodes, double folded, double full,
+                                    double tp_folded, double tp)
+{
+    check_fold_matches_full_cp(yaml, nodes, folded, full, tp_folded, tp, 1, 1);
 }
 
 /* Tensor-parallel folding (strategies/compile/fold.c): tensor index 0 computes, its peers lend their
@@ -815,6 +826,20 @@ START_TEST(ep_folded_plans_match_full_simulation)
     check_fold_matches_full("tests/data/e2e/mixtral-8x7b-ep8-dp16.yaml", "2", 1, 16, 1, 1);
     check_fold_matches_full("tests/data/e2e/moe-tp2-ep8-imb2-dp8.yaml", "2", 1, 8, 2, 2);
     check_fold_matches_full("tests/data/e2e/moe-tp4-ep8-etp2-imb2-dp8.yaml", "4", 4, 8, 4, 4);
+}
+END_TEST
+
+/* Folding inside replica 0 (strategies/compile/fold.c, choose_inner): a rank computes for each
+ * class of ranks that shifts of the tensor and context indices map onto each other, every other
+ * collective and transfer of the replica joining its twin's as stand-ins or companions; the
+ * iteration is the full simulation's. TP4 x CP4 x PP2 with EP8 on 4 DGX H100 (each stage on two
+ * nodes, its context rings crossing between them: even and odd context indices differ, so 2 of
+ * 4 compute, on tensor index 0 alone); TP2 x CP4 x DP2 on 2 (the rings inside a node: one rank
+ * of the replica's 8 computes). */
+START_TEST(inner_folded_plans_match_full_simulation)
+{
+    check_fold_matches_full_cp("tests/data/e2e/moe-tp4-cp4-ep8-pp2.yaml", "4", 1, 1, 1, 4, 2, 4);
+    check_fold_matches_full_cp("tests/data/e2e/llama-tp2-cp4-dp2.yaml", "2", 1, 2, 1, 2, 1, 4);
 }
 END_TEST
 
@@ -1071,6 +1096,7 @@ static Suite *e2e_suite(void)
                                                      dlrm_tables_beyond_memory_exit_2,
                                                      ep_folded_plans_match_full_simulation,
                                                      tp_folded_plans_match_full_simulation,
+                                                     inner_folded_plans_match_full_simulation,
                                                      collectives_track_nccl_tests,
                                                      replay_writes_its_reports,
                                                      replay_bad_trace_and_family_warning,

@@ -190,7 +190,8 @@ uint32_t graph_add_compute(exec_graph *g, int rank, task_category cat, double se
 uint32_t graph_add_compute_on(exec_graph *g, int rank, int stream, task_category cat,
                               double seconds, int label, int micro);
 /* A point-to-point transfer issued by `src` on stream `stream`. The receiver only depends on it:
- * add an edge from it to at least one task of `dst` (finalize asserts there is one). */
+ * add an edge from it to at least one task of `dst` (finalize asserts it has a successor), or,
+ * when `dst` is a folded rank, to a task of the rank whose timeline it follows. */
 uint32_t graph_add_transfer(exec_graph *g, int src, int dst, stream_id stream, double bytes,
                             task_category cat, int label, int micro);
 /* A group of ranks, ring order as given. Callers create each group once and reuse its id. */
@@ -236,8 +237,9 @@ void graph_set_host(exec_graph *g, uint32_t t, unsigned flags, double host_s, do
 
 /* Build successor lists and stream orders; fail (PS_EINTERNAL) on a cycle, counting the
  * implicit program-order edges of each stream. Asserts what the executor relies on: every
- * task's fields in range, every transfer received (a successor on its peer rank), every
- * collective one task per tasked group member on that member's rank. */
+ * task's fields in range, every transfer received (a successor: on its peer, or a folded
+ * peer's twin), every collective one task per tasked group member on that
+ * member's rank. */
 int graph_finalize(exec_graph *g, ps_error *err);
 /* After graph_finalize failed on a cycle: one cycle, as tasks each of which must finish before
  * the next can (and the last before the first): an edge, a stream's program order, or two

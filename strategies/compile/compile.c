@@ -23,8 +23,13 @@ static void emit_tp_cut(compile_ctx *cx, int p, int micro, const uint32_t *befor
     uint32_t *coll = xmalloc((size_t)tp * sizeof *coll); /* a task per tasked member */
     for (int d = 0; d < cx->dp_sim; d++)
         for (int k = 0; k < (sp ? 2 : 1); k++) {
-            graph_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d], STREAM_TP,
-                                 cx->tp_bytes, CAT_TP_COMM, cx->label_tp[kinds[k]], micro, coll);
+            int c = graph_add_collective(cx->g, kinds[k], cx->tp_group[p * cx->dp_sim + d],
+                                         STREAM_TP, cx->tp_bytes, CAT_TP_COMM,
+                                         cx->label_tp[kinds[k]], micro, coll);
+            if (cx->n_tp_comp) /* inner folding: the other context indices' TP groups */
+                graph_set_coll_companions(
+                    cx->g, c, cx->tp_comp + ((size_t)p * cx->dp_sim + d) * cx->n_tp_comp,
+                    cx->n_tp_comp);
             for (int t = 0; t < tp; t++) {
                 int j = d * tp + t;
                 if (!(overlap && k == 0)) /* an overlapped one is issued with its GEMM */
@@ -105,25 +110,6 @@ static uint32_t emit_send(compile_ctx *cx, int src, int dst, uint32_t after, int
     graph_set_host(cx->g, x, HOST_ISSUE, cost_comm_call_seconds(), 0.0);
     graph_add_edge(cx->g, after, x);
     return x;
-}
-
-/* With TP folded, the sends of the folded peers of replica d from stage p to stage q (next: 1,
- * or previous: 0) as companion pairs of index 0's send: a pair set made once per (d, p, next). */
-static void send_companions(compile_ctx *cx, uint32_t x, int d, int p, int q, int next)
-{
-    if (cx->tp_sim == cx->tp)
-        return;
-    int *set = &cx->pp_pairs[((size_t)d * cx->pp + (size_t)p) * 2 + (size_t)next];
-    if (*set < 0) {
-        int n = cx->tp - 1, *src = xmalloc((size_t)2 * n * sizeof *src), *dst = src + n;
-        for (int t = 1; t < cx->tp; t++) {
-            src[t - 1] = compile_rank_of(cx->s, t, d, p);
-            dst[t - 1] = compile_rank_of(cx->s, t, d, q);
-        }
-        *set = graph_add_pair_set(cx->g, src, dst, n);
-        free(src);
-    }
-    graph_set_companions(cx->g, x, *set);
 }
 
 /* The pipeline tables' index of simulated replica d, tensor index t (d < dp_sim, t < tp_sim). */
@@ -365,7 +351,7 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
             if (mc + 1 < cx->mcs) {
                 int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_act, mb);
-                send_companions(cx, x, d, p, q, 1);
+                compile_send_companions(cx, x, j, p, q, 1);
                 es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
             }
         } else {
@@ -374,7 +360,7 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
             if (mc > 0) {
                 int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_grad, mb);
-                send_companions(cx, x, d, p, q, 0);
+                compile_send_companions(cx, x, j, p, q, 0);
                 es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
             }
         }
@@ -553,7 +539,8 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
         same = same && c->device[r]->peak_flops[s->precision] == peak0;
     }
     out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
-    out->simulated_replicas = cx->dp_sim / cx->cp;
+    out->simulated_replicas = cx->dp_sim < cx->cp ? 1 : cx->dp_sim / cx->cp;
+    out->simulated_context = cx->dp_sim < cx->cp ? cx->dp_sim : cx->cp;
     out->simulated_tp = cx->tp_sim;
     out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
     for (int mc = 0; mc < cx->mcs; mc++)
@@ -660,6 +647,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.n_shard_groups = cx.dp / cx.shard;
     compile_choose_simulated(&cx, opt);
     if (workload_build(&s->model, s->micro_batch, s->precision, &cx.wg, err)) {
+        compile_fold_free(&cx);
         free(cx.chunk_first);
         return err->code;
     }
@@ -682,6 +670,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     workload_graph rank_ops;
     memset(&rank_ops, 0, sizeof rank_ops);
     if (cx.cp > 1 && context_rank_ops(&cx, &rank_ops, err)) {
+        compile_fold_free(&cx);
         workload_graph_free(&cx.wg);
         free(cx.chunk_first);
         return err->code;
@@ -703,9 +692,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.last_compute = xmalloc((size_t)c->n_gpus * sizeof *cx.last_compute);
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
-    cx.pp_pairs = xmalloc((size_t)cx.dp_sim * cx.pp * 2 * sizeof *cx.pp_pairs);
-    for (size_t i = 0; i < (size_t)cx.dp_sim * cx.pp * 2; i++)
-        cx.pp_pairs[i] = -1;
+    compile_fold_tables(&cx);
     intern_labels(&cx);
     compile_make_stage_groups(&cx);
     if (cx.cp > 1)
@@ -737,7 +724,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     context_rings_free(&cx);
     free(cx.sharded);
     free(cx.last_compute);
-    free(cx.pp_pairs);
+    compile_fold_free(&cx);
     free(cx.chunk_first);
     workload_graph_free(&cx.wg);
     return rc;

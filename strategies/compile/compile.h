@@ -66,6 +66,7 @@ typedef struct compiled_plan {
     int zero_shard;         /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     int simulated_tp;       /* tp, or 1 when tensor-parallel peers are folded (fold.c) */
+    int simulated_context;  /* cp, or fewer context indices when folded inside replica 0 */
     double samples_per_iter, tokens_per_iter;
     double model_flops_per_iter; /* forward + backward of the model, recompute excluded */
     /* At the plan's precision, the mean of the GPUs' datasheet peaks (slowdown not counted), so

@@ -129,6 +129,25 @@ typedef struct compile_ctx {
     int label_edp[3];              /* expert gradient collectives, by coll_kind */
     int label_hsdp_ear;            /* HSDP: expert gradient shards across the replicas */
     int *sim_rank;                 /* [pp * n_sim]: rank of simulated member j of stage p */
+    /* Folding inside replica 0 (fold.c, compile_choose_simulated; docs/design-notes.md "Folding
+     * inside a replica"): `inner` when the simulated members are tensor indices below tp_sim and
+     * context indices below dp_sim < cp, or tp_sim 1 under context or expert parallelism, the
+     * others shown to behave like them by shifts of the tensor and context indices that map the
+     * plan onto itself. Then every collective and transfer of replica 0 still runs: a group
+     * holding a simulated member gives it a task (stand-ins the rest), one without joins the
+     * same collective of the group it is a shifted copy of as a companion, and a transfer whose
+     * source is not simulated is a companion pair of the simulated one it copies. */
+    int inner;
+    int *twin_index; /* inner: [tp * dp] the simulated stage index whose timeline i follows */
+    int *member_of;  /* inner: [tp * dp] member j of stage index i, -1 when not simulated */
+    int *tp_comp;    /* inner: [(p * dp_sim + d) * n_tp_comp + m]: the TP groups of context index
+                        d + (m + 1) dp_sim, companions of simulated replica d's */
+    int n_tp_comp;   /* cp / dp_sim - 1 */
+    int *ep_comp_first, *ep_comp;   /* inner: companion EP groups of ep_group entry k:
+                                     ep_comp[ep_comp_first[k] .. ep_comp_first[k + 1]) */
+    int *etp_comp_first, *etp_comp; /* the same for etp_group */
+    int *cp_pairs;                  /* inner: [p * n_sim + j] the companion pairs of member j's ring
+                                       transfers (pair set id), -1 until made */
     int fsdp; /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     /* FSDP under a pipeline (PyTorch's pipelining, torchtitan's reshard_after_forward False):
      * each unit gathered once per step, before its chunk's first forward, kept gathered, its
@@ -276,6 +295,19 @@ double context_kv_chunk_bytes(const compile_ctx *cx);
  * follows: i itself when simulated; with blocks i % n_sim; with stand-ins the one of the same
  * expert-tensor index and load (fold.c). */
 int compile_fold_twin(const compile_ctx *cx, int i);
+/* Stage index i moved by a tensor indices and b context indices (each modulo its degree; the
+ * data index kept): the shifts inner folding shows to map the plan onto itself. */
+int compile_shift_index(const compile_ctx *cx, int i, int a, int b);
+/* Inner folding: the shift (*a, *b) that moves stage index i's twin onto i (i in replica 0). */
+void compile_twin_shift(const compile_ctx *cx, int i, int *a, int *b);
+/* The folded pipeline sends' and ring transfers' pair-set tables (pp_pairs, cp_pairs), made
+ * once n_sim is known; compile_fold_free releases them with inner folding's tables. */
+void compile_fold_tables(compile_ctx *cx);
+void compile_fold_free(compile_ctx *cx);
+/* The companion pairs of member j's pipeline send x from stage p to q (next 1, or previous 0):
+ * with TP folded its tensor peers' sends, under inner folding the sends of every rank of
+ * replica 0 whose twin it is; nothing otherwise. */
+void compile_send_companions(compile_ctx *cx, uint32_t x, int j, int p, int q, int next);
 
 /* The replicas simulated (fold.c): all of them, or with folding (opt) the first block closed
  * under the context rings and expert groups when the others provably behave like it: sets

@@ -22,6 +22,7 @@ typedef struct rank_rings {
 struct context_rings {
     rank_rings *of_rank; /* [n_gpus] */
     int *next, *prev;    /* [n_gpus]: the context ring's neighbours, -1 for ranks in none */
+    int *index, *stage;  /* [n_gpus]: each rank's stage index and stage */
 };
 
 int context_ring_op(const compile_ctx *cx, const workload_op *op)
@@ -81,8 +82,10 @@ void context_rings_init(compile_ctx *cx)
     r->of_rank = xcalloc((size_t)n, sizeof *r->of_rank);
     r->next = xmalloc((size_t)n * sizeof *r->next);
     r->prev = xmalloc((size_t)n * sizeof *r->prev);
+    r->index = xmalloc((size_t)n * sizeof *r->index);
+    r->stage = xmalloc((size_t)n * sizeof *r->stage);
     for (int i = 0; i < n; i++)
-        r->next[i] = r->prev[i] = -1;
+        r->next[i] = r->prev[i] = r->index[i] = r->stage[i] = -1;
     /* ring order: context index c to c + 1 (mod cp), the same data, tensor and stage */
     for (int p = 0; p < cx->pp; p++)
         for (int d = 0; d < cx->dp; d++)
@@ -92,6 +95,8 @@ void context_rings_init(compile_ctx *cx)
                 int b = compile_rank_of(cx->s, t, base + (c + 1) % cx->cp, p);
                 r->next[a] = b;
                 r->prev[b] = a;
+                r->index[a] = t + cx->tp * d;
+                r->stage[a] = p;
             }
     cx->rings = r;
 }
@@ -106,6 +111,8 @@ void context_rings_free(compile_ctx *cx)
     free(r->of_rank);
     free(r->next);
     free(r->prev);
+    free(r->index);
+    free(r->stage);
     free(r);
     cx->rings = NULL;
 }
@@ -127,6 +134,37 @@ static double transfer_bytes(const compile_ctx *cx, int backward, int i)
     if (i == 0 || i == cx->cp - 1)
         return kv;
     return 2.0 * kv;
+}
+
+/* Inner folding: the ring transfers of the ranks of replica 0 whose twin is `rank`, as
+ * companion pairs of its own (a pair set made once per simulated rank); -1 when none. */
+static int ring_companions(compile_ctx *cx, int rank)
+{
+    const struct context_rings *r = cx->rings;
+    int self = r->index[rank], p = r->stage[rank], B = cx->tp * cx->cp;
+    int *set = &cx->cp_pairs[(size_t)p * cx->n_sim + (size_t)cx->member_of[self]];
+    if (*set == -1) {
+        int n = 0, *src = xmalloc((size_t)2 * B * sizeof *src), *dst = src + B;
+        for (int i = 0; i < B; i++)
+            if (cx->member_of[i] < 0 && cx->twin_index[i] == self) {
+                src[n] = compile_stage_rank(cx, i, p);
+                dst[n] = r->next[src[n]];
+                n++;
+            }
+        *set = n ? graph_add_pair_set(cx->g, src, dst, n) : -2;
+        free(src);
+    }
+    return *set >= 0 ? *set : -1;
+}
+
+/* The simulated rank whose rings `rank` runs as its own: itself, or under inner folding its
+ * twin. */
+static int ring_twin(const compile_ctx *cx, int rank)
+{
+    const struct context_rings *r = cx->rings;
+    if (!cx->inner)
+        return rank;
+    return compile_stage_rank(cx, cx->twin_index[r->index[rank]], r->stage[rank]);
 }
 
 uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_category cat,
@@ -154,6 +192,9 @@ uint32_t context_emit_ring(compile_ctx *cx, int rank, const segment *sg, task_ca
             x[i] = graph_add_transfer(g, rank, cx->rings->next[rank], STREAM_CP, bytes, CAT_CP_COMM,
                                       cx->label_cp[backward], micro);
             graph_set_host(g, x[i], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
+            int set = cx->inner ? ring_companions(cx, rank) : -1;
+            if (set >= 0)
+                graph_set_companions(g, x[i], set);
             if (i == 0) {
                 graph_add_edge(g, pre, x[i]);
                 if (after != NONE)
@@ -188,7 +229,9 @@ void context_link_rings(compile_ctx *cx)
         const rank_rings *me = &r->of_rank[rank];
         if (me->n == 0)
             continue;
-        const rank_rings *from = &r->of_rank[r->prev[rank]], *to = &r->of_rank[r->next[rank]];
+        /* under inner folding a neighbour that is not simulated runs its twin's rings */
+        const rank_rings *from = &r->of_rank[ring_twin(cx, r->prev[rank])];
+        const rank_rings *to = &r->of_rank[ring_twin(cx, r->next[rank])];
         assert(from->n == me->n && to->n == me->n); /* the ranks of a ring run the same rings */
         for (int k = 0; k < me->n; k++) {
             const uint32_t *rec = me->rec + (size_t)k * stride, *step = rec + RING_HEAD;

@@ -100,6 +100,7 @@ static void describe(const strategy *s, const cluster *c, const workload_graph *
     out->dp = s->dp;
     out->zero_shard = s->dp;
     out->simulated_replicas = s->dp;
+    out->simulated_context = 1;
     out->micro_batches = M;
     out->samples_per_iter = s->global_batch;
     out->tokens_per_iter = 0; /* no sequence: reports show samples */

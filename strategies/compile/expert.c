@@ -2,6 +2,7 @@
  * parallelism"): Megatron-Core's rank groups, the all-to-alls and expert-tensor collectives. */
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../sim/base/xalloc.h"
 #include "../../sim/cost/cost.h"
@@ -15,6 +16,94 @@ static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
     int id = graph_add_group_stand_ins(cx->g, ranks, n, tasked);
     assert(cx->g->groups[id].n == (uint32_t)n);
     return id;
+}
+
+/* The members of expert group `entry` of a stage by stage index: EP group (kind 0, entry
+ * x etp + et) over its EP indices, ETP group (kind 1, entry x ep + e) over its expert-tensor
+ * indices. Under inner folding the simulated ones come first (how the group is made, so that
+ * they are its tasked members); returns their count (all of them otherwise). */
+static int expert_members(const compile_ctx *cx, int kind, int entry, int *idx)
+{
+    int n = kind ? cx->etp : cx->ep, per = kind ? cx->ep : cx->etp;
+    int x = entry / per, f = entry % per;
+    for (int k = 0; k < n; k++)
+        idx[k] = kind ? compile_expert_stage_index(cx, k, f, x)
+                      : compile_expert_stage_index(cx, f, k, x);
+    if (!cx->inner)
+        return n;
+    int tasked = 0;
+    for (int k = 0; k < n; k++) /* stable: the simulated ones to the front */
+        if (cx->member_of[idx[k]] >= 0) {
+            int v = idx[k];
+            memmove(idx + tasked + 1, idx + tasked, (size_t)(k - tasked) * sizeof *idx);
+            idx[tasked++] = v;
+        }
+    return tasked;
+}
+
+/* The entry of the expert group (kind as expert_members) holding stage index i. */
+static int expert_entry(const compile_ctx *cx, int kind, int i)
+{
+    int et, e, x;
+    compile_expert_coords(cx, i, &et, &e, &x);
+    return kind ? x * cx->ep + e : x * cx->etp + et;
+}
+
+/* Inner folding: stage p's expert groups of one kind (n_entries of them, ids[entry]): a group
+ * holding a simulated member is made with them tasked first; one without, but in replica 0,
+ * as the shifted copy of the group its members' twins are in (its members in the order of that
+ * group's, shifted), listed in *pairs as (parent entry + base, group id) for the companion
+ * lists; the others are not emitted (-1). */
+static void make_inner_expert_groups(compile_ctx *cx, int p, int kind, int n_entries, int base,
+                                     int *ids, int **pairs, int *n_pairs, size_t *cap)
+{
+    int n = kind ? cx->etp : cx->ep, B = cx->tp * cx->cp;
+    int *idx = xmalloc((size_t)3 * n * sizeof *idx), *pidx = idx + n, *ranks = idx + 2 * n;
+    for (int k = 0; k < n_entries; k++) {
+        int tasked = expert_members(cx, kind, k, idx), in_b = -1;
+        ids[k] = -1;
+        for (int m = 0; m < n; m++)
+            ranks[m] = compile_stage_rank(cx, idx[m], p);
+        if (tasked > 0) {
+            ids[k] = add_group(cx, ranks, n, tasked);
+            continue;
+        }
+        for (int m = 0; m < n && in_b < 0; m++)
+            if (idx[m] < B)
+                in_b = idx[m];
+        if (in_b < 0)
+            continue;
+        int a, b, parent = expert_entry(cx, kind, cx->twin_index[in_b]);
+        compile_twin_shift(cx, in_b, &a, &b);
+        expert_members(cx, kind, parent, pidx);
+        for (int m = 0; m < n; m++) {
+            int q = compile_shift_index(cx, pidx[m], a, b);
+            ranks[m] = compile_stage_rank(cx, q, p);
+            assert(expert_entry(cx, kind, q) == k); /* shift_alike: groups map onto groups */
+        }
+        xgrow(pairs, sizeof **pairs, (size_t)2 * (*n_pairs + 1), cap);
+        (*pairs)[2 * *n_pairs] = base + parent;
+        (*pairs)[2 * *n_pairs + 1] = add_group(cx, ranks, n, n);
+        ++*n_pairs;
+    }
+    free(idx);
+}
+
+/* Companion lists (first[entries + 1], list) from (entry, group) pairs. */
+static void comp_lists(const int *pairs, int n_pairs, int entries, int **first, int **list)
+{
+    *first = xcalloc((size_t)entries + 1, sizeof **first);
+    *list = xmalloc(((size_t)n_pairs + 1) * sizeof **list);
+    for (int k = 0; k < n_pairs; k++)
+        (*first)[pairs[2 * k] + 1]++;
+    for (int e = 0; e < entries; e++)
+        (*first)[e + 1] += (*first)[e];
+    int *fill = xcalloc((size_t)entries + 1, sizeof *fill);
+    for (int k = 0; k < n_pairs; k++) {
+        int e = pairs[2 * k];
+        (*list)[(*first)[e] + fill[e]++] = pairs[2 * k + 1];
+    }
+    free(fill);
 }
 
 /* The simulated ranks of each stage (sim_rank[p * n_sim + j], j = d * tp + t) and the groups
@@ -36,6 +125,8 @@ void compile_make_stage_groups(compile_ctx *cx)
     cx->sim_rank = xmalloc((size_t)pp * n * sizeof *cx->sim_rank);
     cx->rank_simulated = xcalloc((size_t)cx->c->n_gpus, 1);
     cx->tp_group = xmalloc((size_t)pp * cx->dp_sim * sizeof *cx->tp_group);
+    cx->n_tp_comp = cx->inner ? cx->cp / cx->dp_sim - 1 : 0;
+    cx->tp_comp = xmalloc(((size_t)pp * cx->dp_sim * cx->n_tp_comp + 1) * sizeof *cx->tp_comp);
     for (int p = 0; p < pp; p++) {
         for (int j = 0; j < n; j++) {
             int r = compile_rank_of(cx->s, j % ts, j / ts, p);
@@ -46,6 +137,14 @@ void compile_make_stage_groups(compile_ctx *cx)
             for (int t = 0; t < tp; t++)
                 ranks[t] = compile_rank_of(cx->s, t, d, p);
             cx->tp_group[p * cx->dp_sim + d] = add_group(cx, ranks, tp, ts);
+        }
+        /* inner folding: replica 0's other TP groups, companions of their twins' */
+        for (int d = cx->dp_sim; d < cx->cp && cx->inner; d++) {
+            for (int t = 0; t < tp; t++)
+                ranks[t] = compile_rank_of(cx->s, t, d, p);
+            int m = d / cx->dp_sim - 1, w = d % cx->dp_sim;
+            cx->tp_comp[((size_t)p * cx->dp_sim + w) * cx->n_tp_comp + m] =
+                graph_add_group(cx->g, ranks, tp);
         }
     }
     if (!cx->expert_layout) {
@@ -61,8 +160,20 @@ void compile_make_stage_groups(compile_ctx *cx)
     cx->edp_group = xs > 1 ? xmalloc((size_t)pp * ep * etp * R * sizeof *cx->edp_group) : NULL;
     cx->edp_rep_group =
         R > 1 ? xmalloc((size_t)pp * ep * etp * xs * sizeof *cx->edp_rep_group) : NULL;
+    int *pairs[2] = {NULL, NULL}, n_pairs[2] = {0, 0};
+    size_t cap[2] = {0, 0};
     for (int p = 0; p < pp; p++) {
-        for (int x = 0; x < edp; x++)
+        if (cx->inner) {
+            if (ep > 1)
+                make_inner_expert_groups(cx, p, 0, n_epg, p * n_epg,
+                                         cx->ep_group + (size_t)p * n_epg, &pairs[0], &n_pairs[0],
+                                         &cap[0]);
+            if (etp > 1)
+                make_inner_expert_groups(cx, p, 1, n_etpg, p * n_etpg,
+                                         cx->etp_group + (size_t)p * n_etpg, &pairs[1], &n_pairs[1],
+                                         &cap[1]);
+        }
+        for (int x = 0; x < edp && !cx->inner; x++)
             for (int et = 0; et < etp; et++) {
                 int *grp = &cx->ep_group[(size_t)p * n_epg + (size_t)x * etp + et];
                 *grp = -1;
@@ -77,7 +188,7 @@ void compile_make_stage_groups(compile_ctx *cx)
                 }
                 *grp = add_group(cx, ranks, ep, tasked);
             }
-        for (int x = 0; x < edp && etp > 1; x++)
+        for (int x = 0; x < edp && etp > 1 && !cx->inner; x++)
             for (int e = 0; e < ep; e++) {
                 int *grp = &cx->etp_group[(size_t)p * n_etpg + (size_t)x * ep + e];
                 *grp = -1;
@@ -104,11 +215,22 @@ void compile_make_stage_groups(compile_ctx *cx)
                 }
             }
     }
+    if (cx->inner) {
+        comp_lists(pairs[0], n_pairs[0], pp * n_epg, &cx->ep_comp_first, &cx->ep_comp);
+        comp_lists(pairs[1], n_pairs[1], pp * n_etpg, &cx->etp_comp_first, &cx->etp_comp);
+    }
+    free(pairs[0]);
+    free(pairs[1]);
     free(ranks);
 }
 
 void compile_free_stage_groups(compile_ctx *cx)
 {
+    free(cx->tp_comp);
+    free(cx->ep_comp_first);
+    free(cx->ep_comp);
+    free(cx->etp_comp_first);
+    free(cx->etp_comp);
     free(cx->sim_rank);
     free(cx->rank_simulated);
     free(cx->tp_group);
@@ -124,8 +246,10 @@ void compile_free_stage_groups(compile_ctx *cx)
 static void join_expert_coll(compile_ctx *cx, const int *members, int n, const uint32_t *coll,
                              uint32_t *after)
 {
-    for (int k = 0; k < n && members[k] < cx->n_sim; k++) {
-        int j = members[k];
+    for (int k = 0; k < n; k++) {
+        int j = cx->inner ? cx->member_of[members[k]] : members[k] < cx->n_sim ? members[k] : -1;
+        if (j < 0)
+            break;
         graph_set_host(cx->g, coll[k], HOST_ISSUE, cost_comm_call_seconds(), 0.0);
         if (after[j] != NONE)
             graph_add_edge(cx->g, after[j], coll[k]);
@@ -147,11 +271,14 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, str
             int grp = cx->etp_group[(size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e];
             if (grp < 0)
                 continue;
-            for (int et = 0; et < etp; et++)
-                members[et] = compile_expert_stage_index(cx, et, e, x);
+            size_t k = (size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e;
+            expert_members(cx, 1, x * cx->ep + e, members);
             double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
-            graph_add_collective(cx->g, kind, grp, stream, bytes, CAT_EP_COMM,
-                                 cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
+            int c = graph_add_collective(cx->g, kind, grp, stream, bytes, CAT_EP_COMM,
+                                         cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
+            if (cx->inner && cx->etp_comp_first[k + 1] > cx->etp_comp_first[k])
+                graph_set_coll_companions(cx->g, c, cx->etp_comp + cx->etp_comp_first[k],
+                                          cx->etp_comp_first[k + 1] - cx->etp_comp_first[k]);
             join_expert_coll(cx, members, etp, coll, after);
         }
     free(members);
@@ -183,14 +310,19 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, stream_id st
             int grp = cx->ep_group[(size_t)p * cx->edp * etp + (size_t)x * etp + et];
             if (grp < 0)
                 continue;
-            for (int e = 0; e < ep; e++)
-                members[e] = compile_expert_stage_index(cx, et, e, x);
-            if (even)
-                graph_add_collective(cx->g, COLL_ALLTOALL, grp, stream, cx->ep_bytes, CAT_EP_COMM,
-                                     cx->label_ep[out], micro, coll);
-            else
+            size_t k = (size_t)p * cx->edp * etp + (size_t)x * etp + et;
+            expert_members(cx, 0, x * etp + et, members);
+            if (even) {
+                int c = graph_add_collective(cx->g, COLL_ALLTOALL, grp, stream, cx->ep_bytes,
+                                             CAT_EP_COMM, cx->label_ep[out], micro, coll);
+                if (cx->inner && cx->ep_comp_first[k + 1] > cx->ep_comp_first[k])
+                    graph_set_coll_companions(cx->g, c, cx->ep_comp + cx->ep_comp_first[k],
+                                              cx->ep_comp_first[k + 1] - cx->ep_comp_first[k]);
+            } else {
+                assert(!cx->inner); /* inner folding needs an even load */
                 graph_add_alltoallv(cx->g, grp, stream, matrix, CAT_EP_COMM, cx->label_ep[out],
                                     micro, coll);
+            }
             join_expert_coll(cx, members, ep, coll, after);
         }
     free(matrix);

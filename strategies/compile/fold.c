@@ -135,6 +135,8 @@ static int replicas_alike(const strategy *s, route_cache *rc)
 
 int compile_fold_twin(const compile_ctx *cx, int i)
 {
+    if (cx->inner)
+        return cx->twin_index[i];
     if (i < cx->n_sim)
         return i;
     if (!cx->ep_stand_in)
@@ -272,6 +274,197 @@ static int ep_stand_in_fits(const compile_ctx *cx)
     return even || (cx->etp == 1 && n >= 2);
 }
 
+int compile_shift_index(const compile_ctx *cx, int i, int a, int b)
+{
+    int t = i % cx->tp, d = i / cx->tp, c = d % cx->cp;
+    return (t + a) % cx->tp + cx->tp * (d - c + (c + b) % cx->cp);
+}
+
+void compile_twin_shift(const compile_ctx *cx, int i, int *a, int *b)
+{
+    assert(cx->inner && i < cx->tp * cx->cp);
+    int w = cx->twin_index[i];
+    *a = (i % cx->tp - w % cx->tp + cx->tp) % cx->tp;
+    *b = i / cx->tp - w / cx->tp;
+}
+
+void compile_fold_tables(compile_ctx *cx)
+{
+    size_t n = (size_t)cx->n_sim * cx->pp;
+    cx->pp_pairs = xmalloc(2 * n * sizeof *cx->pp_pairs);
+    cx->cp_pairs = xmalloc(n * sizeof *cx->cp_pairs);
+    for (size_t i = 0; i < n; i++)
+        cx->pp_pairs[2 * i] = cx->pp_pairs[2 * i + 1] = cx->cp_pairs[i] = -1;
+}
+
+void compile_fold_free(compile_ctx *cx)
+{
+    free(cx->twin_index);
+    free(cx->member_of);
+    free(cx->pp_pairs);
+    free(cx->cp_pairs);
+    cx->twin_index = cx->member_of = cx->pp_pairs = cx->cp_pairs = NULL;
+}
+
+/* Under inner folding, the sends of the ranks of replica 0 whose twin is member j's, from
+ * stage p to stage q (next: 1, or previous: 0), as companion pairs of j's send: a pair set made
+ * once per (j, p, next). */
+static void inner_send_companions(compile_ctx *cx, uint32_t x, int j, int p, int q, int next)
+{
+    int *set = &cx->pp_pairs[((size_t)j * cx->pp + (size_t)p) * 2 + (size_t)next];
+    if (*set < 0) {
+        int B = cx->tp * cx->cp, self = j % cx->tp_sim + cx->tp * (j / cx->tp_sim), n = 0;
+        int *src = xmalloc((size_t)2 * B * sizeof *src), *dst = src + B;
+        for (int i = 0; i < B; i++)
+            if (cx->member_of[i] < 0 && cx->twin_index[i] == self) {
+                src[n] = compile_stage_rank(cx, i, p);
+                dst[n++] = compile_stage_rank(cx, i, q);
+            }
+        *set = n ? graph_add_pair_set(cx->g, src, dst, n) : INT32_MAX;
+        free(src);
+    }
+    if (*set != INT32_MAX)
+        graph_set_companions(cx->g, x, *set);
+}
+
+/* With TP folded, the sends of the folded peers of replica d from stage p to stage q (next: 1,
+ * or previous: 0) as companion pairs of index 0's send: a pair set made once per (d, p, next). */
+void compile_send_companions(compile_ctx *cx, uint32_t x, int j, int p, int q, int next)
+{
+    if (cx->inner) {
+        inner_send_companions(cx, x, j, p, q, next);
+        return;
+    }
+    int d = j / cx->tp_sim;
+    if (cx->tp_sim == cx->tp)
+        return;
+    int *set = &cx->pp_pairs[((size_t)d * cx->pp + (size_t)p) * 2 + (size_t)next];
+    if (*set < 0) {
+        int n = cx->tp - 1, *src = xmalloc((size_t)2 * n * sizeof *src), *dst = src + n;
+        for (int t = 1; t < cx->tp; t++) {
+            src[t - 1] = compile_rank_of(cx->s, t, d, p);
+            dst[t - 1] = compile_rank_of(cx->s, t, d, q);
+        }
+        *set = graph_add_pair_set(cx->g, src, dst, n);
+        free(src);
+    }
+    graph_set_companions(cx->g, x, *set);
+}
+
+/* Whether peers i and q of stage p (q at stage pq) are reached as their shifted copies reach
+ * each other, both ways. */
+static int pair_alike(const compile_ctx *cx, route_cache *rc, int i, int p, int q, int pq, int a,
+                      int b)
+{
+    int r = compile_stage_rank(cx, i, p), n = compile_stage_rank(cx, q, pq);
+    int r0 = compile_stage_rank(cx, compile_shift_index(cx, i, a, b), p);
+    int n0 = compile_stage_rank(cx, compile_shift_index(cx, q, a, b), pq);
+    return r == n || (same_route(rc, r0, n0, r, n) && same_route(rc, n0, r0, n, r));
+}
+
+/* Expert groups of stage index i: its EP group (et, x), ETP group (e, x), EDP group (e, et). */
+static void expert_keys(const compile_ctx *cx, int i, int key[3])
+{
+    int et, e, x;
+    compile_expert_coords(cx, i, &et, &e, &x);
+    key[0] = et * cx->edp + x;
+    key[1] = e * cx->edp + x;
+    key[2] = e * cx->etp + et;
+}
+
+/* Whether i's expert peers (EP, ETP, and its EDP ring neighbour) stay its peers once shifted
+ * by (a, b) and are reached alike. */
+static int expert_peers_alike(const compile_ctx *cx, route_cache *rc, int i, int p, int a, int b)
+{
+    int et, e, x, ki[3], kq[3];
+    compile_expert_coords(cx, i, &et, &e, &x);
+    expert_keys(cx, compile_shift_index(cx, i, a, b), ki);
+    int peers = cx->ep + cx->etp + 1;
+    for (int k = 0; k < peers; k++) {
+        int q = k < cx->ep             ? compile_expert_stage_index(cx, et, k, x)
+                : k < cx->ep + cx->etp ? compile_expert_stage_index(cx, k - cx->ep, e, x)
+                                       : compile_expert_stage_index(cx, et, e, (x + 1) % cx->edp);
+        int kind = k < cx->ep ? 0 : k < cx->ep + cx->etp ? 1 : 2;
+        expert_keys(cx, compile_shift_index(cx, q, a, b), kq);
+        if (kq[kind] != ki[kind] || !pair_alike(cx, rc, i, p, q, p, a, b))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether shifting every stage index by a tensor and b context indices maps the plan onto
+ * itself as far as the executor can tell: at every stage each rank and its shifted copy have
+ * the same GPU model, slowdown and expert load, and reach their TP peers, pipeline neighbours
+ * (both ways; the wrap under the interleaved schedule), context ring neighbours, DP ring
+ * neighbours and expert peers (which stay in one group) by routes of the same bottleneck
+ * bandwidth and latency, on one node or not alike. Then the shifted rank runs the same timeline
+ * and its traffic is the shifted copy of the other's. */
+static int shift_alike(const compile_ctx *cx, int a, int b, route_cache *rc)
+{
+    const strategy *s = cx->s;
+    const cluster *c = cx->c;
+    int n = cx->tp * cx->dp, wrap = s->schedule == SCHED_INTERLEAVED && s->virtual_stages > 1;
+    for (int p = 0; p < cx->pp; p++)
+        for (int i = 0; i < n; i++) {
+            int j = compile_shift_index(cx, i, a, b), t = i % cx->tp, d = i / cx->tp;
+            int r = compile_stage_rank(cx, i, p), rj = compile_stage_rank(cx, j, p);
+            if (c->device[r] != c->device[rj] || (c->slowdown && c->slowdown[r] != c->slowdown[rj]))
+                return 0;
+            if (compile_expert_load(cx, i) != compile_expert_load(cx, j))
+                return 0;
+            for (int u = 0; u < cx->tp; u++)
+                if (!pair_alike(cx, rc, i, p, i - t + u, p, a, b))
+                    return 0;
+            int q = p + 1 < cx->pp ? p + 1 : (wrap ? 0 : -1);
+            if (q >= 0 && q != p && !pair_alike(cx, rc, i, p, i, q, a, b))
+                return 0;
+            int cn = d - d % cx->cp + (d % cx->cp + 1) % cx->cp;
+            if (!pair_alike(cx, rc, i, p, t + cx->tp * cn, p, a, b))
+                return 0;
+            if (!pair_alike(cx, rc, i, p, t + cx->tp * ((d + 1) % cx->dp), p, a, b))
+                return 0;
+            if (cx->expert_layout && !expert_peers_alike(cx, rc, i, p, a, b))
+                return 0;
+        }
+    return 1;
+}
+
+/* Folding inside replica 0 (compile_ctx.inner), tried once replica 0 alone is simulated under
+ * context or expert parallelism: tensor index 0 alone when a shift by one tensor index maps the
+ * plan onto itself, and the context indices below the least k dividing cp for which a shift by
+ * k does. Not with FSDP or an uneven expert load (the twins would differ). */
+static void choose_inner(compile_ctx *cx, route_cache *rc)
+{
+    const strategy *s = cx->s;
+    if (cx->dp_sim != cx->cp || (cx->cp == 1 && !cx->expert_layout))
+        return;
+    if ((s->zero == 3 && cx->dp > 1) || cx->n_shard_groups > 1)
+        return;
+    if (cx->expert_layout && compile_expert_load(cx, 0) != compile_expert_load(cx, cx->etp))
+        return;
+    int ts = cx->tp > 1 && shift_alike(cx, 1, 0, rc) ? 1 : cx->tp, k = cx->cp;
+    for (int m = 1; m < cx->cp; m++)
+        if (cx->cp % m == 0 && shift_alike(cx, 0, m, rc)) {
+            k = m;
+            break;
+        }
+    if (ts == cx->tp && k == cx->cp)
+        return;
+    int n = cx->tp * cx->dp, B = cx->tp * cx->cp;
+    cx->inner = 1;
+    cx->ep_stand_in = 0;
+    cx->tp_sim = ts;
+    cx->dp_sim = k;
+    cx->n_sim = ts * k;
+    cx->twin_index = xmalloc((size_t)n * sizeof *cx->twin_index);
+    cx->member_of = xmalloc((size_t)n * sizeof *cx->member_of);
+    for (int i = 0; i < n; i++) {
+        int ib = i % B, t = ib % cx->tp, c = ib / cx->tp, d = i / cx->tp;
+        cx->twin_index[i] = (ts == 1 ? 0 : t) + cx->tp * (c % k);
+        cx->member_of[i] = t < ts && d < k ? d * ts + t : -1;
+    }
+}
+
 /* Replicas simulated: all, or with folding one (its cp context ranks) when the replicas provably
  * behave alike. With an expert layout: one, the other members of its EP groups joining their
  * all-to-alls as stand-ins (ep_stand_in_fits), or else the first block of replicas closed under
@@ -294,6 +487,7 @@ void compile_choose_simulated(compile_ctx *cx, const compile_options *opt)
     cx->tp_sim = cx->tp;
     cx->n_sim = cx->dp * cx->tp;
     cx->ep_stand_in = 0;
+    cx->inner = 0;
     if (!opt->fold_data_parallel)
         return;
     route_cache rc;
@@ -315,5 +509,6 @@ void compile_choose_simulated(compile_ctx *cx, const compile_options *opt)
         cx->tp_sim = 1;
         cx->n_sim = cx->dp_sim;
     }
+    choose_inner(cx, &rc);
     cache_free(&rc);
 }

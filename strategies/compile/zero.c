@@ -225,7 +225,12 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, int replicas, coll
     int groups = cx->ep * cx->etp * (replicas ? cx->edp_shard : cx->n_shard_groups);
     const int *ids = (replicas ? cx->edp_rep_group : cx->edp_group) + (size_t)p * groups;
     assert(n > 1 && (w.dep != EDP_AFTER_FSDP || cx->tp_sim == tp)); /* expert layouts keep TP */
-    uint32_t *coll = xmalloc((size_t)n * sizeof *coll);
+    uint32_t *coll = xmalloc(((size_t)n + cx->n_sim) * sizeof *coll), *prev = coll + n;
+    /* inner folding: a member that is not simulated may lack the DP collectives before this one
+     * on its stream (its tensor index's are companions of index 0's), so it also waits for its
+     * twin's latest */
+    for (int j = 0; j < cx->n_sim; j++)
+        prev[j] = es->last_dp[cx->sim_rank[(size_t)p * cx->n_sim + j]];
     for (int k = 0; k < groups; k++) {
         graph_add_collective(cx->g, kind, ids[k], STREAM_DP, bytes, CAT_DP_COMM, label, mb, coll);
         for (int m = 0; m < n; m++) {
@@ -234,8 +239,11 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, int replicas, coll
             es->last_dp[r] = coll[m];
             if (gather)
                 gather[(r * cx->mcs + w.mc) * es->maxbuckets + w.b] = coll[m];
-            if (own && i < cx->n_sim)
-                own[i] = coll[m];
+            int j = cx->inner ? cx->member_of[i] : i < cx->n_sim ? i : -1;
+            if (own && j >= 0)
+                own[j] = coll[m];
+            if (cx->inner && j < 0 && prev[cx->member_of[t]] != NONE)
+                graph_add_edge(cx->g, prev[cx->member_of[t]], coll[m]);
             uint32_t dep = NONE;
             if (w.dep == EDP_AFTER_STEP)
                 dep = es->opt_task[compile_stage_rank(cx, t, p)];
