@@ -450,7 +450,7 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
         cJSON_AddNumberToObject(st, "period_s", run->steady.period_s);
     if (run->steady.used && run->steady.approx_s > 0)
         cJSON_AddNumberToObject(st, "approx_s", run->steady.approx_s);
-    else
+    if (!run->steady.used)
         cJSON_AddStringToObject(st, "not_used", run->steady.why);
     cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */
     cJSON_AddNumberToObject(ph, "load", load_s);

@@ -789,6 +789,10 @@ static void check_fold_matches_full_cp(const char *yaml, const char *nodes, doub
                   "context indices folded");
     ck_assert_msg(num_field(obj_field(u, "simulator"), "simulated_context_indices") == cp,
                   "context indices with --no-fold");
+    /* a steady state used says its period, and no reason for not using it */
+    const cJSON *st = obj_field(obj_field(f, "simulator"), "steady_state");
+    ck_assert(!cJSON_GetObjectItem(st, "period_s") || !cJSON_GetObjectItem(st, "not_used"));
+    ck_assert(cJSON_GetObjectItem(st, "period_s") || cJSON_GetObjectItem(st, "not_used"));
     cJSON_Delete(f);
     cJSON_Delete(u);
     free(strat), free(cl), free(jf), free(ju);
