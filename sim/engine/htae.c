@@ -131,6 +131,7 @@ typedef struct exec_state {
     double *pred_end;      /* per task, only for a graph with lags (graph_set_lag): the latest
                               end of its explicit predecessors */
     coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
+    htae_tclass tclass;    /* transfers by the links they cross (the planners' unit) */
     htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
     htae_dyn dyn;          /* which collectives run alone from some point on (timed) */
     struct htae_unit_cache *units; /* merged companion patterns' unit times */
@@ -506,9 +507,10 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
         if (rc)
             return rc;
     }
-    htae_alone_plan(&x->alone, g, x->groups, x->hosts);
+    htae_tclass_make(&x->tclass, g);
+    htae_alone_plan(&x->alone, g, &x->tclass, x->groups, x->hosts);
     if (x->opt.timed_alone) {
-        htae_dyn_plan(&x->dyn, &x->alone, g, x->groups, x->hosts);
+        htae_dyn_plan(&x->dyn, &x->alone, g, &x->tclass, x->groups, x->hosts);
         x->units = htae_unit_cache_create();
     }
     return 0;
@@ -689,6 +691,7 @@ static void state_free(exec_state *x)
     free(x->groups);
     htae_alone_free(&x->alone);
     htae_dyn_free(&x->dyn);
+    htae_tclass_free(&x->tclass);
     htae_unit_cache_free(x->units);
     free(x->streams);
     free(x->pending);

@@ -293,17 +293,78 @@ static void add_waits(htae_alone *a, const candidate *cand, uint32_t k, const ui
     free(d);
 }
 
-/* Call fn on each link of the route of every transfer and of its companion pairs
- * (graph_set_companions), once per (source, destination). */
-static void visit_transfer_links(const exec_graph *g, const sg_host_t *hosts,
-                                 void (*fn)(sg_link_t, void *), void *arg)
+/* A transfer class's key: source, destination, companion pair set (-1 none). */
+static void tclass_key(const exec_graph *g, uint32_t t, int32_t key[3])
+{
+    key[0] = g->tasks[t].rank;
+    key[1] = g->tasks[t].peer;
+    key[2] = g->companion && t < g->n_companion ? g->companion[t] : -1;
+}
+
+static uint64_t tclass_hash(const int32_t key[3])
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < 3; i++)
+        h = (h ^ (uint32_t)key[i]) * 0xBF58476D1CE4E5B9ull;
+    return h ^ h >> 31;
+}
+
+void htae_tclass_make(htae_tclass *tc, const exec_graph *g)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->of = xmalloc(((size_t)g->n_tasks + 1) * sizeof *tc->of);
+    uint32_t n_x = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        n_x += g->tasks[t].kind == TASK_TRANSFER;
+    size_t mask = 15;
+    while (mask + 1 < 2 * (size_t)n_x)
+        mask = 2 * mask + 1;
+    uint32_t *slot = xmalloc((mask + 1) * sizeof *slot); /* a class, UINT32_MAX: empty */
+    for (size_t i = 0; i <= mask; i++)
+        slot[i] = UINT32_MAX;
+    size_t cap = 0, cap_s = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        tc->of[t] = UINT32_MAX;
+        if (g->tasks[t].kind != TASK_TRANSFER)
+            continue;
+        int32_t key[3], other[3];
+        tclass_key(g, t, key);
+        size_t i = (size_t)tclass_hash(key) & mask;
+        for (; slot[i] != UINT32_MAX; i = (i + 1) & mask) {
+            tclass_key(g, tc->rep[slot[i]], other);
+            if (!memcmp(key, other, sizeof key))
+                break;
+        }
+        if (slot[i] == UINT32_MAX) {
+            xgrow(&tc->rep, sizeof *tc->rep, (size_t)tc->n + 1, &cap);
+            xgrow(&tc->size, sizeof *tc->size, (size_t)tc->n + 1, &cap_s);
+            tc->rep[tc->n] = t;
+            tc->size[tc->n] = 0;
+            slot[i] = tc->n++;
+        }
+        tc->of[t] = slot[i];
+        tc->size[slot[i]]++;
+    }
+    free(slot);
+}
+
+void htae_tclass_free(htae_tclass *tc)
+{
+    free(tc->of);
+    free(tc->rep);
+    free(tc->size);
+    memset(tc, 0, sizeof *tc);
+}
+
+/* Every (source, destination) pair of a transfer or of its companion pairs
+ * (graph_set_companions), sorted, once each: (source << 32 | destination); returns the count. */
+static size_t transfer_pairs(const exec_graph *g, const htae_tclass *tc, uint64_t **out)
 {
     uint64_t *pairs = NULL;
     size_t n_pairs = 0, cap = 0;
-    for (uint32_t t = 0; t < g->n_tasks; t++) {
+    for (uint32_t c = 0; c < tc->n; c++) {
+        uint32_t t = tc->rep[c];
         const graph_task *k = &g->tasks[t];
-        if (k->kind != TASK_TRANSFER)
-            continue;
         const int32_t *pr;
         int n = graph_companions(g, t, &pr);
         xgrow(&pairs, sizeof *pairs, n_pairs + 1 + (size_t)n, &cap);
@@ -313,23 +374,32 @@ static void visit_transfer_links(const exec_graph *g, const sg_host_t *hosts,
     }
     if (n_pairs)
         qsort(pairs, n_pairs, sizeof *pairs, by_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < n_pairs; i++)
+        if (i == 0 || pairs[i] != pairs[i - 1])
+            pairs[m++] = pairs[i];
+    *out = pairs;
+    return m;
+}
+
+/* Call fn on each link of the route of every pair of transfer_pairs. */
+static void visit_pair_links(const uint64_t *pairs, size_t n_pairs, const sg_host_t *hosts,
+                             void (*fn)(sg_link_t, void *), void *arg)
+{
     xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
     for (size_t i = 0; i < n_pairs; i++) {
-        if (i > 0 && pairs[i] == pairs[i - 1])
-            continue;
         xbt_dynar_reset(d);
         sg_host_get_route(hosts[pairs[i] >> 32], hosts[(uint32_t)pairs[i]], d);
         for (unsigned j = 0; j < xbt_dynar_length(d); j++)
             fn(xbt_dynar_get_as(d, j, sg_link_t), arg);
     }
     xbt_dynar_free(&d);
-    free(pairs);
 }
 
 /* The links of every transfer and of every group's collectives but the candidate's own and
  * those of the groups holding its stand-ins. */
 static void shared_links(const exec_graph *g, coll_group **groups, const sg_host_t *hosts,
-                         const candidate *cand, link_set *s)
+                         const uint64_t *pairs, size_t n_pairs, const candidate *cand, link_set *s)
 {
     s->n = 0;
     uint8_t *seen = xcalloc((size_t)g->n_groups * 5, 1); /* per group: 4 kinds + all-to-all-v */
@@ -345,12 +415,12 @@ static void shared_links(const exec_graph *g, coll_group **groups, const sg_host
         htae_coll_visit_links(groups[gi], col->kind, col->matrix, add_link, s);
     }
     free(seen);
-    visit_transfer_links(g, hosts, add_link, s);
+    visit_pair_links(pairs, n_pairs, hosts, add_link, s);
     if (s->n)
         qsort(s->links, s->n, sizeof *s->links, by_pointer);
 }
 
-void htae_alone_plan(htae_alone *a, const exec_graph *g, coll_group **groups,
+void htae_alone_plan(htae_alone *a, const exec_graph *g, const htae_tclass *tc, coll_group **groups,
                      const sg_host_t *hosts)
 {
     memset(a, 0, sizeof *a);
@@ -420,9 +490,13 @@ void htae_alone_plan(htae_alone *a, const exec_graph *g, coll_group **groups,
     walk_free(&w);
 
     link_set s = {0};
+    uint64_t *pairs = NULL;
+    size_t n_pairs = 0;
     for (uint32_t k = 0; k < nc; k++) {
         if (cs[k].ok) {
-            shared_links(g, groups, hosts, &cs[k], &s);
+            if (!pairs) /* the transfers' pairs, once */
+                n_pairs = transfer_pairs(g, tc, &pairs);
+            shared_links(g, groups, hosts, pairs, n_pairs, &cs[k], &s);
             cs[k].ok = htae_coll_lean(groups[cs[k].group], in_set, &s);
         }
         for (uint32_t i = 0; cs[k].ok && i < cs[k].n_colls; i++)
@@ -431,6 +505,7 @@ void htae_alone_plan(htae_alone *a, const exec_graph *g, coll_group **groups,
         free(cs[k].colls);
     }
     free(s.links);
+    free(pairs);
     free(cs);
 
     a->done = dl.ids;

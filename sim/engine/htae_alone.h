@@ -9,6 +9,19 @@
 
 #include "htae_coll.h"
 
+/* Transfers that cross the same links: the same source, destination and companion pairs
+ * (graph_set_companions). The planners below walk each class's routes once, not each
+ * transfer's: a folded plan repeats a few such classes across every micro-batch. */
+typedef struct htae_tclass {
+    uint32_t n;     /* classes */
+    uint32_t *of;   /* [n_tasks]: a transfer's class, UINT32_MAX for other tasks */
+    uint32_t *rep;  /* [n]: the first transfer of each class */
+    uint32_t *size; /* [n]: how many transfers it holds */
+} htae_tclass;
+
+void htae_tclass_make(htae_tclass *tc, const exec_graph *g);
+void htae_tclass_free(htae_tclass *tc);
+
 /* Which all-to-alls may run lean, and when. */
 typedef struct htae_alone {
     uint8_t *lean;           /* [n_colls] 1: its group has a lean task (htae_coll_lean) */
@@ -24,7 +37,7 @@ typedef struct htae_alone {
  * alone on those links once every one of them that does not follow it in the graph has ended:
  * the last such of each group is listed in done (the chain makes the earlier ones end first).
  * Prepares each such group's lean task (htae_coll_lean). */
-void htae_alone_plan(htae_alone *a, const exec_graph *g, coll_group **groups,
+void htae_alone_plan(htae_alone *a, const exec_graph *g, const htae_tclass *tc, coll_group **groups,
                      const sg_host_t *hosts);
 /* Whether collective c may run lean now, coll_done[] saying which collectives have ended. */
 int htae_alone_now(const htae_alone *a, uint32_t c, const uint8_t *coll_done);

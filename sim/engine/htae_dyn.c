@@ -97,17 +97,17 @@ static void group_links(const exec_graph *g, coll_group **groups, owner_list *l,
     free(state);
 }
 
-/* Every transfer's links (its own pair and its companion pairs), a route looked up once per
- * pair. */
-static void transfer_links(const exec_graph *g, const sg_host_t *hosts, owner_list *l)
+/* Every transfer class's links (its own pair and its companion pairs; owner n_groups + class),
+ * a route looked up once per pair. */
+static void transfer_links(const exec_graph *g, const htae_tclass *tc, const sg_host_t *hosts,
+                           owner_list *l)
 {
-    uint64_t *keys = NULL; /* pair (src, dst) << 0, task: sorted by pair */
+    uint64_t *keys = NULL; /* pair (src, dst) << 0, class: sorted by pair */
     uint32_t *task = NULL;
     size_t n = 0, cap = 0, cap_t = 0;
-    for (uint32_t t = 0; t < g->n_tasks; t++) {
+    for (uint32_t c = 0; c < tc->n; c++) {
+        uint32_t t = tc->rep[c];
         const graph_task *k = &g->tasks[t];
-        if (k->kind != TASK_TRANSFER)
-            continue;
         const int32_t *pr;
         int np = graph_companions(g, t, &pr);
         for (int i = -1; i < np; i++) {
@@ -116,7 +116,7 @@ static void transfer_links(const exec_graph *g, const sg_host_t *hosts, owner_li
             xgrow(&keys, sizeof *keys, n + 1, &cap);
             xgrow(&task, sizeof *task, n + 1, &cap_t);
             keys[n] = (uint64_t)a << 32 | b;
-            task[n++] = t;
+            task[n++] = c;
         }
     }
     uint64_t *packed = xmalloc((n + 1) * 2 * sizeof *packed);
@@ -211,8 +211,8 @@ static void csr(const uint64_t *pairs, size_t n, uint32_t n_keys, uint32_t **fir
         (*list)[i] = (uint32_t)pairs[i];
 }
 
-void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group **groups,
-                   const sg_host_t *hosts)
+void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, const htae_tclass *tc,
+                   coll_group **groups, const sg_host_t *hosts)
 {
     memset(d, 0, sizeof *d);
     d->n_groups = g->n_groups;
@@ -222,7 +222,8 @@ void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group *
     uint32_t *n_colls = xcalloc(g->n_groups + 1, sizeof *n_colls);
     owner_list l = {0};
     group_links(g, groups, &l, d->eligible, n_colls);
-    transfer_links(g, hosts, &l);
+    transfer_links(g, tc, hosts, &l);
+    d->t_class = tc->of;
     if (l.n)
         qsort(l.items, l.n, sizeof *l.items, by_link_then_owner);
     uint64_t *pairs;
@@ -232,7 +233,7 @@ void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group *
     size_t n_t = 0, n_g = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t gi = (uint32_t)(pairs[i] >> 32), o = (uint32_t)pairs[i];
-        d->foreign[gi] += o < g->n_groups ? n_colls[o] : 1;
+        d->foreign[gi] += o < g->n_groups ? n_colls[o] : tc->size[o - g->n_groups];
     }
     uint64_t *by_t = xmalloc((n + 1) * sizeof *by_t), *by_g = xmalloc((n + 1) * sizeof *by_g);
     for (size_t i = 0; i < n; i++) {
@@ -245,7 +246,7 @@ void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group *
     free(pairs);
     qsort(by_t, n_t, sizeof *by_t, by_u64);
     qsort(by_g, n_g, sizeof *by_g, by_u64);
-    csr(by_t, n_t, g->n_tasks, &d->t_first, &d->t_list);
+    csr(by_t, n_t, tc->n, &d->t_first, &d->t_list);
     csr(by_g, n_g, g->n_groups, &d->g_first, &d->g_list);
     for (uint32_t c = 0; c < g->n_colls; c++) { /* alone from the start: timed, never lean */
         uint32_t gi = (uint32_t)g->colls[c].group;
@@ -266,7 +267,8 @@ void htae_dyn_transfer_ended(htae_dyn *d, uint32_t t)
 {
     if (!d->t_first)
         return;
-    for (uint32_t k = d->t_first[t]; k < d->t_first[t + 1]; k++)
+    uint32_t c = d->t_class[t];
+    for (uint32_t k = d->t_first[c]; k < d->t_first[c + 1]; k++)
         d->ended[d->t_list[k]]++;
 }
 

@@ -21,21 +21,22 @@
 
 typedef struct htae_dyn {
     uint32_t n_groups;
-    uint8_t *eligible; /* [n_groups] its collectives may run timed once foreign ones ended */
-    uint32_t *foreign; /* [n_groups] foreign activities (a collective of a group counts once
+    uint8_t *eligible;       /* [n_groups] its collectives may run timed once foreign ones ended */
+    uint32_t *foreign;       /* [n_groups] foreign activities (a collective of a group counts once
                            per collective) */
-    uint32_t *ended;   /* [n_groups] of those, ended so far */
-    uint32_t *t_first; /* [n_tasks + 1] CSR into t_list: groups a transfer task is foreign to */
+    uint32_t *ended;         /* [n_groups] of those, ended so far */
+    const uint32_t *t_class; /* borrowed htae_tclass.of: each transfer's class */
+    uint32_t *t_first; /* [classes + 1] CSR into t_list: groups a transfer class is foreign to */
     uint32_t *t_list;
     uint32_t *g_first; /* [n_groups + 1] CSR into g_list: groups a group's collectives are
                            foreign to */
     uint32_t *g_list;
 } htae_dyn;
 
-/* Plan it for g's groups. The all-to-alls of groups alone from the start leave a's lean list
+/* Plan it for g's groups (tc: g's transfer classes, kept until htae_dyn_free). The all-to-alls of groups alone from the start leave a's lean list
  * (htae_alone_plan, which must have run): they run timed, not lean. */
-void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, coll_group **groups,
-                   const sg_host_t *hosts);
+void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, const htae_tclass *tc,
+                   coll_group **groups, const sg_host_t *hosts);
 /* Whether a collective of group gi starting now runs alone on its links to its end. */
 int htae_dyn_now(const htae_dyn *d, uint32_t gi);
 /* Transfer task t, or a collective of group gi, ended. */
