@@ -348,7 +348,7 @@ START_TEST(rank_units_limit)
 {
     const char *needles[] = {"field 'batch.global'",
                              "131072 GPUs x 1024 micro-batches x 1 virtual stages = 134217728, "
-                             "more than 16777216 (protosim's limit of the plan's per-GPU units)",
+                             "more than 67108864 (protosim's limit of the plan's per-GPU units)",
                              NULL};
     expect_run_error("workload: gpt3-1.3b\n"
                      "batch: {global: 16777216, micro: 1}\n"

@@ -37,8 +37,9 @@
     1048576 /* micro-batches x model chunks (pipeline x virtual
                                           stages): the pipeline schedule's units of work */
 #define PS_MAX_RANK_UNITS                                                                          \
-    16777216                           /* GPUs x micro-batches x virtual stages: the compiler's
-                                          per-rank tables (24 bytes each) */
+    67108864                           /* GPUs x micro-batches x virtual stages: the compiler's
+                                          per-rank tables unfolded (24 bytes each); 131,072
+                                          GPUs x 192 micro-batches fits (issue 31) */
 #define PS_MAX_SWEEP_PLANS  1000000    /* combinations of a sweep (constraints.max_plans) */
 #define PS_MAX_AXIS_VALUES  1024       /* values of one sweep axis */
 #define PS_MAX_YAML_DEPTH   64         /* nested mappings and lists in a YAML file */
