@@ -146,9 +146,12 @@ static void plan_copies(trace_ctx *x, const compiled_plan *p)
     x->copy_first = xcalloc(cells + 2, sizeof *x->copy_first);
     for (int k = 0; k < g->n_ranks; k++)
         for (size_t s = 0; s < ns; s++) {
-            int from = x->keep_rank[k] && !has[k * ns + s]
-                           ? lowest[(size_t)p->stage_of_rank[k] * ns + s]
-                           : -1;
+            /* its twin's stream (the rank whose timeline it follows), else the stage's first */
+            int w = p->twin_of_rank ? p->twin_of_rank[k] : -1;
+            int from = !x->keep_rank[k] || has[k * ns + s] ? -1
+                       : w >= 0 && has[(size_t)w * ns + s]
+                           ? w
+                           : lowest[(size_t)p->stage_of_rank[k] * ns + s];
             src[k * ns + s] = from;
             if (from >= 0)
                 x->copy_first[from * ns + s + 1]++;

@@ -847,6 +847,47 @@ START_TEST(inner_folded_plans_match_full_simulation)
 }
 END_TEST
 
+/* A trace of an inner-folded plan draws each folded GPU as a copy of its twin's timeline: TP4 x
+ * CP4 x PP2 on 4 DGX H100 (stage 0 on GPUs 0-15, rank t + 4 c), where context indices 0 and 1
+ * of tensor index 0 compute: GPU 8 (c 2) copies GPU 0, GPUs 12 and 13 (c 3) copy GPU 4, GPU 5
+ * (t 1, c 1) copies GPU 4. */
+START_TEST(inner_folded_trace_copies_twins)
+{
+    char *dir = make_tmpdir();
+    char *cl = generate_h100(dir, "4");
+    char *strat = src_path("tests/data/e2e/moe-tp4-cp4-ep8-pp2.yaml");
+    char *tr = tmp_path(dir, "trace.json");
+    const char *a[] = {"run", strat,           "--cluster", cl,        "--trace",
+                       tr,    "--trace-ranks", "0-15",      "--quiet", NULL};
+    run_result r = run_protosim(dir, a);
+    expect_exit(&r, 0);
+    run_free(&r);
+    cJSON *t = parse_json_file(tr);
+    const int want[16] = {-1, 0, 0, 0, -1, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4};
+    int seen[16] = {0};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "traceEvents"))
+    {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X"))
+            continue;
+        int pid = (int)num_field(e, "pid");
+        const cJSON *copy = cJSON_GetObjectItemCaseSensitive(obj_field(e, "args"), "copy_of");
+        ck_assert_msg(pid >= 0 && pid < 16, "pid %d", pid);
+        if (!copy)
+            continue;
+        ck_assert_msg(copy->valueint == want[pid], "GPU %d copies %d, not %d", pid, copy->valueint,
+                      want[pid]);
+        seen[pid]++;
+    }
+    for (int g = 0; g < 16; g++)
+        ck_assert_msg((seen[g] > 0) == (want[g] >= 0), "GPU %d: %d copies", g, seen[g]);
+    cJSON_Delete(t);
+    free(strat), free(cl), free(tr);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* The run report's critical path: `critical_path` items (name, kind, seconds) tile the
  * iteration, so their seconds add up to iteration_time_s; the summary lists its largest. */
 START_TEST(critical_path_sums_to_the_iteration)
@@ -1101,6 +1142,7 @@ static Suite *e2e_suite(void)
                                                      ep_folded_plans_match_full_simulation,
                                                      tp_folded_plans_match_full_simulation,
                                                      inner_folded_plans_match_full_simulation,
+                                                     inner_folded_trace_copies_twins,
                                                      collectives_track_nccl_tests,
                                                      replay_writes_its_reports,
                                                      replay_bad_trace_and_family_warning,

@@ -547,11 +547,13 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
         out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
     out->stage_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
     out->replica_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
+    out->twin_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->twin_of_rank);
     for (int p = 0; p < cx->pp; p++)
         for (int d = 0; d < cx->dp; d++)
             for (int t = 0; t < cx->tp; t++) {
                 out->stage_of_rank[compile_rank_of(s, t, d, p)] = p;
                 out->replica_of_rank[compile_rank_of(s, t, d, p)] = d;
+                out->twin_of_rank[compile_rank_of(s, t, d, p)] = compile_twin_rank(cx, t, d, p);
             }
 }
 
@@ -736,6 +738,7 @@ void compiled_plan_free(compiled_plan *p)
     free(p->chunk_layers);
     free(p->stage_of_rank);
     free(p->replica_of_rank);
+    free(p->twin_of_rank);
     free(p->memory);
     free(p->memory_capacity_of_rank);
     if (p->profile)

@@ -74,9 +74,12 @@ typedef struct compiled_plan {
      * mixed cluster; the one model's peak on a homogeneous one. */
     double peak_flops_per_gpu;
     double params_total;
-    int *chunk_layers;               /* [pp x chunks]: each model chunk's layers, model order */
-    int *stage_of_rank;              /* [gpus] */
-    int *replica_of_rank;            /* [gpus]: data x cp + context index */
+    int *chunk_layers;    /* [pp x chunks]: each model chunk's layers, model order */
+    int *stage_of_rank;   /* [gpus] */
+    int *replica_of_rank; /* [gpus]: data x cp + context index */
+    /* [gpus]: the computing rank whose timeline a folded rank follows (itself when it
+     * computes); NULL when every rank computes its own (dlrm plans) */
+    int *twin_of_rank;
     memory_estimate *memory;         /* [gpus] */
     double *memory_capacity_of_rank; /* [gpus]: each GPU's own HBM capacity */
     /* With a profile database: every op pass of one micro-batch on the first rank of each

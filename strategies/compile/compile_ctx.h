@@ -295,6 +295,11 @@ double context_kv_chunk_bytes(const compile_ctx *cx);
  * follows: i itself when simulated; with blocks i % n_sim; with stand-ins the one of the same
  * expert-tensor index and load (fold.c). */
 int compile_fold_twin(const compile_ctx *cx, int i);
+/* The computing rank whose timeline the rank at (tensor index t, data-context index d, stage p)
+ * follows: itself when it computes; with TP folded tensor index 0 of its data-context index
+ * modulo dp_sim; inner folding's or the expert stand-ins' twin (compile_fold_twin); with
+ * blocks, the rank at its stage index modulo n_sim. */
+int compile_twin_rank(const compile_ctx *cx, int t, int d, int p);
 /* Stage index i moved by a tensor indices and b context indices (each modulo its degree; the
  * data index kept): the shifts inner folding shows to map the plan onto itself. */
 int compile_shift_index(const compile_ctx *cx, int i, int a, int b);

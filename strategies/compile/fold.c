@@ -274,6 +274,14 @@ static int ep_stand_in_fits(const compile_ctx *cx)
     return even || (cx->etp == 1 && n >= 2);
 }
 
+int compile_twin_rank(const compile_ctx *cx, int t, int d, int p)
+{
+    int i = t + cx->tp * d;
+    if (cx->inner || cx->ep_stand_in)
+        return compile_stage_rank(cx, compile_fold_twin(cx, i), p);
+    return compile_rank_of(cx->s, t < cx->tp_sim ? t : 0, d % cx->dp_sim, p);
+}
+
 int compile_shift_index(const compile_ctx *cx, int i, int a, int b)
 {
     int t = i % cx->tp, d = i / cx->tp, c = d % cx->cp;
