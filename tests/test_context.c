@@ -502,6 +502,37 @@ START_TEST(inner_folding_one_rank_computes)
 }
 END_TEST
 
+static void inner_run(const void *arg, void *out)
+{
+    const cp_run *x = arg;
+    sim_fixture f;
+    cp_plan(&f, 2, 1024, 8, 8, x->strat, x->fold);
+    htae_default_options(&f.o);
+    fixture_run(&f);
+    double *o = out;
+    o[0] = f.r.makespan;
+    o[1] = f.r.pruned;
+    fixture_free(&f);
+}
+
+/* The plan above simulated: its ring sends' companion pairs between the two GPUs that compute
+ * nothing, 1 -> 3 and 3 -> 1, cross only links no other traffic crosses (their images, 0 -> 2
+ * and 2 -> 0, run in full), so they are left out of SimGrid's tasks (htae_prune.h), and the
+ * iteration is the unfolded one's (to 1e-12); unfolded nothing is left out. */
+START_TEST(inner_folding_leaves_flows_out)
+{
+    const char *strat = "  tensor: {degree: 2}\n  context: {degree: 2}\n";
+    cp_run a = {strat, 1}, b = {strat, 0};
+    double folded[2], full[2];
+    fixture_forked(inner_run, &a, folded, sizeof folded);
+    fixture_forked(inner_run, &b, full, sizeof full);
+    ck_assert_double_ge(folded[1], 2);
+    ck_assert_double_eq(full[1], 0);
+    ck_assert_msg(fabs(folded[0] / full[0] - 1) < 1e-12, "folded %.12g, full %.12g", folded[0],
+                  full[0]);
+}
+END_TEST
+
 /* A sweep over context {1, 2, 4} x tensor {1, 2} with data auto on 8 GPUs (seq 8192, 8 heads,
  * global batch 8): data = 8 / (tensor x context); context 4 with tensor 2 leaves data 1,
  * context 4 with tensor 1 data 2, all valid (8192 divides into 8 chunks). Context is the last
@@ -563,6 +594,7 @@ static Suite *context_suite(void)
                                   activations_divided_gradients_over_context,
                                   folded_replicas_keep_context_ranks,
                                   inner_folding_one_rank_computes,
+                                  inner_folding_leaves_flows_out,
                                   sweep_context_axis,
                                   NULL};
     return suite_of("context", "context", 120, tests);

@@ -50,6 +50,8 @@ void graph_free(exec_graph *g)
     free(g->stream_kinds);
     free(g->lag);
     free(g->floating);
+    free(g->group_invariant);
+    free(g->set_invariant);
     free(g->pair_ranks);
     free(g->pair_first);
     free(g->companion);
@@ -155,6 +157,39 @@ void graph_set_floating(exec_graph *g, uint32_t t)
         g->n_floating = t + 1;
     }
     g->floating[t] = 1;
+}
+
+/* Mark index i of a flag array (grown to i + 1, zeros in between). */
+static void set_flag(uint8_t **flags, uint32_t *n, size_t *cap, uint32_t i)
+{
+    if (i >= *n) {
+        xgrow(flags, sizeof **flags, (size_t)i + 1, cap);
+        memset(*flags + *n, 0, (size_t)i + 1 - *n);
+        *n = i + 1;
+    }
+    (*flags)[i] = 1;
+}
+
+void graph_set_group_invariant(exec_graph *g, int gi)
+{
+    assert(!g->finalized && gi >= 0 && (uint32_t)gi < g->n_groups);
+    set_flag(&g->group_invariant, &g->n_group_invariant, &g->cap_group_invariant, (uint32_t)gi);
+}
+
+void graph_set_pair_set_invariant(exec_graph *g, int set)
+{
+    assert(!g->finalized && set >= 0 && (uint32_t)set < g->n_pair_sets);
+    set_flag(&g->set_invariant, &g->n_set_invariant, &g->cap_set_invariant, (uint32_t)set);
+}
+
+int graph_group_invariant(const exec_graph *g, int gi)
+{
+    return gi >= 0 && (uint32_t)gi < g->n_group_invariant && g->group_invariant[gi];
+}
+
+int graph_pair_set_invariant(const exec_graph *g, int set)
+{
+    return set >= 0 && (uint32_t)set < g->n_set_invariant && g->set_invariant[set];
 }
 
 int graph_add_pair_set(exec_graph *g, const int *src, const int *dst, int n)
@@ -699,7 +734,7 @@ void graph_digest_add(graph_digest *d, const void *data, size_t n)
 
 /* The fields below are exec_graph's; a new one changes its size (64-bit builds). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(exec_graph) == 392 && sizeof(graph_task) == 72 &&
+_Static_assert(sizeof(exec_graph) == 440 && sizeof(graph_task) == 72 &&
                    sizeof(graph_collective) == 32 && sizeof(graph_group) == 12,
                "a graph field was added or changed: digest it in graph_digest_graph");
 #endif
@@ -748,4 +783,6 @@ void graph_digest_graph(graph_digest *d, const exec_graph *g)
     graph_digest_add(d, g->companion, (size_t)g->n_companion * sizeof *g->companion);
     graph_digest_add(d, g->comp_groups, (size_t)g->n_comp_groups * sizeof *g->comp_groups);
     graph_digest_add(d, g->comp_span, 2 * (size_t)g->n_coll_comp * sizeof *g->comp_span);
+    graph_digest_add(d, g->group_invariant, (size_t)g->n_group_invariant);
+    graph_digest_add(d, g->set_invariant, (size_t)g->n_set_invariant);
 }

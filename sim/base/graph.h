@@ -163,6 +163,15 @@ typedef struct exec_graph {
     uint32_t n_coll_comp;
     size_t cap_coll_comp;
 
+    /* Inner folding's invariant groups and pair sets (graph_set_group_invariant,
+     * graph_set_pair_set_invariant): NULL, or 1 at the marked ones (index below n_...). */
+    uint8_t *group_invariant;
+    uint32_t n_group_invariant;
+    size_t cap_group_invariant;
+    uint8_t *set_invariant;
+    uint32_t n_set_invariant;
+    size_t cap_set_invariant;
+
     /* After finalize: tasks of stream s of rank r are stream_tasks[stream_first[i] ..
      * stream_first[i+1]) with i = r * n_streams + s, in program order. */
     uint32_t *stream_first;
@@ -232,6 +241,15 @@ int graph_companions(const exec_graph *g, uint32_t t, const int32_t **pairs);
 void graph_set_coll_companions(exec_graph *g, int c, const int *groups, int n);
 /* Collective c's companion groups: their count, and *groups, or 0. */
 int graph_coll_companions(const exec_graph *g, uint32_t c, const int32_t **groups);
+/* Folding inside a replica (strategies/compile/fold.c): group gi's collectives, with their
+ * companion groups, and the flows of pair set `set` with their transfer's own load each link as
+ * much as its image under the fold's shifts, which are the same tasks: so the executor may leave
+ * out flows between ranks that compute nothing, on links no other traffic crosses, the images'
+ * links bounding the task as they would (sim/engine/htae_prune.c). */
+void graph_set_group_invariant(exec_graph *g, int gi);
+void graph_set_pair_set_invariant(exec_graph *g, int set);
+int graph_group_invariant(const exec_graph *g, int gi);
+int graph_pair_set_invariant(const exec_graph *g, int set);
 /* Make the host take part in task t (see HOST_*); span only matters for compute tasks. */
 void graph_set_host(exec_graph *g, uint32_t t, unsigned flags, double host_s, double span);
 

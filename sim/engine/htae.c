@@ -4,6 +4,7 @@
 #include "htae_links.h"
 #include "htae_alone.h"
 #include "htae_dyn.h"
+#include "htae_prune.h"
 #include "htae_clock.h"
 #include "htae_coll.h"
 
@@ -132,6 +133,7 @@ typedef struct exec_state {
                               end of its explicit predecessors */
     coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
     htae_tclass tclass;    /* transfers by the links they cross (the planners' unit) */
+    htae_prune prune;      /* folded flows left out of SimGrid's tasks (htae_prune.h) */
     htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
     htae_dyn dyn;          /* which collectives run alone from some point on (timed) */
     struct htae_unit_cache *units; /* merged companion patterns' unit times */
@@ -310,6 +312,10 @@ static void run_transfer(exec_state *x, uint32_t t)
         return;
     const int32_t *pr = NULL;
     int n = 1 + graph_companions(x->g, t, &pr);
+    /* pairs left out of the task (htae_prune.h): their bytes still count on their links */
+    const uint8_t *drop = NULL;
+    if (n > 1 && x->prune.drop_pair)
+        drop = x->prune.drop_pair + x->g->pair_first[x->g->companion[t]] - 1;
     /* up to 8 flows (a TP group's sends) on the actor's stack: no allocation per transfer */
     enum { STACK_FLOWS = 8 };
     int32_t ends_s[2 * STACK_FLOWS]; /* sources, then destinations */
@@ -325,7 +331,7 @@ static void run_transfer(exec_state *x, uint32_t t)
         ends[n + i] = i ? pr[2 * (i - 1) + 1] : k->peer;
         hosts[i] = x->hosts[ends[i]];
         hosts[n + i] = x->hosts[ends[n + i]];
-        bytes[(size_t)i * 2 * n + (size_t)(n + i)] = k->bytes;
+        bytes[(size_t)i * 2 * n + (size_t)(n + i)] = i && drop && drop[i] ? 0.0 : k->bytes;
     }
     for (int i = 0; i < 2 * n; i++)
         comm_changed(x, ends[i], k->stream, 1);
@@ -378,7 +384,8 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
                        &x->activities,
                        &x->timed_colls,
                        htae_dyn_now(&x->dyn, (uint32_t)col->group),
-                       x->units};
+                       x->units,
+                       x->prune.drop_group};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     const int32_t *comp;
@@ -508,6 +515,7 @@ static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
             return rc;
     }
     htae_tclass_make(&x->tclass, g);
+    htae_prune_plan(&x->prune, g, &x->tclass, x->groups, x->hosts, &x->opt);
     htae_alone_plan(&x->alone, g, &x->tclass, x->groups, x->hosts);
     if (x->opt.timed_alone) {
         htae_dyn_plan(&x->dyn, &x->alone, g, &x->tclass, x->groups, x->hosts);
@@ -634,6 +642,7 @@ static int collect_result(exec_state *x, ps_error *err)
     out->activities = x->activities;
     out->lean_colls = x->lean_colls;
     out->timed_colls = x->timed_colls;
+    out->pruned = x->prune.groups + x->prune.pairs;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "simulation stalled: %u of %u tasks ran (dependency deadlock)",
@@ -692,6 +701,7 @@ static void state_free(exec_state *x)
     htae_alone_free(&x->alone);
     htae_dyn_free(&x->dyn);
     htae_tclass_free(&x->tclass);
+    htae_prune_free(&x->prune);
     htae_unit_cache_free(x->units);
     free(x->streams);
     free(x->pending);

@@ -96,6 +96,8 @@ typedef struct htae_result {
                               (htae_alone.h); the same timings as their full tasks */
     uint32_t timed_colls;  /* collectives run as timed waits, alone on their links
                               (htae_dyn.h); the same timings as their SimGrid tasks */
+    uint32_t pruned;       /* companion groups and pairs left out of SimGrid's tasks
+                              (htae_prune.h; the same times, fewer flows) */
     double wall_s;         /* host seconds spent in the simulation */
     htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
     int n_links;

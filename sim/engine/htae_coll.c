@@ -295,8 +295,19 @@ static sg_exec_t start_block(coll_group *gp, const pattern *p, double scale, con
 /* Wait out `latency`, then move scale * w bytes on every edge of p: one parallel task, or one
  * per block of hosts in large groups, a block never holding members of two spans (members
  * [k span, (k + 1) span), span > 0). Returns when every flow has ended. */
+static void run_pattern_with(coll_group *gp, const pattern *p, const pattern *ghost, double scale,
+                             double latency, int span, coll_run_ctx *cx);
+
 static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency, int span,
                         coll_run_ctx *cx)
+{
+    run_pattern_with(gp, p, NULL, scale, latency, span, cx);
+}
+
+/* run_pattern, and with `ghost` (not NULL: one task only) edges left out of the task whose
+ * bytes count on their links as if they ran in it (htae_prune.h). */
+static void run_pattern_with(coll_group *gp, const pattern *p, const pattern *ghost, double scale,
+                             double latency, int span, coll_run_ctx *cx)
 {
     /* SimGrid charges each task its worst route latency itself; an empty one runs no task */
     int empty = scale <= 0.0 || p->n_edges == 0;
@@ -346,6 +357,11 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
         sg_exec_start(tasks[b]);
         (*cx->activities)++;
     }
+    assert(!ghost || n_blocks == 1);
+    for (int e = 0; ghost && e < ghost->n_edges; e++)
+        if (scale * ghost->w[e] > 0.0)
+            htae_links_start(cx->links, gp->hosts[ghost->src[e]], gp->hosts[ghost->dst[e]],
+                             scale * ghost->w[e], simgrid_get_clock());
     for (size_t left = n_blocks; left > 0; left--) { /* each block's flows end when it does */
         ssize_t i = sg_exec_wait_any(tasks, left);
         assert(i >= 0 && (size_t)i < left);
@@ -354,6 +370,9 @@ static void run_pattern(coll_group *gp, const pattern *p, double scale, double l
             int e = started[blocks[i].first + k];
             htae_links_end(cx->links, gp->hosts[p->src[e]], gp->hosts[p->dst[e]], now);
         }
+        for (int e = 0; ghost && e < ghost->n_edges; e++)
+            if (scale * ghost->w[e] > 0.0)
+                htae_links_end(cx->links, gp->hosts[ghost->src[e]], gp->hosts[ghost->dst[e]], now);
         tasks[i] = tasks[left - 1];
         blocks[i] = blocks[left - 1];
     }
@@ -390,6 +409,39 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         run_pattern(gp, p, factor * bytes, latency, 0, cx);
 }
 
+static int any_dropped(const int32_t *comp, int n, const coll_run_ctx *cx)
+{
+    for (int k = 0; k < n; k++)
+        if (cx->drop_group[comp[k]])
+            return 1;
+    return 0;
+}
+
+/* A merged collective in one SimGrid task without the companion groups htae_prune left out:
+ * their edges (all's numbering) count on their links only, and the task waits the merged
+ * latency less its kept flows' worst route latency (SimGrid charges that). */
+static void run_pruned(coll_group *const *groups, int first, const int32_t *comp, int n,
+                       coll_kind kind, double bytes, double latency, coll_group *merged,
+                       coll_run_ctx *cx)
+{
+    int m = groups[first]->n;
+    pattern kept = {0}, ghost = {0};
+    for (int k = 0; k <= n; k++) {
+        coll_group *g = groups[k ? comp[k - 1] : first];
+        double factor, lat;
+        const pattern *p =
+            algo_terms(g, kind, htae_coll_choose(g, kind, bytes, cx->opt), &factor, &lat);
+        pattern *to = k && cx->drop_group[comp[k - 1]] ? &ghost : &kept;
+        for (int e = 0; e < p->n_edges && factor > 0.0; e++)
+            htae_pattern_add_edge(to, p->src[e] + k * m, p->dst[e] + k * m, factor * p->w[e]);
+        if (to == &kept)
+            kept.max_lat = p->max_lat > kept.max_lat ? p->max_lat : kept.max_lat;
+    }
+    run_pattern_with(merged, &kept, &ghost, bytes, latency, 0, cx);
+    htae_pattern_free(&kept);
+    htae_pattern_free(&ghost);
+}
+
 void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *comp, int n,
                         coll_kind kind, double bytes, coll_run_ctx *cx)
 {
@@ -420,6 +472,8 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
     coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
     if (cx->timed_now && htae_merged_alone(&merged, &all, u_min, key, cx))
         htae_coll_run_timed(&merged, &all, bytes, latency, cx);
+    else if (total <= HTAE_PTASK_MAX_HOSTS && cx->drop_group && any_dropped(comp, n, cx))
+        run_pruned(groups, first, comp, n, kind, bytes, latency, &merged, cx);
     else
         run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, cx);
     htae_pattern_free(&all);

@@ -49,6 +49,8 @@ typedef struct coll_run_ctx {
     uint32_t *timed; /* collectives run as timed waits */
     int timed_now;   /* this one runs alone on its links to its end (htae_dyn_now): timed */
     struct htae_unit_cache *units; /* merged companion patterns' unit times (htae_timed.c) */
+    const uint8_t *drop_group;     /* companion groups left out of merged tasks (htae_prune.h)
+                                      when they run as one SimGrid task; NULL: none */
 } coll_run_ctx;
 
 /* The merged companion patterns' unit-time cache of one run (coll_run_ctx.units). */

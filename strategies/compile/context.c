@@ -152,6 +152,8 @@ static int ring_companions(compile_ctx *cx, int rank)
                 n++;
             }
         *set = n ? graph_add_pair_set(cx->g, src, dst, n) : -2;
+        if (n) /* every shifted copy of the ring send */
+            graph_set_pair_set_invariant(cx->g, *set);
         free(src);
     }
     return *set >= 0 ? *set : -1;

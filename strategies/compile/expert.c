@@ -66,6 +66,7 @@ static void make_inner_expert_groups(compile_ctx *cx, int p, int kind, int n_ent
             ranks[m] = compile_stage_rank(cx, idx[m], p);
         if (tasked > 0) {
             ids[k] = add_group(cx, ranks, n, tasked);
+            graph_set_group_invariant(cx->g, ids[k]);
             continue;
         }
         for (int m = 0; m < n && in_b < 0; m++)
@@ -84,6 +85,7 @@ static void make_inner_expert_groups(compile_ctx *cx, int p, int kind, int n_ent
         xgrow(pairs, sizeof **pairs, (size_t)2 * (*n_pairs + 1), cap);
         (*pairs)[2 * *n_pairs] = base + parent;
         (*pairs)[2 * *n_pairs + 1] = add_group(cx, ranks, n, n);
+        graph_set_group_invariant(cx->g, (*pairs)[2 * *n_pairs + 1]);
         ++*n_pairs;
     }
     free(idx);
@@ -137,14 +139,17 @@ void compile_make_stage_groups(compile_ctx *cx)
             for (int t = 0; t < tp; t++)
                 ranks[t] = compile_rank_of(cx->s, t, d, p);
             cx->tp_group[p * cx->dp_sim + d] = add_group(cx, ranks, tp, ts);
+            if (cx->inner) /* the fold's shifts map its collectives onto themselves */
+                graph_set_group_invariant(cx->g, cx->tp_group[p * cx->dp_sim + d]);
         }
         /* inner folding: replica 0's other TP groups, companions of their twins' */
         for (int d = cx->dp_sim; d < cx->cp && cx->inner; d++) {
             for (int t = 0; t < tp; t++)
                 ranks[t] = compile_rank_of(cx->s, t, d, p);
             int m = d / cx->dp_sim - 1, w = d % cx->dp_sim;
-            cx->tp_comp[((size_t)p * cx->dp_sim + w) * cx->n_tp_comp + m] =
-                graph_add_group(cx->g, ranks, tp);
+            int id = graph_add_group(cx->g, ranks, tp);
+            graph_set_group_invariant(cx->g, id);
+            cx->tp_comp[((size_t)p * cx->dp_sim + w) * cx->n_tp_comp + m] = id;
         }
     }
     if (!cx->expert_layout) {

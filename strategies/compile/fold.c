@@ -329,6 +329,8 @@ static void inner_send_companions(compile_ctx *cx, uint32_t x, int j, int p, int
                 dst[n++] = compile_stage_rank(cx, i, q);
             }
         *set = n ? graph_add_pair_set(cx->g, src, dst, n) : INT32_MAX;
+        if (n) /* every shifted copy of the send: the fold's shifts map them onto each other */
+            graph_set_pair_set_invariant(cx->g, *set);
         free(src);
     }
     if (*set != INT32_MAX)

@@ -106,6 +106,10 @@ void zero_make_groups(compile_ctx *cx, emit_state *es)
                 for (int j = 0; j < S; j++)
                     ranks[j] = compile_rank_of(cx->s, t, g * S + j, p);
                 es->shard_group[pt * G + g] = cx->dp > 1 ? graph_add_group(cx->g, ranks, S) : -1;
+                /* inner folding with one data replica: the ring of its context indices, which
+                 * the fold's shifts rotate onto itself */
+                if (cx->dp > 1 && cx->inner && cx->s->dp == 1 && G == 1)
+                    graph_set_group_invariant(cx->g, es->shard_group[pt * G + g]);
             }
             for (int j = 0; j < S; j++) {
                 for (int g = 0; g < G; g++)
