@@ -146,9 +146,14 @@ typedef struct compile_ctx {
     int *ep_comp_first, *ep_comp;   /* inner: companion EP groups of ep_group entry k:
                                      ep_comp[ep_comp_first[k] .. ep_comp_first[k + 1]) */
     int *etp_comp_first, *etp_comp; /* the same for etp_group */
-    int *cp_pairs;                  /* inner: [p * n_sim + j] the companion pairs of member j's ring
+    /* inner folding with every EP group inside replica 0: the EDP groups (edp_group, one shard
+     * group each) are made as the EP ones, a group holding a simulated member with them tasked
+     * first, the others its companions (edp_comp_first, edp_comp) */
+    int inner_edp;
+    int *edp_comp_first, *edp_comp;
+    int *cp_pairs; /* inner: [p * n_sim + j] the companion pairs of member j's ring
                                        transfers (pair set id), -1 until made */
-    int fsdp; /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
+    int fsdp;      /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     /* FSDP under a pipeline (PyTorch's pipelining, torchtitan's reshard_after_forward False):
      * each unit gathered once per step, before its chunk's first forward, kept gathered, its
      * gradients accumulated whole and reduce-scattered once after the chunk's last backward */
@@ -260,6 +265,11 @@ double zero_stage_expert_params(compile_ctx *cx, int p);
  * edp_rep_group); free with compile_free_stage_groups. */
 void compile_make_stage_groups(compile_ctx *cx);
 void compile_free_stage_groups(compile_ctx *cx);
+/* The members of expert group `entry` of a stage, as stage indices: kind 0 an EP group (entry
+ * x etp + et) over its EP indices, 1 an ETP group (x ep + e) over its expert-tensor indices, 2
+ * an EDP group (e etp + et) over its expert-data-parallel indices. Under inner folding the
+ * simulated ones first; returns their count (all of them otherwise). */
+int compile_expert_members(const compile_ctx *cx, int kind, int entry, int *idx);
 /* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:
  * member j waits for after[j] and its last collective becomes after[j]. */
 void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after);

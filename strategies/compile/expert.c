@@ -18,17 +18,30 @@ static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
     return id;
 }
 
-/* The members of expert group `entry` of a stage by stage index: EP group (kind 0, entry
- * x etp + et) over its EP indices, ETP group (kind 1, entry x ep + e) over its expert-tensor
- * indices. Under inner folding the simulated ones come first (how the group is made, so that
- * they are its tasked members); returns their count (all of them otherwise). */
-static int expert_members(const compile_ctx *cx, int kind, int entry, int *idx)
+enum { KIND_EP, KIND_ETP, KIND_EDP };
+
+/* Members of an expert group of each kind. */
+static int kind_size(const compile_ctx *cx, int kind)
 {
-    int n = kind ? cx->etp : cx->ep, per = kind ? cx->ep : cx->etp;
-    int x = entry / per, f = entry % per;
-    for (int k = 0; k < n; k++)
-        idx[k] = kind ? compile_expert_stage_index(cx, k, f, x)
-                      : compile_expert_stage_index(cx, f, k, x);
+    return kind == KIND_EP ? cx->ep : kind == KIND_ETP ? cx->etp : cx->edp;
+}
+
+/* The members of expert group `entry` of a stage by stage index: EP group (entry x etp + et)
+ * over its EP indices, ETP group (entry x ep + e) over its expert-tensor indices, EDP group
+ * (entry e etp + et) over its expert-data-parallel indices. Under inner folding the simulated
+ * ones come first (how the group is made, so that they are its tasked members); returns their
+ * count (all of them otherwise). */
+int compile_expert_members(const compile_ctx *cx, int kind, int entry, int *idx)
+{
+    int n = kind_size(cx, kind);
+    for (int k = 0; k < n; k++) {
+        if (kind == KIND_EP)
+            idx[k] = compile_expert_stage_index(cx, entry % cx->etp, k, entry / cx->etp);
+        else if (kind == KIND_ETP)
+            idx[k] = compile_expert_stage_index(cx, k, entry % cx->ep, entry / cx->ep);
+        else
+            idx[k] = compile_expert_stage_index(cx, entry % cx->etp, entry / cx->etp, k);
+    }
     if (!cx->inner)
         return n;
     int tasked = 0;
@@ -46,7 +59,9 @@ static int expert_entry(const compile_ctx *cx, int kind, int i)
 {
     int et, e, x;
     compile_expert_coords(cx, i, &et, &e, &x);
-    return kind ? x * cx->ep + e : x * cx->etp + et;
+    return kind == KIND_EP    ? x * cx->etp + et
+           : kind == KIND_ETP ? x * cx->ep + e
+                              : e * cx->etp + et;
 }
 
 /* Inner folding: stage p's expert groups of one kind (n_entries of them, ids[entry]): a group
@@ -57,16 +72,20 @@ static int expert_entry(const compile_ctx *cx, int kind, int i)
 static void make_inner_expert_groups(compile_ctx *cx, int p, int kind, int n_entries, int base,
                                      int *ids, int **pairs, int *n_pairs, size_t *cap)
 {
-    int n = kind ? cx->etp : cx->ep, B = cx->tp * cx->cp;
+    int n = kind_size(cx, kind), B = cx->tp * cx->cp;
+    /* an EDP ring crosses data replicas, whose context indices the shifts do not rotate as one
+     * ring: its loads are invariant with one data replica only */
+    int invariant = kind != KIND_EDP || cx->s->dp == 1;
     int *idx = xmalloc((size_t)3 * n * sizeof *idx), *pidx = idx + n, *ranks = idx + 2 * n;
     for (int k = 0; k < n_entries; k++) {
-        int tasked = expert_members(cx, kind, k, idx), in_b = -1;
+        int tasked = compile_expert_members(cx, kind, k, idx), in_b = -1;
         ids[k] = -1;
         for (int m = 0; m < n; m++)
             ranks[m] = compile_stage_rank(cx, idx[m], p);
         if (tasked > 0) {
             ids[k] = add_group(cx, ranks, n, tasked);
-            graph_set_group_invariant(cx->g, ids[k]);
+            if (invariant)
+                graph_set_group_invariant(cx->g, ids[k]);
             continue;
         }
         for (int m = 0; m < n && in_b < 0; m++)
@@ -76,7 +95,7 @@ static void make_inner_expert_groups(compile_ctx *cx, int p, int kind, int n_ent
             continue;
         int a, b, parent = expert_entry(cx, kind, cx->twin_index[in_b]);
         compile_twin_shift(cx, in_b, &a, &b);
-        expert_members(cx, kind, parent, pidx);
+        compile_expert_members(cx, kind, parent, pidx);
         for (int m = 0; m < n; m++) {
             int q = compile_shift_index(cx, pidx[m], a, b);
             ranks[m] = compile_stage_rank(cx, q, p);
@@ -85,7 +104,8 @@ static void make_inner_expert_groups(compile_ctx *cx, int p, int kind, int n_ent
         xgrow(pairs, sizeof **pairs, (size_t)2 * (*n_pairs + 1), cap);
         (*pairs)[2 * *n_pairs] = base + parent;
         (*pairs)[2 * *n_pairs + 1] = add_group(cx, ranks, n, n);
-        graph_set_group_invariant(cx->g, (*pairs)[2 * *n_pairs + 1]);
+        if (invariant)
+            graph_set_group_invariant(cx->g, (*pairs)[2 * *n_pairs + 1]);
         ++*n_pairs;
     }
     free(idx);
@@ -165,9 +185,15 @@ void compile_make_stage_groups(compile_ctx *cx)
     cx->edp_group = xs > 1 ? xmalloc((size_t)pp * ep * etp * R * sizeof *cx->edp_group) : NULL;
     cx->edp_rep_group =
         R > 1 ? xmalloc((size_t)pp * ep * etp * xs * sizeof *cx->edp_rep_group) : NULL;
-    int *pairs[2] = {NULL, NULL}, n_pairs[2] = {0, 0};
-    size_t cap[2] = {0, 0};
+    int *pairs[3] = {NULL, NULL, NULL}, n_pairs[3] = {0, 0, 0};
+    size_t cap[3] = {0, 0, 0};
+    /* inner folding with the EP groups inside replica 0: every EDP group holds a rank of it */
+    cx->inner_edp = cx->inner && xs > 1 && ep * etp <= cx->tp * cx->cp;
     for (int p = 0; p < pp; p++) {
+        if (cx->inner_edp)
+            make_inner_expert_groups(cx, p, KIND_EDP, ep * etp, p * ep * etp,
+                                     cx->edp_group + (size_t)p * ep * etp, &pairs[2], &n_pairs[2],
+                                     &cap[2]);
         if (cx->inner) {
             if (ep > 1)
                 make_inner_expert_groups(cx, p, 0, n_epg, p * n_epg,
@@ -203,7 +229,7 @@ void compile_make_stage_groups(compile_ctx *cx)
                     ranks[et] = compile_stage_rank(cx, compile_expert_stage_index(cx, et, e, x), p);
                 *grp = add_group(cx, ranks, etp, etp);
             }
-        for (int e = 0; e < ep; e++)
+        for (int e = 0; e < ep && !cx->inner_edp; e++)
             for (int et = 0; et < etp; et++) {
                 size_t pe = ((size_t)p * ep + e) * etp + et;
                 for (int r = 0; r < R && xs > 1; r++) { /* EDP indices r xs .. r xs + xs - 1 */
@@ -223,7 +249,9 @@ void compile_make_stage_groups(compile_ctx *cx)
     if (cx->inner) {
         comp_lists(pairs[0], n_pairs[0], pp * n_epg, &cx->ep_comp_first, &cx->ep_comp);
         comp_lists(pairs[1], n_pairs[1], pp * n_etpg, &cx->etp_comp_first, &cx->etp_comp);
+        comp_lists(pairs[2], n_pairs[2], pp * ep * etp, &cx->edp_comp_first, &cx->edp_comp);
     }
+    free(pairs[2]);
     free(pairs[0]);
     free(pairs[1]);
     free(ranks);
@@ -236,6 +264,8 @@ void compile_free_stage_groups(compile_ctx *cx)
     free(cx->ep_comp);
     free(cx->etp_comp_first);
     free(cx->etp_comp);
+    free(cx->edp_comp_first);
+    free(cx->edp_comp);
     free(cx->sim_rank);
     free(cx->rank_simulated);
     free(cx->tp_group);
@@ -277,7 +307,7 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, str
             if (grp < 0)
                 continue;
             size_t k = (size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e;
-            expert_members(cx, 1, x * cx->ep + e, members);
+            compile_expert_members(cx, 1, x * cx->ep + e, members);
             double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
             int c = graph_add_collective(cx->g, kind, grp, stream, bytes, CAT_EP_COMM,
                                          cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
@@ -316,7 +346,7 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, stream_id st
             if (grp < 0)
                 continue;
             size_t k = (size_t)p * cx->edp * etp + (size_t)x * etp + et;
-            expert_members(cx, 0, x * etp + et, members);
+            compile_expert_members(cx, 0, x * etp + et, members);
             if (even) {
                 int c = graph_add_collective(cx->g, COLL_ALLTOALL, grp, stream, cx->ep_bytes,
                                              CAT_EP_COMM, cx->label_ep[out], micro, coll);

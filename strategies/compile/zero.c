@@ -217,6 +217,53 @@ static int edp_member(const compile_ctx *cx, int replicas, int k, int m)
     return compile_expert_stage_index(cx, et, e, replicas ? q + m * xs : q * xs + m);
 }
 
+/* What member stage index i (simulated) of an expert collective waits for (edp_wait). */
+static uint32_t edp_wait_for(compile_ctx *cx, emit_state *es, int p, int mb, edp_wait w, int i)
+{
+    int tp = cx->tp;
+    if (w.dep == EDP_AFTER_STEP)
+        return es->opt_task[compile_stage_rank(cx, i, p)];
+    if (w.dep == EDP_AFTER_BUCKET)
+        return bucket_ready(cx, es, i / tp, i % tp, p, w.mc, mb, w.b);
+    if (w.dep == EDP_AFTER_FSDP)
+        return fsdp_task(cx, es, p, i / tp, i % tp, w.k, w.which);
+    return NONE;
+}
+
+/* edp_colls under inner folding with its EDP groups (compile_ctx.inner_edp): one collective per
+ * group holding a simulated member, the others its companion groups. */
+static void inner_edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind kind, double bytes,
+                            int label, int mb, edp_wait w, uint32_t *gather, uint32_t *own)
+{
+    int groups = cx->ep * cx->etp, *members = xmalloc((size_t)cx->edp * sizeof *members);
+    uint32_t *coll = xmalloc((size_t)cx->edp * sizeof *coll);
+    for (int k = 0; k < groups; k++) {
+        size_t pk = (size_t)p * groups + (size_t)k;
+        if (cx->edp_group[pk] < 0)
+            continue;
+        int tasked = compile_expert_members(cx, 2, k, members);
+        int c = graph_add_collective(cx->g, kind, cx->edp_group[pk], STREAM_DP, bytes, CAT_DP_COMM,
+                                     label, mb, coll);
+        int n_comp = cx->edp_comp_first[pk + 1] - cx->edp_comp_first[pk];
+        if (n_comp)
+            graph_set_coll_companions(cx->g, c, cx->edp_comp + cx->edp_comp_first[pk], n_comp);
+        for (int m = 0; m < tasked; m++) {
+            int i = members[m];
+            size_t r = (size_t)compile_stage_rank(cx, i, p);
+            es->last_dp[r] = coll[m];
+            if (gather)
+                gather[(r * cx->mcs + w.mc) * es->maxbuckets + w.b] = coll[m];
+            if (own)
+                own[cx->member_of[i]] = coll[m];
+            uint32_t dep = edp_wait_for(cx, es, p, mb, w, i);
+            if (dep != NONE)
+                graph_add_edge(cx->g, dep, coll[m]);
+        }
+    }
+    free(members);
+    free(coll);
+}
+
 /* One collective over every expert shard group of stage p (replicas 0) or every HSDP replica
  * group (1): an expert bucket, all of the stage's expert parameters or an FSDP unit's experts.
  * Members at stage index i, folded ones (i >= n_sim) waiting for their twin
@@ -225,10 +272,15 @@ static int edp_member(const compile_ctx *cx, int replicas, int k, int m)
 static void edp_colls(compile_ctx *cx, emit_state *es, int p, int replicas, coll_kind kind,
                       double bytes, int label, int mb, edp_wait w, uint32_t *gather, uint32_t *own)
 {
-    int tp = cx->tp, n = replicas ? cx->n_shard_groups : cx->edp_shard;
+    if (cx->inner_edp) {
+        assert(!replicas); /* inner folding keeps one shard group */
+        inner_edp_colls(cx, es, p, kind, bytes, label, mb, w, gather, own);
+        return;
+    }
+    int n = replicas ? cx->n_shard_groups : cx->edp_shard;
     int groups = cx->ep * cx->etp * (replicas ? cx->edp_shard : cx->n_shard_groups);
     const int *ids = (replicas ? cx->edp_rep_group : cx->edp_group) + (size_t)p * groups;
-    assert(n > 1 && (w.dep != EDP_AFTER_FSDP || cx->tp_sim == tp)); /* expert layouts keep TP */
+    assert(n > 1 && (w.dep != EDP_AFTER_FSDP || cx->tp_sim == cx->tp)); /* FSDP keeps TP */
     uint32_t *coll = xmalloc(((size_t)n + cx->n_sim) * sizeof *coll), *prev = coll + n;
     /* inner folding: a member that is not simulated may lack the DP collectives before this one
      * on its stream (its tensor index's are companions of index 0's), so it also waits for its
@@ -248,13 +300,7 @@ static void edp_colls(compile_ctx *cx, emit_state *es, int p, int replicas, coll
                 own[j] = coll[m];
             if (cx->inner && j < 0 && prev[cx->member_of[t]] != NONE)
                 graph_add_edge(cx->g, prev[cx->member_of[t]], coll[m]);
-            uint32_t dep = NONE;
-            if (w.dep == EDP_AFTER_STEP)
-                dep = es->opt_task[compile_stage_rank(cx, t, p)];
-            else if (w.dep == EDP_AFTER_BUCKET)
-                dep = bucket_ready(cx, es, t / tp, t % tp, p, w.mc, mb, w.b);
-            else if (w.dep == EDP_AFTER_FSDP)
-                dep = fsdp_task(cx, es, p, t / tp, t % tp, w.k, w.which);
+            uint32_t dep = edp_wait_for(cx, es, p, mb, w, t);
             if (dep != NONE)
                 graph_add_edge(cx->g, dep, coll[m]);
         }
