@@ -113,14 +113,18 @@ static void plan_groups(htae_prune *pr, const exec_graph *g, coll_group **groups
                         const uint8_t *computing, const taint *t, const htae_options *opt)
 {
     int8_t *state = xcalloc((size_t)g->n_groups + 1, 1); /* 0 unseen, 1 may go, -1 stays */
+    uint8_t *seen = xcalloc((size_t)g->n_groups * 4 + 1, 1); /* (group, kind) whose links are */
     taint one = {0};
     for (uint32_t c = 0; c < g->n_colls; c++) {
         const int32_t *comp;
         int n = graph_coll_companions(g, c, &comp);
-        int clean = n > 0 && clean_collective(g, groups, c, opt);
+        if (n == 0)
+            continue;
+        int clean = clean_collective(g, groups, c, opt);
         for (int i = 0; i < n; i++) {
             int gi = comp[i];
-            if (state[gi] < 0)
+            size_t slot = (size_t)gi * 4 + (size_t)g->colls[c].kind;
+            if (state[gi] < 0 || (clean && seen[slot]))
                 continue;
             int ok = clean;
             const graph_group *gr = &g->groups[gi];
@@ -131,9 +135,11 @@ static void plan_groups(htae_prune *pr, const exec_graph *g, coll_group **groups
                 htae_coll_visit_links(groups[gi], g->colls[c].kind, NULL, add, &one);
             for (size_t k = 0; ok && k < one.n; k++)
                 ok = !tainted(t, one.links[k]);
+            seen[slot] = 1;
             state[gi] = ok ? 1 : -1;
         }
     }
+    free(seen);
     free(one.links);
     for (uint32_t gi = 0; gi < g->n_groups; gi++)
         if (state[gi] > 0) {
