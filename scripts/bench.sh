@@ -223,6 +223,7 @@ if [ "${1:-}" != "--quick" ]; then
             2>/dev/null || true
         read -r pwall rss <"$tmp/rss"
         goal "$1" "$2" "$pwall" "$((rss / 1024))"
+        last_wall=$pwall
     }
     # Qwen3-235B-A22B at 131,072 tokens on 32 DGX H100: TP4 SP, PP8 interleaved x 4 virtual
     # stages with the embedding and the loss counted as layers, CP8, EP8, 256 micro-batches of 1,
@@ -242,8 +243,11 @@ if [ "${1:-}" != "--quick" ]; then
         "$tmp/qwen-128k.yaml" >"$tmp/qwen-128k-dense.yaml"
     timed "Qwen3-235B 128k, CP8 EP8 PP8x4 on 256 H100" "<= 5 s, 1 GB" "$tmp/h100x256.yaml" \
         "$tmp/qwen-128k.yaml"
+    moe_wall=$last_wall
     timed "  the same without EP and CP (TP4 PP8x4 DP8)" "" "$tmp/h100x256.yaml" \
         "$tmp/qwen-128k-dense.yaml"
+    goal "  ratio, with EP and CP / without" "" \
+        "$(awk -v a="$moe_wall" -v b="$last_wall" 'BEGIN { printf "%.1fx", a / b }')" ""
     timed "GPT-3 175B, 1,024 GPUs" "<= 0.1 s" "$tmp/a100x1024.yaml" \
         strategies/examples/gpt3-175b-1024gpu.yaml
     timed "GPT-3 175B, 16,384 GPUs" "<= 0.5 s" "$tmp/a100x16384.yaml" \
