@@ -112,7 +112,7 @@ static void taint_links(const exec_graph *g, const htae_tclass *tc, coll_group *
 static void plan_groups(htae_prune *pr, const exec_graph *g, coll_group **groups,
                         const uint8_t *computing, const taint *t, const htae_options *opt)
 {
-    int8_t *state = xcalloc((size_t)g->n_groups + 1, 1); /* 0 unseen, 1 may go, -1 stays */
+    int8_t *state = xcalloc((size_t)g->n_groups + 1, 1);     /* 0 unseen, 1 may go, -1 stays */
     uint8_t *seen = xcalloc((size_t)g->n_groups * 4 + 1, 1); /* (group, kind) whose links are */
     taint one = {0};
     for (uint32_t c = 0; c < g->n_colls; c++) {
