@@ -146,14 +146,9 @@ typedef struct candidate {
     int ok;
 } candidate;
 
-typedef struct link_set {
-    sg_link_t *links;
-    size_t n, cap;
-} link_set;
-
-static void add_link(sg_link_t link, void *arg)
+void htae_link_set_add(sg_link_t link, void *set)
 {
-    link_set *s = arg;
+    htae_link_set *s = set;
     xgrow(&s->links, sizeof *s->links, s->n + 1, &s->cap);
     s->links[s->n++] = link;
 }
@@ -164,16 +159,22 @@ static int by_pointer(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void htae_link_set_sort(htae_link_set *s)
+{
+    if (s->n)
+        qsort(s->links, s->n, sizeof *s->links, by_pointer);
+}
+
+int htae_link_set_has(sg_link_t link, void *set)
+{
+    const htae_link_set *s = set;
+    return s->n > 0 && bsearch(&link, s->links, s->n, sizeof *s->links, by_pointer) != NULL;
+}
+
 static int by_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
-}
-
-static int in_set(sg_link_t link, void *arg)
-{
-    const link_set *s = arg;
-    return s->n > 0 && bsearch(&link, s->links, s->n, sizeof *s->links, by_pointer) != NULL;
 }
 
 /* Candidates: groups with stand-ins whose collectives are all balanced all-to-alls on one
@@ -399,7 +400,8 @@ static void visit_pair_links(const uint64_t *pairs, size_t n_pairs, const sg_hos
 /* The links of every transfer and of every group's collectives but the candidate's own and
  * those of the groups holding its stand-ins. */
 static void shared_links(const exec_graph *g, coll_group **groups, const sg_host_t *hosts,
-                         const uint64_t *pairs, size_t n_pairs, const candidate *cand, link_set *s)
+                         const uint64_t *pairs, size_t n_pairs, const candidate *cand,
+                         htae_link_set *s)
 {
     s->n = 0;
     uint8_t *seen = xcalloc((size_t)g->n_groups * 5, 1); /* per group: 4 kinds + all-to-all-v */
@@ -412,12 +414,11 @@ static void shared_links(const exec_graph *g, coll_group **groups, const sg_host
         if (seen[slot])
             continue;
         seen[slot] = 1;
-        htae_coll_visit_links(groups[gi], col->kind, col->matrix, add_link, s);
+        htae_coll_visit_links(groups[gi], col->kind, col->matrix, htae_link_set_add, s);
     }
     free(seen);
-    visit_pair_links(pairs, n_pairs, hosts, add_link, s);
-    if (s->n)
-        qsort(s->links, s->n, sizeof *s->links, by_pointer);
+    visit_pair_links(pairs, n_pairs, hosts, htae_link_set_add, s);
+    htae_link_set_sort(s);
 }
 
 void htae_alone_plan(htae_alone *a, const exec_graph *g, const htae_tclass *tc, coll_group **groups,
@@ -489,7 +490,7 @@ void htae_alone_plan(htae_alone *a, const exec_graph *g, const htae_tclass *tc, 
     free(cand_of);
     walk_free(&w);
 
-    link_set s = {0};
+    htae_link_set s = {0};
     uint64_t *pairs = NULL;
     size_t n_pairs = 0;
     for (uint32_t k = 0; k < nc; k++) {
@@ -497,7 +498,7 @@ void htae_alone_plan(htae_alone *a, const exec_graph *g, const htae_tclass *tc, 
             if (!pairs) /* the transfers' pairs, once */
                 n_pairs = transfer_pairs(g, tc, &pairs);
             shared_links(g, groups, hosts, pairs, n_pairs, &cs[k], &s);
-            cs[k].ok = htae_coll_lean(groups[cs[k].group], in_set, &s);
+            cs[k].ok = htae_coll_lean(groups[cs[k].group], htae_link_set_has, &s);
         }
         for (uint32_t i = 0; cs[k].ok && i < cs[k].n_colls; i++)
             a->lean[cs[k].colls[i]] = 1;

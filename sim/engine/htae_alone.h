@@ -3,6 +3,7 @@
 #ifndef PROTOSIM_HTAE_ALONE_H
 #define PROTOSIM_HTAE_ALONE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <simgrid/host.h>
@@ -21,6 +22,17 @@ typedef struct htae_tclass {
 
 void htae_tclass_make(htae_tclass *tc, const exec_graph *g);
 void htae_tclass_free(htae_tclass *tc);
+
+/* A set of links: added to one by one (htae_link_set_add, a visit callback), sorted once, then
+ * asked (htae_link_set_has, a `shared` callback). */
+typedef struct htae_link_set {
+    sg_link_t *links;
+    size_t n, cap;
+} htae_link_set;
+
+void htae_link_set_add(sg_link_t link, void *set);
+void htae_link_set_sort(htae_link_set *s);
+int htae_link_set_has(sg_link_t link, void *set);
 
 /* Which all-to-alls may run lean, and when. */
 typedef struct htae_alone {

@@ -9,28 +9,12 @@
 
 #include "../base/xalloc.h"
 
-/* Links crossed by traffic that is not invariant, sorted (bsearch). */
-typedef struct taint {
-    sg_link_t *links;
-    size_t n, cap;
-} taint;
-
-static void add(sg_link_t link, void *arg)
-{
-    taint *t = arg;
-    xgrow(&t->links, sizeof *t->links, t->n + 1, &t->cap);
-    t->links[t->n++] = link;
-}
-
-static int by_pointer(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t) * (const sg_link_t *)a, y = (uintptr_t) * (const sg_link_t *)b;
-    return (x > y) - (x < y);
-}
+/* Links crossed by traffic that is not invariant (sorted once filled). */
+typedef htae_link_set taint;
 
 static int tainted(const taint *t, sg_link_t link)
 {
-    return t->n > 0 && bsearch(&link, t->links, t->n, sizeof *t->links, by_pointer) != NULL;
+    return htae_link_set_has(link, (void *)t);
 }
 
 /* Whether a collective's loads are shift-invariant: its group and its companion groups marked
@@ -63,7 +47,7 @@ static int route_links(const sg_host_t *hosts, int a, int b, xbt_dynar_t d, tain
     for (unsigned j = 0; j < xbt_dynar_length(d); j++) {
         sg_link_t l = xbt_dynar_get_as(d, j, sg_link_t);
         if (t)
-            add(l, t);
+            htae_link_set_add(l, t);
         if (dirty && tainted(dirty, l))
             hit = 1;
     }
@@ -86,7 +70,7 @@ static void taint_links(const exec_graph *g, const htae_tclass *tc, coll_group *
             int gi = i < 0 ? col->group : comp[i];
             size_t slot = (size_t)gi * 4 + (size_t)col->kind;
             if (col->matrix || !seen[slot])
-                htae_coll_visit_links(groups[gi], col->kind, col->matrix, add, t);
+                htae_coll_visit_links(groups[gi], col->kind, col->matrix, htae_link_set_add, t);
             seen[slot] = 1;
         }
     }
@@ -103,8 +87,7 @@ static void taint_links(const exec_graph *g, const htae_tclass *tc, coll_group *
             route_links(hosts, pr[2 * i], pr[2 * i + 1], d, t, NULL);
     }
     xbt_dynar_free(&d);
-    if (t->n)
-        qsort(t->links, t->n, sizeof *t->links, by_pointer);
+    htae_link_set_sort(t);
 }
 
 /* Companion groups of clean collectives that hold no computing rank and whose links (for every
@@ -132,7 +115,7 @@ static void plan_groups(htae_prune *pr, const exec_graph *g, coll_group **groups
                 ok = !computing[g->group_ranks[gr->first + m]];
             one.n = 0;
             if (ok)
-                htae_coll_visit_links(groups[gi], g->colls[c].kind, NULL, add, &one);
+                htae_coll_visit_links(groups[gi], g->colls[c].kind, NULL, htae_link_set_add, &one);
             for (size_t k = 0; ok && k < one.n; k++)
                 ok = !tainted(t, one.links[k]);
             seen[slot] = 1;
