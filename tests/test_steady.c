@@ -247,6 +247,23 @@ static void expect_not_used(const char *batch, const char *yaml, int fold, int a
     strategy_free(&s);
 }
 
+/* Attempts stop once they would simulate as many micro-batches as the plan: an interleaved plan
+ * of 8 stages tries 6, 8 and 12 rounds (48, 64, 96 micro-batches); with 192 micro-batches the
+ * third would bring the attempts to 48 + 64 + 96 = 208 >= 192, so it is not made; with 256 it
+ * is (208 < 256); the first always is. */
+START_TEST(attempts_stop_at_the_plan)
+{
+    ck_assert_int_eq(steady_short_micro_batches(8, 1, 0), 48);
+    ck_assert_int_eq(steady_short_micro_batches(8, 1, 1), 64);
+    ck_assert_int_eq(steady_short_micro_batches(8, 1, 2), 96);
+    ck_assert(steady_attempt_pays(192, 0, 48));
+    ck_assert(steady_attempt_pays(192, 48, 64));
+    ck_assert(!steady_attempt_pays(192, 48 + 64, 96));
+    ck_assert(steady_attempt_pays(256, 48 + 64, 96));
+    ck_assert(!steady_attempt_pays(208, 48 + 64, 96));
+}
+END_TEST
+
 START_TEST(not_used)
 {
     const char *pp4 = "  pipeline: {degree: 4, schedule: 1f1b}\n";
@@ -273,6 +290,7 @@ static Suite *steady_suite(void)
                                   pipeline_with_data_parallel,
                                   data_parallel_host_ahead,
                                   interleaved_rounds,
+                                  attempts_stop_at_the_plan,
                                   not_used,
                                   approximate_period,
                                   NULL};

@@ -428,16 +428,22 @@ static int try_short(const strategy *s, const cluster *c, const compile_options 
     return used;
 }
 
+int steady_attempt_pays(int m, int spent, int m1)
+{
+    return spent + m1 < m;
+}
+
 int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
                const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
                steady_info *info, ps_error *err)
 {
     memset(info, 0, sizeof *info);
     info->micro_batches = info->simulated = plan->micro_batches;
+    int spent = 0, m = plan->micro_batches, il = s->schedule == SCHED_INTERLEAVED;
     for (int attempt = 0;; attempt++) {
-        int m1 = steady_short_micro_batches(s->pp, s->schedule == SCHED_INTERLEAVED, attempt);
-        const char *why = m1 ? ineligible(s, copt, hopt, allow, plan->micro_batches, m1) : NULL;
-        if (!m1 || why) {
+        int m1 = steady_short_micro_batches(s->pp, il, attempt);
+        const char *why = m1 ? ineligible(s, copt, hopt, allow, m, m1) : NULL;
+        if (!m1 || why || !steady_attempt_pays(m, spent, m1)) {
             if (why) /* else the last attempt's reason stays */
                 snprintf(info->why, sizeof info->why, "%s", why);
             break;
@@ -445,9 +451,11 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
         double wall = info->short_wall_s;
         /* from the second attempt on, and on the last, a window that repeats to STEADY_APPROX
          * when none repeats exactly */
-        int next = steady_short_micro_batches(s->pp, s->schedule == SCHED_INTERLEAVED, attempt + 1);
-        int last = !next || ineligible(s, copt, hopt, allow, plan->micro_batches, next);
+        int next = steady_short_micro_batches(s->pp, il, attempt + 1);
+        int last = !next || ineligible(s, copt, hopt, allow, m, next) ||
+                   !steady_attempt_pays(m, spent + m1, next);
         int used = try_short(s, c, copt, hopt, plan, m1, last || attempt > 0, out, info);
+        spent += m1;
         info->short_wall_s += wall;
         if (used) {
             info->used = 1;

@@ -47,7 +47,15 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
  * interleaved schedule, whose period is a round of pp micro-batches, 6 rounds, then 8, then 12
  * (5 never held one in the plans tried; 12 for periods that converge slowly, taken to a
  * tolerance). From the second attempt on, and on the last, a run whose window repeats only to
- * STEADY_APPROX is used. 0: no more attempts. */
+ * STEADY_APPROX is used; an attempt is made only while steady_attempt_pays. 0: no more
+ * attempts. */
 int steady_short_micro_batches(int pp, int interleaved, int attempt);
+
+/* Whether an attempt of m1 micro-batches, after attempts that simulated `spent` in all, may
+ * still pay for a plan of m: only while they stay below m (when they reach it, even a proven
+ * period would have cost as much as simulating every micro-batch, and a failure all of it again:
+ * the Llama 3.1 405B row of llm_training_public.csv, 48 + 64 micro-batches tried of 192, no
+ * longer also 96). */
+int steady_attempt_pays(int m, int spent, int m1);
 
 #endif
