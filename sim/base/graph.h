@@ -280,9 +280,10 @@ void graph_digest_init(graph_digest *d);
 void graph_digest_add(graph_digest *d, const void *data, size_t n);
 /* Append everything of a finalized graph that the executor and the report read: ranks,
  * streams (kinds, names), tasks, successor lists, stream orders, groups, collectives (with
- * their matrices), labels, lags, floating flags, transfers' companion pairs. Two graphs with equal digests are one graph to
- * the sweep, which simulates one of them (cli/sweep_run.c). A field added to exec_graph must
- * be added here (graph.c asserts the struct's size to remind). */
+ * their matrices), labels, lags, floating flags, transfers' companion pairs, companion groups,
+ * invariant flags. Two graphs with equal digests are one graph to the sweep, which simulates
+ * one of them (cli/sweep_run.c). A field added to exec_graph must be added here (graph.c
+ * asserts the struct's size to remind). */
 void graph_digest_graph(graph_digest *d, const exec_graph *g);
 
 /* Name tables (vocab.h) and their lookups. */

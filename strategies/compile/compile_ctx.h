@@ -108,7 +108,9 @@ typedef struct compile_ctx {
     int tp_sim;
     int n_sim; /* simulated ranks of a stage: dp_sim x tp_sim, member j = d * tp_sim + t */
     uint8_t *rank_simulated; /* [n_gpus]: 1 for the ranks that compute */
-    int *pp_pairs; /* [(d * pp + p) * 2 + next]: companion pair set of a folded send, -1 none */
+    /* [(d * pp + p) * 2 + next] (TP folding) or [(j * pp + p) * 2 + next] (inner folding, member
+     * j): the companion pair set of a folded send, -1 until made (INT32_MAX: none) */
+    int *pp_pairs;
     /* Folded EP groups (fold.c): the simulated block is n_sim < ep x etp ranks of the first EP
      * groups, whose other members join the all-to-alls as stand-ins (`compile_fold_twin`) */
     int ep_stand_in;
@@ -151,9 +153,10 @@ typedef struct compile_ctx {
      * first, the others its companions (edp_comp_first, edp_comp) */
     int inner_edp;
     int *edp_comp_first, *edp_comp;
-    int *cp_pairs; /* inner: [p * n_sim + j] the companion pairs of member j's ring
-                                       transfers (pair set id), -1 until made */
-    int fsdp;      /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
+    /* inner: [p * n_sim + j] the pair set of member j's ring transfers' companion pairs, -1
+     * until made (-2: none) */
+    int *cp_pairs;
+    int fsdp; /* ZeRO-3 over more than one rank: per-unit gathers and reduce-scatters */
     /* FSDP under a pipeline (PyTorch's pipelining, torchtitan's reshard_after_forward False):
      * each unit gathered once per step, before its chunk's first forward, kept gathered, its
      * gradients accumulated whole and reduce-scattered once after the chunk's last backward */
