@@ -409,37 +409,13 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         run_pattern(gp, p, factor * bytes, latency, 0, cx);
 }
 
+/* Whether htae_prune left out any of the companion groups comp[0 .. n). */
 static int any_dropped(const int32_t *comp, int n, const coll_run_ctx *cx)
 {
     for (int k = 0; k < n; k++)
         if (cx->drop_group[comp[k]])
             return 1;
     return 0;
-}
-
-/* A merged collective in one SimGrid task without the companion groups htae_prune left out:
- * their edges (all's numbering) count on their links only, and the task waits the merged
- * latency less its kept flows' worst route latency (SimGrid charges that). */
-static void run_pruned(coll_group *const *groups, int first, const int32_t *comp, int n,
-                       coll_kind kind, double bytes, double latency, coll_group *merged,
-                       coll_run_ctx *cx)
-{
-    int m = groups[first]->n;
-    pattern kept = {0}, ghost = {0};
-    for (int k = 0; k <= n; k++) {
-        coll_group *g = groups[k ? comp[k - 1] : first];
-        double factor, lat;
-        const pattern *p =
-            algo_terms(g, kind, htae_coll_choose(g, kind, bytes, cx->opt), &factor, &lat);
-        pattern *to = k && cx->drop_group[comp[k - 1]] ? &ghost : &kept;
-        for (int e = 0; e < p->n_edges && factor > 0.0; e++)
-            htae_pattern_add_edge(to, p->src[e] + k * m, p->dst[e] + k * m, factor * p->w[e]);
-        if (to == &kept)
-            kept.max_lat = p->max_lat > kept.max_lat ? p->max_lat : kept.max_lat;
-    }
-    run_pattern_with(merged, &kept, &ghost, bytes, latency, 0, cx);
-    htae_pattern_free(&kept);
-    htae_pattern_free(&ghost);
 }
 
 void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *comp, int n,
@@ -450,7 +426,10 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
     if (m < 2) /* one member: nothing moves, as htae_coll_run */
         return;
     sg_host_t *hosts = xmalloc((size_t)total * sizeof *hosts);
-    pattern all = {0};
+    /* kept, ghost: with companion groups htae_prune leaves out (one SimGrid task only), the
+     * edges of the task and those that only count on their links */
+    pattern all = {0}, kept = {0}, ghost = {0};
+    int prune = total <= HTAE_PTASK_MAX_HOSTS && cx->drop_group && any_dropped(comp, n, cx);
     double latency = 0.0, u_min = INFINITY; /* u_min: the least of the groups' unit times */
     uint64_t key = (uint64_t)(uint32_t)first * 0x9E3779B97F4A7C15ull ^ (uint64_t)kind;
     for (int k = 0; k <= n; k++) { /* group k's members are all's k * m .. k * m + m - 1 */
@@ -464,18 +443,26 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
         key = (key ^ (uint64_t)(uint32_t)(k ? comp[k - 1] : first) << 8 ^ (uint64_t)algo) *
               0xBF58476D1CE4E5B9ull;
         memcpy(hosts + (size_t)k * m, g->hosts, (size_t)m * sizeof *hosts);
-        for (int e = 0; e < p->n_edges && factor > 0.0; e++)
+        pattern *to = prune && k && cx->drop_group[comp[k - 1]] ? &ghost : &kept;
+        for (int e = 0; e < p->n_edges && factor > 0.0; e++) {
             htae_pattern_add_edge(&all, p->src[e] + k * m, p->dst[e] + k * m, factor * p->w[e]);
+            if (prune)
+                htae_pattern_add_edge(to, p->src[e] + k * m, p->dst[e] + k * m, factor * p->w[e]);
+        }
         latency = lat > latency ? lat : latency;
         all.max_lat = p->max_lat > all.max_lat ? p->max_lat : all.max_lat;
+        if (to == &kept) /* SimGrid charges the kept flows' worst route latency */
+            kept.max_lat = p->max_lat > kept.max_lat ? p->max_lat : kept.max_lat;
     }
     coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
     if (cx->timed_now && htae_merged_alone(&merged, &all, u_min, key, cx))
         htae_coll_run_timed(&merged, &all, bytes, latency, cx);
-    else if (total <= HTAE_PTASK_MAX_HOSTS && cx->drop_group && any_dropped(comp, n, cx))
-        run_pruned(groups, first, comp, n, kind, bytes, latency, &merged, cx);
+    else if (prune)
+        run_pattern_with(&merged, &kept, &ghost, bytes, latency, 0, cx);
     else
         run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, cx);
     htae_pattern_free(&all);
+    htae_pattern_free(&kept);
+    htae_pattern_free(&ghost);
     free(hosts);
 }

@@ -109,7 +109,7 @@ typedef struct compile_ctx {
     int n_sim; /* simulated ranks of a stage: dp_sim x tp_sim, member j = d * tp_sim + t */
     uint8_t *rank_simulated; /* [n_gpus]: 1 for the ranks that compute */
     /* [(d * pp + p) * 2 + next] (TP folding) or [(j * pp + p) * 2 + next] (inner folding, member
-     * j): the companion pair set of a folded send, -1 until made (INT32_MAX: none) */
+     * j): the companion pair set of a folded send, -1 until made (-2: none) */
     int *pp_pairs;
     /* Folded EP groups (fold.c): the simulated block is n_sim < ep x etp ranks of the first EP
      * groups, whose other members join the all-to-alls as stand-ins (`compile_fold_twin`) */
@@ -268,9 +268,11 @@ double zero_stage_expert_params(compile_ctx *cx, int p);
  * edp_rep_group); free with compile_free_stage_groups. */
 void compile_make_stage_groups(compile_ctx *cx);
 void compile_free_stage_groups(compile_ctx *cx);
-/* The members of expert group `entry` of a stage, as stage indices: kind 0 an EP group (entry
- * x etp + et) over its EP indices, 1 an ETP group (x ep + e) over its expert-tensor indices, 2
- * an EDP group (e etp + et) over its expert-data-parallel indices. Under inner folding the
+/* The expert groups of a stage, by kind. */
+enum { KIND_EP, KIND_ETP, KIND_EDP };
+/* The members of expert group `entry` of a stage, as stage indices: an EP group (entry
+ * x etp + et) over its EP indices, an ETP group (x ep + e) over its expert-tensor indices, an
+ * EDP group (e etp + et) over its expert-data-parallel indices. Under inner folding the
  * simulated ones first; returns their count (all of them otherwise). */
 int compile_expert_members(const compile_ctx *cx, int kind, int entry, int *idx);
 /* The collectives of an expert cut (CUT_EP_IN or CUT_EP_OUT) on stage p's simulated ranks:
@@ -316,6 +318,12 @@ int compile_twin_rank(const compile_ctx *cx, int t, int d, int p);
 /* Stage index i moved by a tensor indices and b context indices (each modulo its degree; the
  * data index kept): the shifts inner folding shows to map the plan onto itself. */
 int compile_shift_index(const compile_ctx *cx, int i, int a, int b);
+/* Inner folding: the stage indices of replica 0 that do not compute and whose twin is stage
+ * index `self`, into out (room for tp x cp); returns their count. */
+int compile_twin_copies(const compile_ctx *cx, int self, int *out);
+/* The pair set src[k] -> dst[k] (k < n) of such copies' transfers, marked invariant; -2 when n
+ * is 0 (the tables' "none": -1 is "not made yet"). */
+int compile_copies_pair_set(compile_ctx *cx, const int *src, const int *dst, int n);
 /* Inner folding: the shift (*a, *b) that moves stage index i's twin onto i (i in replica 0). */
 void compile_twin_shift(const compile_ctx *cx, int i, int *a, int *b);
 /* The folded pipeline sends' and ring transfers' pair-set tables (pp_pairs, cp_pairs), made

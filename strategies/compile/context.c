@@ -144,16 +144,13 @@ static int ring_companions(compile_ctx *cx, int rank)
     int self = r->index[rank], p = r->stage[rank], B = cx->tp * cx->cp;
     int *set = &cx->cp_pairs[(size_t)p * cx->n_sim + (size_t)cx->member_of[self]];
     if (*set == -1) {
-        int n = 0, *src = xmalloc((size_t)2 * B * sizeof *src), *dst = src + B;
-        for (int i = 0; i < B; i++)
-            if (cx->member_of[i] < 0 && cx->twin_index[i] == self) {
-                src[n] = compile_stage_rank(cx, i, p);
-                dst[n] = r->next[src[n]];
-                n++;
-            }
-        *set = n ? graph_add_pair_set(cx->g, src, dst, n) : -2;
-        if (n) /* every shifted copy of the ring send */
-            graph_set_pair_set_invariant(cx->g, *set);
+        int *src = xmalloc((size_t)2 * B * sizeof *src), *dst = src + B;
+        int n = compile_twin_copies(cx, self, src);
+        for (int k = 0; k < n; k++) {
+            src[k] = compile_stage_rank(cx, src[k], p);
+            dst[k] = r->next[src[k]];
+        }
+        *set = compile_copies_pair_set(cx, src, dst, n);
         free(src);
     }
     return *set >= 0 ? *set : -1;

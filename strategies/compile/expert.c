@@ -18,19 +18,12 @@ static int add_group(compile_ctx *cx, const int *ranks, int n, int tasked)
     return id;
 }
 
-enum { KIND_EP, KIND_ETP, KIND_EDP };
-
 /* Members of an expert group of each kind. */
 static int kind_size(const compile_ctx *cx, int kind)
 {
     return kind == KIND_EP ? cx->ep : kind == KIND_ETP ? cx->etp : cx->edp;
 }
 
-/* The members of expert group `entry` of a stage by stage index: EP group (entry x etp + et)
- * over its EP indices, ETP group (entry x ep + e) over its expert-tensor indices, EDP group
- * (entry e etp + et) over its expert-data-parallel indices. Under inner folding the simulated
- * ones come first (how the group is made, so that they are its tasked members); returns their
- * count (all of them otherwise). */
 int compile_expert_members(const compile_ctx *cx, int kind, int entry, int *idx)
 {
     int n = kind_size(cx, kind);
@@ -307,7 +300,7 @@ static void emit_etp_coll(compile_ctx *cx, int p, coll_kind kind, int micro, str
             if (grp < 0)
                 continue;
             size_t k = (size_t)p * cx->edp * cx->ep + (size_t)x * cx->ep + e;
-            compile_expert_members(cx, 1, x * cx->ep + e, members);
+            compile_expert_members(cx, KIND_ETP, x * cx->ep + e, members);
             double bytes = etp * cx->ep_bytes * compile_expert_load(cx, members[0]);
             int c = graph_add_collective(cx->g, kind, grp, stream, bytes, CAT_EP_COMM,
                                          cx->label_etp[kind == COLL_REDUCE_SCATTER], micro, coll);
@@ -346,7 +339,7 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, stream_id st
             if (grp < 0)
                 continue;
             size_t k = (size_t)p * cx->edp * etp + (size_t)x * etp + et;
-            compile_expert_members(cx, 0, x * etp + et, members);
+            compile_expert_members(cx, KIND_EP, x * etp + et, members);
             if (even) {
                 int c = graph_add_collective(cx->g, COLL_ALLTOALL, grp, stream, cx->ep_bytes,
                                              CAT_EP_COMM, cx->label_ep[out], micro, coll);

@@ -314,26 +314,42 @@ void compile_fold_free(compile_ctx *cx)
     cx->twin_index = cx->member_of = cx->pp_pairs = cx->cp_pairs = NULL;
 }
 
+int compile_twin_copies(const compile_ctx *cx, int self, int *out)
+{
+    int n = 0;
+    for (int i = 0; i < cx->tp * cx->cp; i++)
+        if (cx->member_of[i] < 0 && cx->twin_index[i] == self)
+            out[n++] = i;
+    return n;
+}
+
+int compile_copies_pair_set(compile_ctx *cx, const int *src, const int *dst, int n)
+{
+    if (n == 0)
+        return -2;
+    int set = graph_add_pair_set(cx->g, src, dst, n);
+    graph_set_pair_set_invariant(cx->g, set); /* the fold's shifts map them onto each other */
+    return set;
+}
+
 /* Under inner folding, the sends of the ranks of replica 0 whose twin is member j's, from
  * stage p to stage q (next: 1, or previous: 0), as companion pairs of j's send: a pair set made
  * once per (j, p, next). */
 static void inner_send_companions(compile_ctx *cx, uint32_t x, int j, int p, int q, int next)
 {
     int *set = &cx->pp_pairs[((size_t)j * cx->pp + (size_t)p) * 2 + (size_t)next];
-    if (*set < 0) {
-        int B = cx->tp * cx->cp, self = j % cx->tp_sim + cx->tp * (j / cx->tp_sim), n = 0;
+    if (*set == -1) {
+        int B = cx->tp * cx->cp, self = j % cx->tp_sim + cx->tp * (j / cx->tp_sim);
         int *src = xmalloc((size_t)2 * B * sizeof *src), *dst = src + B;
-        for (int i = 0; i < B; i++)
-            if (cx->member_of[i] < 0 && cx->twin_index[i] == self) {
-                src[n] = compile_stage_rank(cx, i, p);
-                dst[n++] = compile_stage_rank(cx, i, q);
-            }
-        *set = n ? graph_add_pair_set(cx->g, src, dst, n) : INT32_MAX;
-        if (n) /* every shifted copy of the send: the fold's shifts map them onto each other */
-            graph_set_pair_set_invariant(cx->g, *set);
+        int n = compile_twin_copies(cx, self, dst);
+        for (int k = 0; k < n; k++) { /* the same stage index at stages p and q */
+            src[k] = compile_stage_rank(cx, dst[k], p);
+            dst[k] = compile_stage_rank(cx, dst[k], q);
+        }
+        *set = compile_copies_pair_set(cx, src, dst, n);
         free(src);
     }
-    if (*set != INT32_MAX)
+    if (*set >= 0)
         graph_set_companions(cx->g, x, *set);
 }
 

@@ -241,7 +241,7 @@ static void inner_edp_colls(compile_ctx *cx, emit_state *es, int p, coll_kind ki
         size_t pk = (size_t)p * groups + (size_t)k;
         if (cx->edp_group[pk] < 0)
             continue;
-        int tasked = compile_expert_members(cx, 2, k, members);
+        int tasked = compile_expert_members(cx, KIND_EDP, k, members);
         int c = graph_add_collective(cx->g, kind, cx->edp_group[pk], STREAM_DP, bytes, CAT_DP_COMM,
                                      label, mb, coll);
         int n_comp = cx->edp_comp_first[pk + 1] - cx->edp_comp_first[pk];
