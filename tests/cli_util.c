@@ -194,6 +194,13 @@ void expect_exit(const run_result *r, int code)
                   WEXITSTATUS(r->status), code, r->out, r->err);
 }
 
+void run_ok(const char *tmpdir, const char *const *args)
+{
+    run_result r = run_protosim(tmpdir, args);
+    expect_exit(&r, 0);
+    run_free(&r);
+}
+
 /* Line of "NAME:LINE:COL" in text after the file name `name`, or -1 if no such location. */
 long location_line(const char *text, const char *name)
 {

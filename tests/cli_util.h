@@ -28,6 +28,8 @@ run_result run_protosim(const char *tmpdir, const char *const *args);
 /* Another program: argv[0] (a path or a name on PATH), then its arguments, NULL-ended. */
 run_result run_command(const char *tmpdir, const char *const *argv);
 void expect_exit(const run_result *r, int code);
+/* run_protosim, expecting exit 0; the output is not kept. */
+void run_ok(const char *tmpdir, const char *const *args);
 long location_line(const char *text, const char *name);
 void expect_bad_input(const run_result *r, const char *const *needles);
 cJSON *parse_json_file(const char *path);

@@ -733,9 +733,7 @@ START_TEST(run_nccl_algo_is_checked_against_the_groups)
     run_free(&r);
     /* NCCL runs the tree inside one node too (a chain): dgx4's groups take it (issue 30) */
     const char *tree[] = {"run", st, "--cluster", cl, "--nccl-algo", "tree", "-q", NULL};
-    r = run_protosim(dir, tree);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, tree);
     /* 12 GPUs of two 8-GPU nodes: 8 on one, 4 on the other, no tree */
     char *two = src_path("topology/clusters/dgx-a100-2node.xml");
     const char *uneven[] = {"collective", "--cluster", two,      "--gpus", "12",
@@ -777,14 +775,10 @@ START_TEST(run_csv_has_the_sweep_columns)
     char *cl = src_path("topology/clusters/dgx4.xml");
     char *csv = tmp_path(dir, "run.csv"), *json = tmp_path(dir, "run.json");
     const char *args[] = {"run", strat, "--cluster", cl, "--csv", csv, "--json", json, "-q", NULL};
-    run_result r = run_protosim(dir, args);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, args);
     char *shard = write_doc(dir, "shard.json", shard_doc()), *sweep_csv = tmp_path(dir, "s.csv");
     const char *margs[] = {"merge", shard, "--csv", sweep_csv, NULL};
-    r = run_protosim(dir, margs);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, margs);
     char *want = first_line(sweep_csv), *got = first_line(csv);
     ck_assert_str_eq(got, want);
     free(want);
@@ -886,9 +880,7 @@ START_TEST(dlrm_sparse_update_is_reported)
     run_result r = run_protosim(dir, c1);
     expect_exit(&r, 0);
     run_free(&r);
-    r = run_protosim(dir, c8);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, c8);
     char *p1 = src_path("strategies/examples/dlrm-criteo-small-a100-dle1.yaml");
     const char *a1[] = {"run", p1, "--cluster", one, NULL};
     r = run_protosim(dir, a1);

@@ -444,9 +444,7 @@ START_TEST(columns_through_json_csv_and_merge)
                "  embedding: {sharding: table-wise, placement: round-robin}\n");
     fclose(f);
     const char *a2[] = {"run", strat, "--cluster", cl, "--json", runj, NULL};
-    r = run_protosim(dir, a2);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, a2);
     cJSON *w = parse_json_file(whole), *one = parse_json_file(runj);
     const cJSON *e = obj_field(plan_named(w, "dp2 mb256 table-wise round-robin"), "embedding");
     const cJSON *re = obj_field(obj_field(one, "plan"), "embedding");
@@ -572,9 +570,7 @@ START_TEST(merge_validates_the_columns)
     char *cl = src_path("tests/data/cluster/two_gpus.xml");
     char *whole = tmp_path(dir, "whole.json"), *bad = tmp_path(dir, "bad.json");
     const char *a1[] = {"sweep", sweep, "--cluster", cl, "--json", whole, "--no-progress", NULL};
-    run_result r = run_protosim(dir, a1);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, a1);
     /* plans[0] is the best: simulated */
     cJSON *root = parse_json_file(whole);
     cJSON *p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "plans"), 0);
@@ -680,9 +676,7 @@ START_TEST(tables_auto_on_part_of_a_cluster)
     run_result r = run_protosim(dir, g8);
     expect_exit(&r, 0);
     run_free(&r);
-    r = run_protosim(dir, g2);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, g2);
     const char *on8[] = {"sweep", part, "--cluster", a8, "--no-progress", "--top", "0", NULL};
     const char *on2[] = {"sweep", whole, "--cluster", a2, "--no-progress", "--top", "0", NULL};
     run_result p8 = run_protosim(dir, on8), p2 = run_protosim(dir, on2);

@@ -141,9 +141,7 @@ START_TEST(same_plan_same_output)
         trace[k] = tmp_path(dir, name);
         const char *args[] = {"run",   strat,     "--cluster", cl,        "--json",
                               json[k], "--trace", trace[k],    "--quiet", NULL};
-        run_result r = run_protosim(dir, args);
-        expect_exit(&r, 0);
-        run_free(&r);
+        run_ok(dir, args);
         cJSON *j = parse_json_file(json[k]);
         it[k] = num_field(j, "iteration_time_s");
         cJSON_Delete(j);
@@ -378,9 +376,7 @@ static char *generate_a100(const char *dir, const char *nodes)
 {
     char *cl = tmp_path(dir, "a100.xml");
     const char *gen[] = {"cluster", "dgx-a100", "--nodes", nodes, "-o", cl, NULL};
-    run_result r = run_protosim(dir, gen);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, gen);
     return cl;
 }
 
@@ -395,9 +391,7 @@ START_TEST(generated_cluster_16_gpus)
     char *strat = src_path("tests/data/e2e/gpt3-1.3b-tp8-dp2.yaml");
     char *json = tmp_path(dir, "out.json");
     const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
-    run_result r = run_protosim(dir, args);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, args);
     cJSON *j = parse_json_file(json);
     ck_assert_msg(num_field(j, "gpus") == 16, "gpus = %g", num_field(j, "gpus"));
     double it = num_field(j, "iteration_time_s");
@@ -450,9 +444,7 @@ START_TEST(description_and_xml_give_the_same_report)
             char *json = tmp_path(dir, "out.json");
             const char *gen[] = {"cluster",  "dgx-a100", "--nodes", "2", "--fabric",
                                  fabrics[f], "-o",       cl,        NULL};
-            run_result r = run_protosim(dir, gen);
-            expect_exit(&r, 0);
-            run_free(&r);
+            run_ok(dir, gen);
             char *text = slurp(cl, NULL);
             ck_assert_msg(form ? strstr(text, "<platform") != NULL
                                : !strncmp(text, "protosim_cluster: 1\n", 20) && !strchr(text, '<'),
@@ -461,9 +453,7 @@ START_TEST(description_and_xml_give_the_same_report)
             if (f == 2)
                 add_straggler(cl, form);
             const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
-            r = run_protosim(dir, args);
-            expect_exit(&r, 0);
-            run_free(&r);
+            run_ok(dir, args);
             cJSON *j = parse_json_file(json);
             iteration[f] = num_field(j, "iteration_time_s");
             cJSON_DeleteItemFromObjectCaseSensitive(j, "simulator");
@@ -497,9 +487,7 @@ START_TEST(strict_memory_does_not_fit)
     run_free(&r);
 
     const char *lax[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
-    r = run_protosim(dir, lax);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, lax);
     cJSON *j = parse_json_file(json);
     double peak = num_field(j, "peak_memory_bytes");
     ck_assert_msg(peak > 80.0 * GIB, "peak_memory_bytes = %g (%.2f GiB), expected > 80 GiB", peak,
@@ -539,9 +527,7 @@ START_TEST(strict_memory_does_not_fit)
     /* run --csv: the row says oom and keeps its figures */
     char *csv = tmp_path(dir, "out.csv");
     const char *with_csv[] = {"run", strat, "--cluster", cl, "--csv", csv, "--quiet", NULL};
-    r = run_protosim(dir, with_csv);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, with_csv);
     size_t len;
     char *text = slurp(csv, &len);
     ck_assert_ptr_nonnull(strstr(text, ",oom,"));
@@ -629,12 +615,8 @@ START_TEST(folded_replicas_match_full_simulation)
     char *jf = tmp_path(dir, "fold.json"), *ju = tmp_path(dir, "full.json");
     const char *a[] = {"run", strat, "--cluster", cl, "--json", jf, "--quiet", NULL};
     const char *b[] = {"run", strat, "--cluster", cl, "--json", ju, "--quiet", "--no-fold", NULL};
-    run_result r = run_protosim(dir, a);
-    expect_exit(&r, 0);
-    run_free(&r);
-    r = run_protosim(dir, b);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, a);
+    run_ok(dir, b);
     cJSON *f = parse_json_file(jf), *u = parse_json_file(ju);
     assert_rel_close(num_field(f, "iteration_time_s"), num_field(u, "iteration_time_s"), 5e-3,
                      "folded vs full iteration time");
@@ -654,9 +636,7 @@ static char *generate_h100(const char *dir, const char *nodes)
 {
     char *cl = tmp_path(dir, "h100.xml");
     const char *gen[] = {"cluster", "dgx-h100", "--nodes", nodes, "-o", cl, NULL};
-    run_result r = run_protosim(dir, gen);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, gen);
     return cl;
 }
 
@@ -670,9 +650,7 @@ START_TEST(mixtral_ep8_example_runs)
     char *strat = src_path("strategies/examples/mixtral-8x7b-dgx-h100-ep8.yaml");
     char *json = tmp_path(dir, "out.json");
     const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
-    run_result r = run_protosim(dir, args);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, args);
     cJSON *j = parse_json_file(json);
     ck_assert_msg(num_field(j, "gpus") == 8, "gpus = %g", num_field(j, "gpus"));
     double it = num_field(j, "iteration_time_s");
@@ -703,9 +681,7 @@ START_TEST(dlrm_table_wise_example_reports_its_sharding)
     char *strat = src_path("strategies/examples/dlrm-criteo-small-dgx-a100-tw8.yaml");
     char *json = tmp_path(dir, "out.json");
     const char *args[] = {"run", strat, "--cluster", cl, "--json", json, "--quiet", NULL};
-    run_result r = run_protosim(dir, args);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, args);
     cJSON *j = parse_json_file(json);
     double it = num_field(j, "iteration_time_s");
     const cJSON *e = obj_field(obj_field(j, "plan"), "embedding");
@@ -770,12 +746,8 @@ static void check_fold_matches_full_cp(const char *yaml, const char *nodes, doub
     char *jf = tmp_path(dir, "fold.json"), *ju = tmp_path(dir, "full.json");
     const char *a[] = {"run", strat, "--cluster", cl, "--json", jf, "--quiet", NULL};
     const char *b[] = {"run", strat, "--cluster", cl, "--json", ju, "--quiet", "--no-fold", NULL};
-    run_result r = run_protosim(dir, a);
-    expect_exit(&r, 0);
-    run_free(&r);
-    r = run_protosim(dir, b);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, a);
+    run_ok(dir, b);
     cJSON *f = parse_json_file(jf), *u = parse_json_file(ju);
     assert_rel_close(num_field(f, "iteration_time_s"), num_field(u, "iteration_time_s"), 1e-9,
                      "folded vs full iteration time");
@@ -859,9 +831,7 @@ START_TEST(inner_folded_trace_copies_twins)
     char *tr = tmp_path(dir, "trace.json");
     const char *a[] = {"run", strat,           "--cluster", cl,        "--trace",
                        tr,    "--trace-ranks", "0-15",      "--quiet", NULL};
-    run_result r = run_protosim(dir, a);
-    expect_exit(&r, 0);
-    run_free(&r);
+    run_ok(dir, a);
     cJSON *t = parse_json_file(tr);
     const int want[16] = {-1, 0, 0, 0, -1, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4};
     int seen[16] = {0};
