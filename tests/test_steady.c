@@ -294,7 +294,7 @@ static Suite *steady_suite(void)
                                   not_used,
                                   approximate_period,
                                   NULL};
-    return suite_of("steady", "core", 0, tests);
+    return suite_of("steady", "core", 120, tests);
 }
 
 int main(void)
