@@ -224,7 +224,7 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
     const htae_result *r = &run->res;
     const report_summary *sum = &run->sum;
     const report_critical_path *cp = &run->path;
-    char b1[32];
+    char b1[32], b2[32];
     const double GiB = 1073741824.0;
     const workload_model *m = &p->model;
     const plan_desc *d = &p->plan;
@@ -319,9 +319,10 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
                 human_time(run->steady.period_s, b1, sizeof b1));
     if (run->steady.used && run->steady.approx_s > 0) /* no exact period: one to a tolerance */
         fprintf(out,
-                ", approximate: it repeats to within %s, so each inserted period may be "
-                "off by as much",
-                human_time(run->steady.approx_s, b1, sizeof b1));
+                ", approximate: it repeats to within %s, so each of the %d inserted periods may "
+                "be off by as much, the iteration by up to %s",
+                human_time(run->steady.approx_s, b1, sizeof b1), run->steady.inserted,
+                human_time(run->steady.inserted * run->steady.approx_s, b2, sizeof b2));
     if (run->steady.used)
         fputc(')', out);
     /* the host's whole time, not the engine's alone: building and summing a graph of millions
@@ -448,8 +449,11 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(st, "simulated_micro_batches", run->steady.simulated);
     if (run->steady.used)
         cJSON_AddNumberToObject(st, "period_s", run->steady.period_s);
-    if (run->steady.used && run->steady.approx_s > 0)
+    if (run->steady.used && run->steady.approx_s > 0) {
         cJSON_AddNumberToObject(st, "approx_s", run->steady.approx_s);
+        cJSON_AddNumberToObject(st, "inserted_periods", run->steady.inserted);
+        cJSON_AddNumberToObject(st, "approx_bound_s", run->steady.inserted * run->steady.approx_s);
+    }
     if (!run->steady.used)
         cJSON_AddStringToObject(st, "not_used", run->steady.why);
     cJSON *ph = cJSON_AddObjectToObject(sim, "steps_s"); /* where the command's time went */

@@ -8,11 +8,13 @@
  * more periods inserted: the tasks before the proven window keep their times, K copies of its
  * last period follow, and the rest moves by K x P. The full plan's graph must be the short
  * plan's with those micro-batches inserted, stream by stream (checked task by task). When a
- * run (the second attempt on) proves no exact period, its window may still repeat to within STEADY_APPROX
- * (1e-3) of the period, every task, host pace and link: dynamics that converge to a period
- * geometrically (bandwidth shared by flows whose overlap shifts, under uneven stages) and never
- * repeat to 1e-9; that window is used and its tolerance reported (approx_s). Otherwise every
- * task is simulated. docs/design-notes.md, "Steady-state skipping". */
+ * run proves no exact period, its window may still repeat to within 1e-4, 1e-3 or 5e-3 of the
+ * period (the smallest that holds), every task and host pace: dynamics that converge to a
+ * period geometrically, or settle into one of several rounds (bandwidth shared by flows whose
+ * overlap shifts, under uneven stages), and never repeat to 1e-9 in the run; that window is used,
+ * the period inserted is the median of its tasks' shifts, and the tolerance is reported
+ * (approx_s). Otherwise every task is simulated. docs/design-notes.md, "Steady-state
+ * skipping". */
 #ifndef PROTOSIM_STEADY_H
 #define PROTOSIM_STEADY_H
 
@@ -25,10 +27,11 @@ typedef struct steady_info {
     int simulated;     /* micro-batches simulated */
     double period_s;   /* used: the proven period */
     /* used, 0: the period is exact (every task repeats to 1e-9 s); > 0: no run proved one, and
-     * the last run's window repeats to within this many seconds (STEADY_APPROX of the period:
-     * a contraction, such as flows sharing links, that converges to its period without ever
-     * reaching it exactly); the iteration is then right to about this much */
+     * its window repeats to within this many seconds (1e-4, 1e-3 or 5e-3 of the period: flows
+     * sharing links that converge to a period without reaching it exactly); each inserted
+     * period is then right to about this much, the iteration to inserted x approx_s */
     double approx_s;
+    int inserted;        /* used: periods inserted (K) */
     double short_wall_s; /* host seconds of the shorter runs (also when not used) */
     char why[96];        /* not used: why ("--no-fold", "no period found", ...) */
 } steady_info;
@@ -45,10 +48,9 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
  * first stage, after the warm-up, before the cool-down), then, if that run holds no period,
  * 2 pp + 4 when that is more (uneven stages settle later); without a pipeline 6, once; under the
  * interleaved schedule, whose period is a round of pp micro-batches, 6 rounds, then 8, then 12
- * (5 never held one in the plans tried; 12 for periods that converge slowly, taken to a
- * tolerance). From the second attempt on, and on the last, a run whose window repeats only to
- * STEADY_APPROX is used; an attempt is made only while steady_attempt_pays. 0: no more
- * attempts. */
+ * (5 never held one in the plans tried; 12 for periods that converge slowly). A run whose
+ * window repeats only to a tolerance is used; an attempt is made only while
+ * steady_attempt_pays. 0: no more attempts. */
 int steady_short_micro_batches(int pp, int interleaved, int attempt);
 
 /* Whether an attempt of m1 micro-batches, after attempts that simulated `spent` in all, may
