@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -123,9 +124,27 @@ static int stdout_written(int rc)
 
 static int run_main(int argc, char **argv);
 
+/* A leak checker must see every allocation freed: a build with AddressSanitizer leaves
+ * through exit(). */
+#if defined(__SANITIZE_ADDRESS__)
+#define PROTOSIM_TEARDOWN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PROTOSIM_TEARDOWN 1
+#endif
+#endif
+
 int main(int argc, char **argv)
 {
-    return stdout_written(run_main(argc, argv));
+    int rc = stdout_written(run_main(argc, argv));
+#ifndef PROTOSIM_TEARDOWN
+    /* Everything is written and closed; what is left is SimGrid's platform, torn down object by
+     * object in exit handlers: 90 ms of the 16,384-GPU plan's 1.2 s (2,048 nodes' hosts, links
+     * and zones), all of it memory the process is about to give back whole. */
+    fflush(stderr);
+    _exit(rc);
+#endif
+    return rc;
 }
 
 static int run_main(int argc, char **argv)
