@@ -504,6 +504,109 @@ START_TEST(a_transfer_still_running_keeps_a_simgrid_task)
 }
 END_TEST
 
+/* Collectives over more hosts than one SimGrid task spans (HTAE_PTASK_MAX_HOSTS, 512) run as
+ * several tasks (blocks). On N = 68 DGX A100 nodes (fat tree, 4 nodes a leaf; 25 GB/s NICs,
+ * one a GPU; a leaf's uplinks 4 x 8 x 25 = 800 GB/s each way over `oversubscription`), an
+ * all-gather of S a member: rails = 1, group j is GPU j of every node (N members, one a node:
+ * a ring over the nodes, each GPU's NIC carrying (N - 1)/N S each way), group 0's collective
+ * with groups 1..7 as its companions (544 hosts: a block each); rails = 0, one group of all
+ * 544 GPUs (an all-reduce: two blocks). Returns the graph; *first: member 0's task. */
+enum { PAST_NODES = 68, PAST_GPUS = 8 * PAST_NODES };
+
+static exec_graph *past_a_task(int rails, double S, uint32_t *first)
+{
+    exec_graph *g = graph_create(PAST_GPUS);
+    int members[PAST_GPUS], groups[8], l = graph_label(g, "c");
+    uint32_t ids[PAST_GPUS];
+    if (!rails) {
+        for (int r = 0; r < PAST_GPUS; r++)
+            members[r] = r;
+        int grp = graph_add_group(g, members, PAST_GPUS);
+        graph_add_collective(g, COLL_ALLREDUCE, grp, STREAM_DP, S, CAT_DP_COMM, l, 0, ids);
+    } else {
+        for (int j = 0; j < 8; j++) {
+            for (int n = 0; n < PAST_NODES; n++)
+                members[n] = 8 * n + j;
+            groups[j] = graph_add_group(g, members, PAST_NODES);
+        }
+        int col = graph_add_collective(g, COLL_ALLGATHER, groups[0], STREAM_DP, S, CAT_DP_COMM, l,
+                                       0, ids);
+        graph_set_coll_companions(g, col, groups + 1, 7);
+    }
+    *first = ids[0];
+    return g;
+}
+
+/* The collective timed (tasks == 0) or as SimGrid tasks into *r, member 0's end into *end;
+ * returns the collectives timed. */
+static uint32_t run_past_a_task(cluster *c, int rails, double S, int tasks, double *end,
+                                htae_result *r)
+{
+    uint32_t first;
+    exec_graph *g = past_a_task(rails, S, &first);
+    htae_options o = sim_bare_options();
+    o.algo = COLL_ALGO_RING;
+    o.timed_alone = !tasks;
+    sim_run(g, c, &o, r);
+    *end = r->end[first];
+    graph_free(g);
+    return r->timed_colls;
+}
+
+/* Timed block by block and run as SimGrid tasks: every task's end and every link's bytes and
+ * busy time the same, and with rails the end grows with S by hand: (N - 1)/N of the extra
+ * bytes over the bottleneck, a NIC's 25 GB/s when each block has its own NICs and a leaf's
+ * uplink carries 8 x 25 = 200 GB/s of its 800 (each leaf's last node to the next leaf's first,
+ * one flow a rail). At oversubscription 8 an uplink has 100 GB/s for the rails' 200: the
+ * blocks' lone rates do not fit, they run as tasks, each at 100 / 8 = 12.5 GB/s. */
+static void blocks_against_tasks(int rails, double oversubscription, uint32_t want_timed, double bw)
+{
+    cluster c;
+    sim_load_generated(
+        "dgx-a100", (cluster_gen_opts){.nodes = PAST_NODES, .oversubscription = oversubscription},
+        &c);
+    const double N = PAST_NODES, S = 68e6;
+    double e1, e2, t1;
+    htae_result timed, tasks, big;
+    ck_assert_uint_eq(run_past_a_task(&c, rails, S, 0, &e1, &timed), want_timed);
+    ck_assert_uint_eq(run_past_a_task(&c, rails, S, 1, &t1, &tasks), 0);
+    ck_assert_uint_eq(timed.activities, tasks.activities);
+    ck_close(e1, t1, 1e-12);
+    ck_assert_int_eq(timed.n_links, tasks.n_links);
+    for (int i = 0; i < tasks.n_links; i++) {
+        const htae_link_stat *l = sim_find_link(&timed, tasks.links[i].name);
+        ck_close(l->bytes, tasks.links[i].bytes, 1e-12);
+        ck_close(l->busy_s, tasks.links[i].busy_s, 1e-12);
+    }
+    if (rails) {
+        ck_close(sim_find_link(&timed, "n0g0_nic_UP")->bytes, (N - 1) / N * S, 1e-12);
+        run_past_a_task(&c, rails, 2 * S, 0, &e2, &big);
+        ck_close(e2 - e1, (N - 1) / N * S / bw, 1e-9);
+        htae_result_free(&big);
+    }
+    htae_result_free(&timed);
+    htae_result_free(&tasks);
+    cluster_free(&c);
+}
+
+START_TEST(companion_blocks_alone_are_timed)
+{
+    blocks_against_tasks(1, 1.0, 1, 25e9);
+}
+END_TEST
+
+START_TEST(blocks_overloading_an_uplink_stay_tasks)
+{
+    blocks_against_tasks(1, 8.0, 0, 12.5e9);
+}
+END_TEST
+
+START_TEST(a_group_past_a_task_is_timed_block_by_block)
+{
+    blocks_against_tasks(0, 1.0, 1, 0.0);
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     const TTest *const tests[] = {ring_across_nodes_one_channel_per_nic,
@@ -519,8 +622,11 @@ static Suite *coll_suite(void)
                                   lone_ring_allreduce_is_a_timed_wait,
                                   timed_waits_match_simgrid_tasks,
                                   a_transfer_still_running_keeps_a_simgrid_task,
+                                  companion_blocks_alone_are_timed,
+                                  blocks_overloading_an_uplink_stay_tasks,
+                                  a_group_past_a_task_is_timed_block_by_block,
                                   NULL};
-    return suite_of("coll", "algorithms", 0, tests);
+    return suite_of("coll", "algorithms", 120, tests);
 }
 
 int main(void)

@@ -25,6 +25,7 @@
 #include <simgrid/link.h>
 
 #include "../base/xalloc.h"
+#include "htae_blocks.h"
 #include "htae_clock.h"
 #include "htae_fast.h"
 
@@ -241,17 +242,6 @@ typedef struct block_run {
     int first, count; /* its started edges: started[first .. first + count) */
 } block_run;
 
-static const pattern *sort_pattern; /* for by_lower_member: qsort has no context argument */
-
-static int by_lower_member(const void *a, const void *b)
-{
-    const pattern *p = sort_pattern;
-    int x = *(const int *)a, y = *(const int *)b;
-    int lx = p->src[x] < p->dst[x] ? p->src[x] : p->dst[x];
-    int ly = p->src[y] < p->dst[y] ? p->src[y] : p->dst[y];
-    return lx != ly ? (lx > ly) - (lx < ly) : (x > y) - (x < y);
-}
-
 /* Start the task of edges order[from .. to) (at most HTAE_PTASK_MAX_HOSTS hosts), recording
  * the edges whose flows it starts (one per host pair) into started[]. */
 static sg_exec_t start_block(coll_group *gp, const pattern *p, double scale, const int *order,
@@ -319,38 +309,18 @@ static void run_pattern_with(coll_group *gp, const pattern *p, const pattern *gh
     /* Everything here is this call's own: SimGrid calls may yield to other actors. */
     int n = gp->n, ne = p->n_edges;
     int *order = xmalloc((size_t)ne * sizeof *order), *slot = xmalloc((size_t)n * sizeof *slot);
-    int *started = xmalloc((size_t)ne * sizeof *started), n_started = 0;
-    for (int e = 0; e < ne; e++)
-        order[e] = e;
+    int *started = xmalloc((size_t)ne * sizeof *started), n_started = 0, *bound;
     memset(slot, 0xff, (size_t)n * sizeof *slot); /* -1: no slot */
-    if (n > HTAE_PTASK_MAX_HOSTS) {
-        sort_pattern = p;
-        qsort(order, (size_t)ne, sizeof *order, by_lower_member);
-    }
-    block_run *blocks = NULL;
-    size_t n_blocks = 0, cap = 0;
-    uint8_t *seen = xcalloc((size_t)n, 1);
-    for (int from = 0; from < ne;) { /* greedy: the longest run of edges within the host cap */
-        int to = from, hosts = 0;
-        for (; to < ne; to++) {
-            int a = p->src[order[to]], b = p->dst[order[to]];
-            int more = !seen[a] + (!seen[b] && b != a);
-            if (hosts + more > HTAE_PTASK_MAX_HOSTS ||
-                (span && a / span != p->src[order[from]] / span))
-                break;
-            hosts += more;
-            seen[a] = seen[b] = 1;
-        }
-        for (int i = from; i < to; i++)
-            seen[p->src[order[i]]] = seen[p->dst[order[i]]] = 0;
-        xgrow(&blocks, sizeof *blocks, n_blocks + 1, &cap);
-        block_run *b = &blocks[n_blocks++];
+    size_t n_blocks = (size_t)htae_blocks_of(gp, p, span, order, &bound);
+    block_run *blocks = xmalloc((n_blocks + 1) * sizeof *blocks);
+    for (size_t k = 0; k < n_blocks; k++) {
+        block_run *b = &blocks[k];
         b->first = n_started;
-        b->task = start_block(gp, p, scale, order, from, to, slot, started, &n_started, cx);
+        b->task =
+            start_block(gp, p, scale, order, bound[k], bound[k + 1], slot, started, &n_started, cx);
         b->count = n_started - b->first;
-        from = to;
     }
-    free(seen);
+    free(bound);
     sg_exec_t *tasks = xmalloc(n_blocks * sizeof *tasks);
     for (size_t b = 0; b < n_blocks; b++) {
         tasks[b] = blocks[b].task;
@@ -401,8 +371,12 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     coll_algo algo = htae_coll_choose(gp, kind, bytes, cx->opt);
     double factor, latency;
     const pattern *p = algo_terms(gp, kind, algo, &factor, &latency);
-    if (cx->timed_now)
+    if (cx->timed_now && gp->n <= HTAE_PTASK_MAX_HOSTS)
         htae_coll_run_timed(gp, (pattern *)p, factor * bytes, latency, cx);
+    else if (cx->timed_now &&
+             htae_coll_run_blocks_timed(gp, (pattern *)p, factor * bytes, latency, 0,
+                                        (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull | 1, cx))
+        ;
     else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);
     else
@@ -430,7 +404,7 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
      * edges of the task and those that only count on their links */
     pattern all = {0}, kept = {0}, ghost = {0};
     int prune = total <= HTAE_PTASK_MAX_HOSTS && cx->drop_group && any_dropped(comp, n, cx);
-    double latency = 0.0, u_min = INFINITY; /* u_min: the least of the groups' unit times */
+    double latency = 0.0;
     uint64_t key = (uint64_t)(uint32_t)first * 0x9E3779B97F4A7C15ull ^ (uint64_t)kind;
     for (int k = 0; k <= n; k++) { /* group k's members are all's k * m .. k * m + m - 1 */
         coll_group *g = groups[k ? comp[k - 1] : first];
@@ -438,8 +412,6 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
         double factor, lat;
         coll_algo algo = htae_coll_choose(g, kind, bytes, cx->opt);
         const pattern *p = algo_terms(g, kind, algo, &factor, &lat);
-        if (cx->timed_now && factor > 0.0)
-            u_min = fmin(u_min, factor * htae_pattern_unit(g, (pattern *)p));
         key = (key ^ (uint64_t)(uint32_t)(k ? comp[k - 1] : first) << 8 ^ (uint64_t)algo) *
               0xBF58476D1CE4E5B9ull;
         memcpy(hosts + (size_t)k * m, g->hosts, (size_t)m * sizeof *hosts);
@@ -455,8 +427,11 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
             kept.max_lat = p->max_lat > kept.max_lat ? p->max_lat : kept.max_lat;
     }
     coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
-    if (cx->timed_now && htae_merged_alone(&merged, &all, u_min, key, cx))
+    if (cx->timed_now && htae_merged_alone(&merged, &all, key, cx))
         htae_coll_run_timed(&merged, &all, bytes, latency, cx);
+    else if (cx->timed_now && total > HTAE_PTASK_MAX_HOSTS &&
+             htae_coll_run_blocks_timed(&merged, &all, bytes, latency, m, key & ~1ull, cx))
+        ;
     else if (prune)
         run_pattern_with(&merged, &kept, &ghost, bytes, latency, 0, cx);
     else

@@ -48,8 +48,9 @@ static int by_u64(const void *a, const void *b)
 }
 
 /* Each group's links (its collectives' and their companion groups'), and which groups may run
- * timed: collectives all on one stream, none an all-to-all-v, no fatpipe, no member count over
- * one SimGrid task's. */
+ * timed: collectives all on one stream, none an all-to-all-v, no fatpipe. (Over one SimGrid
+ * task's hosts, a collective is timed block by block when the blocks' lone rates fit:
+ * htae_coll_run_blocks_timed.) */
 static void group_links(const exec_graph *g, coll_group **groups, owner_list *l, uint8_t *eligible,
                         uint32_t *n_colls)
 {
@@ -62,14 +63,11 @@ static void group_links(const exec_graph *g, coll_group **groups, owner_list *l,
         const graph_group *gr = &g->groups[gi];
         n_colls[gi]++;
         int s = g->tasks[g->coll_tasks[col->first_task]].stream;
-        int fits = !col->matrix && (state[gi] == 0 || stream[gi] == s) &&
-                   groups[gi]->n <= HTAE_PTASK_MAX_HOSTS;
+        int fits = !col->matrix && (state[gi] == 0 || stream[gi] == s);
         for (uint32_t m = 1; fits && m < gr->tasked; m++)
             fits = g->tasks[g->coll_tasks[col->first_task + m]].stream == s;
         const int32_t *comp;
         int n_comp = graph_coll_companions(g, c, &comp);
-        for (int i = 0; fits && i < n_comp; i++)
-            fits = groups[comp[i]]->n <= HTAE_PTASK_MAX_HOSTS;
         if (!fits)
             state[gi] = -1;
         else if (state[gi] == 0) {

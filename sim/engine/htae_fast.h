@@ -13,14 +13,18 @@
  * the link statistics. */
 void htae_coll_run_timed(coll_group *gp, pattern *p, double scale, double latency,
                          coll_run_ctx *cx);
-/* Whether the merged pattern of a companion collective (groups of equal size, one SimGrid
- * task per group when more than HTAE_PTASK_MAX_HOSTS in all) takes, alone on its links, the
- * time of one task over all of it: always when it is one task; else when every group alone
- * reaches the merged bottleneck (u_min, the least of the groups' unit times, equals the
- * merged unit time), so that each group's bottleneck is its own and the max-min rates are
- * all the merged one. Sets p->unit_s; key identifies the groups and their algorithms for
- * cx->units. */
-int htae_merged_alone(coll_group *merged, pattern *p, double u_min, uint64_t key, coll_run_ctx *cx);
+/* Whether the merged pattern of a companion collective runs as one SimGrid task (at most
+ * HTAE_PTASK_MAX_HOSTS hosts in all), so that alone on its links it takes that task's time;
+ * sets p->unit_s, cached in cx->units under key (the groups and their algorithms). */
+int htae_merged_alone(coll_group *merged, pattern *p, uint64_t key, coll_run_ctx *cx);
+
+/* A pattern SimGrid would run as several tasks (htae_blocks_of: a group, or merged companion
+ * groups, over HTAE_PTASK_MAX_HOSTS hosts; span as run_pattern's), alone on its links: timed
+ * block by block when their lone rates fit together (htae_blocks_alone, cached in cx->units
+ * under key), each block's flows ending in the link statistics when its task would; 0 (and
+ * nothing done) when they do not, or the move is empty. */
+int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double latency, int span,
+                               uint64_t key, coll_run_ctx *cx);
 
 /* Run the balanced all-to-all as its lean task (htae_lean.c). */
 void htae_coll_run_lean(coll_group *gp, double scale, double latency, coll_run_ctx *cx);

@@ -8,6 +8,7 @@
 #include <simgrid/engine.h>
 
 #include "../base/xalloc.h"
+#include "htae_blocks.h"
 #include "htae_clock.h"
 #include "htae_fast.h"
 
@@ -92,15 +93,22 @@ void htae_coll_run_timed(coll_group *gp, pattern *p, double scale, double latenc
         htae_links_end(cx->links, gp->hosts[p->pair_src[i]], gp->hosts[p->pair_dst[i]], now);
 }
 
-/* Merged companion patterns' unit times, by key (htae_coll_run_with). */
+/* Merged companion patterns' unit times, and large patterns' blocks, by key. */
 typedef struct unit_entry {
     uint64_t key;
     double unit;
 } unit_entry;
 
+typedef struct blocks_entry {
+    uint64_t key;
+    htae_blocks *b;
+} blocks_entry;
+
 struct htae_unit_cache {
     unit_entry *v;
     size_t n, cap;
+    blocks_entry *bv;
+    size_t n_b, cap_b;
 };
 
 struct htae_unit_cache *htae_unit_cache_create(void)
@@ -112,13 +120,16 @@ void htae_unit_cache_free(struct htae_unit_cache *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; i < c->n_b; i++)
+        htae_blocks_free(c->bv[i].b);
+    free(c->bv);
     free(c->v);
     free(c);
 }
 
-int htae_merged_alone(coll_group *merged, pattern *p, double u_min, uint64_t key, coll_run_ctx *cx)
+int htae_merged_alone(coll_group *merged, pattern *p, uint64_t key, coll_run_ctx *cx)
 {
-    if (p->n_edges == 0 || !cx->units)
+    if (p->n_edges == 0 || !cx->units || merged->n > HTAE_PTASK_MAX_HOSTS)
         return 0;
     struct htae_unit_cache *c = cx->units;
     double unit = -1.0;
@@ -132,5 +143,55 @@ int htae_merged_alone(coll_group *merged, pattern *p, double u_min, uint64_t key
         c->v[c->n++] = (unit_entry){key, unit};
     }
     p->unit_s = unit;
-    return merged->n <= HTAE_PTASK_MAX_HOSTS || u_min >= unit * (1.0 - 1e-12);
+    return 1;
+}
+
+int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double latency, int span,
+                               uint64_t key, coll_run_ctx *cx)
+{
+    struct htae_unit_cache *c = cx->units;
+    if (!c || p->n_edges == 0 || !(scale > 0.0))
+        return 0;
+    htae_blocks *b = NULL;
+    for (size_t i = 0; i < c->n_b && !b; i++)
+        if (c->bv[i].key == key)
+            b = c->bv[i].b;
+    if (!b) {
+        b = htae_blocks_alone(gp, p, span);
+        xgrow(&c->bv, sizeof *c->bv, c->n_b + 1, &c->cap_b);
+        c->bv[c->n_b++] = (blocks_entry){key, b};
+    }
+    if (!b->alone)
+        return 0;
+    /* as run_pattern: the latency terms SimGrid does not charge, then every block at once */
+    double wait = latency - p->max_lat;
+    double start = simgrid_get_clock() + (wait > 0.0 ? wait : 0.0);
+    int *by_end = xmalloc(((size_t)b->n + 1) * sizeof *by_end);
+    for (int k = 0; k < b->n; k++) {
+        by_end[k] = k;
+        for (int i = b->first[k]; i < b->first[k + 1]; i++)
+            if (b->w[i] > 0.0)
+                htae_links_start(cx->links, gp->hosts[b->src[i]], gp->hosts[b->dst[i]],
+                                 scale * b->w[i], start);
+    }
+    for (int k = 1; k < b->n; k++) /* by end: insertion, blocks are few */
+        for (int j = k; j > 0; j--) {
+            int x = by_end[j - 1], y = by_end[j];
+            if (b->lat[x] + scale * b->unit[x] <= b->lat[y] + scale * b->unit[y])
+                break;
+            by_end[j - 1] = y;
+            by_end[j] = x;
+        }
+    for (int q = 0; q < b->n; q++) { /* each block's flows end when it would */
+        int k = by_end[q];
+        htae_wait_until(start + b->lat[k] + scale * b->unit[k]);
+        double now = simgrid_get_clock();
+        for (int i = b->first[k]; i < b->first[k + 1]; i++)
+            if (b->w[i] > 0.0)
+                htae_links_end(cx->links, gp->hosts[b->src[i]], gp->hosts[b->dst[i]], now);
+    }
+    free(by_end);
+    *cx->activities += (uint64_t)b->n;
+    (*cx->timed)++;
+    return 1;
 }
