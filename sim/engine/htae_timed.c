@@ -1,5 +1,6 @@
 /* htae_timed.c: collectives that run alone on their links as timed waits of the time their
  * SimGrid tasks would take (htae_dyn: from the start, or from some point on). */
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,40 +14,16 @@
 #include "htae_fast.h"
 
 /* p's host pairs, each once, as start_block starts their flows (pattern.pair_*): in order of
- * first edge, through a dense table up to HTAE_PTASK_MAX_HOSTS members, sorted by pair above
- * (a merged companion pattern; only the sums matter there). */
-static int by_pair(const void *a, const void *b)
-{
-    const uint64_t *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
+ * first edge, through a dense table (a timed task spans at most HTAE_PTASK_MAX_HOSTS members;
+ * more run block by block, htae_coll_run_blocks_timed). */
 static void pattern_pairs(const coll_group *gp, pattern *p)
 {
     int n = gp->n;
+    assert(n <= HTAE_PTASK_MAX_HOSTS);
     p->pair_src = xmalloc((size_t)p->n_edges * sizeof *p->pair_src);
     p->pair_dst = xmalloc((size_t)p->n_edges * sizeof *p->pair_dst);
     p->pair_w = xmalloc((size_t)p->n_edges * sizeof *p->pair_w);
     p->n_pairs = 0;
-    if (n > HTAE_PTASK_MAX_HOSTS) {
-        uint64_t *v = xmalloc(((size_t)p->n_edges + 1) * 2 * sizeof *v);
-        for (int e = 0; e < p->n_edges; e++) {
-            v[2 * e] = (uint64_t)p->src[e] * (uint64_t)n + (uint64_t)p->dst[e];
-            v[2 * e + 1] = (uint64_t)e;
-        }
-        qsort(v, (size_t)p->n_edges, 2 * sizeof *v, by_pair);
-        for (int i = 0; i < p->n_edges; i++) {
-            int e = (int)v[2 * i + 1];
-            if (i == 0 || v[2 * i] != v[2 * i - 2]) {
-                p->pair_src[p->n_pairs] = p->src[e];
-                p->pair_dst[p->n_pairs] = p->dst[e];
-                p->pair_w[p->n_pairs++] = 0.0;
-            }
-            p->pair_w[p->n_pairs - 1] += p->w[e];
-        }
-        free(v);
-        return;
-    }
     int *at = xmalloc((size_t)n * (size_t)n * sizeof *at); /* pair index + 1, 0 none */
     memset(at, 0, (size_t)n * (size_t)n * sizeof *at);
     for (int e = 0; e < p->n_edges; e++) {
