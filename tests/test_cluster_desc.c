@@ -74,6 +74,11 @@ START_TEST(hand_written_routes)
     cluster_route(&c, 0, 3, &bw, &lat); /* the uplink binds; 1 + 2 + 2 + 1 us */
     ck_close(bw, 6.25e9, 1e-12);
     ck_close(lat, 6e-6, 1e-9);
+    /* a "2x network" what-if doubles every link: routes answer with the new bandwidths */
+    ck_assert_int_gt(cluster_scale_bandwidth(&c, 2.0), 0);
+    cluster_route(&c, 0, 3, &bw, &lat);
+    ck_close(bw, 12.5e9, 1e-12);
+    ck_close(lat, 6e-6, 1e-9);
     cluster_free(&c);
 }
 END_TEST

@@ -513,5 +513,7 @@ int cluster_scale_bandwidth(const cluster *c, double factor)
     for (size_t i = 0; i < n && inside; i++)
         sg_link_set_bandwidth(links[i], sg_link_get_bandwidth(links[i]) * factor);
     free(links);
+    if (inside)
+        cluster_platform_bandwidths_changed();
     return inside ? (int)n : -1;
 }

@@ -195,6 +195,9 @@ int cluster_platform_load(const char *path, char *msg, size_t msg_cap, int *line
  * was not started. For cluster_load. */
 struct cluster_desc;
 int cluster_platform_build(struct cluster_desc *d, void **hosts, char *msg, size_t msg_cap);
+/* The links' bandwidths were changed (cluster_scale_bandwidth): a built platform's copies of
+ * them, which cluster_route reads, are read again. */
+void cluster_platform_bandwidths_changed(void);
 /* Name of the netzone directly holding `host` (an sg_host_t), or NULL if it has none. The string
  * lives as long as the engine. */
 const char *cluster_platform_host_zone(const void *host);

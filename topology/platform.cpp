@@ -196,14 +196,17 @@ using simgrid::kernel::routing::Route;
 class FabricZone final : public simgrid::kernel::routing::NetZoneImpl
 {
     cluster_desc *desc_;
-    std::vector<StandardLinkImpl *> up_, down_; /* [global link]: its two directions */
-    std::vector<double> latency_, bw_up_, bw_down_;
+    std::vector<StandardLinkImpl *> up_, down_;     /* [global link]: its two directions */
+    std::vector<double> latency_, bw_up_, bw_down_; /* bw_: read again when scaled */
+    std::vector<simgrid::s4u::Link *> link_up_, link_down_;
 
   public:
     explicit FabricZone(cluster_desc *d)
         : NetZoneImpl("cluster"), desc_(d), up_((size_t)d->layout.n_links, nullptr),
           down_((size_t)d->layout.n_links, nullptr), latency_((size_t)d->layout.n_links, 0.0),
-          bw_up_((size_t)d->layout.n_links, 0.0), bw_down_((size_t)d->layout.n_links, 0.0)
+          bw_up_((size_t)d->layout.n_links, 0.0), bw_down_((size_t)d->layout.n_links, 0.0),
+          link_up_((size_t)d->layout.n_links, nullptr),
+          link_down_((size_t)d->layout.n_links, nullptr)
     {
     }
     ~FabricZone() override
@@ -216,8 +219,20 @@ class FabricZone final : public simgrid::kernel::routing::NetZoneImpl
         up_[(size_t)link] = l->get_link_up()->get_impl();
         down_[(size_t)link] = l->get_link_down()->get_impl();
         latency_[(size_t)link] = latency;
+        link_up_[(size_t)link] = l->get_link_up();
+        link_down_[(size_t)link] = l->get_link_down();
         bw_up_[(size_t)link] = l->get_link_up()->get_bandwidth();
         bw_down_[(size_t)link] = l->get_link_down()->get_bandwidth();
+    }
+
+    /* The links' bandwidths as they are now (after cluster_scale_bandwidth). */
+    void reread_bandwidths()
+    {
+        for (size_t l = 0; l < link_up_.size(); l++)
+            if (link_up_[l]) {
+                bw_up_[l] = link_up_[l]->get_bandwidth();
+                bw_down_[l] = link_down_[l]->get_bandwidth();
+            }
     }
 
     /* A route's narrowest bandwidth and summed latency, as route_to gives them (the same hops,
@@ -291,7 +306,7 @@ void build_platform(FabricZone *zone, const fabric *f, void **hosts)
 }
 
 /* The built platform's zone, NULL while the platform is XML. */
-const FabricZone *fabric_zone;
+FabricZone *fabric_zone;
 
 } // namespace
 
@@ -317,6 +332,12 @@ extern "C" int cluster_platform_build(cluster_desc *d, void **hosts, char *msg, 
         std::snprintf(msg, msg_cap, "%s", e.what());
     }
     return -1;
+}
+
+extern "C" void cluster_platform_bandwidths_changed(void)
+{
+    if (fabric_zone)
+        fabric_zone->reread_bandwidths();
 }
 
 extern "C" const char *cluster_platform_host_zone(const void *host)
