@@ -222,7 +222,9 @@ static int cluster_main(int argc, char **argv)
         fclose(mem);
     if (!rc) {
         FILE *f = a.out_path ? fopen(a.out_path, "w") : stdout;
-        if (!f || fwrite(text, 1, len, f) != len || (f != stdout && fclose(f) != 0))
+        int short_write = f && fwrite(text, 1, len, f) != len;
+        int closed = !f || f == stdout || fclose(f) == 0; /* closed on a short write too */
+        if (!f || short_write || !closed)
             rc = ps_error_set(&err, PS_EINPUT, a.out_path, 0, 0, NULL, "cannot write");
     }
     free(text);
