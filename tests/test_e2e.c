@@ -819,6 +819,41 @@ START_TEST(inner_folded_plans_match_full_simulation)
 }
 END_TEST
 
+/* A steady state that repeats only to a tolerance says so, with its bound: the Qwen3-shaped plan
+ * of test_steady's approximate_period (128 micro-batches per replica, interleaved rounds of 8)
+ * simulates 48 (6 rounds), inserts K = (128 - 48) / 8 = 10 periods, each right to approx_s (1e-3
+ * of the period, the tightest tolerance that holds), the iteration to 10 x approx_s. */
+START_TEST(steady_tolerance_reported)
+{
+    char *dir = make_tmpdir();
+    char *cl = generate_h100(dir, "8");
+    char *strat = src_path("tests/data/e2e/qwen-shaped-tolerant-window.yaml");
+    char *json = tmp_path(dir, "out.json");
+    const char *args[] = {"run", strat, "--cluster", cl, "--json", json, NULL};
+    run_result r = run_protosim(dir, args);
+    expect_exit(&r, 0);
+    cJSON *j = parse_json_file(json);
+    const cJSON *st = obj_field(obj_field(j, "simulator"), "steady_state");
+    ck_assert_int_eq((int)num_field(st, "micro_batches"), 128);
+    ck_assert_int_eq((int)num_field(st, "simulated_micro_batches"), 48);
+    ck_assert_int_eq((int)num_field(st, "inserted_periods"), 10);
+    double approx = num_field(st, "approx_s"), period = num_field(st, "period_s");
+    ck_assert_msg(fabs(approx / (1e-3 * period) - 1) < 1e-3, "approx %g, period %g", approx,
+                  period);
+    ck_assert(fabs(num_field(st, "approx_bound_s") - 10 * approx) <= 1e-12 * approx);
+    ck_assert_msg(strstr(r.out, "approximate: it repeats to within ") &&
+                      strstr(r.out, "so each of the 10 inserted periods may be off by as much, "
+                                    "the iteration by up to "),
+                  "simulator line:\n%s", r.out);
+    cJSON_Delete(j);
+    run_free(&r);
+    free(json);
+    free(strat);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* A trace of an inner-folded plan draws each folded GPU as a copy of its twin's timeline: TP4 x
  * CP4 x PP2 on 4 DGX H100 (stage 0 on GPUs 0-15, rank t + 4 c), where context indices 0 and 1
  * of tensor index 0 compute: GPU 8 (c 2) copies GPU 0, GPUs 12 and 13 (c 3) copy GPU 4, GPU 5
@@ -1113,6 +1148,7 @@ static Suite *e2e_suite(void)
                                                      tp_folded_plans_match_full_simulation,
                                                      inner_folded_plans_match_full_simulation,
                                                      inner_folded_trace_copies_twins,
+                                                     steady_tolerance_reported,
                                                      collectives_track_nccl_tests,
                                                      replay_writes_its_reports,
                                                      replay_bad_trace_and_family_warning,

@@ -169,7 +169,8 @@ START_TEST(interleaved_rounds)
 }
 END_TEST
 
-/* No exact period (issue 31): a Qwen3-shaped plan (30 layers of hidden 4096, 128 experts split
+/* No exact period (issue 31): tests/data/e2e/qwen-shaped-tolerant-window.yaml, a Qwen3-shaped
+ * plan (30 layers of hidden 4096, 128 experts split
  * by expert tensor 4; seq 131,072) of TP4, PP8 interleaved over 4 virtual stages with the
  * embedding and the loss counted as layers (uneven chunks), DP2, on 8 DGX H100. Its rounds'
  * periods converge geometrically (pipeline sends sharing links under shifting overlaps) and never
@@ -179,18 +180,9 @@ END_TEST
  * within 9 ms of 325 s here: 3e-5). */
 START_TEST(approximate_period)
 {
-    const char *text =
-        "workload:\n  name: qwen3-shaped\n  family: llama\n  layers: 30\n  hidden: 4096\n"
-        "  heads: 64\n  kv_heads: 4\n  head_dim: 128\n  ffn_hidden: 1536\n  seq: 131072\n"
-        "  vocab: 151936\n  attention: flash\n  experts: 128\n  experts_topk: 8\n"
-        "batch: {global: 256, micro: 1}\nprecision: bf16\noptimizer: adam\nstrategy:\n"
-        "  tensor: {degree: 4, sequence_parallel: true}\n"
-        "  pipeline: {degree: 8, schedule: interleaved, virtual_stages: 4, account_for_embedding: "
-        "true, account_for_loss: true}\n"
-        "  data: {degree: 2, zero: 1}\n  expert: {degree: 1, tensor: 4}\n  recompute: selective\n";
     strategy s;
+    sim_strategy_load("tests/data/e2e/qwen-shaped-tolerant-window.yaml", &s);
     ps_error err;
-    ck_assert_msg(sim_strategy_text(text, &s, &err) == 0, "%s", err.message);
     cluster c;
     sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 8}, &c);
     compiled_plan p;
