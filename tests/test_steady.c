@@ -170,9 +170,9 @@ START_TEST(interleaved_rounds)
 END_TEST
 
 /* No exact period (issue 31): tests/data/e2e/qwen-shaped-tolerant-window.yaml, a Qwen3-shaped
- * plan (30 layers of hidden 4096, 128 experts split
- * by expert tensor 4; seq 131,072) of TP4, PP8 interleaved over 4 virtual stages with the
- * embedding and the loss counted as layers (uneven chunks), DP2, on 8 DGX H100. Its rounds'
+ * plan (30 layers of hidden 4096, 128 experts split by expert tensor 4; seq 131,072) of TP4, PP8
+ * interleaved over 4 virtual stages with the embedding and the loss counted as layers (uneven
+ * chunks), DP2, on 8 DGX H100. Its rounds'
  * periods converge geometrically (pipeline sends sharing links under shifting overlaps) and never
  * repeat to 1 ns in 6 rounds; the first attempt's window repeats to within 1e-3 of its period
  * and is used: 48 of 128 micro-batches simulated, K = 80 / 8 = 10 rounds inserted, each off by
