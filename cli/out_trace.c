@@ -52,8 +52,11 @@ typedef struct trace_ctx {
     int steps;                /* 0: every micro-batch */
     /* Folded GPUs drawn as copies: the kept ranks whose stream s has no task of its own take
      * those of the lowest rank of their stage that has them. copies[r * n_streams + s]: the list
-     * of ranks copying rank r's stream s, at copy_first[..] .. copy_first[.. + 1] in copy_to. */
-    int *copy_first, *copy_to;
+     * of ranks copying rank r's stream s, at copy_first[..] .. copy_first[.. + 1] in copy_to.
+     * A kept rank whose stream has tasks of its own (an expert group's collectives, say) still
+     * takes part, standing in, in collectives and sends of its source's stream: part_first,
+     * part_to list it the same way, and it draws those tasks only (takes_part). */
+    int *copy_first, *copy_to, *part_first, *part_to;
 } trace_ctx;
 
 static int task_kept(const trace_ctx *x, uint32_t t)
@@ -123,7 +126,60 @@ static void put_task(const trace_ctx *x, uint32_t t)
     put_task_as(x, t, x->g->tasks[t].rank);
 }
 
-/* Which kept ranks draw copies of which rank's streams (trace_ctx.copy_first, copy_to). */
+/* The (rank, stream) cells' sources (src[cell], -1 none) as lists by source cell: *first
+ * [cells + 1], *to the copying ranks. */
+static void list_copies(const int *src, size_t cells, size_t ns, int n_ranks, int **first, int **to)
+{
+    *first = xcalloc(cells + 2, sizeof **first);
+    for (int k = 0; k < n_ranks; k++)
+        for (size_t s = 0; s < ns; s++)
+            if (src[k * ns + s] >= 0)
+                (*first)[(size_t)src[k * ns + s] * ns + s + 1]++;
+    for (size_t i = 0; i < cells; i++)
+        (*first)[i + 1] += (*first)[i];
+    *to = xmalloc(((size_t)(*first)[cells] + 1) * sizeof **to);
+    int *fill = xcalloc(cells + 1, sizeof *fill);
+    for (int k = 0; k < n_ranks; k++)
+        for (size_t s = 0; s < ns; s++) {
+            int from = src[k * ns + s];
+            if (from >= 0)
+                (*to)[(*first)[(size_t)from * ns + s] + fill[(size_t)from * ns + s]++] = k;
+        }
+    free(fill);
+}
+
+/* Whether rank r takes part in task t without a task of its own: a stand-in member of its
+ * collective's group or of a companion group, or the source of a companion pair of its send. */
+static int takes_part(const exec_graph *g, uint32_t t, int r)
+{
+    const graph_task *k = &g->tasks[t];
+    if (k->kind == TASK_TRANSFER) {
+        const int32_t *pr;
+        int n = graph_companions(g, t, &pr);
+        for (int i = 0; i < n; i++)
+            if (pr[2 * i] == r)
+                return 1;
+        return 0;
+    }
+    if (k->kind != TASK_COLLECTIVE)
+        return 0;
+    const graph_group *gr = &g->groups[g->colls[k->coll].group];
+    for (uint32_t m = gr->tasked; m < gr->n; m++)
+        if (g->group_ranks[gr->first + m] == r)
+            return 1;
+    const int32_t *comp;
+    int n = graph_coll_companions(g, (uint32_t)k->coll, &comp);
+    for (int i = 0; i < n; i++) {
+        const graph_group *c = &g->groups[comp[i]];
+        for (uint32_t m = 0; m < c->n; m++)
+            if (g->group_ranks[c->first + m] == r)
+                return 1;
+    }
+    return 0;
+}
+
+/* Which kept ranks draw copies of which rank's streams (trace_ctx.copy_first, copy_to,
+ * part_first, part_to). */
 static void plan_copies(trace_ctx *x, const compiled_plan *p)
 {
     const exec_graph *g = x->g;
@@ -142,31 +198,23 @@ static void plan_copies(trace_ctx *x, const compiled_plan *p)
         for (size_t s = 0; s < ns; s++)
             if (has[r * ns + s])
                 lowest[(size_t)p->stage_of_rank[r] * ns + s] = r;
-    int *src = xmalloc((cells + 1) * sizeof *src); /* each (kept rank, stream): its source */
-    x->copy_first = xcalloc(cells + 2, sizeof *x->copy_first);
+    int *src = xmalloc((cells + 1) * sizeof *src);   /* each (kept rank, stream): its source */
+    int *part = xmalloc((cells + 1) * sizeof *part); /* the same when it has tasks of its own */
     for (int k = 0; k < g->n_ranks; k++)
         for (size_t s = 0; s < ns; s++) {
             /* its twin's stream (the rank whose timeline it follows), else the stage's first */
             int w = p->twin_of_rank ? p->twin_of_rank[k] : -1;
-            int from = !x->keep_rank[k] || has[k * ns + s] ? -1
+            int from = !x->keep_rank[k] ? -1
                        : w >= 0 && has[(size_t)w * ns + s]
                            ? w
                            : lowest[(size_t)p->stage_of_rank[k] * ns + s];
-            src[k * ns + s] = from;
-            if (from >= 0)
-                x->copy_first[from * ns + s + 1]++;
+            int own = has[k * ns + s];
+            src[k * ns + s] = own ? -1 : from;
+            part[k * ns + s] = own && from != k ? from : -1;
         }
-    for (size_t i = 0; i < cells; i++)
-        x->copy_first[i + 1] += x->copy_first[i];
-    x->copy_to = xmalloc(((size_t)x->copy_first[cells] + 1) * sizeof *x->copy_to);
-    int *fill = xcalloc(cells + 1, sizeof *fill);
-    for (int k = 0; k < g->n_ranks; k++)
-        for (size_t s = 0; s < ns; s++) {
-            int from = src[k * ns + s];
-            if (from >= 0)
-                x->copy_to[x->copy_first[from * ns + s] + fill[from * ns + s]++] = k;
-        }
-    free(fill);
+    list_copies(src, cells, ns, g->n_ranks, &x->copy_first, &x->copy_to);
+    list_copies(part, cells, ns, g->n_ranks, &x->part_first, &x->part_to);
+    free(part);
     free(src);
     free(lowest);
     free(has);
@@ -362,8 +410,10 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
                   const out_trace_filter *filter, ps_error *err)
 {
     const exec_graph *g = p->graph;
-    trace_ctx x = {NULL, g,   r, xcalloc((size_t)g->n_ranks, 1), filter ? filter->steps : 0,
-                   NULL, NULL};
+    trace_ctx x = {.g = g,
+                   .r = r,
+                   .keep_rank = xcalloc((size_t)g->n_ranks, 1),
+                   .steps = filter ? filter->steps : 0};
     if (filter && filter->ranks) {
         if (out_trace_ranks(filter->ranks, g->n_ranks, x.keep_rank, err)) {
             free(x.keep_rank);
@@ -389,6 +439,9 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
             size_t cell = (size_t)k->rank * (size_t)g->n_streams + k->stream;
             for (int i = x.copy_first[cell]; i < x.copy_first[cell + 1]; i++)
                 put_task_as(&x, t, x.copy_to[i]);
+            for (int i = x.part_first[cell]; i < x.part_first[cell + 1]; i++)
+                if (takes_part(g, t, x.part_to[i]))
+                    put_task_as(&x, t, x.part_to[i]);
         }
         if (!task_kept(&x, t))
             continue;
@@ -398,6 +451,8 @@ int out_run_trace(const char *path, const cluster *c, const compiled_plan *p, co
     }
     free(x.copy_first);
     free(x.copy_to);
+    free(x.part_first);
+    free(x.part_to);
     fputs("\n]", x.f);
     put_link_members(&x, &lt);
     fputs("}\n", x.f);

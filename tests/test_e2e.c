@@ -819,6 +819,54 @@ START_TEST(inner_folded_plans_match_full_simulation)
 }
 END_TEST
 
+/* A folded GPU with collectives of its own on a stream still draws the ones it stands in for:
+ * under expert folding GPU 1 (tensor index 1 of replica 0) runs its expert-data-parallel
+ * collectives but only stands in for the dense data-parallel ones (its group is a companion of
+ * GPU 0's). Its data-parallel stream shows every collective GPU 0's does, the dense ones as
+ * copies of GPU 0's, its own expert ones not, as `--no-fold` draws it. */
+START_TEST(expert_folded_trace_keeps_stand_in_collectives)
+{
+    char *dir = make_tmpdir();
+    char *cl = generate_h100(dir, "2");
+    char *strat = src_path("tests/data/e2e/mixtral-tp2-ep8-dp8.yaml");
+    char *tr = tmp_path(dir, "trace.json");
+    const char *a[] = {"run",           strat, "--cluster",        cl,        "--trace", tr,
+                       "--trace-ranks", "0-1", "--no-trace-links", "--quiet", NULL};
+    run_ok(dir, a);
+    cJSON *t = parse_json_file(tr);
+    int n[2] = {0}, dense[2] = {0}, copies = 0, own_expert = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(t, "traceEvents"))
+    {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") || num_field(e, "tid") != 3)
+            continue;
+        int pid = (int)num_field(e, "pid");
+        const char *name = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+        int is_dense = strncmp(name, "dp ", 3) == 0;
+        int copy = cJSON_GetObjectItemCaseSensitive(obj_field(e, "args"), "copy_of") != NULL;
+        ck_assert(pid == 0 || pid == 1);
+        n[pid]++;
+        dense[pid] += is_dense;
+        if (pid == 1) {
+            ck_assert_msg(copy == is_dense, "GPU 1's %s %s", name, copy ? "copied" : "its own");
+            copies += copy;
+            own_expert += !copy && strncmp(name, "edp ", 4) == 0;
+        }
+    }
+    ck_assert_int_gt(dense[0], 0);
+    ck_assert_int_eq(n[1], n[0]);
+    ck_assert_int_eq(dense[1], dense[0]);
+    ck_assert_int_eq(copies, dense[0]);
+    ck_assert_int_eq(own_expert, n[0] - dense[0]);
+    cJSON_Delete(t);
+    free(tr);
+    free(strat);
+    free(cl);
+    remove_tmpdir(dir);
+}
+END_TEST
+
 /* A steady state that repeats only to a tolerance says so, with its bound: the Qwen3-shaped plan
  * of test_steady's approximate_period (128 micro-batches per replica, interleaved rounds of 8)
  * simulates 48 (6 rounds), inserts K = (128 - 48) / 8 = 10 periods, each right to approx_s (1e-3
@@ -1149,6 +1197,7 @@ static Suite *e2e_suite(void)
                                                      inner_folded_plans_match_full_simulation,
                                                      inner_folded_trace_copies_twins,
                                                      steady_tolerance_reported,
+                                                     expert_folded_trace_keeps_stand_in_collectives,
                                                      collectives_track_nccl_tests,
                                                      replay_writes_its_reports,
                                                      replay_bad_trace_and_family_warning,
