@@ -3,7 +3,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <simgrid/host.h>
 #include <simgrid/link.h>
@@ -58,45 +57,57 @@ int htae_blocks_of(const coll_group *gp, const pattern *p, int span, int *order,
     return (int)nb;
 }
 
-/* (pair key, position in the block): sorted, a pair's edges are together in block order */
-static int by_key_then_pos(const void *a, const void *b)
+/* An edge of a block: its host pair and its position in the block. */
+typedef struct pair_edge {
+    uint64_t pair;
+    int pos;
+} pair_edge;
+
+/* A pair merged: its first edge's position and its edges' weights summed. */
+typedef struct pair_sum {
+    int pos;
+    double w;
+} pair_sum;
+
+static int by_pair_then_pos(const void *a, const void *b)
 {
-    const uint64_t *x = a, *y = b;
-    if (x[0] != y[0])
-        return (x[0] > y[0]) - (x[0] < y[0]);
-    return (x[1] > y[1]) - (x[1] < y[1]);
+    const pair_edge *x = a, *y = b;
+    if (x->pair != y->pair)
+        return (x->pair > y->pair) - (x->pair < y->pair);
+    return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-/* Block b's pairs into out, each once, in order of first edge, weights summed. */
-static void block_pairs(const coll_group *gp, const pattern *p, const int *edges, int m,
-                        uint64_t *keys, htae_blocks *out)
+static int by_pos(const void *a, const void *b)
 {
-    for (int i = 0; i < m; i++) {
-        int e = edges[i];
-        keys[2 * i] = (uint64_t)p->src[e] * (uint64_t)gp->n + (uint64_t)p->dst[e];
-        keys[2 * i + 1] = (uint64_t)i;
-    }
-    qsort(keys, (size_t)m, 2 * sizeof *keys, by_key_then_pos);
-    /* merged pairs as (first position, edge of it, summed weight), then by first position */
-    int n_merged = 0;
+    const pair_sum *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The block of edges[0 .. m)'s pairs appended to out, each once, in order of first edge (as
+ * start_block starts their flows), weights summed in edge order. edges_s, sums: scratch of m. */
+static void block_pairs(const coll_group *gp, const pattern *p, const int *edges, int m,
+                        pair_edge *edges_s, pair_sum *sums, htae_blocks *out)
+{
+    for (int i = 0; i < m; i++)
+        edges_s[i] = (pair_edge){
+            (uint64_t)p->src[edges[i]] * (uint64_t)gp->n + (uint64_t)p->dst[edges[i]], i};
+    qsort(edges_s, (size_t)m, sizeof *edges_s, by_pair_then_pos);
+    int n_sums = 0;
     for (int i = 0; i < m;) {
+        pair_sum *u = &sums[n_sums++];
+        *u = (pair_sum){edges_s[i].pos, 0.0}; /* the smallest position of the run */
         int j = i;
-        double w = 0.0;
-        for (; j < m && keys[2 * j] == keys[2 * i]; j++)
-            w += p->w[edges[keys[2 * j + 1]]];
-        keys[2 * n_merged] = keys[2 * i + 1]; /* the first position: i's, the smallest */
-        memcpy(&keys[2 * n_merged + 1], &w, sizeof w);
-        n_merged++;
+        for (; j < m && edges_s[j].pair == edges_s[i].pair; j++)
+            u->w += p->w[edges[edges_s[j].pos]];
         i = j;
     }
-    qsort(keys, (size_t)n_merged, 2 * sizeof *keys, by_key_then_pos);
+    qsort(sums, (size_t)n_sums, sizeof *sums, by_pos);
     int np = out->first[out->n];
-    for (int i = 0; i < n_merged; i++) {
-        int e = edges[keys[2 * i]];
+    for (int i = 0; i < n_sums; i++, np++) {
+        int e = edges[sums[i].pos];
         out->src[np] = p->src[e];
         out->dst[np] = p->dst[e];
-        memcpy(&out->w[np], &keys[2 * i + 1], sizeof(double));
-        np++;
+        out->w[np] = sums[i].w;
     }
     out->first[++out->n] = np;
 }
@@ -178,10 +189,12 @@ htae_blocks *htae_blocks_alone(const coll_group *gp, const pattern *p, int span)
     b->w = xmalloc(((size_t)ne + 1) * sizeof *b->w);
     b->lat = xcalloc((size_t)nb + 1, sizeof *b->lat);
     b->unit = xcalloc((size_t)nb + 1, sizeof *b->unit);
-    uint64_t *keys = xmalloc(((size_t)ne + 1) * 2 * sizeof *keys);
+    pair_edge *edges_s = xmalloc(((size_t)ne + 1) * sizeof *edges_s);
+    pair_sum *sums = xmalloc(((size_t)ne + 1) * sizeof *sums);
     for (int k = 0; k < nb; k++)
-        block_pairs(gp, p, order + bound[k], bound[k + 1] - bound[k], keys, b);
-    free(keys);
+        block_pairs(gp, p, order + bound[k], bound[k + 1] - bound[k], edges_s, sums, b);
+    free(sums);
+    free(edges_s);
     free(bound);
     free(order);
     block_times(gp, b);

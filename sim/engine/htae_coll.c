@@ -374,8 +374,7 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
     if (cx->timed_now && gp->n <= HTAE_PTASK_MAX_HOSTS)
         htae_coll_run_timed(gp, (pattern *)p, factor * bytes, latency, cx);
     else if (cx->timed_now &&
-             htae_coll_run_blocks_timed(gp, (pattern *)p, factor * bytes, latency, 0,
-                                        (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull | 1, cx))
+             htae_coll_run_blocks_timed(gp, (pattern *)p, factor * bytes, latency, 0, NULL, cx))
         ;
     else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);
@@ -430,7 +429,7 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
     if (cx->timed_now && htae_merged_alone(&merged, &all, key, cx))
         htae_coll_run_timed(&merged, &all, bytes, latency, cx);
     else if (cx->timed_now && total > HTAE_PTASK_MAX_HOSTS &&
-             htae_coll_run_blocks_timed(&merged, &all, bytes, latency, m, key & ~1ull, cx))
+             htae_coll_run_blocks_timed(&merged, &all, bytes, latency, m, &key, cx))
         ;
     else if (prune)
         run_pattern_with(&merged, &kept, &ghost, bytes, latency, 0, cx);

@@ -20,11 +20,12 @@ int htae_merged_alone(coll_group *merged, pattern *p, uint64_t key, coll_run_ctx
 
 /* A pattern SimGrid would run as several tasks (htae_blocks_of: a group, or merged companion
  * groups, over HTAE_PTASK_MAX_HOSTS hosts; span as run_pattern's), alone on its links: timed
- * block by block when their lone rates fit together (htae_blocks_alone, cached in cx->units
- * under key), each block's flows ending in the link statistics when its task would; 0 (and
- * nothing done) when they do not, or the move is empty. */
+ * block by block when their lone rates fit together (htae_blocks_alone, cached in cx->units:
+ * under *merged_key, htae_merged_alone's key, for merged companion groups; under gp's own
+ * pattern p when merged_key is NULL), each block's flows ending in the link statistics when its
+ * task would; 0 (and nothing done) when they do not, or the move is empty. */
 int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double latency, int span,
-                               uint64_t key, coll_run_ctx *cx);
+                               const uint64_t *merged_key, coll_run_ctx *cx);
 
 /* Run the balanced all-to-all as its lean task (htae_lean.c). */
 void htae_coll_run_lean(coll_group *gp, double scale, double latency, coll_run_ctx *cx);

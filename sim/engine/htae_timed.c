@@ -124,11 +124,14 @@ int htae_merged_alone(coll_group *merged, pattern *p, uint64_t key, coll_run_ctx
 }
 
 int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double latency, int span,
-                               uint64_t key, coll_run_ctx *cx)
+                               const uint64_t *merged_key, coll_run_ctx *cx)
 {
     struct htae_unit_cache *c = cx->units;
     if (!c || p->n_edges == 0 || !(scale > 0.0))
         return 0;
+    /* a group's own pattern by its address (odd keys), merged companions by theirs (even) */
+    uint64_t key =
+        merged_key ? *merged_key & ~1ull : (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull | 1;
     htae_blocks *b = NULL;
     for (size_t i = 0; i < c->n_b && !b; i++)
         if (c->bv[i].key == key)

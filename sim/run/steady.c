@@ -224,17 +224,16 @@ static int stream_period(const exec_graph *g, const htae_result *r, uint32_t i, 
     return twins == 0;
 }
 
-/* Every stream repeats over the three periods before tau (stream_period), and nothing begun
- * before them still runs after the first. */
+/* Every stream repeats over the three periods before tau (stream_period: stream i's split into
+ * at[i], n[i]), and nothing begun before them still runs after the first. */
 static int streams_periodic(const exec_graph *g, const htae_result *r, double tau, double P, int d,
-                            double e, int *host_gains)
+                            double e, int *host_gains, uint32_t *at, uint32_t *n)
 {
     uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
     for (uint32_t i = 0; i < n_streams; i++) {
-        uint32_t at, n;
-        if (!stream_period(g, r, i, tau, P, d, e, &at, &n, host_gains))
+        if (!stream_period(g, r, i, tau, P, d, e, &at[i], &n[i], host_gains))
             return 0;
-        uint32_t before = at - 3 * n;
+        uint32_t before = at[i] - 3 * n[i];
         if (before > g->stream_first[i] && r->end[g->stream_tasks[before - 1]] > tau - 2 * P + e)
             return 0;
     }
@@ -271,7 +270,17 @@ typedef struct window {
     double tau, P;
     double e;    /* how exactly it repeats: STEADY_EPS, or steady_approx[k] x P */
     double step; /* the period inserted: P, or approximately the median shift (median_shift) */
+    /* [streams]: each stream's split (stream_period): its last period is stream_tasks[at - n ..
+     * at), the tasks from at on come after tau; malloc'ed, window_free */
+    uint32_t *at, *n;
 } window;
+
+static void window_free(window *w)
+{
+    free(w->at);
+    free(w->n);
+    w->at = w->n = NULL;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -289,9 +298,7 @@ static double median_shift(const exec_graph *g, const htae_result *r, const wind
     double *v = xmalloc(cap * sizeof *v);
     uint32_t n_streams = (uint32_t)g->n_ranks * (uint32_t)g->n_streams;
     for (uint32_t i = 0; i < n_streams; i++) {
-        uint32_t at, n;
-        int gains = 0;
-        stream_period(g, r, i, w->tau, w->P, w->d, w->e, &at, &n, &gains);
+        uint32_t at = w->at[i], n = w->n[i];
         for (uint32_t k = at - n; k < at; k++) {
             if (n_all == cap)
                 v = xreallocarray(v, cap *= 2, sizeof *v);
@@ -314,6 +321,9 @@ static int find_window(const exec_graph *g, const htae_result *r, const uint32_t
             return 0;
     int lo = pp + 3 > 3 * d ? pp + 3 : 3 * d, hi = n - 2, mid = (lo + hi) / 2, found = 0;
     double *bound = NULL; /* predecessor_ends, once, when a window needs it */
+    size_t n_streams = (size_t)g->n_ranks * (size_t)g->n_streams;
+    uint32_t *at = xmalloc((n_streams + 1) * sizeof *at),
+             *per = xmalloc((n_streams + 1) * sizeof *per);
     for (int step = 0; step <= hi - lo && !found; step++) { /* from the middle outwards */
         int c = mid + (step % 2 ? -(step + 1) / 2 : step / 2);
         if (c < lo || c > hi)
@@ -328,19 +338,23 @@ static int find_window(const exec_graph *g, const htae_result *r, const uint32_t
         int gains = 0;
         /* approximately: a flow ending near a period's edge moves its bytes between periods, so
          * links are not compared (expand_links takes the three periods' mean) */
-        if (!streams_periodic(g, r, tau, P, d, e, &gains) ||
+        if (!streams_periodic(g, r, tau, P, d, e, &gains, at, per) ||
             (e <= STEADY_EPS && !links_periodic(r, c, d)))
             continue;
         if (gains && !bound)
             bound = predecessor_ends(g, r);
         if (!gains || host_bounds_nothing(g, r, bound, tau - 3 * P)) {
-            *w = (window){c, d, tau, P, e, P};
+            *w = (window){c, d, tau, P, e, P, at, per};
             if (e > STEADY_EPS)
                 w->step = median_shift(g, r, w);
             found = 1;
         }
     }
     free(bound);
+    if (!found) {
+        free(at);
+        free(per);
+    }
     return found;
 }
 
@@ -362,13 +376,10 @@ static int window_of(const exec_graph *g, const htae_result *r, const uint32_t *
 static int expand_stream(const exec_graph *g, const exec_graph *g1, const htae_result *r1,
                          uint32_t i, const window *w, int K, htae_result *out)
 {
-    uint32_t f0, f1, s0, s1, at, n1; /* n1: the tasks of its last period */
+    uint32_t f0, f1, s0, s1;
     stream_span(g, i, &f0, &f1);
     stream_span(g1, i, &s0, &s1);
-    int gains = 0;
-    if (!stream_period(g1, r1, i, w->tau, w->P, w->d, w->e, &at, &n1, &gains))
-        return 0;
-    uint32_t nb = at - s0; /* tasks before tau */
+    uint32_t nb = w->at[i] - s0, n1 = w->n[i]; /* tasks before tau; of its last period */
     if ((uint64_t)(f1 - f0) != (uint64_t)(s1 - s0) + (uint64_t)K * n1)
         return 0;
     for (uint32_t j = 0; j < f1 - f0; j++) {
@@ -482,20 +493,25 @@ static int try_short(const strategy *s, const cluster *c, const compile_options 
     o.snapshot_tasks = flags;
     htae_result r1;
     int used = 0;
-    window w;
-    if (htae_run(p1.graph, c, &o, &r1, &e))
+    window w = {0};
+    int ran = htae_run(p1.graph, c, &o, &r1, &e) == 0;
+    int found =
+        ran && window_of(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), &w);
+    int K = found ? (plan->micro_batches - m1) / w.d : 0; /* the periods inserted */
+    if (!ran)
         snprintf(info->why, sizeof info->why, "the shorter run: %.72s", e.message);
-    else if (!window_of(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), &w))
+    else if (!found)
         snprintf(info->why, sizeof info->why, "no period found");
-    else if (!expand(plan->graph, p1.graph, &r1, &w, (plan->micro_batches - m1) / w.d, out))
+    else if (!expand(plan->graph, p1.graph, &r1, &w, K, out))
         snprintf(info->why, sizeof info->why, "the plans' graphs differ");
     else {
         used = 1;
         info->period_s = w.step;
         info->approx_s = w.e > STEADY_EPS ? w.e : 0.0;
-        info->inserted = (plan->micro_batches - m1) / w.d;
+        info->inserted = K;
     }
     info->short_wall_s = r1.wall_s;
+    window_free(&w);
     htae_result_free(&r1);
     free(flags);
     free(flagged);
