@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/xalloc.h"
 #include "../sim/run/run.h"
 #include "../sim/run/steady.h"
 #include "sim_util.h"
@@ -278,16 +279,93 @@ START_TEST(not_used)
 }
 END_TEST
 
+/* A gate that asks for link counters on every GPU (as `run --trace` does), after the shorter
+ * run was simulated beside the compile: the steady state may then no longer be used. */
+static int ask_counters(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    (void)err;
+    htae_options *o = ctx;
+    unsigned char *all = xmalloc((size_t)plan->gpus);
+    memset(all, 1, (size_t)plan->gpus);
+    o->counter_ranks = all;
+    return RUN_SIMULATE;
+}
+
+static int stop_all(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    (void)ctx, (void)plan, (void)err;
+    return RUN_STOP;
+}
+
+/* run_execute with the full plan compiled on a second thread while the shorter plan simulates
+ * (overlap, on a built platform: cluster_routes_concurrent) gives the sequential run's result
+ * to the bit; a gate that asks for counters afterwards gets every task simulated (the full
+ * simulation's times), one that stops gets nothing simulated. 4 stages x 2 replicas of 2 DGX
+ * A100 nodes, 1F1B, 32 micro-batches: 4 + 8 = 12 simulated. */
+START_TEST(overlapped_compile)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_msg(sim_strategy_text("workload:\n  name: gpt-small\n  family: gpt\n  layers: 8\n"
+                                    "  hidden: 1024\n  heads: 16\n  seq: 1024\n  vocab: 50304\n"
+                                    "batch: {global: 64, micro: 1}\nprecision: bf16\n"
+                                    "optimizer: adam\nstrategy:\n"
+                                    "  pipeline: {degree: 4, schedule: 1f1b}\n"
+                                    "  data: {degree: 2}\n  tensor: {degree: 2}\n",
+                                    &s, &err) == 0,
+                  "%s", err.message);
+    cluster c;
+    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 2}, &c);
+    ck_assert(cluster_routes_concurrent());
+    htae_options o;
+    htae_default_options(&o);
+    run_request rq = {.c = &c, .s = &s, .hopt = &o, .steady = 1, .again = 1};
+    run_outcome seq, par, counted, stopped;
+    ck_assert_msg(run_execute(&rq, &seq, &err) == 0, "%s", err.message);
+    rq.overlap = 1;
+    ck_assert_msg(run_execute(&rq, &par, &err) == 0, "%s", err.message);
+    ck_assert_msg(par.steady.used, "not used: %s", par.steady.why);
+    ck_assert_int_eq(par.steady.simulated, 12);
+    ck_assert_int_eq(par.steady.inserted, 32 - 12);
+    ck_assert_int_eq(par.steady.micro_batches, seq.steady.micro_batches);
+    ck_assert(par.steady.period_s == seq.steady.period_s);
+    const exec_graph *g = par.plan.graph;
+    ck_assert_uint_eq(g->n_tasks, seq.plan.graph->n_tasks);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        ck_assert(par.res.start[t] == seq.res.start[t] && par.res.end[t] == seq.res.end[t]);
+    ck_assert(par.res.makespan == seq.res.makespan);
+    ck_assert(par.sum.fig.compute_s == seq.sum.fig.compute_s);
+
+    rq.gate = ask_counters;
+    rq.gate_ctx = &o;
+    ck_assert_msg(run_execute(&rq, &counted, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(counted.steady.used, 0);
+    ck_assert_str_eq(counted.steady.why, "link counters asked");
+    ck_assert_int_eq(counted.steady.simulated, 32);
+    for (uint32_t t = 0; t < g->n_tasks; t++) /* every task simulated: the steady run's times */
+        ck_assert(fabs(counted.res.start[t] - seq.res.start[t]) <= 1e-9);
+    free((void *)o.counter_ranks);
+    o.counter_ranks = NULL;
+
+    rq.gate = stop_all;
+    ck_assert_int_eq(run_execute(&rq, &stopped, &err), 0);
+    ck_assert_int_eq(stopped.stopped, 1);
+    ck_assert_ptr_null(stopped.res.start);
+    run_outcome_free(&seq);
+    run_outcome_free(&par);
+    run_outcome_free(&counted);
+    run_outcome_free(&stopped);
+    strategy_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *steady_suite(void)
 {
-    const TTest *const tests[] = {pipeline_1f1b,
-                                  pipeline_with_data_parallel,
-                                  data_parallel_host_ahead,
-                                  interleaved_rounds,
-                                  attempts_stop_at_the_plan,
-                                  not_used,
-                                  approximate_period,
-                                  NULL};
+    const TTest *const tests[] = {
+        pipeline_1f1b,      pipeline_with_data_parallel, data_parallel_host_ahead,
+        interleaved_rounds, attempts_stop_at_the_plan,   not_used,
+        approximate_period, overlapped_compile,          NULL};
     return suite_of("steady", "core", 120, tests);
 }
 

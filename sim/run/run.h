@@ -24,11 +24,16 @@ typedef struct run_request {
     /* NULL: htae_default_options. The gate may change what it points to (counted links, known
      * once the plan's GPUs are). */
     const htae_options *hopt;
-    int steady;    /* a strategy's steady state may be simulated once (nothing needs every task
+    int steady; /* a strategy's steady state may be simulated once (nothing needs every task
                    simulated, as a trace does; sim/run/steady.h) */
-    int path;      /* 1: the critical path too */
-    int again;     /* 1: another run follows in this process: the engine's clock is put back to 0
+    int path;   /* 1: the critical path too */
+    int again;  /* 1: another run follows in this process: the engine's clock is put back to 0
                    after a successful simulation (run_outcome.clock_reset) */
+    /* 1: when the steady state may be simulated once, the full plan compiles on a second thread
+     * while the shorter plan simulates (the same result, sooner on two cores). For one plan
+     * whose gate only looks: a gate that stops plans (the sweep's) would waste the shorter run,
+     * and a worker process already has its core. */
+    int overlap;
     run_gate gate; /* NULL: every compiled plan is simulated */
     void *gate_ctx;
 } run_request;
@@ -49,7 +54,8 @@ typedef struct run_outcome {
     int clock_reset;           /* request.again: 1 when the engine's clock is back at 0, else no run
                         may follow in this process (it would count from this one's end) */
     /* Host seconds of the steps: compiling (or building the traced graph), simulating,
-     * summarizing (with the critical path). */
+     * summarizing (with the critical path). With request.overlap, compile_s is only the wait
+     * for the full plan once the shorter run was simulated: the seconds it added. */
     double compile_s, simulate_s, summarize_s;
 } run_outcome;
 

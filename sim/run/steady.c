@@ -2,6 +2,7 @@
  * proven periods (steady.h). */
 #include "steady.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,55 +469,65 @@ static int expand(const exec_graph *g, const exec_graph *g1, const htae_result *
     return 1;
 }
 
-/* The shorter run and its expansion; 0 with info->why when it cannot be used. */
-static int try_short(const strategy *s, const cluster *c, const compile_options *copt,
-                     const htae_options *hopt, const compiled_plan *plan, int m1, htae_result *out,
-                     steady_info *info)
+/* A shorter run whose window was found, kept until the full plan's graph is there to expand it
+ * into (steady_finish). */
+struct steady_prepared {
+    compiled_plan p1;
+    htae_result r1;
+    window w;
+    int K; /* the periods to insert */
+};
+
+static void prepared_free(steady_prepared *pr)
+{
+    if (!pr)
+        return;
+    window_free(&pr->w);
+    htae_result_free(&pr->r1);
+    compiled_plan_free(&pr->p1);
+    free(pr);
+}
+
+/* A shorter run of m1 micro-batches and its window: the prepared run, or NULL with info->why. */
+static steady_prepared *try_short(const strategy *s, const cluster *c, const compile_options *copt,
+                                  const htae_options *hopt, int m, int m1, steady_info *info)
 {
     strategy s1 = *s;
     s1.global_batch = m1 * s->micro_batch * s->dp;
-    compiled_plan p1;
+    steady_prepared *pr = xcalloc(1, sizeof *pr);
     ps_error e;
     ps_error_clear(&e);
-    if (compile_plan(&s1, c, copt, &p1, &e)) {
+    if (compile_plan(&s1, c, copt, &pr->p1, &e)) {
         snprintf(info->why, sizeof info->why, "the shorter plan: %.70s", e.message);
-        return 0;
+        free(pr);
+        return NULL;
     }
     uint32_t *flagged;
     int n_flagged;
-    unsigned char *flags = snapshot_flags(p1.graph, &flagged, &n_flagged);
+    unsigned char *flags = snapshot_flags(pr->p1.graph, &flagged, &n_flagged);
     htae_options o;
     if (hopt)
         o = *hopt;
     else
         htae_default_options(&o);
     o.snapshot_tasks = flags;
-    htae_result r1;
-    int used = 0;
-    window w = {0};
-    int ran = htae_run(p1.graph, c, &o, &r1, &e) == 0;
-    int found =
-        ran && window_of(p1.graph, &r1, flagged, n_flagged, s->pp, period_micro_batches(s), &w);
-    int K = found ? (plan->micro_batches - m1) / w.d : 0; /* the periods inserted */
+    int ran = htae_run(pr->p1.graph, c, &o, &pr->r1, &e) == 0;
+    int found = ran && window_of(pr->p1.graph, &pr->r1, flagged, n_flagged, s->pp,
+                                 period_micro_batches(s), &pr->w);
     if (!ran)
         snprintf(info->why, sizeof info->why, "the shorter run: %.72s", e.message);
     else if (!found)
         snprintf(info->why, sizeof info->why, "no period found");
-    else if (!expand(plan->graph, p1.graph, &r1, &w, K, out))
-        snprintf(info->why, sizeof info->why, "the plans' graphs differ");
-    else {
-        used = 1;
-        info->period_s = w.step;
-        info->approx_s = w.e > STEADY_EPS ? w.e : 0.0;
-        info->inserted = K;
-    }
-    info->short_wall_s = r1.wall_s;
-    window_free(&w);
-    htae_result_free(&r1);
+    else
+        pr->K = (m - m1) / pr->w.d;
+    info->short_wall_s += ran ? pr->r1.wall_s : 0.0;
     free(flags);
     free(flagged);
-    compiled_plan_free(&p1);
-    return used;
+    if (!found) {
+        prepared_free(pr);
+        return NULL;
+    }
+    return pr;
 }
 
 int steady_attempt_pays(int m, int spent, int m1)
@@ -524,32 +535,66 @@ int steady_attempt_pays(int m, int spent, int m1)
     return spent + m1 < m;
 }
 
-int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
-               const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
-               steady_info *info, ps_error *err)
+steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compile_options *copt,
+                                const htae_options *hopt, int allow, steady_info *info)
 {
     memset(info, 0, sizeof *info);
-    info->micro_batches = info->simulated = plan->micro_batches;
-    int spent = 0, m = plan->micro_batches, il = s->schedule == SCHED_INTERLEAVED;
+    int m = strategy_micro_batches(s);
+    info->micro_batches = info->simulated = m;
+    int spent = 0, il = s->schedule == SCHED_INTERLEAVED;
     for (int attempt = 0;; attempt++) {
         int m1 = steady_short_micro_batches(s->pp, il, attempt);
         const char *why = m1 ? ineligible(s, copt, hopt, allow, m, m1) : NULL;
         if (!m1 || why || !steady_attempt_pays(m, spent, m1)) {
             if (why) /* else the last attempt's reason stays */
                 snprintf(info->why, sizeof info->why, "%s", why);
-            break;
+            return NULL;
         }
-        double wall = info->short_wall_s;
-        int used = try_short(s, c, copt, hopt, plan, m1, out, info);
+        steady_prepared *pr = try_short(s, c, copt, hopt, m, m1, info);
         spent += m1;
-        info->short_wall_s += wall;
-        if (used) {
-            info->used = 1;
+        if (pr) {
             info->simulated = m1;
-            return 0;
+            return pr;
         }
         if (strcmp(info->why, "no period found") != 0)
-            break; /* a longer run would not change that */
+            return NULL; /* a longer run would not change that */
     }
+}
+
+int steady_finish(const strategy *s, const cluster *c, const compile_options *copt,
+                  const htae_options *hopt, int allow, const compiled_plan *plan,
+                  steady_prepared *pr, htae_result *out, steady_info *info, ps_error *err)
+{
+    assert(!pr || plan->micro_batches == info->micro_batches);
+    info->micro_batches = plan->micro_batches; /* a recommendation model's, counted its own way */
+    const char *why = pr ? ineligible(s, copt, hopt, allow, info->micro_batches, info->simulated)
+                         : NULL; /* the gate may have asked for link counters since */
+    if (why)
+        snprintf(info->why, sizeof info->why, "%s", why);
+    else if (pr && !expand(plan->graph, pr->p1.graph, &pr->r1, &pr->w, pr->K, out))
+        snprintf(info->why, sizeof info->why, "the plans' graphs differ");
+    else if (pr) {
+        info->used = 1;
+        info->period_s = pr->w.step;
+        info->approx_s = pr->w.e > STEADY_EPS ? pr->w.e : 0.0;
+        info->inserted = pr->K;
+    }
+    prepared_free(pr);
+    if (info->used)
+        return 0;
+    info->simulated = info->micro_batches;
     return htae_run(plan->graph, c, hopt, out, err);
+}
+
+void steady_prepared_free(steady_prepared *pr)
+{
+    prepared_free(pr);
+}
+
+int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
+               const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
+               steady_info *info, ps_error *err)
+{
+    steady_prepared *pr = steady_prepare(s, c, copt, hopt, allow, info);
+    return steady_finish(s, c, copt, hopt, allow, plan, pr, out, info, err);
 }

@@ -43,6 +43,23 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
                const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
                steady_info *info, ps_error *err);
 
+/* steady_run in two steps, so that the full plan may compile while the shorter run simulates
+ * (run.h, overlap). steady_prepare: the shorter runs, attempt by attempt, until one holds a
+ * window; it needs the strategy, not the full plan. NULL, with info->why, when none may be tried
+ * or none holds one. steady_finish: the full plan's result from the prepared run (which it
+ * frees), or every task simulated when there is none, when the options changed since (a gate
+ * asked for link counters) or when the graphs do not line up. The cluster's routes are read
+ * while the shorter plan compiles (cluster_routes_concurrent says when another thread may read
+ * them meanwhile). */
+typedef struct steady_prepared steady_prepared;
+steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compile_options *copt,
+                                const htae_options *hopt, int allow, steady_info *info);
+int steady_finish(const strategy *s, const cluster *c, const compile_options *copt,
+                  const htae_options *hopt, int allow, const compiled_plan *plan,
+                  steady_prepared *pr, htae_result *out, steady_info *info, ps_error *err);
+/* A prepared run no longer wanted (its plan failed to compile, or the gate stopped it). */
+void steady_prepared_free(steady_prepared *pr);
+
 /* The micro-batches the shorter run simulates for a plan of pp stages, by attempt: under 1F1B
  * first pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the
  * first stage, after the warm-up, before the cool-down), then, if that run holds no period,
