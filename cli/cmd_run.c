@@ -316,7 +316,7 @@ static int run_main(int argc, char **argv)
                        * steady state is not skipped */
                       .steady = !a.trace && !a.chakra,
                       .path = !a.quiet || a.json, /* nothing else shows the critical path */
-                      .overlap = 1,               /* count_links stops nothing */
+                      .window = 1,                /* count_links reads no task */
                       .gate = count_links,
                       .gate_ctx = &counted};
     run_outcome run;

@@ -300,8 +300,8 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
     }
     links_text(out, p, r, T);
     profile_text(out, p);
-    fprintf(out, "  simulator    %u tasks, %llu activities in %.3f s (%.0f activities/s)",
-            p->graph->n_tasks, (unsigned long long)r->activities, r->wall_s,
+    fprintf(out, "  simulator    %llu tasks, %llu activities in %.3f s (%.0f activities/s)",
+            (unsigned long long)run->tasks, (unsigned long long)r->activities, r->wall_s,
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
     if (r->timed_colls)
         fprintf(out, "; %u collectives alone on their links timed", r->timed_colls);
@@ -438,7 +438,7 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON *sim = cJSON_AddObjectToObject(root, "simulator");
     cJSON_AddNumberToObject(sim, "wall_s", r->wall_s);
     cJSON_AddNumberToObject(sim, "activities", (double)r->activities);
-    cJSON_AddNumberToObject(sim, "tasks", p->graph->n_tasks);
+    cJSON_AddNumberToObject(sim, "tasks", (double)run->tasks);
     cJSON_AddNumberToObject(sim, "timed_collectives", r->timed_colls);
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);

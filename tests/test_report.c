@@ -153,11 +153,87 @@ START_TEST(collective_follows_its_last_member)
 }
 END_TEST
 
+/* One GPU running A (1 ms), then `periods` times B (2 ms) and C (0.5 ms), then Z (1 ms). */
+static exec_graph *periodic_chain(int periods, cluster *c, htae_result *r)
+{
+    exec_graph *g = graph_create(1);
+    int a = graph_label(g, "A"), b = graph_label(g, "B"), cc = graph_label(g, "C"),
+        z = graph_label(g, "Z");
+    graph_add_compute(g, 0, CAT_FORWARD, 1e-3, a, 0);
+    for (int k = 0; k < periods; k++) {
+        graph_add_compute(g, 0, CAT_FORWARD, 2e-3, b, k);
+        graph_add_compute(g, 0, CAT_BACKWARD, 0.5e-3, cc, k);
+    }
+    graph_add_compute(g, 0, CAT_BACKWARD, 1e-3, z, 0);
+    run(g, c, r);
+    return g;
+}
+
+/* The timeline with 3 more periods than one holding a single (B, C) period, from it and the
+ * one holding two: A, then (B, C) 4 times, then Z: 10 items, 1 + 4 x 2.5 + 1 = 12 ms. Its
+ * summary's compute is 12 ms (4.5 ms + 3 x 2.5 ms), B leads the labels with 8 ms, C has 2 ms.
+ * A timeline that is not the first with a period inserted does not line up. */
+START_TEST(periodic_path_and_summary)
+{
+    cluster c;
+    sim_load("tests/data/htae/one.xml", &c);
+    htae_result r1, r2, r3;
+    exec_graph *g1 = periodic_chain(1, &c, &r1), *g2 = periodic_chain(2, &c, &r2);
+    ck_close(r1.makespan, 4.5e-3, 1e-12);
+    ck_close(r2.makespan, 7e-3, 1e-12);
+    report_critical_path cp;
+    ck_assert(report_critical_path_periodic(g1, &r1, g2, &r2, 3, 1e-12, &cp));
+    ck_assert_int_eq(cp.n, 10);
+    item_is(&cp, 0, "A (GPU 0)", "compute", 1e-3, 1e-12);
+    for (int k = 0; k < 4; k++) {
+        item_is(&cp, 1 + 2 * k, "B (GPU 0)", "compute", 2e-3, 1e-12);
+        item_is(&cp, 2 + 2 * k, "C (GPU 0)", "compute", 0.5e-3, 1e-12);
+    }
+    item_is(&cp, 9, "Z (GPU 0)", "compute", 1e-3, 1e-12);
+    report_path_item top[5];
+    ck_assert_int_eq(report_critical_path_top(&cp, top, 5), 4);
+    ck_assert_str_eq(top[0].name, "B (GPU 0)");
+    ck_close(top[0].seconds, 8e-3, 1e-12);
+    report_critical_path_free(&cp);
+
+    report_plan p1 = {g1, 1, 1, 1, 1, 1, 1, 0, 1, 1}, p2 = p1;
+    p2.graph = g2;
+    report_summary s;
+    report_summarize_periodic(&p1, &r1, &p2, &r2, 3, 12e-3, &s);
+    ck_close(s.fig.iteration_s, 12e-3, 1e-15);
+    ck_close(s.fig.compute_s, 12e-3, 1e-12);
+    ck_assert(fabs(s.fig.idle_s) <= 1e-15 && fabs(s.fig.exposed_comm_s) <= 1e-15);
+    ck_assert_int_eq(s.n_top, 4);
+    ck_assert_str_eq(g1->labels[s.top[0].label], "B");
+    ck_close(s.top[0].seconds, 8e-3, 1e-12);
+    ck_assert_str_eq(g1->labels[s.top[1].label], "C");
+    ck_close(s.top[1].seconds, 2e-3, 1e-12);
+
+    /* the same labels, but A and Z of 2 ms: neither end lines up (any timeline that is the
+     * first with a block of steps inserted somewhere would) */
+    exec_graph *g3 = graph_create(1);
+    for (const char *n = "ABCBCZ"; *n; n++) {
+        char name[2] = {*n, 0};
+        double sec = *n == 'A' || *n == 'Z' ? 2e-3 : *n == 'B' ? 2e-3 : 0.5e-3;
+        graph_add_compute(g3, 0, CAT_FORWARD, sec, graph_label(g3, name), 0);
+    }
+    run(g3, &c, &r3);
+    ck_assert(!report_critical_path_periodic(g1, &r1, g3, &r3, 3, 1e-12, &cp));
+    htae_result_free(&r1);
+    htae_result_free(&r2);
+    htae_result_free(&r3);
+    graph_free(g1);
+    graph_free(g2);
+    graph_free(g3);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
     const TTest *const tests[] = {path_follows_compute_transfer_compute,
                                   host_issue_gap_is_a_wait_item, collective_follows_its_last_member,
-                                  NULL};
+                                  periodic_path_and_summary, NULL};
     return suite_of("report", "critical path", 60, tests);
 }
 

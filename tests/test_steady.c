@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/base/xalloc.h"
 #include "../sim/run/run.h"
 #include "../sim/run/steady.h"
 #include "sim_util.h"
@@ -279,93 +278,122 @@ START_TEST(not_used)
 }
 END_TEST
 
-/* A gate that asks for link counters on every GPU (as `run --trace` does), after the shorter
- * run was simulated beside the compile: the steady state may then no longer be used. */
-static int ask_counters(void *ctx, const compiled_plan *plan, ps_error *err)
+/* A plan compiled with graph_micro_batches = m: every figure the whole plan's, the graph m
+ * micro-batches' (the same as the plan of m micro-batches compiled whole). 4 stages, 24
+ * micro-batches of 1, 8 layers of hidden 1024 and seq 1024: model FLOPs 24 times one
+ * micro-batch's. */
+START_TEST(figures_of_the_whole_plan)
 {
-    (void)err;
-    htae_options *o = ctx;
-    unsigned char *all = xmalloc((size_t)plan->gpus);
-    memset(all, 1, (size_t)plan->gpus);
-    o->counter_ranks = all;
-    return RUN_SIMULATE;
+    strategy s, s12;
+    cluster *c;
+    compiled_plan whole, part, p12;
+    const char *pp4 = "  pipeline: {degree: 4, schedule: 1f1b}\n";
+    load_plan("{global: 24, micro: 1}", pp4, &s, &c, &whole);
+    load_plan("{global: 12, micro: 1}", pp4, &s12, &c, &p12);
+    compile_options o;
+    compile_default_options(&o);
+    o.graph_micro_batches = 12;
+    ps_error err;
+    ck_assert_msg(compile_plan(&s, c, &o, &part, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(part.micro_batches, 24);
+    ck_assert(part.samples_per_iter == 24 && whole.samples_per_iter == 24);
+    ck_assert(part.model_flops_per_iter == whole.model_flops_per_iter);
+    ck_close(part.model_flops_per_iter, 2 * p12.model_flops_per_iter, 1e-15);
+    for (int r = 0; r < part.gpus; r++)
+        ck_assert(part.memory[r].total == whole.memory[r].total);
+    ck_assert_uint_eq(part.graph->n_tasks, p12.graph->n_tasks);
+    ck_assert_uint_lt(part.graph->n_tasks, whole.graph->n_tasks);
+    compiled_plan_free(&whole);
+    compiled_plan_free(&part);
+    compiled_plan_free(&p12);
+    strategy_free(&s);
+    strategy_free(&s12);
 }
+END_TEST
 
-static int stop_all(void *ctx, const compiled_plan *plan, ps_error *err)
-{
-    (void)ctx, (void)plan, (void)err;
-    return RUN_STOP;
-}
-
-/* run_execute with the full plan compiled on a second thread while the shorter plan simulates
- * (overlap, on a built platform: cluster_routes_concurrent) gives the sequential run's result
- * to the bit; a gate that asks for counters afterwards gets every task simulated (the full
- * simulation's times), one that stops gets nothing simulated. 4 stages x 2 replicas of 2 DGX
- * A100 nodes, 1F1B, 32 micro-batches: 4 + 8 = 12 simulated. */
-START_TEST(overlapped_compile)
+/* run_execute with request.window against the whole plan's graph (window 0): the same
+ * iteration to the bit, the same figures, busiest GPU, top labels, critical path and links
+ * (1e-9), the whole plan's task count; the outcome's graph holds one period more than the
+ * shorter run. Three plans: 1F1B, 1F1B with two replicas' overlapped gradient buckets,
+ * interleaved. */
+static void expect_window(const char *batch, const char *yaml, int graph_micro_batches)
 {
     strategy s;
+    cluster *c;
+    compiled_plan p;
+    load_plan(batch, yaml, &s, &c, &p);
+    run_request rq = {.c = c, .s = &s, .steady = 1, .path = 1, .again = 1};
+    run_outcome whole, win;
     ps_error err;
-    ck_assert_msg(sim_strategy_text("workload:\n  name: gpt-small\n  family: gpt\n  layers: 8\n"
-                                    "  hidden: 1024\n  heads: 16\n  seq: 1024\n  vocab: 50304\n"
-                                    "batch: {global: 64, micro: 1}\nprecision: bf16\n"
-                                    "optimizer: adam\nstrategy:\n"
-                                    "  pipeline: {degree: 4, schedule: 1f1b}\n"
-                                    "  data: {degree: 2}\n  tensor: {degree: 2}\n",
-                                    &s, &err) == 0,
-                  "%s", err.message);
-    cluster c;
-    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 2}, &c);
-    ck_assert(cluster_routes_concurrent());
-    htae_options o;
-    htae_default_options(&o);
-    run_request rq = {.c = &c, .s = &s, .hopt = &o, .steady = 1, .again = 1};
-    run_outcome seq, par, counted, stopped;
-    ck_assert_msg(run_execute(&rq, &seq, &err) == 0, "%s", err.message);
-    rq.overlap = 1;
-    ck_assert_msg(run_execute(&rq, &par, &err) == 0, "%s", err.message);
-    ck_assert_msg(par.steady.used, "not used: %s", par.steady.why);
-    ck_assert_int_eq(par.steady.simulated, 12);
-    ck_assert_int_eq(par.steady.inserted, 32 - 12);
-    ck_assert_int_eq(par.steady.micro_batches, seq.steady.micro_batches);
-    ck_assert(par.steady.period_s == seq.steady.period_s);
-    const exec_graph *g = par.plan.graph;
-    ck_assert_uint_eq(g->n_tasks, seq.plan.graph->n_tasks);
-    for (uint32_t t = 0; t < g->n_tasks; t++)
-        ck_assert(par.res.start[t] == seq.res.start[t] && par.res.end[t] == seq.res.end[t]);
-    ck_assert(par.res.makespan == seq.res.makespan);
-    ck_assert(par.sum.fig.compute_s == seq.sum.fig.compute_s);
-
-    rq.gate = ask_counters;
-    rq.gate_ctx = &o;
-    ck_assert_msg(run_execute(&rq, &counted, &err) == 0, "%s", err.message);
-    ck_assert_int_eq(counted.steady.used, 0);
-    ck_assert_str_eq(counted.steady.why, "link counters asked");
-    ck_assert_int_eq(counted.steady.simulated, 32);
-    for (uint32_t t = 0; t < g->n_tasks; t++) /* every task simulated: the steady run's times */
-        ck_assert(fabs(counted.res.start[t] - seq.res.start[t]) <= 1e-9);
-    free((void *)o.counter_ranks);
-    o.counter_ranks = NULL;
-
-    rq.gate = stop_all;
-    ck_assert_int_eq(run_execute(&rq, &stopped, &err), 0);
-    ck_assert_int_eq(stopped.stopped, 1);
-    ck_assert_ptr_null(stopped.res.start);
-    run_outcome_free(&seq);
-    run_outcome_free(&par);
-    run_outcome_free(&counted);
-    run_outcome_free(&stopped);
+    ck_assert_msg(run_execute(&rq, &whole, &err) == 0, "%s", err.message);
+    rq.window = 1;
+    ck_assert_msg(run_execute(&rq, &win, &err) == 0, "%s", err.message);
+    ck_assert_msg(win.steady.used && whole.steady.used, "%s", win.steady.why);
+    ck_assert_ptr_nonnull(win.window);
+    ck_assert_int_eq(win.plan.micro_batches, p.micro_batches);
+    compiled_plan part;
+    compile_options o;
+    compile_default_options(&o);
+    o.graph_micro_batches = graph_micro_batches;
+    ck_assert(compile_plan(&s, c, &o, &part, &err) == 0);
+    ck_assert_uint_eq(win.plan.graph->n_tasks, part.graph->n_tasks);
+    compiled_plan_free(&part);
+    ck_assert(win.tasks == whole.tasks && whole.tasks == p.graph->n_tasks);
+    ck_assert(win.res.makespan == whole.res.makespan);
+    const plan_figures *a = &win.sum.fig, *b = &whole.sum.fig;
+    ck_assert(a->iteration_s == b->iteration_s && a->mfu == b->mfu);
+    ck_close(a->compute_s, b->compute_s, 1e-9);
+    ck_assert(fabs(a->exposed_comm_s - b->exposed_comm_s) <= 1e-9);
+    ck_assert(fabs(a->bubble_s - b->bubble_s) <= 1e-9 && fabs(a->idle_s - b->idle_s) <= 1e-9);
+    ck_assert(a->peak_memory_bytes == b->peak_memory_bytes);
+    ck_assert_int_eq(win.sum.busiest_rank, whole.sum.busiest_rank);
+    ck_assert_int_eq(win.sum.n_top, whole.sum.n_top);
+    for (int i = 0; i < win.sum.n_top; i++)
+        ck_assert(fabs(win.sum.top[i].seconds - whole.sum.top[i].seconds) <= 1e-9);
+    ck_assert_int_eq(win.path.n, whole.path.n);
+    for (int i = 0; i < win.path.n; i++) {
+        ck_assert_str_eq(win.path.items[i].name, whole.path.items[i].name);
+        ck_assert(fabs(win.path.items[i].seconds - whole.path.items[i].seconds) <= 1e-9);
+    }
+    ck_assert_int_eq(win.res.n_links, whole.res.n_links);
+    for (int j = 0; j < whole.res.n_links; j++) {
+        const htae_link_stat *l = sim_find_link(&win.res, whole.res.links[j].name);
+        ck_close(l->bytes, whole.res.links[j].bytes, 1e-9);
+        ck_assert(fabs(l->busy_s - whole.res.links[j].busy_s) <= 1e-9);
+    }
+    run_outcome_free(&whole);
+    run_outcome_free(&win);
+    compiled_plan_free(&p);
     strategy_free(&s);
-    cluster_free(&c);
+}
+
+START_TEST(window_alone)
+{
+    /* 4 + 8 = 12 simulated, the plan of 13 compiled */
+    expect_window("{global: 32, micro: 1}", "  pipeline: {degree: 4, schedule: 1f1b}\n", 13);
+    expect_window("{global: 64, micro: 1}",
+                  "  pipeline: {degree: 2, schedule: 1f1b}\n  data: {degree: 2, overlap: true}\n",
+                  11);
+    /* interleaved: 6 rounds of 2 simulated, one round more compiled */
+    expect_window("{global: 40, micro: 1}",
+                  "  pipeline: {degree: 2, schedule: interleaved, virtual_stages: 2}\n"
+                  "  data: {degree: 2}\n",
+                  14);
 }
 END_TEST
 
 static Suite *steady_suite(void)
 {
-    const TTest *const tests[] = {
-        pipeline_1f1b,      pipeline_with_data_parallel, data_parallel_host_ahead,
-        interleaved_rounds, attempts_stop_at_the_plan,   not_used,
-        approximate_period, overlapped_compile,          NULL};
+    const TTest *const tests[] = {pipeline_1f1b,
+                                  pipeline_with_data_parallel,
+                                  data_parallel_host_ahead,
+                                  interleaved_rounds,
+                                  attempts_stop_at_the_plan,
+                                  not_used,
+                                  approximate_period,
+                                  figures_of_the_whole_plan,
+                                  window_alone,
+                                  NULL};
     return suite_of("steady", "core", 120, tests);
 }
 

@@ -352,11 +352,6 @@ extern "C" const char *cluster_platform_host_zone(const void *host)
     }
 }
 
-extern "C" int cluster_routes_concurrent(void)
-{
-    return fabric_zone != nullptr;
-}
-
 /* Both figures from one route lookup: sg_host_get_route_bandwidth and sg_host_get_route_latency
  * each look the route up again (folding's checks on 16,384 GPUs ask for hundreds of thousands;
  * 131,072 GPUs about a million). On a built platform the zone's own rules answer, without

@@ -3,6 +3,8 @@
 #include "report.h"
 
 #include <assert.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,7 +184,8 @@ static void breakdown(const report_plan *p, const htae_result *r, int rank, doub
     free(comm);
 }
 
-static void top_labels(const report_plan *p, const htae_result *r, int rank, report_summary *s)
+/* Seconds per label on `rank`: [n_labels], the caller frees it. */
+static double *label_seconds(const report_plan *p, const htae_result *r, int rank)
 {
     const exec_graph *g = p->graph;
     double *by = xcalloc((size_t)g->n_labels + 1, sizeof *by);
@@ -193,10 +196,16 @@ static void top_labels(const report_plan *p, const htae_result *r, int rank, rep
             by[g->tasks[t].label] += r->end[t] - r->start[t];
         }
     }
+    return by;
+}
+
+/* The REPORT_TOP largest of by[n] into s->top (by is consumed). */
+static void top_labels(double *by, int n, report_summary *s)
+{
     s->n_top = 0;
-    for (int n = 0; n < REPORT_TOP; n++) {
+    for (int k = 0; k < REPORT_TOP; k++) {
         int best = -1;
-        for (int l = 0; l < g->n_labels; l++)
+        for (int l = 0; l < n; l++)
             if (by[l] > 0 && (best < 0 || by[l] > by[best]))
                 best = l;
         if (best < 0)
@@ -205,33 +214,96 @@ static void top_labels(const report_plan *p, const htae_result *r, int rank, rep
         s->top[s->n_top++].seconds = by[best];
         by[best] = 0;
     }
-    free(by);
+}
+
+/* Compute seconds per rank: [n_ranks], the caller frees it. */
+static double *rank_busy(const exec_graph *g, const htae_result *r)
+{
+    double *busy = xcalloc((size_t)g->n_ranks + 1, sizeof *busy);
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        if (g->tasks[t].kind == TASK_COMPUTE)
+            busy[g->tasks[t].rank] += r->end[t] - r->start[t];
+    return busy;
+}
+
+static int busiest_of(const double *busy, int n)
+{
+    int b = 0;
+    for (int k = 1; k < n; k++)
+        if (busy[k] > busy[b] + 1e-12)
+            b = k;
+    return b;
+}
+
+/* The figures of one iteration of T seconds: throughput, MFU, memory. */
+static void summary_head(const report_plan *p, double T, report_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fig.iteration_s = T;
+    out->fig.samples_per_s = T > 0 ? p->samples_per_iter / T : 0;
+    out->fig.tokens_per_s = T > 0 ? p->tokens_per_iter / T : 0;
+    out->fig.mfu = T > 0 ? p->model_flops_per_iter / (T * p->gpus * p->peak_flops_per_gpu) : 0;
+    out->peak_memory_rank = p->memory_rank;
+    out->fig.peak_memory_bytes = p->memory_bytes;
+    out->fig.memory_capacity_bytes = p->memory_capacity_bytes;
 }
 
 void report_summarize(const report_plan *p, const htae_result *r, report_summary *out)
 {
     const exec_graph *g = p->graph;
-    memset(out, 0, sizeof *out);
-    double T = r->makespan;
-    out->fig.iteration_s = T;
-    out->fig.samples_per_s = T > 0 ? p->samples_per_iter / T : 0;
-    out->fig.tokens_per_s = T > 0 ? p->tokens_per_iter / T : 0;
-    out->fig.mfu = T > 0 ? p->model_flops_per_iter / (T * p->gpus * p->peak_flops_per_gpu) : 0;
-
-    double *busy = xcalloc((size_t)g->n_ranks, sizeof *busy);
-    for (uint32_t t = 0; t < g->n_tasks; t++)
-        if (g->tasks[t].kind == TASK_COMPUTE)
-            busy[g->tasks[t].rank] += r->end[t] - r->start[t];
-    for (int k = 1; k < g->n_ranks; k++)
-        if (busy[k] > busy[out->busiest_rank] + 1e-12)
-            out->busiest_rank = k;
+    summary_head(p, r->makespan, out);
+    double *busy = rank_busy(g, r);
+    out->busiest_rank = busiest_of(busy, g->n_ranks);
     free(busy);
-
-    out->peak_memory_rank = p->memory_rank;
-    out->fig.peak_memory_bytes = p->memory_bytes;
-    out->fig.memory_capacity_bytes = p->memory_capacity_bytes;
     breakdown(p, r, out->busiest_rank, flush_end(p, r), out);
-    top_labels(p, r, out->busiest_rank, out);
+    double *by = label_seconds(p, r, out->busiest_rank);
+    top_labels(by, g->n_labels, out);
+    free(by);
+}
+
+/* a + K (b - a): a figure of the timeline with K periods inserted, from the timelines with none
+ * (a) and with one (b). */
+static double extrapolate(double a, double b, int K)
+{
+    return a + K * (b - a);
+}
+
+static void extrapolate_all(double *a, const double *b, int n, int K)
+{
+    for (int i = 0; i < n; i++)
+        a[i] = extrapolate(a[i], b[i], K);
+}
+
+void report_summarize_periodic(const report_plan *p1, const htae_result *r1, const report_plan *p2,
+                               const htae_result *r2, int K, double T, report_summary *out)
+{
+    const exec_graph *g1 = p1->graph, *g2 = p2->graph;
+    assert(g1->n_ranks == g2->n_ranks && g1->n_labels == g2->n_labels && K >= 0);
+    summary_head(p2, T, out);
+    double *busy = rank_busy(g1, r1), *busy2 = rank_busy(g2, r2);
+    extrapolate_all(busy, busy2, g1->n_ranks, K);
+    out->busiest_rank = busiest_of(busy, g1->n_ranks);
+    free(busy);
+    free(busy2);
+    report_summary a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    breakdown(p1, r1, out->busiest_rank, flush_end(p1, r1), &a);
+    breakdown(p2, r2, out->busiest_rank, flush_end(p2, r2), &b);
+    out->fig.compute_s = extrapolate(a.fig.compute_s, b.fig.compute_s, K);
+    out->fig.exposed_comm_s = extrapolate(a.fig.exposed_comm_s, b.fig.exposed_comm_s, K);
+    out->fig.bubble_s = extrapolate(a.fig.bubble_s, b.fig.bubble_s, K);
+    out->fig.idle_s = extrapolate(a.fig.idle_s, b.fig.idle_s, K);
+    if (out->fig.idle_s < 0) /* rounding only */
+        out->fig.idle_s = 0;
+    for (int c = 0; c < CAT_COUNT; c++)
+        out->comm_s[c] = extrapolate(a.comm_s[c], b.comm_s[c], K);
+    double *by = label_seconds(p1, r1, out->busiest_rank),
+           *by2 = label_seconds(p2, r2, out->busiest_rank);
+    extrapolate_all(by, by2, g1->n_labels, K);
+    top_labels(by, g1->n_labels, out);
+    free(by);
+    free(by2);
 }
 
 /* ---- the critical path (report.h) ---- */
@@ -323,7 +395,7 @@ enum { WAIT_HOST = -1, WAIT_OTHER = -2 };
 
 static void push_step(path_step **v, int *n, size_t *cap, path_step s)
 {
-    if (s.seconds <= 0)
+    if (s.seconds <= PATH_TOL) /* nothing, or the rounding of times a period apart */
         return;
     xgrow(v, sizeof **v, (size_t)*n + 1, cap);
     (*v)[(*n)++] = s;
@@ -393,35 +465,126 @@ static char *step_name(const exec_graph *g, const path_step *s)
     return xstrdup(buf);
 }
 
-void report_critical_path_create(const exec_graph *g, const htae_result *r,
-                                 report_critical_path *out)
+/* Each distinct step name made once (a path of millions of steps has a few hundred): an
+ * open-addressing table of (label, rank, peer) -> index into out->names + 1, 0 empty. */
+typedef struct name_table {
+    int *slot;
+    size_t cap;     /* a power of two, above twice the names */
+    path_step *key; /* [names]: the step each name was made for */
+    size_t cap_key;
+} name_table;
+
+static size_t step_slot(const name_table *t, const path_step *s)
 {
-    int n;
-    path_step *v = walk(g, r, &n);
-    out->items = xmalloc(((size_t)n + 1) * sizeof *out->items);
-    out->n = 0;
+    uint64_t h = ((uint64_t)(uint32_t)s->label * 0x9E3779B97F4A7C15ull) ^
+                 ((uint64_t)(uint32_t)s->rank * 0xBF58476D1CE4E5B9ull) ^
+                 ((uint64_t)(uint32_t)s->peer * 0x94D049BB133111EBull);
+    size_t k = (size_t)(h ^ (h >> 29)) & (t->cap - 1);
+    while (t->slot[k]) {
+        const path_step *o = &t->key[t->slot[k] - 1];
+        if (o->label == s->label && o->rank == s->rank && o->peer == s->peer)
+            break;
+        k = (k + 1) & (t->cap - 1);
+    }
+    return k;
+}
+
+static char *name_of(const exec_graph *g, const path_step *s, name_table *t,
+                     report_critical_path *out)
+{
+    size_t k = step_slot(t, s);
+    if (t->slot[k])
+        return out->names[t->slot[k] - 1];
+    size_t n = (size_t)out->n_names;
+    xgrow(&t->key, sizeof *t->key, n + 1, &t->cap_key);
+    out->names = xreallocarray(out->names, t->cap_key, sizeof *out->names);
+    t->key[n] = *s;
+    out->names[n] = step_name(g, s);
+    t->slot[k] = ++out->n_names;
+    if (2 * (size_t)out->n_names > t->cap) { /* grow, every name placed again */
+        free(t->slot);
+        t->cap *= 2;
+        t->slot = xcalloc(t->cap, sizeof *t->slot);
+        for (int i = 0; i < out->n_names; i++)
+            t->slot[step_slot(t, &t->key[i])] = i + 1;
+    }
+    return out->names[n];
+}
+
+/* Steps v[n] (latest first) as the path's items (report.h): time order, runs of one step
+ * merged. */
+static void items_of(const exec_graph *g, const path_step *v, size_t n, report_critical_path *out)
+{
+    memset(out, 0, sizeof *out);
+    out->items = xmalloc((n + 1) * sizeof *out->items);
+    name_table t = {xcalloc(64, sizeof(int)), 64, NULL, 0};
     const path_step *last = NULL;
-    for (int i = n - 1; i >= 0; i--) { /* time order */
+    for (size_t i = n; i-- > 0;) { /* time order */
         const path_step *s = &v[i];
         if (last && s->label == last->label && s->rank == last->rank && s->peer == last->peer &&
             strcmp(s->kind, last->kind) == 0) {
             out->items[out->n - 1].seconds += s->seconds;
             continue;
         }
-        report_path_item it = {step_name(g, s), s->kind, s->seconds};
+        report_path_item it = {name_of(g, s, &t, out), s->kind, s->seconds};
         out->items[out->n++] = it;
         last = s;
     }
+    free(t.slot);
+    free(t.key);
+}
+
+void report_critical_path_create(const exec_graph *g, const htae_result *r,
+                                 report_critical_path *out)
+{
+    int n;
+    path_step *v = walk(g, r, &n);
+    items_of(g, v, (size_t)n, out);
     free(v);
+}
+
+/* The same step (its seconds within tol). */
+static int same_step(const path_step *a, const path_step *b, double tol)
+{
+    return a->label == b->label && a->rank == b->rank && a->peer == b->peer &&
+           strcmp(a->kind, b->kind) == 0 && fabs(a->seconds - b->seconds) <= tol;
+}
+
+int report_critical_path_periodic(const exec_graph *g1, const htae_result *r1, const exec_graph *g2,
+                                  const htae_result *r2, int K, double tol,
+                                  report_critical_path *out)
+{
+    int n1, n2;
+    path_step *v1 = walk(g1, r1, &n1), *v2 = walk(g2, r2, &n2);
+    int L = n2 - n1, a = 0, b = 0;
+    while (a < n1 && same_step(&v1[a], &v2[a], tol)) /* the latest steps, shifted by a period */
+        a++;
+    while (b < n1 && L >= 0 && same_step(&v1[n1 - 1 - b], &v2[n2 - 1 - b], tol))
+        b++; /* the earliest steps, where they were */
+    /* v2 = v1[0, a) + the period's steps v2[a, a + L) + v1[a, n1): a + b covers v1 */
+    int ok = L > 0 && a + b >= n1;
+    if (ok) {
+        size_t n = (size_t)n1 + (size_t)K * (size_t)L;
+        path_step *v = xmalloc((n + 1) * sizeof *v);
+        memcpy(v, v2, (size_t)a * sizeof *v);
+        for (int k = 0; k < K; k++)
+            memcpy(v + a + (size_t)k * L, v2 + a, (size_t)L * sizeof *v);
+        memcpy(v + a + (size_t)K * L, v2 + a + L, (size_t)(n1 - a) * sizeof *v);
+        items_of(g2, v, n, out);
+        free(v);
+    }
+    free(v1);
+    free(v2);
+    return ok;
 }
 
 void report_critical_path_free(report_critical_path *cp)
 {
-    for (int i = 0; i < cp->n; i++)
-        free(cp->items[i].name);
+    for (int i = 0; i < cp->n_names; i++)
+        free(cp->names[i]);
+    free(cp->names);
     free(cp->items);
-    cp->items = NULL;
-    cp->n = 0;
+    memset(cp, 0, sizeof *cp);
 }
 
 static int by_name(const void *x, const void *y)
@@ -431,18 +594,42 @@ static int by_name(const void *x, const void *y)
     return c ? c : strcmp(p->kind, q->kind);
 }
 
+/* FNV-1a over a path item's name and kind. */
+static uint64_t item_hash(const report_path_item *it)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = it->name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;
+    for (const char *c = it->kind; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h;
+}
+
 int report_critical_path_top(const report_critical_path *cp, report_path_item *top, int max)
 {
+    /* the items of one name summed, in time order, through a hash table of the distinct names
+     * (a path of millions of items has a few hundred); then those in name order */
+    size_t cap = 64;
+    while (cap < 2 * (size_t)cp->n + 2 && cap < ((size_t)1 << 40))
+        cap *= 2;
+    int *slot = xmalloc(cap * sizeof *slot); /* index into v + 1, 0 empty */
+    memset(slot, 0, cap * sizeof *slot);
     report_path_item *v = xmalloc(((size_t)cp->n + 1) * sizeof *v);
-    memcpy(v, cp->items, (size_t)cp->n * sizeof *v);
-    qsort(v, (size_t)cp->n, sizeof *v, by_name);
-    int m = 0; /* sum runs of one name in place */
+    int m = 0;
     for (int i = 0; i < cp->n; i++) {
-        if (m > 0 && by_name(&v[m - 1], &v[i]) == 0)
-            v[m - 1].seconds += v[i].seconds;
-        else
-            v[m++] = v[i];
+        size_t k = (size_t)item_hash(&cp->items[i]) & (cap - 1);
+        while (slot[k] && by_name(&v[slot[k] - 1], &cp->items[i]) != 0)
+            k = (k + 1) & (cap - 1);
+        if (slot[k]) {
+            v[slot[k] - 1].seconds += cp->items[i].seconds;
+        } else {
+            v[m] = cp->items[i];
+            slot[k] = ++m;
+        }
     }
+    free(slot);
+    qsort(v, (size_t)m, sizeof *v, by_name);
     int k = 0;
     for (; k < max; k++) {
         int best = -1;

@@ -48,6 +48,15 @@ typedef struct report_summary {
 
 /* The summary of plan p simulated into r (the figures' formulas: here, once). */
 void report_summarize(const report_plan *p, const htae_result *r, report_summary *out);
+/* The summary of a timeline of T seconds that is (p1, r1) with K periods inserted, given (p2,
+ * r2): the same timeline with one period inserted (the steady state's shorter plan and its
+ * one-period expansion: sim/run/steady.h). Every time figure is an integral over the timeline
+ * (compute, exposed communication, bubble and idle of a GPU, its busy time per category and
+ * per label), so the periods add the same to each: Q = Q1 + K (Q2 - Q1). The busiest GPU and
+ * the largest labels are chosen among the extrapolated figures; the plan figures (throughput,
+ * MFU, memory) are p2's, which are the whole plan's. */
+void report_summarize_periodic(const report_plan *p1, const htae_result *r1, const report_plan *p2,
+                               const htae_result *r2, int K, double T, report_summary *out);
 
 /* The critical path of the simulated iteration, walked backwards from the task that ends last.
  * A task's predecessors are its explicit edges' sources and the previous task of its stream;
@@ -70,13 +79,24 @@ typedef struct report_path_item {
 } report_path_item;
 
 typedef struct report_critical_path {
-    report_path_item *items; /* in time order */
+    report_path_item *items; /* in time order; their names point into names */
     int n;
+    char **names; /* each distinct name once */
+    int n_names;
 } report_critical_path;
 
 /* g finalized and run into r. Free with report_critical_path_free. */
 void report_critical_path_create(const exec_graph *g, const htae_result *r,
                                  report_critical_path *out);
+/* The critical path of (g2, r2) with K - 1 more copies of the period it holds beyond (g1, r1)
+ * (as report_summarize_periodic): the walk on a periodic timeline repeats a period's steps, so
+ * the walk on (g2, r2) is that on (g1, r1) with one period's steps inserted, found as what lies
+ * between their common latest and earliest steps (each step's seconds within tol); those are
+ * inserted K times. Returns 0 (nothing in *out) when the two walks do not line up so. Names
+ * are g2's. */
+int report_critical_path_periodic(const exec_graph *g1, const htae_result *r1, const exec_graph *g2,
+                                  const htae_result *r2, int K, double tol,
+                                  report_critical_path *out);
 void report_critical_path_free(report_critical_path *cp);
 /* The path's largest names by total time (items of one name summed), largest first, at most
  * max of them, into top (names borrowed from cp); returns how many. */

@@ -3,22 +3,26 @@
 #include "run.h"
 
 #include <assert.h>
-#include <pthread.h>
 #include <string.h>
+
+report_plan run_report_plan(const compiled_plan *p)
+{
+    int m = compiled_plan_tightest_rank(p);
+    return (report_plan){p->graph,
+                         p->gpus,
+                         p->pp,
+                         p->samples_per_iter,
+                         p->tokens_per_iter,
+                         p->model_flops_per_iter,
+                         p->peak_flops_per_gpu,
+                         m,
+                         p->memory[m].total,
+                         p->memory_capacity_of_rank[m]};
+}
 
 void run_summarize(const compiled_plan *p, const htae_result *r, report_summary *out)
 {
-    int m = compiled_plan_tightest_rank(p);
-    report_plan rp = {p->graph,
-                      p->gpus,
-                      p->pp,
-                      p->samples_per_iter,
-                      p->tokens_per_iter,
-                      p->model_flops_per_iter,
-                      p->peak_flops_per_gpu,
-                      m,
-                      p->memory[m].total,
-                      p->memory_capacity_of_rank[m]};
+    report_plan rp = run_report_plan(p);
     report_summarize(&rp, r, out);
 }
 
@@ -61,82 +65,103 @@ static int run_simulate(const run_request *rq, run_outcome *out, ps_error *err)
     return rc;
 }
 
+/* The whole plan compiled and simulated through steady_finish after all (request.window: the
+ * critical path's walks did not line up): what run_simulate would have done. */
+static int run_whole(const run_request *rq, const compile_options *copt, run_outcome *out,
+                     ps_error *err)
+{
+    steady_prepared *pr = out->window;
+    out->window = NULL;
+    compiled_plan_free(&out->plan);
+    htae_result_free(&out->res);
+    int rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
+    out->graph = out->plan.graph;
+    if (rc) {
+        steady_prepared_free(pr);
+        return rc;
+    }
+    out->steady.used = 0;
+    return steady_finish(rq->s, rq->c, copt, rq->hopt, 1, &out->plan, pr, &out->res, &out->steady,
+                         err);
+}
+
 /* Step 4: the summary (a strategy's or a job's) and, when asked, the critical path. */
-static void run_summary(const run_request *rq, run_outcome *out)
+static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
 {
     double t0 = ps_now_s();
+    int rc = 0;
+    if (out->window && rq->path &&
+        !steady_window_path(out->window, &out->plan, &out->res, &out->path)) {
+        compile_options defaults;
+        const compile_options *copt = rq->copt;
+        if (!copt) {
+            compile_default_options(&defaults);
+            copt = &defaults;
+        }
+        rc = run_whole(rq, copt, out, err);
+        if (rc)
+            return rc;
+    }
     if (rq->job)
         report_replay_summarize(rq->job, out->traced, out->task_of, &out->res, &out->replay);
+    else if (out->window)
+        steady_window_summarize(out->window, &out->plan, &out->res, &out->sum);
     else
         run_summarize(&out->plan, &out->res, &out->sum);
-    if (rq->path)
+    if (rq->path && !out->window)
         report_critical_path_create(out->graph, &out->res, &out->path);
+    out->tasks = out->window ? steady_window_tasks(out->window, &out->plan) : out->graph->n_tasks;
     out->summarize_s = ps_now_s() - t0;
+    return 0;
 }
 
-/* The full plan's compile on a second thread (run_overlapped). */
-typedef struct full_compile {
-    const run_request *rq;
-    run_outcome *out;
-    ps_error err;
-    int rc;
-} full_compile;
-
-static void *full_compile_main(void *arg)
+/* Request.window: the shorter run, then the plan one period longer (or the whole plan, when no
+ * shorter run holds a window), the gate, the expansion. */
+static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
 {
-    full_compile *f = arg;
-    ps_error_clear(&f->err);
-    f->rc = run_build(f->rq, f->out, &f->err);
-    return NULL;
-}
-
-/* Steps 1 and 3 side by side: the full plan compiles on a second thread while this one simulates
- * the shorter plan (steady_prepare), then the gate, then the expansion (steady_finish). The
- * result is the sequential path's: the shorter run reads nothing the full compile writes. 1 when
- * it ran (rc then the outcome), 0 when it may not (no second thread, or the routes may not be
- * read from two threads: rq->overlap unset, a platform file). */
-static int run_overlapped(const run_request *rq, run_outcome *out, ps_error *err, int *rc)
-{
-    if (!rq->overlap || !rq->steady || rq->job || !cluster_routes_concurrent())
-        return 0;
-    full_compile f = {rq, out, {0}, 0};
-    pthread_t th;
-    if (pthread_create(&th, NULL, full_compile_main, &f) != 0)
-        return 0;
-    double t0 = ps_now_s();
     compile_options defaults;
     const compile_options *copt = rq->copt;
     if (!copt) {
         compile_default_options(&defaults);
         copt = &defaults;
     }
+    double t0 = ps_now_s();
     steady_prepared *pr = steady_prepare(rq->s, rq->c, copt, rq->hopt, 1, &out->steady);
     double prepared_s = ps_now_s() - t0;
-    pthread_join(th, NULL);
-    out->compile_s = ps_now_s() - t0 - prepared_s; /* what the compile added: its wait */
-    if (f.rc) {
-        steady_prepared_free(pr);
-        *err = f.err;
-        *rc = f.rc;
-        return 1;
+    t0 = ps_now_s();
+    int rc = pr ? steady_window_plan(rq->s, rq->c, copt, pr, &out->plan, err)
+                : compile_plan(rq->s, rq->c, copt, &out->plan, err);
+    out->graph = out->plan.graph;
+    out->compile_s = ps_now_s() - t0;
+    if (!rc && rq->gate) {
+        rc = rq->gate(rq->gate_ctx, &out->plan, err);
+        out->stopped = rc == RUN_STOP;
     }
-    *rc = rq->gate ? rq->gate(rq->gate_ctx, &out->plan, err) : 0;
-    if (*rc == RUN_STOP)
-        out->stopped = 1;
-    if (*rc) {
+    if (rc) {
         steady_prepared_free(pr);
-        *rc = *rc == RUN_STOP ? 0 : *rc;
-        return 1;
+        return out->stopped ? 0 : rc;
     }
     t0 = ps_now_s();
-    *rc = steady_finish(rq->s, rq->c, copt, rq->hopt, 1, &out->plan, pr, &out->res, &out->steady,
-                        err);
+    if (pr &&
+        steady_window_expand(rq->s, copt, rq->hopt, pr, &out->plan, &out->res, &out->steady)) {
+        out->window = pr;
+    } else {
+        if (pr) { /* the whole plan after all: steady_window_expand said why */
+            steady_prepared_free(pr);
+            compiled_plan_free(&out->plan);
+            double c0 = ps_now_s();
+            rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
+            out->graph = out->plan.graph;
+            out->compile_s += ps_now_s() - c0;
+        }
+        if (!rc)
+            rc = steady_finish(rq->s, rq->c, copt, rq->hopt, 1, &out->plan, NULL, &out->res,
+                               &out->steady, err);
+    }
     out->simulate_s = prepared_s + ps_now_s() - t0;
-    if (!*rc && rq->again)
+    if (!rc && rq->again)
         out->clock_reset = htae_clock_restart();
-    if (!*rc)
-        run_summary(rq, out);
-    return 1;
+    return rc ? rc : run_summary(rq, out, err);
 }
 
 int run_execute(const run_request *rq, run_outcome *out, ps_error *err)
@@ -144,10 +169,9 @@ int run_execute(const run_request *rq, run_outcome *out, ps_error *err)
     assert((rq->s != NULL) != (rq->job != NULL));
     memset(out, 0, sizeof *out);
     out->job = rq->job;
-    int rc;
-    if (run_overlapped(rq, out, err, &rc))
-        return rc;
-    rc = run_build(rq, out, err);
+    if (rq->window && rq->steady && rq->s)
+        return run_windowed(rq, out, err);
+    int rc = run_build(rq, out, err);
     if (!rc && rq->gate) { /* step 2 */
         rc = rq->gate(rq->gate_ctx, &out->plan, err);
         if (rc == RUN_STOP) {
@@ -158,12 +182,13 @@ int run_execute(const run_request *rq, run_outcome *out, ps_error *err)
     if (!rc)
         rc = run_simulate(rq, out, err);
     if (!rc)
-        run_summary(rq, out);
+        rc = run_summary(rq, out, err);
     return rc;
 }
 
 void run_outcome_free(run_outcome *r)
 {
+    steady_prepared_free(r->window);
     report_critical_path_free(&r->path);
     if (r->job)
         report_replay_free(&r->replay);

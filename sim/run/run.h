@@ -29,11 +29,13 @@ typedef struct run_request {
     int path;   /* 1: the critical path too */
     int again;  /* 1: another run follows in this process: the engine's clock is put back to 0
                    after a successful simulation (run_outcome.clock_reset) */
-    /* 1: when the steady state may be simulated once, the full plan compiles on a second thread
-     * while the shorter plan simulates (the same result, sooner on two cores). For one plan
-     * whose gate only looks: a gate that stops plans (the sweep's) would waste the shorter run,
-     * and a worker process already has its core. */
-    int overlap;
+    /* 1: when the steady state is simulated once, the whole plan's graph is never built: the
+     * report comes from the shorter plan and the plan one period longer (steady.h, "the
+     * steady state without the whole plan's graph"); the outcome's plan is then that longer
+     * one (its figures the whole plan's), its timeline that plan's. For a caller that reads the
+     * summary, the path and the links, not the timeline task by task: `run` (its gate only
+     * looks). The sweep's gate keys plans by their whole graph. */
+    int window;
     run_gate gate; /* NULL: every compiled plan is simulated */
     void *gate_ctx;
 } run_request;
@@ -49,13 +51,14 @@ typedef struct run_outcome {
     steady_info steady;        /* a strategy's: whether its steady state was simulated once */
     report_summary sum;        /* a strategy's summary */
     replay_summary replay;     /* a job's summary */
+    steady_prepared *window;   /* request.window, used: the shorter run the report came from */
+    uint64_t tasks;            /* the whole plan's tasks (its graph's, or counted: window) */
     report_critical_path path; /* request.path: the critical path; else empty */
     int stopped;               /* the gate stopped the run after compiling */
     int clock_reset;           /* request.again: 1 when the engine's clock is back at 0, else no run
                         may follow in this process (it would count from this one's end) */
     /* Host seconds of the steps: compiling (or building the traced graph), simulating,
-     * summarizing (with the critical path). With request.overlap, compile_s is only the wait
-     * for the full plan once the shorter run was simulated: the seconds it added. */
+     * summarizing (with the critical path). */
     double compile_s, simulate_s, summarize_s;
 } run_outcome;
 
@@ -65,6 +68,8 @@ typedef struct run_outcome {
 int run_execute(const run_request *rq, run_outcome *out, ps_error *err);
 void run_outcome_free(run_outcome *r);
 
+/* What the report reads of plan p. */
+report_plan run_report_plan(const compiled_plan *p);
 /* The summarize step alone: report_summarize on what the report reads of plan p. */
 void run_summarize(const compiled_plan *p, const htae_result *r, report_summary *out);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../base/xalloc.h"
+#include "run.h"
 
 /* Simulated seconds within which two times are the same instant: far below any task here, far
  * above the rounding of a time of a few hundred seconds. */
@@ -465,17 +466,17 @@ static int expand(const exec_graph *g, const exec_graph *g1, const htae_result *
     out->timed_colls = r1->timed_colls;
     out->pruned = r1->pruned;
     out->wall_s = r1->wall_s;
-    expand_links(r1, w, K, out);
     return 1;
 }
 
 /* A shorter run whose window was found, kept until the full plan's graph is there to expand it
  * into (steady_finish). */
 struct steady_prepared {
-    compiled_plan p1;
+    compiled_plan p1; /* the shorter plan: m1 micro-batches (its figures the whole plan's) */
     htae_result r1;
     window w;
-    int K; /* the periods to insert */
+    int m1, K;        /* K: the periods to insert */
+    double makespan2; /* steady_finish_window: the one-period-longer timeline's own makespan */
 };
 
 static void prepared_free(steady_prepared *pr)
@@ -492,12 +493,17 @@ static void prepared_free(steady_prepared *pr)
 static steady_prepared *try_short(const strategy *s, const cluster *c, const compile_options *copt,
                                   const htae_options *hopt, int m, int m1, steady_info *info)
 {
-    strategy s1 = *s;
-    s1.global_batch = m1 * s->micro_batch * s->dp;
+    compile_options o1;
+    if (copt)
+        o1 = *copt;
+    else
+        compile_default_options(&o1);
+    o1.graph_micro_batches = m1;
     steady_prepared *pr = xcalloc(1, sizeof *pr);
+    pr->m1 = m1;
     ps_error e;
     ps_error_clear(&e);
-    if (compile_plan(&s1, c, copt, &pr->p1, &e)) {
+    if (compile_plan(s, c, &o1, &pr->p1, &e)) {
         snprintf(info->why, sizeof info->why, "the shorter plan: %.70s", e.message);
         free(pr);
         return NULL;
@@ -574,6 +580,7 @@ int steady_finish(const strategy *s, const cluster *c, const compile_options *co
     else if (pr && !expand(plan->graph, pr->p1.graph, &pr->r1, &pr->w, pr->K, out))
         snprintf(info->why, sizeof info->why, "the plans' graphs differ");
     else if (pr) {
+        expand_links(&pr->r1, &pr->w, pr->K, out);
         info->used = 1;
         info->period_s = pr->w.step;
         info->approx_s = pr->w.e > STEADY_EPS ? pr->w.e : 0.0;
@@ -589,6 +596,69 @@ int steady_finish(const strategy *s, const cluster *c, const compile_options *co
 void steady_prepared_free(steady_prepared *pr)
 {
     prepared_free(pr);
+}
+
+int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
+                       const steady_prepared *pr, compiled_plan *plan, ps_error *err)
+{
+    compile_options o;
+    if (copt)
+        o = *copt;
+    else
+        compile_default_options(&o);
+    o.graph_micro_batches = pr->m1 + pr->w.d;
+    return compile_plan(s, c, &o, plan, err);
+}
+
+int steady_window_expand(const strategy *s, const compile_options *copt, const htae_options *hopt,
+                         steady_prepared *pr, const compiled_plan *plan, htae_result *out,
+                         steady_info *info)
+{
+    assert(plan->micro_batches == info->micro_batches);
+    const char *why = ineligible(s, copt, hopt, 1, info->micro_batches, info->simulated);
+    if (why) { /* the gate asked for link counters since */
+        snprintf(info->why, sizeof info->why, "%s", why);
+        return 0;
+    }
+    if (!expand(plan->graph, pr->p1.graph, &pr->r1, &pr->w, 1, out)) {
+        snprintf(info->why, sizeof info->why, "the plans' graphs differ");
+        return 0;
+    }
+    pr->makespan2 = out->makespan;
+    /* the whole plan's makespan: its last task is the shorter run's, K periods later (as
+     * expand has it) */
+    out->makespan = pr->r1.makespan + pr->K * pr->w.step;
+    expand_links(&pr->r1, &pr->w, pr->K, out);
+    info->used = 1;
+    info->period_s = pr->w.step;
+    info->approx_s = pr->w.e > STEADY_EPS ? pr->w.e : 0.0;
+    info->inserted = pr->K;
+    return 1;
+}
+
+void steady_window_summarize(const steady_prepared *pr, const compiled_plan *plan,
+                             const htae_result *out, report_summary *sum)
+{
+    report_plan rp1 = run_report_plan(&pr->p1), rp2 = run_report_plan(plan);
+    htae_result r2 = *out; /* its own timeline: one period inserted */
+    r2.makespan = pr->makespan2;
+    report_summarize_periodic(&rp1, &pr->r1, &rp2, &r2, pr->K, out->makespan, sum);
+}
+
+int steady_window_path(const steady_prepared *pr, const compiled_plan *plan, const htae_result *out,
+                       report_critical_path *path)
+{
+    htae_result r2 = *out;
+    r2.makespan = pr->makespan2;
+    return report_critical_path_periodic(pr->p1.graph, &pr->r1, plan->graph, &r2, pr->K,
+                                         fmax(STEADY_EPS, pr->w.e), path);
+}
+
+uint64_t steady_window_tasks(const steady_prepared *pr, const compiled_plan *plan)
+{
+    uint64_t n1 = pr->p1.graph->n_tasks, n2 = plan->graph->n_tasks;
+    assert(n2 > n1);
+    return n1 + (uint64_t)pr->K * (n2 - n1);
 }
 
 int steady_run(const strategy *s, const cluster *c, const compile_options *copt,

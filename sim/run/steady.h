@@ -20,6 +20,7 @@
 
 #include "../../strategies/compile/compile.h"
 #include "../engine/htae.h"
+#include "../report/report.h"
 
 typedef struct steady_info {
     int used;          /* 1: the result was extended from the shorter run */
@@ -43,14 +44,12 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
                const htae_options *hopt, int allow, const compiled_plan *plan, htae_result *out,
                steady_info *info, ps_error *err);
 
-/* steady_run in two steps, so that the full plan may compile while the shorter run simulates
- * (run.h, overlap). steady_prepare: the shorter runs, attempt by attempt, until one holds a
- * window; it needs the strategy, not the full plan. NULL, with info->why, when none may be tried
- * or none holds one. steady_finish: the full plan's result from the prepared run (which it
- * frees), or every task simulated when there is none, when the options changed since (a gate
- * asked for link counters) or when the graphs do not line up. The cluster's routes are read
- * while the shorter plan compiles (cluster_routes_concurrent says when another thread may read
- * them meanwhile). */
+/* steady_run in two steps. steady_prepare: the shorter runs, attempt by attempt, until one
+ * holds a window; it needs the strategy, not the whole plan (its shorter plans carry the whole
+ * plan's figures: compile_options.graph_micro_batches). NULL, with info->why, when none may be
+ * tried or none holds one. steady_finish: the whole plan's result from the prepared run (which
+ * it frees), or every task simulated when there is none, when the options changed since (a
+ * gate asked for link counters) or when the graphs do not line up. */
 typedef struct steady_prepared steady_prepared;
 steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compile_options *copt,
                                 const htae_options *hopt, int allow, steady_info *info);
@@ -59,6 +58,28 @@ int steady_finish(const strategy *s, const cluster *c, const compile_options *co
                   steady_prepared *pr, htae_result *out, steady_info *info, ps_error *err);
 /* A prepared run no longer wanted (its plan failed to compile, or the gate stopped it). */
 void steady_prepared_free(steady_prepared *pr);
+
+/* The steady state without the whole plan's graph (issue 31: compile and memory in the
+ * simulated window only; docs/design-notes.md, "The window alone"). steady_window_plan: the
+ * plan with one period more than the prepared run (m1 + d micro-batches; its figures, memory
+ * included, the whole plan's). steady_window_expand: the prepared run expanded into that plan
+ * (one period inserted, checked task by task as steady_finish checks the whole plan) into
+ * *out, whose makespan and links are then the whole plan's; 1 when done, 0 with info->why
+ * when the graphs do not line up or the options no longer allow it (a gate asked for link
+ * counters), out untouched. The report then comes from the two timelines (the prepared run's
+ * and out): steady_window_summarize (report_summarize_periodic), steady_window_path
+ * (report_critical_path_periodic, 0 when the walks do not line up: the caller then simulates
+ * the whole plan the old way), steady_window_tasks (the whole plan's task count). */
+int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
+                       const steady_prepared *pr, compiled_plan *plan, ps_error *err);
+int steady_window_expand(const strategy *s, const compile_options *copt, const htae_options *hopt,
+                         steady_prepared *pr, const compiled_plan *plan, htae_result *out,
+                         steady_info *info);
+void steady_window_summarize(const steady_prepared *pr, const compiled_plan *plan,
+                             const htae_result *out, report_summary *sum);
+int steady_window_path(const steady_prepared *pr, const compiled_plan *plan, const htae_result *out,
+                       report_critical_path *path);
+uint64_t steady_window_tasks(const steady_prepared *pr, const compiled_plan *plan);
 
 /* The micro-batches the shorter run simulates for a plan of pp stages, by attempt: under 1F1B
  * first pp + 8 (the window of three periods may then end at micro-batch pp + 3 .. pp + 6 on the

@@ -507,6 +507,7 @@ void compile_default_options(compile_options *o)
 {
     o->fold_data_parallel = 1;
     o->profile = NULL;
+    o->graph_micro_batches = 0;
 }
 
 /* The plan-level facts the report needs, and the rank -> (stage, replica) maps. */
@@ -605,6 +606,17 @@ static void estimate_memory(compile_ctx *cx, compiled_plan *out)
         out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
     }
     free(stage_chunks);
+}
+
+/* Whatever GPU built them, a chunk's templates have the same segments and buckets. */
+static void assert_templates_alike(compile_ctx *cx)
+{
+    for (int k = 0; k < cx->n_prof; k++)
+        for (int mc = 0; mc < cx->mcs; mc++)
+            assert(!cx->built[(size_t)k * cx->mcs + mc] ||
+                   chunk_template_same_shape(&cx->tmpl[(size_t)k * cx->mcs + mc],
+                                             compile_chunk_ref(cx, mc)));
+    (void)cx;
 }
 
 int compile_plan(const strategy *s, const cluster *c, const compile_options *opt,
@@ -711,13 +723,12 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.stats = NULL;
     estimate_memory(&cx, out);
 
+    /* the plan's figures are the whole plan's; its graph may hold fewer micro-batches */
+    assert(opt->graph_micro_batches >= 0 && opt->graph_micro_batches <= cx.M);
+    if (opt->graph_micro_batches > 0)
+        cx.M = opt->graph_micro_batches;
     emit_plan(&cx, out);
-    /* whatever GPU built them, a chunk's templates have the same segments and buckets */
-    for (int k = 0; k < cx.n_prof; k++)
-        for (int mc = 0; mc < cx.mcs; mc++)
-            assert(!cx.built[(size_t)k * cx.mcs + mc] ||
-                   chunk_template_same_shape(&cx.tmpl[(size_t)k * cx.mcs + mc],
-                                             compile_chunk_ref(&cx, mc)));
+    assert_templates_alike(&cx);
     int rc = graph_finalize(cx.g, err);
     out->graph = cx.g;
 

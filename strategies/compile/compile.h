@@ -53,6 +53,10 @@ typedef struct compile_options {
     /* A profile database (`run --profile`): the op passes it matches on a GPU of its device
      * take their measured kernel times (sim/profile.h); NULL: the cost model everywhere. */
     const profile_db *profile;
+    /* > 0: the graph holds this many micro-batches of each replica (at most the plan's), while
+     * every figure of the plan (micro_batches, samples, tokens, model FLOPs, memory) stays the
+     * whole plan's: the steady state's shorter plans (sim/run/steady.h). 0: all of them. */
+    int graph_micro_batches;
 } compile_options;
 
 void compile_default_options(compile_options *o);
