@@ -68,7 +68,10 @@ static int read_all(int fd, void *buf, size_t n)
 /* What a simulated plan's record is a function of: its graph (the simulation's only input
  * besides the cluster, the same for every plan) and the compiled plan's fields that
  * run_summarize (report_plan), sweep_plan_record and sweep_plan_record_dlrm read. Plans with
- * equal keys get equal records. */
+ * equal keys get equal records. Where the steady state may be simulated once, the gate sees
+ * the first shorter plan (run.h, window): its graph holds m1 micro-batches, which with the
+ * plan's micro-batch count (in the key) determine the whole plan's as much as the compiler
+ * does (the same strategy compiled for more micro-batches). */
 typedef graph_digest plan_key;
 
 static plan_key plan_key_of(const compiled_plan *plan)
@@ -77,7 +80,7 @@ static plan_key plan_key_of(const compiled_plan *plan)
     graph_digest_init(&k);
     graph_digest_graph(&k, plan->graph);
     int m = compiled_plan_tightest_rank(plan);
-    int32_t ints[2] = {plan->gpus, plan->pp};
+    int32_t ints[3] = {plan->gpus, plan->pp, plan->micro_batches};
     double reals[8] = {plan->samples_per_iter,
                        plan->tokens_per_iter,
                        plan->model_flops_per_iter,
@@ -201,6 +204,7 @@ static int worker_plan(const sweep_spec *spec, const cluster *c, const profile_d
                       .copt = &copt,
                       .steady = 1,
                       .again = 1,
+                      .window = 1, /* the gate sees the shorter plan: run.h */
                       .gate = worker_gate,
                       .gate_ctx = &gate};
     run_outcome run;

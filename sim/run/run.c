@@ -115,8 +115,20 @@ static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
     return 0;
 }
 
-/* Request.window: the shorter run, then the plan one period longer (or the whole plan, when no
- * shorter run holds a window), the gate, the expansion. */
+/* The whole plan, compiled into out->plan (its seconds added to compile_s). */
+static int run_compile_whole(const run_request *rq, const compile_options *copt, run_outcome *out,
+                             ps_error *err)
+{
+    double t0 = ps_now_s();
+    int rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
+    out->graph = out->plan.graph;
+    out->compile_s += ps_now_s() - t0;
+    return rc;
+}
+
+/* Request.window: the first shorter plan (or the whole plan, when no shorter run may be tried)
+ * before the gate, then the shorter runs, the plan one period longer and the expansion; the
+ * whole plan, every task simulated, when no window holds or the graphs do not line up. */
 static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
 {
     compile_options defaults;
@@ -126,15 +138,11 @@ static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
         copt = &defaults;
     }
     double t0 = ps_now_s();
-    steady_prepared *pr = steady_prepare(rq->s, rq->c, copt, rq->hopt, 1, &out->steady);
-    double prepared_s = ps_now_s() - t0;
-    t0 = ps_now_s();
-    int rc = pr ? steady_window_plan(rq->s, rq->c, copt, pr, &out->plan, err)
-                : compile_plan(rq->s, rq->c, copt, &out->plan, err);
-    out->graph = out->plan.graph;
+    steady_prepared *pr = steady_begin(rq->s, rq->c, copt, rq->hopt, 1, &out->steady);
     out->compile_s = ps_now_s() - t0;
+    int rc = pr ? 0 : run_compile_whole(rq, copt, out, err);
     if (!rc && rq->gate) {
-        rc = rq->gate(rq->gate_ctx, &out->plan, err);
+        rc = rq->gate(rq->gate_ctx, pr ? steady_begun_plan(pr) : &out->plan, err);
         out->stopped = rc == RUN_STOP;
     }
     if (rc) {
@@ -142,23 +150,31 @@ static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
         return out->stopped ? 0 : rc;
     }
     t0 = ps_now_s();
-    if (pr &&
+    double compiled_before = out->compile_s;
+    if (pr) {
+        pr = steady_prepare_run(rq->s, rq->c, copt, rq->hopt, 1, pr, &out->steady);
+        double c0 = ps_now_s();
+        rc = pr ? steady_window_plan(rq->s, rq->c, copt, pr, &out->plan, err)
+                : compile_plan(rq->s, rq->c, copt, &out->plan, err);
+        out->graph = out->plan.graph;
+        out->compile_s += ps_now_s() - c0;
+    }
+    if (!rc && pr &&
         steady_window_expand(rq->s, copt, rq->hopt, pr, &out->plan, &out->res, &out->steady)) {
         out->window = pr;
-    } else {
+    } else if (!rc) {
         if (pr) { /* the whole plan after all: steady_window_expand said why */
             steady_prepared_free(pr);
             compiled_plan_free(&out->plan);
-            double c0 = ps_now_s();
-            rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
-            out->graph = out->plan.graph;
-            out->compile_s += ps_now_s() - c0;
+            rc = run_compile_whole(rq, copt, out, err);
         }
         if (!rc)
             rc = steady_finish(rq->s, rq->c, copt, rq->hopt, 1, &out->plan, NULL, &out->res,
                                &out->steady, err);
+    } else {
+        steady_prepared_free(pr);
     }
-    out->simulate_s = prepared_s + ps_now_s() - t0;
+    out->simulate_s = ps_now_s() - t0 - (out->compile_s - compiled_before);
     if (!rc && rq->again)
         out->clock_reset = htae_clock_restart();
     return rc ? rc : run_summary(rq, out, err);

@@ -475,8 +475,9 @@ struct steady_prepared {
     compiled_plan p1; /* the shorter plan: m1 micro-batches (its figures the whole plan's) */
     htae_result r1;
     window w;
-    int m1, K;        /* K: the periods to insert */
-    double makespan2; /* steady_finish_window: the one-period-longer timeline's own makespan */
+    int m1, K;          /* K: the periods to insert */
+    int attempt, spent; /* its attempt; micro-batches the attempts before it simulated */
+    double makespan2;   /* steady_window_expand: the one-period-longer timeline's own makespan */
 };
 
 static void prepared_free(steady_prepared *pr)
@@ -489,9 +490,10 @@ static void prepared_free(steady_prepared *pr)
     free(pr);
 }
 
-/* A shorter run of m1 micro-batches and its window: the prepared run, or NULL with info->why. */
-static steady_prepared *try_short(const strategy *s, const cluster *c, const compile_options *copt,
-                                  const htae_options *hopt, int m, int m1, steady_info *info)
+/* The shorter plan of attempt `attempt` (m1 micro-batches, after `spent` simulated by the
+ * attempts before it), compiled: the prepared run to be, or NULL with info->why. */
+static steady_prepared *short_plan(const strategy *s, const cluster *c, const compile_options *copt,
+                                   int attempt, int m1, int spent, steady_info *info)
 {
     compile_options o1;
     if (copt)
@@ -501,6 +503,8 @@ static steady_prepared *try_short(const strategy *s, const cluster *c, const com
     o1.graph_micro_batches = m1;
     steady_prepared *pr = xcalloc(1, sizeof *pr);
     pr->m1 = m1;
+    pr->attempt = attempt;
+    pr->spent = spent;
     ps_error e;
     ps_error_clear(&e);
     if (compile_plan(s, c, &o1, &pr->p1, &e)) {
@@ -508,6 +512,14 @@ static steady_prepared *try_short(const strategy *s, const cluster *c, const com
         free(pr);
         return NULL;
     }
+    return pr;
+}
+
+/* The shorter plan simulated and its window found: 1, or 0 with info->why (pr kept for the
+ * caller to free). */
+static int short_run(const strategy *s, const cluster *c, const htae_options *hopt,
+                     steady_prepared *pr, steady_info *info)
+{
     uint32_t *flagged;
     int n_flagged;
     unsigned char *flags = snapshot_flags(pr->p1.graph, &flagged, &n_flagged);
@@ -517,6 +529,8 @@ static steady_prepared *try_short(const strategy *s, const cluster *c, const com
     else
         htae_default_options(&o);
     o.snapshot_tasks = flags;
+    ps_error e;
+    ps_error_clear(&e);
     int ran = htae_run(pr->p1.graph, c, &o, &pr->r1, &e) == 0;
     int found = ran && window_of(pr->p1.graph, &pr->r1, flagged, n_flagged, s->pp,
                                  period_micro_batches(s), &pr->w);
@@ -525,15 +539,11 @@ static steady_prepared *try_short(const strategy *s, const cluster *c, const com
     else if (!found)
         snprintf(info->why, sizeof info->why, "no period found");
     else
-        pr->K = (m - m1) / pr->w.d;
+        pr->K = (info->micro_batches - pr->m1) / pr->w.d;
     info->short_wall_s += ran ? pr->r1.wall_s : 0.0;
     free(flags);
     free(flagged);
-    if (!found) {
-        prepared_free(pr);
-        return NULL;
-    }
-    return pr;
+    return found;
 }
 
 int steady_attempt_pays(int m, int spent, int m1)
@@ -541,30 +551,60 @@ int steady_attempt_pays(int m, int spent, int m1)
     return spent + m1 < m;
 }
 
+/* Attempt `attempt`'s shorter plan, compiled, when it may be tried after `spent` micro-batches
+ * simulated: NULL with info->why (kept from the attempt before when there is no other) when
+ * not. */
+static steady_prepared *attempt_plan(const strategy *s, const cluster *c,
+                                     const compile_options *copt, const htae_options *hopt,
+                                     int allow, int attempt, int spent, steady_info *info)
+{
+    int m = info->micro_batches, il = s->schedule == SCHED_INTERLEAVED;
+    int m1 = steady_short_micro_batches(s->pp, il, attempt);
+    const char *why = m1 ? ineligible(s, copt, hopt, allow, m, m1) : NULL;
+    if (!m1 || why || !steady_attempt_pays(m, spent, m1)) {
+        if (why) /* else the last attempt's reason stays */
+            snprintf(info->why, sizeof info->why, "%s", why);
+        return NULL;
+    }
+    return short_plan(s, c, copt, attempt, m1, spent, info);
+}
+
+steady_prepared *steady_begin(const strategy *s, const cluster *c, const compile_options *copt,
+                              const htae_options *hopt, int allow, steady_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->micro_batches = info->simulated = strategy_micro_batches(s);
+    return attempt_plan(s, c, copt, hopt, allow, 0, 0, info);
+}
+
+const compiled_plan *steady_begun_plan(const steady_prepared *pr)
+{
+    return &pr->p1;
+}
+
+steady_prepared *steady_prepare_run(const strategy *s, const cluster *c,
+                                    const compile_options *copt, const htae_options *hopt,
+                                    int allow, steady_prepared *pr, steady_info *info)
+{
+    while (pr) {
+        if (short_run(s, c, hopt, pr, info)) {
+            info->simulated = pr->m1;
+            return pr;
+        }
+        int attempt = pr->attempt + 1, spent = pr->spent + pr->m1;
+        prepared_free(pr);
+        if (strcmp(info->why, "no period found") != 0)
+            return NULL; /* a longer run would not change that */
+        pr = attempt_plan(s, c, copt, hopt, allow, attempt, spent, info);
+    }
+    return NULL;
+}
+
 steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compile_options *copt,
                                 const htae_options *hopt, int allow, steady_info *info)
 {
-    memset(info, 0, sizeof *info);
-    int m = strategy_micro_batches(s);
-    info->micro_batches = info->simulated = m;
-    int spent = 0, il = s->schedule == SCHED_INTERLEAVED;
-    for (int attempt = 0;; attempt++) {
-        int m1 = steady_short_micro_batches(s->pp, il, attempt);
-        const char *why = m1 ? ineligible(s, copt, hopt, allow, m, m1) : NULL;
-        if (!m1 || why || !steady_attempt_pays(m, spent, m1)) {
-            if (why) /* else the last attempt's reason stays */
-                snprintf(info->why, sizeof info->why, "%s", why);
-            return NULL;
-        }
-        steady_prepared *pr = try_short(s, c, copt, hopt, m, m1, info);
-        spent += m1;
-        if (pr) {
-            info->simulated = m1;
-            return pr;
-        }
-        if (strcmp(info->why, "no period found") != 0)
-            return NULL; /* a longer run would not change that */
-    }
+    steady_prepared *pr = steady_begin(s, c, copt, hopt, allow, info);
+    return steady_prepare_run(s, c, copt, hopt, allow, pr, info);
 }
 
 int steady_finish(const strategy *s, const cluster *c, const compile_options *copt,

@@ -51,6 +51,17 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
  * it frees), or every task simulated when there is none, when the options changed since (a
  * gate asked for link counters) or when the graphs do not line up. */
 typedef struct steady_prepared steady_prepared;
+/* steady_prepare in two steps, so that a gate may look at the first shorter plan before any
+ * run: steady_begin compiles it (NULL with info->why when none may be tried), steady_begun_plan
+ * is it (its figures the whole plan's; its graph m1 micro-batches), steady_prepare_run
+ * simulates it and, while no window holds, the next attempts' (NULL with info->why when none
+ * does; pr is consumed). */
+steady_prepared *steady_begin(const strategy *s, const cluster *c, const compile_options *copt,
+                              const htae_options *hopt, int allow, steady_info *info);
+const compiled_plan *steady_begun_plan(const steady_prepared *pr);
+steady_prepared *steady_prepare_run(const strategy *s, const cluster *c,
+                                    const compile_options *copt, const htae_options *hopt,
+                                    int allow, steady_prepared *pr, steady_info *info);
 steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compile_options *copt,
                                 const htae_options *hopt, int allow, steady_info *info);
 int steady_finish(const strategy *s, const cluster *c, const compile_options *copt,
