@@ -252,6 +252,12 @@ if [ "${1:-}" != "--quick" ]; then
         strategies/examples/gpt3-175b-1024gpu.yaml
     timed "GPT-3 175B, 16,384 GPUs" "<= 0.5 s" "$tmp/a100x16384.yaml" \
         strategies/examples/gpt3-175b-16384gpu.yaml
+    # the 1,024-GPU plan with 32,768 micro-batches (global batch 262,144): compile and memory
+    # in the simulated window only (docs/design-notes.md, "The window alone")
+    sed 's/global: 1536/global: 262144/' strategies/examples/gpt3-175b-1024gpu.yaml \
+        >"$tmp/gpt3-175b-1024gpu-32768mb.yaml"
+    timed "  the same, 32,768 micro-batches" "" "$tmp/a100x1024.yaml" \
+        "$tmp/gpt3-175b-1024gpu-32768mb.yaml"
     build/protosim cluster dgx-a100 --nodes 16384 -o "$tmp/a100x131072.yaml"
     sed 's/global: 24576/global: 196608/; s/degree: 128,/degree: 1024,/' \
         strategies/examples/gpt3-175b-16384gpu.yaml >"$tmp/gpt3-175b-131072gpu.yaml"
