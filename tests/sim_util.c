@@ -88,7 +88,8 @@ htae_options sim_bare_options(void)
     o.protocol_efficiency = 1.0;
     o.net_efficiency = 1.0;
     o.nvls_efficiency = 1.0;
-    o.timed_alone = 1; /* a speed-up with the same times, as by default */
+    o.timed_alone = 1;        /* a speed-up with the same times, as by default */
+    o.inline_collectives = 1; /* the same */
     return o;
 }
 

@@ -607,6 +607,46 @@ START_TEST(a_group_past_a_task_is_timed_block_by_block)
 }
 END_TEST
 
+/* Rank 0 computes 1 ms, then reduce-scatters and all-gathers 1 GB with rank 1 (a stand-in: its
+ * peer folded, no task of its own) on the TP stream, then computes 1 ms more, which waits for
+ * the all-gather. Nothing else crosses the 100 GB/s wire, so both collectives are timed waits:
+ * each moves (n - 1)/n x 1 GB = 0.5 GB, 5 ms. Run by the compute stream's actor (inline) or by
+ * the TP stream's, every task starts and ends at the same instant: 0-1, 1-6, 6-11, 11-12 ms. */
+START_TEST(inlined_collectives_same_times)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
+    htae_result r[2];
+    uint32_t id[4];
+    for (int inl = 0; inl < 2; inl++) {
+        exec_graph *g = graph_create(2);
+        int grp = graph_add_group_stand_ins(g, (int[2]){0, 1}, 2, 1), l = graph_label(g, "x");
+        id[0] = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+        graph_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0,
+                             &id[1]);
+        graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, &id[2]);
+        id[3] = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+        graph_add_edge(g, id[0], id[1]);
+        graph_add_edge(g, id[2], id[3]);
+        htae_options o = sim_bare_options();
+        o.inline_collectives = inl;
+        sim_run(g, &c, &o, &r[inl]);
+        ck_assert_uint_eq(r[inl].timed_colls, 2);
+        ck_assert_uint_eq(r[inl].inlined_colls, inl ? 2 : 0);
+        graph_free(g);
+    }
+    const double start[4] = {0, 1e-3, 6e-3, 11e-3}, end[4] = {1e-3, 6e-3, 11e-3, 12e-3};
+    for (int i = 0; i < 4; i++) {
+        ck_assert(fabs(r[1].start[id[i]] - start[i]) <= 1e-12);
+        ck_assert(fabs(r[1].end[id[i]] - end[i]) <= 1e-12);
+        ck_assert(r[1].start[id[i]] == r[0].start[id[i]] && r[1].end[id[i]] == r[0].end[id[i]]);
+    }
+    htae_result_free(&r[0]);
+    htae_result_free(&r[1]);
+    cluster_free(&c);
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     const TTest *const tests[] = {ring_across_nodes_one_channel_per_nic,
@@ -625,6 +665,7 @@ static Suite *coll_suite(void)
                                   companion_blocks_alone_are_timed,
                                   blocks_overloading_an_uplink_stay_tasks,
                                   a_group_past_a_task_is_timed_block_by_block,
+                                  inlined_collectives_same_times,
                                   NULL};
     return suite_of("coll", "algorithms", 120, tests);
 }

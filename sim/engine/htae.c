@@ -86,64 +86,13 @@ void htae_default_options(htae_options *o)
     o->algo = COLL_ALGO_AUTO;
     o->device_constants = 1;
     o->timed_alone = 1;
+    o->inline_collectives = 1;
     o->counter_ranks = NULL;
     o->snapshot_tasks = NULL;
     o->keep_ready = 0;
 }
 
-struct exec_state;
-
-typedef struct stream_state {
-    struct exec_state *x;
-    int rank, stream;
-    int computing;         /* a GPU compute task is mid-run on this stream */
-    uint32_t first, count; /* into g->stream_tasks */
-    int64_t waiting_task;  /* task whose predecessors this actor waits for, or -1 */
-    int64_t waiting_coll;  /* collective this actor waits to finish, or -1 */
-    int waiting_any;       /* a stream with floating tasks waits for any of its tasks */
-    sg_sem_t sem;
-} stream_state;
-
-/* A GPU's host thread: walks the rank's HOST_ISSUE tasks in program order. Its own clock runs
- * ahead of simulated time (issuing never waits for the GPU), so it only blocks, as an actor,
- * where the program synchronizes (HOST_WAIT). */
-typedef struct host_state {
-    struct exec_state *x;
-    uint32_t *tasks, count;
-    int64_t waiting_deps; /* HOST_WAIT task whose predecessors it waits for, or -1 */
-    sg_sem_t sem;
-} host_state;
-
-typedef struct exec_state {
-    const exec_graph *g;
-    htae_options opt;
-    sg_host_t *hosts;       /* per rank */
-    uint32_t *pending;      /* per task: predecessors not yet done */
-    uint32_t *coll_arrived; /* per collective */
-    uint8_t *coll_done;
-    int *comm_active;      /* per rank: communication streams with a kernel in flight */
-    int *comm_on_stream;   /* [n_ranks * g->n_streams]: communications in flight per stream */
-    double *sms;           /* per rank: the GPU's SMs */
-    int *computing;        /* per rank: GPU streams with a compute task mid-run */
-    stream_state *streams; /* [n_ranks * g->n_streams] */
-    host_state *host;      /* per rank */
-    double *ready;         /* per HOST_ISSUE task: earliest GPU start (host clock); a compute
-                               task's issue start, so it ends no earlier than ready + span */
-    double *pred_end;      /* per task, only for a graph with lags (graph_set_lag): the latest
-                              end of its explicit predecessors */
-    coll_group **groups;   /* per graph group: its collectives' algorithms and flows */
-    htae_tclass tclass;    /* transfers by the links they cross (the planners' unit) */
-    htae_prune prune;      /* folded flows left out of SimGrid's tasks (htae_prune.h) */
-    htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
-    htae_dyn dyn;          /* which collectives run alone from some point on (timed) */
-    struct htae_unit_cache *units; /* merged companion patterns' unit times */
-    htae_result *res;
-    htae_links *links; /* per-link bytes and busy time */
-    uint64_t activities;
-    uint32_t lean_colls;
-    uint32_t timed_colls;
-    uint32_t done_tasks;
-} exec_state;
+#include "htae_exec.h"
 
 double htae_ring_latency_terms(const htae_options *o, coll_kind kind, int members,
                                double route_latency)
@@ -177,6 +126,8 @@ static void release(exec_state *x, uint32_t t)
     }
 }
 
+static int inline_candidate(exec_state *x, const stream_state *a, uint32_t s);
+
 static void task_done(exec_state *x, uint32_t t, double now)
 {
     const exec_graph *g = x->g;
@@ -191,7 +142,10 @@ static void task_done(exec_state *x, uint32_t t, double now)
         if (x->pred_end && now > x->pred_end[s])
             x->pred_end[s] = now;
         if (--x->pending[s] == 0) {
-            release(x, s);
+            if (x->inliner && x->inlined < 0 && inline_candidate(x, x->inliner, s))
+                x->inlined = s; /* its own actor stays asleep: run_inlined */
+            else
+                release(x, s);
         } else if (x->pending[s] == 1) { /* only the host's issue left: a waiting host goes */
             host_state *h = &x->host[g->tasks[s].rank];
             if (h->waiting_deps == (int64_t)s) {
@@ -407,6 +361,79 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
     }
 }
 
+static void run_stream_task(exec_state *x, stream_state *st, uint32_t t);
+
+/* Collective s, just released by compute stream a's task, may be run by a's actor: a timed
+ * collective of one tasked member (its peers folded) of a group with no foreign activity (it
+ * runs alone whoever starts it, htae_dyn_always), its own stream's actor asleep waiting for it,
+ * and a's next task waiting for it too (a could do nothing meanwhile). Running it there spares
+ * the two actors' hand-over: the same start, the same time. */
+/* A collective whose time no other activity can change, run by one member: any actor may run
+ * it. */
+static int inline_collective(const exec_state *x, const graph_task *k)
+{
+    const exec_graph *g = x->g;
+    if (k->kind != TASK_COLLECTIVE || !x->opt.timed_alone)
+        return 0;
+    const graph_collective *col = &g->colls[k->coll];
+    const int32_t *comp;
+    return g->groups[col->group].tasked == 1 && !col->matrix &&
+           htae_dyn_always(&x->dyn, (uint32_t)col->group) &&
+           !graph_coll_companions(g, (uint32_t)k->coll, &comp);
+}
+
+static int inline_candidate(exec_state *x, const stream_state *a, uint32_t s)
+{
+    const exec_graph *g = x->g;
+    const graph_task *k = &g->tasks[s];
+    if (k->rank != a->rank || k->stream == a->stream || g->floating || !inline_collective(x, k) ||
+        (s < g->n_lag && g->lag[s] > 0.0))
+        return 0;
+    const stream_state *b = &x->streams[(size_t)k->rank * (size_t)g->n_streams + k->stream];
+    if (b->waiting_task != (int64_t)s || b->next >= b->count ||
+        g->stream_tasks[b->first + b->next] != s || a->next >= a->count)
+        return 0;
+    uint32_t mine = g->stream_tasks[a->first + a->next];
+    /* a's next task waits for s, or for one of the few collectives after it on s's stream */
+    for (uint32_t i = b->next; i < b->count && i < b->next + 4; i++) {
+        const graph_task *c = &g->tasks[g->stream_tasks[b->first + i]];
+        if (i > b->next && !inline_collective(x, c))
+            break;
+        for (uint32_t j = 0; j < c->n_succ; j++)
+            if (g->succ[c->succ_first + j] == mine)
+                return 1;
+    }
+    return 0;
+}
+
+/* The collective claimed by inline_candidate, run on its own stream's behalf; then that stream's
+ * actor goes on with its next task (woken now if it may start). */
+static void run_inlined(exec_state *x, uint32_t s, uint32_t mine)
+{
+    const exec_graph *g = x->g;
+    const graph_task *k = &g->tasks[s];
+    stream_state *b = &x->streams[(size_t)k->rank * (size_t)g->n_streams + k->stream];
+    b->next++;
+    run_stream_task(x, b, s);
+    x->inlined_colls++;
+    /* the collectives after it on its stream, while they may start and a's next task may not */
+    while (b->next < b->count && x->pending[mine] > 0) {
+        uint32_t t = g->stream_tasks[b->first + b->next];
+        if (x->pending[t] > 0 || !inline_collective(x, &g->tasks[t]) ||
+            (t < g->n_lag && g->lag[t] > 0.0))
+            break;
+        b->next++;
+        run_stream_task(x, b, t);
+        x->inlined_colls++;
+    }
+    if (b->next >= b->count || x->pending[g->stream_tasks[b->first + b->next]] == 0) {
+        b->waiting_task = -1;
+        sg_sem_release(b->sem);
+    } else {
+        b->waiting_task = g->stream_tasks[b->first + b->next];
+    }
+}
+
 /* Run task t of the stream once its predecessors are done. */
 static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
 {
@@ -432,7 +459,18 @@ static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
     } else {
         run_transfer(x, t);
     }
+    if (k->kind == TASK_COMPUTE && x->opt.inline_collectives &&
+        !graph_stream_is_cpu(g, st->stream)) {
+        x->inliner = st;
+        x->inlined = -1;
+    }
     task_done(x, t, simgrid_get_clock());
+    x->inliner = NULL;
+    if (x->inlined >= 0) {
+        uint32_t s = (uint32_t)x->inlined;
+        x->inlined = -1;
+        run_inlined(x, s, st->next < st->count ? g->stream_tasks[st->first + st->next] : 0);
+    }
 }
 
 static int is_floating(const exec_graph *g, uint32_t t)
@@ -488,111 +526,16 @@ static void stream_actor(int argc, char **argv)
         stream_actor_floating(st);
         return;
     }
-    for (uint32_t i = 0; i < st->count; i++) {
-        uint32_t t = g->stream_tasks[st->first + i];
-        while (x->pending[t] > 0) {
+    while (st->next < st->count) { /* next: another actor may have run one (run_inlined) */
+        uint32_t t = g->stream_tasks[st->first + st->next];
+        if (x->pending[t] > 0) {
             st->waiting_task = t;
             sg_sem_acquire(st->sem);
+            continue;
         }
+        st->next++;
         run_stream_task(x, st, t);
     }
-}
-
-/* Step: plan every group's collectives and check a forced algorithm can run its all-reduces. */
-static int plan_groups(exec_state *x, const cluster *c, ps_error *err)
-{
-    const exec_graph *g = x->g;
-    x->groups = xcalloc(g->n_groups, sizeof *x->groups);
-    for (uint32_t i = 0; i < g->n_groups; i++) {
-        const graph_group *gr = &g->groups[i];
-        x->groups[i] =
-            htae_coll_group_create(c, x->hosts, &g->group_ranks[gr->first], (int)gr->n, &x->opt);
-    }
-    for (uint32_t k = 0; k < g->n_colls; k++) {
-        const graph_collective *col = &g->colls[k];
-        int rc = htae_coll_check(x->groups[col->group], col->kind, x->opt.algo, err);
-        if (rc)
-            return rc;
-    }
-    htae_tclass_make(&x->tclass, g);
-    htae_prune_plan(&x->prune, g, &x->tclass, x->groups, x->hosts, &x->opt);
-    htae_alone_plan(&x->alone, g, &x->tclass, x->groups, x->hosts);
-    if (x->opt.timed_alone) {
-        htae_dyn_plan(&x->dyn, &x->alone, g, &x->tclass, x->groups, x->hosts);
-        x->units = htae_unit_cache_create();
-    }
-    return 0;
-}
-
-/* Step: the SimGrid host of every rank into *out, or an error (and nothing allocated) if one
- * is missing. */
-static int lookup_hosts(const exec_graph *g, const cluster *c, sg_host_t **out, ps_error *err)
-{
-    sg_host_t *hosts = xmalloc((size_t)g->n_ranks * sizeof *hosts);
-    for (int r = 0; r < g->n_ranks; r++) {
-        hosts[r] = c->sg_hosts[r];
-        if (!hosts[r]) {
-            free(hosts);
-            return ps_error_set(err, PS_EINTERNAL, c->file, 0, 0, NULL,
-                                "host '%s' is not in the loaded platform", c->host_names[r]);
-        }
-    }
-    *out = hosts;
-    return 0;
-}
-
-/* Step: the per-task and per-rank state, and each host thread's queue of HOST_ISSUE tasks. */
-static void state_init(exec_state *x, const exec_graph *g, const htae_options *opt,
-                       sg_host_t *hosts, htae_result *out)
-{
-    memset(x, 0, sizeof *x);
-    x->g = g;
-    if (opt)
-        x->opt = *opt;
-    else
-        htae_default_options(&x->opt);
-    assert((x->opt.overlap_slowdown < 0.0 || is_amount(x->opt.overlap_slowdown)) &&
-           is_amount(x->opt.coll_launch_s));
-    assert(x->opt.comm_sms >= 0.0);
-    assert(is_amount(x->opt.coll_step_s) && is_amount(x->opt.p2p_launch_s));
-    assert(is_amount(x->opt.coll_net_step_s) && is_amount(x->opt.nvls_latency_s));
-    assert(x->opt.protocol_efficiency > 0.0 && x->opt.protocol_efficiency <= 1.0);
-    assert(x->opt.net_efficiency > 0.0 && x->opt.net_efficiency <= 1.0);
-    assert(x->opt.nvls_efficiency > 0.0 && x->opt.nvls_efficiency <= 1.0);
-    assert(x->opt.algo >= COLL_ALGO_AUTO && x->opt.algo < COLL_ALGO_COUNT);
-    x->res = out;
-    out->start = xcalloc(g->n_tasks, sizeof *out->start);
-    out->end = xcalloc(g->n_tasks, sizeof *out->end);
-    x->hosts = hosts;
-    x->comm_active = xcalloc((size_t)g->n_ranks, sizeof *x->comm_active);
-    x->comm_on_stream =
-        xcalloc((size_t)g->n_ranks * (size_t)g->n_streams, sizeof *x->comm_on_stream);
-    x->sms = xcalloc((size_t)g->n_ranks, sizeof *x->sms);
-    x->computing = xcalloc((size_t)g->n_ranks, sizeof *x->computing);
-    x->pending = xmalloc((size_t)g->n_tasks * sizeof *x->pending);
-    x->ready = xcalloc(g->n_tasks, sizeof *x->ready);
-    x->pred_end = g->lag ? xcalloc(g->n_tasks, sizeof *x->pred_end) : NULL;
-    x->coll_arrived = xcalloc(g->n_colls, sizeof *x->coll_arrived);
-    x->coll_done = xcalloc(g->n_colls, 1);
-
-    x->host = xcalloc((size_t)g->n_ranks, sizeof *x->host);
-    for (uint32_t t = 0; t < g->n_tasks; t++) {
-        x->pending[t] = g->tasks[t].n_pred + (g->tasks[t].host ? 1u : 0u);
-        if (g->tasks[t].host)
-            x->host[g->tasks[t].rank].count++;
-    }
-    for (int r = 0; r < g->n_ranks; r++) {
-        host_state *h = &x->host[r];
-        h->x = x;
-        h->waiting_deps = -1;
-        h->tasks = xmalloc((size_t)h->count * sizeof *h->tasks);
-        h->count = 0;
-    }
-    for (uint32_t t = 0; t < g->n_tasks; t++) /* task id order is program order */
-        if (g->tasks[t].host) {
-            host_state *h = &x->host[g->tasks[t].rank];
-            h->tasks[h->count++] = t;
-        }
 }
 
 static void start_actor(const char *name, sg_host_t where, void (*code)(int, char **), void *data)
@@ -634,86 +577,6 @@ static void start_actors(exec_state *x)
     }
 }
 
-/* Step: after the engine stopped, check every task ran and fill in the makespan. */
-static int collect_result(exec_state *x, ps_error *err)
-{
-    const exec_graph *g = x->g;
-    htae_result *out = x->res;
-    out->activities = x->activities;
-    out->lean_colls = x->lean_colls;
-    out->timed_colls = x->timed_colls;
-    out->pruned = x->prune.groups + x->prune.pairs;
-    if (x->done_tasks != g->n_tasks)
-        return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
-                            "simulation stalled: %u of %u tasks ran (dependency deadlock)",
-                            x->done_tasks, g->n_tasks);
-    for (uint32_t t = 0; t < g->n_tasks; t++) {
-        assert(is_amount(out->start[t]) && out->end[t] >= out->start[t]);
-        if (out->end[t] > out->makespan)
-            out->makespan = out->end[t];
-    }
-    return 0;
-}
-
-/* Step: times from the run's start, if SimGrid's clock could not be put back to 0
- * (htae_clock_restart) after an earlier run in the process (replay --what-if runs the unchanged
- * job, then the changed one; a sweep worker runs many plans). */
-static void shift_result(htae_result *out, uint32_t n_tasks, double origin)
-{
-    if (origin == 0.0)
-        return;
-    for (uint32_t t = 0; t < n_tasks; t++) {
-        out->start[t] -= origin;
-        out->end[t] -= origin;
-    }
-    out->makespan -= origin;
-    for (int i = 0; i < out->n_links; i++)
-        for (int k = 0; k < out->links[i].n_rate; k++)
-            out->links[i].rate[k].t -= origin;
-    for (int k = 0; k < out->n_snaps; k++)
-        out->snap_t[k] -= origin;
-    if (out->ready)
-        for (uint32_t t = 0; t < n_tasks; t++)
-            out->ready[t] = out->ready[t] > 0.0 ? out->ready[t] - origin : 0.0;
-}
-
-/* Step: free everything state_init, plan_groups and start_actors made (not the result). */
-static void state_free(exec_state *x)
-{
-    const exec_graph *g = x->g;
-    if (x->streams)
-        for (size_t i = 0; i < (size_t)g->n_ranks * (size_t)g->n_streams; i++) {
-            if (x->streams[i].count)
-                sg_sem_destroy(x->streams[i].sem);
-        }
-    if (x->groups)
-        for (uint32_t i = 0; i < g->n_groups; i++)
-            htae_coll_group_free(x->groups[i]);
-    for (int r = 0; r < g->n_ranks; r++) {
-        if (x->host[r].sem)
-            sg_sem_destroy(x->host[r].sem);
-        free(x->host[r].tasks);
-    }
-    free(x->host);
-    free(x->ready);
-    free(x->pred_end);
-    free(x->groups);
-    htae_alone_free(&x->alone);
-    htae_dyn_free(&x->dyn);
-    htae_tclass_free(&x->tclass);
-    htae_prune_free(&x->prune);
-    htae_unit_cache_free(x->units);
-    free(x->streams);
-    free(x->pending);
-    free(x->coll_arrived);
-    free(x->coll_done);
-    free(x->comm_active);
-    free(x->comm_on_stream);
-    free(x->sms);
-    free(x->computing);
-    free(x->hosts);
-}
-
 int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, htae_result *out,
              ps_error *err)
 {
@@ -723,25 +586,25 @@ int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, hta
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
                             "graph has %d ranks but the cluster %d GPUs", g->n_ranks, c->n_gpus);
     sg_host_t *hosts = NULL;
-    int rc = lookup_hosts(g, c, &hosts, err);
+    int rc = htae_lookup_hosts(g, c, &hosts, err);
     if (rc)
         return rc;
     struct timespec w0, w1;
     clock_gettime(CLOCK_MONOTONIC, &w0);
 
     exec_state x;
-    state_init(&x, g, opt, hosts, out);
+    htae_state_init(&x, g, opt, hosts, out);
     for (int r = 0; r < g->n_ranks; r++)
         x.sms[r] = c->device[r] ? c->device[r]->sms : 0;
     x.links = htae_links_create();
     htae_links_count(x.links, g, hosts, x.opt.counter_ranks);
-    rc = plan_groups(&x, c, err);
+    rc = htae_plan_groups(&x, c, err);
     htae_clock_restart();                /* a run in a process that ran another starts from 0 too */
     double origin = simgrid_get_clock(); /* 0 unless the clock could not be reset */
     if (!rc) {
         start_actors(&x);
         simgrid_run();
-        rc = collect_result(&x, err);
+        rc = htae_collect_result(&x, err);
     }
     if (!rc) {
         htae_links_collect(x.links, out);
@@ -749,10 +612,10 @@ int htae_run(const exec_graph *g, const cluster *c, const htae_options *opt, hta
             out->ready = xmalloc(((size_t)g->n_tasks + 1) * sizeof *out->ready);
             memcpy(out->ready, x.ready, (size_t)g->n_tasks * sizeof *out->ready);
         }
-        shift_result(out, g->n_tasks, origin);
+        htae_shift_result(out, g->n_tasks, origin);
     }
     htae_links_free(x.links);
-    state_free(&x);
+    htae_state_free(&x);
     if (rc) {
         htae_result_free(out);
         return rc;

@@ -46,6 +46,12 @@ typedef struct htae_options {
                                    their links (from the start, or once every other activity
                                    that may cross them ended) are timed waits of the time
                                    SimGrid would give them (htae_dyn.h); 0: SimGrid tasks */
+    int inline_collectives;     /* 1 (the default): a timed collective of one tasked member
+                                   whose group nothing else ever crosses, released by a compute
+                                   task whose stream's next task waits for it (or for the ones
+                                   right after it on its stream), is run by that compute
+                                   stream's actor: the same times without the two actors'
+                                   hand-over; 0: by its own stream's actor */
     /* Link counters (htae_link_stat.rate): NULL records none (the default); else [n_ranks],
      * non-zero for the GPUs whose links are counted: every link on a route between such a GPU
      * and a GPU it shares a group or a transfer with (all links when every GPU is listed).
@@ -88,18 +94,20 @@ typedef struct htae_link_stat {
 int htae_link_stat_cmp(const void *pa, const void *pb);
 
 typedef struct htae_result {
-    double makespan;       /* simulated seconds until the last task ended */
-    double *start, *end;   /* [n_tasks] simulated start and end of each task (all times of a
+    double makespan;        /* simulated seconds until the last task ended */
+    double *start, *end;    /* [n_tasks] simulated start and end of each task (all times of a
                               result count from its run's start, however many ran before) */
-    uint64_t activities;   /* SimGrid activities run (executions and flows) */
-    uint32_t lean_colls;   /* all-to-alls run as lean tasks, alone on their private links
+    uint64_t activities;    /* SimGrid activities run (executions and flows) */
+    uint32_t lean_colls;    /* all-to-alls run as lean tasks, alone on their private links
                               (htae_alone.h); the same timings as their full tasks */
-    uint32_t timed_colls;  /* collectives run as timed waits, alone on their links
+    uint32_t timed_colls;   /* collectives run as timed waits, alone on their links
                               (htae_dyn.h); the same timings as their SimGrid tasks */
-    uint32_t pruned;       /* companion groups and pairs left out of SimGrid's tasks
+    uint32_t inlined_colls; /* of those, run by a compute stream's actor
+                               (htae_options.inline_collectives) */
+    uint32_t pruned;        /* companion groups and pairs left out of SimGrid's tasks
                               (htae_prune.h; the same times, fewer flows) */
-    double wall_s;         /* host seconds spent in the simulation */
-    htae_link_stat *links; /* [n_links] links that carried bytes, busiest first */
+    double wall_s;          /* host seconds spent in the simulation */
+    htae_link_stat *links;  /* [n_links] links that carried bytes, busiest first */
     int n_links;
     /* With htae_options.snapshot_tasks (ready: or keep_ready), else NULL and 0: */
     double *ready;  /* [n_tasks] when the host had issued each HOST_ISSUE task (others 0) */

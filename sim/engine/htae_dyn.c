@@ -261,6 +261,11 @@ int htae_dyn_now(const htae_dyn *d, uint32_t gi)
     return d->eligible && d->eligible[gi] && d->ended[gi] == d->foreign[gi];
 }
 
+int htae_dyn_always(const htae_dyn *d, uint32_t gi)
+{
+    return d->eligible && d->eligible[gi] && d->foreign[gi] == 0;
+}
+
 void htae_dyn_transfer_ended(htae_dyn *d, uint32_t t)
 {
     if (!d->t_first)

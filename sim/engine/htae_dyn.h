@@ -39,6 +39,9 @@ void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, const htae_t
                    coll_group **groups, const sg_host_t *hosts);
 /* Whether a collective of group gi starting now runs alone on its links to its end. */
 int htae_dyn_now(const htae_dyn *d, uint32_t gi);
+/* Whether group gi has no foreign activity at all: each of its collectives runs alone, whenever
+ * and in whatever order the actors of one instant start it. */
+int htae_dyn_always(const htae_dyn *d, uint32_t gi);
 /* Transfer task t, or a collective of group gi, ended. */
 void htae_dyn_transfer_ended(htae_dyn *d, uint32_t t);
 void htae_dyn_collective_ended(htae_dyn *d, uint32_t gi);
