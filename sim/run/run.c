@@ -26,6 +26,15 @@ void run_summarize(const compiled_plan *p, const htae_result *r, report_summary 
     report_summarize(&rp, r, out);
 }
 
+/* The request's compile options, or the defaults (into *defaults). */
+static const compile_options *request_options(const run_request *rq, compile_options *defaults)
+{
+    if (rq->copt)
+        return rq->copt;
+    compile_default_options(defaults);
+    return defaults;
+}
+
 /* Step 1: the graph to simulate: the strategy compiled, or the job's graph built. */
 static int run_build(const run_request *rq, run_outcome *out, ps_error *err)
 {
@@ -51,11 +60,7 @@ static int run_simulate(const run_request *rq, run_outcome *out, ps_error *err)
         rc = htae_run(out->traced, rq->c, rq->hopt, &out->res, err);
     } else {
         compile_options defaults;
-        const compile_options *copt = rq->copt;
-        if (!copt) {
-            compile_default_options(&defaults);
-            copt = &defaults;
-        }
+        const compile_options *copt = request_options(rq, &defaults);
         rc = steady_run(rq->s, rq->c, copt, rq->hopt, rq->steady, &out->plan, &out->res,
                         &out->steady, err);
     }
@@ -93,11 +98,7 @@ static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
     if (out->window && rq->path &&
         !steady_window_path(out->window, &out->plan, &out->res, &out->path)) {
         compile_options defaults;
-        const compile_options *copt = rq->copt;
-        if (!copt) {
-            compile_default_options(&defaults);
-            copt = &defaults;
-        }
+        const compile_options *copt = request_options(rq, &defaults);
         rc = run_whole(rq, copt, out, err);
         if (rc)
             return rc;
@@ -132,11 +133,7 @@ static int run_compile_whole(const run_request *rq, const compile_options *copt,
 static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
 {
     compile_options defaults;
-    const compile_options *copt = rq->copt;
-    if (!copt) {
-        compile_default_options(&defaults);
-        copt = &defaults;
-    }
+    const compile_options *copt = request_options(rq, &defaults);
     double t0 = ps_now_s();
     steady_prepared *pr = steady_begin(rq->s, rq->c, copt, rq->hopt, 1, &out->steady);
     out->compile_s = ps_now_s() - t0;

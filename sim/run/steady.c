@@ -491,17 +491,24 @@ static void prepared_free(steady_prepared *pr)
     free(pr);
 }
 
+/* copt (NULL: the defaults) with a graph of m micro-batches. */
+static compile_options graph_options(const compile_options *copt, int m)
+{
+    compile_options o;
+    if (copt)
+        o = *copt;
+    else
+        compile_default_options(&o);
+    o.graph_micro_batches = m;
+    return o;
+}
+
 /* The shorter plan of attempt `attempt` (m1 micro-batches, after `spent` simulated by the
  * attempts before it), compiled: the prepared run to be, or NULL with info->why. */
 static steady_prepared *short_plan(const strategy *s, const cluster *c, const compile_options *copt,
                                    int attempt, int m1, int spent, steady_info *info)
 {
-    compile_options o1;
-    if (copt)
-        o1 = *copt;
-    else
-        compile_default_options(&o1);
-    o1.graph_micro_batches = m1;
+    compile_options o1 = graph_options(copt, m1);
     steady_prepared *pr = xcalloc(1, sizeof *pr);
     pr->m1 = m1;
     pr->attempt = attempt;
@@ -642,12 +649,7 @@ void steady_prepared_free(steady_prepared *pr)
 int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
                        const steady_prepared *pr, compiled_plan *plan, ps_error *err)
 {
-    compile_options o;
-    if (copt)
-        o = *copt;
-    else
-        compile_default_options(&o);
-    o.graph_micro_batches = pr->m1 + pr->w.d;
+    compile_options o = graph_options(copt, pr->m1 + pr->w.d);
     return compile_plan(s, c, &o, plan, err);
 }
 
