@@ -647,6 +647,88 @@ START_TEST(inlined_collectives_same_times)
 }
 END_TEST
 
+/* One graph run with collectives inlined and not: every task the same (bitwise), and
+ * inlined_colls of them run by a compute stream's actor with inlining on. */
+static void same_with_and_without_inlining(exec_graph *(*build)(void), const char *platform,
+                                           uint32_t inlined, htae_result *out)
+{
+    cluster c;
+    sim_load(platform, &c);
+    htae_result r[2];
+    for (int inl = 0; inl < 2; inl++) {
+        exec_graph *g = build();
+        htae_options o = sim_bare_options();
+        o.inline_collectives = inl;
+        sim_run(g, &c, &o, &r[inl]);
+        ck_assert_uint_eq(r[inl].inlined_colls, inl ? inlined : 0);
+        for (uint32_t t = 0; t < g->n_tasks; t++)
+            ck_assert(!inl || (r[1].start[t] == r[0].start[t] && r[1].end[t] == r[0].end[t]));
+        graph_free(g);
+    }
+    htae_result_free(&r[0]);
+    *out = r[1];
+    cluster_free(&c);
+}
+
+/* Each of the 4 ranks of two nodes computes 1 ms (C), which releases both a one-member
+ * all-gather S on the TP stream, waited for by its next compute C', and a 1 ms compute X on the
+ * PP stream: the four compute actors finish at the same instant, and releasing X lets another
+ * actor run before the first goes on; each must still run its own S. */
+static exec_graph *ranks_claiming_at_once(void)
+{
+    exec_graph *g = graph_create(4);
+    int l = graph_label(g, "x");
+    for (int r = 0; r < 4; r++) {
+        int grp = graph_add_group(g, (int[1]){r}, 1);
+        uint32_t c = graph_add_compute(g, r, CAT_FORWARD, 1e-3, l, 0), s;
+        graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, &s);
+        uint32_t x = graph_add_compute_on(g, r, STREAM_PP, CAT_FORWARD, 1e-3, l, 0);
+        uint32_t c2 = graph_add_compute(g, r, CAT_FORWARD, 1e-3, l, 0);
+        graph_add_edge(g, c, s);
+        graph_add_edge(g, c, x);
+        graph_add_edge(g, s, c2);
+    }
+    return g;
+}
+
+START_TEST(ranks_inline_their_own_collectives)
+{
+    htae_result r;
+    same_with_and_without_inlining(ranks_claiming_at_once, "tests/data/htae/two-by-two-fabric.xml",
+                                   4, &r);
+    ck_assert(fabs(r.makespan - 2e-3) <= 1e-12); /* a one-member collective moves nothing */
+    htae_result_free(&r);
+}
+END_TEST
+
+/* Rank 0: C0 (1 ms), then AG1 and AG2 (0.5 GB each over the 100 GB/s wire, 5 ms) on the TP
+ * stream; C1 waits for AG1 and for X (7 ms on the PP stream from 0), not for AG2. C1 must start
+ * at 7 ms, when X ends, not after AG2 (11 ms): only AG1 is run by the compute actor. */
+static exec_graph *wait_for_one_of_two(void)
+{
+    exec_graph *g = graph_create(2);
+    int grp = graph_add_group_stand_ins(g, (int[2]){0, 1}, 2, 1), l = graph_label(g, "x");
+    uint32_t c0 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0), ag1;
+    uint32_t x = graph_add_compute_on(g, 0, STREAM_PP, CAT_FORWARD, 7e-3, l, 0);
+    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, &ag1);
+    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, NULL);
+    uint32_t c1 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    graph_add_edge(g, c0, ag1);
+    graph_add_edge(g, ag1, c1);
+    graph_add_edge(g, x, c1);
+    return g;
+}
+
+START_TEST(inlining_delays_nothing)
+{
+    htae_result r;
+    same_with_and_without_inlining(wait_for_one_of_two, "tests/data/htae/two-100GBps.xml", 1, &r);
+    ck_assert(fabs(r.start[4] - 7e-3) <= 1e-12 && fabs(r.end[4] - 8e-3) <= 1e-12); /* C1 */
+    ck_assert(fabs(r.makespan - 11e-3) <= 1e-12);
+    htae_result_free(&r);
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     const TTest *const tests[] = {ring_across_nodes_one_channel_per_nic,
@@ -666,6 +748,8 @@ static Suite *coll_suite(void)
                                   blocks_overloading_an_uplink_stay_tasks,
                                   a_group_past_a_task_is_timed_block_by_block,
                                   inlined_collectives_same_times,
+                                  ranks_inline_their_own_collectives,
+                                  inlining_delays_nothing,
                                   NULL};
     return suite_of("coll", "algorithms", 120, tests);
 }

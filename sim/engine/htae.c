@@ -126,9 +126,19 @@ static void release(exec_state *x, uint32_t t)
     }
 }
 
-static int inline_candidate(exec_state *x, const stream_state *a, uint32_t s);
+/* A compute stream finishing a task (run_stream_task): a collective that task releases may be
+ * claimed for that stream's actor to run (inline_candidate); kept by the actor itself, as
+ * releasing a successor lets other actors run before it goes on. */
+typedef struct inline_claim {
+    const stream_state *by;
+    int64_t task;  /* the collective claimed, -1 none */
+    uint32_t last; /* with it: the collectives up to this place on its stream, the last of
+                      them one the claiming stream's next task waits for */
+} inline_claim;
 
-static void task_done(exec_state *x, uint32_t t, double now)
+static int inline_candidate(exec_state *x, inline_claim *ic, uint32_t s);
+
+static void task_done_claiming(exec_state *x, uint32_t t, double now, inline_claim *ic)
 {
     const exec_graph *g = x->g;
     const graph_task *k = &g->tasks[t];
@@ -142,8 +152,8 @@ static void task_done(exec_state *x, uint32_t t, double now)
         if (x->pred_end && now > x->pred_end[s])
             x->pred_end[s] = now;
         if (--x->pending[s] == 0) {
-            if (x->inliner && x->inlined < 0 && inline_candidate(x, x->inliner, s))
-                x->inlined = s; /* its own actor stays asleep: run_inlined */
+            if (ic && ic->task < 0 && inline_candidate(x, ic, s))
+                ic->task = s; /* its own actor stays asleep: run_inlined */
             else
                 release(x, s);
         } else if (x->pending[s] == 1) { /* only the host's issue left: a waiting host goes */
@@ -154,6 +164,11 @@ static void task_done(exec_state *x, uint32_t t, double now)
             }
         }
     }
+}
+
+static void task_done(exec_state *x, uint32_t t, double now)
+{
+    task_done_claiming(x, t, now, NULL);
 }
 
 static void sleep_until(double t)
@@ -382,9 +397,10 @@ static int inline_collective(const exec_state *x, const graph_task *k)
            !graph_coll_companions(g, (uint32_t)k->coll, &comp);
 }
 
-static int inline_candidate(exec_state *x, const stream_state *a, uint32_t s)
+static int inline_candidate(exec_state *x, inline_claim *ic, uint32_t s)
 {
     const exec_graph *g = x->g;
+    const stream_state *a = ic->by;
     const graph_task *k = &g->tasks[s];
     if (k->rank != a->rank || k->stream == a->stream || g->floating || !inline_collective(x, k) ||
         (s < g->n_lag && g->lag[s] > 0.0))
@@ -394,33 +410,37 @@ static int inline_candidate(exec_state *x, const stream_state *a, uint32_t s)
         g->stream_tasks[b->first + b->next] != s || a->next >= a->count)
         return 0;
     uint32_t mine = g->stream_tasks[a->first + a->next];
-    /* a's next task waits for s, or for one of the few collectives after it on s's stream */
+    /* a's next task waits for s, or for one of the few collectives after it on s's stream (and
+     * so, in stream order, for every one before that one too): the last such one */
+    int found = 0;
     for (uint32_t i = b->next; i < b->count && i < b->next + 4; i++) {
         const graph_task *c = &g->tasks[g->stream_tasks[b->first + i]];
-        if (i > b->next && !inline_collective(x, c))
+        if (i > b->next &&
+            (!inline_collective(x, c) || (g->stream_tasks[b->first + i] < g->n_lag &&
+                                          g->lag[g->stream_tasks[b->first + i]] > 0.0)))
             break;
         for (uint32_t j = 0; j < c->n_succ; j++)
-            if (g->succ[c->succ_first + j] == mine)
-                return 1;
+            if (g->succ[c->succ_first + j] == mine) {
+                ic->last = i;
+                found = 1;
+            }
     }
-    return 0;
+    return found;
 }
 
 /* The collective claimed by inline_candidate, run on its own stream's behalf; then that stream's
  * actor goes on with its next task (woken now if it may start). */
-static void run_inlined(exec_state *x, uint32_t s, uint32_t mine)
+static void run_inlined(exec_state *x, const inline_claim *ic)
 {
     const exec_graph *g = x->g;
-    const graph_task *k = &g->tasks[s];
+    const graph_task *k = &g->tasks[ic->task];
     stream_state *b = &x->streams[(size_t)k->rank * (size_t)g->n_streams + k->stream];
-    b->next++;
-    run_stream_task(x, b, s);
-    x->inlined_colls++;
-    /* the collectives after it on its stream, while they may start and a's next task may not */
-    while (b->next < b->count && x->pending[mine] > 0) {
+    /* the claimed collective, then those after it up to ic->last while each may start (its
+     * predecessors done, the host's issue among them): the claiming stream's next task waits
+     * for all of them, so running them here delays nothing */
+    while (b->next <= ic->last) {
         uint32_t t = g->stream_tasks[b->first + b->next];
-        if (x->pending[t] > 0 || !inline_collective(x, &g->tasks[t]) ||
-            (t < g->n_lag && g->lag[t] > 0.0))
+        if (x->pending[t] > 0)
             break;
         b->next++;
         run_stream_task(x, b, t);
@@ -459,18 +479,12 @@ static void run_stream_task(exec_state *x, stream_state *st, uint32_t t)
     } else {
         run_transfer(x, t);
     }
-    if (k->kind == TASK_COMPUTE && x->opt.inline_collectives &&
-        !graph_stream_is_cpu(g, st->stream)) {
-        x->inliner = st;
-        x->inlined = -1;
-    }
-    task_done(x, t, simgrid_get_clock());
-    x->inliner = NULL;
-    if (x->inlined >= 0) {
-        uint32_t s = (uint32_t)x->inlined;
-        x->inlined = -1;
-        run_inlined(x, s, st->next < st->count ? g->stream_tasks[st->first + st->next] : 0);
-    }
+    inline_claim ic = {st, -1, 0};
+    int may =
+        k->kind == TASK_COMPUTE && x->opt.inline_collectives && !graph_stream_is_cpu(g, st->stream);
+    task_done_claiming(x, t, simgrid_get_clock(), may ? &ic : NULL);
+    if (ic.task >= 0)
+        run_inlined(x, &ic);
 }
 
 static int is_floating(const exec_graph *g, uint32_t t)

@@ -68,10 +68,6 @@ typedef struct exec_state {
     uint32_t timed_colls;
     uint32_t done_tasks;
     uint32_t inlined_colls;
-    /* A compute stream finishing a task (run_stream_task): a collective that task releases may
-     * be run by that stream's actor instead of its own (inline_candidate); NULL otherwise. */
-    stream_state *inliner;
-    int64_t inlined; /* the collective claimed so (-1 none) */
 } exec_state;
 
 /* The steps of htae_run around the simulation (htae_state.c). */

@@ -64,7 +64,6 @@ void htae_state_init(exec_state *x, const exec_graph *g, const htae_options *opt
 {
     memset(x, 0, sizeof *x);
     x->g = g;
-    x->inlined = -1;
     if (opt)
         x->opt = *opt;
     else

@@ -557,9 +557,9 @@ int report_critical_path_periodic(const exec_graph *g1, const htae_result *r1, c
     int n1, n2;
     path_step *v1 = walk(g1, r1, &n1), *v2 = walk(g2, r2, &n2);
     int L = n2 - n1, a = 0, b = 0;
-    while (a < n1 && same_step(&v1[a], &v2[a], tol)) /* the latest steps, shifted by a period */
+    while (L > 0 && a < n1 && same_step(&v1[a], &v2[a], tol)) /* the latest, a period later */
         a++;
-    while (b < n1 && L >= 0 && same_step(&v1[n1 - 1 - b], &v2[n2 - 1 - b], tol))
+    while (L > 0 && b < n1 && same_step(&v1[n1 - 1 - b], &v2[n2 - 1 - b], tol))
         b++; /* the earliest steps, where they were */
     /* v2 = v1[0, a) + the period's steps v2[a, a + L) + v1[a, n1): a + b covers v1 */
     int ok = L > 0 && a + b >= n1;

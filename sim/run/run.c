@@ -99,9 +99,14 @@ static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
         !steady_window_path(out->window, &out->plan, &out->res, &out->path)) {
         compile_options defaults;
         const compile_options *copt = request_options(rq, &defaults);
+        double w0 = ps_now_s();
         rc = run_whole(rq, copt, out, err);
+        out->simulate_s += ps_now_s() - w0; /* its compile with it */
         if (rc)
             return rc;
+        if (rq->again)
+            out->clock_reset = htae_clock_restart();
+        t0 = ps_now_s();
     }
     if (rq->job)
         report_replay_summarize(rq->job, out->traced, out->task_of, &out->res, &out->replay);
