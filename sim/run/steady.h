@@ -13,8 +13,9 @@
  * period geometrically, or settle into one of several rounds (bandwidth shared by flows whose
  * overlap shifts, under uneven stages), and never repeat to 1e-9 in the run; that window is used,
  * the period inserted is the median of its tasks' shifts, and the tolerance is reported
- * (approx_s). Otherwise every task is simulated. docs/design-notes.md, "Steady-state
- * skipping". */
+ * (approx_s). Otherwise every task is simulated. Built without the full plan's graph
+ * (steady_window_*), the check is on the plan one period longer, and the report extrapolates
+ * from the two timelines. docs/design-notes.md, "Steady-state skipping", "The window alone". */
 #ifndef PROTOSIM_STEADY_H
 #define PROTOSIM_STEADY_H
 
