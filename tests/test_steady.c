@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/base/xalloc.h"
 #include "../sim/run/run.h"
 #include "../sim/run/steady.h"
 #include "sim_util.h"
@@ -367,6 +368,76 @@ static void expect_window(const char *batch, const char *yaml, int graph_micro_b
     strategy_free(&s);
 }
 
+/* A gate that asks for link counters on every GPU (as `run --trace` does). */
+static int ask_counters(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    (void)err;
+    htae_options *o = ctx;
+    unsigned char *all = xmalloc((size_t)plan->gpus);
+    memset(all, 1, (size_t)plan->gpus);
+    o->counter_ranks = all;
+    return RUN_SIMULATE;
+}
+
+static int stop_all(void *ctx, const compiled_plan *plan, ps_error *err)
+{
+    (void)plan, (void)err;
+    (*(int *)ctx)++;
+    return RUN_STOP;
+}
+
+/* Under request.window the gate sees the first shorter plan, before any run: one that stops
+ * gets nothing simulated; one that asks for link counters (which rule the steady state out)
+ * gets every task simulated, the whole plan's graph (32 micro-batches, 4 stages), as without
+ * the window. */
+START_TEST(window_gate)
+{
+    strategy s;
+    cluster *c;
+    compiled_plan p;
+    load_plan("{global: 32, micro: 1}", "  pipeline: {degree: 4, schedule: 1f1b}\n", &s, &c, &p);
+    int asked = 0;
+    run_request rq = {.c = c,
+                      .s = &s,
+                      .steady = 1,
+                      .again = 1,
+                      .window = 1,
+                      .gate = stop_all,
+                      .gate_ctx = &asked};
+    run_outcome stopped, counted, whole;
+    ps_error err;
+    ck_assert_int_eq(run_execute(&rq, &stopped, &err), 0);
+    ck_assert_int_eq(asked, 1);
+    ck_assert_int_eq(stopped.stopped, 1);
+    ck_assert_ptr_null(stopped.res.start);
+    ck_assert_int_eq(stopped.steady.simulated, 32); /* nothing ran: the plan's count stays */
+
+    htae_options o;
+    htae_default_options(&o);
+    rq.hopt = &o;
+    rq.gate = ask_counters;
+    rq.gate_ctx = &o;
+    ck_assert_msg(run_execute(&rq, &counted, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(counted.steady.used, 0);
+    ck_assert_str_eq(counted.steady.why, "link counters asked");
+    ck_assert(counted.steady.short_wall_s == 0); /* no shorter run simulated for nothing */
+    ck_assert_ptr_null(counted.window);
+    ck_assert_uint_eq(counted.plan.graph->n_tasks, p.graph->n_tasks);
+    ck_assert(counted.tasks == p.graph->n_tasks);
+    free((void *)o.counter_ranks);
+    o.counter_ranks = NULL;
+    rq.gate = NULL;
+    rq.window = 0;
+    ck_assert_msg(run_execute(&rq, &whole, &err) == 0, "%s", err.message);
+    ck_assert(fabs(counted.res.makespan - whole.res.makespan) <= 1e-9);
+    run_outcome_free(&stopped);
+    run_outcome_free(&counted);
+    run_outcome_free(&whole);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+}
+END_TEST
+
 START_TEST(window_alone)
 {
     /* 4 + 8 = 12 simulated, the plan of 13 compiled */
@@ -393,6 +464,7 @@ static Suite *steady_suite(void)
                                   approximate_period,
                                   figures_of_the_whole_plan,
                                   window_alone,
+                                  window_gate,
                                   NULL};
     return suite_of("steady", "core", 120, tests);
 }

@@ -595,6 +595,12 @@ steady_prepared *steady_prepare_run(const strategy *s, const cluster *c,
                                     int allow, steady_prepared *pr, steady_info *info)
 {
     while (pr) {
+        const char *why = ineligible(s, copt, hopt, allow, info->micro_batches, pr->m1);
+        if (why) { /* a gate asked for link counters since steady_begin */
+            snprintf(info->why, sizeof info->why, "%s", why);
+            prepared_free(pr);
+            return NULL;
+        }
         if (short_run(s, c, hopt, pr, info)) {
             info->simulated = pr->m1;
             return pr;
