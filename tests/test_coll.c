@@ -607,68 +607,62 @@ START_TEST(a_group_past_a_task_is_timed_block_by_block)
 }
 END_TEST
 
-/* Rank 0 computes 1 ms, then reduce-scatters and all-gathers 1 GB with rank 1 (a stand-in: its
- * peer folded, no task of its own) on the TP stream, then computes 1 ms more, which waits for
- * the all-gather. Nothing else crosses the 100 GB/s wire, so both collectives are timed waits:
- * each moves (n - 1)/n x 1 GB = 0.5 GB, 5 ms. Run by the compute stream's actor (inline) or by
- * the TP stream's, every task starts and ends at the same instant: 0-1, 1-6, 6-11, 11-12 ms. */
-START_TEST(inlined_collectives_same_times)
-{
-    cluster c;
-    sim_load("tests/data/htae/two-100GBps.xml", &c);
-    htae_result r[2];
-    uint32_t id[4];
-    for (int inl = 0; inl < 2; inl++) {
-        exec_graph *g = graph_create(2);
-        int grp = graph_add_group_stand_ins(g, (int[2]){0, 1}, 2, 1), l = graph_label(g, "x");
-        id[0] = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-        graph_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0,
-                             &id[1]);
-        graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, &id[2]);
-        id[3] = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
-        graph_add_edge(g, id[0], id[1]);
-        graph_add_edge(g, id[2], id[3]);
-        htae_options o = sim_bare_options();
-        o.inline_collectives = inl;
-        sim_run(g, &c, &o, &r[inl]);
-        ck_assert_uint_eq(r[inl].timed_colls, 2);
-        ck_assert_uint_eq(r[inl].inlined_colls, inl ? 2 : 0);
-        graph_free(g);
-    }
-    const double start[4] = {0, 1e-3, 6e-3, 11e-3}, end[4] = {1e-3, 6e-3, 11e-3, 12e-3};
-    for (int i = 0; i < 4; i++) {
-        ck_assert(fabs(r[1].start[id[i]] - start[i]) <= 1e-12);
-        ck_assert(fabs(r[1].end[id[i]] - end[i]) <= 1e-12);
-        ck_assert(r[1].start[id[i]] == r[0].start[id[i]] && r[1].end[id[i]] == r[0].end[id[i]]);
-    }
-    htae_result_free(&r[0]);
-    htae_result_free(&r[1]);
-    cluster_free(&c);
-}
-END_TEST
-
-/* One graph run with collectives inlined and not: every task the same (bitwise), and
- * inlined_colls of them run by a compute stream's actor with inlining on. */
+/* One graph run with collectives inlined (out[1]) and not (out[0]): every task the same
+ * (bitwise), and `inlined` of them run by a compute stream's actor with inlining on. */
 static void same_with_and_without_inlining(exec_graph *(*build)(void), const char *platform,
-                                           uint32_t inlined, htae_result *out)
+                                           uint32_t inlined, htae_result out[2])
 {
     cluster c;
     sim_load(platform, &c);
-    htae_result r[2];
     for (int inl = 0; inl < 2; inl++) {
         exec_graph *g = build();
         htae_options o = sim_bare_options();
         o.inline_collectives = inl;
-        sim_run(g, &c, &o, &r[inl]);
-        ck_assert_uint_eq(r[inl].inlined_colls, inl ? inlined : 0);
+        sim_run(g, &c, &o, &out[inl]);
+        ck_assert_uint_eq(out[inl].inlined_colls, inl ? inlined : 0);
         for (uint32_t t = 0; t < g->n_tasks; t++)
-            ck_assert(!inl || (r[1].start[t] == r[0].start[t] && r[1].end[t] == r[0].end[t]));
+            ck_assert(!inl ||
+                      (out[1].start[t] == out[0].start[t] && out[1].end[t] == out[0].end[t]));
         graph_free(g);
     }
-    htae_result_free(&r[0]);
-    *out = r[1];
     cluster_free(&c);
 }
+
+/* Rank 0 computes 1 ms (task 0), then reduce-scatters (1) and all-gathers (2) 1 GB with rank 1
+ * (a stand-in: its peer folded, no task of its own) on the TP stream, then computes 1 ms more
+ * (3), which waits for the all-gather. Nothing else crosses the 100 GB/s wire, so both
+ * collectives are timed waits: each moves (n - 1)/n x 1 GB = 0.5 GB, 5 ms. Run by the compute
+ * stream's actor (inline) or by the TP stream's, every task starts and ends at the same
+ * instant: 0-1, 1-6, 6-11, 11-12 ms. */
+static exec_graph *compute_rs_ag_compute(void)
+{
+    exec_graph *g = graph_create(2);
+    int grp = graph_add_group_stand_ins(g, (int[2]){0, 1}, 2, 1), l = graph_label(g, "x");
+    uint32_t c0 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0), rs, ag;
+    graph_add_collective(g, COLL_REDUCE_SCATTER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, &rs);
+    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_TP, 1 * GB, CAT_TP_COMM, l, 0, &ag);
+    uint32_t c1 = graph_add_compute(g, 0, CAT_FORWARD, 1e-3, l, 0);
+    ck_assert(c0 == 0 && rs == 1 && ag == 2 && c1 == 3);
+    graph_add_edge(g, c0, rs);
+    graph_add_edge(g, ag, c1);
+    return g;
+}
+
+START_TEST(inlined_collectives_same_times)
+{
+    htae_result r[2];
+    same_with_and_without_inlining(compute_rs_ag_compute, "tests/data/htae/two-100GBps.xml", 2, r);
+    ck_assert_uint_eq(r[0].timed_colls, 2);
+    ck_assert_uint_eq(r[1].timed_colls, 2);
+    const double start[4] = {0, 1e-3, 6e-3, 11e-3}, end[4] = {1e-3, 6e-3, 11e-3, 12e-3};
+    for (int i = 0; i < 4; i++) {
+        ck_assert(fabs(r[1].start[i] - start[i]) <= 1e-12);
+        ck_assert(fabs(r[1].end[i] - end[i]) <= 1e-12);
+    }
+    htae_result_free(&r[0]);
+    htae_result_free(&r[1]);
+}
+END_TEST
 
 /* Each of the 4 ranks of two nodes computes 1 ms (C), which releases both a one-member
  * all-gather S on the TP stream, waited for by its next compute C', and a 1 ms compute X on the
@@ -693,11 +687,12 @@ static exec_graph *ranks_claiming_at_once(void)
 
 START_TEST(ranks_inline_their_own_collectives)
 {
-    htae_result r;
+    htae_result r[2];
     same_with_and_without_inlining(ranks_claiming_at_once, "tests/data/htae/two-by-two-fabric.xml",
-                                   4, &r);
-    ck_assert(fabs(r.makespan - 2e-3) <= 1e-12); /* a one-member collective moves nothing */
-    htae_result_free(&r);
+                                   4, r);
+    ck_assert(fabs(r[1].makespan - 2e-3) <= 1e-12); /* a one-member collective moves nothing */
+    htae_result_free(&r[0]);
+    htae_result_free(&r[1]);
 }
 END_TEST
 
@@ -721,11 +716,12 @@ static exec_graph *wait_for_one_of_two(void)
 
 START_TEST(inlining_delays_nothing)
 {
-    htae_result r;
-    same_with_and_without_inlining(wait_for_one_of_two, "tests/data/htae/two-100GBps.xml", 1, &r);
-    ck_assert(fabs(r.start[4] - 7e-3) <= 1e-12 && fabs(r.end[4] - 8e-3) <= 1e-12); /* C1 */
-    ck_assert(fabs(r.makespan - 11e-3) <= 1e-12);
-    htae_result_free(&r);
+    htae_result r[2];
+    same_with_and_without_inlining(wait_for_one_of_two, "tests/data/htae/two-100GBps.xml", 1, r);
+    ck_assert(fabs(r[1].start[4] - 7e-3) <= 1e-12 && fabs(r[1].end[4] - 8e-3) <= 1e-12); /* C1 */
+    ck_assert(fabs(r[1].makespan - 11e-3) <= 1e-12);
+    htae_result_free(&r[0]);
+    htae_result_free(&r[1]);
 }
 END_TEST
 

@@ -378,17 +378,14 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
 
 static void run_stream_task(exec_state *x, stream_state *st, uint32_t t);
 
-/* Collective s, just released by compute stream a's task, may be run by a's actor: a timed
- * collective of one tasked member (its peers folded) of a group with no foreign activity (it
- * runs alone whoever starts it, htae_dyn_always), its own stream's actor asleep waiting for it,
- * and a's next task waiting for it too (a could do nothing meanwhile). Running it there spares
- * the two actors' hand-over: the same start, the same time. */
-/* A collective whose time no other activity can change, run by one member: any actor may run
- * it. */
-static int inline_collective(const exec_state *x, const graph_task *k)
+/* Task t is a collective whose time no other activity can change, run by one member, with no
+ * launch lag: any actor may run it, whenever it may start. */
+static int inline_collective(const exec_state *x, uint32_t t)
 {
     const exec_graph *g = x->g;
-    if (k->kind != TASK_COLLECTIVE || !x->opt.timed_alone)
+    const graph_task *k = &g->tasks[t];
+    if (k->kind != TASK_COLLECTIVE || !x->opt.timed_alone || g->floating ||
+        (t < g->n_lag && g->lag[t] > 0.0))
         return 0;
     const graph_collective *col = &g->colls[k->coll];
     const int32_t *comp;
@@ -397,13 +394,17 @@ static int inline_collective(const exec_state *x, const graph_task *k)
            !graph_coll_companions(g, (uint32_t)k->coll, &comp);
 }
 
+/* Collective s, just released by compute stream a's task, may be run by a's actor: a timed
+ * collective of one tasked member (its peers folded) of a group with no foreign activity (it
+ * runs alone whoever starts it, htae_dyn_always), its own stream's actor asleep waiting for it,
+ * and a's next task waiting for it too (a could do nothing meanwhile). Running it there spares
+ * the two actors' hand-over: the same start, the same time. */
 static int inline_candidate(exec_state *x, inline_claim *ic, uint32_t s)
 {
     const exec_graph *g = x->g;
     const stream_state *a = ic->by;
     const graph_task *k = &g->tasks[s];
-    if (k->rank != a->rank || k->stream == a->stream || g->floating || !inline_collective(x, k) ||
-        (s < g->n_lag && g->lag[s] > 0.0))
+    if (k->rank != a->rank || k->stream == a->stream || !inline_collective(x, s))
         return 0;
     const stream_state *b = &x->streams[(size_t)k->rank * (size_t)g->n_streams + k->stream];
     if (b->waiting_task != (int64_t)s || b->next >= b->count ||
@@ -414,10 +415,9 @@ static int inline_candidate(exec_state *x, inline_claim *ic, uint32_t s)
      * so, in stream order, for every one before that one too): the last such one */
     int found = 0;
     for (uint32_t i = b->next; i < b->count && i < b->next + 4; i++) {
-        const graph_task *c = &g->tasks[g->stream_tasks[b->first + i]];
-        if (i > b->next &&
-            (!inline_collective(x, c) || (g->stream_tasks[b->first + i] < g->n_lag &&
-                                          g->lag[g->stream_tasks[b->first + i]] > 0.0)))
+        uint32_t t = g->stream_tasks[b->first + i];
+        const graph_task *c = &g->tasks[t];
+        if (i > b->next && !inline_collective(x, t))
             break;
         for (uint32_t j = 0; j < c->n_succ; j++)
             if (g->succ[c->succ_first + j] == mine) {

@@ -70,6 +70,17 @@ static int run_simulate(const run_request *rq, run_outcome *out, ps_error *err)
     return rc;
 }
 
+/* The whole plan, compiled into out->plan (its seconds added to compile_s). */
+static int run_compile_whole(const run_request *rq, const compile_options *copt, run_outcome *out,
+                             ps_error *err)
+{
+    double t0 = ps_now_s();
+    int rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
+    out->graph = out->plan.graph;
+    out->compile_s += ps_now_s() - t0;
+    return rc;
+}
+
 /* The whole plan compiled and simulated through steady_finish after all (request.window: the
  * critical path's walks did not line up): what run_simulate would have done. */
 static int run_whole(const run_request *rq, const compile_options *copt, run_outcome *out,
@@ -79,33 +90,30 @@ static int run_whole(const run_request *rq, const compile_options *copt, run_out
     out->window = NULL;
     compiled_plan_free(&out->plan);
     htae_result_free(&out->res);
-    int rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
-    out->graph = out->plan.graph;
+    int rc = run_compile_whole(rq, copt, out, err);
     if (rc) {
         steady_prepared_free(pr);
         return rc;
     }
+    double t0 = ps_now_s();
     out->steady.used = 0;
-    return steady_finish(rq->s, rq->c, copt, rq->hopt, 1, &out->plan, pr, &out->res, &out->steady,
-                         err);
+    rc = steady_finish(rq->c, rq->hopt, &out->plan, pr, &out->res, &out->steady, err);
+    out->simulate_s += ps_now_s() - t0;
+    if (!rc && rq->again)
+        out->clock_reset = htae_clock_restart();
+    return rc;
 }
 
 /* Step 4: the summary (a strategy's or a job's) and, when asked, the critical path. */
 static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
 {
     double t0 = ps_now_s();
-    int rc = 0;
     if (out->window && rq->path &&
         !steady_window_path(out->window, &out->plan, &out->res, &out->path)) {
         compile_options defaults;
-        const compile_options *copt = request_options(rq, &defaults);
-        double w0 = ps_now_s();
-        rc = run_whole(rq, copt, out, err);
-        out->simulate_s += ps_now_s() - w0; /* its compile with it */
+        int rc = run_whole(rq, request_options(rq, &defaults), out, err);
         if (rc)
             return rc;
-        if (rq->again)
-            out->clock_reset = htae_clock_restart();
         t0 = ps_now_s();
     }
     if (rq->job)
@@ -121,65 +129,51 @@ static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
     return 0;
 }
 
-/* The whole plan, compiled into out->plan (its seconds added to compile_s). */
-static int run_compile_whole(const run_request *rq, const compile_options *copt, run_outcome *out,
-                             ps_error *err)
-{
-    double t0 = ps_now_s();
-    int rc = compile_plan(rq->s, rq->c, copt, &out->plan, err);
-    out->graph = out->plan.graph;
-    out->compile_s += ps_now_s() - t0;
-    return rc;
-}
-
 /* Request.window: the first shorter plan (or the whole plan, when no shorter run may be tried)
  * before the gate, then the shorter runs, the plan one period longer and the expansion; the
- * whole plan, every task simulated, when no window holds or the graphs do not line up. */
+ * whole plan, every task simulated, when no window holds or the graphs do not line up. Every
+ * compile's seconds go to compile_s, the rest to simulate_s. */
 static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
 {
     compile_options defaults;
     const compile_options *copt = request_options(rq, &defaults);
-    double t0 = ps_now_s();
+    double start = ps_now_s();
     steady_prepared *pr = steady_begin(rq->s, rq->c, copt, rq->hopt, 1, &out->steady);
-    out->compile_s = ps_now_s() - t0;
+    out->compile_s = ps_now_s() - start;
     int rc = pr ? 0 : run_compile_whole(rq, copt, out, err);
     if (!rc && rq->gate) {
         rc = rq->gate(rq->gate_ctx, pr ? steady_begun_plan(pr) : &out->plan, err);
         out->stopped = rc == RUN_STOP;
     }
-    if (rc) {
-        steady_prepared_free(pr);
-        return out->stopped ? 0 : rc;
-    }
-    t0 = ps_now_s();
-    double compiled_before = out->compile_s;
-    if (pr) {
+    if (!rc && pr) {
         pr = steady_prepare_run(rq->s, rq->c, copt, rq->hopt, 1, pr, &out->steady);
-        double c0 = ps_now_s();
-        rc = pr ? steady_window_plan(rq->s, rq->c, copt, pr, &out->plan, err)
-                : compile_plan(rq->s, rq->c, copt, &out->plan, err);
-        out->graph = out->plan.graph;
-        out->compile_s += ps_now_s() - c0;
+        if (pr) {
+            double t0 = ps_now_s();
+            rc = steady_window_plan(rq->s, rq->c, copt, pr, &out->plan, err);
+            out->graph = out->plan.graph;
+            out->compile_s += ps_now_s() - t0;
+        } else {
+            rc = run_compile_whole(rq, copt, out, err);
+        }
     }
-    if (!rc && pr &&
-        steady_window_expand(rq->s, copt, rq->hopt, pr, &out->plan, &out->res, &out->steady)) {
+    if (!rc && pr && steady_window_expand(pr, &out->plan, &out->res, &out->steady)) {
         out->window = pr;
+        pr = NULL;
     } else if (!rc) {
         if (pr) { /* the whole plan after all: steady_window_expand said why */
-            steady_prepared_free(pr);
             compiled_plan_free(&out->plan);
             rc = run_compile_whole(rq, copt, out, err);
         }
         if (!rc)
-            rc = steady_finish(rq->s, rq->c, copt, rq->hopt, 1, &out->plan, NULL, &out->res,
-                               &out->steady, err);
-    } else {
-        steady_prepared_free(pr);
+            rc = steady_finish(rq->c, rq->hopt, &out->plan, NULL, &out->res, &out->steady, err);
     }
-    out->simulate_s = ps_now_s() - t0 - (out->compile_s - compiled_before);
-    if (!rc && rq->again)
+    steady_prepared_free(pr);
+    out->simulate_s = ps_now_s() - start - out->compile_s;
+    if (rc)
+        return out->stopped ? 0 : rc;
+    if (rq->again)
         out->clock_reset = htae_clock_restart();
-    return rc ? rc : run_summary(rq, out, err);
+    return run_summary(rq, out, err);
 }
 
 int run_execute(const run_request *rq, run_outcome *out, ps_error *err)

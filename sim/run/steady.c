@@ -481,7 +481,7 @@ struct steady_prepared {
     double makespan2;   /* steady_window_expand: the one-period-longer timeline's own makespan */
 };
 
-static void prepared_free(steady_prepared *pr)
+void steady_prepared_free(steady_prepared *pr)
 {
     if (!pr)
         return;
@@ -598,7 +598,7 @@ steady_prepared *steady_prepare_run(const strategy *s, const cluster *c,
         const char *why = ineligible(s, copt, hopt, allow, info->micro_batches, pr->m1);
         if (why) { /* a gate asked for link counters since steady_begin */
             snprintf(info->why, sizeof info->why, "%s", why);
-            prepared_free(pr);
+            steady_prepared_free(pr);
             return NULL;
         }
         if (short_run(s, c, hopt, pr, info)) {
@@ -606,7 +606,7 @@ steady_prepared *steady_prepare_run(const strategy *s, const cluster *c,
             return pr;
         }
         int attempt = pr->attempt + 1, spent = pr->spent + pr->m1;
-        prepared_free(pr);
+        steady_prepared_free(pr);
         if (strcmp(info->why, "no period found") != 0)
             return NULL; /* a longer run would not change that */
         pr = attempt_plan(s, c, copt, hopt, allow, attempt, spent, info);
@@ -621,35 +621,31 @@ steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compi
     return steady_prepare_run(s, c, copt, hopt, allow, pr, info);
 }
 
-int steady_finish(const strategy *s, const cluster *c, const compile_options *copt,
-                  const htae_options *hopt, int allow, const compiled_plan *plan,
+/* The prepared run's window is used: the report says so. */
+static void window_used(const steady_prepared *pr, steady_info *info)
+{
+    info->used = 1;
+    info->period_s = pr->w.step;
+    info->approx_s = pr->w.e > STEADY_EPS ? pr->w.e : 0.0;
+    info->inserted = pr->K;
+}
+
+int steady_finish(const cluster *c, const htae_options *hopt, const compiled_plan *plan,
                   steady_prepared *pr, htae_result *out, steady_info *info, ps_error *err)
 {
     assert(!pr || plan->micro_batches == info->micro_batches);
     info->micro_batches = plan->micro_batches; /* a recommendation model's, counted its own way */
-    const char *why = pr ? ineligible(s, copt, hopt, allow, info->micro_batches, info->simulated)
-                         : NULL; /* the gate may have asked for link counters since */
-    if (why)
-        snprintf(info->why, sizeof info->why, "%s", why);
-    else if (pr && !expand(plan->graph, pr->p1.graph, &pr->r1, &pr->w, pr->K, out))
-        snprintf(info->why, sizeof info->why, "the plans' graphs differ");
-    else if (pr) {
+    if (pr && expand(plan->graph, pr->p1.graph, &pr->r1, &pr->w, pr->K, out)) {
         expand_links(&pr->r1, &pr->w, pr->K, out);
-        info->used = 1;
-        info->period_s = pr->w.step;
-        info->approx_s = pr->w.e > STEADY_EPS ? pr->w.e : 0.0;
-        info->inserted = pr->K;
+        window_used(pr, info);
+    } else if (pr) {
+        snprintf(info->why, sizeof info->why, "the plans' graphs differ");
     }
-    prepared_free(pr);
+    steady_prepared_free(pr);
     if (info->used)
         return 0;
     info->simulated = info->micro_batches;
     return htae_run(plan->graph, c, hopt, out, err);
-}
-
-void steady_prepared_free(steady_prepared *pr)
-{
-    prepared_free(pr);
 }
 
 int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
@@ -659,16 +655,10 @@ int steady_window_plan(const strategy *s, const cluster *c, const compile_option
     return compile_plan(s, c, &o, plan, err);
 }
 
-int steady_window_expand(const strategy *s, const compile_options *copt, const htae_options *hopt,
-                         steady_prepared *pr, const compiled_plan *plan, htae_result *out,
+int steady_window_expand(steady_prepared *pr, const compiled_plan *plan, htae_result *out,
                          steady_info *info)
 {
     assert(plan->micro_batches == info->micro_batches);
-    const char *why = ineligible(s, copt, hopt, 1, info->micro_batches, info->simulated);
-    if (why) { /* the gate asked for link counters since */
-        snprintf(info->why, sizeof info->why, "%s", why);
-        return 0;
-    }
     if (!expand(plan->graph, pr->p1.graph, &pr->r1, &pr->w, 1, out)) {
         snprintf(info->why, sizeof info->why, "the plans' graphs differ");
         return 0;
@@ -678,10 +668,7 @@ int steady_window_expand(const strategy *s, const compile_options *copt, const h
      * expand has it) */
     out->makespan = pr->r1.makespan + pr->K * pr->w.step;
     expand_links(&pr->r1, &pr->w, pr->K, out);
-    info->used = 1;
-    info->period_s = pr->w.step;
-    info->approx_s = pr->w.e > STEADY_EPS ? pr->w.e : 0.0;
-    info->inserted = pr->K;
+    window_used(pr, info);
     return 1;
 }
 
@@ -715,5 +702,5 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
                steady_info *info, ps_error *err)
 {
     steady_prepared *pr = steady_prepare(s, c, copt, hopt, allow, info);
-    return steady_finish(s, c, copt, hopt, allow, plan, pr, out, info, err);
+    return steady_finish(c, hopt, plan, pr, out, info, err);
 }

@@ -49,8 +49,9 @@ int steady_run(const strategy *s, const cluster *c, const compile_options *copt,
  * holds a window; it needs the strategy, not the whole plan (its shorter plans carry the whole
  * plan's figures: compile_options.graph_micro_batches). NULL, with info->why, when none may be
  * tried or none holds one. steady_finish: the whole plan's result from the prepared run (which
- * it frees), or every task simulated when there is none, when the options changed since (a
- * gate asked for link counters) or when the graphs do not line up. */
+ * it frees), or every task simulated when there is none or the graphs do not line up. The
+ * options are checked once more before each shorter run (a gate may have asked for link
+ * counters after steady_begin), not after. */
 typedef struct steady_prepared steady_prepared;
 /* steady_prepare in two steps, so that a gate may look at the first shorter plan before any
  * run: steady_begin compiles it (NULL with info->why when none may be tried), steady_begun_plan
@@ -65,8 +66,7 @@ steady_prepared *steady_prepare_run(const strategy *s, const cluster *c,
                                     int allow, steady_prepared *pr, steady_info *info);
 steady_prepared *steady_prepare(const strategy *s, const cluster *c, const compile_options *copt,
                                 const htae_options *hopt, int allow, steady_info *info);
-int steady_finish(const strategy *s, const cluster *c, const compile_options *copt,
-                  const htae_options *hopt, int allow, const compiled_plan *plan,
+int steady_finish(const cluster *c, const htae_options *hopt, const compiled_plan *plan,
                   steady_prepared *pr, htae_result *out, steady_info *info, ps_error *err);
 /* A prepared run no longer wanted (its plan failed to compile, or the gate stopped it). */
 void steady_prepared_free(steady_prepared *pr);
@@ -77,15 +77,13 @@ void steady_prepared_free(steady_prepared *pr);
  * included, the whole plan's). steady_window_expand: the prepared run expanded into that plan
  * (one period inserted, checked task by task as steady_finish checks the whole plan) into
  * *out, whose makespan and links are then the whole plan's; 1 when done, 0 with info->why
- * when the graphs do not line up or the options no longer allow it (a gate asked for link
- * counters), out untouched. The report then comes from the two timelines (the prepared run's
+ * when the graphs do not line up, out untouched. The report then comes from the two timelines (the prepared run's
  * and out): steady_window_summarize (report_summarize_periodic), steady_window_path
  * (report_critical_path_periodic, 0 when the walks do not line up: the caller then simulates
  * the whole plan the old way), steady_window_tasks (the whole plan's task count). */
 int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
                        const steady_prepared *pr, compiled_plan *plan, ps_error *err);
-int steady_window_expand(const strategy *s, const compile_options *copt, const htae_options *hopt,
-                         steady_prepared *pr, const compiled_plan *plan, htae_result *out,
+int steady_window_expand(steady_prepared *pr, const compiled_plan *plan, htae_result *out,
                          steady_info *info);
 void steady_window_summarize(const steady_prepared *pr, const compiled_plan *plan,
                              const htae_result *out, report_summary *sum);
