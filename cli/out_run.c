@@ -305,6 +305,9 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
             r->wall_s > 0 ? (double)r->activities / r->wall_s : 0.0);
     if (r->timed_colls)
         fprintf(out, "; %u collectives alone on their links timed", r->timed_colls);
+    if (r->solo_acts)
+        fprintf(out, "; %u transfers and collectives timed while alone (%u turned into tasks)",
+                r->solo_acts, r->solo_turned);
     if (p->simulated_replicas < p->dp)
         fprintf(out, "; %d of %d data-parallel replicas simulated (folded)", p->simulated_replicas,
                 p->dp);
@@ -440,6 +443,8 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(sim, "activities", (double)r->activities);
     cJSON_AddNumberToObject(sim, "tasks", (double)run->tasks);
     cJSON_AddNumberToObject(sim, "timed_collectives", r->timed_colls);
+    cJSON_AddNumberToObject(sim, "timed_while_alone", r->solo_acts);
+    cJSON_AddNumberToObject(sim, "turned_into_tasks", r->solo_turned);
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "simulated_context_indices", p->simulated_context);

@@ -90,6 +90,7 @@ htae_options sim_bare_options(void)
     o.nvls_efficiency = 1.0;
     o.timed_alone = 1;        /* a speed-up with the same times, as by default */
     o.inline_collectives = 1; /* the same */
+    o.timed_solo = 1;         /* the same (nothing is timed while every launch is 0) */
     return o;
 }
 

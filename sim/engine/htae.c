@@ -7,6 +7,7 @@
 #include "htae_prune.h"
 #include "htae_clock.h"
 #include "htae_coll.h"
+#include "htae_solo.h"
 
 #include <assert.h>
 #include <math.h>
@@ -87,6 +88,7 @@ void htae_default_options(htae_options *o)
     o->device_constants = 1;
     o->timed_alone = 1;
     o->inline_collectives = 1;
+    o->timed_solo = 1;
     o->counter_ranks = NULL;
     o->snapshot_tasks = NULL;
     o->keep_ready = 0;
@@ -270,8 +272,66 @@ static void comm_changed(exec_state *x, int rank, int stream, int delta)
             sg_sem_release(st[s].sem);
 }
 
+/* A transfer's flows as an act of htae_solo: pair i from hosts[i] to hosts[n + i], each moving
+ * the task's bytes (0 for a pair left out, drop). */
+typedef struct transfer_act {
+    exec_state *x;
+    int n;
+    const sg_host_t *hosts;
+    const uint8_t *drop;
+    double bytes;
+} transfer_act;
+
+static void transfer_begin(void *ctx, int block, double now)
+{
+    const transfer_act *a = ctx;
+    (void)block;
+    for (int i = 0; i < a->n; i++)
+        htae_links_start(a->x->links, a->hosts[i], a->hosts[a->n + i], a->bytes, now);
+}
+
+static void transfer_end(void *ctx, int block, double now)
+{
+    const transfer_act *a = ctx;
+    (void)block;
+    for (int i = 0; i < a->n; i++)
+        htae_links_end(a->x->links, a->hosts[i], a->hosts[a->n + i], now);
+}
+
+/* The transfer's SimGrid task over `share` of its bytes (run_transfer's, when it runs whole). */
+static sg_exec_t transfer_task(void *ctx, int block, double share)
+{
+    const transfer_act *a = ctx;
+    (void)block;
+    int n = a->n;
+    double *bytes = xcalloc((size_t)4 * n * n, sizeof *bytes);
+    for (int i = 0; i < n; i++)
+        bytes[(size_t)i * 2 * n + (size_t)(n + i)] =
+            i && a->drop && a->drop[i] ? 0.0 : a->bytes * share;
+    sg_exec_t e = sg_actor_parallel_exec_init(2 * n, a->hosts, NULL, bytes);
+    free(bytes);
+    sg_exec_start(e); /* counted with the act (run_transfer) */
+    return e;
+}
+
+/* The transfer class's shape (htae_solo.h), built when first met. */
+static const solo_shape *transfer_shape(exec_state *x, uint32_t t, const transfer_act *a)
+{
+    uint32_t c = x->tclass.of[t];
+    if (!x->tshape[c]) {
+        int n = a->n, first[2] = {0, n};
+        double *w = xmalloc((size_t)n * sizeof *w);
+        for (int i = 0; i < n; i++)
+            w[i] = i && a->drop && a->drop[i] ? 0.0 : 1.0;
+        x->tshape[c] = htae_solo_shape(x->links, 1, first, a->hosts, a->hosts + n, w);
+        free(w);
+    }
+    return x->tshape[c];
+}
+
 /* A transfer and its companion pairs (graph_set_companions), if any: one SimGrid task whose flows
- * (source i -> destination i, hosts [0, n) then [n, 2n)) each carry the task's bytes. */
+ * (source i -> destination i, hosts [0, n) then [n, 2n)) each carry the task's bytes; timed
+ * while alone on its links (htae_solo.h). */
 static void run_transfer(exec_state *x, uint32_t t)
 {
     const graph_task *k = &x->g->tasks[t];
@@ -304,18 +364,28 @@ static void run_transfer(exec_state *x, uint32_t t)
     }
     for (int i = 0; i < 2 * n; i++)
         comm_changed(x, ends[i], k->stream, 1);
-    sleep_for(x->opt.p2p_launch_s);
-    double now = simgrid_get_clock();
-    for (int i = 0; i < n; i++)
-        htae_links_start(x->links, hosts[i], hosts[n + i], k->bytes, now);
-    sg_exec_t e = sg_actor_parallel_exec_init(2 * n, hosts, NULL, bytes);
-    sg_exec_start(e);
-    x->activities++;
-    sg_exec_wait(e);
-    htae_dyn_transfer_ended(&x->dyn, t);
-    now = simgrid_get_clock();
-    for (int i = 0; i < n; i++)
-        htae_links_end(x->links, hosts[i], hosts[n + i], now);
+    transfer_act a = {x, n, hosts, drop, k->bytes};
+    solo_ops ops = {transfer_begin, transfer_task, transfer_end, &a};
+    int real = -1;
+    if (x->solo && htae_solo_run(x->solo, transfer_shape(x, t, &a), x->opt.p2p_launch_s, k->bytes,
+                                 &ops, &real)) {
+        x->activities++;
+        htae_dyn_transfer_ended(&x->dyn, t);
+    } else {
+        sleep_for(x->opt.p2p_launch_s);
+        double now = simgrid_get_clock();
+        for (int i = 0; i < n; i++)
+            htae_links_start(x->links, hosts[i], hosts[n + i], k->bytes, now);
+        sg_exec_t e = sg_actor_parallel_exec_init(2 * n, hosts, NULL, bytes);
+        sg_exec_start(e);
+        x->activities++;
+        sg_exec_wait(e);
+        htae_dyn_transfer_ended(&x->dyn, t);
+        now = simgrid_get_clock();
+        for (int i = 0; i < n; i++)
+            htae_links_end(x->links, hosts[i], hosts[n + i], now);
+        htae_solo_real_end(x->solo, real);
+    }
     for (int i = 0; i < 2 * n; i++)
         comm_changed(x, ends[i], k->stream, -1);
     if (heap) {
@@ -354,7 +424,8 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
                        &x->timed_colls,
                        htae_dyn_now(&x->dyn, (uint32_t)col->group),
                        x->units,
-                       x->prune.drop_group};
+                       x->prune.drop_group,
+                       x->solo};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     const int32_t *comp;

@@ -52,6 +52,10 @@ typedef struct htae_options {
                                    right after it on its stream), is run by that compute
                                    stream's actor: the same times without the two actors'
                                    hand-over; 0: by its own stream's actor */
+    int timed_solo;             /* 1 (the default): a transfer or collective alone on its links
+                                   over its lone lifetime is a timed wait, turned into its
+                                   SimGrid tasks over the bytes it has left when another comes
+                                   (htae_solo.h): the same times; 0: SimGrid tasks */
     /* Link counters (htae_link_stat.rate): NULL records none (the default); else [n_ranks],
      * non-zero for the GPUs whose links are counted: every link on a route between such a GPU
      * and a GPU it shares a group or a transfer with (all links when every GPU is listed).
@@ -104,6 +108,9 @@ typedef struct htae_result {
                               (htae_dyn.h); the same timings as their SimGrid tasks */
     uint32_t inlined_colls; /* of those, run by a compute stream's actor
                                (htae_options.inline_collectives) */
+    uint32_t solo_acts;     /* transfers and collectives timed while alone on their links
+                              (htae_solo.h); the same timings as their SimGrid tasks */
+    uint32_t solo_turned;   /* of those, turned into tasks when another came */
     uint32_t pruned;        /* companion groups and pairs left out of SimGrid's tasks
                               (htae_prune.h; the same times, fewer flows) */
     double wall_s;          /* host seconds spent in the simulation */

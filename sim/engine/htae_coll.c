@@ -28,6 +28,7 @@
 #include "htae_blocks.h"
 #include "htae_clock.h"
 #include "htae_fast.h"
+#include "htae_solo.h"
 
 /* The tree's algorithm bandwidth relative to the ring's bus bandwidth in NCCL's tuner: 92% of
  * the channels' bandwidth, halved (every byte goes up and down the tree). For choosing only. */
@@ -237,6 +238,26 @@ coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const h
     return best;
 }
 
+double htae_coll_least_wait(coll_group *gp)
+{
+    if (gp->n < 2)
+        return INFINITY;
+    /* the all-to-all's (direct, -v, lean): its latency terms are these plus its worst route */
+    double least = gp->launch_s + gp->step_s + (gp->m > 1 ? gp->net_step_s : 0.0);
+    static const coll_kind kinds[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int a = 0; a < 3; a++) {
+            coll_algo algo = a == 0 ? COLL_ALGO_RING : a == 1 ? COLL_ALGO_TREE : COLL_ALGO_NVLS;
+            if ((algo == COLL_ALGO_TREE && !gp->has_tree) ||
+                (algo == COLL_ALGO_NVLS && !gp->has_nvls))
+                continue;
+            double factor, latency;
+            const pattern *p = algo_terms(gp, kinds[k], algo, &factor, &latency);
+            least = fmin(least, fmax(latency - p->max_lat, 0.0));
+        }
+    return least;
+}
+
 typedef struct block_run {
     sg_exec_t task;
     int first, count; /* its started edges: started[first .. first + count) */
@@ -285,23 +306,27 @@ static sg_exec_t start_block(coll_group *gp, const pattern *p, double scale, con
 /* Wait out `latency`, then move scale * w bytes on every edge of p: one parallel task, or one
  * per block of hosts in large groups, a block never holding members of two spans (members
  * [k span, (k + 1) span), span > 0). Returns when every flow has ended. */
-static void run_pattern_with(coll_group *gp, const pattern *p, const pattern *ghost, double scale,
-                             double latency, int span, coll_run_ctx *cx);
+static void run_pattern_with(coll_group *gp, pattern *p, const pattern *ghost, double scale,
+                             double latency, int span, const uint64_t *key, coll_run_ctx *cx);
 
-static void run_pattern(coll_group *gp, const pattern *p, double scale, double latency, int span,
-                        coll_run_ctx *cx)
+static void run_pattern(coll_group *gp, pattern *p, double scale, double latency, int span,
+                        const uint64_t *key, coll_run_ctx *cx)
 {
-    run_pattern_with(gp, p, NULL, scale, latency, span, cx);
+    run_pattern_with(gp, p, NULL, scale, latency, span, key, cx);
 }
 
 /* run_pattern, and with `ghost` (not NULL: one task only) edges left out of the task whose
- * bytes count on their links as if they ran in it (htae_prune.h). */
-static void run_pattern_with(coll_group *gp, const pattern *p, const pattern *ghost, double scale,
-                             double latency, int span, coll_run_ctx *cx)
+ * bytes count on their links as if they ran in it (htae_prune.h). Timed while alone on its
+ * links (htae_solo.h), its shape cached under *key (NULL: none). */
+static void run_pattern_with(coll_group *gp, pattern *p, const pattern *ghost, double scale,
+                             double latency, int span, const uint64_t *key, coll_run_ctx *cx)
 {
     /* SimGrid charges each task its worst route latency itself; an empty one runs no task */
     int empty = scale <= 0.0 || p->n_edges == 0;
     double wait = empty ? latency : latency - p->max_lat;
+    int real = -1;
+    if (!empty && htae_coll_solo(gp, p, ghost, scale, wait, span, key, 1, cx, &real))
+        return;
     if (wait > 0.0)
         htae_wait_until(simgrid_get_clock() + wait);
     if (empty)
@@ -346,6 +371,7 @@ static void run_pattern_with(coll_group *gp, const pattern *p, const pattern *gh
         tasks[i] = tasks[left - 1];
         blocks[i] = blocks[left - 1];
     }
+    htae_solo_real_end(cx->solo, real);
     free(tasks);
     free(blocks);
     free(started);
@@ -364,7 +390,7 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         pattern v = {0};
         htae_pattern_build_alltoallv(gp, matrix, &v);
         double latency = gp->launch_s + gp->step_s + (gp->m > 1 ? gp->net_step_s : 0.0) + v.max_lat;
-        run_pattern(gp, &v, 1.0, latency, 0, cx);
+        run_pattern(gp, &v, 1.0, latency, 0, NULL, cx);
         htae_pattern_free(&v);
         return;
     }
@@ -378,8 +404,10 @@ void htae_coll_run(coll_group *gp, coll_kind kind, double bytes, const double *m
         ;
     else if (lean && gp->lean.n_edges && p == &gp->direct && factor * bytes > 0.0)
         htae_coll_run_lean(gp, factor * bytes, latency, cx);
-    else
-        run_pattern(gp, p, factor * bytes, latency, 0, cx);
+    else {
+        uint64_t key = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull | 1; /* own: odd */
+        run_pattern(gp, (pattern *)p, factor * bytes, latency, 0, &key, cx);
+    }
 }
 
 /* Whether htae_prune left out any of the companion groups comp[0 .. n). */
@@ -431,10 +459,14 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
     else if (cx->timed_now && total > HTAE_PTASK_MAX_HOSTS &&
              htae_coll_run_blocks_timed(&merged, &all, bytes, latency, m, &key, cx))
         ;
-    else if (prune)
-        run_pattern_with(&merged, &kept, &ghost, bytes, latency, 0, cx);
-    else
-        run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, cx);
+    else if (prune) {
+        uint64_t kept_key = (key & ~3ull) | 2; /* merged: even, the kept flows' apart */
+        run_pattern_with(&merged, &kept, &ghost, bytes, latency, 0, &kept_key, cx);
+    } else {
+        uint64_t all_key = key & ~3ull;
+        run_pattern(&merged, &all, bytes, latency, total > HTAE_PTASK_MAX_HOSTS ? m : 0, &all_key,
+                    cx);
+    }
     htae_pattern_free(&all);
     htae_pattern_free(&kept);
     htae_pattern_free(&ghost);

@@ -51,11 +51,17 @@ typedef struct coll_run_ctx {
     struct htae_unit_cache *units; /* merged companion patterns' unit times (htae_timed.c) */
     const uint8_t *drop_group;     /* companion groups left out of merged tasks (htae_prune.h)
                                       when they run as one SimGrid task; NULL: none */
+    struct htae_solo *solo;        /* acts timed until another comes (htae_solo.h); NULL: off */
 } coll_run_ctx;
 
 /* The merged companion patterns' unit-time cache of one run (coll_run_ctx.units). */
 struct htae_unit_cache *htae_unit_cache_create(void);
 void htae_unit_cache_free(struct htae_unit_cache *c);
+
+/* The least wait before its SimGrid tasks start that any collective on the group has (its
+ * latency terms less the worst route latency SimGrid charges itself): the floor of
+ * htae_solo_create. INFINITY for a group of one. */
+double htae_coll_least_wait(coll_group *gp);
 
 /* Call visit on every link of every flow a collective of `kind` may run on the group (any
  * algorithm it could choose; matrix not NULL: any all-to-all-v, every member pair), a link once

@@ -61,6 +61,8 @@ typedef struct exec_state {
     htae_alone alone;      /* which all-to-alls may run as lean tasks, and when */
     htae_dyn dyn;          /* which collectives run alone from some point on (timed) */
     struct htae_unit_cache *units; /* merged companion patterns' unit times */
+    struct htae_solo *solo;        /* acts timed until another comes; NULL: off */
+    struct solo_shape **tshape;    /* [tclass.n]: each transfer class's shape, when met */
     htae_result *res;
     htae_links *links; /* per-link bytes and busy time */
     uint64_t activities;

@@ -27,6 +27,14 @@ int htae_merged_alone(coll_group *merged, pattern *p, uint64_t key, coll_run_ctx
 int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double latency, int span,
                                const uint64_t *merged_key, coll_run_ctx *cx);
 
+/* Pattern p as an act of htae_solo (htae_timed.c), its tasks starting `wait` from now, its
+ * blocks run_pattern's (span as there), with `ghost`'s edges in the link statistics: 1 if it ran
+ * timed (may_time and alone on its links; turned into tasks if another came), else 0 and held
+ * as tasks under *real until htae_solo_real_end (-1 without solo). Its shape is cached under
+ * *key (NULL: built for this call). */
+int htae_coll_solo(coll_group *gp, pattern *p, const pattern *ghost, double scale, double wait,
+                   int span, const uint64_t *key, int may_time, coll_run_ctx *cx, int *real);
+
 /* Run the balanced all-to-all as its lean task (htae_lean.c). */
 void htae_coll_run_lean(coll_group *gp, double scale, double latency, coll_run_ctx *cx);
 

@@ -402,6 +402,26 @@ void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now)
     flow_end(L, slot_of(L, src, dst), now);
 }
 
+const int *htae_links_route(htae_links *L, sg_host_t src, sg_host_t dst, int *len)
+{
+    assert(src != dst);
+    const route_slot *s = slot_of(L, src, dst);
+    *len = L->pool[s->off];
+    return &L->pool[s->off + 1];
+}
+
+double htae_links_bandwidth(const htae_links *L, int id)
+{
+    assert(id >= 0 && id < L->n_acc);
+    return sg_link_get_bandwidth(L->acc[id].link);
+}
+
+int htae_links_shared(const htae_links *L, int id)
+{
+    assert(id >= 0 && id < L->n_acc);
+    return sg_link_is_shared(L->acc[id].link);
+}
+
 /* "up" / "down" for the halves of a split-duplex link (SimGrid names them <id>_UP, <id>_DOWN),
  * "both" for a link whose directions share one capacity. */
 static const char *direction_of(const char *name)

@@ -28,6 +28,12 @@ void htae_links_count(htae_links *L, const exec_graph *g, const sg_host_t *hosts
  * one actor has open on one host pair belong to one such task. */
 void htae_links_start(htae_links *L, sg_host_t src, sg_host_t dst, double bytes, double now);
 void htae_links_end(htae_links *L, sg_host_t src, sg_host_t dst, double now);
+/* The route src -> dst (distinct hosts) as link indices, fixed for the run: *len of them at the
+ * pointer returned, which holds until the next call into L. */
+const int *htae_links_route(htae_links *L, sg_host_t src, sg_host_t dst, int *len);
+/* Link `id`'s bandwidth (bytes/s, as it is now) and whether it is shared (not a fatpipe). */
+double htae_links_bandwidth(const htae_links *L, int id);
+int htae_links_shared(const htae_links *L, int id);
 /* Record every link's bytes and busy time so far, at simulated `now` (htae_result.snap_*). */
 void htae_links_snapshot(htae_links *L, double now);
 /* The links that carried bytes into out->links, busiest first (busy time, then bytes, then

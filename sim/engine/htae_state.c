@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../base/xalloc.h"
+#include "htae_solo.h"
 
 static inline int is_amount(double v)
 {
@@ -37,6 +38,14 @@ int htae_plan_groups(exec_state *x, const cluster *c, ps_error *err)
     if (x->opt.timed_alone) {
         htae_dyn_plan(&x->dyn, &x->alone, g, &x->tclass, x->groups, x->hosts);
         x->units = htae_unit_cache_create();
+    }
+    if (x->opt.timed_solo) {
+        /* the floor: the least wait before its tasks start any act of the run has */
+        double floor = x->tclass.n ? x->opt.p2p_launch_s : INFINITY;
+        for (uint32_t gi = 0; g->n_colls && gi < g->n_groups; gi++) /* companions' too */
+            floor = fmin(floor, htae_coll_least_wait(x->groups[gi]));
+        x->solo = htae_solo_create(x->links, isfinite(floor) ? floor : 0.0);
+        x->tshape = xcalloc((size_t)x->tclass.n + 1, sizeof *x->tshape);
     }
     return 0;
 }
@@ -121,6 +130,7 @@ int htae_collect_result(exec_state *x, ps_error *err)
     out->lean_colls = x->lean_colls;
     out->timed_colls = x->timed_colls;
     out->inlined_colls = x->inlined_colls;
+    htae_solo_counts(x->solo, &out->solo_acts, &out->solo_turned);
     out->pruned = x->prune.groups + x->prune.pairs;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,
@@ -179,6 +189,10 @@ void htae_state_free(exec_state *x)
     free(x->groups);
     htae_alone_free(&x->alone);
     htae_dyn_free(&x->dyn);
+    for (uint32_t i = 0; x->tshape && i < x->tclass.n; i++)
+        htae_solo_shape_free(x->tshape[i]);
+    free(x->tshape);
+    htae_solo_free(x->solo);
     htae_tclass_free(&x->tclass);
     htae_prune_free(&x->prune);
     htae_unit_cache_free(x->units);

@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 
 #include "../base/xalloc.h"
 #include "htae_blocks.h"
 #include "htae_clock.h"
 #include "htae_fast.h"
+#include "htae_solo.h"
 
 /* p's host pairs, each once, as start_block starts their flows (pattern.pair_*): in order of
  * first edge, through a dense table (a timed task spans at most HTAE_PTASK_MAX_HOSTS members;
@@ -174,4 +177,125 @@ int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double 
     *cx->activities += (uint64_t)b->n;
     (*cx->timed)++;
     return 1;
+}
+
+/* A pattern as an act of htae_solo: its blocks' host pairs (htae_blocks), and the ghost edges
+ * that only count in the link statistics (with one block only). */
+typedef struct pattern_act {
+    coll_group *gp;
+    const htae_blocks *b;
+    const pattern *ghost;
+    double scale;
+    coll_run_ctx *cx;
+} pattern_act;
+
+static void act_flows(const pattern_act *a, int k, double now, int start)
+{
+    const htae_blocks *b = a->b;
+    sg_host_t *h = a->gp->hosts;
+    for (int i = b->first[k]; i < b->first[k + 1]; i++)
+        if (b->w[i] > 0.0) {
+            if (start)
+                htae_links_start(a->cx->links, h[b->src[i]], h[b->dst[i]], a->scale * b->w[i], now);
+            else
+                htae_links_end(a->cx->links, h[b->src[i]], h[b->dst[i]], now);
+        }
+    const pattern *g = a->ghost;
+    for (int e = 0; g && k == 0 && e < g->n_edges; e++)
+        if (a->scale * g->w[e] > 0.0) {
+            if (start)
+                htae_links_start(a->cx->links, h[g->src[e]], h[g->dst[e]], a->scale * g->w[e], now);
+            else
+                htae_links_end(a->cx->links, h[g->src[e]], h[g->dst[e]], now);
+        }
+}
+
+static void act_begin(void *ctx, int k, double now)
+{
+    act_flows(ctx, k, now, 1);
+}
+
+static void act_end(void *ctx, int k, double now)
+{
+    act_flows(ctx, k, now, 0);
+}
+
+/* Block k's task over `share` of its bytes: its host pairs' cells, as start_block fills them. */
+static sg_exec_t act_task(void *ctx, int k, double share)
+{
+    const pattern_act *a = ctx;
+    const htae_blocks *b = a->b;
+    int *slot = xmalloc(((size_t)a->gp->n + 1) * sizeof *slot);
+    memset(slot, 0xff, ((size_t)a->gp->n + 1) * sizeof *slot);
+    sg_host_t hosts[HTAE_PTASK_MAX_HOSTS];
+    int h = 0;
+    for (int i = b->first[k]; i < b->first[k + 1]; i++)
+        for (int end = 0; end < 2; end++) {
+            int m = end ? b->dst[i] : b->src[i];
+            if (slot[m] < 0) {
+                assert(h < HTAE_PTASK_MAX_HOSTS);
+                slot[m] = h;
+                hosts[h++] = a->gp->hosts[m];
+            }
+        }
+    double *mx = xcalloc((size_t)h * (size_t)h, sizeof *mx);
+    for (int i = b->first[k]; i < b->first[k + 1]; i++)
+        if (b->w[i] > 0.0)
+            mx[(size_t)slot[b->src[i]] * h + (size_t)slot[b->dst[i]]] = a->scale * share * b->w[i];
+    sg_exec_t task = sg_actor_parallel_exec_init(h, hosts, NULL, mx);
+    sg_exec_start(task); /* counted with the act (htae_coll_solo) */
+    free(mx);
+    free(slot);
+    return task;
+}
+
+static void free_blocks(void *b)
+{
+    htae_blocks_free(b);
+}
+
+/* p's blocks (run_pattern's) and their shape. */
+static solo_shape *pattern_shape(coll_group *gp, const pattern *p, int span, htae_links *L)
+{
+    htae_blocks *b = htae_blocks_alone(gp, p, span);
+    int np = b->first[b->n];
+    sg_host_t *src = xmalloc(((size_t)np + 1) * sizeof *src);
+    sg_host_t *dst = xmalloc(((size_t)np + 1) * sizeof *dst);
+    for (int i = 0; i < np; i++) {
+        src[i] = gp->hosts[b->src[i]];
+        dst[i] = gp->hosts[b->dst[i]];
+    }
+    solo_shape *sh = htae_solo_shape(L, b->n, b->first, src, dst, b->w);
+    free(src);
+    free(dst);
+    sh->aux = b;
+    sh->aux_free = free_blocks;
+    return sh;
+}
+
+int htae_coll_solo(coll_group *gp, pattern *p, const pattern *ghost, double scale, double wait,
+                   int span, const uint64_t *key, int may_time, coll_run_ctx *cx, int *real)
+{
+    *real = -1;
+    if (!cx->solo)
+        return 0;
+    solo_shape *sh = key ? htae_solo_cached(cx->solo, *key) : NULL;
+    int own = !sh;
+    if (!sh) {
+        sh = pattern_shape(gp, p, span, cx->links);
+        if (key) {
+            htae_solo_cache(cx->solo, *key, sh);
+            own = 0;
+        }
+    }
+    const htae_blocks *b = sh->aux;
+    assert(!ghost || b->n == 1);
+    pattern_act a = {gp, b, ghost, scale, cx};
+    solo_ops ops = {act_begin, act_task, act_end, &a};
+    int timed = htae_solo_run(cx->solo, sh, wait, may_time ? scale : 0.0, &ops, real);
+    if (timed) /* the tasks it would have been, as run_pattern counts them */
+        *cx->activities += (uint64_t)b->n;
+    if (own)
+        htae_solo_shape_free(sh);
+    return timed;
 }

@@ -1,0 +1,208 @@
+/* test_solo.c: transfers and collectives timed while alone on their links, turned into SimGrid
+ * tasks over the bytes they have left when another comes (sim/engine/htae_solo.h): times worked
+ * out by hand, and every task, link and activity the same as with every act a SimGrid task. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/run/run.h"
+#include "sim_util.h"
+#include "suite_util.h"
+
+/* The receiving side of a transfer: an instant task on its peer that depends on it. */
+static void receive(exec_graph *g, uint32_t transfer)
+{
+    const graph_task *x = &g->tasks[transfer];
+    graph_add_edge(g, transfer, graph_add_compute(g, x->peer, CAT_FORWARD, 0.0, x->label, 0));
+}
+
+/* Transfer A, a GB from rank 0 to `to` on the pipeline stream at 0; transfer B, b bytes on the
+ * data-parallel stream after rank 0 computed `after` seconds. ids: A, B. */
+static exec_graph *two_transfers(int n_ranks, int to, double a, double b, double after,
+                                 uint32_t ids[2])
+{
+    exec_graph *g = graph_create(n_ranks);
+    int l = graph_label(g, "x");
+    ids[0] = graph_add_transfer(g, 0, to, STREAM_PP, a, CAT_PP_COMM, l, 0);
+    uint32_t c = graph_add_compute(g, 0, CAT_FORWARD, after, l, 0);
+    ids[1] = graph_add_transfer(g, 0, to, STREAM_DP, b, CAT_DP_COMM, l, 0);
+    graph_add_edge(g, c, ids[1]);
+    receive(g, ids[0]);
+    receive(g, ids[1]);
+    return g;
+}
+
+/* g run with acts timed (r[1]) and as SimGrid tasks only (r[0]), options o otherwise: every
+ * task, link and activity count the same (1e-12). */
+static void same_either_way(exec_graph *g, cluster *c, htae_options o, htae_result r[2])
+{
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(graph_finalize(g, &err), 0);
+    for (int solo = 0; solo < 2; solo++) {
+        o.timed_solo = solo;
+        ck_assert_msg(htae_run(g, c, &o, &r[solo], &err) == 0, "%s", err.message);
+    }
+    ck_assert_uint_eq(r[0].solo_acts, 0);
+    ck_assert_uint_eq(r[0].activities, r[1].activities);
+    for (uint32_t t = 0; t < g->n_tasks; t++) {
+        ck_assert_msg(fabs(r[1].start[t] - r[0].start[t]) <= 1e-12 * fmax(r[0].start[t], 1e-3),
+                      "task %u starts %.15g, %.15g", t, r[1].start[t], r[0].start[t]);
+        ck_assert_msg(fabs(r[1].end[t] - r[0].end[t]) <= 1e-12 * fmax(r[0].end[t], 1e-3),
+                      "task %u ends %.15g, %.15g", t, r[1].end[t], r[0].end[t]);
+    }
+    ck_assert_int_eq(r[1].n_links, r[0].n_links);
+    for (int i = 0; i < r[0].n_links; i++) {
+        const htae_link_stat *l = sim_find_link(&r[1], r[0].links[i].name);
+        ck_close(l->bytes, r[0].links[i].bytes, 1e-12);
+        ck_close(l->busy_s, r[0].links[i].busy_s, 1e-12);
+    }
+}
+
+static void free_both(htae_result r[2])
+{
+    htae_result_free(&r[0]);
+    htae_result_free(&r[1]);
+}
+
+/* Over the one 100 GB/s wire (no latency), a 1 ms launch a transfer: A's GB moves from 1 ms,
+ * alone, timed. B (0.25 GB) is issued at `after`, its bytes move from after + 1 ms. */
+static void wire_case(double after, double want_a, double want_b, uint32_t turned)
+{
+    cluster c;
+    sim_load("tests/data/htae/two-100GBps.xml", &c);
+    uint32_t id[2];
+    exec_graph *g = two_transfers(2, 1, 1 * GB, 0.25 * GB, after, id);
+    htae_options o = sim_bare_options();
+    o.p2p_launch_s = 1e-3;
+    htae_result r[2];
+    same_either_way(g, &c, o, r);
+    ck_close(r[1].end[id[0]], want_a, 1e-12);
+    ck_close(r[1].end[id[1]], want_b, 1e-12);
+    ck_assert_uint_eq(r[1].solo_turned, turned);
+    ck_assert_uint_eq(r[1].solo_acts, turned ? 1 : 2); /* a turning act runs as tasks */
+    const htae_link_stat *w = sim_find_link(&r[1], "wire_UP");
+    ck_close(w->bytes, 1.25 * GB, 1e-12);
+    free_both(r);
+    graph_free(g);
+    cluster_free(&c);
+}
+
+/* B moves from 6 ms, when A has 0.5 GB left: A is turned into its task over that half, and both
+ * share the wire at 50 GB/s; B's 0.25 GB end at 6 + 5 = 11 ms, A's last 0.25 GB move alone at
+ * 100 GB/s: 2.5 ms, to 13.5 ms. */
+START_TEST(a_later_transfer_turns_a_timed_one)
+{
+    wire_case(5e-3, 13.5e-3, 11e-3, 1);
+}
+END_TEST
+
+/* B issued at 0.5 ms moves from 1.5 ms, A having moved 0.05 GB alone: 50 GB/s each, B ends at
+ * 1.5 + 5 = 6.5 ms; A has 0.7 GB left, 7 ms alone: 13.5 ms. */
+START_TEST(turned_early_in_its_bytes)
+{
+    wire_case(0.5e-3, 13.5e-3, 6.5e-3, 1);
+}
+END_TEST
+
+/* B issued at 15 ms, after A ended at 11 ms: both timed, none turned; B 16 - 18.5 ms. */
+START_TEST(acts_apart_are_both_timed)
+{
+    wire_case(15e-3, 11e-3, 18.5e-3, 0);
+}
+END_TEST
+
+/* Issued together, B comes before A's bytes move: A is turned into its whole task at once, and
+ * the two share the wire from 1 ms: 1.25 GB at 100 GB/s, B's 0.25 GB done at 1 + 5 = 6 ms. */
+START_TEST(turned_before_its_bytes_move)
+{
+    wire_case(0.0, 13.5e-3, 6e-3, 1);
+}
+END_TEST
+
+/* Between two nodes (10 GB/s NICs, each NIC `nic_lat` so the route has twice that; a 1 ms
+ * launch), A's GB and, issued at 50 ms, B's 0.25 GB. Route latency 0.5 ms: at most the least
+ * launch, so A is timed: its bytes move from 1.5 ms, 0.5 GB alone by 51.5 ms when B's start;
+ * 5 GB/s each, B's end at 101.5 ms, when A has 0.25 GB left: 25 ms alone, 126.5 ms. Route
+ * latency 2 ms: more than a launch, so a later act could not turn A in time: nothing is timed,
+ * and the same by hand with 3 ms before any byte moves. */
+static void across_nodes(const char *nic_lat, double lat, uint32_t want_acts)
+{
+    cluster c;
+    const char *const nvl[2] = {"0", "0"}, *const nic[1] = {nic_lat};
+    sim_load_two_nodes(1, nvl, nic, &c);
+    uint32_t id[2];
+    exec_graph *g = two_transfers(2, 1, 1 * GB, 0.25 * GB, 50e-3, id);
+    htae_options o = sim_bare_options();
+    o.p2p_launch_s = 1e-3;
+    htae_result r[2];
+    same_either_way(g, &c, o, r);
+    ck_assert_uint_eq(r[1].solo_acts, want_acts);
+    double a_from = 1e-3 + 2 * lat, b_from = 51e-3 + 2 * lat;
+    double a_left = 1.0 - (b_from - a_from) * 10.0 - 0.25; /* GB, when B's end */
+    ck_close(r[1].end[id[1]], b_from + 0.25 / 5.0, 1e-12);
+    ck_close(r[1].end[id[0]], b_from + 0.25 / 5.0 + a_left / 10.0, 1e-12);
+    free_both(r);
+    graph_free(g);
+    cluster_free(&c);
+}
+
+START_TEST(a_route_within_the_launch_is_timed)
+{
+    across_nodes("0.25ms", 0.25e-3, 1);
+}
+END_TEST
+
+START_TEST(a_route_longer_than_the_launch_is_not)
+{
+    across_nodes("1ms", 1e-3, 0);
+}
+END_TEST
+
+/* A plan the compiler builds (GPT-3 1.3B, tensor 2 x data 2 on dgx4, default options: NCCL's
+ * launches, NVLink latencies): its tensor-parallel collectives and data-parallel buckets meet
+ * on the NVLink ports, so acts are timed and some turned; every task the same either way. */
+START_TEST(a_compiled_plan_the_same_either_way)
+{
+    strategy s;
+    sim_strategy_load("strategies/examples/gpt3-1.3b-dp2-tp2.yaml", &s);
+    cluster *c = sim_dgx4();
+    compiled_plan p;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(compile_plan(&s, c, NULL, &p, &err) == 0, "%s", err.message);
+    htae_options o;
+    htae_default_options(&o);
+    htae_result r[2];
+    for (int solo = 0; solo < 2; solo++) {
+        o.timed_solo = solo;
+        ck_assert_msg(htae_run(p.graph, c, &o, &r[solo], &err) == 0, "%s", err.message);
+    }
+    ck_assert(r[1].solo_acts > 100 && r[1].solo_turned > 0);
+    ck_assert_uint_eq(r[0].activities, r[1].activities);
+    for (uint32_t t = 0; t < p.graph->n_tasks; t++) {
+        ck_assert(fabs(r[1].start[t] - r[0].start[t]) <= 1e-12 * fmax(r[0].start[t], 1e-3));
+        ck_assert(fabs(r[1].end[t] - r[0].end[t]) <= 1e-12 * fmax(r[0].end[t], 1e-3));
+    }
+    ck_close(r[1].makespan, r[0].makespan, 1e-12);
+    for (int i = 0; i < r[0].n_links; i++) {
+        const htae_link_stat *l = sim_find_link(&r[1], r[0].links[i].name);
+        ck_close(l->bytes, r[0].links[i].bytes, 1e-12);
+        ck_close(l->busy_s, r[0].links[i].busy_s, 1e-12);
+    }
+    free_both(r);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *tests[] = {
+        a_later_transfer_turns_a_timed_one,  turned_early_in_its_bytes,
+        acts_apart_are_both_timed,           turned_before_its_bytes_move,
+        a_route_within_the_launch_is_timed,  a_route_longer_than_the_launch_is_not,
+        a_compiled_plan_the_same_either_way, NULL};
+    return suite_run(suite_of("solo", "solo", 30, tests));
+}
