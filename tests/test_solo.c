@@ -160,6 +160,89 @@ START_TEST(a_route_longer_than_the_launch_is_not)
 }
 END_TEST
 
+/* One node of four GPUs, each on its own 100 GB/s switch port (no latency), a 1 ms launch:
+ * A (a_src -> a_dst, 1 GB) from 0; R (r_src -> r_dst) and U (u_src -> u_dst), 0.25 GB each,
+ * both issued at 5 ms, R sharing a port with A, U a port with R only. Whichever of R and U the
+ * engine issues first, A is turned and U runs beside R: from 6 ms every flow gets 50 GB/s
+ * (each shared port carries two), R and U end at 6 + 5 = 11 ms, and A, 0.25 GB left then,
+ * at 13.5 ms. */
+static void issued_together(int a_src, int a_dst, int r_src, int r_dst, int u_src, int u_dst)
+{
+    cluster c;
+    const char *const nvl[1] = {"0"}, *const nic[4] = {"0", "0", "0", "0"};
+    sim_load_nodes(1, 4, nvl, nic, &c);
+    exec_graph *g = graph_create(4);
+    int l = graph_label(g, "x");
+    uint32_t id[3];
+    id[0] = graph_add_transfer(g, a_src, a_dst, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0);
+    const int src[2] = {r_src, u_src}, dst[2] = {r_dst, u_dst};
+    for (int k = 0; k < 2; k++) {
+        uint32_t before = graph_add_compute(g, src[k], CAT_FORWARD, 5e-3, l, 0);
+        id[1 + k] = graph_add_transfer(g, src[k], dst[k], STREAM_DP, 0.25 * GB, CAT_DP_COMM, l, 0);
+        graph_add_edge(g, before, id[1 + k]);
+    }
+    for (int i = 0; i < 3; i++)
+        receive(g, id[i]);
+    htae_options o = sim_bare_options();
+    o.p2p_launch_s = 1e-3;
+    htae_result r[2];
+    same_either_way(g, &c, o, r);
+    ck_close(r[1].end[id[0]], 13.5e-3, 1e-12);
+    ck_close(r[1].end[id[1]], 11e-3, 1e-12);
+    ck_close(r[1].end[id[2]], 11e-3, 1e-12);
+    /* A, and U too when U came first (timed, then turned by R) */
+    ck_assert(r[1].solo_turned >= 1 && r[1].solo_turned <= 2);
+    free_both(r);
+    graph_free(g);
+    cluster_free(&c);
+}
+
+START_TEST(acts_issued_at_the_instant_of_a_turn)
+{
+    issued_together(0, 1, 0, 2, 1, 2);
+}
+END_TEST
+
+START_TEST(acts_issued_at_the_instant_of_a_turn_other_order)
+{
+    issued_together(1, 3, 1, 2, 0, 2);
+}
+END_TEST
+
+/* 48 GPUs on one switch each send 10 MB at 5 ms, while one of them (rank 0) turns a 1 GB
+ * transfer of its own: the holds grow while the turning actor hands over (no stale pointer,
+ * no turn lost): every task the same as with SimGrid tasks only. */
+START_TEST(many_acts_at_the_instant_of_a_turn)
+{
+    enum { K = 48 };
+    cluster c;
+    const char *nvl[1] = {"0"}, *nic[K];
+    for (int i = 0; i < K; i++)
+        nic[i] = "0";
+    sim_load_nodes(1, K, nvl, nic, &c);
+    exec_graph *g = graph_create(K);
+    int l = graph_label(g, "x");
+    uint32_t before[K];
+    for (int r = 0; r < K; r++)
+        before[r] = graph_add_compute(g, r, CAT_FORWARD, 5e-3, l, 0);
+    receive(g, graph_add_transfer(g, 0, 1, STREAM_PP, 1 * GB, CAT_PP_COMM, l, 0));
+    for (int r = 0; r < K; r++) {
+        int peer = r == 0 ? 2 : r + 1 < K ? r + 1 : 2;
+        uint32_t t = graph_add_transfer(g, r, peer, STREAM_DP, 0.01 * GB, CAT_DP_COMM, l, 0);
+        graph_add_edge(g, before[r], t);
+        receive(g, t);
+    }
+    htae_options o = sim_bare_options();
+    o.p2p_launch_s = 1e-3;
+    htae_result r[2];
+    same_either_way(g, &c, o, r);
+    ck_assert(r[1].solo_turned >= 1);
+    free_both(r);
+    graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* A plan the compiler builds (GPT-3 1.3B, tensor 2 x data 2 on dgx4, default options: NCCL's
  * launches, NVLink latencies): its tensor-parallel collectives and data-parallel buckets meet
  * on the NVLink ports, so acts are timed and some turned; every task the same either way. */
@@ -199,10 +282,16 @@ END_TEST
 
 int main(void)
 {
-    const TTest *tests[] = {
-        a_later_transfer_turns_a_timed_one,  turned_early_in_its_bytes,
-        acts_apart_are_both_timed,           turned_before_its_bytes_move,
-        a_route_within_the_launch_is_timed,  a_route_longer_than_the_launch_is_not,
-        a_compiled_plan_the_same_either_way, NULL};
+    const TTest *tests[] = {a_later_transfer_turns_a_timed_one,
+                            turned_early_in_its_bytes,
+                            acts_apart_are_both_timed,
+                            turned_before_its_bytes_move,
+                            a_route_within_the_launch_is_timed,
+                            a_route_longer_than_the_launch_is_not,
+                            acts_issued_at_the_instant_of_a_turn,
+                            acts_issued_at_the_instant_of_a_turn_other_order,
+                            many_acts_at_the_instant_of_a_turn,
+                            a_compiled_plan_the_same_either_way,
+                            NULL};
     return suite_run(suite_of("solo", "solo", 30, tests));
 }

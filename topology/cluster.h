@@ -168,6 +168,10 @@ void cluster_selected_text(const cluster *c, char *buf, size_t size);
  * (seconds, 0 for a == b). The compiler uses it to decide whether ranks behave alike. Needs the
  * platform cluster_load loaded. */
 void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency);
+/* 1 when cluster_route may be called from another thread while the engine simulates (a built
+ * platform: its zone answers from the description and its own copies of the bandwidths, read
+ * only); 0 for a platform file, whose routes SimGrid looks up itself. */
+int cluster_routes_concurrent(void);
 
 /* Every link of the loaded platform (NICs, NVLink, PCIe, switches) at `factor` times its
  * bandwidth, latencies unchanged: `protosim replay --what-if network:F`. Returns the number of

@@ -214,15 +214,15 @@ class FabricZone final : public simgrid::kernel::routing::NetZoneImpl
         cluster_desc_free(desc_);
     }
 
-    void set_link(int link, simgrid::s4u::SplitDuplexLink *l, double latency)
+    void set_link(int link, simgrid::s4u::Link *up, simgrid::s4u::Link *down, double latency)
     {
-        up_[(size_t)link] = l->get_link_up()->get_impl();
-        down_[(size_t)link] = l->get_link_down()->get_impl();
+        up_[(size_t)link] = up->get_impl();
+        down_[(size_t)link] = down->get_impl();
         latency_[(size_t)link] = latency;
-        link_up_[(size_t)link] = l->get_link_up();
-        link_down_[(size_t)link] = l->get_link_down();
-        bw_up_[(size_t)link] = l->get_link_up()->get_bandwidth();
-        bw_down_[(size_t)link] = l->get_link_down()->get_bandwidth();
+        link_up_[(size_t)link] = up;
+        link_down_[(size_t)link] = down;
+        bw_up_[(size_t)link] = up->get_bandwidth();
+        bw_down_[(size_t)link] = down->get_bandwidth();
     }
 
     /* The links' bandwidths as they are now (after cluster_scale_bandwidth). */
@@ -272,10 +272,17 @@ void build_link(FabricZone *zone, const fabric *f, int link)
     char name[96];
     fabric_link_name(f, link, name, sizeof name);
     double latency = fabric_link_latency(f, link);
-    auto *l = zone->create_split_duplex_link(name, {fabric_link_GBps(f, link) * 1e9});
-    l->set_latency(latency);
-    l->seal();
-    zone->set_link(link, l, latency);
+    /* its two directions as the shared links <id>_UP and <id>_DOWN, as SimGrid makes a
+     * SPLITDUPLEX link of an XML platform (without the wrapper object, which nothing reads) */
+    simgrid::s4u::Link *half[2];
+    size_t len = std::strlen(name);
+    for (int k = 0; k < 2; k++) {
+        std::snprintf(name + len, sizeof name - len, "%s", k ? "_DOWN" : "_UP");
+        half[k] = zone->create_link(name, {fabric_link_GBps(f, link) * 1e9});
+        half[k]->set_latency(latency);
+        half[k]->seal();
+    }
+    zone->set_link(link, half[0], half[1], latency);
 }
 
 /* The layout's links in the order an XML platform of it declares them (unit by unit: the
@@ -350,6 +357,11 @@ extern "C" const char *cluster_platform_host_zone(const void *host)
     } catch (...) {
         return nullptr;
     }
+}
+
+extern "C" int cluster_routes_concurrent(void)
+{
+    return fabric_zone != nullptr;
 }
 
 /* Both figures from one route lookup: sg_host_get_route_bandwidth and sg_host_get_route_latency

@@ -8,9 +8,6 @@
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Actor.hpp>
-#include <simgrid/s4u/Exec.hpp>
-
-#include <vector>
 
 using simgrid::kernel::timer::Timer;
 
@@ -36,20 +33,6 @@ extern "C" int htae_sem_acquire_until(sg_sem_t sem, double date)
     if (!fired)
         t->remove();
     return fired ? 1 : 0;
-}
-
-extern "C" ssize_t htae_exec_wait_any_until(sg_exec_t *execs, size_t n, double date)
-{
-    std::vector<simgrid::s4u::ExecPtr> v;
-    v.reserve(n);
-    for (size_t i = 0; i < n; i++)
-        v.emplace_back(execs[i], false); /* the caller's references, as sg_exec_wait_any_for */
-    double left = date - simgrid_get_clock();
-    ssize_t pos = simgrid::s4u::Exec::wait_any_for(v, left > 0.0 ? left : 0.0);
-    for (size_t i = 0; i < n; i++)
-        if (pos < 0 || static_cast<size_t>(pos) != i)
-            v[i]->add_ref(); /* kept: v's end releases them */
-    return pos;
 }
 
 extern "C" int htae_clock_restart(void)

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
 #include <simgrid/semaphore.h>
 
 #include "../base/xalloc.h"
@@ -47,6 +50,14 @@ static void shape_links(const htae_links *L, solo_shape *sh, block_load *v, size
         if (u > sh->unit[v[i].block])
             sh->unit[v[i].block] = u;
     }
+    sh->bfirst = xcalloc((size_t)sh->n + 2, sizeof *sh->bfirst);
+    sh->bids = xmalloc((m + 1) * sizeof *sh->bids);
+    for (size_t i = 0; i < m; i++)
+        sh->bfirst[v[i].block + 2]++;
+    for (int b = 0; b < sh->n; b++)
+        sh->bfirst[b + 2] += sh->bfirst[b + 1];
+    for (size_t i = 0; i < m; i++) /* by link within a block, as sorted */
+        sh->bids[sh->bfirst[v[i].block + 1]++] = v[i].id;
     sh->ids = xmalloc((m + 1) * sizeof *sh->ids);
     sh->timeable = 1;
     for (size_t i = 0; i < m;) { /* every link: the bytes per second of the blocks' lone rates */
@@ -106,38 +117,43 @@ void htae_solo_shape_free(solo_shape *sh)
     free(sh->lat);
     free(sh->unit);
     free(sh->ids);
+    free(sh->bfirst);
+    free(sh->bids);
     free(sh);
 }
 
-/* An act held on its links: its bytes move over [bw, end); end INFINITY: it runs as tasks. */
-typedef struct act {
+struct owner;
+
+/* A hold on links: a timed act's block (its bytes moving over [bw, end)), or an act run as
+ * tasks (end INFINITY, from bw until they have all ended). */
+typedef struct hold_rec {
     double bw, end;
     int *ids; /* its links (a copy: the caller may free its shape once it has run) */
     int n_ids;
     size_t cap_ids;
-    int timed;   /* issued timed (it may have been turned since) */
-    int turned;  /* a timed act whose owner must start its tasks */
-    int waiting; /* its owner sleeps on sem until a date */
-    sg_sem_t sem;
-    int next_free; /* index + 1, 0 none */
-} act;
+    int turned;       /* a timed block whose owner must start its task */
+    struct owner *by; /* a timed block's owner, NULL for tasks */
+    int next_free;    /* index + 1, 0 none */
+} hold_rec;
 
-/* The acts held on one link. */
+/* The holds on one link. */
 typedef struct held {
-    int *acts;
+    int *holds;
     size_t n, cap;
 } held;
 
 struct htae_solo {
     htae_links *L;
     double floor;
-    act *acts;
-    size_t n_acts, cap_acts;
-    int free_act;
+    hold_rec *holds;
+    size_t n_holds, cap_holds;
+    int free_hold;
     held *on; /* [n_on]: per link index */
     size_t n_on;
     int *stack; /* turn's work list */
     size_t cap_stack;
+    sg_sem_t *sems; /* owners' semaphores, free for reuse */
+    size_t n_sems, cap_sems;
     uint32_t timed, turned;
     /* shapes by key, open addressing (n_slots a power of two, or 0) */
     uint64_t *keys;
@@ -157,20 +173,20 @@ void htae_solo_free(htae_solo *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->n_acts; i++) {
-        if (s->acts[i].sem)
-            sg_sem_destroy(s->acts[i].sem);
-        free(s->acts[i].ids);
-    }
+    for (size_t i = 0; i < s->n_holds; i++)
+        free(s->holds[i].ids);
+    for (size_t i = 0; i < s->n_sems; i++)
+        sg_sem_destroy(s->sems[i]);
     for (size_t i = 0; i < s->n_on; i++)
-        free(s->on[i].acts);
+        free(s->on[i].holds);
     for (size_t i = 0; i < s->n_slots; i++)
         htae_solo_shape_free(s->shapes[i]);
     free(s->keys);
     free(s->shapes);
-    free(s->acts);
+    free(s->holds);
     free(s->on);
     free(s->stack);
+    free(s->sems);
     free(s);
 }
 
@@ -232,54 +248,52 @@ static held *held_on(htae_solo *s, int id)
     return &s->on[id];
 }
 
-/* A new act held on sh's links over [bw, end). */
-static int hold(htae_solo *s, const solo_shape *sh, double bw, double end, int timed)
+/* A new hold on ids[0 .. n) over [bw, end), owned by `by` (a timed block) or NULL (tasks). */
+static int hold(htae_solo *s, const int *ids, int n, double bw, double end, struct owner *by)
 {
     int a;
-    if (s->free_act) {
-        a = s->free_act - 1;
-        s->free_act = s->acts[a].next_free;
+    if (s->free_hold) {
+        a = s->free_hold - 1;
+        s->free_hold = s->holds[a].next_free;
     } else {
-        xgrow(&s->acts, sizeof *s->acts, s->n_acts + 1, &s->cap_acts);
-        a = (int)s->n_acts++;
-        memset(&s->acts[a], 0, sizeof s->acts[a]);
+        xgrow(&s->holds, sizeof *s->holds, s->n_holds + 1, &s->cap_holds);
+        a = (int)s->n_holds++;
+        memset(&s->holds[a], 0, sizeof s->holds[a]);
     }
-    act *x = &s->acts[a];
-    xgrow(&x->ids, sizeof *x->ids, (size_t)sh->n_ids + 1, &x->cap_ids);
-    memcpy(x->ids, sh->ids, (size_t)sh->n_ids * sizeof *x->ids);
-    x->n_ids = sh->n_ids;
+    hold_rec *x = &s->holds[a];
+    xgrow(&x->ids, sizeof *x->ids, (size_t)n + 1, &x->cap_ids);
+    memcpy(x->ids, ids, (size_t)n * sizeof *x->ids);
+    x->n_ids = n;
     x->bw = bw;
     x->end = end;
-    x->timed = timed;
-    x->turned = x->waiting = x->next_free = 0;
-    for (int k = 0; k < sh->n_ids; k++) {
-        held *h = held_on(s, sh->ids[k]);
-        xgrow(&h->acts, sizeof *h->acts, h->n + 1, &h->cap);
-        h->acts[h->n++] = a;
+    x->by = by;
+    x->turned = x->next_free = 0;
+    for (int k = 0; k < n; k++) {
+        held *h = held_on(s, ids[k]);
+        xgrow(&h->holds, sizeof *h->holds, h->n + 1, &h->cap);
+        h->holds[h->n++] = a;
     }
     return a;
 }
 
 static void release(htae_solo *s, int a)
 {
-    act *x = &s->acts[a];
+    hold_rec *x = &s->holds[a];
     for (int k = 0; k < x->n_ids; k++) {
         held *h = &s->on[x->ids[k]];
         for (size_t i = 0; i < h->n; i++)
-            if (h->acts[i] == a) {
-                h->acts[i] = h->acts[--h->n];
+            if (h->holds[i] == a) {
+                h->holds[i] = h->holds[--h->n];
                 break;
             }
     }
-    if (x->sem) /* a release left on it at the instant its date came */
-        while (!sg_sem_would_block(x->sem))
-            sg_sem_acquire(x->sem);
     x->n_ids = 0;
-    x->next_free = s->free_act;
-    s->free_act = a + 1;
+    x->by = NULL;
+    x->next_free = s->free_hold;
+    s->free_hold = a + 1;
 }
 
-/* Whether an act held on any of ids[0 .. n) moves bytes during [lo, hi). */
+/* Whether a hold on any of ids[0 .. n) moves bytes during [lo, hi). */
 static int contended(const htae_solo *s, const int *ids, int n, double lo, double hi)
 {
     for (int k = 0; k < n; k++) {
@@ -287,12 +301,35 @@ static int contended(const htae_solo *s, const int *ids, int n, double lo, doubl
             continue;
         const held *h = &s->on[ids[k]];
         for (size_t i = 0; i < h->n; i++) {
-            const act *x = &s->acts[h->acts[i]];
+            const hold_rec *x = &s->holds[h->holds[i]];
             if (x->bw < hi && x->end > lo)
                 return 1;
         }
     }
     return 0;
+}
+
+/* A timed act's blocks, from its owner's side (on its actor's stack while it runs). */
+enum { B_TIMED, B_DUE, B_TASK, B_ENDED, B_DONE };
+
+typedef struct owner {
+    htae_solo *s;
+    const solo_shape *sh;
+    const solo_ops *ops;
+    double create, scale;
+    int n, done, begun, turned;
+    int *state, *hold;
+    double *end, *date, *share; /* B_TIMED: end; B_DUE: when its task starts, over share;
+                                   B_ENDED: when its task ended (end) */
+    sg_sem_t sem;
+} owner;
+
+/* A token on the owner's semaphore: it may be between two of its own SimGrid calls (starting a
+ * helper yields), so the change is seen by its next wait at the latest, never slept through;
+ * extra tokens only make it look again (drained at its end). */
+static void wake(owner *o)
+{
+    sg_sem_release(o->sem);
 }
 
 static void push(htae_solo *s, size_t *n, int a)
@@ -301,94 +338,127 @@ static void push(htae_solo *s, size_t *n, int a)
     s->stack[(*n)++] = a;
 }
 
-/* Turn every timed act on ids[0 .. n) whose bytes still move at `from` or later, and every
- * timed act on the links of one turned, now: each is held as tasks from now on. */
-static void turn_from(htae_solo *s, const int *ids, int n, double from)
+/* Push every timed block on ids[0 .. n) whose bytes still move after `from`. */
+static void push_timed(htae_solo *s, size_t *top, const int *ids, int n, double from)
 {
-    size_t top = 0;
     for (int k = 0; k < n; k++) {
         if ((size_t)ids[k] >= s->n_on)
             continue;
         const held *h = &s->on[ids[k]];
         for (size_t i = 0; i < h->n; i++) {
-            const act *x = &s->acts[h->acts[i]];
-            if (x->timed && !x->turned && x->end > from)
-                push(s, &top, h->acts[i]);
+            const hold_rec *x = &s->holds[h->holds[i]];
+            if (x->by && !x->turned && x->end > from)
+                push(s, top, h->holds[i]);
         }
     }
+}
+
+/* Turn every timed block on ids[0 .. n) whose bytes still move after `from`, and every timed
+ * block on the links of one turned, now: each is held as a task from now on. Their owners are
+ * woken once every turn is made: a release yields to other actors, which may hold, release or
+ * turn meanwhile (s->holds may move, s->stack be reused), and an owner may even end (its
+ * semaphore stays, pooled). */
+static void turn_from(htae_solo *s, const int *ids, int n, double from)
+{
+    size_t top = 0, n_wake = 0, cap_wake = 0;
+    sg_sem_t *woken = NULL;
+    push_timed(s, &top, ids, n, from);
     double now = simgrid_get_clock();
     while (top) {
         int a = s->stack[--top];
-        act *x = &s->acts[a];
+        hold_rec *x = &s->holds[a];
         if (x->turned)
             continue;
         x->turned = 1;
         x->bw = now;
         x->end = INFINITY;
-        s->turned++;
-        if (x->waiting) {
-            x->waiting = 0;
-            sg_sem_release(x->sem);
-        }
-        for (int k = 0; k < x->n_ids; k++) {
-            const held *h = &s->on[x->ids[k]];
-            for (size_t i = 0; i < h->n; i++) {
-                const act *y = &s->acts[h->acts[i]];
-                if (y->timed && !y->turned && y->end > now)
-                    push(s, &top, h->acts[i]);
-            }
-        }
+        xgrow(&woken, sizeof *woken, n_wake + 1, &cap_wake);
+        woken[n_wake++] = x->by->sem;
+        push_timed(s, &top, x->ids, x->n_ids, now);
     }
+    for (size_t i = 0; i < n_wake; i++)
+        sg_sem_release(woken[i]);
+    free(woken);
 }
 
-enum { B_TIMED, B_DUE, B_TASK, B_DONE };
-
-/* A timed act's blocks, from its owner's side. */
-typedef struct owner {
-    int n, done, begun;
-    double create;
-    int *state;
-    double *end, *date, *share; /* B_TIMED: end; B_DUE: when its task starts, over share */
-    sg_exec_t *exec;            /* B_TASK */
-    int *of;                    /* exec index -> block */
-} owner;
-
-/* Turned at `now`: each block whose bytes still move from now + its latency on (the earliest
- * its task could move them) starts its task then, over what is left. */
-static void on_turn(owner *o, const solo_shape *sh, double scale, double now)
+/* Block b, turned at `now`: if its bytes still move from now + its latency on (the earliest a
+ * task started now moves them), its task starts then, over what is left. */
+static void on_turn(owner *o, int b, double now)
 {
-    for (int b = 0; b < o->n; b++) {
-        if (o->state[b] != B_TIMED)
-            continue;
-        double bw = o->create + sh->lat[b], from = fmax(bw, now + sh->lat[b]);
-        double span = scale * sh->unit[b];
-        if (o->end[b] <= from || !(span > 0.0))
-            continue; /* ends alone first */
-        o->state[b] = B_DUE;
-        o->date[b] = from - sh->lat[b];
-        o->share[b] = from == bw ? 1.0 : (o->end[b] - from) / span;
+    const solo_shape *sh = o->sh;
+    double bw = o->create + sh->lat[b], from = fmax(bw, now + sh->lat[b]);
+    double span = o->scale * sh->unit[b];
+    if (!o->turned) {
+        o->turned = 1;
+        o->s->turned++;
     }
+    if (o->end[b] <= from || !(span > 0.0))
+        return; /* ends alone first */
+    o->state[b] = B_DUE;
+    o->date[b] = from - sh->lat[b];
+    o->share[b] = from == bw ? 1.0 : (o->end[b] - from) / span;
 }
 
-/* Everything due at `now`: the flows' start, timed ends, turned blocks' tasks. */
-static void run_due(owner *o, const solo_ops *ops, double now, uint64_t *tasks)
+typedef struct helper_arg {
+    owner *o;
+    int b;
+} helper_arg;
+
+/* A turned block's task, run and waited for by an actor of its own, so that the owner stays
+ * woken by turns of its other blocks: its end is handed back to the owner, which ends the
+ * flows (link statistics pair every start and end in one actor). */
+static void block_helper(int argc, char **argv)
 {
+    (void)argc;
+    (void)argv;
+    helper_arg *h = sg_actor_self_get_data();
+    owner *o = h->o;
+    int b = h->b;
+    free(h);
+    sg_exec_t task = o->ops->task(o->ops->ctx, b, o->share[b]);
+    sg_exec_wait(task);
+    o->end[b] = simgrid_get_clock();
+    o->state[b] = B_ENDED;
+    wake(o);
+}
+
+static void start_helper(owner *o, int b)
+{
+    helper_arg *h = xmalloc(sizeof *h);
+    *h = (helper_arg){o, b};
+    sg_actor_t a = sg_actor_init("solo", sg_host_self());
+    sg_actor_set_stacksize(a, 256); /* KiB, as htae.c's actors (HTAE_ACTOR_STACK_KIB) */
+    sg_actor_set_data(a, h);
+    sg_actor_start_(a, block_helper, 0, NULL);
+}
+
+static void block_done(owner *o, int b, double now)
+{
+    o->ops->end(o->ops->ctx, b, now);
+    o->state[b] = B_DONE;
+    o->done++;
+    release(o->s, o->hold[b]);
+}
+
+/* Everything due at `now`: turns, the flows' start, timed ends, tasks to start, tasks ended. */
+static void run_due(owner *o, double now)
+{
+    for (int b = 0; b < o->n; b++)
+        if (o->state[b] == B_TIMED && o->s->holds[o->hold[b]].turned)
+            on_turn(o, b, now);
     if (!o->begun && now >= o->create) {
         for (int b = 0; b < o->n; b++)
-            ops->begin(ops->ctx, b, o->create);
+            o->ops->begin(o->ops->ctx, b, o->create);
         o->begun = 1;
     }
     if (!o->begun)
         return;
     for (int b = 0; b < o->n; b++)
-        if (o->state[b] == B_TIMED && o->end[b] <= now) {
-            ops->end(ops->ctx, b, now);
-            o->state[b] = B_DONE;
-            o->done++;
-        } else if (o->state[b] == B_DUE && o->date[b] <= now) {
-            o->exec[b] = ops->task(ops->ctx, b, o->share[b]);
+        if ((o->state[b] == B_TIMED && o->end[b] <= now) || o->state[b] == B_ENDED)
+            block_done(o, b, now);
+        else if (o->state[b] == B_DUE && o->date[b] <= now) {
             o->state[b] = B_TASK;
-            (*tasks)++;
+            start_helper(o, b);
         }
 }
 
@@ -403,90 +473,60 @@ static double next_date(const owner *o)
     return d;
 }
 
-/* Wait for the next date, a task's end or (all blocks timed) a turn. */
-static void wait_next(htae_solo *s, int a, owner *o, const solo_ops *ops)
-{
-    double date = next_date(o);
-    size_t m = 0;
-    for (int b = 0; b < o->n; b++)
-        if (o->state[b] == B_TASK) {
-            o->of[m] = b;
-            o->exec[o->n + (int)m++] = o->exec[b];
-        }
-    if (m == 0) {
-        act *x = &s->acts[a];
-        if (!x->sem)
-            x->sem = sg_sem_init(0);
-        x->waiting = !x->turned;
-        htae_sem_acquire_until(x->sem, date);
-        s->acts[a].waiting = 0;
-        return;
-    }
-    /* turned: no turn to come, the dates are fixed */
-    ssize_t i = htae_exec_wait_any_until(o->exec + o->n, m, date);
-    if (i >= 0) {
-        int b = o->of[i];
-        ops->end(ops->ctx, b, simgrid_get_clock());
-        o->state[b] = B_DONE;
-        o->done++;
-    }
-}
-
-static void run_timed(htae_solo *s, int a, const solo_shape *sh, double create, double scale,
-                      const solo_ops *ops, uint64_t *tasks)
+static void run_timed(htae_solo *s, const solo_shape *sh, double create, double scale,
+                      const solo_ops *ops)
 {
     int n = sh->n;
-    owner o = {n, 0, 0, create, NULL, NULL, NULL, NULL, NULL, NULL};
-    o.state = xmalloc(((size_t)n + 1) * sizeof *o.state);
+    owner o = {s, sh, ops, create, scale, n, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+    o.state = xmalloc(((size_t)n + 1) * 2 * sizeof *o.state);
+    o.hold = o.state + n;
     o.end = xmalloc(((size_t)n + 1) * 3 * sizeof *o.end);
     o.date = o.end + n;
     o.share = o.date + n;
-    o.exec = xmalloc(((size_t)n + 1) * 2 * sizeof *o.exec);
-    o.of = xmalloc(((size_t)n + 1) * sizeof *o.of);
-    for (int b = 0; b < n; b++) {
+    for (int b = 0; b < n; b++) { /* held at once: contended() just said they may be */
         o.state[b] = B_TIMED;
         o.end[b] = create + sh->lat[b] + scale * sh->unit[b];
+        o.hold[b] = hold(s, sh->bids + sh->bfirst[b], sh->bfirst[b + 1] - sh->bfirst[b],
+                         create + sh->lat[b], o.end[b], &o);
     }
-    int handled = 0;
-    while (o.done < n) {
-        double now = simgrid_get_clock();
-        if (s->acts[a].turned && !handled) {
-            on_turn(&o, sh, scale, now);
-            handled = 1;
-        }
-        run_due(&o, ops, now, tasks);
-        if (o.done < n)
-            wait_next(s, a, &o, ops);
+    o.sem = s->n_sems ? s->sems[--s->n_sems] : sg_sem_init(0);
+    for (;;) {
+        run_due(&o, simgrid_get_clock());
+        if (o.done == n)
+            break;
+        double date = next_date(&o);
+        if (isfinite(date))
+            htae_sem_acquire_until(o.sem, date);
+        else
+            sg_sem_acquire(o.sem);
     }
+    while (!sg_sem_would_block(o.sem)) /* a wake at the instant its date came */
+        sg_sem_acquire(o.sem);
+    xgrow(&s->sems, sizeof *s->sems, s->n_sems + 1, &s->cap_sems);
+    s->sems[s->n_sems++] = o.sem;
     free(o.state);
     free(o.end);
-    free(o.exec);
-    free(o.of);
 }
 
 int htae_solo_run(htae_solo *s, const solo_shape *sh, double wait, double scale,
                   const solo_ops *ops, int *real)
 {
+    *real = -1;
+    if (!s)
+        return 0;
     double now = simgrid_get_clock(), create = now + (wait > 0.0 ? wait : 0.0);
     double lo = create + sh->min_lat, hi = lo;
     for (int b = 0; b < sh->n; b++)
         hi = fmax(hi, create + sh->lat[b] + scale * sh->unit[b]);
-    int timeable = s && s->floor > 0.0 && sh->timeable && sh->max_lat <= s->floor && scale > 0.0 &&
-                   isfinite(hi);
+    int timeable =
+        s->floor > 0.0 && sh->timeable && sh->max_lat <= s->floor && scale > 0.0 && isfinite(hi);
     if (timeable && !contended(s, sh->ids, sh->n_ids, lo, hi)) {
-        int a = hold(s, sh, lo, hi, 1);
         s->timed++;
-        uint64_t tasks = 0;
-        run_timed(s, a, sh, create, scale, ops, &tasks);
-        release(s, a);
+        run_timed(s, sh, create, scale, ops);
         return 1;
     }
-    if (!s) {
-        *real = -1;
-        return 0;
-    }
+    *real = hold(s, sh->ids, sh->n_ids, lo, INFINITY, NULL); /* before turn_from yields */
     turn_from(s, sh->ids, sh->n_ids, lo);
-    *real = hold(s, sh, lo, INFINITY, 0);
     return 0;
 }
 

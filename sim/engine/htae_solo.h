@@ -37,7 +37,8 @@ typedef struct htae_solo htae_solo;
 typedef struct solo_shape {
     int n;
     double *lat, *unit;
-    int *ids, n_ids;
+    int *ids, n_ids;    /* every block's */
+    int *bfirst, *bids; /* block b's: bids[bfirst[b] .. bfirst[b + 1]) */
     double min_lat, max_lat;
     int timeable; /* every link shared (a fatpipe loads its largest flow, not their sum), and the
                      blocks' lone rates fit on every link together (htae_blocks.h) */

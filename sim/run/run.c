@@ -3,6 +3,7 @@
 #include "run.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <string.h>
 
 report_plan run_report_plan(const compiled_plan *p)
@@ -133,6 +134,71 @@ static int run_summary(const run_request *rq, run_outcome *out, ps_error *err)
  * before the gate, then the shorter runs, the plan one period longer and the expansion; the
  * whole plan, every task simulated, when no window holds or the graphs do not line up. Every
  * compile's seconds go to compile_s, the rest to simulate_s. */
+/* The window plan compiled on a second thread while the shorter plan simulates: compile_plan
+ * reads the strategy and the cluster, and on a built platform its routes come from the
+ * description, not from SimGrid (cluster_routes_concurrent). */
+typedef struct window_compile {
+    const run_request *rq;
+    const compile_options *copt;
+    int micro_batches, started, rc;
+    compiled_plan plan;
+    ps_error err;
+    pthread_t thread;
+} window_compile;
+
+static void *window_compile_main(void *arg)
+{
+    window_compile *w = arg;
+    ps_error_clear(&w->err);
+    w->rc = steady_window_plan(w->rq->s, w->rq->c, w->copt, w->micro_batches, &w->plan, &w->err);
+    return NULL;
+}
+
+static void window_compile_start(window_compile *w, const run_request *rq,
+                                 const compile_options *copt, const steady_prepared *pr)
+{
+    memset(w, 0, sizeof *w);
+    w->rq = rq;
+    w->copt = copt;
+    w->micro_batches = steady_window_micro_batches(rq->s, pr);
+    w->started = cluster_routes_concurrent() &&
+                 pthread_create(&w->thread, NULL, window_compile_main, w) == 0;
+}
+
+/* The window plan of pr into out->plan: the one compiled beside the run when it is pr's (the
+ * first attempt found its window), else compiled now. */
+static int window_plan(window_compile *w, const run_request *rq, const compile_options *copt,
+                       const steady_prepared *pr, run_outcome *out, ps_error *err)
+{
+    double t0 = ps_now_s();
+    if (w->started)
+        pthread_join(w->thread, NULL);
+    int rc;
+    if (w->started && !w->rc && w->micro_batches == steady_window_micro_batches(rq->s, pr)) {
+        out->plan = w->plan;
+        rc = 0;
+    } else {
+        if (w->started && !w->rc)
+            compiled_plan_free(&w->plan);
+        rc = steady_window_plan(rq->s, rq->c, copt, steady_window_micro_batches(rq->s, pr),
+                                &out->plan, err);
+    }
+    w->started = 0;
+    out->graph = out->plan.graph;
+    out->compile_s += ps_now_s() - t0;
+    return rc;
+}
+
+static void window_compile_drop(window_compile *w)
+{
+    if (!w->started)
+        return;
+    pthread_join(w->thread, NULL);
+    if (!w->rc)
+        compiled_plan_free(&w->plan);
+    w->started = 0;
+}
+
 static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
 {
     compile_options defaults;
@@ -146,13 +212,13 @@ static int run_windowed(const run_request *rq, run_outcome *out, ps_error *err)
         out->stopped = rc == RUN_STOP;
     }
     if (!rc && pr) {
+        window_compile w;
+        window_compile_start(&w, rq, copt, pr);
         pr = steady_prepare_run(rq->s, rq->c, copt, rq->hopt, 1, pr, &out->steady);
         if (pr) {
-            double t0 = ps_now_s();
-            rc = steady_window_plan(rq->s, rq->c, copt, pr, &out->plan, err);
-            out->graph = out->plan.graph;
-            out->compile_s += ps_now_s() - t0;
+            rc = window_plan(&w, rq, copt, pr, out, err);
         } else {
+            window_compile_drop(&w);
             rc = run_compile_whole(rq, copt, out, err);
         }
     }

@@ -651,10 +651,15 @@ int steady_finish(const cluster *c, const htae_options *hopt, const compiled_pla
 }
 
 int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
-                       const steady_prepared *pr, compiled_plan *plan, ps_error *err)
+                       int micro_batches, compiled_plan *plan, ps_error *err)
 {
-    compile_options o = graph_options(copt, pr->m1 + pr->w.d);
+    compile_options o = graph_options(copt, micro_batches);
     return compile_plan(s, c, &o, plan, err);
+}
+
+int steady_window_micro_batches(const strategy *s, const steady_prepared *pr)
+{
+    return pr->m1 + period_micro_batches(s);
 }
 
 int steady_window_expand(steady_prepared *pr, const compiled_plan *plan, htae_result *out,

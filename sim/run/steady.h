@@ -73,8 +73,8 @@ void steady_prepared_free(steady_prepared *pr);
 
 /* The steady state without the whole plan's graph (issue 31: compile and memory in the
  * simulated window only; docs/design-notes.md, "The window alone"). steady_window_plan: the
- * plan with one period more than the prepared run (m1 + d micro-batches; its figures, memory
- * included, the whole plan's). steady_window_expand: the prepared run expanded into that plan
+ * plan with one period more than the prepared run (m1 + d micro-batches,
+ * steady_window_micro_batches; its figures, memory included, the whole plan's). steady_window_expand: the prepared run expanded into that plan
  * (one period inserted, checked task by task as steady_finish checks the whole plan) into
  * *out, whose makespan and links are then the whole plan's; 1 when done, 0 with info->why
  * when the graphs do not line up, out untouched. The report then comes from the two timelines (the prepared run's
@@ -82,7 +82,10 @@ void steady_prepared_free(steady_prepared *pr);
  * (report_critical_path_periodic, 0 when the walks do not line up: the caller then simulates
  * the whole plan the old way), steady_window_tasks (the whole plan's task count). */
 int steady_window_plan(const strategy *s, const cluster *c, const compile_options *copt,
-                       const steady_prepared *pr, compiled_plan *plan, ps_error *err);
+                       int micro_batches, compiled_plan *plan, ps_error *err);
+/* The window plan's micro-batches for pr (m1 + d): known before its run, so that the plan may
+ * compile while it simulates (sim/run/run.c). */
+int steady_window_micro_batches(const strategy *s, const steady_prepared *pr);
 int steady_window_expand(steady_prepared *pr, const compiled_plan *plan, htae_result *out,
                          steady_info *info);
 void steady_window_summarize(const steady_prepared *pr, const compiled_plan *plan,
