@@ -445,6 +445,7 @@ int out_run_json(const char *path, const cluster *c, const run_outcome *run, dou
     cJSON_AddNumberToObject(sim, "timed_collectives", r->timed_colls);
     cJSON_AddNumberToObject(sim, "timed_while_alone", r->solo_acts);
     cJSON_AddNumberToObject(sim, "turned_into_tasks", r->solo_turned);
+    cJSON_AddNumberToObject(sim, "flows_left_out_of_turned_tasks", (double)r->solo_left_out);
     cJSON_AddNumberToObject(sim, "simulated_replicas", p->simulated_replicas);
     cJSON_AddNumberToObject(sim, "simulated_tensor_indices", p->simulated_tp);
     cJSON_AddNumberToObject(sim, "simulated_context_indices", p->simulated_context);

@@ -243,6 +243,96 @@ START_TEST(many_acts_at_the_instant_of_a_turn)
 }
 END_TEST
 
+/* A plan's both runs (timed_solo on: r[1]; off: r[0]): every task, the makespan and every
+ * link the same (1e-12). */
+static void plan_either_way(const compiled_plan *p, cluster *c, htae_result r[2])
+{
+    htae_options o;
+    htae_default_options(&o);
+    ps_error err;
+    for (int solo = 0; solo < 2; solo++) {
+        o.timed_solo = solo;
+        ck_assert_msg(htae_run(p->graph, c, &o, &r[solo], &err) == 0, "%s", err.message);
+    }
+    ck_assert_uint_eq(r[0].activities, r[1].activities);
+    for (uint32_t t = 0; t < p->graph->n_tasks; t++) {
+        ck_assert(fabs(r[1].start[t] - r[0].start[t]) <= 1e-12 * fmax(r[0].start[t], 1e-3));
+        ck_assert(fabs(r[1].end[t] - r[0].end[t]) <= 1e-12 * fmax(r[0].end[t], 1e-3));
+    }
+    ck_close(r[1].makespan, r[0].makespan, 1e-12);
+    ck_assert_int_eq(r[1].n_links, r[0].n_links);
+    for (int i = 0; i < r[0].n_links; i++) {
+        const htae_link_stat *l = sim_find_link(&r[1], r[0].links[i].name);
+        ck_close(l->bytes, r[0].links[i].bytes, 1e-12);
+        ck_close(l->busy_s, r[0].links[i].busy_s, 1e-12);
+    }
+}
+
+/* A small GPT, TP 8 x PP 2 x DP 8 with ZeRO-1's overlapped buckets, on 16 DGX A100 (folded:
+ * one replica simulated, its data-parallel rings over seven stand-ins each): a bucket still
+ * running when a pipeline send crosses its NIC is turned, and its task keeps only the flows on
+ * links other tasks may cross, on its busiest private link and with its worst latency: every
+ * task the same as with SimGrid tasks only. */
+START_TEST(a_turned_collective_leaves_private_flows_out)
+{
+    const char *text = "workload:\n  name: gpt-small\n  family: gpt\n  layers: 8\n"
+                       "  hidden: 1024\n  heads: 16\n  seq: 1024\n  vocab: 50304\n"
+                       "batch: {global: 64, micro: 1}\nprecision: bf16\noptimizer: adam\n"
+                       "strategy:\n  tensor: {degree: 8, sequence_parallel: true}\n"
+                       "  pipeline: {degree: 2, schedule: 1f1b}\n"
+                       "  data: {degree: 8, zero: 1, bucket_mb: 25, overlap: true}\n"
+                       "  order: [tensor, data, pipeline]\n";
+    strategy s;
+    ps_error err;
+    ck_assert_msg(sim_strategy_text(text, &s, &err) == 0, "%s", err.message);
+    cluster c;
+    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 16}, &c);
+    compiled_plan p;
+    ck_assert_msg(compile_plan(&s, &c, NULL, &p, &err) == 0, "%s", err.message);
+    htae_result r[2];
+    plan_either_way(&p, &c, r);
+    ck_assert(r[1].solo_turned >= 1 && r[1].solo_left_out > 0);
+    ck_assert_uint_eq(r[0].solo_left_out, 0);
+    free_both(r);
+    compiled_plan_free(&p);
+    strategy_free(&s);
+    cluster_free(&c);
+}
+END_TEST
+
+/* Four DGX A100 (one leaf: a route between nodes crosses the two GPUs' 25 GB/s NICs), a ring
+ * all-gather of 1 GB a member over GPU 0 of each node, rank 0 the one member with a task (the
+ * others stand in, as under folding), and 0.25 GB from rank 16 to rank 24 after 5 ms (over the
+ * NICs of the ring's edge 16 -> 24 only). The all-gather is timed, then turned, and its task
+ * keeps that edge (its links are the transfer's too), the edge on its busiest private link and
+ * the one with its worst latency, and leaves the other out: every task the same as with
+ * SimGrid tasks only. */
+START_TEST(a_turned_ring_keeps_its_shared_edges)
+{
+    cluster c;
+    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 4}, &c);
+    exec_graph *g = graph_create(c.n_gpus);
+    int l = graph_label(g, "x"), members[4] = {0, 8, 16, 24};
+    int grp = graph_add_group_stand_ins(g, members, 4, 1);
+    uint32_t ag;
+    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, &ag);
+    uint32_t before = graph_add_compute(g, 16, CAT_FORWARD, 5e-3, l, 0);
+    uint32_t t = graph_add_transfer(g, 16, 24, STREAM_PP, 0.25 * GB, CAT_PP_COMM, l, 0);
+    graph_add_edge(g, before, t);
+    receive(g, t);
+    htae_options o;
+    htae_default_options(&o);
+    o.algo = COLL_ALGO_RING;
+    htae_result r[2];
+    same_either_way(g, &c, o, r);
+    ck_assert(r[1].solo_turned >= 1 && r[1].solo_left_out >= 1);
+    ck_assert(r[1].end[ag] > r[1].start[t]); /* they did meet */
+    free_both(r);
+    graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* A plan the compiler builds (GPT-3 1.3B, tensor 2 x data 2 on dgx4, default options: NCCL's
  * launches, NVLink latencies): its tensor-parallel collectives and data-parallel buckets meet
  * on the NVLink ports, so acts are timed and some turned; every task the same either way. */
@@ -255,25 +345,9 @@ START_TEST(a_compiled_plan_the_same_either_way)
     ps_error err;
     ps_error_clear(&err);
     ck_assert_msg(compile_plan(&s, c, NULL, &p, &err) == 0, "%s", err.message);
-    htae_options o;
-    htae_default_options(&o);
     htae_result r[2];
-    for (int solo = 0; solo < 2; solo++) {
-        o.timed_solo = solo;
-        ck_assert_msg(htae_run(p.graph, c, &o, &r[solo], &err) == 0, "%s", err.message);
-    }
+    plan_either_way(&p, c, r);
     ck_assert(r[1].solo_acts > 100 && r[1].solo_turned > 0);
-    ck_assert_uint_eq(r[0].activities, r[1].activities);
-    for (uint32_t t = 0; t < p.graph->n_tasks; t++) {
-        ck_assert(fabs(r[1].start[t] - r[0].start[t]) <= 1e-12 * fmax(r[0].start[t], 1e-3));
-        ck_assert(fabs(r[1].end[t] - r[0].end[t]) <= 1e-12 * fmax(r[0].end[t], 1e-3));
-    }
-    ck_close(r[1].makespan, r[0].makespan, 1e-12);
-    for (int i = 0; i < r[0].n_links; i++) {
-        const htae_link_stat *l = sim_find_link(&r[1], r[0].links[i].name);
-        ck_close(l->bytes, r[0].links[i].bytes, 1e-12);
-        ck_close(l->busy_s, r[0].links[i].busy_s, 1e-12);
-    }
     free_both(r);
     compiled_plan_free(&p);
     strategy_free(&s);
@@ -292,6 +366,8 @@ int main(void)
                             acts_issued_at_the_instant_of_a_turn_other_order,
                             many_acts_at_the_instant_of_a_turn,
                             a_compiled_plan_the_same_either_way,
+                            a_turned_collective_leaves_private_flows_out,
+                            a_turned_ring_keeps_its_shared_edges,
                             NULL};
     return suite_run(suite_of("solo", "solo", 30, tests));
 }

@@ -395,6 +395,11 @@ static void run_transfer(exec_state *x, uint32_t t)
     }
 }
 
+static int dyn_theirs(const void *dyn, sg_link_t link, const int32_t *owners, int n)
+{
+    return htae_dyn_link_theirs(dyn, link, owners, n);
+}
+
 /* The last member to arrive runs the collective for everyone; the others sleep on their
  * semaphores until it is done, as NCCL blocks until all ranks have launched the kernel. */
 static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
@@ -425,7 +430,9 @@ static void run_collective_task(exec_state *x, stream_state *st, uint32_t t)
                        htae_dyn_now(&x->dyn, (uint32_t)col->group),
                        x->units,
                        x->prune.drop_group,
-                       x->solo};
+                       x->solo,
+                       x->opt.timed_alone ? dyn_theirs : NULL,
+                       &x->dyn};
     int lean = htae_alone_now(&x->alone, (uint32_t)k->coll, x->coll_done);
     x->lean_colls += (uint32_t)lean;
     const int32_t *comp;

@@ -111,6 +111,7 @@ typedef struct htae_result {
     uint32_t solo_acts;     /* transfers and collectives timed while alone on their links
                               (htae_solo.h); the same timings as their SimGrid tasks */
     uint32_t solo_turned;   /* of those, turned into tasks when another came */
+    uint64_t solo_left_out; /* flows a turned collective's task left out (its lean task) */
     uint32_t pruned;        /* companion groups and pairs left out of SimGrid's tasks
                               (htae_prune.h; the same times, fewer flows) */
     double wall_s;          /* host seconds spent in the simulation */

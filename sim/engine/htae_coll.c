@@ -72,6 +72,9 @@ coll_group *htae_coll_group_create(const cluster *c, const sg_host_t *hosts_by_r
     assert(n >= 1);
     coll_group *gp = xcalloc(1, sizeof *gp);
     gp->n = n;
+    gp->gid = -1;
+    gp->owners = &gp->gid;
+    gp->n_owners = 1;
     gp->hosts = xmalloc((size_t)n * sizeof *gp->hosts);
     gp->node = xmalloc((size_t)n * sizeof *gp->node);
     int *node_id = xmalloc((size_t)n * sizeof *node_id), *count = xcalloc((size_t)n, sizeof *count);
@@ -236,6 +239,11 @@ coll_algo htae_coll_choose(coll_group *gp, coll_kind kind, double bytes, const h
         }
     }
     return best;
+}
+
+void htae_coll_group_set_id(coll_group *gp, int32_t id)
+{
+    gp->gid = id;
 }
 
 double htae_coll_least_wait(coll_group *gp)
@@ -453,7 +461,11 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
         if (to == &kept) /* SimGrid charges the kept flows' worst route latency */
             kept.max_lat = p->max_lat > kept.max_lat ? p->max_lat : kept.max_lat;
     }
-    coll_group merged = {.n = total, .hosts = hosts}; /* run_pattern reads only these */
+    int32_t *owners = xmalloc(((size_t)n + 1) * sizeof *owners);
+    owners[0] = first;
+    memcpy(owners + 1, comp, (size_t)n * sizeof *owners);
+    coll_group merged = {.n = total, .hosts = hosts, .owners = owners, .n_owners = n + 1};
+    /* run_pattern reads only these */
     if (cx->timed_now && htae_merged_alone(&merged, &all, key, cx))
         htae_coll_run_timed(&merged, &all, bytes, latency, cx);
     else if (cx->timed_now && total > HTAE_PTASK_MAX_HOSTS &&
@@ -470,5 +482,6 @@ void htae_coll_run_with(coll_group *const *groups, int first, const int32_t *com
     htae_pattern_free(&all);
     htae_pattern_free(&kept);
     htae_pattern_free(&ghost);
+    free(owners);
     free(hosts);
 }

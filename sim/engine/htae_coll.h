@@ -24,6 +24,8 @@ typedef struct coll_group coll_group;
 coll_group *htae_coll_group_create(const cluster *c, const sg_host_t *hosts_by_rank,
                                    const int32_t *ranks, int n, const htae_options *opt);
 void htae_coll_group_free(coll_group *gp);
+/* The graph group the plan is of (its flows' owner, htae_dyn_link_theirs). */
+void htae_coll_group_set_id(coll_group *gp, int32_t id);
 
 /* 0 if `algo` can run a collective of `kind` on the group, else a PS_EINPUT error saying why
  * (NVLS needs one NVSwitch node of NVLS-capable GPUs, tree members on two nodes or more, ...).
@@ -52,6 +54,10 @@ typedef struct coll_run_ctx {
     const uint8_t *drop_group;     /* companion groups left out of merged tasks (htae_prune.h)
                                       when they run as one SimGrid task; NULL: none */
     struct htae_solo *solo;        /* acts timed until another comes (htae_solo.h); NULL: off */
+    /* Whether no activity but those of groups owners[0 .. n) may ever cross a link
+     * (htae_dyn_link_theirs over theirs_arg); NULL: none known */
+    int (*theirs)(const void *arg, sg_link_t link, const int32_t *owners, int n);
+    const void *theirs_arg;
 } coll_run_ctx;
 
 /* The merged companion patterns' unit-time cache of one run (coll_run_ctx.units). */

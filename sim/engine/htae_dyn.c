@@ -209,6 +209,41 @@ static void csr(const uint64_t *pairs, size_t n, uint32_t n_keys, uint32_t **fir
         (*list)[i] = (uint32_t)pairs[i];
 }
 
+/* Each link of the sorted list once, with its one owner or HTAE_DYN_OWNERS. */
+static void link_owners(htae_dyn *d, const owner_list *l)
+{
+    d->o_link = xmalloc((l->n + 1) * sizeof *d->o_link);
+    d->o_owner = xmalloc((l->n + 1) * sizeof *d->o_owner);
+    for (size_t i = 0; i < l->n;) {
+        size_t j = i + 1;
+        uint32_t owner = l->items[i].owner;
+        for (; j < l->n && l->items[j].link == l->items[i].link; j++)
+            if (l->items[j].owner != owner)
+                owner = HTAE_DYN_OWNERS;
+        d->o_link[d->n_o] = l->items[i].link;
+        d->o_owner[d->n_o++] = owner;
+        i = j;
+    }
+}
+
+int htae_dyn_link_theirs(const htae_dyn *d, sg_link_t link, const int32_t *owners, int n)
+{
+    size_t lo = 0, hi = d->n_o;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)d->o_link[mid] < (uintptr_t)link)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == d->n_o || d->o_link[lo] != link || d->o_owner[lo] == HTAE_DYN_OWNERS)
+        return 0;
+    for (int k = 0; k < n; k++)
+        if (owners[k] >= 0 && (uint32_t)owners[k] == d->o_owner[lo])
+            return 1;
+    return 0;
+}
+
 void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, const htae_tclass *tc,
                    coll_group **groups, const sg_host_t *hosts)
 {
@@ -224,6 +259,7 @@ void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, const htae_t
     d->t_class = tc->of;
     if (l.n)
         qsort(l.items, l.n, sizeof *l.items, by_link_then_owner);
+    link_owners(d, &l);
     uint64_t *pairs;
     size_t n = foreign_pairs(&l, g->n_groups, &pairs);
     free(l.items);
@@ -292,5 +328,7 @@ void htae_dyn_free(htae_dyn *d)
     free(d->t_list);
     free(d->g_first);
     free(d->g_list);
+    free(d->o_link);
+    free(d->o_owner);
     memset(d, 0, sizeof *d);
 }

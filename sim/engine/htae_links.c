@@ -422,6 +422,12 @@ int htae_links_shared(const htae_links *L, int id)
     return sg_link_is_shared(L->acc[id].link);
 }
 
+sg_link_t htae_links_link(const htae_links *L, int id)
+{
+    assert(id >= 0 && id < L->n_acc);
+    return L->acc[id].link;
+}
+
 /* "up" / "down" for the halves of a split-duplex link (SimGrid names them <id>_UP, <id>_DOWN),
  * "both" for a link whose directions share one capacity. */
 static const char *direction_of(const char *name)

@@ -6,6 +6,7 @@
 #define PROTOSIM_HTAE_LINKS_H
 
 #include <simgrid/host.h>
+#include <simgrid/link.h>
 
 #include "htae.h"
 
@@ -34,6 +35,7 @@ const int *htae_links_route(htae_links *L, sg_host_t src, sg_host_t dst, int *le
 /* Link `id`'s bandwidth (bytes/s, as it is now) and whether it is shared (not a fatpipe). */
 double htae_links_bandwidth(const htae_links *L, int id);
 int htae_links_shared(const htae_links *L, int id);
+sg_link_t htae_links_link(const htae_links *L, int id);
 /* Record every link's bytes and busy time so far, at simulated `now` (htae_result.snap_*). */
 void htae_links_snapshot(htae_links *L, double now);
 /* The links that carried bytes into out->links, busiest first (busy time, then bytes, then

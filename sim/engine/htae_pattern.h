@@ -52,6 +52,11 @@ struct coll_group {
      * member of i's node through whose two direct links i's bytes for j go, or -1 (built with
      * direct; NULL when no pair needs one) */
     int *relay, relay_built;
+    /* The graph groups whose flows these are (htae_dyn_link_theirs): its own (gid, -1 until
+     * htae_coll_group_set_id), or a merged companion set's; owners[0 .. n_owners). */
+    int32_t gid;
+    const int32_t *owners;
+    int n_owners;
 };
 
 /* Patterns (htae_pattern.c). */

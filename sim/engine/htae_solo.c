@@ -155,6 +155,7 @@ struct htae_solo {
     sg_sem_t *sems; /* owners' semaphores, free for reuse */
     size_t n_sems, cap_sems;
     uint32_t timed, turned;
+    uint64_t left_out;
     /* shapes by key, open addressing (n_slots a power of two, or 0) */
     uint64_t *keys;
     solo_shape **shapes;
@@ -190,10 +191,16 @@ void htae_solo_free(htae_solo *s)
     free(s);
 }
 
-void htae_solo_counts(const htae_solo *s, uint32_t *timed, uint32_t *turned)
+void htae_solo_counts(const htae_solo *s, uint32_t *timed, uint32_t *turned, uint64_t *left_out)
 {
     *timed = s ? s->timed : 0;
     *turned = s ? s->turned : 0;
+    *left_out = s ? s->left_out : 0;
+}
+
+void htae_solo_left_out(htae_solo *s, uint32_t flows)
+{
+    s->left_out += flows;
 }
 
 static size_t slot_of(const htae_solo *s, uint64_t key)

@@ -77,7 +77,8 @@ int htae_solo_run(htae_solo *s, const solo_shape *sh, double wait, double scale,
                   const solo_ops *ops, int *real);
 void htae_solo_real_end(htae_solo *s, int real);
 
-/* Acts run timed, and of those, turned into tasks. */
-void htae_solo_counts(const htae_solo *s, uint32_t *timed, uint32_t *turned);
+/* Acts run timed, and of those, turned into tasks; flows a turned task left out (lean). */
+void htae_solo_counts(const htae_solo *s, uint32_t *timed, uint32_t *turned, uint64_t *left_out);
+void htae_solo_left_out(htae_solo *s, uint32_t flows);
 
 #endif

@@ -25,6 +25,7 @@ int htae_plan_groups(exec_state *x, const cluster *c, ps_error *err)
         const graph_group *gr = &g->groups[i];
         x->groups[i] =
             htae_coll_group_create(c, x->hosts, &g->group_ranks[gr->first], (int)gr->n, &x->opt);
+        htae_coll_group_set_id(x->groups[i], (int32_t)i);
     }
     for (uint32_t k = 0; k < g->n_colls; k++) {
         const graph_collective *col = &g->colls[k];
@@ -130,7 +131,7 @@ int htae_collect_result(exec_state *x, ps_error *err)
     out->lean_colls = x->lean_colls;
     out->timed_colls = x->timed_colls;
     out->inlined_colls = x->inlined_colls;
-    htae_solo_counts(x->solo, &out->solo_acts, &out->solo_turned);
+    htae_solo_counts(x->solo, &out->solo_acts, &out->solo_turned, &out->solo_left_out);
     out->pruned = x->prune.groups + x->prune.pairs;
     if (x->done_tasks != g->n_tasks)
         return ps_error_set(err, PS_EINTERNAL, NULL, 0, 0, NULL,

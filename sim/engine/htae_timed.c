@@ -179,11 +179,30 @@ int htae_coll_run_blocks_timed(coll_group *gp, pattern *p, double scale, double 
     return 1;
 }
 
-/* A pattern as an act of htae_solo: its blocks' host pairs (htae_blocks), and the ghost edges
- * that only count in the link statistics (with one block only). */
+/* A pattern's blocks (htae_blocks), and for each turned block the host pairs its task keeps
+ * (lean_pairs), found at its first turn. */
+typedef struct pattern_aux {
+    htae_blocks *b;
+    int **kept, *n_kept;
+} pattern_aux;
+
+static void free_aux(void *p)
+{
+    pattern_aux *x = p;
+    for (int k = 0; k < x->b->n; k++)
+        free(x->kept[k]);
+    free(x->kept);
+    free(x->n_kept);
+    htae_blocks_free(x->b);
+    free(x);
+}
+
+/* A pattern as an act of htae_solo: its shape and blocks, and the ghost edges that only count
+ * in the link statistics (with one block only). */
 typedef struct pattern_act {
     coll_group *gp;
-    const htae_blocks *b;
+    const solo_shape *sh;
+    pattern_aux *x;
     const pattern *ghost;
     double scale;
     coll_run_ctx *cx;
@@ -191,7 +210,7 @@ typedef struct pattern_act {
 
 static void act_flows(const pattern_act *a, int k, double now, int start)
 {
-    const htae_blocks *b = a->b;
+    const htae_blocks *b = a->x->b;
     sg_host_t *h = a->gp->hosts;
     for (int i = b->first[k]; i < b->first[k + 1]; i++)
         if (b->w[i] > 0.0) {
@@ -220,18 +239,115 @@ static void act_end(void *ctx, int k, double now)
     act_flows(ctx, k, now, 0);
 }
 
-/* Block k's task over `share` of its bytes: its host pairs' cells, as start_block fills them. */
+static int by_int(const void *pa, const void *pb)
+{
+    int x = *(const int *)pa, y = *(const int *)pb;
+    return (x > y) - (x < y);
+}
+
+/* Block k's links only its own flows may ever cross: in no other block of the act, and no
+ * activity but the act's groups' may cross them (coll_run_ctx.theirs). mine[j] for its j-th
+ * link (sh->bids order, by index). */
+static void private_links(const pattern_act *a, int k, uint8_t *mine)
+{
+    const solo_shape *sh = a->sh;
+    const int *ids = sh->bids + sh->bfirst[k];
+    int n = sh->bfirst[k + 1] - sh->bfirst[k];
+    for (int j = 0; j < n; j++)
+        mine[j] = a->cx->theirs(a->cx->theirs_arg, htae_links_link(a->cx->links, ids[j]),
+                                a->gp->owners, a->gp->n_owners);
+    for (int o = 0; o < sh->n; o++) /* a block's ids are sorted (htae_solo_shape) */
+        for (int i = sh->bfirst[o]; o != k && i < sh->bfirst[o + 1]; i++) {
+            const int *hit = bsearch(&sh->bids[i], ids, (size_t)n, sizeof *ids, by_int);
+            if (hit)
+                mine[hit - ids] = 0;
+        }
+}
+
+/* The host pairs block k's task keeps when it is turned (lean, as an all-to-all's lean task):
+ * every pair crossing a link another task may cross, every pair on its busiest private link
+ * (load over bandwidth: what bounds it there; the other private links then carry no more than
+ * they did, each only this task, so they bound it no tighter), and one with its worst route
+ * latency (what SimGrid charges it). Its rate and latency are the whole block's: its time too.
+ * Without the links' owners (htae_dyn off), every pair. */
+static void lean_pairs(const pattern_act *a, int k)
+{
+    pattern_aux *x = a->x;
+    const htae_blocks *b = x->b;
+    const solo_shape *sh = a->sh;
+    int from = b->first[k], to = b->first[k + 1], nb = sh->bfirst[k + 1] - sh->bfirst[k];
+    const int *bids = sh->bids + sh->bfirst[k];
+    uint8_t *keep = xcalloc((size_t)(to - from) + 1, 1), *mine = xcalloc((size_t)nb + 1, 1);
+    double *load = xcalloc((size_t)nb + 1, sizeof *load);
+    if (a->cx->theirs)
+        private_links(a, k, mine);
+    sg_host_t *h = a->gp->hosts;
+    int worst = -1;
+    double worst_lat = -1.0;
+    for (int i = from; i < to; i++) {
+        if (!(b->w[i] > 0.0))
+            continue;
+        int len;
+        const int *r = htae_links_route(a->cx->links, h[b->src[i]], h[b->dst[i]], &len);
+        for (int e = 0; e < len; e++) {
+            const int *j = bsearch(&r[e], bids, (size_t)nb, sizeof *bids, by_int);
+            assert(j);
+            if (!mine[j - bids])
+                keep[i - from] = 1;
+            else
+                load[j - bids] += b->w[i];
+        }
+        double lat = htae_route_latency(h[b->src[i]], h[b->dst[i]]);
+        if (lat > worst_lat) {
+            worst_lat = lat;
+            worst = i;
+        }
+    }
+    int tight = -1;
+    double most = -1.0;
+    for (int j = 0; j < nb; j++)
+        if (mine[j] && load[j] / htae_links_bandwidth(a->cx->links, bids[j]) > most) {
+            most = load[j] / htae_links_bandwidth(a->cx->links, bids[j]);
+            tight = j;
+        }
+    if (worst >= 0)
+        keep[worst - from] = 1;
+    for (int i = from; tight >= 0 && i < to; i++) {
+        if (!(b->w[i] > 0.0) || keep[i - from])
+            continue;
+        int len;
+        const int *r = htae_links_route(a->cx->links, h[b->src[i]], h[b->dst[i]], &len);
+        for (int e = 0; e < len; e++)
+            if (r[e] == bids[tight])
+                keep[i - from] = 1;
+    }
+    x->kept[k] = xmalloc(((size_t)(to - from) + 1) * sizeof **x->kept);
+    for (int i = from; i < to; i++)
+        if (keep[i - from])
+            x->kept[k][x->n_kept[k]++] = i;
+    free(keep);
+    free(mine);
+    free(load);
+}
+
+/* Block k's task over `share` of its bytes: its kept host pairs' cells (lean_pairs), as
+ * start_block fills them. */
 static sg_exec_t act_task(void *ctx, int k, double share)
 {
     const pattern_act *a = ctx;
-    const htae_blocks *b = a->b;
+    const htae_blocks *b = a->x->b;
+    if (!a->x->kept[k])
+        lean_pairs(a, k);
+    const int *kept = a->x->kept[k];
+    int n_kept = a->x->n_kept[k];
+    htae_solo_left_out(a->cx->solo, (uint32_t)(b->first[k + 1] - b->first[k] - n_kept));
     int *slot = xmalloc(((size_t)a->gp->n + 1) * sizeof *slot);
     memset(slot, 0xff, ((size_t)a->gp->n + 1) * sizeof *slot);
     sg_host_t hosts[HTAE_PTASK_MAX_HOSTS];
     int h = 0;
-    for (int i = b->first[k]; i < b->first[k + 1]; i++)
+    for (int q = 0; q < n_kept; q++)
         for (int end = 0; end < 2; end++) {
-            int m = end ? b->dst[i] : b->src[i];
+            int i = kept[q], m = end ? b->dst[i] : b->src[i];
             if (slot[m] < 0) {
                 assert(h < HTAE_PTASK_MAX_HOSTS);
                 slot[m] = h;
@@ -239,9 +355,10 @@ static sg_exec_t act_task(void *ctx, int k, double share)
             }
         }
     double *mx = xcalloc((size_t)h * (size_t)h, sizeof *mx);
-    for (int i = b->first[k]; i < b->first[k + 1]; i++)
-        if (b->w[i] > 0.0)
-            mx[(size_t)slot[b->src[i]] * h + (size_t)slot[b->dst[i]]] = a->scale * share * b->w[i];
+    for (int q = 0; q < n_kept; q++) {
+        int i = kept[q];
+        mx[(size_t)slot[b->src[i]] * h + (size_t)slot[b->dst[i]]] = a->scale * share * b->w[i];
+    }
     sg_exec_t task = sg_actor_parallel_exec_init(h, hosts, NULL, mx);
     sg_exec_start(task); /* counted with the act (htae_coll_solo) */
     free(mx);
@@ -249,15 +366,13 @@ static sg_exec_t act_task(void *ctx, int k, double share)
     return task;
 }
 
-static void free_blocks(void *b)
-{
-    htae_blocks_free(b);
-}
-
 /* p's blocks (run_pattern's) and their shape. */
 static solo_shape *pattern_shape(coll_group *gp, const pattern *p, int span, htae_links *L)
 {
-    htae_blocks *b = htae_blocks_alone(gp, p, span);
+    pattern_aux *x = xcalloc(1, sizeof *x);
+    htae_blocks *b = x->b = htae_blocks_alone(gp, p, span);
+    x->kept = xcalloc((size_t)b->n + 1, sizeof *x->kept);
+    x->n_kept = xcalloc((size_t)b->n + 1, sizeof *x->n_kept);
     int np = b->first[b->n];
     sg_host_t *src = xmalloc(((size_t)np + 1) * sizeof *src);
     sg_host_t *dst = xmalloc(((size_t)np + 1) * sizeof *dst);
@@ -268,8 +383,8 @@ static solo_shape *pattern_shape(coll_group *gp, const pattern *p, int span, hta
     solo_shape *sh = htae_solo_shape(L, b->n, b->first, src, dst, b->w);
     free(src);
     free(dst);
-    sh->aux = b;
-    sh->aux_free = free_blocks;
+    sh->aux = x;
+    sh->aux_free = free_aux;
     return sh;
 }
 
@@ -288,13 +403,13 @@ int htae_coll_solo(coll_group *gp, pattern *p, const pattern *ghost, double scal
             own = 0;
         }
     }
-    const htae_blocks *b = sh->aux;
-    assert(!ghost || b->n == 1);
-    pattern_act a = {gp, b, ghost, scale, cx};
+    pattern_aux *x = sh->aux;
+    assert(!ghost || x->b->n == 1);
+    pattern_act a = {gp, sh, x, ghost, scale, cx};
     solo_ops ops = {act_begin, act_task, act_end, &a};
     int timed = htae_solo_run(cx->solo, sh, wait, may_time ? scale : 0.0, &ops, real);
     if (timed) /* the tasks it would have been, as run_pattern counts them */
-        *cx->activities += (uint64_t)b->n;
+        *cx->activities += (uint64_t)x->b->n;
     if (own)
         htae_solo_shape_free(sh);
     return timed;

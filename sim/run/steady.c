@@ -467,6 +467,7 @@ static int expand(const exec_graph *g, const exec_graph *g1, const htae_result *
     out->inlined_colls = r1->inlined_colls;
     out->solo_acts = r1->solo_acts;
     out->solo_turned = r1->solo_turned;
+    out->solo_left_out = r1->solo_left_out;
     out->pruned = r1->pruned;
     out->wall_s = r1->wall_s;
     return 1;
