@@ -168,6 +168,10 @@ void cluster_selected_text(const cluster *c, char *buf, size_t size);
  * (seconds, 0 for a == b). The compiler uses it to decide whether ranks behave alike. Needs the
  * platform cluster_load loaded. */
 void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency);
+/* The route latency between two hosts of the loaded platform (sg_host_t; 0 for a host and
+ * itself), as SimGrid sums it: on a built platform from the description, without SimGrid's
+ * route object (the executor asks for every edge of every group's patterns). */
+double cluster_host_route_latency(const void *a, const void *b);
 /* 1 when cluster_route may be called from another thread while the engine simulates (a built
  * platform: its zone answers from the description and its own copies of the bandwidths, read
  * only); 0 for a platform file, whose routes SimGrid looks up itself. */

@@ -359,6 +359,24 @@ extern "C" const char *cluster_platform_host_zone(const void *host)
     }
 }
 
+extern "C" double cluster_host_route_latency(const void *a, const void *b)
+{
+    auto *from = static_cast<const simgrid::s4u::Host *>(a);
+    auto *to = static_cast<const simgrid::s4u::Host *>(b);
+    if (from == to)
+        return 0.0;
+    if (fabric_zone) {
+        double bandwidth = INFINITY, latency = 0.0;
+        fabric_zone->route_figures((int)from->get_netpoint()->id(), (int)to->get_netpoint()->id(),
+                                   &bandwidth, &latency);
+        return latency;
+    }
+    double latency = 0.0;
+    std::vector<simgrid::s4u::Link *> links;
+    from->route_to(to, links, &latency);
+    return latency;
+}
+
 extern "C" int cluster_routes_concurrent(void)
 {
     return fabric_zone != nullptr;

@@ -159,7 +159,7 @@ static void count_route(htae_links *L, route_slot *s)
     s->counted = 0;
     for (int k = 1; k <= r[0]; k++)
         s->counted += L->acc[r[k]].counted;
-    s->latency = sg_host_get_route_latency(s->src, s->dst);
+    s->latency = cluster_host_route_latency(s->src, s->dst);
     /* htae_links.h: every flow from or to a listed GPU runs on a route htae_links_count marked */
     assert(L->count_all || s->counted == r[0] ||
            (!is_selected(L, s->src) && !is_selected(L, s->dst)));

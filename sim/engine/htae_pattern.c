@@ -71,7 +71,7 @@ void htae_pattern_free(pattern *p)
 
 double htae_route_latency(sg_host_t a, sg_host_t b)
 {
-    return a == b ? 0.0 : sg_host_get_route_latency(a, b);
+    return cluster_host_route_latency(a, b);
 }
 
 /* An edge's weight for a channel share: the share over its link type's efficiency. */

@@ -156,12 +156,12 @@ static void plan_pairs(htae_prune *pr, const exec_graph *g, const htae_tclass *t
         int set = g->companion && x < g->n_companion ? g->companion[x] : -1;
         if (set < 0 || !graph_pair_set_invariant(g, set))
             continue;
-        double all = sg_host_get_route_latency(hosts[g->tasks[x].rank], hosts[g->tasks[x].peer]);
+        double all = cluster_host_route_latency(hosts[g->tasks[x].rank], hosts[g->tasks[x].peer]);
         double kept = all;
         uint32_t worst = UINT32_MAX;
         for (uint32_t k = g->pair_first[set]; k < g->pair_first[set + 1]; k++) {
-            double l = sg_host_get_route_latency(hosts[g->pair_ranks[2 * k]],
-                                                 hosts[g->pair_ranks[2 * k + 1]]);
+            double l = cluster_host_route_latency(hosts[g->pair_ranks[2 * k]],
+                                                  hosts[g->pair_ranks[2 * k + 1]]);
             if (l > all) {
                 all = l;
                 worst = k;
