@@ -333,6 +333,37 @@ START_TEST(a_turned_ring_keeps_its_shared_edges)
 }
 END_TEST
 
+/* The ring all-gather above, and 5 ms in, an all-to-all-v of the same group on another stream
+ * (0.25 GB from member 1 to member 2): two collectives of one group at once. Its links are
+ * then no one collective's: the turned all-gather keeps every flow that may meet the other,
+ * and every task is the same as with SimGrid tasks only (leaving them out, as when a group's
+ * collectives follow one another on one stream, would end it 11 ms early). */
+START_TEST(a_group_on_two_streams_keeps_its_flows)
+{
+    cluster c;
+    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 4}, &c);
+    exec_graph *g = graph_create(c.n_gpus);
+    int l = graph_label(g, "x"), members[4] = {0, 8, 16, 24};
+    int grp = graph_add_group_stand_ins(g, members, 4, 1);
+    uint32_t ag, a2a;
+    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, &ag);
+    uint32_t before = graph_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
+    double m[16] = {0};
+    m[1 * 4 + 2] = 0.25 * GB;
+    graph_add_alltoallv(g, grp, STREAM_PP, m, CAT_DP_COMM, l, 0, &a2a);
+    graph_add_edge(g, before, a2a);
+    htae_options o;
+    htae_default_options(&o);
+    o.algo = COLL_ALGO_RING;
+    htae_result r[2];
+    same_either_way(g, &c, o, r);
+    ck_assert(r[1].end[ag] > r[1].start[a2a]); /* they did meet */
+    free_both(r);
+    graph_free(g);
+    cluster_free(&c);
+}
+END_TEST
+
 /* A plan the compiler builds (GPT-3 1.3B, tensor 2 x data 2 on dgx4, default options: NCCL's
  * launches, NVLink latencies): its tensor-parallel collectives and data-parallel buckets meet
  * on the NVLink ports, so acts are timed and some turned; every task the same either way. */
@@ -368,6 +399,7 @@ int main(void)
                             a_compiled_plan_the_same_either_way,
                             a_turned_collective_leaves_private_flows_out,
                             a_turned_ring_keeps_its_shared_edges,
+                            a_group_on_two_streams_keeps_its_flows,
                             NULL};
     return suite_run(suite_of("solo", "solo", 30, tests));
 }

@@ -52,10 +52,13 @@ static int by_u64(const void *a, const void *b)
  * task's hosts, a collective is timed block by block when the blocks' lone rates fit:
  * htae_coll_run_blocks_timed.) */
 static void group_links(const exec_graph *g, coll_group **groups, owner_list *l, uint8_t *eligible,
-                        uint32_t *n_colls)
+                        uint8_t *spread, uint32_t *n_colls)
 {
     int8_t *state = xcalloc(g->n_groups + 1, 1); /* 0 no collective, 1 fits, -1 does not */
     uint8_t *stream = xcalloc(g->n_groups + 1, 1);
+    int16_t *on = xmalloc((g->n_groups + 1) * sizeof *on); /* the stream of its first, -1 */
+    for (uint32_t gi = 0; gi <= g->n_groups; gi++)
+        on[gi] = -1;
     uint32_t *seen = xcalloc((size_t)g->n_groups * 5 + 1, sizeof *seen); /* owner + 1 */
     for (uint32_t c = 0; c < g->n_colls; c++) {
         const graph_collective *col = &g->colls[c];
@@ -63,6 +66,10 @@ static void group_links(const exec_graph *g, coll_group **groups, owner_list *l,
         const graph_group *gr = &g->groups[gi];
         n_colls[gi]++;
         int s = g->tasks[g->coll_tasks[col->first_task]].stream;
+        if (on[gi] < 0)
+            on[gi] = (int16_t)s;
+        for (uint32_t m = 0; m < gr->tasked; m++) /* two of its collectives may overlap */
+            spread[gi] |= g->tasks[g->coll_tasks[col->first_task + m]].stream != on[gi];
         int fits = !col->matrix && (state[gi] == 0 || stream[gi] == s);
         for (uint32_t m = 1; fits && m < gr->tasked; m++)
             fits = g->tasks[g->coll_tasks[col->first_task + m]].stream == s;
@@ -91,6 +98,7 @@ static void group_links(const exec_graph *g, coll_group **groups, owner_list *l,
     for (uint32_t gi = 0; gi < g->n_groups; gi++)
         eligible[gi] = state[gi] == 1;
     free(seen);
+    free(on);
     free(stream);
     free(state);
 }
@@ -209,8 +217,9 @@ static void csr(const uint64_t *pairs, size_t n, uint32_t n_keys, uint32_t **fir
         (*list)[i] = (uint32_t)pairs[i];
 }
 
-/* Each link of the sorted list once, with its one owner or HTAE_DYN_OWNERS. */
-static void link_owners(htae_dyn *d, const owner_list *l)
+/* Each link of the sorted list once, with its one owner or HTAE_DYN_OWNERS: also for a group
+ * whose collectives are on more than one stream (spread), two of which may cross it at once. */
+static void link_owners(htae_dyn *d, const owner_list *l, const uint8_t *spread)
 {
     d->o_link = xmalloc((l->n + 1) * sizeof *d->o_link);
     d->o_owner = xmalloc((l->n + 1) * sizeof *d->o_owner);
@@ -220,6 +229,8 @@ static void link_owners(htae_dyn *d, const owner_list *l)
         for (; j < l->n && l->items[j].link == l->items[i].link; j++)
             if (l->items[j].owner != owner)
                 owner = HTAE_DYN_OWNERS;
+        if (owner < d->n_groups && spread[owner])
+            owner = HTAE_DYN_OWNERS;
         d->o_link[d->n_o] = l->items[i].link;
         d->o_owner[d->n_o++] = owner;
         i = j;
@@ -254,12 +265,14 @@ void htae_dyn_plan(htae_dyn *d, htae_alone *a, const exec_graph *g, const htae_t
     d->ended = xcalloc(g->n_groups + 1, sizeof *d->ended);
     uint32_t *n_colls = xcalloc(g->n_groups + 1, sizeof *n_colls);
     owner_list l = {0};
-    group_links(g, groups, &l, d->eligible, n_colls);
+    uint8_t *spread = xcalloc(g->n_groups + 1, 1);
+    group_links(g, groups, &l, d->eligible, spread, n_colls);
     transfer_links(g, tc, hosts, &l);
     d->t_class = tc->of;
     if (l.n)
         qsort(l.items, l.n, sizeof *l.items, by_link_then_owner);
-    link_owners(d, &l);
+    link_owners(d, &l, spread);
+    free(spread);
     uint64_t *pairs;
     size_t n = foreign_pairs(&l, g->n_groups, &pairs);
     free(l.items);

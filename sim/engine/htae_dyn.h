@@ -33,7 +33,9 @@ typedef struct htae_dyn {
     uint32_t *g_list;
     /* Every link a group's collectives (any algorithm, their companion groups' too) or a
      * transfer (its companion pairs too) may cross, by address, with its one owner (the group,
-     * or n_groups + the transfer class) or HTAE_DYN_OWNERS for two or more. */
+     * or n_groups + the transfer class) or HTAE_DYN_OWNERS for two or more, or for a group whose
+     * collectives are on more than one stream: one owner means no two activities cross it at
+     * once (the owner's collectives follow one another on its stream). */
     sg_link_t *o_link;
     uint32_t *o_owner;
     size_t n_o;
@@ -50,8 +52,8 @@ int htae_dyn_now(const htae_dyn *d, uint32_t gi);
 /* Whether group gi has no foreign activity at all: each of its collectives runs alone, whenever
  * and in whatever order the actors of one instant start it. */
 int htae_dyn_always(const htae_dyn *d, uint32_t gi);
-/* Whether no activity but those of groups owners[0 .. n) may ever cross `link` (a link no
- * activity may cross is not one of theirs either: 0). */
+/* Whether no activity but one collective at a time of groups owners[0 .. n) may ever cross
+ * `link` (a link no activity may cross is not one of theirs either: 0). */
 int htae_dyn_link_theirs(const htae_dyn *d, sg_link_t link, const int32_t *owners, int n);
 /* Transfer task t, or a collective of group gi, ended. */
 void htae_dyn_transfer_ended(htae_dyn *d, uint32_t t);

@@ -268,7 +268,9 @@ static void private_links(const pattern_act *a, int k, uint8_t *mine)
  * every pair crossing a link another task may cross, every pair on its busiest private link
  * (load over bandwidth: what bounds it there; the other private links then carry no more than
  * they did, each only this task, so they bound it no tighter), and one with its worst route
- * latency (what SimGrid charges it). Its rate and latency are the whole block's: its time too.
+ * latency (what SimGrid charges it). Its rate and latency are the whole block's: its time too
+ * (with TCP-gamma 0, topology/platform.cpp: ptask_L07 then puts no latency-bytes bound on a
+ * task, which the flows left out would have changed).
  * Without the links' owners (htae_dyn off), every pair. */
 static void lean_pairs(const pattern_act *a, int k)
 {
