@@ -364,6 +364,81 @@ START_TEST(a_group_on_two_streams_keeps_its_flows)
 }
 END_TEST
 
+/* A small deterministic generator (the C library's rand() differs between libraries). */
+static unsigned next_random(unsigned *state)
+{
+    *state = *state * 1103515245u + 12345u;
+    return (*state >> 16) & 0x7fff;
+}
+
+/* Random graphs on four DGX A100: 2-5 groups of 2-7 GPUs (some with stand-ins, some with their
+ * collectives on two streams), each with 1-3 all-reduces or all-gathers after random compute,
+ * and up to 5 transfers: every task, link and activity count the same with acts timed as with
+ * SimGrid tasks only, seed after seed; and some acts were turned, some flows left out. */
+START_TEST(random_graphs_the_same_either_way)
+{
+    cluster c;
+    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 4}, &c);
+    uint32_t turned = 0;
+    uint64_t left_out = 0;
+    for (unsigned seed = 1; seed <= 24; seed++) {
+        unsigned st = seed;
+        exec_graph *g = graph_create(c.n_gpus);
+        int l = graph_label(g, "x");
+        int n_groups = 2 + (int)(next_random(&st) % 4);
+        for (int k = 0; k < n_groups; k++) {
+            int n = 2 + (int)(next_random(&st) % 6), members[8], used[32] = {0};
+            for (int i = 0; i < n;) {
+                int r = (int)(next_random(&st) % 32);
+                if (!used[r]) {
+                    used[r] = 1;
+                    members[i++] = r;
+                }
+            }
+            int tasked = next_random(&st) % 3 == 0 ? 1 : n;
+            int grp = graph_add_group_stand_ins(g, members, n, tasked);
+            int two_streams = next_random(&st) % 4 == 0;
+            int n_colls = 1 + (int)(next_random(&st) % 3);
+            for (int q = 0; q < n_colls; q++) {
+                uint32_t ids[8], before[8];
+                for (int i = 0; i < tasked; i++)
+                    before[i] = graph_add_compute(g, members[i], CAT_FORWARD,
+                                                  (double)(next_random(&st) % 100) * 1e-4, l, 0);
+                stream_id s = two_streams && q % 2 ? STREAM_EP : (stream_id)(STREAM_TP + k % 3);
+                coll_kind kind = next_random(&st) % 2 ? COLL_ALLREDUCE : COLL_ALLGATHER;
+                double bytes = (double)(1 + next_random(&st) % 100) * 0.01 * GB;
+                graph_add_collective(g, kind, grp, s, bytes, CAT_DP_COMM, l, 0, ids);
+                for (int i = 0; i < tasked; i++)
+                    graph_add_edge(g, before[i], ids[i]);
+            }
+        }
+        int n_transfers = (int)(next_random(&st) % 6);
+        for (int q = 0; q < n_transfers; q++) {
+            int a = (int)(next_random(&st) % 32), b = (int)(next_random(&st) % 32);
+            double after = (double)(next_random(&st) % 100) * 1e-4;
+            double bytes = (double)(1 + next_random(&st) % 50) * 0.01 * GB;
+            if (a == b)
+                continue;
+            uint32_t before = graph_add_compute(g, a, CAT_FORWARD, after, l, 0);
+            uint32_t t = graph_add_transfer(g, a, b, STREAM_PP, bytes, CAT_PP_COMM, l, 0);
+            graph_add_edge(g, before, t);
+            receive(g, t);
+        }
+        htae_options o;
+        htae_default_options(&o);
+        htae_result r[2];
+        same_either_way(g, &c, o, r);
+        turned += r[1].solo_turned;
+        left_out += r[1].solo_left_out;
+        free_both(r);
+        graph_free(g);
+    }
+    ck_assert_msg(turned > 0 && left_out > 0, "turned %u, left out %llu", turned,
+                  (unsigned long long)left_out);
+    cluster_free(&c);
+}
+END_TEST
+
 /* A plan the compiler builds (GPT-3 1.3B, tensor 2 x data 2 on dgx4, default options: NCCL's
  * launches, NVLink latencies): its tensor-parallel collectives and data-parallel buckets meet
  * on the NVLink ports, so acts are timed and some turned; every task the same either way. */
@@ -400,6 +475,7 @@ int main(void)
                             a_turned_collective_leaves_private_flows_out,
                             a_turned_ring_keeps_its_shared_edges,
                             a_group_on_two_streams_keeps_its_flows,
+                            random_graphs_the_same_either_way,
                             NULL};
     return suite_run(suite_of("solo", "solo", 30, tests));
 }
