@@ -302,65 +302,59 @@ END_TEST
 
 /* Four DGX A100 (one leaf: a route between nodes crosses the two GPUs' 25 GB/s NICs), a ring
  * all-gather of 1 GB a member over GPU 0 of each node, rank 0 the one member with a task (the
- * others stand in, as under folding), and 0.25 GB from rank 16 to rank 24 after 5 ms (over the
- * NICs of the ring's edge 16 -> 24 only). The all-gather is timed, then turned, and its task
- * keeps that edge (its links are the transfer's too), the edge on its busiest private link and
- * the one with its worst latency, and leaves the other out: every task the same as with
- * SimGrid tasks only. */
-START_TEST(a_turned_ring_keeps_its_shared_edges)
+ * others stand in, as under folding), and 5 ms in a second act of 0.25 GB over the NICs of the
+ * ring's edge 16 -> 24: a transfer (own_group 0), or an all-to-all-v of the ring's own group on
+ * another stream (own_group 1). They meet; every task is the same as with SimGrid tasks only,
+ * into r (freed by the caller). */
+static void ring_and_another(int own_group, htae_result r[2])
 {
     cluster c;
     sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 4}, &c);
     exec_graph *g = graph_create(c.n_gpus);
     int l = graph_label(g, "x"), members[4] = {0, 8, 16, 24};
     int grp = graph_add_group_stand_ins(g, members, 4, 1);
-    uint32_t ag;
+    uint32_t ag, other;
     graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, &ag);
-    uint32_t before = graph_add_compute(g, 16, CAT_FORWARD, 5e-3, l, 0);
-    uint32_t t = graph_add_transfer(g, 16, 24, STREAM_PP, 0.25 * GB, CAT_PP_COMM, l, 0);
-    graph_add_edge(g, before, t);
-    receive(g, t);
+    uint32_t before = graph_add_compute(g, own_group ? 0 : 16, CAT_FORWARD, 5e-3, l, 0);
+    if (own_group) {
+        double m[16] = {0};
+        m[2 * 4 + 3] = 0.25 * GB;
+        graph_add_alltoallv(g, grp, STREAM_PP, m, CAT_DP_COMM, l, 0, &other);
+    } else {
+        other = graph_add_transfer(g, 16, 24, STREAM_PP, 0.25 * GB, CAT_PP_COMM, l, 0);
+        receive(g, other);
+    }
+    graph_add_edge(g, before, other);
     htae_options o;
     htae_default_options(&o);
     o.algo = COLL_ALGO_RING;
-    htae_result r[2];
     same_either_way(g, &c, o, r);
-    ck_assert(r[1].solo_turned >= 1 && r[1].solo_left_out >= 1);
-    ck_assert(r[1].end[ag] > r[1].start[t]); /* they did meet */
-    free_both(r);
+    ck_assert(r[1].end[ag] > r[1].start[other]); /* they did meet */
     graph_free(g);
     cluster_free(&c);
 }
+
+/* The transfer: the all-gather is timed, then turned, and its task keeps the edge 16 -> 24 (its
+ * links are the transfer's too), the edge on its busiest private link and the one with its
+ * worst latency, and leaves the other out (dropping the shared edge instead would end it at
+ * 33.8 ms, not 43.8). */
+START_TEST(a_turned_ring_keeps_its_shared_edges)
+{
+    htae_result r[2];
+    ring_and_another(0, r);
+    ck_assert(r[1].solo_turned >= 1 && r[1].solo_left_out >= 1);
+    free_both(r);
+}
 END_TEST
 
-/* The ring all-gather above, and 5 ms in, an all-to-all-v of the same group on another stream
- * (0.25 GB from member 1 to member 2): two collectives of one group at once. Its links are
- * then no one collective's: the turned all-gather keeps every flow that may meet the other,
- * and every task is the same as with SimGrid tasks only (leaving them out, as when a group's
- * collectives follow one another on one stream, would end it 11 ms early). */
+/* The all-to-all-v: two collectives of one group at once, so its links are no one collective's
+ * and the turned all-gather keeps every flow that may meet the other (leaving them out, as when
+ * a group's collectives follow one another on one stream, would end it 11 ms early). */
 START_TEST(a_group_on_two_streams_keeps_its_flows)
 {
-    cluster c;
-    sim_load_generated("dgx-a100", (cluster_gen_opts){.nodes = 4}, &c);
-    exec_graph *g = graph_create(c.n_gpus);
-    int l = graph_label(g, "x"), members[4] = {0, 8, 16, 24};
-    int grp = graph_add_group_stand_ins(g, members, 4, 1);
-    uint32_t ag, a2a;
-    graph_add_collective(g, COLL_ALLGATHER, grp, STREAM_DP, 1 * GB, CAT_DP_COMM, l, 0, &ag);
-    uint32_t before = graph_add_compute(g, 0, CAT_FORWARD, 5e-3, l, 0);
-    double m[16] = {0};
-    m[1 * 4 + 2] = 0.25 * GB;
-    graph_add_alltoallv(g, grp, STREAM_PP, m, CAT_DP_COMM, l, 0, &a2a);
-    graph_add_edge(g, before, a2a);
-    htae_options o;
-    htae_default_options(&o);
-    o.algo = COLL_ALGO_RING;
     htae_result r[2];
-    same_either_way(g, &c, o, r);
-    ck_assert(r[1].end[ag] > r[1].start[a2a]); /* they did meet */
+    ring_and_another(1, r);
     free_both(r);
-    graph_free(g);
-    cluster_free(&c);
 }
 END_TEST
 
