@@ -477,8 +477,11 @@ def _opt_int(rec, col, default):
 
 def llm_precision(text):
     t = text.strip().lower()
-    if t.startswith("fp8") or t.startswith("float8"):
-        return "fp8"      # protosim's fp8: FP8 GEMMs in the layers, bf16 elsewhere
+    if t.startswith("fp8") or t.startswith("float8") or t.startswith("mxfp8"):
+        # protosim's fp8: FP8 GEMMs in the layers, bf16 elsewhere; the scaling recipe (delayed,
+        # per-tensor current, MX 32-element blocks: FP8-CS, FP8-MX, MXFP8) runs at the same
+        # tensor-core rate and is not modelled apart
+        return "fp8"
     for p in ("bf16", "fp16", "fp32"):
         if t.startswith(p):
             return p
@@ -527,7 +530,9 @@ def llm_features_missing(rec):
 # frameworks by source: Megatron-Core (NeMo, Megatron-Bridge, Megatron-LM), Megatron-DeepSpeed
 # (BLOOM), PyTorch FSDP (llm-foundry, torchtitan)
 def _llm_framework(src):
-    if src.startswith(("NVIDIA NeMo", "NVIDIA-NeMo", "NVIDIA/Megatron-LM", "yanring/")):
+    # the Zero Bubble paper ran a Megatron-LM fork; NVIDIA's MLPerf submissions NeMo
+    if src.startswith(("NVIDIA NeMo", "NVIDIA-NeMo", "NVIDIA/Megatron-LM", "yanring/",
+                       "Qi et al.", "mlcommons/", "docs.nvidia.com/nemo")):
         return "mcore"
     if src.startswith("bigscience"):
         return "megatron-deepspeed"
@@ -590,7 +595,7 @@ def llm_workload(rec, family_text, framework):
         # Its attention sinks (a logit per head) and clamped SwiGLU are not modelled
         # (workloads/models/gpt-oss-120b.yaml)
         hd = re.search(r"head_dim (\d+)", f)
-        win = re.search(r"(alternating )?(\d+)-token sliding window", f)
+        win = re.search(r"(alternating )?(\d+)-token sliding[ -]window", f)
         if not hd or not win:
             raise BadRow("GPT-OSS family text without head_dim and window: %r" % f)
         wl.update(family="llama", bias="true", head_dim=int(hd.group(1)),
@@ -641,6 +646,8 @@ def llm_cluster(gpu, gpus, src, device_names):
         return ("gen", "dgx-a100", nodes, gpn, nics, gbps, gpu), note
     if gpu == "H100-SXM5-80GB":
         return ("gen", "dgx-h100", nodes, gpn, nics, gbps), note
+    if gpu == "B200-SXM-180GB" and gpu in device_names:
+        return ("gen", "dgx-b200", nodes, gpn, nics, gbps), note
     if gpu == "H100-SXM-96GB-HBM2e-500W" and gpu in device_names:
         # Meta's Grand Teton hosts (torchtitan's docs): 8 H100 on NVLink (the HGX H100 board's
         # NVSwitches, as a DGX H100) and 400 Gb/s of RDMA per GPU (the DGX H100 template's 8 x
@@ -651,21 +658,92 @@ def llm_cluster(gpu, gpus, src, device_names):
                   if gpu not in device_names else "no generated cluster for %s" % gpu)
 
 
+# ---------------------------------------------------------------- frontier LLM training runs
+FRONTIER_FILE = "llm_frontier_public.csv"
+FRONTIER_ISSUE = "issue 32"
+# what protosim cannot run yet, by what the row needs (llm_frontier_public.md says per source
+# what was read): the schedules without a pipeline bubble, multi-head latent attention, FP4
+# GEMMs, the rack-scale and Hopper-export GPUs
+FRONTIER_SCHEDULES_MISSING = ("zb-1p", "zb-2p", "zb-v", "dualpipe")
+FRONTIER_DEVICES_MISSING = ("GB200", "GB300", "B300", "H800")
+# the Zero Bubble paper's GPT models: vocab not stated (its script's GPTSentencePieceTokenizer):
+# ASSUMED 32,000, the LLaMA SentencePiece model such scripts load (a 2-5% share of the FLOPs)
+ZB_VOCAB_ASSUMED = 32000
+
+
+def frontier_source_label(src, gpu):
+    s = src.strip()
+    if s.startswith("Qi et al."):
+        return "Zero Bubble paper (A100)"
+    m = re.search(r"NeMo container, DGX-([A-Z0-9]+)", s)
+    if s.startswith("NVIDIA-NeMo/Megatron-Bridge") and m:
+        return "Megatron-Bridge %s" % m.group(1)
+    if s.startswith("docs.nvidia.com/nemo-framework"):
+        return "NeMo docs %s" % gpu
+    m = re.match(r"mlcommons/training_results_(v[0-9.]+)", s)
+    if m:
+        return "MLPerf Training %s %s" % (m.group(1), gpu)
+    if s.startswith("DeepSeek-V3"):
+        return "DeepSeek-V3 report (H800)"
+    return s[:40]
+
+
+def frontier_vocab(src, rec):
+    """A vocab the row leaves blank: the Zero Bubble paper's ASSUMED (ZB_VOCAB_ASSUMED); the
+    MLPerf Llama 3.1 405B's tokenizer is Mixtral-8x22B's (its family text), 32,768 entries;
+    any other is not known (BadRow)."""
+    if src.startswith("Qi et al."):
+        return ZB_VOCAB_ASSUMED
+    if "Mixtral-8x22B tokenizer" in rec.get("family", ""):
+        return 32768
+    raise BadRow("vocab not stated and not known (the GPT-3 MLPerf SentencePiece model's size)")
+
+
+def frontier_missing(rec, gpu):
+    """What protosim does not model yet that a frontier row needs ([] if none)."""
+    need = []
+    m = re.match(r"schedule=([a-z0-9-]+)", rec.get("notes", ""))
+    if m and m.group(1) in FRONTIER_SCHEDULES_MISSING:
+        need.append("the %s schedule" % m.group(1))
+    fam = rec.get("family", "")
+    if "MLA" in fam:
+        need.append("MLA")
+    if fam.startswith("Nemotron"):
+        need.append("Nemotron's squared-ReLU MLP")
+    if "fp4" in rec.get("precision", "").lower():
+        need.append("FP4 GEMMs")
+    if gpu in FRONTIER_DEVICES_MISSING:
+        need.append("a %s device" % gpu)
+    return need
+
+
+def load_frontier(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
+    return _load_llm_file(gt_dir, FRONTIER_FILE, FRONTIER_ISSUE, True, quick, max_gpus,
+                          devices_yaml)
+
+
 def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
+    return _load_llm_file(gt_dir, LLM_FILE, ISSUE, False, quick, max_gpus, devices_yaml)
+
+
+def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml):
     rows, jobs = [], []
-    recs = _read_dicts(os.path.join(gt_dir, LLM_FILE))
+    recs = _read_dicts(os.path.join(gt_dir, file))
     try:
         dev_names = read_device_names(devices_yaml) if devices_yaml else []
     except OSError:
         dev_names = []
     for i, rec in enumerate(recs):
-        row = Row("llm", LLM_FILE, i + 1)
+        row = Row("frontier" if frontier else "llm", file, i + 1)
         rows.append(row)
         try:
             src = _get(rec, "source", str)
-            row.group = llm_source_label(src)
             gpu_text = _get(rec, "gpu", str)
             gpu = gpu_text.split()[0]
+            if frontier and gpu == "B200":
+                gpu = "B200-SXM-180GB"  # DGX B200: the HGX board's 1000 W B200
+            row.group = frontier_source_label(src, gpu.split("-")[0]) if frontier \
+                else llm_source_label(src)
             gpus = _get(rec, "gpus", _pos_int)
             model = _get(rec, "model", str)
             tp = _opt_int(rec, "tp", 1)
@@ -679,12 +757,14 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         except BadRow as e:
             row.fail(str(e))
             continue
-        need = llm_features_missing(rec)
+        need = llm_features_missing(rec) + (frontier_missing(rec, gpu) if frontier else [])
         if need:
-            row.skip("needs %s (%s)" % (", ".join(need), ISSUE))
+            row.skip("needs %s (%s)" % (", ".join(need), issue))
             continue
         try:
             fw = _llm_framework(src)
+            if frontier and not rec.get("vocab", "").strip():
+                rec = dict(rec, vocab=str(frontier_vocab(src, rec)))
             wl = llm_workload(rec, _get(rec, "family", str), fw)
             vs = _opt_int(rec, "virtual_stages", 1)
             zero = _lead_int(rec.get("zero"), "zero")
@@ -703,7 +783,7 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
             row.fail(str(e))
             continue
         if key is None:
-            row.skip("needs %s (%s)" % (why, ISSUE))
+            row.skip("needs %s (%s)" % (why, issue))
             continue
         pipe_extra = {}
         if "pp-partition type:transformer|embedding" in rec.get("notes", ""):
@@ -722,7 +802,7 @@ def load_llm(gt_dir, quick=False, max_gpus=None, devices_yaml=None, **_):
         if slots % (pp * vs):
             row.skip("needs uneven pipeline stages (%d layers%s over %d stages) (%s)"
                      % (wl["layers"], " + embedding + head" if pipe_extra else "", pp * vs,
-                        ISSUE))
+                        issue))
             continue
         if max_gpus is not None and gpus > max_gpus:
             row.skip("%d GPUs > --max-gpus %d" % (gpus, max_gpus))
@@ -1256,5 +1336,6 @@ def load_kernels(gt_dir, repo=None, quick=False, **_):
 
 
 LOADERS = {"steps": load_steps, "vtrain": load_vtrain, "nccl": load_nccl, "megatron": load_megatron,
-           "neusight": load_neusight, "llm": load_llm, "traces": load_traces,
+           "neusight": load_neusight, "llm": load_llm, "frontier": load_frontier,
+           "traces": load_traces,
            "dlrm_kernels": load_dlrm_kernels, "dlrm": load_dlrm, "kernels": load_kernels}
