@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/resource.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <exception>
 #include <string>
@@ -117,6 +118,11 @@ static void raise_stack_limit()
     setrlimit(RLIMIT_STACK, &r);
 }
 
+/* The thread that started the engine: SimGrid's calls belong to it (cluster_route asserts it
+ * where the answer would come from SimGrid: sim/run/run.c compiles on a second thread only on a
+ * built platform, whose zone answers alone). */
+static pthread_t engine_thread;
+
 static void start_engine()
 {
     raise_stack_limit();
@@ -136,6 +142,7 @@ static void start_engine()
     int argc = 5;
     simgrid_init(&argc, argv);
     engine_started = true;
+    engine_thread = pthread_self();
 }
 
 extern "C" void cluster_engine_start(void)
@@ -396,6 +403,7 @@ extern "C" void cluster_route(const cluster *c, int a, int b, double *bandwidth,
     auto *from = static_cast<const simgrid::s4u::Host *>(c->sg_hosts[a]);
     auto *to = static_cast<const simgrid::s4u::Host *>(c->sg_hosts[b]);
     assert(from && to);
+    assert(fabric_zone || pthread_equal(pthread_self(), engine_thread));
     if (fabric_zone) {
         fabric_zone->route_figures((int)from->get_netpoint()->id(), (int)to->get_netpoint()->id(),
                                    bandwidth, latency);
