@@ -366,21 +366,35 @@ extern "C" const char *cluster_platform_host_zone(const void *host)
     }
 }
 
+/* The route between two hosts: its narrowest bandwidth and summed latency (INFINITY and 0 for a
+ * host and itself). On a built platform the zone's own rules answer, without SimGrid's route
+ * object (a host's netpoint id is its rank in the file): the same hops, the latencies added in
+ * the same order. */
+static void host_route(const simgrid::s4u::Host *from, const simgrid::s4u::Host *to,
+                       double *bandwidth, double *latency)
+{
+    *bandwidth = INFINITY;
+    *latency = 0.0;
+    assert(from && to);
+    if (from == to)
+        return;
+    assert(fabric_zone || pthread_equal(pthread_self(), engine_thread));
+    if (fabric_zone) {
+        fabric_zone->route_figures((int)from->get_netpoint()->id(), (int)to->get_netpoint()->id(),
+                                   bandwidth, latency);
+        return;
+    }
+    std::vector<simgrid::s4u::Link *> links;
+    from->route_to(to, links, latency);
+    for (const simgrid::s4u::Link *l : links)
+        *bandwidth = std::min(*bandwidth, l->get_bandwidth());
+}
+
 extern "C" double cluster_host_route_latency(const void *a, const void *b)
 {
-    auto *from = static_cast<const simgrid::s4u::Host *>(a);
-    auto *to = static_cast<const simgrid::s4u::Host *>(b);
-    if (from == to)
-        return 0.0;
-    if (fabric_zone) {
-        double bandwidth = INFINITY, latency = 0.0;
-        fabric_zone->route_figures((int)from->get_netpoint()->id(), (int)to->get_netpoint()->id(),
-                                   &bandwidth, &latency);
-        return latency;
-    }
-    double latency = 0.0;
-    std::vector<simgrid::s4u::Link *> links;
-    from->route_to(to, links, &latency);
+    double bandwidth, latency;
+    host_route(static_cast<const simgrid::s4u::Host *>(a),
+               static_cast<const simgrid::s4u::Host *>(b), &bandwidth, &latency);
     return latency;
 }
 
@@ -396,21 +410,6 @@ extern "C" int cluster_routes_concurrent(void)
 extern "C" void cluster_route(const cluster *c, int a, int b, double *bandwidth, double *latency)
 {
     assert(a >= 0 && a < c->n_gpus && b >= 0 && b < c->n_gpus);
-    *bandwidth = INFINITY;
-    *latency = 0.0;
-    if (a == b)
-        return;
-    auto *from = static_cast<const simgrid::s4u::Host *>(c->sg_hosts[a]);
-    auto *to = static_cast<const simgrid::s4u::Host *>(c->sg_hosts[b]);
-    assert(from && to);
-    assert(fabric_zone || pthread_equal(pthread_self(), engine_thread));
-    if (fabric_zone) {
-        fabric_zone->route_figures((int)from->get_netpoint()->id(), (int)to->get_netpoint()->id(),
-                                   bandwidth, latency);
-        return;
-    }
-    std::vector<simgrid::s4u::Link *> links;
-    from->route_to(to, links, latency);
-    for (const simgrid::s4u::Link *l : links)
-        *bandwidth = std::min(*bandwidth, l->get_bandwidth());
+    host_route(static_cast<const simgrid::s4u::Host *>(c->sg_hosts[a]),
+               static_cast<const simgrid::s4u::Host *>(c->sg_hosts[b]), bandwidth, latency);
 }

@@ -298,7 +298,7 @@ static void transfer_end(void *ctx, int block, double now)
         htae_links_end(a->x->links, a->hosts[i], a->hosts[a->n + i], now);
 }
 
-/* The transfer's SimGrid task over `share` of its bytes (run_transfer's, when it runs whole). */
+/* The transfer's SimGrid task over `share` of its bytes (1: run whole), started. */
 static sg_exec_t transfer_task(void *ctx, int block, double share)
 {
     const transfer_act *a = ctx;
@@ -349,47 +349,33 @@ static void run_transfer(exec_state *x, uint32_t t)
     enum { STACK_FLOWS = 8 };
     int32_t ends_s[2 * STACK_FLOWS]; /* sources, then destinations */
     sg_host_t hosts_s[2 * STACK_FLOWS];
-    double bytes_s[4 * STACK_FLOWS * STACK_FLOWS];
     int heap = n > STACK_FLOWS;
     int32_t *ends = heap ? xmalloc((size_t)2 * n * sizeof *ends) : ends_s;
     sg_host_t *hosts = heap ? xmalloc((size_t)2 * n * sizeof *hosts) : hosts_s;
-    double *bytes = heap ? xmalloc((size_t)4 * n * n * sizeof *bytes) : bytes_s;
-    memset(bytes, 0, (size_t)4 * n * n * sizeof *bytes);
     for (int i = 0; i < n; i++) {
         ends[i] = i ? pr[2 * (i - 1)] : k->rank;
         ends[n + i] = i ? pr[2 * (i - 1) + 1] : k->peer;
         hosts[i] = x->hosts[ends[i]];
         hosts[n + i] = x->hosts[ends[n + i]];
-        bytes[(size_t)i * 2 * n + (size_t)(n + i)] = i && drop && drop[i] ? 0.0 : k->bytes;
     }
     for (int i = 0; i < 2 * n; i++)
         comm_changed(x, ends[i], k->stream, 1);
     transfer_act a = {x, n, hosts, drop, k->bytes};
     solo_ops ops = {transfer_begin, transfer_task, transfer_end, &a};
     int real = -1;
-    if (x->solo && htae_solo_run(x->solo, transfer_shape(x, t, &a), x->opt.p2p_launch_s, k->bytes,
-                                 &ops, &real)) {
-        x->activities++;
-        htae_dyn_transfer_ended(&x->dyn, t);
-    } else {
+    x->activities++;
+    if (!x->solo || !htae_solo_run(x->solo, transfer_shape(x, t, &a), x->opt.p2p_launch_s, k->bytes,
+                                   &ops, &real)) { /* its SimGrid task, whole */
         sleep_for(x->opt.p2p_launch_s);
-        double now = simgrid_get_clock();
-        for (int i = 0; i < n; i++)
-            htae_links_start(x->links, hosts[i], hosts[n + i], k->bytes, now);
-        sg_exec_t e = sg_actor_parallel_exec_init(2 * n, hosts, NULL, bytes);
-        sg_exec_start(e);
-        x->activities++;
-        sg_exec_wait(e);
-        htae_dyn_transfer_ended(&x->dyn, t);
-        now = simgrid_get_clock();
-        for (int i = 0; i < n; i++)
-            htae_links_end(x->links, hosts[i], hosts[n + i], now);
+        transfer_begin(&a, 0, simgrid_get_clock());
+        sg_exec_wait(transfer_task(&a, 0, 1.0));
+        transfer_end(&a, 0, simgrid_get_clock());
         htae_solo_real_end(x->solo, real);
     }
+    htae_dyn_transfer_ended(&x->dyn, t);
     for (int i = 0; i < 2 * n; i++)
         comm_changed(x, ends[i], k->stream, -1);
     if (heap) {
-        free(bytes);
         free(hosts);
         free(ends);
     }
