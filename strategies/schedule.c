@@ -1,13 +1,35 @@
-/* schedule.c: GPipe, 1F1B and interleaved 1F1B unit orders, following the published
- * schedules (Huang et al. 2019; Narayanan et al. 2021) as Megatron-LM runs them. */
+/* schedule.c: GPipe, 1F1B, interleaved 1F1B and zero-bubble unit orders, following the
+ * published schedules (Huang et al. 2019; Narayanan et al. 2021; Qi et al. 2024) as Megatron-LM
+ * and its zero-bubble fork run them. */
 #include "schedule.h"
 
 #include <assert.h>
 
 static pipeline_unit unit(int backward, int micro, int chunk)
 {
-    pipeline_unit u = {backward, micro, chunk, 0};
+    pipeline_unit u = {backward, micro, chunk, 0, PART_WHOLE};
     return u;
+}
+
+static pipeline_unit part_unit(int micro, unit_part part)
+{
+    pipeline_unit u = {1, micro, 0, 0, part};
+    return u;
+}
+
+int pipeline_splits_backward(pipeline_schedule s)
+{
+    return s == SCHED_ZBH1 || s == SCHED_ZBH2;
+}
+
+int pipeline_units(pipeline_schedule s, int micro, int chunks)
+{
+    return pipeline_splits_backward(s) ? 3 * micro : 2 * micro * chunks;
+}
+
+int pipeline_unit_makes_grads(pipeline_unit u)
+{
+    return u.backward && u.part != PART_INPUT;
 }
 
 void pipeline_gpipe_order(int stages, int stage, int micro, pipeline_unit *out)
@@ -84,6 +106,34 @@ void pipeline_interleaved_order(int stages, int stage, int micro, int chunks, pi
     order_interleaved(stages, stage, micro, chunks, 0, out);
 }
 
+/* Warm-up forwards, then rounds of F and B each followed by a W once `defer` rounds have
+ * passed; the cool-down's B each followed by a W while more than `defer` are pending; then
+ * the deferred W. */
+void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *out)
+{
+    assert(stage >= 0 && stage < stages && micro >= 1);
+    int warmup = (h2 ? 2 : 1) * (stages - stage - 1), defer = (h2 ? 2 : 1) * stage;
+    if (warmup > micro)
+        warmup = micro;
+    int n = 0, f = 0, b = 0, w = 0, round = 0;
+    while (f < warmup)
+        out[n++] = unit(0, f++, 0);
+    while (f < micro) {
+        out[n++] = unit(0, f++, 0);
+        out[n++] = part_unit(b++, PART_INPUT);
+        if (++round > defer)
+            out[n++] = part_unit(w++, PART_WEIGHT);
+    }
+    while (b < micro) {
+        out[n++] = part_unit(b++, PART_INPUT);
+        if (b - w > defer)
+            out[n++] = part_unit(w++, PART_WEIGHT);
+    }
+    while (w < micro)
+        out[n++] = part_unit(w++, PART_WEIGHT);
+    assert(n == 3 * micro);
+}
+
 void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,
                            pipeline_unit *out)
 {
@@ -107,6 +157,11 @@ int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int ch
     case SCHED_INTERLEAVED:
         pipeline_interleaved_order(stages, stage, micro, chunks, out);
         return 2 * micro * chunks;
+    case SCHED_ZBH1:
+    case SCHED_ZBH2:
+        assert(chunks == 1);
+        pipeline_zb_order(s == SCHED_ZBH2, stages, stage, micro, out);
+        return 3 * micro;
     }
     return 0;
 }

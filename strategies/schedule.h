@@ -5,12 +5,25 @@
 
 #include "strategy.h"
 
+/* What of a backward a unit runs: all of it, or (zero-bubble schedules) its input-gradient
+ * part B (what the previous stage waits for) or its weight-gradient part W (the weight GEMMs'
+ * dW = X^T dY, which nothing downstream waits for but the gradient reduction). */
+typedef enum { PART_WHOLE = 0, PART_INPUT = 1, PART_WEIGHT = 2 } unit_part;
+
 typedef struct pipeline_unit {
     int backward; /* 0 forward, 1 backward */
     int micro;    /* micro-batch index */
     int chunk;    /* model chunk on this stage (0 unless interleaved) */
     int merged;   /* a forward run merged with the backward unit after it (combined 1F1B) */
+    int part;     /* unit_part of a backward (PART_WHOLE for a forward) */
 } pipeline_unit;
+
+/* Whether the schedule splits each backward into B and W units. */
+int pipeline_splits_backward(pipeline_schedule s);
+/* Units a stage's order holds: 2 * micro * chunks, 3 * micro when the backward is split. */
+int pipeline_units(pipeline_schedule s, int micro, int chunks);
+/* Whether a unit completes its micro-batch's weight gradients (a whole backward or a W). */
+int pipeline_unit_makes_grads(pipeline_unit u);
 
 /* Each writes the 2 * micro * chunks units of stage `stage` (of `stages`) into out. */
 void pipeline_gpipe_order(int stages, int stage, int micro, pipeline_unit *out);
@@ -24,8 +37,18 @@ void pipeline_interleaved_order(int stages, int stage, int micro, int chunks, pi
 void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,
                            pipeline_unit *out);
 
-/* Dispatch on the schedule; returns the number of units (2 * micro * chunks). combined: the
- * combined 1F1B (not with gpipe). */
+/* Zero-bubble schedules (Qi et al., ICLR 2024, section 3.1), each backward split into B and W.
+ * ZB-H1: 1F1B's warm-up (stages - stage - 1 forwards), then steady F B W rounds of which the
+ * first `stage` defer their W to the tail, so the input gradients race back up the pipeline
+ * and the last stages fill their cool-down with W; a stage never holds more than `stages`
+ * micro-batches whose W is pending (1F1B's peak). Bubble (p - 1)(t_F + t_B - t_W).
+ * ZB-H2: 2 (stages - stage - 1) warm-up forwards and 2 stage deferred W: up to 2 stages - 1
+ * micro-batches held, the bubble before each stage's first B filled with forwards; with
+ * t_F = t_B = t_W every stage runs without a gap from its first forward to its last W. */
+void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *out);
+
+/* Dispatch on the schedule; returns the number of units (pipeline_units). combined: the
+ * combined 1F1B (not with gpipe or a zero-bubble schedule). */
 int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int chunks, int combined,
                    pipeline_unit *out);
 

@@ -9,7 +9,13 @@
 #include "../topology/cluster.h"
 #include "../workloads/workload.h"
 
-typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED } pipeline_schedule;
+typedef enum {
+    SCHED_GPIPE,
+    SCHED_1F1B,
+    SCHED_INTERLEAVED,
+    SCHED_ZBH1,
+    SCHED_ZBH2
+} pipeline_schedule;
 /* Each enum's one name table (the YAML spelling), indexed by value: vocab.h's enum_name and
  * enum_parse look them up. */
 extern const enum_names schedule_names, recompute_names, optimizer_names, parallel_axis_names;

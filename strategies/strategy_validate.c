@@ -3,6 +3,7 @@
  * ranks, expert and context parallelism, the batch. Errors point at the loaded locations. */
 #include "strategy.h"
 #include "pipeline_split.h"
+#include "schedule.h"
 #include "../sim/base/limits.h"
 
 #include <stdio.h>
@@ -27,6 +28,17 @@ static int validate_schedule(const strategy *s, ps_error *err)
                             "virtual_stages must be 1 unless schedule is interleaved "
                             "(schedule is %s, virtual_stages %d)",
                             schedule_name(s->schedule), s->virtual_stages);
+    if (pipeline_splits_backward(s->schedule) && s->pp < 2)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the %s schedule needs a pipeline degree >= 2, got %d",
+                            schedule_name(s->schedule), s->pp);
+    if (pipeline_splits_backward(s->schedule) && s->zero == 3)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the %s schedule with zero 3 (FSDP) is not modelled: its deferred "
+                            "weight gradients would need each unit's parameters gathered again",
+                            schedule_name(s->schedule));
     return 0;
 }
 

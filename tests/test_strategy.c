@@ -238,6 +238,8 @@ START_TEST(test_names)
     ck_assert_str_eq(schedule_name(SCHED_GPIPE), "gpipe");
     ck_assert_str_eq(schedule_name(SCHED_1F1B), "1f1b");
     ck_assert_str_eq(schedule_name(SCHED_INTERLEAVED), "interleaved");
+    ck_assert_str_eq(schedule_name(SCHED_ZBH1), "zb-h1");
+    ck_assert_str_eq(schedule_name(SCHED_ZBH2), "zb-h2");
     ck_assert_str_eq(recompute_name(RECOMPUTE_NONE), "none");
     ck_assert_str_eq(recompute_name(RECOMPUTE_SELECTIVE), "selective");
     ck_assert_str_eq(recompute_name(RECOMPUTE_FULL), "full");
@@ -352,7 +354,7 @@ START_TEST(test_enum_tables_round_trip)
 {
     const enum_names tables[] = {schedule_names,      recompute_names, optimizer_names,
                                  parallel_axis_names, precision_names, emb_sharding_names};
-    const int counts[] = {3, 4, 4, 4, 5, 5}; /* optimizer: adam sgd none adagrad */
+    const int counts[] = {5, 4, 4, 4, 5, 5}; /* optimizer: adam sgd none adagrad */
     for (int t = 0; t < 6; t++) {
         ck_assert_int_eq(tables[t].count, counts[t]);
         for (int v = 0; v < tables[t].count; v++)

@@ -411,6 +411,39 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
     return t;
 }
 
+/* Whether the op has a weight gradient of its own kernels: a GEMM with parameters (its dW),
+ * an embedding lookup (its whole backward). */
+static int weight_grad_op(const workload_op *op)
+{
+    if (op->kind == OP_EMBEDDING)
+        return 1;
+    return op->kind == OP_GEMM && op->params > 0 && !op->gram;
+}
+
+double cost_op_weight_grad_share(const workload_op *op, precision_t prec, const device_spec *dev)
+{
+    assert(op);
+    if (!weight_grad_op(op))
+        return 0.0;
+    if (op->kind == OP_EMBEDDING)
+        return 1.0;
+    double b = op->batch, m = op->m, n = op->n, k = op->k;
+    if (!(b > 0 && m > 0 && n > 0 && k > 0)) /* totals only: dX and dW have the same FLOPs */
+        return 0.5;
+    double whole = gemm_op_seconds(op, PASS_BWD, prec, dev);
+    double dw = gemm_seconds(b, k, n, m, prec, dev);
+    assert(whole > 0 && dw <= whole);
+    return dw / whole;
+}
+
+int cost_op_weight_grad_kernels(const workload_op *op)
+{
+    assert(op && op->kernels >= 0);
+    if (!weight_grad_op(op))
+        return 0;
+    return op->kind == OP_EMBEDDING ? cost_op_kernels(op, PASS_BWD) : op->kernels;
+}
+
 int cost_op_kernels(const workload_op *op, op_pass pass)
 {
     assert(op && op->kernels >= 0);

@@ -22,6 +22,14 @@ int cost_op_kernels(const workload_op *op, op_pass pass);
  * host issues kernels asynchronously: the compiler runs them as a flow shop (host launch, then
  * GPU run) and the executor plays the host's timeline (strategies/compile/compile.c, sim/engine/htae.c). */
 double cost_op_launch_seconds(const workload_op *op, op_pass pass);
+/* The share of the op's backward kernel time that is its weight gradient (the W of a
+ * zero-bubble schedule), in [0, 1]: a GEMM with parameters, dW = X^T dY over its input
+ * gradient dX = dY W^T and fp8 casts (which B runs); an embedding lookup's whole backward (a
+ * scatter-add into the table: no input gradient); 0 for every other op (attention, norms and
+ * elementwise make input gradients; a norm's weight gradient is fused into its kernel). */
+double cost_op_weight_grad_share(const workload_op *op, precision_t prec, const device_spec *dev);
+/* Kernels of the op's backward that its weight gradient launches (of cost_op_kernels). */
+int cost_op_weight_grad_kernels(const workload_op *op);
 /* The two above, added. */
 double cost_op_seconds(const workload_op *op, op_pass pass, precision_t prec,
                        const device_spec *dev);

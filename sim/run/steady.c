@@ -10,6 +10,7 @@
 
 #include "../base/xalloc.h"
 #include "run.h"
+#include "../../strategies/schedule.h"
 
 /* Simulated seconds within which two times are the same instant: far below any task here, far
  * above the rounding of a time of a few hundred seconds. */
@@ -49,6 +50,8 @@ static const char *ineligible(const strategy *s, const compile_options *copt,
         return "a recommendation model";
     if (s->schedule == SCHED_GPIPE) /* every forward first, even without stages */
         return "a GPipe schedule";
+    if (pipeline_splits_backward(s->schedule)) /* deferred W: a period not yet proven */
+        return "a zero-bubble schedule";
     if (hopt && hopt->counter_ranks)
         return "link counters asked";
     int d = period_micro_batches(s);

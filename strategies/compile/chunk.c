@@ -23,12 +23,24 @@ static void seg_push(segment_list *l, segment sg)
  * profile database the passes it matches take their measured kernel times (full: the op graph's
  * op, NULL for a context-parallel ring step, which is never matched); `replay`: a forward
  * replayed for recompute, for the record. */
-static void add_op(const compile_ctx *cx, segment *sg, const workload_op *full,
-                   const workload_op *op, op_pass pass, int replay, const device_spec *dev,
-                   double slowdown)
+static void add_op_part(const compile_ctx *cx, segment *sg, const workload_op *full,
+                        const workload_op *op, op_pass pass, int replay, unit_part part,
+                        const device_spec *dev, double slowdown)
 {
     const strategy *s = cx->s;
     precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
+    /* a split backward: the weight gradient's share of the op's kernels and time in W, the
+     * rest in B (a measured backward is split in the model's proportion) */
+    double share = 1.0;
+    int kw = 0;
+    if (part != PART_WHOLE) {
+        assert(pass == PASS_BWD);
+        double w = cost_op_weight_grad_share(op, prec, dev);
+        kw = cost_op_weight_grad_kernels(op);
+        share = part == PART_WEIGHT ? w : 1.0 - w;
+        if (part == PART_WEIGHT && kw == 0)
+            return;
+    }
     if (sg->n_ops++ == 0 || op->layer < sg->lo)
         sg->lo = op->layer;
     if (sg->n_ops == 1 || op->layer > sg->hi)
@@ -37,12 +49,17 @@ static void add_op(const compile_ctx *cx, segment *sg, const workload_op *full,
     profile_hit hit;
     profile_match_op(full ? cx->profile : NULL, &cx->wg.model, full, op, pass, prec, dev, model,
                      &hit);
-    if (cx->stats)
+    if (cx->stats && part != PART_WEIGHT)
         profile_stats_add(cx->stats, op, pass, replay, &hit, model);
-    double g = hit.seconds * slowdown;
-    double c = cost_op_launch_seconds(op, pass);
-    assert(g >= 0 && c >= 0);
+    double g = hit.seconds * slowdown * share;
     int k = cost_op_kernels(op, pass);
+    double c = cost_op_launch_seconds(op, pass);
+    if (part != PART_WHOLE && k > 0) {
+        int kp = part == PART_WEIGHT ? kw : k - kw;
+        c *= (double)kp / k;
+        k = kp;
+    }
+    assert(g >= 0 && c >= 0);
     if (k < 1)
         k = 1;
     for (int j = 0; j < k; j++) {
@@ -50,6 +67,13 @@ static void add_op(const compile_ctx *cx, segment *sg, const workload_op *full,
         sg->span = (sg->span > sg->cpu ? sg->span : sg->cpu) + g / k;
     }
     sg->gpu += g;
+}
+
+static void add_op(const compile_ctx *cx, segment *sg, const workload_op *full,
+                   const workload_op *op, op_pass pass, int replay, const device_spec *dev,
+                   double slowdown)
+{
+    add_op_part(cx, sg, full, op, pass, replay, PART_WHOLE, dev, slowdown);
 }
 
 /* The attention core under context parallelism: one segment of cp ring steps (the rank's
@@ -283,17 +307,37 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
     label_pass(cx, l, replay ? "recompute" : "fwd", mc, &e);
 }
 
+/* Push the backward segment being built (and, split, its W twin: no cut, no ring), then
+ * start both afresh. */
+static void push_backward(chunk_template *ct, segment *cur, segment *wcur, int split)
+{
+    seg_push(&ct->bwd, *cur);
+    if (split) {
+        wcur->params = cur->params;
+        wcur->expert_params = cur->expert_params;
+        seg_push(&ct->wgt, *wcur);
+    }
+    memset(cur, 0, sizeof *cur);
+    memset(wcur, 0, sizeof *wcur);
+}
+
 /* Backward, in reverse. With overlapped data parallelism a segment also ends where a layer's
- * gradients are complete, so buckets can start while earlier layers run. */
+ * gradients are complete, so buckets can start while earlier layers run. A schedule that
+ * splits the backward builds B (input gradients, with the cuts) in bwd and W (weight
+ * gradients) in wgt, segment for segment. */
 static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, double slowdown,
                            double load, chunk_template *ct)
 {
     const workload_graph *wg = &cx->wg;
     const strategy *s = cx->s;
     int per_layer = cx->dp > 1 && (s->dp_overlap || cx->fsdp);
-    pass_extent e = {0, -1, 0, 0};
-    segment cur;
+    int split = pipeline_splits_backward(s->schedule);
+    unit_part in = split ? PART_INPUT : PART_WHOLE;
+    double e = precision_bytes(s->precision);
+    pass_extent ext = {0, -1, 0, 0};
+    segment cur, wcur;
     memset(&cur, 0, sizeof cur);
+    memset(&wcur, 0, sizeof wcur);
     const workload_op *last = NULL;
     workload_op tmp;
     for (int i = wg->n_ops - 1; i >= 0; i--) {
@@ -301,20 +345,23 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
         int ring = context_ring_op(cx, &wg->ops[i]);
-        if ((per_layer && last && last->layer != op->layer && cur.gpu + cur.cpu > 0) ||
-            (ring && cur.n_ops > 0)) {
-            seg_push(&ct->bwd, cur);
-            memset(&cur, 0, sizeof cur);
-        }
+        double held = cur.gpu + cur.cpu + wcur.gpu + wcur.cpu;
+        if ((per_layer && last && last->layer != op->layer && held > 0) || (ring && cur.n_ops > 0))
+            push_backward(ct, &cur, &wcur, split);
         if (ring) {
             assert(!op->selective); /* a fused core: nothing for selective recompute */
             add_ring(&cur, cx, op, PASS_BWD, dev, slowdown);
         } else {
-            add_op(cx, &cur, &wg->ops[i], op, PASS_BWD, 0, dev, slowdown);
+            add_op_part(cx, &cur, &wg->ops[i], op, PASS_BWD, 0, in, dev, slowdown);
+            if (split) {
+                add_op_part(cx, &wcur, &wg->ops[i], op, PASS_BWD, 0, PART_WEIGHT, dev, slowdown);
+                if (op->kind == OP_GEMM && cost_op_weight_grad_kernels(op) > 0)
+                    ct->wgt_act_bytes += op->batch * (op->m * op->k + op->m * op->n) * e;
+            }
         }
         if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
             add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
-        extent_add(&e, op->layer, wg->model.layers);
+        extent_add(&ext, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);
         if (op->expert && cx->expert_layout)
             cur.expert_params += op->params;
@@ -322,13 +369,14 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
         int cut = bwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i - 1);
         if (cut != CUT_NONE || ring) {
             cur.cut = ring ? CUT_NONE : cut;
-            seg_push(&ct->bwd, cur);
-            memset(&cur, 0, sizeof cur);
+            push_backward(ct, &cur, &wcur, split);
         }
     }
-    if (last && (cur.gpu + cur.cpu > 0 || ct->bwd.n == 0))
-        seg_push(&ct->bwd, cur);
-    label_pass(cx, &ct->bwd, "bwd", mc, &e);
+    if (last && (cur.gpu + cur.cpu + wcur.gpu + wcur.cpu > 0 || ct->bwd.n == 0))
+        push_backward(ct, &cur, &wcur, split);
+    label_pass(cx, &ct->bwd, split ? "bwd-input" : "bwd", mc, &ext);
+    if (split)
+        label_pass(cx, &ct->wgt, "bwd-weight", mc, &ext);
 }
 
 /* Gradient buckets, filled in backward order as gradients become ready. Buckets run from the
@@ -399,6 +447,7 @@ static void chunk_template_free(chunk_template *ct)
     free(ct->fwd.seg);
     free(ct->bwd.seg);
     free(ct->rec.seg);
+    free(ct->wgt.seg);
     free(ct->bucket_end);
     free(ct->bucket_bytes);
     free(ct->bucket_lo);
@@ -489,8 +538,9 @@ static int same_segments(const segment_list *a, const segment_list *b)
 int chunk_template_same_shape(const chunk_template *a, const chunk_template *b)
 {
     if (!same_segments(&a->fwd, &b->fwd) || !same_segments(&a->bwd, &b->bwd) ||
-        !same_segments(&a->rec, &b->rec) || a->n_buckets != b->n_buckets ||
-        a->params != b->params || a->expert_params != b->expert_params || a->n_units != b->n_units)
+        !same_segments(&a->rec, &b->rec) || !same_segments(&a->wgt, &b->wgt) ||
+        a->n_buckets != b->n_buckets || a->params != b->params ||
+        a->expert_params != b->expert_params || a->n_units != b->n_units)
         return 0;
     for (int i = 0; i < a->n_units; i++)
         if (a->unit_layer[i] != b->unit_layer[i] || a->unit_params[i] != b->unit_params[i] ||

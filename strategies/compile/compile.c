@@ -143,7 +143,7 @@ static void emit_state_init(compile_ctx *cx, emit_state *es)
     }
     es->segids = xmalloc((size_t)es->maxseg * cx->n_sim * sizeof *es->segids);
     es->gates = xmalloc((size_t)es->maxfseg * cx->n_sim * sizeof *es->gates);
-    es->units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *es->units);
+    es->units = xmalloc((size_t)pipeline_units(cx->s->schedule, cx->M, cx->v) * sizeof *es->units);
     zero_state_init(cx, es);
 }
 
@@ -292,7 +292,34 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
     emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
     free(lists);
     free(after);
-    keep_bwd_segments(cx, es, ct[0], mc, mb);
+    if (unit.part == PART_WHOLE) /* a split backward's gradients are ready after its W */
+        keep_bwd_segments(cx, es, ct[0], mc, mb);
+}
+
+/* A zero-bubble schedule's W unit: the weight gradients of micro-batch unit.micro's backward
+ * on the stage's compute stream, after its B there (the schedule's order). Nothing is sent
+ * and no pipeline runtime step receives anything; its segments are the gradient-ready points
+ * of the DP buckets. */
+static void emit_weight_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
+{
+    int n = cx->n_sim, mc = unit.chunk * cx->pp + p;
+    const int *ranks = cx->sim_rank + (size_t)p * n;
+    const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
+    uint32_t *first = xmalloc((size_t)3 * n * sizeof *first), *last = first + n,
+             *after = first + 2 * n;
+    const chunk_template *ct0 = NULL;
+    for (int j = 0; j < n; j++) {
+        const chunk_template *ct = chunk_template_of(cx, ranks[j], mc);
+        assert(ct->wgt.n == ct->bwd.n);
+        if (j == 0)
+            ct0 = ct;
+        lists[j] = &ct->wgt;
+        first[j] = last[j] = after[j] = NONE;
+    }
+    emit_segments(cx, lists, p, CAT_BACKWARD, unit.micro, first, last, es->segids, NULL, after);
+    keep_bwd_segments(cx, es, ct0, mc, unit.micro);
+    free(lists);
+    free(first);
 }
 
 /* A unit being emitted on the simulated ranks of stage p: its templates per member, and per
@@ -438,9 +465,11 @@ static void emit_pipeline(compile_ctx *cx, emit_state *es)
     for (int p = 0; p < cx->pp; p++) {
         int nu =
             pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, es->units);
-        assert(nu == 2 * cx->M * cx->v);
+        assert(nu == pipeline_units(cx->s->schedule, cx->M, cx->v));
         for (int u = 0; u < nu; u++) {
-            if (es->units[u].merged) {
+            if (es->units[u].part == PART_WEIGHT) {
+                emit_weight_unit(cx, es, p, es->units[u]);
+            } else if (es->units[u].merged) {
                 assert(u + 1 < nu && es->units[u + 1].backward);
                 emit_merged(cx, es, p, es->units[u], es->units[u + 1]);
                 u++;
@@ -762,31 +791,4 @@ void compiled_plan_free(compiled_plan *p)
         free(p->dlrm);
     }
     memset(p, 0, sizeof *p);
-}
-
-/* Whether GPU k has less memory headroom than GPU m. */
-static int tighter(const compiled_plan *p, int k, int m)
-{
-    double ck = p->memory_capacity_of_rank[k], cm = p->memory_capacity_of_rank[m];
-    if (ck == cm)
-        return p->memory[k].total > p->memory[m].total;
-    return ck - p->memory[k].total < cm - p->memory[m].total;
-}
-
-int compiled_plan_tightest_rank(const compiled_plan *p)
-{
-    assert(p->gpus > 0 && p->memory && p->memory_capacity_of_rank);
-    int m = 0;
-    for (int k = 1; k < p->gpus; k++)
-        if (tighter(p, k, m))
-            m = k;
-    return m;
-}
-
-int compiled_plan_gpus_over_memory(const compiled_plan *p)
-{
-    int over = 0;
-    for (int k = 0; k < p->gpus; k++)
-        over += p->memory[k].total > p->memory_capacity_of_rank[k];
-    return over;
 }

@@ -48,10 +48,17 @@ typedef struct segment_list {
  * parameters are the same on every GPU (chunk_template_same_shape). */
 typedef struct chunk_template {
     segment_list fwd, bwd, rec; /* rec: forward replayed before backward (full recompute) */
-    double params;              /* sharded */
-    double expert_params;       /* the part of params reduced over expert-data-parallel groups */
-    double act_bytes;           /* saved per micro-batch, after recompute savings */
-    int *bucket_end;            /* backward segment index closing each gradient bucket */
+    /* A schedule that splits the backward (pipeline_splits_backward): bwd holds the input
+     * gradients (B) and wgt the weight gradients (W), segment i of wgt those of bwd's segment i
+     * (so the gradient buckets index both alike); wgt's segments have no cut and may be empty.
+     * wgt.n == 0 otherwise. */
+    segment_list wgt;
+    double wgt_act_bytes; /* split: what a micro-batch holds between its B and its W (each
+                             weight GEMM's input X and output gradient dY) */
+    double params;        /* sharded */
+    double expert_params; /* the part of params reduced over expert-data-parallel groups */
+    double act_bytes;     /* saved per micro-batch, after recompute savings */
+    int *bucket_end;      /* backward segment index closing each gradient bucket */
     double *bucket_bytes;
     uint8_t *bucket_expert; /* 1: expert gradients (over the EDP groups), 0: over DP */
     int *bucket_lo;         /* lowest layer whose parameters the bucket holds */

@@ -1,5 +1,7 @@
 /* memory.c: the per-GPU memory estimate of a compiled plan: weights, gradients, optimizer
- * state (sharded by ZeRO and HSDP), activations alive at the schedule's peak, runtime buffers. */
+ * state (sharded by ZeRO and HSDP), activations alive at the schedule's peak, runtime buffers;
+ * and the fit rules over it (the tightest GPU, the GPUs over their capacity). */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "../../sim/base/xalloc.h"
@@ -37,6 +39,29 @@ static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *
                 most = held;
             prev = x;
         }
+    }
+    free(units);
+    return most;
+}
+
+/* A split-backward schedule's activations at its peak on stage p: walking its order, a
+ * micro-batch holds the chunk's saved activations from its F to its B, then what its W needs
+ * (each weight GEMM's X and dY) until its W. */
+static double split_activations(const compile_ctx *cx, const chunk_template *ct, int p)
+{
+    int n = pipeline_units(cx->s->schedule, cx->M, 1);
+    pipeline_unit *units = xmalloc((size_t)n * sizeof *units);
+    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, 1, 0, units);
+    double held = 0, most = 0;
+    for (int i = 0; i < nu; i++) {
+        if (!units[i].backward)
+            held += ct->act_bytes;
+        else if (units[i].part == PART_INPUT)
+            held += ct->wgt_act_bytes - ct->act_bytes;
+        else
+            held -= ct->wgt_act_bytes;
+        if (held > most)
+            most = held;
     }
     free(units);
     return most;
@@ -91,6 +116,8 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     double total = (double)cx->M * cx->v;
     int extra = s->overlap_a2a;
     switch (s->schedule) {
+    case SCHED_ZBH1:
+    case SCHED_ZBH2: inflight = 0; break; /* split_activations */
     case SCHED_GPIPE: inflight = cx->M; break;
     case SCHED_1F1B: inflight = cx->pp - p + extra < cx->M ? cx->pp - p + extra : cx->M; break;
     default: {
@@ -101,9 +128,39 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     /* the stage's forwards in schedule order: pp micro-batches of each chunk in turn (one
      * chunk when not interleaved); chunks may hold different layers (uneven stages) */
     me->activations = 0;
-    for (int j = 0; j < (int)inflight; j++)
-        me->activations += stage_chunks[(j % (cx->pp * cx->v)) / cx->pp]->act_bytes;
+    if (pipeline_splits_backward(s->schedule))
+        me->activations = split_activations(cx, stage_chunks[0], p);
+    else
+        for (int j = 0; j < (int)inflight; j++)
+            me->activations += stage_chunks[(j % (cx->pp * cx->v)) / cx->pp]->act_bytes;
     me->buffers =
         COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 && !cx->fsdp ? 2 * s->bucket_mb * 1e6 : 0);
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
+}
+
+/* Whether GPU k has less memory headroom than GPU m. */
+static int tighter(const compiled_plan *p, int k, int m)
+{
+    double ck = p->memory_capacity_of_rank[k], cm = p->memory_capacity_of_rank[m];
+    if (ck == cm)
+        return p->memory[k].total > p->memory[m].total;
+    return ck - p->memory[k].total < cm - p->memory[m].total;
+}
+
+int compiled_plan_tightest_rank(const compiled_plan *p)
+{
+    assert(p->gpus > 0 && p->memory && p->memory_capacity_of_rank);
+    int m = 0;
+    for (int k = 1; k < p->gpus; k++)
+        if (tighter(p, k, m))
+            m = k;
+    return m;
+}
+
+int compiled_plan_gpus_over_memory(const compiled_plan *p)
+{
+    int over = 0;
+    for (int k = 0; k < p->gpus; k++)
+        over += p->memory[k].total > p->memory_capacity_of_rank[k];
+    return over;
 }

@@ -380,7 +380,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
             pipeline_order(s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, es->units);
         for (int u = 0; u < nu; u++) {
             pipeline_unit un = es->units[u];
-            if (!un.backward || (s->zero < 2 && un.micro != cx->M - 1))
+            if (!pipeline_unit_makes_grads(un) || (s->zero < 2 && un.micro != cx->M - 1))
                 continue;
             int mc = un.chunk * cx->pp + p;
             const chunk_template *ct = compile_chunk_ref(cx, mc);
