@@ -16,6 +16,7 @@ static int cluster_main(int argc, char **argv);
 typedef struct cluster_args {
     const char *kind, *out_path, *hwloc, *gpu;
     int format_given;
+    int racks; /* --racks N: an NVL72 kind's --nodes */
     cluster_gen_opts o;
 } cluster_args;
 
@@ -79,6 +80,13 @@ static const cli_option cluster_options[] = {
      .kind = CLI_CUSTOM,
      .offset = offsetof(cluster_args, o),
      .parse = parse_nodes},
+    {.name = "--racks",
+     .kind = CLI_INT,
+     .offset = offsetof(cluster_args, racks),
+     .has_min = 1,
+     .min = 1,
+     .has_max = 1,
+     .max = PS_MAX_GPUS / 72},
     {.name = "-o", .kind = CLI_STRING, .offset = offsetof(cluster_args, out_path)},
     {.name = "--format", .kind = CLI_CUSTOM, .offset = 0, .parse = parse_format},
     {.name = "--from-hwloc", .kind = CLI_STRING, .offset = offsetof(cluster_args, hwloc)},
@@ -107,6 +115,7 @@ const cli_command cli_cluster = {
     "  protosim cluster KIND --nodes N [-o FILE] [--format yaml|xml] [--gpu MODEL] [--nics N]\n"
     "               [--nic-gbps GBPS] [--gpus-per-node N] [--fabric fat-tree|rail]\n"
     "               [--nodes-per-leaf K] [--oversubscription X]\n"
+    "  protosim cluster gb200-nvl72|gb300-nvl72 --racks N [options]\n"
     "  protosim cluster --nodes KIND:N[,KIND:N...] [-o FILE] [options]\n"
     "  protosim cluster --from-hwloc LSTOPO.xml [--nodes N] [--gpu NAME] [-o FILE] [--format F]\n"
     "               [--nics N] [--nic-gbps GBPS] [--fabric F] [--nodes-per-leaf K]\n"
@@ -118,12 +127,14 @@ const cli_command cli_cluster = {
     "size, loaded in a fraction of a second); --format xml, or -o FILE.xml, writes the same\n"
     "cluster as a SimGrid XML platform with every route listed (megabytes for thousands of "
     "nodes).\n"
-    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100, dgx-h200 or\n"
-    "                          dgx-b200\n"
+    "  KIND                    dgx-v100 (DGX-1), dgx-2, dgx-a100, dgx-h100, dgx-h200,\n"
+    "                          dgx-b200, dgx-b300, dgx-h800, or an NVL72 rack: gb200-nvl72,\n"
+    "                          gb300-nvl72 (a node is a rack of 72 GPUs in one NVLink domain)\n"
     "options:\n"
     "  --nodes N               number of nodes (required with KIND, N >= 1; default 1 with\n"
     "                          --from-hwloc); or KIND:N[,KIND:N...]: groups of N nodes of KIND,\n"
     "                          numbered in the order given (no KIND)\n"
+    "  --racks N               an NVL72 kind's racks (the same as --nodes N)\n"
     "  --from-hwloc FILE       the node from an hwloc XML export of one machine (lstopo --of\n"
     "                          xml, hwloc 2.x; no KIND); a summary of the import goes to stderr\n"
     "  --gpu NAME              the device-table GPU (devices.yaml, --devices) of every\n"
@@ -196,6 +207,17 @@ static int cluster_main(int argc, char **argv)
         return cli_exit_code(rc);
     if ((rc = check_hwloc_options(&a)))
         return rc;
+    if (a.racks > 0) { /* an NVL72 rack is the kind's node */
+        size_t k = a.kind ? strlen(a.kind) : 0;
+        if (k < 6 || strcmp(a.kind + k - 6, "-nvl72"))
+            return cli_usage_error(&cli_cluster,
+                                   "--racks N is for the NVL72 kinds (gb200-nvl72, gb300-nvl72); "
+                                   "give %s --nodes N",
+                                   a.kind ? a.kind : "KIND");
+        if (a.o.nodes > 0 || a.o.node_groups)
+            return cli_usage_error(&cli_cluster, "give --racks or --nodes, not both");
+        a.o.nodes = a.racks;
+    }
     a.o.gpu = a.hwloc ? NULL : a.gpu; /* --from-hwloc hands it to the import */
     if (!a.format_given) {            /* the file's name says XML, else a description */
         size_t len = a.out_path ? strlen(a.out_path) : 0;

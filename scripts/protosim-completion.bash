@@ -51,7 +51,7 @@ _protosim()
     --dtype) COMPREPLY=($(compgen -W "fp16 bf16 fp8 fp32 tf32" -- "$cur")); return ;;
     --gemm-model) COMPREPLY=($(compgen -W "roofline tile" -- "$cur")); return ;;
     --tables | --rows | --dim | --batch | --pooling | --ids) return ;;
-    --gpu | --device | --nodes | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
+    --gpu | --device | --nodes | --racks | --nodes-per-leaf | --nics | --nic-gbps | --gpus-per-node | --oversubscription | --gpus | --sizes | \
         -j | --jobs | --shard | --top) return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -64,7 +64,7 @@ _protosim()
     replay) _protosim_files "$cur" "json|gz|et" ;;
     profile) _protosim_files "$cur" "json|gz" ;;
     compare) _protosim_files "$cur" "json|gz|yaml|yml" ;;
-    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200" -- "$cur")) ;;
+    cluster) COMPREPLY=($(compgen -W "dgx-v100 dgx-2 dgx-a100 dgx-h100 dgx-h200 dgx-b200 dgx-b300 dgx-h800 gb200-nvl72 gb300-nvl72" -- "$cur")) ;;
     kernel) if ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W "gemm bmm attention norm elementwise" -- "$cur")); fi ;;
     help) COMPREPLY=($(compgen -W "$("$bin" help --commands 2>/dev/null) --options --commands" -- "$cur")) ;;
     esac

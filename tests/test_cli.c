@@ -184,6 +184,12 @@ START_TEST(option_usage_errors)
         {{"cluster", "dgx-a100", "--nodes", "2", "--oversubscription", "0", NULL},
          "--oversubscription: bad number '0' (expected a decimal number from 1 to 1000000)"},
         {{"cluster", "--nodes", "1", NULL}, "cluster needs a KIND (or --from-hwloc FILE)"},
+        {{"cluster", "dgx-h100", "--racks", "2", NULL},
+         "--racks N is for the NVL72 kinds (gb200-nvl72, gb300-nvl72); give dgx-h100 --nodes N"},
+        {{"cluster", "gb200-nvl72", "--racks", "2", "--nodes", "2", NULL},
+         "give --racks or --nodes, not both"},
+        {{"cluster", "gb200-nvl72", "--racks", "0", NULL},
+         "--racks: bad number '0' (expected an integer from 1 to 1820)"},
         {{"cluster", "dgx-a100", "--nodes", "1", "--gpu", "A100-FOO", NULL},
          "--gpu: unknown device 'A100-FOO' (known: "},
         {{"cluster", "dgx-a100", "--from-hwloc", "n.xml", NULL}, "give no KIND 'dgx-a100'"},
@@ -249,6 +255,24 @@ START_TEST(lookup_by_hand)
     /* rows 10000 x 64 x 4, ids 10000 x 8, offsets 10001 x 8, pooled outputs 10000 x 64 x 4 */
     ck_assert_double_eq(fwd_bytes, 2560000 + 80000 + 80008 + 2560000);
     run_free(&r);
+    remove_tmpdir(dir);
+}
+END_TEST
+
+/* cluster gb300-nvl72 --racks 2: two racks of 72 GB300 with one 800 Gb/s NIC per GPU, the same
+ * description as --nodes 2. */
+START_TEST(cluster_racks)
+{
+    char *dir = make_tmpdir();
+    const char *racks[] = {"cluster", "gb300-nvl72", "--racks", "2", NULL};
+    const char *nodes[] = {"cluster", "gb300-nvl72", "--nodes", "2", NULL};
+    run_result r = run_protosim(dir, racks), n = run_protosim(dir, nodes);
+    expect_exit(&r, 0);
+    expect_exit(&n, 0);
+    ck_assert_msg(strstr(r.out, "2 x gb300-nvl72 (72 GB300, 72 NICs of 800 Gb/s)"), "%s", r.out);
+    ck_assert_str_eq(r.out, n.out);
+    run_free(&r);
+    run_free(&n);
     remove_tmpdir(dir);
 }
 END_TEST
@@ -1236,6 +1260,7 @@ static Suite *cli_suite(void)
                                   dlrm_sparse_update_is_reported,
                                   help_among_arguments_and_unknown_options,
                                   option_usage_errors,
+                                  cluster_racks,
                                   cluster_from_hwloc,
                                   merge_hand_written_shard,
                                   merge_empty_plans,

@@ -393,7 +393,7 @@ START_TEST(unknown_gpu)
     ck_assert_str_eq(err.field, "gpu");
     ck_assert_int_eq(err.line, 7);
     ck_assert_ptr_nonnull(strstr(err.message, "'g1'"));
-    ck_assert_ptr_nonnull(strstr(err.message, "B300-SXM-288GB"));
+    ck_assert_ptr_nonnull(strstr(err.message, "R100-SXM-288GB"));
     ck_assert_ptr_nonnull(strstr(err.message, "A100-SXM4-80GB")); /* lists the known ones */
 }
 END_TEST
@@ -603,7 +603,8 @@ START_TEST(generate_rejects_bad_groups)
 {
     expect_group_error(NULL, "dgx-h100:1,dgx-x200:2",
                        "--nodes: unknown cluster kind 'dgx-x200' (known: dgx-v100, dgx-2, "
-                       "dgx-a100, dgx-h100, dgx-h200, dgx-b200)");
+                       "dgx-a100, dgx-h100, dgx-h200, dgx-b200, dgx-b300, dgx-h800, "
+                       "gb200-nvl72, gb300-nvl72)");
     expect_group_error(NULL, "dgx-a100:0",
                        "--nodes: bad node count '0' in group 'dgx-a100:0' (expected an integer "
                        ">= 1)");

@@ -167,6 +167,75 @@ START_TEST(dgx_b200_template)
 }
 END_TEST
 
+/* NVL72 racks: a node is a rack of 72 GPUs in one NVLink domain, 900 GB/s per GPU per
+ * direction to any other GPU of the rack (two 0.7 us ports, through the switch trays); off the
+ * rack one NIC per GPU: GB200's ConnectX-7 400 Gb/s = 50 GB/s, 2 x 2.5 us. */
+START_TEST(gb200_nvl72_template)
+{
+    cluster c;
+    generate_load("gb200-nvl72", 2, &c);
+    ck_assert_int_eq(c.n_gpus, 144);
+    ck_assert_str_eq(c.device[143]->name, "GB200");
+    double bw, lat;
+    cluster_route(&c, 0, 71, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 900e9, 1);
+    ck_assert_double_eq_tol(lat, 1.4e-6, 1e-12);
+    cluster_route(&c, 5, 72 + 5, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 50e9, 1);
+    ck_assert_double_eq_tol(lat, 5e-6, 1e-12);
+    cluster_free(&c);
+}
+END_TEST
+
+/* GB300 NVL72 with --gpus-per-node 64: 64 GPUs of each rack, ranks rack-major; ConnectX-8
+ * 800 Gb/s = 100 GB/s per GPU off the rack. */
+START_TEST(gb300_nvl72_racks_of_64)
+{
+    cluster c;
+    cluster_gen_opts o = {.nodes = 2, .gpus_per_node = 64};
+    generate_opts_load("gb300-nvl72", &o, &c);
+    ck_assert_int_eq(c.n_gpus, 128);
+    ck_assert_str_eq(c.device[0]->name, "GB300");
+    double bw, lat;
+    cluster_route(&c, 0, 63, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 900e9, 1);
+    cluster_route(&c, 0, 64, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 100e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+/* DGX B300: B300 GPUs, NVLink 5 at 900 GB/s, ConnectX-8 800 Gb/s NICs (100 GB/s). */
+START_TEST(dgx_b300_template)
+{
+    cluster c;
+    double bw, lat;
+    generate_load("dgx-b300", 2, &c);
+    ck_assert_str_eq(c.device[0]->name, "B300-SXM-288GB");
+    cluster_route(&c, 0, 7, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 900e9, 1);
+    cluster_route(&c, 0, 8, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 100e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
+/* DGX H800: the H100's node with the export NVLink, 8 x 25 GB/s = 200 GB/s per GPU per
+ * direction; 400 Gb/s NICs (50 GB/s). */
+START_TEST(dgx_h800_template)
+{
+    cluster c;
+    double bw, lat;
+    generate_load("dgx-h800", 2, &c);
+    ck_assert_str_eq(c.device[0]->name, "H800-SXM5-80GB");
+    cluster_route(&c, 0, 7, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 200e9, 1);
+    cluster_route(&c, 0, 8, &bw, &lat);
+    ck_assert_double_eq_tol(bw, 50e9, 1);
+    cluster_free(&c);
+}
+END_TEST
+
 /* --gpu: a DGX A100 with the 40 GB part: its GPUs (40 GiB, 1555 GB/s), the node unchanged
  * (300 GB/s NVSwitch ports). */
 START_TEST(gpu_option_replaces_the_kinds_gpu)
@@ -333,6 +402,10 @@ static Suite *platform_suite(void)
                                   dgx2_template,
                                   dgx_h200_template,
                                   dgx_b200_template,
+                                  gb200_nvl72_template,
+                                  gb300_nvl72_racks_of_64,
+                                  dgx_b300_template,
+                                  dgx_h800_template,
                                   gpu_option_replaces_the_kinds_gpu,
                                   gpu_option_rejects_an_unknown_model,
                                   oversubscribed_leaf_halves_cross_leaf_bandwidth,

@@ -29,6 +29,19 @@
  * - DGX B200 (dgx-b200): 8 B200 behind NVSwitches, NVLink 5: 18 links x 50 GB/s = 900 GB/s per
  *   GPU per direction (1.8 TB/s both ways, NVIDIA's DGX B200 datasheet), one port per GPU as the
  *   A100/H100; 8 ConnectX-7 NICs of 400 Gb/s, one per GPU, behind PCIe Gen5 switches (folded).
+ * - DGX B300 (dgx-b300): 8 B300 on the same NVLink 5 switches (900 GB/s per GPU per direction);
+ *   8 ConnectX-8 SuperNICs of 800 Gb/s, one per GPU (DGX B300 datasheet).
+ * - DGX H800 (dgx-h800): the DGX H100 with the export GPU's NVLink: 8 NVLink4 links x 25 GB/s =
+ *   200 GB/s per GPU per direction (400 GB/s both ways), 8 NDR NICs of 400 Gb/s (DeepSeek-V3's
+ *   nodes: its report gives 8 x 400 Gb/s InfiniBand per node).
+ * - NVL72 racks (gb200-nvl72, gb300-nvl72; `--racks N`): a node is a rack of 72 GPUs in one
+ *   NVLink domain: 18 compute trays of 4 GPUs (and 2 Grace CPUs) joined through the 9 NVLink
+ *   switch trays, NVLink 5 at 900 GB/s per GPU per direction to every other GPU of the rack (the
+ *   switch trays are non-blocking: one port per GPU, as the DGX switches). Scale-out: one NIC per
+ *   GPU (each compute tray's 4 ConnectX NICs): ConnectX-7 400 Gb/s on GB200, ConnectX-8 800 Gb/s
+ *   on GB300 (the GB200/GB300 NVL72 datasheets). The Grace CPUs and their C2C links carry no
+ *   GPU traffic here. --gpus-per-node N < 72 uses N GPUs of each rack (a job placed on part of
+ *   every rack's NVLink domain, e.g. 64 of 72).
  * - --gpu MODEL replaces the kind's GPU (a devices.yaml name), the node otherwise unchanged: the
  *   hosts' gpu property and speed (the model's dense bf16 peak).
  * - Fabric (--fabric, platform_write.c has the model): a fat tree (default: a node's NICs on one
@@ -82,6 +95,10 @@ static const dgx_kind dgx_kinds[] = {
     {"dgx-h100", "H100-SXM5-80GB", 989.4e12, 8, 450, 0, 0, 1, 400},
     {"dgx-h200", "H200-SXM-141GB", 989.4e12, 8, 450, 0, 0, 1, 400},
     {"dgx-b200", "B200-SXM-180GB", 2250e12, 8, 900, 0, 0, 1, 400},
+    {"dgx-b300", "B300-SXM-288GB", 2250e12, 8, 900, 0, 0, 1, 800},
+    {"dgx-h800", "H800-SXM5-80GB", 989.4e12, 8, 200, 0, 0, 1, 400},
+    {"gb200-nvl72", "GB200", 2500e12, 72, 900, 0, 0, 1, 400},
+    {"gb300-nvl72", "GB300", 2500e12, 72, 900, 0, 0, 1, 800},
 };
 
 #define NVLINK_LATENCY 0.7e-6
@@ -201,8 +218,10 @@ static void build_node(const gen_params *p, const device_spec *gpu, node_model *
     free(pcie);
 }
 
-#define N_KINDS       (sizeof dgx_kinds / sizeof dgx_kinds[0])
-#define KNOWN_KINDS   "dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200, dgx-b200"
+#define N_KINDS (sizeof dgx_kinds / sizeof dgx_kinds[0])
+#define KNOWN_KINDS                                                                                \
+    "dgx-v100, dgx-2, dgx-a100, dgx-h100, dgx-h200, dgx-b200, dgx-b300, dgx-h800, gb200-nvl72, "   \
+    "gb300-nvl72"
 #define GROUPS_SYNTAX "KIND:N[,KIND:N...]"
 
 static const dgx_kind *find_kind(const char *name, size_t len)

@@ -625,8 +625,40 @@ def llm_workload(rec, family_text, framework):
     return wl
 
 
+# rack-scale GPUs: one NVL72 rack is one cluster node of up to 72 GPUs in one NVLink domain
+NVL72_KINDS = {"GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
+# 8-GPU systems of the later GPUs (topology/generate.c)
+DGX_KINDS_LATER = {"B300": ("dgx-b300", "B300-SXM-288GB"), "H800": ("dgx-h800", "H800-SXM5-80GB")}
+
+
+def nvl72_racks(gpus):
+    """(racks, GPUs per rack) of an NVL72 job: at most 72 GPUs in one rack; whole racks of 72;
+    else racks of 64 (ASSUMED: a job placed on 16 of each rack's 18 compute trays, the 64-GPU
+    NVLink domains the Megatron-Bridge and MLPerf GB200 jobs use when their size is a multiple
+    of 64 but not of 72); anything else is refused."""
+    if gpus <= 72:
+        return 1, gpus
+    for per in (72, 64):
+        if gpus % per == 0:
+            return gpus // per, per
+    raise BadRow("%d GPUs is neither whole NVL72 racks nor racks of 64" % gpus)
+
+
 def llm_cluster(gpu, gpus, src, device_names):
     """(cluster key, assumption or None) for the row's GPU and count; BadRow/None if none."""
+    if gpu in NVL72_KINDS:
+        if gpu not in device_names:
+            return None, "device %s not in topology/devices/devices.yaml" % gpu
+        racks, per = nvl72_racks(gpus)
+        return ("gen", NVL72_KINDS[gpu], racks, per if per != 72 else None, None, None), (
+            "%d GPUs of each rack (ASSUMED)" % per if gpus > 72 and per != 72 else None)
+    if gpu in DGX_KINDS_LATER:
+        kind, dev = DGX_KINDS_LATER[gpu]
+        if dev not in device_names:
+            return None, "device %s not in topology/devices/devices.yaml" % dev
+        if gpus % 8 and gpus > 8:
+            raise BadRow("%d GPUs is not whole 8-GPU nodes" % gpus)
+        return ("gen", kind, max(1, gpus // 8), gpus if gpus < 8 else None, None, None), None
     if gpus % 8 and gpus > 8:
         raise BadRow("%d GPUs is not whole 8-GPU nodes" % gpus)
     nodes, gpn = (gpus // 8, None) if gpus >= 8 else (1, gpus)
@@ -670,7 +702,7 @@ FRONTIER_SCHEDULES_MISSING = ("zb-v", "dualpipe")
 # ZB-2p (twice it) as ZB-H2. The search minimises the bubble from profiled pass times, so
 # the handcrafted order's bubble is at least as large: these rows are expected slow.
 FRONTIER_SCHEDULE_AS = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
-FRONTIER_DEVICES_MISSING = ("GB200", "GB300", "B300", "H800")
+FRONTIER_DEVICES_MISSING = ()
 # the Zero Bubble paper's GPT models: vocab not stated (its script's GPTSentencePieceTokenizer):
 # ASSUMED 32,000, the LLaMA SentencePiece model such scripts load (a 2-5% share of the FLOPs)
 ZB_VOCAB_ASSUMED = 32000
