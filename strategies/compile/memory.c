@@ -27,7 +27,8 @@ static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *
             all += stage_chunks[c]->params;
         return all;
     }
-    pipeline_unit *units = xmalloc((size_t)2 * cx->M * cx->v * sizeof *units);
+    pipeline_unit *units =
+        xmalloc((size_t)pipeline_units(cx->s->schedule, cx->M, cx->v) * sizeof *units);
     int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, units);
     double prev = -1.0, most = 0.0;
     for (int i = 0; i < nu; i++) {

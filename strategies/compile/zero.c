@@ -36,8 +36,9 @@ static void fsdp_program(compile_ctx *cx, emit_state *es)
     es->fsdp_cap = 0;
     for (int p = 0; p < cx->pp; p++) {
         int n = 0;
-        for (int c = 0; c < cx->v; c++)
-            n += 2 * cx->M * compile_chunk_ref(cx, c * cx->pp + p)->n_units;
+        for (int c = 0; c < cx->v; c++) /* a split schedule's W units hold every unit too */
+            n += pipeline_units(cx->s->schedule, cx->M, cx->v) / cx->v *
+                 compile_chunk_ref(cx, c * cx->pp + p)->n_units;
         if (n > es->fsdp_cap)
             es->fsdp_cap = n;
     }
