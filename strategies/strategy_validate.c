@@ -42,6 +42,31 @@ static int validate_schedule(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* Multi-head latent attention and multi-token prediction are modelled without tensor and
+ * context parallelism: Megatron-Core replicates MLA's down-projections over tensor ranks and
+ * gathers their latents, and splits MTP's projection, none of which protosim's tensor cuts
+ * describe; context parallelism would ring MLA's wider query-key heads. Refused, not
+ * approximated. */
+static int validate_mla(const strategy *s, ps_error *err)
+{
+    const workload_model *m = &s->model;
+    if (!m->mla && m->mtp_layers == 0)
+        return 0;
+    const char *what = m->mla ? "multi-head latent attention (attention: mla)"
+                              : "multi-token prediction (mtp_layers)";
+    if (s->tp > 1)
+        return ps_error_set(err, PS_EINPUT, s->file, s->tp_loc.line, s->tp_loc.column,
+                            "strategy.tensor.degree",
+                            "%s with tensor parallelism is not modelled yet (its replicated "
+                            "down-projections and gathered latents), got degree %d",
+                            what, s->tp);
+    if (s->cp > 1)
+        return ps_error_set(
+            err, PS_EINPUT, s->file, s->cp_loc.line, s->cp_loc.column, "strategy.context.degree",
+            "%s with context parallelism is not modelled yet, got degree %d", what, s->cp);
+    return 0;
+}
+
 /* The loaded location of a data key, or the data section's when the key was not written. */
 static src_loc data_loc(const strategy *s, src_loc l)
 {
@@ -617,7 +642,7 @@ int strategy_validate(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, s->dp_loc.line, s->dp_loc.column,
                             "strategy.data.bucket_mb", "must be greater than 0, got %g",
                             s->bucket_mb);
-    if (validate_model_split(s, err) || validate_expert(s, err) ||
+    if (validate_mla(s, err) || validate_model_split(s, err) || validate_expert(s, err) ||
         validate_expert_overlap(s, err) || validate_context(s, err))
         return err->code;
     return validate_batch(s, err);

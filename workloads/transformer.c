@@ -409,6 +409,83 @@ static int add_moe_mlp(builder *bd, int l, double t, double h, double f)
     return router;
 }
 
+/* A layer's second half: the norm, the dense or MoE MLP, the residual; then every GEMM of the
+ * layer from op `first` on but the router is an FP8 GEMM under `precision: fp8`. */
+static void add_layer_mlp(builder *bd, int l, double t, double h, double f, int first)
+{
+    char nm[48];
+    add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
+    int router = -1;
+    if (workload_layer_is_moe(bd->m, l))
+        router = add_moe_mlp(bd, l, t, h, f);
+    else
+        add_dense_mlp(bd, l, "mlp", t, h, bd->m->experts > 0 ? bd->m->dense_ffn_hidden : f);
+    add_dropout_add(bd, l, "mlp", t, h);
+    for (int i = first; i < bd->g->n_ops; i++)
+        bd->g->ops[i].fp8_gemm = bd->g->ops[i].kind == OP_GEMM && i != router;
+}
+
+/* Multi-head latent attention (DeepSeek-V2/V3, as Megatron-Core's MLASelfAttention trains it,
+ * without absorbing the up-projections): the down-projections of the normed input to the query
+ * latent (q_lora_rank wide) and to the shared K/V latent plus the decoupled rotary key
+ * (kv_lora_rank + qk_rope), the latents RMS-normed, the up-projections to every head's query
+ * (qk_nope + qk_rope) and to every head's key and value (qk_nope + v), RoPE on the rotary parts,
+ * the fused core with query-key heads qk_nope + qk_rope wide and values v wide, and the output
+ * projection from heads x v. Without q_lora_rank the query is projected from the input
+ * directly. The down-projections are replicated over tensor ranks in Megatron-Core (parallel
+ * mode "duplicated"); tensor parallelism with MLA is refused (strategy_validate.c). */
+static void add_mla_attention(builder *bd, int l, double b, double s, double h)
+{
+    const workload_model *m = bd->m;
+    double e = bd->e, t = b * s, a = bd->a;
+    double nope = m->qk_nope_dim, rope = m->qk_rope_dim, dv = m->v_head_dim;
+    double qlr = m->q_lora_rank, kvlr = m->kv_lora_rank, dqk = nope + rope;
+    char nm[48];
+    workload_op *op;
+    if (qlr > 0) {
+        /* the normed input both down-projections read is ln1's (add_layernorm keeps it) */
+        add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q_down"), l, SPLIT_REPLICATED, t, qlr, h, 0);
+        add_layernorm(bd, op_name(nm, sizeof nm, l, "attn.q_norm"), l, t, qlr);
+        op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q_up"), l, SPLIT_COLUMN, t, a * dqk, qlr,
+                      0);
+    } else {
+        op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q"), l, SPLIT_COLUMN, t, a * dqk, h, 0);
+    }
+    op->act_bytes += t * a * dqk * e; /* Q, kept for the core */
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_down"), l, SPLIT_REPLICATED, t,
+                  kvlr + rope, h, 0);
+    op->act_bytes = t * rope * e; /* the rotary key (the latent goes through its norm) */
+    add_layernorm(bd, op_name(nm, sizeof nm, l, "attn.kv_norm"), l, t, kvlr);
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_up"), l, SPLIT_COLUMN, t, a * (nope + dv),
+                  kvlr, 0);
+    op->act_bytes += t * a * (dqk + dv) * e; /* K (with the rotary part) and V, for the core */
+    /* RoPE on the query's rotary part (every head) and the shared rotary key */
+    op = add_pointwise(bd, op_name(nm, sizeof nm, l, "attn.rope"), l, OP_ELEMENTWISE, SPLIT_COLUMN,
+                       t, a * rope + rope, ROPE_FLOPS_PER_ELEM, 2 * e, 2 * e);
+    op->kernels = 2;
+    /* the core: fused, query-key heads dqk wide, values dv */
+    op = add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION, SPLIT_HEADS);
+    op->batch = b * a;
+    op->m = s;
+    op->n = s;
+    op->k = dqk;
+    op->v_dim = dv;
+    double q = b * s * a * dqk, k = q, v = b * s * a * dv, o = v, lse = b * a * s * 4.0;
+    op->fwd_flops = 2.0 * b * s * s * a * (dqk + dv);
+    op->bwd_flops = 2.5 * op->fwd_flops;
+    op->fwd_bytes = e * (q + k + v + o) + lse;     /* read Q, K, V; write O */
+    op->bwd_bytes = e * 2 * (q + k + v + o) + lse; /* and their gradients */
+    op->act_bytes = lse;
+    op->causal = 1;
+    op->kernels = 1;
+    op->fused = 1;
+    op->warp_mma = m->attention_kernel == ATTN_KERNEL_WARP_MMA;
+    op->sac_redo = 0.0;
+    op->sac_keep = (e * o + lse) / lse;
+    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, a * dv, 0);
+    op->act_bytes = t * a * dv * e; /* the attention output */
+}
+
 static void add_layer(builder *bd, int l, double b, double s, double h, double f)
 {
     double e = bd->e;
@@ -421,6 +498,12 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
     /* op-level SAC keeps the block's input (half of what the first norm saves) */
     bd->g->ops[first].sac_keep = 0.5;
+    if (bd->m->mla) {
+        add_mla_attention(bd, l, b, s, h);
+        add_dropout_add(bd, l, "attn", t, h);
+        add_layer_mlp(bd, l, t, h, f, first);
+        return;
+    }
     /* Q, K and V in one column-parallel GEMM (Megatron's linear_qkv) */
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.qkv"), l, SPLIT_COLUMN, t, qd + 2 * kd, h, 1);
     op->act_bytes = t * (qd + 2 * kd) * e; /* Q, K, V: kept even under selective recompute */
@@ -436,16 +519,7 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.proj"), l, SPLIT_ROW, t, h, qd, 1);
     op->act_bytes = t * qd * e; /* the attention output: op-level SAC keeps it with the core */
     add_dropout_add(bd, l, "attn", t, h);
-
-    add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
-    int router = -1;
-    if (workload_layer_is_moe(bd->m, l))
-        router = add_moe_mlp(bd, l, t, h, f);
-    else
-        add_dense_mlp(bd, l, "mlp", t, h, bd->m->experts > 0 ? bd->m->dense_ffn_hidden : f);
-    add_dropout_add(bd, l, "mlp", t, h);
-    for (int i = first; i < bd->g->n_ops; i++)
-        bd->g->ops[i].fp8_gemm = bd->g->ops[i].kind == OP_GEMM && i != router;
+    add_layer_mlp(bd, l, t, h, f, first);
 }
 
 /* Word (+ learned position, + token type for BERT) lookup, add, dropout: the passes the model
@@ -477,7 +551,7 @@ static void add_embedding(builder *bd, const workload_model *m, double b)
     op->params = v * h + (tables - 1) * s * h + (m->family == FAMILY_BERT ? 2 * h : 0.0);
 }
 
-static void add_loss(builder *bd, int L, double tokens, double v)
+static void add_loss(builder *bd, const char *name, int L, double tokens, double v)
 {
     double e = bd->e;
     /* Megatron's vocab-parallel cross-entropy, one pass per step over the tokens x vocab/tp
@@ -485,7 +559,7 @@ static void add_loss(builder *bd, int L, double tokens, double v)
      * sum (4), divide in place (8): the fp32 softmax is kept for backward. Backward: scale the
      * softmax by the incoming gradient in place (8), then cast back (read 4, write e). */
     workload_op *op =
-        add_pointwise(bd, "loss", L, OP_LOSS, SPLIT_VOCAB, tokens, v, SOFTMAX_FLOPS_PER_ELEM,
+        add_pointwise(bd, name, L, OP_LOSS, SPLIT_VOCAB, tokens, v, SOFTMAX_FLOPS_PER_ELEM,
                       e + 9 * LOSS_FP32_BYTES, 3 * LOSS_FP32_BYTES + e);
     op->act_bytes = tokens * v * LOSS_FP32_BYTES; /* the fp32 softmax kept for backward */
     op->kernels = 8;
@@ -529,7 +603,47 @@ static void add_head(builder *bd, const workload_model *m, double t)
     }
     if (m->tied_embeddings)
         op->tied_params = v * h;
-    add_loss(bd, L, t, v);
+    add_loss(bd, "loss", L, t, v);
+}
+
+/* Multi-token prediction (DeepSeek-V3, Megatron-Core's MultiTokenPredictionBlock), after the
+ * main head on the last stage: module k looks up the next tokens' embeddings (the word
+ * embedding, shared: on a later stage than the embedding's its copy, as the tied head's),
+ * RMS-norms them and the previous hidden state, projects the two concatenated (2h -> h), runs
+ * one transformer layer (numbered `layers`, the head's, so it lives on the last stage), and the
+ * shared head's norm, logits (the output layer's weight, shared) and loss. Tensor parallelism
+ * with it is refused (strategy_validate.c). */
+static void add_mtp(builder *bd, const workload_model *m, double b, double s, double f)
+{
+    const int L = m->layers;
+    const double h = m->hidden, v = m->vocab, t = b * s, e = bd->e;
+    const workload_op *emb = &bd->g->ops[0];
+    assert(emb->kind == OP_EMBEDDING);
+    char nm[48];
+    for (int k = 0; k < m->mtp_layers; k++) {
+        snprintf(nm, sizeof nm, "mtp.%d.embedding", k);
+        workload_op *op = add_op(bd, nm, L, OP_EMBEDDING, SPLIT_VOCAB);
+        workload_op keep = *op;
+        *op = *emb;
+        snprintf(op->name, sizeof op->name, "%s", keep.name);
+        op->layer = L;
+        op->tied_params = op->params;
+        snprintf(nm, sizeof nm, "mtp.%d.enorm", k);
+        add_layernorm(bd, nm, L, t, h);
+        snprintf(nm, sizeof nm, "mtp.%d.hnorm", k);
+        add_layernorm(bd, nm, L, t, h);
+        snprintf(nm, sizeof nm, "mtp.%d.eh_proj", k);
+        op = add_gemm(bd, nm, L, SPLIT_REPLICATED, t, h, 2 * h, 0);
+        op->act_bytes = 2 * t * h * e; /* its input, the two normed halves */
+        add_layer(bd, L, b, s, h, f);
+        snprintf(nm, sizeof nm, "mtp.%d.final_layernorm", k);
+        add_layernorm(bd, nm, L, t, h);
+        snprintf(nm, sizeof nm, "mtp.%d.lm_head", k);
+        op = add_gemm(bd, nm, L, SPLIT_VOCAB, t, v, h, 0);
+        op->tied_params = op->params; /* the output layer's weight */
+        snprintf(nm, sizeof nm, "mtp.%d.loss", k);
+        add_loss(bd, nm, L, t, v);
+    }
 }
 
 int workload_build(const workload_model *m, int micro_batch, precision_t prec, workload_graph *out,
@@ -544,7 +658,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
     const int L = m->layers;
     const double b = micro_batch, s = m->seq, h = m->hidden;
     const double f = m->ffn_hidden, t = b * s;
-    const int per_layer = 20, extra = 8;
+    const int per_layer = 28, extra = 8 + m->mtp_layers * (per_layer + 8);
 
     out->model = *m;
     out->micro_batch = micro_batch;
@@ -573,6 +687,7 @@ int workload_build(const workload_model *m, int micro_batch, precision_t prec, w
     for (int l = 0; l < L; l++)
         add_layer(&bd, l, b, s, h, f);
     add_head(&bd, m, t);
+    add_mtp(&bd, m, b, s, f);
     assert(out->n_ops <= bd.cap);
 
     for (int i = 0; i < out->n_ops; i++) {

@@ -127,6 +127,16 @@ int workload_model_check(const workload_model *m, int micro_batch, ps_error *err
                             "model '%s': a sliding window needs a causal (gpt, llama) model with "
                             "`attention: flash`",
                             m->name);
+    if (m->mla && (m->kv_lora_rank <= 0 || m->qk_nope_dim <= 0 || m->qk_rope_dim <= 0 ||
+                   m->v_head_dim <= 0 || m->q_lora_rank < 0 || !m->flash_attention ||
+                   m->kv_heads != m->heads || m->head_dim != m->qk_nope_dim + m->qk_rope_dim ||
+                   m->sliding_window > 0 || m->positions != POS_ROTARY))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.attention",
+                            "model '%s' has inconsistent latent-attention (mla) settings", m->name);
+    if (m->mtp_layers < 0 || (m->mtp_layers > 0 && m->family == FAMILY_BERT))
+        return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.mtp_layers",
+                            "model '%s': multi-token prediction needs a decoder (gpt, llama)",
+                            m->name);
     if (m->attention_kernel == ATTN_KERNEL_WARP_MMA && !m->flash_attention)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "workload.attention_kernel",
                             "model '%s': a warp-mma attention kernel needs `attention: flash`",
@@ -161,6 +171,12 @@ enum {
     F_DROPOUT,
     F_SLIDING_WINDOW,
     F_WINDOW_LAYERS,
+    F_Q_LORA, /* first MLA key */
+    F_KV_LORA,
+    F_QK_NOPE,
+    F_QK_ROPE,
+    F_V_HEAD,
+    F_MTP,
     F_EXPERTS, /* first MoE key */
     F_EXPERTS_TOPK,
     F_SHARED_EXPERTS,
@@ -192,6 +208,12 @@ static const char *const model_keys[F_COUNT] = {"name",
                                                 "dropout",
                                                 "sliding_window",
                                                 "sliding_window_layers",
+                                                "q_lora_rank",
+                                                "kv_lora_rank",
+                                                "qk_nope_head_dim",
+                                                "qk_rope_head_dim",
+                                                "v_head_dim",
+                                                "mtp_layers",
                                                 "experts",
                                                 "experts_topk",
                                                 "shared_experts",
@@ -233,6 +255,12 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
         {"dropout", YFIELD_BOOL, &m->dropout, 0, 0, {0}},
         {"sliding_window", YFIELD_COUNT, &m->sliding_window, 1, PS_MAX_SEQ, {0}},
         {"sliding_window_layers", YFIELD_ENUM, &window_layers, 0, 0, model_window_layers_names},
+        {"q_lora_rank", YFIELD_COUNT, &m->q_lora_rank, 1, PS_MAX_DIM, {0}},
+        {"kv_lora_rank", YFIELD_COUNT, &m->kv_lora_rank, 1, PS_MAX_DIM, {0}},
+        {"qk_nope_head_dim", YFIELD_COUNT, &m->qk_nope_dim, 1, PS_MAX_DIM, {0}},
+        {"qk_rope_head_dim", YFIELD_COUNT, &m->qk_rope_dim, 1, PS_MAX_DIM, {0}},
+        {"v_head_dim", YFIELD_COUNT, &m->v_head_dim, 1, PS_MAX_DIM, {0}},
+        {"mtp_layers", YFIELD_COUNT, &m->mtp_layers, 0, PS_MAX_LAYERS, {0}},
         {"experts", YFIELD_COUNT, &m->experts, 1, PS_MAX_EXPERTS, {0}},
         {"experts_topk", YFIELD_COUNT, &m->experts_topk, 1, PS_MAX_EXPERTS, {0}},
         {"shared_experts", YFIELD_COUNT, &m->shared_experts, 0, PS_MAX_EXPERTS, {0}},
@@ -244,13 +272,8 @@ static int read_optional(yread_ctx *c, ynode *node, const char *path, workload_m
     if (yread_fields(c, node, path, fields, (int)(sizeof fields / sizeof *fields)))
         return c->err->code;
     char field[160];
-    if (attention == ATTN_MLA) {
-        yread_join_path(field, sizeof field, path, "attention");
-        return yread_fail(c, yread_map_get(c, node, "attention"), field,
-                          "MLA (DeepSeek latent attention) is not modelled; "
-                          "expected unfused or flash");
-    }
-    m->flash_attention = attention == ATTN_FLASH;
+    m->mla = attention == ATTN_MLA;
+    m->flash_attention = attention == ATTN_FLASH || m->mla; /* MLA's core is a fused kernel */
     ynode *kernel = yread_map_get(c, node, "attention_kernel");
     if (kernel && !m->flash_attention) {
         yread_join_path(field, sizeof field, path, "attention_kernel");
@@ -304,6 +327,58 @@ static int resolve_window(yread_ctx *c, ynode *node, const char *path, workload_
         return yread_fail(c, window, field,
                           "sliding windows need `attention: flash` (the fused kernel skips the "
                           "tiles outside the window; unfused attention is not modelled with one)");
+    return 0;
+}
+
+/* Multi-head latent attention's keys: all four widths with `attention: mla` (q_lora_rank
+ * optional), none without; MLA sets head_dim and kv_heads itself and needs rotary positions (its
+ * decoupled RoPE part). Each error at the key to fix. */
+static int resolve_mla(yread_ctx *c, ynode *node, const char *path, workload_model *m)
+{
+    char field[160];
+    static const int required[] = {F_KV_LORA, F_QK_NOPE, F_QK_ROPE, F_V_HEAD};
+    if (!m->mla) {
+        for (int f = F_Q_LORA; f <= F_V_HEAD; f++) {
+            ynode *v = yread_map_get(c, node, model_keys[f]);
+            if (!v)
+                continue;
+            yread_join_path(field, sizeof field, path, model_keys[f]);
+            return yread_fail(c, v, field,
+                              "'%s' is a latent-attention key: it needs `attention: mla`",
+                              model_keys[f]);
+        }
+        return 0;
+    }
+    ynode *at = yread_map_get(c, node, "attention");
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+        if (!yread_map_get(c, node, model_keys[required[i]])) {
+            yread_join_path(field, sizeof field, path, model_keys[required[i]]);
+            return yread_fail(c, at, field,
+                              "`attention: mla` needs %s (kv_lora_rank, qk_nope_head_dim, "
+                              "qk_rope_head_dim and v_head_dim; q_lora_rank optional)",
+                              model_keys[required[i]]);
+        }
+    static const char *const own[] = {"head_dim", "kv_heads", "sliding_window"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) {
+        ynode *v = yread_map_get(c, node, own[i]);
+        if (!v)
+            continue;
+        yread_join_path(field, sizeof field, path, own[i]);
+        return yread_fail(c, v, field,
+                          "%s is not a key of `attention: mla` (its heads are qk_nope_head_dim + "
+                          "qk_rope_head_dim wide, values v_head_dim, every head its own K and V%s)",
+                          own[i], i == 2 ? "; a window is not modelled with it" : "");
+    }
+    if (m->positions != POS_ROTARY) {
+        yread_join_path(field, sizeof field, path, "positions");
+        return yread_fail(
+            c, yread_map_get(c, node, "positions") ? yread_map_get(c, node, "positions") : at,
+            field,
+            "`attention: mla` applies rotary positions to its decoupled part: "
+            "it needs `positions: rotary` (the llama family's default)");
+    }
+    m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
+    m->kv_heads = m->heads;
     return 0;
 }
 
@@ -459,7 +534,8 @@ int workload_model_read(yread_ctx *c, ynode *node, const char *path, workload_mo
             return c->err->code;
     }
     if (read_optional(c, node, path, &m) || resolve_model(c, node, path, &m) ||
-        resolve_window(c, node, path, &m) || resolve_moe(c, node, path, &m))
+        resolve_mla(c, node, path, &m) || resolve_window(c, node, path, &m) ||
+        resolve_moe(c, node, path, &m))
         return c->err->code;
     *out = m;
     return 0;

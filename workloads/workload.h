@@ -117,6 +117,16 @@ typedef struct workload_model {
      * the default: perfect balance; at most experts). `capacity_factor`: each expert takes at
      * most that many times its balanced share (0: dropless). */
     int experts, experts_topk, shared_experts, dense_layers, dense_ffn_hidden;
+    /* Multi-head latent attention (`attention: mla`, DeepSeek-V2/V3): Q from a latent of
+     * q_lora_rank (0: projected from the hidden state directly), K and V from a shared latent of
+     * kv_lora_rank, each head's query and key qk_nope_dim wide plus a decoupled rotary part of
+     * qk_rope_dim (the key's shared by every head), values and output v_head_dim wide; the
+     * latents RMS-normed. Then head_dim = qk_nope_dim + qk_rope_dim and kv_heads = heads. */
+    int mla, q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+    /* Multi-token prediction (DeepSeek-V3): mtp_layers sequential modules after the main model,
+     * each predicting one more token: its two RMSNorms, the projection of [embedding; hidden]
+     * (2 hidden -> hidden), one transformer layer, and the shared head's norm, logits and loss. */
+    int mtp_layers;
     double capacity_factor, imbalance;
     workload_dlrm dlrm; /* family dlrm only; the transformer fields above are then 0 */
 } workload_model;
@@ -200,6 +210,8 @@ typedef struct workload_op {
      * backward (GEMMs: the share of N whose matmul PyTorch numbers even in the block; every
      * other op 1; fused attention 0), and the share of act_bytes kept. */
     double sac_redo, sac_keep;
+    double v_dim; /* OP_ATTENTION: the head dimension of V and the output where it differs from
+                     the query-key one in k (MLA: 128 against 192); 0: the same */
     int fused;    /* OP_ATTENTION as one kernel keeping scores on chip (FlashAttention) */
     int warp_mma; /* fused OP_ATTENTION whose GEMMs issue warp-level MMA (FlashAttention-2,
                          `attention_kernel: warp-mma`): at the device's warp_mma_fraction */

@@ -58,6 +58,10 @@ class Job:
         self.strategy, self.op, self.gpus, self.sizes = strategy, op, gpus, sizes
 
 
+class NotModelled(Exception):
+    """A row needs something protosim does not model yet: skipped, naming it."""
+
+
 class BadRow(Exception):
     pass
 
@@ -96,7 +100,9 @@ WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", 
 LLM_WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab",
                      "ffn_hidden", "positions", "bias", "dropout", "tied_embeddings",
                      "attention", "kernels", "head_dim", "sliding_window",
-                     "sliding_window_layers", "experts", "experts_topk")
+                     "sliding_window_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                     "qk_rope_head_dim", "v_head_dim", "mtp_layers", "experts", "experts_topk",
+                     "shared_experts", "dense_layers", "dense_ffn_hidden")
 
 
 def _workload_yaml(m):
@@ -510,6 +516,12 @@ def llm_recompute(text, layers):
         return "op", None, None
     if t.startswith("selective"):
         return "selective", None, None
+    if t.startswith("per recipe: none"):
+        return "none", None, None
+    if t.startswith("per recipe:"):
+        # Megatron-Core's recompute modules (mla_up_proj, moe_act, ...): a recompute of
+        # part of a layer protosim does not describe
+        raise NotModelled("the recompute of %s" % t[len("per recipe:"):].strip())
     if t.startswith("none stated") or "not stated" in t:
         return "none", None, "recompute not stated: none"
     if t.startswith("none"):
@@ -587,6 +599,28 @@ def llm_workload(rec, family_text, framework):
             wl["kv_heads"] = kv
         if f.startswith("Qwen3"):
             wl["head_dim"] = 128
+    elif f.startswith(("DeepSeek-V3", "Kimi-K2")):
+        # multi-head latent attention (the family text's widths; Kimi-K2 is "DeepSeek-V3-style":
+        # DeepSeek-V3's), one shared expert, the leading dense layers ("first 3 layers dense FFN
+        # 18432"; Kimi-K2 "1 dense", its FFN not in its README: DeepSeek-V3's 18432, ASSUMED),
+        # multi-token prediction of depth 1 (DeepSeek-V3's num_nextn_predict_layers, which
+        # Megatron-Bridge's recipes place in the last chunk) unless the row says "w/o MTP";
+        # Kimi-K2 has none
+        mla = re.search(r"q_lora (\d+), kv_lora (\d+), qk_nope (\d+) \+ qk_rope (\d+), "
+                        r"v_head (\d+)", f)
+        widths = [int(x) for x in mla.groups()] if mla else [1536, 512, 128, 64, 128]
+        if not mla and not f.startswith("Kimi-K2"):
+            raise BadRow("DeepSeek family text without its MLA widths: %r" % f)
+        dense = re.search(r"first (\d+) layers dense FFN (\d+)", f)
+        kimi_dense = re.search(r"(\d+) dense \+", f)
+        wl.update(family="llama", attention="mla", q_lora_rank=widths[0],
+                  kv_lora_rank=widths[1], qk_nope_head_dim=widths[2],
+                  qk_rope_head_dim=widths[3], v_head_dim=widths[4], shared_experts=1,
+                  dense_layers=int(dense.group(1)) if dense else
+                  int(kimi_dense.group(1)) if kimi_dense else 1,
+                  dense_ffn_hidden=int(dense.group(2)) if dense else 18432,
+                  mtp_layers=0 if f.startswith("Kimi-K2") or
+                  "w/o MTP" in _get(rec, "model", str) else 1)
     elif "GPT-OSS" in f:
         # gpt-oss (openai/gpt-oss ModelConfig, transformers' GptOssConfig): Llama-shaped MoE
         # (RMSNorm, rotary, SwiGLU experts, untied) with biases on the QKV, output and expert
@@ -616,7 +650,7 @@ def llm_workload(rec, family_text, framework):
     # FlashAttention: llm-foundry (notes: "flash/triton attention"), torchtitan (SDPA's flash
     # kernel) and Megatron-Core / NeMo (TE's fused flash attention) all use it; the 2022
     # BLOOM layout search ran Megatron-DeepSpeed's fused softmax (unfused attention).
-    if framework != "megatron-deepspeed":
+    if framework != "megatron-deepspeed" and "attention" not in wl:
         wl["attention"] = "flash"
     # torchtitan without torch.compile (the A100 rows' precision column says "no compile")
     # runs RMSNorm, SwiGLU and the rotary embedding as eager PyTorch ops
@@ -748,8 +782,6 @@ def frontier_missing(rec, gpu):
     if frontier_schedule(rec) in FRONTIER_SCHEDULES_MISSING:
         need.append("the %s schedule" % frontier_schedule(rec))
     fam = rec.get("family", "")
-    if "MLA" in fam:
-        need.append("MLA")
     if fam.startswith("Nemotron"):
         need.append("Nemotron's squared-ReLU MLP")
     if "fp4" in rec.get("precision", "").lower():
@@ -829,6 +861,9 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
         except BadRow as e:
             row.fail(str(e))
             continue
+        except NotModelled as e:
+            row.skip("needs %s (%s)" % (e, issue))
+            continue
         if key is None:
             row.skip("needs %s (%s)" % (why, issue))
             continue
@@ -845,8 +880,19 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
             # (Megatron-Core refuses the plan otherwise)
             pipe_extra = {"account_for_embedding": "true", "account_for_loss": "true"}
-        slots = wl["layers"] + len(pipe_extra)
-        if slots % (pp * vs):
+        if wl.get("attention") == "mla" and pp * vs > 1:
+            # Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek: the layout map by
+            # pipeline x virtual stages, and the perf recipes' "Et*4|(t*4|)*14tmL"): 61 layers
+            # over 16 chunks as 4 each and 1 in the last (with MTP and the loss), over 8 as 8
+            # and 5, over 4 as 16, 16, 16 and 13; Kimi-K2's (61 layers too) ASSUMED the same
+            layouts = {16: [4] * 15 + [1], 8: [8] * 7 + [5], 4: [16, 16, 16, 13]}
+            if wl["layers"] != 61 or pp * vs not in layouts:
+                row.skip("needs a DeepSeek pipeline layout for %d layers over %d chunks (%s)"
+                         % (wl["layers"], pp * vs, issue))
+                continue
+            pipe_extra = {"layers": "[%s]" % ", ".join(str(n) for n in layouts[pp * vs])}
+        slots = wl["layers"] + (0 if "layers" in pipe_extra else len(pipe_extra))
+        if "layers" not in pipe_extra and slots % (pp * vs):
             row.skip("needs uneven pipeline stages (%d layers%s over %d stages) (%s)"
                      % (wl["layers"], " + embedding + head" if pipe_extra else "", pp * vs,
                         issue))

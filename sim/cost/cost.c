@@ -339,7 +339,7 @@ double cost_window_tile_fraction(double s, double w)
 static double attention_seconds(const workload_op *op, op_pass pass, precision_t prec,
                                 const device_spec *dev)
 {
-    double b = op->batch, s = op->m, d = op->k;
+    double b = op->batch, s = op->m, d = op->k, dv = op->v_dim > 0 ? op->v_dim : op->k;
     assert(op->m == op->n && (!op->window || op->causal));
     double gemm_time, gemm_traffic, bytes;
     if (op->fused) {
@@ -347,7 +347,7 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
          * dP, dQ, dK (COST_FLASH_BWD_*). Its GEMMs never move the scores through HBM: their
          * math alone, and the kernel's own traffic (Q, K, V, O and gradients) overlaps it. */
         double fwd = gemm_compute_seconds(b, s, s, d, prec, dev) +
-                     gemm_compute_seconds(b, s, d, s, prec, dev);
+                     gemm_compute_seconds(b, s, dv, s, prec, dev);
         gemm_time = pass == PASS_FWD ? fwd : fwd * COST_FLASH_BWD_FLOPS / COST_FLASH_BWD_RELATIVE;
         if (op->window > 0)
             gemm_time *= cost_window_tile_fraction(s, op->window);
@@ -363,6 +363,7 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
         return fmax(gemm_time, memory_seconds(bytes, dev));
     }
     assert(!op->window); /* a window needs the fused kernel (workload_model_read) */
+    assert(dv == d);     /* MLA's core is fused (its model sets flash) */
     double qk = gemm_seconds(b, s, s, d, prec, dev), qk_bytes = cost_gemm_bytes(b, s, s, d, prec);
     double av = gemm_seconds(b, s, d, s, prec, dev), av_bytes = cost_gemm_bytes(b, s, d, s, prec);
     if (pass == PASS_FWD) {

@@ -218,7 +218,8 @@ int profile_match_op(const profile_db *db, const workload_model *model, const wo
             hit->entry[1] = find_gemm(db, dtype, 0, k, n, m);
         }
     } else if (op->kind == OP_ATTENTION) {
-        if (!op->fused || op->window > 0 || model->kv_heads != model->heads)
+        if (!op->fused || op->window > 0 || model->kv_heads != model->heads ||
+            (op->v_dim > 0 && op->v_dim != op->k))
             return 0;
         hit->entry[0] = find_best(db, dtype, attention_ok, op, pass);
     } else if (op->kind == OP_LAYERNORM) {

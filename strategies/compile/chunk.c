@@ -359,7 +359,8 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
                     ct->wgt_act_bytes += op->batch * (op->m * op->k + op->m * op->n) * e;
             }
         }
-        if (op->selective && strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
+        if (op->selective && op->layer >= 0 && op->layer < wg->model.layers &&
+            strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
             add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
         extent_add(&ext, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);

@@ -1,0 +1,264 @@
+/* Multi-head latent attention and multi-token prediction (DeepSeek-V2/V3): the bundled models'
+ * parameters against their configs and published totals, an MLA layer's ops by hand, its
+ * latent K/V width, its core's FLOPs and cost, the keys' errors and the plans refused. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/cost/cost.h"
+#include "../strategies/strategy.h"
+#include "model_util.h"
+#include "sim_util.h"
+#include "suite_util.h"
+
+/* MLA's parameters per layer, written out from the config's shapes: the query down-projection
+ * (h x q_lora), its norm and up-projection (q_lora x heads (nope + rope)), or without q_lora the
+ * direct projection (h x heads (nope + rope)); the K/V down-projection (h x (kv_lora + rope)),
+ * its norm, the up-projection (kv_lora x heads (nope + v)), the output (heads v x h). */
+static double mla_params(double h, double a, double ql, double kvl, double nope, double rope,
+                         double dv)
+{
+    double q = ql > 0 ? h * ql + ql + ql * a * (nope + rope) : h * a * (nope + rope);
+    return q + h * (kvl + rope) + kvl + kvl * a * (nope + dv) + a * dv * h;
+}
+
+static void build_named_model(const char *name, int mtp, workload_graph *g)
+{
+    workload_model m = model_load_named(name);
+    m.mtp_layers = mtp;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(workload_build(&m, 1, PREC_BF16, g, &err) == 0, "%s", err.message);
+}
+
+/* DeepSeek-V3 (config_671B.json): 61 layers of h 7168, 128 heads, the first 3 dense (18432),
+ * then 256 routed experts of 2048 (8 a token) and 1 shared; vocab 129280 untied. Main model:
+ * 671,026,404,352 (published 671 B), 37,552,282,624 active (published 37 B). The MTP module
+ * (depth 1): its two norms, the 2h x h projection, one MoE layer and the shared head's norm:
+ * 11,610,067,968 more (the embedding and output head are the main model's). */
+START_TEST(deepseek_v3_parameters)
+{
+    double h = 7168, a = 128, V = 129280, E = 256, k = 8, f = 2048;
+    double attn = mla_params(h, a, 1536, 512, 128, 64, 128) + 2 * h; /* and the layer's norms */
+    double moe = h * E + E * 3 * h * f + 3 * h * f, dense = 3 * h * 18432;
+    double main_total = 61 * attn + 3 * dense + 58 * moe + 2 * V * h + h;
+    double main_active =
+        61 * attn + 3 * dense + 58 * (h * E + k * 3 * h * f + 3 * h * f) + 2 * V * h + h;
+    double mtp = 2 * h + 2 * h * h + attn + moe + h;
+    ck_assert_double_eq(main_total, 671026404352.0);
+    ck_assert_double_eq(main_active, 37552282624.0);
+    ck_assert_double_eq(mtp, 11610067968.0);
+    workload_graph g;
+    build_named_model("deepseek-v3", 0, &g);
+    ck_assert_double_eq(g.total_params, main_total);
+    ck_assert_double_eq(g.active_params, main_active);
+    ck_assert_double_eq(round(g.total_params / 1e9), 671);
+    ck_assert_double_eq(round(g.active_params / 1e9), 38); /* with embedding and head: 37.6 */
+    workload_graph_free(&g);
+    build_named_model("deepseek-v3", 1, &g);
+    ck_assert_double_eq(g.total_params, main_total + mtp);
+    workload_graph_free(&g);
+}
+END_TEST
+
+/* DeepSeek-V2-Lite: no query compression, 27 layers of h 2048, 16 heads, the first dense
+ * (10944), then 64 routed experts of 1408 (6 a token) and 2 shared; vocab 102400 untied:
+ * 15,706,484,224 (published 15.7 B) and 2,661,150,208 active, 2,451,435,008 without the
+ * embedding (published 2.4 B). */
+START_TEST(deepseek_v2_lite_parameters)
+{
+    double h = 2048, V = 102400, E = 64, f = 1408;
+    double attn = mla_params(h, 16, 0, 512, 128, 64, 128) + 2 * h;
+    double shared = 2 * 3 * h * f;
+    double total =
+        27 * attn + 3 * h * 10944 + 26 * (h * E + E * 3 * h * f + shared) + 2 * V * h + h;
+    double active =
+        27 * attn + 3 * h * 10944 + 26 * (h * E + 6 * 3 * h * f + shared) + 2 * V * h + h;
+    ck_assert_double_eq(total, 15706484224.0);
+    ck_assert_double_eq(active, 2661150208.0);
+    workload_graph g;
+    build_named_model("deepseek-v2-lite", 0, &g);
+    ck_assert_double_eq(g.total_params, total);
+    ck_assert_double_eq(g.active_params, active);
+    ck_assert_double_eq(round(g.total_params / 1e8) / 10, 15.7);
+    ck_assert_double_eq(round((g.active_params - V * h) / 1e8) / 10, 2.5);
+    workload_graph_free(&g);
+}
+END_TEST
+
+#define MLA_MODEL                                                                                  \
+    "family: llama\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\nvocab: 1000\nffn_hidden: 512\n"     \
+    "attention: mla\nq_lora_rank: 96\nkv_lora_rank: 32\nqk_nope_head_dim: 16\n"                    \
+    "qk_rope_head_dim: 8\nv_head_dim: 12\n"
+
+/* A small MLA layer by hand (micro-batch 2: t = 128 tokens, h 256, 4 heads, q_lora 96, kv_lora
+ * 32, nope 16, rope 8, v 12): q_down 128 x 96 over 256, q_up 128 x (4 x 24 = 96) over 96,
+ * kv_down 128 x (32 + 8 = 40) over 256, kv_up 128 x (4 x 28 = 112) over 32, the output
+ * 128 x 256 over 4 x 12 = 48; the core's heads 24 wide for Q and K and 12 for V, forward FLOPs
+ * 2 b s^2 a (24 + 12) = 2 x 2 x 64^2 x 4 x 36 = 2,359,296. The K/V latent a token carries
+ * (kv_down's output) is 40 elements against 2 a (nope + rope) = 192 for MHA's K and V of the
+ * same heads; DeepSeek-V3's is 576 = 4.5 x its head size 128 (the paper's "as GQA with 2.25
+ * groups"), 1,152 bytes a token a layer in bf16. */
+START_TEST(mla_layer_ops_by_hand)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_msg(model_load_text(MLA_MODEL, &m, &err) == 0, "%s", err.message);
+    ck_assert(m.mla && m.flash_attention && m.head_dim == 24 && m.kv_heads == 4);
+    workload_graph g;
+    ck_assert_msg(workload_build(&m, 2, PREC_BF16, &g, &err) == 0, "%s", err.message);
+    static const struct {
+        const char *name;
+        double m, n, k;
+    } gemms[] = {{"layers.1.attn.q_down", 128, 96, 256},
+                 {"layers.1.attn.q_up", 128, 96, 96},
+                 {"layers.1.attn.kv_down", 128, 40, 256},
+                 {"layers.1.attn.kv_up", 128, 112, 32},
+                 {"layers.1.attn.proj", 128, 256, 48}};
+    for (size_t i = 0; i < sizeof gemms / sizeof *gemms; i++) {
+        const workload_op *op = find_op(&g, gemms[i].name);
+        ck_assert_msg(op->kind == OP_GEMM && op->m == gemms[i].m && op->n == gemms[i].n &&
+                          op->k == gemms[i].k,
+                      "%s", gemms[i].name);
+        ck_assert_double_eq(op->params, gemms[i].n * gemms[i].k);
+    }
+    ck_assert_int_eq(find_op(&g, "layers.1.attn.q_down")->split, SPLIT_REPLICATED);
+    ck_assert_int_eq(find_op(&g, "layers.1.attn.kv_up")->split, SPLIT_COLUMN);
+    ck_assert_double_eq(find_op(&g, "layers.1.attn.q_norm")->params, 96);
+    ck_assert_double_eq(find_op(&g, "layers.1.attn.kv_norm")->params, 32);
+    const workload_op *core = find_op(&g, "layers.1.attn.core");
+    ck_assert(core->kind == OP_ATTENTION && core->fused && core->causal);
+    ck_assert_double_eq(core->k, 24);
+    ck_assert_double_eq(core->v_dim, 12);
+    ck_assert_double_eq(core->fwd_flops, 2359296);
+    ck_assert(!has_op(&g, "layers.1.attn.qkv"));
+    workload_graph_free(&g);
+    workload_model v3 = model_load_named("deepseek-v3");
+    ck_assert_int_eq(v3.kv_lora_rank + v3.qk_rope_dim, 576);
+    ck_assert_double_eq((v3.kv_lora_rank + v3.qk_rope_dim) / 128.0, 4.5);
+    ck_assert_double_eq((v3.kv_lora_rank + v3.qk_rope_dim) * precision_bytes(PREC_BF16), 1152);
+}
+END_TEST
+
+/* The fused core's time takes each GEMM at its own width: QK^T over the query-key heads (24),
+ * PV over the values (12); the same core with values as wide as the keys takes longer. */
+START_TEST(mla_core_cost_uses_the_value_width)
+{
+    device_table t;
+    model_devices(&t);
+    const device_spec *dev = device_table_find(&t, "H100-SXM5-80GB");
+    ck_assert(dev);
+    workload_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = OP_ATTENTION;
+    op.batch = 64;
+    op.m = op.n = 4096;
+    op.k = 192;
+    op.v_dim = 128;
+    op.fused = op.causal = 1;
+    op.kernels = 1;
+    op.fwd_bytes = 1e6;
+    double mla = cost_attention_kernel_seconds(&op, PASS_FWD, PREC_BF16, dev);
+    op.v_dim = 0; /* V as wide as K: 192 */
+    double wide = cost_attention_kernel_seconds(&op, PASS_FWD, PREC_BF16, dev);
+    ck_assert_msg(mla < wide, "%g %g", mla, wide);
+    device_table_free(&t);
+}
+END_TEST
+
+/* Multi-token prediction (depth 1 on the small MLA model): after the main loss, the shared
+ * embedding's lookup, two norms, the 2h -> h projection (2 x 256 x 256 parameters), one more
+ * transformer layer numbered as the head (2), the shared head's norm, logits and loss. */
+START_TEST(mtp_module_ops)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_msg(model_load_text(MLA_MODEL "mtp_layers: 1\n", &m, &err) == 0, "%s", err.message);
+    workload_graph g;
+    ck_assert_msg(workload_build(&m, 2, PREC_BF16, &g, &err) == 0, "%s", err.message);
+    const workload_op *p = find_op(&g, "mtp.0.eh_proj");
+    ck_assert(p->layer == 2 && p->m == 128 && p->n == 256 && p->k == 512);
+    ck_assert_double_eq(p->params, 2 * 256 * 256);
+    ck_assert_int_eq(find_op(&g, "layers.2.attn.kv_up")->layer, 2);
+    ck_assert(find_op(&g, "mtp.0.lm_head")->tied_params == 1000 * 256);
+    ck_assert(find_op(&g, "mtp.0.embedding")->tied_params == 1000 * 256);
+    ck_assert(has_op(&g, "mtp.0.loss"));
+    workload_graph_free(&g);
+}
+END_TEST
+
+/* The MLA keys' errors, each at its key. */
+START_TEST(mla_key_errors)
+{
+    static const struct {
+        const char *text, *field, *needle;
+    } cases[] = {
+        {"family: llama\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\nvocab: 1000\n"
+         "ffn_hidden: 512\nkv_lora_rank: 32\n",
+         "kv_lora_rank", "needs `attention: mla`"},
+        {"family: llama\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\nvocab: 1000\n"
+         "ffn_hidden: 512\nattention: mla\nkv_lora_rank: 32\nqk_nope_head_dim: 16\n"
+         "qk_rope_head_dim: 8\n",
+         "v_head_dim", "needs v_head_dim"},
+        {MLA_MODEL "head_dim: 64\n", "head_dim", "not a key of `attention: mla`"},
+        {MLA_MODEL "positions: learned\n", "positions", "rotary"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        workload_model m;
+        ps_error err = {0};
+        ck_assert_int_eq(model_load_text(cases[i].text, &m, &err), PS_EINPUT);
+        ck_assert_msg(strstr(err.field, cases[i].field), "%s: %s", err.field, err.message);
+        ck_assert_msg(strstr(err.message, cases[i].needle), "%s", err.message);
+        ck_assert_int_gt(err.line, 0);
+    }
+}
+END_TEST
+
+/* Tensor and context parallelism with MLA (or MTP) are refused at their keys. */
+START_TEST(mla_refused_with_tensor_or_context_parallelism)
+{
+    static const struct {
+        const char *strategy, *field;
+    } cases[] = {
+        {"  tensor: {degree: 2}\n", "strategy.tensor.degree"},
+        {"  context: {degree: 2}\n", "strategy.context.degree"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(
+            text, sizeof text,
+            "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
+            "ffn_hidden: 512, attention: mla, kv_lora_rank: 32, qk_nope_head_dim: 16, "
+            "qk_rope_head_dim: 8, v_head_dim: 12}\nbatch: {global: 4, micro: 1}\n"
+            "strategy:\n%s",
+            cases[i].strategy);
+        strategy s;
+        ps_error err;
+        ps_error_clear(&err);
+        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
+        ck_assert_str_eq(err.field, cases[i].field);
+        ck_assert_msg(strstr(err.message, "not modelled yet"), "%s", err.message);
+    }
+}
+END_TEST
+
+static Suite *mla_suite(void)
+{
+    Suite *s = suite_create("mla");
+    const TTest *const tests[] = {deepseek_v3_parameters,
+                                  deepseek_v2_lite_parameters,
+                                  mla_layer_ops_by_hand,
+                                  mla_core_cost_uses_the_value_width,
+                                  mtp_module_ops,
+                                  mla_key_errors,
+                                  mla_refused_with_tensor_or_context_parallelism,
+                                  NULL};
+    suite_add_tests(s, "core", 60, tests);
+    return s;
+}
+
+int main(void)
+{
+    return suite_run(mla_suite());
+}
