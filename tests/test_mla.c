@@ -243,6 +243,32 @@ START_TEST(mla_refused_with_tensor_or_context_parallelism)
 }
 END_TEST
 
+/* Nemotron-4's squared-ReLU MLP (activation: squared_relu): ungated, so fc1 is h x ffn (not
+ * 2 ffn as swiglu's gate and up), and its activation pass is one kernel costed as gelu's. */
+START_TEST(squared_relu_mlp_is_ungated)
+{
+    static const char *const base = "family: gpt\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\n"
+                                    "vocab: 1000\nffn_hidden: 1024\nbias: false\n";
+    char text[512];
+    workload_graph g[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(text, sizeof text, "%sactivation: %s\n", base, i ? "squared_relu" : "gelu");
+        workload_model m;
+        ps_error err = {0};
+        ck_assert_msg(model_load_text(text, &m, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(m.activation, i ? ACT_SQUARED_RELU : ACT_GELU);
+        ck_assert_msg(workload_build(&m, 1, PREC_BF16, &g[i], &err) == 0, "%s", err.message);
+    }
+    const workload_op *fc1 = find_op(&g[1], "layers.0.mlp.fc1");
+    ck_assert(fc1->n == 1024 && fc1->k == 256 && fc1->params == 1024 * 256);
+    const workload_op *a = find_op(&g[1], "layers.0.mlp.gelu"),
+                      *b = find_op(&g[0], "layers.0.mlp.gelu");
+    ck_assert(a->fwd_bytes == b->fwd_bytes && a->bwd_bytes == b->bwd_bytes && a->kernels == 1);
+    workload_graph_free(&g[0]);
+    workload_graph_free(&g[1]);
+}
+END_TEST
+
 static Suite *mla_suite(void)
 {
     Suite *s = suite_create("mla");
@@ -253,6 +279,7 @@ static Suite *mla_suite(void)
                                   mtp_module_ops,
                                   mla_key_errors,
                                   mla_refused_with_tensor_or_context_parallelism,
+                                  squared_relu_mlp_is_ungated,
                                   NULL};
     suite_add_tests(s, "core", 60, tests);
     return s;

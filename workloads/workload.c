@@ -15,7 +15,8 @@
 
 static const char *const family_table[] = {"gpt", "bert", "llama", "dlrm"};
 const enum_names model_family_names = ENUM_NAMES(family_table);
-static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu", "swiglu"};
+static const char *const activation_table[] = {"gelu", "gelu_tanh", "relu", "swiglu",
+                                               "squared_relu"};
 const enum_names model_activation_names = ENUM_NAMES(activation_table);
 static const char *const positions_table[] = {"learned", "rotary", "alibi"};
 const enum_names model_positions_names = ENUM_NAMES(positions_table);

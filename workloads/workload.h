@@ -20,7 +20,9 @@ extern const enum_names model_family_names;
  * gelu_tanh is the tanh approximation written as PyTorch ops (HuggingFace's gelu_new: 8
  * elementwise kernels each way). swiglu is gated: fc1 holds the gate and up projections
  * (2 x ffn_hidden outputs, one GEMM as Megatron's linear_fc1), silu(gate) * up, then fc2. */
-typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_SWIGLU } model_activation;
+/* squared_relu: relu(x)^2 without a gate (Nemotron-4), one fused kernel as Transformer
+ * Engine's srelu, costed as gelu's */
+typedef enum { ACT_GELU, ACT_GELU_TANH, ACT_RELU, ACT_SWIGLU, ACT_SQUARED_RELU } model_activation;
 extern const enum_names model_activation_names;
 
 /* Positions: a learned table (seq x hidden parameters, looked up and added), rotary embedding

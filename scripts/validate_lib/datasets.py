@@ -99,7 +99,7 @@ WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "seq", "vocab", 
 # llm rows also set these (the other loaders' models keep only WORKLOAD_KEYS, as before)
 LLM_WORKLOAD_KEYS = ("name", "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab",
                      "ffn_hidden", "positions", "bias", "dropout", "tied_embeddings",
-                     "attention", "kernels", "head_dim", "sliding_window",
+                     "attention", "kernels", "head_dim", "activation", "sliding_window",
                      "sliding_window_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                      "qk_rope_head_dim", "v_head_dim", "mtp_layers", "experts", "experts_topk",
                      "shared_experts", "dense_layers", "dense_ffn_hidden")
@@ -599,6 +599,14 @@ def llm_workload(rec, family_text, framework):
             wl["kv_heads"] = kv
         if f.startswith("Qwen3"):
             wl["head_dim"] = 128
+    elif f.startswith("Nemotron-4"):
+        # Nemotron-4 (its family text): LayerNorm without biases, rotary positions, GQA, an
+        # ungated squared-ReLU MLP, untied embeddings, no dropout. Its RoPE rotates half of each
+        # head: modelled over the whole head (the kernel passes over Q and K either way)
+        wl.update(family="gpt", positions="rotary", bias="false", dropout="false",
+                  tied_embeddings="false", activation="squared_relu")
+        if kv:
+            wl["kv_heads"] = kv
     elif f.startswith(("DeepSeek-V3", "Kimi-K2")):
         # multi-head latent attention (the family text's widths; Kimi-K2 is "DeepSeek-V3-style":
         # DeepSeek-V3's), one shared expert, the leading dense layers ("first 3 layers dense FFN
@@ -782,8 +790,6 @@ def frontier_missing(rec, gpu):
     if frontier_schedule(rec) in FRONTIER_SCHEDULES_MISSING:
         need.append("the %s schedule" % frontier_schedule(rec))
     fam = rec.get("family", "")
-    if fam.startswith("Nemotron"):
-        need.append("Nemotron's squared-ReLU MLP")
     if "fp4" in rec.get("precision", "").lower():
         need.append("FP4 GEMMs")
     if gpu in FRONTIER_DEVICES_MISSING:
