@@ -228,14 +228,16 @@ static int check_dtype(int kind, const kernel_args *a, const device_spec *d, pre
 {
     if (precision_parse(a->dtype, p))
         return cli_bad_value(&cli_kernel, "--dtype", "type", a->dtype,
-                             "fp16, bf16, fp8, fp32 or tf32");
+                             "fp16, bf16, fp8, fp4, fp32 or tf32");
     if (*p == PREC_FP8 && d->peak_flops[PREC_FP8] <= 0)
         return cli_usage_error(&cli_kernel, "--dtype fp8: %s has no FP8 tensor cores", d->name);
+    if (*p == PREC_FP4 && d->peak_flops[PREC_FP4] <= 0)
+        return cli_usage_error(&cli_kernel, "--dtype fp4: %s has no FP4 tensor cores", d->name);
     if (kind == K_ATTENTION && *p != PREC_FP16 && *p != PREC_BF16)
         return cli_usage_error(&cli_kernel, "--dtype %s: fused attention runs fp16 or bf16",
                                a->dtype);
-    if (kind != K_GEMM && kind != K_BMM && *p == PREC_FP8)
-        return cli_usage_error(&cli_kernel, "--dtype fp8: only GEMMs are modelled in fp8");
+    if (kind != K_GEMM && kind != K_BMM && (*p == PREC_FP8 || *p == PREC_FP4))
+        return cli_usage_error(&cli_kernel, "--dtype %s: only GEMMs are modelled in it", a->dtype);
     if (a->causal && kind != K_ATTENTION)
         return cli_usage_error(&cli_kernel, "--causal: only attention is causal");
     if (a->warp_mma && kind != K_ATTENTION)
@@ -259,7 +261,6 @@ static void run_kernel(const kernel_args *a, int kind, const double *x, const de
     kernel_result r;
     memset(&r, 0, sizeof r);
     op_pass pass = a->backward ? PASS_BWD : PASS_FWD;
-    double e = precision_bytes(p);
     if (kind == K_GEMM || kind == K_BMM) {
         const double *s = kind == K_BMM ? x + 1 : x;
         time_gemm(kind == K_BMM ? x[0] : 1.0, s[0], s[1], s[2], p, d, &r);
@@ -267,6 +268,7 @@ static void run_kernel(const kernel_args *a, int kind, const double *x, const de
         time_attention(x, a, pass, p, d, &r);
     } else {
         /* a fused norm reads x and writes y (2e), its backward reads dy and x, writes dx (3e) */
+        double e = precision_bytes(p);
         time_memory(kind == K_NORM ? x[0] * e * (a->backward ? 3 : 2) : x[0], d, &r);
     }
     r.seconds = r.work + cost_cuda_kernel_gpu_overhead_seconds();

@@ -677,13 +677,14 @@ void strategy_plan_desc(const strategy *s, plan_desc *out)
 
 void strategy_set_precision(strategy *s, precision_t p)
 {
-    s->fp8 = p == PREC_FP8;
+    s->fp8 = p == PREC_FP8 || p == PREC_FP4;
+    s->gemm_precision = s->fp8 ? p : PREC_BF16;
     s->precision = s->fp8 ? PREC_BF16 : p;
 }
 
 precision_t strategy_precision(const strategy *s)
 {
-    return s->fp8 ? PREC_FP8 : s->precision;
+    return s->fp8 ? s->gemm_precision : s->precision;
 }
 
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
@@ -698,12 +699,15 @@ int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err)
                                 "devices.yaml or a --devices file)",
                                 r, c->device[r]->name);
     for (int r = 0; s->fp8 && r < c->n_gpus; r++)
-        if (!(c->device[r]->peak_flops[PREC_FP8] > 0))
+        if (!(c->device[r]->peak_flops[s->gemm_precision] > 0)) {
+            int fp4 = s->gemm_precision == PREC_FP4;
             return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line,
                                 s->precision_loc.column, "precision",
-                                "precision fp8 needs FP8 tensor cores, which GPU %d (%s) lacks "
-                                "(no fp8_tflops in its device entry)",
-                                r, c->device[r]->name);
+                                "precision %s needs %s tensor cores, which GPU %d (%s) lacks "
+                                "(no %s in its device entry)",
+                                fp4 ? "fp4" : "fp8", fp4 ? "FP4" : "FP8", r, c->device[r]->name,
+                                fp4 ? "fp4_tflops" : "fp8_tflops");
+        }
     /* FlashAttention-2's rate is the device's measured warp-MMA share, never a silent 1 */
     for (int r = 0; s->model.attention_kernel == ATTN_KERNEL_WARP_MMA && r < c->n_gpus; r++)
         if (!(c->device[r]->warp_mma_fraction > 0))

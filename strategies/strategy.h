@@ -65,9 +65,11 @@ typedef struct strategy {
 
     int global_batch, micro_batch;
     src_loc batch_loc;
-    precision_t precision; /* of weights, activations, gradients, optimizer and communication;
-                              bf16 under `precision: fp8` (strategy_set_precision) */
-    int fp8;               /* `precision: fp8`: the transformer layers' GEMMs run in FP8 */
+    precision_t precision;      /* of weights, activations, gradients, optimizer and communication;
+                              bf16 under `precision: fp8` or `fp4` (strategy_set_precision) */
+    int fp8;                    /* `precision: fp8` or `fp4`: the transformer layers' GEMMs run in
+                              low precision, gemm_precision */
+    precision_t gemm_precision; /* PREC_FP8 or PREC_FP4 when fp8 */
     src_loc precision_loc;
     optimizer_kind optimizer;
     src_loc optimizer_loc; /* the value; line 0: not written */
@@ -245,7 +247,8 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err);
 
 /* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer
- * Engine's fp8_autocast): precision bf16 and the fp8 flag. strategy_precision reads it back. */
+ * Engine's fp8_autocast), `fp4` the same with NVFP4 GEMMs (Transformer Engine's NVFP4 recipe):
+ * precision bf16, the fp8 flag and gemm_precision. strategy_precision reads it back. */
 void strategy_set_precision(strategy *s, precision_t p);
 precision_t strategy_precision(const strategy *s);
 

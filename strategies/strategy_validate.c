@@ -245,7 +245,7 @@ static int validate_expert_overlap(const strategy *s, ps_error *err)
         return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
                             "overlap_a2a merges a forward with the backward of 1F1B's steady "
                             "state; the gpipe schedule has none (use 1f1b)");
-    if (s->precision != PREC_BF16 && s->precision != PREC_FP16 && s->precision != PREC_FP8)
+    if (s->precision != PREC_BF16 && s->precision != PREC_FP16)
         return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column, f,
                             "overlap_a2a needs bf16, fp16 or fp8 training (Megatron-Core "
                             "asserts it), got %s",
@@ -500,7 +500,8 @@ static int validate_dlrm(const strategy *s, ps_error *err)
                                 axes[i].what);
     if (s->fp8)
         return ps_error_set(err, PS_EINPUT, s->file, s->precision_loc.line, s->precision_loc.column,
-                            "precision", "fp8 MLPs are not modelled for dlrm models");
+                            "precision", "%s MLPs are not modelled for dlrm models",
+                            precision_name(s->gemm_precision));
     if (s->optimizer == OPT_NONE)
         return ps_error_set(err, PS_EINPUT, s->file, s->optimizer_loc.line, s->optimizer_loc.column,
                             "optimizer",
@@ -589,8 +590,8 @@ static int validate_op_recompute(const strategy *s, ps_error *err)
                                                       "w1, w3, w2 of torchtitan's FeedForward)"
                       : m->bias   ? "with biases (a biased linear layer runs addmm, which the "
                                     "policy neither saves nor numbers)"
-                      : s->fp8    ? "with fp8 (the policy also saves the amax reductions of "
-                                    "Float8 training)"
+                      : s->fp8    ? "with fp8 or fp4 (the policy also saves the amax reductions "
+                                    "of Float8 training)"
                       : s->tp > 1 ? "with tensor parallelism (the policy keeps the "
                                     "reduce-scatters' outputs and recomputes the all-gathers)"
                       : s->cp > 1 ? "with context parallelism (the ring's attention steps are "
@@ -622,7 +623,7 @@ int strategy_validate(const strategy *s, ps_error *err)
             "master_weights: false keeps weights, gradients and optimizer states in the plan's "
             "precision: %s",
             s->model.family == FAMILY_DLRM ? "not modelled for recommendation models"
-            : s->fp8 ? "not modelled with fp8 (its bf16 weights keep an fp32 master here)"
+            : s->fp8 ? "not modelled with fp8 or fp4 (its bf16 weights keep an fp32 master here)"
                      : "it needs precision bf16 or fp16 (fp32 has no master copy)");
     if (validate_fsdp(s, err))
         return err->code;

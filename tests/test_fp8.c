@@ -210,10 +210,56 @@ START_TEST(fp8_covers_the_layer_gemms)
 }
 END_TEST
 
+/* `precision: fp4` (NVFP4 GEMMs on Blackwell): one GEMM by hand on a B200 (dense FP4 peak
+ * 9000 TFLOP/s): forward casts X and W (read 2 bytes an element, write the 4-bit copy and its
+ * transpose with an E4M3 scale per 16: 2 x 0.5625), then the GEMM at the FP4 peak times the
+ * shape's efficiency, or its traffic (0.5625-byte inputs, bf16 output); backward casts dY. The
+ * plan: bf16 mixed precision with the fp4 GEMM flag; a GPU without fp4_tflops is an error. */
+START_TEST(fp4_gemm_and_plan)
+{
+    device_table t;
+    model_devices(&t);
+    const device_spec *b = device_table_find(&t, "B200-SXM-180GB");
+    const device_spec *h = device_table_find(&t, "H100-SXM5-80GB");
+    ck_assert(b && h);
+    ck_assert_double_eq(b->peak_flops[PREC_FP4], 9000e12);
+    ck_assert_double_eq(device_table_find(&t, "GB200")->peak_flops[PREC_FP4], 10000e12);
+    ck_assert_double_eq(device_table_find(&t, "GB300")->peak_flops[PREC_FP4], 15000e12);
+    ck_assert(h->peak_flops[PREC_FP4] == 0);
+    double m = 8192, n = 11008, k = 4096;
+    workload_op op = gemm(m, n, k);
+    double bw = b->hbm_bw * cost_memory_efficiency(), ovh = cost_kernel_gpu_overhead_seconds();
+    double gemm_s = fmax(2 * m * n * k / (9000e12 * cost_gemm_efficiency(1, m, n, k, PREC_FP4, b)),
+                         ((m * k + k * n) * 0.5625 + m * n * 2) / bw);
+    double fwd = (2 + 2 * 0.5625) * (m * k + k * n) / bw + gemm_s + ovh;
+    ck_assert(rel(cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP4, b), fwd) < 1e-12);
+    ck_assert(cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP4, b) <
+              cost_op_kernel_seconds(&op, PASS_FWD, PREC_FP8, b));
+
+    strategy s;
+    ps_error err = {0};
+    ck_assert_int_eq(load_strategy("fp4", &s, &err), 0);
+    ck_assert(s.fp8 && s.precision == PREC_BF16 && s.gemm_precision == PREC_FP4);
+    ck_assert_int_eq(strategy_precision(&s), PREC_FP4);
+    const device_spec *devs[2] = {b, h};
+    cluster c;
+    memset(&c, 0, sizeof c);
+    c.n_gpus = 2;
+    c.device = devs;
+    ck_assert_int_eq(strategy_check_devices(&s, &c, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "precision");
+    ck_assert_ptr_nonnull(strstr(err.message, "precision fp4 needs FP4 tensor cores, which GPU 1 "
+                                              "(H100-SXM5-80GB) lacks (no fp4_tflops"));
+    strategy_free(&s);
+    device_table_free(&t);
+}
+END_TEST
+
 static Suite *fp8_suite(void)
 {
-    const TTest *const tests[] = {fp8_gemm_cost_by_hand, device_fp8_peaks,
-                                  fp8_strategy_and_device_check, fp8_covers_the_layer_gemms, NULL};
+    const TTest *const tests[] = {
+        fp8_gemm_cost_by_hand,      device_fp8_peaks,  fp8_strategy_and_device_check,
+        fp8_covers_the_layer_gemms, fp4_gemm_and_plan, NULL};
     return suite_of("fp8", "core", 0, tests);
 }
 

@@ -264,7 +264,7 @@ static const bad_case bad[] = {
     {"interleaved_layers.yaml", 5, 22, "strategy.pipeline.degree", "= 16"},
     {"batch_div.yaml", 3, 17, "batch.global", "global batch 30"},
     {"bad_enum.yaml", 5, 35, "strategy.pipeline.schedule", "'zigzag'"},
-    {"bad_precision.yaml", 4, 12, "precision", "'fp4'"},
+    {"bad_precision.yaml", 4, 12, "precision", "'fp6'"},
     {"bad_order.yaml", 5, 25, "strategy.order[2]", "twice"},
     {"bad_order_axis.yaml", 7, 7, "strategy.order[1]", "'expert'"},
     {"bad_order_short.yaml", 5, 10, "strategy.order", "got 2 items"},
@@ -354,7 +354,7 @@ START_TEST(test_enum_tables_round_trip)
 {
     const enum_names tables[] = {schedule_names,      recompute_names, optimizer_names,
                                  parallel_axis_names, precision_names, emb_sharding_names};
-    const int counts[] = {5, 4, 4, 4, 5, 5}; /* optimizer: adam sgd none adagrad */
+    const int counts[] = {5, 4, 4, 4, 6, 5}; /* optimizer: adam sgd none adagrad */
     for (int t = 0; t < 6; t++) {
         ck_assert_int_eq(tables[t].count, counts[t]);
         for (int v = 0; v < tables[t].count; v++)

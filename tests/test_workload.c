@@ -25,7 +25,9 @@ START_TEST(precision_names_and_sizes)
     ck_assert_int_eq(precision_parse("fp8", &p), 0);
     ck_assert_int_eq(p, PREC_FP8);
     ck_assert_int_eq(precision_bytes(PREC_FP8), 1);
-    ck_assert_int_eq(precision_parse("fp4", &p), -1);
+    ck_assert_int_eq(precision_parse("fp4", &p), 0);
+    ck_assert_int_eq(p, PREC_FP4);
+    ck_assert_int_eq(precision_parse("fp6", &p), -1);
     ck_assert_int_eq(precision_bytes(PREC_FP16), 2);
     ck_assert_int_eq(precision_bytes(PREC_TF32), 4);
     ck_assert_str_eq(precision_name(PREC_FP32), "fp32");

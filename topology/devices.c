@@ -27,6 +27,7 @@ enum {
     KEY_NAME,
     KEY_ARCH,
     KEY_FP8,            /* optional: FP8 tensor cores */
+    KEY_FP4,            /* optional: FP4 (NVFP4) tensor cores */
     KEY_NCCL_LAUNCH_US, /* the optional NCCL figures from here on */
     KEY_NCCL_STEP_US,
     KEY_NVLINK_EFFICIENCY,
@@ -51,6 +52,7 @@ static const char *const device_keys[N_KEYS] = {
     "name",
     "architecture",
     "fp8_tflops",
+    "fp4_tflops",
     "nccl_launch_us",
     "nccl_step_us",
     "nvlink_efficiency",
@@ -184,7 +186,7 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
         }
         if (v && yread_positive(c, v, field, &value[i]))
             return c->err->code;
-        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB && i != KEY_FP8)
+        if (!v && i != KEY_HBM_GIB && i != KEY_HBM_GB && i != KEY_FP8 && i != KEY_FP4)
             return yread_fail(c, entry, field, "device '%s' lacks %s", spec->name, device_keys[i]);
     }
     int gib = yread_map_get(c, entry, "hbm_gib") != NULL;
@@ -199,10 +201,11 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
     static const struct {
         int key;
         double max;
-    } bounds[] = {
-        {KEY_FP32, 1e5}, {KEY_TF32, 1e5},     {KEY_FP16, 1e5},           {KEY_BF16, 1e5},
-        {KEY_FP8, 1e5},  {KEY_HBM_GBPS, 1e5}, {KEY_HBM_GIB, 1e5},        {KEY_HBM_GB, 1e5},
-        {KEY_SMS, 1e5},  {KEY_L2_MIB, 1e5},   {KEY_NCCL_LAUNCH_US, 1e7}, {KEY_NCCL_STEP_US, 1e7}};
+    } bounds[] = {{KEY_FP32, 1e5},        {KEY_TF32, 1e5},    {KEY_FP16, 1e5},
+                  {KEY_BF16, 1e5},        {KEY_FP8, 1e5},     {KEY_FP4, 1e5},
+                  {KEY_HBM_GBPS, 1e5},    {KEY_HBM_GIB, 1e5}, {KEY_HBM_GB, 1e5},
+                  {KEY_SMS, 1e5},         {KEY_L2_MIB, 1e5},  {KEY_NCCL_LAUNCH_US, 1e7},
+                  {KEY_NCCL_STEP_US, 1e7}};
     for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++)
         if (value[bounds[b].key] > bounds[b].max) {
             yread_join_path(field, sizeof field, path, device_keys[bounds[b].key]);
@@ -238,6 +241,7 @@ static int parse_entry(yread_ctx *c, ynode *entry, const char *path, device_spec
     for (int i = KEY_FP32; i <= KEY_BF16; i++)
         spec->peak_flops[key_precision[i]] = value[i] * 1e12;
     spec->peak_flops[PREC_FP8] = value[KEY_FP8] * 1e12; /* 0 when absent */
+    spec->peak_flops[PREC_FP4] = value[KEY_FP4] * 1e12; /* 0 when absent */
     spec->hbm_bw = value[KEY_HBM_GBPS] * 1e9;
     spec->hbm_bytes = gib ? value[KEY_HBM_GIB] * 1073741824.0 : value[KEY_HBM_GB] * 1e9;
     spec->sms = (int)value[KEY_SMS];

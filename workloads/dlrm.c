@@ -492,9 +492,9 @@ int workload_build_dlrm(const workload_model *m, int micro_batch, precision_t pr
     if (micro_batch <= 0)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "batch.micro",
                             "micro-batch must be positive, got %d", micro_batch);
-    if (prec == PREC_FP8)
+    if (prec == PREC_FP8 || prec == PREC_FP4)
         return ps_error_set(err, PS_EINPUT, "", 0, 0, "precision",
-                            "fp8 MLPs are not modelled for dlrm");
+                            "%s MLPs are not modelled for dlrm", precision_name(prec));
     memset(out, 0, sizeof *out);
     out->model = *m;
     out->micro_batch = micro_batch;

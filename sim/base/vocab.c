@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+static const char *const precision_table[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
 const enum_names precision_names = ENUM_NAMES(precision_table);
 
 const char *enum_name(enum_names t, int v)
@@ -28,7 +28,7 @@ int enum_parse(enum_names t, const char *s)
 
 int precision_bytes(precision_t p)
 {
-    assert(p >= PREC_FP32 && p < PREC_COUNT);
+    assert(p >= PREC_FP32 && p < PREC_COUNT && p != PREC_FP4);
     /* tf32 is a tensor-core compute mode; tensors stay fp32 in memory */
     return p == PREC_FP8 ? 1 : (p == PREC_FP16 || p == PREC_BF16) ? 2 : 4;
 }

@@ -9,7 +9,17 @@ typedef struct src_loc {
 
 /* Numeric formats of the compute path. fp8 is a GEMM format (Transformer Engine's FP8 GEMMs in
  * a bf16 mixed-precision model: strategy `precision: fp8`); its element is one byte. */
-typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16, PREC_FP8, PREC_COUNT } precision_t;
+/* PREC_FP4 (NVFP4: 4-bit elements with an 8-bit scale per 16) is a GEMM input format only:
+ * precision_bytes is never asked for it (the GEMM costs count its bytes, sim/cost/cost.c). */
+typedef enum {
+    PREC_FP32,
+    PREC_TF32,
+    PREC_FP16,
+    PREC_BF16,
+    PREC_FP8,
+    PREC_FP4,
+    PREC_COUNT
+} precision_t;
 
 int precision_bytes(precision_t p); /* bytes per element: 4 (fp32, tf32), 2, or 1 (fp8) */
 const char *precision_name(precision_t p);

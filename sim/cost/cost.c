@@ -91,6 +91,13 @@ static const double COST_PIPELINE_UNIT_OVERHEAD_SECONDS = 0.25e-3;
  * under delayed scaling: read 2 bytes, write 1 + 1 per element. Forward casts X and W, backward
  * dY. Counted from the kernels, not fitted. */
 static const double COST_FP8_CAST_BYTES_PER_ELEM = 4.0;
+/* NVFP4 GEMMs (precision: fp4, Transformer Engine's NVFP4 recipe on Blackwell): 4-bit elements
+ * with an E4M3 scale per 16, 0.5625 bytes an element; each input quantized row-wise and
+ * column-wise (the two GEMM layouts) in one pass: read 2 bytes, write 2 x 0.5625. The recipe's
+ * random Hadamard transform on the weight gradient's inputs and its stochastic rounding are not
+ * counted. Counted from the format, not fitted. */
+static const double COST_FP4_BYTES_PER_ELEM = 0.5625;
+static const double COST_FP4_CAST_BYTES_PER_ELEM = 2.0 + 2.0 * 0.5625;
 
 /* Optimizer traffic per parameter, bytes read + written. First guesses from counting tensors. */
 static const double COST_ADAM_STATE_BYTES = 16.0; /* fp32 m and v, each read and written */
@@ -205,6 +212,9 @@ double cost_gemm_bytes(double batch, double m, double n, double k, precision_t p
     if (prec == PREC_FP8)
         return batch *
                ((m * k + k * n) * precision_bytes(PREC_FP8) + m * n * precision_bytes(PREC_BF16));
+    if (prec == PREC_FP4)
+        return batch *
+               ((m * k + k * n) * COST_FP4_BYTES_PER_ELEM + m * n * precision_bytes(PREC_BF16));
     return batch * (m * k + k * n + m * n) * precision_bytes(prec);
 }
 
@@ -263,6 +273,7 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
     double b = op->batch, m = op->m, n = op->n, k = op->k;
     /* an fp8 plan never reaches a GPU without FP8 units (strategy_check_devices) */
     assert(prec != PREC_FP8 || dev->peak_flops[PREC_FP8] > 0);
+    assert(prec != PREC_FP4 || dev->peak_flops[PREC_FP4] > 0);
     if (!(b > 0 && m > 0 && n > 0 && k > 0)) {
         double base = tensor_path(prec, dev) ? tensor_efficiency(dev) : simt_efficiency(dev);
         return pass == PASS_FWD ? roofline_seconds(op->fwd_flops, op->fwd_bytes,
@@ -273,7 +284,7 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
     if (op->gram) {
         /* Z = X X^T (m = n, X is m x k): X read once, Z written; backward dX = (dZ + dZ^T) X,
          * one (m x m).(m x k) GEMM reading dZ and X, writing dX (the symmetric sum is fused) */
-        assert(m == n && prec != PREC_FP8);
+        assert(m == n && prec != PREC_FP8 && prec != PREC_FP4);
         double e = precision_bytes(prec);
         if (pass == PASS_FWD)
             return fmax(gemm_compute_seconds(b, m, n, k, prec, dev),
@@ -282,9 +293,11 @@ static double gemm_op_seconds(const workload_op *op, op_pass pass, precision_t p
                     memory_seconds(b * (m * m + 2.0 * m * k) * e, dev));
     }
     double cast = 0;
-    if (prec == PREC_FP8) /* forward casts X and W, backward dY (each with its transpose) */
+    if (prec == PREC_FP8 || prec == PREC_FP4) /* forward casts X and W, backward dY */
         cast = memory_seconds(
-            COST_FP8_CAST_BYTES_PER_ELEM * b * (pass == PASS_FWD ? m * k + k * n : m * n), dev);
+            (prec == PREC_FP8 ? COST_FP8_CAST_BYTES_PER_ELEM : COST_FP4_CAST_BYTES_PER_ELEM) * b *
+                (pass == PASS_FWD ? m * k + k * n : m * n),
+            dev);
     if (pass == PASS_FWD)
         return cast + gemm_seconds(b, m, n, k, prec, dev);
     /* dX = dY . W^T has shape (m x k) over n; dW = X^T . dY has shape (k x n) over m */
@@ -478,7 +491,7 @@ double cost_optimizer_seconds(double params, int adam, precision_t prec, int mas
 {
     check_device(dev);
     assert(params >= 0);
-    assert(prec != PREC_FP8); /* fp8 plans keep bf16 weights and fp32 state: pass bf16 */
+    assert(prec != PREC_FP8 && prec != PREC_FP4); /* fp8/fp4 plans keep bf16 weights: pass bf16 */
     int mixed = prec == PREC_FP16 || prec == PREC_BF16;
     assert(master || mixed);
     double per_param = COST_GRAD_BYTES + COST_MASTER_BYTES +

@@ -39,7 +39,8 @@ int cost_tile_fitted(const device_spec *dev)
 
 int cost_tile_applies(precision_t prec, const device_spec *dev)
 {
-    return dev->gemm_tiles && prec != PREC_FP32 && dev->peak_flops[prec] > 0 &&
+    /* the tile parameters were fitted on fp16/bf16 and checked on fp8; no FP4 GPU has them */
+    return dev->gemm_tiles && prec != PREC_FP32 && prec != PREC_FP4 && dev->peak_flops[prec] > 0 &&
            dev->peak_flops[PREC_FP16] > 0 && params_of(dev) != NULL;
 }
 

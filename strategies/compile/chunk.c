@@ -28,7 +28,7 @@ static void add_op_part(const compile_ctx *cx, segment *sg, const workload_op *f
                         const device_spec *dev, double slowdown)
 {
     const strategy *s = cx->s;
-    precision_t prec = s->fp8 && op->fp8_gemm ? PREC_FP8 : s->precision;
+    precision_t prec = s->fp8 && op->fp8_gemm ? s->gemm_precision : s->precision;
     /* a split backward: the weight gradient's share of the op's kernels and time in W, the
      * rest in B (a measured backward is split in the model's proportion) */
     double share = 1.0;
