@@ -8,6 +8,7 @@
 
 #include "../sim/cost/cost.h"
 #include "../strategies/strategy.h"
+#include "fixture.h"
 #include "model_util.h"
 #include "sim_util.h"
 #include "suite_util.h"
@@ -181,7 +182,10 @@ START_TEST(mtp_module_ops)
     ck_assert(p->layer == 2 && p->m == 128 && p->n == 256 && p->k == 512);
     ck_assert_double_eq(p->params, 2 * 256 * 256);
     ck_assert_int_eq(find_op(&g, "layers.2.attn.kv_up")->layer, 2);
-    ck_assert(find_op(&g, "mtp.0.lm_head")->tied_params == 1000 * 256);
+    /* the main head's weight on the same stage: no parameters of its own, a weight gradient */
+    ck_assert(find_op(&g, "mtp.0.lm_head")->params == 0);
+    ck_assert(find_op(&g, "mtp.0.lm_head")->shares_weight);
+    ck_assert(find_op(&g, "layers.2.attn.kv_up")->mtp && !find_op(&g, "layers.1.attn.kv_up")->mtp);
     ck_assert(find_op(&g, "mtp.0.embedding")->tied_params == 1000 * 256);
     ck_assert(has_op(&g, "mtp.0.loss"));
     workload_graph_free(&g);
@@ -269,6 +273,89 @@ START_TEST(squared_relu_mlp_is_ungated)
 }
 END_TEST
 
+/* A plan of the small MLA model with MTP on two stages of 2 GPUs (four.xml), `layers: [1, 1]`:
+ * the last stage holds layer 1, the final norm and output head (1000 x 256), and the MTP module:
+ * the embedding's copy (1000 x 256), two norms, the 512 x 256 projection, one more layer and its
+ * final norm; its output head is the main one's, not counted again. bf16: 2 bytes each. With
+ * `recompute: full` the MTP layer keeps only its input (64 tokens x 256 x 2 bytes), so the
+ * module adds to the last stage's activations its norms' (enorm, hnorm and its final norm, each
+ * input and output: 3 x 2 x 32,768), its loss's fp32 softmax (64 x 1000 x 4) and that input:
+ * 485,376 bytes. */
+typedef struct mtp_out {
+    double weights, act;
+} mtp_out;
+
+static void mtp_child(const void *arg, void *out)
+{
+    const char *const *opts = arg;
+    char text[1024];
+    snprintf(text, sizeof text,
+             "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
+             "ffn_hidden: 512, attention: mla, q_lora_rank: 96, kv_lora_rank: 32, "
+             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12%s}\n"
+             "batch: {global: 4, micro: 1}\nprecision: bf16\n"
+             "strategy:\n  pipeline: {degree: 2, layers: [1, 1]}\n  data: {degree: 2}\n"
+             "  recompute: %s\n",
+             opts[0], opts[1]);
+    sim_fixture f;
+    fixture_text(&f, text, "tests/data/hetero/four.xml");
+    int last = compile_rank_of(&f.s, 0, 0, 1);
+    mtp_out *o = out;
+    o->weights = f.p.memory[last].weights;
+    o->act = f.p.memory[last].activations;
+    fixture_free(&f);
+}
+
+static mtp_out mtp_plan(const char *mtp, const char *recompute)
+{
+    const char *opts[2] = {mtp, recompute};
+    mtp_out o;
+    fixture_forked(mtp_child, opts, &o, sizeof o);
+    return o;
+}
+
+START_TEST(mtp_on_the_last_stage)
+{
+    double h = 256, v = 1000;
+    double layer = mla_params(h, 4, 96, 32, 16, 8, 12) + 2 * h + 3 * h * 512;
+    double last = layer + h + v * h + (v * h + 2 * h + 2 * h * h + layer + h);
+    mtp_out with = mtp_plan(", mtp_layers: 1", "full"), without = mtp_plan("", "full");
+    ck_assert_double_eq(with.weights, 2 * last);
+    ck_assert_double_eq(without.weights, 2 * (layer + h + v * h));
+    ck_assert_double_eq(with.act - without.act,
+                        3 * 2 * 64 * 256 * 2 + 64 * 1000 * 4 + 64 * 256 * 2);
+}
+END_TEST
+
+/* The keys MLA and MTP refuse where they do not apply, each at its key. */
+START_TEST(mla_and_mtp_need_a_decoder)
+{
+    static const struct {
+        const char *text, *field, *needle;
+    } cases[] = {
+        {"family: bert\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\nvocab: 1000\n"
+         "mtp_layers: 1\n",
+         "mtp_layers", "needs a decoder"},
+        {"family: bert\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\nvocab: 1000\n"
+         "positions: rotary\nbias: false\nattention: mla\nkv_lora_rank: 32\n"
+         "qk_nope_head_dim: 16\nqk_rope_head_dim: 8\nv_head_dim: 12\n",
+         "attention", "not bert"},
+        {"family: gpt\nlayers: 2\nhidden: 256\nheads: 4\nseq: 64\nvocab: 1000\n"
+         "positions: rotary\nattention: mla\nkv_lora_rank: 32\nqk_nope_head_dim: 16\n"
+         "qk_rope_head_dim: 8\nv_head_dim: 12\n",
+         "bias", "no biases"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        workload_model m;
+        ps_error err = {0};
+        ck_assert_int_eq(model_load_text(cases[i].text, &m, &err), PS_EINPUT);
+        ck_assert_msg(strstr(err.field, cases[i].field), "%s: %s", err.field, err.message);
+        ck_assert_msg(strstr(err.message, cases[i].needle), "%s", err.message);
+        ck_assert_int_gt(err.line, 0);
+    }
+}
+END_TEST
+
 static Suite *mla_suite(void)
 {
     Suite *s = suite_create("mla");
@@ -280,6 +367,8 @@ static Suite *mla_suite(void)
                                   mla_key_errors,
                                   mla_refused_with_tensor_or_context_parallelism,
                                   squared_relu_mlp_is_ungated,
+                                  mtp_on_the_last_stage,
+                                  mla_and_mtp_need_a_decoder,
                                   NULL};
     suite_add_tests(s, "core", 60, tests);
     return s;

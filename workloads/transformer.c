@@ -452,16 +452,21 @@ static void add_mla_attention(builder *bd, int l, double b, double s, double h)
         op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q"), l, SPLIT_COLUMN, t, a * dqk, h, 0);
     }
     op->act_bytes += t * a * dqk * e; /* Q, kept for the core */
-    op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_down"), l, SPLIT_REPLICATED, t,
-                  kvlr + rope, h, 0);
-    op->act_bytes = t * rope * e; /* the rotary key (the latent goes through its norm) */
+    /* the latent goes through its norm (which keeps it), the rotary key through RoPE */
+    add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_down"), l, SPLIT_REPLICATED, t, kvlr + rope, h,
+             0);
     add_layernorm(bd, op_name(nm, sizeof nm, l, "attn.kv_norm"), l, t, kvlr);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_up"), l, SPLIT_COLUMN, t, a * (nope + dv),
                   kvlr, 0);
     op->act_bytes += t * a * (dqk + dv) * e; /* K (with the rotary part) and V, for the core */
-    /* RoPE on the query's rotary part (every head) and the shared rotary key */
+    /* RoPE on the query's rotary part (every head) and the shared rotary key, in Megatron-Core's
+     * fused MLA kernels, which also assemble the core's inputs: read the query and the K/V
+     * up-projection's output and the rotary key, write Q, K (the rotary key in every head) and
+     * V whole; backward the same passes over the gradients */
     op = add_pointwise(bd, op_name(nm, sizeof nm, l, "attn.rope"), l, OP_ELEMENTWISE, SPLIT_COLUMN,
-                       t, a * rope + rope, ROPE_FLOPS_PER_ELEM, 2 * e, 2 * e);
+                       t, a * rope + rope, ROPE_FLOPS_PER_ELEM, 0, 0);
+    op->fwd_bytes = op->bwd_bytes =
+        e * t * (a * dqk + a * (nope + dv) + rope + 2 * a * dqk + a * dv);
     op->kernels = 2;
     /* the core: fused, query-key heads dqk wide, values dv */
     op = add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION, SPLIT_HEADS);
@@ -472,7 +477,8 @@ static void add_mla_attention(builder *bd, int l, double b, double s, double h)
     op->v_dim = dv;
     double q = b * s * a * dqk, k = q, v = b * s * a * dv, o = v, lse = b * a * s * 4.0;
     op->fwd_flops = 2.0 * b * s * s * a * (dqk + dv);
-    op->bwd_flops = 2.5 * op->fwd_flops;
+    /* QK^T again, dQ and dK over the query-key width, dP and dV over the values' */
+    op->bwd_flops = 2.0 * b * s * s * a * (3 * dqk + 2 * dv);
     op->fwd_bytes = e * (q + k + v + o) + lse;     /* read Q, K, V; write O */
     op->bwd_bytes = e * 2 * (q + k + v + o) + lse; /* and their gradients */
     op->act_bytes = lse;
@@ -628,19 +634,24 @@ static void add_mtp(builder *bd, const workload_model *m, double b, double s, do
         snprintf(op->name, sizeof op->name, "%s", keep.name);
         op->layer = L;
         op->tied_params = op->params;
+        op->bwd_bytes -= 2 * v * h * e; /* the table's gradient is zeroed once, by the embedding */
         snprintf(nm, sizeof nm, "mtp.%d.enorm", k);
         add_layernorm(bd, nm, L, t, h);
         snprintf(nm, sizeof nm, "mtp.%d.hnorm", k);
         add_layernorm(bd, nm, L, t, h);
         snprintf(nm, sizeof nm, "mtp.%d.eh_proj", k);
         op = add_gemm(bd, nm, L, SPLIT_REPLICATED, t, h, 2 * h, 0);
-        op->act_bytes = 2 * t * h * e; /* its input, the two normed halves */
+        op->fp8_gemm = 1; /* its input (the two normed halves) is the norms' to keep */
+        int first = bd->g->n_ops;
         add_layer(bd, L, b, s, h, f);
+        for (int i = first; i < bd->g->n_ops; i++)
+            bd->g->ops[i].mtp = 1;
         snprintf(nm, sizeof nm, "mtp.%d.final_layernorm", k);
         add_layernorm(bd, nm, L, t, h);
         snprintf(nm, sizeof nm, "mtp.%d.lm_head", k);
         op = add_gemm(bd, nm, L, SPLIT_VOCAB, t, v, h, 0);
-        op->tied_params = op->params; /* the output layer's weight */
+        op->params = 0; /* the output layer's weight, on the same stage */
+        op->shares_weight = 1;
         snprintf(nm, sizeof nm, "mtp.%d.loss", k);
         add_loss(bd, nm, L, t, v);
     }

@@ -338,6 +338,13 @@ static int resolve_mla(yread_ctx *c, ynode *node, const char *path, workload_mod
 {
     char field[160];
     static const int required[] = {F_KV_LORA, F_QK_NOPE, F_QK_ROPE, F_V_HEAD};
+    ynode *mtp = yread_map_get(c, node, "mtp_layers");
+    if (mtp && m->mtp_layers > 0 && m->family == FAMILY_BERT) {
+        yread_join_path(field, sizeof field, path, "mtp_layers");
+        return yread_fail(c, mtp, field,
+                          "multi-token prediction predicts the next tokens: it needs a decoder "
+                          "(family gpt or llama), not bert");
+    }
     if (!m->mla) {
         for (int f = F_Q_LORA; f <= F_V_HEAD; f++) {
             ynode *v = yread_map_get(c, node, model_keys[f]);
@@ -351,6 +358,20 @@ static int resolve_mla(yread_ctx *c, ynode *node, const char *path, workload_mod
         return 0;
     }
     ynode *at = yread_map_get(c, node, "attention");
+    if (m->family == FAMILY_BERT) {
+        yread_join_path(field, sizeof field, path, "attention");
+        return yread_fail(c, at, field,
+                          "`attention: mla` is a decoder's causal attention (DeepSeek): family gpt "
+                          "or llama, not bert");
+    }
+    if (m->bias) {
+        yread_join_path(field, sizeof field, path, "bias");
+        ynode *b = yread_map_get(c, node, "bias");
+        return yread_fail(c, b ? b : at, field,
+                          "`attention: mla` has no biases on its projections (DeepSeek): give "
+                          "bias: false%s",
+                          b ? "" : " (the gpt family's default is true)");
+    }
     for (size_t i = 0; i < sizeof required / sizeof *required; i++)
         if (!yread_map_get(c, node, model_keys[required[i]])) {
             yread_join_path(field, sizeof field, path, model_keys[required[i]]);

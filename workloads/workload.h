@@ -75,6 +75,10 @@ typedef struct workload_dlrm {
 /* A model as users write it (workloads/models/NAME.yaml or inline in a strategy). Every field
  * is resolved when read (workload_model_read) or set by workload_model_init: the builders
  * never guess. */
+/* Whether the plan's recompute applies to op (transformer layers, and an MTP module's layer). */
+#define WORKLOAD_OP_RECOMPUTABLE(op, layers)                                                       \
+    ((op)->mtp || ((op)->layer >= 0 && (op)->layer < (layers)))
+
 typedef struct workload_model {
     char name[64];
     model_family family;
@@ -242,6 +246,13 @@ typedef struct workload_op {
      * number of experts, m the mean tokens per expert. Expert parallelism divides batch and
      * scales m to the busiest rank's load (workload_expert_rank_load). */
     int expert;
+    /* An op of a multi-token-prediction module's transformer layer (numbered `layers`, the
+     * head's): recomputed under the plan's recompute as the layers are (Megatron-Core's
+     * MultiTokenPredictionLayer checkpoints it). */
+    int mtp;
+    /* A GEMM whose weight is another op's on the same stage (MTP's output head uses the main
+     * head's): no parameters of its own, but a weight gradient computed all the same. */
+    int shares_weight;
     struct {
         double n, fwd_flops, bwd_flops, fwd_bytes, bwd_bytes, act_bytes;
     } kv;

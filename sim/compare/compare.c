@@ -82,9 +82,9 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         double fwd = cost_op_kernel_seconds(&op, PASS_FWD, prec, dev);
         double bwd = cost_op_kernel_seconds(&op, PASS_BWD, prec, dev);
         recompute_mode rm = strategy_recompute_for_layer(s, op.layer);
-        int layer_op = op.layer >= 0 && op.layer < p->model.layers;
-        double again =
-            (layer_op && rm == RECOMPUTE_FULL) || (op.selective && rm == RECOMPUTE_SELECTIVE);
+        int layer_op = WORKLOAD_OP_RECOMPUTABLE(&op, p->model.layers);
+        double again = (layer_op && rm == RECOMPUTE_FULL) ||
+                       (layer_op && op.selective && rm == RECOMPUTE_SELECTIVE);
         if (layer_op && rm == RECOMPUTE_OP) {
             workload_op tmp;
             const workload_op *part = workload_op_sac_part(&op, &tmp);

@@ -26,7 +26,8 @@ static int role_of_op(const char *name)
         {".attn.qkv", ROLE_QKV},     {".attn.proj", ROLE_ATTN_OUT}, {".mlp.fc1", ROLE_MLP_IN},
         {".mlp.fc2", ROLE_MLP_OUT},  {".mlp.router", ROLE_MOE},     {".mlp.experts.", ROLE_MOE},
         {".mlp.shared.", ROLE_MOE},  {"lm_head", ROLE_HEAD},        {"head.dense", ROLE_HEAD},
-        {"head.decoder", ROLE_HEAD},
+        {"head.decoder", ROLE_HEAD}, {".attn.q_down", ROLE_QKV},    {".attn.q_up", ROLE_QKV},
+        {".attn.kv_down", ROLE_QKV}, {".attn.kv_up", ROLE_QKV},     {".attn.q", ROLE_QKV},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (strstr(name, parts[i].part))

@@ -359,9 +359,13 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
         /* one kernel, scores on chip: forward QK^T and PV; backward recomputes QK^T, then dV,
          * dP, dQ, dK (COST_FLASH_BWD_*). Its GEMMs never move the scores through HBM: their
          * math alone, and the kernel's own traffic (Q, K, V, O and gradients) overlaps it. */
-        double fwd = gemm_compute_seconds(b, s, s, d, prec, dev) +
-                     gemm_compute_seconds(b, s, dv, s, prec, dev);
-        gemm_time = pass == PASS_FWD ? fwd : fwd * COST_FLASH_BWD_FLOPS / COST_FLASH_BWD_RELATIVE;
+        double qk = gemm_compute_seconds(b, s, s, d, prec, dev);
+        double pv = gemm_compute_seconds(b, s, dv, s, prec, dev), fwd = qk + pv;
+        /* backward: 2.5 forwards' math when V is as wide as Q and K (FlashAttention-2's figures);
+         * with a narrower V (MLA) the five GEMMs each at its width: QK^T again, dQ and dK over
+         * the query-key heads, dP and dV over the values' */
+        double bwd = dv == d ? fwd * COST_FLASH_BWD_FLOPS : 3 * qk + 2 * pv;
+        gemm_time = pass == PASS_FWD ? fwd : bwd / COST_FLASH_BWD_RELATIVE;
         if (op->window > 0)
             gemm_time *= cost_window_tile_fraction(s, op->window);
         else if (op->causal)
@@ -425,13 +429,13 @@ double cost_op_kernel_seconds(const workload_op *op, op_pass pass, precision_t p
     return t;
 }
 
-/* Whether the op has a weight gradient of its own kernels: a GEMM with parameters (its dW),
- * an embedding lookup (its whole backward). */
+/* Whether the op has a weight gradient of its own kernels: a GEMM with parameters or using
+ * another op's weight (its dW), an embedding lookup (its whole backward). */
 static int weight_grad_op(const workload_op *op)
 {
     if (op->kind == OP_EMBEDDING)
         return 1;
-    return op->kind == OP_GEMM && op->params > 0 && !op->gram;
+    return op->kind == OP_GEMM && (op->params > 0 || op->shares_weight) && !op->gram;
 }
 
 double cost_op_weight_grad_share(const workload_op *op, precision_t prec, const device_spec *dev)

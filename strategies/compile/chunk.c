@@ -212,7 +212,7 @@ static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
 static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
 {
     recompute_mode rm = strategy_recompute_for_layer(cx->s, op->layer);
-    int layer_op = op->layer >= 0 && op->layer < cx->wg.model.layers;
+    int layer_op = WORKLOAD_OP_RECOMPUTABLE(op, cx->wg.model.layers);
     if (layer_op && rm == RECOMPUTE_FULL)
         return 0; /* only the layer input is kept: counted once per layer */
     if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
@@ -260,7 +260,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
         int layer = wg->ops[i].layer;
         if (!chunk_has_op(cx, mc, &wg->ops[i]))
             continue;
-        recompute_mode rm = replay && layer >= 0 && layer < wg->model.layers
+        recompute_mode rm = replay && WORKLOAD_OP_RECOMPUTABLE(&wg->ops[i], wg->model.layers)
                                 ? strategy_recompute_for_layer(cx->s, layer)
                                 : RECOMPUTE_NONE;
         if (replay && (rm != RECOMPUTE_FULL && rm != RECOMPUTE_OP))
@@ -292,7 +292,13 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
             if (expert)
                 ct->expert_params += op->params;
             ct->act_bytes += saved_act_bytes(cx, op);
-            add_unit_params(ct, op->layer, op->params, expert);
+            /* a copy of a tied weight on its owner's stage is not gathered again (MTP's lookup
+             * of the embedding) */
+            add_unit_params(ct, op->layer,
+                            op->params - (op->layer >= wg->model.layers && cx->pp == 1
+                                              ? op->tied_params * (op->kind == OP_EMBEDDING)
+                                              : 0.0),
+                            expert);
         }
         int cut =
             fwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i + 1 < wg->n_ops ? i + 1 : -1);
@@ -359,7 +365,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
                     ct->wgt_act_bytes += op->batch * (op->m * op->k + op->m * op->n) * e;
             }
         }
-        if (op->selective && op->layer >= 0 && op->layer < wg->model.layers &&
+        if (op->selective && WORKLOAD_OP_RECOMPUTABLE(op, wg->model.layers) &&
             strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
             add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
         extent_add(&ext, op->layer, wg->model.layers);
@@ -437,6 +443,11 @@ static void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev
     for (int l = cx->chunk_first[mc]; l < cx->chunk_first[mc + 1]; l++)
         if (strategy_recompute_for_layer(cx->s, l) == RECOMPUTE_FULL)
             ct->act_bytes += cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
+    /* and each multi-token-prediction layer's, on the last chunk */
+    int L = cx->wg.model.layers;
+    if (mc == cx->mcs - 1 && strategy_recompute_for_layer(cx->s, L) == RECOMPUTE_FULL)
+        ct->act_bytes +=
+            cx->wg.model.mtp_layers * cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
 
     build_forward(cx, mc, dev, slowdown, load, 1, ct);
     build_backward(cx, mc, dev, slowdown, load, ct);
