@@ -144,7 +144,7 @@ static int chunk_layers(const strategy *s, int v, int mcs, int *n, ps_error *err
 
 int strategy_chunk_layers(const strategy *s, int *count, ps_error *err)
 {
-    int v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    int v = strategy_chunks_per_stage(s);
     long mcs = (long)s->pp * v;
     /* every chunk but the first and the last holds a layer, whatever the split */
     if (mcs > (long)s->model.layers + 2)

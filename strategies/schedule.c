@@ -4,6 +4,9 @@
 #include "schedule.h"
 
 #include <assert.h>
+#include <stdlib.h>
+
+#include "../sim/base/xalloc.h"
 
 static pipeline_unit unit(int backward, int micro, int chunk)
 {
@@ -19,12 +22,12 @@ static pipeline_unit part_unit(int micro, unit_part part)
 
 int pipeline_splits_backward(pipeline_schedule s)
 {
-    return s == SCHED_ZBH1 || s == SCHED_ZBH2;
+    return s == SCHED_ZBH1 || s == SCHED_ZBH2 || s == SCHED_ZBV;
 }
 
 int pipeline_units(pipeline_schedule s, int micro, int chunks)
 {
-    return pipeline_splits_backward(s) ? 3 * micro : 2 * micro * chunks;
+    return pipeline_splits_backward(s) ? 3 * micro * chunks : 2 * micro * chunks;
 }
 
 int pipeline_unit_makes_grads(pipeline_unit u)
@@ -134,6 +137,75 @@ void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *
     assert(n == 3 * micro);
 }
 
+/* ZB-V's pass kinds in priority order: chunk 1's forward, chunk 0's, chunk 1's B, chunk 0's,
+ * chunk 1's W, chunk 0's. */
+enum { ZV_F1, ZV_F0, ZV_B1, ZV_B0, ZV_W1, ZV_W0, ZV_KINDS };
+
+/* Whether pass `kind` of micro-batch j may run on stage i at step t (done: the step each pass
+ * ended, -1 not yet): its input is there. */
+static int zbv_ready(const int *done, int stages, int micro, int kind, int i, int j, int t)
+{
+#define ZV_DONE(k, s) (done[((size_t)(k)*stages + (s)) * micro + j])
+#define ZV_BY(k, s)   (ZV_DONE(k, s) >= 0 && ZV_DONE(k, s) <= t)
+    switch (kind) {
+    case ZV_F0: return i == 0 || ZV_BY(ZV_F0, i - 1);
+    case ZV_F1: return i == stages - 1 ? ZV_BY(ZV_F0, i) : ZV_BY(ZV_F1, i + 1);
+    case ZV_B1: return i == 0 ? ZV_BY(ZV_F1, 0) : ZV_BY(ZV_B1, i - 1);
+    case ZV_B0: return i == stages - 1 ? ZV_BY(ZV_B1, i) : ZV_BY(ZV_B0, i + 1);
+    case ZV_W1: return ZV_BY(ZV_B1, i);
+    default: return ZV_BY(ZV_B0, i);
+    }
+#undef ZV_BY
+#undef ZV_DONE
+}
+
+void pipeline_zbv_order(int stages, int stage, int micro, pipeline_unit *out)
+{
+    assert(stages >= 2 && stage >= 0 && stage < stages && micro >= 1);
+    int *done = xmalloc((size_t)ZV_KINDS * stages * micro * sizeof *done);
+    int *next = xcalloc((size_t)stages * ZV_KINDS, sizeof *next);
+    int *held = xcalloc((size_t)stages, sizeof *held),
+        *pick = xmalloc((size_t)stages * sizeof *pick);
+    for (size_t k = 0; k < (size_t)ZV_KINDS * stages * micro; k++)
+        done[k] = -1;
+    static const unit_part part[ZV_KINDS] = {PART_WHOLE, PART_WHOLE,  PART_INPUT,
+                                             PART_INPUT, PART_WEIGHT, PART_WEIGHT};
+    int n = 0, left = ZV_KINDS * stages * micro;
+    for (int t = 0; left > 0; t++) {
+        int moved = 0;
+        for (int i = 0; i < stages; i++) {
+            pick[i] = -1;
+            for (int k = 0; k < ZV_KINDS && pick[i] < 0; k++) {
+                int j = next[i * ZV_KINDS + k];
+                if (j < micro && (k > ZV_F0 || held[i] < 2 * stages) &&
+                    zbv_ready(done, stages, micro, k, i, j, t))
+                    pick[i] = k;
+            }
+        }
+        for (int i = 0; i < stages; i++) {
+            int k = pick[i];
+            if (k < 0)
+                continue;
+            int j = next[i * ZV_KINDS + k]++;
+            done[((size_t)k * stages + i) * micro + j] = t + 1;
+            held[i] += k <= ZV_F0 ? 1 : k >= ZV_W1 ? -1 : 0;
+            if (i == stage) {
+                pipeline_unit u = {k >= ZV_B1, j, k % 2 == 0 ? 1 : 0, 0, part[k]};
+                out[n++] = u;
+            }
+            left--;
+            moved = 1;
+        }
+        assert(moved); /* never stuck: tests/test_zb.c runs every stages <= 24, micro <= 96 */
+        (void)moved;
+    }
+    assert(n == 6 * micro);
+    free(done);
+    free(next);
+    free(held);
+    free(pick);
+}
+
 void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,
                            pipeline_unit *out)
 {
@@ -162,6 +234,10 @@ int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int ch
         assert(chunks == 1);
         pipeline_zb_order(s == SCHED_ZBH2, stages, stage, micro, out);
         return 3 * micro;
+    case SCHED_ZBV:
+        assert(chunks == 2);
+        pipeline_zbv_order(stages, stage, micro, out);
+        return 6 * micro;
     }
     return 0;
 }

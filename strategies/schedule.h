@@ -47,6 +47,20 @@ void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro
  * t_F = t_B = t_W every stage runs without a gap from its first forward to its last W. */
 void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *out);
 
+/* ZB-V (Qi et al., section 6): two chunks a stage in a V (stage s holds chunks s and
+ * 2 stages - 1 - s: the forward goes down the stages and back up, the loss on stage 0), each
+ * backward split into B and W. The order of every stage comes from one list schedule of all
+ * of them at equal pass times: at each step a stage runs the first ready of chunk 1's forward,
+ * chunk 0's forward, chunk 1's B, chunk 0's B, chunk 1's W, chunk 0's W, its forwards held to
+ * 2 stages chunk passes not yet through their W (1F1B's activation memory). At equal times and
+ * m >= 2 stages its iteration is 6 m chunk passes and a bubble of at most stages + 1 of them
+ * (stages - 1 at 2, 3, 4, 6 and 8 stages; tests/test_zb.c), against 1F1B's 6 (stages - 1). At
+ * 4 and 8 stages that is the makespan the zero-bubble fork's own V scheduler gives at equal
+ * times (checked by hand, session 46); that one also leaves each stage's span without a gap,
+ * which matters only with post-validation (not modelled). Units: chunk 0 or 1, micro-batches
+ * in order within each kind. */
+void pipeline_zbv_order(int stages, int stage, int micro, pipeline_unit *out);
+
 /* Dispatch on the schedule; returns the number of units (pipeline_units). combined: the
  * combined 1F1B (not with gpipe or a zero-bubble schedule). */
 int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int chunks, int combined,

@@ -14,7 +14,8 @@ typedef enum {
     SCHED_1F1B,
     SCHED_INTERLEAVED,
     SCHED_ZBH1,
-    SCHED_ZBH2
+    SCHED_ZBH2,
+    SCHED_ZBV
 } pipeline_schedule;
 /* Each enum's one name table (the YAML spelling), indexed by value: vocab.h's enum_name and
  * enum_parse look them up. */
@@ -245,6 +246,13 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
  * (an error at the strategy's `precision`, naming the GPU and its model), a dlrm plan the L2
  * size, and `attention_kernel: warp-mma` the GPUs' warp_mma_fraction (errors at `workload`). */
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err);
+
+/* Model chunks each pipeline stage holds: the interleaved schedule's virtual stages, ZB-V's two
+ * (in a V: stage p holds chunks p and 2 pp - 1 - p), otherwise one. */
+static inline int strategy_chunks_per_stage(const strategy *s)
+{
+    return s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : s->schedule == SCHED_ZBV ? 2 : 1;
+}
 
 /* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer
  * Engine's fp8_autocast), `fp4` the same with NVFP4 GEMMs (Transformer Engine's NVFP4 recipe):

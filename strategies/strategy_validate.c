@@ -342,7 +342,7 @@ static int validate_sizes(const strategy *s, ps_error *err)
                                "GPUs of the plan (tensor x context x pipeline x data)", NULL, err))
             return err->code;
     }
-    int v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    int v = strategy_chunks_per_stage(s);
     ps_where vw = {s->file, s->virtual_stages_loc.line ? s->virtual_stages_loc : s->pp_loc,
                    "strategy.pipeline.virtual_stages"};
     if (ps_mul_checked(s->pp, v, PS_MAX_LAYERS + 2, vw,

@@ -744,12 +744,12 @@ FRONTIER_ISSUE = "issue 32"
 # what protosim cannot run yet, by what the row needs (llm_frontier_public.md says per source
 # what was read): the schedules without a pipeline bubble, multi-head latent attention, FP4
 # GEMMs, the rack-scale and Hopper-export GPUs
-FRONTIER_SCHEDULES_MISSING = ("zb-v", "dualpipe")
+FRONTIER_SCHEDULES_MISSING = ("dualpipe",)
 # the Zero Bubble paper's automatically searched schedules run as their handcrafted
 # counterparts at the same memory limit (its section 3.1): ZB-1p (1F1B's memory) as ZB-H1,
 # ZB-2p (twice it) as ZB-H2. The search minimises the bubble from profiled pass times, so
 # the handcrafted order's bubble is at least as large: these rows are expected slow.
-FRONTIER_SCHEDULE_AS = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
+FRONTIER_SCHEDULE_AS = {"zb-1p": "zb-h1", "zb-2p": "zb-h2", "zb-v": "zb-v"}
 FRONTIER_DEVICES_MISSING = ()
 # the Zero Bubble paper's GPT models: vocab not stated (its script's GPTSentencePieceTokenizer):
 # ASSUMED 32,000, the LLaMA SentencePiece model such scripts load (a 2-5% share of the FLOPs)
@@ -832,7 +832,7 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             if frontier and src.startswith("Qi et al."):
                 # the paper compares schedules: each its own group
                 row.group += " " + (sched + " as " + FRONTIER_SCHEDULE_AS[sched]
-                                    if sched in FRONTIER_SCHEDULE_AS else sched)
+                                    if FRONTIER_SCHEDULE_AS.get(sched, sched) != sched else sched)
             gpus = _get(rec, "gpus", _pos_int)
             model = _get(rec, "model", str)
             tp = _opt_int(rec, "tp", 1)
@@ -856,6 +856,8 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
                 rec = dict(rec, vocab=str(frontier_vocab(src, rec)))
             wl = llm_workload(rec, _get(rec, "family", str), fw)
             vs = _opt_int(rec, "virtual_stages", 1)
+            if frontier and sched == "zb-v":
+                vs = 2  # ZB-V's two chunks a stage (the schedule sets them: no virtual_stages)
             zero = _lead_int(rec.get("zero"), "zero")
             sp = _get(rec, "sequence_parallel", str, allow_empty=True,
                       default="false").lower().startswith("true")
@@ -940,7 +942,7 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             wl, gb, mb, prec, "adam", tp, pp, dp, rc,
             schedule=FRONTIER_SCHEDULE_AS.get(sched) or ("interleaved" if vs > 1 else "1f1b"),
             tensor_extra=tensor_extra,
-            data_extra=data_extra, virtual_stages=vs, children=kids,
+            data_extra=data_extra, virtual_stages=1 if sched == "zb-v" else vs, children=kids,
             pipeline_extra=pipe_extra, cp=cp, expert=expert)))
     return rows, jobs
 

@@ -258,7 +258,7 @@ static void keep_bwd_segments(compile_ctx *cx, emit_state *es, const chunk_templ
 static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_template *const *ct,
                         pipeline_unit unit, uint32_t *first, uint32_t *last)
 {
-    int n = cx->n_sim, mc = unit.chunk * cx->pp + p, mb = unit.micro;
+    int n = cx->n_sim, mc = compile_chunk_of(cx, p, unit.chunk), mb = unit.micro;
     const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
     uint32_t *after = xmalloc((size_t)n * sizeof *after);
     for (int j = 0; j < n; j++)
@@ -302,7 +302,7 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
  * of the DP buckets. */
 static void emit_weight_unit(compile_ctx *cx, emit_state *es, int p, pipeline_unit unit)
 {
-    int n = cx->n_sim, mc = unit.chunk * cx->pp + p;
+    int n = cx->n_sim, mc = compile_chunk_of(cx, p, unit.chunk);
     const int *ranks = cx->sim_rank + (size_t)p * n;
     const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
     uint32_t *first = xmalloc((size_t)3 * n * sizeof *first), *last = first + n,
@@ -338,7 +338,7 @@ static void unit_begin(compile_ctx *cx, int p, pipeline_unit unit, unit_emit *ue
     int n = cx->n_sim, mb = unit.micro;
     const int *ranks = cx->sim_rank + (size_t)p * n;
     ue->unit = unit;
-    ue->mc = unit.chunk * cx->pp + p;
+    ue->mc = compile_chunk_of(cx, p, unit.chunk);
     assert(ue->mc >= 0 && ue->mc < cx->mcs && mb >= 0 && mb < cx->M);
     ue->ct = xmalloc((size_t)n * sizeof *ue->ct);
     ue->first = xmalloc((size_t)3 * n * sizeof *ue->first);
@@ -375,7 +375,9 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
         if (!ue->unit.backward) {
             es->fwd_first[xi] = ue->first[j];
             es->fwd_prev[xi] = ue->before[j];
-            if (mc + 1 < cx->mcs) {
+            if (mc + 1 < cx->mcs && stage_of_chunk(cx, mc + 1) == p) {
+                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = ue->last[j]; /* ZB-V's turn: local */
+            } else if (mc + 1 < cx->mcs) {
                 int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_act, mb);
                 compile_send_companions(cx, x, j, p, q, 1);
@@ -384,7 +386,9 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
         } else {
             es->bwd_first[xi] = ue->first[j];
             es->bwd_prev[xi] = ue->before[j];
-            if (mc > 0) {
+            if (mc > 0 && stage_of_chunk(cx, mc - 1) == p) {
+                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = ue->last[j]; /* ZB-V's turn: local */
+            } else if (mc > 0) {
                 int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_grad, mb);
                 compile_send_companions(cx, x, j, p, q, 0);
@@ -483,7 +487,11 @@ static void emit_pipeline(compile_ctx *cx, emit_state *es)
 /* A pipeline transfer gates the unit that consumes it, and starts only once the receiver has
  * posted its receive: Megatron and DeepSpeed receive just before the unit (recv_forward,
  * send_forward_recv_backward: blocking), so the transfer is on the receiver's critical path
- * instead of arriving ahead of time. Every send has its consumer on the peer. */
+ * instead of arriving ahead of time. Every send has its consumer on the peer. Under ZB-V a stage
+ * sends activations and gradients to the same neighbour in an order its neighbour consumes
+ * differently, and the zero-bubble runtime posts its receives ahead (non-blocking p2p): there
+ * the transfer starts as soon as its data is ready (on one stream per GPU, in order, the two
+ * directions would otherwise wait for each other). */
 /* One incoming send: its consumer (the first task of the unit) waits for it, and it waits for
  * the previous unit's send to the same consumer. Returns 1 when there was a send. */
 static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev)
@@ -491,9 +499,14 @@ static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev
     if (in == NONE)
         return 0;
     assert(first != NONE);
+    if (cx->g->tasks[in].kind == TASK_COMPUTE) { /* a chunk handed on within its stage (ZB-V) */
+        assert(cx->g->tasks[in].rank == cx->g->tasks[first].rank);
+        graph_add_edge(cx->g, in, first);
+        return 1;
+    }
     assert((int)cx->g->tasks[in].peer == cx->g->tasks[first].rank);
     graph_add_edge(cx->g, in, first);
-    if (prev != NONE)
+    if (prev != NONE && !cx->vshape)
         graph_add_edge(cx->g, prev, in);
     return 1;
 }
@@ -619,24 +632,6 @@ static void intern_labels(compile_ctx *cx)
     cx->label_hsdp_ear = graph_label(g, "hsdp expert grad all-reduce");
 }
 
-/* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
-static void estimate_memory(compile_ctx *cx, compiled_plan *out)
-{
-    const cluster *c = cx->c;
-    const chunk_template **stage_chunks = xmalloc((size_t)cx->v * sizeof *stage_chunks);
-    out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
-    out->memory_capacity_of_rank =
-        xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
-    for (int r = 0; r < c->n_gpus; r++) {
-        int p = out->stage_of_rank[r];
-        for (int k = 0; k < cx->v; k++)
-            stage_chunks[k] = compile_chunk_ref(cx, k * cx->pp + p);
-        compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
-        out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
-    }
-    free(stage_chunks);
-}
-
 /* Whatever GPU built them, a chunk's templates have the same segments and buckets. */
 static void assert_templates_alike(compile_ctx *cx)
 {
@@ -671,7 +666,8 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.pp = s->pp;
     cx.cp = s->cp;
     cx.dp = s->dp * s->cp;
-    cx.v = s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : 1;
+    cx.v = strategy_chunks_per_stage(s);
+    cx.vshape = s->schedule == SCHED_ZBV;
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
     cx.chunk_first = xmalloc(((size_t)cx.mcs + 1) * sizeof *cx.chunk_first);
@@ -750,7 +746,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     for (int mc = 0; mc < cx.mcs; mc++)
         compile_chunk_ref(&cx, mc);
     cx.stats = NULL;
-    estimate_memory(&cx, out);
+    compile_estimate_plan_memory(&cx, out);
 
     /* the plan's figures are the whole plan's; its graph may hold fewer micro-batches */
     assert(opt->graph_micro_batches >= 0 && opt->graph_micro_batches <= cx.M);

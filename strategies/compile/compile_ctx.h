@@ -82,6 +82,7 @@ typedef struct compile_ctx {
      * compiler's data index d runs over them, d = data index x cp + context index
      * (compile_rank_of). mcs: model chunks = pp * v */
     int tp, pp, dp, cp, v, mcs, M;
+    int vshape;       /* ZB-V's V placement of the chunks (compile_chunk_of) */
     int *chunk_first; /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
     int dp_sim;       /* data-context indices simulated: dp, or cp (data replica 0) when folded */
     struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
@@ -176,7 +177,18 @@ typedef struct compile_ctx {
 
 static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 {
+    if (cx->vshape) /* ZB-V: chunks 0..pp-1 down the stages, pp..2pp-1 back up */
+        return mc < cx->pp ? mc : 2 * cx->pp - 1 - mc;
     return mc % cx->pp;
+}
+
+/* The model chunk stage p holds as its k-th (its unit's `chunk`): k pp + p, or (ZB-V) p going
+ * down and 2 pp - 1 - p coming back. */
+static inline int compile_chunk_of(const compile_ctx *cx, int p, int k)
+{
+    if (cx->vshape)
+        return k == 0 ? p : 2 * cx->pp - 1 - p;
+    return k * cx->pp + p;
 }
 
 /* Where ranks sit (ranks.c; compile_rank_of in compile.h). Expert parallelism's rank groups
@@ -369,6 +381,9 @@ void fsdp_copy_reduce_post(compile_ctx *cx, int p, int t, double P, int mb);
 /* Whether FSDP step st all-gathers its unit (zero.c). */
 int zero_fsdp_gathers(const compile_ctx *cx, fsdp_step st);
 
+/* Every rank's memory (compile_estimate_memory of its stage's chunks) and its GPU's HBM into
+ * out->memory and out->memory_capacity_of_rank. */
+void compile_estimate_plan_memory(compile_ctx *cx, compiled_plan *out);
 /* Per-GPU memory of a rank on stage p (needs the stage's templates). */
 void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                              int p, memory_estimate *me);

@@ -46,15 +46,17 @@ static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *
 }
 
 /* A split-backward schedule's activations at its peak on stage p: walking its order, a
- * micro-batch holds the chunk's saved activations from its F to its B, then what its W needs
+ * micro-batch holds its chunk's saved activations from its F to its B, then what its W needs
  * (each weight GEMM's X and dY) until its W. */
-static double split_activations(const compile_ctx *cx, const chunk_template *ct, int p)
+static double split_activations(const compile_ctx *cx, const chunk_template *const *stage_chunks,
+                                int p)
 {
-    int n = pipeline_units(cx->s->schedule, cx->M, 1);
+    int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
     pipeline_unit *units = xmalloc((size_t)n * sizeof *units);
-    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, 1, 0, units);
+    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, 0, units);
     double held = 0, most = 0;
     for (int i = 0; i < nu; i++) {
+        const chunk_template *ct = stage_chunks[units[i].chunk];
         if (!units[i].backward)
             held += ct->act_bytes;
         else if (units[i].part == PART_INPUT)
@@ -118,7 +120,8 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     int extra = s->overlap_a2a;
     switch (s->schedule) {
     case SCHED_ZBH1:
-    case SCHED_ZBH2: inflight = 0; break; /* split_activations */
+    case SCHED_ZBH2:
+    case SCHED_ZBV: inflight = 0; break; /* split_activations */
     case SCHED_GPIPE: inflight = cx->M; break;
     case SCHED_1F1B: inflight = cx->pp - p + extra < cx->M ? cx->pp - p + extra : cx->M; break;
     default: {
@@ -130,13 +133,31 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
      * chunk when not interleaved); chunks may hold different layers (uneven stages) */
     me->activations = 0;
     if (pipeline_splits_backward(s->schedule))
-        me->activations = split_activations(cx, stage_chunks[0], p);
+        me->activations = split_activations(cx, stage_chunks, p);
     else
         for (int j = 0; j < (int)inflight; j++)
             me->activations += stage_chunks[(j % (cx->pp * cx->v)) / cx->pp]->act_bytes;
     me->buffers =
         COMPILE_RUNTIME_RESERVE_BYTES + (cx->dp > 1 && !cx->fsdp ? 2 * s->bucket_mb * 1e6 : 0);
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
+}
+
+/* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
+void compile_estimate_plan_memory(compile_ctx *cx, compiled_plan *out)
+{
+    const cluster *c = cx->c;
+    const chunk_template **stage_chunks = xmalloc((size_t)cx->v * sizeof *stage_chunks);
+    out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
+    out->memory_capacity_of_rank =
+        xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
+    for (int r = 0; r < c->n_gpus; r++) {
+        int p = out->stage_of_rank[r];
+        for (int k = 0; k < cx->v; k++)
+            stage_chunks[k] = compile_chunk_ref(cx, compile_chunk_of(cx, p, k));
+        compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
+        out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
+    }
+    free(stage_chunks);
 }
 
 /* Whether GPU k has less memory headroom than GPU m. */

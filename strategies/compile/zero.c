@@ -38,7 +38,7 @@ static void fsdp_program(compile_ctx *cx, emit_state *es)
         int n = 0;
         for (int c = 0; c < cx->v; c++) /* a split schedule's W units hold every unit too */
             n += pipeline_units(cx->s->schedule, cx->M, cx->v) / cx->v *
-                 compile_chunk_ref(cx, c * cx->pp + p)->n_units;
+                 compile_chunk_ref(cx, compile_chunk_of(cx, p, c))->n_units;
         if (n > es->fsdp_cap)
             es->fsdp_cap = n;
     }
@@ -49,7 +49,7 @@ static void fsdp_program(compile_ctx *cx, emit_state *es)
             k = 0;
         for (int i = 0; i < nu; i++) {
             pipeline_unit u = es->units[i];
-            int mc = u.chunk * cx->pp + p, n = compile_chunk_ref(cx, mc)->n_units;
+            int mc = compile_chunk_of(cx, p, u.chunk), n = compile_chunk_ref(cx, mc)->n_units;
             for (int j = 0; j < n; j++) {
                 fsdp_step st = {mc, u.backward ? n - 1 - j : j, u.backward, u.micro};
                 es->fsdp_seq[(size_t)p * es->fsdp_cap + k++] = st;
@@ -340,7 +340,7 @@ void zero_emit_param_gathers(compile_ctx *cx, emit_state *es)
     uint32_t *task = xmalloc((size_t)cx->dp * sizeof *task);
     for (int p = 0; p < cx->pp; p++)
         for (int c = 0; c < cx->v; c++) {
-            int mc = c * cx->pp + p;
+            int mc = compile_chunk_of(cx, p, c);
             const chunk_template *ct = compile_chunk_ref(cx, mc);
             for (int b = ct->n_buckets - 1; b >= 0; b--) {
                 double bytes = ct->bucket_bytes[b] / cx->grad_elem * precision_bytes(s->precision);
@@ -383,7 +383,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
             pipeline_unit un = es->units[u];
             if (!pipeline_unit_makes_grads(un) || (s->zero < 2 && un.micro != cx->M - 1))
                 continue;
-            int mc = un.chunk * cx->pp + p;
+            int mc = compile_chunk_of(cx, p, un.chunk);
             const chunk_template *ct = compile_chunk_ref(cx, mc);
             for (int b = 0; b < ct->n_buckets; b++) {
                 if (ct->bucket_expert[b]) {
@@ -567,7 +567,7 @@ double zero_stage_params(compile_ctx *cx, int p)
 {
     double params = 0;
     for (int c = 0; c < cx->v; c++)
-        params += compile_chunk_ref(cx, c * cx->pp + p)->params;
+        params += compile_chunk_ref(cx, compile_chunk_of(cx, p, c))->params;
     return params;
 }
 
@@ -575,7 +575,7 @@ double zero_stage_expert_params(compile_ctx *cx, int p)
 {
     double params = 0;
     for (int c = 0; c < cx->v; c++)
-        params += compile_chunk_ref(cx, c * cx->pp + p)->expert_params;
+        params += compile_chunk_ref(cx, compile_chunk_of(cx, p, c))->expert_params;
     return params;
 }
 
