@@ -39,7 +39,7 @@ static int split_listed(const strategy *s, int mcs, int *n, ps_error *err)
             return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, field,
                                 "model chunk %d (stage %d) holds no layer: only the first chunk "
                                 "(the embedding) or the last (the LM head and loss) may",
-                                i, i % s->pp);
+                                i, strategy_stage_of_chunk(s, i));
         n[i] = s->chunk_layers[i];
     }
     if (sum != s->model.layers)
@@ -93,7 +93,10 @@ static int split_first_last(const strategy *s, int v, int *n, ps_error *err)
     int per_middle = middle_stages > 0 ? (int)(middle / middle_stages) : 0;
     for (int k = 0; k < v; k++)
         for (int p = 0; p < pp; p++)
-            n[k * pp + p] = (p == 0 && f ? f : p == pp - 1 && l ? l : per_middle) / v;
+            n[strategy_chunk_of_stage(s, p, k)] = (p == 0 && f        ? f
+                                                   : p == pp - 1 && l ? l
+                                                                      : per_middle) /
+                                                  v;
     return 0;
 }
 

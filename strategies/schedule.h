@@ -49,17 +49,19 @@ void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *
 
 /* ZB-V (Qi et al., section 6): two chunks a stage in a V (stage s holds chunks s and
  * 2 stages - 1 - s: the forward goes down the stages and back up, the loss on stage 0), each
- * backward split into B and W. The order of every stage comes from one list schedule of all
- * of them at equal pass times: at each step a stage runs the first ready of chunk 1's forward,
- * chunk 0's forward, chunk 1's B, chunk 0's B, chunk 1's W, chunk 0's W, its forwards held to
- * 2 stages chunk passes not yet through their W (1F1B's activation memory). At equal times and
- * m >= 2 stages its iteration is 6 m chunk passes and a bubble of at most stages + 1 of them
- * (stages - 1 at 2, 3, 4, 6 and 8 stages; tests/test_zb.c), against 1F1B's 6 (stages - 1). At
- * 4 and 8 stages that is the makespan the zero-bubble fork's own V scheduler gives at equal
- * times (checked by hand, session 46); that one also leaves each stage's span without a gap,
- * which matters only with post-validation (not modelled). Units: chunk 0 or 1, micro-batches
- * in order within each kind. */
-void pipeline_zbv_order(int stages, int stage, int micro, pipeline_unit *out);
+ * backward split into B and W. The order of every stage comes from one list schedule of all of
+ * them over the passes' times (cost[s * 6 + k]: stage s's chunk 1 forward, chunk 0 forward,
+ * chunk 1 B, chunk 0 B, chunk 1 W, chunk 0 W; NULL: all equal), as the zero-bubble fork
+ * schedules from profiled times: at each moment every idle stage runs the first ready of those
+ * six kinds in that order, its forwards held to 2 stages chunk passes not yet through their W
+ * (1F1B's activation memory) with a slot kept for the chunk-1 forward of every micro-batch it
+ * has started (else a stage with a fast first chunk fills up and waits for ever), else waits
+ * for its next input. At equal times and m >= 2 stages its iteration is 6 m chunk passes and a
+ * bubble of 2 at 2 and 3 stages, 3-4 at 4, 10-12 at 8 and 22-26 at 16 (about 1.5 stages)
+ * against 1F1B's 6 (stages - 1): ZB-H1's level; the fork's own search leaves stages - 1 (its
+ * warm-up is finer). It never stalls (tests/test_zb.c: equal times for stages <= 24, random
+ * times for stages <= 12). Units: chunk 0 or 1, micro-batches in order within each kind. */
+void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pipeline_unit *out);
 
 /* Dispatch on the schedule; returns the number of units (pipeline_units). combined: the
  * combined 1F1B (not with gpipe or a zero-bubble schedule). */

@@ -253,6 +253,20 @@ static inline int strategy_chunks_per_stage(const strategy *s)
 {
     return s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : s->schedule == SCHED_ZBV ? 2 : 1;
 }
+/* The model chunk stage p holds as its k-th, and the stage holding model chunk mc: k pp + p
+ * (mc mod pp), or ZB-V's V (p, 2 pp - 1 - p). */
+static inline int strategy_chunk_of_stage(const strategy *s, int p, int k)
+{
+    if (s->schedule == SCHED_ZBV)
+        return k == 0 ? p : 2 * s->pp - 1 - p;
+    return k * s->pp + p;
+}
+static inline int strategy_stage_of_chunk(const strategy *s, int mc)
+{
+    if (s->schedule == SCHED_ZBV)
+        return mc < s->pp ? mc : 2 * s->pp - 1 - mc;
+    return mc % s->pp;
+}
 
 /* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer
  * Engine's fp8_autocast), `fp4` the same with NVFP4 GEMMs (Transformer Engine's NVFP4 recipe):

@@ -49,8 +49,9 @@ static int chunk_holds(const compiled_plan *p, int mc, const workload_op *op)
 
 static int rank_holds(const compiled_plan *p, int rank, const workload_op *op)
 {
-    for (int mc = p->stage_of_rank[rank]; mc < p->pp * p->chunks; mc += p->pp)
-        if (chunk_holds(p, mc, op))
+    int s = p->stage_of_rank[rank];
+    for (int k = 0; k < p->chunks; k++)
+        if (chunk_holds(p, p->vshape ? (k == 0 ? s : 2 * p->pp - 1 - s) : k * p->pp + s, op))
             return 1;
     return 0;
 }

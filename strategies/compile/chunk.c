@@ -484,6 +484,52 @@ const chunk_template *chunk_template_of(compile_ctx *cx, int r, int mc)
     return &cx->tmpl[i];
 }
 
+/* A pass's kernel time on the reference templates, at least 0.1 us (a pass launches). */
+static double pass_seconds(const segment_list *a, const segment_list *b)
+{
+    double t = 0;
+    for (int i = 0; i < a->n; i++)
+        t += a->seg[i].gpu;
+    for (int i = 0; b && i < b->n; i++)
+        t += b->seg[i].gpu;
+    return t > 1e-7 ? t : 1e-7;
+}
+
+void compile_orders_init(compile_ctx *cx)
+{
+    cx->orders = NULL;
+    if (!cx->vshape)
+        return;
+    int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
+    double *cost = xmalloc((size_t)cx->pp * 6 * sizeof *cost);
+    for (int p = 0; p < cx->pp; p++) /* pipeline_zbv_order's kinds: each chunk 1 before 0 */
+        for (int c = 0; c < 2; c++) {
+            const chunk_template *ct = compile_chunk_ref(cx, compile_chunk_of(cx, p, 1 - c));
+            cost[p * 6 + c] = pass_seconds(&ct->fwd, NULL);
+            cost[p * 6 + 2 + c] = pass_seconds(&ct->rec, &ct->bwd);
+            cost[p * 6 + 4 + c] = pass_seconds(&ct->wgt, NULL);
+        }
+    cx->orders = xmalloc((size_t)cx->pp * n * sizeof *cx->orders);
+    for (int p = 0; p < cx->pp; p++)
+        pipeline_zbv_order(cx->pp, p, cx->M, cost, cx->orders + (size_t)p * n);
+    free(cost);
+}
+
+void compile_orders_free(compile_ctx *cx)
+{
+    free(cx->orders);
+    cx->orders = NULL;
+}
+
+int compile_stage_order(const compile_ctx *cx, int p, pipeline_unit *out)
+{
+    int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
+    if (!cx->orders)
+        return pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, out);
+    memcpy(out, cx->orders + (size_t)p * n, (size_t)n * sizeof *out);
+    return n;
+}
+
 const chunk_template *compile_chunk_ref(compile_ctx *cx, int mc)
 {
     return chunk_template_of(cx, compile_rank_of(cx->s, 0, 0, stage_of_chunk(cx, mc)), mc);

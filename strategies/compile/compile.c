@@ -380,7 +380,7 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
             } else if (mc + 1 < cx->mcs) {
                 int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_act, mb);
-                compile_send_companions(cx, x, j, p, q, 1);
+                compile_send_companions(cx, x, j, p, q, cx->vshape ? q == p + 1 : 1);
                 es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
             }
         } else {
@@ -391,7 +391,7 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
             } else if (mc > 0) {
                 int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_grad, mb);
-                compile_send_companions(cx, x, j, p, q, 0);
+                compile_send_companions(cx, x, j, p, q, cx->vshape ? q == p + 1 : 0);
                 es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
             }
         }
@@ -467,8 +467,7 @@ static void emit_merged(compile_ctx *cx, emit_state *es, int p, pipeline_unit f,
 static void emit_pipeline(compile_ctx *cx, emit_state *es)
 {
     for (int p = 0; p < cx->pp; p++) {
-        int nu =
-            pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, es->units);
+        int nu = compile_stage_order(cx, p, es->units);
         assert(nu == pipeline_units(cx->s->schedule, cx->M, cx->v));
         for (int u = 0; u < nu; u++) {
             if (es->units[u].part == PART_WEIGHT) {
@@ -568,6 +567,7 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     out->cp = cx->cp;
     out->zero_shard = cx->shard;
     out->chunks = cx->v;
+    out->vshape = cx->vshape;
     out->micro_batches = cx->M;
     out->samples_per_iter = s->global_batch;
     out->tokens_per_iter = (double)s->global_batch * m->seq;
@@ -746,17 +746,20 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     for (int mc = 0; mc < cx.mcs; mc++)
         compile_chunk_ref(&cx, mc);
     cx.stats = NULL;
+    compile_orders_init(&cx); /* ZB-V: the orders from the chunks' pass times */
     compile_estimate_plan_memory(&cx, out);
 
     /* the plan's figures are the whole plan's; its graph may hold fewer micro-batches */
     assert(opt->graph_micro_batches >= 0 && opt->graph_micro_batches <= cx.M);
     if (opt->graph_micro_batches > 0)
         cx.M = opt->graph_micro_batches;
+    assert(!cx.orders || cx.M == strategy_micro_batches(s)); /* no shorter run of ZB-V */
     emit_plan(&cx, out);
     assert_templates_alike(&cx);
     int rc = graph_finalize(cx.g, err);
     out->graph = cx.g;
 
+    compile_orders_free(&cx);
     chunk_profiles_free(&cx);
     compile_free_stage_groups(&cx);
     context_rings_free(&cx);

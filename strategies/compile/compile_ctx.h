@@ -82,9 +82,11 @@ typedef struct compile_ctx {
      * compiler's data index d runs over them, d = data index x cp + context index
      * (compile_rank_of). mcs: model chunks = pp * v */
     int tp, pp, dp, cp, v, mcs, M;
-    int vshape;       /* ZB-V's V placement of the chunks (compile_chunk_of) */
-    int *chunk_first; /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
-    int dp_sim;       /* data-context indices simulated: dp, or cp (data replica 0) when folded */
+    int vshape;            /* ZB-V's V placement of the chunks (compile_chunk_of) */
+    pipeline_unit *orders; /* ZB-V: every stage's order (pipeline_units each), from the chunks'
+                              pass times (compile_orders_init); NULL otherwise */
+    int *chunk_first;      /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
+    int dp_sim; /* data-context indices simulated: dp, or cp (data replica 0) when folded */
     struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
     double tp_bytes;             /* one TP collective's buffer: b * s * h elements */
     double pp_bytes;             /* one pipeline send */
@@ -381,6 +383,12 @@ void fsdp_copy_reduce_post(compile_ctx *cx, int p, int t, double P, int mb);
 /* Whether FSDP step st all-gathers its unit (zero.c). */
 int zero_fsdp_gathers(const compile_ctx *cx, fsdp_step st);
 
+/* ZB-V: schedule every stage's passes from its chunks' times (chunk.c), once the templates
+ * exist; nothing for the other schedules. Freed by compile_orders_free. */
+void compile_orders_init(compile_ctx *cx);
+void compile_orders_free(compile_ctx *cx);
+/* Stage p's unit order (pipeline_units of them) into out; returns how many. */
+int compile_stage_order(const compile_ctx *cx, int p, pipeline_unit *out);
 /* Every rank's memory (compile_estimate_memory of its stage's chunks) and its GPU's HBM into
  * out->memory and out->memory_capacity_of_rank. */
 void compile_estimate_plan_memory(compile_ctx *cx, compiled_plan *out);

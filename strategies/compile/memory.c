@@ -29,7 +29,7 @@ static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *
     }
     pipeline_unit *units =
         xmalloc((size_t)pipeline_units(cx->s->schedule, cx->M, cx->v) * sizeof *units);
-    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, units);
+    int nu = compile_stage_order(cx, p, units);
     double prev = -1.0, most = 0.0;
     for (int i = 0; i < nu; i++) {
         const chunk_template *ct = stage_chunks[units[i].chunk];
@@ -53,7 +53,7 @@ static double split_activations(const compile_ctx *cx, const chunk_template *con
 {
     int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
     pipeline_unit *units = xmalloc((size_t)n * sizeof *units);
-    int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, 0, units);
+    int nu = compile_stage_order(cx, p, units);
     double held = 0, most = 0;
     for (int i = 0; i < nu; i++) {
         const chunk_template *ct = stage_chunks[units[i].chunk];

@@ -44,9 +44,7 @@ static void fsdp_program(compile_ctx *cx, emit_state *es)
     }
     es->fsdp_seq = xmalloc((size_t)cx->pp * es->fsdp_cap * sizeof *es->fsdp_seq);
     for (int p = 0; p < cx->pp; p++) {
-        int nu = pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a,
-                                es->units),
-            k = 0;
+        int nu = compile_stage_order(cx, p, es->units), k = 0;
         for (int i = 0; i < nu; i++) {
             pipeline_unit u = es->units[i];
             int mc = compile_chunk_of(cx, p, u.chunk), n = compile_chunk_ref(cx, mc)->n_units;
@@ -377,8 +375,7 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
     coll_kind kind = s->zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALLREDUCE;
     uint32_t *task = xmalloc(((size_t)cx->dp + cx->dp_sim) * sizeof *task), *dep = task + cx->dp;
     for (int p = 0; p < cx->pp; p++) {
-        int nu =
-            pipeline_order(s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, es->units);
+        int nu = compile_stage_order(cx, p, es->units);
         for (int u = 0; u < nu; u++) {
             pipeline_unit un = es->units[u];
             if (!pipeline_unit_makes_grads(un) || (s->zero < 2 && un.micro != cx->M - 1))
