@@ -11,6 +11,7 @@
 #include "../sim/engine/htae.h"
 #include "../sim/run/run.h"
 #include "../strategies/compile/compile.h"
+#include "../strategies/pipeline_split.h"
 #include "../strategies/schedule.h"
 #include "fixture.h"
 #include "model_util.h"
@@ -450,6 +451,35 @@ START_TEST(compiled_split_keeps_work_and_ends_sooner)
 }
 END_TEST
 
+/* Uneven stages under ZB-V follow the V: 10 layers over 2 stages with `first_stage_layers: 4`
+ * give stage 0's chunks (0 and 3) 2 layers each and stage 1's (1 and 2) 3 each: [2, 3, 3, 2];
+ * `last_stage_layers: 2` gives [4, 1, 1, 4]. */
+START_TEST(zbv_uneven_stages_follow_the_v)
+{
+    static const struct {
+        const char *key;
+        int want[4];
+    } cases[] = {{"first_stage_layers: 4", {2, 3, 3, 2}}, {"last_stage_layers: 2", {4, 1, 1, 4}}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "workload: {family: gpt, layers: 10, hidden: 256, heads: 4, seq: 128, "
+                 "vocab: 1000}\nbatch: {global: 4, micro: 1}\nstrategy:\n"
+                 "  pipeline: {degree: 2, schedule: zb-v, %s}\n",
+                 cases[i].key);
+        strategy s;
+        ps_error err;
+        ps_error_clear(&err);
+        ck_assert_msg(sim_strategy_text(text, &s, &err) == 0, "%s", err.message);
+        int n[4];
+        ck_assert_int_eq(strategy_chunk_layers(&s, n, &err), 0);
+        for (int k = 0; k < 4; k++)
+            ck_assert_int_eq(n[k], cases[i].want[k]);
+        strategy_free(&s);
+    }
+}
+END_TEST
+
 /* Zero-bubble schedules need stages, and are refused with FSDP (the deferred W would need
  * each unit's parameters gathered again): file, line and field named. */
 START_TEST(zb_refusals)
@@ -491,6 +521,7 @@ static Suite *zb_suite(void)
                                   zbv_orders_complete_and_bounded,
                                   zbv_bubble_on_a_graph,
                                   zbv_random_times_never_stall,
+                                  zbv_uneven_stages_follow_the_v,
                                   zb_refusals,
                                   NULL};
     suite_add_tests(s, "core", 120, tests);
