@@ -179,6 +179,23 @@ START_TEST(tree_wins_small_messages_ring_large_ones)
 }
 END_TEST
 
+/* One generated node of `kind` (protosim cluster KIND --nodes 1) loaded into c; err cleared. */
+static void load_one_node(const char *kind, cluster *c, ps_error *err)
+{
+    char path[] = "/tmp/protosim_test_coll_XXXXXX.xml";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    cluster_gen_opts go = {.nodes = 1};
+    ps_error_clear(err);
+    ck_assert_int_eq(cluster_generate(kind, &go, f, err), 0);
+    fclose(f);
+    cluster_engine_start();
+    int rc = cluster_load(path, ps_data_dir(), c, err);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", err->message);
+}
+
 /* A GB200 NVL72 rack (protosim cluster gb200-nvl72: 72 GPUs, NVLink ports of 900 GB/s, 0.7 us
  * each) with the GB200's own NVLS efficiency (devices.yaml: 0.48, fitted on the published
  * full-rack curve). All-reduce of S = 4 GiB on all 72 GPUs: each port carries S (k+1)/k =
@@ -188,20 +205,9 @@ END_TEST
  * 4 GiB: within 15% (issue 32's check; in-sample, since the efficiency was fitted there). */
 START_TEST(nvl72_allreduce_against_the_published_rack)
 {
-    char path[] = "/tmp/protosim_test_coll_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    cluster_gen_opts go = {.nodes = 1};
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(cluster_generate("gb200-nvl72", &go, f, &err), 0);
-    fclose(f);
-    cluster_engine_start();
     cluster c;
-    int rc = cluster_load(path, ps_data_dir(), &c, &err);
-    unlink(path);
-    ck_assert_msg(rc == 0, "%s", err.message);
+    ps_error err;
+    load_one_node("gb200-nvl72", &c, &err);
     htae_options o = sim_bare_options();
     o.device_constants = 1; /* the GB200's NVLS efficiency; launch and step costs stay 0 */
     o.algo = COLL_ALGO_NVLS;
@@ -222,20 +228,9 @@ END_TEST
  * 3.889 ms plus 14 steps. NVLS is chosen; forcing the ring gives the ring's time. */
 START_TEST(nvls_moves_k_plus_one_over_k)
 {
-    char path[] = "/tmp/protosim_test_coll_XXXXXX.xml";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    cluster_gen_opts go = {.nodes = 1};
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(cluster_generate("dgx-h100", &go, f, &err), 0);
-    fclose(f);
-    cluster_engine_start();
     cluster c;
-    int rc = cluster_load(path, ps_data_dir(), &c, &err);
-    unlink(path);
-    ck_assert_msg(rc == 0, "%s", err.message);
+    ps_error err;
+    load_one_node("dgx-h100", &c, &err);
     htae_options o = sim_bare_options();
     double sizes[1] = {1 * GB}, times[1];
     coll_algo algos[1];

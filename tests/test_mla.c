@@ -192,6 +192,17 @@ START_TEST(mtp_module_ops)
 }
 END_TEST
 
+/* The model `text` is an input error at a located key containing `field`, saying `needle`. */
+static void expect_model_error(const char *text, const char *field, const char *needle)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(model_load_text(text, &m, &err), PS_EINPUT);
+    ck_assert_msg(strstr(err.field, field), "%s: %s", err.field, err.message);
+    ck_assert_msg(strstr(err.message, needle), "%s", err.message);
+    ck_assert_int_gt(err.line, 0);
+}
+
 /* The MLA keys' errors, each at its key. */
 START_TEST(mla_key_errors)
 {
@@ -208,14 +219,8 @@ START_TEST(mla_key_errors)
         {MLA_MODEL "head_dim: 64\n", "head_dim", "not a key of `attention: mla`"},
         {MLA_MODEL "positions: learned\n", "positions", "rotary"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        workload_model m;
-        ps_error err = {0};
-        ck_assert_int_eq(model_load_text(cases[i].text, &m, &err), PS_EINPUT);
-        ck_assert_msg(strstr(err.field, cases[i].field), "%s: %s", err.field, err.message);
-        ck_assert_msg(strstr(err.message, cases[i].needle), "%s", err.message);
-        ck_assert_int_gt(err.line, 0);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_model_error(cases[i].text, cases[i].field, cases[i].needle);
 }
 END_TEST
 
@@ -345,14 +350,8 @@ START_TEST(mla_and_mtp_need_a_decoder)
          "qk_rope_head_dim: 8\nv_head_dim: 12\n",
          "bias", "no biases"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        workload_model m;
-        ps_error err = {0};
-        ck_assert_int_eq(model_load_text(cases[i].text, &m, &err), PS_EINPUT);
-        ck_assert_msg(strstr(err.field, cases[i].field), "%s: %s", err.field, err.message);
-        ck_assert_msg(strstr(err.message, cases[i].needle), "%s", err.message);
-        ck_assert_int_gt(err.line, 0);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_model_error(cases[i].text, cases[i].field, cases[i].needle);
 }
 END_TEST
 

@@ -98,6 +98,16 @@ START_TEST(zb_orders_complete_and_bounded)
 }
 END_TEST
 
+/* tests/data/hetero/four.xml (four GPUs) loaded into c; err cleared. */
+static void load_four(cluster *c, ps_error *err)
+{
+    char cp[1024];
+    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", ps_data_dir());
+    ps_error_clear(err);
+    cluster_engine_start();
+    ck_assert_msg(cluster_load(cp, ps_data_dir(), c, err) == 0, "%s", err->message);
+}
+
 /* The schedule on an execution graph built here: p = 4 stages of GPUs on four.xml, m = 8
  * micro-batches, one compute task per F, B and W (1F1B: one per F and per whole backward of
  * t_B + t_W), no communication; F waits for the previous stage's F, B for the next stage's B
@@ -107,13 +117,9 @@ static double timeline_in_process(pipeline_schedule sched, double tf, double tb,
                                   double *span, double *bubble)
 {
     const int p = 4, m = 8;
-    char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", ps_data_dir());
     ps_error err;
-    ps_error_clear(&err);
     cluster c;
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, ps_data_dir(), &c, &err) == 0, "%s", err.message);
+    load_four(&c, &err);
     exec_graph *g = graph_create(p);
     int label = graph_label(g, "unit");
     uint32_t fwd[MAX_P][MAX_M], bwd[MAX_P][MAX_M], first[MAX_P], last[MAX_P];
@@ -300,13 +306,9 @@ static void zbv_child(const void *arg, void *out)
 {
     (void)arg;
     enum { P = 4, M = 8 };
-    char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", ps_data_dir());
     ps_error err;
-    ps_error_clear(&err);
     cluster c;
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, ps_data_dir(), &c, &err) == 0, "%s", err.message);
+    load_four(&c, &err);
     exec_graph *g = graph_create(P);
     int label = graph_label(g, "pass");
     uint32_t f[2][P][M], b[2][P][M];
