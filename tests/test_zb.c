@@ -391,7 +391,7 @@ static const char *const PLAN =
     "strategy:\n  pipeline: {degree: 4, schedule: %s}\n";
 
 typedef struct plan_out {
-    double makespan, busy[4], act[4];
+    double makespan, busy[4], act[4], weights[4];
 } plan_out;
 
 static void plan_child(const void *arg, void *out)
@@ -406,9 +406,11 @@ static void plan_child(const void *arg, void *out)
     for (int r = 0; r < 4; r++) {
         o->busy[r] = 0;
         o->act[r] = f.p.memory[r].activations;
+        o->weights[r] = f.p.memory[r].weights;
     }
-    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
-        if (f.p.graph->tasks[t].kind == TASK_COMPUTE)
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) /* the passes (not the optimizer step) */
+        if (f.p.graph->tasks[t].kind == TASK_COMPUTE &&
+            f.p.graph->tasks[t].category != CAT_OPTIMIZER)
             o->busy[f.p.graph->tasks[t].rank] += f.p.graph->tasks[t].seconds;
     fixture_free(&f);
 }
@@ -447,6 +449,9 @@ START_TEST(compiled_split_keeps_work_and_ends_sooner)
     }
     ck_assert_msg(fabs(all_v / all_b - 1) < 1e-9, "%.12g %.12g", all_v, all_b);
     ck_assert(v.busy[0] > v.busy[1] && v.busy[0] > b.busy[3]); /* the head on stage 0 */
+    /* its weights: 1F1B's stage 0 (the embedding and two layers) and the final LayerNorm
+     * (2 x 1024, bf16); the tied head on the embedding's own stage holds no copy */
+    ck_assert_double_eq(v.weights[0], b.weights[0] + 2 * 1024 * 2);
     ck_near(h1.act[0], b.act[0], 1e-6);
     ck_near(h2.act[0], 7.0 / 4.0 * b.act[0], 1e-3);
     ck_assert(h1.act[3] < b.act[0]);

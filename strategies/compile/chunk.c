@@ -201,11 +201,12 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
 }
 
 /* Parameters an op adds to its chunk. A tied LM head shares the word embedding: with one
- * pipeline stage both are on it and held once; with more, the last stage holds its own copy
- * (Megatron's word_embeddings_for_head), so the op's tied part counts there. */
+ * pipeline stage, or ZB-V's V (the first and last chunks both on stage 0), both are on one stage
+ * and held once; otherwise the last stage holds its own copy (Megatron's
+ * word_embeddings_for_head), so the op's tied part counts there. */
 static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
 {
-    return op->params - (cx->pp == 1 ? op->tied_params : 0.0);
+    return op->params - (cx->pp == 1 || cx->vshape ? op->tied_params : 0.0);
 }
 
 /* Saved activations of an op's forward, after recompute savings. */
@@ -295,9 +296,10 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
             /* a copy of a tied weight on its owner's stage is not gathered again (MTP's lookup
              * of the embedding) */
             add_unit_params(ct, op->layer,
-                            op->params - (op->layer >= wg->model.layers && cx->pp == 1
-                                              ? op->tied_params * (op->kind == OP_EMBEDDING)
-                                              : 0.0),
+                            op->params -
+                                (op->layer >= wg->model.layers && (cx->pp == 1 || cx->vshape)
+                                     ? op->tied_params * (op->kind == OP_EMBEDDING)
+                                     : 0.0),
                             expert);
         }
         int cut =
