@@ -632,6 +632,20 @@ static void intern_labels(compile_ctx *cx)
     cx->label_hsdp_ear = graph_label(g, "hsdp expert grad all-reduce");
 }
 
+/* What a compile holds besides the plan it hands out. */
+static void compile_ctx_free(compile_ctx *cx)
+{
+    compile_orders_free(cx);
+    chunk_profiles_free(cx);
+    compile_free_stage_groups(cx);
+    context_rings_free(cx);
+    free(cx->sharded);
+    free(cx->last_compute);
+    compile_fold_free(cx);
+    free(cx->chunk_first);
+    workload_graph_free(&cx->wg);
+}
+
 /* Whatever GPU built them, a chunk's templates have the same segments and buckets. */
 static void assert_templates_alike(compile_ctx *cx)
 {
@@ -759,15 +773,7 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     int rc = graph_finalize(cx.g, err);
     out->graph = cx.g;
 
-    compile_orders_free(&cx);
-    chunk_profiles_free(&cx);
-    compile_free_stage_groups(&cx);
-    context_rings_free(&cx);
-    free(cx.sharded);
-    free(cx.last_compute);
-    compile_fold_free(&cx);
-    free(cx.chunk_first);
-    workload_graph_free(&cx.wg);
+    compile_ctx_free(&cx);
     return rc;
 }
 
