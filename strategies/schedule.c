@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../sim/base/xalloc.h"
 
@@ -172,9 +173,9 @@ static int zbv_room(const int *next, const int *held, int stages, int s, int kin
     return held[s] + 1 + started + 1 <= 2 * stages;
 }
 
-void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pipeline_unit *out)
+void pipeline_zbv_orders(int stages, int micro, const double *cost, pipeline_unit *out)
 {
-    assert(stages >= 2 && stage >= 0 && stage < stages && micro >= 1);
+    assert(stages >= 2 && micro >= 1);
     size_t cells = (size_t)ZV_KINDS * stages * micro;
     double *end = xmalloc(cells * sizeof *end), *clock = xcalloc((size_t)stages, sizeof *clock);
     int *next = xcalloc((size_t)stages * ZV_KINDS, sizeof *next);
@@ -211,10 +212,9 @@ void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pi
             held[s] += pick <= ZV_F0 ? 1 : pick >= ZV_W1 ? -1 : 0;
             left[s]--;
             remaining--;
-            if (s == stage) {
-                pipeline_unit u = {pick >= ZV_B1, j, pick % 2 == 0 ? 1 : 0, 0, part[pick]};
-                out[n++] = u;
-            }
+            pipeline_unit u = {pick >= ZV_B1, j, pick % 2 == 0 ? 1 : 0, 0, part[pick]};
+            out[(size_t)s * 6 * micro + (size_t)(ZV_KINDS * micro - left[s] - 1)] = u;
+            n++;
         }
         /* then on to the next event: a stage freed, or an idle stage's input arriving */
         double at = INFINITY;
@@ -237,12 +237,21 @@ void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pi
         assert(remaining == 0 || isfinite(at)); /* never stuck: tests/test_zb.c */
         t = at;
     }
-    assert(n == 6 * micro);
+    assert(n == 6 * micro * stages);
     free(end);
     free(clock);
     free(next);
     free(held);
     free(left);
+}
+
+void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pipeline_unit *out)
+{
+    assert(stage >= 0 && stage < stages);
+    pipeline_unit *all = xmalloc((size_t)stages * 6 * micro * sizeof *all);
+    pipeline_zbv_orders(stages, micro, cost, all);
+    memcpy(out, all + (size_t)stage * 6 * micro, (size_t)6 * micro * sizeof *out);
+    free(all);
 }
 
 void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,

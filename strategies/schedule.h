@@ -62,6 +62,8 @@ void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *
  * warm-up is finer). It never stalls (tests/test_zb.c: equal times for stages <= 24, random
  * times for stages <= 12). Units: chunk 0 or 1, micro-batches in order within each kind. */
 void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pipeline_unit *out);
+/* Every stage's ZB-V order at once, stage s's 6 micro units at out + s * 6 micro. */
+void pipeline_zbv_orders(int stages, int micro, const double *cost, pipeline_unit *out);
 
 /* Dispatch on the schedule; returns the number of units (pipeline_units). combined: the
  * combined 1F1B (not with gpipe or a zero-bubble schedule). */

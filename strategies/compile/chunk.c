@@ -512,8 +512,8 @@ void compile_orders_init(compile_ctx *cx)
             cost[p * 6 + 4 + c] = pass_seconds(&ct->wgt, NULL);
         }
     cx->orders = xmalloc((size_t)cx->pp * n * sizeof *cx->orders);
-    for (int p = 0; p < cx->pp; p++)
-        pipeline_zbv_order(cx->pp, p, cx->M, cost, cx->orders + (size_t)p * n);
+    assert(n == 6 * cx->M);
+    pipeline_zbv_orders(cx->pp, cx->M, cost, cx->orders);
     free(cost);
 }
 
