@@ -47,11 +47,11 @@ static int chunk_holds(const compiled_plan *p, int mc, const workload_op *op)
     return op->layer >= first && op->layer < first + p->chunk_layers[mc];
 }
 
-static int rank_holds(const compiled_plan *p, int rank, const workload_op *op)
+static int rank_holds(const strategy *s, const compiled_plan *p, int rank, const workload_op *op)
 {
-    int s = p->stage_of_rank[rank];
+    int stage = p->stage_of_rank[rank];
     for (int k = 0; k < p->chunks; k++)
-        if (chunk_holds(p, p->vshape ? (k == 0 ? s : 2 * p->pp - 1 - s) : k * p->pp + s, op))
+        if (chunk_holds(p, strategy_chunk_of_stage(s, stage, k), op))
             return 1;
     return 0;
 }
@@ -71,7 +71,7 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
     int expert_layout = p->model.experts > 0 && (s->ep > 1 || s->etp != p->tp);
     for (int i = 0; i < wg.n_ops; i++) {
         const workload_op *full = &wg.ops[i];
-        if (!rank_holds(p, rank, full))
+        if (!rank_holds(s, p, rank, full))
             continue;
         workload_op op;
         if (full->expert && expert_layout)

@@ -206,7 +206,18 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
  * word_embeddings_for_head), so the op's tied part counts there. */
 static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
 {
-    return op->params - (cx->pp == 1 || cx->vshape ? op->tied_params : 0.0);
+    return op->params - (cx->pp == 1 || compile_vshape(cx) ? op->tied_params : 0.0);
+}
+
+/* Parameters an op adds to its FSDP unit (what the unit gathers). A copy of a tied weight on
+ * its owner's stage (MTP's lookup of the embedding, past the main layers) is not gathered
+ * again. The tied LM head's unit still gathers the shared weight whole, as the embedding's
+ * unit does (the weight held once: chunk_op_params). */
+static double unit_op_params(const compile_ctx *cx, const workload_op *op, int layers)
+{
+    int copy =
+        op->layer >= layers && op->kind == OP_EMBEDDING && (cx->pp == 1 || compile_vshape(cx));
+    return op->params - (copy ? op->tied_params : 0.0);
 }
 
 /* Saved activations of an op's forward, after recompute savings. */
@@ -293,14 +304,7 @@ static void build_forward(compile_ctx *cx, int mc, const device_spec *dev, doubl
             if (expert)
                 ct->expert_params += op->params;
             ct->act_bytes += saved_act_bytes(cx, op);
-            /* a copy of a tied weight on its owner's stage is not gathered again (MTP's lookup
-             * of the embedding) */
-            add_unit_params(ct, op->layer,
-                            op->params -
-                                (op->layer >= wg->model.layers && (cx->pp == 1 || cx->vshape)
-                                     ? op->tied_params * (op->kind == OP_EMBEDDING)
-                                     : 0.0),
-                            expert);
+            add_unit_params(ct, op->layer, unit_op_params(cx, op, wg->model.layers), expert);
         }
         int cut =
             fwd_cut(cx, &wg->ops[i]) ? CUT_TP : expert_cut(cx, i, i + 1 < wg->n_ops ? i + 1 : -1);
@@ -500,7 +504,7 @@ static double pass_seconds(const segment_list *a, const segment_list *b)
 void compile_orders_init(compile_ctx *cx)
 {
     cx->orders = NULL;
-    if (!cx->vshape)
+    if (!compile_vshape(cx))
         return;
     int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
     double *cost = xmalloc((size_t)cx->pp * 6 * sizeof *cost);

@@ -380,7 +380,7 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
             } else if (mc + 1 < cx->mcs) {
                 int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_act, mb);
-                compile_send_companions(cx, x, j, p, q, cx->vshape ? q == p + 1 : 1);
+                compile_send_companions(cx, x, j, p, q, compile_vshape(cx) ? q == p + 1 : 1);
                 es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
             }
         } else {
@@ -391,7 +391,7 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
             } else if (mc > 0) {
                 int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_grad, mb);
-                compile_send_companions(cx, x, j, p, q, cx->vshape ? q == p + 1 : 0);
+                compile_send_companions(cx, x, j, p, q, compile_vshape(cx) ? q == p + 1 : 0);
                 es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
             }
         }
@@ -505,7 +505,7 @@ static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev
     }
     assert((int)cx->g->tasks[in].peer == cx->g->tasks[first].rank);
     graph_add_edge(cx->g, in, first);
-    if (prev != NONE && !cx->vshape)
+    if (prev != NONE && !compile_vshape(cx))
         graph_add_edge(cx->g, prev, in);
     return 1;
 }
@@ -567,7 +567,6 @@ static void describe_plan(compile_ctx *cx, compiled_plan *out)
     out->cp = cx->cp;
     out->zero_shard = cx->shard;
     out->chunks = cx->v;
-    out->vshape = cx->vshape;
     out->micro_batches = cx->M;
     out->samples_per_iter = s->global_batch;
     out->tokens_per_iter = (double)s->global_batch * m->seq;
@@ -681,7 +680,6 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.cp = s->cp;
     cx.dp = s->dp * s->cp;
     cx.v = strategy_chunks_per_stage(s);
-    cx.vshape = s->schedule == SCHED_ZBV;
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
     cx.chunk_first = xmalloc(((size_t)cx.mcs + 1) * sizeof *cx.chunk_first);

@@ -67,8 +67,7 @@ typedef struct compiled_plan {
     workload_model model;                            /* the model as resolved */
     plan_desc plan;                                  /* the strategy root's layout and knobs */
     int gpus, tp, pp, dp, cp, chunks, micro_batches; /* dp: data.degree, cp: context.degree */
-    int vshape;     /* ZB-V: stage p holds model chunks p and 2 pp - 1 - p (else k pp + p) */
-    int zero_shard; /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
+    int zero_shard;         /* ranks ZeRO shards over: dp x cp, or HSDP's data.shard_degree */
     int simulated_replicas; /* dp, or 1 when data-parallel replicas are folded */
     int simulated_tp;       /* tp, or 1 when tensor-parallel peers are folded (fold.c) */
     int simulated_context;  /* cp, or fewer context indices when folded inside replica 0 */

@@ -82,7 +82,6 @@ typedef struct compile_ctx {
      * compiler's data index d runs over them, d = data index x cp + context index
      * (compile_rank_of). mcs: model chunks = pp * v */
     int tp, pp, dp, cp, v, mcs, M;
-    int vshape;            /* ZB-V's V placement of the chunks (compile_chunk_of) */
     pipeline_unit *orders; /* ZB-V: every stage's order (pipeline_units each), from the chunks'
                               pass times (compile_orders_init); NULL otherwise */
     int *chunk_first;      /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
@@ -177,20 +176,21 @@ typedef struct compile_ctx {
     profile_stats *stats;      /* where template builds record their op passes, or NULL */
 } compile_ctx;
 
+/* The stage holding model chunk mc, and the model chunk stage p holds as its k-th (its unit's
+ * `chunk`): strategy.h's mapping, one place for the interleaved and ZB-V layouts. */
 static inline int stage_of_chunk(const compile_ctx *cx, int mc)
 {
-    if (cx->vshape) /* ZB-V: chunks 0..pp-1 down the stages, pp..2pp-1 back up */
-        return mc < cx->pp ? mc : 2 * cx->pp - 1 - mc;
-    return mc % cx->pp;
+    return strategy_stage_of_chunk(cx->s, mc);
 }
-
-/* The model chunk stage p holds as its k-th (its unit's `chunk`): k pp + p, or (ZB-V) p going
- * down and 2 pp - 1 - p coming back. */
 static inline int compile_chunk_of(const compile_ctx *cx, int p, int k)
 {
-    if (cx->vshape)
-        return k == 0 ? p : 2 * cx->pp - 1 - p;
-    return k * cx->pp + p;
+    return strategy_chunk_of_stage(cx->s, p, k);
+}
+/* ZB-V's V placement: stage 0 holds the first and the last model chunk (the embedding and the
+ * head), and the last stage hands chunk pp - 1's output to chunk pp locally. */
+static inline int compile_vshape(const compile_ctx *cx)
+{
+    return cx->s->schedule == SCHED_ZBV;
 }
 
 /* Where ranks sit (ranks.c; compile_rank_of in compile.h). Expert parallelism's rank groups

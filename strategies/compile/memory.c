@@ -142,21 +142,26 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     me->total = me->weights + me->gradients + me->optimizer + me->activations + me->buffers;
 }
 
-/* Memory per rank from its stage's chunks (the same on every GPU), against its own GPU's HBM. */
+/* Memory per rank from its stage's chunks (the same on every GPU of a stage, estimated once per
+ * stage), against its own GPU's HBM. */
 void compile_estimate_plan_memory(compile_ctx *cx, compiled_plan *out)
 {
     const cluster *c = cx->c;
     const chunk_template **stage_chunks = xmalloc((size_t)cx->v * sizeof *stage_chunks);
+    memory_estimate *of_stage = xmalloc((size_t)cx->pp * sizeof *of_stage);
+    for (int p = 0; p < cx->pp; p++) {
+        for (int k = 0; k < cx->v; k++)
+            stage_chunks[k] = compile_chunk_ref(cx, compile_chunk_of(cx, p, k));
+        compile_estimate_memory(cx, stage_chunks, p, &of_stage[p]);
+    }
     out->memory = xcalloc((size_t)c->n_gpus, sizeof *out->memory);
     out->memory_capacity_of_rank =
         xmalloc((size_t)c->n_gpus * sizeof *out->memory_capacity_of_rank);
     for (int r = 0; r < c->n_gpus; r++) {
-        int p = out->stage_of_rank[r];
-        for (int k = 0; k < cx->v; k++)
-            stage_chunks[k] = compile_chunk_ref(cx, compile_chunk_of(cx, p, k));
-        compile_estimate_memory(cx, stage_chunks, p, &out->memory[r]);
+        out->memory[r] = of_stage[out->stage_of_rank[r]];
         out->memory_capacity_of_rank[r] = c->device[r]->hbm_bytes;
     }
+    free(of_stage);
     free(stage_chunks);
 }
 
