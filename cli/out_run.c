@@ -239,7 +239,7 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
             fprintf(out, "CP %d x ", p->cp);
         fprintf(out, "PP %d x DP %d; %s, %d micro-batches of %d", p->pp, p->dp,
                 schedule_name(d->schedule), p->micro_batches, d->micro_batch);
-        if (p->chunks > 1 && d->schedule == SCHED_ZBV)
+        if (p->chunks > 1 && (d->schedule == SCHED_ZBV || d->schedule == SCHED_DUALPIPEV))
             fprintf(out, ", 2 chunks a stage in a V");
         else if (p->chunks > 1)
             fprintf(out, ", %d virtual stages", p->chunks);

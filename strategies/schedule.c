@@ -24,7 +24,7 @@ static pipeline_unit part_unit(int micro, unit_part part)
 
 int pipeline_splits_backward(pipeline_schedule s)
 {
-    return s == SCHED_ZBH1 || s == SCHED_ZBH2 || s == SCHED_ZBV;
+    return s == SCHED_ZBH1 || s == SCHED_ZBH2 || s == SCHED_ZBV || s == SCHED_DUALPIPEV;
 }
 
 int pipeline_units(pipeline_schedule s, int micro, int chunks)
@@ -254,6 +254,98 @@ void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pi
     free(all);
 }
 
+/* DualPipeV's order on one stage, built as the published schedule steps it (DeepSeek's
+ * DualPipe repository, dualpipev.py), with counters per chunk and a FIFO of deferred W. */
+typedef struct dpv_state {
+    pipeline_unit *out;
+    int n, f[2], b[2], *wq, wq_head, wq_tail;
+} dpv_state;
+
+static void dpv_forward(dpv_state *st, int chunk, int merged)
+{
+    pipeline_unit u = unit(0, st->f[chunk]++, chunk);
+    u.merged = merged;
+    st->out[st->n++] = u;
+}
+
+/* A backward of chunk `chunk`: whole, or (zb) its B with its W queued. */
+static void dpv_backward(dpv_state *st, int chunk, int zb)
+{
+    pipeline_unit u = unit(1, st->b[chunk]++, chunk);
+    if (zb) {
+        u.part = PART_INPUT;
+        st->wq[st->wq_tail++] = u.micro * 2 + chunk;
+    }
+    st->out[st->n++] = u;
+}
+
+static void dpv_weight(dpv_state *st)
+{
+    assert(st->wq_head < st->wq_tail);
+    int x = st->wq[st->wq_head++];
+    pipeline_unit u = unit(1, x / 2, x % 2);
+    u.part = PART_WEIGHT;
+    st->out[st->n++] = u;
+}
+
+/* A forward of chunk c0 overlapped with a whole backward of chunk c1 (one merged step). */
+static void dpv_fwd_bwd(dpv_state *st, int c0, int c1)
+{
+    dpv_forward(st, c0, 1);
+    dpv_backward(st, c1, 0);
+}
+
+int pipeline_dualpipev_order(int stages, int stage, int micro, pipeline_unit *out)
+{
+    assert(stages >= 1 && stage >= 0 && stage < stages && micro >= 2 * stages);
+    int r = stage, tail = stages - r - 1;
+    dpv_state st = {out, 0, {0, 0}, {0, 0}, xmalloc((size_t)2 * micro * sizeof(int)), 0, 0};
+    for (int i = 0; i < 2 * tail; i++) /* 1: chunk 0's warm-up */
+        dpv_forward(&st, 0, 0);
+    for (int i = 0; i < r + 1; i++) { /* 2: both chunks' forwards in turn */
+        dpv_forward(&st, 0, 0);
+        dpv_forward(&st, 1, 0);
+    }
+    for (int i = 0; i < tail; i++) { /* 3: B1 W F1, the W at once (zero bubble) */
+        dpv_backward(&st, 1, 1);
+        dpv_weight(&st);
+        dpv_forward(&st, 1, 0);
+    }
+    for (int i = 0; i < micro - 2 * stages + r + 1; i++) { /* 4: F0&B1 F1&B0 */
+        if (i == 0 && r == stages - 1) { /* the last stage's first pair not overlapped */
+            dpv_forward(&st, 0, 0);
+            dpv_backward(&st, 1, 0);
+        } else {
+            dpv_fwd_bwd(&st, 0, 1);
+        }
+        dpv_fwd_bwd(&st, 1, 0);
+    }
+    for (int i = 0; i < tail; i++) { /* 5: B1 F1&B0 */
+        dpv_backward(&st, 1, 0);
+        dpv_fwd_bwd(&st, 1, 0);
+    }
+    int zb = 0; /* 6: B1 B0, the second half with W deferred */
+    for (int i = 0; i < r + 1; i++) {
+        if (i == (r + 1) / 2 && r % 2 == 1)
+            zb = 1;
+        dpv_backward(&st, 1, zb);
+        if (i == (r + 1) / 2 && r % 2 == 0)
+            zb = 1;
+        dpv_backward(&st, 0, zb);
+    }
+    for (int i = 0; i < tail; i++) { /* 7: W B0 */
+        dpv_weight(&st);
+        dpv_backward(&st, 0, 1);
+    }
+    for (int i = 0; i < r + 1; i++) /* 8: the deferred W */
+        dpv_weight(&st);
+    assert(st.wq_head == st.wq_tail && st.f[0] == micro && st.f[1] == micro && st.b[0] == micro &&
+           st.b[1] == micro);
+    assert(st.n == 4 * micro + 2 * stages - r - 1);
+    free(st.wq);
+    return st.n;
+}
+
 void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,
                            pipeline_unit *out)
 {
@@ -286,6 +378,9 @@ int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int ch
         assert(chunks == 2);
         pipeline_zbv_order(stages, stage, micro, NULL, out);
         return 6 * micro;
+    case SCHED_DUALPIPEV:
+        assert(chunks == 2);
+        return pipeline_dualpipev_order(stages, stage, micro, out);
     }
     return 0;
 }

@@ -20,7 +20,8 @@ typedef struct pipeline_unit {
 
 /* Whether the schedule splits each backward into B and W units. */
 int pipeline_splits_backward(pipeline_schedule s);
-/* Units a stage's order holds: 2 * micro * chunks, 3 * micro when the backward is split. */
+/* Units a stage's order holds: 2 * micro * chunks, 3 * micro * chunks when the backward is split
+ * (DualPipeV: at most that; it splits only some backwards, pipeline_order says how many). */
 int pipeline_units(pipeline_schedule s, int micro, int chunks);
 /* Whether a unit completes its micro-batch's weight gradients (a whole backward or a W). */
 int pipeline_unit_makes_grads(pipeline_unit u);
@@ -64,6 +65,19 @@ void pipeline_zb_order(int h2, int stages, int stage, int micro, pipeline_unit *
 void pipeline_zbv_order(int stages, int stage, int micro, const double *cost, pipeline_unit *out);
 /* Every stage's ZB-V order at once, stage s's 6 micro units at out + s * 6 micro. */
 void pipeline_zbv_orders(int stages, int micro, const double *cost, pipeline_unit *out);
+
+/* DualPipeV (DeepSeek-AI's DualPipe repository, dualpipev.py; DualPipe "cut in half" by Sea AI
+ * Lab): ZB-V's V of two chunks a stage (stage s holds chunks s and 2 stages - 1 - s, the loss on
+ * stage 0), every micro-batch through both, in the published eight steps: 2 (stages - s - 1)
+ * chunk-0 forwards; s + 1 pairs F0 F1; stages - s - 1 rounds B1 W F1 (the W at once); then
+ * micro - 2 stages + s + 1 rounds of two merged steps, a chunk-0 forward overlapped with a whole
+ * chunk-1 backward and a chunk-1 forward with a chunk-0 backward (`merged` on the forward; the
+ * last stage runs its first pair apart); stages - s - 1 rounds of B1 then F1&B0; s + 1 pairs B1
+ * B0 whose second half defer their W; stages - s - 1 rounds W B0 (deferred); the s + 1 W left.
+ * A backward is whole (part PART_WHOLE: its B and W together) unless deferred. Needs micro >=
+ * 2 stages. Returns the units: 4 micro + 2 stages - s - 1. Bubble (stages - 1)(F&B + B - 3W)
+ * in chunk passes (the repository's table, with PP = 2 stages chunks). */
+int pipeline_dualpipev_order(int stages, int stage, int micro, pipeline_unit *out);
 
 /* Dispatch on the schedule; returns the number of units (pipeline_units). combined: the
  * combined 1F1B (not with gpipe or a zero-bubble schedule). */

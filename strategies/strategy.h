@@ -15,7 +15,8 @@ typedef enum {
     SCHED_INTERLEAVED,
     SCHED_ZBH1,
     SCHED_ZBH2,
-    SCHED_ZBV
+    SCHED_ZBV,
+    SCHED_DUALPIPEV
 } pipeline_schedule;
 /* Each enum's one name table (the YAML spelling), indexed by value: vocab.h's enum_name and
  * enum_parse look them up. */
@@ -247,23 +248,28 @@ int strategy_check_gpus(const strategy *s, int gpus, ps_error *err);
  * size, and `attention_kernel: warp-mma` the GPUs' warp_mma_fraction (errors at `workload`). */
 int strategy_check_devices(const strategy *s, const cluster *c, ps_error *err);
 
-/* Model chunks each pipeline stage holds: the interleaved schedule's virtual stages, ZB-V's two
- * (in a V: stage p holds chunks p and 2 pp - 1 - p), otherwise one. */
+/* Whether the schedule places two chunks a stage in a V (ZB-V, DualPipeV). */
+static inline int strategy_vshape(const strategy *s)
+{
+    return s->schedule == SCHED_ZBV || s->schedule == SCHED_DUALPIPEV;
+}
+/* Model chunks each pipeline stage holds: the interleaved schedule's virtual stages, a V's two
+ * (ZB-V, DualPipeV: stage p holds chunks p and 2 pp - 1 - p), otherwise one. */
 static inline int strategy_chunks_per_stage(const strategy *s)
 {
-    return s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : s->schedule == SCHED_ZBV ? 2 : 1;
+    return s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : strategy_vshape(s) ? 2 : 1;
 }
 /* The model chunk stage p holds as its k-th, and the stage holding model chunk mc: k pp + p
- * (mc mod pp), or ZB-V's V (p, 2 pp - 1 - p). */
+ * (mc mod pp), or a V (p, 2 pp - 1 - p). */
 static inline int strategy_chunk_of_stage(const strategy *s, int p, int k)
 {
-    if (s->schedule == SCHED_ZBV)
+    if (strategy_vshape(s))
         return k == 0 ? p : 2 * s->pp - 1 - p;
     return k * s->pp + p;
 }
 static inline int strategy_stage_of_chunk(const strategy *s, int mc)
 {
-    if (s->schedule == SCHED_ZBV)
+    if (strategy_vshape(s))
         return mc < s->pp ? mc : 2 * s->pp - 1 - mc;
     return mc % s->pp;
 }

@@ -8,6 +8,34 @@
 
 #include <stdio.h>
 
+/* DualPipeV overlaps a forward chunk with a backward chunk itself (its F&B steps): Megatron-Core's
+ * merge (expert.overlap_a2a) is another schedule's, and a full-recompute replay inside the
+ * overlapped step is not modelled (the merged passes replay no layer). The micro-batch count is
+ * checked with the batch (validate_batch). */
+static int validate_dualpipev(const strategy *s, ps_error *err)
+{
+    src_loc sl = s->schedule_loc.line ? s->schedule_loc : s->pp_loc;
+    if (s->overlap_a2a) {
+        src_loc o = s->overlap_a2a_loc.line ? s->overlap_a2a_loc : sl;
+        return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column,
+                            "strategy.expert.overlap_a2a",
+                            "overlap_a2a is Megatron-Core's merge of 1F1B's steps; the dualpipev "
+                            "schedule overlaps its forward and backward chunks itself (drop "
+                            "overlap_a2a)");
+    }
+    src_loc full = {0, 0};
+    if (s->recompute == RECOMPUTE_FULL)
+        full = s->recompute_loc.line ? s->recompute_loc : sl;
+    for (int i = 0; i < s->n_overrides && !full.line; i++)
+        if (s->overrides[i].has_recompute && s->overrides[i].recompute == RECOMPUTE_FULL)
+            full = s->overrides[i].loc;
+    if (full.line)
+        return ps_error_set(err, PS_EINPUT, s->file, full.line, full.column, "strategy.recompute",
+                            "full recompute with the dualpipev schedule is not modelled: its "
+                            "overlapped forward and backward steps replay no layer");
+    return 0;
+}
+
 /* The pipeline schedule's own rules: virtual stages exist only in the interleaved schedule,
  * which needs at least two of them, two stages, and whole rounds of micro-batches. */
 static int validate_schedule(const strategy *s, ps_error *err)
@@ -39,7 +67,7 @@ static int validate_schedule(const strategy *s, ps_error *err)
                             "the %s schedule with zero 3 (FSDP) is not modelled: its deferred "
                             "weight gradients would need each unit's parameters gathered again",
                             schedule_name(s->schedule));
-    return 0;
+    return s->schedule == SCHED_DUALPIPEV ? validate_dualpipev(s, err) : 0;
 }
 
 /* Multi-head latent attention and multi-token prediction are modelled without tensor and
@@ -318,6 +346,13 @@ static int validate_batch(const strategy *s, ps_error *err)
                             "the interleaved schedule needs the number of micro-batches per "
                             "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",
                             m, s->pp);
+    if (s->schedule == SCHED_DUALPIPEV && m < 2 * s->pp)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the dualpipev schedule needs at least 2 x pipeline degree = %d "
+                            "micro-batches per data-parallel rank, got %d (its steady state "
+                            "overlaps a forward with a backward from micro-batch 2 x %d on)",
+                            2 * s->pp, m, s->pp);
     return 0;
 }
 

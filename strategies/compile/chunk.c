@@ -504,7 +504,7 @@ static double pass_seconds(const segment_list *a, const segment_list *b)
 void compile_orders_init(compile_ctx *cx)
 {
     cx->orders = NULL;
-    if (!compile_vshape(cx))
+    if (cx->s->schedule != SCHED_ZBV) /* the one schedule ordered by the plan's own times */
         return;
     int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
     double *cost = xmalloc((size_t)cx->pp * 6 * sizeof *cost);
@@ -530,7 +530,7 @@ void compile_orders_free(compile_ctx *cx)
 int compile_stage_order(const compile_ctx *cx, int p, pipeline_unit *out)
 {
     int n = pipeline_units(cx->s->schedule, cx->M, cx->v);
-    if (!cx->orders)
+    if (!cx->orders) /* n: the most a stage's order holds, its own count returned */
         return pipeline_order(cx->s->schedule, cx->pp, p, cx->M, cx->v, cx->s->overlap_a2a, out);
     memcpy(out, cx->orders + (size_t)p * n, (size_t)n * sizeof *out);
     return n;

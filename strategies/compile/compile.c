@@ -170,18 +170,21 @@ static int unit_run_end(const segment_list *l, int i)
     return j;
 }
 
-/* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd) as one piece;
+/* Emit segments [i, j) of each member's list `which` (0 fwd, 1 rec, 2 bwd, 3 wgt) as one piece;
  * seg_ids (when not NULL) as emit_segments', from segment i on. */
 static void emit_piece(compile_ctx *cx, const chunk_template *const *ct, int p, int which, int i,
                        int j, int mb, uint32_t *first, uint32_t *last, uint32_t *seg_ids,
                        uint32_t *after)
 {
-    static const task_category cat[3] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD};
+    static const task_category cat[4] = {CAT_FORWARD, CAT_RECOMPUTE, CAT_BACKWARD, CAT_BACKWARD};
     int n = cx->n_sim;
     segment_list *views = xmalloc((size_t)n * sizeof *views);
     const segment_list **lists = xmalloc((size_t)n * sizeof *lists);
     for (int t = 0; t < n; t++) {
-        const segment_list *l = which == 0 ? &ct[t]->fwd : which == 1 ? &ct[t]->rec : &ct[t]->bwd;
+        const segment_list *l = which == 0   ? &ct[t]->fwd
+                                : which == 1 ? &ct[t]->rec
+                                : which == 2 ? &ct[t]->bwd
+                                             : &ct[t]->wgt;
         assert(i < j && j <= l->n);
         views[t] = (segment_list){l->seg + i, j - i, 0};
         lists[t] = &views[t];
@@ -252,6 +255,25 @@ static void keep_bwd_segments(compile_ctx *cx, emit_state *es, const chunk_templ
                 es->segids[(size_t)i * n + j];
 }
 
+/* A whole backward under a split schedule (DualPipeV's backwards that defer no W): its
+ * segments [k, e) each followed by that segment's weight gradients (wgt's segment i waits for
+ * bwd's segment i, not for its cut, and runs beside it), as autograd runs dX and dW layer by
+ * layer; the W tasks are the buckets' gradient-ready points (es->segids). after: the chain of
+ * B segments and their cuts. */
+static void emit_bwd_with_weights(compile_ctx *cx, emit_state *es, const chunk_template *const *ct,
+                                  int p, int k, int e, int mb, uint32_t *first, uint32_t *last,
+                                  uint32_t *after)
+{
+    int n = cx->n_sim;
+    uint32_t *wafter = xmalloc((size_t)n * sizeof *wafter);
+    for (int i = k; i < e; i++) {
+        emit_piece(cx, ct, p, 2, i, i + 1, mb, first, last, NULL, after);
+        memcpy(wafter, last, (size_t)n * sizeof *wafter);
+        emit_piece(cx, ct, p, 3, i, i + 1, mb, first, last, es->segids + (size_t)i * n, wafter);
+    }
+    free(wafter);
+}
+
 /* The compute of a pipeline unit without FSDP: forward (ZeRO 1/2 with overlapped gathers:
  * micro-batch 0's segments wait for the bucket holding their layer), or the full-recompute
  * replay and backward, whose segments are kept as gradient-ready points for the DP buckets. */
@@ -289,7 +311,10 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
         lists[j] = &ct[j]->bwd;
         after[j] = NONE;
     }
-    emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
+    if (unit.part == PART_WHOLE && pipeline_splits_backward(cx->s->schedule))
+        emit_bwd_with_weights(cx, es, ct, p, 0, ct[0]->bwd.n, mb, first, last, after);
+    else
+        emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
     free(lists);
     free(after);
     if (unit.part == PART_WHOLE) /* a split backward's gradients are ready after its W */
@@ -429,7 +454,9 @@ static int piece_end(const segment_list *l, int i)
  * each piece's all-to-all on the EP stream (c0 a0 c1 a1 ...), so b's combine backward runs
  * beside f's attention, f's dispatch beside b's expert backward, b's dispatch backward beside
  * f's experts and f's combine beside b's attention backward. The members' passes keep their
- * own dependencies (after_f, after_b); a pass left when the other ends runs alone. */
+ * own dependencies (after_f, after_b); a pass left when the other ends runs alone. DualPipeV's
+ * overlapped forward and backward chunks (its F&B steps) are the same merge, b's pieces with
+ * their weight gradients (emit_bwd_with_weights). */
 static void emit_merged(compile_ctx *cx, emit_state *es, int p, pipeline_unit f, pipeline_unit b)
 {
     int n = cx->n_sim;
@@ -443,11 +470,16 @@ static void emit_merged(compile_ctx *cx, emit_state *es, int p, pipeline_unit f,
     for (int j = 0; j < 2 * n; j++)
         after[j] = NONE;
     const segment_list *fl = &uf.ct[0]->fwd, *bl = &ub.ct[0]->bwd;
+    int split = pipeline_splits_backward(cx->s->schedule); /* DualPipeV: b is B and W */
+    assert(b.part == PART_WHOLE);
     for (int i = 0, k = 0; i < fl->n || k < bl->n;) {
         if (k < bl->n) {
             int e = piece_end(bl, k);
-            emit_piece(cx, ub.ct, p, 2, k, e, b.micro, ub.first, ub.last,
-                       es->segids + (size_t)k * n, after_b);
+            if (split)
+                emit_bwd_with_weights(cx, es, ub.ct, p, k, e, b.micro, ub.first, ub.last, after_b);
+            else
+                emit_piece(cx, ub.ct, p, 2, k, e, b.micro, ub.first, ub.last,
+                           es->segids + (size_t)k * n, after_b);
             k = e;
         }
         if (i < fl->n) {
@@ -468,7 +500,7 @@ static void emit_pipeline(compile_ctx *cx, emit_state *es)
 {
     for (int p = 0; p < cx->pp; p++) {
         int nu = compile_stage_order(cx, p, es->units);
-        assert(nu == pipeline_units(cx->s->schedule, cx->M, cx->v));
+        assert(nu <= pipeline_units(cx->s->schedule, cx->M, cx->v));
         for (int u = 0; u < nu; u++) {
             if (es->units[u].part == PART_WEIGHT) {
                 emit_weight_unit(cx, es, p, es->units[u]);

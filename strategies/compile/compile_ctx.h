@@ -186,11 +186,11 @@ static inline int compile_chunk_of(const compile_ctx *cx, int p, int k)
 {
     return strategy_chunk_of_stage(cx->s, p, k);
 }
-/* ZB-V's V placement: stage 0 holds the first and the last model chunk (the embedding and the
- * head), and the last stage hands chunk pp - 1's output to chunk pp locally. */
+/* A V placement (ZB-V, DualPipeV): stage 0 holds the first and the last model chunk (the
+ * embedding and the head), and the last stage hands chunk pp - 1's output to chunk pp locally. */
 static inline int compile_vshape(const compile_ctx *cx)
 {
-    return cx->s->schedule == SCHED_ZBV;
+    return strategy_vshape(cx->s);
 }
 
 /* Where ranks sit (ranks.c; compile_rank_of in compile.h). Expert parallelism's rank groups
@@ -387,7 +387,7 @@ int zero_fsdp_gathers(const compile_ctx *cx, fsdp_step st);
  * exist; nothing for the other schedules. Freed by compile_orders_free. */
 void compile_orders_init(compile_ctx *cx);
 void compile_orders_free(compile_ctx *cx);
-/* Stage p's unit order (pipeline_units of them) into out; returns how many. */
+/* Stage p's unit order (at most pipeline_units of them) into out; returns how many. */
 int compile_stage_order(const compile_ctx *cx, int p, pipeline_unit *out);
 /* Every rank's memory (compile_estimate_memory of its stage's chunks) and its GPU's HBM into
  * out->memory and out->memory_capacity_of_rank. */

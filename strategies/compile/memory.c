@@ -47,7 +47,8 @@ static double fsdp_inflight_params(const compile_ctx *cx, const chunk_template *
 
 /* A split-backward schedule's activations at its peak on stage p: walking its order, a
  * micro-batch holds its chunk's saved activations from its F to its B, then what its W needs
- * (each weight GEMM's X and dY) until its W. */
+ * (each weight GEMM's X and dY) until its W; to the end of its backward when that is whole.
+ * A merged forward is counted before the backward it overlaps frees anything. */
 static double split_activations(const compile_ctx *cx, const chunk_template *const *stage_chunks,
                                 int p)
 {
@@ -61,8 +62,10 @@ static double split_activations(const compile_ctx *cx, const chunk_template *con
             held += ct->act_bytes;
         else if (units[i].part == PART_INPUT)
             held += ct->wgt_act_bytes - ct->act_bytes;
-        else
+        else if (units[i].part == PART_WEIGHT)
             held -= ct->wgt_act_bytes;
+        else /* a whole backward (DualPipeV's undeferred ones) */
+            held -= ct->act_bytes;
         if (held > most)
             most = held;
     }
@@ -121,7 +124,8 @@ void compile_estimate_memory(const compile_ctx *cx, const chunk_template *const 
     switch (s->schedule) {
     case SCHED_ZBH1:
     case SCHED_ZBH2:
-    case SCHED_ZBV: inflight = 0; break; /* split_activations */
+    case SCHED_ZBV:
+    case SCHED_DUALPIPEV: inflight = 0; break; /* split_activations */
     case SCHED_GPIPE: inflight = cx->M; break;
     case SCHED_1F1B: inflight = cx->pp - p + extra < cx->M ? cx->pp - p + extra : cx->M; break;
     default: {
