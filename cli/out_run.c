@@ -241,6 +241,8 @@ void out_run_text(FILE *out, const cluster *c, const run_outcome *run)
                 schedule_name(d->schedule), p->micro_batches, d->micro_batch);
         if (p->chunks > 1 && (d->schedule == SCHED_ZBV || d->schedule == SCHED_DUALPIPEV))
             fprintf(out, ", 2 chunks a stage in a V");
+        else if (d->schedule == SCHED_DUALPIPE)
+            fprintf(out, ", two copies of the model fed from both ends");
         else if (p->chunks > 1)
             fprintf(out, ", %d virtual stages", p->chunks);
         print_uneven_split(out, p);

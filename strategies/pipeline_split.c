@@ -147,6 +147,11 @@ static int chunk_layers(const strategy *s, int v, int mcs, int *n, ps_error *err
 
 int strategy_chunk_layers(const strategy *s, int *count, ps_error *err)
 {
+    if (strategy_two_copies(s)) { /* each copy split as a one-chunk pipeline: the slices */
+        strategy one = *s;
+        one.schedule = SCHED_1F1B;
+        return strategy_chunk_layers(&one, count, err);
+    }
     int v = strategy_chunks_per_stage(s);
     long mcs = (long)s->pp * v;
     /* every chunk but the first and the last holds a layer, whatever the split */

@@ -24,7 +24,8 @@ static pipeline_unit part_unit(int micro, unit_part part)
 
 int pipeline_splits_backward(pipeline_schedule s)
 {
-    return s == SCHED_ZBH1 || s == SCHED_ZBH2 || s == SCHED_ZBV || s == SCHED_DUALPIPEV;
+    return s == SCHED_ZBH1 || s == SCHED_ZBH2 || s == SCHED_ZBV || s == SCHED_DUALPIPEV ||
+           s == SCHED_DUALPIPE;
 }
 
 int pipeline_units(pipeline_schedule s, int micro, int chunks)
@@ -346,6 +347,13 @@ int pipeline_dualpipev_order(int stages, int stage, int micro, pipeline_unit *ou
     return st.n;
 }
 
+int pipeline_dualpipe_order(int stages, int stage, int micro, pipeline_unit *out)
+{
+    assert(stages % 2 == 0 && micro % 2 == 0 && stage >= 0 && stage < stages);
+    int half = stage < stages / 2 ? stage : stages - 1 - stage;
+    return pipeline_dualpipev_order(stages / 2, half, micro / 2, out);
+}
+
 void pipeline_combine_1f1b(pipeline_schedule s, int stages, int stage, int micro, int chunks,
                            pipeline_unit *out)
 {
@@ -378,6 +386,9 @@ int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int ch
         assert(chunks == 2);
         pipeline_zbv_order(stages, stage, micro, NULL, out);
         return 6 * micro;
+    case SCHED_DUALPIPE:
+        assert(chunks == 2);
+        return pipeline_dualpipe_order(stages, stage, micro, out);
     case SCHED_DUALPIPEV:
         assert(chunks == 2);
         return pipeline_dualpipev_order(stages, stage, micro, out);

@@ -79,6 +79,17 @@ void pipeline_zbv_orders(int stages, int micro, const double *cost, pipeline_uni
  * in chunk passes (the repository's table, with PP = 2 stages chunks). */
 int pipeline_dualpipev_order(int stages, int stage, int micro, pipeline_unit *out);
 
+/* DualPipe (DeepSeek-V3 report, section 3.2.1; dualpipe.py): two copies of the model, each in
+ * `stages` stages, one fed micro-batches at stage 0 and the other at stage stages - 1, micro / 2
+ * each. Stage s runs the copy it meets first as chunk 0 (its position h = min(s, stages - 1 - s)
+ * from that copy's start) and the other as chunk 1 (position stages - 1 - h); stages s and
+ * stages - 1 - s run the same order, DualPipeV's for stage h of stages / 2 with micro / 2 (its
+ * steps are dualpipe.py's with half_rank and half_num_chunks; the middle stages hand chunk 0's
+ * output to each other where DualPipeV's last stage hands it to itself). Needs stages and micro
+ * even and micro >= 2 stages. Micro-batch indices 0 .. micro / 2 - 1 within each chunk. Bubble
+ * (stages / 2 - 1)(F&B + B - 3W) in whole-stage passes. */
+int pipeline_dualpipe_order(int stages, int stage, int micro, pipeline_unit *out);
+
 /* Dispatch on the schedule; returns the number of units (pipeline_units). combined: the
  * combined 1F1B (not with gpipe or a zero-bubble schedule). */
 int pipeline_order(pipeline_schedule s, int stages, int stage, int micro, int chunks, int combined,

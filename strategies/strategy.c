@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 static const char *const schedule_table[] = {"gpipe", "1f1b", "interleaved", "zb-h1",
-                                             "zb-h2", "zb-v", "dualpipev"};
+                                             "zb-h2", "zb-v", "dualpipev",   "dualpipe"};
 static const char *const recompute_table[] = {"none", "selective", "full", "op"};
 static const char *const optimizer_table[] = {"adam", "sgd", "none", "adagrad"};
 static const char *const emb_sharding_table[] = {"table-wise", "row-wise", "column-wise",

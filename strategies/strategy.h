@@ -16,7 +16,8 @@ typedef enum {
     SCHED_ZBH1,
     SCHED_ZBH2,
     SCHED_ZBV,
-    SCHED_DUALPIPEV
+    SCHED_DUALPIPEV,
+    SCHED_DUALPIPE
 } pipeline_schedule;
 /* Each enum's one name table (the YAML spelling), indexed by value: vocab.h's enum_name and
  * enum_parse look them up. */
@@ -253,25 +254,69 @@ static inline int strategy_vshape(const strategy *s)
 {
     return s->schedule == SCHED_ZBV || s->schedule == SCHED_DUALPIPEV;
 }
-/* Model chunks each pipeline stage holds: the interleaved schedule's virtual stages, a V's two
- * (ZB-V, DualPipeV: stage p holds chunks p and 2 pp - 1 - p), otherwise one. */
+/* DualPipe (bidirectional): two copies of the model, each split into pp stages, the first fed
+ * at stage 0 and the second at stage pp - 1; model chunk mc < pp is the first copy's stage mc
+ * (on stage mc), chunk pp + k the second copy's stage k (on stage pp - 1 - k): the same
+ * placement as the V, each chunk a whole stage's layers. */
+static inline int strategy_two_copies(const strategy *s)
+{
+    return s->schedule == SCHED_DUALPIPE;
+}
+/* Model chunks each pipeline stage holds: the interleaved schedule's virtual stages, two in a V
+ * (ZB-V, DualPipeV: stage p holds chunks p and 2 pp - 1 - p) or under DualPipe (the same
+ * chunks, one of each copy), otherwise one. */
 static inline int strategy_chunks_per_stage(const strategy *s)
 {
-    return s->schedule == SCHED_INTERLEAVED ? s->virtual_stages : strategy_vshape(s) ? 2 : 1;
+    return s->schedule == SCHED_INTERLEAVED               ? s->virtual_stages
+           : strategy_vshape(s) || strategy_two_copies(s) ? 2
+                                                          : 1;
+}
+/* The distinct slices of layers the chunks hold: one a chunk, but pp under DualPipe (chunks mc
+ * and pp + mc hold the same, slice mc mod pp). */
+static inline int strategy_layer_slices(const strategy *s)
+{
+    return strategy_two_copies(s) ? s->pp : s->pp * strategy_chunks_per_stage(s);
+}
+static inline int strategy_slice_of_chunk(const strategy *s, int mc)
+{
+    return strategy_two_copies(s) ? mc % s->pp : mc;
 }
 /* The model chunk stage p holds as its k-th, and the stage holding model chunk mc: k pp + p
- * (mc mod pp), or a V (p, 2 pp - 1 - p). */
+ * (mc mod pp), or a V (p, 2 pp - 1 - p). Under DualPipe chunk 0 is the one whose copy the stage
+ * meets first (its position min(p, pp - 1 - p) from that copy's start, the order's phase 0). */
 static inline int strategy_chunk_of_stage(const strategy *s, int p, int k)
 {
-    if (strategy_vshape(s))
+    if (strategy_two_copies(s) && 2 * p >= s->pp)
+        k = 1 - k;
+    if (strategy_vshape(s) || strategy_two_copies(s))
         return k == 0 ? p : 2 * s->pp - 1 - p;
     return k * s->pp + p;
 }
 static inline int strategy_stage_of_chunk(const strategy *s, int mc)
 {
-    if (strategy_vshape(s))
+    if (strategy_vshape(s) || strategy_two_copies(s))
         return mc < s->pp ? mc : 2 * s->pp - 1 - mc;
     return mc % s->pp;
+}
+/* The chunk a micro-batch's forward goes to after chunk mc, and the one before it; -1 at its
+ * copy's (or the model's) end. */
+static inline int strategy_next_chunk(const strategy *s, int mc)
+{
+    int mcs = s->pp * strategy_chunks_per_stage(s);
+    if (strategy_two_copies(s))
+        return mc % s->pp == s->pp - 1 ? -1 : mc + 1;
+    return mc + 1 < mcs ? mc + 1 : -1;
+}
+static inline int strategy_prev_chunk(const strategy *s, int mc)
+{
+    if (strategy_two_copies(s))
+        return mc % s->pp == 0 ? -1 : mc - 1;
+    return mc > 0 ? mc - 1 : -1;
+}
+/* Micro-batches through each model chunk: all of them, or under DualPipe each copy's half. */
+static inline int strategy_chunk_micro_batches(const strategy *s, int micro)
+{
+    return strategy_two_copies(s) ? micro / 2 : micro;
 }
 
 /* The precision as users write it: `fp8` is bf16 mixed precision with FP8 GEMMs (Transformer

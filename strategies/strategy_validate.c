@@ -8,20 +8,29 @@
 
 #include <stdio.h>
 
-/* DualPipeV overlaps a forward chunk with a backward chunk itself (its F&B steps): Megatron-Core's
- * merge (expert.overlap_a2a) is another schedule's, and a full-recompute replay inside the
- * overlapped step is not modelled (the merged passes replay no layer). The micro-batch count is
+/* DualPipe and DualPipeV overlap a forward chunk with a backward chunk themselves (their F&B
+ * steps): Megatron-Core's merge (expert.overlap_a2a) is another schedule's, and a full-recompute
+ * replay inside the overlapped step is not modelled (the merged passes replay no layer).
+ * DualPipe's two copies meet in the middle: an even pipeline degree. The micro-batch count is
  * checked with the batch (validate_batch). */
-static int validate_dualpipev(const strategy *s, ps_error *err)
+static int validate_dualpipe(const strategy *s, ps_error *err)
 {
     src_loc sl = s->schedule_loc.line ? s->schedule_loc : s->pp_loc;
+    const char *name = schedule_name(s->schedule);
+    if (s->schedule == SCHED_DUALPIPE && s->pp % 2)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the dualpipe schedule needs an even pipeline degree (its two copies "
+                            "of the model meet in the middle), got %d; dualpipev takes any",
+                            s->pp);
     if (s->overlap_a2a) {
         src_loc o = s->overlap_a2a_loc.line ? s->overlap_a2a_loc : sl;
         return ps_error_set(err, PS_EINPUT, s->file, o.line, o.column,
                             "strategy.expert.overlap_a2a",
-                            "overlap_a2a is Megatron-Core's merge of 1F1B's steps; the dualpipev "
+                            "overlap_a2a is Megatron-Core's merge of 1F1B's steps; the %s "
                             "schedule overlaps its forward and backward chunks itself (drop "
-                            "overlap_a2a)");
+                            "overlap_a2a)",
+                            name);
     }
     src_loc full = {0, 0};
     if (s->recompute == RECOMPUTE_FULL)
@@ -31,8 +40,9 @@ static int validate_dualpipev(const strategy *s, ps_error *err)
             full = s->overrides[i].loc;
     if (full.line)
         return ps_error_set(err, PS_EINPUT, s->file, full.line, full.column, "strategy.recompute",
-                            "full recompute with the dualpipev schedule is not modelled: its "
-                            "overlapped forward and backward steps replay no layer");
+                            "full recompute with the %s schedule is not modelled: its "
+                            "overlapped forward and backward steps replay no layer",
+                            name);
     return 0;
 }
 
@@ -67,7 +77,9 @@ static int validate_schedule(const strategy *s, ps_error *err)
                             "the %s schedule with zero 3 (FSDP) is not modelled: its deferred "
                             "weight gradients would need each unit's parameters gathered again",
                             schedule_name(s->schedule));
-    return s->schedule == SCHED_DUALPIPEV ? validate_dualpipev(s, err) : 0;
+    return s->schedule == SCHED_DUALPIPEV || s->schedule == SCHED_DUALPIPE
+               ? validate_dualpipe(s, err)
+               : 0;
 }
 
 /* Multi-head latent attention and multi-token prediction are modelled without tensor and
@@ -346,13 +358,20 @@ static int validate_batch(const strategy *s, ps_error *err)
                             "the interleaved schedule needs the number of micro-batches per "
                             "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",
                             m, s->pp);
-    if (s->schedule == SCHED_DUALPIPEV && m < 2 * s->pp)
+    if ((s->schedule == SCHED_DUALPIPEV || s->schedule == SCHED_DUALPIPE) && m < 2 * s->pp)
         return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
                             "strategy.pipeline.schedule",
-                            "the dualpipev schedule needs at least 2 x pipeline degree = %d "
+                            "the %s schedule needs at least 2 x pipeline degree = %d "
                             "micro-batches per data-parallel rank, got %d (its steady state "
                             "overlaps a forward with a backward from micro-batch 2 x %d on)",
-                            2 * s->pp, m, s->pp);
+                            schedule_name(s->schedule), 2 * s->pp, m,
+                            s->schedule == SCHED_DUALPIPE ? s->pp / 2 : s->pp);
+    if (s->schedule == SCHED_DUALPIPE && m % 2)
+        return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
+                            "strategy.pipeline.schedule",
+                            "the dualpipe schedule feeds half the micro-batches to each copy of "
+                            "the model: it needs an even number per data-parallel rank, got %d",
+                            m);
     return 0;
 }
 

@@ -666,8 +666,9 @@ START_TEST(merge_rejects_bad_plan_fields)
 {
     cJSON *d = shard_doc();
     set_field(plan0(d), "schedule", cJSON_CreateString("zigzag"));
-    const char *sched[] = {"field 'plans[0].schedule'", "unknown schedule 'zigzag'",
-                           "(expected gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or dualpipev)", NULL};
+    const char *sched[] = {
+        "field 'plans[0].schedule'", "unknown schedule 'zigzag'",
+        "(expected gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipev or dualpipe)", NULL};
     expect_merge_refused(d, sched);
 
     d = shard_doc();

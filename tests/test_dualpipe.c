@@ -232,13 +232,103 @@ START_TEST(dualpipev_bubble_on_a_graph)
 }
 END_TEST
 
+/* DualPipe on an execution graph built here: p = 4 stages of four.xml, m = 16 micro-batches,
+ * 8 for each copy of the model; copy 0's stage k on stage k, copy 1's on stage 3 - k; each
+ * stage's chunk 0 is the copy it meets first (stages 0, 1: copy 0; 2, 3: copy 1). Units as
+ * dpv_child; a copy's forward goes down its stages, its last stage's backward starts after its
+ * own forward, and goes back up. */
+static void dp_child(const void *arg, void *out)
+{
+    enum { P = 4, M = 16, MC = M / 2 };
+    const dpv_times *t = arg;
+    dpv_out *o = out;
+    ps_error err;
+    cluster c;
+    load_four(&c, &err);
+    exec_graph *g = graph_create(P);
+    int label = graph_label(g, "pass");
+    uint32_t f[2][P][MC], b[2][P][MC]; /* [copy][its stage][micro-batch] */
+    pipeline_unit units[6 * M];
+    for (int s = 0; s < P; s++) {
+        int n = pipeline_order(SCHED_DUALPIPE, P, s, M, 2, 0, units);
+        o->busy[s] = 0;
+        for (int i = 0; i < n; i++) {
+            pipeline_unit x = units[i];
+            double ms = !x.backward             ? t->tf
+                        : x.part == PART_INPUT  ? t->tb
+                        : x.part == PART_WEIGHT ? t->tw
+                                                : t->tb + t->tw;
+            if (x.merged)
+                ms = t->tfb;
+            uint32_t id = graph_add_compute(g, s, x.backward ? CAT_BACKWARD : CAT_FORWARD,
+                                            ms * 1e-3, label, x.micro);
+            o->busy[s] += ms;
+            for (int k = 0; k < (x.merged ? 2 : 1); k++) {
+                pipeline_unit y = units[i + k];
+                int copy = (y.chunk == 0) == (s < P / 2) ? 0 : 1;
+                int at = copy == 0 ? s : P - 1 - s;
+                if (!y.backward)
+                    f[copy][at][y.micro] = id;
+                else if (y.part != PART_WEIGHT)
+                    b[copy][at][y.micro] = id;
+            }
+            i += x.merged;
+        }
+    }
+    for (int copy = 0; copy < 2; copy++)
+        for (int j = 0; j < MC; j++)
+            for (int k = 0; k < P; k++) {
+                if (k > 0)
+                    graph_add_edge(g, f[copy][k - 1][j], f[copy][k][j]);
+                graph_add_edge(g, k == P - 1 ? f[copy][k][j] : b[copy][k + 1][j], b[copy][k][j]);
+            }
+    ck_assert_int_eq(graph_finalize(g, &err), 0);
+    htae_options opt;
+    htae_default_options(&opt);
+    htae_result r;
+    ck_assert_msg(htae_run(g, &c, &opt, &r, &err) == 0, "%s", err.message);
+    o->makespan = r.makespan * 1e3;
+    htae_result_free(&r);
+    graph_free(g);
+    cluster_free(&c);
+}
+
+/* DualPipe's orders: stages s and p - 1 - s run the same one, DualPipeV's for stage
+ * min(s, p - 1 - s) of p / 2 with m / 2 micro-batches (dualpipe.py's steps with half_rank and
+ * half_num_chunks); on a graph its bubble is the repository's (PP / 2 - 1)(F&B + B - 3W), PP = p
+ * whole stages, on the middle stages (the fewest merged steps: 2 (m / 2 - p / 2) - 1 = 11):
+ * t = 1 ms, t_F&B = 3: 2 x 8 x 3 = 48 ms of passes + 1 x (3 + 2 - 3) = 50 ms; t_F&B = 2:
+ * 48 - 11 + 1 = 38 ms; t_W = 0.5, t_F&B = 2: 40 - 5.5 + (2 + 1.5 - 1.5) = 36.5 ms. */
+START_TEST(dualpipe_orders_and_bubble)
+{
+    pipeline_unit a[6 * 16], v[6 * 16];
+    for (int s = 0; s < 4; s++) {
+        int n = pipeline_order(SCHED_DUALPIPE, 4, s, 16, 2, 0, a);
+        ck_assert_int_eq(pipeline_order(SCHED_DUALPIPEV, 2, s < 2 ? s : 3 - s, 8, 2, 0, v), n);
+        ck_assert(memcmp(a, v, (size_t)n * sizeof *a) == 0);
+    }
+    static const double cases[][5] = {{1, 1, 1, 3, 50.0}, {1, 1, 1, 2, 38.0}, {1, 1, 0.5, 2, 36.5}};
+    const int p = 4, mc = 8;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dpv_times t = {cases[i][0], cases[i][1], cases[i][2], cases[i][3]};
+        dpv_out o;
+        fixture_forked(dp_child, &t, &o, sizeof o);
+        double pass = t.tf + t.tb + t.tw;
+        double busy = 2 * mc * pass - (2 * (mc - p / 2) - 1) * (pass - t.tfb);
+        ck_near(o.busy[1], busy, 1e-9);
+        ck_near(o.makespan, busy + (p / 2 - 1) * (t.tfb + (t.tb + t.tw) - 3 * t.tw), 1e-9);
+        ck_near(o.makespan, cases[i][4], 1e-9);
+    }
+}
+END_TEST
+
 static const char *const PLAN =
     "workload: {family: gpt, layers: 8, hidden: 1024, heads: 16, seq: 1024, vocab: 32000}\n"
     "batch: {global: 16, micro: 2}\nprecision: bf16\noptimizer: adam\n"
     "strategy:\n  pipeline: {degree: 4, schedule: %s}\n";
 
 typedef struct plan_out {
-    double makespan, busy[4], act[4];
+    double makespan, busy[4], act[4], weights[4], grads[4], sync[4];
 } plan_out;
 
 static void plan_child(const void *arg, void *out)
@@ -250,10 +340,16 @@ static void plan_child(const void *arg, void *out)
     fixture_run(&f);
     plan_out *o = out;
     o->makespan = f.r.makespan;
+    int sync = graph_label(f.p.graph, "dualpipe copies grad all-reduce");
     for (int r = 0; r < 4; r++) {
-        o->busy[r] = 0;
+        o->busy[r] = o->sync[r] = 0;
         o->act[r] = f.p.memory[r].activations;
+        o->weights[r] = f.p.memory[r].weights;
+        o->grads[r] = f.p.memory[r].gradients;
     }
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
+        if (f.p.graph->tasks[t].label == sync)
+            o->sync[f.p.graph->tasks[t].rank] += f.p.graph->tasks[t].bytes;
     for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) /* the passes (not the optimizer step) */
         if (f.p.graph->tasks[t].kind == TASK_COMPUTE &&
             f.p.graph->tasks[t].category != CAT_OPTIMIZER)
@@ -327,30 +423,62 @@ START_TEST(dualpipev_hides_alltoalls)
 }
 END_TEST
 
-/* DualPipeV's own rules, at the schedule's line: fewer than 2 p micro-batches (its steady
- * state starts at micro-batch 2 p), full recompute (at the recompute key), and Megatron-Core's
- * overlap_a2a (at its key); with zero 3 as the other split schedules. */
+/* DualPipe on the same plan: stage s holds slices s and 3 - s of the 1F1B split (two layers
+ * each; stage 0 the embedding and the head, tied and held once: the embedding's weight less
+ * 1F1B's last stage's own copy of it), each run for half the micro-batches, so its kernel time
+ * is the mean of 1F1B's two stages' and its weights their sum; after the backward each stage
+ * all-reduces its gradients (ZeRO 0: all of them, the gradient memory) with its mirror stage,
+ * and the pipeline is shorter than 1F1B's (its bubble (p / 2 - 1)(F&B + B - 3W) against 1F1B's
+ * (p - 1)(F + B)). */
+START_TEST(compiled_dualpipe_two_copies)
+{
+    plan_out b = plan_run("1f1b"), d = plan_run("dualpipe");
+    for (int r = 0; r < 4; r++) {
+        double mean = (b.busy[r] + b.busy[3 - r]) / 2;
+        ck_assert_msg(fabs(d.busy[r] / mean - 1) < 1e-9, "rank %d %.12g %.12g", r, d.busy[r], mean);
+        ck_near(d.sync[r], d.grads[r], 1e-3);
+        ck_assert(d.sync[r] > 0);
+    }
+    double tied = 32000.0 * 1024 * 2; /* the head's copy of the embedding, bf16 */
+    ck_near(d.weights[1], b.weights[1] + b.weights[2], 1e-3);
+    ck_near(d.weights[0], b.weights[0] + b.weights[3] - tied, 1e-3);
+    ck_assert(d.makespan < b.makespan);
+}
+END_TEST
+
+/* DualPipeV's and DualPipe's own rules, at the schedule's line: fewer than 2 p micro-batches
+ * (DualPipeV's steady state starts at micro-batch 2 p, each DualPipe copy's at p), full recompute
+ * (at the recompute key), and Megatron-Core's overlap_a2a (at its key); DualPipe's odd pipeline
+ * degree and odd micro-batch count (global 5); with zero 3 as the other split schedules. */
 START_TEST(dualpipev_refusals)
 {
     static const struct {
         const char *strategy, *field, *message;
-        int line;
+        int line, global;
     } cases[] = {
         {"  pipeline: {degree: 2, schedule: dualpipev}\n  data: {degree: 2}\n",
-         "strategy.pipeline.schedule", "at least 2 x pipeline degree = 4", 4},
+         "strategy.pipeline.schedule", "at least 2 x pipeline degree = 4", 4, 4},
         {"  pipeline: {degree: 2, schedule: dualpipev}\n  recompute: full\n", "strategy.recompute",
-         "full recompute with the dualpipev", 5},
+         "full recompute with the dualpipev", 5, 4},
         {"  pipeline: {degree: 2, schedule: dualpipev}\n  expert: {degree: 1, overlap_a2a: true}\n",
-         "strategy.expert.overlap_a2a", "overlaps its forward and backward chunks itself", 5},
+         "strategy.expert.overlap_a2a", "overlaps its forward and backward chunks itself", 5, 4},
+        {"  pipeline: {degree: 2, schedule: dualpipe}\n  recompute: full\n", "strategy.recompute",
+         "full recompute with the dualpipe", 5, 4},
+        {"  pipeline: {degree: 3, schedule: dualpipe}\n", "strategy.pipeline.schedule",
+         "even pipeline degree", 4, 6},
+        {"  pipeline: {degree: 4, schedule: dualpipe}\n", "strategy.pipeline.schedule",
+         "at least 2 x pipeline degree = 8", 4, 4},
+        {"  pipeline: {degree: 2, schedule: dualpipe}\n", "strategy.pipeline.schedule",
+         "an even number per data-parallel rank, got 5", 4, 5},
         {"  pipeline: {degree: 2, schedule: dualpipev}\n  data: {degree: 2, zero: 3}\n",
-         "strategy.pipeline.schedule", "zero 3", 4},
+         "strategy.pipeline.schedule", "zero 3", 4, 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512];
         snprintf(text, sizeof text,
                  "workload: {family: gpt, layers: 4, hidden: 256, heads: 4, seq: 128, "
-                 "vocab: 1000}\nbatch: {global: 4, micro: 1}\nstrategy:\n%s",
-                 cases[i].strategy);
+                 "vocab: 1000}\nbatch: {global: %d, micro: 1}\nstrategy:\n%s",
+                 cases[i].global, cases[i].strategy);
         strategy s;
         ps_error err;
         ps_error_clear(&err);
@@ -371,6 +499,8 @@ static Suite *dualpipe_suite(void)
                                   compiled_dualpipev_keeps_work,
                                   dualpipev_hides_alltoalls,
                                   dualpipev_refusals,
+                                  dualpipe_orders_and_bubble,
+                                  compiled_dualpipe_two_copies,
                                   NULL};
     suite_add_tests(s, "core", 120, tests);
     return s;

@@ -34,24 +34,26 @@ static int kind_of_op(const workload_op *op)
     }
 }
 
-/* Whether model chunk mc (model order, of p->pp x chunks) holds op. */
-static int chunk_holds(const compiled_plan *p, int mc, const workload_op *op)
+/* Whether model chunk mc (model order, of p->pp x chunks) holds op: its slice of layers (the
+ * chunk's own, or under DualPipe its copy's stage mc mod pp, whose first pp chunks are the
+ * slices in order). */
+static int chunk_holds(const strategy *s, const compiled_plan *p, int mc, const workload_op *op)
 {
-    int mcs = p->pp * p->chunks, first = 0;
-    for (int i = 0; i < mc; i++)
+    int slice = strategy_slice_of_chunk(s, mc), first = 0;
+    for (int i = 0; i < slice; i++)
         first += p->chunk_layers[i];
     if (op->layer < 0)
-        return mc == 0;
+        return slice == 0;
     if (op->layer >= p->model.layers)
-        return mc == mcs - 1;
-    return op->layer >= first && op->layer < first + p->chunk_layers[mc];
+        return slice == strategy_layer_slices(s) - 1;
+    return op->layer >= first && op->layer < first + p->chunk_layers[slice];
 }
 
 static int rank_holds(const strategy *s, const compiled_plan *p, int rank, const workload_op *op)
 {
     int stage = p->stage_of_rank[rank];
     for (int k = 0; k < p->chunks; k++)
-        if (chunk_holds(p, strategy_chunk_of_stage(s, stage, k), op))
+        if (chunk_holds(s, p, strategy_chunk_of_stage(s, stage, k), op))
             return 1;
     return 0;
 }
@@ -91,7 +93,8 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
             const workload_op *part = workload_op_sac_part(&op, &tmp);
             again = part ? cost_op_kernel_seconds(part, PASS_FWD, prec, dev) / fwd : 0.0;
         }
-        double op_s = (fwd * (1 + again) + bwd) * c->slowdown[rank] * p->micro_batches;
+        double op_s = (fwd * (1 + again) + bwd) * c->slowdown[rank] *
+                      strategy_chunk_micro_batches(s, p->micro_batches);
         kind_s[kind_of_op(&op)] += op_s;
         if (op.kind == OP_GEMM)
             gemm_roles_add_op(roles, &op, op_s);

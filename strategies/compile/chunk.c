@@ -98,10 +98,10 @@ static void add_ring(segment *sg, const compile_ctx *cx, const workload_op *op, 
 static int chunk_has_op(const compile_ctx *cx, int mc, const workload_op *op)
 {
     if (op->layer < 0)
-        return mc == 0;
+        return compile_chunk_has_embedding(cx, mc);
     if (op->layer >= cx->wg.model.layers)
-        return mc == cx->mcs - 1;
-    return op->layer >= cx->chunk_first[mc] && op->layer < cx->chunk_first[mc + 1];
+        return compile_chunk_has_head(cx, mc);
+    return op->layer >= compile_chunk_lo(cx, mc) && op->layer < compile_chunk_hi(cx, mc);
 }
 
 /* Tensor-parallel collective points (Megatron's f and g operators): forward after a
@@ -201,12 +201,13 @@ static void label_pass(compile_ctx *cx, segment_list *l, const char *pass, int m
 }
 
 /* Parameters an op adds to its chunk. A tied LM head shares the word embedding: with one
- * pipeline stage, or ZB-V's V (the first and last chunks both on stage 0), both are on one stage
- * and held once; otherwise the last stage holds its own copy (Megatron's
- * word_embeddings_for_head), so the op's tied part counts there. */
+ * pipeline stage, a V (the first and last chunks both on stage 0) or DualPipe (each copy's
+ * first and last on stages 0 and pp - 1), both are on one stage and held once; otherwise the
+ * last stage holds its own copy (Megatron's word_embeddings_for_head), so the op's tied part
+ * counts there. */
 static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
 {
-    return op->params - (cx->pp == 1 || compile_vshape(cx) ? op->tied_params : 0.0);
+    return op->params - (compile_head_with_embedding(cx) ? op->tied_params : 0.0);
 }
 
 /* Parameters an op adds to its FSDP unit (what the unit gathers). A copy of a tied weight on
@@ -215,8 +216,7 @@ static double chunk_op_params(const compile_ctx *cx, const workload_op *op)
  * unit does (the weight held once: chunk_op_params). */
 static double unit_op_params(const compile_ctx *cx, const workload_op *op, int layers)
 {
-    int copy =
-        op->layer >= layers && op->kind == OP_EMBEDDING && (cx->pp == 1 || compile_vshape(cx));
+    int copy = op->layer >= layers && op->kind == OP_EMBEDDING && compile_head_with_embedding(cx);
     return op->params - (copy ? op->tied_params : 0.0);
 }
 
@@ -446,12 +446,12 @@ static void chunk_template_build(compile_ctx *cx, int mc, const device_spec *dev
     build_forward(cx, mc, dev, slowdown, load, 0, ct);
 
     /* full recompute keeps each such layer's input (sequence-parallel: a 1/tp slice) */
-    for (int l = cx->chunk_first[mc]; l < cx->chunk_first[mc + 1]; l++)
+    for (int l = compile_chunk_lo(cx, mc); l < compile_chunk_hi(cx, mc); l++)
         if (strategy_recompute_for_layer(cx->s, l) == RECOMPUTE_FULL)
             ct->act_bytes += cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
     /* and each multi-token-prediction layer's, on the last chunk */
     int L = cx->wg.model.layers;
-    if (mc == cx->mcs - 1 && strategy_recompute_for_layer(cx->s, L) == RECOMPUTE_FULL)
+    if (compile_chunk_has_head(cx, mc) && strategy_recompute_for_layer(cx->s, L) == RECOMPUTE_FULL)
         ct->act_bytes +=
             cx->wg.model.mtp_layers * cx->tp_bytes / (cx->s->sequence_parallel ? cx->tp : 1);
 

@@ -247,7 +247,7 @@ static void keep_bwd_segments(compile_ctx *cx, emit_state *es, const chunk_templ
                               int mb)
 {
     int n = cx->n_sim, tp = cx->tp_sim;
-    if (es->seg_mbs == 1 && mb != cx->M - 1)
+    if (es->seg_mbs == 1 && mb != compile_chunk_micros(cx) - 1)
         return;
     for (int j = 0; j < n; j++)
         for (int i = 0; i < ct->bwd.n; i++)
@@ -397,27 +397,28 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
     for (int j = 0; j < n; j++) {
         int t = j % tp, d = j / tp;
         size_t xi = xidx(cx, d, t, mc, mb);
+        int next = strategy_next_chunk(s, mc), prev = strategy_prev_chunk(s, mc);
         if (!ue->unit.backward) {
             es->fwd_first[xi] = ue->first[j];
             es->fwd_prev[xi] = ue->before[j];
-            if (mc + 1 < cx->mcs && stage_of_chunk(cx, mc + 1) == p) {
-                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = ue->last[j]; /* ZB-V's turn: local */
-            } else if (mc + 1 < cx->mcs) {
-                int q = stage_of_chunk(cx, mc + 1), dst = compile_rank_of(s, t, d, q);
+            if (next >= 0 && stage_of_chunk(cx, next) == p) {
+                es->fwd_in[xidx(cx, d, t, next, mb)] = ue->last[j]; /* the V's turn: local */
+            } else if (next >= 0) {
+                int q = stage_of_chunk(cx, next), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_act, mb);
-                compile_send_companions(cx, x, j, p, q, compile_vshape(cx) ? q == p + 1 : 1);
-                es->fwd_in[xidx(cx, d, t, mc + 1, mb)] = x;
+                compile_send_companions(cx, x, j, p, q, compile_two_way(cx) ? q == p + 1 : 1);
+                es->fwd_in[xidx(cx, d, t, next, mb)] = x;
             }
         } else {
             es->bwd_first[xi] = ue->first[j];
             es->bwd_prev[xi] = ue->before[j];
-            if (mc > 0 && stage_of_chunk(cx, mc - 1) == p) {
-                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = ue->last[j]; /* ZB-V's turn: local */
-            } else if (mc > 0) {
-                int q = stage_of_chunk(cx, mc - 1), dst = compile_rank_of(s, t, d, q);
+            if (prev >= 0 && stage_of_chunk(cx, prev) == p) {
+                es->bwd_in[xidx(cx, d, t, prev, mb)] = ue->last[j]; /* the V's turn: local */
+            } else if (prev >= 0) {
+                int q = stage_of_chunk(cx, prev), dst = compile_rank_of(s, t, d, q);
                 uint32_t x = emit_send(cx, ranks[j], dst, ue->last[j], cx->label_send_grad, mb);
-                compile_send_companions(cx, x, j, p, q, compile_vshape(cx) ? q == p + 1 : 0);
-                es->bwd_in[xidx(cx, d, t, mc - 1, mb)] = x;
+                compile_send_companions(cx, x, j, p, q, compile_two_way(cx) ? q == p + 1 : 0);
+                es->bwd_in[xidx(cx, d, t, prev, mb)] = x;
             }
         }
     }
@@ -537,7 +538,7 @@ static int link_send(compile_ctx *cx, uint32_t in, uint32_t first, uint32_t prev
     }
     assert((int)cx->g->tasks[in].peer == cx->g->tasks[first].rank);
     graph_add_edge(cx->g, in, first);
-    if (prev != NONE && !compile_vshape(cx))
+    if (prev != NONE && !compile_two_way(cx))
         graph_add_edge(cx->g, prev, in);
     return 1;
 }
@@ -550,8 +551,9 @@ static void link_pipeline_transfers(compile_ctx *cx, emit_state *es)
         sends += link_send(cx, es->bwd_in[i], es->bwd_first[i], es->bwd_prev[i]);
     }
     /* each simulated (replica, tensor index, micro-batch) crosses mcs - 1 chunk boundaries
-     * forward and as many backward */
-    expected = (size_t)2 * cx->dp_sim * cx->tp_sim * cx->M * (cx->mcs - 1);
+     * forward and as many backward; under DualPipe each copy's M / 2 cross pp - 1 */
+    int copies = strategy_two_copies(cx->s) ? 2 : 1;
+    expected = (size_t)2 * cx->dp_sim * cx->tp_sim * compile_chunk_micros(cx) * (cx->mcs - copies);
     assert(sends == expected);
     (void)sends;
     (void)expected;
@@ -571,6 +573,7 @@ static void emit_plan(compile_ctx *cx, compiled_plan *out)
         context_link_rings(cx);
     zero_emit_fsdp(cx, &es);
     zero_emit_grad_buckets(cx, &es);
+    zero_emit_copy_sync(cx, &es);
     zero_emit_optimizer(cx, out, &es);
     zero_emit_param_allgather(cx, &es);
     emit_state_free(cx, &es);
@@ -581,86 +584,6 @@ void compile_default_options(compile_options *o)
     o->fold_data_parallel = 1;
     o->profile = NULL;
     o->graph_micro_batches = 0;
-}
-
-/* The plan-level facts the report needs, and the rank -> (stage, replica) maps. */
-static void describe_plan(compile_ctx *cx, compiled_plan *out)
-{
-    const strategy *s = cx->s;
-    const cluster *c = cx->c;
-    const workload_model *m = &cx->wg.model;
-    snprintf(out->strategy_file, sizeof out->strategy_file, "%s", s->file);
-    out->model = *m;
-    strategy_plan_desc(s, &out->plan);
-    out->gpus = c->n_gpus;
-    out->tp = cx->tp;
-    out->pp = cx->pp;
-    out->dp = s->dp;
-    out->cp = cx->cp;
-    out->zero_shard = cx->shard;
-    out->chunks = cx->v;
-    out->micro_batches = cx->M;
-    out->samples_per_iter = s->global_batch;
-    out->tokens_per_iter = (double)s->global_batch * m->seq;
-    out->model_flops_per_iter = (cx->wg.fwd_flops + cx->wg.bwd_flops) * cx->M * s->dp;
-    out->params_total = cx->wg.total_params;
-    /* the mean of the GPUs' peaks, so that gpus x it is the cluster's peak (exactly the one
-     * GPU model's peak on a homogeneous cluster) */
-    double peak0 = c->device[0]->peak_flops[s->precision], sum = 0;
-    int same = 1;
-    for (int r = 0; r < c->n_gpus; r++) {
-        sum += c->device[r]->peak_flops[s->precision];
-        same = same && c->device[r]->peak_flops[s->precision] == peak0;
-    }
-    out->peak_flops_per_gpu = same ? peak0 : sum / c->n_gpus;
-    out->simulated_replicas = cx->dp_sim < cx->cp ? 1 : cx->dp_sim / cx->cp;
-    out->simulated_context = cx->dp_sim < cx->cp ? cx->dp_sim : cx->cp;
-    out->simulated_tp = cx->tp_sim;
-    out->chunk_layers = xmalloc((size_t)cx->mcs * sizeof *out->chunk_layers);
-    for (int mc = 0; mc < cx->mcs; mc++)
-        out->chunk_layers[mc] = cx->chunk_first[mc + 1] - cx->chunk_first[mc];
-    out->stage_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->stage_of_rank);
-    out->replica_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->replica_of_rank);
-    out->twin_of_rank = xmalloc((size_t)c->n_gpus * sizeof *out->twin_of_rank);
-    for (int p = 0; p < cx->pp; p++)
-        for (int d = 0; d < cx->dp; d++)
-            for (int t = 0; t < cx->tp; t++) {
-                out->stage_of_rank[compile_rank_of(s, t, d, p)] = p;
-                out->replica_of_rank[compile_rank_of(s, t, d, p)] = d;
-                out->twin_of_rank[compile_rank_of(s, t, d, p)] = compile_twin_rank(cx, t, d, p);
-            }
-}
-
-static void intern_labels(compile_ctx *cx)
-{
-    exec_graph *g = cx->g;
-    cx->label_tp[COLL_ALLREDUCE] = graph_label(g, "tp all-reduce");
-    cx->label_tp[COLL_REDUCE_SCATTER] = graph_label(g, "tp reduce-scatter");
-    cx->label_tp[COLL_ALLGATHER] = graph_label(g, "tp all-gather");
-    cx->label_dp[COLL_ALLREDUCE] = graph_label(g, "dp grad all-reduce");
-    cx->label_dp[COLL_REDUCE_SCATTER] = graph_label(g, "dp grad reduce-scatter");
-    cx->label_dp[COLL_ALLGATHER] = graph_label(g, "dp param all-gather");
-    cx->label_send_act = graph_label(g, "pp send activations");
-    cx->label_send_grad = graph_label(g, "pp send gradients");
-    cx->label_opt = graph_label(g, "optimizer step");
-    cx->label_pipe = graph_label(g, "pipeline runtime");
-    cx->label_fsdp_gather[0] = graph_label(g, "fsdp param all-gather fwd");
-    cx->label_fsdp_gather[1] = graph_label(g, "fsdp param all-gather bwd");
-    cx->label_fsdp_rs = graph_label(g, "fsdp grad reduce-scatter");
-    cx->label_hsdp_ar = graph_label(g, "hsdp grad all-reduce");
-    cx->label_fsdp_egather[0] = graph_label(g, "fsdp expert all-gather fwd");
-    cx->label_fsdp_egather[1] = graph_label(g, "fsdp expert all-gather bwd");
-    cx->label_fsdp_ers = graph_label(g, "fsdp expert reduce-scatter");
-    cx->label_cp[0] = graph_label(g, "cp ring send K/V");
-    cx->label_cp[1] = graph_label(g, "cp ring send K/V + grads");
-    cx->label_ep[0] = graph_label(g, "ep all-to-all to experts");
-    cx->label_ep[1] = graph_label(g, "ep all-to-all from experts");
-    cx->label_etp[0] = graph_label(g, "etp all-gather");
-    cx->label_etp[1] = graph_label(g, "etp reduce-scatter");
-    cx->label_edp[COLL_ALLREDUCE] = graph_label(g, "edp expert grad all-reduce");
-    cx->label_edp[COLL_REDUCE_SCATTER] = graph_label(g, "edp expert grad reduce-scatter");
-    cx->label_edp[COLL_ALLGATHER] = graph_label(g, "edp expert param all-gather");
-    cx->label_hsdp_ear = graph_label(g, "hsdp expert grad all-reduce");
 }
 
 /* What a compile holds besides the plan it hands out. */
@@ -714,14 +637,15 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
     cx.v = strategy_chunks_per_stage(s);
     cx.mcs = cx.pp * cx.v;
     cx.M = strategy_micro_batches(s);
-    cx.chunk_first = xmalloc(((size_t)cx.mcs + 1) * sizeof *cx.chunk_first);
+    cx.slices = strategy_layer_slices(s);
+    cx.chunk_first = xmalloc(((size_t)cx.slices + 1) * sizeof *cx.chunk_first);
     if (strategy_chunk_layers(s, cx.chunk_first + 1, err)) { /* validated: cannot fail */
         free(cx.chunk_first);
         return err->code;
     }
     cx.chunk_first[0] = 0;
-    for (int mc = 0; mc < cx.mcs; mc++)
-        cx.chunk_first[mc + 1] += cx.chunk_first[mc];
+    for (int i = 0; i < cx.slices; i++)
+        cx.chunk_first[i + 1] += cx.chunk_first[i];
     cx.ep = s->ep;
     cx.etp = s->etp;
     cx.edp = cx.tp * cx.dp / (cx.ep * cx.etp);
@@ -769,14 +693,14 @@ int compile_plan(const strategy *s, const cluster *c, const compile_options *opt
                               strategy_vocab_parallel_for_layer(s, op->layer), &cx.sharded[i]);
     }
     workload_graph_free(&rank_ops);
-    describe_plan(&cx, out);
+    compile_describe_plan(&cx, out);
 
     cx.g = graph_create(c->n_gpus);
     cx.last_compute = xmalloc((size_t)c->n_gpus * sizeof *cx.last_compute);
     for (int r = 0; r < c->n_gpus; r++)
         cx.last_compute[r] = NONE;
     compile_fold_tables(&cx);
-    intern_labels(&cx);
+    compile_intern_labels(&cx);
     compile_make_stage_groups(&cx);
     if (cx.cp > 1)
         context_rings_init(&cx);

@@ -84,7 +84,9 @@ typedef struct compile_ctx {
     int tp, pp, dp, cp, v, mcs, M;
     pipeline_unit *orders; /* ZB-V: every stage's order (pipeline_units each), from the chunks'
                               pass times (compile_orders_init); NULL otherwise */
-    int *chunk_first;      /* [mcs + 1]: chunk mc holds layers chunk_first[mc] .. [mc + 1] - 1 */
+    int slices;            /* distinct layer slices: mcs, or pp under DualPipe (two copies) */
+    int *chunk_first;      /* [slices + 1]: slice i holds layers chunk_first[i] .. [i + 1] - 1
+                              (compile_chunk_lo, compile_chunk_hi) */
     int dp_sim; /* data-context indices simulated: dp, or cp (data replica 0) when folded */
     struct context_rings *rings; /* context parallelism's ring steps to link (context.c) */
     double tp_bytes;             /* one TP collective's buffer: b * s * h elements */
@@ -186,6 +188,42 @@ static inline int compile_chunk_of(const compile_ctx *cx, int p, int k)
 {
     return strategy_chunk_of_stage(cx->s, p, k);
 }
+/* The layers model chunk mc holds, lo .. hi - 1 (its slice's); whether it holds the embedding
+ * (its copy's first) and the head (its copy's last). */
+static inline int compile_chunk_lo(const compile_ctx *cx, int mc)
+{
+    return cx->chunk_first[strategy_slice_of_chunk(cx->s, mc)];
+}
+static inline int compile_chunk_hi(const compile_ctx *cx, int mc)
+{
+    return cx->chunk_first[strategy_slice_of_chunk(cx->s, mc) + 1];
+}
+static inline int compile_chunk_has_embedding(const compile_ctx *cx, int mc)
+{
+    return strategy_slice_of_chunk(cx->s, mc) == 0;
+}
+static inline int compile_chunk_has_head(const compile_ctx *cx, int mc)
+{
+    return strategy_slice_of_chunk(cx->s, mc) == cx->slices - 1;
+}
+/* Micro-batches through each chunk: M, or M / 2 under DualPipe (each copy's). */
+static inline int compile_chunk_micros(const compile_ctx *cx)
+{
+    return strategy_chunk_micro_batches(cx->s, cx->M);
+}
+/* Whether pipeline transfers go both ways between neighbours (ZB-V, DualPipeV, DualPipe):
+ * sends are posted ahead (non-blocking p2p) and each direction has its own companion pair. */
+static inline int compile_two_way(const compile_ctx *cx)
+{
+    return strategy_vshape(cx->s) || strategy_two_copies(cx->s);
+}
+/* Whether the embedding and the head of a copy are on one stage (one stage, a V, DualPipe's
+ * stages 0 and pp - 1): a tied head then shares the embedding's weight. */
+static inline int compile_head_with_embedding(const compile_ctx *cx)
+{
+    return cx->pp == 1 || compile_two_way(cx);
+}
+
 /* A V placement (ZB-V, DualPipeV): stage 0 holds the first and the last model chunk (the
  * embedding and the head), and the last stage hands chunk pp - 1's output to chunk pp locally. */
 static inline int compile_vshape(const compile_ctx *cx)
@@ -267,9 +305,15 @@ enum { FSDP_FIRST, FSDP_BEFORE, FSDP_LAST };
 size_t bwd_seg_index(const compile_ctx *cx, const emit_state *es, int d, int t, int mc, int mb,
                      int seg);
 
+/* describe.c: the plan-level facts the report needs and the rank -> (stage, replica) maps into
+ * out; the labels (cx->label_*) interned in cx->g. */
+void compile_describe_plan(compile_ctx *cx, compiled_plan *out);
+void compile_intern_labels(compile_ctx *cx);
+
 /* Data parallelism (zero.c), the steps of emit_plan in order: the tables (init/free), the
  * groups, ZeRO 1/2's overlapped parameter gathers (before the pipeline), FSDP's per-unit
- * gathers and reduce-scatters (after it), the gradient buckets of ZeRO 0-2, the optimizer and
+ * gathers and reduce-scatters (after it), the gradient buckets of ZeRO 0-2, DualPipe's
+ * all-reduce between the model's two copies, the optimizer and
  * ZeRO 1/2's gather of the updated parameters. */
 void zero_state_init(compile_ctx *cx, emit_state *es);
 void zero_state_free(compile_ctx *cx, emit_state *es);
@@ -277,6 +321,7 @@ void zero_make_groups(compile_ctx *cx, emit_state *es);
 void zero_emit_param_gathers(compile_ctx *cx, emit_state *es);
 void zero_emit_fsdp(compile_ctx *cx, emit_state *es);
 void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es);
+void zero_emit_copy_sync(compile_ctx *cx, emit_state *es);
 void zero_emit_optimizer(compile_ctx *cx, const compiled_plan *out, emit_state *es);
 void zero_emit_param_allgather(compile_ctx *cx, emit_state *es);
 /* Sharded parameters a rank of stage p holds (all its chunks). */

@@ -378,7 +378,8 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
         int nu = compile_stage_order(cx, p, es->units);
         for (int u = 0; u < nu; u++) {
             pipeline_unit un = es->units[u];
-            if (!pipeline_unit_makes_grads(un) || (s->zero < 2 && un.micro != cx->M - 1))
+            if (!pipeline_unit_makes_grads(un) ||
+                (s->zero < 2 && un.micro != compile_chunk_micros(cx) - 1))
                 continue;
             int mc = compile_chunk_of(cx, p, un.chunk);
             const chunk_template *ct = compile_chunk_ref(cx, mc);
@@ -403,6 +404,45 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
         }
     }
     free(task);
+}
+
+/* DualPipe's two copies (strategy_two_copies): stages p and pp - 1 - p hold the same two
+ * slices of layers, so after the data-parallel reduction each pair of ranks with the same
+ * tensor and data index all-reduces the gradients it reduced (its shard under ZeRO 1/2: each
+ * bucket over its DP or EDP shard degree; all of them under ZeRO 0) before either steps its
+ * optimizer, on the DP stream after its last DP collective (or its last backward). Pairs of
+ * folded ranks (fold.c) are not emitted: their traffic lends no load to the links the
+ * simulated pairs cross. */
+void zero_emit_copy_sync(compile_ctx *cx, emit_state *es)
+{
+    if (!strategy_two_copies(cx->s))
+        return;
+    int n = cx->n_sim, label = graph_label(cx->g, "dualpipe copies grad all-reduce");
+    for (int p = 0; p < cx->pp / 2; p++) {
+        double bytes = 0;
+        for (int k = 0; k < cx->v; k++) {
+            const chunk_template *ct = compile_chunk_ref(cx, compile_chunk_of(cx, p, k));
+            for (int b = 0; b < ct->n_buckets; b++)
+                bytes += cx->s->zero >= 1 ? ct->bucket_bytes[b] /
+                                                (ct->bucket_expert[b] ? cx->edp_shard : cx->shard)
+                                          : ct->bucket_bytes[b];
+        }
+        for (int j = 0; j < n; j++) {
+            int ranks[2] = {cx->sim_rank[(size_t)p * n + j],
+                            cx->sim_rank[(size_t)(cx->pp - 1 - p) * n + j]};
+            uint32_t coll[2];
+            int grp = graph_add_group(cx->g, ranks, 2);
+            graph_add_collective(cx->g, COLL_ALLREDUCE, grp, STREAM_DP, bytes, CAT_DP_COMM, label,
+                                 -1, coll);
+            for (int m = 0; m < 2; m++) {
+                uint32_t dep = es->last_dp[ranks[m]] != NONE ? es->last_dp[ranks[m]]
+                                                             : cx->last_compute[ranks[m]];
+                if (dep != NONE)
+                    graph_add_edge(cx->g, dep, coll[m]);
+                es->last_dp[ranks[m]] = coll[m];
+            }
+        }
+    }
 }
 
 /* The parameters of unit `unit` of chunk mc sharded over the data-parallel groups (dense) and
