@@ -383,10 +383,49 @@ static int load_embedding(yread_ctx *c, ynode *n, strategy *s)
     return 0;
 }
 
+/* recompute_modules: Megatron-Core's module names, each modelled (workload.h's WL_RC_*) or
+ * refused by name; only with `recompute: selective` (strategy_validate.c). */
+static int load_recompute_modules(yread_ctx *c, ynode *n, strategy *s)
+{
+    static const char *const modelled[] = {"core_attn", "layernorm", "mla_up_proj"};
+    static const unsigned bits[] = {WL_RC_CORE_ATTN, WL_RC_LAYERNORM, WL_RC_MLA_UP_PROJ};
+    static const char *const refused[] = {"moe_act", "mlp", "moe", "shared_experts"};
+    const char *field = "strategy.recompute_modules";
+    if (!yread_is_list(n) || yread_list_len(n) == 0)
+        return yread_fail(c, n, field,
+                          "expected a non-empty list of module names (core_attn, "
+                          "layernorm, mla_up_proj)");
+    s->recompute_modules = 0;
+    s->recompute_modules_loc = yread_loc(n);
+    for (int i = 0; i < yread_list_len(n); i++) {
+        ynode *item = yread_list_item(c, n, i);
+        const char *name = yread_scalar(item);
+        int k = -1;
+        for (int j = 0; name && j < (int)COUNT(modelled); j++)
+            if (strcmp(name, modelled[j]) == 0)
+                k = j;
+        if (k >= 0) {
+            s->recompute_modules |= bits[k];
+            continue;
+        }
+        for (int j = 0; name && j < (int)COUNT(refused); j++)
+            if (strcmp(name, refused[j]) == 0)
+                return yread_fail(c, item, field,
+                                  "the recompute of Megatron-Core's module %s is not modelled "
+                                  "(modelled: core_attn, layernorm, mla_up_proj)",
+                                  name);
+        return yread_fail(c, item, field,
+                          "unknown module %s%s%s (expected core_attn, layernorm or mla_up_proj)",
+                          name ? "'" : "a non-scalar", name ? name : "", name ? "'" : "");
+    }
+    return 0;
+}
+
 static int load_strategy_section(yread_ctx *c, ynode *n, strategy *s)
 {
-    static const char *const keys[] = {"tensor",    "context", "pipeline", "data",     "expert",
-                                       "recompute", "order",   "children", "embedding"};
+    static const char *const keys[] = {"tensor",   "context",   "pipeline",          "data",
+                                       "expert",   "recompute", "recompute_modules", "order",
+                                       "children", "embedding"};
     if (yread_expect_mapping(c, n, "strategy") ||
         yread_check_keys(c, n, "strategy", keys, COUNT(keys)))
         return c->err->code;
@@ -408,6 +447,8 @@ static int load_strategy_section(yread_ctx *c, ynode *n, strategy *s)
         s->recompute = (recompute_mode)i;
         s->recompute_loc = yread_loc(v);
     }
+    if ((v = yread_map_get(c, n, "recompute_modules")) && load_recompute_modules(c, v, s))
+        return c->err->code;
     if ((v = yread_map_get(c, n, "order")) && load_order(c, v, s))
         return c->err->code;
     if ((v = yread_map_get(c, n, "children")) && strategy_load_children(c, v, s))
@@ -434,6 +475,7 @@ static void set_defaults(strategy *s)
     s->dp_overlap = 1;
     s->fsdp_reshard = 1;
     s->recompute = RECOMPUTE_NONE;
+    s->recompute_modules = WL_RC_CORE_ATTN;
     s->order[0] = AXIS_TENSOR;
     s->order[1] = AXIS_CONTEXT;
     s->order[2] = AXIS_DATA;

@@ -179,7 +179,11 @@ typedef struct strategy {
 
     recompute_mode recompute;
     src_loc recompute_loc, bucket_loc; /* the values; line 0: not written */
-    parallel_axis order[4];            /* order[0] varies fastest across ranks */
+    /* recompute_modules (with recompute: selective): the WL_RC_* modules recomputed
+     * (Megatron-Core's --recompute-modules), WL_RC_CORE_ATTN unless written */
+    unsigned recompute_modules;
+    src_loc recompute_modules_loc;
+    parallel_axis order[4]; /* order[0] varies fastest across ranks */
 
     strategy_override *overrides;
     int n_overrides;
@@ -327,6 +331,15 @@ precision_t strategy_precision(const strategy *s);
 
 /* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);
+/* Whether selective recompute runs op's forward again in backward (and drops all but rc_keep
+ * of its saved activations): a layer op, selective recompute in force for its layer, the op in
+ * one of the plan's recompute_modules. */
+static inline int strategy_op_recomputed(const strategy *s, const workload_op *op, int layers)
+{
+    return WORKLOAD_OP_RECOMPUTABLE(op, layers) &&
+           strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE &&
+           (op->rc_module & s->recompute_modules) != 0;
+}
 int strategy_vocab_parallel_for_layer(const strategy *s, int layer); /* last match wins */
 
 /* Transformer layers of each model chunk, pp x virtual stages of them in model order (chunk

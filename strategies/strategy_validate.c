@@ -617,6 +617,23 @@ static int validate_fsdp(const strategy *s, ps_error *err)
     return 0;
 }
 
+/* recompute_modules names what selective recompute runs again: it needs `recompute: selective`
+ * at the strategy or in a child (Megatron-Core's --recompute-modules needs
+ * --recompute-granularity selective). */
+static int validate_recompute_modules(const strategy *s, ps_error *err)
+{
+    if (!s->recompute_modules_loc.line || s->recompute == RECOMPUTE_SELECTIVE)
+        return 0;
+    for (int i = 0; i < s->n_overrides; i++)
+        if (s->overrides[i].has_recompute && s->overrides[i].recompute == RECOMPUTE_SELECTIVE)
+            return 0;
+    src_loc l = s->recompute_modules_loc;
+    return ps_error_set(err, PS_EINPUT, s->file, l.line, l.column, "strategy.recompute_modules",
+                        "recompute_modules names what selective recompute runs again: it needs "
+                        "recompute: selective (recompute is %s)",
+                        recompute_name(s->recompute));
+}
+
 /* Op-level selective checkpointing (`recompute: op`) is torchtitan's policy on its Llama block:
  * it saves the outputs of the SDPA kernels and of the odd-numbered `mm` calls of the block (wq,
  * wv, w1, w2 of seven) and recomputes the rest, so the model must run those ops as the policy
@@ -681,7 +698,7 @@ int strategy_validate(const strategy *s, ps_error *err)
                      : "it needs precision bf16 or fp16 (fp32 has no master copy)");
     if (validate_fsdp(s, err))
         return err->code;
-    if (validate_op_recompute(s, err))
+    if (validate_op_recompute(s, err) || validate_recompute_modules(s, err))
         return err->code;
     if (s->model.family == FAMILY_DLRM)
         return validate_dlrm(s, err);

@@ -332,6 +332,87 @@ START_TEST(mtp_on_the_last_stage)
 }
 END_TEST
 
+/* Megatron-Core's recompute modules on the small MLA model, two stages of one layer, 1F1B (stage
+ * 0 holds 2 micro-batches of t = 64 tokens), bf16. `recompute: selective` alone recomputes the
+ * core, which is fused here: nothing. mla_up_proj drops, per layer and micro-batch, the normed
+ * query latent (q_norm's output, 64 x 96 x 2 = 12,288 bytes), Q (64 x 4 x 24 x 2 = 12,288), the
+ * normed K/V latent (64 x 32 x 2 = 4,096) and K and V (64 x 4 x (24 + 12) x 2 = 18,432): 47,104,
+ * and runs those ops' forwards again in backward (stage 0's backward kernels take longer);
+ * layernorm adds ln1's and ln2's outputs (2 x 64 x 256 x 2 = 65,536). */
+typedef struct rc_out {
+    double act, bwd;
+} rc_out;
+
+static void rc_child(const void *arg, void *out)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
+             "ffn_hidden: 512, attention: mla, q_lora_rank: 96, kv_lora_rank: 32, "
+             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12}\n"
+             "batch: {global: 4, micro: 1}\nprecision: bf16\n"
+             "strategy:\n  pipeline: {degree: 2, layers: [1, 1]}\n  data: {degree: 2}\n"
+             "  recompute: selective\n%s",
+             (const char *)arg);
+    sim_fixture f;
+    fixture_text(&f, text, "tests/data/hetero/four.xml");
+    rc_out *o = out;
+    o->act = f.p.memory[0].activations;
+    o->bwd = 0;
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
+        if (f.p.graph->tasks[t].rank == 0 && f.p.graph->tasks[t].kind == TASK_COMPUTE &&
+            f.p.graph->tasks[t].category == CAT_BACKWARD)
+            o->bwd += f.p.graph->tasks[t].seconds;
+    fixture_free(&f);
+}
+
+START_TEST(recompute_modules_drop_and_redo)
+{
+    rc_out base, mla, both, attn;
+    fixture_forked(rc_child, "", &base, sizeof base);
+    fixture_forked(rc_child, "  recompute_modules: [core_attn]\n", &attn, sizeof attn);
+    fixture_forked(rc_child, "  recompute_modules: [mla_up_proj]\n", &mla, sizeof mla);
+    fixture_forked(rc_child, "  recompute_modules: [layernorm, mla_up_proj]\n", &both, sizeof both);
+    ck_assert_double_eq(attn.act, base.act);
+    ck_assert_double_eq(base.act - mla.act, 2 * 47104.0);
+    ck_assert_double_eq(mla.act - both.act, 2 * 65536.0);
+    ck_assert(mla.bwd > base.bwd && both.bwd > mla.bwd);
+}
+END_TEST
+
+/* recompute_modules: a module not modelled, an unknown one, and the key without selective
+ * recompute, each at its place. */
+START_TEST(recompute_modules_errors)
+{
+    static const struct {
+        const char *text, *field, *message;
+        int line;
+    } cases[] = {
+        {"  recompute: selective\n  recompute_modules: [moe_act]\n", "strategy.recompute_modules",
+         "moe_act is not modelled", 6},
+        {"  recompute: selective\n  recompute_modules: [attn]\n", "strategy.recompute_modules",
+         "unknown module 'attn'", 6},
+        {"  recompute: full\n  recompute_modules: [layernorm]\n", "strategy.recompute_modules",
+         "needs recompute: selective", 6},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, "
+                 "vocab: 1000, ffn_hidden: 512}\nbatch: {global: 4, micro: 1}\n"
+                 "strategy:\n  data: {degree: 1}\n%s",
+                 cases[i].text);
+        strategy s;
+        ps_error err;
+        ps_error_clear(&err);
+        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
+        ck_assert_str_eq(err.field, cases[i].field);
+        ck_assert_int_eq(err.line, cases[i].line);
+        ck_assert_msg(strstr(err.message, cases[i].message), "%s", err.message);
+    }
+}
+END_TEST
+
 /* The keys MLA and MTP refuse where they do not apply, each at its key. */
 START_TEST(mla_and_mtp_need_a_decoder)
 {
@@ -368,6 +449,8 @@ static Suite *mla_suite(void)
                                   squared_relu_mlp_is_ungated,
                                   mtp_on_the_last_stage,
                                   mla_and_mtp_need_a_decoder,
+                                  recompute_modules_drop_and_redo,
+                                  recompute_modules_errors,
                                   NULL};
     suite_add_tests(s, "core", 60, tests);
     return s;

@@ -87,7 +87,7 @@ START_TEST(gemm_flops_by_hand)
     ck_assert_int_eq(core->kind, OP_ATTENTION);
     ck_assert_double_eq(core->batch, 4.0 * 16);
     ck_assert_double_eq(core->fwd_flops, 4.0 * 4 * 2048.0 * 2048 * 2048);
-    ck_assert_int_eq(core->selective, 1);
+    ck_assert_int_eq(core->rc_module, WL_RC_CORE_ATTN);
 
     ck_assert_str_eq(g.ops[0].name, "embedding");
     ck_assert_int_eq(g.ops[0].layer, -1);
@@ -116,7 +116,7 @@ START_TEST(activations_per_layer)
                 workload_op o;
                 workload_op_shard(&g.ops[i], t, sp, 0, &o);
                 sum += o.act_bytes;
-                if (o.selective)
+                if (o.rc_module & WL_RC_CORE_ATTN)
                     dropped += o.act_bytes;
             }
             double attn = 5 * a * s / h / t;
@@ -314,7 +314,7 @@ START_TEST(flash_attention_keeps_scores_on_chip)
             continue;
         found = 1;
         double lse = b * a * s * 4;
-        ck_assert(op->fused && !op->selective && op->kernels == 1);
+        ck_assert(op->fused && !op->rc_module && op->kernels == 1);
         ck_assert_double_eq_tol(op->fwd_flops, 4 * b * s * s * h, 1e-6 * op->fwd_flops);
         ck_assert_double_eq_tol(op->bwd_flops, 2.5 * op->fwd_flops, 1e-6 * op->fwd_flops);
         ck_assert_double_eq_tol(op->fwd_bytes, 4 * b * s * h * 2 + lse, 1e-9 * op->fwd_bytes);

@@ -124,6 +124,15 @@ static workload_op *add_pointwise(builder *bd, const char *name, int layer, op_k
     return op;
 }
 
+/* The op last added belongs to recompute module `module` and keeps `keep` of its saved
+ * activations when that module is recomputed (WL_RC_*). */
+static void rc_tag(builder *bd, unsigned module, double keep)
+{
+    workload_op *op = &bd->g->ops[bd->g->n_ops - 1];
+    op->rc_module = module;
+    op->rc_keep = keep;
+}
+
 /* LayerNorm (weight and bias, or weight alone without biases) or RMSNorm (weight alone). */
 static void add_layernorm(builder *bd, const char *name, int layer, double tokens, double h)
 {
@@ -267,7 +276,7 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     double keys = op->window > 0 && op->window < s ? op->window : s; /* per query */
     op->fwd_flops = 2.0 * 2.0 * b * s * keys * a * d;
     op->bwd_flops = 2.0 * op->fwd_flops;
-    op->selective = 1;
+    op->rc_module = WL_RC_CORE_ATTN;
     op->kv_heads = (int)bd->kv;
     op->causal = bd->family != FAMILY_BERT;
     if (!bd->flash) {
@@ -289,7 +298,7 @@ static void add_attention_core(builder *bd, int l, double b, double s)
     op->sac_redo = 0.0;
     op->sac_keep = (e * q + lse) / lse;
     op->kernels = 1;
-    op->selective = 0;
+    op->rc_module = 0;
     op->fused = 1;
     op->warp_mma = bd->m->attention_kernel == ATTN_KERNEL_WARP_MMA;
 }
@@ -415,6 +424,7 @@ static void add_layer_mlp(builder *bd, int l, double t, double h, double f, int 
 {
     char nm[48];
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln2"), l, t, h);
+    rc_tag(bd, WL_RC_LAYERNORM, 0.5); /* its input kept, its output run again */
     int router = -1;
     if (workload_layer_is_moe(bd->m, l))
         router = add_moe_mlp(bd, l, t, h, f);
@@ -446,19 +456,24 @@ static void add_mla_attention(builder *bd, int l, double b, double s, double h)
         /* the normed input both down-projections read is ln1's (add_layernorm keeps it) */
         add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q_down"), l, SPLIT_REPLICATED, t, qlr, h, 0);
         add_layernorm(bd, op_name(nm, sizeof nm, l, "attn.q_norm"), l, t, qlr);
+        rc_tag(bd, WL_RC_MLA_UP_PROJ, 0.5); /* the latent kept */
         op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q_up"), l, SPLIT_COLUMN, t, a * dqk, qlr,
                       0);
+        op->act_bytes += t * a * dqk * e; /* Q, kept for the core */
+        rc_tag(bd, WL_RC_MLA_UP_PROJ, 0.0);
     } else {
         op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.q"), l, SPLIT_COLUMN, t, a * dqk, h, 0);
+        op->act_bytes += t * a * dqk * e; /* Q, kept for the core */
     }
-    op->act_bytes += t * a * dqk * e; /* Q, kept for the core */
     /* the latent goes through its norm (which keeps it), the rotary key through RoPE */
     add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_down"), l, SPLIT_REPLICATED, t, kvlr + rope, h,
              0);
     add_layernorm(bd, op_name(nm, sizeof nm, l, "attn.kv_norm"), l, t, kvlr);
+    rc_tag(bd, WL_RC_MLA_UP_PROJ, 0.5);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, "attn.kv_up"), l, SPLIT_COLUMN, t, a * (nope + dv),
                   kvlr, 0);
     op->act_bytes += t * a * (dqk + dv) * e; /* K (with the rotary part) and V, for the core */
+    rc_tag(bd, WL_RC_MLA_UP_PROJ, 0.0);
     /* RoPE on the query's rotary part (every head) and the shared rotary key, in Megatron-Core's
      * fused MLA kernels, which also assemble the core's inputs: read the query and the K/V
      * up-projection's output and the rotary key, write Q, K (the rotary key in every head) and
@@ -468,6 +483,7 @@ static void add_mla_attention(builder *bd, int l, double b, double s, double h)
     op->fwd_bytes = op->bwd_bytes =
         e * t * (a * dqk + a * (nope + dv) + rope + 2 * a * dqk + a * dv);
     op->kernels = 2;
+    rc_tag(bd, WL_RC_MLA_UP_PROJ, 0.0);
     /* the core: fused, query-key heads dqk wide, values dv */
     op = add_op(bd, op_name(nm, sizeof nm, l, "attn.core"), l, OP_ATTENTION, SPLIT_HEADS);
     op->batch = b * a;
@@ -504,6 +520,7 @@ static void add_layer(builder *bd, int l, double b, double s, double h, double f
     add_layernorm(bd, op_name(nm, sizeof nm, l, "ln1"), l, t, h);
     /* op-level SAC keeps the block's input (half of what the first norm saves) */
     bd->g->ops[first].sac_keep = 0.5;
+    rc_tag(bd, WL_RC_LAYERNORM, 0.5);
     if (bd->m->mla) {
         add_mla_attention(bd, l, b, s, h);
         add_dropout_add(bd, l, "attn", t, h);

@@ -76,6 +76,14 @@ typedef struct workload_dlrm {
  * is resolved when read (workload_model_read) or set by workload_model_init: the builders
  * never guess. */
 /* Whether the plan's recompute applies to op (transformer layers, and an MTP module's layer). */
+/* Megatron-Core's recompute modules (--recompute-modules with --recompute-granularity selective;
+ * transformer_config.py): the attention core ("core_attn", the default: the unfused core's
+ * scores, softmax and dropout; a fused core keeps only its statistics and is in none), the
+ * layer's input and pre-MLP norms ("layernorm": their outputs dropped, inputs kept) and MLA's
+ * up-projections ("mla_up_proj": the latents' norms, the query and key/value up-projections and
+ * the rotary assembly, run again from the kept latents). */
+enum { WL_RC_CORE_ATTN = 1u, WL_RC_LAYERNORM = 2u, WL_RC_MLA_UP_PROJ = 4u };
+
 #define WORKLOAD_OP_RECOMPUTABLE(op, layers)                                                       \
     ((op)->mtp || ((op)->layer >= 0 && (op)->layer < (layers)))
 
@@ -210,7 +218,11 @@ typedef struct workload_op {
                          also run (views made contiguous, casts, masks), which the 2.5 stands
                          for; counted as CUDA kernels, NeuSight's eager rows go from 6.0% to
                          8.3% (session 38, docs/accuracy.md) */
-    int selective;    /* 1 if selective recompute drops (and recomputes) this op's saved state */
+    /* The recompute modules (WL_RC_*) the op belongs to: under `recompute: selective` with one of
+     * them in the plan's recompute_modules its forward runs again in backward and it keeps
+     * rc_keep of act_bytes (the module's input it needs to run again); 0: none. */
+    unsigned rc_module;
+    double rc_keep;
     /* Op-level selective checkpointing (`recompute: op`, torchtitan's `selective_ac_option =
      * "op"`; layer ops of dense llama models): the share of the op's forward run again in
      * backward (GEMMs: the share of N whose matmul PyTorch numbers even in the block; every

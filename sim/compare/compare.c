@@ -87,7 +87,7 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         recompute_mode rm = strategy_recompute_for_layer(s, op.layer);
         int layer_op = WORKLOAD_OP_RECOMPUTABLE(&op, p->model.layers);
         double again = (layer_op && rm == RECOMPUTE_FULL) ||
-                       (layer_op && op.selective && rm == RECOMPUTE_SELECTIVE);
+                       strategy_op_recomputed(s, &op, p->model.layers);
         if (layer_op && rm == RECOMPUTE_OP) {
             workload_op tmp;
             const workload_op *part = workload_op_sac_part(&op, &tmp);

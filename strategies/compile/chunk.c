@@ -227,8 +227,8 @@ static double saved_act_bytes(const compile_ctx *cx, const workload_op *op)
     int layer_op = WORKLOAD_OP_RECOMPUTABLE(op, cx->wg.model.layers);
     if (layer_op && rm == RECOMPUTE_FULL)
         return 0; /* only the layer input is kept: counted once per layer */
-    if (layer_op && rm == RECOMPUTE_SELECTIVE && op->selective)
-        return 0;
+    if (strategy_op_recomputed(cx->s, op, cx->wg.model.layers))
+        return op->act_bytes * op->rc_keep;
     if (layer_op && rm == RECOMPUTE_OP)
         return op->act_bytes * op->sac_keep;
     return op->act_bytes;
@@ -361,7 +361,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
         if ((per_layer && last && last->layer != op->layer && held > 0) || (ring && cur.n_ops > 0))
             push_backward(ct, &cur, &wcur, split);
         if (ring) {
-            assert(!op->selective); /* a fused core: nothing for selective recompute */
+            assert(!op->rc_module); /* a fused core: nothing for selective recompute */
             add_ring(&cur, cx, op, PASS_BWD, dev, slowdown);
         } else {
             add_op_part(cx, &cur, &wg->ops[i], op, PASS_BWD, 0, in, dev, slowdown);
@@ -371,8 +371,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
                     ct->wgt_act_bytes += op->batch * (op->m * op->k + op->m * op->n) * e;
             }
         }
-        if (op->selective && WORKLOAD_OP_RECOMPUTABLE(op, wg->model.layers) &&
-            strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE)
+        if (strategy_op_recomputed(s, op, wg->model.layers))
             add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
         extent_add(&ext, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);
