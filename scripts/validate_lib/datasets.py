@@ -116,7 +116,7 @@ def _flow(d):
 
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
                   schedule="1f1b", tensor_extra=None, data_extra=None, virtual_stages=1,
-                  children=None, pipeline_extra=None, cp=1, expert=None):
+                  children=None, pipeline_extra=None, cp=1, expert=None, recompute_modules=None):
     tensor = {"degree": tp}
     tensor.update(tensor_extra or {})
     data = {"degree": dp}
@@ -135,6 +135,8 @@ def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, reco
             "  data: {%s}\n"
             "  recompute: %s\n") % (_workload_yaml(workload), gb, mb, precision, optimizer,
                                     _flow(tensor), _flow(pipe), _flow(data), recompute)
+    if recompute_modules:
+        text += "  recompute_modules: [%s]\n" % ", ".join(recompute_modules)
     if cp > 1:
         text += "  context: {degree: %d}\n" % cp
     if expert:
@@ -500,6 +502,22 @@ def llm_precision(text):
     raise BadRow("unknown precision %r" % text)
 
 
+def llm_recompute_modules(text):
+    """The Megatron-Core recompute modules a recompute column names, as protosim's
+    recompute_modules (None: none named): the DeepSeek-V3 report's "RMSNorm and MLA
+    up-projection recomputed" (every RMSNorm: the layers' two, `layernorm`, and the latents',
+    inside `mla_up_proj`), a recipe's "mla_up_proj (selective)". Another module named in a
+    recipe is NotModelled (llm_recompute)."""
+    t = text.strip().lower()
+    if t.startswith("rmsnorm and mla up-projection recomputed"):
+        return ["layernorm", "mla_up_proj"]
+    if t.startswith("per recipe:"):
+        names = [n.strip() for n in re.sub(r"\(selective\)", "", t[len("per recipe:"):]).split(",")]
+        if names and all(n in ("mla_up_proj", "layernorm", "core_attn") for n in names):
+            return names
+    return None
+
+
 def llm_recompute(text, layers):
     """recompute column -> (recompute, children, assumption or None).
 
@@ -510,6 +528,8 @@ def llm_recompute(text, layers):
     torchtitan's op-level SAC -> `op` (protosim's model of that policy: every second matmul of
     the block and the cheap ops recomputed); other selective -> Megatron's `selective`."""
     t = text.strip().lower()
+    if llm_recompute_modules(text):
+        return "selective", None, None
     if t.startswith("full"):
         return "full", None, None
     if t.startswith("selective") and "layer-level" in t:
@@ -744,12 +764,17 @@ FRONTIER_ISSUE = "issue 32"
 # what protosim cannot run yet, by what the row needs (llm_frontier_public.md says per source
 # what was read): the schedules without a pipeline bubble, multi-head latent attention, FP4
 # GEMMs, the rack-scale and Hopper-export GPUs
-FRONTIER_SCHEDULES_MISSING = ("dualpipe",)
+FRONTIER_SCHEDULES_MISSING = ()
 # the Zero Bubble paper's automatically searched schedules run as their handcrafted
 # counterparts at the same memory limit (its section 3.1): ZB-1p (1F1B's memory) as ZB-H1,
 # ZB-2p (twice it) as ZB-H2. The search minimises the bubble from profiled pass times, so
 # the handcrafted order's bubble is at least as large: these rows are expected slow.
-FRONTIER_SCHEDULE_AS = {"zb-1p": "zb-h1", "zb-2p": "zb-h2", "zb-v": "zb-v"}
+FRONTIER_SCHEDULE_AS = {"zb-1p": "zb-h1", "zb-2p": "zb-h2", "zb-v": "zb-v",
+                        "dualpipe": "dualpipe"}
+# DeepSeek-V3's report states no micro-batch size: ASSUMED 1 sequence of 4,096 tokens (DualPipe
+# needs 2 x PP = 32 micro-batches of the 120 sequences a DP rank takes a step: 1, 2 or 3 fit;
+# 1 is what MoE pretraining at this sequence length runs)
+FRONTIER_MICRO_ASSUMED = {"DeepSeek-V3": 1}
 FRONTIER_DEVICES_MISSING = ()
 # the Zero Bubble paper's GPT models: vocab not stated (its script's GPTSentencePieceTokenizer):
 # ASSUMED 32,000, the LLaMA SentencePiece model such scripts load (a 2-5% share of the FLOPs)
@@ -862,9 +887,13 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             sp = _get(rec, "sequence_parallel", str, allow_empty=True,
                       default="false").lower().startswith("true")
             gb = _get(rec, "global_batch", _pos_int)
+            if frontier and not rec.get("micro_batch", "").strip() and \
+                    src.split(" ")[0] in FRONTIER_MICRO_ASSUMED:
+                rec = dict(rec, micro_batch=str(FRONTIER_MICRO_ASSUMED[src.split(" ")[0]]))
             mb = _get(rec, "micro_batch", _pos_int)
             prec = llm_precision(_get(rec, "precision", str))
             rc, kids, _ = llm_recompute(_get(rec, "recompute", str), wl["layers"])
+            rc_mods = llm_recompute_modules(_get(rec, "recompute", str))
             if tp * cp * pp * dp != gpus:
                 raise BadRow("tp x cp x pp x dp = %d != gpus %d" % (tp * cp * pp * dp, gpus))
             if "HSDP" in (rec.get("zero", "") + rec.get("notes", "")).upper():
@@ -943,7 +972,7 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             schedule=FRONTIER_SCHEDULE_AS.get(sched) or ("interleaved" if vs > 1 else "1f1b"),
             tensor_extra=tensor_extra,
             data_extra=data_extra, virtual_stages=1 if sched == "zb-v" else vs, children=kids,
-            pipeline_extra=pipe_extra, cp=cp, expert=expert)))
+            pipeline_extra=pipe_extra, cp=cp, expert=expert, recompute_modules=rc_mods)))
     return rows, jobs
 
 

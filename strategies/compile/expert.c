@@ -361,12 +361,15 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, stream_id st
 
 /* Expert parallelism's collectives at a cut: into the experts the all-to-all then the
  * expert-tensor all-gather; out of them the reduce-scatter then the all-to-all. On the TP
- * stream, or with expert.overlap_a2a on the EP stream (Megatron-Core's communication stream
- * of the combined 1F1B, where they run beside the other micro-batch's compute). */
+ * stream, or with expert.overlap_a2a and under DualPipe and DualPipeV on the EP stream
+ * (Megatron-Core's communication stream of the combined 1F1B, DualPipe's communication SMs,
+ * where they run beside the other micro-batch's compute and TP collectives). */
 void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after)
 {
     int out = cut == CUT_EP_OUT;
-    stream_id stream = cx->s->overlap_a2a ? STREAM_EP : STREAM_TP;
+    int merges = cx->s->overlap_a2a || cx->s->schedule == SCHED_DUALPIPE ||
+                 cx->s->schedule == SCHED_DUALPIPEV;
+    stream_id stream = merges ? STREAM_EP : STREAM_TP;
     if (out && cx->etp > 1)
         emit_etp_coll(cx, p, COLL_REDUCE_SCATTER, micro, stream, after);
     if (cx->ep > 1)
