@@ -779,6 +779,7 @@ FRONTIER_DEVICES_MISSING = ()
 # the Zero Bubble paper's GPT models: vocab not stated (its script's GPTSentencePieceTokenizer):
 # ASSUMED 32,000, the LLaMA SentencePiece model such scripts load (a 2-5% share of the FLOPs)
 ZB_VOCAB_ASSUMED = 32000
+MLPERF_GPT3_VOCAB = 50257
 
 
 def frontier_source_label(src, gpu):
@@ -806,7 +807,13 @@ def frontier_vocab(src, rec):
         return ZB_VOCAB_ASSUMED
     if "Mixtral-8x22B tokenizer" in rec.get("family", ""):
         return 32768
-    raise BadRow("vocab not stated and not known (the GPT-3 MLPerf SentencePiece model's size)")
+    if src.startswith("mlcommons/") and "GPT-3 175B, MLPerf variant" in rec.get("family", ""):
+        # the reference's vocab (mlcommons/training large_language_model/megatron-lm/README.md:
+        # "the vocab size (value is 50257)"), padded as NeMo and Megatron pad it: to a multiple
+        # of make_vocab_size_divisible_by (128) x the tensor degree
+        multiple = 128 * _opt_int(rec, "tp", 1)
+        return -(-MLPERF_GPT3_VOCAB // multiple) * multiple
+    raise BadRow("vocab not stated and not known")
 
 
 def frontier_schedule(rec):
