@@ -485,8 +485,8 @@ static void set_defaults(strategy *s)
 /* Everything after the YAML parsed: the root mapping, section by section. */
 static int load_root(yread_ctx *c, ynode *root, strategy *s)
 {
-    static const char *const keys[] = {"workload",  "batch",          "precision",
-                                       "optimizer", "master_weights", "strategy"};
+    static const char *const keys[] = {"workload",       "batch",         "precision", "optimizer",
+                                       "master_weights", "fp8_attention", "strategy"};
     if (yread_expect_mapping(c, root, "") || yread_check_keys(c, root, "", keys, COUNT(keys)))
         return c->err->code;
 
@@ -516,6 +516,11 @@ static int load_root(yread_ctx *c, ynode *root, strategy *s)
         if (yread_bool(c, v, "master_weights", &s->master_weights))
             return c->err->code;
         s->master_loc = yread_loc(v);
+    }
+    if ((v = yread_map_get(c, root, "fp8_attention"))) {
+        if (yread_bool(c, v, "fp8_attention", &s->fp8_attention))
+            return c->err->code;
+        s->fp8_attention_loc = yread_loc(v);
     }
     if ((v = yread_map_get(c, root, "strategy")) && load_strategy_section(c, v, s))
         return c->err->code;

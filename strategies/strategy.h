@@ -80,6 +80,11 @@ typedef struct strategy {
      * in the plan's (bf16/fp16) precision, as a "pure bf16" script keeps them. Default 1. */
     int master_weights;
     src_loc master_loc;
+    /* `fp8_attention: true` (Megatron-Core's --fp8-dot-product-attention, Transformer Engine's
+     * FP8 fused attention): the fused attention core's GEMMs at the FP8 rate, its Q, K, V, O and
+     * their gradients in FP8; needs `precision: fp8` or `fp4` and `attention: flash`. */
+    int fp8_attention;
+    src_loc fp8_attention_loc;
 
     /* strategy.embedding (dlrm only): has_embedding 0 when the block is absent (then the
      * tables sit on the one GPU, their update fused into the lookup's backward) */
@@ -328,6 +333,15 @@ static inline int strategy_chunk_micro_batches(const strategy *s, int micro)
  * precision bf16, the fp8 flag and gemm_precision. strategy_precision reads it back. */
 void strategy_set_precision(strategy *s, precision_t p);
 precision_t strategy_precision(const strategy *s);
+
+/* The precision op runs at: FP8 for the fused attention core under fp8_attention, the plan's
+ * gemm_precision for the layers' GEMMs under fp8/fp4, else the plan's precision. */
+static inline precision_t strategy_op_precision(const strategy *s, const workload_op *op)
+{
+    if (s->fp8_attention && op->kind == OP_ATTENTION && op->fused)
+        return PREC_FP8;
+    return s->fp8 && op->fp8_gemm ? s->gemm_precision : s->precision;
+}
 
 /* Recompute mode and vocab parallelism in force for a layer (-1 embedding, L head). */
 recompute_mode strategy_recompute_for_layer(const strategy *s, int layer);

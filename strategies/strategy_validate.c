@@ -700,6 +700,12 @@ int strategy_validate(const strategy *s, ps_error *err)
         return err->code;
     if (validate_op_recompute(s, err) || validate_recompute_modules(s, err))
         return err->code;
+    if (s->fp8_attention && (!s->fp8 || !s->model.flash_attention))
+        return ps_error_set(err, PS_EINPUT, s->file, s->fp8_attention_loc.line,
+                            s->fp8_attention_loc.column, "fp8_attention",
+                            "fp8_attention runs the fused attention kernel in FP8: it needs %s",
+                            !s->fp8 ? "precision: fp8 or fp4 (Transformer Engine's FP8 recipe)"
+                                    : "a fused attention core (the model's attention: flash)");
     if (s->model.family == FAMILY_DLRM)
         return validate_dlrm(s, err);
     if (s->optimizer == OPT_ADAGRAD)

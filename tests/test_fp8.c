@@ -255,11 +255,64 @@ START_TEST(fp4_gemm_and_plan)
 }
 END_TEST
 
+/* `fp8_attention: true` (Transformer Engine's FP8 fused attention): Llama 3 8B's fused core at
+ * micro-batch 1 (b 1, 32 heads, 8 K/V heads, s 8192, d 128): Q and O are b s a d = 33,554,432
+ * elements each, K and V b s kv d = 8,388,608; forward bytes in bf16 2 (2 x 33,554,432 + 2 x
+ * 8,388,608) + the fp32 log-sum-exp (b a s x 4 = 1,048,576) = 168,820,736, in FP8 half of the
+ * tensors: 84,934,656. The core is compute-bound there: its GEMMs at the FP8 peak (twice H100's
+ * bf16) take half the bf16 time, the GPU overhead aside (to 0.1%: the tile model's tiles are
+ * its precision's). The
+ * plan: only with fp8 or fp4 precision (an error at the key), and the attention core runs in FP8
+ * while the other non-GEMM ops keep the plan's precision. */
+START_TEST(fp8_attention_core)
+{
+    workload_model m;
+    ps_error err = {0};
+    ck_assert_int_eq(workload_model_load("llama3-8b", ps_data_dir(), &m, &err), 0);
+    m.seq = 8192;
+    workload_graph g;
+    ck_assert_int_eq(workload_build(&m, 1, PREC_BF16, &g, &err), 0);
+    const workload_op *core = NULL;
+    for (int i = 0; i < g.n_ops && !core; i++)
+        if (strcmp(g.ops[i].name, "layers.0.attn.core") == 0)
+            core = &g.ops[i];
+    ck_assert(core && core->fused);
+    ck_assert_double_eq(core->fwd_bytes, 168820736.0);
+    workload_op f8;
+    cost_attention_in(core, PREC_BF16, PREC_FP8, &f8);
+    ck_assert_double_eq(f8.fwd_bytes, 84934656.0);
+    ck_assert(f8.fwd_flops == core->fwd_flops && f8.bwd_bytes < core->bwd_bytes);
+    device_spec d = h100();
+    double ovh = cost_kernel_gpu_overhead_seconds();
+    double t16 = cost_op_kernel_seconds(core, PASS_FWD, PREC_BF16, &d) - ovh;
+    double t8 = cost_op_kernel_seconds(&f8, PASS_FWD, PREC_FP8, &d) - ovh;
+    ck_assert_msg(rel(t8, t16 / 2) < 1e-3, "fp8 %g s, bf16 %g s", t8, t16);
+
+    strategy s;
+    ck_assert_int_eq(load_strategy("fp8\nfp8_attention: true", &s, &err), 0);
+    ck_assert(s.fp8_attention);
+    ck_assert_int_eq(strategy_op_precision(&s, core), PREC_FP8);
+    const workload_op *norm = &g.ops[0];
+    ck_assert_int_eq(strategy_op_precision(&s, norm), PREC_BF16);
+    strategy_free(&s);
+    ps_error_clear(&err);
+    ck_assert_int_eq(load_strategy("bf16\nfp8_attention: true", &s, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "fp8_attention");
+    ck_assert_int_eq(err.line, 4);
+    ck_assert_ptr_nonnull(strstr(err.message, "needs precision: fp8 or fp4"));
+    workload_graph_free(&g);
+}
+END_TEST
+
 static Suite *fp8_suite(void)
 {
-    const TTest *const tests[] = {
-        fp8_gemm_cost_by_hand,      device_fp8_peaks,  fp8_strategy_and_device_check,
-        fp8_covers_the_layer_gemms, fp4_gemm_and_plan, NULL};
+    const TTest *const tests[] = {fp8_gemm_cost_by_hand,
+                                  device_fp8_peaks,
+                                  fp8_strategy_and_device_check,
+                                  fp8_covers_the_layer_gemms,
+                                  fp4_gemm_and_plan,
+                                  fp8_attention_core,
+                                  NULL};
     return suite_of("fp8", "core", 0, tests);
 }
 

@@ -116,7 +116,8 @@ def _flow(d):
 
 def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, recompute="none",
                   schedule="1f1b", tensor_extra=None, data_extra=None, virtual_stages=1,
-                  children=None, pipeline_extra=None, cp=1, expert=None, recompute_modules=None):
+                  children=None, pipeline_extra=None, cp=1, expert=None, recompute_modules=None,
+                  fp8_attention=False):
     tensor = {"degree": tp}
     tensor.update(tensor_extra or {})
     data = {"degree": dp}
@@ -129,11 +130,13 @@ def strategy_yaml(workload, gb, mb, precision, optimizer, tp=1, pp=1, dp=1, reco
             "batch: {global: %d, micro: %d}\n"
             "precision: %s\n"
             "optimizer: %s\n"
+            "%s"
             "strategy:\n"
             "  tensor: {%s}\n"
             "  pipeline: {%s}\n"
             "  data: {%s}\n"
             "  recompute: %s\n") % (_workload_yaml(workload), gb, mb, precision, optimizer,
+                                    "fp8_attention: true\n" if fp8_attention else "",
                                     _flow(tensor), _flow(pipe), _flow(data), recompute)
     if recompute_modules:
         text += "  recompute_modules: [%s]\n" % ", ".join(recompute_modules)
@@ -483,10 +486,14 @@ def _opt_int(rec, col, default):
     return _get(rec, col, _pos_int, allow_empty=True, default=default)
 
 
+def llm_fp8_attention(text):
+    """Whether the precision column runs the fused attention in FP8 (Megatron-Core's
+    --fp8-dot-product-attention: protosim's fp8_attention)."""
+    return "fp8 attention" in text.strip().lower()
+
+
 def llm_precision(text):
     t = text.strip().lower()
-    if "fp8 attention" in t:
-        raise NotModelled("FP8 attention")
     if t.startswith("nvfp4"):
         # protosim's fp4: NVFP4 GEMMs in the layers, bf16 elsewhere (the recipe's layers kept in
         # bf16, its Hadamard transforms and fp8 parts are not modelled apart)
@@ -899,6 +906,7 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
                 rec = dict(rec, micro_batch=str(FRONTIER_MICRO_ASSUMED[src.split(" ")[0]]))
             mb = _get(rec, "micro_batch", _pos_int)
             prec = llm_precision(_get(rec, "precision", str))
+            fp8_attn = llm_fp8_attention(_get(rec, "precision", str))
             rc, kids, _ = llm_recompute(_get(rec, "recompute", str), wl["layers"])
             rc_mods = llm_recompute_modules(_get(rec, "recompute", str))
             if tp * cp * pp * dp != gpus:
@@ -979,7 +987,8 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             schedule=FRONTIER_SCHEDULE_AS.get(sched) or ("interleaved" if vs > 1 else "1f1b"),
             tensor_extra=tensor_extra,
             data_extra=data_extra, virtual_stages=1 if sched == "zb-v" else vs, children=kids,
-            pipeline_extra=pipe_extra, cp=cp, expert=expert, recompute_modules=rc_mods)))
+            pipeline_extra=pipe_extra, cp=cp, expert=expert, recompute_modules=rc_mods,
+            fp8_attention=fp8_attn)))
     return rows, jobs
 
 

@@ -81,7 +81,9 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         else
             workload_op_shard(full, p->tp, s->sequence_parallel,
                               strategy_vocab_parallel_for_layer(s, full->layer), &op);
-        precision_t prec = s->fp8 && op.fp8_gemm ? s->gemm_precision : s->precision;
+        precision_t prec = strategy_op_precision(s, &op);
+        if (prec != s->precision && op.kind == OP_ATTENTION)
+            cost_attention_in(&op, s->precision, prec, &op);
         double fwd = cost_op_kernel_seconds(&op, PASS_FWD, prec, dev);
         double bwd = cost_op_kernel_seconds(&op, PASS_BWD, prec, dev);
         recompute_mode rm = strategy_recompute_for_layer(s, op.layer);

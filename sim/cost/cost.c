@@ -396,6 +396,18 @@ static double attention_seconds(const workload_op *op, op_pass pass, precision_t
     return gemm_time + memory_seconds(fmax(bytes - gemm_traffic, 0.0), dev);
 }
 
+workload_op *cost_attention_in(const workload_op *op, precision_t from, precision_t to,
+                               workload_op *tmp)
+{
+    assert(op->kind == OP_ATTENTION && op->fused);
+    double r = (double)precision_bytes(to) / precision_bytes(from), lse = op->batch * op->m * 4.0;
+    if (tmp != op)
+        *tmp = *op;
+    tmp->fwd_bytes = fmax(op->fwd_bytes - lse, 0.0) * r + fmin(op->fwd_bytes, lse);
+    tmp->bwd_bytes = fmax(op->bwd_bytes - lse, 0.0) * r + fmin(op->bwd_bytes, lse);
+    return tmp;
+}
+
 double cost_attention_kernel_seconds(const workload_op *op, op_pass pass, precision_t prec,
                                      const device_spec *dev)
 {

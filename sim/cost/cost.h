@@ -28,6 +28,11 @@ double cost_op_launch_seconds(const workload_op *op, op_pass pass);
  * scatter-add into the table: no input gradient); 0 for every other op (attention, norms and
  * elementwise make input gradients; a norm's weight gradient is fused into its kernel). */
 double cost_op_weight_grad_share(const workload_op *op, precision_t prec, const device_spec *dev);
+/* A fused attention core built in precision `from` as it runs in `to` (fp8_attention): its Q,
+ * K, V, O and their gradients in `to`'s element size, its per-row log-sum-exp (fp32, batch x m
+ * x 4 bytes) unchanged. Writes the copy into *tmp (which may be op) and returns tmp. */
+workload_op *cost_attention_in(const workload_op *op, precision_t from, precision_t to,
+                               workload_op *tmp);
 /* Kernels of the op's backward that its weight gradient launches (of cost_op_kernels). */
 int cost_op_weight_grad_kernels(const workload_op *op);
 /* The two above, added. */

@@ -28,7 +28,10 @@ static void add_op_part(const compile_ctx *cx, segment *sg, const workload_op *f
                         const device_spec *dev, double slowdown)
 {
     const strategy *s = cx->s;
-    precision_t prec = s->fp8 && op->fp8_gemm ? s->gemm_precision : s->precision;
+    precision_t prec = strategy_op_precision(s, op);
+    workload_op fp8_core;
+    if (prec != s->precision && op->kind == OP_ATTENTION)
+        op = cost_attention_in(op, s->precision, prec, &fp8_core);
     /* a split backward: the weight gradient's share of the op's kernels and time in W, the
      * rest in B (a measured backward is split in the model's proportion) */
     double share = 1.0;
