@@ -942,6 +942,13 @@ def _load_llm_file(gt_dir, file, issue, frontier, quick, max_gpus, devices_yaml)
             # over 16 chunks as 4 each and 1 in the last (with MTP and the loss), over 8 as 8
             # and 5, over 4 as 16, 16, 16 and 13; Kimi-K2's (61 layers too) ASSUMED the same
             layouts = {16: [4] * 15 + [1], 8: [8] * 7 + [5], 4: [16, 16, 16, 13]}
+            if wl["layers"] == 61 and pp * vs == 32:
+                # the recipes' 32-chunk layout "Et*3|(tt|)*29m|L" (Megatron-Bridge's
+                # set_deepseek_v3_pipeline_model_parallel_layout) gives the MTP layer and the loss
+                # chunks of their own; protosim's `layers:` list keeps MTP with the head
+                row.skip("needs the MTP layer and the loss on chunks of their own (the recipe's "
+                         "layout Et*3|(tt|)*29m|L) (%s)" % issue)
+                continue
             if wl["layers"] != 61 or pp * vs not in layouts:
                 row.skip("needs a DeepSeek pipeline layout for %d layers over %d chunks (%s)"
                          % (wl["layers"], pp * vs, issue))
