@@ -9,8 +9,9 @@
 #include <stdio.h>
 
 /* DualPipe and DualPipeV overlap a forward chunk with a backward chunk themselves (their F&B
- * steps): Megatron-Core's merge (expert.overlap_a2a) is another schedule's, and a full-recompute
- * replay inside the overlapped step is not modelled (the merged passes replay no layer).
+ * steps): Megatron-Core's merge (expert.overlap_a2a) is another schedule's, and a full or
+ * op-level recompute's replay inside the overlapped step is not modelled (the merged passes
+ * replay no layer).
  * DualPipe's two copies meet in the middle: an even pipeline degree. The micro-batch count is
  * checked with the batch (validate_batch). */
 static int validate_dualpipe(const strategy *s, ps_error *err)
@@ -33,16 +34,20 @@ static int validate_dualpipe(const strategy *s, ps_error *err)
                             name);
     }
     src_loc full = {0, 0};
-    if (s->recompute == RECOMPUTE_FULL)
+    recompute_mode mode = s->recompute;
+    if (s->recompute == RECOMPUTE_FULL || s->recompute == RECOMPUTE_OP)
         full = s->recompute_loc.line ? s->recompute_loc : sl;
     for (int i = 0; i < s->n_overrides && !full.line; i++)
-        if (s->overrides[i].has_recompute && s->overrides[i].recompute == RECOMPUTE_FULL)
+        if (s->overrides[i].has_recompute && (s->overrides[i].recompute == RECOMPUTE_FULL ||
+                                              s->overrides[i].recompute == RECOMPUTE_OP)) {
             full = s->overrides[i].loc;
+            mode = s->overrides[i].recompute;
+        }
     if (full.line)
         return ps_error_set(err, PS_EINPUT, s->file, full.line, full.column, "strategy.recompute",
-                            "full recompute with the %s schedule is not modelled: its "
+                            "%s recompute with the %s schedule is not modelled: its "
                             "overlapped forward and backward steps replay no layer",
-                            name);
+                            mode == RECOMPUTE_OP ? "op-level" : "full", name);
     return 0;
 }
 

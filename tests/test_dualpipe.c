@@ -446,6 +446,74 @@ START_TEST(compiled_dualpipe_two_copies)
 }
 END_TEST
 
+/* DualPipe folded as unfolded: 8 GPT layers over 2 stages, DP 8, on two DGX H100 nodes sharing
+ * one NIC each (`--nics 1`): stage 0 on node 0, stage 1 on node 1, so every data replica's
+ * copy all-reduce crosses the same NIC pair. Simulating replica 0 alone, its folded replicas'
+ * pairs must still load those NICs (companion groups of its pair's collective), or the
+ * all-reduce would run 8 times too fast (before the companions: 0.29 s folded against 1.39 s
+ * unfolded); and the same under TP folding (TP 8). Within 0.2%: the companions start with
+ * their twin's pair, the unfolded replicas' pairs each when its own reduction ends. */
+typedef struct fold_args {
+    const char *strategy;
+    int fold;
+} fold_args;
+
+static void fold_child(const void *arg, void *out)
+{
+    const fold_args *a = arg;
+    char text[512];
+    snprintf(text, sizeof text,
+             "workload: {family: gpt, layers: 8, hidden: 4096, heads: 32, seq: 256, "
+             "vocab: 32000}\nbatch: {global: 32, micro: 1}\nstrategy:\n%s",
+             a->strategy);
+    sim_fixture f;
+    sim_load_generated("dgx-h100", (cluster_gen_opts){.nodes = 2, .nics_per_node = 1}, &f.c);
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_msg(sim_strategy_text(text, &f.s, &err) == 0, "%s", err.message);
+    compile_options o;
+    compile_default_options(&o);
+    o.fold_data_parallel = a->fold;
+    fixture_compile(&f, &o);
+    fixture_run(&f);
+    *(double *)out = f.r.makespan;
+    fixture_free(&f);
+}
+
+START_TEST(dualpipe_folds_as_unfolded)
+{
+    static const char *const plans[] = {
+        "  pipeline: {degree: 2, schedule: dualpipe}\n  data: {degree: 8}\n",
+        "  tensor: {degree: 8}\n  pipeline: {degree: 2, schedule: dualpipe}\n"};
+    for (int i = 0; i < 2; i++) {
+        double t[2];
+        for (int fold = 0; fold < 2; fold++) {
+            fold_args a = {plans[i], fold};
+            fixture_forked(fold_child, &a, &t[fold], sizeof t[fold]);
+        }
+        ck_assert_msg(fabs(t[1] / t[0] - 1) < 2e-3, "plan %d: folded %.9g s, unfolded %.9g s", i,
+                      t[1], t[0]);
+    }
+}
+END_TEST
+
+/* op-level recompute is refused too (its replay inside a merged step is not modelled). */
+START_TEST(dualpipe_refuses_op_recompute)
+{
+    const char *text = "workload: {family: llama, layers: 8, hidden: 1024, heads: 16, kv_heads: 8, "
+                       "ffn_hidden: 2816, seq: 2048, vocab: 32000, attention: flash}\n"
+                       "batch: {global: 8, micro: 1}\nstrategy:\n"
+                       "  pipeline: {degree: 2, schedule: dualpipev}\n  recompute: op\n";
+    strategy s;
+    ps_error err;
+    ps_error_clear(&err);
+    ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, "strategy.recompute");
+    ck_assert_int_eq(err.line, 5);
+    ck_assert_msg(strstr(err.message, "op-level recompute with the dualpipev"), "%s", err.message);
+}
+END_TEST
+
 /* DualPipeV's and DualPipe's own rules, at the schedule's line: fewer than 2 p micro-batches
  * (DualPipeV's steady state starts at micro-batch 2 p, each DualPipe copy's at p), full recompute
  * (at the recompute key), and Megatron-Core's overlap_a2a (at its key); DualPipe's odd pipeline
@@ -501,6 +569,8 @@ static Suite *dualpipe_suite(void)
                                   dualpipev_refusals,
                                   dualpipe_orders_and_bubble,
                                   compiled_dualpipe_two_copies,
+                                  dualpipe_folds_as_unfolded,
+                                  dualpipe_refuses_op_recompute,
                                   NULL};
     suite_add_tests(s, "core", 120, tests);
     return s;

@@ -97,7 +97,8 @@ static int same_route(route_cache *rc, int a, int b, int a0, int b0)
 /* Folding needs replicas that provably behave like replica 0, position by position: the same
  * GPU model and slowdown, and for each stage the same bottleneck bandwidth and latency on the
  * routes between its TP peers, to its pipeline neighbours (both ways; the last stage's next
- * is the first under the interleaved schedule) and to its next context rank (both ways), with
+ * is the first under the interleaved schedule), to its mirror stage under DualPipe (the copies'
+ * gradient all-reduce) and to its next context rank (both ways), with
  * the peers on the same node or not alike (so a TP group spans nodes the same way). DP
  * collectives run over all members' links folded or not, so their routes need no check. A
  * position is (tensor index, context index, stage); d runs over data x context indices. */
@@ -120,6 +121,12 @@ static int replicas_alike(const strategy *s, route_cache *rc)
                 int q = p + 1 < s->pp ? p + 1 : (wrap ? 0 : -1);
                 if (q >= 0 && q != p) {
                     int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, t, d0, q);
+                    if (!same_route(rc, r, n, r0, n0) || !same_route(rc, n, r, n0, r0))
+                        return 0;
+                }
+                int mq = s->pp - 1 - p; /* DualPipe: the mirror stage its copy sync reaches */
+                if (strategy_two_copies(s) && mq != p) {
+                    int n = compile_rank_of(s, t, d, mq), n0 = compile_rank_of(s, t, d0, mq);
                     if (!same_route(rc, r, n, r0, n0) || !same_route(rc, n, r, n0, r0))
                         return 0;
                 }
@@ -232,6 +239,11 @@ static int tp_peers_alike(const compile_ctx *cx, route_cache *rc)
                 int q = p + 1 < s->pp ? p + 1 : (wrap ? 0 : -1);
                 if (ok && q >= 0 && q != p) {
                     int n = compile_rank_of(s, t, d, q), n0 = compile_rank_of(s, 0, d, q);
+                    ok = same_route(rc, r, n, r0, n0) && same_route(rc, n, r, n0, r0);
+                }
+                int mq = s->pp - 1 - p; /* DualPipe's mirror stage */
+                if (ok && strategy_two_copies(s) && mq != p) {
+                    int n = compile_rank_of(s, t, d, mq), n0 = compile_rank_of(s, 0, d, mq);
                     ok = same_route(rc, r, n, r0, n0) && same_route(rc, n, r, n0, r0);
                 }
             }
@@ -443,6 +455,9 @@ static int shift_alike(const compile_ctx *cx, int a, int b, route_cache *rc)
                     return 0;
             int q = p + 1 < cx->pp ? p + 1 : (wrap ? 0 : -1);
             if (q >= 0 && q != p && !pair_alike(cx, rc, i, p, i, q, a, b))
+                return 0;
+            int mq = cx->pp - 1 - p; /* DualPipe's mirror stage */
+            if (strategy_two_copies(s) && mq != p && !pair_alike(cx, rc, i, p, i, mq, a, b))
                 return 0;
             int cn = d - d % cx->cp + (d % cx->cp + 1) % cx->cp;
             if (!pair_alike(cx, rc, i, p, t + cx->tp * cn, p, a, b))

@@ -410,14 +410,16 @@ void zero_emit_grad_buckets(compile_ctx *cx, emit_state *es)
  * slices of layers, so after the data-parallel reduction each pair of ranks with the same
  * tensor and data index all-reduces the gradients it reduced (its shard under ZeRO 1/2: each
  * bucket over its DP or EDP shard degree; all of them under ZeRO 0) before either steps its
- * optimizer, on the DP stream after its last DP collective (or its last backward). Pairs of
- * folded ranks (fold.c) are not emitted: their traffic lends no load to the links the
- * simulated pairs cross. */
+ * optimizer, on the DP stream after its last DP collective (or its last backward). The pairs of
+ * folded ranks (fold.c: data index d behaves as d mod dp_sim, a folded tensor peer as index 0)
+ * run in the same task as their twin's pair, companion groups lending their links (fold.c
+ * checks that their mirror routes match the twin's). */
 void zero_emit_copy_sync(compile_ctx *cx, emit_state *es)
 {
     if (!strategy_two_copies(cx->s))
         return;
     int n = cx->n_sim, label = graph_label(cx->g, "dualpipe copies grad all-reduce");
+    int *comp = xmalloc((size_t)cx->tp * cx->dp * sizeof *comp);
     for (int p = 0; p < cx->pp / 2; p++) {
         double bytes = 0;
         for (int k = 0; k < cx->v; k++) {
@@ -432,8 +434,20 @@ void zero_emit_copy_sync(compile_ctx *cx, emit_state *es)
                             cx->sim_rank[(size_t)(cx->pp - 1 - p) * n + j]};
             uint32_t coll[2];
             int grp = graph_add_group(cx->g, ranks, 2);
-            graph_add_collective(cx->g, COLL_ALLREDUCE, grp, STREAM_DP, bytes, CAT_DP_COMM, label,
-                                 -1, coll);
+            int c = graph_add_collective(cx->g, COLL_ALLREDUCE, grp, STREAM_DP, bytes, CAT_DP_COMM,
+                                         label, -1, coll);
+            int t0 = j % cx->tp_sim, d0 = j / cx->tp_sim, nc = 0;
+            for (int d = 0; d < cx->dp; d++)
+                for (int t = 0; t < cx->tp; t++) {
+                    int twin_t = cx->tp_sim < cx->tp ? 0 : t;
+                    if (d % cx->dp_sim != d0 || twin_t != t0 || (d == d0 && t == t0))
+                        continue;
+                    int pair[2] = {compile_rank_of(cx->s, t, d, p),
+                                   compile_rank_of(cx->s, t, d, cx->pp - 1 - p)};
+                    comp[nc++] = graph_add_group(cx->g, pair, 2);
+                }
+            if (nc > 0)
+                graph_set_coll_companions(cx->g, c, comp, nc);
             for (int m = 0; m < 2; m++) {
                 uint32_t dep = es->last_dp[ranks[m]] != NONE ? es->last_dp[ranks[m]]
                                                              : cx->last_compute[ranks[m]];
@@ -443,6 +457,7 @@ void zero_emit_copy_sync(compile_ctx *cx, emit_state *es)
             }
         }
     }
+    free(comp);
 }
 
 /* The parameters of unit `unit` of chunk mc sharded over the data-parallel groups (dense) and
