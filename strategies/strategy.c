@@ -387,14 +387,16 @@ static int load_embedding(yread_ctx *c, ynode *n, strategy *s)
  * refused by name; only with `recompute: selective` (strategy_validate.c). */
 static int load_recompute_modules(yread_ctx *c, ynode *n, strategy *s)
 {
-    static const char *const modelled[] = {"core_attn", "layernorm", "mla_up_proj"};
-    static const unsigned bits[] = {WL_RC_CORE_ATTN, WL_RC_LAYERNORM, WL_RC_MLA_UP_PROJ};
-    static const char *const refused[] = {"moe_act", "mlp", "moe", "shared_experts"};
+    static const char *const modelled[] = {"core_attn", "layernorm", "mla_up_proj", "mlp",
+                                           "moe_act"};
+    static const unsigned bits[] = {WL_RC_CORE_ATTN, WL_RC_LAYERNORM, WL_RC_MLA_UP_PROJ, WL_RC_MLP,
+                                    WL_RC_MOE_ACT};
+    static const char *const refused[] = {"moe", "shared_experts"};
     const char *field = "strategy.recompute_modules";
     if (!yread_is_list(n) || yread_list_len(n) == 0)
         return yread_fail(c, n, field,
                           "expected a non-empty list of module names (core_attn, "
-                          "layernorm, mla_up_proj)");
+                          "layernorm, mla_up_proj, mlp, moe_act)");
     s->recompute_modules = 0;
     s->recompute_modules_loc = yread_loc(n);
     for (int i = 0; i < yread_list_len(n); i++) {
@@ -412,10 +414,11 @@ static int load_recompute_modules(yread_ctx *c, ynode *n, strategy *s)
             if (strcmp(name, refused[j]) == 0)
                 return yread_fail(c, item, field,
                                   "the recompute of Megatron-Core's module %s is not modelled "
-                                  "(modelled: core_attn, layernorm, mla_up_proj)",
+                                  "(modelled: core_attn, layernorm, mla_up_proj, mlp, moe_act)",
                                   name);
         return yread_fail(c, item, field,
-                          "unknown module %s%s%s (expected core_attn, layernorm or mla_up_proj)",
+                          "unknown module %s%s%s (expected core_attn, layernorm, mla_up_proj, "
+                          "mlp or moe_act)",
                           name ? "'" : "a non-scalar", name ? name : "", name ? "'" : "");
     }
     return 0;

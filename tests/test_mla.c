@@ -343,17 +343,23 @@ typedef struct rc_out {
     double act, bwd;
 } rc_out;
 
+/* rc_child's model (its extra keys) and strategy (its extra lines). */
+typedef struct rc_args {
+    const char *model, *strategy;
+} rc_args;
+
 static void rc_child(const void *arg, void *out)
 {
+    const rc_args *a = arg;
     char text[1024];
     snprintf(text, sizeof text,
              "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
              "ffn_hidden: 512, attention: mla, q_lora_rank: 96, kv_lora_rank: 32, "
-             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12}\n"
+             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12%s}\n"
              "batch: {global: 4, micro: 1}\nprecision: bf16\n"
              "strategy:\n  pipeline: {degree: 2, layers: [1, 1]}\n  data: {degree: 2}\n"
              "  recompute: selective\n%s",
-             (const char *)arg);
+             a->model, a->strategy);
     sim_fixture f;
     fixture_text(&f, text, "tests/data/hetero/four.xml");
     rc_out *o = out;
@@ -366,17 +372,39 @@ static void rc_child(const void *arg, void *out)
     fixture_free(&f);
 }
 
+static rc_out rc_run(const char *model, const char *strategy)
+{
+    rc_args a = {model, strategy};
+    rc_out o;
+    fixture_forked(rc_child, &a, &o, sizeof o);
+    return o;
+}
+
+/* The same plan: `mlp` drops the dense MLP's SwiGLU input (fc1's output, 64 x 2 x 512 x 2 =
+ * 131,072 bytes) and fc2's input (64 x 512 x 2 = 65,536) and runs fc1, the SwiGLU and fc2
+ * again. With 4 experts, top-2, every layer is a MoE layer (r = 64 x 2 = 128 routed rows):
+ * `moe_act` drops the experts' fc2 input (128 x 512 x 2 = 131,072) and runs the SwiGLU again
+ * (not fc2: its input is what was dropped), and `mlp` changes nothing there (a MoE layer's
+ * experts and shared experts are modules of their own). */
 START_TEST(recompute_modules_drop_and_redo)
 {
-    rc_out base, mla, both, attn;
-    fixture_forked(rc_child, "", &base, sizeof base);
-    fixture_forked(rc_child, "  recompute_modules: [core_attn]\n", &attn, sizeof attn);
-    fixture_forked(rc_child, "  recompute_modules: [mla_up_proj]\n", &mla, sizeof mla);
-    fixture_forked(rc_child, "  recompute_modules: [layernorm, mla_up_proj]\n", &both, sizeof both);
+    rc_out base = rc_run("", ""), attn = rc_run("", "  recompute_modules: [core_attn]\n");
+    rc_out mla = rc_run("", "  recompute_modules: [mla_up_proj]\n");
+    rc_out both = rc_run("", "  recompute_modules: [layernorm, mla_up_proj]\n");
+    rc_out mlp = rc_run("", "  recompute_modules: [mlp]\n");
     ck_assert_double_eq(attn.act, base.act);
     ck_assert_double_eq(base.act - mla.act, 2 * 47104.0);
     ck_assert_double_eq(mla.act - both.act, 2 * 65536.0);
     ck_assert(mla.bwd > base.bwd && both.bwd > mla.bwd);
+    ck_assert_double_eq(base.act - mlp.act, 2 * (131072.0 + 65536.0));
+    ck_assert(mlp.bwd > base.bwd);
+    const char *moe = ", experts: 4, experts_topk: 2";
+    rc_out mbase = rc_run(moe, ""), mact = rc_run(moe, "  recompute_modules: [moe_act]\n");
+    rc_out mmlp = rc_run(moe, "  recompute_modules: [mlp]\n");
+    ck_assert_double_eq(mbase.act - mact.act, 2 * 131072.0);
+    ck_assert(mact.bwd > mbase.bwd);
+    ck_assert_double_eq(mmlp.act, mbase.act);
+    ck_assert_double_eq(mmlp.bwd, mbase.bwd);
 }
 END_TEST
 
@@ -388,8 +416,8 @@ START_TEST(recompute_modules_errors)
         const char *text, *field, *message;
         int line;
     } cases[] = {
-        {"  recompute: selective\n  recompute_modules: [moe_act]\n", "strategy.recompute_modules",
-         "moe_act is not modelled", 6},
+        {"  recompute: selective\n  recompute_modules: [moe]\n", "strategy.recompute_modules",
+         "moe is not modelled", 6},
         {"  recompute: selective\n  recompute_modules: [attn]\n", "strategy.recompute_modules",
          "unknown module 'attn'", 6},
         {"  recompute: full\n  recompute_modules: [layernorm]\n", "strategy.recompute_modules",

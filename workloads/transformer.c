@@ -333,9 +333,12 @@ static void add_dense_mlp(builder *bd, int l, const char *prefix, double t, doub
     char nm[48], suffix[32];
     /* fc1: the up projection, or gate and up together when gated (column-parallel: each rank
      * holds its slice of both) */
+    /* Megatron-Core's `mlp` recompute module: a layer's dense MLP (not the shared experts) */
+    unsigned module = strcmp(prefix, "mlp") == 0 ? WL_RC_MLP : 0;
     snprintf(suffix, sizeof suffix, "%s.fc1", prefix);
     workload_op *op = add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t,
                                bd->act == ACT_SWIGLU ? 2 * f : f, h, 1);
+    rc_tag(bd, module, 1.0); /* its input is the norm's to keep */
     /* op-level SAC (torchtitan's w1, w3, w2: matmuls 5, 6, 7 of the block): the gate's output
      * saved, the up projection recomputed */
     op->sac_redo = 0.5;
@@ -343,9 +346,11 @@ static void add_dense_mlp(builder *bd, int l, const char *prefix, double t, doub
     snprintf(suffix, sizeof suffix, "%s.%s", prefix, bd->act == ACT_SWIGLU ? "swiglu" : "gelu");
     op = add_activation(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_COLUMN, t, f);
     op->sac_keep = t * f * bd->e / op->act_bytes; /* of what it saves, the gate's output */
+    rc_tag(bd, module, 0.0);
     snprintf(suffix, sizeof suffix, "%s.fc2", prefix);
     op = add_gemm(bd, op_name(nm, sizeof nm, l, suffix), l, SPLIT_ROW, t, h, f, 1);
     op->act_bytes = t * f * bd->e;
+    rc_tag(bd, module, 0.0);
     op->sac_redo = 0.0;
     op->sac_keep = (double)h / f; /* its output, t x h, in place of its input */
 }
@@ -403,7 +408,10 @@ static int add_moe_mlp(builder *bd, int l, double t, double h, double f)
                                 bd->act == ACT_SWIGLU ? "mlp.experts.swiglu" : "mlp.experts.gelu"),
                         l, SPLIT_COLUMN, r, f);
     op->expert = 1;
+    rc_tag(bd, WL_RC_MOE_ACT, 1.0); /* run again from fc1's output, which it keeps */
     add_expert_gemm(bd, op_name(nm, sizeof nm, l, "mlp.experts.fc2"), l, SPLIT_ROW, E, r / E, h, f);
+    rc_tag(bd, WL_RC_MOE_ACT, 0.0); /* its input, the activation's output, dropped */
+    bd->g->ops[bd->g->n_ops - 1].rc_no_redo = 1;
 
     /* unpermute: scales each copy by its probability and sums a token's k copies (reads r
      * rows and probabilities, writes t rows); backward reads dy and the saved expert outputs

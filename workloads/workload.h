@@ -81,8 +81,16 @@ typedef struct workload_dlrm {
  * scores, softmax and dropout; a fused core keeps only its statistics and is in none), the
  * layer's input and pre-MLP norms ("layernorm": their outputs dropped, inputs kept) and MLA's
  * up-projections ("mla_up_proj": the latents' norms, the query and key/value up-projections and
- * the rotary assembly, run again from the kept latents). */
-enum { WL_RC_CORE_ATTN = 1u, WL_RC_LAYERNORM = 2u, WL_RC_MLA_UP_PROJ = 4u };
+ * the rotary assembly, run again from the kept latents), the dense MLP of a layer without experts
+ * ("mlp": fc1, its activation and fc2 run again from the kept input) and the routed experts'
+ * activation ("moe_act": run again from fc1's kept output, fc2's input dropped). */
+enum {
+    WL_RC_CORE_ATTN = 1u,
+    WL_RC_LAYERNORM = 2u,
+    WL_RC_MLA_UP_PROJ = 4u,
+    WL_RC_MLP = 8u,
+    WL_RC_MOE_ACT = 16u
+};
 
 #define WORKLOAD_OP_RECOMPUTABLE(op, layers)                                                       \
     ((op)->mtp || ((op)->layer >= 0 && (op)->layer < (layers)))
@@ -223,6 +231,8 @@ typedef struct workload_op {
      * rc_keep of act_bytes (the module's input it needs to run again); 0: none. */
     unsigned rc_module;
     double rc_keep;
+    int rc_no_redo; /* 1: the module's recompute drops this op's saved input (another op of the
+                       module produced it) but does not run this op again */
     /* Op-level selective checkpointing (`recompute: op`, torchtitan's `selective_ac_option =
      * "op"`; layer ops of dense llama models): the share of the op's forward run again in
      * backward (GEMMs: the share of N whose matmul PyTorch numbers even in the block; every
