@@ -28,6 +28,11 @@ int pipeline_splits_backward(pipeline_schedule s)
            s == SCHED_DUALPIPE;
 }
 
+int pipeline_merges_steps(pipeline_schedule s)
+{
+    return s == SCHED_DUALPIPEV || s == SCHED_DUALPIPE;
+}
+
 int pipeline_units(pipeline_schedule s, int micro, int chunks)
 {
     return pipeline_splits_backward(s) ? 3 * micro * chunks : 2 * micro * chunks;

@@ -20,6 +20,9 @@ typedef struct pipeline_unit {
 
 /* Whether the schedule splits each backward into B and W units. */
 int pipeline_splits_backward(pipeline_schedule s);
+/* Whether the schedule itself merges a forward with a backward of another micro-batch (DualPipe,
+ * DualPipeV: their F&B steps). */
+int pipeline_merges_steps(pipeline_schedule s);
 /* Units a stage's order holds: 2 * micro * chunks, 3 * micro * chunks when the backward is split
  * (DualPipeV: at most that; it splits only some backwards, pipeline_order says how many). */
 int pipeline_units(pipeline_schedule s, int micro, int chunks);

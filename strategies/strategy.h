@@ -354,6 +354,12 @@ static inline int strategy_op_recomputed(const strategy *s, const workload_op *o
            strategy_recompute_for_layer(s, op->layer) == RECOMPUTE_SELECTIVE &&
            (op->rc_module & s->recompute_modules) != 0;
 }
+/* Whether selective recompute runs op's forward again in backward: recomputed, and not an op
+ * whose saved input another op of its module produced (rc_no_redo). */
+static inline int strategy_op_runs_again(const strategy *s, const workload_op *op, int layers)
+{
+    return strategy_op_recomputed(s, op, layers) && !op->rc_no_redo;
+}
 int strategy_vocab_parallel_for_layer(const strategy *s, int layer); /* last match wins */
 
 /* Transformer layers of each model chunk, pp x virtual stages of them in model order (chunk

@@ -8,6 +8,23 @@
 
 #include <stdio.h>
 
+/* Where a recompute of one of `modes` (a bit per recompute_mode) is in force: the strategy's
+ * (at its key, else `fallback`), else the first child's that sets one; *mode gets it. Line 0:
+ * none. */
+static src_loc recompute_in_force(const strategy *s, unsigned modes, src_loc fallback,
+                                  recompute_mode *mode)
+{
+    *mode = s->recompute;
+    if (modes & 1u << s->recompute)
+        return s->recompute_loc.line ? s->recompute_loc : fallback;
+    for (int i = 0; i < s->n_overrides; i++)
+        if (s->overrides[i].has_recompute && (modes & 1u << s->overrides[i].recompute)) {
+            *mode = s->overrides[i].recompute;
+            return s->overrides[i].loc;
+        }
+    return (src_loc){0, 0};
+}
+
 /* DualPipe and DualPipeV overlap a forward chunk with a backward chunk themselves (their F&B
  * steps): Megatron-Core's merge (expert.overlap_a2a) is another schedule's, and a full or
  * op-level recompute's replay inside the overlapped step is not modelled (the merged passes
@@ -33,16 +50,8 @@ static int validate_dualpipe(const strategy *s, ps_error *err)
                             "overlap_a2a)",
                             name);
     }
-    src_loc full = {0, 0};
-    recompute_mode mode = s->recompute;
-    if (s->recompute == RECOMPUTE_FULL || s->recompute == RECOMPUTE_OP)
-        full = s->recompute_loc.line ? s->recompute_loc : sl;
-    for (int i = 0; i < s->n_overrides && !full.line; i++)
-        if (s->overrides[i].has_recompute && (s->overrides[i].recompute == RECOMPUTE_FULL ||
-                                              s->overrides[i].recompute == RECOMPUTE_OP)) {
-            full = s->overrides[i].loc;
-            mode = s->overrides[i].recompute;
-        }
+    recompute_mode mode;
+    src_loc full = recompute_in_force(s, 1u << RECOMPUTE_FULL | 1u << RECOMPUTE_OP, sl, &mode);
     if (full.line)
         return ps_error_set(err, PS_EINPUT, s->file, full.line, full.column, "strategy.recompute",
                             "%s recompute with the %s schedule is not modelled: its "
@@ -82,9 +91,7 @@ static int validate_schedule(const strategy *s, ps_error *err)
                             "the %s schedule with zero 3 (FSDP) is not modelled: its deferred "
                             "weight gradients would need each unit's parameters gathered again",
                             schedule_name(s->schedule));
-    return s->schedule == SCHED_DUALPIPEV || s->schedule == SCHED_DUALPIPE
-               ? validate_dualpipe(s, err)
-               : 0;
+    return pipeline_merges_steps(s->schedule) ? validate_dualpipe(s, err) : 0;
 }
 
 /* Multi-head latent attention and multi-token prediction are modelled without tensor and
@@ -301,12 +308,8 @@ static int validate_expert_overlap(const strategy *s, ps_error *err)
                             "is Megatron-Core's schedule, modelled with its distributed "
                             "optimizer (zero 0-2), not with FSDP's per-unit gathers inside the "
                             "merged steps");
-    src_loc full = {0, 0};
-    if (s->recompute == RECOMPUTE_FULL)
-        full = s->recompute_loc.line ? s->recompute_loc : o;
-    for (int i = 0; i < s->n_overrides && !full.line; i++)
-        if (s->overrides[i].has_recompute && s->overrides[i].recompute == RECOMPUTE_FULL)
-            full = s->overrides[i].loc;
+    recompute_mode mode;
+    src_loc full = recompute_in_force(s, 1u << RECOMPUTE_FULL, o, &mode);
     if (full.line)
         return ps_error_set(err, PS_EINPUT, s->file, full.line, full.column, "strategy.recompute",
                             "full recompute with expert.overlap_a2a is refused, as "
@@ -363,7 +366,7 @@ static int validate_batch(const strategy *s, ps_error *err)
                             "the interleaved schedule needs the number of micro-batches per "
                             "data-parallel rank (%d) to be a multiple of the pipeline degree (%d)",
                             m, s->pp);
-    if ((s->schedule == SCHED_DUALPIPEV || s->schedule == SCHED_DUALPIPE) && m < 2 * s->pp)
+    if (pipeline_merges_steps(s->schedule) && m < 2 * s->pp)
         return ps_error_set(err, PS_EINPUT, s->file, sl.line, sl.column,
                             "strategy.pipeline.schedule",
                             "the %s schedule needs at least 2 x pipeline degree = %d "

@@ -51,6 +51,16 @@ void fixture_run(sim_fixture *f)
     run_summarize(&f->p, &f->r, &f->sum);
 }
 
+void fixture_pass_seconds(const sim_fixture *f, double *busy)
+{
+    const exec_graph *g = f->p.graph;
+    for (int r = 0; r < f->p.gpus; r++)
+        busy[r] = 0;
+    for (uint32_t t = 0; t < g->n_tasks; t++)
+        if (g->tasks[t].kind == TASK_COMPUTE && g->tasks[t].category != CAT_OPTIMIZER)
+            busy[g->tasks[t].rank] += g->tasks[t].seconds;
+}
+
 void fixture_free_plan(sim_fixture *f)
 {
     if (f->ran)

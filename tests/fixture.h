@@ -35,6 +35,9 @@ void fixture_text(sim_fixture *f, const char *text, const char *cluster_rel);
 void fixture_compile(sim_fixture *f, const compile_options *o);
 /* Run f->p on f->c with f->o into f->r and summarize it into f->sum; asserts. */
 void fixture_run(sim_fixture *f);
+/* Each GPU's kernel time in the compiled graph's passes (its compute tasks but the optimizer
+ * step) into busy[0 .. f->p.gpus). */
+void fixture_pass_seconds(const sim_fixture *f, double *busy);
 /* Free what the fixture holds but its cluster: the result once run, the plan, the strategy. For
  * a fixture compiled on another's cluster (f->c a copy of its handle: one platform a process). */
 void fixture_free_plan(sim_fixture *f);

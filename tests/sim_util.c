@@ -55,6 +55,16 @@ int sim_strategy_text(const char *text, strategy *s, ps_error *err)
     return rc;
 }
 
+void sim_expect_strategy_error(const char *text, const char *field, int line, const char *needle)
+{
+    strategy s;
+    ps_error err;
+    ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
+    ck_assert_str_eq(err.field, field);
+    ck_assert_int_eq(err.line, line);
+    ck_assert_msg(strstr(err.message, needle), "%s", err.message);
+}
+
 int sim_cluster_text(const char *xml, cluster *c, ps_error *err)
 {
     char *path = sim_temp_file(".xml", xml); /* SimGrid wants a .xml name */

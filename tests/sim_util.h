@@ -32,6 +32,9 @@ void sim_strategy_load(const char *rel, strategy *s);
 /* strategy_load of a file holding `text` (removed after) with the data directory, err cleared
  * first; returns strategy_load's code. */
 int sim_strategy_text(const char *text, strategy *s, ps_error *err);
+/* sim_strategy_text of `text` fails with an input error at `field`, on line `line`, its message
+ * holding `needle`. */
+void sim_expect_strategy_error(const char *text, const char *field, int line, const char *needle);
 /* Start the engine and cluster_load a file holding `xml` (an XML platform or a cluster
  * description; removed after), err cleared first; returns cluster_load's code. */
 int sim_cluster_text(const char *xml, cluster *c, ps_error *err);

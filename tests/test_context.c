@@ -53,12 +53,7 @@ static void expect_error(const char *strat, const char *field, int line, const c
 {
     char text[2048];
     strategy_text(text, sizeof text, 1024, 8, 8, strat);
-    strategy s;
-    ps_error err;
-    ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
-    ck_assert_str_eq(err.field, field);
-    ck_assert_int_eq(err.line, line);
-    ck_assert_msg(strstr(err.message, needle), "%s", err.message);
+    sim_expect_strategy_error(text, field, line, needle);
 }
 
 /* Two nodes of `k` GPUs (A100), NVLink 100 GB/s inside a node, 10 GB/s NICs between nodes. */

@@ -110,93 +110,83 @@ START_TEST(dualpipev_orders_complete_and_bounded)
 }
 END_TEST
 
-/* tests/data/hetero/four.xml (four GPUs) loaded into c; err cleared. */
-static void load_four(cluster *c, ps_error *err)
-{
-    char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", ps_data_dir());
-    ps_error_clear(err);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, ps_data_dir(), c, err) == 0, "%s", err->message);
-}
-
 typedef struct dpv_times {
     double tf, tb, tw, tfb; /* ms: a forward, a B, a W, a merged forward and whole backward */
+    int two;                /* 0: DualPipeV, m = 8; 1: DualPipe, m = 16 (8 a copy) */
 } dpv_times;
 
 typedef struct dpv_out {
     double makespan, busy[4];
 } dpv_out;
 
-/* DualPipeV on an execution graph built here: p = 4 stages of four.xml, m = 8 micro-batches,
- * one compute task per unit (a whole backward t_B + t_W, a merged step one task of t_F&B
- * standing for both passes); chunk 0's forward goes down the stages, the last hands it to its
- * chunk 1, which goes back up; the backward the other way. */
+/* The schedule on an execution graph built here: p = 4 stages of four.xml, one compute task per
+ * unit (a whole backward t_B + t_W, a merged step one task of t_F&B standing for both passes).
+ * A micro-batch's chain of chunk positions: DualPipeV's V is one chain of 2p (chunk 0 down the
+ * stages, then the last stage's chunk 1 back up); DualPipe's copies two chains of p (copy 0's
+ * stage k on stage k, copy 1's on stage p - 1 - k; each stage's chunk 0 is the copy it meets
+ * first). A forward waits for the one before it in its chain, a backward for the one after it
+ * (the chain's last for its own forward). */
 static void dpv_child(const void *arg, void *out)
 {
-    enum { P = 4, M = 8 };
+    enum { P = 4, M = 16 };
     const dpv_times *t = arg;
     dpv_out *o = out;
+    int m = t->two ? M : M / 2, mc = M / 2, len = t->two ? P : 2 * P; /* mc: a chunk's */
     ps_error err;
+    ps_error_clear(&err);
     cluster c;
-    load_four(&c, &err);
+    sim_load("tests/data/hetero/four.xml", &c);
     exec_graph *g = graph_create(P);
     int label = graph_label(g, "pass");
-    uint32_t f[2][P][M], b[2][P][M], first[P], last[P];
+    uint32_t f[2][2 * P][M / 2], b[2][2 * P][M / 2]; /* [chain][position][micro-batch] */
     pipeline_unit units[6 * M];
     for (int s = 0; s < P; s++) {
-        int n = pipeline_order(SCHED_DUALPIPEV, P, s, M, 2, 0, units);
+        int n = pipeline_order(t->two ? SCHED_DUALPIPE : SCHED_DUALPIPEV, P, s, m, 2, 0, units);
         o->busy[s] = 0;
         for (int i = 0; i < n; i++) {
             pipeline_unit x = units[i];
-            double ms = !x.backward             ? t->tf
+            double ms = x.merged                ? t->tfb
+                        : !x.backward           ? t->tf
                         : x.part == PART_INPUT  ? t->tb
                         : x.part == PART_WEIGHT ? t->tw
                                                 : t->tb + t->tw;
-            if (x.merged)
-                ms = t->tfb;
             uint32_t id = graph_add_compute(g, s, x.backward ? CAT_BACKWARD : CAT_FORWARD,
                                             ms * 1e-3, label, x.micro);
             o->busy[s] += ms;
-            if (i == 0)
-                first[s] = id;
-            last[s] = id;
-            if (x.merged) { /* the backward after it is the same task */
-                f[x.chunk][s][x.micro] = id;
-                b[units[i + 1].chunk][s][units[i + 1].micro] = id;
-                i++;
-                continue;
+            for (int k = 0; k < (x.merged ? 2 : 1); k++) { /* a merged step: both units */
+                pipeline_unit y = units[i + k];
+                int chain = t->two && (y.chunk == 0) != (s < P / 2);
+                int at = t->two ? (chain ? P - 1 - s : s) : (y.chunk ? 2 * P - 1 - s : s);
+                if (!y.backward)
+                    f[chain][at][y.micro] = id;
+                else if (y.part != PART_WEIGHT)
+                    b[chain][at][y.micro] = id;
             }
-            if (!x.backward)
-                f[x.chunk][s][x.micro] = id;
-            else if (x.part != PART_WEIGHT)
-                b[x.chunk][s][x.micro] = id;
+            i += x.merged;
         }
     }
-    for (int j = 0; j < M; j++)
-        for (int s = 0; s < P; s++) {
-            if (s > 0)
-                graph_add_edge(g, f[0][s - 1][j], f[0][s][j]);
-            graph_add_edge(g, s == P - 1 ? f[0][s][j] : f[1][s + 1][j], f[1][s][j]);
-            graph_add_edge(g, s == 0 ? f[1][0][j] : b[1][s - 1][j], b[1][s][j]);
-            graph_add_edge(g, s == P - 1 ? b[1][s][j] : b[0][s + 1][j], b[0][s][j]);
-        }
+    for (int chain = 0; chain < 1 + t->two; chain++)
+        for (int j = 0; j < mc; j++)
+            for (int k = 0; k < len; k++) {
+                if (k > 0)
+                    graph_add_edge(g, f[chain][k - 1][j], f[chain][k][j]);
+                graph_add_edge(g, k == len - 1 ? f[chain][k][j] : b[chain][k + 1][j],
+                               b[chain][k][j]);
+            }
     ck_assert_int_eq(graph_finalize(g, &err), 0);
     htae_options opt;
     htae_default_options(&opt);
     htae_result r;
     ck_assert_msg(htae_run(g, &c, &opt, &r, &err) == 0, "%s", err.message);
     o->makespan = r.makespan * 1e3;
-    (void)first;
-    (void)last;
     htae_result_free(&r);
     graph_free(g);
     cluster_free(&c);
 }
 
-static dpv_out dpv_graph(double tf, double tb, double tw, double tfb)
+static dpv_out dpv_graph(double tf, double tb, double tw, double tfb, int two)
 {
-    dpv_times t = {tf, tb, tw, tfb};
+    dpv_times t = {tf, tb, tw, tfb, two};
     dpv_out o;
     fixture_forked(dpv_child, &t, &o, sizeof o);
     return o;
@@ -221,77 +211,16 @@ START_TEST(dualpipev_bubble_on_a_graph)
     const int p = 4, m = 8;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double tf = cases[i][0], tb = cases[i][1], tw = cases[i][2], tfb = cases[i][3];
-        dpv_out o = dpv_graph(tf, tb, tw, tfb);
+        dpv_out o = dpv_graph(tf, tb, tw, tfb, 0);
         double pass = tf + tb + tw, busy = 2 * m * pass - (2 * (m - p) - 1) * (pass - tfb);
         ck_near(o.busy[p - 1], busy, 1e-9);
         ck_near(o.makespan, busy + (p - 1) * (tfb + (tb + tw) - 3 * tw), 1e-9);
         ck_near(o.makespan, cases[i][4], 1e-9);
     }
-    dpv_out o = dpv_graph(1, 1, 1, 1.5);
+    dpv_out o = dpv_graph(1, 1, 1, 1.5, 0);
     ck_assert(o.makespan - o.busy[p - 1] > (p - 1) * (1.5 + 2 - 3) + 1e-9);
 }
 END_TEST
-
-/* DualPipe on an execution graph built here: p = 4 stages of four.xml, m = 16 micro-batches,
- * 8 for each copy of the model; copy 0's stage k on stage k, copy 1's on stage 3 - k; each
- * stage's chunk 0 is the copy it meets first (stages 0, 1: copy 0; 2, 3: copy 1). Units as
- * dpv_child; a copy's forward goes down its stages, its last stage's backward starts after its
- * own forward, and goes back up. */
-static void dp_child(const void *arg, void *out)
-{
-    enum { P = 4, M = 16, MC = M / 2 };
-    const dpv_times *t = arg;
-    dpv_out *o = out;
-    ps_error err;
-    cluster c;
-    load_four(&c, &err);
-    exec_graph *g = graph_create(P);
-    int label = graph_label(g, "pass");
-    uint32_t f[2][P][MC], b[2][P][MC]; /* [copy][its stage][micro-batch] */
-    pipeline_unit units[6 * M];
-    for (int s = 0; s < P; s++) {
-        int n = pipeline_order(SCHED_DUALPIPE, P, s, M, 2, 0, units);
-        o->busy[s] = 0;
-        for (int i = 0; i < n; i++) {
-            pipeline_unit x = units[i];
-            double ms = !x.backward             ? t->tf
-                        : x.part == PART_INPUT  ? t->tb
-                        : x.part == PART_WEIGHT ? t->tw
-                                                : t->tb + t->tw;
-            if (x.merged)
-                ms = t->tfb;
-            uint32_t id = graph_add_compute(g, s, x.backward ? CAT_BACKWARD : CAT_FORWARD,
-                                            ms * 1e-3, label, x.micro);
-            o->busy[s] += ms;
-            for (int k = 0; k < (x.merged ? 2 : 1); k++) {
-                pipeline_unit y = units[i + k];
-                int copy = (y.chunk == 0) == (s < P / 2) ? 0 : 1;
-                int at = copy == 0 ? s : P - 1 - s;
-                if (!y.backward)
-                    f[copy][at][y.micro] = id;
-                else if (y.part != PART_WEIGHT)
-                    b[copy][at][y.micro] = id;
-            }
-            i += x.merged;
-        }
-    }
-    for (int copy = 0; copy < 2; copy++)
-        for (int j = 0; j < MC; j++)
-            for (int k = 0; k < P; k++) {
-                if (k > 0)
-                    graph_add_edge(g, f[copy][k - 1][j], f[copy][k][j]);
-                graph_add_edge(g, k == P - 1 ? f[copy][k][j] : b[copy][k + 1][j], b[copy][k][j]);
-            }
-    ck_assert_int_eq(graph_finalize(g, &err), 0);
-    htae_options opt;
-    htae_default_options(&opt);
-    htae_result r;
-    ck_assert_msg(htae_run(g, &c, &opt, &r, &err) == 0, "%s", err.message);
-    o->makespan = r.makespan * 1e3;
-    htae_result_free(&r);
-    graph_free(g);
-    cluster_free(&c);
-}
 
 /* DualPipe's orders: stages s and p - 1 - s run the same one, DualPipeV's for stage
  * min(s, p - 1 - s) of p / 2 with m / 2 micro-batches (dualpipe.py's steps with half_rank and
@@ -310,13 +239,12 @@ START_TEST(dualpipe_orders_and_bubble)
     static const double cases[][5] = {{1, 1, 1, 3, 50.0}, {1, 1, 1, 2, 38.0}, {1, 1, 0.5, 2, 36.5}};
     const int p = 4, mc = 8;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        dpv_times t = {cases[i][0], cases[i][1], cases[i][2], cases[i][3]};
-        dpv_out o;
-        fixture_forked(dp_child, &t, &o, sizeof o);
-        double pass = t.tf + t.tb + t.tw;
-        double busy = 2 * mc * pass - (2 * (mc - p / 2) - 1) * (pass - t.tfb);
+        double tf = cases[i][0], tb = cases[i][1], tw = cases[i][2], tfb = cases[i][3];
+        dpv_out o = dpv_graph(tf, tb, tw, tfb, 1);
+        double pass = tf + tb + tw;
+        double busy = 2 * mc * pass - (2 * (mc - p / 2) - 1) * (pass - tfb);
         ck_near(o.busy[1], busy, 1e-9);
-        ck_near(o.makespan, busy + (p / 2 - 1) * (t.tfb + (t.tb + t.tw) - 3 * t.tw), 1e-9);
+        ck_near(o.makespan, busy + (p / 2 - 1) * (tfb + (tb + tw) - 3 * tw), 1e-9);
         ck_near(o.makespan, cases[i][4], 1e-9);
     }
 }
@@ -342,7 +270,7 @@ static void plan_child(const void *arg, void *out)
     o->makespan = f.r.makespan;
     int sync = graph_label(f.p.graph, "dualpipe copies grad all-reduce");
     for (int r = 0; r < 4; r++) {
-        o->busy[r] = o->sync[r] = 0;
+        o->sync[r] = 0;
         o->act[r] = f.p.memory[r].activations;
         o->weights[r] = f.p.memory[r].weights;
         o->grads[r] = f.p.memory[r].gradients;
@@ -350,10 +278,7 @@ static void plan_child(const void *arg, void *out)
     for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
         if (f.p.graph->tasks[t].label == sync)
             o->sync[f.p.graph->tasks[t].rank] += f.p.graph->tasks[t].bytes;
-    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) /* the passes (not the optimizer step) */
-        if (f.p.graph->tasks[t].kind == TASK_COMPUTE &&
-            f.p.graph->tasks[t].category != CAT_OPTIMIZER)
-            o->busy[f.p.graph->tasks[t].rank] += f.p.graph->tasks[t].seconds;
+    fixture_pass_seconds(&f, o->busy);
     fixture_free(&f);
 }
 
@@ -504,13 +429,8 @@ START_TEST(dualpipe_refuses_op_recompute)
                        "ffn_hidden: 2816, seq: 2048, vocab: 32000, attention: flash}\n"
                        "batch: {global: 8, micro: 1}\nstrategy:\n"
                        "  pipeline: {degree: 2, schedule: dualpipev}\n  recompute: op\n";
-    strategy s;
-    ps_error err;
-    ps_error_clear(&err);
-    ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
-    ck_assert_str_eq(err.field, "strategy.recompute");
-    ck_assert_int_eq(err.line, 5);
-    ck_assert_msg(strstr(err.message, "op-level recompute with the dualpipev"), "%s", err.message);
+    sim_expect_strategy_error(text, "strategy.recompute", 5,
+                              "op-level recompute with the dualpipev");
 }
 END_TEST
 
@@ -547,13 +467,7 @@ START_TEST(dualpipev_refusals)
                  "workload: {family: gpt, layers: 4, hidden: 256, heads: 4, seq: 128, "
                  "vocab: 1000}\nbatch: {global: %d, micro: 1}\nstrategy:\n%s",
                  cases[i].global, cases[i].strategy);
-        strategy s;
-        ps_error err;
-        ps_error_clear(&err);
-        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
-        ck_assert_str_eq(err.field, cases[i].field);
-        ck_assert_int_eq(err.line, cases[i].line);
-        ck_assert_msg(strstr(err.message, cases[i].message), "%s", err.message);
+        sim_expect_strategy_error(text, cases[i].field, cases[i].line, cases[i].message);
     }
 }
 END_TEST

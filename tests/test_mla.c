@@ -278,6 +278,53 @@ START_TEST(squared_relu_mlp_is_ungated)
 }
 END_TEST
 
+/* The small MLA model (its extra keys `model`) on two stages of one layer and two replicas on
+ * four.xml, bf16, the strategy's recompute lines `recompute`: each stage's weights and
+ * activations (its GPU of replica 0) and stage 0's backward kernel time. */
+typedef struct small_args {
+    const char *model, *recompute;
+} small_args;
+
+typedef struct small_out {
+    double weights[2], act[2], bwd0;
+} small_out;
+
+static void small_child(const void *arg, void *out)
+{
+    const small_args *a = arg;
+    char text[1024];
+    snprintf(text, sizeof text,
+             "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
+             "ffn_hidden: 512, attention: mla, q_lora_rank: 96, kv_lora_rank: 32, "
+             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12%s}\n"
+             "batch: {global: 4, micro: 1}\nprecision: bf16\n"
+             "strategy:\n  pipeline: {degree: 2, layers: [1, 1]}\n  data: {degree: 2}\n%s",
+             a->model, a->recompute);
+    sim_fixture f;
+    fixture_text(&f, text, "tests/data/hetero/four.xml");
+    small_out *o = out;
+    for (int p = 0; p < 2; p++) {
+        int r = compile_rank_of(&f.s, 0, 0, p);
+        o->weights[p] = f.p.memory[r].weights;
+        o->act[p] = f.p.memory[r].activations;
+    }
+    o->bwd0 = 0;
+    int r0 = compile_rank_of(&f.s, 0, 0, 0);
+    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
+        if (f.p.graph->tasks[t].rank == r0 && f.p.graph->tasks[t].kind == TASK_COMPUTE &&
+            f.p.graph->tasks[t].category == CAT_BACKWARD)
+            o->bwd0 += f.p.graph->tasks[t].seconds;
+    fixture_free(&f);
+}
+
+static small_out small_plan(const char *model, const char *recompute)
+{
+    small_args a = {model, recompute};
+    small_out o;
+    fixture_forked(small_child, &a, &o, sizeof o);
+    return o;
+}
+
 /* A plan of the small MLA model with MTP on two stages of 2 GPUs (four.xml), `layers: [1, 1]`:
  * the last stage holds layer 1, the final norm and output head (1000 x 256), and the MTP module:
  * the embedding's copy (1000 x 256), two norms, the 512 x 256 projection, one more layer and its
@@ -286,48 +333,16 @@ END_TEST
  * module adds to the last stage's activations its norms' (enorm, hnorm and its final norm, each
  * input and output: 3 x 2 x 32,768), its loss's fp32 softmax (64 x 1000 x 4) and that input:
  * 485,376 bytes. */
-typedef struct mtp_out {
-    double weights, act;
-} mtp_out;
-
-static void mtp_child(const void *arg, void *out)
-{
-    const char *const *opts = arg;
-    char text[1024];
-    snprintf(text, sizeof text,
-             "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
-             "ffn_hidden: 512, attention: mla, q_lora_rank: 96, kv_lora_rank: 32, "
-             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12%s}\n"
-             "batch: {global: 4, micro: 1}\nprecision: bf16\n"
-             "strategy:\n  pipeline: {degree: 2, layers: [1, 1]}\n  data: {degree: 2}\n"
-             "  recompute: %s\n",
-             opts[0], opts[1]);
-    sim_fixture f;
-    fixture_text(&f, text, "tests/data/hetero/four.xml");
-    int last = compile_rank_of(&f.s, 0, 0, 1);
-    mtp_out *o = out;
-    o->weights = f.p.memory[last].weights;
-    o->act = f.p.memory[last].activations;
-    fixture_free(&f);
-}
-
-static mtp_out mtp_plan(const char *mtp, const char *recompute)
-{
-    const char *opts[2] = {mtp, recompute};
-    mtp_out o;
-    fixture_forked(mtp_child, opts, &o, sizeof o);
-    return o;
-}
-
 START_TEST(mtp_on_the_last_stage)
 {
     double h = 256, v = 1000;
     double layer = mla_params(h, 4, 96, 32, 16, 8, 12) + 2 * h + 3 * h * 512;
     double last = layer + h + v * h + (v * h + 2 * h + 2 * h * h + layer + h);
-    mtp_out with = mtp_plan(", mtp_layers: 1", "full"), without = mtp_plan("", "full");
-    ck_assert_double_eq(with.weights, 2 * last);
-    ck_assert_double_eq(without.weights, 2 * (layer + h + v * h));
-    ck_assert_double_eq(with.act - without.act,
+    small_out with = small_plan(", mtp_layers: 1", "  recompute: full\n");
+    small_out without = small_plan("", "  recompute: full\n");
+    ck_assert_double_eq(with.weights[1], 2 * last);
+    ck_assert_double_eq(without.weights[1], 2 * (layer + h + v * h));
+    ck_assert_double_eq(with.act[1] - without.act[1],
                         3 * 2 * 64 * 256 * 2 + 64 * 1000 * 4 + 64 * 256 * 2);
 }
 END_TEST
@@ -338,46 +353,18 @@ END_TEST
  * query latent (q_norm's output, 64 x 96 x 2 = 12,288 bytes), Q (64 x 4 x 24 x 2 = 12,288), the
  * normed K/V latent (64 x 32 x 2 = 4,096) and K and V (64 x 4 x (24 + 12) x 2 = 18,432): 47,104,
  * and runs those ops' forwards again in backward (stage 0's backward kernels take longer);
- * layernorm adds ln1's and ln2's outputs (2 x 64 x 256 x 2 = 65,536). */
+ * layernorm adds ln1's and ln2's outputs (2 x 64 x 256 x 2 = 65,536). rc_run: small_plan under
+ * selective recompute with the strategy lines `modules`, stage 0's activations and backward. */
 typedef struct rc_out {
     double act, bwd;
 } rc_out;
 
-/* rc_child's model (its extra keys) and strategy (its extra lines). */
-typedef struct rc_args {
-    const char *model, *strategy;
-} rc_args;
-
-static void rc_child(const void *arg, void *out)
+static rc_out rc_run(const char *model, const char *modules)
 {
-    const rc_args *a = arg;
-    char text[1024];
-    snprintf(text, sizeof text,
-             "workload: {family: llama, layers: 2, hidden: 256, heads: 4, seq: 64, vocab: 1000, "
-             "ffn_hidden: 512, attention: mla, q_lora_rank: 96, kv_lora_rank: 32, "
-             "qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 12%s}\n"
-             "batch: {global: 4, micro: 1}\nprecision: bf16\n"
-             "strategy:\n  pipeline: {degree: 2, layers: [1, 1]}\n  data: {degree: 2}\n"
-             "  recompute: selective\n%s",
-             a->model, a->strategy);
-    sim_fixture f;
-    fixture_text(&f, text, "tests/data/hetero/four.xml");
-    rc_out *o = out;
-    o->act = f.p.memory[0].activations;
-    o->bwd = 0;
-    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++)
-        if (f.p.graph->tasks[t].rank == 0 && f.p.graph->tasks[t].kind == TASK_COMPUTE &&
-            f.p.graph->tasks[t].category == CAT_BACKWARD)
-            o->bwd += f.p.graph->tasks[t].seconds;
-    fixture_free(&f);
-}
-
-static rc_out rc_run(const char *model, const char *strategy)
-{
-    rc_args a = {model, strategy};
-    rc_out o;
-    fixture_forked(rc_child, &a, &o, sizeof o);
-    return o;
+    char recompute[256];
+    snprintf(recompute, sizeof recompute, "  recompute: selective\n%s", modules);
+    small_out o = small_plan(model, recompute);
+    return (rc_out){o.act[0], o.bwd0};
 }
 
 /* The same plan: `mlp` drops the dense MLP's SwiGLU input (fc1's output, 64 x 2 x 512 x 2 =
@@ -430,13 +417,7 @@ START_TEST(recompute_modules_errors)
                  "vocab: 1000, ffn_hidden: 512}\nbatch: {global: 4, micro: 1}\n"
                  "strategy:\n  data: {degree: 1}\n%s",
                  cases[i].text);
-        strategy s;
-        ps_error err;
-        ps_error_clear(&err);
-        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
-        ck_assert_str_eq(err.field, cases[i].field);
-        ck_assert_int_eq(err.line, cases[i].line);
-        ck_assert_msg(strstr(err.message, cases[i].message), "%s", err.message);
+        sim_expect_strategy_error(text, cases[i].field, cases[i].line, cases[i].message);
     }
 }
 END_TEST

@@ -98,16 +98,6 @@ START_TEST(zb_orders_complete_and_bounded)
 }
 END_TEST
 
-/* tests/data/hetero/four.xml (four GPUs) loaded into c; err cleared. */
-static void load_four(cluster *c, ps_error *err)
-{
-    char cp[1024];
-    snprintf(cp, sizeof cp, "%s/tests/data/hetero/four.xml", ps_data_dir());
-    ps_error_clear(err);
-    cluster_engine_start();
-    ck_assert_msg(cluster_load(cp, ps_data_dir(), c, err) == 0, "%s", err->message);
-}
-
 /* The schedule on an execution graph built here: p = 4 stages of GPUs on four.xml, m = 8
  * micro-batches, one compute task per F, B and W (1F1B: one per F and per whole backward of
  * t_B + t_W), no communication; F waits for the previous stage's F, B for the next stage's B
@@ -119,7 +109,8 @@ static double timeline_in_process(pipeline_schedule sched, double tf, double tb,
     const int p = 4, m = 8;
     ps_error err;
     cluster c;
-    load_four(&c, &err);
+    ps_error_clear(&err);
+    sim_load("tests/data/hetero/four.xml", &c);
     exec_graph *g = graph_create(p);
     int label = graph_label(g, "unit");
     uint32_t fwd[MAX_P][MAX_M], bwd[MAX_P][MAX_M], first[MAX_P], last[MAX_P];
@@ -308,7 +299,8 @@ static void zbv_child(const void *arg, void *out)
     enum { P = 4, M = 8 };
     ps_error err;
     cluster c;
-    load_four(&c, &err);
+    ps_error_clear(&err);
+    sim_load("tests/data/hetero/four.xml", &c);
     exec_graph *g = graph_create(P);
     int label = graph_label(g, "pass");
     uint32_t f[2][P][M], b[2][P][M];
@@ -404,14 +396,10 @@ static void plan_child(const void *arg, void *out)
     plan_out *o = out;
     o->makespan = f.r.makespan;
     for (int r = 0; r < 4; r++) {
-        o->busy[r] = 0;
         o->act[r] = f.p.memory[r].activations;
         o->weights[r] = f.p.memory[r].weights;
     }
-    for (uint32_t t = 0; t < f.p.graph->n_tasks; t++) /* the passes (not the optimizer step) */
-        if (f.p.graph->tasks[t].kind == TASK_COMPUTE &&
-            f.p.graph->tasks[t].category != CAT_OPTIMIZER)
-            o->busy[f.p.graph->tasks[t].rank] += f.p.graph->tasks[t].seconds;
+    fixture_pass_seconds(&f, o->busy);
     fixture_free(&f);
 }
 
@@ -505,13 +493,7 @@ START_TEST(zb_refusals)
                  "workload: {family: gpt, layers: 4, hidden: 256, heads: 4, seq: 128, "
                  "vocab: 1000}\nbatch: {global: 8, micro: 1}\nstrategy:\n%s",
                  cases[i].strategy);
-        strategy s;
-        ps_error err;
-        ps_error_clear(&err);
-        ck_assert_int_eq(sim_strategy_text(text, &s, &err), PS_EINPUT);
-        ck_assert_str_eq(err.field, cases[i].field);
-        ck_assert_int_eq(err.line, 4);
-        ck_assert_msg(strstr(err.message, cases[i].message), "%s", err.message);
+        sim_expect_strategy_error(text, cases[i].field, 4, cases[i].message);
     }
 }
 END_TEST

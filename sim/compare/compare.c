@@ -88,8 +88,8 @@ static int predicted_ops(const strategy *s, const compiled_plan *p, const cluste
         double bwd = cost_op_kernel_seconds(&op, PASS_BWD, prec, dev);
         recompute_mode rm = strategy_recompute_for_layer(s, op.layer);
         int layer_op = WORKLOAD_OP_RECOMPUTABLE(&op, p->model.layers);
-        double again = (layer_op && rm == RECOMPUTE_FULL) ||
-                       (strategy_op_recomputed(s, &op, p->model.layers) && !op.rc_no_redo);
+        double again =
+            (layer_op && rm == RECOMPUTE_FULL) || strategy_op_runs_again(s, &op, p->model.layers);
         if (layer_op && rm == RECOMPUTE_OP) {
             workload_op tmp;
             const workload_op *part = workload_op_sac_part(&op, &tmp);

@@ -374,7 +374,7 @@ static void build_backward(compile_ctx *cx, int mc, const device_spec *dev, doub
                     ct->wgt_act_bytes += op->batch * (op->m * op->k + op->m * op->n) * e;
             }
         }
-        if (strategy_op_recomputed(s, op, wg->model.layers) && !op->rc_no_redo)
+        if (strategy_op_runs_again(s, op, wg->model.layers))
             add_op(cx, &cur, &wg->ops[i], op, PASS_FWD, 1, dev, slowdown);
         extent_add(&ext, op->layer, wg->model.layers);
         cur.params += chunk_op_params(cx, op);

@@ -255,16 +255,21 @@ static void keep_bwd_segments(compile_ctx *cx, emit_state *es, const chunk_templ
                 es->segids[(size_t)i * n + j];
 }
 
-/* A whole backward under a split schedule (DualPipeV's backwards that defer no W): its
- * segments [k, e) each followed by that segment's weight gradients (wgt's segment i waits for
- * bwd's segment i, not for its cut, and runs beside it), as autograd runs dX and dW layer by
- * layer; the W tasks are the buckets' gradient-ready points (es->segids). after: the chain of
- * B segments and their cuts. */
-static void emit_bwd_with_weights(compile_ctx *cx, emit_state *es, const chunk_template *const *ct,
-                                  int p, int k, int e, int mb, uint32_t *first, uint32_t *last,
-                                  uint32_t *after)
+/* Segments [k, e) of a whole backward, their tasks the buckets' gradient-ready points
+ * (es->segids). Under a split schedule (DualPipe's backwards that defer no W) each segment is
+ * followed by its weight gradients (wgt's segment i waits for bwd's segment i, not for its cut,
+ * and runs beside it), as autograd runs dX and dW layer by layer, and the W tasks are the ready
+ * points. after: the chain of B segments and their cuts. */
+static void emit_whole_bwd(compile_ctx *cx, emit_state *es, const chunk_template *const *ct, int p,
+                           int k, int e, int mb, uint32_t *first, uint32_t *last, uint32_t *after)
 {
     int n = cx->n_sim;
+    if (k >= e)
+        return;
+    if (!pipeline_splits_backward(cx->s->schedule)) {
+        emit_piece(cx, ct, p, 2, k, e, mb, first, last, es->segids + (size_t)k * n, after);
+        return;
+    }
     uint32_t *wafter = xmalloc((size_t)n * sizeof *wafter);
     for (int i = k; i < e; i++) {
         emit_piece(cx, ct, p, 2, i, i + 1, mb, first, last, NULL, after);
@@ -311,9 +316,9 @@ static void emit_passes(compile_ctx *cx, emit_state *es, int p, const chunk_temp
         lists[j] = &ct[j]->bwd;
         after[j] = NONE;
     }
-    if (unit.part == PART_WHOLE && pipeline_splits_backward(cx->s->schedule))
-        emit_bwd_with_weights(cx, es, ct, p, 0, ct[0]->bwd.n, mb, first, last, after);
-    else
+    if (unit.part == PART_WHOLE)
+        emit_whole_bwd(cx, es, ct, p, 0, ct[0]->bwd.n, mb, first, last, after);
+    else /* a split schedule's B: its W unit comes later */
         emit_segments(cx, lists, p, CAT_BACKWARD, mb, first, last, es->segids, NULL, after);
     free(lists);
     free(after);
@@ -394,10 +399,10 @@ static void unit_finish(compile_ctx *cx, emit_state *es, int p, unit_emit *ue)
     const strategy *s = cx->s;
     int tp = cx->tp_sim, n = cx->n_sim, mc = ue->mc, mb = ue->unit.micro;
     const int *ranks = cx->sim_rank + (size_t)p * n;
+    int next = strategy_next_chunk(s, mc), prev = strategy_prev_chunk(s, mc);
     for (int j = 0; j < n; j++) {
         int t = j % tp, d = j / tp;
         size_t xi = xidx(cx, d, t, mc, mb);
-        int next = strategy_next_chunk(s, mc), prev = strategy_prev_chunk(s, mc);
         if (!ue->unit.backward) {
             es->fwd_first[xi] = ue->first[j];
             es->fwd_prev[xi] = ue->before[j];
@@ -457,7 +462,7 @@ static int piece_end(const segment_list *l, int i)
  * f's experts and f's combine beside b's attention backward. The members' passes keep their
  * own dependencies (after_f, after_b); a pass left when the other ends runs alone. DualPipeV's
  * overlapped forward and backward chunks (its F&B steps) are the same merge, b's pieces with
- * their weight gradients (emit_bwd_with_weights). */
+ * their weight gradients (emit_whole_bwd). */
 static void emit_merged(compile_ctx *cx, emit_state *es, int p, pipeline_unit f, pipeline_unit b)
 {
     int n = cx->n_sim;
@@ -471,16 +476,11 @@ static void emit_merged(compile_ctx *cx, emit_state *es, int p, pipeline_unit f,
     for (int j = 0; j < 2 * n; j++)
         after[j] = NONE;
     const segment_list *fl = &uf.ct[0]->fwd, *bl = &ub.ct[0]->bwd;
-    int split = pipeline_splits_backward(cx->s->schedule); /* DualPipeV: b is B and W */
     assert(b.part == PART_WHOLE);
     for (int i = 0, k = 0; i < fl->n || k < bl->n;) {
         if (k < bl->n) {
             int e = piece_end(bl, k);
-            if (split)
-                emit_bwd_with_weights(cx, es, ub.ct, p, k, e, b.micro, ub.first, ub.last, after_b);
-            else
-                emit_piece(cx, ub.ct, p, 2, k, e, b.micro, ub.first, ub.last,
-                           es->segids + (size_t)k * n, after_b);
+            emit_whole_bwd(cx, es, ub.ct, p, k, e, b.micro, ub.first, ub.last, after_b);
             k = e;
         }
         if (i < fl->n) {

@@ -224,13 +224,6 @@ static inline int compile_head_with_embedding(const compile_ctx *cx)
     return cx->pp == 1 || compile_two_way(cx);
 }
 
-/* A V placement (ZB-V, DualPipeV): stage 0 holds the first and the last model chunk (the
- * embedding and the head), and the last stage hands chunk pp - 1's output to chunk pp locally. */
-static inline int compile_vshape(const compile_ctx *cx)
-{
-    return strategy_vshape(cx->s);
-}
-
 /* Where ranks sit (ranks.c; compile_rank_of in compile.h). Expert parallelism's rank groups
  * (Megatron-Core's folding), the one place they are derived: a stage's ranks numbered
  * i = t + tp x d (tensor index fastest) are regrouped as i = et + etp x (e + ep x edp): et the

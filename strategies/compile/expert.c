@@ -367,8 +367,7 @@ static void emit_ep_a2a(compile_ctx *cx, int p, int out, int micro, stream_id st
 void compile_emit_expert_cut(compile_ctx *cx, int p, int cut, int micro, uint32_t *after)
 {
     int out = cut == CUT_EP_OUT;
-    int merges = cx->s->overlap_a2a || cx->s->schedule == SCHED_DUALPIPE ||
-                 cx->s->schedule == SCHED_DUALPIPEV;
+    int merges = cx->s->overlap_a2a || pipeline_merges_steps(cx->s->schedule);
     stream_id stream = merges ? STREAM_EP : STREAM_TP;
     if (out && cx->etp > 1)
         emit_etp_coll(cx, p, COLL_REDUCE_SCATTER, micro, stream, after);
